@@ -1,0 +1,38 @@
+//! EPP v1 (External Prompt Protocol), the protocol half of Gatehouse's inbox.
+//!
+//! Pure functions only: bytes in, typed values or typed [`Rejection`]s out. The clock is
+//! passed in by the caller, and nothing here touches disk or network.
+
+pub mod canonical;
+pub mod crypto;
+pub mod envelope;
+pub mod json;
+pub mod receipt;
+
+pub use canonical::Form;
+pub use crypto::{generate_signing_key, parse_public_key, public_key_hex, utc_string, verify, Draft};
+pub use envelope::{Envelope, MAX_ENVELOPE_BYTES};
+pub use receipt::{ErrorCode, Receipt, ReceiptStatus, Rejection};
+
+use chrono::{DateTime, Utc};
+
+/// Steps 2–6 of spec 5.1, the part that needs no registry: structure, version,
+/// recipient, expiry, signature. Order matters: an expired envelope with a bad signature
+/// is EXPIRED, and a wrong recipient is reported before anything about the sender.
+pub fn check(bytes: &[u8], inbox_key: &str, now: DateTime<Utc>) -> Result<(Envelope, Form), Rejection> {
+    let env = Envelope::parse(bytes)?;
+    let id = Some(env.envelope_id.clone());
+    if env.recipient_key() != inbox_key.to_ascii_lowercase() {
+        return Err(Rejection::new(
+            ErrorCode::WrongRecipient,
+            format!("envelope is addressed to {}…, not this inbox", &env.recipient_key()[..16]),
+        )
+        .with_envelope_id(id));
+    }
+    if now > env.expires_at_utc {
+        return Err(Rejection::new(ErrorCode::Expired, format!("envelope expired at {}", env.expires_at))
+            .with_envelope_id(id));
+    }
+    let form = verify(&env)?;
+    Ok((env, form))
+}

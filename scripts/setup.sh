@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what Gatehouse needs to build, run and test on Debian/Ubuntu.
+# Idempotent: packages already present are skipped, so a warm machine pays nothing.
+set -euo pipefail
+
+PKGS=(
+  build-essential pkg-config libssl-dev
+  libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
+  libayatana-appindicator3-dev librsvg2-dev
+  xvfb xauth webkit2gtk-driver x11-apps imagemagick
+  gnome-keyring dbus-x11 libsecret-tools
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install Rust from https://rustup.rs first" >&2
+  exit 1
+fi
+
+# tauri-driver bridges WebDriver to WebKitWebDriver for the real-window tests.
+if ! command -v tauri-driver >/dev/null 2>&1; then
+  echo "setup: installing tauri-driver"
+  cargo install tauri-driver --locked --quiet
+fi
+
+mkdir -p "$HOME/.local/share/keyrings"
+echo "setup: ok"
