@@ -1,0 +1,385 @@
+//! Gatehouse's one store: a SQLite file (WAL, schema migrations) holding the trust
+//! registry, pending sender requests, the nonce registry, envelopes, receipts and settings.
+//!
+//! Durability rule: an acceptance (nonce + envelope + receipt) is one transaction with
+//! `synchronous=FULL`, committed before the caller may send the receipt.
+
+mod migrations;
+mod model;
+
+pub use model::*;
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("stored JSON is corrupt: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("{0} is already in the trust registry")]
+    AlreadyTrusted(String),
+    #[error("{0} is not in the trust registry")]
+    NotTrusted(String),
+    #[error("the database was written by a newer Gatehouse (schema {found}, this build knows {known})")]
+    TooNew { found: i64, known: i64 },
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Why an acceptance was refused inside the transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcceptRefusal {
+    Replay,
+    RateLimited { window: &'static str, limit: u32, retry_after_secs: u64 },
+}
+
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+impl Store {
+    pub fn open(path: &Path) -> Result<Store> {
+        let conn = Connection::open(path)?;
+        Self::init(conn)
+    }
+
+    pub fn open_in_memory() -> Result<Store> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(mut conn: Connection) -> Result<Store> {
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrations::run(&mut conn)?;
+        Ok(Store { conn: Mutex::new(conn) })
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (transactions
+        // roll back on drop), so a poisoned lock is safe to reuse.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    // ---- trust registry -------------------------------------------------------------
+
+    pub fn trust_add(&self, entry: &TrustEntry) -> Result<()> {
+        let key = entry.public_key.to_ascii_lowercase();
+        let conn = self.conn();
+        let n = conn.execute(
+            "INSERT OR IGNORE INTO trust (public_key, name, added_at, policy) VALUES (?1, ?2, ?3, ?4)",
+            params![key, entry.name, entry.added_at, serde_json::to_string(&entry.policy)?],
+        )?;
+        if n == 0 {
+            return Err(StoreError::AlreadyTrusted(key));
+        }
+        conn.execute("DELETE FROM pending_senders WHERE public_key = ?1", [&key])?;
+        Ok(())
+    }
+
+    pub fn trust_update(&self, key: &str, name: Option<&str>, policy: &Policy) -> Result<()> {
+        let key = key.to_ascii_lowercase();
+        let n = self.conn().execute(
+            "UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1",
+            params![key, serde_json::to_string(policy)?, name],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NotTrusted(key));
+        }
+        Ok(())
+    }
+
+    pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
+        let conn = self.conn();
+        let row = conn
+            .query_row(
+                "SELECT public_key, name, added_at, policy FROM trust WHERE public_key = ?1",
+                [key.to_ascii_lowercase()],
+                |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?)),
+            )
+            .optional()?;
+        row.map(|(public_key, name, added_at, policy)| {
+            Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
+        })
+        .transpose()
+    }
+
+    pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT public_key, name, added_at, policy FROM trust ORDER BY name, public_key")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?))
+        })?;
+        rows.map(|row| {
+            let (public_key, name, added_at, policy) = row?;
+            Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
+        })
+        .collect()
+    }
+
+    pub fn trust_remove(&self, key: &str) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM trust WHERE public_key = ?1", [key.to_ascii_lowercase()])? > 0)
+    }
+
+    // ---- pending sender requests ------------------------------------------------------
+
+    /// Records that an unknown (but correctly signing) sender knocked.
+    pub fn pending_record(&self, key: &str, scope: &str, envelope_id: &str, now: &str) -> Result<()> {
+        let key = key.to_ascii_lowercase();
+        let conn = self.conn();
+        let scopes: Option<String> = conn
+            .query_row("SELECT scopes FROM pending_senders WHERE public_key = ?1", [&key], |r| r.get(0))
+            .optional()?;
+        let mut scopes: Vec<String> = match scopes {
+            Some(s) => serde_json::from_str(&s)?,
+            None => Vec::new(),
+        };
+        if !scopes.iter().any(|s| s == scope) {
+            scopes.push(scope.to_string());
+        }
+        conn.execute(
+            "INSERT INTO pending_senders (public_key, first_seen, last_seen, count, scopes, last_envelope_id)
+             VALUES (?1, ?2, ?2, 1, ?3, ?4)
+             ON CONFLICT(public_key) DO UPDATE SET last_seen = ?2, count = count + 1, scopes = ?3, last_envelope_id = ?4",
+            params![key, now, serde_json::to_string(&scopes)?, envelope_id],
+        )?;
+        Ok(())
+    }
+
+    pub fn pending_list(&self) -> Result<Vec<PendingSender>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id FROM pending_senders ORDER BY last_seen DESC",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?))
+        })?;
+        rows.map(|row| {
+            let (public_key, first_seen, last_seen, count, scopes, last_envelope_id) = row?;
+            Ok(PendingSender { public_key, first_seen, last_seen, count, scopes_tried: serde_json::from_str(&scopes)?, last_envelope_id })
+        })
+        .collect()
+    }
+
+    pub fn pending_remove(&self, key: &str) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM pending_senders WHERE public_key = ?1", [key.to_ascii_lowercase()])? > 0)
+    }
+
+    // ---- acceptance (nonce + envelope + receipt in one transaction) -------------------
+
+    /// Commits an accepted envelope, unless its nonce was seen or the sender is over a
+    /// rate limit counted over accepted envelopes. Concurrent calls with the same nonce
+    /// accept exactly one: the check and the insert share an IMMEDIATE transaction, and
+    /// the nonce is the primary key besides.
+    pub fn accept(&self, rec: &NewEnvelope, limits: &RateLimit) -> Result<Result<i64, AcceptRefusal>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let seen: bool = tx
+            .query_row("SELECT 1 FROM nonces WHERE nonce = ?1", [&rec.nonce], |_| Ok(true))
+            .optional()?
+            .unwrap_or(false);
+        if seen {
+            return Ok(Err(AcceptRefusal::Replay));
+        }
+        for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
+            let Some(limit) = limit else { continue };
+            let since = rec.received_ms - secs * 1000;
+            let (count, oldest): (u32, Option<i64>) = tx.query_row(
+                "SELECT count(*), min(received_ms) FROM envelopes WHERE sender = ?1 AND received_ms > ?2",
+                params![rec.sender, since],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if count >= limit {
+                // The window frees a slot when its oldest acceptance falls out of it.
+                let frees_at = oldest.unwrap_or(rec.received_ms) + secs * 1000;
+                let retry_after_secs = ((frees_at - rec.received_ms).max(1000) as u64).div_ceil(1000);
+                return Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs }));
+            }
+        }
+        tx.execute(
+            "INSERT INTO nonces (nonce, expires_at_ms, envelope_id) VALUES (?1, ?2, ?3)",
+            params![rec.nonce, rec.expires_at_ms, rec.envelope_id],
+        )?;
+        tx.execute(
+            "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
+                in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
+                transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+            params![
+                rec.envelope_id, rec.sender, rec.recipient, rec.scope, rec.payload_type, rec.conversation_id,
+                rec.in_reply_to, rec.on_behalf_of, rec.prompt, rec.timestamp, rec.expires_at, rec.received_at,
+                rec.received_ms, rec.transport, rec.signed_form, rec.raw, rec.raw_sha256, rec.receipt.receipt_id,
+                rec.executor, rec.exec_status.as_str(),
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        insert_receipt(&tx, &rec.receipt)?;
+        tx.commit()?;
+        Ok(Ok(id))
+    }
+
+    /// Records a rejection (every submission leaves a receipt the user can read).
+    pub fn record_rejection(&self, receipt: &ReceiptRow) -> Result<()> {
+        insert_receipt(&self.conn(), receipt)
+    }
+
+    /// The accepted envelope whose raw bytes hash to `sha` — used by the folder transport
+    /// to recognise a file it accepted just before a crash.
+    pub fn accepted_by_hash(&self, sha: &str) -> Result<Option<ReceiptRow>> {
+        let receipt_id: Option<String> = self
+            .conn()
+            .query_row("SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1", [sha], |r| r.get(0))
+            .optional()?;
+        match receipt_id {
+            Some(id) => self.receipt(&id),
+            None => Ok(None),
+        }
+    }
+
+    pub fn receipt(&self, receipt_id: &str) -> Result<Option<ReceiptRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} WHERE receipt_id = ?1"))?;
+        stmt.query_row([receipt_id], receipt_from_row).optional().map_err(Into::into)
+    }
+
+    /// Newest first.
+    pub fn receipts(&self, limit: u32, offset: u32) -> Result<Vec<ReceiptRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} ORDER BY seq DESC LIMIT ?1 OFFSET ?2"))?;
+        let rows = stmt.query_map(params![limit, offset], receipt_from_row)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+    }
+
+    /// Newest first.
+    pub fn envelopes(&self, limit: u32, offset: u32) -> Result<Vec<EnvelopeRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} ORDER BY id DESC LIMIT ?1 OFFSET ?2"))?;
+        let rows = stmt.query_map(params![limit, offset], envelope_from_row)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+    }
+
+    pub fn envelope(&self, id: i64) -> Result<Option<EnvelopeRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE id = ?1"))?;
+        stmt.query_row([id], envelope_from_row).optional().map_err(Into::into)
+    }
+
+    pub fn envelopes_with_status(&self, status: ExecStatus) -> Result<Vec<EnvelopeRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE exec_status = ?1 ORDER BY id"))?;
+        let rows = stmt.query_map([status.as_str()], envelope_from_row)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+    }
+
+    pub fn set_exec(&self, id: i64, status: ExecStatus, result: Option<&serde_json::Value>, now: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
+            params![id, status.as_str(), result.map(|r| r.to_string()), now],
+        )?;
+        Ok(())
+    }
+
+    pub fn count_envelopes(&self) -> Result<i64> {
+        Ok(self.conn().query_row("SELECT count(*) FROM envelopes", [], |r| r.get(0))?)
+    }
+
+    pub fn count_nonces(&self) -> Result<i64> {
+        Ok(self.conn().query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))?)
+    }
+
+    /// Drops nonces whose envelopes have expired: an expired envelope is rejected at
+    /// step 5, before the replay check, so its nonce can no longer matter.
+    pub fn gc_nonces(&self, now_ms: i64) -> Result<usize> {
+        Ok(self.conn().execute("DELETE FROM nonces WHERE expires_at_ms < ?1", [now_ms])?)
+    }
+
+    // ---- settings -----------------------------------------------------------------
+
+    pub fn setting<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        let v: Option<String> = self
+            .conn()
+            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?;
+        v.map(|s| serde_json::from_str(&s).map_err(Into::into)).transpose()
+    }
+
+    pub fn set_setting<T: serde::Serialize>(&self, key: &str, value: &T) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2",
+            params![key, serde_json::to_string(value)?],
+        )?;
+        Ok(())
+    }
+}
+
+const RECEIPT_SELECT: &str = "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
+    transport, sender, scope, body, body_truncated, receipt FROM receipts";
+
+fn insert_receipt(conn: &Connection, r: &ReceiptRow) -> Result<()> {
+    conn.execute(
+        "INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
+            transport, sender, scope, body, body_truncated, receipt)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        params![
+            r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at, r.received_ms,
+            r.transport, r.sender, r.scope, r.body, r.body_truncated, r.receipt.to_string(),
+        ],
+    )?;
+    Ok(())
+}
+
+fn receipt_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReceiptRow> {
+    let receipt: String = r.get(12)?;
+    Ok(ReceiptRow {
+        receipt_id: r.get(0)?,
+        envelope_id: r.get(1)?,
+        status: r.get(2)?,
+        code: r.get(3)?,
+        message: r.get(4)?,
+        received_at: r.get(5)?,
+        received_ms: r.get(6)?,
+        transport: r.get(7)?,
+        sender: r.get(8)?,
+        scope: r.get(9)?,
+        body: r.get(10)?,
+        body_truncated: r.get(11)?,
+        receipt: serde_json::from_str(&receipt).unwrap_or(serde_json::Value::Null),
+    })
+}
+
+const ENVELOPE_SELECT: &str = "SELECT id, envelope_id, sender, recipient, scope, payload_type, conversation_id,
+    in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, transport, signed_form, raw,
+    receipt_id, executor, exec_status, exec_result, exec_updated_at FROM envelopes";
+
+fn envelope_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EnvelopeRow> {
+    let exec_result: Option<String> = r.get(19)?;
+    let status: String = r.get(18)?;
+    Ok(EnvelopeRow {
+        id: r.get(0)?,
+        envelope_id: r.get(1)?,
+        sender: r.get(2)?,
+        recipient: r.get(3)?,
+        scope: r.get(4)?,
+        payload_type: r.get(5)?,
+        conversation_id: r.get(6)?,
+        in_reply_to: r.get(7)?,
+        on_behalf_of: r.get(8)?,
+        prompt: r.get(9)?,
+        timestamp: r.get(10)?,
+        expires_at: r.get(11)?,
+        received_at: r.get(12)?,
+        transport: r.get(13)?,
+        signed_form: r.get(14)?,
+        raw: r.get(15)?,
+        receipt_id: r.get(16)?,
+        executor: r.get(17)?,
+        exec_status: ExecStatus::parse(&status).unwrap_or(ExecStatus::Failed),
+        exec_result: exec_result.and_then(|s| serde_json::from_str(&s).ok()),
+        exec_updated_at: r.get(20)?,
+    })
+}

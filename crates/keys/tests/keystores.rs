@@ -1,0 +1,51 @@
+//! Runs against the real OS keychain (Secret Service on Linux): `scripts/test.sh` starts
+//! a D-Bus session with an unlocked gnome-keyring for it.
+
+use gatehouse_keys::{delete, load, load_or_create, KeyError, KeystoreKind};
+
+#[test]
+fn os_keychain_identity_survives_reload_and_stays_out_of_the_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, created) = load_or_create(dir.path(), KeystoreKind::Os).expect("Secret Service must be running (see scripts/test.sh)");
+    assert!(created);
+    let (again, created_again) = load_or_create(dir.path(), KeystoreKind::Os).unwrap();
+    assert!(!created_again);
+    assert_eq!(id.public_key, again.public_key);
+    // Nothing in the data dir holds the secret.
+    let secret = hex::encode(id.signing_key().to_bytes());
+    for f in std::fs::read_dir(dir.path()).unwrap() {
+        let text = std::fs::read_to_string(f.unwrap().path()).unwrap_or_default();
+        assert!(!text.contains(&secret));
+    }
+    assert!(!format!("{id:?}").contains(&secret));
+    // Asking for the file keystore on an OS-keychain identity is an error, not a new key.
+    assert!(matches!(load(dir.path(), KeystoreKind::File), Err(KeyError::WrongKeystore { .. })));
+    delete(dir.path()).unwrap();
+    assert!(matches!(load(dir.path(), KeystoreKind::Os), Err(KeyError::Missing(_))));
+}
+
+#[test]
+fn two_data_dirs_get_two_identities() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let ia = load_or_create(a.path(), KeystoreKind::Os).unwrap().0;
+    let ib = load_or_create(b.path(), KeystoreKind::Os).unwrap().0;
+    assert_ne!(ia.public_key, ib.public_key);
+    assert_eq!(load(a.path(), KeystoreKind::Os).unwrap().public_key, ia.public_key);
+    delete(a.path()).unwrap();
+    delete(b.path()).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn file_keystore_is_0600_and_refused_when_loose() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (id, _) = load_or_create(dir.path(), KeystoreKind::File).unwrap();
+    let key_path = dir.path().join("identity.key");
+    let mode = std::fs::metadata(&key_path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(load(dir.path(), KeystoreKind::File).unwrap().public_key, id.public_key);
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(matches!(load(dir.path(), KeystoreKind::File), Err(KeyError::LooseFile { .. })));
+}

@@ -1,0 +1,91 @@
+//! Schema migrations, tracked in `PRAGMA user_version`. Append only: never edit a
+//! migration that has shipped.
+
+use rusqlite::Connection;
+
+use crate::{Result, StoreError};
+
+const MIGRATIONS: &[&str] = &[
+    // 1: EPP inbox
+    "CREATE TABLE trust (
+        public_key TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        added_at TEXT NOT NULL,
+        policy TEXT NOT NULL
+    );
+    CREATE TABLE pending_senders (
+        public_key TEXT PRIMARY KEY,
+        first_seen TEXT NOT NULL,
+        last_seen TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        scopes TEXT NOT NULL,
+        last_envelope_id TEXT
+    );
+    CREATE TABLE nonces (
+        nonce BLOB PRIMARY KEY,
+        expires_at_ms INTEGER NOT NULL,
+        envelope_id TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX nonces_expiry ON nonces(expires_at_ms);
+    CREATE TABLE envelopes (
+        id INTEGER PRIMARY KEY,
+        envelope_id TEXT NOT NULL,
+        sender TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        payload_type TEXT,
+        conversation_id TEXT,
+        in_reply_to TEXT,
+        on_behalf_of TEXT,
+        prompt TEXT NOT NULL,
+        timestamp TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        received_ms INTEGER NOT NULL,
+        transport TEXT NOT NULL,
+        signed_form TEXT NOT NULL,
+        raw TEXT NOT NULL,
+        raw_sha256 TEXT NOT NULL,
+        receipt_id TEXT NOT NULL UNIQUE,
+        executor TEXT NOT NULL,
+        exec_status TEXT NOT NULL,
+        exec_result TEXT,
+        exec_updated_at TEXT
+    );
+    CREATE INDEX envelopes_sender_time ON envelopes(sender, received_ms);
+    CREATE INDEX envelopes_conversation ON envelopes(conversation_id);
+    CREATE INDEX envelopes_raw_sha ON envelopes(raw_sha256);
+    CREATE INDEX envelopes_exec_status ON envelopes(exec_status);
+    CREATE TABLE receipts (
+        seq INTEGER PRIMARY KEY,
+        receipt_id TEXT NOT NULL UNIQUE,
+        envelope_id TEXT,
+        status TEXT NOT NULL,
+        code TEXT,
+        message TEXT,
+        received_at TEXT NOT NULL,
+        received_ms INTEGER NOT NULL,
+        transport TEXT NOT NULL,
+        sender TEXT,
+        scope TEXT,
+        body TEXT,
+        body_truncated INTEGER NOT NULL DEFAULT 0,
+        receipt TEXT NOT NULL
+    );
+    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+];
+
+pub fn run(conn: &mut Connection) -> Result<()> {
+    let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let known = MIGRATIONS.len() as i64;
+    if current > known {
+        return Err(StoreError::TooNew { found: current, known });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

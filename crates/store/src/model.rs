@@ -1,0 +1,176 @@
+//! The rows the store keeps, in the shapes the rest of Gatehouse uses.
+
+use serde::{Deserialize, Serialize};
+
+/// Spec 6.1 trust entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustEntry {
+    pub public_key: String,
+    pub name: String,
+    pub added_at: String,
+    pub policy: Policy,
+}
+
+/// Spec 6.1 policy, with Gatehouse extensions in `x-` fields (spec 11.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Policy {
+    #[serde(default)]
+    pub allowed_scopes: Vec<String>,
+    #[serde(default = "default_max_envelope_size")]
+    pub max_envelope_size: u64,
+    #[serde(default)]
+    pub rate_limit: RateLimit,
+    /// Accepted envelopes wait for the user's consent before their executor runs.
+    #[serde(rename = "x-hold-for-consent", default)]
+    pub hold_for_consent: bool,
+    /// Whether envelopes carrying `delegation` are accepted (the reference accepts them).
+    #[serde(rename = "x-allow-delegation", default = "yes")]
+    pub allow_delegation: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The reference implementation's default: the inbox-wide 10 MB.
+pub fn default_max_envelope_size() -> u64 {
+    10 * 1024 * 1024
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            allowed_scopes: Vec::new(),
+            max_envelope_size: default_max_envelope_size(),
+            rate_limit: RateLimit::default(),
+            hold_for_consent: false,
+            allow_delegation: true,
+        }
+    }
+}
+
+impl Policy {
+    pub fn allows_scope(&self, scope: &str) -> bool {
+        self.allowed_scopes.iter().any(|s| s == "*" || s == scope)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateLimit {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_per_hour: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_per_day: Option<u32>,
+}
+
+/// An unknown sender that knocked with a valid signature; the user may approve it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingSender {
+    pub public_key: String,
+    pub first_seen: String,
+    pub last_seen: String,
+    pub count: i64,
+    pub scopes_tried: Vec<String>,
+    pub last_envelope_id: Option<String>,
+}
+
+/// Where the executor of an accepted envelope stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecStatus {
+    Queued,
+    Held,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl ExecStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecStatus::Queued => "queued",
+            ExecStatus::Held => "held",
+            ExecStatus::Running => "running",
+            ExecStatus::Succeeded => "succeeded",
+            ExecStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ExecStatus> {
+        [ExecStatus::Queued, ExecStatus::Held, ExecStatus::Running, ExecStatus::Succeeded, ExecStatus::Failed]
+            .into_iter()
+            .find(|x| x.as_str() == s)
+    }
+}
+
+/// A receipt as stored: the wire JSON plus columns to filter on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReceiptRow {
+    pub receipt_id: String,
+    pub envelope_id: Option<String>,
+    pub status: String,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub received_at: String,
+    pub received_ms: i64,
+    /// "http" or "folder:<file name>".
+    pub transport: String,
+    pub sender: Option<String>,
+    pub scope: Option<String>,
+    /// For rejections, what arrived (capped), so the user can see what was refused.
+    pub body: Option<String>,
+    pub body_truncated: bool,
+    pub receipt: serde_json::Value,
+}
+
+/// What the inbox hands the store for an acceptance.
+#[derive(Debug, Clone)]
+pub struct NewEnvelope {
+    pub envelope_id: String,
+    pub sender: String,
+    pub recipient: String,
+    pub scope: String,
+    pub payload_type: Option<String>,
+    pub conversation_id: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub on_behalf_of: Option<String>,
+    pub prompt: String,
+    pub timestamp: String,
+    pub expires_at: String,
+    pub expires_at_ms: i64,
+    pub nonce: Vec<u8>,
+    pub received_at: String,
+    pub received_ms: i64,
+    pub transport: String,
+    pub signed_form: String,
+    pub raw: String,
+    pub raw_sha256: String,
+    pub executor: String,
+    pub exec_status: ExecStatus,
+    pub receipt: ReceiptRow,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvelopeRow {
+    pub id: i64,
+    pub envelope_id: String,
+    pub sender: String,
+    pub recipient: String,
+    pub scope: String,
+    pub payload_type: Option<String>,
+    pub conversation_id: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub on_behalf_of: Option<String>,
+    pub prompt: String,
+    pub timestamp: String,
+    pub expires_at: String,
+    pub received_at: String,
+    pub transport: String,
+    pub signed_form: String,
+    pub raw: String,
+    pub receipt_id: String,
+    pub executor: String,
+    pub exec_status: ExecStatus,
+    pub exec_result: Option<serde_json::Value>,
+    pub exec_updated_at: Option<String>,
+}
