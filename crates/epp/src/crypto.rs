@@ -51,6 +51,11 @@ pub fn utc_string(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
+/// With milliseconds, for receipts (so their order is visible within a second).
+pub fn utc_string_ms(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
 /// What a sender fills in; [`Draft::sign`] adds nonce, id and signature.
 #[derive(Debug, Clone)]
 pub struct Draft {

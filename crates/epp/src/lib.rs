@@ -21,6 +21,12 @@ use chrono::{DateTime, Utc};
 /// is EXPIRED, and a wrong recipient is reported before anything about the sender.
 pub fn check(bytes: &[u8], inbox_key: &str, now: DateTime<Utc>) -> Result<(Envelope, Form), Rejection> {
     let env = Envelope::parse(bytes)?;
+    let form = check_parsed(&env, inbox_key, now)?;
+    Ok((env, form))
+}
+
+/// Steps 4–6 of spec 5.1 on an envelope that already passed [`Envelope::parse`].
+pub fn check_parsed(env: &Envelope, inbox_key: &str, now: DateTime<Utc>) -> Result<Form, Rejection> {
     let id = Some(env.envelope_id.clone());
     if env.recipient_key() != inbox_key.to_ascii_lowercase() {
         return Err(Rejection::new(
@@ -33,6 +39,5 @@ pub fn check(bytes: &[u8], inbox_key: &str, now: DateTime<Utc>) -> Result<(Envel
         return Err(Rejection::new(ErrorCode::Expired, format!("envelope expired at {}", env.expires_at))
             .with_envelope_id(id));
     }
-    let form = verify(&env)?;
-    Ok((env, form))
+    verify(env)
 }

@@ -223,6 +223,10 @@ impl Store {
         Ok(Ok(id))
     }
 
+    pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {
+        Ok(self.conn().query_row("SELECT 1 FROM nonces WHERE nonce = ?1", [nonce], |_| Ok(())).optional()?.is_some())
+    }
+
     /// Records a rejection (every submission leaves a receipt the user can read).
     pub fn record_rejection(&self, receipt: &ReceiptRow) -> Result<()> {
         insert_receipt(&self.conn(), receipt)

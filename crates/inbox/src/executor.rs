@@ -1,0 +1,195 @@
+//! Executors (spec 9): what happens to an accepted prompt. Chosen per scope, stored in
+//! the settings table so the CLI and the app edit the same configuration.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use gatehouse_store::{EnvelopeRow, Store};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const SETTINGS_KEY: &str = "executors";
+/// Output kept from a command, per stream.
+const KEEP_OUTPUT_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ExecutorSpec {
+    /// Accepts and logs; no action.
+    Noop,
+    /// Writes each accepted envelope as a JSON file into `dir` for later processing.
+    FileQueue { dir: PathBuf },
+    /// Runs `program` with `args` (no shell), the prompt on stdin, envelope facts in
+    /// EPP_* environment variables; killed after `timeout_secs`.
+    Command {
+        program: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default = "default_timeout")]
+        timeout_secs: u64,
+    },
+}
+
+fn default_timeout() -> u64 {
+    60
+}
+
+impl ExecutorSpec {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ExecutorSpec::Noop => "noop",
+            ExecutorSpec::FileQueue { .. } => "file-queue",
+            ExecutorSpec::Command { .. } => "command",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutorConfig {
+    pub default: ExecutorSpec,
+    #[serde(default)]
+    pub scopes: BTreeMap<String, ExecutorSpec>,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        ExecutorConfig { default: ExecutorSpec::Noop, scopes: BTreeMap::new() }
+    }
+}
+
+impl ExecutorConfig {
+    pub fn load(store: &Store) -> gatehouse_store::Result<Self> {
+        Ok(store.setting(SETTINGS_KEY)?.unwrap_or_default())
+    }
+
+    pub fn save(&self, store: &Store) -> gatehouse_store::Result<()> {
+        store.set_setting(SETTINGS_KEY, self)
+    }
+
+    pub fn for_scope(&self, scope: &str) -> &ExecutorSpec {
+        self.scopes.get(scope).unwrap_or(&self.default)
+    }
+}
+
+/// Runs one executor. `Ok` and `Err` both carry a JSON record for the user to read.
+pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow) -> Result<serde_json::Value, serde_json::Value> {
+    match spec {
+        ExecutorSpec::Noop => {
+            tracing::info!(envelope_id = %env.envelope_id, scope = %env.scope, "noop executor: accepted and logged");
+            Ok(serde_json::json!({"executor": "noop"}))
+        }
+        ExecutorSpec::FileQueue { dir } => file_queue(dir, env)
+            .await
+            .map(|path| serde_json::json!({"executor": "file-queue", "path": path}))
+            .map_err(|e| serde_json::json!({"executor": "file-queue", "error": format!("{}: {e}", dir.display())})),
+        ExecutorSpec::Command { program, args, timeout_secs } => {
+            run_command(program, args, Duration::from_secs(*timeout_secs), env).await
+        }
+    }
+}
+
+async fn file_queue(dir: &PathBuf, env: &EnvelopeRow) -> std::io::Result<String> {
+    tokio::fs::create_dir_all(dir).await?;
+    let safe_id: String = env.envelope_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    let name = format!("{:010}-{safe_id}.json", env.id);
+    let record = serde_json::json!({
+        "envelope": serde_json::from_str::<serde_json::Value>(&env.raw).unwrap_or(serde_json::Value::String(env.raw.clone())),
+        "received_at": env.received_at,
+        "receipt_id": env.receipt_id,
+    });
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let path = dir.join(&name);
+    tokio::fs::write(&tmp, serde_json::to_vec_pretty(&record).expect("serialises")).await?;
+    tokio::fs::rename(&tmp, &path).await?;
+    Ok(path.display().to_string())
+}
+
+async fn read_capped<R: tokio::io::AsyncRead + Unpin>(mut r: R) -> (String, bool) {
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    let mut truncated = false;
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = KEEP_OUTPUT_BYTES.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+                truncated |= n > room;
+            }
+        }
+    }
+    (String::from_utf8_lossy(&kept).into_owned(), truncated)
+}
+
+async fn run_command(
+    program: &str,
+    args: &[String],
+    timeout: Duration,
+    env: &EnvelopeRow,
+) -> Result<serde_json::Value, serde_json::Value> {
+    let started = Instant::now();
+    let base = || serde_json::json!({"executor": "command", "program": program, "args": args});
+    let with = |mut v: serde_json::Value, extra: serde_json::Value| {
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        v
+    };
+    // The prompt goes on stdin and metadata in the environment: nothing from the message
+    // ever becomes part of a command line or passes through a shell.
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .env("EPP_ENVELOPE_ID", &env.envelope_id)
+        .env("EPP_SENDER", &env.sender)
+        .env("EPP_SCOPE", &env.scope)
+        .env("EPP_RECEIPT_ID", &env.receipt_id)
+        .env("EPP_CONVERSATION_ID", env.conversation_id.as_deref().unwrap_or(""))
+        .env("EPP_PAYLOAD_TYPE", env.payload_type.as_deref().unwrap_or(""))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| with(base(), serde_json::json!({"error": format!("could not start {program}: {e}")})))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let prompt = env.prompt.clone();
+    let feed = tokio::spawn(async move {
+        // A command that ignores stdin closes it early; that is not an error.
+        let _ = stdin.write_all(prompt.as_bytes()).await;
+    });
+    let out = tokio::spawn(read_capped(child.stdout.take().expect("piped")));
+    let err = tokio::spawn(read_capped(child.stderr.take().expect("piped")));
+    let status = tokio::time::timeout(timeout, child.wait()).await;
+    let timed_out = status.is_err();
+    if timed_out {
+        let _ = child.kill().await;
+    }
+    let _ = feed.await;
+    let (stdout, stdout_truncated) = out.await.unwrap_or_default();
+    let (stderr, stderr_truncated) = err.await.unwrap_or_default();
+    let record = |exit: serde_json::Value| {
+        with(
+            base(),
+            serde_json::json!({
+                "exit_code": exit,
+                "stdout": stdout, "stdout_truncated": stdout_truncated,
+                "stderr": stderr, "stderr_truncated": stderr_truncated,
+                "duration_ms": started.elapsed().as_millis() as u64,
+            }),
+        )
+    };
+    match status {
+        Err(_) => Err(with(record(serde_json::Value::Null), serde_json::json!({"error": format!("timed out after {} s and was killed", timeout.as_secs())}))),
+        Ok(Err(e)) => Err(with(record(serde_json::Value::Null), serde_json::json!({"error": format!("waiting for the command failed: {e}")}))),
+        Ok(Ok(st)) if st.success() => Ok(record(st.code().into())),
+        Ok(Ok(st)) => {
+            let why = match st.code() {
+                Some(c) => format!("exited with status {c}"),
+                None => "was killed by a signal".to_string(),
+            };
+            Err(with(record(st.code().into()), serde_json::json!({"error": why})))
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! The watched-folder transport (spec 8.2): `*.json` files dropped into a folder are
+//! submitted once complete, then moved to `accepted/` or `rejected/` with
+//! `<name>.receipt.json` beside them. Nothing is ever deleted.
+//!
+//! "Complete" means the writer closed the file (inotify CLOSE_WRITE) or renamed it into
+//! the folder. Where no close event arrives (other platforms, network filesystems), a
+//! file is taken once its size and mtime have been still for [`QUIET`].
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use gatehouse_epp::{ErrorCode, MAX_ENVELOPE_BYTES};
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+use notify::{EventKind, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use crate::pipeline::{sha256_hex, Inbox, Outcome};
+
+pub const ACCEPTED: &str = "accepted";
+pub const REJECTED: &str = "rejected";
+/// Fallback completeness rule when the platform sends no close event.
+pub const QUIET: Duration = Duration::from_secs(3);
+
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    #[error("cannot use {path} as the watched folder: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("cannot watch {path}: {source}")]
+    Watch { path: PathBuf, source: notify::Error },
+}
+
+/// What happened to one file, for logs and the app.
+#[derive(Debug, Clone)]
+pub struct Processed {
+    pub file: PathBuf,
+    pub moved_to: PathBuf,
+    pub receipt_path: PathBuf,
+    pub outcome: Outcome,
+}
+
+fn is_candidate(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return false };
+    !name.starts_with('.') && name.to_ascii_lowercase().ends_with(".json")
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    at: Instant,
+    size: u64,
+    mtime: Option<SystemTime>,
+}
+
+fn stat(path: &Path) -> Option<(u64, Option<SystemTime>)> {
+    let m = std::fs::metadata(path).ok()?;
+    m.is_file().then(|| (m.len(), m.modified().ok()))
+}
+
+/// Watches `dir` until `shutdown` resolves. `on_processed` sees every file handled.
+pub async fn watch<F>(
+    dir: PathBuf,
+    inbox: Arc<Inbox>,
+    shutdown: impl std::future::Future<Output = ()>,
+    on_processed: F,
+) -> Result<(), FolderError>
+where
+    F: Fn(&Processed) + Send + Sync + 'static,
+{
+    for sub in ["", ACCEPTED, REJECTED] {
+        let p = dir.join(sub);
+        std::fs::create_dir_all(&p).map_err(|source| FolderError::Io { path: p.clone(), source })?;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel::<notify::Event>();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res {
+            let _ = tx.send(ev);
+        }
+    })
+    .map_err(|source| FolderError::Watch { path: dir.clone(), source })?;
+    watcher
+        .watch(&dir, RecursiveMode::NonRecursive)
+        .map_err(|source| FolderError::Watch { path: dir.clone(), source })?;
+
+    let on_processed = Arc::new(on_processed);
+    let mut pending: HashMap<PathBuf, Seen> = HashMap::new();
+    let mut failed: HashSet<PathBuf> = HashSet::new();
+    // Files already there at start-up: taken once they prove still (they may be mid-write).
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if is_candidate(&p) {
+                if let Some((size, mtime)) = stat(&p) {
+                    pending.insert(p, Seen { at: Instant::now() - QUIET + Duration::from_millis(300), size, mtime });
+                }
+            }
+        }
+    }
+    tracing::info!(folder = %dir.display(), "watching folder for envelopes");
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tokio::pin!(shutdown);
+    loop {
+        let mut ready: Vec<PathBuf> = Vec::new();
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(ev) = rx.recv() => {
+                let complete = matches!(
+                    ev.kind,
+                    EventKind::Access(AccessKind::Close(AccessMode::Write))
+                        | EventKind::Modify(ModifyKind::Name(RenameMode::To))
+                        | EventKind::Modify(ModifyKind::Name(RenameMode::Both))
+                );
+                // For a rename within the folder, the last path is the new name.
+                let paths: Vec<PathBuf> = if matches!(ev.kind, EventKind::Modify(ModifyKind::Name(RenameMode::Both))) {
+                    ev.paths.last().cloned().into_iter().collect()
+                } else {
+                    ev.paths.clone()
+                };
+                for p in paths.into_iter().filter(|p| p.parent() == Some(dir.as_path()) && is_candidate(p)) {
+                    failed.remove(&p);
+                    if complete {
+                        pending.remove(&p);
+                        ready.push(p);
+                    } else if let Some((size, mtime)) = stat(&p) {
+                        pending.insert(p, Seen { at: Instant::now(), size, mtime });
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                let now = Instant::now();
+                let mut gone = Vec::new();
+                for (p, seen) in pending.iter_mut() {
+                    match stat(p) {
+                        None => gone.push(p.clone()),
+                        Some((size, mtime)) if size != seen.size || mtime != seen.mtime => {
+                            *seen = Seen { at: now, size, mtime };
+                        }
+                        Some(_) if now.duration_since(seen.at) >= QUIET => ready.push(p.clone()),
+                        Some(_) => {}
+                    }
+                }
+                for p in gone.iter().chain(ready.iter()) {
+                    pending.remove(p);
+                }
+            }
+        }
+        for file in ready {
+            if failed.contains(&file) || !file.exists() {
+                continue;
+            }
+            let inbox = inbox.clone();
+            let dir2 = dir.clone();
+            let f2 = file.clone();
+            match tokio::task::spawn_blocking(move || process_file(&inbox, &dir2, &f2)).await {
+                Ok(Ok(done)) => {
+                    tracing::info!(file = %done.file.display(), to = %done.moved_to.display(), status = ?done.outcome.receipt.status, "processed dropped file");
+                    on_processed(&done);
+                }
+                Ok(Err(e)) => {
+                    // Leave the file where it is and do not spin on it; a new write retries.
+                    tracing::error!(file = %file.display(), error = %e, "could not process dropped file");
+                    failed.insert(file);
+                }
+                Err(e) => tracing::error!(error = %e, "folder task failed"),
+            }
+        }
+    }
+    drop(watcher);
+    Ok(())
+}
+
+/// Submits one file and moves it aside with its receipt. Blocking.
+pub fn process_file(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<Processed> {
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("envelope.json").to_string();
+    let transport = format!("folder:{name}");
+    let now = chrono::Utc::now();
+    let outcome = match read_limited(file) {
+        Ok(bytes) => {
+            let outcome = inbox.submit(&bytes, &transport, now);
+            recover_accepted(inbox, &bytes, outcome)
+        }
+        // Still a receipt, recorded like any rejection: nothing disappears silently.
+        Err(ReadFailure::TooBig(n)) => inbox.submit_failure(
+            ErrorCode::SizeExceeded,
+            format!("file is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}"),
+            &transport,
+            now,
+        ),
+        Err(ReadFailure::Io(e)) => inbox.submit_failure(ErrorCode::InvalidFormat, format!("file could not be read: {e}"), &transport, now),
+    };
+    let accepted = outcome.receipt.status == gatehouse_epp::ReceiptStatus::Accepted;
+    let dest_dir = dir.join(if accepted { ACCEPTED } else { REJECTED });
+    let moved_to = unique_destination(&dest_dir, &name);
+    let receipt_path = PathBuf::from(format!("{}.receipt.json", moved_to.display()));
+    let tmp = dest_dir.join(format!(".{}.receipt.tmp", moved_to.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&outcome.receipt).expect("receipts serialise"))?;
+    std::fs::rename(&tmp, &receipt_path)?;
+    std::fs::rename(file, &moved_to)?;
+    Ok(Processed { file: file.to_path_buf(), moved_to, receipt_path, outcome })
+}
+
+/// A file accepted just before a crash (stored, but not yet moved) comes back as a
+/// replay; if its exact bytes are an accepted envelope, it is filed as accepted with
+/// the original receipt instead of being mislabelled.
+fn recover_accepted(inbox: &Inbox, bytes: &[u8], outcome: Outcome) -> Outcome {
+    if outcome.receipt.code() != Some(ErrorCode::ReplayDetected) {
+        return outcome;
+    }
+    match inbox.store().accepted_by_hash(&sha256_hex(bytes)) {
+        Ok(Some(row)) => match serde_json::from_value(row.receipt) {
+            Ok(receipt) => Outcome { receipt, retry_after: None, row_id: None },
+            Err(_) => outcome,
+        },
+        _ => outcome,
+    }
+}
+
+enum ReadFailure {
+    TooBig(u64),
+    Io(std::io::Error),
+}
+
+fn read_limited(file: &Path) -> Result<Vec<u8>, ReadFailure> {
+    let f = std::fs::File::open(file).map_err(ReadFailure::Io)?;
+    let len = f.metadata().map_err(ReadFailure::Io)?.len();
+    if len > MAX_ENVELOPE_BYTES as u64 {
+        return Err(ReadFailure::TooBig(len));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    f.take(MAX_ENVELOPE_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(ReadFailure::Io)?;
+    if bytes.len() > MAX_ENVELOPE_BYTES {
+        return Err(ReadFailure::TooBig(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// `dir/name`, or `dir/stem-N.ext` when taken: an earlier file is never overwritten.
+fn unique_destination(dir: &Path, name: &str) -> PathBuf {
+    let first = dir.join(name);
+    if !first.exists() {
+        return first;
+    }
+    let (stem, ext) = match name.rsplit_once('.') {
+        Some((s, e)) => (s.to_string(), format!(".{e}")),
+        None => (name.to_string(), String::new()),
+    };
+    (1..)
+        .map(|n| dir.join(format!("{stem}-{n}{ext}")))
+        .find(|p| !p.exists())
+        .expect("some suffix is free")
+}

@@ -1,0 +1,259 @@
+//! The one pipeline every envelope goes through, whatever its transport (spec 5.1).
+//! Each rule lives in exactly one place: format, version, recipient, expiry and signature
+//! in `gatehouse_epp::check`; replay, trust and policy here; durability in the store.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_BYTES};
+use gatehouse_store::{AcceptRefusal, ExecStatus, NewEnvelope, ReceiptRow, Store};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use crate::executor::ExecutorConfig;
+
+/// Rejected input is kept for the user up to this many bytes.
+const KEEP_REJECTED_BYTES: usize = 64 * 1024;
+
+/// What the transport needs to answer the sender.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub receipt: Receipt,
+    /// Seconds until the sender may try again (RATE_LIMITED only).
+    pub retry_after: Option<u64>,
+    /// The stored envelope's row id when accepted.
+    pub row_id: Option<i64>,
+}
+
+impl Outcome {
+    pub fn http_status(&self) -> u16 {
+        self.receipt.http_status()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Keys(#[from] gatehouse_keys::KeyError),
+    #[error("cannot open the store {path}: {source}")]
+    Store { path: PathBuf, source: gatehouse_store::StoreError },
+    #[error("cannot create the data dir {path}: {source}")]
+    DataDir { path: PathBuf, source: std::io::Error },
+}
+
+pub struct Inbox {
+    store: Arc<Store>,
+    public_key: String,
+    executions: Option<mpsc::UnboundedSender<i64>>,
+}
+
+impl Inbox {
+    pub fn new(store: Arc<Store>, public_key: &str) -> Self {
+        Inbox { store, public_key: public_key.to_ascii_lowercase(), executions: None }
+    }
+
+    /// Hands accepted (not held) envelopes to an executor runner.
+    pub fn with_executions(mut self, tx: mpsc::UnboundedSender<i64>) -> Self {
+        self.executions = Some(tx);
+        self
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub fn public_key(&self) -> &str {
+        &self.public_key
+    }
+
+    /// Runs the whole pipeline on one submission and records its receipt. Blocking (SQLite).
+    pub fn submit(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>) -> Outcome {
+        let received_at = gatehouse_epp::crypto::utc_string_ms(now);
+        let receipt_id = uuid::Uuid::new_v4().to_string();
+        let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id };
+        match self.run(&ctx) {
+            Ok(outcome) => outcome,
+            Err(failure) => self.reject(&ctx, failure),
+        }
+    }
+
+    /// Records a rejection decided by a transport before the pipeline could run (body
+    /// too large, unreadable file, ...), so it shows up like every other receipt.
+    pub fn submit_failure(&self, code: ErrorCode, message: String, transport: &str, now: DateTime<Utc>) -> Outcome {
+        let received_at = gatehouse_epp::crypto::utc_string_ms(now);
+        let receipt_id = uuid::Uuid::new_v4().to_string();
+        let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id };
+        self.reject(&ctx, Failure::new(Rejection::new(code, message)))
+    }
+
+    fn reject(&self, ctx: &Ctx<'_>, Failure { rejection, env, retry_after }: Failure) -> Outcome {
+        let receipt = Receipt::rejected(&rejection, ctx.received_at.to_string(), ctx.receipt_id.to_string());
+        let row = ctx.receipt_row(&receipt, env.as_ref(), Some(&rejection));
+        if let Err(e) = self.store.record_rejection(&row) {
+            tracing::error!(error = %e, "could not record a rejection receipt");
+        }
+        Outcome { receipt, retry_after, row_id: None }
+    }
+
+    fn run(&self, ctx: &Ctx<'_>) -> Result<Outcome, Failure> {
+        // Inbox-wide size limit before parsing anything.
+        if ctx.bytes.len() > MAX_ENVELOPE_BYTES {
+            return Err(Failure::new(Rejection::new(
+                ErrorCode::SizeExceeded,
+                format!("envelope is {} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}", ctx.bytes.len()),
+            )));
+        }
+        // Steps 2–3.
+        let env = Envelope::parse(ctx.bytes).map_err(Failure::new)?;
+        let fail = |code: ErrorCode, msg: String| Failure {
+            rejection: Rejection::new(code, msg).with_envelope_id(Some(env.envelope_id.clone())),
+            env: Some(env.clone()),
+            retry_after: None,
+        };
+        // Steps 4–6.
+        let form = gatehouse_epp::check_parsed(&env, &self.public_key, ctx.now)
+            .map_err(|r| Failure { rejection: r, env: Some(env.clone()), retry_after: None })?;
+        // Step 7: replay (checked again inside the accepting transaction).
+        if self.store.nonce_seen(&env.nonce_bytes).map_err(|e| fail(ErrorCode::InternalError, e.to_string()))? {
+            return Err(fail(ErrorCode::ReplayDetected, "this nonce has been used before".into()));
+        }
+        // Step 8: trust.
+        let sender = env.sender_key();
+        let entry = self.store.trust_get(&sender).map_err(|e| fail(ErrorCode::InternalError, e.to_string()))?;
+        let Some(entry) = entry else {
+            if let Err(e) = self.store.pending_record(&sender, &env.scope, &env.envelope_id, ctx.received_at) {
+                tracing::error!(error = %e, "could not record a pending sender request");
+            }
+            return Err(fail(
+                ErrorCode::UntrustedSender,
+                format!("sender {}… is not in this inbox's trust registry; the owner has been asked", &sender[..16]),
+            ));
+        };
+        // Step 9: policy for (sender, scope).
+        let policy = &entry.policy;
+        if !policy.allows_scope(&env.scope) {
+            return Err(fail(ErrorCode::PolicyDenied, format!("scope {:?} is not allowed for this sender", env.scope)));
+        }
+        if env.delegation.is_some() && !policy.allow_delegation {
+            return Err(fail(ErrorCode::PolicyDenied, "this sender may not send delegated envelopes".into()));
+        }
+        if ctx.bytes.len() as u64 > policy.max_envelope_size {
+            return Err(fail(
+                ErrorCode::SizeExceeded,
+                format!("envelope is {} bytes; this sender's limit is {}", ctx.bytes.len(), policy.max_envelope_size),
+            ));
+        }
+        // Step 10: store nonce + envelope + receipt durably, then answer.
+        let config = ExecutorConfig::load(&self.store).map_err(|e| fail(ErrorCode::InternalError, e.to_string()))?;
+        let executor = config.for_scope(&env.scope).name().to_string();
+        let held = policy.hold_for_consent;
+        let receipt = Receipt::accepted(
+            env.envelope_id.clone(),
+            ctx.received_at.to_string(),
+            ctx.receipt_id.to_string(),
+            executor.clone(),
+            held,
+        );
+        let record = NewEnvelope {
+            envelope_id: env.envelope_id.clone(),
+            sender: sender.clone(),
+            recipient: env.recipient_key(),
+            scope: env.scope.clone(),
+            payload_type: env.payload.payload_type.clone(),
+            conversation_id: env.conversation_id.clone(),
+            in_reply_to: env.in_reply_to.clone(),
+            on_behalf_of: env.delegation.as_ref().map(|d| d.on_behalf_of.to_ascii_lowercase()),
+            prompt: env.payload.prompt.clone(),
+            timestamp: env.timestamp.clone(),
+            expires_at: env.expires_at.clone(),
+            expires_at_ms: env.expires_at_utc.timestamp_millis(),
+            nonce: env.nonce_bytes.clone(),
+            received_at: ctx.received_at.to_string(),
+            received_ms: ctx.now.timestamp_millis(),
+            transport: ctx.transport.to_string(),
+            signed_form: match form {
+                Form::Reference => "reference",
+                Form::Variant => "variant",
+            }
+            .to_string(),
+            raw: String::from_utf8_lossy(ctx.bytes).into_owned(),
+            raw_sha256: sha256_hex(ctx.bytes),
+            executor,
+            exec_status: if held { ExecStatus::Held } else { ExecStatus::Queued },
+            receipt: ctx.receipt_row(&receipt, Some(&env), None),
+        };
+        match self.store.accept(&record, &policy.rate_limit) {
+            Err(e) => Err(fail(ErrorCode::InternalError, format!("could not store the envelope: {e}"))),
+            Ok(Err(AcceptRefusal::Replay)) => {
+                Err(fail(ErrorCode::ReplayDetected, "this nonce has been used before".into()))
+            }
+            Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs })) => Err(Failure {
+                retry_after: Some(retry_after_secs),
+                ..fail(
+                    ErrorCode::RateLimited,
+                    format!("this sender may send {limit} envelopes per {window}; try again in {retry_after_secs} s"),
+                )
+            }),
+            Ok(Ok(row_id)) => {
+                if !held {
+                    if let Some(tx) = &self.executions {
+                        let _ = tx.send(row_id);
+                    }
+                }
+                Ok(Outcome { receipt, retry_after: None, row_id: Some(row_id) })
+            }
+        }
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Where the store lives inside a data dir.
+pub fn store_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("gatehouse.db")
+}
+
+struct Ctx<'a> {
+    bytes: &'a [u8],
+    transport: &'a str,
+    now: DateTime<Utc>,
+    received_at: &'a str,
+    receipt_id: &'a str,
+}
+
+impl Ctx<'_> {
+    fn receipt_row(&self, receipt: &Receipt, env: Option<&Envelope>, rejection: Option<&Rejection>) -> ReceiptRow {
+        let keep = rejection.is_some();
+        let cut = self.bytes.len().min(KEEP_REJECTED_BYTES);
+        ReceiptRow {
+            receipt_id: receipt.receipt_id.clone(),
+            envelope_id: receipt.envelope_id.clone(),
+            status: if keep { "rejected" } else { "accepted" }.into(),
+            code: rejection.map(|r| r.code.as_str().to_string()),
+            message: rejection.map(|r| r.message.clone()),
+            received_at: self.received_at.to_string(),
+            received_ms: self.now.timestamp_millis(),
+            transport: self.transport.to_string(),
+            sender: env.map(Envelope::sender_key),
+            scope: env.map(|e| e.scope.clone()),
+            body: (keep && !self.bytes.is_empty()).then(|| String::from_utf8_lossy(&self.bytes[..cut]).into_owned()),
+            body_truncated: keep && cut < self.bytes.len(),
+            receipt: serde_json::to_value(receipt).expect("receipts serialise"),
+        }
+    }
+}
+
+struct Failure {
+    rejection: Rejection,
+    env: Option<Envelope>,
+    retry_after: Option<u64>,
+}
+
+impl Failure {
+    fn new(rejection: Rejection) -> Self {
+        Failure { rejection, env: None, retry_after: None }
+    }
+}

@@ -1,0 +1,129 @@
+//! Opening a data dir (identity + store) and running the inbox until shutdown.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_keys::{Identity, KeystoreKind};
+use gatehouse_store::Store;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::folder::{self, Processed};
+use crate::pipeline::{store_path, OpenError};
+use crate::{runner, Inbox};
+
+pub struct Opened {
+    pub identity: Identity,
+    pub store: Arc<Store>,
+    pub created: bool,
+}
+
+/// Loads (or creates) the identity and opens the store of a data dir.
+pub fn open(data_dir: &Path, keystore: KeystoreKind, create: bool) -> Result<Opened, OpenError> {
+    std::fs::create_dir_all(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
+    let (identity, created) = if create {
+        gatehouse_keys::load_or_create(data_dir, keystore)?
+    } else {
+        (gatehouse_keys::load(data_dir, keystore)?, false)
+    };
+    let path = store_path(data_dir);
+    let store = Store::open(&path).map_err(|source| OpenError::Store { path, source })?;
+    Ok(Opened { identity, store: Arc::new(store), created })
+}
+
+pub struct ServeOptions {
+    pub listener: Option<TcpListener>,
+    pub watch: Option<PathBuf>,
+}
+
+/// How often expired nonces are dropped.
+const NONCE_GC_EVERY: Duration = Duration::from_secs(600);
+
+/// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
+pub async fn run<F>(
+    store: Arc<Store>,
+    public_key: &str,
+    opts: ServeOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    on_processed: F,
+) -> Result<(), String>
+where
+    F: Fn(&Processed) + Send + Sync + 'static,
+{
+    let (tx, rx) = mpsc::unbounded_channel();
+    let requeue = {
+        let s = store.clone();
+        tokio::task::spawn_blocking(move || runner::recover(&s)).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?
+    };
+    for id in requeue {
+        let _ = tx.send(id);
+    }
+    let inbox = Arc::new(Inbox::new(store.clone(), public_key).with_executions(tx));
+    let runner_task = tokio::spawn(runner::run(store.clone(), rx));
+    let gc_store = store.clone();
+    let gc_task = tokio::spawn(async move {
+        let mut every = tokio::time::interval(NONCE_GC_EVERY);
+        loop {
+            every.tick().await;
+            let s = gc_store.clone();
+            let now = chrono::Utc::now().timestamp_millis();
+            if let Ok(Ok(n)) = tokio::task::spawn_blocking(move || s.gc_nonces(now)).await {
+                if n > 0 {
+                    tracing::info!(removed = n, "expired nonces collected");
+                }
+            }
+        }
+    });
+
+    let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
+    let mut tasks: tokio::task::JoinSet<Result<(), String>> = tokio::task::JoinSet::new();
+    if let Some(listener) = opts.listener {
+        let mut stop = stop_tx.subscribe();
+        let app = crate::http::router(inbox.clone());
+        tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");
+        tasks.spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.recv().await;
+                })
+                .await
+                .map_err(|e| format!("HTTP server failed: {e}"))
+        });
+    }
+    if let Some(dir) = opts.watch {
+        let mut stop = stop_tx.subscribe();
+        let inbox = inbox.clone();
+        tasks.spawn(async move {
+            let stopped = async move {
+                let _ = stop.recv().await;
+            };
+            folder::watch(dir, inbox, stopped, on_processed).await.map_err(|e| e.to_string())
+        });
+    }
+    // Whichever comes first: the caller's shutdown, or a transport ending on its own.
+    let mut first_error = None;
+    tokio::pin!(shutdown);
+    tokio::select! {
+        _ = &mut shutdown => {}
+        Some(r) = tasks.join_next() => {
+            first_error = Some(match r {
+                Ok(Ok(())) => "a transport stopped unexpectedly".to_string(),
+                Ok(Err(e)) => e,
+                Err(e) => e.to_string(),
+            });
+        }
+    }
+    let _ = stop_tx.send(());
+    while let Some(r) = tasks.join_next().await {
+        if let Ok(Err(e)) = r {
+            first_error.get_or_insert(e);
+        }
+    }
+    gc_task.abort();
+    runner_task.abort();
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
