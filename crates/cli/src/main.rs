@@ -1,0 +1,415 @@
+//! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions};
+use gatehouse_keys::KeystoreKind;
+use gatehouse_store::{Policy, RateLimit, TrustEntry};
+
+#[derive(Parser)]
+#[command(name = "gatehouse", version, about = "Your own gate for messages from AI agents (EPP v1 inbox)")]
+struct Cli {
+    /// Where the store and identity metadata live [default: the platform data dir]
+    #[arg(long, global = true, env = "GATEHOUSE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Where the identity's secret key is kept: the OS keychain, or (explicit opt-in for
+    /// headless hosts) a 0600 file in the data dir
+    #[arg(long, global = true, env = "GATEHOUSE_KEYSTORE", default_value = "os")]
+    keystore: KeystoreKind,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create this inbox's identity if missing; prints the public key (last line)
+    Init,
+    /// Print this inbox's public key
+    Identity,
+    /// Create your signing key for sending if missing (the same identity as the inbox); prints the public key
+    Keygen,
+    /// Manage the trust registry
+    #[command(subcommand)]
+    Trust(TrustCmd),
+    /// Unknown senders that knocked with a valid signature
+    Pending {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the inbox headless
+    Serve {
+        /// Address to listen on (loopback by default; anything else is your decision)
+        #[arg(long, default_value = "127.0.0.1:8765")]
+        listen: String,
+        /// Also process *.json envelopes dropped into this folder
+        #[arg(long)]
+        watch: Option<PathBuf>,
+    },
+    /// Receipts of every submission, newest first
+    Receipts {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Accepted envelopes, newest first
+    Envelopes {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Choose what runs for accepted prompts
+    #[command(subcommand)]
+    Executor(ExecutorCmd),
+    /// Sign a prompt with your key and send it to an inbox; prints the receipt
+    Send {
+        /// The inbox's submit URL, e.g. http://127.0.0.1:8765/epp/v1/submit
+        #[arg(long)]
+        to: String,
+        /// The inbox's public key (64 hex)
+        #[arg(long)]
+        recipient: String,
+        #[arg(long)]
+        scope: String,
+        #[arg(long)]
+        prompt: String,
+        #[arg(long)]
+        payload_type: Option<String>,
+        #[arg(long)]
+        conversation_id: Option<String>,
+        #[arg(long)]
+        in_reply_to: Option<String>,
+        /// Send on behalf of this principal's public key
+        #[arg(long)]
+        on_behalf_of: Option<String>,
+        #[arg(long)]
+        authorization: Option<String>,
+        /// Context object as JSON
+        #[arg(long)]
+        context: Option<String>,
+        /// Lifetime in seconds
+        #[arg(long, default_value_t = 3600)]
+        ttl: i64,
+    },
+}
+
+#[derive(Args)]
+struct PolicyArgs {
+    /// Comma-separated scopes, or * for all
+    #[arg(long, value_delimiter = ',')]
+    scopes: Vec<String>,
+    #[arg(long)]
+    max_envelope_size: Option<u64>,
+    #[arg(long)]
+    max_per_hour: Option<u32>,
+    #[arg(long)]
+    max_per_day: Option<u32>,
+    /// Hold accepted envelopes for your consent before their executor runs
+    #[arg(long)]
+    hold: bool,
+    /// Refuse envelopes sent on behalf of someone else
+    #[arg(long)]
+    no_delegation: bool,
+}
+
+impl PolicyArgs {
+    fn policy(&self) -> Result<Policy, String> {
+        if self.scopes.is_empty() {
+            return Err("--scopes is required (comma-separated, or * for all)".into());
+        }
+        for s in &self.scopes {
+            if s != "*" && !gatehouse_epp::envelope::is_scope_like(s) {
+                return Err(format!("scope {s:?} must be alphanumeric characters and hyphens, or *"));
+            }
+        }
+        Ok(Policy {
+            allowed_scopes: self.scopes.clone(),
+            max_envelope_size: self.max_envelope_size.unwrap_or_else(gatehouse_store::default_max_envelope_size),
+            rate_limit: RateLimit { max_per_hour: self.max_per_hour, max_per_day: self.max_per_day },
+            hold_for_consent: self.hold,
+            allow_delegation: !self.no_delegation,
+        })
+    }
+}
+
+#[derive(Subcommand)]
+enum TrustCmd {
+    /// Trust a sender's public key
+    Add {
+        key: String,
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        policy: PolicyArgs,
+    },
+    /// List trusted senders
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop trusting a sender
+    Remove { key: String },
+    /// Turn a pending sender request into a trust entry
+    Approve {
+        key: String,
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        policy: PolicyArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum ExecutorCmd {
+    /// Show the executor per scope
+    List,
+    /// Set the executor for a scope (or `default`)
+    Set {
+        scope: String,
+        #[command(subcommand)]
+        spec: SpecCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum SpecCmd {
+    Noop,
+    FileQueue {
+        dir: PathBuf,
+    },
+    /// Program and arguments, run without a shell; the prompt arrives on stdin
+    Command {
+        #[arg(long, default_value_t = 60)]
+        timeout_secs: u64,
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        argv: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn default_data_dir() -> PathBuf {
+    dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("gatehouse")
+}
+
+fn now() -> String {
+    gatehouse_epp::utc_string(chrono::Utc::now())
+}
+
+fn check_key(key: &str) -> Result<String, String> {
+    gatehouse_epp::parse_public_key(key).map_err(|e| format!("{key:?} is not a usable public key: {e}"))?;
+    Ok(key.to_ascii_lowercase())
+}
+
+fn print_json<T: serde::Serialize>(v: &T) {
+    println!("{}", serde_json::to_string_pretty(v).expect("serialises"));
+}
+
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
+    let ks = cli.keystore;
+    let open = |create: bool| gatehouse_inbox::open(&data_dir, ks, create).map_err(|e| e.to_string());
+    match cli.command {
+        Command::Init | Command::Keygen => {
+            let o = open(true)?;
+            if o.created {
+                eprintln!("created a new identity in the {} keystore; data dir {}", o.identity.keystore, data_dir.display());
+            }
+            println!("{}", o.identity.public_key);
+        }
+        Command::Identity => println!("{}", open(false)?.identity.public_key),
+        Command::Trust(cmd) => {
+            let store = open(false)?.store;
+            match cmd {
+                TrustCmd::Add { key, name, policy } => {
+                    let entry = TrustEntry { public_key: check_key(&key)?, name, added_at: now(), policy: policy.policy()? };
+                    store.trust_add(&entry).map_err(|e| e.to_string())?;
+                    eprintln!("trusted {} ({})", entry.name, entry.public_key);
+                }
+                TrustCmd::Approve { key, name, policy } => {
+                    let key = check_key(&key)?;
+                    let pending = store.pending_list().map_err(|e| e.to_string())?;
+                    let Some(p) = pending.iter().find(|p| p.public_key == key) else {
+                        return Err(format!("{key} has no pending request; use `trust add` to trust a key directly"));
+                    };
+                    let name = name.unwrap_or_else(|| format!("sender {}", &p.public_key[..8]));
+                    let entry = TrustEntry { public_key: key, name, added_at: now(), policy: policy.policy()? };
+                    store.trust_add(&entry).map_err(|e| e.to_string())?;
+                    eprintln!("approved {} ({})", entry.name, entry.public_key);
+                }
+                TrustCmd::List { json } => {
+                    let list = store.trust_list().map_err(|e| e.to_string())?;
+                    if json {
+                        print_json(&list);
+                    } else if list.is_empty() {
+                        eprintln!("no trusted senders");
+                    } else {
+                        for t in list {
+                            let p = &t.policy;
+                            println!(
+                                "{}  {}  scopes={}  max_size={}  per_hour={}  per_day={}{}{}",
+                                t.public_key,
+                                t.name,
+                                p.allowed_scopes.join(","),
+                                p.max_envelope_size,
+                                p.rate_limit.max_per_hour.map_or("-".into(), |n| n.to_string()),
+                                p.rate_limit.max_per_day.map_or("-".into(), |n| n.to_string()),
+                                if p.hold_for_consent { "  hold" } else { "" },
+                                if p.allow_delegation { "" } else { "  no-delegation" },
+                            );
+                        }
+                    }
+                }
+                TrustCmd::Remove { key } => {
+                    if !store.trust_remove(&key).map_err(|e| e.to_string())? {
+                        return Err(format!("{key} is not in the trust registry"));
+                    }
+                    eprintln!("removed {key}");
+                }
+            }
+        }
+        Command::Pending { json } => {
+            let list = open(false)?.store.pending_list().map_err(|e| e.to_string())?;
+            if json {
+                print_json(&list);
+            } else if list.is_empty() {
+                eprintln!("no pending sender requests");
+            } else {
+                for p in list {
+                    println!("{}  seen {}x  first {}  last {}  scopes {}", p.public_key, p.count, p.first_seen, p.last_seen, p.scopes_tried.join(","));
+                }
+            }
+        }
+        Command::Receipts { json, limit } => {
+            let list = open(false)?.store.receipts(limit, 0).map_err(|e| e.to_string())?;
+            if json {
+                print_json(&list.iter().map(|r| &r.receipt).collect::<Vec<_>>());
+            } else {
+                for r in list {
+                    println!(
+                        "{}  {:8}  {:18}  {}  {}  {}",
+                        r.received_at,
+                        r.status,
+                        r.code.as_deref().unwrap_or("-"),
+                        r.envelope_id.as_deref().unwrap_or("-"),
+                        r.transport,
+                        r.message.as_deref().unwrap_or(""),
+                    );
+                }
+            }
+        }
+        Command::Envelopes { json, limit } => {
+            let list = open(false)?.store.envelopes(limit, 0).map_err(|e| e.to_string())?;
+            if json {
+                print_json(&list);
+            } else {
+                for e in list {
+                    let prompt: String = e.prompt.chars().take(60).map(|c| if c.is_control() { ' ' } else { c }).collect();
+                    println!("{}  {}  {}…  {}  {:9}  {}", e.received_at, e.envelope_id, &e.sender[..12], e.scope, e.exec_status.as_str(), prompt);
+                }
+            }
+        }
+        Command::Executor(cmd) => {
+            let store = open(false)?.store;
+            let mut cfg = ExecutorConfig::load(&store).map_err(|e| e.to_string())?;
+            match cmd {
+                ExecutorCmd::List => print_json(&cfg),
+                ExecutorCmd::Set { scope, spec } => {
+                    let spec = match spec {
+                        SpecCmd::Noop => ExecutorSpec::Noop,
+                        SpecCmd::FileQueue { dir } => ExecutorSpec::FileQueue { dir: std::path::absolute(&dir).unwrap_or(dir) },
+                        SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command {
+                            program: argv[0].clone(),
+                            args: argv[1..].to_vec(),
+                            timeout_secs,
+                        },
+                    };
+                    if scope == "default" {
+                        cfg.default = spec;
+                    } else if gatehouse_epp::envelope::is_scope_like(&scope) {
+                        cfg.scopes.insert(scope, spec);
+                    } else {
+                        return Err(format!("scope {scope:?} must be alphanumeric characters and hyphens"));
+                    }
+                    cfg.save(&store).map_err(|e| e.to_string())?;
+                    print_json(&cfg);
+                }
+            }
+        }
+        Command::Serve { listen, watch } => {
+            let o = open(true)?;
+            let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+                let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                if !addr.ip().is_loopback() {
+                    eprintln!("warning: listening on {addr}, which is reachable from other machines");
+                }
+                eprintln!("Gatehouse inbox {} listening on http://{addr}/epp/v1/submit", o.identity.public_key);
+                if let Some(w) = &watch {
+                    eprintln!("watching {}", w.display());
+                }
+                let shutdown = async {
+                    let _ = tokio::signal::ctrl_c().await;
+                };
+                #[cfg(unix)]
+                let shutdown = async move {
+                    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+                    tokio::select! { _ = shutdown => {}, _ = term.recv() => {} }
+                };
+                gatehouse_inbox::run(o.store, &o.identity.public_key, ServeOptions { listener: Some(listener), watch }, shutdown, |_| {}).await
+            })?;
+        }
+        Command::Send { to, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {
+            let o = open(false)?;
+            let mut d = gatehouse_epp::Draft::new(&check_key(&recipient)?, &scope, &prompt);
+            d.payload_type = payload_type;
+            d.conversation_id = conversation_id;
+            d.in_reply_to = in_reply_to;
+            d.on_behalf_of = on_behalf_of.map(|k| check_key(&k)).transpose()?;
+            d.authorization = authorization;
+            d.context = context
+                .map(|c| serde_json::from_str::<serde_json::Value>(&c).map_err(|e| format!("--context is not JSON: {e}")))
+                .transpose()?;
+            d.ttl = chrono::Duration::seconds(ttl);
+            let envelope = d.sign(o.identity.signing_key(), chrono::Utc::now());
+            let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+            let (status, body) = rt.block_on(async {
+                let resp = reqwest::Client::new()
+                    .post(&to)
+                    .json(&envelope)
+                    .send()
+                    .await
+                    .map_err(|e| format!("could not reach {to}: {e}"))?;
+                let status = resp.status();
+                let body = resp.text().await.map_err(|e| e.to_string())?;
+                Ok::<_, String>((status, body))
+            })?;
+            match serde_json::from_str::<serde_json::Value>(&body) {
+                Ok(v) => print_json(&v),
+                Err(_) => println!("{body}"),
+            }
+            if !status.is_success() {
+                eprintln!("inbox answered HTTP {status}");
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
