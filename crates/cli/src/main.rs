@@ -373,7 +373,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
                     tokio::select! { _ = shutdown => {}, _ = term.recv() => {} }
                 };
-                gatehouse_inbox::run(o.store, &o.identity.public_key, ServeOptions { listener: Some(listener), watch }, shutdown, |_| {}).await
+                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch }, shutdown, |_| {}).await
             })?;
         }
         Command::Send { to, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {

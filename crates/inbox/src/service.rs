@@ -43,7 +43,7 @@ const NONCE_GC_EVERY: Duration = Duration::from_secs(600);
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
 pub async fn run<F>(
     store: Arc<Store>,
-    public_key: &str,
+    public_key: String,
     opts: ServeOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     on_processed: F,
@@ -59,7 +59,7 @@ where
     for id in requeue {
         let _ = tx.send(id);
     }
-    let inbox = Arc::new(Inbox::new(store.clone(), public_key).with_executions(tx));
+    let inbox = Arc::new(Inbox::new(store.clone(), &public_key).with_executions(tx));
     let runner_task = tokio::spawn(runner::run(store.clone(), rx));
     let gc_store = store.clone();
     let gc_task = tokio::spawn(async move {

@@ -1,0 +1,132 @@
+#![allow(dead_code)]
+//! A real inbox on a real loopback port, with a real SQLite file, for the tests.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::Utc;
+use ed25519_dalek::SigningKey;
+use gatehouse_epp::Draft;
+use gatehouse_inbox::{ExecutorConfig, ServeOptions};
+use gatehouse_store::{Policy, Store, TrustEntry};
+use tokio::sync::oneshot;
+
+pub fn key(seed_byte: u8) -> SigningKey {
+    SigningKey::from_bytes(&[seed_byte; 32])
+}
+
+pub fn pubhex(k: &SigningKey) -> String {
+    gatehouse_epp::public_key_hex(k)
+}
+
+pub fn vectors(name: &str) -> serde_json::Value {
+    let path = format!("{}/../../../shared/vectors/epp/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+pub struct TestInbox {
+    pub dir: tempfile::TempDir,
+    pub store: Arc<Store>,
+    pub public_key: String,
+    pub url: String,
+    pub watch: Option<PathBuf>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<(), String>>>,
+}
+
+impl TestInbox {
+    /// Starts an inbox whose identity is `inbox_key`, listening on 127.0.0.1:0.
+    pub async fn start(inbox_key: &str, watch: bool) -> TestInbox {
+        Self::start_with(inbox_key, watch, ExecutorConfig::default()).await
+    }
+
+    pub async fn start_with(inbox_key: &str, watch: bool, executors: ExecutorConfig) -> TestInbox {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+        executors.save(&store).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let watch_dir = watch.then(|| dir.path().join("drop"));
+        let (tx, rx) = oneshot::channel();
+        let opts = ServeOptions { listener: Some(listener), watch: watch_dir.clone() };
+        let task = tokio::spawn(gatehouse_inbox::run(
+            store.clone(),
+            inbox_key.to_string(),
+            opts,
+            async {
+                let _ = rx.await;
+            },
+            |_| {},
+        ));
+        if let Some(w) = &watch_dir {
+            // The watcher creates its folders once it is up.
+            for _ in 0..100 {
+                if w.join("rejected").exists() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+        TestInbox { dir, store, public_key: inbox_key.to_string(), url, watch: watch_dir, stop: Some(tx), task: Some(task) }
+    }
+
+    pub fn trust(&self, k: &str, name: &str, policy: Policy) {
+        self.store
+            .trust_add(&TrustEntry { public_key: k.into(), name: name.into(), added_at: "2026-01-01T00:00:00Z".into(), policy })
+            .unwrap();
+    }
+
+    pub fn submit_url(&self) -> String {
+        format!("{}/epp/v1/submit", self.url)
+    }
+
+    pub async fn post(&self, body: impl Into<reqwest::Body>) -> (u16, Option<String>, serde_json::Value) {
+        let resp = reqwest::Client::new()
+            .post(self.submit_url())
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let retry = resp.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+        let json = resp.json().await.unwrap();
+        (status, retry, json)
+    }
+
+    pub async fn post_json(&self, v: &serde_json::Value) -> (u16, Option<String>, serde_json::Value) {
+        self.post(v.to_string()).await
+    }
+
+    pub fn draft(&self, scope: &str, prompt: &str) -> Draft {
+        Draft::new(&self.public_key, scope, prompt)
+    }
+
+    pub fn signed(&self, k: &SigningKey, scope: &str, prompt: &str) -> serde_json::Value {
+        self.draft(scope, prompt).sign(k, Utc::now())
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.unwrap().unwrap();
+        }
+    }
+}
+
+pub fn policy(scopes: &[&str]) -> Policy {
+    Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), ..Policy::default() }
+}
+
+/// Waits for a condition the inbox reaches asynchronously (executors, folder).
+pub async fn eventually<F: FnMut() -> bool>(what: &str, mut f: F) {
+    for _ in 0..300 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
