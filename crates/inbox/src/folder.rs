@@ -21,8 +21,16 @@ use crate::pipeline::{sha256_hex, Inbox, Outcome};
 
 pub const ACCEPTED: &str = "accepted";
 pub const REJECTED: &str = "rejected";
-/// Fallback completeness rule when the platform sends no close event.
+/// Files being processed sit here; after a crash, what is left here is finished first.
+pub const PROCESSING: &str = ".processing";
+/// Fallback completeness rule for files whose writer's close was not seen. Linux reports
+/// every close (inotify), so there the fallback only rescues missed events.
+#[cfg(target_os = "linux")]
+pub const QUIET: Duration = Duration::from_secs(60);
+#[cfg(not(target_os = "linux"))]
 pub const QUIET: Duration = Duration::from_secs(3);
+/// Files found at start-up are taken once unchanged for this long.
+const STARTUP_STILL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum FolderError {
@@ -68,7 +76,7 @@ pub async fn watch<F>(
 where
     F: Fn(&Processed) + Send + Sync + 'static,
 {
-    for sub in ["", ACCEPTED, REJECTED] {
+    for sub in ["", ACCEPTED, REJECTED, PROCESSING] {
         let p = dir.join(sub);
         std::fs::create_dir_all(&p).map_err(|source| FolderError::Io { path: p.clone(), source })?;
     }
@@ -84,6 +92,18 @@ where
         .map_err(|source| FolderError::Watch { path: dir.clone(), source })?;
 
     let on_processed = Arc::new(on_processed);
+    // Files a crash interrupted mid-processing come first.
+    if let Ok(entries) = std::fs::read_dir(dir.join(PROCESSING)) {
+        let stranded: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| is_candidate(p)).collect();
+        for file in stranded {
+            let (inbox, d) = (inbox.clone(), dir.clone());
+            match tokio::task::spawn_blocking(move || finish(&inbox, &d, &file, true)).await {
+                Ok(Ok(done)) => on_processed(&done),
+                Ok(Err(e)) => tracing::error!(error = %e, "could not finish a file interrupted by a restart"),
+                Err(e) => tracing::error!(error = %e, "folder task failed"),
+            }
+        }
+    }
     let mut pending: HashMap<PathBuf, Seen> = HashMap::new();
     let mut failed: HashSet<PathBuf> = HashSet::new();
     // Files already there at start-up: taken once they prove still (they may be mid-write).
@@ -92,7 +112,7 @@ where
             let p = e.path();
             if is_candidate(&p) {
                 if let Some((size, mtime)) = stat(&p) {
-                    pending.insert(p, Seen { at: Instant::now() - QUIET + Duration::from_millis(300), size, mtime });
+                    pending.insert(p, Seen { at: Instant::now() - QUIET + STARTUP_STILL, size, mtime });
                 }
             }
         }
@@ -173,12 +193,28 @@ where
 /// Submits one file and moves it aside with its receipt. Blocking.
 pub fn process_file(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<Processed> {
     let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("envelope.json").to_string();
+    // Claimed first, so a crash mid-way leaves it where the restart looks for it.
+    let claimed = unique_destination(&dir.join(PROCESSING), &name);
+    std::fs::rename(file, &claimed)?;
+    let mut done = finish(inbox, dir, &claimed, false)?;
+    done.file = file.to_path_buf();
+    Ok(done)
+}
+
+/// Submits a claimed file and files it with its receipt. `after_crash`: the file may
+/// already have been accepted just before a crash.
+fn finish(inbox: &Inbox, dir: &Path, file: &Path, after_crash: bool) -> std::io::Result<Processed> {
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("envelope.json").to_string();
     let transport = format!("folder:{name}");
     let now = chrono::Utc::now();
     let outcome = match read_limited(file) {
         Ok(bytes) => {
             let outcome = inbox.submit(&bytes, &transport, now);
-            recover_accepted(inbox, &bytes, outcome)
+            if after_crash {
+                recover_accepted(inbox, &bytes, outcome)
+            } else {
+                outcome
+            }
         }
         // Still a receipt, recorded like any rejection: nothing disappears silently.
         Err(ReadFailure::TooBig(n)) => inbox.submit_failure(
@@ -200,9 +236,10 @@ pub fn process_file(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<P
     Ok(Processed { file: file.to_path_buf(), moved_to, receipt_path, outcome })
 }
 
-/// A file accepted just before a crash (stored, but not yet moved) comes back as a
+/// A file accepted just before a crash (stored, but not yet filed) comes back as a
 /// replay; if its exact bytes are an accepted envelope, it is filed as accepted with
-/// the original receipt instead of being mislabelled.
+/// the original receipt instead of being mislabelled. Only for files found in
+/// `.processing/` at start-up: a file dropped twice is a replay like any other.
 fn recover_accepted(inbox: &Inbox, bytes: &[u8], outcome: Outcome) -> Outcome {
     if outcome.receipt.code() != Some(ErrorCode::ReplayDetected) {
         return outcome;

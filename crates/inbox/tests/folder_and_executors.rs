@@ -1,0 +1,171 @@
+//! The watched folder (a real directory, real inotify) and the executors.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use common::*;
+use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+use gatehouse_store::ExecStatus;
+
+fn read_json(p: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_files_are_filed_with_receipts_and_never_deleted() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), true).await;
+    let drop = inbox.watch.clone().unwrap();
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
+
+    let good = inbox.signed(&alice, "support", "from a file");
+    std::fs::write(drop.join("good.json"), good.to_string()).unwrap();
+    std::fs::write(drop.join("garbage.json"), b"{ not json").unwrap();
+    std::fs::write(drop.join("denied.json"), inbox.signed(&alice, "admin", "no").to_string()).unwrap();
+    std::fs::write(drop.join("notes.txt"), b"not an envelope").unwrap();
+
+    let accepted = drop.join("accepted");
+    let rejected = drop.join("rejected");
+    eventually("three files filed", || {
+        accepted.join("good.json.receipt.json").exists()
+            && rejected.join("garbage.json.receipt.json").exists()
+            && rejected.join("denied.json.receipt.json").exists()
+    })
+    .await;
+    assert!(accepted.join("good.json").exists() && !drop.join("good.json").exists());
+    assert_eq!(read_json(&accepted.join("good.json.receipt.json"))["envelope_id"], good["envelope_id"]);
+    assert_eq!(read_json(&rejected.join("garbage.json.receipt.json"))["error"]["code"], "INVALID_FORMAT");
+    assert_eq!(read_json(&rejected.join("denied.json.receipt.json"))["error"]["code"], "POLICY_DENIED");
+    assert_eq!(std::fs::read(rejected.join("garbage.json")).unwrap(), b"{ not json");
+    // Files that are not *.json are left alone.
+    assert!(drop.join("notes.txt").exists());
+
+    // The same envelope dropped again: REPLAY, and the earlier file is not overwritten.
+    std::fs::write(drop.join("good.json"), good.to_string()).unwrap();
+    eventually("replay filed", || rejected.join("good.json.receipt.json").exists()).await;
+    assert_eq!(read_json(&rejected.join("good.json.receipt.json"))["error"]["code"], "REPLAY_DETECTED");
+    std::fs::write(drop.join("garbage.json"), b"again").unwrap();
+    eventually("second garbage filed beside the first", || rejected.join("garbage-1.json.receipt.json").exists()).await;
+    assert_eq!(std::fs::read(rejected.join("garbage.json")).unwrap(), b"{ not json");
+    assert_eq!(std::fs::read(rejected.join("garbage-1.json")).unwrap(), b"again");
+
+    // Receipts from the folder are in the store, marked with their transport.
+    let receipts = inbox.store.receipts(50, 0).unwrap();
+    assert!(receipts.iter().any(|r| r.transport == "folder:good.json" && r.status == "accepted"));
+    inbox.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowly_written_file_is_taken_only_once_complete() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), true).await;
+    let drop = inbox.watch.clone().unwrap();
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
+    let text = inbox.signed(&alice, "support", "written slowly").to_string();
+    let (a, b) = text.split_at(text.len() / 2);
+    let path = drop.join("slow.json");
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.write_all(a.as_bytes()).unwrap();
+    f.flush().unwrap();
+    // Half a file sits there, still open, for a while.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert!(path.exists(), "a file still open for writing must not be taken");
+    assert!(inbox.store.receipts(10, 0).unwrap().is_empty());
+    f.write_all(b.as_bytes()).unwrap();
+    f.sync_all().unwrap();
+    std::mem::drop(f);
+    let receipt = drop.join("accepted").join("slow.json.receipt.json");
+    eventually("slow file accepted", || receipt.exists()).await;
+    assert_eq!(read_json(&receipt)["status"], "accepted");
+    inbox.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_waiting_at_start_up_are_processed() {
+    let alice = key(1);
+    let inbox_key = pubhex(&key(2));
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    store
+        .trust_add(&gatehouse_store::TrustEntry {
+            public_key: pubhex(&alice),
+            name: "Alice".into(),
+            added_at: "2026-01-01T00:00:00Z".into(),
+            policy: policy(&["support"]),
+        })
+        .unwrap();
+    let drop = dir.path().join("drop");
+    std::fs::create_dir_all(&drop).unwrap();
+    let env = gatehouse_epp::Draft::new(&inbox_key, "support", "waiting").sign(&alice, chrono::Utc::now());
+    std::fs::write(drop.join("waiting.json"), env.to_string()).unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(gatehouse_inbox::run(
+        store.clone(),
+        inbox_key,
+        gatehouse_inbox::ServeOptions { listener: None, watch: Some(drop.clone()) },
+        async {
+            let _ = rx.await;
+        },
+        |_| {},
+    ));
+    let receipt = drop.join("accepted").join("waiting.json.receipt.json");
+    eventually("waiting file accepted", || receipt.exists()).await;
+    assert_eq!(read_json(&receipt)["envelope_id"], env["envelope_id"]);
+    let _ = tx.send(());
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_executor_gets_the_prompt_on_stdin_without_a_shell() {
+    let alice = key(1);
+    let out = tempfile::tempdir().unwrap();
+    let out_file = out.path().join("prompt.txt");
+    let queue = out.path().join("queue");
+    let mut scopes = BTreeMap::new();
+    scopes.insert(
+        "support".to_string(),
+        ExecutorSpec::Command { program: "tee".into(), args: vec![out_file.display().to_string()], timeout_secs: 10 },
+    );
+    scopes.insert("fails".to_string(), ExecutorSpec::Command { program: "false".into(), args: vec![], timeout_secs: 10 });
+    scopes.insert("slow".to_string(), ExecutorSpec::Command { program: "sleep".into(), args: vec!["30".into()], timeout_secs: 1 });
+    scopes.insert("missing".to_string(), ExecutorSpec::Command { program: "/nonexistent/tool".into(), args: vec![], timeout_secs: 1 });
+    scopes.insert("queue".to_string(), ExecutorSpec::FileQueue { dir: queue.clone() });
+    let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["*"]));
+
+    // Shell metacharacters in the prompt stay text.
+    let prompt = "$(touch /tmp/gatehouse-pwned) `id`; echo hi | cat > /tmp/x";
+    let (status, _, r) = inbox.post_json(&inbox.signed(&alice, "support", prompt)).await;
+    assert_eq!(status, 200);
+    assert_eq!(r["executor"], "command");
+    for scope in ["fails", "slow", "missing", "queue", "anything"] {
+        assert_eq!(inbox.post_json(&inbox.signed(&alice, scope, "x")).await.0, 200, "{scope}");
+    }
+    let store = inbox.store.clone();
+    eventually("all executors finished", || {
+        store.envelopes(10, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))
+    })
+    .await;
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), prompt);
+    let by_scope: BTreeMap<String, _> = store.envelopes(10, 0).unwrap().into_iter().map(|e| (e.scope.clone(), e)).collect();
+    let ok = &by_scope["support"];
+    assert_eq!(ok.exec_status, ExecStatus::Succeeded);
+    assert_eq!(ok.exec_result.as_ref().unwrap()["exit_code"], 0);
+    assert_eq!(ok.exec_result.as_ref().unwrap()["stdout"], prompt);
+    // Failures are recorded, and the accepted envelope stays stored.
+    let failed = &by_scope["fails"];
+    assert_eq!(failed.exec_status, ExecStatus::Failed);
+    assert_eq!(failed.exec_result.as_ref().unwrap()["exit_code"], 1);
+    assert!(by_scope["slow"].exec_result.as_ref().unwrap()["error"].as_str().unwrap().contains("timed out"));
+    assert!(by_scope["missing"].exec_result.as_ref().unwrap()["error"].as_str().unwrap().contains("could not start"));
+    assert_eq!(by_scope["anything"].executor, "noop");
+    assert_eq!(by_scope["anything"].exec_status, ExecStatus::Succeeded);
+    let queued: Vec<_> = std::fs::read_dir(&queue).unwrap().flatten().collect();
+    assert_eq!(queued.len(), 1);
+    let record = read_json(&queued[0].path());
+    assert_eq!(record["envelope"]["scope"], "queue");
+    assert!(!std::path::Path::new("/tmp/gatehouse-pwned").exists());
+    inbox.stop().await;
+}
