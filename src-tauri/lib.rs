@@ -38,10 +38,9 @@ fn app_info(state: tauri::State<'_, AppState>) -> Result<AppInfo, CommandError> 
         Ok("file") => gatehouse_keys::KeystoreKind::File,
         _ => gatehouse_keys::KeystoreKind::Os,
     };
-    // The identity is read, not created, here: creating it is the app's first-run step.
-    let public_key = match gatehouse_keys::load(&state.data_dir, keystore) {
-        Ok(id) => Some(id.public_key),
-        Err(gatehouse_keys::KeyError::Missing(_)) => None,
+    // First run creates the identity in the keychain; later runs read it.
+    let public_key = match gatehouse_keys::load_or_create(&state.data_dir, keystore) {
+        Ok((id, _)) => Some(id.public_key),
         Err(e) => return Err(CommandError { code: "IDENTITY", message: e.to_string() }),
     };
     Ok(AppInfo {

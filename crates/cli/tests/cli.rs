@@ -1,0 +1,191 @@
+//! The `gatehouse` binary as a user and an acceptance check run it: real keychain, real
+//! SQLite file, real loopback server, and a kill -9 in the middle of an ingest.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gatehouse");
+
+fn gh(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(BIN).arg("--data-dir").arg(dir).args(args).env_remove("GATEHOUSE_KEYSTORE").output().unwrap()
+}
+
+fn ok(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = gh(dir, args);
+    assert!(out.status.success(), "gatehouse {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn last_line(s: &str) -> String {
+    s.lines().last().unwrap_or("").trim().to_string()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Server(Child, String);
+
+impl Server {
+    fn start(dir: &std::path::Path) -> Server {
+        let port = free_port();
+        let child = Command::new(BIN)
+            .arg("--data-dir")
+            .arg(dir)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env_remove("GATEHOUSE_KEYSTORE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let t = Instant::now();
+        while reqwest::blocking::get(format!("{base}/health")).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(20), "server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server(child, base)
+    }
+    fn submit(&self) -> String {
+        format!("{}/epp/v1/submit", self.1)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Cleanup(Vec<std::path::PathBuf>);
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        // The identity's keychain entry goes with the test's data dir.
+        for d in &self.0 {
+            let _ = gatehouse_keys::delete(d);
+        }
+    }
+}
+
+#[test]
+fn init_identity_trust_pending_send_end_to_end() {
+    let inbox_dir = tempfile::tempdir().unwrap();
+    let sender_dir = tempfile::tempdir().unwrap();
+    let _c = Cleanup(vec![inbox_dir.path().into(), sender_dir.path().into()]);
+    let inbox_key = last_line(&ok(inbox_dir.path(), &["init"]));
+    assert_eq!(inbox_key.len(), 64);
+    assert_eq!(last_line(&ok(inbox_dir.path(), &["identity"])), inbox_key);
+    assert_eq!(last_line(&ok(inbox_dir.path(), &["init"])), inbox_key, "init is idempotent");
+    let sender_key = last_line(&ok(sender_dir.path(), &["keygen"]));
+    assert_ne!(sender_key, inbox_key);
+    // The secret is in the keychain, not the data dir.
+    let listing = std::fs::read_dir(inbox_dir.path()).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).collect::<Vec<_>>();
+    assert!(!listing.iter().any(|f| f == "identity.key"), "{listing:?}");
+
+    let server = Server::start(inbox_dir.path());
+    let send = |scope: &str, prompt: &str| {
+        gh(sender_dir.path(), &["send", "--to", &server.submit(), "--recipient", &inbox_key, "--scope", scope, "--prompt", prompt])
+    };
+    let out = send("support", "hello from the CLI");
+    assert!(!out.status.success());
+    let receipt: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(receipt["error"]["code"], "UNTRUSTED_SENDER");
+
+    let pending: serde_json::Value = serde_json::from_str(&ok(inbox_dir.path(), &["pending", "--json"])).unwrap();
+    assert_eq!(pending[0]["public_key"], sender_key);
+    assert_eq!(pending[0]["scopes_tried"], serde_json::json!(["support"]));
+    ok(inbox_dir.path(), &["trust", "approve", &sender_key, "--name", "Bob", "--scopes", "support,billing", "--max-per-day", "5"]);
+    let trusted: serde_json::Value = serde_json::from_str(&ok(inbox_dir.path(), &["trust", "list", "--json"])).unwrap();
+    assert_eq!(trusted[0]["name"], "Bob");
+    assert_eq!(trusted[0]["policy"]["allowed_scopes"], serde_json::json!(["support", "billing"]));
+    assert_eq!(trusted[0]["policy"]["rate_limit"]["max_per_day"], 5);
+
+    let out = send("support", "hello again");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let receipt: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(receipt["status"], "accepted");
+    let envelopes: serde_json::Value = serde_json::from_str(&ok(inbox_dir.path(), &["envelopes", "--json"])).unwrap();
+    assert_eq!(envelopes[0]["prompt"], "hello again");
+    assert_eq!(envelopes[0]["envelope_id"], receipt["envelope_id"]);
+    let receipts: serde_json::Value = serde_json::from_str(&ok(inbox_dir.path(), &["receipts", "--json"])).unwrap();
+    assert_eq!(receipts.as_array().unwrap().len(), 2);
+
+    // Removing trust takes effect at once.
+    ok(inbox_dir.path(), &["trust", "remove", &sender_key]);
+    let out = send("support", "still there?");
+    let receipt: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(receipt["error"]["code"], "UNTRUSTED_SENDER");
+    // Bad input to the CLI is a clear error, not a panic.
+    let out = gh(inbox_dir.path(), &["trust", "add", "xyz", "--name", "X", "--scopes", "a"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a usable public key"));
+    let out = gh(tempfile::tempdir().unwrap().path(), &["identity"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gatehouse init"));
+}
+
+#[test]
+fn kill_9_during_ingest_loses_nothing_and_accepts_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let _c = Cleanup(vec![dir.path().into()]);
+    let inbox_key = last_line(&ok(dir.path(), &["init"]));
+    let sender = gatehouse_epp::generate_signing_key();
+    ok(dir.path(), &["trust", "add", &gatehouse_epp::public_key_hex(&sender), "--name", "Load", "--scopes", "*"]);
+    let now = chrono::Utc::now();
+    let envelopes: Vec<String> = (0..600)
+        .map(|i| gatehouse_epp::Draft::new(&inbox_key, "load", &format!("envelope {i}")).sign(&sender, now).to_string())
+        .collect();
+
+    let server = Server::start(dir.path());
+    let url = server.submit();
+    let killer_delay = Duration::from_millis(rand::thread_rng().gen_range(150..600));
+    let acks = std::sync::Mutex::new(Vec::<usize>::new());
+    std::thread::scope(|s| {
+        for t in 0..6 {
+            let (url, envelopes, acks) = (&url, &envelopes, &acks);
+            s.spawn(move || {
+                let client = reqwest::blocking::Client::new();
+                for i in (t..envelopes.len()).step_by(6) {
+                    match client.post(url).body(envelopes[i].clone()).send() {
+                        Ok(r) if r.status() == 200 => acks.lock().unwrap().push(i),
+                        Ok(r) => panic!("unexpected status {} before the crash", r.status()),
+                        Err(_) => break, // the server is gone
+                    }
+                }
+            });
+        }
+        std::thread::sleep(killer_delay);
+        // SIGKILL: no chance to flush or shut down cleanly.
+        let pid = server.0.id().to_string();
+        Command::new("kill").args(["-9", &pid]).status().unwrap();
+    });
+    drop(server);
+    let acked = acks.into_inner().unwrap();
+    assert!(!acked.is_empty() && acked.len() < envelopes.len(), "the kill should land mid-ingest ({} acked)", acked.len());
+
+    let server = Server::start(dir.path());
+    let client = reqwest::blocking::Client::new();
+    let mut replays = 0;
+    for (i, env) in envelopes.iter().enumerate() {
+        let r = client.post(server.submit()).body(env.clone()).send().unwrap();
+        let status = r.status().as_u16();
+        if acked.contains(&i) {
+            assert_eq!(status, 409, "envelope {i} was acknowledged before the crash, so it must be a replay now");
+        } else {
+            // Not acknowledged: either never stored (accepted now) or stored just before
+            // the kill without its receipt getting out (a replay now).
+            assert!(status == 200 || status == 409, "envelope {i}: {status}");
+        }
+        replays += (status == 409) as usize;
+    }
+    assert!(replays >= acked.len());
+    drop(server);
+    let stored: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["envelopes", "--json", "--limit", "10000"])).unwrap();
+    let ids: Vec<&str> = stored.as_array().unwrap().iter().map(|e| e["envelope_id"].as_str().unwrap()).collect();
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(ids.len(), envelopes.len(), "every envelope is stored exactly once");
+    assert_eq!(unique.len(), ids.len());
+}

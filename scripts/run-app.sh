@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Sets up this machine and runs the Gatehouse desktop app.
+# Headless instead: cargo run -p gatehouse-cli -- serve   (see README)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec cargo run --locked -p gatehouse-desktop "$@"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Sets up this machine (system packages, tauri-driver) and runs every test: the core
+# crates, the inbox over loopback HTTP and a real folder, the CLI (with a kill -9), and
+# the desktop app in a real window under Xvfb. The keychain is the real Secret Service,
+# provided by gnome-keyring inside a private D-Bus session.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+mkdir -p "$HOME/.local/share/keyrings"
+
+echo "== build"
+cargo build --workspace --all-targets --locked
+
+echo "== test"
+xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- sh -c '
+  echo pw | gnome-keyring-daemon --unlock >/dev/null
+  cargo test --workspace --locked 2>&1
+' 2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
