@@ -141,7 +141,8 @@ fn kill_9_during_ingest_loses_nothing_and_accepts_nothing_twice() {
 
     let server = Server::start(dir.path());
     let url = server.submit();
-    let killer_delay = Duration::from_millis(rand::thread_rng().gen_range(150..600));
+    // Kill at a random point of the ingest, measured in acknowledged envelopes.
+    let kill_after = rand::thread_rng().gen_range(50..450);
     let acks = std::sync::Mutex::new(Vec::<usize>::new());
     std::thread::scope(|s| {
         for t in 0..6 {
@@ -157,7 +158,10 @@ fn kill_9_during_ingest_loses_nothing_and_accepts_nothing_twice() {
                 }
             });
         }
-        std::thread::sleep(killer_delay);
+        let t = Instant::now();
+        while acks.lock().unwrap().len() < kill_after && t.elapsed() < Duration::from_secs(30) {
+            std::thread::yield_now();
+        }
         // SIGKILL: no chance to flush or shut down cleanly.
         let pid = server.0.id().to_string();
         Command::new("kill").args(["-9", &pid]).status().unwrap();
