@@ -15,5 +15,5 @@ cargo build --workspace --all-targets --locked
 echo "== test"
 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- sh -c '
   echo pw | gnome-keyring-daemon --unlock >/dev/null
-  cargo test --workspace --locked 2>&1
+  cargo test --workspace --locked --no-fail-fast 2>&1
 ' 2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
