@@ -97,29 +97,16 @@ impl Store {
     pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
         let conn = self.conn();
         let row = conn
-            .query_row(
-                "SELECT public_key, name, added_at, policy FROM trust WHERE public_key = ?1",
-                [key.to_ascii_lowercase()],
-                |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?)),
-            )
+            .query_row(&format!("{TRUST_SELECT} WHERE public_key = ?1"), [key.to_ascii_lowercase()], trust_columns)
             .optional()?;
-        row.map(|(public_key, name, added_at, policy)| {
-            Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
-        })
-        .transpose()
+        row.map(trust_entry).transpose()
     }
 
     pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare("SELECT public_key, name, added_at, policy FROM trust ORDER BY name, public_key")?;
-        let rows = stmt.query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?))
-        })?;
-        rows.map(|row| {
-            let (public_key, name, added_at, policy) = row?;
-            Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
-        })
-        .collect()
+        let mut stmt = conn.prepare(&format!("{TRUST_SELECT} ORDER BY name, public_key"))?;
+        let rows = stmt.query_map([], trust_columns)?;
+        rows.map(|row| trust_entry(row?)).collect()
     }
 
     pub fn trust_remove(&self, key: &str) -> Result<bool> {
@@ -319,6 +306,18 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+const TRUST_SELECT: &str = "SELECT public_key, name, added_at, policy FROM trust";
+
+type TrustColumns = (String, String, String, String);
+
+fn trust_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrustColumns> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
+fn trust_entry((public_key, name, added_at, policy): TrustColumns) -> Result<TrustEntry> {
+    Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
 }
 
 const RECEIPT_SELECT: &str = "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
