@@ -30,6 +30,7 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+export PATH="$HOME/.cargo/bin:$PATH"
 # tauri-driver bridges WebDriver to WebKitWebDriver for the real-window tests.
 if ! command -v tauri-driver >/dev/null 2>&1; then
   echo "setup: installing tauri-driver"
