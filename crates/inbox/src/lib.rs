@@ -1,12 +1,14 @@
 //! The Gatehouse inbox: everything between bytes arriving and a receipt going back.
 //!
 //! - [`pipeline`]: the one pipeline of spec 5.1 (replay, trust, policy, durable accept)
+//! - [`consent`]: the user's decisions (consent prompts, trust changes), audited
 //! - [`executor`]: what runs for an accepted prompt, per scope (spec 9)
 //! - [`runner`]: runs executors off the request path and after restarts
 //! - [`http`]: the HTTP transport (axum router)
 //! - [`folder`]: the watched-folder transport
 //! - [`service`]: opening a data dir and running all of the above until shutdown
 
+pub mod consent;
 pub mod executor;
 pub mod folder;
 pub mod http;
@@ -16,4 +18,41 @@ pub mod service;
 
 pub use executor::{ExecutorConfig, ExecutorSpec};
 pub use pipeline::{Inbox, OpenError, Outcome};
-pub use service::{open, run, Opened, ServeOptions};
+pub use service::{build, open, run, run_with, Opened, ServeOptions};
+
+/// The verification steps of spec 5.1 in order, and how far an envelope got: the steps
+/// before the failing one passed, the failing one is named, the rest were not reached.
+/// `parsed`: whether the envelope could be read (a size failure after parsing is the
+/// sender's policy limit, not the inbox-wide one).
+pub fn verification_steps(code: Option<gatehouse_epp::ErrorCode>, parsed: bool) -> Vec<(&'static str, &'static str)> {
+    use gatehouse_epp::ErrorCode::*;
+    const STEPS: [&str; 9] = ["size", "format", "version", "recipient", "expiry", "signature", "replay", "trust", "policy"];
+    let failed = code.map(|c| match c {
+        InvalidFormat => "format",
+        UnsupportedVersion => "version",
+        WrongRecipient => "recipient",
+        Expired => "expiry",
+        InvalidSignature => "signature",
+        ReplayDetected => "replay",
+        UntrustedSender => "trust",
+        PolicyDenied | RateLimited => "policy",
+        SizeExceeded if parsed => "policy",
+        SizeExceeded => "size",
+        InternalError => "policy",
+    });
+    let mut reached = true;
+    STEPS
+        .iter()
+        .map(|s| {
+            let state = if !reached {
+                "not-checked"
+            } else if Some(*s) == failed {
+                reached = false;
+                "failed"
+            } else {
+                "passed"
+            };
+            (*s, state)
+        })
+        .collect()
+}

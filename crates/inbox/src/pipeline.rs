@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_BYTES};
-use gatehouse_store::{AcceptRefusal, ExecStatus, NewEnvelope, ReceiptRow, Store};
+use gatehouse_store::{AcceptRefusal, ExecStatus, NewEnvelope, ReceiptRow, Store, TrustEntry};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
@@ -15,6 +15,22 @@ use crate::executor::ExecutorConfig;
 
 /// Rejected input is kept for the user up to this many bytes.
 const KEEP_REJECTED_BYTES: usize = 64 * 1024;
+/// A correctly signed knock from an unknown sender is kept whole up to this size, so the
+/// user's "allow" can still deliver it (a prompt is at most 1 MiB).
+const KEEP_KNOCK_BYTES: usize = 2 * 1024 * 1024;
+
+/// What the inbox tells whoever listens (the desktop shell) as it happens.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InboxEvent {
+    pub receipt_id: String,
+    pub status: gatehouse_epp::ReceiptStatus,
+    pub code: Option<ErrorCode>,
+    pub sender: Option<String>,
+    pub scope: Option<String>,
+    pub transport: String,
+    /// The user is asked: an unknown sender knocked, or an envelope is held.
+    pub needs_consent: bool,
+}
 
 /// What the transport needs to answer the sender.
 #[derive(Debug, Clone)]
@@ -46,11 +62,45 @@ pub struct Inbox {
     store: Arc<Store>,
     public_key: String,
     executions: Option<mpsc::UnboundedSender<i64>>,
+    events: tokio::sync::broadcast::Sender<InboxEvent>,
 }
 
 impl Inbox {
     pub fn new(store: Arc<Store>, public_key: &str) -> Self {
-        Inbox { store, public_key: public_key.to_ascii_lowercase(), executions: None }
+        Inbox {
+            store,
+            public_key: public_key.to_ascii_lowercase(),
+            executions: None,
+            events: tokio::sync::broadcast::channel(256).0,
+        }
+    }
+
+    /// Every receipt, as it is recorded.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<InboxEvent> {
+        self.events.subscribe()
+    }
+
+    /// Shares an existing event channel (so listeners survive a transport restart).
+    pub fn with_events(mut self, events: tokio::sync::broadcast::Sender<InboxEvent>) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// Queues an accepted envelope's executor (used when the user releases a held one).
+    pub fn execute(&self, row_id: i64) -> bool {
+        self.executions.as_ref().is_some_and(|tx| tx.send(row_id).is_ok())
+    }
+
+    fn emit(&self, receipt: &Receipt, env: Option<&Envelope>, transport: &str, needs_consent: bool) {
+        let _ = self.events.send(InboxEvent {
+            receipt_id: receipt.receipt_id.clone(),
+            status: receipt.status,
+            code: receipt.code(),
+            sender: env.map(Envelope::sender_key),
+            scope: env.map(|e| e.scope.clone()),
+            transport: transport.to_string(),
+            needs_consent,
+        });
     }
 
     /// Hands accepted (not held) envelopes to an executor runner.
@@ -69,9 +119,15 @@ impl Inbox {
 
     /// Runs the whole pipeline on one submission and records its receipt. Blocking (SQLite).
     pub fn submit(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>) -> Outcome {
+        self.submit_as(bytes, transport, now, None)
+    }
+
+    /// Like [`Inbox::submit`], but with the user's one-time consent standing in for a
+    /// trust entry (the "allow once" of an unknown sender). Every other check still runs.
+    pub fn submit_as(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>, consent: Option<&TrustEntry>) -> Outcome {
         let received_at = gatehouse_epp::crypto::utc_string_ms(now);
         let receipt_id = uuid::Uuid::new_v4().to_string();
-        let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id };
+        let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent };
         match self.run(&ctx) {
             Ok(outcome) => outcome,
             Err(failure) => self.reject(&ctx, failure),
@@ -83,16 +139,17 @@ impl Inbox {
     pub fn submit_failure(&self, code: ErrorCode, message: String, transport: &str, now: DateTime<Utc>) -> Outcome {
         let received_at = gatehouse_epp::crypto::utc_string_ms(now);
         let receipt_id = uuid::Uuid::new_v4().to_string();
-        let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id };
+        let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
         self.reject(&ctx, Failure::new(Rejection::new(code, message)))
     }
 
-    fn reject(&self, ctx: &Ctx<'_>, Failure { rejection, env, retry_after }: Failure) -> Outcome {
+    fn reject(&self, ctx: &Ctx<'_>, Failure { rejection, env, retry_after, knock }: Failure) -> Outcome {
         let receipt = Receipt::rejected(&rejection, ctx.received_at.to_string(), ctx.receipt_id.to_string());
         let row = ctx.receipt_row(&receipt, env.as_ref(), Some(&rejection));
         if let Err(e) = self.store.record_rejection(&row) {
             tracing::error!(error = %e, "could not record a rejection receipt");
         }
+        self.emit(&receipt, env.as_ref(), ctx.transport, knock);
         Outcome { receipt, retry_after, row_id: None }
     }
 
@@ -110,25 +167,35 @@ impl Inbox {
             rejection: Rejection::new(code, msg).with_envelope_id(Some(env.envelope_id.clone())),
             env: Some(env.clone()),
             retry_after: None,
+            knock: false,
         };
         // Steps 4–6.
         let form = gatehouse_epp::check_parsed(&env, &self.public_key, ctx.now)
-            .map_err(|r| Failure { rejection: r, env: Some(env.clone()), retry_after: None })?;
+            .map_err(|r| Failure { rejection: r, env: Some(env.clone()), retry_after: None, knock: false })?;
         // Step 7: replay (checked again inside the accepting transaction).
         if self.store.nonce_seen(&env.nonce_bytes).map_err(|e| fail(ErrorCode::InternalError, e.to_string()))? {
             return Err(fail(ErrorCode::ReplayDetected, "this nonce has been used before".into()));
         }
-        // Step 8: trust.
+        // Step 8: trust. A blocked sender is untrusted and never asks again.
         let sender = env.sender_key();
-        let entry = self.store.trust_get(&sender).map_err(|e| fail(ErrorCode::InternalError, e.to_string()))?;
+        if self.store.is_blocked(&sender).map_err(|e| fail(ErrorCode::InternalError, e.to_string()))? {
+            return Err(fail(ErrorCode::UntrustedSender, "sender is blocked by the owner of this inbox".into()));
+        }
+        let entry = match ctx.consent {
+            Some(once) => Some(once.clone()),
+            None => self.store.trust_get(&sender).map_err(|e| fail(ErrorCode::InternalError, e.to_string()))?,
+        };
         let Some(entry) = entry else {
             if let Err(e) = self.store.pending_record(&sender, &env.scope, &env.envelope_id, ctx.received_at) {
                 tracing::error!(error = %e, "could not record a pending sender request");
             }
-            return Err(fail(
-                ErrorCode::UntrustedSender,
-                format!("sender {}… is not in this inbox's trust registry; the owner has been asked", &sender[..16]),
-            ));
+            return Err(Failure {
+                knock: true,
+                ..fail(
+                    ErrorCode::UntrustedSender,
+                    format!("sender {}… is not in this inbox's trust registry; the owner has been asked", &sender[..16]),
+                )
+            });
         };
         // Step 9: policy for (sender, scope).
         let policy = &entry.policy;
@@ -147,7 +214,7 @@ impl Inbox {
         // Step 10: store nonce + envelope + receipt durably, then answer.
         let config = ExecutorConfig::load(&self.store).map_err(|e| fail(ErrorCode::InternalError, e.to_string()))?;
         let executor = config.for_scope(&env.scope).name().to_string();
-        let held = policy.hold_for_consent;
+        let held = policy.holds(&env.scope);
         let receipt = Receipt::accepted(
             env.envelope_id.clone(),
             ctx.received_at.to_string(),
@@ -197,10 +264,9 @@ impl Inbox {
             }),
             Ok(Ok(row_id)) => {
                 if !held {
-                    if let Some(tx) = &self.executions {
-                        let _ = tx.send(row_id);
-                    }
+                    self.execute(row_id);
                 }
+                self.emit(&receipt, Some(&env), ctx.transport, held);
                 Ok(Outcome { receipt, retry_after: None, row_id: Some(row_id) })
             }
         }
@@ -222,12 +288,14 @@ struct Ctx<'a> {
     now: DateTime<Utc>,
     received_at: &'a str,
     receipt_id: &'a str,
+    consent: Option<&'a TrustEntry>,
 }
 
 impl Ctx<'_> {
     fn receipt_row(&self, receipt: &Receipt, env: Option<&Envelope>, rejection: Option<&Rejection>) -> ReceiptRow {
         let keep = rejection.is_some();
-        let cut = self.bytes.len().min(KEEP_REJECTED_BYTES);
+        let knock = rejection.is_some_and(|r| r.code == ErrorCode::UntrustedSender);
+        let cut = self.bytes.len().min(if knock { KEEP_KNOCK_BYTES } else { KEEP_REJECTED_BYTES });
         ReceiptRow {
             receipt_id: receipt.receipt_id.clone(),
             envelope_id: receipt.envelope_id.clone(),
@@ -242,6 +310,8 @@ impl Ctx<'_> {
             body: (keep && !self.bytes.is_empty()).then(|| String::from_utf8_lossy(&self.bytes[..cut]).into_owned()),
             body_truncated: keep && cut < self.bytes.len(),
             receipt: serde_json::to_value(receipt).expect("receipts serialise"),
+            prompt: env.map(|e| e.payload.prompt.clone()),
+            envelope_row: None,
         }
     }
 }
@@ -250,10 +320,12 @@ struct Failure {
     rejection: Rejection,
     env: Option<Envelope>,
     retry_after: Option<u64>,
+    /// An unknown sender knocked with a valid signature: the user is asked.
+    knock: bool,
 }
 
 impl Failure {
     fn new(rejection: Rejection) -> Self {
-        Failure { rejection, env: None, retry_after: None }
+        Failure { rejection, env: None, retry_after: None, knock: false }
     }
 }

@@ -13,6 +13,7 @@ use crate::folder::{self, Processed};
 use crate::pipeline::{store_path, OpenError};
 use crate::{runner, Inbox};
 
+
 pub struct Opened {
     pub identity: Identity,
     pub store: Arc<Store>,
@@ -40,6 +41,12 @@ pub struct ServeOptions {
 /// How often expired nonces are dropped.
 const NONCE_GC_EVERY: Duration = Duration::from_secs(600);
 
+/// An inbox wired to an executor queue; [`run_with`] drains the queue.
+pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Inbox>, mpsc::UnboundedReceiver<i64>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Arc::new(Inbox::new(store, public_key).with_executions(tx)), rx)
+}
+
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
 pub async fn run<F>(
     store: Arc<Store>,
@@ -51,15 +58,29 @@ pub async fn run<F>(
 where
     F: Fn(&Processed) + Send + Sync + 'static,
 {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (inbox, rx) = build(store, &public_key);
+    run_with(inbox, rx, opts, shutdown, on_processed).await
+}
+
+/// [`run`] for an inbox the caller built (and keeps, to submit consented envelopes).
+pub async fn run_with<F>(
+    inbox: Arc<Inbox>,
+    rx: mpsc::UnboundedReceiver<i64>,
+    opts: ServeOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    on_processed: F,
+) -> Result<(), String>
+where
+    F: Fn(&Processed) + Send + Sync + 'static,
+{
+    let store = inbox.store().clone();
     let requeue = {
         let s = store.clone();
         tokio::task::spawn_blocking(move || runner::recover(&s)).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?
     };
     for id in requeue {
-        let _ = tx.send(id);
+        inbox.execute(id);
     }
-    let inbox = Arc::new(Inbox::new(store.clone(), &public_key).with_executions(tx));
     let runner_task = tokio::spawn(runner::run(store.clone(), rx));
     let gc_store = store.clone();
     let gc_task = tokio::spawn(async move {

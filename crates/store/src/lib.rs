@@ -205,7 +205,7 @@ impl Store {
             ],
         )?;
         let id = tx.last_insert_rowid();
-        insert_receipt(&tx, &rec.receipt)?;
+        insert_receipt(&tx, &ReceiptRow { envelope_row: Some(id), ..rec.receipt.clone() })?;
         tx.commit()?;
         Ok(Ok(id))
     }
@@ -289,6 +289,163 @@ impl Store {
         Ok(self.conn().execute("DELETE FROM nonces WHERE expires_at_ms < ?1", [now_ms])?)
     }
 
+    // ---- the inbox list ---------------------------------------------------------------
+
+    /// Newest first, filtered, one keyset page.
+    pub fn inbox(&self, f: &InboxFilter) -> Result<Vec<InboxItem>> {
+        let mut sql = String::from(
+            "SELECT r.seq, r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at, r.transport,
+                    r.sender, t.name, r.scope, substr(r.prompt, 1, 240), r.envelope_row, e.exec_status,
+                    e.payload_type, e.conversation_id, e.on_behalf_of
+             FROM receipts r
+             LEFT JOIN envelopes e ON e.id = r.envelope_row
+             LEFT JOIN trust t ON t.public_key = r.sender
+             WHERE 1 = 1",
+        );
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        // Appends a clause whose `?` is the next parameter.
+        fn arg(sql: &mut String, args: &mut Vec<rusqlite::types::Value>, clause: &str, v: rusqlite::types::Value) {
+            args.push(v);
+            sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
+        }
+        if let Some(s) = f.sender.as_deref().filter(|s| !s.is_empty()) {
+            arg(&mut sql, &mut args, " AND r.sender = ?", s.to_ascii_lowercase().into());
+        }
+        if let Some(s) = f.scope.as_deref().filter(|s| !s.is_empty()) {
+            arg(&mut sql, &mut args, " AND r.scope = ?", s.to_string().into());
+        }
+        match f.status.as_deref() {
+            None | Some("") => {}
+            Some(s @ ("accepted" | "rejected")) => arg(&mut sql, &mut args, " AND r.status = ?", s.to_string().into()),
+            Some(s) => arg(&mut sql, &mut args, " AND e.exec_status = ?", s.to_string().into()),
+        }
+        if let Some(t) = f.transport.as_deref().filter(|s| !s.is_empty()) {
+            // "folder" matches "folder:<file name>".
+            arg(&mut sql, &mut args, " AND (r.transport = ? OR r.transport GLOB ? || ':*')", t.to_string().into());
+        }
+        if let Some(q) = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            // Each word a quoted FTS5 string: user text never becomes query syntax.
+            let query = q.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" ");
+            arg(&mut sql, &mut args, " AND r.seq IN (SELECT rowid FROM receipts_fts WHERE receipts_fts MATCH ?)", query.into());
+        }
+        if let Some(b) = f.before_seq {
+            arg(&mut sql, &mut args, " AND r.seq < ?", b.into());
+        }
+        let limit = f.limit.unwrap_or(100).clamp(1, 500);
+        arg(&mut sql, &mut args, " ORDER BY r.seq DESC LIMIT ?", (limit as i64).into());
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+            let exec: Option<String> = r.get(13)?;
+            Ok(InboxItem {
+                seq: r.get(0)?,
+                receipt_id: r.get(1)?,
+                envelope_id: r.get(2)?,
+                status: r.get(3)?,
+                code: r.get(4)?,
+                message: r.get(5)?,
+                received_at: r.get(6)?,
+                transport: r.get(7)?,
+                sender: r.get(8)?,
+                sender_name: r.get(9)?,
+                scope: r.get(10)?,
+                prompt_preview: r.get(11)?,
+                envelope_row: r.get(12)?,
+                exec_status: exec.as_deref().and_then(ExecStatus::parse),
+                payload_type: r.get(14)?,
+                conversation_id: r.get(15)?,
+                on_behalf_of: r.get(16)?,
+            })
+        })?;
+        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+    }
+
+    /// Accepted envelopes in one conversation, oldest first.
+    pub fn conversation(&self, conversation_id: &str) -> Result<Vec<EnvelopeRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE conversation_id = ?1 ORDER BY id"))?;
+        let rows = stmt.query_map([conversation_id], envelope_from_row)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+    }
+
+    /// Accepted envelopes from `sender` since `since_ms` (for "usage today").
+    pub fn accepted_since(&self, sender: &str, since_ms: i64) -> Result<i64> {
+        Ok(self.conn().query_row(
+            "SELECT count(*) FROM envelopes WHERE sender = ?1 AND received_ms >= ?2",
+            params![sender.to_ascii_lowercase(), since_ms],
+            |r| r.get(0),
+        )?)
+    }
+
+    // ---- blocked senders and the audit log ---------------------------------------------
+
+    /// Blocks a sender: its trust entry and pending request go, in one transaction.
+    pub fn block(&self, key: &str, reason: &str, now: &str) -> Result<()> {
+        let key = key.to_ascii_lowercase();
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])?;
+        tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", [&key])?;
+        tx.execute(
+            "INSERT INTO blocked (public_key, blocked_at, reason) VALUES (?1, ?2, ?3)
+             ON CONFLICT(public_key) DO UPDATE SET blocked_at = ?2, reason = ?3",
+            params![key, now, reason],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn unblock(&self, key: &str) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM blocked WHERE public_key = ?1", [key.to_ascii_lowercase()])? > 0)
+    }
+
+    pub fn is_blocked(&self, key: &str) -> Result<bool> {
+        Ok(self
+            .conn()
+            .query_row("SELECT 1 FROM blocked WHERE public_key = ?1", [key.to_ascii_lowercase()], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    pub fn blocked_list(&self) -> Result<Vec<BlockedSender>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC")?;
+        let rows = stmt.query_map([], |r| Ok(BlockedSender { public_key: r.get(0)?, blocked_at: r.get(1)?, reason: r.get(2)? }))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+    }
+
+    pub fn audit(&self, action: &str, subject: Option<&str>, detail: &serde_json::Value, now: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO audit (at, action, subject, detail) VALUES (?1, ?2, ?3, ?4)",
+            params![now, action, subject, detail.to_string()],
+        )?;
+        Ok(())
+    }
+
+    /// Newest first.
+    pub fn audit_list(&self, limit: u32) -> Result<Vec<AuditEntry>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT id, at, action, subject, detail FROM audit ORDER BY id DESC LIMIT ?1")?;
+        let rows = stmt.query_map([limit], |r| {
+            let detail: String = r.get(4)?;
+            Ok(AuditEntry {
+                id: r.get(0)?,
+                at: r.get(1)?,
+                action: r.get(2)?,
+                subject: r.get(3)?,
+                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+            })
+        })?;
+        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+    }
+
+    /// The newest receipt of a sender's knock (its body is what "allow once" delivers).
+    pub fn latest_receipt_from(&self, sender: &str, code: &str) -> Result<Option<ReceiptRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} WHERE sender = ?1 AND code = ?2 ORDER BY seq DESC LIMIT 1"))?;
+        stmt.query_row(params![sender.to_ascii_lowercase(), code], receipt_from_row).optional().map_err(Into::into)
+    }
+
     // ---- settings -----------------------------------------------------------------
 
     pub fn setting<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
@@ -321,16 +478,17 @@ fn trust_entry((public_key, name, added_at, policy): TrustColumns) -> Result<Tru
 }
 
 const RECEIPT_SELECT: &str = "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
-    transport, sender, scope, body, body_truncated, receipt FROM receipts";
+    transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row FROM receipts";
 
 fn insert_receipt(conn: &Connection, r: &ReceiptRow) -> Result<()> {
     conn.execute(
         "INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
-            transport, sender, scope, body, body_truncated, receipt)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at, r.received_ms,
-            r.transport, r.sender, r.scope, r.body, r.body_truncated, r.receipt.to_string(),
+            r.transport, r.sender, r.scope, r.body, r.body_truncated, r.receipt.to_string(), r.prompt,
+            r.envelope_row,
         ],
     )?;
     Ok(())
@@ -352,6 +510,8 @@ fn receipt_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReceiptRow> {
         body: r.get(10)?,
         body_truncated: r.get(11)?,
         receipt: serde_json::from_str(&receipt).unwrap_or(serde_json::Value::Null),
+        prompt: r.get(13)?,
+        envelope_row: r.get(14)?,
     })
 }
 

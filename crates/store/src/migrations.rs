@@ -73,6 +73,29 @@ const MIGRATIONS: &[&str] = &[
         receipt TEXT NOT NULL
     );
     CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    // 2: the desktop inbox: searchable, filterable receipts; blocked senders; audit log
+    "ALTER TABLE receipts ADD COLUMN prompt TEXT;
+    ALTER TABLE receipts ADD COLUMN envelope_row INTEGER REFERENCES envelopes(id);
+    CREATE INDEX receipts_sender ON receipts(sender, seq);
+    CREATE INDEX receipts_scope ON receipts(scope, seq);
+    CREATE INDEX receipts_status ON receipts(status, seq);
+    CREATE INDEX receipts_transport ON receipts(transport, seq);
+    CREATE VIRTUAL TABLE receipts_fts USING fts5(prompt, content='receipts', content_rowid='seq');
+    CREATE TRIGGER receipts_fts_insert AFTER INSERT ON receipts WHEN new.prompt IS NOT NULL BEGIN
+        INSERT INTO receipts_fts(rowid, prompt) VALUES (new.seq, new.prompt);
+    END;
+    CREATE TABLE blocked (
+        public_key TEXT PRIMARY KEY,
+        blocked_at TEXT NOT NULL,
+        reason TEXT NOT NULL
+    );
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        action TEXT NOT NULL,
+        subject TEXT,
+        detail TEXT NOT NULL
+    );",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -26,6 +26,9 @@ pub struct Policy {
     /// Whether envelopes carrying `delegation` are accepted (the reference accepts them).
     #[serde(rename = "x-allow-delegation", default = "yes")]
     pub allow_delegation: bool,
+    /// Scopes the user chose "always allow" for, exempt from `x-hold-for-consent`.
+    #[serde(rename = "x-consent-granted-scopes", default, skip_serializing_if = "Vec::is_empty")]
+    pub consent_granted_scopes: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -45,6 +48,7 @@ impl Default for Policy {
             rate_limit: RateLimit::default(),
             hold_for_consent: false,
             allow_delegation: true,
+            consent_granted_scopes: Vec::new(),
         }
     }
 }
@@ -52,6 +56,11 @@ impl Default for Policy {
 impl Policy {
     pub fn allows_scope(&self, scope: &str) -> bool {
         self.allowed_scopes.iter().any(|s| s == "*" || s == scope)
+    }
+
+    /// Whether an accepted envelope in `scope` waits for the user before its executor.
+    pub fn holds(&self, scope: &str) -> bool {
+        self.hold_for_consent && !self.consent_granted_scopes.iter().any(|s| s == scope)
     }
 }
 
@@ -83,6 +92,8 @@ pub enum ExecStatus {
     Running,
     Succeeded,
     Failed,
+    /// The user denied a held envelope; its executor never runs.
+    Denied,
 }
 
 impl ExecStatus {
@@ -93,11 +104,12 @@ impl ExecStatus {
             ExecStatus::Running => "running",
             ExecStatus::Succeeded => "succeeded",
             ExecStatus::Failed => "failed",
+            ExecStatus::Denied => "denied",
         }
     }
 
     pub fn parse(s: &str) -> Option<ExecStatus> {
-        [ExecStatus::Queued, ExecStatus::Held, ExecStatus::Running, ExecStatus::Succeeded, ExecStatus::Failed]
+        [ExecStatus::Queued, ExecStatus::Held, ExecStatus::Running, ExecStatus::Succeeded, ExecStatus::Failed, ExecStatus::Denied]
             .into_iter()
             .find(|x| x.as_str() == s)
     }
@@ -121,6 +133,12 @@ pub struct ReceiptRow {
     pub body: Option<String>,
     pub body_truncated: bool,
     pub receipt: serde_json::Value,
+    /// The prompt, when the envelope could be read (searchable).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The stored envelope, for accepted receipts.
+    #[serde(default)]
+    pub envelope_row: Option<i64>,
 }
 
 /// What the inbox hands the store for an acceptance.
@@ -173,4 +191,59 @@ pub struct EnvelopeRow {
     pub exec_status: ExecStatus,
     pub exec_result: Option<serde_json::Value>,
     pub exec_updated_at: Option<String>,
+}
+
+/// What the inbox list asks for. Every filter is optional; paging is by `before_seq`
+/// (keyset), so a page costs the same at row 10 and at row 100,000.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InboxFilter {
+    pub sender: Option<String>,
+    pub scope: Option<String>,
+    /// "accepted", "rejected", or an executor state such as "held".
+    pub status: Option<String>,
+    /// "http", "folder" or "consent".
+    pub transport: Option<String>,
+    /// Full-text search over prompts.
+    pub search: Option<String>,
+    pub before_seq: Option<i64>,
+    pub limit: Option<u32>,
+}
+
+/// One row of the inbox list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InboxItem {
+    pub seq: i64,
+    pub receipt_id: String,
+    pub envelope_id: Option<String>,
+    pub status: String,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub received_at: String,
+    pub transport: String,
+    pub sender: Option<String>,
+    pub sender_name: Option<String>,
+    pub scope: Option<String>,
+    pub prompt_preview: Option<String>,
+    pub envelope_row: Option<i64>,
+    pub exec_status: Option<ExecStatus>,
+    pub payload_type: Option<String>,
+    pub conversation_id: Option<String>,
+    pub on_behalf_of: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlockedSender {
+    pub public_key: String,
+    pub blocked_at: String,
+    pub reason: String,
+}
+
+/// One decision or change the user made, readable later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub at: String,
+    pub action: String,
+    pub subject: Option<String>,
+    pub detail: serde_json::Value,
 }

@@ -1,0 +1,273 @@
+//! What the user decides: consent prompts (unknown senders, held envelopes) and changes
+//! to the trust registry. Every decision takes effect at once and is written to the
+//! audit log the user can read.
+
+use chrono::{DateTime, Utc};
+use gatehouse_epp::Receipt;
+use gatehouse_store::{ExecStatus, Policy, Store, StoreError, TrustEntry};
+use serde::{Deserialize, Serialize};
+
+use crate::pipeline::Inbox;
+
+/// One thing waiting for the user.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ConsentItem {
+    /// A sender not in the trust registry knocked with a valid signature.
+    UnknownSender {
+        public_key: String,
+        first_seen: String,
+        last_seen: String,
+        count: i64,
+        scopes_tried: Vec<String>,
+        /// The newest knock: what "allow" would deliver.
+        envelope_id: Option<String>,
+        scope: Option<String>,
+        prompt: Option<String>,
+    },
+    /// A trusted sender's envelope whose policy holds it for consent.
+    Held {
+        row_id: i64,
+        envelope_id: String,
+        sender: String,
+        sender_name: Option<String>,
+        scope: String,
+        prompt: String,
+        payload_type: Option<String>,
+        on_behalf_of: Option<String>,
+        received_at: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    AllowOnce,
+    AlwaysAllowScope,
+    Deny,
+    Block,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ConsentTarget {
+    UnknownSender { public_key: String },
+    Held { row_id: i64 },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionOutcome {
+    pub message: String,
+    /// The receipt of the envelope the decision delivered, if any.
+    pub delivered: Option<Receipt>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsentError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("nothing is waiting for that decision any more")]
+    Gone,
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ConsentError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ConsentError::Store(_) => "STORE",
+            ConsentError::Gone => "GONE",
+            ConsentError::Invalid(_) => "INVALID",
+        }
+    }
+}
+
+fn now_string(now: DateTime<Utc>) -> String {
+    gatehouse_epp::utc_string(now)
+}
+
+/// Everything waiting for the user, newest first.
+pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
+    let mut items = Vec::new();
+    for row in store.envelopes_with_status(ExecStatus::Held)?.into_iter().rev() {
+        let sender_name = store.trust_get(&row.sender)?.map(|t| t.name);
+        items.push(ConsentItem::Held {
+            row_id: row.id,
+            envelope_id: row.envelope_id,
+            sender: row.sender,
+            sender_name,
+            scope: row.scope,
+            prompt: row.prompt,
+            payload_type: row.payload_type,
+            on_behalf_of: row.on_behalf_of,
+            received_at: row.received_at,
+        });
+    }
+    for p in store.pending_list()? {
+        let knock = store.latest_receipt_from(&p.public_key, "UNTRUSTED_SENDER")?;
+        items.push(ConsentItem::UnknownSender {
+            envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
+            scope: knock.as_ref().and_then(|k| k.scope.clone()),
+            prompt: knock.and_then(|k| k.prompt),
+            public_key: p.public_key,
+            first_seen: p.first_seen,
+            last_seen: p.last_seen,
+            count: p.count,
+            scopes_tried: p.scopes_tried,
+        });
+    }
+    Ok(items)
+}
+
+pub fn waiting_count(store: &Store) -> Result<usize, ConsentError> {
+    Ok(store.envelopes_with_status(ExecStatus::Held)?.len() + store.pending_list()?.len())
+}
+
+/// Applies the user's decision. Blocking (SQLite).
+pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: DateTime<Utc>) -> Result<DecisionOutcome, ConsentError> {
+    let store = inbox.store();
+    let at = now_string(now);
+    let outcome = match target {
+        ConsentTarget::UnknownSender { public_key } => {
+            let key = public_key.to_ascii_lowercase();
+            let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
+                return Err(ConsentError::Gone);
+            };
+            let knock = store.latest_receipt_from(&key, "UNTRUSTED_SENDER")?;
+            let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| request.scopes_tried.first().cloned());
+            match decision {
+                Decision::Deny => {
+                    store.pending_remove(&key)?;
+                    DecisionOutcome { message: "Denied. The sender stays unknown; if it writes again you will be asked again.".into(), delivered: None }
+                }
+                Decision::Block => {
+                    store.block(&key, "blocked from a consent prompt", &at)?;
+                    DecisionOutcome { message: "Blocked. Nothing from this sender will reach you or ask again.".into(), delivered: None }
+                }
+                Decision::AllowOnce | Decision::AlwaysAllowScope => {
+                    let scope = scope.ok_or_else(|| ConsentError::Invalid("the request has no scope to allow".into()))?;
+                    let entry = TrustEntry {
+                        public_key: key.clone(),
+                        name: format!("Sender {}", &key[..8]),
+                        added_at: at.clone(),
+                        policy: Policy { allowed_scopes: vec![scope.clone()], ..Policy::default() },
+                    };
+                    let body = knock.as_ref().filter(|k| !k.body_truncated).and_then(|k| k.body.clone());
+                    let delivered = if decision == Decision::AlwaysAllowScope {
+                        store.trust_add(&entry)?;
+                        body.map(|b| inbox.submit(b.as_bytes(), "consent", now))
+                    } else {
+                        store.pending_remove(&key)?;
+                        body.map(|b| inbox.submit_as(b.as_bytes(), "consent", now, Some(&entry)))
+                    };
+                    let message = match (&delivered, decision) {
+                        (Some(o), _) if o.receipt.code().is_some() => format!(
+                            "Allowed, but the waiting message could not be delivered: {}",
+                            o.receipt.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
+                        ),
+                        (_, Decision::AlwaysAllowScope) => format!("Trusted for \"{scope}\". Its messages in that scope now arrive."),
+                        _ => "Allowed once. The waiting message was delivered.".into(),
+                    };
+                    DecisionOutcome { message, delivered: delivered.map(|o| o.receipt) }
+                }
+            }
+        }
+        ConsentTarget::Held { row_id } => {
+            let Some(row) = store.envelope(*row_id)?.filter(|r| r.exec_status == ExecStatus::Held) else {
+                return Err(ConsentError::Gone);
+            };
+            match decision {
+                Decision::AllowOnce | Decision::AlwaysAllowScope => {
+                    if decision == Decision::AlwaysAllowScope {
+                        if let Some(mut t) = store.trust_get(&row.sender)? {
+                            if !t.policy.consent_granted_scopes.contains(&row.scope) {
+                                t.policy.consent_granted_scopes.push(row.scope.clone());
+                            }
+                            store.trust_update(&row.sender, None, &t.policy)?;
+                        }
+                    }
+                    store.set_exec(row.id, ExecStatus::Queued, None, &at)?;
+                    if !inbox.execute(row.id) {
+                        return Err(ConsentError::Invalid("the inbox is paused; the message will run when it resumes".into()));
+                    }
+                    DecisionOutcome { message: "Released to its executor.".into(), delivered: None }
+                }
+                Decision::Deny | Decision::Block => {
+                    let note = serde_json::json!({"denied_by": "user", "at": at});
+                    store.set_exec(row.id, ExecStatus::Denied, Some(&note), &at)?;
+                    if decision == Decision::Block {
+                        store.block(&row.sender, "blocked from a consent prompt", &at)?;
+                    }
+                    DecisionOutcome { message: "Denied. The message stays in your inbox but nothing runs.".into(), delivered: None }
+                }
+            }
+        }
+    };
+    store.audit(
+        &format!("consent.{}", serde_json::to_value(decision).unwrap().as_str().unwrap_or("?")),
+        Some(&match target {
+            ConsentTarget::UnknownSender { public_key } => public_key.to_ascii_lowercase(),
+            ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
+        }),
+        &serde_json::json!({"target": target, "result": outcome.message, "delivered": outcome.delivered}),
+        &at,
+    )?;
+    Ok(outcome)
+}
+
+/// Trust manager operations, each audited.
+pub mod trust {
+    use super::*;
+
+    pub fn add(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> Result<(), ConsentError> {
+        validate(&entry.policy)?;
+        gatehouse_epp::parse_public_key(&entry.public_key).map_err(|e| ConsentError::Invalid(format!("not a usable public key: {e}")))?;
+        if entry.name.trim().is_empty() {
+            return Err(ConsentError::Invalid("a name is required".into()));
+        }
+        store.unblock(&entry.public_key)?;
+        store.trust_add(entry)?;
+        store.audit("trust.add", Some(&entry.public_key.to_ascii_lowercase()), &serde_json::to_value(entry).unwrap(), &now_string(now))?;
+        Ok(())
+    }
+
+    pub fn update(store: &Store, key: &str, name: &str, policy: &Policy, now: DateTime<Utc>) -> Result<(), ConsentError> {
+        validate(policy)?;
+        if name.trim().is_empty() {
+            return Err(ConsentError::Invalid("a name is required".into()));
+        }
+        store.trust_update(key, Some(name), policy)?;
+        store.audit("trust.update", Some(&key.to_ascii_lowercase()), &serde_json::json!({"name": name, "policy": policy}), &now_string(now))?;
+        Ok(())
+    }
+
+    pub fn remove(store: &Store, key: &str, now: DateTime<Utc>) -> Result<(), ConsentError> {
+        if !store.trust_remove(key)? {
+            return Err(ConsentError::Gone);
+        }
+        store.audit("trust.remove", Some(&key.to_ascii_lowercase()), &serde_json::json!({}), &now_string(now))?;
+        Ok(())
+    }
+
+    pub fn block(store: &Store, key: &str, now: DateTime<Utc>) -> Result<(), ConsentError> {
+        store.block(key, "blocked from the trust manager", &now_string(now))?;
+        store.audit("trust.block", Some(&key.to_ascii_lowercase()), &serde_json::json!({}), &now_string(now))?;
+        Ok(())
+    }
+
+    pub fn unblock(store: &Store, key: &str, now: DateTime<Utc>) -> Result<(), ConsentError> {
+        store.unblock(key)?;
+        store.audit("trust.unblock", Some(&key.to_ascii_lowercase()), &serde_json::json!({}), &now_string(now))?;
+        Ok(())
+    }
+
+    fn validate(p: &Policy) -> Result<(), ConsentError> {
+        if p.allowed_scopes.is_empty() {
+            return Err(ConsentError::Invalid("allow at least one scope, or * for all".into()));
+        }
+        if let Some(bad) = p.allowed_scopes.iter().find(|s| *s != "*" && !gatehouse_epp::envelope::is_scope_like(s)) {
+            return Err(ConsentError::Invalid(format!("scope {bad:?} may contain only letters, digits and hyphens")));
+        }
+        Ok(())
+    }
+}

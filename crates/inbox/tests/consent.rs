@@ -1,0 +1,124 @@
+//! Consent decisions and the inbox list, over a real store and pipeline.
+
+mod common;
+
+use common::*;
+use gatehouse_inbox::consent::{self, ConsentItem, ConsentTarget, Decision};
+use gatehouse_store::{ExecStatus, InboxFilter, Policy};
+
+#[tokio::test]
+async fn unknown_sender_allow_once_delivers_only_the_waiting_message() {
+    let stranger = key(7);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let env = inbox.signed(&stranger, "support", "please look at this");
+    assert_eq!(inbox.post_json(&env).await.0, 401);
+    let items = consent::pending(&inbox.store).unwrap();
+    assert!(matches!(&items[0], ConsentItem::UnknownSender { prompt: Some(p), .. } if p == "please look at this"));
+    let target = ConsentTarget::UnknownSender { public_key: pubhex(&stranger) };
+    let out = consent::decide(&i, &target, Decision::AllowOnce, chrono::Utc::now()).unwrap();
+    assert_eq!(out.delivered.unwrap().envelope_id.as_deref(), env["envelope_id"].as_str());
+    // Once: the sender is still unknown for the next message, and nothing is pending.
+    assert!(consent::pending(&inbox.store).unwrap().is_empty());
+    assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "again")).await.0, 401);
+    // The delivered envelope is in the inbox, marked as delivered by consent.
+    let accepted = inbox.store.inbox(&InboxFilter { status: Some("accepted".into()), ..Default::default() }).unwrap();
+    assert_eq!(accepted.len(), 1);
+    assert_eq!(accepted[0].transport, "consent");
+    let audit = inbox.store.audit_list(10).unwrap();
+    assert_eq!(audit[0].action, "consent.allow_once");
+    inbox.stop().await;
+}
+
+#[tokio::test]
+async fn always_allow_trusts_the_scope_and_block_silences_the_sender() {
+    let a = key(7);
+    let b = key(8);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    inbox.post_json(&inbox.signed(&a, "support", "hi")).await;
+    inbox.post_json(&inbox.signed(&b, "support", "spam")).await;
+    consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&a) }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert_eq!(inbox.post_json(&inbox.signed(&a, "support", "next")).await.0, 200);
+    assert_eq!(inbox.post_json(&inbox.signed(&a, "billing", "other scope")).await.0, 403);
+    consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&b) }, Decision::Block, chrono::Utc::now()).unwrap();
+    let (status, _, r) = inbox.post_json(&inbox.signed(&b, "support", "spam again")).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")));
+    assert!(consent::pending(&inbox.store).unwrap().is_empty(), "a blocked sender never asks again");
+    // A decision on something already decided is a clear error.
+    let again = consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&b) }, Decision::Deny, chrono::Utc::now());
+    assert!(matches!(again, Err(consent::ConsentError::Gone)));
+    inbox.stop().await;
+}
+
+#[tokio::test]
+async fn held_envelopes_run_or_are_denied_on_the_users_word() {
+    let bob = key(3);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    let (i, mut rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    inbox.trust(&pubhex(&bob), "Bob", Policy { hold_for_consent: true, ..policy(&["*"]) });
+    inbox.post_json(&inbox.signed(&bob, "support", "run me")).await;
+    inbox.post_json(&inbox.signed(&bob, "billing", "not me")).await;
+    let items = consent::pending(&inbox.store).unwrap();
+    assert_eq!(items.len(), 2);
+    let row_of = |scope: &str| {
+        items.iter().find_map(|it| match it {
+            ConsentItem::Held { row_id, scope: s, .. } if s == scope => Some(*row_id),
+            _ => None,
+        }).unwrap()
+    };
+    consent::decide(&i, &ConsentTarget::Held { row_id: row_of("support") }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert_eq!(rx.try_recv().unwrap(), row_of("support"), "released to the executor queue");
+    consent::decide(&i, &ConsentTarget::Held { row_id: row_of("billing") }, Decision::Deny, chrono::Utc::now()).unwrap();
+    assert_eq!(inbox.store.envelope(row_of("billing")).unwrap().unwrap().exec_status, ExecStatus::Denied);
+    // "Always" for support: the next support envelope is not held; billing still is.
+    inbox.post_json(&inbox.signed(&bob, "support", "no hold now")).await;
+    inbox.post_json(&inbox.signed(&bob, "billing", "held again")).await;
+    let held = inbox.store.envelopes_with_status(ExecStatus::Held).unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].scope, "billing");
+    inbox.stop().await;
+}
+
+#[tokio::test]
+async fn inbox_list_filters_searches_and_pages() {
+    let alice = key(1);
+    let stranger = key(7);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["support", "billing"]));
+    for n in 0..30 {
+        let scope = if n % 3 == 0 { "billing" } else { "support" };
+        inbox.post_json(&inbox.signed(&alice, scope, &format!("invoice number {n} for the blue widget"))).await;
+    }
+    inbox.post_json(&inbox.signed(&stranger, "support", "a purple widget from a stranger")).await;
+    inbox.post("garbage").await;
+    let q = |f: InboxFilter| inbox.store.inbox(&f).unwrap();
+    assert_eq!(q(InboxFilter::default()).len(), 32);
+    assert_eq!(q(InboxFilter { scope: Some("billing".into()), ..Default::default() }).len(), 10);
+    assert_eq!(q(InboxFilter { status: Some("rejected".into()), ..Default::default() }).len(), 2);
+    assert_eq!(q(InboxFilter { sender: Some(pubhex(&stranger)), ..Default::default() }).len(), 1);
+    assert_eq!(q(InboxFilter { transport: Some("http".into()), ..Default::default() }).len(), 32);
+    assert_eq!(q(InboxFilter { transport: Some("folder".into()), ..Default::default() }).len(), 0);
+    // Full-text search over prompts, also over rejected ones; hostile syntax is just text.
+    assert_eq!(q(InboxFilter { search: Some("purple".into()), ..Default::default() }).len(), 1);
+    assert_eq!(q(InboxFilter { search: Some("widget".into()), ..Default::default() }).len(), 31);
+    assert_eq!(q(InboxFilter { search: Some("\"unbalanced OR NEAR(".into()), ..Default::default() }).len(), 0);
+    // Keyset pages: newest first, no overlap.
+    let first = q(InboxFilter { limit: Some(10), ..Default::default() });
+    let second = q(InboxFilter { limit: Some(10), before_seq: Some(first.last().unwrap().seq), ..Default::default() });
+    assert_eq!(first[0].code.as_deref(), Some("INVALID_FORMAT"), "newest first");
+    assert!(second[0].seq < first[9].seq);
+    assert_eq!(first.iter().filter(|i| i.sender_name.as_deref() == Some("Alice")).count(), 8);
+    inbox.stop().await;
+}
+
+#[test]
+fn verification_steps_name_the_failing_one() {
+    use gatehouse_epp::ErrorCode;
+    let steps = gatehouse_inbox::verification_steps(Some(ErrorCode::InvalidSignature), true);
+    let state = |n: &str| steps.iter().find(|(s, _)| *s == n).unwrap().1;
+    assert_eq!((state("expiry"), state("signature"), state("trust")), ("passed", "failed", "not-checked"));
+    let size = gatehouse_inbox::verification_steps(Some(ErrorCode::SizeExceeded), true);
+    assert_eq!(size.iter().find(|(s, _)| *s == "policy").unwrap().1, "failed");
+    assert!(gatehouse_inbox::verification_steps(None, true).iter().all(|(_, s)| *s == "passed"));
+}
