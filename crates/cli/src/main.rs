@@ -131,6 +131,7 @@ impl PolicyArgs {
             rate_limit: RateLimit { max_per_hour: self.max_per_hour, max_per_day: self.max_per_day },
             hold_for_consent: self.hold,
             allow_delegation: !self.no_delegation,
+            consent_granted_scopes: Vec::new(),
         })
     }
 }
