@@ -25,6 +25,11 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+if ! command -v npm >/dev/null 2>&1; then
+  echo "setup: npm not found; install Node.js 20 or newer (it builds the window's UI)" >&2
+  exit 1
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust from https://rustup.rs first" >&2
   exit 1

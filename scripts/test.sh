@@ -9,6 +9,9 @@ bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 mkdir -p "$HOME/.local/share/keyrings"
 
+echo "== ui: install, unit tests, build"
+(cd ui && npm ci --no-audit --no-fund && npm test && npm run build)
+
 echo "== build"
 cargo build --workspace --all-targets --locked
 

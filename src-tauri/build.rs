@@ -1,5 +1,12 @@
+// Keep in step with `commands::COMMANDS`: listing each command lets the capability file
+// name exactly what the window may call.
+const COMMANDS: &[&str] = &[
+    "app_info", "inbox_list", "inbox_detail", "conversation", "trust_list", "trust_add", "trust_update",
+    "trust_remove", "trust_block", "trust_unblock", "blocked_list", "consent_list", "consent_decide",
+    "audit_list", "settings_set", "inbox_pause", "executors_get", "executors_set", "identity_qr", "export_json",
+];
+
 fn main() {
-    // Listing each command lets capabilities name exactly what the window may call.
-    tauri_build::try_build(tauri_build::Attributes::new().app_manifest(tauri_build::AppManifest::new().commands(&["app_info"])))
+    tauri_build::try_build(tauri_build::Attributes::new().app_manifest(tauri_build::AppManifest::new().commands(COMMANDS)))
         .expect("tauri build script");
 }

@@ -1,30 +1,18 @@
-//! The Gatehouse desktop shell: a thin layer over the core crates. This first version
-//! opens the window and shows the inbox identity; the inbox UI arrives with issue 3.
+//! The Gatehouse desktop shell: thin by design. The inbox, the store and every protocol
+//! rule live in the core crates; this file wires them to a window, a tray and events.
+
+mod commands;
+mod service;
+mod tray;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use serde::Serialize;
-use tauri::{Manager, Runtime};
+use tauri::{Emitter, Manager, Runtime};
+use tauri_plugin_notification::NotificationExt;
 
-/// Errors cross the IPC boundary as `{code, message}`, never as bare strings.
-#[derive(Debug, Serialize, thiserror::Error)]
-#[error("{message}")]
-pub struct CommandError {
-    pub code: &'static str,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct AppInfo {
-    pub version: String,
-    pub data_dir: String,
-    pub public_key: Option<String>,
-    pub keystore: String,
-}
-
-struct AppState {
-    data_dir: PathBuf,
-}
+pub use commands::{fingerprint, order_by_replies, CommandError, COMMANDS};
+pub use service::{Core, DesktopSettings};
 
 fn data_dir() -> PathBuf {
     std::env::var_os("GATEHOUSE_DATA_DIR")
@@ -32,37 +20,102 @@ fn data_dir() -> PathBuf {
         .unwrap_or_else(|| dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("gatehouse"))
 }
 
-#[tauri::command]
-fn app_info(state: tauri::State<'_, AppState>) -> Result<AppInfo, CommandError> {
-    let keystore = match std::env::var("GATEHOUSE_KEYSTORE").as_deref() {
+fn keystore() -> gatehouse_keys::KeystoreKind {
+    match std::env::var("GATEHOUSE_KEYSTORE").as_deref() {
         Ok("file") => gatehouse_keys::KeystoreKind::File,
         _ => gatehouse_keys::KeystoreKind::Os,
-    };
-    // First run creates the identity in the keychain; later runs read it.
-    let public_key = match gatehouse_keys::load_or_create(&state.data_dir, keystore) {
-        Ok((id, _)) => Some(id.public_key),
-        Err(e) => return Err(CommandError { code: "IDENTITY", message: e.to_string() }),
-    };
-    Ok(AppInfo {
-        version: env!("CARGO_PKG_VERSION").into(),
-        data_dir: state.data_dir.display().to_string(),
-        public_key,
-        keystore: keystore.to_string(),
-    })
+    }
+}
+
+/// Forwards inbox events to the window, the tray and (for consent) a notification.
+fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
+    let mut rx = core.events.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(ev) => {
+                    let _ = app.emit("inbox://received", &ev);
+                    if ev.needs_consent {
+                        let _ = app.emit("consent://requested", &ev);
+                        let body = match &ev.code {
+                            Some(_) => "An unknown sender wants to reach your AI. Open Gatehouse to decide.",
+                            None => "A message is waiting for your consent. Open Gatehouse to decide.",
+                        };
+                        // No notification daemon (a headless session) is not an error worth
+                        // more than a log line: the prompt is in the window either way.
+                        if let Err(e) = app.notification().builder().title("Gatehouse").body(body).show() {
+                            tracing::debug!(error = %e, "no desktop notification");
+                        }
+                    }
+                    tray::refresh(&app);
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(_) => break,
+            }
+        }
+    });
 }
 
 /// Builds the app on any runtime, so tests can pass `tauri::test::mock_builder()`.
 pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
     builder
+        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| tray::show_window(app)))
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_clipboard_manager::init())
         .setup(|app| {
-            app.manage(AppState { data_dir: data_dir() });
+            let core = Arc::new(Core::open(data_dir(), keystore()).map_err(|e| format!("Gatehouse cannot start: {e}"))?);
+            app.manage(core.clone());
+            tauri::async_runtime::block_on(core.start());
+            forward_events(app.handle().clone(), core);
+            if let Err(e) = tray::create(app.handle()) {
+                tracing::warn!(error = %e, "no tray icon; closing the window will quit");
+            }
+            tray::refresh(app.handle());
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![app_info])
+        .on_window_event(|window, event| {
+            // Closing the window keeps the inbox running in the tray.
+            if let tauri::WindowEvent::CloseRequested { api, .. } = event {
+                if window.app_handle().tray_by_id("gatehouse").is_some() {
+                    api.prevent_close();
+                    let _ = window.hide();
+                }
+            }
+        })
+        .invoke_handler(tauri::generate_handler![
+            commands::app_info,
+            commands::inbox_list,
+            commands::inbox_detail,
+            commands::conversation,
+            commands::trust_list,
+            commands::trust_add,
+            commands::trust_update,
+            commands::trust_remove,
+            commands::trust_block,
+            commands::trust_unblock,
+            commands::blocked_list,
+            commands::consent_list,
+            commands::consent_decide,
+            commands::audit_list,
+            commands::settings_set,
+            commands::inbox_pause,
+            commands::executors_get,
+            commands::executors_set,
+            commands::identity_qr,
+            commands::export_json,
+        ])
         .build(tauri::generate_context!())
         .expect("error while building the Gatehouse app")
 }
 
 pub fn run() {
+    tracing_init();
     run_app(tauri::Builder::default()).run(|_, _| {});
+}
+
+fn tracing_init() {
+    let _ = tracing::subscriber::set_global_default(
+        tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())).finish(),
+    );
 }

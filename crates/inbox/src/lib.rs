@@ -18,7 +18,7 @@ pub mod service;
 
 pub use executor::{ExecutorConfig, ExecutorSpec};
 pub use pipeline::{Inbox, OpenError, Outcome};
-pub use service::{build, open, run, run_with, Opened, ServeOptions};
+pub use service::{build, build_with_events, open, run, run_with, Opened, ServeOptions};
 
 /// The verification steps of spec 5.1 in order, and how far an envelope got: the steps
 /// before the failing one passed, the failing one is named, the rest were not reached.

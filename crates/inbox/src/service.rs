@@ -47,6 +47,17 @@ pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Inbox>, mpsc::Unbounde
     (Arc::new(Inbox::new(store, public_key).with_executions(tx)), rx)
 }
 
+/// [`build`] with an event channel that outlives this inbox (the app keeps one across
+/// pauses and restarts).
+pub fn build_with_events(
+    store: Arc<Store>,
+    public_key: &str,
+    events: tokio::sync::broadcast::Sender<crate::pipeline::InboxEvent>,
+) -> (Arc<Inbox>, mpsc::UnboundedReceiver<i64>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Arc::new(Inbox::new(store, public_key).with_executions(tx).with_events(events)), rx)
+}
+
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
 pub async fn run<F>(
     store: Arc<Store>,

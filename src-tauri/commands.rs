@@ -1,0 +1,402 @@
+//! The commands the window may call. Each is a thin call into the core crates; errors
+//! cross the boundary as `{code, message}`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gatehouse_inbox::consent::{self, ConsentItem, ConsentTarget, Decision, DecisionOutcome};
+use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+use gatehouse_store::{AuditEntry, BlockedSender, EnvelopeRow, InboxFilter, InboxItem, Policy, ReceiptRow, TrustEntry};
+use serde::{Deserialize, Serialize};
+use tauri::{AppHandle, Runtime, State};
+
+use crate::service::{Core, DesktopSettings, InboxStatus};
+
+#[derive(Debug, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct CommandError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl CommandError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        CommandError { code, message: message.into() }
+    }
+}
+
+impl From<gatehouse_store::StoreError> for CommandError {
+    fn from(e: gatehouse_store::StoreError) -> Self {
+        let code = match e {
+            gatehouse_store::StoreError::AlreadyTrusted(_) => "ALREADY_TRUSTED",
+            gatehouse_store::StoreError::NotTrusted(_) => "NOT_TRUSTED",
+            _ => "STORE",
+        };
+        CommandError::new(code, e.to_string())
+    }
+}
+
+impl From<consent::ConsentError> for CommandError {
+    fn from(e: consent::ConsentError) -> Self {
+        CommandError::new(e.code(), e.to_string())
+    }
+}
+
+pub type CoreState<'a> = State<'a, Arc<Core>>;
+type Result<T> = std::result::Result<T, CommandError>;
+
+/// Runs blocking store work off the async runtime's threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| CommandError::new("INTERNAL", e.to_string()))?
+}
+
+#[derive(Serialize)]
+pub struct AppInfo {
+    pub version: String,
+    pub data_dir: String,
+    pub public_key: String,
+    pub fingerprint: String,
+    pub keystore: String,
+    pub status: InboxStatus,
+    pub settings: DesktopSettings,
+    pub waiting: usize,
+}
+
+pub fn fingerprint(key: &str) -> String {
+    key.get(..16).unwrap_or(key).as_bytes().chunks(4).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>().join(" ")
+}
+
+#[tauri::command]
+pub async fn app_info(core: CoreState<'_>) -> Result<AppInfo> {
+    let c = core.inner().clone();
+    blocking(move || {
+        Ok(AppInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+            data_dir: c.data_dir.display().to_string(),
+            fingerprint: fingerprint(&c.public_key),
+            public_key: c.public_key.clone(),
+            keystore: c.keystore.to_string(),
+            status: c.status(),
+            settings: DesktopSettings::load(&c.store),
+            waiting: consent::waiting_count(&c.store)?,
+        })
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn inbox_list(core: CoreState<'_>, filter: InboxFilter) -> Result<Vec<InboxItem>> {
+    let c = core.inner().clone();
+    blocking(move || Ok(c.store.inbox(&filter)?)).await
+}
+
+#[derive(Serialize)]
+pub struct Step {
+    pub name: &'static str,
+    pub state: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct Detail {
+    pub receipt: ReceiptRow,
+    pub envelope: Option<EnvelopeRow>,
+    pub steps: Vec<Step>,
+    pub sender_name: Option<String>,
+    pub on_behalf_of_name: Option<String>,
+    /// What arrived, pretty-printed when it is JSON.
+    pub raw: Option<String>,
+}
+
+#[tauri::command]
+pub async fn inbox_detail(core: CoreState<'_>, receipt_id: String) -> Result<Detail> {
+    let c = core.inner().clone();
+    blocking(move || {
+        let receipt = c.store.receipt(&receipt_id)?.ok_or_else(|| CommandError::new("NOT_FOUND", "no such receipt"))?;
+        let envelope = match receipt.envelope_row {
+            Some(id) => c.store.envelope(id)?,
+            None => None,
+        };
+        let code = receipt.code.as_deref().and_then(gatehouse_epp::ErrorCode::parse);
+        let steps = gatehouse_inbox::verification_steps(code, receipt.sender.is_some())
+            .into_iter()
+            .map(|(name, state)| Step { name, state })
+            .collect();
+        let name_of = |k: Option<&str>| -> Result<Option<String>> {
+            Ok(match k {
+                Some(k) => c.store.trust_get(k)?.map(|t| t.name),
+                None => None,
+            })
+        };
+        let sender_name = name_of(receipt.sender.as_deref())?;
+        let on_behalf_of_name = name_of(envelope.as_ref().and_then(|e| e.on_behalf_of.as_deref()))?;
+        let raw_text = envelope.as_ref().map(|e| e.raw.clone()).or_else(|| receipt.body.clone());
+        let raw = raw_text.map(|t| match serde_json::from_str::<serde_json::Value>(&t) {
+            Ok(v) => serde_json::to_string_pretty(&v).unwrap_or(t),
+            Err(_) => t,
+        });
+        Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw })
+    })
+    .await
+}
+
+#[derive(Serialize)]
+pub struct ConversationMessage {
+    pub envelope: EnvelopeRow,
+    pub sender_name: Option<String>,
+    pub on_behalf_of_name: Option<String>,
+    /// Depth in the reply chain (0 for a message that answers nothing in the conversation).
+    pub depth: usize,
+}
+
+#[tauri::command]
+pub async fn conversation(core: CoreState<'_>, conversation_id: String) -> Result<Vec<ConversationMessage>> {
+    let c = core.inner().clone();
+    blocking(move || {
+        let rows = c.store.conversation(&conversation_id)?;
+        let ordered = order_by_replies(rows);
+        let mut out = Vec::new();
+        for (envelope, depth) in ordered {
+            let sender_name = c.store.trust_get(&envelope.sender)?.map(|t| t.name);
+            let on_behalf_of_name = match &envelope.on_behalf_of {
+                Some(k) => c.store.trust_get(k)?.map(|t| t.name),
+                None => None,
+            };
+            out.push(ConversationMessage { envelope, sender_name, on_behalf_of_name, depth });
+        }
+        Ok(out)
+    })
+    .await
+}
+
+/// Orders a conversation by its reply chains: each reply right after what it answers,
+/// siblings by arrival; messages answering something absent start a chain of their own.
+pub fn order_by_replies(rows: Vec<EnvelopeRow>) -> Vec<(EnvelopeRow, usize)> {
+    let ids: std::collections::HashSet<String> = rows.iter().map(|r| r.envelope_id.clone()).collect();
+    let mut out = Vec::new();
+    fn visit(parent: Option<&str>, rows: &[EnvelopeRow], ids: &std::collections::HashSet<String>, depth: usize, out: &mut Vec<(EnvelopeRow, usize)>, seen: &mut std::collections::HashSet<i64>) {
+        for r in rows {
+            let is_root = r.in_reply_to.as_deref().is_none_or(|p| !ids.contains(p));
+            let matches = match parent {
+                None => is_root,
+                Some(p) => r.in_reply_to.as_deref() == Some(p),
+            };
+            if matches && seen.insert(r.id) {
+                out.push((r.clone(), depth));
+                visit(Some(&r.envelope_id), rows, ids, depth + 1, out, seen);
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    visit(None, &rows, &ids, 0, &mut out, &mut seen);
+    // Cycles (a replies to b replies to a) have no root; show them in arrival order.
+    for r in &rows {
+        if seen.insert(r.id) {
+            out.push((r.clone(), 0));
+        }
+    }
+    out
+}
+
+#[derive(Serialize)]
+pub struct TrustRow {
+    #[serde(flatten)]
+    pub entry: TrustEntry,
+    pub fingerprint: String,
+    pub used_today: i64,
+}
+
+#[tauri::command]
+pub async fn trust_list(core: CoreState<'_>) -> Result<Vec<TrustRow>> {
+    let c = core.inner().clone();
+    blocking(move || {
+        let midnight = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp_millis();
+        c.store
+            .trust_list()?
+            .into_iter()
+            .map(|entry| {
+                let used_today = c.store.accepted_since(&entry.public_key, midnight)?;
+                Ok(TrustRow { fingerprint: fingerprint(&entry.public_key), entry, used_today })
+            })
+            .collect()
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+pub struct TrustInput {
+    pub public_key: String,
+    pub name: String,
+    pub policy: Policy,
+}
+
+#[tauri::command]
+pub async fn trust_add(core: CoreState<'_>, input: TrustInput) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || {
+        let entry = TrustEntry {
+            public_key: input.public_key.trim().to_ascii_lowercase(),
+            name: input.name.trim().to_string(),
+            added_at: gatehouse_epp::utc_string(chrono::Utc::now()),
+            policy: input.policy,
+        };
+        Ok(consent::trust::add(&c.store, &entry, chrono::Utc::now())?)
+    })
+    .await
+}
+
+#[tauri::command]
+pub async fn trust_update(core: CoreState<'_>, input: TrustInput) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || Ok(consent::trust::update(&c.store, &input.public_key, &input.name, &input.policy, chrono::Utc::now())?)).await
+}
+
+#[tauri::command]
+pub async fn trust_remove(core: CoreState<'_>, public_key: String) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || Ok(consent::trust::remove(&c.store, &public_key, chrono::Utc::now())?)).await
+}
+
+#[tauri::command]
+pub async fn trust_block(core: CoreState<'_>, public_key: String) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || Ok(consent::trust::block(&c.store, &public_key, chrono::Utc::now())?)).await
+}
+
+#[tauri::command]
+pub async fn trust_unblock(core: CoreState<'_>, public_key: String) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || Ok(consent::trust::unblock(&c.store, &public_key, chrono::Utc::now())?)).await
+}
+
+#[tauri::command]
+pub async fn blocked_list(core: CoreState<'_>) -> Result<Vec<BlockedSender>> {
+    let c = core.inner().clone();
+    blocking(move || Ok(c.store.blocked_list()?)).await
+}
+
+#[tauri::command]
+pub async fn consent_list(core: CoreState<'_>) -> Result<Vec<ConsentItem>> {
+    let c = core.inner().clone();
+    blocking(move || Ok(consent::pending(&c.store)?)).await
+}
+
+#[tauri::command]
+pub async fn consent_decide<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, target: ConsentTarget, decision: Decision) -> Result<DecisionOutcome> {
+    let c = core.inner().clone();
+    let out = blocking(move || Ok(consent::decide(&c.inbox(), &target, decision, chrono::Utc::now())?)).await?;
+    crate::tray::refresh(&app);
+    Ok(out)
+}
+
+#[tauri::command]
+pub async fn audit_list(core: CoreState<'_>) -> Result<Vec<AuditEntry>> {
+    let c = core.inner().clone();
+    blocking(move || Ok(c.store.audit_list(500)?)).await
+}
+
+#[tauri::command]
+pub async fn settings_set(core: CoreState<'_>, settings: DesktopSettings) -> Result<InboxStatus> {
+    if settings.port == 0 {
+        return Err(CommandError::new("INVALID", "choose a port between 1 and 65535"));
+    }
+    if !settings.watch_dir.is_absolute() {
+        return Err(CommandError::new("INVALID", "the watched folder must be an absolute path"));
+    }
+    let c = core.inner().clone();
+    let before = DesktopSettings::load(&c.store);
+    {
+        let c = c.clone();
+        let s = settings.clone();
+        blocking(move || {
+            s.save(&c.store)?;
+            c.store.audit("settings.update", None, &serde_json::json!({"before": before, "after": s}), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
+            Ok(())
+        })
+        .await?;
+    }
+    c.start().await;
+    Ok(c.status())
+}
+
+#[tauri::command]
+pub async fn inbox_pause<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, paused: bool) -> Result<InboxStatus> {
+    let c = core.inner().clone();
+    if paused {
+        c.pause().await;
+    } else {
+        c.start().await;
+    }
+    crate::tray::refresh(&app);
+    Ok(c.status())
+}
+
+#[tauri::command]
+pub async fn executors_get(core: CoreState<'_>) -> Result<ExecutorConfig> {
+    let c = core.inner().clone();
+    blocking(move || Ok(ExecutorConfig::load(&c.store)?)).await
+}
+
+#[tauri::command]
+pub async fn executors_set(core: CoreState<'_>, config: ExecutorConfig) -> Result<()> {
+    for (scope, spec) in config.scopes.iter().map(|(s, v)| (s.as_str(), v)).chain([("default", &config.default)]) {
+        if scope != "default" && !gatehouse_epp::envelope::is_scope_like(scope) {
+            return Err(CommandError::new("INVALID", format!("scope {scope:?} may contain only letters, digits and hyphens")));
+        }
+        if let ExecutorSpec::Command { program, .. } = spec {
+            if program.trim().is_empty() {
+                return Err(CommandError::new("INVALID", format!("the command for {scope} needs a program")));
+            }
+        }
+    }
+    let c = core.inner().clone();
+    blocking(move || {
+        config.save(&c.store)?;
+        c.store.audit("executors.update", None, &serde_json::to_value(&config).unwrap_or_default(), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
+        Ok(())
+    })
+    .await
+}
+
+/// The public key as a QR code (SVG text; rendered as an image, never as markup).
+#[tauri::command]
+pub async fn identity_qr(core: CoreState<'_>) -> Result<String> {
+    let code = qrcode::QrCode::new(core.public_key.as_bytes()).map_err(|e| CommandError::new("INTERNAL", e.to_string()))?;
+    Ok(code.render::<qrcode::render::svg::Color>().min_dimensions(200, 200).build())
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportKind {
+    Receipts,
+    Audit,
+}
+
+/// Writes every receipt or the whole audit log as JSON to a path the user chose.
+#[tauri::command]
+pub async fn export_json(core: CoreState<'_>, kind: ExportKind, path: PathBuf) -> Result<usize> {
+    let c = core.inner().clone();
+    blocking(move || {
+        let (value, n) = match kind {
+            ExportKind::Receipts => {
+                let rows = c.store.receipts(u32::MAX, 0)?;
+                let n = rows.len();
+                (serde_json::to_value(rows.into_iter().map(|r| r.receipt).collect::<Vec<_>>()).unwrap_or_default(), n)
+            }
+            ExportKind::Audit => {
+                let rows = c.store.audit_list(u32::MAX)?;
+                let n = rows.len();
+                (serde_json::to_value(rows).unwrap_or_default(), n)
+            }
+        };
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        std::fs::write(&path, text).map_err(|e| CommandError::new("IO", format!("{}: {e}", path.display())))?;
+        Ok(n)
+    })
+    .await
+}
+
+pub const COMMANDS: &[&str] = &[
+    "app_info", "inbox_list", "inbox_detail", "conversation", "trust_list", "trust_add", "trust_update",
+    "trust_remove", "trust_block", "trust_unblock", "blocked_list", "consent_list", "consent_decide",
+    "audit_list", "settings_set", "inbox_pause", "executors_get", "executors_set", "identity_qr", "export_json",
+];

@@ -1,0 +1,152 @@
+//! The inbox running inside the app: started at launch, paused and resumed from the tray,
+//! restarted when the user changes its port or folder. All protocol work is in the core
+//! crates; this only wires them to the app's lifetime and events.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use gatehouse_inbox::{Inbox, ServeOptions};
+use gatehouse_keys::KeystoreKind;
+use gatehouse_store::Store;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, oneshot};
+
+const SETTINGS_KEY: &str = "desktop";
+pub const DEFAULT_PORT: u16 = 8765;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DesktopSettings {
+    pub port: u16,
+    pub watch_dir: PathBuf,
+}
+
+impl DesktopSettings {
+    pub fn load(store: &Store) -> Self {
+        store.setting(SETTINGS_KEY).ok().flatten().unwrap_or_else(|| DesktopSettings {
+            port: std::env::var("GATEHOUSE_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PORT),
+            watch_dir: std::env::var_os("GATEHOUSE_WATCH_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| dirs::home_dir().unwrap_or_else(|| PathBuf::from(".")).join("Gatehouse").join("inbox")),
+        })
+    }
+
+    pub fn save(&self, store: &Store) -> gatehouse_store::Result<()> {
+        store.set_setting(SETTINGS_KEY, self)
+    }
+}
+
+/// What the window shows about the running inbox.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct InboxStatus {
+    pub running: bool,
+    pub paused: bool,
+    pub listening: Option<String>,
+    pub watching: Option<String>,
+    pub error: Option<String>,
+}
+
+pub struct Running {
+    pub inbox: Arc<Inbox>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+pub struct Core {
+    pub data_dir: PathBuf,
+    pub keystore: KeystoreKind,
+    pub public_key: String,
+    pub store: Arc<Store>,
+    pub events: broadcast::Sender<gatehouse_inbox::pipeline::InboxEvent>,
+    pub running: Mutex<Option<Running>>,
+    pub status: Mutex<InboxStatus>,
+}
+
+impl Core {
+    /// First run creates the identity (OS keychain) and the store in the data dir.
+    pub fn open(data_dir: PathBuf, keystore: KeystoreKind) -> Result<Core, String> {
+        let opened = gatehouse_inbox::open(&data_dir, keystore, true).map_err(|e| e.to_string())?;
+        Ok(Core {
+            data_dir,
+            keystore,
+            public_key: opened.identity.public_key.clone(),
+            store: opened.store,
+            events: broadcast::channel(1024).0,
+            running: Mutex::new(None),
+            status: Mutex::new(InboxStatus::default()),
+        })
+    }
+
+    pub fn status(&self) -> InboxStatus {
+        self.status.lock().unwrap().clone()
+    }
+
+    /// The inbox for consent decisions: the running one, or a detached one while paused
+    /// (decisions still apply; released envelopes run when the inbox resumes).
+    pub fn inbox(&self) -> Arc<Inbox> {
+        match &*self.running.lock().unwrap() {
+            Some(r) => r.inbox.clone(),
+            None => Arc::new(Inbox::new(self.store.clone(), &self.public_key).with_events(self.events.clone())),
+        }
+    }
+
+    /// Starts the transports. Port or folder problems are reported in the status, not
+    /// fatal: the app stays usable to fix them.
+    pub async fn start(self: &Arc<Self>) {
+        self.stop().await;
+        let settings = DesktopSettings::load(&self.store);
+        let addr = format!("127.0.0.1:{}", settings.port);
+        let listener = match tokio::net::TcpListener::bind(&addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                *self.status.lock().unwrap() = InboxStatus {
+                    error: Some(format!("cannot listen on {addr}: {e}. Choose another port in Settings.")),
+                    ..InboxStatus::default()
+                };
+                return;
+            }
+        };
+        let (inbox, rx) = gatehouse_inbox::build_with_events(self.store.clone(), &self.public_key, self.events.clone());
+        let (tx, stop_rx) = oneshot::channel();
+        *self.running.lock().unwrap() = Some(Running { inbox: inbox.clone(), stop: Some(tx) });
+        *self.status.lock().unwrap() = InboxStatus {
+            running: true,
+            paused: false,
+            listening: Some(format!("http://{addr}/epp/v1/submit")),
+            watching: Some(settings.watch_dir.display().to_string()),
+            error: None,
+        };
+        let me = self.clone();
+        tauri::async_runtime::spawn(async move {
+            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir) };
+            let result = gatehouse_inbox::run_with(inbox, rx, opts, async {
+                let _ = stop_rx.await;
+            }, |_| {})
+            .await;
+            if let Err(e) = result {
+                tracing::error!(error = %e, "inbox stopped");
+                let mut st = me.status.lock().unwrap();
+                st.running = false;
+                st.error = Some(e);
+            }
+        });
+    }
+
+    pub async fn stop(&self) {
+        let running = self.running.lock().unwrap().take();
+        if let Some(mut r) = running {
+            if let Some(tx) = r.stop.take() {
+                let _ = tx.send(());
+            }
+            // Give the listener a moment to release its port before a restart binds it.
+            tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        }
+        let mut st = self.status.lock().unwrap();
+        st.running = false;
+        st.listening = None;
+        st.watching = None;
+    }
+
+    pub async fn pause(self: &Arc<Self>) {
+        self.stop().await;
+        self.status.lock().unwrap().paused = true;
+    }
+}

@@ -1,0 +1,94 @@
+// Typed calls into the Rust core. The UI never talks to the inbox over HTTP.
+import { invoke } from '@tauri-apps/api/core';
+import { listen, type UnlistenFn } from '@tauri-apps/api/event';
+
+export interface CommandError { code: string; message: string }
+
+export function errorText(e: unknown): string {
+  if (e && typeof e === 'object' && 'message' in e) return String((e as CommandError).message);
+  return String(e);
+}
+
+export interface Policy {
+  allowed_scopes: string[];
+  max_envelope_size: number;
+  rate_limit: { max_per_hour?: number | null; max_per_day?: number | null };
+  'x-hold-for-consent': boolean;
+  'x-allow-delegation': boolean;
+  'x-consent-granted-scopes'?: string[];
+}
+
+export interface TrustRow { public_key: string; name: string; added_at: string; policy: Policy; fingerprint: string; used_today: number }
+export interface InboxStatus { running: boolean; paused: boolean; listening: string | null; watching: string | null; error: string | null }
+export interface Settings { port: number; watch_dir: string }
+export interface AppInfo {
+  version: string; data_dir: string; public_key: string; fingerprint: string; keystore: string;
+  status: InboxStatus; settings: Settings; waiting: number;
+}
+export interface InboxFilter {
+  sender?: string | null; scope?: string | null; status?: string | null; transport?: string | null;
+  search?: string | null; before_seq?: number | null; limit?: number | null;
+}
+export interface InboxItem {
+  seq: number; receipt_id: string; envelope_id: string | null; status: string; code: string | null; message: string | null;
+  received_at: string; transport: string; sender: string | null; sender_name: string | null; scope: string | null;
+  prompt_preview: string | null; envelope_row: number | null; exec_status: string | null; payload_type: string | null;
+  conversation_id: string | null; on_behalf_of: string | null;
+}
+export interface EnvelopeRow {
+  id: number; envelope_id: string; sender: string; recipient: string; scope: string; payload_type: string | null;
+  conversation_id: string | null; in_reply_to: string | null; on_behalf_of: string | null; prompt: string;
+  timestamp: string; expires_at: string; received_at: string; transport: string; signed_form: string; raw: string;
+  receipt_id: string; executor: string; exec_status: string; exec_result: unknown; exec_updated_at: string | null;
+}
+export interface ReceiptRow {
+  receipt_id: string; envelope_id: string | null; status: string; code: string | null; message: string | null;
+  received_at: string; transport: string; sender: string | null; scope: string | null; body: string | null;
+  body_truncated: boolean; receipt: unknown; prompt: string | null; envelope_row: number | null;
+}
+export interface Detail {
+  receipt: ReceiptRow; envelope: EnvelopeRow | null; steps: { name: string; state: string }[];
+  sender_name: string | null; on_behalf_of_name: string | null; raw: string | null;
+}
+export interface ConversationMessage { envelope: EnvelopeRow; sender_name: string | null; on_behalf_of_name: string | null; depth: number }
+export type ConsentItem =
+  | { kind: 'unknown_sender'; public_key: string; first_seen: string; last_seen: string; count: number; scopes_tried: string[]; envelope_id: string | null; scope: string | null; prompt: string | null }
+  | { kind: 'held'; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string };
+export type ConsentTarget = { kind: 'unknown_sender'; public_key: string } | { kind: 'held'; row_id: number };
+export type Decision = 'allow_once' | 'always_allow_scope' | 'deny' | 'block';
+export interface AuditEntry { id: number; at: string; action: string; subject: string | null; detail: unknown }
+export type ExecutorSpec =
+  | { kind: 'noop' }
+  | { kind: 'file-queue'; dir: string }
+  | { kind: 'command'; program: string; args: string[]; timeout_secs: number };
+export interface ExecutorConfig { default: ExecutorSpec; scopes: Record<string, ExecutorSpec> }
+
+export const api = {
+  appInfo: () => invoke<AppInfo>('app_info'),
+  inboxList: (filter: InboxFilter) => invoke<InboxItem[]>('inbox_list', { filter }),
+  inboxDetail: (receiptId: string) => invoke<Detail>('inbox_detail', { receiptId }),
+  conversation: (conversationId: string) => invoke<ConversationMessage[]>('conversation', { conversationId }),
+  trustList: () => invoke<TrustRow[]>('trust_list'),
+  trustAdd: (input: { public_key: string; name: string; policy: Policy }) => invoke<void>('trust_add', { input }),
+  trustUpdate: (input: { public_key: string; name: string; policy: Policy }) => invoke<void>('trust_update', { input }),
+  trustRemove: (publicKey: string) => invoke<void>('trust_remove', { publicKey }),
+  trustBlock: (publicKey: string) => invoke<void>('trust_block', { publicKey }),
+  trustUnblock: (publicKey: string) => invoke<void>('trust_unblock', { publicKey }),
+  blockedList: () => invoke<{ public_key: string; blocked_at: string; reason: string }[]>('blocked_list'),
+  consentList: () => invoke<ConsentItem[]>('consent_list'),
+  consentDecide: (target: ConsentTarget, decision: Decision) => invoke<{ message: string }>('consent_decide', { target, decision }),
+  auditList: () => invoke<AuditEntry[]>('audit_list'),
+  settingsSet: (settings: Settings) => invoke<InboxStatus>('settings_set', { settings }),
+  inboxPause: (paused: boolean) => invoke<InboxStatus>('inbox_pause', { paused }),
+  executorsGet: () => invoke<ExecutorConfig>('executors_get'),
+  executorsSet: (config: ExecutorConfig) => invoke<void>('executors_set', { config }),
+  identityQr: () => invoke<string>('identity_qr'),
+  exportJson: (kind: 'receipts' | 'audit', path: string) => invoke<number>('export_json', { kind, path }),
+};
+
+export function onInboxEvent(f: () => void): Promise<UnlistenFn> {
+  return listen('inbox://received', f);
+}
+export function onStatus(f: () => void): Promise<UnlistenFn> {
+  return listen('inbox://status', f);
+}

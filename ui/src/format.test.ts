@@ -1,0 +1,42 @@
+import { delegationLine, describeCode, execLabel, fingerprint, isHexKey, optionalNumber, parseScopes, scopesText, senderLabel, transportLabel, when } from './format';
+
+describe('format', () => {
+  it('shortens keys to a readable fingerprint', () => {
+    expect(fingerprint('d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737')).toBe('d04a b232 742b b4ab');
+    expect(fingerprint(null)).toBe('unknown');
+  });
+  it('names senders by their given name, else their key', () => {
+    expect(senderLabel('Dr. Lee', 'ab'.repeat(32))).toBe('Dr. Lee');
+    expect(senderLabel('  ', 'ab'.repeat(32))).toBe('key abab abab abab abab');
+  });
+  it('says who acts for whom', () => {
+    expect(delegationLine('Doctor', 'Patient', 'cd'.repeat(32))).toBe('Doctor, on behalf of Patient');
+    expect(delegationLine('Doctor', null, null)).toBe('Doctor');
+  });
+  it('explains every error code in words', () => {
+    for (const c of ['INVALID_FORMAT', 'UNSUPPORTED_VERSION', 'WRONG_RECIPIENT', 'EXPIRED', 'INVALID_SIGNATURE', 'REPLAY_DETECTED', 'UNTRUSTED_SENDER', 'POLICY_DENIED', 'SIZE_EXCEEDED', 'RATE_LIMITED']) {
+      expect(describeCode(c)).not.toBe(c);
+    }
+    expect(describeCode(null)).toBe('Accepted');
+  });
+  it('labels transports and executor states', () => {
+    expect(transportLabel('folder:a.json')).toBe('Folder: a.json');
+    expect(transportLabel('http')).toBe('Internet (HTTP)');
+    expect(execLabel('held')).toBe('Waiting for you');
+  });
+  it('parses scopes and limits from form text', () => {
+    expect(parseScopes(' support, billing  code-review ')).toEqual(['support', 'billing', 'code-review']);
+    expect(scopesText(['*'])).toBe('everything');
+    expect(optionalNumber('')).toBeNull();
+    expect(optionalNumber('12')).toBe(12);
+    expect(() => optionalNumber('1.5')).toThrow();
+    expect(isHexKey('ab'.repeat(32))).toBe(true);
+    expect(isHexKey('xyz')).toBe(false);
+  });
+  it('shows recent times relatively', () => {
+    const now = new Date('2026-11-22T12:00:00Z');
+    expect(when('2026-11-22T11:59:50Z', now)).toBe('just now');
+    expect(when('2026-11-22T11:40:00Z', now)).toBe('20 min ago');
+    expect(when('not a date', now)).toBe('not a date');
+  });
+});

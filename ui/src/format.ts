@@ -1,0 +1,102 @@
+// Pure helpers that turn protocol data into words a person understands.
+
+export function fingerprint(key: string | null | undefined): string {
+  if (!key) return 'unknown';
+  return (key.slice(0, 16).match(/.{1,4}/g) ?? []).join(' ');
+}
+
+/** The name the user gave a sender, else its short fingerprint. */
+export function senderLabel(name: string | null | undefined, key: string | null | undefined): string {
+  return name && name.trim() ? name : `key ${fingerprint(key)}`;
+}
+
+export function when(iso: string, now: Date = new Date()): string {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return iso;
+  const s = Math.round((now.getTime() - t.getTime()) / 1000);
+  if (s < 45) return 'just now';
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400 && t.getDate() === now.getDate()) return t.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  return t.toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+}
+
+const CODE_WORDS: Record<string, string> = {
+  INVALID_FORMAT: 'Not a valid envelope',
+  UNSUPPORTED_VERSION: 'Unsupported protocol version',
+  WRONG_RECIPIENT: 'Addressed to someone else',
+  EXPIRED: 'Expired before it arrived',
+  INVALID_SIGNATURE: 'Signature does not match',
+  REPLAY_DETECTED: 'Already received (replay)',
+  UNTRUSTED_SENDER: 'Sender not trusted',
+  POLICY_DENIED: 'Not allowed by your rules',
+  SIZE_EXCEEDED: 'Too large',
+  RATE_LIMITED: 'Sender over its limit',
+  INTERNAL_ERROR: 'Gatehouse could not process it',
+};
+
+export function describeCode(code: string | null | undefined): string {
+  if (!code) return 'Accepted';
+  return CODE_WORDS[code] ?? code;
+}
+
+const STEP_WORDS: Record<string, string> = {
+  size: 'Size within the inbox limit',
+  format: 'Well-formed envelope',
+  version: 'Protocol version 1',
+  recipient: 'Addressed to this inbox',
+  expiry: 'Not expired',
+  signature: 'Signature verified',
+  replay: 'Not a replay',
+  trust: 'Sender trusted',
+  policy: 'Allowed by the sender’s rules',
+};
+
+export function describeStep(step: string): string {
+  return STEP_WORDS[step] ?? step;
+}
+
+export function transportLabel(t: string): string {
+  if (t === 'http') return 'Internet (HTTP)';
+  if (t === 'consent') return 'Let in by you';
+  if (t.startsWith('folder:')) return `Folder: ${t.slice(7)}`;
+  return t;
+}
+
+export function execLabel(s: string | null | undefined): string {
+  switch (s) {
+    case 'held': return 'Waiting for you';
+    case 'queued': return 'Queued';
+    case 'running': return 'Running';
+    case 'succeeded': return 'Done';
+    case 'failed': return 'Executor failed';
+    case 'denied': return 'Denied by you';
+    default: return '';
+  }
+}
+
+/** "Doctor, on behalf of Patient". */
+export function delegationLine(sender: string, onBehalfOfName: string | null | undefined, onBehalfOfKey: string | null | undefined): string {
+  if (!onBehalfOfKey) return sender;
+  return `${sender}, on behalf of ${senderLabel(onBehalfOfName, onBehalfOfKey)}`;
+}
+
+export function scopesText(scopes: string[]): string {
+  if (scopes.includes('*')) return 'everything';
+  return scopes.join(', ');
+}
+
+export function parseScopes(text: string): string[] {
+  return text.split(/[,\s]+/).map((s) => s.trim()).filter(Boolean);
+}
+
+export function optionalNumber(text: string): number | null {
+  const t = text.trim();
+  if (!t) return null;
+  const n = Number(t);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`"${text}" is not a whole number`);
+  return n;
+}
+
+export function isHexKey(s: string): boolean {
+  return /^[0-9a-fA-F]{64}$/.test(s.trim());
+}

@@ -1,0 +1,74 @@
+import './style.css';
+import { api, errorText, onInboxEvent, onStatus, type AppInfo } from './api';
+import { h, replace } from './dom';
+import { ConsentView } from './views/consent';
+import { InboxView } from './views/inbox';
+import { ActivityView, SettingsView } from './views/settings';
+import { TrustView } from './views/trust';
+
+type Tab = 'inbox' | 'consent' | 'trust' | 'activity' | 'settings';
+
+const app = document.getElementById('app')!;
+const statusPill = h('span', { className: 'pill', id: 'inbox-status-pill' }, '…');
+const pauseBtn = h('button', { className: 'secondary small', id: 'pause-toggle' }, 'Pause');
+const waitingBadge = h('span', { className: 'count', id: 'waiting-count' });
+const main = h('main', { id: 'content' });
+let info: AppInfo | null = null;
+let tab: Tab = 'inbox';
+
+const refreshAll = () => void refreshInfo().then(() => void show(tab, false));
+const inbox = new InboxView();
+const consent = new ConsentView(() => void refreshInfo());
+const trust = new TrustView(() => void refreshInfo());
+const settings = new SettingsView(() => refreshInfo());
+const activity = new ActivityView();
+
+const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['activity', 'Activity'], ['settings', 'Settings']];
+const nav = h('nav', {}, ...tabs.map(([t, label]) =>
+  h('button', { className: 'tab', id: `nav-${t}`, 'data-tab': t, onclick: () => void show(t, true) }, label, t === 'consent' ? waitingBadge : null)));
+
+async function refreshInfo(): Promise<void> {
+  try {
+    info = await api.appInfo();
+    const st = info.status;
+    statusPill.className = `pill ${st.error ? 'error' : st.running ? 'ok' : 'paused'}`;
+    statusPill.textContent = st.error ? st.error : st.running ? `Listening on ${st.listening}` : 'Inbox paused';
+    pauseBtn.textContent = st.running ? 'Pause inbox' : 'Resume inbox';
+    waitingBadge.textContent = info.waiting ? String(info.waiting) : '';
+  } catch (e) {
+    statusPill.className = 'pill error';
+    statusPill.textContent = errorText(e);
+  }
+}
+
+async function show(t: Tab, fresh: boolean): Promise<void> {
+  tab = t;
+  for (const b of nav.querySelectorAll('.tab')) b.classList.toggle('active', (b as HTMLElement).dataset.tab === t);
+  const view = { inbox, consent, trust, activity, settings }[t];
+  if (main.firstChild !== view.el) replace(main, view.el);
+  if (t === 'inbox') await inbox.load(false);
+  else if (t === 'settings') { if (info) await settings.load(info); }
+  else if (t === 'consent') await consent.load();
+  else if (t === 'trust') await trust.load();
+  else await activity.load();
+  void fresh;
+}
+
+pauseBtn.addEventListener('click', async () => {
+  try {
+    await api.inboxPause(!!info?.status.running);
+  } catch (e) {
+    alert(errorText(e));
+  }
+  await refreshInfo();
+});
+
+replace(app,
+  h('header', {}, h('h1', {}, h('img', { src: './icon.png', alt: '', width: 28, height: 28 }), 'Gatehouse'), statusPill, pauseBtn),
+  nav, main);
+
+await refreshInfo();
+await show('inbox', true);
+// New messages refresh what is on screen; consent requests also update the count.
+void onInboxEvent(refreshAll);
+void onStatus(() => void refreshInfo());

@@ -1,0 +1,64 @@
+// Consent prompts, in plain words: who wants to reach your AI, about what, and what
+// each button does.
+import { api, errorText, type ConsentItem, type ConsentTarget, type Decision } from '../api';
+import { h, replace } from '../dom';
+import { fingerprint, senderLabel, when } from '../format';
+
+export function consentSentence(item: ConsentItem): string {
+  if (item.kind === 'unknown_sender') {
+    const scope = item.scope ?? item.scopes_tried[0] ?? 'something';
+    const times = item.count > 1 ? ` (${item.count} attempts so far)` : '';
+    return `Someone you have not approved (key ${fingerprint(item.public_key)}) wants to send your AI a message about “${scope}”${times}.`;
+  }
+  const who = senderLabel(item.sender_name, item.sender);
+  return `${who} sent your AI a message about “${item.scope}”. Your rules say to ask you before it is passed on.`;
+}
+
+export class ConsentView {
+  readonly el = h('section', { className: 'consent', id: 'view-consent' });
+  constructor(private onChange: () => void) {}
+
+  async load(): Promise<void> {
+    try {
+      const items = await api.consentList();
+      replace(this.el, h('h2', {}, 'Waiting for you'),
+        items.length ? null : h('p', { className: 'empty' }, 'Nothing is waiting. When an unknown sender knocks, or a message needs your consent, it appears here.'),
+        ...items.map((it) => this.card(it)));
+    } catch (e) {
+      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  private card(item: ConsentItem): HTMLElement {
+    const target: ConsentTarget = item.kind === 'unknown_sender' ? { kind: 'unknown_sender', public_key: item.public_key } : { kind: 'held', row_id: item.row_id };
+    const scope = item.kind === 'unknown_sender' ? (item.scope ?? item.scopes_tried[0] ?? '') : item.scope;
+    const result = h('p', { className: 'result', role: 'status' });
+    const decide = async (d: Decision) => {
+      try {
+        const out = await api.consentDecide(target, d);
+        result.textContent = out.message;
+        card.classList.add('decided');
+        for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
+        this.onChange();
+      } catch (e) {
+        result.textContent = errorText(e);
+        result.classList.add('error');
+      }
+    };
+    const button = (d: Decision, label: string, cls: string, help: string) =>
+      h('button', { className: cls, 'data-decision': d, title: help, onclick: () => void decide(d) }, label);
+    const prompt = item.kind === 'unknown_sender' ? item.prompt : item.prompt;
+    const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind },
+      h('p', { className: 'ask' }, consentSentence(item)),
+      prompt ? h('blockquote', { className: 'prompt' }, prompt) : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
+      h('p', { className: 'muted small' },
+        item.kind === 'unknown_sender' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
+      h('div', { className: 'actions' },
+        button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
+        button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Trust this sender for this scope from now on.'),
+        button('deny', 'Deny', 'secondary', 'Do not let this message through.'),
+        button('block', 'Block', 'danger', 'Never let this sender through or ask again.')),
+      result);
+    return card;
+  }
+}

@@ -1,0 +1,156 @@
+// The inbox: every envelope and every rejection, newest first, with filters, full-text
+// search and keyset paging; a detail panel; the conversation thread.
+import { api, errorText, type Detail, type InboxFilter, type InboxItem } from '../api';
+import { h, replace } from '../dom';
+import { delegationLine, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
+
+const PAGE = 100;
+
+export class InboxView {
+  readonly el = h('section', { className: 'inbox', id: 'view-inbox' });
+  private list = h('ul', { className: 'rows', id: 'inbox-rows' });
+  private detail = h('aside', { className: 'detail', id: 'inbox-detail' }, h('p', { className: 'muted' }, 'Select a message to see everything about it.'));
+  private more = h('button', { className: 'secondary', id: 'inbox-more', onclick: () => void this.load(true) }, 'Load more');
+  private filter: InboxFilter = {};
+  private items: InboxItem[] = [];
+  private selected: string | null = null;
+  private search = h('input', { type: 'search', id: 'inbox-search', placeholder: 'Search prompts…', 'aria-label': 'Search prompts' });
+  private status = h('select', { id: 'inbox-status', 'aria-label': 'Status' },
+    h('option', { value: '' }, 'All'), h('option', { value: 'accepted' }, 'Accepted'), h('option', { value: 'rejected' }, 'Rejected'),
+    h('option', { value: 'held' }, 'Waiting for you'), h('option', { value: 'failed' }, 'Executor failed'));
+  private transport = h('select', { id: 'inbox-transport', 'aria-label': 'Arrived by' },
+    h('option', { value: '' }, 'Any way'), h('option', { value: 'http' }, 'Internet (HTTP)'), h('option', { value: 'folder' }, 'Folder'), h('option', { value: 'consent' }, 'Let in by you'));
+  private scope = h('input', { type: 'text', id: 'inbox-scope', placeholder: 'Scope', 'aria-label': 'Scope', size: 10 });
+  private sender = h('input', { type: 'text', id: 'inbox-sender', placeholder: 'Sender key', 'aria-label': 'Sender key', size: 14 });
+
+  constructor() {
+    const apply = () => {
+      this.filter = {
+        search: this.search.value || null, status: this.status.value || null, transport: this.transport.value || null,
+        scope: this.scope.value.trim() || null, sender: this.sender.value.trim() || null,
+      };
+      void this.load(false);
+    };
+    let t: number | undefined;
+    this.search.addEventListener('input', () => { clearTimeout(t); t = window.setTimeout(apply, 200); });
+    for (const el of [this.status, this.transport]) el.addEventListener('change', apply);
+    for (const el of [this.scope, this.sender]) el.addEventListener('change', apply);
+    this.el.append(
+      h('div', { className: 'filters' }, this.search, this.status, this.transport, this.scope, this.sender),
+      h('div', { className: 'split' }, h('div', { className: 'list' }, this.list, this.more), this.detail),
+    );
+  }
+
+  async load(append: boolean): Promise<void> {
+    const before = append && this.items.length ? this.items[this.items.length - 1].seq : null;
+    try {
+      const page = await api.inboxList({ ...this.filter, before_seq: before, limit: PAGE });
+      this.items = append ? this.items.concat(page) : page;
+      if (!append) replace(this.list);
+      for (const item of page) this.list.append(this.row(item));
+      if (!this.items.length) this.list.append(h('li', { className: 'empty' }, 'Nothing here yet. Messages appear as soon as they arrive.'));
+      this.more.hidden = page.length < PAGE;
+    } catch (e) {
+      replace(this.list, h('li', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  private row(item: InboxItem): HTMLElement {
+    const who = senderLabel(item.sender_name, item.sender);
+    const badge = item.status === 'accepted' ? (execLabel(item.exec_status) || 'Accepted') : describeCode(item.code);
+    const li = h('li', {
+      className: `row ${item.status}${item.exec_status === 'held' ? ' held' : ''}${this.selected === item.receipt_id ? ' selected' : ''}`,
+      'data-receipt': item.receipt_id, tabindex: 0,
+      onclick: () => void this.show(item.receipt_id),
+      onkeydown: (e: Event) => { if ((e as KeyboardEvent).key === 'Enter') void this.show(item.receipt_id); },
+    },
+      h('div', { className: 'row-top' },
+        h('span', { className: `badge ${item.status}` }, badge),
+        h('span', { className: 'who' }, item.sender ? delegationLine(who, null, item.on_behalf_of) : 'Unreadable input'),
+        item.scope ? h('span', { className: 'scope' }, item.scope) : null,
+        item.payload_type ? h('span', { className: 'ptype' }, item.payload_type) : null,
+        h('time', { datetime: item.received_at, title: item.received_at }, when(item.received_at))),
+      h('div', { className: 'preview' }, item.prompt_preview ?? item.message ?? ''),
+    );
+    return li;
+  }
+
+  async show(receiptId: string): Promise<void> {
+    this.selected = receiptId;
+    for (const r of this.list.querySelectorAll('.row')) r.classList.toggle('selected', (r as HTMLElement).dataset.receipt === receiptId);
+    try {
+      renderDetail(this.detail, await api.inboxDetail(receiptId), (c) => void this.showConversation(c));
+    } catch (e) {
+      replace(this.detail, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  private async showConversation(conversationId: string): Promise<void> {
+    try {
+      const msgs = await api.conversation(conversationId);
+      replace(this.detail,
+        h('button', { className: 'link', onclick: () => this.selected && void this.show(this.selected) }, '← Back to the message'),
+        h('h2', {}, 'Conversation'),
+        h('p', { className: 'muted mono' }, conversationId),
+        h('ol', { className: 'thread', id: 'conversation-thread' }, ...msgs.map((m) =>
+          h('li', { className: 'msg', style: `margin-left: ${Math.min(m.depth, 6) * 18}px` },
+            h('div', { className: 'row-top' },
+              h('span', { className: 'who' }, delegationLine(senderLabel(m.sender_name, m.envelope.sender), m.on_behalf_of_name, m.envelope.on_behalf_of)),
+              m.envelope.payload_type ? h('span', { className: 'ptype' }, m.envelope.payload_type) : null,
+              h('time', {}, when(m.envelope.received_at))),
+            h('p', { className: 'prompt' }, m.envelope.prompt)))));
+    } catch (e) {
+      replace(this.detail, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+}
+
+function field(label: string, value: string | null | undefined, mono = false, id?: string): HTMLElement[] {
+  return [h('dt', {}, label), h('dd', { className: mono ? 'mono' : '', id }, value ?? '—')];
+}
+
+async function copy(text: string, button: HTMLButtonElement): Promise<void> {
+  try {
+    const { writeText } = await import('@tauri-apps/plugin-clipboard-manager');
+    await writeText(text);
+    button.textContent = 'Copied';
+  } catch (e) {
+    button.textContent = `Copy failed: ${errorText(e)}`;
+  }
+}
+
+export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: string) => void): void {
+  const env = d.envelope;
+  const r = d.receipt;
+  const who = senderLabel(d.sender_name, r.sender);
+  const copyBtn = h('button', { className: 'secondary', id: 'detail-copy-raw' }, 'Copy raw JSON');
+  copyBtn.addEventListener('click', () => void copy(d.raw ?? '', copyBtn));
+  replace(el,
+    h('h2', {}, r.status === 'accepted' ? 'Accepted' : `Rejected: ${describeCode(r.code)}`),
+    r.message ? h('p', { className: 'reason', id: 'detail-reason' }, r.message) : null,
+    h('h3', {}, 'Message'),
+    h('p', { className: 'prompt', id: 'detail-prompt' }, env?.prompt ?? r.prompt ?? '(no readable prompt)'),
+    h('dl', {},
+      ...field('From', r.sender ? delegationLine(who, d.on_behalf_of_name, env?.on_behalf_of) : null),
+      ...field('Sender key', r.sender, true),
+      ...field('Scope', r.scope),
+      ...field('Type', env?.payload_type),
+      ...field('Arrived by', transportLabel(r.transport)),
+      ...field('Received', r.received_at),
+      ...field('Envelope id', r.envelope_id, true),
+      ...(env ? [
+        ...field('Sent at', env.timestamp), ...field('Expires', env.expires_at),
+        ...field('Conversation', env.conversation_id, true), ...field('In reply to', env.in_reply_to, true),
+        ...field('Signed form', env.signed_form === 'reference' ? 'reference (sorted, ASCII-escaped)' : 'an accepted variant'),
+        ...field('Executor', `${env.executor} — ${execLabel(env.exec_status) || env.exec_status}`, false, 'detail-exec'),
+      ] : [])),
+    env?.conversation_id ? h('button', { className: 'link', id: 'detail-conversation', onclick: () => openConversation(env.conversation_id!) }, 'Show the whole conversation') : null,
+    h('h3', {}, 'Verification'),
+    h('ol', { className: 'steps', id: 'detail-steps' }, ...d.steps.map((s) =>
+      h('li', { className: `step ${s.state}` }, h('span', { className: 'mark' }, s.state === 'passed' ? '✓' : s.state === 'failed' ? '✗' : '·'), describeStep(s.name),
+        s.state === 'failed' ? h('strong', {}, ' — failed here') : null))),
+    env?.exec_result ? h('details', { open: true }, h('summary', {}, 'Executor result'), h('pre', { className: 'json' }, JSON.stringify(env.exec_result, null, 2))) : null,
+    h('details', {}, h('summary', {}, 'Receipt sent to the sender'), h('pre', { className: 'json' }, JSON.stringify(r.receipt, null, 2))),
+    d.raw ? h('details', {}, h('summary', {}, 'Raw JSON', r.body_truncated ? ' (truncated)' : ''), h('pre', { className: 'json', id: 'detail-raw' }, d.raw), copyBtn) : null,
+  );
+}

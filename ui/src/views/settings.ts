@@ -1,0 +1,122 @@
+// This inbox: identity (copy, QR), endpoint, port, watched folder, executors per scope,
+// exports; and the activity (audit) log.
+import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorSpec } from '../api';
+import { h, replace } from '../dom';
+import { when } from '../format';
+
+export class SettingsView {
+  readonly el = h('section', { className: 'settings', id: 'view-settings' });
+  constructor(private refreshApp: () => Promise<void>) {}
+
+  async load(info: AppInfo): Promise<void> {
+    const msg = h('p', { role: 'status', id: 'settings-msg' });
+    const copyKey = h('button', { className: 'secondary', id: 'copy-key' }, 'Copy');
+    copyKey.addEventListener('click', async () => {
+      try {
+        const { writeText } = await import('@tauri-apps/plugin-clipboard-manager');
+        await writeText(info.public_key);
+        copyKey.textContent = 'Copied';
+      } catch (e) { msg.textContent = errorText(e); }
+    });
+    const qr = h('img', { id: 'identity-qr', alt: 'QR code of your public key', width: 180, height: 180 });
+    api.identityQr().then((svg) => { qr.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`; }).catch(() => {});
+    const port = h('input', { id: 'settings-port', type: 'number', min: 1, max: 65535, value: info.settings.port });
+    const folder = h('input', { id: 'settings-folder', type: 'text', value: info.settings.watch_dir, size: 50 });
+    const pick = h('button', { className: 'secondary', type: 'button', onclick: async () => {
+      const { open } = await import('@tauri-apps/plugin-dialog');
+      const dir = await open({ directory: true, defaultPath: folder.value });
+      if (typeof dir === 'string') folder.value = dir;
+    } }, 'Choose…');
+    const save = h('button', { className: 'primary', type: 'submit', id: 'settings-save' }, 'Save and restart the inbox');
+    const form = h('form', { className: 'card', onsubmit: async (e: Event) => {
+      e.preventDefault();
+      try {
+        const st = await api.settingsSet({ port: Number(port.value), watch_dir: folder.value });
+        msg.textContent = st.error ?? `Listening on ${st.listening}; watching ${st.watching}.`;
+        await this.refreshApp();
+      } catch (err) { msg.textContent = errorText(err); }
+    } },
+      h('h3', {}, 'Where messages arrive'),
+      h('label', {}, h('span', {}, 'Port (on this computer only)'), port),
+      h('label', {}, h('span', {}, 'Watched folder'), folder, pick),
+      h('div', { className: 'actions' }, save), msg);
+    const exporter = (kind: 'receipts' | 'audit', label: string) => h('button', { className: 'secondary', onclick: async () => {
+      try {
+        const { save: saveDialog } = await import('@tauri-apps/plugin-dialog');
+        const path = await saveDialog({ defaultPath: `gatehouse-${kind}.json`, filters: [{ name: 'JSON', extensions: ['json'] }] });
+        if (!path) return;
+        const n = await api.exportJson(kind, path);
+        msg.textContent = `Exported ${n} ${kind === 'audit' ? 'audit entries' : 'receipts'} to ${path}.`;
+      } catch (e) { msg.textContent = errorText(e); }
+    } }, label);
+    const endpoint = info.status.listening ?? `http://127.0.0.1:${info.settings.port}/epp/v1/submit`;
+    replace(this.el,
+      h('h2', {}, 'This inbox'),
+      h('div', { className: 'card identity' },
+        h('div', {},
+          h('h3', {}, 'Your public key'),
+          h('p', { className: 'mono key', id: 'settings-key' }, info.public_key), copyKey,
+          h('p', { className: 'muted small' }, `Kept in the ${info.keystore === 'os' ? 'OS keychain' : 'key file you opted into'}. Share the key and the address below with senders you want to hear from.`),
+          h('h3', {}, 'Address to share'),
+          h('p', { className: 'mono', id: 'settings-endpoint' }, endpoint)),
+        qr),
+      form,
+      await this.executors(),
+      h('div', { className: 'card' }, h('h3', {}, 'Export'), exporter('receipts', 'Export receipts (JSON)'), ' ', exporter('audit', 'Export activity log (JSON)')),
+      h('p', { className: 'muted small' }, `Gatehouse ${info.version} · data in ${info.data_dir}`));
+  }
+
+  private async executors(): Promise<HTMLElement> {
+    let cfg: ExecutorConfig;
+    try { cfg = await api.executorsGet(); } catch (e) { return h('p', { className: 'error' }, errorText(e)); }
+    const rows = h('tbody');
+    const msg = h('p', { role: 'status' });
+    const addRow = (scope: string, spec: ExecutorSpec) => {
+      const s = h('input', { type: 'text', value: scope, readonly: scope === 'default', size: 12, className: 'ex-scope' });
+      const kind = h('select', { className: 'ex-kind' }, ...['noop', 'file-queue', 'command'].map((k) => h('option', { value: k }, k === 'noop' ? 'Only log it' : k === 'file-queue' ? 'Write to a folder' : 'Run a program')));
+      kind.value = spec.kind;
+      const arg = h('input', { type: 'text', className: 'ex-arg', size: 40,
+        value: spec.kind === 'file-queue' ? spec.dir : spec.kind === 'command' ? [spec.program, ...spec.args].join(' ') : '',
+        placeholder: 'folder, or program and arguments' });
+      rows.append(h('tr', {}, h('td', {}, s), h('td', {}, kind), h('td', {}, arg)));
+    };
+    addRow('default', cfg.default);
+    for (const [k, v] of Object.entries(cfg.scopes)) addRow(k, v);
+    const save = async () => {
+      const next: ExecutorConfig = { default: { kind: 'noop' }, scopes: {} };
+      for (const tr of rows.querySelectorAll('tr')) {
+        const scope = (tr.querySelector('.ex-scope') as HTMLInputElement).value.trim();
+        const kind = (tr.querySelector('.ex-kind') as HTMLSelectElement).value;
+        const arg = (tr.querySelector('.ex-arg') as HTMLInputElement).value.trim();
+        if (!scope) continue;
+        const parts = arg.split(/\s+/).filter(Boolean);
+        const spec: ExecutorSpec = kind === 'file-queue' ? { kind: 'file-queue', dir: arg } : kind === 'command' ? { kind: 'command', program: parts[0] ?? '', args: parts.slice(1), timeout_secs: 60 } : { kind: 'noop' };
+        if (scope === 'default') next.default = spec; else next.scopes[scope] = spec;
+      }
+      try { await api.executorsSet(next); msg.textContent = 'Saved.'; } catch (e) { msg.textContent = errorText(e); }
+    };
+    return h('div', { className: 'card' }, h('h3', {}, 'What happens to accepted messages'),
+      h('p', { className: 'muted small' }, 'Per scope. Programs run without a shell; the message arrives on their standard input.'),
+      h('table', { className: 'executors' }, h('thead', {}, h('tr', {}, h('th', {}, 'Scope'), h('th', {}, 'Action'), h('th', {}, 'Folder or program'))), rows),
+      h('div', { className: 'actions' },
+        h('button', { className: 'secondary', onclick: () => addRow('', { kind: 'noop' }) }, 'Add a scope'),
+        h('button', { className: 'primary', onclick: () => void save() }, 'Save')), msg);
+  }
+}
+
+export class ActivityView {
+  readonly el = h('section', { className: 'activity', id: 'view-activity' });
+  async load(): Promise<void> {
+    try {
+      const entries = await api.auditList();
+      replace(this.el, h('h2', {}, 'Activity'),
+        h('p', { className: 'muted' }, 'Every decision and change you made, newest first.'),
+        entries.length ? h('ul', { className: 'audit', id: 'audit-list' }, ...entries.map((a) =>
+          h('li', {}, h('time', { title: a.at }, when(a.at)), ' ', h('strong', {}, a.action), a.subject ? h('span', { className: 'mono' }, ` ${a.subject.slice(0, 24)}`) : null,
+            h('details', {}, h('summary', {}, 'details'), h('pre', { className: 'json' }, JSON.stringify(a.detail, null, 2))))))
+          : h('p', { className: 'empty' }, 'Nothing yet.'));
+    } catch (e) {
+      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+}

@@ -1,0 +1,114 @@
+// The trust manager: who may reach your AI, for what, how often.
+import { api, errorText, type Policy, type TrustRow } from '../api';
+import { h, replace } from '../dom';
+import { fingerprint, isHexKey, optionalNumber, parseScopes, scopesText } from '../format';
+
+const MB = 1024 * 1024;
+
+export class TrustView {
+  readonly el = h('section', { className: 'trust', id: 'view-trust' });
+  private formBox = h('div', { className: 'form-box' });
+
+  constructor(private onChange: () => void) {}
+
+  async load(): Promise<void> {
+    try {
+      const [rows, blocked] = await Promise.all([api.trustList(), api.blockedList()]);
+      replace(this.el,
+        h('div', { className: 'heading' }, h('h2', {}, 'Trusted senders'),
+          h('button', { className: 'primary', id: 'trust-add-open', onclick: () => this.form(null) }, 'Add a sender')),
+        this.formBox,
+        rows.length ? h('table', { className: 'trust-table', id: 'trust-table' },
+          h('thead', {}, h('tr', {}, ...['Name', 'Key', 'May ask about', 'Limits', 'Today', ''].map((t) => h('th', {}, t)))),
+          h('tbody', {}, ...rows.map((r) => this.row(r))))
+          : h('p', { className: 'empty' }, 'Nobody is trusted yet. Add a sender by pasting their public key, or approve one when they knock.'),
+        blocked.length ? h('h3', {}, 'Blocked') : null,
+        blocked.length ? h('ul', { className: 'blocked', id: 'blocked-list' }, ...blocked.map((b) =>
+          h('li', {}, h('span', { className: 'mono' }, fingerprint(b.public_key)), ' ', h('span', { className: 'muted' }, b.reason), ' ',
+            h('button', { className: 'link', onclick: () => void this.act(() => api.trustUnblock(b.public_key)) }, 'Unblock')))) : null);
+    } catch (e) {
+      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  private row(r: TrustRow): HTMLElement {
+    const p = r.policy;
+    const limits = [
+      `up to ${(p.max_envelope_size / MB).toFixed(p.max_envelope_size % MB ? 2 : 0)} MB`,
+      p.rate_limit.max_per_hour != null ? `${p.rate_limit.max_per_hour}/hour` : null,
+      p.rate_limit.max_per_day != null ? `${p.rate_limit.max_per_day}/day` : null,
+      p['x-hold-for-consent'] ? 'asks you first' : null,
+      p['x-allow-delegation'] ? null : 'no delegation',
+    ].filter(Boolean).join(' · ');
+    return h('tr', { 'data-key': r.public_key },
+      h('td', { className: 'name' }, r.name),
+      h('td', { className: 'mono', title: r.public_key }, r.fingerprint),
+      h('td', { className: 'scopes' }, scopesText(p.allowed_scopes)),
+      h('td', {}, limits),
+      h('td', {}, String(r.used_today)),
+      h('td', { className: 'actions' },
+        h('button', { className: 'secondary edit', onclick: () => this.form(r) }, 'Edit'),
+        h('button', { className: 'secondary remove', onclick: () => { if (confirm(`Stop trusting ${r.name}?`)) void this.act(() => api.trustRemove(r.public_key)); } }, 'Remove'),
+        h('button', { className: 'danger block', onclick: () => { if (confirm(`Block ${r.name}? Nothing from them will get through.`)) void this.act(() => api.trustBlock(r.public_key)); } }, 'Block')));
+  }
+
+  private async act(f: () => Promise<unknown>): Promise<void> {
+    try {
+      await f();
+      this.onChange();
+      await this.load();
+    } catch (e) {
+      alert(errorText(e));
+    }
+  }
+
+  private form(existing: TrustRow | null): void {
+    const p = existing?.policy;
+    const key = h('input', { id: 'trust-key', type: 'text', value: existing?.public_key ?? '', placeholder: '64 hexadecimal characters', readonly: !!existing, size: 66 });
+    const name = h('input', { id: 'trust-name', type: 'text', value: existing?.name ?? '', placeholder: 'e.g. Dr. Lee' });
+    const scopes = h('input', { id: 'trust-scopes', type: 'text', value: p ? p.allowed_scopes.join(', ') : '', placeholder: 'support, billing — or * for everything' });
+    const size = h('input', { id: 'trust-size', type: 'number', min: 1, step: 'any', value: p ? p.max_envelope_size / MB : 10 });
+    const hour = h('input', { id: 'trust-per-hour', type: 'number', min: 0, value: p?.rate_limit.max_per_hour ?? '', placeholder: 'no limit' });
+    const day = h('input', { id: 'trust-per-day', type: 'number', min: 0, value: p?.rate_limit.max_per_day ?? '', placeholder: 'no limit' });
+    const hold = h('input', { id: 'trust-hold', type: 'checkbox', checked: p?.['x-hold-for-consent'] ?? false });
+    const deleg = h('input', { id: 'trust-delegation', type: 'checkbox', checked: p?.['x-allow-delegation'] ?? true });
+    const err = h('p', { className: 'error', role: 'alert' });
+    const save = async (ev: Event) => {
+      ev.preventDefault();
+      try {
+        if (!isHexKey(key.value)) throw new Error('The key must be 64 hexadecimal characters.');
+        const policy: Policy = {
+          allowed_scopes: parseScopes(scopes.value),
+          max_envelope_size: Math.round(Number(size.value) * MB),
+          rate_limit: { max_per_hour: optionalNumber(hour.value), max_per_day: optionalNumber(day.value) },
+          'x-hold-for-consent': hold.checked,
+          'x-allow-delegation': deleg.checked,
+          'x-consent-granted-scopes': p?.['x-consent-granted-scopes'] ?? [],
+        };
+        const input = { public_key: key.value.trim(), name: name.value.trim(), policy };
+        await (existing ? api.trustUpdate(input) : api.trustAdd(input));
+        replace(this.formBox);
+        this.onChange();
+        await this.load();
+      } catch (e) {
+        err.textContent = errorText(e);
+      }
+    };
+    const row = (label: string, input: HTMLElement, help?: string) => h('label', {}, h('span', {}, label), input, help ? h('small', {}, help) : null);
+    replace(this.formBox, h('form', { className: 'card trust-form', id: 'trust-form', onsubmit: save },
+      h('h3', {}, existing ? `Edit ${existing.name}` : 'Add a trusted sender'),
+      row('Public key', key),
+      row('Name', name, 'How this sender is shown to you.'),
+      row('May ask about (scopes)', scopes, 'Comma-separated; * allows every scope.'),
+      row('Largest message (MB)', size),
+      row('At most per hour', hour),
+      row('At most per day', day),
+      h('label', { className: 'check' }, hold, ' Ask me before passing their messages on'),
+      h('label', { className: 'check' }, deleg, ' Allow messages sent on behalf of someone else'),
+      err,
+      h('div', { className: 'actions' },
+        h('button', { className: 'primary', type: 'submit', id: 'trust-save' }, existing ? 'Save changes' : 'Trust this sender'),
+        h('button', { className: 'secondary', type: 'button', onclick: () => replace(this.formBox) }, 'Cancel'))));
+    (existing ? name : key).focus();
+  }
+}
