@@ -1,126 +1,308 @@
 //! The desktop app in its real window: WebKitWebDriver through tauri-driver, under the
-//! Xvfb display that `scripts/test.sh` provides. Needs DISPLAY and a D-Bus session with
-//! an unlocked keyring; fails (never skips) without them.
+//! Xvfb display that `scripts/test.sh` provides, with the real keychain (Secret Service),
+//! a real SQLite file, the inbox on a real loopback port and a real watched folder.
+//! Fails (never skips) without a display or keyring.
 
 use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-
-struct Driver {
-    child: Child,
-    base: String,
-    http: reqwest::blocking::Client,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// One app at a time: the app is single-instance, as it should be.
+static ONE_APP: Mutex<()> = Mutex::new(());
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn tauri_driver() -> String {
-    if let Ok(p) = which("tauri-driver") {
-        return p;
-    }
-    let home = std::env::var("HOME").unwrap_or_default();
-    let p = format!("{home}/.cargo/bin/tauri-driver");
-    assert!(std::path::Path::new(&p).exists(), "tauri-driver not found: run scripts/setup.sh");
+    let on_path = std::env::var("PATH").unwrap_or_default().split(':').map(|d| format!("{d}/tauri-driver")).find(|p| Path::new(p).exists());
+    let p = on_path.unwrap_or_else(|| format!("{}/.cargo/bin/tauri-driver", std::env::var("HOME").unwrap_or_default()));
+    assert!(Path::new(&p).exists(), "tauri-driver not found: run scripts/setup.sh");
     p
 }
 
-fn which(name: &str) -> Result<String, ()> {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| format!("{d}/{name}"))
-        .find(|p| std::path::Path::new(p).exists())
-        .ok_or(())
+struct App {
+    driver: Child,
+    base: String,
+    sid: String,
+    http: reqwest::blocking::Client,
+    pub data: tempfile::TempDir,
+    pub watch: PathBuf,
+    pub port: u16,
+    pub public_key: String,
 }
 
-impl Driver {
-    fn start(envs: &[(&str, &str)]) -> Driver {
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.http.delete(format!("{}/session/{}", self.base, self.sid)).send();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        let _ = gatehouse_keys::delete(self.data.path());
+    }
+}
+
+impl App {
+    fn start() -> App {
         assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
+        let data = tempfile::tempdir().unwrap();
+        let (identity, _) = gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os)
+            .expect("Secret Service must be running (scripts/test.sh starts one)");
+        let watch = data.path().join("drop");
         let port = free_port();
-        let native_port = free_port();
-        let mut cmd = Command::new(tauri_driver());
-        cmd.args(["--port", &port.to_string(), "--native-port", &native_port.to_string()])
+        let (dport, nport) = (free_port(), free_port());
+        let driver = Command::new(tauri_driver())
+            .args(["--port", &dport.to_string(), "--native-port", &nport.to_string()])
+            .env("GATEHOUSE_DATA_DIR", data.path())
+            .env("GATEHOUSE_KEYSTORE", "os")
+            .env("GATEHOUSE_PORT", port.to_string())
+            .env("GATEHOUSE_WATCH_DIR", &watch)
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        let child = cmd.spawn().expect("start tauri-driver");
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tauri-driver");
         let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
-        let base = format!("http://127.0.0.1:{port}");
+        let base = format!("http://127.0.0.1:{dport}");
         let t = Instant::now();
         while http.get(format!("{base}/status")).send().is_err() {
             assert!(t.elapsed() < Duration::from_secs(20), "tauri-driver did not come up");
             std::thread::sleep(Duration::from_millis(100));
         }
-        Driver { child, base, http }
+        let app = env!("CARGO_BIN_EXE_gatehouse-desktop");
+        let v: Value = http
+            .post(format!("{base}/session"))
+            .json(&json!({"capabilities": {"alwaysMatch": {"tauri:options": {"application": app}}}}))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        let sid = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {v}")).to_string();
+        let app = App { driver, base, sid, http, data, watch, port, public_key: identity.public_key };
+        // The inbox is up once its health answers.
+        app.wait("the inbox to listen", || reqwest::blocking::get(format!("http://127.0.0.1:{}/health", app.port)).is_ok());
+        app
     }
 
     fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        let mut req = self.http.request(method, format!("{}/session/{}{path}", self.base, self.sid));
         if let Some(b) = body {
             req = req.json(&b);
         }
         let v: Value = req.send().unwrap().json().unwrap();
         v["value"].clone()
     }
+
+    fn find_all(&self, css: &str) -> Vec<String> {
+        let v = self.call(reqwest::Method::POST, "/elements", Some(json!({"using": "css selector", "value": css})));
+        v.as_array().map(|a| a.iter().filter_map(|e| e[ELEMENT].as_str().map(String::from)).collect()).unwrap_or_default()
+    }
+
+    fn find(&self, css: &str) -> String {
+        let mut found = Vec::new();
+        self.wait(&format!("element {css}"), || {
+            found = self.find_all(css);
+            !found.is_empty()
+        });
+        found.remove(0)
+    }
+
+    /// Clicks in the page's own event loop, so a live re-render between finding and
+    /// clicking cannot leave the click on a detached element.
+    fn click(&self, css: &str) {
+        self.find(css);
+        let js = format!("document.querySelector({}).click(); return true;", serde_json::to_string(css).unwrap());
+        self.script(&js);
+    }
+
+    /// The element's text content (what the DOM holds, whatever CSS clips).
+    fn text(&self, css: &str) -> String {
+        self.find(css);
+        let js = format!("return document.querySelector({}).textContent;", serde_json::to_string(css).unwrap());
+        self.script(&js).as_str().unwrap_or("").to_string()
+    }
+
+    fn type_into(&self, css: &str, text: &str) {
+        let id = self.find(css);
+        self.call(reqwest::Method::POST, &format!("/element/{id}/clear"), Some(json!({})));
+        self.call(reqwest::Method::POST, &format!("/element/{id}/value"), Some(json!({"text": text})));
+    }
+
+    fn script(&self, js: &str) -> Value {
+        self.call(reqwest::Method::POST, "/execute/sync", Some(json!({"script": js, "args": []})))
+    }
+
+    fn wait(&self, what: &str, mut f: impl FnMut() -> bool) {
+        let t = Instant::now();
+        while !f() {
+            if t.elapsed() > Duration::from_secs(20) {
+                self.screenshot("timeout");
+                let body = self.script("return document.body.innerText;");
+                panic!("timed out waiting for {what}; the window shows: {body}");
+            }
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
+    fn wait_text(&self, css: &str, needle: &str) {
+        self.wait(&format!("{css} to contain {needle:?}"), || self.find_all(css).first().is_some_and(|_| self.text(css).contains(needle)));
+    }
+
+    fn screenshot(&self, name: &str) {
+        // A frame can lag a change; let the window settle first.
+        std::thread::sleep(Duration::from_millis(400));
+        if let Some(b64) = self.call(reqwest::Method::GET, "/screenshot", None).as_str() {
+            use base64::Engine as _;
+            let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+            std::fs::create_dir_all(&out).unwrap();
+            std::fs::write(out.join(format!("{name}.png")), base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap();
+        }
+    }
+
+    fn submit_url(&self) -> String {
+        format!("http://127.0.0.1:{}/epp/v1/submit", self.port)
+    }
+
+    fn envelope(&self, from: &SigningKey, scope: &str, prompt: &str) -> Value {
+        gatehouse_epp::Draft::new(&self.public_key, scope, prompt).sign(from, chrono::Utc::now())
+    }
+
+    fn send(&self, from: &SigningKey, scope: &str, prompt: &str) -> (u16, Value) {
+        let r = reqwest::blocking::Client::new().post(self.submit_url()).json(&self.envelope(from, scope, prompt)).send().unwrap();
+        (r.status().as_u16(), r.json().unwrap())
+    }
+
+    fn trust(&self, key: &SigningKey, name: &str, scopes: &[&str]) {
+        let store = gatehouse_store::Store::open(&self.data.path().join("gatehouse.db")).unwrap();
+        store
+            .trust_add(&gatehouse_store::TrustEntry {
+                public_key: gatehouse_epp::public_key_hex(key),
+                name: name.into(),
+                added_at: "2026-11-01T00:00:00Z".into(),
+                policy: gatehouse_store::Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), ..Default::default() },
+            })
+            .unwrap();
+    }
+
+    /// The inbox row whose preview contains `needle`.
+    fn row_with(&self, needle: &str) -> String {
+        let js = format!(
+            "const r=[...document.querySelectorAll('#inbox-rows .row')].find(r=>r.textContent.includes({})); return r ? r.dataset.receipt : null;",
+            serde_json::to_string(needle).unwrap()
+        );
+        let mut id = String::new();
+        self.wait(&format!("an inbox row with {needle:?}"), || {
+            id = self.script(&js).as_str().unwrap_or("").to_string();
+            !id.is_empty()
+        });
+        id
+    }
 }
 
 #[test]
-fn the_window_opens_and_shows_the_inbox_identity_from_the_keychain() {
-    let data = tempfile::tempdir().unwrap();
-    let (identity, _) = gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os)
-        .expect("Secret Service must be running (scripts/test.sh starts one)");
-    let data_dir = data.path().to_str().unwrap().to_string();
-    let driver = Driver::start(&[("GATEHOUSE_DATA_DIR", &data_dir), ("GATEHOUSE_KEYSTORE", "os")]);
-    let app = env!("CARGO_BIN_EXE_gatehouse-desktop");
-    let session = driver.call(
-        reqwest::Method::POST,
-        "/session",
-        Some(json!({"capabilities": {"alwaysMatch": {"tauri:options": {"application": app}}}})),
-    );
-    let sid = session["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {session}")).to_string();
+fn unknown_sender_prompts_and_approval_lets_the_next_envelope_in() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    assert_eq!(app.call(reqwest::Method::GET, "/title", None), "Gatehouse");
+    app.wait_text("#inbox-status-pill", &format!("127.0.0.1:{}", app.port));
+    let stranger = gatehouse_epp::generate_signing_key();
+    let (status, receipt) = app.send(&stranger, "support", "Hello, I am the pharmacy bot. May I remind you about refills?");
+    assert_eq!((status, receipt["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")));
 
-    let text_of = |css: &str| -> String {
-        let el = driver.call(reqwest::Method::POST, &format!("/session/{sid}/element"), Some(json!({"using": "css selector", "value": css})));
-        let id = el[ELEMENT].as_str().unwrap_or_else(|| panic!("{css} not found: {el}")).to_string();
-        driver.call(reqwest::Method::GET, &format!("/session/{sid}/element/{id}/text"), None).as_str().unwrap_or("").to_string()
-    };
-    let title = driver.call(reqwest::Method::GET, &format!("/session/{sid}/title"), None);
-    assert_eq!(title, "Gatehouse");
-    let t = Instant::now();
-    let mut shown = text_of("#public-key");
-    while shown == "loading…" && t.elapsed() < Duration::from_secs(15) {
-        std::thread::sleep(Duration::from_millis(200));
-        shown = text_of("#public-key");
-    }
-    assert_eq!(shown, identity.public_key, "the window shows the keychain identity");
-    assert_eq!(text_of("#keystore"), "OS keychain");
-    assert_eq!(text_of("#data-dir"), data_dir);
-    assert_eq!(text_of("#status"), "", "no error is shown");
+    // The count of things waiting shows, and the prompt says who asks and what.
+    app.wait_text("#waiting-count", "1");
+    app.click("#nav-consent");
+    app.wait_text(".consent-card", "pharmacy bot");
+    let ask = app.text(".consent-card .ask");
+    assert!(ask.contains("not approved") && ask.contains("“support”"), "{ask}");
+    app.screenshot("consent");
+    app.click(".consent-card button[data-decision='always_allow_scope']");
+    app.wait_text("#consent-notice", "Trusted for");
 
-    // Keep a screenshot for a person to look at.
-    let shot = driver.call(reqwest::Method::GET, &format!("/session/{sid}/screenshot"), None);
-    if let Some(b64) = shot.as_str() {
-        use base64::Engine as _;
-        let png = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
-        let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
-        std::fs::create_dir_all(&out).unwrap();
-        std::fs::write(out.join("window.png"), png).unwrap();
-    }
-    driver.call(reqwest::Method::DELETE, &format!("/session/{sid}"), None);
-    gatehouse_keys::delete(data.path()).unwrap();
+    // The next envelope from that sender is accepted and lands in the inbox.
+    let (status, _) = app.send(&stranger, "support", "Second message: your refill is ready.");
+    assert_eq!(status, 200);
+    app.click("#nav-inbox");
+    let id = app.row_with("your refill is ready");
+    let row = format!("#inbox-rows .row[data-receipt='{id}']");
+    assert!(app.text(&format!("{row} .badge")).contains("Done") || app.text(&format!("{row} .badge")).contains("Queued"));
+    // The waiting message itself was delivered by the approval too.
+    app.row_with("May I remind you about refills");
+    // The decision is in the activity log.
+    app.click("#nav-activity");
+    app.wait_text("#audit-list", "consent.always_allow_scope");
+}
+
+#[test]
+fn a_dropped_file_appears_with_its_receipt_and_hostile_markup_stays_text() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let doctor = gatehouse_epp::generate_signing_key();
+    app.trust(&doctor, "Dr. Lee", &["lab-results"]);
+    let env = app.envelope(&doctor, "lab-results", "Your lab results from the folder: LDL 96 mg/dL.");
+    app.wait("the watched folder", || app.watch.join("accepted").exists());
+    std::fs::write(app.watch.join("labs.json"), env.to_string()).unwrap();
+    app.click("#nav-inbox");
+    let id = app.row_with("from the folder");
+    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.wait_text("#inbox-detail h2", "Accepted");
+    let detail = app.text("#inbox-detail");
+    assert!(detail.contains("Folder: labs.json"), "{detail}");
+    assert!(detail.contains("Dr. Lee"), "{detail}");
+    assert!(detail.contains(env["envelope_id"].as_str().unwrap()), "{detail}");
+    let receipt_file = app.watch.join("accepted").join("labs.json.receipt.json");
+    let receipt: Value = serde_json::from_str(&std::fs::read_to_string(receipt_file).unwrap()).unwrap();
+    assert_eq!(receipt["envelope_id"], env["envelope_id"]);
+
+    // (d) A prompt carrying markup renders as text, in the list and in the detail.
+    let hostile = "Look: <img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned2'</script> done";
+    let (status, _) = app.send(&doctor, "lab-results", hostile);
+    assert_eq!(status, 200);
+    let id = app.row_with("<img src=x onerror=");
+    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.wait_text("#detail-prompt", "done");
+    assert_eq!(app.text("#detail-prompt"), hostile);
+    assert!(app.find_all("#detail-prompt img, #inbox-rows img, #detail-prompt script").is_empty());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(app.call(reqwest::Method::GET, "/title", None), "Gatehouse", "no injected script ran");
+    app.screenshot("inbox");
+}
+
+#[test]
+fn editing_a_policy_changes_the_next_verdict() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let clinic = gatehouse_epp::generate_signing_key();
+    app.trust(&clinic, "City Clinic", &["support"]);
+    let (status, r) = app.send(&clinic, "billing", "Your invoice is ready");
+    assert_eq!((status, r["error"]["code"].as_str()), (403, Some("POLICY_DENIED")));
+
+    app.click("#nav-trust");
+    app.wait_text("#trust-table", "City Clinic");
+    app.click("#trust-table tr[data-key] button.edit");
+    app.type_into("#trust-scopes", "support, billing");
+    app.type_into("#trust-per-day", "20");
+    app.click("#trust-save");
+    app.wait_text("#trust-table", "support, billing");
+    app.wait_text("#trust-table", "20/day");
+    app.screenshot("trust");
+
+    let (status, _) = app.send(&clinic, "billing", "Your invoice is ready (again)");
+    assert_eq!(status, 200, "the edited policy applies to the very next envelope");
+    // Adding a sender by pasting a key, with a bad key first: a clear error, nothing saved.
+    app.click("#trust-add-open");
+    app.type_into("#trust-key", "not-a-key");
+    app.type_into("#trust-name", "Typo");
+    app.type_into("#trust-scopes", "support");
+    app.click("#trust-save");
+    app.wait_text("#trust-form .error", "64 hexadecimal");
+    let other = gatehouse_epp::generate_signing_key();
+    app.type_into("#trust-key", &gatehouse_epp::public_key_hex(&other));
+    app.click("#trust-save");
+    app.wait_text("#trust-table", "Typo");
+    assert_eq!(app.send(&other, "support", "hi").0, 200);
 }

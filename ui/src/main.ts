@@ -68,7 +68,8 @@ replace(app,
   nav, main);
 
 await refreshInfo();
-await show('inbox', true);
+// The user may already have picked a tab while the first answer was on its way.
+await show(tab, true);
 // New messages refresh what is on screen; consent requests also update the count.
 void onInboxEvent(refreshAll);
 void onStatus(() => void refreshInfo());

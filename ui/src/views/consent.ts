@@ -16,12 +16,14 @@ export function consentSentence(item: ConsentItem): string {
 
 export class ConsentView {
   readonly el = h('section', { className: 'consent', id: 'view-consent' });
+  /** The outcome of the last decision, kept while the list refreshes under it. */
+  private notice = h('p', { className: 'notice', id: 'consent-notice', role: 'status' });
   constructor(private onChange: () => void) {}
 
   async load(): Promise<void> {
     try {
       const items = await api.consentList();
-      replace(this.el, h('h2', {}, 'Waiting for you'),
+      replace(this.el, h('h2', {}, 'Waiting for you'), this.notice,
         items.length ? null : h('p', { className: 'empty' }, 'Nothing is waiting. When an unknown sender knocks, or a message needs your consent, it appears here.'),
         ...items.map((it) => this.card(it)));
     } catch (e) {
@@ -37,6 +39,7 @@ export class ConsentView {
       try {
         const out = await api.consentDecide(target, d);
         result.textContent = out.message;
+        this.notice.textContent = out.message;
         card.classList.add('decided');
         for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
         this.onChange();
