@@ -306,3 +306,49 @@ fn editing_a_policy_changes_the_next_verdict() {
     app.wait_text("#trust-table", "Typo");
     assert_eq!(app.send(&other, "support", "hi").0, 200);
 }
+
+#[test]
+fn conversations_thread_with_delegation_and_settings_show_the_identity() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let doctor = gatehouse_epp::generate_signing_key();
+    let patient = gatehouse_epp::generate_signing_key();
+    app.trust(&doctor, "Doctor", &["*"]);
+    app.trust(&patient, "Patient", &["notifications"]);
+    let conv = "6f1c2a4e-2b4b-4f8e-9a51-0d2e9a7c1b11";
+    let post = |d: gatehouse_epp::Draft| {
+        let env = d.sign(&doctor, chrono::Utc::now());
+        let r = reqwest::blocking::Client::new().post(app.submit_url()).json(&env).send().unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        env["envelope_id"].as_str().unwrap().to_string()
+    };
+    let mut first = gatehouse_epp::Draft::new(&app.public_key, "lab-results", "Lab results are in.");
+    first.conversation_id = Some(conv.into());
+    first.payload_type = Some("lab-report".into());
+    let first_id = post(first);
+    let mut reply = gatehouse_epp::Draft::new(&app.public_key, "referrals", "Referral to cardiology.");
+    reply.conversation_id = Some(conv.into());
+    reply.in_reply_to = Some(first_id);
+    reply.payload_type = Some("referral".into());
+    reply.on_behalf_of = Some(gatehouse_epp::public_key_hex(&patient));
+    post(reply);
+
+    app.click("#nav-inbox");
+    let id = app.row_with("Referral to cardiology");
+    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.wait_text("#inbox-detail", "Doctor, on behalf of Patient");
+    app.click("#detail-conversation");
+    app.wait_text("#conversation-thread", "Referral to cardiology");
+    let thread = app.text("#conversation-thread");
+    let (a, b) = (thread.find("Lab results are in").unwrap(), thread.find("Referral to cardiology").unwrap());
+    assert!(a < b, "the reply follows what it answers: {thread}");
+    assert!(thread.contains("lab-report") && thread.contains("referral"), "{thread}");
+    assert!(thread.contains("Doctor, on behalf of Patient"), "{thread}");
+    app.screenshot("conversation");
+
+    app.click("#nav-settings");
+    app.wait_text("#settings-key", &app.public_key);
+    assert!(app.text("#settings-endpoint").contains(&format!("127.0.0.1:{}/epp/v1/submit", app.port)));
+    app.wait("the QR code", || app.script("return document.querySelector('#identity-qr').src;").as_str().unwrap_or("").starts_with("data:image/svg+xml"));
+    app.screenshot("settings");
+}

@@ -33,7 +33,7 @@ export interface InboxItem {
   seq: number; receipt_id: string; envelope_id: string | null; status: string; code: string | null; message: string | null;
   received_at: string; transport: string; sender: string | null; sender_name: string | null; scope: string | null;
   prompt_preview: string | null; envelope_row: number | null; exec_status: string | null; payload_type: string | null;
-  conversation_id: string | null; on_behalf_of: string | null;
+  conversation_id: string | null; on_behalf_of: string | null; on_behalf_of_name: string | null;
 }
 export interface EnvelopeRow {
   id: number; envelope_id: string; sender: string; recipient: string; scope: string; payload_type: string | null;

@@ -296,10 +296,11 @@ impl Store {
         let mut sql = String::from(
             "SELECT r.seq, r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at, r.transport,
                     r.sender, t.name, r.scope, substr(r.prompt, 1, 240), r.envelope_row, e.exec_status,
-                    e.payload_type, e.conversation_id, e.on_behalf_of
+                    e.payload_type, e.conversation_id, e.on_behalf_of, p.name
              FROM receipts r
              LEFT JOIN envelopes e ON e.id = r.envelope_row
              LEFT JOIN trust t ON t.public_key = r.sender
+             LEFT JOIN trust p ON p.public_key = e.on_behalf_of
              WHERE 1 = 1",
         );
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
@@ -355,6 +356,7 @@ impl Store {
                 payload_type: r.get(14)?,
                 conversation_id: r.get(15)?,
                 on_behalf_of: r.get(16)?,
+                on_behalf_of_name: r.get(17)?,
             })
         })?;
         rows.collect::<rusqlite::Result<_>>().map_err(Into::into)

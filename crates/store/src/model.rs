@@ -229,6 +229,7 @@ pub struct InboxItem {
     pub payload_type: Option<String>,
     pub conversation_id: Option<String>,
     pub on_behalf_of: Option<String>,
+    pub on_behalf_of_name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -66,7 +66,7 @@ export class InboxView {
     },
       h('div', { className: 'row-top' },
         h('span', { className: `badge ${item.status}` }, badge),
-        h('span', { className: 'who' }, item.sender ? delegationLine(who, null, item.on_behalf_of) : 'Unreadable input'),
+        h('span', { className: 'who' }, item.sender ? delegationLine(who, item.on_behalf_of_name, item.on_behalf_of) : 'Unreadable input'),
         item.scope ? h('span', { className: 'scope' }, item.scope) : null,
         item.payload_type ? h('span', { className: 'ptype' }, item.payload_type) : null,
         h('time', { datetime: item.received_at, title: item.received_at }, when(item.received_at))),
@@ -93,7 +93,7 @@ export class InboxView {
         h('h2', {}, 'Conversation'),
         h('p', { className: 'muted mono' }, conversationId),
         h('ol', { className: 'thread', id: 'conversation-thread' }, ...msgs.map((m) =>
-          h('li', { className: 'msg', style: `margin-left: ${Math.min(m.depth, 6) * 18}px` },
+          h('li', { className: `msg depth-${Math.min(m.depth, 6)}` },
             h('div', { className: 'row-top' },
               h('span', { className: 'who' }, delegationLine(senderLabel(m.sender_name, m.envelope.sender), m.on_behalf_of_name, m.envelope.on_behalf_of)),
               m.envelope.payload_type ? h('span', { className: 'ptype' }, m.envelope.payload_type) : null,
