@@ -219,6 +219,17 @@ impl Store {
         insert_receipt(&self.conn(), receipt)
     }
 
+    /// Records many receipts in one transaction (imports, benchmarks, tests).
+    pub fn record_receipts(&self, rows: &[ReceiptRow]) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        for r in rows {
+            insert_receipt(&tx, r)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// The accepted envelope whose raw bytes hash to `sha` — used by the folder transport
     /// to recognise a file it accepted just before a crash.
     pub fn accepted_by_hash(&self, sha: &str) -> Result<Option<ReceiptRow>> {
