@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-(cd ui && npm ci --no-audit --no-fund && npm run build)
+(cd ui && npm install --no-audit --no-fund && npm run build)
 exec cargo run --locked -p gatehouse-desktop "$@"

@@ -10,7 +10,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 mkdir -p "$HOME/.local/share/keyrings"
 
 echo "== ui: install, unit tests, build"
-(cd ui && npm ci --no-audit --no-fund && npm test && npm run build)
+(cd ui && npm install --no-audit --no-fund && npm test && npm run build)
 
 echo "== build"
 cargo build --workspace --all-targets --locked
