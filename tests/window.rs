@@ -351,4 +351,13 @@ fn conversations_thread_with_delegation_and_settings_show_the_identity() {
     assert!(app.text("#settings-endpoint").contains(&format!("127.0.0.1:{}/epp/v1/submit", app.port)));
     app.wait("the QR code", || app.script("return document.querySelector('#identity-qr').src;").as_str().unwrap_or("").starts_with("data:image/svg+xml"));
     app.screenshot("settings");
+
+    // Pausing the inbox closes its port; resuming opens it again.
+    let health = format!("http://127.0.0.1:{}/health", app.port);
+    app.click("#pause-toggle");
+    app.wait_text("#inbox-status-pill", "Inbox paused");
+    app.wait("the port to close", || reqwest::blocking::get(&health).is_err());
+    app.click("#pause-toggle");
+    app.wait_text("#inbox-status-pill", "Listening on");
+    app.wait("the port to open", || reqwest::blocking::get(&health).is_ok());
 }
