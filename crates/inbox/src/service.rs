@@ -43,8 +43,7 @@ const NONCE_GC_EVERY: Duration = Duration::from_secs(600);
 
 /// An inbox wired to an executor queue; [`run_with`] drains the queue.
 pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Inbox>, mpsc::UnboundedReceiver<i64>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (Arc::new(Inbox::new(store, public_key).with_executions(tx)), rx)
+    build_with_events(store, public_key, tokio::sync::broadcast::channel(256).0)
 }
 
 /// [`build`] with an event channel that outlives this inbox (the app keeps one across
