@@ -1,5 +1,7 @@
 //! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
 
+mod bench;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -64,6 +66,19 @@ enum Command {
     /// Choose what runs for accepted prompts
     #[command(subcommand)]
     Executor(ExecutorCmd),
+    /// Measure: sign N envelopes from M senders, post them over loopback with C
+    /// connections (or drop them in a watched folder) to a throwaway inbox
+    Bench {
+        #[arg(long, default_value_t = 10_000)]
+        envelopes: usize,
+        #[arg(long, default_value_t = 10)]
+        senders: usize,
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Drop files into a watched folder instead of posting
+        #[arg(long)]
+        folder: bool,
+    },
     /// Sign a prompt with your key and send it to an inbox; prints the receipt
     Send {
         /// The inbox's submit URL, e.g. http://127.0.0.1:8765/epp/v1/submit
@@ -376,6 +391,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 };
                 gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch }, shutdown, |_| {}).await
             })?;
+        }
+        Command::Bench { envelopes, senders, concurrency, folder } => {
+            bench::run(bench::BenchArgs { envelopes, senders, concurrency, folder })?;
         }
         Command::Send { to, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {
             let o = open(false)?;
