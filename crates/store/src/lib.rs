@@ -24,6 +24,8 @@ pub enum StoreError {
     AlreadyTrusted(String),
     #[error("{0} is not in the trust registry")]
     NotTrusted(String),
+    #[error("the commit this acceptance was part of failed: {0}")]
+    CommitFailed(String),
     #[error("the database was written by a newer Gatehouse (schema {found}, this build knows {known})")]
     TooNew { found: i64, known: i64 },
 }
@@ -39,6 +41,16 @@ pub enum AcceptRefusal {
 
 pub struct Store {
     conn: Mutex<Connection>,
+    /// Acceptances waiting for the next group commit.
+    accepting: Mutex<Vec<PendingAccept>>,
+}
+
+type AcceptResult = Result<Result<i64, AcceptRefusal>>;
+
+struct PendingAccept {
+    rec: NewEnvelope,
+    limits: RateLimit,
+    reply: std::sync::mpsc::SyncSender<AcceptResult>,
 }
 
 impl Store {
@@ -57,7 +69,7 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrations::run(&mut conn)?;
-        Ok(Store { conn: Mutex::new(conn) })
+        Ok(Store { conn: Mutex::new(conn), accepting: Mutex::new(Vec::new()) })
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -160,54 +172,34 @@ impl Store {
     // ---- acceptance (nonce + envelope + receipt in one transaction) -------------------
 
     /// Commits an accepted envelope, unless its nonce was seen or the sender is over a
-    /// rate limit counted over accepted envelopes. Concurrent calls with the same nonce
-    /// accept exactly one: the check and the insert share an IMMEDIATE transaction, and
-    /// the nonce is the primary key besides.
-    pub fn accept(&self, rec: &NewEnvelope, limits: &RateLimit) -> Result<Result<i64, AcceptRefusal>> {
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let seen: bool = tx
-            .query_row("SELECT 1 FROM nonces WHERE nonce = ?1", [&rec.nonce], |_| Ok(true))
-            .optional()?
-            .unwrap_or(false);
-        if seen {
-            return Ok(Err(AcceptRefusal::Replay));
-        }
-        for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
-            let Some(limit) = limit else { continue };
-            let since = rec.received_ms - secs * 1000;
-            let (count, oldest): (u32, Option<i64>) = tx.query_row(
-                "SELECT count(*), min(received_ms) FROM envelopes WHERE sender = ?1 AND received_ms > ?2",
-                params![rec.sender, since],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            if count >= limit {
-                // The window frees a slot when its oldest acceptance falls out of it.
-                let frees_at = oldest.unwrap_or(rec.received_ms) + secs * 1000;
-                let retry_after_secs = ((frees_at - rec.received_ms).max(1000) as u64).div_ceil(1000);
-                return Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs }));
+    /// rate limit counted over accepted envelopes.
+    ///
+    /// Group commit: callers queue their acceptance; whoever holds the connection next
+    /// takes the whole queue into one IMMEDIATE transaction and one fsync, and only then
+    /// answers each caller. So no caller returns (and no receipt goes out) before its
+    /// acceptance is durable, and concurrent calls with the same nonce accept exactly
+    /// one: later ones in the same transaction see the earlier insert, and the nonce is
+    /// the primary key besides.
+    pub fn accept(&self, rec: &NewEnvelope, limits: &RateLimit) -> AcceptResult {
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.accepting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(PendingAccept { rec: rec.clone(), limits: limits.clone(), reply });
+        loop {
+            if let Ok(r) = answer.try_recv() {
+                return r;
+            }
+            let mut conn = self.conn();
+            // Served by the commit we just waited for?
+            if let Ok(r) = answer.try_recv() {
+                return r;
+            }
+            let batch = std::mem::take(&mut *self.accepting.lock().unwrap_or_else(|p| p.into_inner()));
+            if !batch.is_empty() {
+                commit_batch(&mut conn, batch);
             }
         }
-        tx.execute(
-            "INSERT INTO nonces (nonce, expires_at_ms, envelope_id) VALUES (?1, ?2, ?3)",
-            params![rec.nonce, rec.expires_at_ms, rec.envelope_id],
-        )?;
-        tx.execute(
-            "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
-                in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
-                transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-            params![
-                rec.envelope_id, rec.sender, rec.recipient, rec.scope, rec.payload_type, rec.conversation_id,
-                rec.in_reply_to, rec.on_behalf_of, rec.prompt, rec.timestamp, rec.expires_at, rec.received_at,
-                rec.received_ms, rec.transport, rec.signed_form, rec.raw, rec.raw_sha256, rec.receipt.receipt_id,
-                rec.executor, rec.exec_status.as_str(),
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        insert_receipt(&tx, &ReceiptRow { envelope_row: Some(id), ..rec.receipt.clone() })?;
-        tx.commit()?;
-        Ok(Ok(id))
     }
 
     pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {
@@ -476,6 +468,89 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+/// One transaction for a whole batch of acceptances; each gets a savepoint so one bad
+/// row fails alone. Answers go out only after the commit.
+fn commit_batch(conn: &mut Connection, batch: Vec<PendingAccept>) {
+    let mut results: Vec<AcceptResult> = Vec::with_capacity(batch.len());
+    let outcome = (|| -> Result<()> {
+        let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for p in &batch {
+            let mut sp = tx.savepoint()?;
+            match accept_one(&sp, &p.rec, &p.limits) {
+                Ok(Ok(id)) => {
+                    sp.commit()?;
+                    results.push(Ok(Ok(id)));
+                }
+                Ok(Err(refusal)) => {
+                    sp.rollback()?;
+                    results.push(Ok(Err(refusal)));
+                }
+                Err(e) => {
+                    sp.rollback()?;
+                    results.push(Err(e));
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => {
+            for (p, r) in batch.into_iter().zip(results) {
+                let _ = p.reply.send(r);
+            }
+        }
+        Err(e) => {
+            // Nothing of this batch is durable: every caller learns so.
+            let msg = e.to_string();
+            for p in batch {
+                let _ = p.reply.send(Err(StoreError::CommitFailed(msg.clone())));
+            }
+        }
+    }
+}
+
+fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptResult {
+    let seen: bool = tx.query_row("SELECT 1 FROM nonces WHERE nonce = ?1", [&rec.nonce], |_| Ok(true)).optional()?.unwrap_or(false);
+    if seen {
+        return Ok(Err(AcceptRefusal::Replay));
+    }
+    for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
+        let Some(limit) = limit else { continue };
+        let since = rec.received_ms - secs * 1000;
+        let (count, oldest): (u32, Option<i64>) = tx.query_row(
+            "SELECT count(*), min(received_ms) FROM envelopes WHERE sender = ?1 AND received_ms > ?2",
+            params![rec.sender, since],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        if count >= limit {
+            // The window frees a slot when its oldest acceptance falls out of it.
+            let frees_at = oldest.unwrap_or(rec.received_ms) + secs * 1000;
+            let retry_after_secs = ((frees_at - rec.received_ms).max(1000) as u64).div_ceil(1000);
+            return Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs }));
+        }
+    }
+    tx.execute(
+        "INSERT INTO nonces (nonce, expires_at_ms, envelope_id) VALUES (?1, ?2, ?3)",
+        params![rec.nonce, rec.expires_at_ms, rec.envelope_id],
+    )?;
+    tx.execute(
+        "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
+            in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
+            transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+        params![
+            rec.envelope_id, rec.sender, rec.recipient, rec.scope, rec.payload_type, rec.conversation_id,
+            rec.in_reply_to, rec.on_behalf_of, rec.prompt, rec.timestamp, rec.expires_at, rec.received_at,
+            rec.received_ms, rec.transport, rec.signed_form, rec.raw, rec.raw_sha256, rec.receipt.receipt_id,
+            rec.executor, rec.exec_status.as_str(),
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    insert_receipt(tx, &ReceiptRow { envelope_row: Some(id), ..rec.receipt.clone() })?;
+    Ok(Ok(id))
 }
 
 const TRUST_SELECT: &str = "SELECT public_key, name, added_at, policy FROM trust";
