@@ -25,41 +25,77 @@ fn now_string() -> String {
     gatehouse_epp::crypto::utc_string_ms(chrono::Utc::now())
 }
 
-/// Runs one envelope's executor and records the result.
-pub async fn run_one(store: &Arc<Store>, id: i64) {
-    let s = store.clone();
-    let loaded = tokio::task::spawn_blocking(move || -> gatehouse_store::Result<_> {
-        let row = s.envelope(id)?;
-        let config = ExecutorConfig::load(&s)?;
-        if row.is_some() {
-            s.set_exec(id, ExecStatus::Running, None, &now_string())?;
+/// How many queued envelopes the runner takes at once: their status changes share a
+/// commit, so a burst of accepted envelopes does not cost two fsyncs each.
+const BATCH: usize = 256;
+
+/// Consumes envelope row ids and runs their executors in arrival order.
+pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>) {
+    while let Some(first) = rx.recv().await {
+        let mut ids = vec![first];
+        while ids.len() < BATCH {
+            match rx.try_recv() {
+                Ok(id) => ids.push(id),
+                Err(_) => break,
+            }
         }
-        Ok(row.map(|r| (config.for_scope(&r.scope).clone(), r)))
-    })
-    .await;
-    let (spec, row) = match loaded {
-        Ok(Ok(Some(x))) => x,
-        Ok(Ok(None)) => return,
-        Ok(Err(e)) => return tracing::error!(id, error = %e, "could not load an envelope for its executor"),
-        Err(e) => return tracing::error!(id, error = %e, "executor task failed"),
-    };
-    let (status, result) = match execute(&spec, &row).await {
-        Ok(v) => (ExecStatus::Succeeded, v),
-        Err(v) => {
-            tracing::warn!(envelope_id = %row.envelope_id, result = %v, "executor failed");
-            (ExecStatus::Failed, v)
-        }
-    };
-    let s = store.clone();
-    let saved = tokio::task::spawn_blocking(move || s.set_exec(id, status, Some(&result), &now_string())).await;
-    if !matches!(saved, Ok(Ok(()))) {
-        tracing::error!(id, "could not record an executor result");
+        run_batch(&store, ids).await;
     }
 }
 
-/// Consumes envelope row ids and runs their executors one at a time, in arrival order.
-pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>) {
-    while let Some(id) = rx.recv().await {
-        run_one(&store, id).await;
+async fn blocking<T: Send + 'static>(store: &Arc<Store>, f: impl FnOnce(&Store) -> gatehouse_store::Result<T> + Send + 'static) -> Option<T> {
+    let s = store.clone();
+    match tokio::task::spawn_blocking(move || f(&s)).await {
+        Ok(Ok(v)) => Some(v),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "executor bookkeeping failed");
+            None
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "executor task failed");
+            None
+        }
+    }
+}
+
+/// Runs one batch: all marked running in one commit, executed in order, results recorded
+/// in as few commits as possible (immediately after any executor that took a while, so a
+/// slow command never hides the results of the quick ones before it).
+async fn run_batch(store: &Arc<Store>, ids: Vec<i64>) {
+    let loaded = blocking(store, move |s| {
+        let config = ExecutorConfig::load(s)?;
+        let mut rows = Vec::new();
+        for id in ids {
+            if let Some(r) = s.envelope(id)? {
+                // Only what is queued runs: never a held envelope, never one twice.
+                if r.exec_status == ExecStatus::Queued {
+                    rows.push((config.for_scope(&r.scope).clone(), r));
+                }
+            }
+        }
+        let running: Vec<_> = rows.iter().map(|(_, r)| (r.id, ExecStatus::Running, None)).collect();
+        s.set_exec_many(&running, &now_string())?;
+        Ok(rows)
+    })
+    .await;
+    let Some(rows) = loaded else { return };
+    let mut done = Vec::new();
+    for (spec, row) in rows {
+        let started = std::time::Instant::now();
+        let (status, result) = match execute(&spec, &row).await {
+            Ok(v) => (ExecStatus::Succeeded, v),
+            Err(v) => {
+                tracing::warn!(envelope_id = %row.envelope_id, result = %v, "executor failed");
+                (ExecStatus::Failed, v)
+            }
+        };
+        done.push((row.id, status, Some(result)));
+        if started.elapsed() > std::time::Duration::from_millis(200) {
+            let batch = std::mem::take(&mut done);
+            blocking(store, move |s| s.set_exec_many(&batch, &now_string())).await;
+        }
+    }
+    if !done.is_empty() {
+        blocking(store, move |s| s.set_exec_many(&done, &now_string())).await;
     }
 }

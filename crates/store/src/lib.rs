@@ -26,7 +26,9 @@ pub enum StoreError {
     NotTrusted(String),
     #[error("the commit this acceptance was part of failed: {0}")]
     CommitFailed(String),
-    #[error("the database was written by a newer Gatehouse (schema {found}, this build knows {known})")]
+    #[error(
+        "the database was written by a newer Gatehouse (schema {found}, this build knows {known})"
+    )]
     TooNew { found: i64, known: i64 },
 }
 
@@ -36,11 +38,19 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AcceptRefusal {
     Replay,
-    RateLimited { window: &'static str, limit: u32, retry_after_secs: u64 },
+    RateLimited {
+        window: &'static str,
+        limit: u32,
+        retry_after_secs: u64,
+    },
 }
 
 pub struct Store {
     conn: Mutex<Connection>,
+    /// Where to open read connections (None for in-memory stores, which read through
+    /// the writer). WAL lets readers run while a commit waits for its fsync.
+    path: Option<std::path::PathBuf>,
+    readers: Mutex<Vec<Connection>>,
     /// Acceptances waiting for the next group commit.
     accepting: Mutex<Vec<PendingAccept>>,
 }
@@ -56,20 +66,51 @@ struct PendingAccept {
 impl Store {
     pub fn open(path: &Path) -> Result<Store> {
         let conn = Connection::open(path)?;
-        Self::init(conn)
+        Self::init(conn, Some(path.to_path_buf()))
     }
 
     pub fn open_in_memory() -> Result<Store> {
-        Self::init(Connection::open_in_memory()?)
+        Self::init(Connection::open_in_memory()?, None)
     }
 
-    fn init(mut conn: Connection) -> Result<Store> {
+    fn init(mut conn: Connection, path: Option<std::path::PathBuf>) -> Result<Store> {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrations::run(&mut conn)?;
-        Ok(Store { conn: Mutex::new(conn), accepting: Mutex::new(Vec::new()) })
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path,
+            readers: Mutex::new(Vec::new()),
+            accepting: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Runs a read on a pooled read connection, so reads never queue behind a commit.
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let Some(path) = &self.path else {
+            return f(&self.conn());
+        };
+        let pooled = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Connection::open_with_flags(
+                    path,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                c.busy_timeout(std::time::Duration::from_secs(10))?;
+                c
+            }
+        };
+        let out = f(&conn);
+        let mut pool = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.len() < 8 {
+            pool.push(conn);
+        }
+        out
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -107,11 +148,16 @@ impl Store {
     }
 
     pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
-        let conn = self.conn();
-        let row = conn
-            .query_row(&format!("{TRUST_SELECT} WHERE public_key = ?1"), [key.to_ascii_lowercase()], trust_columns)
-            .optional()?;
-        row.map(trust_entry).transpose()
+        self.read(|conn| {
+            let row = conn
+                .query_row(
+                    &format!("{TRUST_SELECT} WHERE public_key = ?1"),
+                    [key.to_ascii_lowercase()],
+                    trust_columns,
+                )
+                .optional()?;
+            row.map(trust_entry).transpose()
+        })
     }
 
     pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
@@ -122,17 +168,30 @@ impl Store {
     }
 
     pub fn trust_remove(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM trust WHERE public_key = ?1", [key.to_ascii_lowercase()])? > 0)
+        Ok(self.conn().execute(
+            "DELETE FROM trust WHERE public_key = ?1",
+            [key.to_ascii_lowercase()],
+        )? > 0)
     }
 
     // ---- pending sender requests ------------------------------------------------------
 
     /// Records that an unknown (but correctly signing) sender knocked.
-    pub fn pending_record(&self, key: &str, scope: &str, envelope_id: &str, now: &str) -> Result<()> {
+    pub fn pending_record(
+        &self,
+        key: &str,
+        scope: &str,
+        envelope_id: &str,
+        now: &str,
+    ) -> Result<()> {
         let key = key.to_ascii_lowercase();
         let conn = self.conn();
         let scopes: Option<String> = conn
-            .query_row("SELECT scopes FROM pending_senders WHERE public_key = ?1", [&key], |r| r.get(0))
+            .query_row(
+                "SELECT scopes FROM pending_senders WHERE public_key = ?1",
+                [&key],
+                |r| r.get(0),
+            )
             .optional()?;
         let mut scopes: Vec<String> = match scopes {
             Some(s) => serde_json::from_str(&s)?,
@@ -156,17 +215,34 @@ impl Store {
             "SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id FROM pending_senders ORDER BY last_seen DESC",
         )?;
         let rows = stmt.query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?))
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get::<_, String>(4)?,
+                r.get(5)?,
+            ))
         })?;
         rows.map(|row| {
             let (public_key, first_seen, last_seen, count, scopes, last_envelope_id) = row?;
-            Ok(PendingSender { public_key, first_seen, last_seen, count, scopes_tried: serde_json::from_str(&scopes)?, last_envelope_id })
+            Ok(PendingSender {
+                public_key,
+                first_seen,
+                last_seen,
+                count,
+                scopes_tried: serde_json::from_str(&scopes)?,
+                last_envelope_id,
+            })
         })
         .collect()
     }
 
     pub fn pending_remove(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM pending_senders WHERE public_key = ?1", [key.to_ascii_lowercase()])? > 0)
+        Ok(self.conn().execute(
+            "DELETE FROM pending_senders WHERE public_key = ?1",
+            [key.to_ascii_lowercase()],
+        )? > 0)
     }
 
     // ---- acceptance (nonce + envelope + receipt in one transaction) -------------------
@@ -185,7 +261,11 @@ impl Store {
         self.accepting
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(PendingAccept { rec: rec.clone(), limits: limits.clone(), reply });
+            .push(PendingAccept {
+                rec: rec.clone(),
+                limits: limits.clone(),
+                reply,
+            });
         loop {
             if let Ok(r) = answer.try_recv() {
                 return r;
@@ -195,7 +275,8 @@ impl Store {
             if let Ok(r) = answer.try_recv() {
                 return r;
             }
-            let batch = std::mem::take(&mut *self.accepting.lock().unwrap_or_else(|p| p.into_inner()));
+            let batch =
+                std::mem::take(&mut *self.accepting.lock().unwrap_or_else(|p| p.into_inner()));
             if !batch.is_empty() {
                 commit_batch(&mut conn, batch);
             }
@@ -203,7 +284,13 @@ impl Store {
     }
 
     pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {
-        Ok(self.conn().query_row("SELECT 1 FROM nonces WHERE nonce = ?1", [nonce], |_| Ok(())).optional()?.is_some())
+        self.read(|c| {
+            Ok(
+                c.query_row("SELECT 1 FROM nonces WHERE nonce = ?1", [nonce], |_| Ok(()))
+                    .optional()?
+                    .is_some(),
+            )
+        })
     }
 
     /// Records a rejection (every submission leaves a receipt the user can read).
@@ -227,7 +314,11 @@ impl Store {
     pub fn accepted_by_hash(&self, sha: &str) -> Result<Option<ReceiptRow>> {
         let receipt_id: Option<String> = self
             .conn()
-            .query_row("SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1", [sha], |r| r.get(0))
+            .query_row(
+                "SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1",
+                [sha],
+                |r| r.get(0),
+            )
             .optional()?;
         match receipt_id {
             Some(id) => self.receipt(&id),
@@ -238,13 +329,17 @@ impl Store {
     pub fn receipt(&self, receipt_id: &str) -> Result<Option<ReceiptRow>> {
         let conn = self.conn();
         let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} WHERE receipt_id = ?1"))?;
-        stmt.query_row([receipt_id], receipt_from_row).optional().map_err(Into::into)
+        stmt.query_row([receipt_id], receipt_from_row)
+            .optional()
+            .map_err(Into::into)
     }
 
     /// Newest first.
     pub fn receipts(&self, limit: u32, offset: u32) -> Result<Vec<ReceiptRow>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} ORDER BY seq DESC LIMIT ?1 OFFSET ?2"))?;
+        let mut stmt = conn.prepare(&format!(
+            "{RECEIPT_SELECT} ORDER BY seq DESC LIMIT ?1 OFFSET ?2"
+        ))?;
         let rows = stmt.query_map(params![limit, offset], receipt_from_row)?;
         rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
     }
@@ -252,7 +347,9 @@ impl Store {
     /// Newest first.
     pub fn envelopes(&self, limit: u32, offset: u32) -> Result<Vec<EnvelopeRow>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} ORDER BY id DESC LIMIT ?1 OFFSET ?2"))?;
+        let mut stmt = conn.prepare(&format!(
+            "{ENVELOPE_SELECT} ORDER BY id DESC LIMIT ?1 OFFSET ?2"
+        ))?;
         let rows = stmt.query_map(params![limit, offset], envelope_from_row)?;
         rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
     }
@@ -260,17 +357,27 @@ impl Store {
     pub fn envelope(&self, id: i64) -> Result<Option<EnvelopeRow>> {
         let conn = self.conn();
         let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE id = ?1"))?;
-        stmt.query_row([id], envelope_from_row).optional().map_err(Into::into)
+        stmt.query_row([id], envelope_from_row)
+            .optional()
+            .map_err(Into::into)
     }
 
     pub fn envelopes_with_status(&self, status: ExecStatus) -> Result<Vec<EnvelopeRow>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE exec_status = ?1 ORDER BY id"))?;
+        let mut stmt = conn.prepare(&format!(
+            "{ENVELOPE_SELECT} WHERE exec_status = ?1 ORDER BY id"
+        ))?;
         let rows = stmt.query_map([status.as_str()], envelope_from_row)?;
         rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
     }
 
-    pub fn set_exec(&self, id: i64, status: ExecStatus, result: Option<&serde_json::Value>, now: &str) -> Result<()> {
+    pub fn set_exec(
+        &self,
+        id: i64,
+        status: ExecStatus,
+        result: Option<&serde_json::Value>,
+        now: &str,
+    ) -> Result<()> {
         self.conn().execute(
             "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
             params![id, status.as_str(), result.map(|r| r.to_string()), now],
@@ -278,18 +385,42 @@ impl Store {
         Ok(())
     }
 
+    /// Several executor status changes in one transaction (the runner works in batches).
+    pub fn set_exec_many(
+        &self,
+        updates: &[(i64, ExecStatus, Option<serde_json::Value>)],
+        now: &str,
+    ) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        for (id, status, result) in updates {
+            tx.execute(
+                "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
+                params![id, status.as_str(), result.as_ref().map(|r| r.to_string()), now],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     pub fn count_envelopes(&self) -> Result<i64> {
-        Ok(self.conn().query_row("SELECT count(*) FROM envelopes", [], |r| r.get(0))?)
+        Ok(self
+            .conn()
+            .query_row("SELECT count(*) FROM envelopes", [], |r| r.get(0))?)
     }
 
     pub fn count_nonces(&self) -> Result<i64> {
-        Ok(self.conn().query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))?)
+        Ok(self
+            .conn()
+            .query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))?)
     }
 
     /// Drops nonces whose envelopes have expired: an expired envelope is rejected at
     /// step 5, before the replay check, so its nonce can no longer matter.
     pub fn gc_nonces(&self, now_ms: i64) -> Result<usize> {
-        Ok(self.conn().execute("DELETE FROM nonces WHERE expires_at_ms < ?1", [now_ms])?)
+        Ok(self
+            .conn()
+            .execute("DELETE FROM nonces WHERE expires_at_ms < ?1", [now_ms])?)
     }
 
     // ---- the inbox list ---------------------------------------------------------------
@@ -308,67 +439,114 @@ impl Store {
         );
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         // Appends a clause whose `?` is the next parameter.
-        fn arg(sql: &mut String, args: &mut Vec<rusqlite::types::Value>, clause: &str, v: rusqlite::types::Value) {
+        fn arg(
+            sql: &mut String,
+            args: &mut Vec<rusqlite::types::Value>,
+            clause: &str,
+            v: rusqlite::types::Value,
+        ) {
             args.push(v);
             sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
         }
         if let Some(s) = f.sender.as_deref().filter(|s| !s.is_empty()) {
-            arg(&mut sql, &mut args, " AND r.sender = ?", s.to_ascii_lowercase().into());
+            arg(
+                &mut sql,
+                &mut args,
+                " AND r.sender = ?",
+                s.to_ascii_lowercase().into(),
+            );
         }
         if let Some(s) = f.scope.as_deref().filter(|s| !s.is_empty()) {
-            arg(&mut sql, &mut args, " AND r.scope = ?", s.to_string().into());
+            arg(
+                &mut sql,
+                &mut args,
+                " AND r.scope = ?",
+                s.to_string().into(),
+            );
         }
         match f.status.as_deref() {
             None | Some("") => {}
-            Some(s @ ("accepted" | "rejected")) => arg(&mut sql, &mut args, " AND r.status = ?", s.to_string().into()),
-            Some(s) => arg(&mut sql, &mut args, " AND e.exec_status = ?", s.to_string().into()),
+            Some(s @ ("accepted" | "rejected")) => arg(
+                &mut sql,
+                &mut args,
+                " AND r.status = ?",
+                s.to_string().into(),
+            ),
+            Some(s) => arg(
+                &mut sql,
+                &mut args,
+                " AND e.exec_status = ?",
+                s.to_string().into(),
+            ),
         }
         if let Some(t) = f.transport.as_deref().filter(|s| !s.is_empty()) {
             // "folder" matches "folder:<file name>".
-            arg(&mut sql, &mut args, " AND (r.transport = ? OR r.transport GLOB ? || ':*')", t.to_string().into());
+            arg(
+                &mut sql,
+                &mut args,
+                " AND (r.transport = ? OR r.transport GLOB ? || ':*')",
+                t.to_string().into(),
+            );
         }
         if let Some(q) = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             // Each word a quoted FTS5 string: user text never becomes query syntax.
-            let query = q.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" ");
-            arg(&mut sql, &mut args, " AND r.seq IN (SELECT rowid FROM receipts_fts WHERE receipts_fts MATCH ?)", query.into());
+            let query = q
+                .split_whitespace()
+                .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(" ");
+            arg(
+                &mut sql,
+                &mut args,
+                " AND r.seq IN (SELECT rowid FROM receipts_fts WHERE receipts_fts MATCH ?)",
+                query.into(),
+            );
         }
         if let Some(b) = f.before_seq {
             arg(&mut sql, &mut args, " AND r.seq < ?", b.into());
         }
         let limit = f.limit.unwrap_or(100).clamp(1, 500);
-        arg(&mut sql, &mut args, " ORDER BY r.seq DESC LIMIT ?", (limit as i64).into());
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
-            let exec: Option<String> = r.get(13)?;
-            Ok(InboxItem {
-                seq: r.get(0)?,
-                receipt_id: r.get(1)?,
-                envelope_id: r.get(2)?,
-                status: r.get(3)?,
-                code: r.get(4)?,
-                message: r.get(5)?,
-                received_at: r.get(6)?,
-                transport: r.get(7)?,
-                sender: r.get(8)?,
-                sender_name: r.get(9)?,
-                scope: r.get(10)?,
-                prompt_preview: r.get(11)?,
-                envelope_row: r.get(12)?,
-                exec_status: exec.as_deref().and_then(ExecStatus::parse),
-                payload_type: r.get(14)?,
-                conversation_id: r.get(15)?,
-                on_behalf_of: r.get(16)?,
-                on_behalf_of_name: r.get(17)?,
-            })
-        })?;
-        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        arg(
+            &mut sql,
+            &mut args,
+            " ORDER BY r.seq DESC LIMIT ?",
+            (limit as i64).into(),
+        );
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+                let exec: Option<String> = r.get(13)?;
+                Ok(InboxItem {
+                    seq: r.get(0)?,
+                    receipt_id: r.get(1)?,
+                    envelope_id: r.get(2)?,
+                    status: r.get(3)?,
+                    code: r.get(4)?,
+                    message: r.get(5)?,
+                    received_at: r.get(6)?,
+                    transport: r.get(7)?,
+                    sender: r.get(8)?,
+                    sender_name: r.get(9)?,
+                    scope: r.get(10)?,
+                    prompt_preview: r.get(11)?,
+                    envelope_row: r.get(12)?,
+                    exec_status: exec.as_deref().and_then(ExecStatus::parse),
+                    payload_type: r.get(14)?,
+                    conversation_id: r.get(15)?,
+                    on_behalf_of: r.get(16)?,
+                    on_behalf_of_name: r.get(17)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
     }
 
     /// Accepted envelopes in one conversation, oldest first.
     pub fn conversation(&self, conversation_id: &str) -> Result<Vec<EnvelopeRow>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE conversation_id = ?1 ORDER BY id"))?;
+        let mut stmt = conn.prepare(&format!(
+            "{ENVELOPE_SELECT} WHERE conversation_id = ?1 ORDER BY id"
+        ))?;
         let rows = stmt.query_map([conversation_id], envelope_from_row)?;
         rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
     }
@@ -401,25 +579,46 @@ impl Store {
     }
 
     pub fn unblock(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM blocked WHERE public_key = ?1", [key.to_ascii_lowercase()])? > 0)
+        Ok(self.conn().execute(
+            "DELETE FROM blocked WHERE public_key = ?1",
+            [key.to_ascii_lowercase()],
+        )? > 0)
     }
 
     pub fn is_blocked(&self, key: &str) -> Result<bool> {
-        Ok(self
-            .conn()
-            .query_row("SELECT 1 FROM blocked WHERE public_key = ?1", [key.to_ascii_lowercase()], |_| Ok(()))
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT 1 FROM blocked WHERE public_key = ?1",
+                [key.to_ascii_lowercase()],
+                |_| Ok(()),
+            )
             .optional()?
             .is_some())
+        })
     }
 
     pub fn blocked_list(&self) -> Result<Vec<BlockedSender>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare("SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC")?;
-        let rows = stmt.query_map([], |r| Ok(BlockedSender { public_key: r.get(0)?, blocked_at: r.get(1)?, reason: r.get(2)? }))?;
+        let mut stmt = conn.prepare(
+            "SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(BlockedSender {
+                public_key: r.get(0)?,
+                blocked_at: r.get(1)?,
+                reason: r.get(2)?,
+            })
+        })?;
         rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
     }
 
-    pub fn audit(&self, action: &str, subject: Option<&str>, detail: &serde_json::Value, now: &str) -> Result<()> {
+    pub fn audit(
+        &self,
+        action: &str,
+        subject: Option<&str>,
+        detail: &serde_json::Value,
+        now: &str,
+    ) -> Result<()> {
         self.conn().execute(
             "INSERT INTO audit (at, action, subject, detail) VALUES (?1, ?2, ?3, ?4)",
             params![now, action, subject, detail.to_string()],
@@ -430,7 +629,9 @@ impl Store {
     /// Newest first.
     pub fn audit_list(&self, limit: u32) -> Result<Vec<AuditEntry>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare("SELECT id, at, action, subject, detail FROM audit ORDER BY id DESC LIMIT ?1")?;
+        let mut stmt = conn.prepare(
+            "SELECT id, at, action, subject, detail FROM audit ORDER BY id DESC LIMIT ?1",
+        )?;
         let rows = stmt.query_map([limit], |r| {
             let detail: String = r.get(4)?;
             Ok(AuditEntry {
@@ -447,18 +648,27 @@ impl Store {
     /// The newest receipt of a sender's knock (its body is what "allow once" delivers).
     pub fn latest_receipt_from(&self, sender: &str, code: &str) -> Result<Option<ReceiptRow>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} WHERE sender = ?1 AND code = ?2 ORDER BY seq DESC LIMIT 1"))?;
-        stmt.query_row(params![sender.to_ascii_lowercase(), code], receipt_from_row).optional().map_err(Into::into)
+        let mut stmt = conn.prepare(&format!(
+            "{RECEIPT_SELECT} WHERE sender = ?1 AND code = ?2 ORDER BY seq DESC LIMIT 1"
+        ))?;
+        stmt.query_row(params![sender.to_ascii_lowercase(), code], receipt_from_row)
+            .optional()
+            .map_err(Into::into)
     }
 
     // ---- settings -----------------------------------------------------------------
 
     pub fn setting<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
-        let v: Option<String> = self
-            .conn()
-            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| r.get(0))
-            .optional()?;
-        v.map(|s| serde_json::from_str(&s).map_err(Into::into)).transpose()
+        let v: Option<String> = self.read(|c| {
+            Ok(
+                c.query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
+                    r.get(0)
+                })
+                .optional()?,
+            )
+        })?;
+        v.map(|s| serde_json::from_str(&s).map_err(Into::into))
+            .transpose()
     }
 
     pub fn set_setting<T: serde::Serialize>(&self, key: &str, value: &T) -> Result<()> {
@@ -513,11 +723,21 @@ fn commit_batch(conn: &mut Connection, batch: Vec<PendingAccept>) {
 }
 
 fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptResult {
-    let seen: bool = tx.query_row("SELECT 1 FROM nonces WHERE nonce = ?1", [&rec.nonce], |_| Ok(true)).optional()?.unwrap_or(false);
+    let seen: bool = tx
+        .query_row(
+            "SELECT 1 FROM nonces WHERE nonce = ?1",
+            [&rec.nonce],
+            |_| Ok(true),
+        )
+        .optional()?
+        .unwrap_or(false);
     if seen {
         return Ok(Err(AcceptRefusal::Replay));
     }
-    for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
+    for (window, secs, limit) in [
+        ("hour", 3600i64, limits.max_per_hour),
+        ("day", 86_400, limits.max_per_day),
+    ] {
         let Some(limit) = limit else { continue };
         let since = rec.received_ms - secs * 1000;
         let (count, oldest): (u32, Option<i64>) = tx.query_row(
@@ -529,7 +749,11 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptR
             // The window frees a slot when its oldest acceptance falls out of it.
             let frees_at = oldest.unwrap_or(rec.received_ms) + secs * 1000;
             let retry_after_secs = ((frees_at - rec.received_ms).max(1000) as u64).div_ceil(1000);
-            return Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs }));
+            return Ok(Err(AcceptRefusal::RateLimited {
+                window,
+                limit,
+                retry_after_secs,
+            }));
         }
     }
     tx.execute(
@@ -549,7 +773,13 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptR
         ],
     )?;
     let id = tx.last_insert_rowid();
-    insert_receipt(tx, &ReceiptRow { envelope_row: Some(id), ..rec.receipt.clone() })?;
+    insert_receipt(
+        tx,
+        &ReceiptRow {
+            envelope_row: Some(id),
+            ..rec.receipt.clone()
+        },
+    )?;
     Ok(Ok(id))
 }
 
@@ -562,10 +792,16 @@ fn trust_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrustColumns> {
 }
 
 fn trust_entry((public_key, name, added_at, policy): TrustColumns) -> Result<TrustEntry> {
-    Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
+    Ok(TrustEntry {
+        public_key,
+        name,
+        added_at,
+        policy: serde_json::from_str(&policy)?,
+    })
 }
 
-const RECEIPT_SELECT: &str = "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
+const RECEIPT_SELECT: &str =
+    "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
     transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row FROM receipts";
 
 fn insert_receipt(conn: &Connection, r: &ReceiptRow) -> Result<()> {

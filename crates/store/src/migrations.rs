@@ -102,7 +102,10 @@ pub fn run(conn: &mut Connection) -> Result<()> {
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let known = MIGRATIONS.len() as i64;
     if current > known {
-        return Err(StoreError::TooNew { found: current, known });
+        return Err(StoreError::TooNew {
+            found: current,
+            known,
+        });
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
         let tx = conn.transaction()?;

@@ -27,7 +27,11 @@ pub struct Policy {
     #[serde(rename = "x-allow-delegation", default = "yes")]
     pub allow_delegation: bool,
     /// Scopes the user chose "always allow" for, exempt from `x-hold-for-consent`.
-    #[serde(rename = "x-consent-granted-scopes", default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        rename = "x-consent-granted-scopes",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub consent_granted_scopes: Vec<String>,
 }
 
@@ -109,9 +113,16 @@ impl ExecStatus {
     }
 
     pub fn parse(s: &str) -> Option<ExecStatus> {
-        [ExecStatus::Queued, ExecStatus::Held, ExecStatus::Running, ExecStatus::Succeeded, ExecStatus::Failed, ExecStatus::Denied]
-            .into_iter()
-            .find(|x| x.as_str() == s)
+        [
+            ExecStatus::Queued,
+            ExecStatus::Held,
+            ExecStatus::Running,
+            ExecStatus::Succeeded,
+            ExecStatus::Failed,
+            ExecStatus::Denied,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
     }
 }
 
