@@ -241,3 +241,38 @@ async fn health_and_inbox_info() {
     assert_eq!(i["public_key"], pubhex(&key(2)));
     inbox.stop().await;
 }
+
+#[tokio::test]
+async fn a_corpus_of_hostile_input_gets_clear_receipts_and_nothing_is_accepted() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["*"]));
+    let good = inbox.signed(&alice, "support", "fine").to_string();
+    let mut corpus: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("truncated", good.as_bytes()[..good.len() / 2].to_vec(), "INVALID_FORMAT"),
+        ("deep nesting", format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), "INVALID_FORMAT"),
+        ("NUL byte in JSON", good.replacen("\"fine\"", "\"fi\u{0}ne\"", 1).into_bytes(), "INVALID_FORMAT"),
+        ("invalid UTF-8", { let mut b = good.clone().into_bytes(); let i = b.len() / 2; b[i] = 0xff; b }, "INVALID_FORMAT"),
+        ("duplicate keys", good.replacen("\"version\":\"1\"", "\"version\":\"1\",\"version\":\"1\"", 1).into_bytes(), "INVALID_FORMAT"),
+        ("wrong type: payload", good.replacen("\"payload\":{", "\"payload\":[{", 1).replacen("},\"recipient\"", "}],\"recipient\"", 1).into_bytes(), "INVALID_FORMAT"),
+        ("number as version", good.replacen("\"version\":\"1\"", "\"version\":1", 1).into_bytes(), "INVALID_FORMAT"),
+        ("huge string", format!("{{\"version\":\"1\",\"x\":\"{}\"}}", "a".repeat(9 * 1024 * 1024)).into_bytes(), "INVALID_FORMAT"),
+        ("over the limit", vec![b'['; 10 * 1024 * 1024 + 10], "SIZE_EXCEEDED"),
+        ("lone surrogate", good.replacen("\"fine\"", "\"\\ud800\"", 1).into_bytes(), "INVALID_FORMAT"),
+        ("empty object", b"{}".to_vec(), "INVALID_FORMAT"),
+        ("null", b"null".to_vec(), "INVALID_FORMAT"),
+    ];
+    // The escaped NUL is valid JSON and a valid prompt; the raw one is not.
+    corpus.push(("escaped NUL is fine text", good.replacen("\"fine\"", "\"fi\\u0000ne\"", 1).into_bytes(), "INVALID_SIGNATURE"));
+    for (name, body, want) in corpus {
+        let (status, _, receipt) = inbox.post(body).await;
+        assert_eq!(code(&receipt), want, "{name}: {receipt}");
+        assert_eq!(receipt["status"], "rejected", "{name}");
+        assert!(status >= 400, "{name}");
+        assert!(!receipt["error"]["message"].as_str().unwrap_or("").is_empty(), "{name}");
+    }
+    assert_eq!(inbox.store.count_envelopes().unwrap(), 0, "nothing was accepted");
+    // And the inbox still works.
+    assert_eq!(inbox.post(good).await.0, 200);
+    inbox.stop().await;
+}
