@@ -119,6 +119,7 @@ where
     }
     tracing::info!(folder = %dir.display(), "watching folder for envelopes");
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut tasks: tokio::task::JoinSet<std::io::Result<Processed>> = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
     loop {
         let mut ready: Vec<PathBuf> = Vec::new();
@@ -169,33 +170,72 @@ where
             if failed.contains(&file) || !file.exists() {
                 continue;
             }
-            let inbox = inbox.clone();
-            let dir2 = dir.clone();
-            let f2 = file.clone();
-            match tokio::task::spawn_blocking(move || process_file(&inbox, &dir2, &f2)).await {
-                Ok(Ok(done)) => {
-                    tracing::info!(file = %done.file.display(), to = %done.moved_to.display(), status = ?done.outcome.receipt.status, "processed dropped file");
-                    on_processed(&done);
-                }
-                Ok(Err(e)) => {
+            // Claimed here, one at a time, so names never collide; verified and filed in
+            // parallel, where the group commit of the store batches the acceptances.
+            let claimed = match claim(&dir, &file) {
+                Ok(c) => c,
+                Err(e) => {
                     // Leave the file where it is and do not spin on it; a new write retries.
-                    tracing::error!(file = %file.display(), error = %e, "could not process dropped file");
+                    tracing::error!(file = %file.display(), error = %e, "could not claim dropped file");
                     failed.insert(file);
+                    continue;
                 }
-                Err(e) => tracing::error!(error = %e, "folder task failed"),
+            };
+            while tasks.len() >= PARALLEL {
+                if let Some(r) = tasks.join_next().await {
+                    report(r, on_processed.as_ref());
+                }
             }
+            let (inbox, d) = (inbox.clone(), dir.clone());
+            tasks.spawn_blocking(move || {
+                let mut done = finish(&inbox, &d, &claimed, false)?;
+                done.file = file;
+                Ok(done)
+            });
         }
+        while let Some(r) = tasks.try_join_next() {
+            report(r, on_processed.as_ref());
+        }
+    }
+    while let Some(r) = tasks.join_next().await {
+        report(r, on_processed.as_ref());
     }
     drop(watcher);
     Ok(())
 }
 
-/// Submits one file and moves it aside with its receipt. Blocking.
-pub fn process_file(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<Processed> {
+/// Files verified and filed at once.
+const PARALLEL: usize = 4;
+
+/// Filing moves (choose a free name, rename) happen one at a time, so two files of the
+/// same name can never both pick the same free slot and overwrite each other.
+static FILING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn report(r: Result<std::io::Result<Processed>, tokio::task::JoinError>, on_processed: &(dyn Fn(&Processed) + Send + Sync)) {
+    match r {
+        Ok(Ok(done)) => {
+            tracing::info!(file = %done.file.display(), to = %done.moved_to.display(), status = ?done.outcome.receipt.status, "processed dropped file");
+            on_processed(&done);
+        }
+        // The claimed file stays in .processing/ and is finished at the next start.
+        Ok(Err(e)) => tracing::error!(error = %e, "could not file a dropped file"),
+        Err(e) => tracing::error!(error = %e, "folder task failed"),
+    }
+}
+
+/// Moves a dropped file into `.processing/`, so a crash mid-way leaves it where the
+/// restart looks for it.
+fn claim(dir: &Path, file: &Path) -> std::io::Result<PathBuf> {
     let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("envelope.json").to_string();
-    // Claimed first, so a crash mid-way leaves it where the restart looks for it.
+    let _g = FILING.lock().unwrap_or_else(|p| p.into_inner());
     let claimed = unique_destination(&dir.join(PROCESSING), &name);
     std::fs::rename(file, &claimed)?;
+    Ok(claimed)
+}
+
+/// Submits one file and moves it aside with its receipt. Blocking.
+pub fn process_file(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<Processed> {
+    let claimed = claim(dir, file)?;
     let mut done = finish(inbox, dir, &claimed, false)?;
     done.file = file.to_path_buf();
     Ok(done)
@@ -227,6 +267,7 @@ fn finish(inbox: &Inbox, dir: &Path, file: &Path, after_crash: bool) -> std::io:
     };
     let accepted = outcome.receipt.status == gatehouse_epp::ReceiptStatus::Accepted;
     let dest_dir = dir.join(if accepted { ACCEPTED } else { REJECTED });
+    let _g = FILING.lock().unwrap_or_else(|p| p.into_inner());
     let moved_to = unique_destination(&dest_dir, &name);
     let receipt_path = PathBuf::from(format!("{}.receipt.json", moved_to.display()));
     let tmp = dest_dir.join(format!(".{}.receipt.tmp", moved_to.file_name().and_then(|n| n.to_str()).unwrap_or("x")));

@@ -169,3 +169,28 @@ async fn command_executor_gets_the_prompt_on_stdin_without_a_shell() {
     assert!(!std::path::Path::new("/tmp/gatehouse-pwned").exists());
     inbox.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_files_is_filed_completely_in_parallel() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), true).await;
+    let drop = inbox.watch.clone().unwrap();
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
+    let staging = inbox.dir.path().join("staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    let same = inbox.signed(&alice, "support", "sent three times").to_string();
+    for i in 0..60 {
+        // Every tenth file repeats one envelope: one acceptance, the rest replays.
+        let body = if i % 10 == 0 { same.clone() } else { inbox.signed(&alice, "support", &format!("burst {i}")).to_string() };
+        let tmp = staging.join(format!("{i}.json"));
+        std::fs::write(&tmp, body).unwrap();
+        std::fs::rename(&tmp, drop.join(format!("burst-{i:02}.json"))).unwrap();
+    }
+    let count = |d: &str| std::fs::read_dir(drop.join(d)).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".receipt.json")).count();
+    eventually("60 receipts", || count("accepted") + count("rejected") == 60).await;
+    assert_eq!(count("accepted"), 55);
+    assert_eq!(count("rejected"), 5);
+    assert_eq!(std::fs::read_dir(drop.join(".processing")).unwrap().count(), 0);
+    assert_eq!(inbox.store.count_envelopes().unwrap(), 55);
+    inbox.stop().await;
+}
