@@ -1,5 +1,5 @@
-// Keep in step with `commands::COMMANDS`: listing each command lets the capability file
-// name exactly what the window may call.
+// Keep in step with `generate_handler!` in lib.rs: listing each command lets the
+// capability file name exactly what the window may call.
 const COMMANDS: &[&str] = &[
     "app_info", "inbox_list", "inbox_detail", "conversation", "trust_list", "trust_add", "trust_update",
     "trust_remove", "trust_block", "trust_unblock", "blocked_list", "consent_list", "consent_decide",

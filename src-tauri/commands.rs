@@ -394,9 +394,3 @@ pub async fn export_json(core: CoreState<'_>, kind: ExportKind, path: PathBuf) -
     })
     .await
 }
-
-pub const COMMANDS: &[&str] = &[
-    "app_info", "inbox_list", "inbox_detail", "conversation", "trust_list", "trust_add", "trust_update",
-    "trust_remove", "trust_block", "trust_unblock", "blocked_list", "consent_list", "consent_decide",
-    "audit_list", "settings_set", "inbox_pause", "executors_get", "executors_set", "identity_qr", "export_json",
-];

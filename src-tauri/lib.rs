@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tauri::{Emitter, Manager, Runtime};
 use tauri_plugin_notification::NotificationExt;
 
-pub use commands::{fingerprint, order_by_replies, CommandError, COMMANDS};
+pub use commands::{fingerprint, order_by_replies, CommandError};
 pub use service::{Core, DesktopSettings};
 
 fn data_dir() -> PathBuf {

@@ -120,7 +120,7 @@ pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
 }
 
 pub fn waiting_count(store: &Store) -> Result<usize, ConsentError> {
-    Ok(store.envelopes_with_status(ExecStatus::Held)?.len() + store.pending_list()?.len())
+    Ok(store.count_waiting()? as usize)
 }
 
 /// Applies the user's decision. Blocking (SQLite).

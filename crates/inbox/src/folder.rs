@@ -233,14 +233,6 @@ fn claim(dir: &Path, file: &Path) -> std::io::Result<PathBuf> {
     Ok(claimed)
 }
 
-/// Submits one file and moves it aside with its receipt. Blocking.
-pub fn process_file(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<Processed> {
-    let claimed = claim(dir, file)?;
-    let mut done = finish(inbox, dir, &claimed, false)?;
-    done.file = file.to_path_buf();
-    Ok(done)
-}
-
 /// Submits a claimed file and files it with its receipt. `after_crash`: the file may
 /// already have been accepted just before a crash.
 fn finish(inbox: &Inbox, dir: &Path, file: &Path, after_crash: bool) -> std::io::Result<Processed> {

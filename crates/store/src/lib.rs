@@ -403,6 +403,19 @@ impl Store {
         Ok(())
     }
 
+    /// Held envelopes plus pending sender requests: what waits for the user. Counted,
+    /// not loaded, since the app asks on every inbox event.
+    pub fn count_waiting(&self) -> Result<i64> {
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT (SELECT count(*) FROM envelopes WHERE exec_status = ?1)
+                      + (SELECT count(*) FROM pending_senders)",
+                [ExecStatus::Held.as_str()],
+                |r| r.get(0),
+            )?)
+        })
+    }
+
     pub fn count_envelopes(&self) -> Result<i64> {
         Ok(self
             .conn()
