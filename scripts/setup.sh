@@ -41,6 +41,10 @@ if ! command -v tauri-driver >/dev/null 2>&1; then
   echo "setup: installing tauri-driver"
   cargo install tauri-driver --locked --quiet
 fi
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  echo "setup: installing cargo-fuzz"
+  cargo install cargo-fuzz --locked --quiet
+fi
 
 mkdir -p "$HOME/.local/share/keyrings"
 echo "setup: ok"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Fuzzes the envelope reader and the canonical serialisations with cargo-fuzz (libFuzzer).
+#   scripts/fuzz.sh [seconds-per-target]     default 30 (what CI runs); try 3600 overnight
+# Seeds come from the shared EPP vectors; findings land in fuzz/artifacts/<target>/ and
+# make this script fail. Runs on stable Rust (no sanitizer: -s none).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-30}"
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+vectors="../shared/vectors/epp/envelopes.json"
+for target in envelope canonical; do
+  corpus="fuzz/corpus/$target"
+  mkdir -p "$corpus"
+  if [ -f "$vectors" ]; then
+    python3 - "$vectors" "$corpus" <<'PY'
+import json, sys, hashlib, os
+data = json.load(open(sys.argv[1]))
+for v in data.get("vectors", []):
+    for key in ("envelope", "raw"):
+        if key in v:
+            body = v[key] if isinstance(v[key], str) else json.dumps(v[key], ensure_ascii=False)
+            b = body.encode()
+            open(os.path.join(sys.argv[2], hashlib.sha1(b).hexdigest()), "wb").write(b)
+PY
+  fi
+  echo "fuzzing $target for ${secs}s…"
+  # 512 MB RSS and 64 MB per allocation: an input that makes the reader allocate without
+  # bound is a finding, not a slow run.
+  log="fuzz/$target.log"
+  if ! cargo fuzz run -s none "$target" "$corpus" -- \
+    -max_total_time="$secs" -rss_limit_mb=512 -malloc_limit_mb=64 -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
+    tail -40 "$log"
+    echo "fuzz target $target found a failure: the input is in fuzz/artifacts/$target/"
+    exit 1
+  fi
+  grep -E "^Done|stat::number_of_executed_units|stat::peak_rss_mb" "$log"
+done
