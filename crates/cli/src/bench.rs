@@ -15,13 +15,6 @@ pub struct BenchArgs {
     pub folder: bool,
 }
 
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|k| k.parse::<f64>().ok()))
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 /// Single-core Ed25519 verifications per second on this machine.
 fn ed25519_verify_rate() -> f64 {
     let key = SigningKey::from_bytes(&[7; 32]);
@@ -61,6 +54,85 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The inbox under test: a separate `gatehouse serve` process, so the load generator's
+/// CPU and memory are not counted as the server's (and the server gets no help from
+/// sharing a runtime with its client).
+struct Server {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(data_dir: &std::path::Path, watch: Option<&std::path::Path>) -> Result<Server, String> {
+        use std::io::BufRead;
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(["serve", "--listen", "127.0.0.1:0"])
+            .env("GATEHOUSE_DATA_DIR", data_dir)
+            .env("GATEHOUSE_KEYSTORE", "file")
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        if let Some(w) = watch {
+            cmd.arg("--watch").arg(w);
+        }
+        let mut child = cmd.spawn().map_err(|e| format!("cannot start the inbox: {e}"))?;
+        let mut lines = std::io::BufReader::new(child.stderr.take().expect("piped")).lines();
+        let addr = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(rest) = line.split("listening on http://").nth(1) {
+                        break rest.split('/').next().unwrap_or_default().to_string();
+                    }
+                }
+                _ => {
+                    let _ = child.kill();
+                    return Err("the inbox exited before it listened".into());
+                }
+            }
+        };
+        // Keep draining its stderr so it never blocks on a full pipe.
+        std::thread::spawn(move || for line in lines.map_while(Result::ok) {
+            eprintln!("  inbox: {line}");
+        });
+        Ok(Server { child, addr })
+    }
+
+    /// Peak resident memory (MB) and CPU seconds used so far, from /proc.
+    fn usage(&self) -> (f64, f64) {
+        let pid = self.child.id();
+        let hwm = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|k| k.parse::<f64>().ok()))
+            .map_or(0.0, |kb| kb / 1024.0);
+        let cpu = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                // Fields after the parenthesised command name; utime and stime are 14 and 15.
+                let rest = s.rsplit_once(')')?.1;
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+                Some(ticks / clock_ticks())
+            })
+            .unwrap_or(0.0);
+        (hwm, cpu)
+    }
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: plain signal to our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     println!("measuring this machine's limits…");
@@ -69,18 +141,30 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     println!("  Ed25519 verify, one core:        {verify_rate:>10.0} /s");
     println!("  SQLite durable insert (FULL):    {insert_rate:>10.0} /s");
 
-    let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).map_err(|e| e.to_string())?);
-    let inbox_key = gatehouse_epp::generate_signing_key();
-    let inbox_pub = gatehouse_epp::public_key_hex(&inbox_key);
+    let data = dir.path().join("inbox");
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let init = std::process::Command::new(&exe)
+        .arg("init")
+        .env("GATEHOUSE_DATA_DIR", &data)
+        .env("GATEHOUSE_KEYSTORE", "file")
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !init.status.success() {
+        return Err(format!("gatehouse init failed: {}", String::from_utf8_lossy(&init.stderr)));
+    }
+    let inbox_pub = String::from_utf8_lossy(&init.stdout).trim().to_string();
     let senders: Vec<SigningKey> = (0..args.senders.max(1)).map(|_| gatehouse_epp::generate_signing_key()).collect();
-    for (i, s) in senders.iter().enumerate() {
-        let entry = TrustEntry {
-            public_key: gatehouse_epp::public_key_hex(s),
-            name: format!("bench sender {i}"),
-            added_at: gatehouse_epp::utc_string(chrono::Utc::now()),
-            policy: Policy { allowed_scopes: vec!["*".into()], ..Policy::default() },
-        };
-        store.trust_add(&entry).map_err(|e| e.to_string())?;
+    {
+        let store = Store::open(&gatehouse_inbox::pipeline::store_path(&data)).map_err(|e| e.to_string())?;
+        for (i, s) in senders.iter().enumerate() {
+            let entry = TrustEntry {
+                public_key: gatehouse_epp::public_key_hex(s),
+                name: format!("bench sender {i}"),
+                added_at: gatehouse_epp::utc_string(chrono::Utc::now()),
+                policy: Policy { allowed_scopes: vec!["*".into()], ..Policy::default() },
+            };
+            store.trust_add(&entry).map_err(|e| e.to_string())?;
+        }
     }
     println!("signing {} envelopes from {} senders…", args.envelopes, senders.len());
     let now = chrono::Utc::now();
@@ -92,92 +176,102 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         })
         .collect();
 
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let watch = dir.path().join("drop");
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let opts = gatehouse_inbox::ServeOptions { listener: Some(listener), watch: args.folder.then(|| watch.clone()) };
-        let server = tokio::spawn(gatehouse_inbox::run(store.clone(), inbox_pub.clone(), opts, async {
-            let _ = stop_rx.await;
-        }, |_| {}));
-
-        if args.folder {
-            while !watch.join("rejected").exists() {
-                tokio::time::sleep(Duration::from_millis(20)).await;
+    let watch = dir.path().join("drop");
+    let server = Server::start(&data, args.folder.then_some(watch.as_path()))?;
+    let (_, cpu_before) = server.usage();
+    let total = bodies.len();
+    let (secs, summary) = if args.folder {
+        while !watch.join("rejected").exists() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        println!("dropping {total} files into the watched folder…");
+        let start = Instant::now();
+        for (i, b) in bodies.iter().enumerate() {
+            // Written elsewhere and renamed in: each file appears complete.
+            let tmp = dir.path().join(format!("tmp-{i}.json"));
+            std::fs::write(&tmp, b).map_err(|e| e.to_string())?;
+            std::fs::rename(&tmp, watch.join(format!("env-{i:06}.json"))).map_err(|e| e.to_string())?;
+        }
+        let count = |d: &str| std::fs::read_dir(watch.join(d)).map(|d| d.count()).unwrap_or(0) / 2;
+        loop {
+            let done = count("accepted") + count("rejected");
+            if done >= total {
+                break;
             }
-            println!("dropping {} files into the watched folder…", bodies.len());
-            let start = Instant::now();
-            for (i, b) in bodies.iter().enumerate() {
-                // Written elsewhere and renamed in: each file appears complete.
-                let tmp = dir.path().join(format!("tmp-{i}.json"));
-                std::fs::write(&tmp, b).map_err(|e| e.to_string())?;
-                std::fs::rename(&tmp, watch.join(format!("env-{i:06}.json"))).map_err(|e| e.to_string())?;
+            if start.elapsed() > Duration::from_secs(600) {
+                return Err(format!("only {done} of {total} files receipted after 10 minutes"));
             }
-            let total = bodies.len();
-            loop {
-                let done = std::fs::read_dir(watch.join("accepted")).map(|d| d.count()).unwrap_or(0) / 2
-                    + std::fs::read_dir(watch.join("rejected")).map(|d| d.count()).unwrap_or(0) / 2;
-                if done >= total {
-                    break;
-                }
-                if start.elapsed() > Duration::from_secs(600) {
-                    return Err(format!("only {done} of {total} files receipted after 10 minutes"));
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            let secs = start.elapsed().as_secs_f64();
-            println!("folder: {total} files receipted in {secs:.2} s = {:.0} files/s; peak RSS {:.0} MB", total as f64 / secs, peak_rss_mb());
-        } else {
-            println!("posting over loopback with {} connections…", args.concurrency);
-            let url = format!("http://{addr}/epp/v1/submit");
-            let bodies = Arc::new(bodies);
-            let next = Arc::new(AtomicUsize::new(0));
-            let start = Instant::now();
-            let mut workers = Vec::new();
-            for _ in 0..args.concurrency.max(1) {
-                let (bodies, next, url) = (bodies.clone(), next.clone(), url.clone());
-                workers.push(tokio::spawn(async move {
-                    let client = reqwest::Client::new();
-                    let mut lat = Vec::new();
-                    let mut accepted = 0usize;
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= bodies.len() {
-                            break;
-                        }
-                        let t = Instant::now();
-                        let r = client.post(&url).header("content-type", "application/json").body(bodies[i].clone()).send().await;
-                        if let Ok(r) = r {
-                            accepted += (r.status() == 200) as usize;
-                            let _ = r.bytes().await;
-                        }
-                        lat.push(t.elapsed());
-                    }
-                    (lat, accepted)
-                }));
-            }
-            let mut lat = Vec::new();
-            let mut accepted = 0;
-            for w in workers {
-                let (l, a) = w.await.map_err(|e| e.to_string())?;
-                lat.extend(l);
-                accepted += a;
-            }
-            let secs = start.elapsed().as_secs_f64();
-            lat.sort();
-            println!(
-                "http: {accepted} of {} accepted in {secs:.2} s = {:.0} accepted/s; p50 {:.2} ms, p99 {:.2} ms; peak RSS {:.0} MB (server and client in one process)",
-                bodies.len(),
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let accepted = count("accepted");
+        (secs, format!("folder: {total} files receipted ({accepted} accepted) in {secs:.2} s = {:.0} files/s", total as f64 / secs))
+    } else {
+        let url = format!("http://{}/epp/v1/submit", server.addr);
+        println!("posting to {url} with {} connections…", args.concurrency);
+        let (accepted, lat, secs) = post_all(url, bodies, args.concurrency)?;
+        (
+            secs,
+            format!(
+                "http: {accepted} of {total} accepted in {secs:.2} s = {:.0} accepted/s; p50 {:.2} ms, p99 {:.2} ms",
                 accepted as f64 / secs,
                 percentile(&lat, 0.50).as_secs_f64() * 1000.0,
                 percentile(&lat, 0.99).as_secs_f64() * 1000.0,
-                peak_rss_mb(),
-            );
+            ),
+        )
+    };
+    let (rss, cpu_after) = server.usage();
+    println!("{summary}");
+    println!(
+        "inbox process: peak RSS {rss:.0} MB; {:.2} CPU-seconds = {:.0} µs per envelope ({:.2} cores busy)",
+        cpu_after - cpu_before,
+        (cpu_after - cpu_before) * 1e6 / total as f64,
+        (cpu_after - cpu_before) / secs,
+    );
+    drop(server);
+    Ok(())
+}
+
+/// Posts every body once over `concurrency` keep-alive connections; returns how many
+/// were accepted, every request's latency, and the wall time.
+fn post_all(url: String, bodies: Vec<String>, concurrency: usize) -> Result<(usize, Vec<Duration>, f64), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let bodies: Arc<Vec<bytes::Bytes>> = Arc::new(bodies.into_iter().map(bytes::Bytes::from).collect());
+        let next = Arc::new(AtomicUsize::new(0));
+        let start = Instant::now();
+        let mut workers = Vec::new();
+        for _ in 0..concurrency.max(1) {
+            let (bodies, next, url) = (bodies.clone(), next.clone(), url.clone());
+            workers.push(tokio::spawn(async move {
+                let client = reqwest::Client::builder().pool_max_idle_per_host(1).build().expect("client");
+                let mut lat = Vec::new();
+                let mut accepted = 0usize;
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= bodies.len() {
+                        break;
+                    }
+                    let t = Instant::now();
+                    let r = client.post(&url).header("content-type", "application/json").body(bodies[i].clone()).send().await;
+                    if let Ok(r) = r {
+                        accepted += (r.status() == 200) as usize;
+                        let _ = r.bytes().await;
+                    }
+                    lat.push(t.elapsed());
+                }
+                (lat, accepted)
+            }));
         }
-        let _ = stop_tx.send(());
-        server.await.map_err(|e| e.to_string())??;
-        Ok::<(), String>(())
+        let mut lat = Vec::new();
+        let mut accepted = 0;
+        for w in workers {
+            let (l, a) = w.await.map_err(|e| e.to_string())?;
+            lat.extend(l);
+            accepted += a;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        lat.sort();
+        Ok((accepted, lat, secs))
     })
 }

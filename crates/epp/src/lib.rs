@@ -11,6 +11,7 @@ pub mod receipt;
 
 pub use canonical::Form;
 pub use crypto::{generate_signing_key, parse_public_key, public_key_hex, utc_string, verify, Draft};
+pub use ed25519_dalek::VerifyingKey;
 pub use envelope::{Envelope, MAX_ENVELOPE_BYTES};
 pub use receipt::{ErrorCode, Receipt, ReceiptStatus, Rejection};
 
@@ -27,6 +28,16 @@ pub fn check(bytes: &[u8], inbox_key: &str, now: DateTime<Utc>) -> Result<(Envel
 
 /// Steps 4–6 of spec 5.1 on an envelope that already passed [`Envelope::parse`].
 pub fn check_parsed(env: &Envelope, inbox_key: &str, now: DateTime<Utc>) -> Result<Form, Rejection> {
+    check_parsed_with(env, inbox_key, now, parse_public_key)
+}
+
+/// [`check_parsed`] with the sender's key supplied by `key` (see [`crypto::verify_with`]).
+pub fn check_parsed_with(
+    env: &Envelope,
+    inbox_key: &str,
+    now: DateTime<Utc>,
+    key: impl FnOnce(&str) -> Result<VerifyingKey, String>,
+) -> Result<Form, Rejection> {
     let id = Some(env.envelope_id.clone());
     if env.recipient_key() != inbox_key.to_ascii_lowercase() {
         return Err(Rejection::new(
@@ -39,5 +50,5 @@ pub fn check_parsed(env: &Envelope, inbox_key: &str, now: DateTime<Utc>) -> Resu
         return Err(Rejection::new(ErrorCode::Expired, format!("envelope expired at {}", env.expires_at))
             .with_envelope_id(id));
     }
-    verify(env)
+    crypto::verify_with(env, key)
 }

@@ -10,7 +10,7 @@ use gatehouse_store::{EnvelopeRow, Store};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const SETTINGS_KEY: &str = "executors";
+pub(crate) const SETTINGS_KEY: &str = "executors";
 /// Output kept from a command, per stream.
 const KEEP_OUTPUT_BYTES: usize = 64 * 1024;
 
@@ -64,6 +64,11 @@ impl ExecutorConfig {
         Ok(store.setting(SETTINGS_KEY)?.unwrap_or_default())
     }
 
+    /// From the setting's raw JSON (absent: everything goes to the no-op executor).
+    pub fn from_setting(raw: Option<&str>) -> Result<Self, serde_json::Error> {
+        raw.map_or(Ok(ExecutorConfig::default()), serde_json::from_str)
+    }
+
     pub fn save(&self, store: &Store) -> gatehouse_store::Result<()> {
         store.set_setting(SETTINGS_KEY, self)
     }
@@ -73,12 +78,17 @@ impl ExecutorConfig {
     }
 }
 
+/// What the no-op executor records.
+pub fn noop_result() -> serde_json::Value {
+    serde_json::json!({"executor": "noop"})
+}
+
 /// Runs one executor. `Ok` and `Err` both carry a JSON record for the user to read.
 pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow) -> Result<serde_json::Value, serde_json::Value> {
     match spec {
         ExecutorSpec::Noop => {
-            tracing::info!(envelope_id = %env.envelope_id, scope = %env.scope, "noop executor: accepted and logged");
-            Ok(serde_json::json!({"executor": "noop"}))
+            tracing::debug!(envelope_id = %env.envelope_id, scope = %env.scope, "noop executor: accepted and logged");
+            Ok(noop_result())
         }
         ExecutorSpec::FileQueue { dir } => file_queue(dir, env)
             .await

@@ -4,13 +4,14 @@
 //! Durability rule: an acceptance (nonce + envelope + receipt) is one transaction with
 //! `synchronous=FULL`, committed before the caller may send the receipt.
 
+mod checkpoint;
 mod migrations;
 mod model;
 
 pub use model::*;
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
@@ -46,21 +47,83 @@ pub enum AcceptRefusal {
 }
 
 pub struct Store {
-    conn: Mutex<Connection>,
+    /// The one write connection: group commits (on the committer thread) and the rare
+    /// direct writes (trust registry, settings, ...) take turns on it.
+    conn: Arc<Mutex<Connection>>,
     /// Where to open read connections (None for in-memory stores, which read through
     /// the writer). WAL lets readers run while a commit waits for its fsync.
     path: Option<std::path::PathBuf>,
     readers: Mutex<Vec<Connection>>,
-    /// Acceptances waiting for the next group commit.
-    accepting: Mutex<Vec<PendingAccept>>,
+    /// Writes for the committer thread, which commits whatever has queued up while it
+    /// was busy as one transaction.
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+    committer: Option<std::thread::JoinHandle<()>>,
+    /// Held for its lifetime: it stops (after a last checkpoint) when the store is dropped.
+    _checkpointer: Option<checkpoint::Checkpointer>,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Closing the queue lets the committer finish what it has and stop.
+        self.jobs.take();
+        if let Some(t) = self.committer.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Idle read connections kept open.
+const MAX_READERS: usize = 64;
+
+/// At most this many writes share one transaction (bounds a commit's latency).
+const MAX_BATCH: usize = 1024;
+
+fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>, nudge: Option<checkpoint::Nudge>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(j) => batch.push(j),
+                Err(_) => break,
+            }
+        }
+        let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
+        commit_batch(&mut c, batch);
+        drop(c);
+        if let Some(n) = &nudge {
+            n.nudge();
+        }
+    }
 }
 
 type AcceptResult = Result<Result<i64, AcceptRefusal>>;
 
-struct PendingAccept {
-    rec: NewEnvelope,
-    limits: RateLimit,
-    reply: std::sync::mpsc::SyncSender<AcceptResult>,
+/// One write waiting for a group commit, and where its answer goes once it is durable.
+enum Job {
+    Accept {
+        rec: NewEnvelope,
+        limits: RateLimit,
+        reply: std::sync::mpsc::SyncSender<AcceptResult>,
+    },
+    Receipt {
+        row: ReceiptRow,
+        reply: std::sync::mpsc::SyncSender<Result<()>>,
+    },
+    SetExec {
+        updates: Vec<(i64, ExecStatus, Option<serde_json::Value>)>,
+        now: String,
+        reply: std::sync::mpsc::SyncSender<Result<()>>,
+    },
+}
+
+/// What the pipeline must know about a sender before deciding, read in one snapshot
+/// (one read transaction instead of one per question on the hot path).
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub blocked: bool,
+    pub trust: Option<TrustEntry>,
+    /// The raw JSON of the setting the caller asked for alongside.
+    pub setting: Option<String>,
 }
 
 impl Store {
@@ -79,11 +142,32 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrations::run(&mut conn)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        // Checkpoints copy the WAL back into the database (two fsyncs). Run inline, they
+        // stall the group commit and every caller waiting on it; a background thread
+        // with its own connection does them without taking the write lock.
+        let checkpointer = match &path {
+            Some(p) => {
+                conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+                Some(checkpoint::Checkpointer::start(p)?)
+            }
+            None => None,
+        };
+        let conn = Arc::new(Mutex::new(conn));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let nudge = checkpointer.as_ref().map(checkpoint::Checkpointer::nudger);
+        let c = conn.clone();
+        let committer = std::thread::Builder::new()
+            .name("gatehouse-commit".into())
+            .spawn(move || committer(c, rx, nudge))
+            .map_err(|e| StoreError::CommitFailed(format!("cannot start the commit thread: {e}")))?;
         Ok(Store {
-            conn: Mutex::new(conn),
+            conn,
             path,
             readers: Mutex::new(Vec::new()),
-            accepting: Mutex::new(Vec::new()),
+            jobs: Some(tx),
+            committer: Some(committer),
+            _checkpointer: checkpointer,
         })
     }
 
@@ -107,7 +191,9 @@ impl Store {
         };
         let out = f(&conn);
         let mut pool = self.readers.lock().unwrap_or_else(|p| p.into_inner());
-        if pool.len() < 8 {
+        // Enough for every concurrent reader under load: a connection dropped here costs
+        // the next reader a schema parse and its statement cache.
+        if pool.len() < MAX_READERS {
             pool.push(conn);
         }
         out
@@ -161,10 +247,11 @@ impl Store {
     }
 
     pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!("{TRUST_SELECT} ORDER BY name, public_key"))?;
-        let rows = stmt.query_map([], trust_columns)?;
-        rows.map(|row| trust_entry(row?)).collect()
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&format!("{TRUST_SELECT} ORDER BY name, public_key"))?;
+            let rows = stmt.query_map([], trust_columns)?;
+            rows.map(|row| trust_entry(row?)).collect()
+        })
     }
 
     pub fn trust_remove(&self, key: &str) -> Result<bool> {
@@ -210,32 +297,33 @@ impl Store {
     }
 
     pub fn pending_list(&self) -> Result<Vec<PendingSender>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(
-            "SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id FROM pending_senders ORDER BY last_seen DESC",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get::<_, String>(4)?,
-                r.get(5)?,
-            ))
-        })?;
-        rows.map(|row| {
-            let (public_key, first_seen, last_seen, count, scopes, last_envelope_id) = row?;
-            Ok(PendingSender {
-                public_key,
-                first_seen,
-                last_seen,
-                count,
-                scopes_tried: serde_json::from_str(&scopes)?,
-                last_envelope_id,
+        self.read(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id FROM pending_senders ORDER BY last_seen DESC",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get(5)?,
+                ))
+            })?;
+            rows.map(|row| {
+                let (public_key, first_seen, last_seen, count, scopes, last_envelope_id) = row?;
+                Ok(PendingSender {
+                    public_key,
+                    first_seen,
+                    last_seen,
+                    count,
+                    scopes_tried: serde_json::from_str(&scopes)?,
+                    last_envelope_id,
+                })
             })
+            .collect()
         })
-        .collect()
     }
 
     pub fn pending_remove(&self, key: &str) -> Result<bool> {
@@ -258,44 +346,71 @@ impl Store {
     /// the primary key besides.
     pub fn accept(&self, rec: &NewEnvelope, limits: &RateLimit) -> AcceptResult {
         let (reply, answer) = std::sync::mpsc::sync_channel(1);
-        self.accepting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(PendingAccept {
-                rec: rec.clone(),
-                limits: limits.clone(),
-                reply,
-            });
-        loop {
-            if let Ok(r) = answer.try_recv() {
-                return r;
-            }
-            let mut conn = self.conn();
-            // Served by the commit we just waited for?
-            if let Ok(r) = answer.try_recv() {
-                return r;
-            }
-            let batch =
-                std::mem::take(&mut *self.accepting.lock().unwrap_or_else(|p| p.into_inner()));
-            if !batch.is_empty() {
-                commit_batch(&mut conn, batch);
-            }
+        self.enqueue(Job::Accept {
+            rec: rec.clone(),
+            limits: limits.clone(),
+            reply,
+        });
+        self.commit_until_answered(&answer)
+    }
+
+    fn enqueue(&self, job: Job) {
+        if let Some(jobs) = &self.jobs {
+            // The committer only stops when the store is dropped, so this cannot fail
+            // while `self` is alive; a dropped job would answer its caller with an error.
+            let _ = jobs.send(job);
         }
+    }
+
+    /// Waits until the committer has made this write durable (or failed to).
+    fn commit_until_answered<T>(&self, answer: &std::sync::mpsc::Receiver<Result<T>>) -> Result<T> {
+        answer
+            .recv()
+            .unwrap_or_else(|_| Err(StoreError::CommitFailed("the store is closing".into())))
+    }
+
+    /// Whether `sender` is blocked, its trust entry, and one setting, as of one snapshot.
+    pub fn admission(&self, sender: &str, setting: &str) -> Result<Admission> {
+        let key = sender.to_ascii_lowercase();
+        self.read(|c| {
+            let tx = c.unchecked_transaction()?;
+            let blocked = tx
+                .prepare_cached("SELECT 1 FROM blocked WHERE public_key = ?1")?
+                .query_row([&key], |_| Ok(()))
+                .optional()?
+                .is_some();
+            let trust = tx
+                .prepare_cached(&format!("{TRUST_SELECT} WHERE public_key = ?1"))?
+                .query_row([&key], trust_columns)
+                .optional()?
+                .map(trust_entry)
+                .transpose()?;
+            let setting = tx
+                .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
+                .query_row([setting], |r| r.get(0))
+                .optional()?;
+            tx.finish()?;
+            Ok(Admission { blocked, trust, setting })
+        })
     }
 
     pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {
         self.read(|c| {
             Ok(
-                c.query_row("SELECT 1 FROM nonces WHERE nonce = ?1", [nonce], |_| Ok(()))
+                c.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?
+                    .query_row([nonce], |_| Ok(()))
                     .optional()?
                     .is_some(),
             )
         })
     }
 
-    /// Records a rejection (every submission leaves a receipt the user can read).
+    /// Records a rejection (every submission leaves a receipt the user can read). Shares
+    /// the group commit with acceptances; returns once the receipt is durable.
     pub fn record_rejection(&self, receipt: &ReceiptRow) -> Result<()> {
-        insert_receipt(&self.conn(), receipt)
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.enqueue(Job::Receipt { row: receipt.clone(), reply });
+        self.commit_until_answered(&answer)
     }
 
     /// Records many receipts in one transaction (imports, benchmarks, tests).
@@ -312,14 +427,14 @@ impl Store {
     /// The accepted envelope whose raw bytes hash to `sha` — used by the folder transport
     /// to recognise a file it accepted just before a crash.
     pub fn accepted_by_hash(&self, sha: &str) -> Result<Option<ReceiptRow>> {
-        let receipt_id: Option<String> = self
-            .conn()
-            .query_row(
+        let receipt_id: Option<String> = self.read(|c| {
+            Ok(c.query_row(
                 "SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1",
                 [sha],
                 |r| r.get(0),
             )
-            .optional()?;
+            .optional()?)
+        })?;
         match receipt_id {
             Some(id) => self.receipt(&id),
             None => Ok(None),
@@ -327,48 +442,53 @@ impl Store {
     }
 
     pub fn receipt(&self, receipt_id: &str) -> Result<Option<ReceiptRow>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} WHERE receipt_id = ?1"))?;
-        stmt.query_row([receipt_id], receipt_from_row)
-            .optional()
-            .map_err(Into::into)
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} WHERE receipt_id = ?1"))?;
+            stmt.query_row([receipt_id], receipt_from_row)
+                .optional()
+                .map_err(Into::into)
+        })
     }
 
     /// Newest first.
     pub fn receipts(&self, limit: u32, offset: u32) -> Result<Vec<ReceiptRow>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "{RECEIPT_SELECT} ORDER BY seq DESC LIMIT ?1 OFFSET ?2"
-        ))?;
-        let rows = stmt.query_map(params![limit, offset], receipt_from_row)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "{RECEIPT_SELECT} ORDER BY seq DESC LIMIT ?1 OFFSET ?2"
+            ))?;
+            let rows = stmt.query_map(params![limit, offset], receipt_from_row)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
     }
 
     /// Newest first.
     pub fn envelopes(&self, limit: u32, offset: u32) -> Result<Vec<EnvelopeRow>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "{ENVELOPE_SELECT} ORDER BY id DESC LIMIT ?1 OFFSET ?2"
-        ))?;
-        let rows = stmt.query_map(params![limit, offset], envelope_from_row)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "{ENVELOPE_SELECT} ORDER BY id DESC LIMIT ?1 OFFSET ?2"
+            ))?;
+            let rows = stmt.query_map(params![limit, offset], envelope_from_row)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
     }
 
     pub fn envelope(&self, id: i64) -> Result<Option<EnvelopeRow>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE id = ?1"))?;
-        stmt.query_row([id], envelope_from_row)
-            .optional()
-            .map_err(Into::into)
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE id = ?1"))?;
+            stmt.query_row([id], envelope_from_row)
+                .optional()
+                .map_err(Into::into)
+        })
     }
 
     pub fn envelopes_with_status(&self, status: ExecStatus) -> Result<Vec<EnvelopeRow>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "{ENVELOPE_SELECT} WHERE exec_status = ?1 ORDER BY id"
-        ))?;
-        let rows = stmt.query_map([status.as_str()], envelope_from_row)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "{ENVELOPE_SELECT} WHERE exec_status = ?1 ORDER BY id"
+            ))?;
+            let rows = stmt.query_map([status.as_str()], envelope_from_row)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
     }
 
     pub fn set_exec(
@@ -385,22 +505,23 @@ impl Store {
         Ok(())
     }
 
-    /// Several executor status changes in one transaction (the runner works in batches).
+    /// Several executor status changes (the runner works in batches), committed with
+    /// whatever else is being committed at the time.
     pub fn set_exec_many(
         &self,
         updates: &[(i64, ExecStatus, Option<serde_json::Value>)],
         now: &str,
     ) -> Result<()> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        for (id, status, result) in updates {
-            tx.execute(
-                "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
-                params![id, status.as_str(), result.as_ref().map(|r| r.to_string()), now],
-            )?;
+        if updates.is_empty() {
+            return Ok(());
         }
-        tx.commit()?;
-        Ok(())
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.enqueue(Job::SetExec {
+            updates: updates.to_vec(),
+            now: now.to_string(),
+            reply,
+        });
+        self.commit_until_answered(&answer)
     }
 
     /// Held envelopes plus pending sender requests: what waits for the user. Counted,
@@ -417,15 +538,11 @@ impl Store {
     }
 
     pub fn count_envelopes(&self) -> Result<i64> {
-        Ok(self
-            .conn()
-            .query_row("SELECT count(*) FROM envelopes", [], |r| r.get(0))?)
+        self.read(|c| Ok(c.query_row("SELECT count(*) FROM envelopes", [], |r| r.get(0))?))
     }
 
     pub fn count_nonces(&self) -> Result<i64> {
-        Ok(self
-            .conn()
-            .query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))?)
+        self.read(|c| Ok(c.query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))?))
     }
 
     /// Drops nonces whose envelopes have expired: an expired envelope is rejected at
@@ -556,21 +673,24 @@ impl Store {
 
     /// Accepted envelopes in one conversation, oldest first.
     pub fn conversation(&self, conversation_id: &str) -> Result<Vec<EnvelopeRow>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "{ENVELOPE_SELECT} WHERE conversation_id = ?1 ORDER BY id"
-        ))?;
-        let rows = stmt.query_map([conversation_id], envelope_from_row)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "{ENVELOPE_SELECT} WHERE conversation_id = ?1 ORDER BY id"
+            ))?;
+            let rows = stmt.query_map([conversation_id], envelope_from_row)?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
     }
 
     /// Accepted envelopes from `sender` since `since_ms` (for "usage today").
     pub fn accepted_since(&self, sender: &str, since_ms: i64) -> Result<i64> {
-        Ok(self.conn().query_row(
-            "SELECT count(*) FROM envelopes WHERE sender = ?1 AND received_ms >= ?2",
-            params![sender.to_ascii_lowercase(), since_ms],
-            |r| r.get(0),
-        )?)
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT count(*) FROM envelopes WHERE sender = ?1 AND received_ms >= ?2",
+                params![sender.to_ascii_lowercase(), since_ms],
+                |r| r.get(0),
+            )?)
+        })
     }
 
     // ---- blocked senders and the audit log ---------------------------------------------
@@ -611,18 +731,19 @@ impl Store {
     }
 
     pub fn blocked_list(&self) -> Result<Vec<BlockedSender>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(
-            "SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(BlockedSender {
-                public_key: r.get(0)?,
-                blocked_at: r.get(1)?,
-                reason: r.get(2)?,
-            })
-        })?;
-        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        self.read(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok(BlockedSender {
+                    public_key: r.get(0)?,
+                    blocked_at: r.get(1)?,
+                    reason: r.get(2)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
     }
 
     pub fn audit(
@@ -641,32 +762,34 @@ impl Store {
 
     /// Newest first.
     pub fn audit_list(&self, limit: u32) -> Result<Vec<AuditEntry>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(
-            "SELECT id, at, action, subject, detail FROM audit ORDER BY id DESC LIMIT ?1",
-        )?;
-        let rows = stmt.query_map([limit], |r| {
-            let detail: String = r.get(4)?;
-            Ok(AuditEntry {
-                id: r.get(0)?,
-                at: r.get(1)?,
-                action: r.get(2)?,
-                subject: r.get(3)?,
-                detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
-            })
-        })?;
-        rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        self.read(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT id, at, action, subject, detail FROM audit ORDER BY id DESC LIMIT ?1",
+            )?;
+            let rows = stmt.query_map([limit], |r| {
+                let detail: String = r.get(4)?;
+                Ok(AuditEntry {
+                    id: r.get(0)?,
+                    at: r.get(1)?,
+                    action: r.get(2)?,
+                    subject: r.get(3)?,
+                    detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
+                })
+            })?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
     }
 
     /// The newest receipt of a sender's knock (its body is what "allow once" delivers).
     pub fn latest_receipt_from(&self, sender: &str, code: &str) -> Result<Option<ReceiptRow>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "{RECEIPT_SELECT} WHERE sender = ?1 AND code = ?2 ORDER BY seq DESC LIMIT 1"
-        ))?;
-        stmt.query_row(params![sender.to_ascii_lowercase(), code], receipt_from_row)
-            .optional()
-            .map_err(Into::into)
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "{RECEIPT_SELECT} WHERE sender = ?1 AND code = ?2 ORDER BY seq DESC LIMIT 1"
+            ))?;
+            stmt.query_row(params![sender.to_ascii_lowercase(), code], receipt_from_row)
+                .optional()
+                .map_err(Into::into)
+        })
     }
 
     // ---- settings -----------------------------------------------------------------
@@ -693,55 +816,76 @@ impl Store {
     }
 }
 
-/// One transaction for a whole batch of acceptances; each gets a savepoint so one bad
-/// row fails alone. Answers go out only after the commit.
-fn commit_batch(conn: &mut Connection, batch: Vec<PendingAccept>) {
-    let mut results: Vec<AcceptResult> = Vec::with_capacity(batch.len());
-    let outcome = (|| -> Result<()> {
-        let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        for p in &batch {
-            let mut sp = tx.savepoint()?;
-            match accept_one(&sp, &p.rec, &p.limits) {
-                Ok(Ok(id)) => {
-                    sp.commit()?;
-                    results.push(Ok(Ok(id)));
-                }
-                Ok(Err(refusal)) => {
-                    sp.rollback()?;
-                    results.push(Ok(Err(refusal)));
-                }
-                Err(e) => {
-                    sp.rollback()?;
-                    results.push(Err(e));
-                }
-            }
+/// One transaction and one fsync for a whole batch of writes; answers go out only after
+/// the commit. Refusals (replay, rate) write nothing, so no savepoints are needed; if a
+/// statement fails, the batch is rolled back and each job retried in its own transaction
+/// so that one bad row fails alone.
+fn commit_batch(conn: &mut Connection, batch: Vec<Job>) {
+    let together = (|| -> Result<Vec<AcceptResult>> {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut results = Vec::with_capacity(batch.len());
+        for job in &batch {
+            results.push(Ok(run_job(&tx, job)?));
         }
         tx.commit()?;
-        Ok(())
+        Ok(results)
     })();
-    match outcome {
-        Ok(()) => {
-            for (p, r) in batch.into_iter().zip(results) {
-                let _ = p.reply.send(r);
+    match together {
+        Ok(results) => {
+            for (job, r) in batch.into_iter().zip(results) {
+                answer(job, r);
+            }
+        }
+        Err(_) if batch.len() > 1 => {
+            for job in batch {
+                let r = (|| -> AcceptResult {
+                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    let r = run_job(&tx, &job)?;
+                    tx.commit()?;
+                    Ok(r)
+                })();
+                answer(job, r);
             }
         }
         Err(e) => {
-            // Nothing of this batch is durable: every caller learns so.
-            let msg = e.to_string();
-            for p in batch {
-                let _ = p.reply.send(Err(StoreError::CommitFailed(msg.clone())));
+            for job in batch {
+                answer(job, Err(StoreError::CommitFailed(e.to_string())));
             }
+        }
+    }
+}
+
+fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
+    match job {
+        Job::Accept { rec, limits, .. } => accept_one(tx, rec, limits),
+        Job::Receipt { row, .. } => insert_receipt(tx, row).map(|()| Ok(0)),
+        Job::SetExec { updates, now, .. } => {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
+            )?;
+            for (id, status, result) in updates {
+                stmt.execute(params![id, status.as_str(), result.as_ref().map(|r| r.to_string()), now])?;
+            }
+            Ok(Ok(0))
+        }
+    }
+}
+
+fn answer(job: Job, r: AcceptResult) {
+    match job {
+        Job::Accept { reply, .. } => {
+            let _ = reply.send(r);
+        }
+        Job::Receipt { reply, .. } | Job::SetExec { reply, .. } => {
+            let _ = reply.send(r.map(|_| ()));
         }
     }
 }
 
 fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptResult {
     let seen: bool = tx
-        .query_row(
-            "SELECT 1 FROM nonces WHERE nonce = ?1",
-            [&rec.nonce],
-            |_| Ok(true),
-        )
+        .prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?
+        .query_row([&rec.nonce], |_| Ok(true))
         .optional()?
         .unwrap_or(false);
     if seen {
@@ -753,11 +897,9 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptR
     ] {
         let Some(limit) = limit else { continue };
         let since = rec.received_ms - secs * 1000;
-        let (count, oldest): (u32, Option<i64>) = tx.query_row(
-            "SELECT count(*), min(received_ms) FROM envelopes WHERE sender = ?1 AND received_ms > ?2",
-            params![rec.sender, since],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        let (count, oldest): (u32, Option<i64>) = tx
+            .prepare_cached("SELECT count(*), min(received_ms) FROM envelopes WHERE sender = ?1 AND received_ms > ?2")?
+            .query_row(params![rec.sender, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
         if count >= limit {
             // The window frees a slot when its oldest acceptance falls out of it.
             let frees_at = oldest.unwrap_or(rec.received_ms) + secs * 1000;
@@ -769,22 +911,22 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptR
             }));
         }
     }
-    tx.execute(
-        "INSERT INTO nonces (nonce, expires_at_ms, envelope_id) VALUES (?1, ?2, ?3)",
-        params![rec.nonce, rec.expires_at_ms, rec.envelope_id],
-    )?;
-    tx.execute(
+    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_id) VALUES (?1, ?2, ?3)")?
+        .execute(params![rec.nonce, rec.expires_at_ms, rec.envelope_id])?;
+    tx.prepare_cached(
         "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
             in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
-            transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-        params![
+            transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
+            exec_updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+            ?21, CASE WHEN ?21 IS NULL THEN NULL ELSE ?12 END)",
+    )?
+    .execute(params![
             rec.envelope_id, rec.sender, rec.recipient, rec.scope, rec.payload_type, rec.conversation_id,
             rec.in_reply_to, rec.on_behalf_of, rec.prompt, rec.timestamp, rec.expires_at, rec.received_at,
             rec.received_ms, rec.transport, rec.signed_form, rec.raw, rec.raw_sha256, rec.receipt.receipt_id,
-            rec.executor, rec.exec_status.as_str(),
-        ],
-    )?;
+            rec.executor, rec.exec_status.as_str(), rec.exec_result.as_ref().map(|r| r.to_string()),
+        ])?;
     let id = tx.last_insert_rowid();
     insert_receipt(
         tx,
@@ -818,16 +960,16 @@ const RECEIPT_SELECT: &str =
     transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row FROM receipts";
 
 fn insert_receipt(conn: &Connection, r: &ReceiptRow) -> Result<()> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
             transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-        params![
+    )?
+    .execute(params![
             r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at, r.received_ms,
             r.transport, r.sender, r.scope, r.body, r.body_truncated, r.receipt.to_string(), r.prompt,
             r.envelope_row,
-        ],
-    )?;
+        ])?;
     Ok(())
 }
 

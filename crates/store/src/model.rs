@@ -176,6 +176,8 @@ pub struct NewEnvelope {
     pub raw_sha256: String,
     pub executor: String,
     pub exec_status: ExecStatus,
+    /// Set when the outcome is known at acceptance (the no-op executor).
+    pub exec_result: Option<serde_json::Value>,
     pub receipt: ReceiptRow,
 }
 
