@@ -277,7 +277,8 @@ fn recover_accepted(inbox: &Inbox, bytes: &[u8], outcome: Outcome) -> Outcome {
     if outcome.receipt.code() != Some(ErrorCode::ReplayDetected) {
         return outcome;
     }
-    match inbox.store().accepted_by_hash(&sha256_hex(bytes)) {
+    let Ok(env) = gatehouse_epp::Envelope::parse(bytes) else { return outcome };
+    match inbox.store().accepted_by_nonce(&env.nonce_bytes, &sha256_hex(bytes)) {
         Ok(Some(row)) => match serde_json::from_value(row.receipt) {
             Ok(receipt) => Outcome { receipt, retry_after: None, row_id: None },
             Err(_) => outcome,

@@ -4,7 +4,6 @@
 //! Durability rule: an acceptance (nonce + envelope + receipt) is one transaction with
 //! `synchronous=FULL`, committed before the caller may send the receipt.
 
-mod checkpoint;
 mod migrations;
 mod model;
 
@@ -58,8 +57,6 @@ pub struct Store {
     /// was busy as one transaction.
     jobs: Option<std::sync::mpsc::Sender<Job>>,
     committer: Option<std::thread::JoinHandle<()>>,
-    /// Held for its lifetime: it stops (after a last checkpoint) when the store is dropped.
-    _checkpointer: Option<checkpoint::Checkpointer>,
 }
 
 impl Drop for Store {
@@ -78,8 +75,36 @@ const MAX_READERS: usize = 64;
 /// At most this many writes share one transaction (bounds a commit's latency).
 const MAX_BATCH: usize = 1024;
 
-fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>, nudge: Option<checkpoint::Nudge>) {
-    while let Ok(first) = jobs.recv() {
+/// Commits every so many batches, or this often, are followed by a checkpoint.
+const CHECKPOINT_EVERY_COMMITS: u32 = 64;
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The group-commit loop. It also checkpoints the WAL back into the database file, after
+/// it has answered its callers (so no receipt waits for a checkpoint) and before it
+/// takes the next batch (so no frame is appended during the checkpoint, which can then
+/// finish and let the WAL start over; a checkpoint racing a stream of commits never
+/// catches up and the WAL grows without bound).
+fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>) {
+    let mut since_checkpoint = 0u32;
+    let mut last_checkpoint = std::time::Instant::now();
+    loop {
+        let first = if since_checkpoint == 0 {
+            match jobs.recv() {
+                Ok(j) => j,
+                Err(_) => break,
+            }
+        } else {
+            match jobs.recv_timeout(CHECKPOINT_EVERY) {
+                Ok(j) => j,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    checkpoint(&conn);
+                    since_checkpoint = 0;
+                    last_checkpoint = std::time::Instant::now();
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        };
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match jobs.try_recv() {
@@ -87,12 +112,22 @@ fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>,
                 Err(_) => break,
             }
         }
-        let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
-        commit_batch(&mut c, batch);
-        drop(c);
-        if let Some(n) = &nudge {
-            n.nudge();
+        commit_batch(&mut conn.lock().unwrap_or_else(|p| p.into_inner()), batch);
+        since_checkpoint += 1;
+        if since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+            checkpoint(&conn);
+            since_checkpoint = 0;
+            last_checkpoint = std::time::Instant::now();
         }
+    }
+    checkpoint(&conn);
+}
+
+fn checkpoint(conn: &Mutex<Connection>) {
+    let c = conn.lock().unwrap_or_else(|p| p.into_inner());
+    // PASSIVE: never waits for a reader; frames a reader still needs are copied next time.
+    if let Err(e) = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+        tracing::warn!(error = %e, "WAL checkpoint failed; will retry");
     }
 }
 
@@ -143,23 +178,14 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrations::run(&mut conn)?;
         conn.set_prepared_statement_cache_capacity(64);
-        // Checkpoints copy the WAL back into the database (two fsyncs). Run inline, they
-        // stall the group commit and every caller waiting on it; a background thread
-        // with its own connection does them without taking the write lock.
-        let checkpointer = match &path {
-            Some(p) => {
-                conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-                Some(checkpoint::Checkpointer::start(p)?)
-            }
-            None => None,
-        };
+        // The committer checkpoints itself, after answering its callers (see `committer`).
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
         let conn = Arc::new(Mutex::new(conn));
         let (tx, rx) = std::sync::mpsc::channel();
-        let nudge = checkpointer.as_ref().map(checkpoint::Checkpointer::nudger);
         let c = conn.clone();
         let committer = std::thread::Builder::new()
             .name("gatehouse-commit".into())
-            .spawn(move || committer(c, rx, nudge))
+            .spawn(move || committer(c, rx))
             .map_err(|e| StoreError::CommitFailed(format!("cannot start the commit thread: {e}")))?;
         Ok(Store {
             conn,
@@ -167,7 +193,6 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             jobs: Some(tx),
             committer: Some(committer),
-            _checkpointer: checkpointer,
         })
     }
 
@@ -424,16 +449,31 @@ impl Store {
         Ok(())
     }
 
-    /// The accepted envelope whose raw bytes hash to `sha` — used by the folder transport
-    /// to recognise a file it accepted just before a crash.
-    pub fn accepted_by_hash(&self, sha: &str) -> Result<Option<ReceiptRow>> {
+    /// The accepted envelope that used `nonce`, if its raw bytes hash to `sha` — used by
+    /// the folder transport to recognise a file it accepted just before a crash. (Found
+    /// through the nonce registry: an index over every envelope's hash would cost a
+    /// random page write per acceptance for a lookup made only after a crash.)
+    pub fn accepted_by_nonce(&self, nonce: &[u8], sha: &str) -> Result<Option<ReceiptRow>> {
         let receipt_id: Option<String> = self.read(|c| {
-            Ok(c.query_row(
-                "SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1",
-                [sha],
-                |r| r.get(0),
-            )
-            .optional()?)
+            let by_row = c
+                .query_row(
+                    "SELECT e.receipt_id FROM nonces n JOIN envelopes e ON e.id = n.envelope_row
+                     WHERE n.nonce = ?1 AND e.raw_sha256 = ?2",
+                    params![nonce, sha],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            match by_row {
+                Some(id) => Ok(Some(id)),
+                // Nonces recorded before schema 3 have no row id: look the hard way.
+                None => Ok(c
+                    .query_row(
+                        "SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1",
+                        [sha],
+                        |r| r.get(0),
+                    )
+                    .optional()?),
+            }
         })?;
         match receipt_id {
             Some(id) => self.receipt(&id),
@@ -911,8 +951,6 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptR
             }));
         }
     }
-    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_id) VALUES (?1, ?2, ?3)")?
-        .execute(params![rec.nonce, rec.expires_at_ms, rec.envelope_id])?;
     tx.prepare_cached(
         "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
             in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
@@ -928,6 +966,8 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptR
             rec.executor, rec.exec_status.as_str(), rec.exec_result.as_ref().map(|r| r.to_string()),
         ])?;
     let id = tx.last_insert_rowid();
+    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_id, envelope_row) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![rec.nonce, rec.expires_at_ms, rec.envelope_id, id])?;
     insert_receipt(
         tx,
         &ReceiptRow {
