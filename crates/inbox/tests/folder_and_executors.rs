@@ -194,3 +194,40 @@ async fn a_burst_of_files_is_filed_completely_in_parallel() {
     assert_eq!(inbox.store.count_envelopes().unwrap(), 55);
     inbox.stop().await;
 }
+
+/// A file whose envelope was accepted just before a crash, but not yet filed, is filed as
+/// accepted with its original receipt at the next start (not mislabelled a replay); a
+/// claimed file that was never processed is processed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_claimed_before_a_crash_are_filed_at_the_next_start() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
+    let accepted_before = inbox.signed(&alice, "support", "accepted, then the power went out");
+    let (status, _, receipt) = inbox.post_json(&accepted_before).await;
+    assert_eq!(status, 200);
+    let never_seen = inbox.signed(&alice, "support", "claimed, never processed");
+    let (store, key_hex) = (inbox.store.clone(), inbox.public_key.clone());
+    let drop = inbox.dir.path().join("drop");
+    std::fs::create_dir_all(drop.join(".processing")).unwrap();
+    std::fs::write(drop.join(".processing/a.json"), accepted_before.to_string()).unwrap();
+    std::fs::write(drop.join(".processing/b.json"), never_seen.to_string()).unwrap();
+
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(drop.clone()) };
+    let task = tokio::spawn(gatehouse_inbox::run(store.clone(), key_hex, opts, async { let _ = rx.await; }, |_| {}));
+    let accepted = drop.join("accepted");
+    eventually("both claimed files filed", || {
+        accepted.join("a.json.receipt.json").exists() && accepted.join("b.json.receipt.json").exists()
+    })
+    .await;
+    let filed = read_json(&accepted.join("a.json.receipt.json"));
+    assert_eq!(filed["receipt_id"], receipt["receipt_id"], "the original receipt, not a new one");
+    assert_eq!(filed["status"], "accepted");
+    assert_eq!(read_json(&accepted.join("b.json.receipt.json"))["envelope_id"], never_seen["envelope_id"]);
+    assert_eq!(std::fs::read_dir(drop.join(".processing")).unwrap().count(), 0);
+    assert_eq!(store.count_envelopes().unwrap(), 2);
+    let _ = tx.send(());
+    task.await.unwrap().unwrap();
+    inbox.stop().await;
+}
