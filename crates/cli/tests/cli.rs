@@ -127,69 +127,86 @@ fn init_identity_trust_pending_send_end_to_end() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("gatehouse init"));
 }
 
+/// Posts `todo` (indexes into `envelopes`) over 8 connections until all are answered or
+/// the server dies; returns each answered index with its HTTP status.
+fn post_until_gone(url: &str, envelopes: &[String], todo: &[usize], kill: Option<(usize, &Server)>) -> Vec<(usize, u16)> {
+    let answers = std::sync::Mutex::new(Vec::<(usize, u16)>::new());
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let answers = &answers;
+            s.spawn(move || {
+                let client = reqwest::blocking::Client::new();
+                for &i in todo.iter().skip(t).step_by(8) {
+                    match client.post(url).body(envelopes[i].clone()).send() {
+                        Ok(r) => answers.lock().unwrap().push((i, r.status().as_u16())),
+                        Err(_) => break, // the server is gone
+                    }
+                }
+            });
+        }
+        if let Some((after, server)) = kill {
+            let t = Instant::now();
+            while answers.lock().unwrap().len() < after && t.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            // SIGKILL: no chance to flush or shut down cleanly.
+            Command::new("kill").args(["-9", &server.0.id().to_string()]).status().unwrap();
+        }
+    });
+    answers.into_inner().unwrap()
+}
+
 #[test]
-fn kill_9_during_ingest_loses_nothing_and_accepts_nothing_twice() {
+fn kill_9_at_random_points_of_an_ingest_loses_nothing_and_accepts_nothing_twice() {
+    const N: usize = 5000;
     let dir = tempfile::tempdir().unwrap();
     let _c = Cleanup(vec![dir.path().into()]);
     let inbox_key = last_line(&ok(dir.path(), &["init"]));
     let sender = gatehouse_epp::generate_signing_key();
     ok(dir.path(), &["trust", "add", &gatehouse_epp::public_key_hex(&sender), "--name", "Load", "--scopes", "*"]);
     let now = chrono::Utc::now();
-    let envelopes: Vec<String> = (0..600)
+    let envelopes: Vec<String> = (0..N)
         .map(|i| gatehouse_epp::Draft::new(&inbox_key, "load", &format!("envelope {i}")).sign(&sender, now).to_string())
         .collect();
 
-    let server = Server::start(dir.path());
-    let url = server.submit();
-    // Kill at a random point of the ingest, measured in acknowledged envelopes.
-    let kill_after = rand::thread_rng().gen_range(50..450);
-    let acks = std::sync::Mutex::new(Vec::<usize>::new());
-    std::thread::scope(|s| {
-        for t in 0..6 {
-            let (url, envelopes, acks) = (&url, &envelopes, &acks);
-            s.spawn(move || {
-                let client = reqwest::blocking::Client::new();
-                for i in (t..envelopes.len()).step_by(6) {
-                    match client.post(url).body(envelopes[i].clone()).send() {
-                        Ok(r) if r.status() == 200 => acks.lock().unwrap().push(i),
-                        Ok(r) => panic!("unexpected status {} before the crash", r.status()),
-                        Err(_) => break, // the server is gone
-                    }
-                }
-            });
+    // Three crashes, each at a random point of what is still to send.
+    let mut acked = std::collections::HashSet::new();
+    let mut stored_unacked = std::collections::HashSet::new();
+    let mut rng = rand::thread_rng();
+    for round in 0..3 {
+        let todo: Vec<usize> = (0..N).filter(|i| !acked.contains(i) && !stored_unacked.contains(i)).collect();
+        let kill_after = rng.gen_range(todo.len() / 10..todo.len() / 2);
+        let server = Server::start(dir.path());
+        let answers = post_until_gone(&server.submit(), &envelopes, &todo, Some((kill_after, &server)));
+        drop(server);
+        assert!(answers.len() >= kill_after && answers.len() < todo.len(), "round {round}: the kill should land mid-ingest");
+        for (i, status) in answers {
+            match status {
+                200 => assert!(acked.insert(i), "envelope {i} acknowledged twice"),
+                // Stored just before an earlier kill, its receipt lost with the process.
+                409 => assert!(round > 0 && stored_unacked.insert(i), "envelope {i}: unexpected replay in round {round}"),
+                other => panic!("envelope {i}: unexpected status {other} in round {round}"),
+            }
         }
-        let t = Instant::now();
-        while acks.lock().unwrap().len() < kill_after && t.elapsed() < Duration::from_secs(30) {
-            std::thread::yield_now();
-        }
-        // SIGKILL: no chance to flush or shut down cleanly.
-        let pid = server.0.id().to_string();
-        Command::new("kill").args(["-9", &pid]).status().unwrap();
-    });
-    drop(server);
-    let acked = acks.into_inner().unwrap();
-    assert!(!acked.is_empty() && acked.len() < envelopes.len(), "the kill should land mid-ingest ({} acked)", acked.len());
+    }
 
+    // After the last restart, everything is sent again.
     let server = Server::start(dir.path());
-    let client = reqwest::blocking::Client::new();
-    let mut replays = 0;
-    for (i, env) in envelopes.iter().enumerate() {
-        let r = client.post(server.submit()).body(env.clone()).send().unwrap();
-        let status = r.status().as_u16();
-        if acked.contains(&i) {
-            assert_eq!(status, 409, "envelope {i} was acknowledged before the crash, so it must be a replay now");
+    let all: Vec<usize> = (0..N).collect();
+    let answers = post_until_gone(&server.submit(), &envelopes, &all, None);
+    drop(server);
+    assert_eq!(answers.len(), N);
+    for (i, status) in answers {
+        if acked.contains(&i) || stored_unacked.contains(&i) {
+            assert_eq!(status, 409, "envelope {i} was stored before a crash, so it must be a replay now");
         } else {
-            // Not acknowledged: either never stored (accepted now) or stored just before
-            // the kill without its receipt getting out (a replay now).
+            // Never stored (accepted now), or stored just before the last kill (a replay).
             assert!(status == 200 || status == 409, "envelope {i}: {status}");
         }
-        replays += (status == 409) as usize;
     }
-    assert!(replays >= acked.len());
-    drop(server);
-    let stored: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["envelopes", "--json", "--limit", "10000"])).unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["envelopes", "--json", "--limit", "100000"])).unwrap();
     let ids: Vec<&str> = stored.as_array().unwrap().iter().map(|e| e["envelope_id"].as_str().unwrap()).collect();
     let unique: std::collections::HashSet<_> = ids.iter().collect();
-    assert_eq!(ids.len(), envelopes.len(), "every envelope is stored exactly once");
-    assert_eq!(unique.len(), ids.len());
+    assert_eq!(ids.len(), N, "every envelope is stored exactly once");
+    assert_eq!(unique.len(), N);
 }
