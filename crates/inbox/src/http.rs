@@ -16,6 +16,57 @@ use crate::pipeline::{Inbox, Outcome};
 /// A body that has not fully arrived within this time is refused (slow senders must not
 /// hold a connection and a buffer forever).
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Request headers must arrive within this time, and an idle keep-alive connection is
+/// closed after it: a slow-loris client cannot hold a connection open by trickling.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections served at once; further clients wait in the listen backlog.
+pub const MAX_CONNECTIONS: usize = 1024;
+/// Request bodies buffered at once, in bytes, across all connections: memory stays
+/// bounded however many large envelopes arrive together (later ones wait their turn).
+pub const BODY_BUDGET: usize = 256 * 1024 * 1024;
+
+/// Serves `app` on `listener` until `shutdown` resolves, with the limits above; then
+/// stops accepting, lets requests in progress finish, and closes idle connections.
+pub async fn serve(listener: tokio::net::TcpListener, app: Router, shutdown: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(256 * 1024);
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            p = connections.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, say: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            // Errors here are the client's (reset, timed out headers): nothing to report.
+            let _ = conn.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    // Requests in progress get a moment to finish; idle keep-alives close at once.
+    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+    Ok(())
+}
+
+static BODY_PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(BODY_BUDGET / 1024);
 
 pub fn router(inbox: Arc<Inbox>) -> Router {
     Router::new()
@@ -65,7 +116,16 @@ async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptR
     if let Some(n) = declared.filter(|n| *n > MAX_ENVELOPE_BYTES as u64) {
         return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}"));
     }
-    let read = tokio::time::timeout(BODY_TIMEOUT, to_bytes(req.into_body(), MAX_ENVELOPE_BYTES)).await;
+    // Reserve the body's size (the most an envelope may be when it is not declared)
+    // against the inbox-wide budget before buffering it.
+    let kib = declared.map_or(MAX_ENVELOPE_BYTES, |n| n as usize).div_ceil(1024).max(1) as u32;
+    let read = tokio::time::timeout(BODY_TIMEOUT, async {
+        let permit = BODY_PERMITS.acquire_many(kib).await.expect("the semaphore is never closed");
+        let bytes = to_bytes(req.into_body(), MAX_ENVELOPE_BYTES).await;
+        drop(permit);
+        bytes
+    })
+    .await;
     let bytes = match read {
         Err(_) => {
             return early_rejection(&inbox, ErrorCode::InvalidFormat, format!("the request body did not arrive within {} s", BODY_TIMEOUT.as_secs()))

@@ -114,12 +114,11 @@ where
         let app = crate::http::router(inbox.clone());
         tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");
         tasks.spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stop.recv().await;
-                })
-                .await
-                .map_err(|e| format!("HTTP server failed: {e}"))
+            crate::http::serve(listener, app, async move {
+                let _ = stop.recv().await;
+            })
+            .await
+            .map_err(|e| format!("HTTP server failed: {e}"))
         });
     }
     if let Some(dir) = opts.watch {
