@@ -103,8 +103,8 @@ impl IntoResponse for ReceiptResponse {
     }
 }
 
-fn early_rejection(inbox: &Inbox, code: ErrorCode, message: String) -> ReceiptResponse {
-    ReceiptResponse(inbox.submit_failure(code, message, "http", chrono::Utc::now()))
+async fn early_rejection(inbox: &Inbox, code: ErrorCode, message: String) -> ReceiptResponse {
+    ReceiptResponse(inbox.submit_failure_async(code, message, "http", chrono::Utc::now()).await)
 }
 
 async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptResponse {
@@ -114,7 +114,7 @@ async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptR
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if let Some(n) = declared.filter(|n| *n > MAX_ENVELOPE_BYTES as u64) {
-        return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}"));
+        return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}")).await;
     }
     // Reserve the body's size (the most an envelope may be when it is not declared)
     // against the inbox-wide budget before buffering it.
@@ -128,7 +128,7 @@ async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptR
     .await;
     let bytes = match read {
         Err(_) => {
-            return early_rejection(&inbox, ErrorCode::InvalidFormat, format!("the request body did not arrive within {} s", BODY_TIMEOUT.as_secs()))
+            return early_rejection(&inbox, ErrorCode::InvalidFormat, format!("the request body did not arrive within {} s", BODY_TIMEOUT.as_secs())).await
         }
         Ok(Ok(b)) => b,
         Ok(Err(e)) => {
@@ -136,15 +136,11 @@ async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptR
                 .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
                 || e.to_string().contains("length limit");
             return if too_big {
-                early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope exceeds this inbox's limit of {MAX_ENVELOPE_BYTES} bytes"))
+                early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope exceeds this inbox's limit of {MAX_ENVELOPE_BYTES} bytes")).await
             } else {
-                early_rejection(&inbox, ErrorCode::InvalidFormat, format!("could not read the request body: {e}"))
+                early_rejection(&inbox, ErrorCode::InvalidFormat, format!("could not read the request body: {e}")).await
             };
         }
     };
-    let inbox2 = inbox.clone();
-    match tokio::task::spawn_blocking(move || inbox2.submit(&bytes, "http", chrono::Utc::now())).await {
-        Ok(outcome) => ReceiptResponse(outcome),
-        Err(e) => early_rejection(&inbox, ErrorCode::InternalError, format!("inbox processing failed: {e}")),
-    }
+    ReceiptResponse(inbox.submit_async(&bytes, "http", chrono::Utc::now()).await)
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use gatehouse_epp::VerifyingKey;
 use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_BYTES};
-use gatehouse_store::{AcceptRefusal, ExecStatus, NewEnvelope, ReceiptRow, Store, TrustEntry};
+use gatehouse_store::{AcceptRefusal, ExecStatus, Knock, NewEnvelope, ReceiptRow, Store, TrustEntry};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
@@ -164,10 +164,50 @@ impl Inbox {
         let received_at = gatehouse_epp::crypto::utc_string_ms(now);
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent };
-        match self.run(&ctx) {
-            Ok(outcome) => outcome,
-            Err(failure) => self.reject(&ctx, failure),
-        }
+        let failure = match self.prepare(&ctx) {
+            Ok((record, limits, p)) => {
+                let stored = self.store.accept(record, &limits);
+                match self.settle(&ctx, p, stored) {
+                    Ok(outcome) => return outcome,
+                    Err(f) => f,
+                }
+            }
+            Err(f) => f,
+        };
+        let r = self.rejection(&ctx, failure);
+        let stored = self.store.record_rejection(&r.row, r.knock.as_ref());
+        self.rejected(r, stored)
+    }
+
+    /// [`Inbox::submit`] for async transports: the same pipeline, but waiting for the
+    /// commit does not hold a thread (the checks themselves take microseconds).
+    pub async fn submit_async(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>) -> Outcome {
+        let received_at = gatehouse_epp::crypto::utc_string_ms(now);
+        let receipt_id = receipt_id();
+        let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
+        let failure = match self.prepare(&ctx) {
+            Ok((record, limits, p)) => {
+                let stored = self.store.accept_async(record, &limits).await;
+                match self.settle(&ctx, p, stored) {
+                    Ok(outcome) => return outcome,
+                    Err(f) => f,
+                }
+            }
+            Err(f) => f,
+        };
+        let r = self.rejection(&ctx, failure);
+        let stored = self.store.record_rejection_async(&r.row, r.knock.as_ref()).await;
+        self.rejected(r, stored)
+    }
+
+    /// [`Inbox::submit_failure`] for async transports.
+    pub async fn submit_failure_async(&self, code: ErrorCode, message: String, transport: &str, now: DateTime<Utc>) -> Outcome {
+        let received_at = gatehouse_epp::crypto::utc_string_ms(now);
+        let receipt_id = receipt_id();
+        let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
+        let r = self.rejection(&ctx, Failure::new(Rejection::new(code, message)));
+        let stored = self.store.record_rejection_async(&r.row, r.knock.as_ref()).await;
+        self.rejected(r, stored)
     }
 
     /// Records a rejection decided by a transport before the pipeline could run (body
@@ -176,20 +216,35 @@ impl Inbox {
         let received_at = gatehouse_epp::crypto::utc_string_ms(now);
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
-        self.reject(&ctx, Failure::new(Rejection::new(code, message)))
+        let r = self.rejection(&ctx, Failure::new(Rejection::new(code, message)));
+        let stored = self.store.record_rejection(&r.row, r.knock.as_ref());
+        self.rejected(r, stored)
     }
 
-    fn reject(&self, ctx: &Ctx<'_>, Failure { rejection, env, retry_after, knock }: Failure) -> Outcome {
+    /// The receipt of a failure, and (for an unknown sender's knock) the request to ask
+    /// the user about, to be stored together.
+    fn rejection(&self, ctx: &Ctx<'_>, Failure { rejection, env, retry_after, knock }: Failure) -> Rejected {
         let receipt = Receipt::rejected(&rejection, ctx.received_at.to_string(), ctx.receipt_id.to_string());
         let row = ctx.receipt_row(&receipt, env.as_ref(), Some(&rejection));
-        if let Err(e) = self.store.record_rejection(&row) {
-            tracing::error!(error = %e, "could not record a rejection receipt");
-        }
-        self.emit(&receipt, env.as_ref(), ctx.transport, knock);
-        Outcome { receipt, retry_after, row_id: None }
+        let knock = knock.then(|| env.as_ref()).flatten().map(|e| Knock {
+            sender: e.sender_key(),
+            scope: e.scope.clone(),
+            envelope_id: e.envelope_id.clone(),
+            at: ctx.received_at.to_string(),
+        });
+        Rejected { outcome: Outcome { receipt, retry_after, row_id: None }, row, env, knock, transport: ctx.transport.to_string() }
     }
 
-    fn run(&self, ctx: &Ctx<'_>) -> Result<Outcome, Failure> {
+    fn rejected(&self, r: Rejected, stored: gatehouse_store::Result<()>) -> Outcome {
+        if let Err(e) = stored {
+            tracing::error!(error = %e, "could not record a rejection receipt");
+        }
+        self.emit(&r.outcome.receipt, r.env.as_ref(), &r.transport, r.knock.is_some());
+        r.outcome
+    }
+
+    /// Every check of the pipeline up to the durable accept, and the record to store.
+    fn prepare(&self, ctx: &Ctx<'_>) -> Result<(NewEnvelope, gatehouse_store::RateLimit, Prepared), Failure> {
         // Inbox-wide size limit before parsing anything.
         if ctx.bytes.len() > MAX_ENVELOPE_BYTES {
             return Err(Failure::new(Rejection::new(
@@ -236,13 +291,9 @@ impl Inbox {
                 ErrorCode::UntrustedSender,
                 format!("sender {}… is not in this inbox's trust registry; the owner has been asked", &sender[..16]),
             );
-            if refusal.rejection.code != ErrorCode::UntrustedSender {
-                return Err(refusal);
-            }
-            if let Err(e) = self.store.pending_record(&sender, &env.scope, &env.envelope_id, ctx.received_at) {
-                tracing::error!(error = %e, "could not record a pending sender request");
-            }
-            return Err(Failure { knock: true, ..refusal });
+            // A replay never asks the user; a fresh knock does (stored with its receipt).
+            let knock = refusal.rejection.code == ErrorCode::UntrustedSender;
+            return Err(Failure { knock, ..refusal });
         };
         // Step 9: policy for (sender, scope).
         let policy = &entry.policy;
@@ -310,7 +361,19 @@ impl Inbox {
             exec_result: noop.then(crate::executor::noop_result),
             receipt: ctx.receipt_row(&receipt, Some(&env), None),
         };
-        match self.store.accept(&record, &policy.rate_limit) {
+        Ok((record, policy.rate_limit.clone(), Prepared { env, receipt, held, noop }))
+    }
+
+    /// Turns the store's answer into the sender's outcome.
+    fn settle(&self, ctx: &Ctx<'_>, p: Prepared, stored: gatehouse_store::Result<Result<i64, AcceptRefusal>>) -> Result<Outcome, Failure> {
+        let Prepared { env, receipt, held, noop, .. } = p;
+        let fail = |code: ErrorCode, msg: String| Failure {
+            rejection: Rejection::new(code, msg).with_envelope_id(Some(env.envelope_id.clone())),
+            env: Some(env.clone()),
+            retry_after: None,
+            knock: false,
+        };
+        match stored {
             Err(e) => Err(fail(ErrorCode::InternalError, format!("could not store the envelope: {e}"))),
             Ok(Err(AcceptRefusal::Replay)) => {
                 Err(fail(ErrorCode::ReplayDetected, "this nonce has been used before".into()))
@@ -331,6 +394,23 @@ impl Inbox {
             }
         }
     }
+}
+
+/// An envelope that passed every check, while its record is being stored.
+struct Prepared {
+    env: Envelope,
+    receipt: Receipt,
+    held: bool,
+    noop: bool,
+}
+
+/// A rejection's receipt, ready to be stored, and what to tell listeners afterwards.
+struct Rejected {
+    outcome: Outcome,
+    row: ReceiptRow,
+    env: Option<Envelope>,
+    knock: Option<Knock>,
+    transport: String,
 }
 
 /// Receipt ids are UUIDv7: unique like v4, but time-ordered, so the indexes over them

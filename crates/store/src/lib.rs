@@ -138,17 +138,61 @@ enum Job {
     Accept {
         rec: NewEnvelope,
         limits: RateLimit,
-        reply: std::sync::mpsc::SyncSender<AcceptResult>,
+        reply: Reply<Result<i64, AcceptRefusal>>,
     },
     Receipt {
         row: ReceiptRow,
-        reply: std::sync::mpsc::SyncSender<Result<()>>,
+        knock: Option<Knock>,
+        reply: Reply<()>,
     },
     SetExec {
         updates: Vec<(i64, ExecStatus, Option<serde_json::Value>)>,
         now: String,
-        reply: std::sync::mpsc::SyncSender<Result<()>>,
+        reply: Reply<()>,
     },
+}
+
+/// A thread waiting (blocking) or a task awaiting the commit.
+enum Reply<T> {
+    Blocking(std::sync::mpsc::SyncSender<Result<T>>),
+    Async(tokio::sync::oneshot::Sender<Result<T>>),
+}
+
+impl<T> Reply<T> {
+    fn send(self, r: Result<T>) {
+        match self {
+            Reply::Blocking(tx) => {
+                let _ = tx.send(r);
+            }
+            Reply::Async(tx) => {
+                let _ = tx.send(r);
+            }
+        }
+    }
+}
+
+/// An unknown sender's correctly signed knock, recorded with its rejection receipt so
+/// the user can be asked.
+#[derive(Debug, Clone)]
+pub struct Knock {
+    pub sender: String,
+    pub scope: String,
+    pub envelope_id: String,
+    pub at: String,
+}
+
+fn blocking<T>() -> (Reply<T>, std::sync::mpsc::Receiver<Result<T>>) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    (Reply::Blocking(tx), rx)
+}
+
+fn asynchronous<T>() -> (Reply<T>, tokio::sync::oneshot::Receiver<Result<T>>) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    (Reply::Async(tx), rx)
+}
+
+fn closing() -> StoreError {
+    StoreError::CommitFailed("the store is closing".into())
 }
 
 /// What the pipeline must know about a sender before deciding, read in one snapshot
@@ -296,29 +340,15 @@ impl Store {
         envelope_id: &str,
         now: &str,
     ) -> Result<()> {
-        let key = key.to_ascii_lowercase();
-        let conn = self.conn();
-        let scopes: Option<String> = conn
-            .query_row(
-                "SELECT scopes FROM pending_senders WHERE public_key = ?1",
-                [&key],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let mut scopes: Vec<String> = match scopes {
-            Some(s) => serde_json::from_str(&s)?,
-            None => Vec::new(),
-        };
-        if !scopes.iter().any(|s| s == scope) {
-            scopes.push(scope.to_string());
-        }
-        conn.execute(
-            "INSERT INTO pending_senders (public_key, first_seen, last_seen, count, scopes, last_envelope_id)
-             VALUES (?1, ?2, ?2, 1, ?3, ?4)
-             ON CONFLICT(public_key) DO UPDATE SET last_seen = ?2, count = count + 1, scopes = ?3, last_envelope_id = ?4",
-            params![key, now, serde_json::to_string(&scopes)?, envelope_id],
-        )?;
-        Ok(())
+        upsert_pending(
+            &self.conn(),
+            &Knock {
+                sender: key.to_string(),
+                scope: scope.to_string(),
+                envelope_id: envelope_id.to_string(),
+                at: now.to_string(),
+            },
+        )
     }
 
     pub fn pending_list(&self) -> Result<Vec<PendingSender>> {
@@ -369,14 +399,17 @@ impl Store {
     /// acceptance is durable, and concurrent calls with the same nonce accept exactly
     /// one: later ones in the same transaction see the earlier insert, and the nonce is
     /// the primary key besides.
-    pub fn accept(&self, rec: &NewEnvelope, limits: &RateLimit) -> AcceptResult {
-        let (reply, answer) = std::sync::mpsc::sync_channel(1);
-        self.enqueue(Job::Accept {
-            rec: rec.clone(),
-            limits: limits.clone(),
-            reply,
-        });
+    pub fn accept(&self, rec: NewEnvelope, limits: &RateLimit) -> AcceptResult {
+        let (reply, answer) = blocking();
+        self.enqueue(Job::Accept { rec, limits: limits.clone(), reply });
         self.commit_until_answered(&answer)
+    }
+
+    /// [`Store::accept`] for async callers: awaits the commit without holding a thread.
+    pub async fn accept_async(&self, rec: NewEnvelope, limits: &RateLimit) -> AcceptResult {
+        let (reply, answer) = asynchronous();
+        self.enqueue(Job::Accept { rec, limits: limits.clone(), reply });
+        answer.await.unwrap_or_else(|_| Err(closing()))
     }
 
     fn enqueue(&self, job: Job) {
@@ -389,9 +422,7 @@ impl Store {
 
     /// Waits until the committer has made this write durable (or failed to).
     fn commit_until_answered<T>(&self, answer: &std::sync::mpsc::Receiver<Result<T>>) -> Result<T> {
-        answer
-            .recv()
-            .unwrap_or_else(|_| Err(StoreError::CommitFailed("the store is closing".into())))
+        answer.recv().unwrap_or_else(|_| Err(closing()))
     }
 
     /// Whether `sender` is blocked, its trust entry, and one setting, as of one snapshot.
@@ -432,10 +463,17 @@ impl Store {
 
     /// Records a rejection (every submission leaves a receipt the user can read). Shares
     /// the group commit with acceptances; returns once the receipt is durable.
-    pub fn record_rejection(&self, receipt: &ReceiptRow) -> Result<()> {
-        let (reply, answer) = std::sync::mpsc::sync_channel(1);
-        self.enqueue(Job::Receipt { row: receipt.clone(), reply });
+    pub fn record_rejection(&self, receipt: &ReceiptRow, knock: Option<&Knock>) -> Result<()> {
+        let (reply, answer) = blocking();
+        self.enqueue(Job::Receipt { row: receipt.clone(), knock: knock.cloned(), reply });
         self.commit_until_answered(&answer)
+    }
+
+    /// [`Store::record_rejection`] for async callers: awaits the commit without a thread.
+    pub async fn record_rejection_async(&self, receipt: &ReceiptRow, knock: Option<&Knock>) -> Result<()> {
+        let (reply, answer) = asynchronous();
+        self.enqueue(Job::Receipt { row: receipt.clone(), knock: knock.cloned(), reply });
+        answer.await.unwrap_or_else(|_| Err(closing()))
     }
 
     /// Records many receipts in one transaction (imports, benchmarks, tests).
@@ -555,7 +593,7 @@ impl Store {
         if updates.is_empty() {
             return Ok(());
         }
-        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let (reply, answer) = blocking();
         self.enqueue(Job::SetExec {
             updates: updates.to_vec(),
             now: now.to_string(),
@@ -895,10 +933,37 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Job>) {
     }
 }
 
+fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
+    let key = k.sender.to_ascii_lowercase();
+    let scopes: Option<String> = conn
+        .prepare_cached("SELECT scopes FROM pending_senders WHERE public_key = ?1")?
+        .query_row([&key], |r| r.get(0))
+        .optional()?;
+    let mut scopes: Vec<String> = match scopes {
+        Some(s) => serde_json::from_str(&s)?,
+        None => Vec::new(),
+    };
+    if !scopes.iter().any(|s| *s == k.scope) {
+        scopes.push(k.scope.clone());
+    }
+    conn.prepare_cached(
+        "INSERT INTO pending_senders (public_key, first_seen, last_seen, count, scopes, last_envelope_id)
+         VALUES (?1, ?2, ?2, 1, ?3, ?4)
+         ON CONFLICT(public_key) DO UPDATE SET last_seen = ?2, count = count + 1, scopes = ?3, last_envelope_id = ?4",
+    )?
+    .execute(params![key, k.at, serde_json::to_string(&scopes)?, k.envelope_id])?;
+    Ok(())
+}
+
 fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
     match job {
         Job::Accept { rec, limits, .. } => accept_one(tx, rec, limits),
-        Job::Receipt { row, .. } => insert_receipt(tx, row).map(|()| Ok(0)),
+        Job::Receipt { row, knock, .. } => {
+            if let Some(k) = knock {
+                upsert_pending(tx, k)?;
+            }
+            insert_receipt(tx, row).map(|()| Ok(0))
+        }
         Job::SetExec { updates, now, .. } => {
             let mut stmt = tx.prepare_cached(
                 "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
@@ -913,12 +978,8 @@ fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
 
 fn answer(job: Job, r: AcceptResult) {
     match job {
-        Job::Accept { reply, .. } => {
-            let _ = reply.send(r);
-        }
-        Job::Receipt { reply, .. } | Job::SetExec { reply, .. } => {
-            let _ = reply.send(r.map(|_| ()));
-        }
+        Job::Accept { reply, .. } => reply.send(r),
+        Job::Receipt { reply, .. } | Job::SetExec { reply, .. } => reply.send(r.map(|_| ())),
     }
 }
 
