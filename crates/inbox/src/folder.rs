@@ -204,8 +204,9 @@ where
     Ok(())
 }
 
-/// Files verified and filed at once.
-const PARALLEL: usize = 4;
+/// Files verified and filed at once. Each waits for the group commit of its acceptance,
+/// so this is also the largest batch a burst of files can share one fsync in.
+const PARALLEL: usize = 32;
 
 /// Filing moves (choose a free name, rename) happen one at a time, so two files of the
 /// same name can never both pick the same free slot and overwrite each other.
