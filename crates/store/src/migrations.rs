@@ -100,6 +100,11 @@ const MIGRATIONS: &[&str] = &[
     // only crash recovery, which now finds the envelope through its nonce.
     "DROP INDEX envelopes_raw_sha;
     ALTER TABLE nonces ADD COLUMN envelope_row INTEGER;",
+    // 4: prompts are indexed for search in batches by the committer (one FTS segment per
+    // batch instead of one per commit); everything before this point is indexed already.
+    "DROP TRIGGER receipts_fts_insert;
+    CREATE TABLE search_progress (last_seq INTEGER NOT NULL);
+    INSERT INTO search_progress (last_seq) SELECT coalesce(max(seq), 0) FROM receipts;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {
