@@ -4,7 +4,9 @@ import { api, errorText, type Detail, type InboxFilter, type InboxItem } from '.
 import { h, replace } from '../dom';
 import { delegationLine, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
 
-const PAGE = 100;
+// Three windowfuls at a time; "Load more" fetches the next (each row costs the webview
+// memory, and a first screen does not need a hundred).
+const PAGE = 50;
 
 export class InboxView {
   readonly el = h('section', { className: 'inbox', id: 'view-inbox' });
