@@ -47,6 +47,28 @@ fn sqlite_durable_insert_rate(dir: &std::path::Path) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// Sequential write bandwidth to `dir` with an fsync every 4 MiB (MB/s): what a WAL
+/// that is appended and synced continuously can get from this disk.
+fn disk_write_rate(dir: &std::path::Path) -> f64 {
+    use std::io::Write;
+    let path = dir.join("bandwidth.tmp");
+    let mut f = std::fs::File::create(&path).expect("a temp file");
+    let chunk = vec![0x5au8; 256 * 1024];
+    let start = Instant::now();
+    let mut written = 0usize;
+    while start.elapsed() < Duration::from_millis(700) || written < 16 << 20 {
+        f.write_all(&chunk).expect("disk write");
+        written += chunk.len();
+        if written % (4 << 20) == 0 {
+            f.sync_data().expect("fsync");
+        }
+    }
+    f.sync_data().expect("fsync");
+    let secs = start.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&path);
+    written as f64 / 1e6 / secs
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -98,6 +120,14 @@ impl Server {
         Ok(Server { child, addr })
     }
 
+    /// Bytes this process has caused to be written to disk so far.
+    fn written(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/io", self.child.id()))
+            .ok()
+            .and_then(|s| s.lines().find(|l| l.starts_with("write_bytes:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
+            .unwrap_or(0)
+    }
+
     /// Peak resident memory (MB) and CPU seconds used so far, from /proc.
     fn usage(&self) -> (f64, f64) {
         let pid = self.child.id();
@@ -140,6 +170,8 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     let insert_rate = sqlite_durable_insert_rate(dir.path());
     println!("  Ed25519 verify, one core:        {verify_rate:>10.0} /s");
     println!("  SQLite durable insert (FULL):    {insert_rate:>10.0} /s");
+    let disk_rate = disk_write_rate(dir.path());
+    println!("  disk write, fsync every 4 MiB:   {disk_rate:>10.0} MB/s");
 
     let data = dir.path().join("inbox");
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -179,6 +211,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     let watch = dir.path().join("drop");
     let server = Server::start(&data, args.folder.then_some(watch.as_path()))?;
     let (_, cpu_before) = server.usage();
+    let written_before = server.written();
     let total = bodies.len();
     let (secs, summary) = if args.folder {
         while !watch.join("rejected").exists() {
@@ -221,12 +254,19 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         )
     };
     let (rss, cpu_after) = server.usage();
+    let written = server.written().saturating_sub(written_before);
     println!("{summary}");
     println!(
         "inbox process: peak RSS {rss:.0} MB; {:.2} CPU-seconds = {:.0} µs per envelope ({:.2} cores busy)",
         cpu_after - cpu_before,
         (cpu_after - cpu_before) * 1e6 / total as f64,
         (cpu_after - cpu_before) / secs,
+    );
+    println!(
+        "inbox process wrote {:.0} MB to disk = {:.1} KB per envelope ({:.0} MB/s)",
+        written as f64 / 1e6,
+        written as f64 / 1e3 / total as f64,
+        written as f64 / 1e6 / secs,
     );
     drop(server);
     Ok(())
