@@ -66,7 +66,8 @@ impl App {
             .stderr(Stdio::null())
             .spawn()
             .expect("start tauri-driver");
-        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+        // WebKit can take minutes to start when four windows start at once on two busy cores.
+        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(240)).build().unwrap();
         let base = format!("http://127.0.0.1:{dport}");
         let t = Instant::now();
         while http.get(format!("{base}/status")).send().is_err() {

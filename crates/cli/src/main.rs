@@ -147,6 +147,7 @@ impl PolicyArgs {
             hold_for_consent: self.hold,
             allow_delegation: !self.no_delegation,
             consent_granted_scopes: Vec::new(),
+            uamp_keys: Vec::new(),
         })
     }
 }
@@ -389,7 +390,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
                     tokio::select! { _ = shutdown => {}, _ = term.recv() => {} }
                 };
-                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch }, shutdown, |_| {}).await
+                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch, uamp: None }, shutdown, |_| {}).await
             })?;
         }
         Command::Bench { envelopes, senders, concurrency, folder } => {

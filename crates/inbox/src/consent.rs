@@ -129,7 +129,7 @@ pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: Da
     let at = now_string(now);
     let outcome = match target {
         ConsentTarget::UnknownSender { public_key } => {
-            let key = public_key.to_ascii_lowercase();
+            let key = gatehouse_store::sender_key(&public_key);
             let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
                 return Err(ConsentError::Gone);
             };
@@ -206,7 +206,7 @@ pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: Da
     store.audit(
         &format!("consent.{}", serde_json::to_value(decision).unwrap().as_str().unwrap_or("?")),
         Some(&match target {
-            ConsentTarget::UnknownSender { public_key } => public_key.to_ascii_lowercase(),
+            ConsentTarget::UnknownSender { public_key } => gatehouse_store::sender_key(&public_key),
             ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
         }),
         &serde_json::json!({"target": target, "result": outcome.message, "delivered": outcome.delivered}),
@@ -227,7 +227,7 @@ pub mod trust {
         }
         store.unblock(&entry.public_key)?;
         store.trust_add(entry)?;
-        store.audit("trust.add", Some(&entry.public_key.to_ascii_lowercase()), &serde_json::to_value(entry).unwrap(), &now_string(now))?;
+        store.audit("trust.add", Some(&gatehouse_store::sender_key(&entry.public_key)), &serde_json::to_value(entry).unwrap(), &now_string(now))?;
         Ok(())
     }
 
@@ -237,7 +237,7 @@ pub mod trust {
             return Err(ConsentError::Invalid("a name is required".into()));
         }
         store.trust_update(key, Some(name), policy)?;
-        store.audit("trust.update", Some(&key.to_ascii_lowercase()), &serde_json::json!({"name": name, "policy": policy}), &now_string(now))?;
+        store.audit("trust.update", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({"name": name, "policy": policy}), &now_string(now))?;
         Ok(())
     }
 
@@ -245,19 +245,19 @@ pub mod trust {
         if !store.trust_remove(key)? {
             return Err(ConsentError::Gone);
         }
-        store.audit("trust.remove", Some(&key.to_ascii_lowercase()), &serde_json::json!({}), &now_string(now))?;
+        store.audit("trust.remove", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({}), &now_string(now))?;
         Ok(())
     }
 
     pub fn block(store: &Store, key: &str, now: DateTime<Utc>) -> Result<(), ConsentError> {
         store.block(key, "blocked from the trust manager", &now_string(now))?;
-        store.audit("trust.block", Some(&key.to_ascii_lowercase()), &serde_json::json!({}), &now_string(now))?;
+        store.audit("trust.block", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({}), &now_string(now))?;
         Ok(())
     }
 
     pub fn unblock(store: &Store, key: &str, now: DateTime<Utc>) -> Result<(), ConsentError> {
         store.unblock(key)?;
-        store.audit("trust.unblock", Some(&key.to_ascii_lowercase()), &serde_json::json!({}), &now_string(now))?;
+        store.audit("trust.unblock", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({}), &now_string(now))?;
         Ok(())
     }
 

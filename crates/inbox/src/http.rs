@@ -73,6 +73,10 @@ pub fn router(inbox: Arc<Inbox>) -> Router {
         .route("/epp/v1/submit", post(submit))
         .route("/epp/v1/inbox", get(inbox_info))
         .route("/health", get(health))
+        .route("/v1/messages", axum::routing::any(crate::uamp::http::tls_required))
+        .route("/v1/stream/{*rest}", axum::routing::any(crate::uamp::http::tls_required))
+        .route("/uamp/1/ws", axum::routing::any(crate::uamp::http::tls_required))
+        .route("/.well-known/agent-manifest.json", axum::routing::any(crate::uamp::http::tls_required))
         .with_state(inbox)
 }
 

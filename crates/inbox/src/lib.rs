@@ -6,6 +6,7 @@
 //! - [`runner`]: runs executors off the request path and after restarts
 //! - [`http`]: the HTTP transport (axum router)
 //! - [`folder`]: the watched-folder transport
+//! - [`uamp`]: UAMP 1.0 on the same trust registry and executors, over TLS 1.3
 //! - [`service`]: opening a data dir and running all of the above until shutdown
 
 pub mod consent;
@@ -15,10 +16,11 @@ pub mod http;
 pub mod pipeline;
 pub mod runner;
 pub mod service;
+pub mod uamp;
 
 pub use executor::{ExecutorConfig, ExecutorSpec};
 pub use pipeline::{Inbox, OpenError, Outcome};
-pub use service::{build, build_with_events, open, run, run_with, Opened, ServeOptions};
+pub use service::{build, build_with_events, open, run, run_with, Opened, ServeOptions, UampOptions};
 
 /// The verification steps of spec 5.1 in order, and how far an envelope got: the steps
 /// before the failing one passed, the failing one is named, the rest were not reached.

@@ -92,6 +92,11 @@ impl Inbox {
     }
 
     /// Shares an existing event channel (so listeners survive a transport restart).
+    /// Tells the app something arrived through another protocol's transport (UAMP).
+    pub fn emit_event(&self, ev: InboxEvent) {
+        let _ = self.events.send(ev);
+    }
+
     pub fn with_events(mut self, events: tokio::sync::broadcast::Sender<InboxEvent>) -> Self {
         self.events = events;
         self

@@ -36,6 +36,18 @@ pub fn open(data_dir: &Path, keystore: KeystoreKind, create: bool) -> Result<Ope
 pub struct ServeOptions {
     pub listener: Option<TcpListener>,
     pub watch: Option<PathBuf>,
+    /// UAMP over TLS 1.3 on its own listener.
+    pub uamp: Option<UampOptions>,
+}
+
+pub struct UampOptions {
+    pub listener: TcpListener,
+    /// The identity key: it signs envelopes and manifests and is the TLS key.
+    pub key: ed25519_dalek::SigningKey,
+    /// Where the certificate is kept.
+    pub data_dir: PathBuf,
+    /// Receives the UAMP inbox once it runs (the app uses it to show streams).
+    pub started: Option<tokio::sync::oneshot::Sender<Arc<crate::uamp::UampInbox>>>,
 }
 
 /// How often expired nonces are dropped.
@@ -119,6 +131,31 @@ where
             })
             .await
             .map_err(|e| format!("HTTP server failed: {e}"))
+        });
+    }
+    if let Some(u) = opts.uamp {
+        let cert = crate::uamp::tls::load_or_create(&u.data_dir, &u.key).map_err(|e| e.to_string())?;
+        let tls = crate::uamp::tls::config(&cert.der, &u.key).map_err(|e| e.to_string())?;
+        let uamp = crate::uamp::UampInbox::new(inbox.clone(), u.key);
+        if let Ok(addr) = u.listener.local_addr() {
+            let _ = uamp.tls_addr.set(addr);
+        }
+        {
+            let uamp = uamp.clone();
+            tokio::task::spawn_blocking(move || uamp.recover()).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+        }
+        tracing::info!(addr = %uamp.tls_addr.get().map(|a| a.to_string()).unwrap_or_default(), fingerprint = %cert.fingerprint, did = %uamp.did(), "UAMP listening (TLS 1.3)");
+        let app = crate::uamp::http::router(uamp.clone());
+        if let Some(tx) = u.started {
+            let _ = tx.send(uamp);
+        }
+        let mut stop = stop_tx.subscribe();
+        tasks.spawn(async move {
+            crate::uamp::tls::serve(u.listener, tls, app, async move {
+                let _ = stop.recv().await;
+            })
+            .await
+            .map_err(|e| format!("UAMP server failed: {e}"))
         });
     }
     if let Some(dir) = opts.watch {

@@ -6,8 +6,10 @@
 
 mod migrations;
 mod model;
+mod uamp;
 
 pub use model::*;
+pub use uamp::*;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -313,7 +315,7 @@ impl Store {
     // ---- trust registry -------------------------------------------------------------
 
     pub fn trust_add(&self, entry: &TrustEntry) -> Result<()> {
-        let key = entry.public_key.to_ascii_lowercase();
+        let key = sender_key(&entry.public_key);
         let conn = self.conn();
         let n = conn.execute(
             "INSERT OR IGNORE INTO trust (public_key, name, added_at, policy) VALUES (?1, ?2, ?3, ?4)",
@@ -327,7 +329,7 @@ impl Store {
     }
 
     pub fn trust_update(&self, key: &str, name: Option<&str>, policy: &Policy) -> Result<()> {
-        let key = key.to_ascii_lowercase();
+        let key = sender_key(&key);
         let n = self.conn().execute(
             "UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1",
             params![key, serde_json::to_string(policy)?, name],
@@ -343,7 +345,7 @@ impl Store {
             let row = conn
                 .query_row(
                     &format!("{TRUST_SELECT} WHERE public_key = ?1"),
-                    [key.to_ascii_lowercase()],
+                    [sender_key(&key)],
                     trust_columns,
                 )
                 .optional()?;
@@ -362,7 +364,7 @@ impl Store {
     pub fn trust_remove(&self, key: &str) -> Result<bool> {
         Ok(self.conn().execute(
             "DELETE FROM trust WHERE public_key = ?1",
-            [key.to_ascii_lowercase()],
+            [sender_key(&key)],
         )? > 0)
     }
 
@@ -420,7 +422,7 @@ impl Store {
     pub fn pending_remove(&self, key: &str) -> Result<bool> {
         Ok(self.conn().execute(
             "DELETE FROM pending_senders WHERE public_key = ?1",
-            [key.to_ascii_lowercase()],
+            [sender_key(&key)],
         )? > 0)
     }
 
@@ -463,7 +465,7 @@ impl Store {
 
     /// Whether `sender` is blocked, its trust entry, and one setting, as of one snapshot.
     pub fn admission(&self, sender: &str, setting: &str) -> Result<Admission> {
-        let key = sender.to_ascii_lowercase();
+        let key = sender_key(&sender);
         self.read(|c| {
             let tx = c.unchecked_transaction()?;
             let blocked = tx
@@ -697,7 +699,7 @@ impl Store {
                 &mut sql,
                 &mut args,
                 " AND r.sender = ?",
-                s.to_ascii_lowercase().into(),
+                sender_key(&s).into(),
             );
         }
         if let Some(s) = f.scope.as_deref().filter(|s| !s.is_empty()) {
@@ -807,7 +809,7 @@ impl Store {
         self.read(|c| {
             Ok(c.query_row(
                 "SELECT count(*) FROM envelopes WHERE sender = ?1 AND received_ms >= ?2",
-                params![sender.to_ascii_lowercase(), since_ms],
+                params![sender_key(&sender), since_ms],
                 |r| r.get(0),
             )?)
         })
@@ -817,7 +819,7 @@ impl Store {
 
     /// Blocks a sender: its trust entry and pending request go, in one transaction.
     pub fn block(&self, key: &str, reason: &str, now: &str) -> Result<()> {
-        let key = key.to_ascii_lowercase();
+        let key = sender_key(&key);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])?;
@@ -834,7 +836,7 @@ impl Store {
     pub fn unblock(&self, key: &str) -> Result<bool> {
         Ok(self.conn().execute(
             "DELETE FROM blocked WHERE public_key = ?1",
-            [key.to_ascii_lowercase()],
+            [sender_key(&key)],
         )? > 0)
     }
 
@@ -842,7 +844,7 @@ impl Store {
         self.read(|c| {
             Ok(c.query_row(
                 "SELECT 1 FROM blocked WHERE public_key = ?1",
-                [key.to_ascii_lowercase()],
+                [sender_key(&key)],
                 |_| Ok(()),
             )
             .optional()?
@@ -906,7 +908,7 @@ impl Store {
             let mut stmt = conn.prepare(&format!(
                 "{RECEIPT_SELECT} WHERE sender = ?1 AND code = ?2 ORDER BY seq DESC LIMIT 1"
             ))?;
-            stmt.query_row(params![sender.to_ascii_lowercase(), code], receipt_from_row)
+            stmt.query_row(params![sender_key(&sender), code], receipt_from_row)
                 .optional()
                 .map_err(Into::into)
         })
@@ -972,7 +974,7 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Job>) -> Vec<(Job, AcceptResul
 }
 
 fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
-    let key = k.sender.to_ascii_lowercase();
+    let key = sender_key(&k.sender);
     let scopes: Option<String> = conn
         .prepare_cached("SELECT scopes FROM pending_senders WHERE public_key = ?1")?
         .query_row([&key], |r| r.get(0))

@@ -105,6 +105,52 @@ const MIGRATIONS: &[&str] = &[
     "DROP TRIGGER receipts_fts_insert;
     CREATE TABLE search_progress (last_seq INTEGER NOT NULL);
     INSERT INTO search_progress (last_seq) SELECT coalesce(max(seq), 0) FROM receipts;",
+    // 5: UAMP. Messages both ways (the unique message id is the durable replay check),
+    // streams with their state machine and back-pressure counters, every delta kept so a
+    // consumer can resume, and bearer tokens (only their SHA-256 is stored).
+    "CREATE TABLE uamp_messages (
+        id INTEGER PRIMARY KEY,
+        message_id TEXT NOT NULL UNIQUE,
+        direction TEXT NOT NULL,
+        sender TEXT NOT NULL,
+        recipients TEXT NOT NULL,
+        intent TEXT NOT NULL,
+        stream_id TEXT,
+        reply_to TEXT,
+        thread TEXT NOT NULL,
+        scope TEXT,
+        body_type TEXT NOT NULL,
+        content TEXT NOT NULL,
+        ts TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        received_ms INTEGER NOT NULL,
+        raw TEXT NOT NULL,
+        receipt_id TEXT NOT NULL
+    );
+    CREATE INDEX uamp_messages_thread ON uamp_messages(thread, id);
+    CREATE TABLE uamp_streams (
+        stream_id TEXT PRIMARY KEY,
+        message_row INTEGER NOT NULL REFERENCES uamp_messages(id),
+        direction TEXT NOT NULL,
+        peer TEXT NOT NULL,
+        state TEXT NOT NULL,
+        delta_window INTEGER NOT NULL,
+        next_seq INTEGER NOT NULL DEFAULT 0,
+        acked_seq INTEGER NOT NULL DEFAULT -1,
+        updated_at TEXT NOT NULL,
+        detail TEXT
+    );
+    CREATE TABLE uamp_deltas (
+        stream_id TEXT NOT NULL,
+        delta_seq INTEGER NOT NULL,
+        frame TEXT NOT NULL,
+        PRIMARY KEY (stream_id, delta_seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE uamp_tokens (
+        token_sha256 TEXT PRIMARY KEY,
+        sender TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -2,6 +2,17 @@
 
 use serde::{Deserialize, Serialize};
 
+/// How a sender is keyed in the trust registry, pending list and block list: EPP's hex
+/// public keys compare case-insensitively (lower-cased); UAMP senders are DIDs, whose
+/// base58 key material is case-sensitive (kept as given).
+pub fn sender_key(s: &str) -> String {
+    if s.starts_with("did:") {
+        s.to_string()
+    } else {
+        s.to_ascii_lowercase()
+    }
+}
+
 /// Spec 6.1 trust entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrustEntry {
@@ -33,6 +44,17 @@ pub struct Policy {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub consent_granted_scopes: Vec<String>,
+    /// For UAMP senders named by a DID that does not carry its key (did:web): the keys
+    /// read from its DID document when the user added it, by `kid`.
+    #[serde(rename = "x-uamp-keys", default, skip_serializing_if = "Vec::is_empty")]
+    pub uamp_keys: Vec<UampKey>,
+}
+
+/// One key of a UAMP sender: the `kid` its signatures name and the key as a JWK.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UampKey {
+    pub kid: String,
+    pub jwk: serde_json::Value,
 }
 
 fn yes() -> bool {
@@ -53,6 +75,7 @@ impl Default for Policy {
             hold_for_consent: false,
             allow_delegation: true,
             consent_granted_scopes: Vec::new(),
+            uamp_keys: Vec::new(),
         }
     }
 }

@@ -48,7 +48,7 @@ impl TestInbox {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let watch_dir = watch.then(|| dir.path().join("drop"));
         let (tx, rx) = oneshot::channel();
-        let opts = ServeOptions { listener: Some(listener), watch: watch_dir.clone() };
+        let opts = ServeOptions { listener: Some(listener), watch: watch_dir.clone(), uamp: None };
         let task = tokio::spawn(gatehouse_inbox::run(
             store.clone(),
             inbox_key.to_string(),

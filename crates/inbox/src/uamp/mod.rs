@@ -1,0 +1,477 @@
+//! UAMP 1.0 on the same inbox: the same trust registry, pending senders, block list,
+//! executors and receipts as EPP, over its own TLS 1.3 listener.
+//!
+//! - [`UampInbox::submit`]: one envelope from bytes to an answer (the order of checks
+//!   is documented in docs/interop.md)
+//! - [`streams`]: streams opened by `ask` / `subscribe`, their executor and back-pressure
+//! - [`http`]: the HTTP/2 + SSE binding and the signed manifest
+//! - [`tls`]: the certificate and the TLS 1.3 server
+
+pub mod http;
+pub mod streams;
+pub mod tls;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use ed25519_dalek::SigningKey;
+use gatehouse_store::{Knock, NewStream, NewUampMessage, ReceiptRow, Store, TrustEntry, UampRefusal};
+use gatehouse_uamp::did::PublicKey;
+use gatehouse_uamp::{captoken, manifest, sign, verify, Code, Envelope, Intent, UampError};
+use serde_json::{json, Value};
+
+use crate::executor::ExecutorConfig;
+use crate::pipeline::{Inbox, InboxEvent};
+
+/// Streams running at once; beyond this an `ask` is answered 5.04 with Retry-After.
+pub const MAX_ACTIVE_STREAMS: usize = 64;
+/// The Retry-After given with 5.04 when the inbox is busy.
+pub const BUSY_RETRY_AFTER_SECS: u64 = 5;
+/// What is kept of a refused envelope for the user to see.
+const KEEP_REJECTED_BYTES: usize = 16 * 1024;
+
+/// What the transport sends back for an envelope.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+    /// `Location` of the stream an `ask` / `subscribe` opened.
+    pub location: Option<String>,
+    pub retry_after: Option<u64>,
+}
+
+/// How the sender authenticated at the transport (spec 6.2).
+#[derive(Debug, Clone, Default)]
+pub struct TransportAuth {
+    /// The `Authorization: Bearer` token, if any.
+    pub bearer: Option<String>,
+}
+
+pub struct UampInbox {
+    inbox: Arc<Inbox>,
+    key: SigningKey,
+    did: String,
+    pub streams: streams::Streams,
+    /// Where the TLS listener is, for messages telling plain-HTTP callers where to go.
+    pub tls_addr: std::sync::OnceLock<std::net::SocketAddr>,
+}
+
+impl UampInbox {
+    pub fn new(inbox: Arc<Inbox>, key: SigningKey) -> Arc<UampInbox> {
+        let did = sign::did_of(&key);
+        Arc::new(UampInbox { inbox, key, did, streams: streams::Streams::default(), tls_addr: Default::default() })
+    }
+
+    /// Streams a restart interrupted end in ERROR with a last frame saying so, so their
+    /// consumers are not left waiting.
+    pub fn recover(&self) -> gatehouse_store::Result<usize> {
+        let store = self.store();
+        let open = store.uamp_unfinished_streams()?;
+        let now = gatehouse_epp::utc_string(Utc::now());
+        for s in &open {
+            let frame = gatehouse_uamp::Delta {
+                delta_seq: s.next_seq as u64,
+                stream_id: s.stream_id.clone(),
+                ts: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                kind: gatehouse_uamp::DeltaType::Error,
+                payload: Some(json!({"message": "the inbox restarted while this stream ran"})),
+            };
+            store.uamp_append_delta(&s.stream_id, s.next_seq as u64, &frame.to_json().to_string(), Some("ERROR"), &now)?;
+            store.uamp_set_state(&s.stream_id, "ERROR", Some("interrupted by a restart"), &now)?;
+        }
+        Ok(open.len())
+    }
+
+    /// This inbox's UAMP identity (the did:key of its Ed25519 key).
+    pub fn did(&self) -> &str {
+        &self.did
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        self.inbox.store()
+    }
+
+    /// The manifest this inbox serves (spec 8, schema A.3).
+    pub fn manifest(&self) -> gatehouse_uamp::Manifest {
+        gatehouse_uamp::Manifest {
+            agent: "uamp/1.0".into(),
+            description: format!("Gatehouse inbox {}", self.did),
+            intents: Intent::ALL.iter().map(|i| i.as_str().to_string()).collect(),
+            body_types: vec!["text/plain".into(), "text/markdown".into(), "application/json".into()],
+            auth: vec!["oauth2".into()],
+            limits: manifest::Limits { max_body_kb: Some((gatehouse_uamp::MAX_ENVELOPE_BYTES / 1024) as u64), rate_lph: None },
+        }
+    }
+
+    pub fn signed_manifest(&self) -> String {
+        self.manifest().sign(&self.key, &sign::kid_of(&self.key))
+    }
+
+    /// Issues a bearer token for `sender` (shown once; only its hash is kept).
+    pub fn issue_token(store: &Store, sender: &str, now: DateTime<Utc>) -> gatehouse_store::Result<String> {
+        use rand::RngCore as _;
+        let mut bytes = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        let token = format!("ghu_{}", hex::encode(bytes));
+        store.uamp_token_add(&crate::pipeline::sha256_hex(token.as_bytes()), sender, &gatehouse_epp::utc_string(now))?;
+        Ok(token)
+    }
+
+    /// Runs one envelope through the checks, stores it, and answers. Every refusal is
+    /// recorded as a receipt (an unknown sender's signed knock also as a pending sender).
+    pub async fn submit(self: &Arc<Self>, bytes: &[u8], auth: &TransportAuth, now: DateTime<Utc>) -> Answer {
+        let this = self.clone();
+        let bytes = bytes.to_vec();
+        let auth = auth.clone();
+        // Store access blocks (fsync); keep it off the async workers.
+        let (answer, start) = tokio::task::spawn_blocking(move || this.submit_blocking(&bytes, &auth, now))
+            .await
+            .unwrap_or_else(|e| (internal(format!("the inbox failed: {e}")), None));
+        if let Some((stream_id, job)) = start {
+            self.streams.start(self.clone(), stream_id, job);
+        }
+        answer
+    }
+
+    fn submit_blocking(&self, bytes: &[u8], auth: &TransportAuth, now: DateTime<Utc>) -> (Answer, Option<(String, streams::Job)>) {
+        let receipt_id = uuid::Uuid::now_v7().to_string();
+        match self.check_and_store(bytes, auth, now, &receipt_id) {
+            Ok(accepted) => {
+                self.inbox.emit_event(InboxEvent {
+                    receipt_id: receipt_id.clone(),
+                    status: gatehouse_epp::ReceiptStatus::Accepted,
+                    code: None,
+                    sender: Some(accepted.sender.clone()),
+                    scope: Some(accepted.scope.clone()),
+                    transport: "uamp".into(),
+                    needs_consent: false,
+                });
+                let mut body = accepted.receipt.clone();
+                let (status, location) = match &accepted.stream {
+                    Some(s) => (202, Some(format!("/v1/stream/{}", s))),
+                    None => (200, None),
+                };
+                if let Some(extra) = &accepted.effect {
+                    body["effect"] = extra.clone();
+                }
+                (Answer { status, body, location, retry_after: None }, accepted.job)
+            }
+            Err(f) => {
+                let body = self.record_refusal(bytes, &f, now, &receipt_id);
+                (Answer { status: f.error.code.http_status(), body, location: None, retry_after: f.retry_after }, None)
+            }
+        }
+    }
+
+    fn record_refusal(&self, bytes: &[u8], f: &Failure, now: DateTime<Utc>, receipt_id: &str) -> Value {
+        let mut body = f.error.body();
+        body["receipt_id"] = receipt_id.into();
+        body["status"] = "rejected".into();
+        if let Some(id) = &f.message_id {
+            body["message_id"] = id.clone().into();
+        }
+        let cut = bytes.len().min(KEEP_REJECTED_BYTES);
+        let row = ReceiptRow {
+            receipt_id: receipt_id.to_string(),
+            envelope_id: f.message_id.clone(),
+            status: "rejected".into(),
+            code: Some(format!("UAMP_{}", f.error.code.as_str())),
+            message: Some(f.error.message.clone()),
+            received_at: gatehouse_epp::utc_string(now),
+            received_ms: now.timestamp_millis(),
+            transport: "uamp".into(),
+            sender: f.sender.clone(),
+            scope: f.scope.clone(),
+            body: (!bytes.is_empty()).then(|| String::from_utf8_lossy(&bytes[..cut]).into_owned()),
+            body_truncated: cut < bytes.len(),
+            receipt: body.clone(),
+            prompt: f.prompt.clone(),
+            envelope_row: None,
+        };
+        if let Err(e) = self.store().record_rejection(&row, f.knock.as_ref()) {
+            tracing::error!(error = %e, "could not record a UAMP refusal");
+        }
+        self.inbox.emit_event(InboxEvent {
+            receipt_id: receipt_id.to_string(),
+            status: gatehouse_epp::ReceiptStatus::Rejected,
+            code: None,
+            sender: f.sender.clone(),
+            scope: f.scope.clone(),
+            transport: "uamp".into(),
+            needs_consent: f.knock.is_some(),
+        });
+        body
+    }
+
+    fn check_and_store(&self, bytes: &[u8], auth: &TransportAuth, now: DateTime<Utc>, receipt_id: &str) -> Result<Accepted, Failure> {
+        let env = Envelope::parse(bytes).map_err(Failure::from)?;
+        let mut fail = |e: UampError| Failure::about(&env, e);
+        if !env.is_for(&self.did) {
+            return Err(fail(UampError::new(Code::Unauthorized, "wrong_recipient", format!("this inbox is {}, which `to` does not name", self.did))));
+        }
+        let store = self.store();
+        let adm = store
+            .admission(&env.from, crate::executor::SETTINGS_KEY)
+            .map_err(|e| fail(storage(e)))?;
+        if adm.blocked {
+            return Err(fail(UampError::new(Code::Unauthorized, "blocked", format!("{} is blocked", env.from))));
+        }
+        let known = trust_keys(adm.trust.as_ref());
+        let key = match verify::key_for(&env, &known) {
+            Ok(k) => Some(k),
+            // An unknown did:web sender cannot be checked until the user adds it (its
+            // DID document is fetched then); it still knocks.
+            Err(e) if e.reason == "unknown_key" && adm.trust.is_none() => None,
+            Err(e) => return Err(fail(e)),
+        };
+        if let Some(k) = &key {
+            verify::verify(&env, k).map_err(&mut fail)?;
+        }
+        if store.uamp_message(&env.uuid.to_string()).map_err(|e| fail(storage(e)))?.is_some() {
+            return Err(fail(replay(&env)));
+        }
+        let scope = scope_of(&env);
+        let Some(trust) = adm.trust else {
+            let mut f = fail(UampError::new(
+                Code::Unauthorized,
+                "untrusted_sender",
+                format!("{} is not in this inbox's trust registry; the user has been asked", env.from),
+            ));
+            f.knock = Some(Knock { sender: env.from.clone(), scope: scope.clone(), envelope_id: env.id.clone(), at: gatehouse_epp::utc_string(now) });
+            return Err(f);
+        };
+        // A trusted sender also proves itself at the transport: the bearer token the user
+        // issued to it.
+        match &auth.bearer {
+            None => return Err(fail(UampError::new(Code::Unauthenticated, "no_credentials", "send the bearer token this inbox issued to you (Authorization: Bearer …)"))),
+            Some(t) => match store.uamp_token_sender(&crate::pipeline::sha256_hex(t.as_bytes())).map_err(|e| fail(storage(e)))? {
+                Some(s) if s == gatehouse_store::sender_key(&env.from) => {}
+                Some(_) => return Err(fail(UampError::new(Code::Unauthenticated, "token_sender_mismatch", "the bearer token was issued to another sender"))),
+                None => return Err(fail(UampError::new(Code::Unauthenticated, "unknown_token", "the bearer token is unknown or revoked"))),
+            },
+        }
+        let mut scopes = vec![scope.clone()];
+        if let Some(tok) = &env.cap_token {
+            let mut keys: Vec<PublicKey> = key.iter().cloned().collect();
+            keys.push(PublicKey::Ed25519(self.key.verifying_key()));
+            let claims = captoken::check(tok, &[&self.did], now.timestamp(), &keys).map_err(&mut fail)?;
+            if !claims.scopes.is_empty() {
+                scopes = claims.scopes;
+            }
+        }
+        if let Some(s) = scopes.iter().find(|s| !trust.policy.allows_scope(s)) {
+            return Err(fail(UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", env.from))));
+        }
+        if bytes.len() as u64 > trust.policy.max_envelope_size {
+            return Err(fail(UampError::new(Code::PayloadTooLarge, "too_large", format!("{} allows this sender {} bytes", "policy", trust.policy.max_envelope_size))));
+        }
+        // What the intent does to an existing stream is checked before anything is stored.
+        let effect_target = match env.intent {
+            Intent::Cancel | Intent::Progress => Some(self.target_stream(&env).map_err(&mut fail)?),
+            _ => None,
+        };
+        let ack_seq = match env.intent {
+            Intent::Progress => Some(ack_of(&env).map_err(&mut fail)?),
+            _ => None,
+        };
+        let opens = env.intent.opens_stream();
+        if opens && self.streams.active() >= MAX_ACTIVE_STREAMS {
+            let mut f = fail(UampError::new(Code::BackendBusy, "busy", format!("{MAX_ACTIVE_STREAMS} streams are running; try again shortly")));
+            f.retry_after = Some(BUSY_RETRY_AFTER_SECS);
+            return Err(f);
+        }
+        let stream_id = opens.then(|| env.stream_id.clone().unwrap_or_else(|| format!("str-{}", uuid::Uuid::now_v7())));
+        let mut receipt = json!({
+            "receipt_id": receipt_id,
+            "status": "accepted",
+            "message_id": env.id,
+            "received_at": gatehouse_epp::utc_string(now),
+        });
+        if let Some(s) = &stream_id {
+            receipt["stream_id"] = s.clone().into();
+        }
+        let row = ReceiptRow {
+            receipt_id: receipt_id.to_string(),
+            envelope_id: Some(env.id.clone()),
+            status: "accepted".into(),
+            code: None,
+            message: None,
+            received_at: gatehouse_epp::utc_string(now),
+            received_ms: now.timestamp_millis(),
+            transport: "uamp".into(),
+            sender: Some(env.from.clone()),
+            scope: Some(scope.clone()),
+            body: None,
+            body_truncated: false,
+            receipt: receipt.clone(),
+            prompt: Some(env.body.content.clone()),
+            envelope_row: None,
+        };
+        let msg = NewUampMessage {
+            message_id: env.uuid.to_string(),
+            direction: "in",
+            sender: env.from.clone(),
+            recipients: env.to.clone(),
+            intent: env.intent.as_str().into(),
+            stream_id: stream_id.clone().or_else(|| env.stream_id.clone()),
+            reply_to: env.reply_to.as_deref().and_then(gatehouse_uamp::envelope::parse_uuid).map(|u| u.to_string()),
+            scope: Some(scope.clone()),
+            body_type: env.body.media_type.clone(),
+            content: env.body.content.clone(),
+            ts: env.ts.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            received_at: gatehouse_epp::utc_string(now),
+            received_ms: now.timestamp_millis(),
+            raw: String::from_utf8_lossy(bytes).into_owned(),
+            receipt_id: receipt_id.to_string(),
+        };
+        let new_stream = stream_id.as_ref().map(|s| NewStream { stream_id: s.clone(), direction: "in", peer: env.from.clone(), delta_window: env.delta_window });
+        match store.uamp_accept(&msg, new_stream.as_ref(), &row, &trust.policy.rate_limit).map_err(|e| fail(storage(e)))? {
+            Ok(_) => {}
+            Err(UampRefusal::Replay) => return Err(fail(replay(&env))),
+            Err(UampRefusal::StreamExists) => {
+                return Err(fail(UampError::invalid("/stream_id", "names a stream that already exists").with_reason("stream_exists")))
+            }
+            Err(UampRefusal::RateLimited { retry_after_secs }) => {
+                let mut f = fail(UampError::new(Code::BackendBusy, "rate_limited", format!("{}'s policy allows no more messages now", env.from)));
+                f.retry_after = Some(retry_after_secs);
+                return Err(f);
+            }
+        }
+        let mut effect = None;
+        if let Some(target) = effect_target {
+            effect = Some(match env.intent {
+                Intent::Cancel => {
+                    let was = self.streams.cancel(self.store(), &target, &env.from);
+                    json!({"stream_id": target, "cancelled": was})
+                }
+                _ => {
+                    let seq = ack_seq.expect("progress has an ack");
+                    let acked = self.streams.ack(self.store(), &target, seq).map_err(|e| fail(storage(e)))?;
+                    json!({"stream_id": target, "acked_seq": acked})
+                }
+            });
+        }
+        let executor = ExecutorConfig::from_setting(adm.setting.as_deref()).unwrap_or_default();
+        let job = stream_id.clone().map(|s| {
+            (
+                s,
+                streams::Job {
+                    spec: executor.for_scope(&scope).clone(),
+                    message_id: env.id.clone(),
+                    sender: env.from.clone(),
+                    scope: scope.clone(),
+                    body: env.body.clone(),
+                    window: env.delta_window,
+                },
+            )
+        });
+        Ok(Accepted { sender: env.from.clone(), scope, receipt, stream: stream_id, effect, job })
+    }
+
+    /// The stream a `cancel` or `progress` envelope is about: its `stream_id`, or the
+    /// stream of the message it replies to; it must be one this sender opened here.
+    fn target_stream(&self, env: &Envelope) -> Result<String, UampError> {
+        let store = self.store();
+        let id = match (&env.stream_id, &env.reply_to) {
+            (Some(s), _) => s.clone(),
+            (None, Some(r)) => {
+                let parent = gatehouse_uamp::envelope::parse_uuid(r).map(|u| u.to_string()).unwrap_or_default();
+                store
+                    .uamp_message(&parent)
+                    .map_err(storage)?
+                    .and_then(|m| m.stream_id)
+                    .ok_or_else(|| UampError::invalid("/reply_to", "names no message with a stream here").with_reason("unknown_stream"))?
+            }
+            (None, None) => return Err(UampError::invalid("/stream_id", format!("a {} names its stream (stream_id or reply_to)", env.intent.as_str())).with_reason("unknown_stream")),
+        };
+        let s = store.uamp_stream(&id).map_err(storage)?;
+        match s {
+            Some(s) if s.direction == "in" && s.peer == gatehouse_store::sender_key(&env.from) => Ok(id),
+            _ => Err(UampError::invalid("/stream_id", format!("{id:?} is not a stream {} opened here", env.from)).with_reason("unknown_stream")),
+        }
+    }
+}
+
+/// The scope an envelope asks for: the first `scope` of its capability token when it has
+/// one (checked later against the token), else its intent. See docs/interop.md.
+fn scope_of(env: &Envelope) -> String {
+    env.cap_token
+        .as_deref()
+        .and_then(|t| gatehouse_uamp::jws::Compact::parse(t).ok())
+        .and_then(|c| serde_json::from_slice::<Value>(&c.payload()).ok())
+        .and_then(|claims| claims.get("scope").and_then(|s| s.as_str()).and_then(|s| s.split_whitespace().next()).map(str::to_string))
+        .unwrap_or_else(|| env.intent.as_str().to_string())
+}
+
+/// The `delta_seq` a `progress` envelope acknowledges: `ext.delta_seq`, or a JSON body
+/// `{"delta_seq": n}`. Without one it is 4.09, the spec's code for a missing delta_seq.
+fn ack_of(env: &Envelope) -> Result<i64, UampError> {
+    let from_ext = env.ext.as_ref().and_then(|e| e.get("delta_seq")).and_then(|v| v.as_i64());
+    let from_body = || serde_json::from_str::<Value>(&env.body.content).ok().and_then(|v| v.get("delta_seq").and_then(|v| v.as_i64()));
+    from_ext
+        .or_else(from_body)
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| UampError::new(Code::MissingDeltaSeq, "missing_delta_seq", "a progress acknowledgement carries the delta_seq it acknowledges (ext.delta_seq or a JSON body {\"delta_seq\": n})"))
+}
+
+fn trust_keys(trust: Option<&TrustEntry>) -> Vec<(String, PublicKey)> {
+    trust
+        .map(|t| t.policy.uamp_keys.iter().filter_map(|k| PublicKey::from_jwk(&k.jwk).ok().map(|pk| (k.kid.clone(), pk))).collect())
+        .unwrap_or_default()
+}
+
+fn replay(env: &Envelope) -> UampError {
+    UampError::new(Code::Unauthorized, "replay", format!("message {} was received before", env.id))
+}
+
+fn storage(e: gatehouse_store::StoreError) -> UampError {
+    tracing::error!(error = %e, "store failed during a UAMP submission");
+    let mut err = UampError::new(Code::BackendBusy, "storage", format!("the inbox could not store the message: {e}"));
+    err.message.truncate(300);
+    err
+}
+
+fn internal(message: String) -> Answer {
+    let e = UampError::new(Code::BackendBusy, "internal", message);
+    Answer { status: 504, body: e.body(), location: None, retry_after: Some(BUSY_RETRY_AFTER_SECS) }
+}
+
+struct Accepted {
+    sender: String,
+    scope: String,
+    receipt: Value,
+    stream: Option<String>,
+    effect: Option<Value>,
+    job: Option<(String, streams::Job)>,
+}
+
+struct Failure {
+    error: UampError,
+    message_id: Option<String>,
+    sender: Option<String>,
+    scope: Option<String>,
+    prompt: Option<String>,
+    knock: Option<Knock>,
+    retry_after: Option<u64>,
+}
+
+impl From<UampError> for Failure {
+    fn from(error: UampError) -> Self {
+        Failure { error, message_id: None, sender: None, scope: None, prompt: None, knock: None, retry_after: None }
+    }
+}
+
+impl Failure {
+    fn about(env: &Envelope, error: UampError) -> Self {
+        let retry_after = (error.code == Code::BackendBusy).then_some(BUSY_RETRY_AFTER_SECS);
+        Failure {
+            error,
+            message_id: Some(env.id.clone()),
+            sender: Some(env.from.clone()),
+            scope: Some(scope_of(env)),
+            prompt: Some(env.body.content.clone()),
+            knock: None,
+            retry_after,
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! Streams opened by `ask` / `subscribe`: the scope's executor runs, its output becomes
+//! `chunk` frames ending in `done` (or `error` / `cancel`), each kept in the store before
+//! anyone can read it, and never more than `delta_window` frames un-acknowledged.
+//!
+//! Back-pressure reaches the executor itself: while the window is full nothing more is
+//! read from the command's stdout, so its pipe fills and the command blocks.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use gatehouse_store::Store;
+use gatehouse_uamp::envelope::Body;
+use gatehouse_uamp::{Delta, DeltaType};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{broadcast, watch};
+
+use super::UampInbox;
+use crate::executor::ExecutorSpec;
+
+/// Bytes of executor output per `chunk` frame.
+pub const CHUNK_BYTES: usize = 16 * 1024;
+
+/// What an accepted `ask` hands its stream.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub spec: ExecutorSpec,
+    pub message_id: String,
+    pub sender: String,
+    pub scope: String,
+    pub body: Body,
+    pub window: u32,
+}
+
+/// A stream while its executor runs.
+pub struct Live {
+    /// The highest acknowledged `delta_seq` (-1: none yet).
+    acked: watch::Sender<i64>,
+    /// Frames as they are stored, for SSE readers following along.
+    pub frames: broadcast::Sender<(u64, String)>,
+    cancel: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+pub struct Streams {
+    live: Mutex<HashMap<String, Arc<Live>>>,
+}
+
+impl Streams {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn active(&self) -> usize {
+        self.map().len()
+    }
+
+    pub fn get(&self, stream_id: &str) -> Option<Arc<Live>> {
+        self.map().get(stream_id).cloned()
+    }
+
+    /// Starts the executor of a stream that was just stored as NEW.
+    pub fn start(&self, uamp: Arc<UampInbox>, stream_id: String, job: Job) {
+        let live = Arc::new(Live {
+            acked: watch::channel(-1).0,
+            frames: broadcast::channel(1024).0,
+            cancel: watch::channel(false).0,
+        });
+        self.map().insert(stream_id.clone(), live.clone());
+        tokio::spawn(async move {
+            let mut producer = Producer { uamp: uamp.clone(), stream_id: stream_id.clone(), live, next_seq: 0, window: job.window.max(1) };
+            let now = gatehouse_epp::utc_string(chrono::Utc::now());
+            let _ = uamp.store().uamp_set_state(&stream_id, "IN_PROGRESS", None, &now);
+            let end = run(&mut producer, &job).await;
+            let (kind, payload, state, detail) = match end {
+                End::Done(p) => (DeltaType::Done, p, "COMPLETED", None),
+                End::Cancelled => (DeltaType::Cancel, json!({"reason": "cancelled by the sender"}), "CANCELLED", None),
+                End::Failed { message, detail } => (DeltaType::Error, json!({"message": message}), "ERROR", Some(detail)),
+            };
+            if let Err(e) = producer.emit(kind, payload, Some(state)).await {
+                tracing::error!(error = ?e, stream = %stream_id, "could not store a stream's last frame");
+            }
+            if let Some(d) = detail {
+                let _ = uamp.store().uamp_set_state(&stream_id, state, Some(&d), &gatehouse_epp::utc_string(chrono::Utc::now()));
+            }
+            uamp.streams.map().remove(&stream_id);
+        });
+    }
+
+    /// Acknowledges frames up to `seq` (a `progress` envelope); wakes a waiting producer.
+    pub fn ack(&self, store: &Store, stream_id: &str, seq: i64) -> gatehouse_store::Result<i64> {
+        let acked = store.uamp_ack(stream_id, seq)?;
+        if let Some(live) = self.get(stream_id) {
+            live.acked.send_if_modified(|v| {
+                let changed = acked > *v;
+                *v = (*v).max(acked);
+                changed
+            });
+        }
+        Ok(acked)
+    }
+
+    /// Stops a running stream's executor; false when it had already ended.
+    pub fn cancel(&self, _store: &Store, stream_id: &str, _by: &str) -> bool {
+        match self.get(stream_id) {
+            Some(live) => {
+                let _ = live.cancel.send(true);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+enum End {
+    Done(Value),
+    Cancelled,
+    Failed { message: String, detail: String },
+}
+
+struct Producer {
+    uamp: Arc<UampInbox>,
+    stream_id: String,
+    live: Arc<Live>,
+    next_seq: u64,
+    window: u32,
+}
+
+#[derive(Debug)]
+enum Stop {
+    Cancelled,
+    /// The executor failed; the message goes to the peer in the `error` frame.
+    Failed(String),
+    /// The store failed; the peer is told only that.
+    Store(String),
+}
+
+impl Producer {
+    /// Waits until the window has room (or the stream is cancelled).
+    async fn room(&self) -> Result<(), Stop> {
+        let mut acked = self.live.acked.subscribe();
+        let mut cancel = self.live.cancel.subscribe();
+        loop {
+            if *cancel.borrow() {
+                return Err(Stop::Cancelled);
+            }
+            let outstanding = self.next_seq as i64 - (*acked.borrow() + 1);
+            if outstanding < i64::from(self.window) {
+                return Ok(());
+            }
+            tokio::select! {
+                r = acked.changed() => { if r.is_err() { return Err(Stop::Cancelled) } }
+                r = cancel.changed() => { if r.is_err() { return Err(Stop::Cancelled) } }
+            }
+        }
+    }
+
+    /// Stores and publishes one frame. Data frames wait for window room; the terminal
+    /// frame of a cancelled or failed stream does not (it carries no data and the stream
+    /// could otherwise never end for a consumer that stopped acknowledging).
+    async fn emit(&mut self, kind: DeltaType, payload: Value, state: Option<&str>) -> Result<(), Stop> {
+        if !matches!(kind, DeltaType::Cancel | DeltaType::Error) {
+            self.room().await?;
+        }
+        let delta = Delta {
+            delta_seq: self.next_seq,
+            stream_id: self.stream_id.clone(),
+            ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            kind,
+            payload: Some(payload),
+        };
+        let frame = delta.to_json().to_string();
+        let store = self.uamp.store().clone();
+        let (sid, seq, st, f) = (self.stream_id.clone(), self.next_seq, state.map(str::to_string), frame.clone());
+        tokio::task::spawn_blocking(move || store.uamp_append_delta(&sid, seq, &f, st.as_deref(), &gatehouse_epp::utc_string(chrono::Utc::now())))
+            .await
+            .map_err(|e| Stop::Store(e.to_string()))?
+            .map_err(|e| Stop::Store(e.to_string()))?;
+        let _ = self.live.frames.send((self.next_seq, frame));
+        self.next_seq += 1;
+        Ok(())
+    }
+
+    fn cancelled(&self) -> bool {
+        *self.live.cancel.borrow()
+    }
+}
+
+async fn run(p: &mut Producer, job: &Job) -> End {
+    let out = match &job.spec {
+        ExecutorSpec::Noop => Ok(json!({"executor": "noop"})),
+        ExecutorSpec::FileQueue { dir } => file_queue(dir, p, job).await,
+        ExecutorSpec::Command { program, args, timeout_secs } => command(p, job, program, args, Duration::from_secs(*timeout_secs)).await,
+    };
+    match out {
+        Ok(_) if p.cancelled() => End::Cancelled,
+        Ok(v) => End::Done(v),
+        Err(Stop::Cancelled) => End::Cancelled,
+        Err(Stop::Failed(m)) => End::Failed { message: m.clone(), detail: m },
+        Err(Stop::Store(e)) => End::Failed { message: "the inbox could not store the stream".into(), detail: e },
+    }
+}
+
+async fn file_queue(dir: &std::path::Path, p: &mut Producer, job: &Job) -> Result<Value, Stop> {
+    let record = json!({"message_id": job.message_id, "sender": job.sender, "scope": job.scope, "body": job.body, "stream_id": p.stream_id});
+    let name = format!("uamp-{}.json", p.stream_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>());
+    let write = async {
+        tokio::fs::create_dir_all(dir).await?;
+        let tmp = dir.join(format!(".{name}.tmp"));
+        tokio::fs::write(&tmp, serde_json::to_vec_pretty(&record).expect("serialises")).await?;
+        tokio::fs::rename(&tmp, dir.join(&name)).await
+    };
+    match write.await {
+        // The local path is the user's business, not the peer's.
+        Ok(()) => Ok(json!({"executor": "file-queue", "queued": true})),
+        Err(e) => Err(Stop::Store(format!("file queue {}: {e}", dir.display()))),
+    }
+}
+
+/// Runs the command (no shell; the body on stdin, facts in UAMP_* variables) and streams
+/// its stdout as `chunk_b64` frames. Failures end the stream with an `error` frame.
+async fn command(p: &mut Producer, job: &Job, program: &str, args: &[String], timeout: Duration) -> Result<Value, Stop> {
+    let spawned = tokio::process::Command::new(program)
+        .args(args)
+        .env("UAMP_MESSAGE_ID", &job.message_id)
+        .env("UAMP_SENDER", &job.sender)
+        .env("UAMP_SCOPE", &job.scope)
+        .env("UAMP_STREAM_ID", &p.stream_id)
+        .env("UAMP_BODY_TYPE", &job.body.media_type)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => return Err(Stop::Failed(format!("could not start {program}: {e}"))),
+    };
+    let mut stdin = child.stdin.take().expect("piped");
+    let content = job.body.content.clone();
+    tokio::spawn(async move {
+        let _ = stdin.write_all(content.as_bytes()).await;
+    });
+    let mut stderr = child.stderr.take().expect("piped");
+    let err_task = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        let _ = (&mut stderr).take(16 * 1024).read_to_end(&mut buf).await;
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    let mut stdout = child.stdout.take().expect("piped");
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut cancel = p.live.cancel.subscribe();
+    let mut total = 0usize;
+    let mut all_utf8 = true;
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    let timed_out = || Stop::Failed(format!("timed out after {} s and was killed", timeout.as_secs()));
+    loop {
+        let read = tokio::select! {
+            r = stdout.read(&mut buf) => r,
+            _ = tokio::time::sleep_until(deadline) => { let _ = child.kill().await; return Err(timed_out()) }
+            _ = cancel.changed() => { let _ = child.kill().await; return Err(Stop::Cancelled) }
+        };
+        let n = match read {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => return Err(Stop::Failed(format!("reading its output failed: {e}"))),
+        };
+        all_utf8 &= std::str::from_utf8(&buf[..n]).is_ok();
+        total += n;
+        let frame = json!({"chunk_b64": STANDARD.encode(&buf[..n])});
+        // While the window is full this waits, and the command blocks on its full pipe.
+        let emitted = tokio::select! {
+            r = p.emit(DeltaType::Chunk, frame, None) => r,
+            _ = tokio::time::sleep_until(deadline) => Err(timed_out()),
+        };
+        if let Err(stop) = emitted {
+            let _ = child.kill().await;
+            return Err(stop);
+        }
+    }
+    let status = tokio::select! {
+        s = child.wait() => s,
+        _ = tokio::time::sleep_until(deadline) => { let _ = child.kill().await; return Err(timed_out()) }
+        _ = cancel.changed() => { let _ = child.kill().await; return Err(Stop::Cancelled) }
+    };
+    let stderr = err_task.await.unwrap_or_default();
+    match status {
+        Ok(st) if st.success() => Ok(json!({
+            "executor": "command",
+            "exit_code": 0,
+            "bytes": total,
+            "mime": if all_utf8 { "text/plain; charset=utf-8" } else { "application/octet-stream" },
+        })),
+        Ok(st) => Err(Stop::Failed(format!("{program} exited with status {}{}", st.code().map_or("(signal)".into(), |c| c.to_string()), tail(&stderr)))),
+        Err(e) => Err(Stop::Failed(format!("waiting for {program} failed: {e}"))),
+    }
+}
+
+fn tail(stderr: &str) -> String {
+    let t = stderr.trim();
+    if t.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", t.chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect::<String>())
+    }
+}
+

@@ -1,0 +1,165 @@
+//! UAMP's transport security (spec 6.1): TLS 1.3 only, ALPN `h2` and `http/1.1`.
+//!
+//! The certificate is self-signed, made on first run (rcgen) for the inbox's own Ed25519
+//! identity key, so no second secret exists outside the keychain: the certificate file
+//! in the data dir is public, and peers pin its SHA-256 fingerprint, which the app shows.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use ed25519_dalek::SigningKey;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use sha2::{Digest, Sha256};
+
+pub const CERT_FILE: &str = "uamp-cert.pem";
+/// A TLS handshake must finish within this time.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("could not make the UAMP certificate: {0}")]
+    Generate(String),
+    #[error("the UAMP certificate {0} is unreadable: {1}")]
+    Corrupt(PathBuf, String),
+    #[error("TLS setup failed: {0}")]
+    Config(String),
+}
+
+/// The certificate in use and its fingerprint for pinning.
+#[derive(Debug, Clone)]
+pub struct Certificate {
+    pub der: Vec<u8>,
+    pub pem: String,
+    /// SHA-256 of the DER certificate, upper-case hex pairs joined by colons.
+    pub fingerprint: String,
+}
+
+fn pkcs8(key: &SigningKey) -> Vec<u8> {
+    // RFC 8410 PKCS#8 v1 for an Ed25519 private key: a fixed header and the 32-byte seed.
+    let mut der = vec![0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
+    der.extend_from_slice(&key.to_bytes());
+    der
+}
+
+pub fn fingerprint(der: &[u8]) -> String {
+    Sha256::digest(der).iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(":")
+}
+
+fn generate(key: &SigningKey) -> Result<String, TlsError> {
+    let der = PrivatePkcs8KeyDer::from(pkcs8(key));
+    let pair = rcgen::KeyPair::from_pkcs8_der_and_sign_algo(&der, &rcgen::PKCS_ED25519).map_err(|e| TlsError::Generate(e.to_string()))?;
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()])
+        .map_err(|e| TlsError::Generate(e.to_string()))?;
+    params.distinguished_name.push(rcgen::DnType::CommonName, "Gatehouse UAMP inbox");
+    params.not_before = rcgen::date_time_ymd(2025, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2045, 1, 1);
+    let cert = params.self_signed(&pair).map_err(|e| TlsError::Generate(e.to_string()))?;
+    Ok(cert.pem())
+}
+
+fn parse_pem(path: &Path, pem: &str) -> Result<Vec<u8>, TlsError> {
+    use rustls::pki_types::pem::PemObject as _;
+    CertificateDer::from_pem_slice(pem.as_bytes())
+        .map(|c| c.to_vec())
+        .map_err(|e| TlsError::Corrupt(path.to_path_buf(), e.to_string()))
+}
+
+/// The data dir's certificate, made now if there is none or if it belongs to another key
+/// (the identity was replaced).
+pub fn load_or_create(data_dir: &Path, key: &SigningKey) -> Result<Certificate, TlsError> {
+    let path = data_dir.join(CERT_FILE);
+    let io = |source| TlsError::Io { path: path.clone(), source };
+    let existing = match std::fs::read_to_string(&path) {
+        Ok(pem) => Some(pem),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io(e)),
+    };
+    if let Some(pem) = existing {
+        let der = parse_pem(&path, &pem)?;
+        if config(&der, key).is_ok() {
+            return Ok(Certificate { fingerprint: fingerprint(&der), der, pem });
+        }
+        tracing::warn!(path = %path.display(), "the UAMP certificate is for another key; making a new one");
+    }
+    let pem = generate(key)?;
+    let tmp = data_dir.join(format!(".{CERT_FILE}.tmp"));
+    std::fs::write(&tmp, &pem).map_err(io)?;
+    std::fs::rename(&tmp, &path).map_err(io)?;
+    let der = parse_pem(&path, &pem)?;
+    Ok(Certificate { fingerprint: fingerprint(&der), der, pem })
+}
+
+/// TLS 1.3 only; ALPN h2 then http/1.1.
+pub fn config(cert_der: &[u8], key: &SigningKey) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| TlsError::Config(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(vec![CertificateDer::from(cert_der.to_vec())], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pkcs8(key))))
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+/// Serves `app` over TLS on `listener` until `shutdown` resolves. A client that does not
+/// complete a TLS 1.3 handshake (plain HTTP, TLS 1.2) is disconnected without a response.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    app: Router,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let connections = Arc::new(tokio::sync::Semaphore::new(crate::http::MAX_CONNECTIONS));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::http::HEADER_TIMEOUT);
+    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(Duration::from_secs(30)));
+    let builder = Arc::new(builder);
+    let graceful = Arc::new(graceful);
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            p = connections.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
+        let (tcp, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = tcp.set_nodelay(true);
+        let (acceptor, app, builder, graceful) = (acceptor.clone(), app.clone(), builder.clone(), graceful.clone());
+        tokio::spawn(async move {
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "TLS handshake refused");
+                    return;
+                }
+                Err(_) => return,
+            };
+            let service = hyper_util::service::TowerToHyperService::new(app);
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+            let _ = graceful.watch(conn.into_owned()).await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    if let Ok(g) = Arc::try_unwrap(graceful) {
+        let _ = tokio::time::timeout(Duration::from_secs(5), g.shutdown()).await;
+    }
+    Ok(())
+}

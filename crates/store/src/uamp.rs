@@ -1,0 +1,312 @@
+//! UAMP messages, streams, deltas and bearer tokens.
+//!
+//! Low volume next to EPP ingest, so these write directly on the writer connection,
+//! each call one transaction, instead of through the group committer.
+
+use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
+
+use crate::{insert_receipt, sender_key, RateLimit, ReceiptRow, Result, Store};
+
+/// A UAMP envelope to store, as the inbox read it (or as Gatehouse sent it).
+#[derive(Debug, Clone)]
+pub struct NewUampMessage {
+    /// The UUID, lower-case and bare, whatever form the envelope used: one message, one id.
+    pub message_id: String,
+    /// "in" or "out".
+    pub direction: &'static str,
+    pub sender: String,
+    pub recipients: Vec<String>,
+    pub intent: String,
+    pub stream_id: Option<String>,
+    pub reply_to: Option<String>,
+    pub scope: Option<String>,
+    pub body_type: String,
+    pub content: String,
+    pub ts: String,
+    pub received_at: String,
+    pub received_ms: i64,
+    pub raw: String,
+    pub receipt_id: String,
+}
+
+/// A stream opened by an `ask` / `subscribe` (spec 10).
+#[derive(Debug, Clone)]
+pub struct NewStream {
+    pub stream_id: String,
+    pub direction: &'static str,
+    pub peer: String,
+    pub delta_window: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UampMessageRow {
+    pub id: i64,
+    pub message_id: String,
+    pub direction: String,
+    pub sender: String,
+    pub recipients: Vec<String>,
+    pub intent: String,
+    pub stream_id: Option<String>,
+    pub reply_to: Option<String>,
+    pub thread: String,
+    pub scope: Option<String>,
+    pub body_type: String,
+    pub content: String,
+    pub ts: String,
+    pub received_at: String,
+    pub receipt_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamRow {
+    pub stream_id: String,
+    pub message_row: i64,
+    pub direction: String,
+    pub peer: String,
+    /// NEW, IN_PROGRESS, COMPLETED, CANCELLED or ERROR.
+    pub state: String,
+    pub delta_window: u32,
+    pub next_seq: i64,
+    pub acked_seq: i64,
+    pub updated_at: String,
+    pub detail: Option<String>,
+}
+
+/// Why an envelope that passed every check was still not stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UampRefusal {
+    /// Its message id was accepted before.
+    Replay,
+    /// Its `stream_id` names a stream that exists.
+    StreamExists,
+    /// The sender's policy allows no more messages now.
+    RateLimited { retry_after_secs: u64 },
+}
+
+pub const STREAM_STATES: [&str; 5] = ["NEW", "IN_PROGRESS", "COMPLETED", "CANCELLED", "ERROR"];
+
+fn message_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UampMessageRow> {
+    let recipients: String = r.get(4)?;
+    Ok(UampMessageRow {
+        id: r.get(0)?,
+        message_id: r.get(1)?,
+        direction: r.get(2)?,
+        sender: r.get(3)?,
+        recipients: serde_json::from_str(&recipients).unwrap_or_default(),
+        intent: r.get(5)?,
+        stream_id: r.get(6)?,
+        reply_to: r.get(7)?,
+        thread: r.get(8)?,
+        scope: r.get(9)?,
+        body_type: r.get(10)?,
+        content: r.get(11)?,
+        ts: r.get(12)?,
+        received_at: r.get(13)?,
+        receipt_id: r.get(14)?,
+    })
+}
+
+const MESSAGE_COLUMNS: &str = "id, message_id, direction, sender, recipients, intent, stream_id, reply_to, thread, scope,
+    body_type, content, ts, received_at, receipt_id";
+
+fn stream_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StreamRow> {
+    Ok(StreamRow {
+        stream_id: r.get(0)?,
+        message_row: r.get(1)?,
+        direction: r.get(2)?,
+        peer: r.get(3)?,
+        state: r.get(4)?,
+        delta_window: r.get(5)?,
+        next_seq: r.get(6)?,
+        acked_seq: r.get(7)?,
+        updated_at: r.get(8)?,
+        detail: r.get(9)?,
+    })
+}
+
+const STREAM_COLUMNS: &str = "stream_id, message_row, direction, peer, state, delta_window, next_seq, acked_seq, updated_at, detail";
+
+impl Store {
+    /// Stores an accepted message, its stream and its receipt in one transaction; the
+    /// replay, stream and rate checks run inside it so two racing copies cannot both pass.
+    pub fn uamp_accept(
+        &self,
+        msg: &NewUampMessage,
+        stream: Option<&NewStream>,
+        receipt: &ReceiptRow,
+        limits: &RateLimit,
+    ) -> Result<std::result::Result<i64, UampRefusal>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let seen = tx
+            .query_row("SELECT 1 FROM uamp_messages WHERE message_id = ?1", [&msg.message_id], |_| Ok(()))
+            .optional()?
+            .is_some();
+        if seen {
+            return Ok(Err(UampRefusal::Replay));
+        }
+        if let Some(s) = stream {
+            let exists = tx.query_row("SELECT 1 FROM uamp_streams WHERE stream_id = ?1", [&s.stream_id], |_| Ok(())).optional()?.is_some();
+            if exists {
+                return Ok(Err(UampRefusal::StreamExists));
+            }
+        }
+        let sender = sender_key(&msg.sender);
+        for (max, window_ms) in [(limits.max_per_hour, 3_600_000i64), (limits.max_per_day, 86_400_000)] {
+            let Some(max) = max else { continue };
+            let since = msg.received_ms - window_ms;
+            let (n, oldest): (i64, Option<i64>) = tx.query_row(
+                "SELECT count(*), min(received_ms) FROM uamp_messages WHERE sender = ?1 AND direction = 'in' AND received_ms > ?2",
+                params![sender, since],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if n >= i64::from(max) {
+                let free_at = oldest.unwrap_or(msg.received_ms) + window_ms;
+                let retry_after_secs = ((free_at - msg.received_ms).max(1000) as u64).div_ceil(1000);
+                return Ok(Err(UampRefusal::RateLimited { retry_after_secs }));
+            }
+        }
+        let thread: String = match &msg.reply_to {
+            Some(parent) => tx
+                .query_row("SELECT thread FROM uamp_messages WHERE message_id = ?1", [parent], |r| r.get(0))
+                .optional()?
+                .unwrap_or_else(|| parent.clone()),
+            None => msg.message_id.clone(),
+        };
+        tx.execute(
+            "INSERT INTO uamp_messages (message_id, direction, sender, recipients, intent, stream_id, reply_to, thread, scope,
+                body_type, content, ts, received_at, received_ms, raw, receipt_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            params![
+                msg.message_id, msg.direction, sender, serde_json::to_string(&msg.recipients)?, msg.intent, msg.stream_id,
+                msg.reply_to, thread, msg.scope, msg.body_type, msg.content, msg.ts, msg.received_at, msg.received_ms,
+                msg.raw, msg.receipt_id,
+            ],
+        )?;
+        let row = tx.last_insert_rowid();
+        if let Some(s) = stream {
+            tx.execute(
+                "INSERT INTO uamp_streams (stream_id, message_row, direction, peer, state, delta_window, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, 'NEW', ?5, ?6)",
+                params![s.stream_id, row, s.direction, sender_key(&s.peer), s.delta_window, msg.received_at],
+            )?;
+        }
+        insert_receipt(&tx, receipt)?;
+        tx.commit()?;
+        Ok(Ok(row))
+    }
+
+    pub fn uamp_message(&self, message_id: &str) -> Result<Option<UampMessageRow>> {
+        self.read(|c| {
+            Ok(c.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE message_id = ?1"), [message_id], message_from_row)
+                .optional()?)
+        })
+    }
+
+    /// The messages of one conversation (a root message and everything replying to it), oldest first.
+    pub fn uamp_thread(&self, thread: &str) -> Result<Vec<UampMessageRow>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE thread = ?1 ORDER BY id"))?;
+            let rows = stmt.query_map([thread], message_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// The newest messages first.
+    pub fn uamp_messages(&self, limit: u32) -> Result<Vec<UampMessageRow>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages ORDER BY id DESC LIMIT ?1"))?;
+            let rows = stmt.query_map([limit], message_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    pub fn uamp_stream(&self, stream_id: &str) -> Result<Option<StreamRow>> {
+        self.read(|c| {
+            Ok(c.query_row(&format!("SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE stream_id = ?1"), [stream_id], stream_from_row)
+                .optional()?)
+        })
+    }
+
+    pub fn uamp_streams(&self, limit: u32) -> Result<Vec<StreamRow>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&format!("SELECT {STREAM_COLUMNS} FROM uamp_streams ORDER BY message_row DESC LIMIT ?1"))?;
+            let rows = stmt.query_map([limit], stream_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// Moves a stream to `state` (with a note for the user).
+    pub fn uamp_set_state(&self, stream_id: &str, state: &str, detail: Option<&str>, now: &str) -> Result<()> {
+        debug_assert!(STREAM_STATES.contains(&state));
+        self.conn().execute(
+            "UPDATE uamp_streams SET state = ?2, detail = coalesce(?3, detail), updated_at = ?4 WHERE stream_id = ?1",
+            params![stream_id, state, detail, now],
+        )?;
+        Ok(())
+    }
+
+    /// Keeps a frame (durably, before anyone sees it) and advances the stream's counter;
+    /// a terminal frame also sets the final state.
+    pub fn uamp_append_delta(&self, stream_id: &str, seq: u64, frame: &str, state: Option<&str>, now: &str) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute("INSERT INTO uamp_deltas (stream_id, delta_seq, frame) VALUES (?1, ?2, ?3)", params![stream_id, seq as i64, frame])?;
+        tx.execute(
+            "UPDATE uamp_streams SET next_seq = ?2, state = coalesce(?3, state), updated_at = ?4 WHERE stream_id = ?1",
+            params![stream_id, seq as i64 + 1, state, now],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records that the consumer has every frame up to `seq`; returns the acknowledged
+    /// sequence number now in force (acknowledgements never move backwards).
+    pub fn uamp_ack(&self, stream_id: &str, seq: i64) -> Result<i64> {
+        let conn = self.conn();
+        conn.execute("UPDATE uamp_streams SET acked_seq = max(acked_seq, ?2) WHERE stream_id = ?1", params![stream_id, seq])?;
+        Ok(conn.query_row("SELECT acked_seq FROM uamp_streams WHERE stream_id = ?1", [stream_id], |r| r.get(0))?)
+    }
+
+    /// Frames of a stream from `from_seq` on, in order.
+    pub fn uamp_deltas(&self, stream_id: &str, from_seq: u64) -> Result<Vec<(u64, String)>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached("SELECT delta_seq, frame FROM uamp_deltas WHERE stream_id = ?1 AND delta_seq >= ?2 ORDER BY delta_seq")?;
+            let rows = stmt
+                .query_map(params![stream_id, from_seq as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// Streams a restart interrupted: incoming ones still NEW or IN_PROGRESS.
+    pub fn uamp_unfinished_streams(&self) -> Result<Vec<StreamRow>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE direction = 'in' AND state IN ('NEW', 'IN_PROGRESS')"
+            ))?;
+            let rows = stmt.query_map([], stream_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    // ---- bearer tokens (only hashes are stored) ---------------------------------------
+
+    pub fn uamp_token_add(&self, token_sha256: &str, sender: &str, now: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO uamp_tokens (token_sha256, sender, created_at) VALUES (?1, ?2, ?3)",
+            params![token_sha256, sender_key(sender), now],
+        )?;
+        Ok(())
+    }
+
+    pub fn uamp_token_sender(&self, token_sha256: &str) -> Result<Option<String>> {
+        self.read(|c| Ok(c.query_row("SELECT sender FROM uamp_tokens WHERE token_sha256 = ?1", [token_sha256], |r| r.get(0)).optional()?))
+    }
+
+    /// Revokes every token of a sender; returns how many there were.
+    pub fn uamp_tokens_revoke(&self, sender: &str) -> Result<usize> {
+        Ok(self.conn().execute("DELETE FROM uamp_tokens WHERE sender = ?1", [sender_key(sender)])?)
+    }
+}
