@@ -157,7 +157,7 @@ impl Store {
             let Some(max) = max else { continue };
             let since = msg.received_ms - window_ms;
             let (n, oldest): (i64, Option<i64>) = tx.query_row(
-                "SELECT count(*), min(received_ms) FROM uamp_messages WHERE sender = ?1 AND direction = 'in' AND received_ms > ?2",
+                "SELECT count(*), min(received_ms) FROM uamp_messages WHERE sender = ?1 AND direction = 'in' AND intent NOT IN ('progress', 'cancel') AND received_ms > ?2",
                 params![sender, since],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;

@@ -259,7 +259,10 @@ impl UampInbox {
                 scopes = claims.scopes;
             }
         }
-        if let Some(s) = scopes.iter().find(|s| !trust.policy.allows_scope(s)) {
+        // Acknowledging or cancelling one's own stream needs no scope of its own: it only
+        // steers what the `ask` that opened the stream was allowed to start.
+        let steers = matches!(env.intent, Intent::Progress | Intent::Cancel);
+        if let Some(s) = scopes.iter().find(|s| !steers && !trust.policy.allows_scope(s)) {
             return Err(fail(UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", env.from))));
         }
         if bytes.len() as u64 > trust.policy.max_envelope_size {
@@ -325,7 +328,8 @@ impl UampInbox {
             receipt_id: receipt_id.to_string(),
         };
         let new_stream = stream_id.as_ref().map(|s| NewStream { stream_id: s.clone(), direction: "in", peer: env.from.clone(), delta_window: env.delta_window });
-        match store.uamp_accept(&msg, new_stream.as_ref(), &row, &trust.policy.rate_limit).map_err(|e| fail(storage(e)))? {
+        let limits = if steers { gatehouse_store::RateLimit::default() } else { trust.policy.rate_limit.clone() };
+        match store.uamp_accept(&msg, new_stream.as_ref(), &row, &limits).map_err(|e| fail(storage(e)))? {
             Ok(_) => {}
             Err(UampRefusal::Replay) => return Err(fail(replay(&env))),
             Err(UampRefusal::StreamExists) => {

@@ -1,0 +1,336 @@
+//! UAMP over real TLS 1.3 on loopback: envelopes, every error code, streams with
+//! back-pressure and cancel, replay, the manifest, and plain HTTP refused.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use ed25519_dalek::SigningKey;
+use gatehouse_inbox::uamp::UampInbox;
+use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions, UampOptions};
+use gatehouse_store::{Policy, RateLimit, Store, TrustEntry};
+use gatehouse_uamp::{sign, Intent};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+struct Peer {
+    key: SigningKey,
+    did: String,
+    token: Option<String>,
+}
+
+struct Uamp {
+    _dir: tempfile::TempDir,
+    store: Arc<Store>,
+    inbox: Arc<UampInbox>,
+    https: String,
+    plain: String,
+    client: reqwest::Client,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Uamp {
+    async fn start(executor: ExecutorSpec) -> Uamp {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+        ExecutorConfig { default: executor, scopes: Default::default() }.save(&store).unwrap();
+        let key = SigningKey::from_bytes(&[3; 32]);
+        let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tls = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (plain_addr, tls_addr) = (plain.local_addr().unwrap(), tls.local_addr().unwrap());
+        let (started_tx, started_rx) = oneshot::channel();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let opts = ServeOptions {
+            listener: Some(plain),
+            watch: None,
+            uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
+        };
+        tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
+        let inbox = started_rx.await.unwrap();
+        let pem = std::fs::read(dir.path().join(gatehouse_inbox::uamp::tls::CERT_FILE)).unwrap();
+        let client = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+            .tls_built_in_root_certs(false)
+            .build()
+            .unwrap();
+        Uamp { _dir: dir, store, inbox, https: format!("https://{tls_addr}"), plain: format!("http://{plain_addr}"), client, _stop: stop_tx }
+    }
+
+    /// A sender the user trusts for `scopes`, with the bearer token the app issued.
+    fn trusted(&self, seed: u8, scopes: &[&str], rate: RateLimit) -> Peer {
+        let key = SigningKey::from_bytes(&[seed; 32]);
+        let did = sign::did_of(&key);
+        let policy = Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), rate_limit: rate, ..Policy::default() };
+        self.store.trust_add(&TrustEntry { public_key: did.clone(), name: format!("peer {seed}"), added_at: "2026-01-01T00:00:00Z".into(), policy }).unwrap();
+        let token = UampInbox::issue_token(&self.store, &did, chrono::Utc::now()).unwrap();
+        Peer { key, did, token: Some(token) }
+    }
+
+    fn envelope(&self, p: &Peer, intent: Intent, content: &str, extra: Value) -> Value {
+        let mut e = sign::draft(&p.did, &[self.inbox.did()], intent, "text/plain", content);
+        if let (Some(o), Some(x)) = (e.as_object_mut(), extra.as_object()) {
+            o.extend(x.clone());
+        }
+        sign::sign(e, &p.key)
+    }
+
+    async fn post_raw(&self, p: &Peer, body: Vec<u8>) -> reqwest::Response {
+        let mut req = self.client.post(format!("{}/v1/messages", self.https)).header("content-type", "application/uamp+json;v=1").body(body);
+        if let Some(t) = &p.token {
+            req = req.bearer_auth(t);
+        }
+        req.send().await.unwrap()
+    }
+
+    async fn post(&self, p: &Peer, env: &Value) -> (u16, Value, reqwest::header::HeaderMap) {
+        let r = self.post_raw(p, serde_json::to_vec(env).unwrap()).await;
+        let (status, headers) = (r.status().as_u16(), r.headers().clone());
+        (status, r.json().await.unwrap(), headers)
+    }
+
+    async fn open_stream(&self, p: &Peer, location: &str) -> Sse {
+        let r = self.client.get(format!("{}{location}", self.https)).bearer_auth(p.token.as_ref().unwrap()).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.version(), reqwest::Version::HTTP_2, "ALPN h2 was negotiated");
+        Sse { resp: r, buf: String::new() }
+    }
+}
+
+struct Sse {
+    resp: reqwest::Response,
+    buf: String,
+}
+
+impl Sse {
+    /// The next frame, or None when nothing arrives within `wait` (or the stream ended).
+    async fn next(&mut self, wait: Duration) -> Option<Value> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(i) = self.buf.find("\n\n") {
+                let event: String = self.buf.drain(..i + 2).collect();
+                let data: Vec<&str> = event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+                if data.is_empty() {
+                    continue; // keep-alive comment
+                }
+                return Some(serde_json::from_str(&data.join("\n")).unwrap());
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match tokio::time::timeout(left, self.resp.chunk()).await {
+                Ok(Ok(Some(c))) => self.buf.push_str(&String::from_utf8_lossy(&c)),
+                _ => return None,
+            }
+        }
+    }
+}
+
+fn cat() -> ExecutorSpec {
+    ExecutorSpec::Command { program: "cat".into(), args: vec![], timeout_secs: 30 }
+}
+
+#[tokio::test]
+async fn an_ask_streams_its_executors_output_back_over_tls_and_http2() {
+    let u = Uamp::start(cat()).await;
+    let p = u.trusted(10, &["ask", "inform"], RateLimit::default());
+    let (status, body, headers) = u.post(&p, &u.envelope(&p, Intent::Ask, "Draw me a sheep", json!({}))).await;
+    assert_eq!(status, 202, "{body}");
+    let location = headers["location"].to_str().unwrap().to_string();
+    assert_eq!(location, format!("/v1/stream/{}", body["stream_id"].as_str().unwrap()));
+    let mut sse = u.open_stream(&p, &location).await;
+    let chunk = sse.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!((chunk["delta_seq"].as_u64(), chunk["type"].as_str()), (Some(0), Some("chunk")));
+    let bytes = base64::engine::general_purpose::STANDARD.decode(chunk["payload"]["chunk_b64"].as_str().unwrap()).unwrap();
+    assert_eq!(bytes, b"Draw me a sheep");
+    let done = sse.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!((done["delta_seq"].as_u64(), done["type"].as_str()), (Some(1), Some("done")));
+    gatehouse_uamp::Delta::check_strict(&done).unwrap();
+    assert!(sse.next(Duration::from_secs(2)).await.is_none(), "the stream ends after done");
+    let s = u.store.uamp_stream(body["stream_id"].as_str().unwrap()).unwrap().unwrap();
+    assert_eq!(s.state, "COMPLETED");
+    // An inform is answered 200 with its receipt and opens no stream.
+    let (status, body, headers) = u.post(&p, &u.envelope(&p, Intent::Inform, "fyi", json!({}))).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("accepted")), "{body}");
+    assert!(headers.get("location").is_none());
+}
+
+#[tokio::test]
+async fn every_error_code_with_its_status_and_a_receipt() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let p = u.trusted(11, &["inform"], RateLimit { max_per_hour: Some(2), max_per_day: None });
+    // 4.00: malformed, naming the field.
+    let mut bad_id = u.envelope(&p, Intent::Inform, "a", json!({}));
+    bad_id["id"] = "x".into();
+    let (s, b, _) = u.post(&p, &bad_id).await;
+    assert_eq!((s, b["code"].as_str(), b["field"].as_str()), (400, Some("4.00"), Some("/id")), "{b}");
+    // 4.01: a signature that does not match.
+    let mut env = u.envelope(&p, Intent::Inform, "a", json!({}));
+    env["body"]["content"] = "b".into();
+    let (s, b, _) = u.post(&p, &env).await;
+    assert_eq!((s, b["code"].as_str(), b["reason"].as_str()), (401, Some("4.01"), Some("invalid_signature")), "{b}");
+    // 4.01: a trusted sender without its bearer token.
+    let no_token = Peer { key: p.key.clone(), did: p.did.clone(), token: None };
+    let (s, b, _) = u.post(&no_token, &u.envelope(&p, Intent::Inform, "a", json!({}))).await;
+    assert_eq!((s, b["reason"].as_str()), (401, Some("no_credentials")), "{b}");
+    // 4.03: a scope the policy does not allow.
+    let (s, b, _) = u.post(&p, &u.envelope(&p, Intent::Ask, "a", json!({}))).await;
+    assert_eq!((s, b["code"].as_str(), b["reason"].as_str()), (403, Some("4.03"), Some("policy_denied")), "{b}");
+    // 4.03: an unknown sender knocks: the user is asked.
+    let stranger = Peer { key: SigningKey::from_bytes(&[99; 32]), did: sign::did_of(&SigningKey::from_bytes(&[99; 32])), token: None };
+    let (s, b, _) = u.post(&stranger, &u.envelope(&stranger, Intent::Ask, "hi", json!({}))).await;
+    assert_eq!((s, b["reason"].as_str()), (403, Some("untrusted_sender")), "{b}");
+    assert!(u.store.pending_list().unwrap().iter().any(|x| x.public_key == stranger.did), "the DID waits for the user, case kept");
+    // 4.09: an acknowledgement without delta_seq.
+    let (s, b, _) = u.post(&p, &u.envelope(&p, Intent::Progress, "ok", json!({"stream_id": "str-none"}))).await;
+    assert_eq!(s, 400, "an unknown stream is named first: {b}");
+    // 4.13: too large.
+    let r = u.post_raw(&p, vec![b' '; gatehouse_uamp::MAX_ENVELOPE_BYTES + 10]).await;
+    assert_eq!(r.status(), 413);
+    assert_eq!(r.json::<Value>().await.unwrap()["code"], "4.13");
+    // 5.04: the policy's hourly limit, with Retry-After.
+    for _ in 0..2 {
+        let (s, b, _) = u.post(&p, &u.envelope(&p, Intent::Inform, "x", json!({}))).await;
+        assert_eq!(s, 200, "{b}");
+    }
+    let (s, b, h) = u.post(&p, &u.envelope(&p, Intent::Inform, "x", json!({}))).await;
+    assert_eq!((s, b["code"].as_str(), b["reason"].as_str()), (504, Some("5.04"), Some("rate_limited")), "{b}");
+    let retry: u64 = h["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry > 3000 && retry <= 3600, "{retry}");
+    // Each refusal is a receipt the user can see.
+    let receipts = u.store.receipts(100, 0).unwrap();
+    let uamp: Vec<_> = receipts.iter().filter(|r| r.transport == "uamp").collect();
+    assert_eq!(uamp.iter().filter(|r| r.status == "rejected").count(), 8, "{uamp:#?}");
+    assert!(uamp.iter().any(|r| r.code.as_deref() == Some("UAMP_4.13")));
+    assert_eq!(uamp.iter().filter(|r| r.status == "accepted").count(), 2);
+}
+
+#[tokio::test]
+async fn an_acknowledgement_without_delta_seq_is_4_09() {
+    let u = Uamp::start(ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), "sleep 5".into()], timeout_secs: 30 }).await;
+    let p = u.trusted(12, &["ask"], RateLimit::default());
+    let (s, b, _) = u.post(&p, &u.envelope(&p, Intent::Ask, "x", json!({}))).await;
+    assert_eq!(s, 202, "{b}");
+    let sid = b["stream_id"].as_str().unwrap().to_string();
+    let (s, b, _) = u.post(&p, &u.envelope(&p, Intent::Progress, "not json", json!({"stream_id": sid}))).await;
+    assert_eq!((s, b["code"].as_str(), b["retry"].as_bool()), (409, Some("4.09"), Some(true)), "{b}");
+    let (s, b, _) = u.post(&p, &u.envelope(&p, Intent::Progress, "{\"delta_seq\": 0}", json!({"stream_id": sid}))).await;
+    assert_eq!((s, b["effect"]["acked_seq"].as_i64()), (200, Some(0)), "{b}");
+}
+
+#[tokio::test]
+async fn a_slow_consumer_never_has_more_than_delta_window_frames_outstanding() {
+    // 200 KB of output is 13 chunks of 16 KiB.
+    let u = Uamp::start(ExecutorSpec::Command { program: "head".into(), args: vec!["-c".into(), "200000".into(), "/dev/zero".into()], timeout_secs: 60 }).await;
+    let p = u.trusted(13, &["ask"], RateLimit::default());
+    let window = 3u64;
+    let (s, b, h) = u.post(&p, &u.envelope(&p, Intent::Ask, "go", json!({"delta_window": window}))).await;
+    assert_eq!(s, 202, "{b}");
+    let sid = b["stream_id"].as_str().unwrap().to_string();
+    let mut sse = u.open_stream(&p, h["location"].to_str().unwrap()).await;
+    let mut acked: i64 = -1;
+    let mut total = 0usize;
+    let mut last_seq: i64 = -1;
+    loop {
+        // Read everything the producer is allowed to send, then check it stopped there.
+        let mut got = Vec::new();
+        while let Some(f) = sse.next(Duration::from_millis(700)).await {
+            let end = f["type"] == "done";
+            got.push(f);
+            if end {
+                break;
+            }
+        }
+        for f in &got {
+            let seq = f["delta_seq"].as_i64().unwrap();
+            assert_eq!(seq, last_seq + 1, "no gaps, no repeats");
+            last_seq = seq;
+            assert!(seq - acked <= window as i64, "frame {seq} sent with only {acked} acknowledged (window {window})");
+            if f["type"] == "chunk" {
+                total += base64::engine::general_purpose::STANDARD.decode(f["payload"]["chunk_b64"].as_str().unwrap()).unwrap().len();
+            }
+        }
+        if got.last().is_some_and(|f| f["type"] == "done") {
+            break;
+        }
+        assert_eq!(last_seq - acked, window as i64, "the producer waits with a full window");
+        let stored = u.store.uamp_stream(&sid).unwrap().unwrap();
+        assert_eq!(stored.next_seq - 1, last_seq, "and stores nothing beyond it");
+        // Acknowledge one frame at a time: exactly one more may come.
+        acked += 1;
+        let (s, b, _) = u.post(&p, &u.envelope(&p, Intent::Progress, "", json!({"stream_id": sid, "ext": {"delta_seq": acked}}))).await;
+        assert_eq!(s, 200, "{b}");
+    }
+    assert_eq!(total, 200_000, "every byte arrived");
+    assert_eq!(u.store.uamp_stream(&sid).unwrap().unwrap().state, "COMPLETED");
+}
+
+#[tokio::test]
+async fn cancel_stops_the_executor_mid_stream() {
+    let u = Uamp::start(ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), "printf started; sleep 30; printf never".into()], timeout_secs: 60 }).await;
+    let p = u.trusted(14, &["ask"], RateLimit::default());
+    let ask = u.envelope(&p, Intent::Ask, "go", json!({"stream_id": "str-cancel-me"}));
+    let (s, b, h) = u.post(&p, &ask).await;
+    assert_eq!((s, b["stream_id"].as_str()), (202, Some("str-cancel-me")), "{b}");
+    let mut sse = u.open_stream(&p, h["location"].to_str().unwrap()).await;
+    let first = sse.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(first["type"], "chunk");
+    let t = Instant::now();
+    // Cancel by replying to the ask (no stream_id): the stream is found through it.
+    let (s, b, _) = u.post(&p, &u.envelope(&p, Intent::Cancel, "stop", json!({"reply_to": ask["id"]}))).await;
+    assert_eq!((s, b["effect"]["cancelled"].as_bool()), (200, Some(true)), "{b}");
+    let last = sse.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(last["type"], "cancel");
+    assert!(t.elapsed() < Duration::from_secs(5), "the command was killed, not waited for");
+    assert_eq!(u.store.uamp_stream("str-cancel-me").unwrap().unwrap().state, "CANCELLED");
+    // Both messages sit in one conversation.
+    let m = u.store.uamp_message(&gatehouse_uamp::envelope::parse_uuid(ask["id"].as_str().unwrap()).unwrap().to_string()).unwrap().unwrap();
+    assert_eq!(u.store.uamp_thread(&m.thread).unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_replayed_envelope_id_is_refused_in_either_spelling() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let p = u.trusted(15, &["inform"], RateLimit::default());
+    let env = u.envelope(&p, Intent::Inform, "once", json!({}));
+    assert_eq!(u.post(&p, &env).await.0, 200);
+    let (s, b, _) = u.post(&p, &env).await;
+    assert_eq!((s, b["reason"].as_str()), (403, Some("replay")), "{b}");
+    // The same id written bare (and re-signed) is the same message.
+    let mut bare = env.clone();
+    bare["id"] = env["id"].as_str().unwrap().trim_start_matches("urn:uuid:").into();
+    let bare = sign::sign(bare, &p.key);
+    let (s, b, _) = u.post(&p, &bare).await;
+    assert_eq!((s, b["reason"].as_str()), (403, Some("replay")), "{b}");
+}
+
+#[tokio::test]
+async fn plain_http_is_refused_and_tls_below_1_3_cannot_connect() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let plain = reqwest::Client::new();
+    // The EPP port answers UAMP paths with a refusal and reads nothing.
+    let r = plain.post(format!("{}/v1/messages", u.plain)).header("content-type", "application/uamp+json").body("{}").send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(r.json::<Value>().await.unwrap()["reason"], "tls_required");
+    // Plain HTTP to the TLS port gets no HTTP answer at all.
+    let tls_as_plain = u.https.replace("https://", "http://");
+    assert!(plain.get(format!("{tls_as_plain}/health")).send().await.is_err());
+    // Nor does TLS 1.2.
+    let pem = std::fs::read(u._dir.path().join(gatehouse_inbox::uamp::tls::CERT_FILE)).unwrap();
+    let old = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+        .max_tls_version(reqwest::tls::Version::TLS_1_2)
+        .build()
+        .unwrap();
+    assert!(old.get(format!("{}/health", u.https)).send().await.is_err());
+    assert!(u.client.get(format!("{}/health", u.https)).send().await.unwrap().status().is_success());
+}
+
+#[tokio::test]
+async fn the_manifest_is_served_signed_by_the_inbox() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let r = u.client.get(format!("{}/.well-known/agent-manifest.json", u.https)).send().await.unwrap();
+    assert_eq!(r.headers()["content-type"], "application/manifest+jws");
+    let signed = gatehouse_uamp::manifest::SignedManifest::parse(&r.text().await.unwrap()).unwrap();
+    assert_eq!(gatehouse_uamp::did::split_kid(&signed.kid).0, u.inbox.did());
+    assert!(signed.verify(&gatehouse_uamp::did::resolve_did_key(&signed.kid).unwrap()));
+    assert_eq!(signed.manifest.limits.max_body_kb, Some(1024));
+    assert!(signed.manifest.intents.iter().any(|i| i == "ask"));
+}
