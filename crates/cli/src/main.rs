@@ -48,7 +48,13 @@ enum Command {
         /// Also process *.json envelopes dropped into this folder
         #[arg(long)]
         watch: Option<PathBuf>,
+        /// Also serve UAMP 1.0 over TLS 1.3 on this address (e.g. 127.0.0.1:8766)
+        #[arg(long)]
+        uamp_listen: Option<String>,
     },
+    /// UAMP: this inbox's identity and certificate, bearer tokens for senders
+    #[command(subcommand)]
+    Uamp(UampCmd),
     /// Receipts of every submission, newest first
     Receipts {
         #[arg(long)]
@@ -153,8 +159,22 @@ impl PolicyArgs {
 }
 
 #[derive(Subcommand)]
+enum UampCmd {
+    /// This inbox's DID and the TLS certificate fingerprint peers pin (made if missing)
+    Info {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Issue a bearer token for a trusted UAMP sender (shown once; only its hash is kept)
+    Token { sender: String },
+    /// Revoke every bearer token of a sender
+    Revoke { sender: String },
+}
+
+#[derive(Subcommand)]
 enum TrustCmd {
-    /// Trust a sender's public key
+    /// Trust a sender: an EPP public key (64 hex) or a UAMP DID (did:key, or did:web,
+    /// whose DID document is fetched now over HTTPS)
     Add {
         key: String,
         #[arg(long)]
@@ -230,6 +250,10 @@ fn now() -> String {
 }
 
 fn check_key(key: &str) -> Result<String, String> {
+    if key.starts_with("did:key:") || key.starts_with("did:web:") {
+        // A UAMP sender; did:key was checked when its keys were looked up.
+        return Ok(key.to_string());
+    }
     gatehouse_epp::parse_public_key(key).map_err(|e| format!("{key:?} is not a usable public key: {e}"))?;
     Ok(key.to_ascii_lowercase())
 }
@@ -255,7 +279,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let store = open(false)?.store;
             match cmd {
                 TrustCmd::Add { key, name, policy } => {
-                    let entry = TrustEntry { public_key: check_key(&key)?, name, added_at: now(), policy: policy.policy()? };
+                    let mut policy = policy.policy()?;
+                    if key.starts_with("did:") {
+                        let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+                        policy.uamp_keys = rt.block_on(gatehouse_inbox::uamp::peer::keys_for(&key))?;
+                    }
+                    let entry = TrustEntry { public_key: check_key(&key)?, name, added_at: now(), policy };
                     store.trust_add(&entry).map_err(|e| e.to_string())?;
                     eprintln!("trusted {} ({})", entry.name, entry.public_key);
                 }
@@ -369,7 +398,34 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
             }
         }
-        Command::Serve { listen, watch } => {
+        Command::Uamp(cmd) => {
+            let o = open(true)?;
+            match cmd {
+                UampCmd::Info { json } => {
+                    let cert = gatehouse_inbox::uamp::tls::load_or_create(&data_dir, o.identity.signing_key()).map_err(|e| e.to_string())?;
+                    let did = gatehouse_uamp::sign::did_of(o.identity.signing_key());
+                    if json {
+                        print_json(&serde_json::json!({"did": did, "certificate_sha256": cert.fingerprint, "certificate_pem": cert.pem}));
+                    } else {
+                        println!("DID:                  {did}");
+                        println!("certificate SHA-256:  {}", cert.fingerprint);
+                    }
+                }
+                UampCmd::Token { sender } => {
+                    if o.store.trust_get(&sender).map_err(|e| e.to_string())?.is_none() {
+                        return Err(format!("{sender} is not trusted; run `gatehouse trust add {sender} --name … --scope …` first"));
+                    }
+                    let token = gatehouse_inbox::uamp::UampInbox::issue_token(&o.store, &sender, chrono::Utc::now()).map_err(|e| e.to_string())?;
+                    eprintln!("give this token to {sender}; it is not shown again:");
+                    println!("{token}");
+                }
+                UampCmd::Revoke { sender } => {
+                    let n = o.store.uamp_tokens_revoke(&sender).map_err(|e| e.to_string())?;
+                    eprintln!("revoked {n} token(s) of {sender}");
+                }
+            }
+        }
+        Command::Serve { listen, watch, uamp_listen } => {
             let o = open(true)?;
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
             rt.block_on(async move {
@@ -390,7 +446,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
                     tokio::select! { _ = shutdown => {}, _ = term.recv() => {} }
                 };
-                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch, uamp: None }, shutdown, |_| {}).await
+                let uamp = match uamp_listen {
+                    None => None,
+                    Some(a) => {
+                        let l = tokio::net::TcpListener::bind(&a).await.map_err(|e| format!("cannot listen on {a}: {e}"))?;
+                        let addr = l.local_addr().map_err(|e| e.to_string())?;
+                        if !addr.ip().is_loopback() {
+                            eprintln!("warning: UAMP listening on {addr}, which is reachable from other machines");
+                        }
+                        let cert = gatehouse_inbox::uamp::tls::load_or_create(&data_dir, o.identity.signing_key()).map_err(|e| e.to_string())?;
+                        eprintln!("UAMP {} on https://{addr}/v1/messages (certificate SHA-256 {})", gatehouse_uamp::sign::did_of(o.identity.signing_key()), cert.fingerprint);
+                        Some(gatehouse_inbox::UampOptions { listener: l, key: o.identity.signing_key().clone(), data_dir: data_dir.clone(), started: None })
+                    }
+                };
+                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch, uamp }, shutdown, |_| {}).await
             })?;
         }
         Command::Bench { envelopes, senders, concurrency, folder } => {

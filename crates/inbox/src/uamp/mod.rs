@@ -8,6 +8,7 @@
 //! - [`tls`]: the certificate and the TLS 1.3 server
 
 pub mod http;
+pub mod peer;
 pub mod streams;
 pub mod tls;
 

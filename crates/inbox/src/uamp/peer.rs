@@ -1,0 +1,35 @@
+//! Learning a UAMP peer's keys when the user adds it (never when an envelope arrives).
+
+use gatehouse_store::UampKey;
+use gatehouse_uamp::did;
+
+/// DID documents larger than this are refused.
+const MAX_DID_DOCUMENT: usize = 64 * 1024;
+
+/// The keys to keep in a new trust entry for `sender`: none for a did:key (it carries its
+/// key, which is checked here), the DID document's keys for a did:web (fetched over HTTPS).
+pub async fn keys_for(sender: &str) -> Result<Vec<UampKey>, String> {
+    if sender.starts_with("did:key:") {
+        did::resolve_did_key(sender).map_err(|e| format!("{sender}: {e}"))?;
+        return Ok(Vec::new());
+    }
+    let url = did::did_web_url(sender)?;
+    let client = reqwest::Client::builder()
+        .https_only(true)
+        .timeout(std::time::Duration::from_secs(15))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let resp = client.get(&url).send().await.map_err(|e| format!("fetching {url}: {e}"))?;
+    if !resp.status().is_success() {
+        return Err(format!("fetching {url}: HTTP {}", resp.status()));
+    }
+    let bytes = resp.bytes().await.map_err(|e| format!("reading {url}: {e}"))?;
+    if bytes.len() > MAX_DID_DOCUMENT {
+        return Err(format!("{url} is larger than {MAX_DID_DOCUMENT} bytes"));
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("{url} is not JSON: {e}"))?;
+    let (bare, _) = did::split_kid(sender);
+    let keys = did::keys_from_document(bare, &doc)?;
+    Ok(keys.into_iter().map(|(kid, k)| UampKey { kid, jwk: k.to_jwk() }).collect())
+}
