@@ -190,6 +190,81 @@ pub fn delete(data_dir: &Path) -> Result<(), KeyError> {
     Ok(())
 }
 
+/// Other secrets of this identity (a bearer token a UAMP peer issued to Gatehouse, for
+/// one): kept in the same keystore as the identity, never in the store.
+pub struct Secrets {
+    data_dir: PathBuf,
+    keystore: KeystoreKind,
+    account: Option<String>,
+}
+
+impl Secrets {
+    /// The secret store of the identity in `data_dir` (which must exist).
+    pub fn open(data_dir: &Path) -> Result<Secrets, KeyError> {
+        let meta = read_meta(data_dir)?.ok_or_else(|| KeyError::Missing(data_dir.to_path_buf()))?;
+        Ok(Secrets { data_dir: data_dir.to_path_buf(), keystore: meta.keystore, account: meta.keychain_account })
+    }
+
+    fn entry(&self, name: &str) -> Result<keyring::Entry, KeyError> {
+        let account = self.account.as_deref().ok_or_else(|| KeyError::Corrupt("no keychain account recorded".into()))?;
+        keyring::Entry::new(SERVICE, &format!("{account}/{name}")).map_err(|e| KeyError::Keychain(e.to_string()))
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+        self.data_dir.join("secrets").join(safe)
+    }
+
+    /// Keeps `value` under `name`, replacing what was there.
+    pub fn put(&self, name: &str, value: &str) -> Result<(), KeyError> {
+        match self.keystore {
+            KeystoreKind::Os => self.entry(name)?.set_password(value).map_err(|e| KeyError::Keychain(e.to_string())),
+            KeystoreKind::File => {
+                let path = self.file(name);
+                let dir = path.parent().expect("secrets has a parent");
+                std::fs::create_dir_all(dir).map_err(io(dir))?;
+                let _ = std::fs::remove_file(&path);
+                write_private(&path, value)
+            }
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Result<Option<String>, KeyError> {
+        match self.keystore {
+            KeystoreKind::Os => match self.entry(name)?.get_password() {
+                Ok(s) => Ok(Some(s)),
+                Err(keyring::Error::NoEntry) => Ok(None),
+                Err(e) => Err(KeyError::Keychain(e.to_string())),
+            },
+            KeystoreKind::File => {
+                let path = self.file(name);
+                match std::fs::read_to_string(&path) {
+                    Ok(s) => {
+                        check_private(&path)?;
+                        Ok(Some(s))
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(io(&path)(e)),
+                }
+            }
+        }
+    }
+
+    pub fn delete(&self, name: &str) -> Result<(), KeyError> {
+        match self.keystore {
+            KeystoreKind::Os => match self.entry(name)?.delete_credential() {
+                Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+                Err(e) => Err(KeyError::Keychain(e.to_string())),
+            },
+            KeystoreKind::File => match std::fs::remove_file(self.file(name)) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(io(&self.file(name))(e)),
+            },
+        }
+    }
+}
+
 fn key_from_hex(s: &str) -> Result<SigningKey, KeyError> {
     let bytes: [u8; 32] = hex::decode(s)
         .ok()

@@ -49,3 +49,39 @@ fn file_keystore_is_0600_and_refused_when_loose() {
     std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o644)).unwrap();
     assert!(matches!(load(dir.path(), KeystoreKind::File), Err(KeyError::LooseFile { .. })));
 }
+
+#[test]
+fn a_peer_token_is_kept_in_the_keychain_not_the_data_dir() {
+    use gatehouse_keys::Secrets;
+    for kind in [KeystoreKind::Os, KeystoreKind::File] {
+        let dir = tempfile::tempdir().unwrap();
+        load_or_create(dir.path(), kind).unwrap();
+        let secrets = Secrets::open(dir.path()).unwrap();
+        let name = "uamp-token:did:key:z6MkpeerA";
+        assert_eq!(secrets.get(name).unwrap(), None);
+        secrets.put(name, "ghu_first").unwrap();
+        secrets.put(name, "ghu_second").unwrap();
+        assert_eq!(Secrets::open(dir.path()).unwrap().get(name).unwrap().as_deref(), Some("ghu_second"));
+        if kind == KeystoreKind::Os {
+            for f in walk(dir.path()) {
+                assert!(!std::fs::read_to_string(&f).unwrap_or_default().contains("ghu_second"), "{f:?} holds the token");
+            }
+        }
+        secrets.delete(name).unwrap();
+        assert_eq!(secrets.get(name).unwrap(), None);
+        delete(dir.path()).unwrap();
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

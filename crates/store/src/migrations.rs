@@ -151,6 +151,20 @@ const MIGRATIONS: &[&str] = &[
         sender TEXT NOT NULL,
         created_at TEXT NOT NULL
     );",
+    // 6: UAMP peers Gatehouse sends to (their certificate pinned when the user added
+    // them; the bearer token they issued lives in the OS keychain, not here), and the
+    // file an outgoing stream's chunks were reassembled into.
+    "CREATE TABLE uamp_peers (
+        did TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        url TEXT NOT NULL,
+        cert_sha256 TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        added_at TEXT NOT NULL
+    );
+    ALTER TABLE uamp_streams ADD COLUMN file TEXT;
+    ALTER TABLE uamp_streams ADD COLUMN mime TEXT;
+    ALTER TABLE uamp_streams ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

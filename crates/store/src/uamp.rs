@@ -71,6 +71,23 @@ pub struct StreamRow {
     pub acked_seq: i64,
     pub updated_at: String,
     pub detail: Option<String>,
+    /// Outgoing streams: the file the `chunk_b64` frames were reassembled into.
+    pub file: Option<String>,
+    pub mime: Option<String>,
+    /// Bytes of chunk payload so far.
+    pub bytes: i64,
+}
+
+/// A UAMP peer the user added to send to: where it is, the certificate pinned then, and
+/// its signed manifest as shown to the user.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PeerRow {
+    pub did: String,
+    pub name: String,
+    pub url: String,
+    pub cert_sha256: String,
+    pub manifest: serde_json::Value,
+    pub added_at: String,
 }
 
 /// Why an envelope that passed every check was still not stored.
@@ -122,10 +139,56 @@ fn stream_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StreamRow> {
         acked_seq: r.get(7)?,
         updated_at: r.get(8)?,
         detail: r.get(9)?,
+        file: r.get(10)?,
+        mime: r.get(11)?,
+        bytes: r.get(12)?,
     })
 }
 
-const STREAM_COLUMNS: &str = "stream_id, message_row, direction, peer, state, delta_window, next_seq, acked_seq, updated_at, detail";
+const STREAM_COLUMNS: &str =
+    "stream_id, message_row, direction, peer, state, delta_window, next_seq, acked_seq, updated_at, detail, file, mime, bytes";
+
+fn peer_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PeerRow> {
+    let manifest: String = r.get(4)?;
+    Ok(PeerRow {
+        did: r.get(0)?,
+        name: r.get(1)?,
+        url: r.get(2)?,
+        cert_sha256: r.get(3)?,
+        manifest: serde_json::from_str(&manifest).unwrap_or_default(),
+        added_at: r.get(5)?,
+    })
+}
+
+fn insert_message(tx: &rusqlite::Transaction<'_>, msg: &NewUampMessage) -> Result<i64> {
+    let thread: String = match &msg.reply_to {
+        Some(parent) => tx
+            .query_row("SELECT thread FROM uamp_messages WHERE message_id = ?1", [parent], |r| r.get(0))
+            .optional()?
+            .unwrap_or_else(|| parent.clone()),
+        None => msg.message_id.clone(),
+    };
+    tx.execute(
+        "INSERT INTO uamp_messages (message_id, direction, sender, recipients, intent, stream_id, reply_to, thread, scope,
+            body_type, content, ts, received_at, received_ms, raw, receipt_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        params![
+            msg.message_id, msg.direction, sender_key(&msg.sender), serde_json::to_string(&msg.recipients)?, msg.intent, msg.stream_id,
+            msg.reply_to, thread, msg.scope, msg.body_type, msg.content, msg.ts, msg.received_at, msg.received_ms,
+            msg.raw, msg.receipt_id,
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+fn insert_stream(tx: &rusqlite::Transaction<'_>, s: &NewStream, row: i64, now: &str) -> Result<()> {
+    tx.execute(
+        "INSERT INTO uamp_streams (stream_id, message_row, direction, peer, state, delta_window, updated_at)
+         VALUES (?1, ?2, ?3, ?4, 'NEW', ?5, ?6)",
+        params![s.stream_id, row, s.direction, sender_key(&s.peer), s.delta_window, now],
+    )?;
+    Ok(())
+}
 
 impl Store {
     /// Stores an accepted message, its stream and its receipt in one transaction; the
@@ -167,30 +230,9 @@ impl Store {
                 return Ok(Err(UampRefusal::RateLimited { retry_after_secs }));
             }
         }
-        let thread: String = match &msg.reply_to {
-            Some(parent) => tx
-                .query_row("SELECT thread FROM uamp_messages WHERE message_id = ?1", [parent], |r| r.get(0))
-                .optional()?
-                .unwrap_or_else(|| parent.clone()),
-            None => msg.message_id.clone(),
-        };
-        tx.execute(
-            "INSERT INTO uamp_messages (message_id, direction, sender, recipients, intent, stream_id, reply_to, thread, scope,
-                body_type, content, ts, received_at, received_ms, raw, receipt_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            params![
-                msg.message_id, msg.direction, sender, serde_json::to_string(&msg.recipients)?, msg.intent, msg.stream_id,
-                msg.reply_to, thread, msg.scope, msg.body_type, msg.content, msg.ts, msg.received_at, msg.received_ms,
-                msg.raw, msg.receipt_id,
-            ],
-        )?;
-        let row = tx.last_insert_rowid();
+        let row = insert_message(&tx, msg)?;
         if let Some(s) = stream {
-            tx.execute(
-                "INSERT INTO uamp_streams (stream_id, message_row, direction, peer, state, delta_window, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, 'NEW', ?5, ?6)",
-                params![s.stream_id, row, s.direction, sender_key(&s.peer), s.delta_window, msg.received_at],
-            )?;
+            insert_stream(&tx, s, row, &msg.received_at)?;
         }
         insert_receipt(&tx, receipt)?;
         tx.commit()?;
@@ -289,6 +331,75 @@ impl Store {
             let rows = stmt.query_map([], stream_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(rows)
         })
+    }
+
+    // ---- outgoing: what Gatehouse sent to peers and what came back -------------------
+
+    /// Keeps a message Gatehouse sent (and the stream its `ask` opened at the peer).
+    pub fn uamp_record_out(&self, msg: &NewUampMessage, stream: Option<&NewStream>) -> Result<i64> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let row = insert_message(&tx, msg)?;
+        if let Some(s) = stream {
+            insert_stream(&tx, s, row, &msg.received_at)?;
+        }
+        tx.commit()?;
+        Ok(row)
+    }
+
+    /// Keeps a frame received on an outgoing stream, with the chunk bytes it added.
+    pub fn uamp_out_frame(&self, stream_id: &str, seq: u64, frame: &str, chunk_bytes: usize, state: Option<&str>, now: &str) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute("INSERT OR IGNORE INTO uamp_deltas (stream_id, delta_seq, frame) VALUES (?1, ?2, ?3)", params![stream_id, seq as i64, frame])?;
+        tx.execute(
+            "UPDATE uamp_streams SET next_seq = ?2, bytes = bytes + ?3, state = coalesce(?4, state), updated_at = ?5 WHERE stream_id = ?1",
+            params![stream_id, seq as i64 + 1, chunk_bytes as i64, state, now],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records where an outgoing stream's chunks were reassembled, and as what.
+    pub fn uamp_set_file(&self, stream_id: &str, file: &str, mime: Option<&str>) -> Result<()> {
+        self.conn().execute("UPDATE uamp_streams SET file = ?2, mime = ?3 WHERE stream_id = ?1", params![stream_id, file, mime])?;
+        Ok(())
+    }
+
+    // ---- peers Gatehouse sends to ----------------------------------------------------
+
+    /// Adds a peer, or updates it (a new address or certificate the user confirmed).
+    pub fn uamp_peer_put(&self, p: &PeerRow) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO uamp_peers (did, name, url, cert_sha256, manifest, added_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT(did) DO UPDATE SET name = ?2, url = ?3, cert_sha256 = ?4, manifest = ?5",
+            params![sender_key(&p.did), p.name, p.url, p.cert_sha256, p.manifest.to_string(), p.added_at],
+        )?;
+        Ok(())
+    }
+
+    pub fn uamp_peers(&self) -> Result<Vec<PeerRow>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached("SELECT did, name, url, cert_sha256, manifest, added_at FROM uamp_peers ORDER BY name")?;
+            let rows = stmt.query_map([], peer_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// A peer by its DID, or by the name the user gave it.
+    pub fn uamp_peer(&self, did_or_name: &str) -> Result<Option<PeerRow>> {
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT did, name, url, cert_sha256, manifest, added_at FROM uamp_peers WHERE did = ?1 OR name = ?2 ORDER BY did = ?1 DESC LIMIT 1",
+                params![sender_key(did_or_name), did_or_name],
+                peer_from_row,
+            )
+            .optional()?)
+        })
+    }
+
+    pub fn uamp_peer_remove(&self, did: &str) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM uamp_peers WHERE did = ?1", [sender_key(did)])? > 0)
     }
 
     // ---- bearer tokens (only hashes are stored) ---------------------------------------

@@ -6,7 +6,10 @@
 //! - [`streams`]: streams opened by `ask` / `subscribe`, their executor and back-pressure
 //! - [`http`]: the HTTP/2 + SSE binding and the signed manifest
 //! - [`tls`]: the certificate and the TLS 1.3 server
+//! - [`client`]: Gatehouse sending to UAMP peers (manifest, pinning, asks, reassembly)
+//! - [`peer`]: a new sender's keys, learnt when the user adds it
 
+pub mod client;
 pub mod http;
 pub mod peer;
 pub mod streams;

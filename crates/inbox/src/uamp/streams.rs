@@ -256,6 +256,7 @@ async fn command(p: &mut Producer, job: &Job, program: &str, args: &[String], ti
     let mut cancel = p.live.cancel.subscribe();
     let mut total = 0usize;
     let mut all_utf8 = true;
+    let mut head = Vec::new();
     let mut buf = vec![0u8; CHUNK_BYTES];
     let timed_out = || Stop::Failed(format!("timed out after {} s and was killed", timeout.as_secs()));
     loop {
@@ -270,6 +271,9 @@ async fn command(p: &mut Producer, job: &Job, program: &str, args: &[String], ti
             Err(e) => return Err(Stop::Failed(format!("reading its output failed: {e}"))),
         };
         all_utf8 &= std::str::from_utf8(&buf[..n]).is_ok();
+        if head.len() < 512 {
+            head.extend_from_slice(&buf[..n.min(512 - head.len())]);
+        }
         total += n;
         let frame = json!({"chunk_b64": STANDARD.encode(&buf[..n])});
         // While the window is full this waits, and the command blocks on its full pipe.
@@ -293,7 +297,12 @@ async fn command(p: &mut Producer, job: &Job, program: &str, args: &[String], ti
             "executor": "command",
             "exit_code": 0,
             "bytes": total,
-            "mime": if all_utf8 { "text/plain; charset=utf-8" } else { "application/octet-stream" },
+            // The spec's image example ends with the type of what the chunks make up.
+            "mime": match infer::get(&head) {
+                Some(t) => t.mime_type(),
+                None if all_utf8 => "text/plain; charset=utf-8",
+                None => "application/octet-stream",
+            },
         })),
         Ok(st) => Err(Stop::Failed(format!("{program} exited with status {}{}", st.code().map_or("(signal)".into(), |c| c.to_string()), tail(&stderr)))),
         Err(e) => Err(Stop::Failed(format!("waiting for {program} failed: {e}"))),
