@@ -1,6 +1,7 @@
 //! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
 
 mod bench;
+mod uamp;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,9 +53,9 @@ enum Command {
         #[arg(long)]
         uamp_listen: Option<String>,
     },
-    /// UAMP: this inbox's identity and certificate, bearer tokens for senders
+    /// UAMP: identity and certificate, tokens for senders, peers to send to
     #[command(subcommand)]
-    Uamp(UampCmd),
+    Uamp(uamp::UampCmd),
     /// Receipts of every submission, newest first
     Receipts {
         #[arg(long)]
@@ -156,19 +157,6 @@ impl PolicyArgs {
             uamp_keys: Vec::new(),
         })
     }
-}
-
-#[derive(Subcommand)]
-enum UampCmd {
-    /// This inbox's DID and the TLS certificate fingerprint peers pin (made if missing)
-    Info {
-        #[arg(long)]
-        json: bool,
-    },
-    /// Issue a bearer token for a trusted UAMP sender (shown once; only its hash is kept)
-    Token { sender: String },
-    /// Revoke every bearer token of a sender
-    Revoke { sender: String },
 }
 
 #[derive(Subcommand)]
@@ -398,33 +386,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
             }
         }
-        Command::Uamp(cmd) => {
-            let o = open(true)?;
-            match cmd {
-                UampCmd::Info { json } => {
-                    let cert = gatehouse_inbox::uamp::tls::load_or_create(&data_dir, o.identity.signing_key()).map_err(|e| e.to_string())?;
-                    let did = gatehouse_uamp::sign::did_of(o.identity.signing_key());
-                    if json {
-                        print_json(&serde_json::json!({"did": did, "certificate_sha256": cert.fingerprint, "certificate_pem": cert.pem}));
-                    } else {
-                        println!("DID:                  {did}");
-                        println!("certificate SHA-256:  {}", cert.fingerprint);
-                    }
-                }
-                UampCmd::Token { sender } => {
-                    if o.store.trust_get(&sender).map_err(|e| e.to_string())?.is_none() {
-                        return Err(format!("{sender} is not trusted; run `gatehouse trust add {sender} --name … --scope …` first"));
-                    }
-                    let token = gatehouse_inbox::uamp::UampInbox::issue_token(&o.store, &sender, chrono::Utc::now()).map_err(|e| e.to_string())?;
-                    eprintln!("give this token to {sender}; it is not shown again:");
-                    println!("{token}");
-                }
-                UampCmd::Revoke { sender } => {
-                    let n = o.store.uamp_tokens_revoke(&sender).map_err(|e| e.to_string())?;
-                    eprintln!("revoked {n} token(s) of {sender}");
-                }
-            }
-        }
+        Command::Uamp(cmd) => return uamp::run(cmd, &data_dir, open(true)?),
         Command::Serve { listen, watch, uamp_listen } => {
             let o = open(true)?;
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;

@@ -32,6 +32,16 @@ const RESUMES: u32 = 5;
 /// Frames asked for in flight when the user does not choose.
 pub const DEFAULT_WINDOW: u32 = 16;
 
+/// Where reassembled answers are kept, in a data dir.
+pub fn files_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("received")
+}
+
+/// The keychain name of the bearer token a peer issued to this inbox.
+pub fn token_name(peer_did: &str) -> String {
+    format!("uamp-token:{}", gatehouse_store::sender_key(peer_did))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("{0}")]

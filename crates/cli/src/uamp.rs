@@ -1,0 +1,256 @@
+//! `gatehouse uamp …`: this inbox's UAMP identity and certificate, tokens for senders,
+//! and the peers it sends to.
+
+use std::io::{IsTerminal as _, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use gatehouse_inbox::service::Opened;
+use gatehouse_inbox::uamp::client::{self, Ask, Client};
+use gatehouse_keys::Secrets;
+use gatehouse_store::PeerRow;
+
+#[derive(Subcommand)]
+pub enum UampCmd {
+    /// This inbox's DID and the TLS certificate fingerprint peers pin (made if missing)
+    Info {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Issue a bearer token for a trusted UAMP sender (shown once; only its hash is kept)
+    Token { sender: String },
+    /// Revoke every bearer token of a sender
+    Revoke { sender: String },
+    /// Peers this inbox sends to
+    #[command(subcommand)]
+    Peer(PeerCmd),
+    /// Ask a peer: sends an `ask`, shows the stream's progress, saves the answer
+    Send {
+        /// The peer's name or DID
+        peer: String,
+        /// What to ask (or --body-file)
+        text: Option<String>,
+        /// Read the body from this file instead
+        #[arg(long, conflicts_with = "text")]
+        body_file: Option<PathBuf>,
+        /// The body's media type
+        #[arg(long, default_value = "text/plain")]
+        body_type: String,
+        /// Frames the peer may send before this side acknowledges
+        #[arg(long, default_value_t = client::DEFAULT_WINDOW)]
+        window: u32,
+        /// Also copy the answer here (`-` writes it to stdout)
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the final state as JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum PeerCmd {
+    /// Add a peer by its address: its signed manifest is fetched and verified, and its
+    /// certificate fingerprint shown; you confirm it (or give --pin) before it is kept
+    Add {
+        /// https://host:port (or host:port)
+        url: String,
+        #[arg(long)]
+        name: String,
+        /// The SHA-256 certificate fingerprint the peer's owner gave you
+        #[arg(long)]
+        pin: Option<String>,
+        /// Read the bearer token the peer issued to you from stdin (kept in the keychain)
+        #[arg(long)]
+        token_stdin: bool,
+    },
+    /// Set (or replace) the bearer token a peer issued to you, read from stdin
+    Token { peer: String },
+    /// Peers, with their addresses and pinned fingerprints
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    Remove { peer: String },
+}
+
+fn read_token() -> Result<String, String> {
+    if std::io::stdin().is_terminal() {
+        eprint!("paste the token and press Enter: ");
+        let _ = std::io::stderr().flush();
+    }
+    let mut s = String::new();
+    std::io::stdin().read_to_string(&mut s).map_err(|e| format!("reading the token: {e}"))?;
+    let t = s.lines().next().unwrap_or("").trim().to_string();
+    if t.is_empty() {
+        return Err("no token on stdin".into());
+    }
+    Ok(t)
+}
+
+fn confirm(question: &str) -> bool {
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
+}
+
+fn peer_of(o: &Opened, name: &str) -> Result<PeerRow, String> {
+    o.store
+        .uamp_peer(name)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no peer {name:?}; add it with `gatehouse uamp peer add https://host:port --name {name}`"))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Runtime::new().map_err(|e| e.to_string())
+}
+
+pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String> {
+    let key = o.identity.signing_key().clone();
+    match cmd {
+        UampCmd::Info { json } => {
+            let cert = gatehouse_inbox::uamp::tls::load_or_create(data_dir, &key).map_err(|e| e.to_string())?;
+            let did = gatehouse_uamp::sign::did_of(&key);
+            if json {
+                crate::print_json(&serde_json::json!({"did": did, "certificate_sha256": cert.fingerprint, "certificate_pem": cert.pem}));
+            } else {
+                println!("DID:                  {did}");
+                println!("certificate SHA-256:  {}", cert.fingerprint);
+            }
+        }
+        UampCmd::Token { sender } => {
+            if o.store.trust_get(&sender).map_err(|e| e.to_string())?.is_none() {
+                return Err(format!("{sender} is not trusted; run `gatehouse trust add {sender} --name … --scope ask` first"));
+            }
+            let token = gatehouse_inbox::uamp::UampInbox::issue_token(&o.store, &sender, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            eprintln!("give this token to {sender}; it is not shown again:");
+            println!("{token}");
+        }
+        UampCmd::Revoke { sender } => {
+            let n = o.store.uamp_tokens_revoke(&sender).map_err(|e| e.to_string())?;
+            eprintln!("revoked {n} token(s) of {sender}");
+        }
+        UampCmd::Peer(PeerCmd::Add { url, name, pin, token_stdin }) => {
+            let found = runtime()?.block_on(client::discover(&url, pin.as_deref())).map_err(|e| e.to_string())?;
+            eprintln!("peer:                 {}", found.did);
+            eprintln!("address:              {}", found.url);
+            eprintln!("certificate SHA-256:  {}", found.cert_sha256);
+            eprintln!("manifest:             {} — {}", found.manifest.agent, found.manifest.description);
+            eprintln!("                      intents {}; auth {}", found.manifest.intents.join(", "), found.manifest.auth.join(", "));
+            if pin.is_none() {
+                // Nothing is kept until the user has compared the fingerprint.
+                if !std::io::stdin().is_terminal() || token_stdin {
+                    return Err(format!(
+                        "compare the fingerprint above with the one the peer's owner sees (`gatehouse uamp info` there), then run again with --pin {}",
+                        found.cert_sha256
+                    ));
+                }
+                if !confirm("Does this fingerprint match the one the peer's owner sees?") {
+                    return Err("not added".into());
+                }
+            }
+            let row = PeerRow {
+                did: found.did.clone(),
+                name,
+                url: found.url,
+                cert_sha256: found.cert_sha256,
+                manifest: serde_json::to_value(&found.manifest).expect("serialises"),
+                added_at: crate::now(),
+            };
+            if token_stdin {
+                let t = read_token()?;
+                Secrets::open(data_dir).and_then(|s| s.put(&client::token_name(&row.did), &t)).map_err(|e| e.to_string())?;
+            }
+            o.store.uamp_peer_put(&row).map_err(|e| e.to_string())?;
+            eprintln!("added {} ({}); this inbox is {} to it", row.name, row.did, gatehouse_uamp::sign::did_of(&key));
+        }
+        UampCmd::Peer(PeerCmd::Token { peer }) => {
+            let row = peer_of(&o, &peer)?;
+            let t = read_token()?;
+            Secrets::open(data_dir).and_then(|s| s.put(&client::token_name(&row.did), &t)).map_err(|e| e.to_string())?;
+            eprintln!("kept the token for {} in the keychain", row.name);
+        }
+        UampCmd::Peer(PeerCmd::List { json }) => {
+            let peers = o.store.uamp_peers().map_err(|e| e.to_string())?;
+            if json {
+                crate::print_json(&peers);
+            } else {
+                for p in peers {
+                    println!("{}\t{}\t{}\t{}", p.name, p.did, p.url, p.cert_sha256);
+                }
+            }
+        }
+        UampCmd::Peer(PeerCmd::Remove { peer }) => {
+            let row = peer_of(&o, &peer)?;
+            o.store.uamp_peer_remove(&row.did).map_err(|e| e.to_string())?;
+            Secrets::open(data_dir).and_then(|s| s.delete(&client::token_name(&row.did))).map_err(|e| e.to_string())?;
+            eprintln!("removed {}", row.name);
+        }
+        UampCmd::Send { peer, text, body_file, body_type, window, out, json } => {
+            let row = peer_of(&o, &peer)?;
+            let content = match (text, body_file) {
+                (Some(t), _) => t,
+                (None, Some(f)) => std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?,
+                (None, None) => return Err("say what to ask: `gatehouse uamp send PEER \"…\"` or --body-file FILE".into()),
+            };
+            let token = Secrets::open(data_dir).and_then(|s| s.get(&client::token_name(&row.did))).map_err(|e| e.to_string())?;
+            let c = Client { key, store: o.store.clone(), files_dir: client::files_dir(data_dir) };
+            let ask = Ask { body_type, content, delta_window: window };
+            let bar = progress_bar();
+            let result = runtime()?.block_on(c.ask(&row, token.as_deref(), &ask, |p| {
+                match p.pct {
+                    Some(pct) => bar.set_position(pct.round() as u64),
+                    None => bar.tick(),
+                }
+                bar.set_message(format!("{} · {} frames · {}", p.state, p.frames, human_bytes(p.bytes)));
+            }));
+            bar.finish_and_clear();
+            let end = result.map_err(|e| e.to_string())?;
+            if let (Some(dest), Some(file)) = (&out, &end.file) {
+                if dest.as_os_str() == "-" {
+                    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+                    std::io::stdout().write_all(&bytes).map_err(|e| e.to_string())?;
+                } else {
+                    std::fs::copy(file, dest).map_err(|e| format!("copying to {}: {e}", dest.display()))?;
+                }
+            }
+            if json {
+                crate::print_json(&end);
+            } else {
+                eprintln!("{} · {} frames · {}{}", end.state, end.frames, human_bytes(end.bytes), end.mime.as_deref().map(|m| format!(" · {m}")).unwrap_or_default());
+                if let Some(f) = &end.file {
+                    if out.is_none() {
+                        println!("{}", f.display());
+                    }
+                }
+            }
+            if end.state != "COMPLETED" {
+                let why = end.detail.as_ref().and_then(|d| d.get("message")).and_then(|m| m.as_str()).unwrap_or("");
+                eprintln!("the peer did not complete the ask: {why}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A bar on a terminal; nothing (the final line only) when stderr is a pipe or a log.
+fn progress_bar() -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(100);
+    bar.set_style(indicatif::ProgressStyle::with_template("{spinner} [{bar:30}] {pos:>3}% {msg}").expect("valid template").progress_chars("=> "));
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
+fn human_bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / f64::from(1 << 20)),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} B"),
+    }
+}

@@ -1,0 +1,116 @@
+//! `gatehouse uamp …` between two real inboxes on loopback (real keychain, real TLS):
+//! one serves UAMP, the other adds it by address, pins its certificate, and asks it for
+//! an image that comes back as the same file.
+
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gatehouse");
+
+fn gh_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .env_remove("GATEHOUSE_KEYSTORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = gh_in(dir, args, "");
+    assert!(out.status.success(), "gatehouse {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&ok(dir, args)).unwrap()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Served(Child, Vec<std::path::PathBuf>);
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        for d in &self.1 {
+            let _ = gatehouse_keys::delete(d);
+        }
+    }
+}
+
+#[test]
+fn add_a_peer_by_address_pin_it_and_ask_it_for_an_image() {
+    let peer_dir = tempfile::tempdir().unwrap();
+    let my_dir = tempfile::tempdir().unwrap();
+    let image = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../icons/icon.png").canonicalize().unwrap();
+    ok(peer_dir.path(), &["init"]);
+    ok(my_dir.path(), &["init"]);
+    ok(peer_dir.path(), &["executor", "set", "default", "command", "cat", image.to_str().unwrap()]);
+    let (http, tls) = (free_port(), free_port());
+    let child = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(peer_dir.path())
+        .args(["serve", "--listen", &format!("127.0.0.1:{http}"), "--uamp-listen", &format!("127.0.0.1:{tls}")])
+        .env_remove("GATEHOUSE_KEYSTORE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _served = Served(child, vec![peer_dir.path().into(), my_dir.path().into()]);
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", tls)).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(20), "the UAMP listener did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let theirs = json(peer_dir.path(), &["uamp", "info", "--json"]);
+    let mine = json(my_dir.path(), &["uamp", "info", "--json"]);
+    let my_did = mine["did"].as_str().unwrap();
+    let url = format!("https://127.0.0.1:{tls}");
+
+    // Without a pin, and nobody at a terminal to confirm, nothing is added; the
+    // fingerprint to compare is shown.
+    let out = gh_in(my_dir.path(), &["uamp", "peer", "add", &url, "--name", "imagegen"], "");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(theirs["certificate_sha256"].as_str().unwrap()), "{err}");
+    assert!(err.contains(theirs["did"].as_str().unwrap()), "{err}");
+    assert_eq!(json(my_dir.path(), &["uamp", "peer", "list", "--json"]), serde_json::json!([]));
+    // A wrong pin is refused.
+    let wrong = "AA:".repeat(31) + "AA";
+    let out = gh_in(my_dir.path(), &["uamp", "peer", "add", &url, "--name", "imagegen", "--pin", &wrong], "");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the pinned"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // The peer's user trusts this inbox for asks and gives it a token.
+    ok(peer_dir.path(), &["trust", "add", my_did, "--name", "me", "--scopes", "ask"]);
+    let token = ok(peer_dir.path(), &["uamp", "token", my_did]).trim().to_string();
+    assert!(token.starts_with("ghu_"));
+    let out = gh_in(my_dir.path(), &["uamp", "peer", "add", &url, "--name", "imagegen", "--pin", theirs["certificate_sha256"].as_str().unwrap(), "--token-stdin"], &format!("{token}\n"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let peers = json(my_dir.path(), &["uamp", "peer", "list", "--json"]);
+    assert_eq!(peers[0]["did"], theirs["did"]);
+    assert!(!serde_json::to_string(&peers).unwrap().contains(&token), "the token is not in the store");
+
+    let saved = my_dir.path().join("cat.png");
+    let end = json(my_dir.path(), &["uamp", "send", "imagegen", "a cat, 512×512", "--window", "1", "--out", saved.to_str().unwrap(), "--json"]);
+    assert_eq!((end["state"].as_str(), end["mime"].as_str()), (Some("COMPLETED"), Some("image/png")), "{end}");
+    assert_eq!(std::fs::read(&saved).unwrap(), std::fs::read(&image).unwrap());
+    assert_eq!(std::fs::read(end["file"].as_str().unwrap()).unwrap(), std::fs::read(&image).unwrap());
+
+    // Revoked at the peer: the next ask is refused with the peer's reason.
+    ok(peer_dir.path(), &["uamp", "revoke", my_did]);
+    let out = gh_in(my_dir.path(), &["uamp", "send", "imagegen", "again"], "");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown_token"), "{}", String::from_utf8_lossy(&out.stderr));
+}
