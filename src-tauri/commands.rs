@@ -12,7 +12,7 @@ use tauri::{AppHandle, Runtime, State};
 
 use crate::service::{Core, DesktopSettings, InboxStatus};
 
-#[derive(Debug, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, Serialize, thiserror::Error)]
 #[error("{message}")]
 pub struct CommandError {
     pub code: &'static str,
@@ -63,6 +63,12 @@ pub struct AppInfo {
 }
 
 pub fn fingerprint(key: &str) -> String {
+    if key.starts_with("did:") {
+        // A DID is read by its method and its last characters.
+        let method = key.splitn(3, ':').take(2).collect::<Vec<_>>().join(":");
+        let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+        return format!("{method}:…{tail}");
+    }
     key.get(..16).unwrap_or(key).as_bytes().chunks(4).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>().join(" ")
 }
 
@@ -232,12 +238,16 @@ pub struct TrustInput {
 #[tauri::command]
 pub async fn trust_add(core: CoreState<'_>, input: TrustInput) -> Result<()> {
     let c = core.inner().clone();
+    let mut policy = input.policy.clone();
+    if input.public_key.trim().starts_with("did:web:") {
+        policy.uamp_keys = gatehouse_inbox::uamp::peer::keys_for(input.public_key.trim()).await.map_err(|e| CommandError::new("DID_FETCH", e))?;
+    }
     blocking(move || {
         let entry = TrustEntry {
-            public_key: input.public_key.trim().to_ascii_lowercase(),
+            public_key: gatehouse_store::sender_key(input.public_key.trim()),
             name: input.name.trim().to_string(),
             added_at: gatehouse_epp::utc_string(chrono::Utc::now()),
-            policy: input.policy,
+            policy,
         };
         Ok(consent::trust::add(&c.store, &entry, chrono::Utc::now())?)
     })
@@ -283,7 +293,14 @@ pub async fn consent_list(core: CoreState<'_>) -> Result<Vec<ConsentItem>> {
 #[tauri::command]
 pub async fn consent_decide<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, target: ConsentTarget, decision: Decision) -> Result<DecisionOutcome> {
     let c = core.inner().clone();
-    let out = blocking(move || Ok(consent::decide(&c.inbox(), &target, decision, chrono::Utc::now())?)).await?;
+    // A did:web agent's keys are fetched now, when the user lets it in, never on arrival.
+    let keys = match (&target, decision) {
+        (ConsentTarget::UnknownSender { public_key }, Decision::AlwaysAllowScope) if public_key.starts_with("did:web:") => {
+            gatehouse_inbox::uamp::peer::keys_for(public_key).await.map_err(|e| CommandError::new("DID_FETCH", e))?
+        }
+        _ => Vec::new(),
+    };
+    let out = blocking(move || Ok(consent::decide_with_keys(&c.inbox(), &target, decision, chrono::Utc::now(), &keys)?)).await?;
     crate::tray::refresh(&app);
     Ok(out)
 }
@@ -296,8 +313,11 @@ pub async fn audit_list(core: CoreState<'_>) -> Result<Vec<AuditEntry>> {
 
 #[tauri::command]
 pub async fn settings_set(core: CoreState<'_>, settings: DesktopSettings) -> Result<InboxStatus> {
-    if settings.port == 0 {
-        return Err(CommandError::new("INVALID", "choose a port between 1 and 65535"));
+    if settings.port == 0 || settings.uamp_port == 0 {
+        return Err(CommandError::new("INVALID", "choose ports between 1 and 65535"));
+    }
+    if settings.port == settings.uamp_port {
+        return Err(CommandError::new("INVALID", "EPP and UAMP need two different ports"));
     }
     if !settings.watch_dir.is_absolute() {
         return Err(CommandError::new("INVALID", "the watched folder must be an absolute path"));

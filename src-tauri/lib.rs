@@ -4,6 +4,7 @@
 mod commands;
 mod service;
 mod tray;
+mod uamp;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -104,6 +105,16 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             commands::executors_set,
             commands::identity_qr,
             commands::export_json,
+            uamp::uamp_info,
+            uamp::uamp_token_issue,
+            uamp::uamp_discover,
+            uamp::uamp_peer_add,
+            uamp::uamp_peers,
+            uamp::uamp_peer_remove,
+            uamp::uamp_ask,
+            uamp::uamp_cancel,
+            uamp::uamp_streams,
+            uamp::uamp_stream_detail,
         ])
         .build(tauri::generate_context!())
         .expect("error while building the Gatehouse app")

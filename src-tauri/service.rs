@@ -13,11 +13,19 @@ use tokio::sync::{broadcast, oneshot};
 
 const SETTINGS_KEY: &str = "desktop";
 pub const DEFAULT_PORT: u16 = 8765;
+pub const DEFAULT_UAMP_PORT: u16 = 8766;
+
+fn default_uamp_port() -> u16 {
+    std::env::var("GATEHOUSE_UAMP_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_UAMP_PORT)
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesktopSettings {
     pub port: u16,
     pub watch_dir: PathBuf,
+    /// UAMP over TLS 1.3 (settings saved before UAMP existed get the default).
+    #[serde(default = "default_uamp_port")]
+    pub uamp_port: u16,
 }
 
 impl DesktopSettings {
@@ -27,6 +35,7 @@ impl DesktopSettings {
             watch_dir: std::env::var_os("GATEHOUSE_WATCH_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| dirs::home_dir().unwrap_or_else(|| PathBuf::from(".")).join("Gatehouse").join("inbox")),
+            uamp_port: default_uamp_port(),
         })
     }
 
@@ -43,6 +52,9 @@ pub struct InboxStatus {
     pub listening: Option<String>,
     pub watching: Option<String>,
     pub error: Option<String>,
+    /// Where UAMP peers reach this inbox (https), or why they cannot.
+    pub uamp_listening: Option<String>,
+    pub uamp_error: Option<String>,
 }
 
 pub struct Running {
@@ -52,6 +64,9 @@ pub struct Running {
 
 pub struct Core {
     pub data_dir: PathBuf,
+    /// The identity key, held for signing UAMP envelopes and as the TLS key; it never
+    /// leaves the process (no command returns it, Debug of Core does not exist).
+    pub key: ed25519_dalek::SigningKey,
     pub keystore: KeystoreKind,
     pub public_key: String,
     pub store: Arc<Store>,
@@ -65,6 +80,7 @@ impl Core {
     pub fn open(data_dir: PathBuf, keystore: KeystoreKind) -> Result<Core, String> {
         let opened = gatehouse_inbox::open(&data_dir, keystore, true).map_err(|e| e.to_string())?;
         Ok(Core {
+            key: opened.identity.signing_key().clone(),
             data_dir,
             keystore,
             public_key: opened.identity.public_key.clone(),
@@ -104,6 +120,16 @@ impl Core {
                 return;
             }
         };
+        // UAMP is a second door: if its port is taken, EPP still runs and the status says why.
+        let uamp_addr = format!("127.0.0.1:{}", settings.uamp_port);
+        let (uamp, uamp_listening, uamp_error) = match tokio::net::TcpListener::bind(&uamp_addr).await {
+            Ok(l) => {
+                let at = l.local_addr().map(|a| format!("https://{a}")).unwrap_or_default();
+                let opts = gatehouse_inbox::UampOptions { listener: l, key: self.key.clone(), data_dir: self.data_dir.clone(), started: None };
+                (Some(opts), Some(at), None)
+            }
+            Err(e) => (None, None, Some(format!("UAMP cannot listen on {uamp_addr}: {e}. Choose another UAMP port in Settings."))),
+        };
         let (inbox, rx) = gatehouse_inbox::build_with_events(self.store.clone(), &self.public_key, self.events.clone());
         let (tx, stop_rx) = oneshot::channel();
         *self.running.lock().unwrap() = Some(Running { inbox: inbox.clone(), stop: Some(tx) });
@@ -113,10 +139,12 @@ impl Core {
             listening: Some(format!("http://{addr}/epp/v1/submit")),
             watching: Some(settings.watch_dir.display().to_string()),
             error: None,
+            uamp_listening,
+            uamp_error,
         };
         let me = self.clone();
         tauri::async_runtime::spawn(async move {
-            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp: None };
+            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp };
             let result = gatehouse_inbox::run_with(inbox, rx, opts, async {
                 let _ = stop_rx.await;
             }, |_| {})
@@ -143,6 +171,7 @@ impl Core {
         st.running = false;
         st.listening = None;
         st.watching = None;
+        st.uamp_listening = None;
     }
 
     pub async fn pause(self: &Arc<Self>) {

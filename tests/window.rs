@@ -35,7 +35,9 @@ struct App {
     pub data: tempfile::TempDir,
     pub watch: PathBuf,
     pub port: u16,
+    pub uamp_port: u16,
     pub public_key: String,
+    pub key: SigningKey,
 }
 
 impl Drop for App {
@@ -55,12 +57,14 @@ impl App {
             .expect("Secret Service must be running (scripts/test.sh starts one)");
         let watch = data.path().join("drop");
         let port = free_port();
+        let uamp_port = free_port();
         let (dport, nport) = (free_port(), free_port());
         let driver = Command::new(tauri_driver())
             .args(["--port", &dport.to_string(), "--native-port", &nport.to_string()])
             .env("GATEHOUSE_DATA_DIR", data.path())
             .env("GATEHOUSE_KEYSTORE", "os")
             .env("GATEHOUSE_PORT", port.to_string())
+            .env("GATEHOUSE_UAMP_PORT", uamp_port.to_string())
             .env("GATEHOUSE_WATCH_DIR", &watch)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -83,7 +87,8 @@ impl App {
             .json()
             .unwrap();
         let sid = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {v}")).to_string();
-        let app = App { driver, base, sid, http, data, watch, port, public_key: identity.public_key };
+        let key = identity.signing_key().clone();
+        let app = App { driver, base, sid, http, data, watch, port, uamp_port, public_key: identity.public_key, key };
         // The inbox is up once its health answers.
         app.wait("the inbox to listen", || reqwest::blocking::get(format!("http://127.0.0.1:{}/health", app.port)).is_ok());
         app
@@ -361,4 +366,131 @@ fn conversations_thread_with_delegation_and_settings_show_the_identity() {
     app.click("#pause-toggle");
     app.wait_text("#inbox-status-pill", "Listening on");
     app.wait("the port to open", || reqwest::blocking::get(&health).is_ok());
+}
+
+/// A second Gatehouse, serving UAMP over TLS in this test process, whose executor answers
+/// every ask with the same PNG.
+struct ImagePeer {
+    rt: tokio::runtime::Runtime,
+    store: std::sync::Arc<gatehouse_store::Store>,
+    dir: tempfile::TempDir,
+    url: String,
+    key: SigningKey,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl ImagePeer {
+    fn start(png: &Path) -> ImagePeer {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
+        let exec = gatehouse_inbox::ExecutorSpec::Command { program: "cat".into(), args: vec![png.to_string_lossy().into()], timeout_secs: 30 };
+        gatehouse_inbox::ExecutorConfig { default: exec, scopes: Default::default() }.save(&store).unwrap();
+        let key = SigningKey::from_bytes(&[77; 32]);
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let url = rt.block_on(async {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("https://{}", l.local_addr().unwrap());
+            let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+            let opts = gatehouse_inbox::ServeOptions {
+                listener: None,
+                watch: None,
+                uamp: Some(gatehouse_inbox::UampOptions { listener: l, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
+            };
+            tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
+            started_rx.await.unwrap();
+            url
+        });
+        ImagePeer { rt, store, dir, url, key, _stop: stop_tx }
+    }
+
+    fn fingerprint(&self) -> String {
+        gatehouse_inbox::uamp::tls::load_or_create(self.dir.path(), &self.key).unwrap().fingerprint
+    }
+}
+
+/// A 192×128 gradient, recognisable in a screenshot.
+fn gradient_png(path: &Path) {
+    let (w, h) = (192u32, 128u32);
+    let mut out = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut out, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        let mut writer = enc.write_header().unwrap();
+        let pixels: Vec<u8> = (0..h).flat_map(|y| (0..w).flat_map(move |x| [(x * 255 / w) as u8, (y * 255 / h) as u8, 160])).collect();
+        writer.write_image_data(&pixels).unwrap();
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_waits_for_consent() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let png = app.data.path().join("answer.png");
+    gradient_png(&png);
+    let peer = ImagePeer::start(&png);
+    let my_did = gatehouse_uamp::sign::did_of(&app.key);
+    // The peer's owner trusts this app and hands over a token.
+    peer.store
+        .trust_add(&gatehouse_store::TrustEntry {
+            public_key: my_did.clone(),
+            name: "the app".into(),
+            added_at: "2026-11-01T00:00:00Z".into(),
+            policy: gatehouse_store::Policy { allowed_scopes: vec!["ask".into()], ..Default::default() },
+        })
+        .unwrap();
+    let token = gatehouse_inbox::uamp::UampInbox::issue_token(&peer.store, &my_did, chrono::Utc::now()).unwrap();
+
+    app.click("#nav-uamp");
+    app.wait_text("#uamp-did", &my_did);
+    app.wait_text("#uamp-address", &format!("127.0.0.1:{}", app.uamp_port));
+    // Adding the peer: its manifest and certificate are shown before anything is kept.
+    app.type_into("#peer-url", &peer.url);
+    app.click("#peer-lookup");
+    app.wait_text("#found-cert", &peer.fingerprint());
+    assert!(app.text("#found-did").starts_with("did:key:z6Mk"));
+    app.screenshot("uamp-add-peer");
+    app.type_into("#peer-name", "Image maker");
+    app.type_into("#peer-token", &token);
+    app.click("#peer-add");
+    app.wait_text("#peer-table", "Image maker");
+    assert!(app.text("#peer-table").contains("in keychain"));
+    let db = std::fs::read(app.data.path().join("gatehouse.db")).unwrap();
+    assert!(!String::from_utf8_lossy(&db).contains(&token), "the token is in the keychain, not the store");
+
+    // Asking it: the progress line ends in Completed and the image is shown.
+    app.type_into("#ask-text", "a gradient, please");
+    app.click("#ask-send");
+    app.wait("the ask to complete", || app.script("const s=document.querySelector('#ask-status'); return s ? s.dataset.state : null;").as_str() == Some("COMPLETED"));
+    for img in ["#ask-result-image", "#stream-image"] {
+        let js = format!("const i=document.querySelector('{img}'); return !!(i && i.complete && i.naturalWidth);");
+        app.wait("the image", || app.script(&js).as_bool() == Some(true));
+        assert_eq!(app.script(&format!("return document.querySelector('{img}').naturalWidth;")).as_u64(), Some(192));
+    }
+    app.script("document.querySelector('#uamp-ask').scrollIntoView(); return true;");
+    let saved = app.text("#stream-file");
+    assert_eq!(std::fs::read(saved.trim()).unwrap(), std::fs::read(&png).unwrap(), "the file on disk is the peer's image");
+    assert!(app.text("#stream-list").contains("You → Image maker"));
+    app.screenshot("uamp-ask-image");
+
+    // An agent nobody approved knocks on the app's UAMP port: the user is asked.
+    let stranger = SigningKey::from_bytes(&[91; 32]);
+    let stranger_did = gatehouse_uamp::sign::did_of(&stranger);
+    let env = gatehouse_uamp::sign::sign(gatehouse_uamp::sign::draft(&stranger_did, &[&my_did], gatehouse_uamp::Intent::Ask, "text/plain", "Summarise my inbox"), &stranger);
+    let knock = peer.rt.block_on(async {
+        let c = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
+        let r = c.post(format!("https://127.0.0.1:{}/v1/messages", app.uamp_port)).header("content-type", "application/uamp+json;v=1").json(&env).send().await.unwrap();
+        (r.status().as_u16(), r.json::<Value>().await.unwrap())
+    });
+    assert_eq!((knock.0, knock.1["reason"].as_str()), (403, Some("untrusted_sender")), "{knock:?}");
+    app.click("#nav-consent");
+    app.wait_text("#view-consent", "An AI agent you have not approved");
+    assert!(app.find_all("#view-consent button[data-decision='allow_once']").is_empty(), "nothing of a refused UAMP message is kept to let through once");
+    app.click("#view-consent button[data-decision='always_allow_scope']");
+    app.wait_text("#consent-notice", "Issue it a token");
+    app.click("#nav-uamp");
+    app.click(&format!("#uamp-token-list button[data-sender='{stranger_did}']"));
+    app.wait_text("#uamp-token-out", "ghu_");
+    app.screenshot("uamp");
 }

@@ -19,8 +19,11 @@ export interface Policy {
 }
 
 export interface TrustRow { public_key: string; name: string; added_at: string; policy: Policy; fingerprint: string; used_today: number }
-export interface InboxStatus { running: boolean; paused: boolean; listening: string | null; watching: string | null; error: string | null }
-export interface Settings { port: number; watch_dir: string }
+export interface InboxStatus {
+  running: boolean; paused: boolean; listening: string | null; watching: string | null; error: string | null;
+  uamp_listening: string | null; uamp_error: string | null;
+}
+export interface Settings { port: number; watch_dir: string; uamp_port: number }
 export interface AppInfo {
   version: string; data_dir: string; public_key: string; fingerprint: string; keystore: string;
   status: InboxStatus; settings: Settings; waiting: number;
@@ -63,6 +66,26 @@ export type ExecutorSpec =
   | { kind: 'command'; program: string; args: string[]; timeout_secs: number };
 export interface ExecutorConfig { default: ExecutorSpec; scopes: Record<string, ExecutorSpec> }
 
+export interface UampInfo { did: string; cert_sha256: string; listening: string | null; error: string | null }
+export interface Manifest { agent: string; description: string; intents: string[]; body_types: string[]; auth: string[]; limits: { max_body_kb?: number; rate_lph?: number } }
+export interface Discovered { did: string; url: string; cert_sha256: string; manifest: Manifest }
+export interface Peer { did: string; name: string; url: string; cert_sha256: string; manifest: Manifest; added_at: string; has_token: boolean }
+export interface UampMessage {
+  id: number; message_id: string; direction: 'in' | 'out'; sender: string; recipients: string[]; intent: string;
+  stream_id: string | null; reply_to: string | null; thread: string; scope: string | null; body_type: string; content: string;
+  ts: string; received_at: string; receipt_id: string;
+}
+export interface StreamView {
+  stream_id: string; message_row: number; direction: 'in' | 'out'; peer: string; state: string; delta_window: number;
+  next_seq: number; acked_seq: number; updated_at: string; detail: string | null; file: string | null; mime: string | null; bytes: number;
+  peer_name: string | null; ask: UampMessage | null;
+}
+export interface StreamDetail extends StreamView { thread: UampMessage[]; frames: unknown[]; text: string | null; image: string | null }
+export interface AskProgress {
+  peer: string; stream_id: string; message_id: string; frames: number; bytes: number; pct: number | null; state: string;
+  mime: string | null; file: string | null; detail: unknown; error: CommandError | null;
+}
+
 export const api = {
   appInfo: () => invoke<AppInfo>('app_info'),
   inboxList: (filter: InboxFilter) => invoke<InboxItem[]>('inbox_list', { filter }),
@@ -84,7 +107,21 @@ export const api = {
   executorsSet: (config: ExecutorConfig) => invoke<void>('executors_set', { config }),
   identityQr: () => invoke<string>('identity_qr'),
   exportJson: (kind: 'receipts' | 'audit', path: string) => invoke<number>('export_json', { kind, path }),
+  uampInfo: () => invoke<UampInfo>('uamp_info'),
+  uampTokenIssue: (sender: string) => invoke<string>('uamp_token_issue', { sender }),
+  uampDiscover: (url: string) => invoke<Discovered>('uamp_discover', { url }),
+  uampPeerAdd: (input: { url: string; name: string; cert_sha256: string; token: string | null }) => invoke<Peer>('uamp_peer_add', { input }),
+  uampPeers: () => invoke<Peer[]>('uamp_peers'),
+  uampPeerRemove: (did: string) => invoke<void>('uamp_peer_remove', { did }),
+  uampAsk: (peer: string, content: string, bodyType?: string) => invoke<string>('uamp_ask', { peer, content, bodyType: bodyType ?? null }),
+  uampCancel: (streamId: string) => invoke<void>('uamp_cancel', { streamId }),
+  uampStreams: () => invoke<StreamView[]>('uamp_streams'),
+  uampStreamDetail: (streamId: string) => invoke<StreamDetail>('uamp_stream_detail', { streamId }),
 };
+
+export function onUampProgress(f: (p: AskProgress) => void): Promise<UnlistenFn> {
+  return listen<AskProgress>('uamp://progress', (e) => f(e.payload));
+}
 
 export function onInboxEvent(f: () => void): Promise<UnlistenFn> {
   return listen('inbox://received', f);

@@ -1,9 +1,24 @@
-import { delegationLine, describeCode, execLabel, fingerprint, isHexKey, optionalNumber, parseScopes, scopesText, senderLabel, transportLabel, when } from './format';
+import { bytesText, delegationLine, describeCode, execLabel, fingerprint, isHexKey, isSenderId, streamStateText, optionalNumber, parseScopes, scopesText, senderLabel, transportLabel, when } from './format';
 
 describe('format', () => {
   it('shortens keys to a readable fingerprint', () => {
     expect(fingerprint('d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737')).toBe('d04a b232 742b b4ab');
     expect(fingerprint(null)).toBe('unknown');
+    expect(fingerprint('did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK')).toBe('did:key:…EGta2doK');
+  });
+  it('accepts EPP keys and UAMP DIDs as sender ids, nothing else', () => {
+    expect(isSenderId('ab'.repeat(32))).toBe(true);
+    expect(isSenderId('did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK')).toBe(true);
+    expect(isSenderId('did:web:agents.example.com')).toBe(true);
+    expect(isSenderId('did:web:evil.example/<script>')).toBe(false);
+    expect(isSenderId('did:key:hello')).toBe(false);
+  });
+  it('says sizes and stream states in words', () => {
+    expect(bytesText(512)).toBe('512 bytes');
+    expect(bytesText(2048)).toBe('2.0 KB');
+    expect(bytesText(3 * 1024 * 1024)).toBe('3.0 MB');
+    expect(streamStateText('IN_PROGRESS')).toBe('Running');
+    expect(streamStateText('ERROR')).toBe('Failed');
   });
   it('names senders by their given name, else their key', () => {
     expect(senderLabel('Dr. Lee', 'ab'.repeat(32))).toBe('Dr. Lee');

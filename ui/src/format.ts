@@ -2,6 +2,8 @@
 
 export function fingerprint(key: string | null | undefined): string {
   if (!key) return 'unknown';
+  // A DID (a UAMP agent) reads by its method and its last characters.
+  if (key.startsWith('did:')) return `${key.split(':').slice(0, 2).join(':')}:…${key.slice(-8)}`;
   return (key.slice(0, 16).match(/.{1,4}/g) ?? []).join(' ');
 }
 
@@ -99,4 +101,22 @@ export function optionalNumber(text: string): number | null {
 
 export function isHexKey(s: string): boolean {
   return /^[0-9a-fA-F]{64}$/.test(s.trim());
+}
+
+/** A sender's identity: an EPP key (64 hex) or a UAMP agent's did:key / did:web. */
+export function isSenderId(s: string): boolean {
+  const t = s.trim();
+  return isHexKey(t) || /^did:key:z[1-9A-HJ-NP-Za-km-z]{40,}$/.test(t) || /^did:web:[A-Za-z0-9.%:_-]+$/.test(t);
+}
+
+/** A byte count as a person reads it. */
+export function bytesText(n: number): string {
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(1)} MB`;
+  if (n >= 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${n} bytes`;
+}
+
+/** What a UAMP stream's state means to the user. */
+export function streamStateText(state: string): string {
+  return ({ NEW: 'Waiting to start', IN_PROGRESS: 'Running', COMPLETED: 'Completed', CANCELLED: 'Cancelled', ERROR: 'Failed' } as Record<string, string>)[state] ?? state;
 }

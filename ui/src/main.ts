@@ -5,8 +5,9 @@ import { ConsentView } from './views/consent';
 import { InboxView } from './views/inbox';
 import { ActivityView, SettingsView } from './views/settings';
 import { TrustView } from './views/trust';
+import { UampView } from './views/uamp';
 
-type Tab = 'inbox' | 'consent' | 'trust' | 'activity' | 'settings';
+type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'activity' | 'settings';
 
 const app = document.getElementById('app')!;
 const statusPill = h('span', { className: 'pill', id: 'inbox-status-pill' }, '…');
@@ -22,8 +23,9 @@ const consent = new ConsentView(() => void refreshInfo());
 const trust = new TrustView(() => void refreshInfo());
 const settings = new SettingsView(() => refreshInfo());
 const activity = new ActivityView();
+const uamp = new UampView();
 
-const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['activity', 'Activity'], ['settings', 'Settings']];
+const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['activity', 'Activity'], ['settings', 'Settings']];
 const nav = h('nav', {}, ...tabs.map(([t, label]) =>
   h('button', { className: 'tab', id: `nav-${t}`, 'data-tab': t, onclick: () => void show(t, true) }, label, t === 'consent' ? waitingBadge : null)));
 
@@ -44,12 +46,13 @@ async function refreshInfo(): Promise<void> {
 async function show(t: Tab, fresh: boolean): Promise<void> {
   tab = t;
   for (const b of nav.querySelectorAll('.tab')) b.classList.toggle('active', (b as HTMLElement).dataset.tab === t);
-  const view = { inbox, consent, trust, activity, settings }[t];
+  const view = { inbox, consent, trust, uamp, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
   if (t === 'inbox') await inbox.load(false);
   else if (t === 'settings') { if (info) await settings.load(info); }
   else if (t === 'consent') await consent.load();
   else if (t === 'trust') await trust.load();
+  else if (t === 'uamp') await uamp.load();
   else await activity.load();
   void fresh;
 }

@@ -125,6 +125,18 @@ pub fn waiting_count(store: &Store) -> Result<usize, ConsentError> {
 
 /// Applies the user's decision. Blocking (SQLite).
 pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: DateTime<Utc>) -> Result<DecisionOutcome, ConsentError> {
+    decide_with_keys(inbox, target, decision, now, &[])
+}
+
+/// [`decide`], with the keys of a did:web sender fetched (by the caller, over HTTPS) when
+/// the user approves it.
+pub fn decide_with_keys(
+    inbox: &Inbox,
+    target: &ConsentTarget,
+    decision: Decision,
+    now: DateTime<Utc>,
+    uamp_keys: &[gatehouse_store::UampKey],
+) -> Result<DecisionOutcome, ConsentError> {
     let store = inbox.store();
     let at = now_string(now);
     let outcome = match target {
@@ -144,15 +156,21 @@ pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: Da
                     store.block(&key, "blocked from a consent prompt", &at)?;
                     DecisionOutcome { message: "Blocked. Nothing from this sender will reach you or ask again.".into(), delivered: None }
                 }
+                Decision::AllowOnce if key.starts_with("did:") => {
+                    return Err(ConsentError::Invalid(
+                        "a UAMP agent is let in by trusting it for the scope and issuing it a token; nothing of its message was kept to deliver once".into(),
+                    ));
+                }
                 Decision::AllowOnce | Decision::AlwaysAllowScope => {
                     let scope = scope.ok_or_else(|| ConsentError::Invalid("the request has no scope to allow".into()))?;
                     let entry = TrustEntry {
                         public_key: key.clone(),
-                        name: format!("Sender {}", &key[..8]),
+                        name: default_name(&key),
                         added_at: at.clone(),
-                        policy: Policy { allowed_scopes: vec![scope.clone()], ..Policy::default() },
+                        policy: Policy { allowed_scopes: vec![scope.clone()], uamp_keys: uamp_keys.to_vec(), ..Policy::default() },
                     };
                     let body = knock.as_ref().filter(|k| !k.body_truncated).and_then(|k| k.body.clone());
+                    check_sender_id(&key, &entry.policy)?;
                     let delivered = if decision == Decision::AlwaysAllowScope {
                         store.trust_add(&entry)?;
                         body.map(|b| inbox.submit(b.as_bytes(), "consent", now))
@@ -165,6 +183,9 @@ pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: Da
                             "Allowed, but the waiting message could not be delivered: {}",
                             o.receipt.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
                         ),
+                        (_, Decision::AlwaysAllowScope) if key.starts_with("did:") => {
+                            format!("Trusted for \"{scope}\". Issue it a token (UAMP tab) and send it the token: its messages arrive once it uses it.")
+                        }
                         (_, Decision::AlwaysAllowScope) => format!("Trusted for \"{scope}\". Its messages in that scope now arrive."),
                         _ => "Allowed once. The waiting message was delivered.".into(),
                     };
@@ -215,13 +236,38 @@ pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: Da
     Ok(outcome)
 }
 
+/// An EPP public key (64 hex), a did:key, or a did:web whose keys were fetched.
+fn check_sender_id(id: &str, policy: &Policy) -> Result<(), ConsentError> {
+    if id.starts_with("did:key:") {
+        gatehouse_uamp::did::resolve_did_key(id).map_err(|e| ConsentError::Invalid(format!("not a usable did:key: {e}")))?;
+    } else if id.starts_with("did:web:") {
+        gatehouse_uamp::did::did_web_url(id).map_err(ConsentError::Invalid)?;
+        if policy.uamp_keys.is_empty() {
+            return Err(ConsentError::Invalid(format!("{id}'s keys were not fetched; add it with its DID document reachable")));
+        }
+    } else {
+        gatehouse_epp::parse_public_key(id).map_err(|e| ConsentError::Invalid(format!("not a usable public key: {e}")))?;
+    }
+    Ok(())
+}
+
+/// A short label for a sender the user has not named yet.
+fn default_name(key: &str) -> String {
+    if key.starts_with("did:") {
+        let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("Agent …{tail}")
+    } else {
+        format!("Sender {}", &key[..8.min(key.len())])
+    }
+}
+
 /// Trust manager operations, each audited.
 pub mod trust {
     use super::*;
 
     pub fn add(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> Result<(), ConsentError> {
         validate(&entry.policy)?;
-        gatehouse_epp::parse_public_key(&entry.public_key).map_err(|e| ConsentError::Invalid(format!("not a usable public key: {e}")))?;
+        check_sender_id(&entry.public_key, &entry.policy)?;
         if entry.name.trim().is_empty() {
             return Err(ConsentError::Invalid("a name is required".into()));
         }
@@ -236,7 +282,15 @@ pub mod trust {
         if name.trim().is_empty() {
             return Err(ConsentError::Invalid("a name is required".into()));
         }
-        store.trust_update(key, Some(name), policy)?;
+        // The window edits scopes and limits; a UAMP sender's keys (learnt when it was
+        // added) are kept as they are.
+        let mut policy = policy.clone();
+        if policy.uamp_keys.is_empty() {
+            if let Some(t) = store.trust_get(key)? {
+                policy.uamp_keys = t.policy.uamp_keys;
+            }
+        }
+        store.trust_update(key, Some(name), &policy)?;
         store.audit("trust.update", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({"name": name, "policy": policy}), &now_string(now))?;
         Ok(())
     }

@@ -246,6 +246,10 @@ impl Store {
         })
     }
 
+    pub fn uamp_message_by_row(&self, row: i64) -> Result<Option<UampMessageRow>> {
+        self.read(|c| Ok(c.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE id = ?1"), [row], message_from_row).optional()?))
+    }
+
     /// The messages of one conversation (a root message and everything replying to it), oldest first.
     pub fn uamp_thread(&self, thread: &str) -> Result<Vec<UampMessageRow>> {
         self.read(|c| {

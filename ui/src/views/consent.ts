@@ -8,6 +8,9 @@ export function consentSentence(item: ConsentItem): string {
   if (item.kind === 'unknown_sender') {
     const scope = item.scope ?? item.scopes_tried[0] ?? 'something';
     const times = item.count > 1 ? ` (${item.count} attempts so far)` : '';
+    if (item.public_key.startsWith('did:')) {
+      return `An AI agent you have not approved (${fingerprint(item.public_key)}, over UAMP) wants to send your AI a message about “${scope}”${times}.`;
+    }
     return `Someone you have not approved (key ${fingerprint(item.public_key)}) wants to send your AI a message about “${scope}”${times}.`;
   }
   const who = senderLabel(item.sender_name, item.sender);
@@ -57,7 +60,9 @@ export class ConsentView {
       h('p', { className: 'muted small' },
         item.kind === 'unknown_sender' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },
-        button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
+        // A UAMP agent's refused message was not kept, so there is nothing to let through once.
+        item.kind === 'unknown_sender' && item.public_key.startsWith('did:') ? null
+          : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
         button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Trust this sender for this scope from now on.'),
         button('deny', 'Deny', 'secondary', 'Do not let this message through.'),
         button('block', 'Block', 'danger', 'Never let this sender through or ask again.')),

@@ -21,6 +21,7 @@ export class SettingsView {
     const qr = h('img', { id: 'identity-qr', alt: 'QR code of your public key', width: 180, height: 180 });
     api.identityQr().then((svg) => { qr.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`; }).catch(() => {});
     const port = h('input', { id: 'settings-port', type: 'number', min: 1, max: 65535, value: info.settings.port });
+    const uampPort = h('input', { id: 'settings-uamp-port', type: 'number', min: 1, max: 65535, value: info.settings.uamp_port });
     const folder = h('input', { id: 'settings-folder', type: 'text', value: info.settings.watch_dir, size: 50 });
     const pick = h('button', { className: 'secondary', type: 'button', onclick: async () => {
       const { open } = await import('@tauri-apps/plugin-dialog');
@@ -31,13 +32,14 @@ export class SettingsView {
     const form = h('form', { className: 'card', onsubmit: async (e: Event) => {
       e.preventDefault();
       try {
-        const st = await api.settingsSet({ port: Number(port.value), watch_dir: folder.value });
+        const st = await api.settingsSet({ port: Number(port.value), watch_dir: folder.value, uamp_port: Number(uampPort.value) });
         msg.textContent = st.error ?? `Listening on ${st.listening}; watching ${st.watching}.`;
         await this.refreshApp();
       } catch (err) { msg.textContent = errorText(err); }
     } },
       h('h3', {}, 'Where messages arrive'),
       h('label', {}, h('span', {}, 'Port (on this computer only)'), port),
+      h('label', {}, h('span', {}, 'UAMP port (TLS 1.3)'), uampPort),
       h('label', {}, h('span', {}, 'Watched folder'), folder, pick),
       h('div', { className: 'actions' }, save), msg);
     const exporter = (kind: 'receipts' | 'audit', label: string) => h('button', { className: 'secondary', onclick: async () => {

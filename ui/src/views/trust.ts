@@ -1,7 +1,7 @@
 // The trust manager: who may reach your AI, for what, how often.
 import { api, errorText, type Policy, type TrustRow } from '../api';
 import { h, replace } from '../dom';
-import { fingerprint, isHexKey, optionalNumber, parseScopes, scopesText } from '../format';
+import { fingerprint, isSenderId, optionalNumber, parseScopes, scopesText } from '../format';
 
 const MB = 1024 * 1024;
 
@@ -76,7 +76,7 @@ export class TrustView {
     const save = async (ev: Event) => {
       ev.preventDefault();
       try {
-        if (!isHexKey(key.value)) throw new Error('The key must be 64 hexadecimal characters.');
+        if (!isSenderId(key.value)) throw new Error('Paste an EPP public key (64 hexadecimal characters) or a UAMP agent\'s did:key / did:web.');
         const policy: Policy = {
           allowed_scopes: parseScopes(scopes.value),
           max_envelope_size: Math.round(Number(size.value) * MB),
