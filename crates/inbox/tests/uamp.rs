@@ -334,3 +334,69 @@ async fn the_manifest_is_served_signed_by_the_inbox() {
     assert_eq!(signed.manifest.limits.max_body_kb, Some(1024));
     assert!(signed.manifest.intents.iter().any(|i| i == "ask"));
 }
+
+/// A WebSocket client that trusts exactly the inbox's certificate.
+async fn ws_connect(u: &Uamp, token: Option<&str>) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+    let cert = gatehouse_inbox::uamp::tls::load_or_create(u._dir.path(), &SigningKey::from_bytes(&[3; 32])).unwrap();
+    let der = rustls::pki_types::CertificateDer::from(cert.der);
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let url = format!("{}/uamp/1/ws", u.https.replace("https://", "wss://"));
+    let mut req = url.into_client_request().unwrap();
+    if let Some(t) = token {
+        req.headers_mut().insert("authorization", format!("Bearer {t}").parse().unwrap());
+    }
+    let connector = tokio_tungstenite::Connector::Rustls(std::sync::Arc::new(config));
+    tokio_tungstenite::connect_async_tls_with_config(req, None, false, Some(connector)).await.unwrap().0
+}
+
+async fn ws_next(ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>) -> Value {
+    use futures_util::StreamExt as _;
+    let msg = tokio::time::timeout(Duration::from_secs(10), ws.next()).await.expect("a message in time").unwrap().unwrap();
+    let bytes = msg.into_data();
+    let items = gatehouse_inbox::uamp::ws::unframe(&bytes).unwrap();
+    assert_eq!(items.len(), 1);
+    serde_json::from_slice(items[0]).unwrap()
+}
+
+#[tokio::test]
+async fn the_websocket_binding_carries_the_same_envelopes_and_deltas_length_prefixed() {
+    use futures_util::SinkExt as _;
+    use tokio_tungstenite::tungstenite::Message;
+    let u = Uamp::start(cat()).await;
+    let p = u.trusted(14, &["ask"], RateLimit::default());
+    let mut ws = ws_connect(&u, p.token.as_deref()).await;
+    let env = u.envelope(&p, Intent::Ask, "over a websocket", json!({"delta_window": 4}));
+    ws.send(Message::Binary(gatehouse_inbox::uamp::ws::frame(&serde_json::to_vec(&env).unwrap()).into())).await.unwrap();
+    let receipt = ws_next(&mut ws).await;
+    assert_eq!(receipt["status"], "accepted", "{receipt}");
+    let sid = receipt["stream_id"].as_str().unwrap().to_string();
+    let chunk = ws_next(&mut ws).await;
+    assert_eq!((chunk["delta_seq"].as_u64(), chunk["type"].as_str(), chunk["stream_id"].as_str()), (Some(0), Some("chunk"), Some(sid.as_str())));
+    let bytes = base64::engine::general_purpose::STANDARD.decode(chunk["payload"]["chunk_b64"].as_str().unwrap()).unwrap();
+    assert_eq!(bytes, b"over a websocket");
+    let done = ws_next(&mut ws).await;
+    assert_eq!((done["delta_seq"].as_u64(), done["type"].as_str()), (Some(1), Some("done")));
+    // The same checks as over HTTP: a replay is refused with its code.
+    ws.send(Message::Binary(gatehouse_inbox::uamp::ws::frame(&serde_json::to_vec(&env).unwrap()).into())).await.unwrap();
+    let refused = ws_next(&mut ws).await;
+    assert_eq!((refused["code"].as_str(), refused["reason"].as_str()), (Some("4.03"), Some("replay")), "{refused}");
+    // Bad framing is answered, not dropped, and the socket stays usable.
+    ws.send(Message::Binary(vec![0, 0, 0, 50, b'{'].into())).await.unwrap();
+    assert_eq!(ws_next(&mut ws).await["reason"], "ws_framing");
+    ws.send(Message::Text("{}".into())).await.unwrap();
+    assert_eq!(ws_next(&mut ws).await["reason"], "ws_framing");
+    // Without the token, a trusted sender is not let in here either.
+    let mut anon = ws_connect(&u, None).await;
+    let env2 = u.envelope(&p, Intent::Ask, "no token", json!({}));
+    anon.send(Message::Binary(gatehouse_inbox::uamp::ws::frame(&serde_json::to_vec(&env2).unwrap()).into())).await.unwrap();
+    assert_eq!(ws_next(&mut anon).await["reason"], "no_credentials");
+    assert_eq!(u.store.uamp_stream(&sid).unwrap().unwrap().state, "COMPLETED");
+}

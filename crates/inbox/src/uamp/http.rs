@@ -21,6 +21,8 @@ pub fn router(uamp: Arc<UampInbox>) -> Router {
         .route("/v1/messages", post(messages))
         .route("/v1/stream/{id}", get(stream))
         .route("/.well-known/agent-manifest.json", get(manifest))
+        // `any`: an HTTP/1.1 upgrade is a GET, an HTTP/2 extended CONNECT (RFC 8441) is not.
+        .route(super::ws::PATH, axum::routing::any(super::ws::upgrade))
         .route("/health", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
         .with_state(uamp)
 }
@@ -53,7 +55,7 @@ impl IntoResponse for Answer {
     }
 }
 
-fn bearer(headers: &HeaderMap) -> Option<String> {
+pub(super) fn bearer(headers: &HeaderMap) -> Option<String> {
     let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_string())
@@ -168,7 +170,7 @@ fn is_terminal(frame: &str) -> bool {
 }
 
 /// Feeds one SSE reader: stored frames first, then live ones, without gaps or repeats.
-async fn follow(uamp: Arc<UampInbox>, id: String, mut next: u64, tx: mpsc::Sender<(u64, String)>) {
+pub(super) async fn follow(uamp: Arc<UampInbox>, id: String, mut next: u64, tx: mpsc::Sender<(u64, String)>) {
     // Subscribe before reading the store, so a frame stored in between is not missed.
     let mut live = uamp.streams.get(&id).map(|l| l.frames.subscribe());
     loop {

@@ -5,6 +5,7 @@
 //!   is documented in docs/interop.md)
 //! - [`streams`]: streams opened by `ask` / `subscribe`, their executor and back-pressure
 //! - [`http`]: the HTTP/2 + SSE binding and the signed manifest
+//! - [`ws`]: the WebSocket binding (length-prefixed envelopes and deltas)
 //! - [`tls`]: the certificate and the TLS 1.3 server
 //! - [`client`]: Gatehouse sending to UAMP peers (manifest, pinning, asks, reassembly)
 //! - [`peer`]: a new sender's keys, learnt when the user adds it
@@ -14,6 +15,7 @@ pub mod http;
 pub mod peer;
 pub mod streams;
 pub mod tls;
+pub mod ws;
 
 use std::sync::Arc;
 

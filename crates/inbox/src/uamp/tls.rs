@@ -120,7 +120,7 @@ pub async fn serve(
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::http::HEADER_TIMEOUT);
-    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(Duration::from_secs(30)));
+    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(Duration::from_secs(30))).enable_connect_protocol();
     let builder = Arc::new(builder);
     let graceful = Arc::new(graceful);
     tokio::pin!(shutdown);
