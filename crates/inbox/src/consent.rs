@@ -37,6 +37,16 @@ pub enum ConsentItem {
         on_behalf_of: Option<String>,
         received_at: String,
     },
+    /// A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
+    /// and waits.
+    HeldAsk {
+        stream_id: String,
+        sender: String,
+        sender_name: Option<String>,
+        scope: String,
+        prompt: String,
+        received_at: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +63,7 @@ pub enum Decision {
 pub enum ConsentTarget {
     UnknownSender { public_key: String },
     Held { row_id: i64 },
+    HeldAsk { stream_id: String },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -89,6 +100,17 @@ fn now_string(now: DateTime<Utc>) -> String {
 /// Everything waiting for the user, newest first.
 pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
     let mut items = Vec::new();
+    for s in store.uamp_held_streams()?.into_iter().rev() {
+        let Some(m) = store.uamp_message_by_row(s.message_row)? else { continue };
+        items.push(ConsentItem::HeldAsk {
+            sender_name: store.trust_get(&s.peer)?.map(|t| t.name),
+            stream_id: s.stream_id,
+            sender: s.peer,
+            scope: m.scope.unwrap_or(m.intent),
+            prompt: m.content,
+            received_at: m.received_at,
+        });
+    }
     for row in store.envelopes_with_status(ExecStatus::Held)?.into_iter().rev() {
         let sender_name = store.trust_get(&row.sender)?.map(|t| t.name);
         items.push(ConsentItem::Held {
@@ -193,6 +215,40 @@ pub fn decide_with_keys(
                 }
             }
         }
+        ConsentTarget::HeldAsk { stream_id } => {
+            let Some(s) = store.uamp_stream(stream_id)?.filter(|s| s.state == "NEW" && s.detail.as_deref() == Some(gatehouse_store::HELD_FOR_CONSENT)) else {
+                return Err(ConsentError::Gone);
+            };
+            let Some(uamp) = inbox.uamp() else {
+                return Err(ConsentError::Invalid("UAMP is not running (the inbox is paused); resume it, then decide".into()));
+            };
+            match decision {
+                Decision::AllowOnce | Decision::AlwaysAllowScope => {
+                    if decision == Decision::AlwaysAllowScope {
+                        let scope = store.uamp_message_by_row(s.message_row)?.and_then(|m| m.scope);
+                        if let (Some(mut t), Some(scope)) = (store.trust_get(&s.peer)?, scope) {
+                            if !t.policy.consent_granted_scopes.contains(&scope) {
+                                t.policy.consent_granted_scopes.push(scope);
+                            }
+                            store.trust_update(&s.peer, None, &t.policy)?;
+                        }
+                    }
+                    if !uamp.release(stream_id, now)? {
+                        return Err(ConsentError::Gone);
+                    }
+                    DecisionOutcome { message: "Released: the agent's ask runs and its answer streams back.".into(), delivered: None }
+                }
+                Decision::Deny | Decision::Block => {
+                    if !uamp.refuse_held(stream_id, now)? {
+                        return Err(ConsentError::Gone);
+                    }
+                    if decision == Decision::Block {
+                        store.block(&s.peer, "blocked from a consent prompt", &at)?;
+                    }
+                    DecisionOutcome { message: "Denied. Nothing ran; the agent's stream ends with a cancel.".into(), delivered: None }
+                }
+            }
+        }
         ConsentTarget::Held { row_id } => {
             let Some(row) = store.envelope(*row_id)?.filter(|r| r.exec_status == ExecStatus::Held) else {
                 return Err(ConsentError::Gone);
@@ -229,6 +285,7 @@ pub fn decide_with_keys(
         Some(&match target {
             ConsentTarget::UnknownSender { public_key } => gatehouse_store::sender_key(&public_key),
             ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
+            ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
         }),
         &serde_json::json!({"target": target, "result": outcome.message, "delivered": outcome.delivered}),
         &at,

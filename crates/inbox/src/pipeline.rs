@@ -69,6 +69,8 @@ pub struct Inbox {
     keys: Mutex<HashMap<String, VerifyingKey>>,
     /// The executor setting as last read, parsed once per change rather than per envelope.
     executors: Mutex<Option<(Option<String>, Arc<ExecutorConfig>)>>,
+    /// The UAMP side of this inbox, when it runs (consent decisions release its held asks).
+    uamp: std::sync::OnceLock<std::sync::Weak<crate::uamp::UampInbox>>,
 }
 
 /// Distinct sender keys kept decompressed; past this the cache starts over.
@@ -83,7 +85,17 @@ impl Inbox {
             events: tokio::sync::broadcast::channel(256).0,
             keys: Mutex::new(HashMap::new()),
             executors: Mutex::new(None),
+            uamp: std::sync::OnceLock::new(),
         }
+    }
+
+    pub(crate) fn link_uamp(&self, uamp: std::sync::Weak<crate::uamp::UampInbox>) {
+        let _ = self.uamp.set(uamp);
+    }
+
+    /// The running UAMP side of this inbox, if any.
+    pub fn uamp(&self) -> Option<Arc<crate::uamp::UampInbox>> {
+        self.uamp.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Every receipt, as it is recorded.

@@ -400,3 +400,43 @@ async fn the_websocket_binding_carries_the_same_envelopes_and_deltas_length_pref
     assert_eq!(ws_next(&mut anon).await["reason"], "no_credentials");
     assert_eq!(u.store.uamp_stream(&sid).unwrap().unwrap().state, "COMPLETED");
 }
+
+#[tokio::test]
+async fn an_ask_held_for_consent_waits_on_its_stream_until_the_user_decides() {
+    use gatehouse_inbox::consent::{self, ConsentItem, ConsentTarget, Decision};
+    let u = Uamp::start(cat()).await;
+    let p = u.trusted(15, &["ask"], RateLimit::default());
+    let mut t = u.store.trust_get(&p.did).unwrap().unwrap();
+    t.policy.hold_for_consent = true;
+    u.store.trust_update(&p.did, None, &t.policy).unwrap();
+
+    let (s, b, h) = u.post(&p, &u.envelope(&p, Intent::Ask, "Delete my old drafts", json!({}))).await;
+    assert_eq!((s, b["held_for_consent"].as_bool()), (202, Some(true)), "{b}");
+    let sid = b["stream_id"].as_str().unwrap().to_string();
+    let mut sse = u.open_stream(&p, h["location"].to_str().unwrap()).await;
+    assert!(sse.next(Duration::from_millis(800)).await.is_none(), "nothing runs before the user decides");
+    let stream = u.store.uamp_stream(&sid).unwrap().unwrap();
+    assert_eq!((stream.state.as_str(), stream.detail.as_deref()), ("NEW", Some(gatehouse_store::HELD_FOR_CONSENT)));
+    let waiting = consent::pending(&u.store).unwrap();
+    assert!(matches!(&waiting[0], ConsentItem::HeldAsk { stream_id, prompt, .. } if *stream_id == sid && prompt == "Delete my old drafts"), "{waiting:?}");
+    assert_eq!(consent::waiting_count(&u.store).unwrap(), 1);
+
+    // Allowed: the executor runs and the waiting reader gets its frames.
+    let inbox = u.inbox.inbox().clone();
+    consent::decide(&inbox, &ConsentTarget::HeldAsk { stream_id: sid.clone() }, Decision::AllowOnce, chrono::Utc::now()).unwrap();
+    let chunk = sse.next(Duration::from_secs(10)).await.expect("the released stream's first frame");
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(chunk["payload"]["chunk_b64"].as_str().unwrap()).unwrap(), b"Delete my old drafts");
+    assert_eq!(sse.next(Duration::from_secs(10)).await.unwrap()["type"], "done");
+    assert_eq!(consent::waiting_count(&u.store).unwrap(), 0);
+    // Deciding twice finds nothing waiting.
+    assert!(consent::decide(&inbox, &ConsentTarget::HeldAsk { stream_id: sid }, Decision::Deny, chrono::Utc::now()).is_err());
+
+    // Denied: nothing runs and the stream ends with a cancel.
+    let (_, b, h) = u.post(&p, &u.envelope(&p, Intent::Ask, "Also empty the bin", json!({}))).await;
+    let sid2 = b["stream_id"].as_str().unwrap().to_string();
+    let mut sse = u.open_stream(&p, h["location"].to_str().unwrap()).await;
+    consent::decide(&inbox, &ConsentTarget::HeldAsk { stream_id: sid2.clone() }, Decision::Deny, chrono::Utc::now()).unwrap();
+    let end = sse.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!((end["delta_seq"].as_u64(), end["type"].as_str()), (Some(0), Some("cancel")), "{end}");
+    assert_eq!(u.store.uamp_stream(&sid2).unwrap().unwrap().state, "CANCELLED");
+}

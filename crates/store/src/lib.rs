@@ -646,8 +646,9 @@ impl Store {
         self.read(|c| {
             Ok(c.query_row(
                 "SELECT (SELECT count(*) FROM envelopes WHERE exec_status = ?1)
-                      + (SELECT count(*) FROM pending_senders)",
-                [ExecStatus::Held.as_str()],
+                      + (SELECT count(*) FROM pending_senders)
+                      + (SELECT count(*) FROM uamp_streams WHERE direction = 'in' AND state = 'NEW' AND detail = ?2)",
+                [ExecStatus::Held.as_str(), crate::uamp::HELD_FOR_CONSENT],
                 |r| r.get(0),
             )?)
         })

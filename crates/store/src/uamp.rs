@@ -103,6 +103,10 @@ pub enum UampRefusal {
 
 pub const STREAM_STATES: [&str; 5] = ["NEW", "IN_PROGRESS", "COMPLETED", "CANCELLED", "ERROR"];
 
+/// The note on a NEW stream whose sender's policy says "ask me first": it waits for the
+/// user, not for an executor.
+pub const HELD_FOR_CONSENT: &str = "waiting for your consent";
+
 fn message_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UampMessageRow> {
     let recipients: String = r.get(4)?;
     Ok(UampMessageRow {
@@ -246,6 +250,11 @@ impl Store {
         })
     }
 
+    /// The envelope exactly as it arrived.
+    pub fn uamp_message_raw(&self, row: i64) -> Result<Option<String>> {
+        self.read(|c| Ok(c.query_row("SELECT raw FROM uamp_messages WHERE id = ?1", [row], |r| r.get(0)).optional()?))
+    }
+
     pub fn uamp_message_by_row(&self, row: i64) -> Result<Option<UampMessageRow>> {
         self.read(|c| Ok(c.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE id = ?1"), [row], message_from_row).optional()?))
     }
@@ -326,15 +335,45 @@ impl Store {
         })
     }
 
-    /// Streams a restart interrupted: incoming ones still NEW or IN_PROGRESS.
+    /// Streams a restart interrupted: incoming ones still NEW or IN_PROGRESS (not those
+    /// waiting for the user, who may still decide).
     pub fn uamp_unfinished_streams(&self) -> Result<Vec<StreamRow>> {
         self.read(|c| {
             let mut stmt = c.prepare_cached(&format!(
-                "SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE direction = 'in' AND state IN ('NEW', 'IN_PROGRESS')"
+                "SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE direction = 'in' AND state IN ('NEW', 'IN_PROGRESS')
+                   AND coalesce(detail, '') <> ?1"
             ))?;
-            let rows = stmt.query_map([], stream_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let rows = stmt.query_map([HELD_FOR_CONSENT], stream_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(rows)
         })
+    }
+
+    /// Incoming streams waiting for the user's consent, oldest first.
+    pub fn uamp_held_streams(&self) -> Result<Vec<StreamRow>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE direction = 'in' AND state = 'NEW' AND detail = ?1 ORDER BY message_row"
+            ))?;
+            let rows = stmt.query_map([HELD_FOR_CONSENT], stream_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// Marks a NEW stream as waiting for the user; false if it is not NEW.
+    pub fn uamp_hold(&self, stream_id: &str, now: &str) -> Result<bool> {
+        Ok(self.conn().execute(
+            "UPDATE uamp_streams SET detail = ?2, updated_at = ?3 WHERE stream_id = ?1 AND state = 'NEW'",
+            params![stream_id, HELD_FOR_CONSENT, now],
+        )? > 0)
+    }
+
+    /// Takes a held stream off the waiting list (the user decided); false if it was not
+    /// waiting, so a decision is applied once.
+    pub fn uamp_unhold(&self, stream_id: &str, now: &str) -> Result<bool> {
+        Ok(self.conn().execute(
+            "UPDATE uamp_streams SET detail = NULL, updated_at = ?3 WHERE stream_id = ?1 AND state = 'NEW' AND detail = ?2",
+            params![stream_id, HELD_FOR_CONSENT, now],
+        )? > 0)
     }
 
     // ---- outgoing: what Gatehouse sent to peers and what came back -------------------

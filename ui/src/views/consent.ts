@@ -14,6 +14,9 @@ export function consentSentence(item: ConsentItem): string {
     return `Someone you have not approved (key ${fingerprint(item.public_key)}) wants to send your AI a message about “${scope}”${times}.`;
   }
   const who = senderLabel(item.sender_name, item.sender);
+  if (item.kind === 'held_ask') {
+    return `${who} (an AI agent, over UAMP) asked your AI about “${item.scope}”. Your rules say to ask you before it runs; the agent is waiting on its stream.`;
+  }
   return `${who} sent your AI a message about “${item.scope}”. Your rules say to ask you before it is passed on.`;
 }
 
@@ -35,7 +38,8 @@ export class ConsentView {
   }
 
   private card(item: ConsentItem): HTMLElement {
-    const target: ConsentTarget = item.kind === 'unknown_sender' ? { kind: 'unknown_sender', public_key: item.public_key } : { kind: 'held', row_id: item.row_id };
+    const target: ConsentTarget = item.kind === 'unknown_sender' ? { kind: 'unknown_sender', public_key: item.public_key }
+      : item.kind === 'held_ask' ? { kind: 'held_ask', stream_id: item.stream_id } : { kind: 'held', row_id: item.row_id };
     const scope = item.kind === 'unknown_sender' ? (item.scope ?? item.scopes_tried[0] ?? '') : item.scope;
     const result = h('p', { className: 'result', role: 'status' });
     const decide = async (d: Decision) => {

@@ -65,13 +65,62 @@ pub struct UampInbox {
 impl UampInbox {
     pub fn new(inbox: Arc<Inbox>, key: SigningKey) -> Arc<UampInbox> {
         let did = sign::did_of(&key);
-        Arc::new(UampInbox { inbox, key, did, streams: streams::Streams::default(), tls_addr: Default::default() })
+        let uamp = Arc::new(UampInbox { inbox, key, did, streams: streams::Streams::default(), tls_addr: Default::default() });
+        // Consent decisions reach held asks through the inbox.
+        uamp.inbox.link_uamp(Arc::downgrade(&uamp));
+        uamp
+    }
+
+    pub fn inbox(&self) -> &Arc<Inbox> {
+        &self.inbox
+    }
+
+    /// The user allowed a held ask: its executor starts now. False when it was not
+    /// waiting (decided already).
+    pub fn release(self: &Arc<Self>, stream_id: &str, now: DateTime<Utc>) -> gatehouse_store::Result<bool> {
+        let store = self.store();
+        if !store.uamp_unhold(stream_id, &gatehouse_epp::utc_string(now))? {
+            return Ok(false);
+        }
+        let Some(s) = store.uamp_stream(stream_id)? else { return Ok(false) };
+        let raw = store.uamp_message_raw(s.message_row)?.unwrap_or_default();
+        let Ok(env) = Envelope::parse(raw.as_bytes()) else {
+            // It was read once to be accepted; if it no longer reads, say so on the stream.
+            store.uamp_set_state(stream_id, "ERROR", Some("the stored ask could not be read back"), &gatehouse_epp::utc_string(now))?;
+            return Ok(true);
+        };
+        let scope = scope_of(&env);
+        let executor = ExecutorConfig::load(store)?;
+        let job = streams::Job {
+            spec: executor.for_scope(&scope).clone(),
+            message_id: env.id.clone(),
+            sender: env.from.clone(),
+            scope,
+            body: env.body.clone(),
+            window: s.delta_window,
+        };
+        self.streams.start(self.clone(), stream_id.to_string(), job);
+        Ok(true)
+    }
+
+    /// The user refused a held ask: its stream ends with a `cancel` frame, nothing runs.
+    pub fn refuse_held(self: &Arc<Self>, stream_id: &str, now: DateTime<Utc>) -> gatehouse_store::Result<bool> {
+        if !self.store().uamp_unhold(stream_id, &gatehouse_epp::utc_string(now))? {
+            return Ok(false);
+        }
+        let this = self.clone();
+        let sid = stream_id.to_string();
+        tokio::spawn(async move { this.streams.refuse(this.clone(), sid).await });
+        Ok(true)
     }
 
     /// Streams a restart interrupted end in ERROR with a last frame saying so, so their
     /// consumers are not left waiting.
     pub fn recover(&self) -> gatehouse_store::Result<usize> {
         let store = self.store();
+        for held in store.uamp_held_streams()? {
+            self.streams.hold(&held.stream_id);
+        }
         let open = store.uamp_unfinished_streams()?;
         let now = gatehouse_epp::utc_string(Utc::now());
         for s in &open {
@@ -133,13 +182,15 @@ impl UampInbox {
         let (answer, start) = tokio::task::spawn_blocking(move || this.submit_blocking(&bytes, &auth, now))
             .await
             .unwrap_or_else(|e| (internal(format!("the inbox failed: {e}")), None));
-        if let Some((stream_id, job)) = start {
-            self.streams.start(self.clone(), stream_id, job);
+        match start {
+            Some(Start::Run(stream_id, job)) => self.streams.start(self.clone(), stream_id, job),
+            Some(Start::Hold(stream_id)) => self.streams.hold(&stream_id),
+            None => {}
         }
         answer
     }
 
-    fn submit_blocking(&self, bytes: &[u8], auth: &TransportAuth, now: DateTime<Utc>) -> (Answer, Option<(String, streams::Job)>) {
+    fn submit_blocking(&self, bytes: &[u8], auth: &TransportAuth, now: DateTime<Utc>) -> (Answer, Option<Start>) {
         let receipt_id = uuid::Uuid::now_v7().to_string();
         match self.check_and_store(bytes, auth, now, &receipt_id) {
             Ok(accepted) => {
@@ -150,7 +201,7 @@ impl UampInbox {
                     sender: Some(accepted.sender.clone()),
                     scope: Some(accepted.scope.clone()),
                     transport: "uamp".into(),
-                    needs_consent: false,
+                    needs_consent: accepted.held,
                 });
                 let mut body = accepted.receipt.clone();
                 let (status, location) = match &accepted.stream {
@@ -160,7 +211,12 @@ impl UampInbox {
                 if let Some(extra) = &accepted.effect {
                     body["effect"] = extra.clone();
                 }
-                (Answer { status, body, location, retry_after: None }, accepted.job)
+                let start = match (accepted.job, &accepted.stream) {
+                    (Some((sid, job)), _) if !accepted.held => Some(Start::Run(sid, job)),
+                    (_, Some(sid)) if accepted.held => Some(Start::Hold(sid.clone())),
+                    _ => None,
+                };
+                (Answer { status, body, location, retry_after: None }, start)
             }
             Err(f) => {
                 let body = self.record_refusal(bytes, &f, now, &receipt_id);
@@ -284,6 +340,8 @@ impl UampInbox {
             _ => None,
         };
         let opens = env.intent.opens_stream();
+        // "Ask me first": the stream is opened and kept, its executor waits for the user.
+        let held = opens && trust.policy.holds(&scope);
         if opens && self.streams.active() >= MAX_ACTIVE_STREAMS {
             let mut f = fail(UampError::new(Code::BackendBusy, "busy", format!("{MAX_ACTIVE_STREAMS} streams are running; try again shortly")));
             f.retry_after = Some(BUSY_RETRY_AFTER_SECS);
@@ -298,6 +356,9 @@ impl UampInbox {
         });
         if let Some(s) = &stream_id {
             receipt["stream_id"] = s.clone().into();
+        }
+        if held {
+            receipt["held_for_consent"] = true.into();
         }
         let row = ReceiptRow {
             receipt_id: receipt_id.to_string(),
@@ -347,6 +408,9 @@ impl UampInbox {
                 return Err(f);
             }
         }
+        if let (true, Some(s)) = (held, &stream_id) {
+            store.uamp_hold(s, &gatehouse_epp::utc_string(now)).map_err(|e| fail(storage(e)))?;
+        }
         let mut effect = None;
         if let Some(target) = effect_target {
             effect = Some(match env.intent {
@@ -375,7 +439,7 @@ impl UampInbox {
                 },
             )
         });
-        Ok(Accepted { sender: env.from.clone(), scope, receipt, stream: stream_id, effect, job })
+        Ok(Accepted { sender: env.from.clone(), scope, receipt, stream: stream_id, effect, job, held })
     }
 
     /// The stream a `cancel` or `progress` envelope is about: its `stream_id`, or the
@@ -453,6 +517,14 @@ struct Accepted {
     stream: Option<String>,
     effect: Option<Value>,
     job: Option<(String, streams::Job)>,
+    held: bool,
+}
+
+/// What an accepted envelope starts.
+enum Start {
+    Run(String, streams::Job),
+    /// The stream waits for the user's consent.
+    Hold(String),
 }
 
 struct Failure {

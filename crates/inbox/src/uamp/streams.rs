@@ -45,6 +45,10 @@ pub struct Live {
     cancel: watch::Sender<bool>,
 }
 
+fn new_live() -> Arc<Live> {
+    Arc::new(Live { acked: watch::channel(-1).0, frames: broadcast::channel(1024).0, cancel: watch::channel(false).0 })
+}
+
 #[derive(Default)]
 pub struct Streams {
     live: Mutex<HashMap<String, Arc<Live>>>,
@@ -63,14 +67,26 @@ impl Streams {
         self.map().get(stream_id).cloned()
     }
 
-    /// Starts the executor of a stream that was just stored as NEW.
+    /// Keeps a place for a stream that waits for the user, so its reader can follow it
+    /// now and sees its frames when the user decides.
+    pub fn hold(&self, stream_id: &str) {
+        self.map().entry(stream_id.to_string()).or_insert_with(new_live);
+    }
+
+    /// Ends a held stream the user refused: one `cancel` frame, state CANCELLED.
+    pub async fn refuse(&self, uamp: Arc<UampInbox>, stream_id: String) {
+        let live = self.map().entry(stream_id.clone()).or_insert_with(new_live).clone();
+        let mut p = Producer { uamp, stream_id: stream_id.clone(), live, next_seq: 0, window: 1 };
+        if let Err(e) = p.emit(DeltaType::Cancel, json!({"reason": "the user did not allow this ask"}), Some("CANCELLED")).await {
+            tracing::error!(error = ?e, stream = %stream_id, "could not store a refused stream's frame");
+        }
+        self.map().remove(&stream_id);
+    }
+
+    /// Starts the executor of a stream stored as NEW (just now, or released by the user).
     pub fn start(&self, uamp: Arc<UampInbox>, stream_id: String, job: Job) {
-        let live = Arc::new(Live {
-            acked: watch::channel(-1).0,
-            frames: broadcast::channel(1024).0,
-            cancel: watch::channel(false).0,
-        });
-        self.map().insert(stream_id.clone(), live.clone());
+        // A held stream's readers already listen on its place: keep it.
+        let live = self.map().entry(stream_id.clone()).or_insert_with(new_live).clone();
         tokio::spawn(async move {
             let mut producer = Producer { uamp: uamp.clone(), stream_id: stream_id.clone(), live, next_seq: 0, window: job.window.max(1) };
             let now = gatehouse_epp::utc_string(chrono::Utc::now());
