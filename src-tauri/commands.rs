@@ -46,7 +46,7 @@ pub type CoreState<'a> = State<'a, Arc<Core>>;
 type Result<T> = std::result::Result<T, CommandError>;
 
 /// Runs blocking store work off the async runtime's threads.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tauri::async_runtime::spawn_blocking(f).await.map_err(|e| CommandError::new("INTERNAL", e.to_string()))?
 }
 

@@ -13,7 +13,7 @@ use gatehouse_store::{PeerRow, StreamRow, UampMessageRow};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Emitter, Runtime};
 
-use crate::commands::{CommandError, CoreState};
+use crate::commands::{blocking, CommandError, CoreState};
 use crate::service::Core;
 
 type Result<T> = std::result::Result<T, CommandError>;
@@ -26,17 +26,7 @@ const MAX_INLINE_BYTES: u64 = 16 * 1024 * 1024;
 
 impl From<ClientError> for CommandError {
     fn from(e: ClientError) -> Self {
-        let code = match e {
-            ClientError::BadUrl(_) => "BAD_URL",
-            ClientError::Unreachable { .. } => "UNREACHABLE",
-            ClientError::PinMismatch { .. } => "PIN_MISMATCH",
-            ClientError::Manifest(_) => "BAD_MANIFEST",
-            ClientError::Refused { .. } => "REFUSED",
-            ClientError::Protocol(_) | ClientError::Interrupted(_) => "PROTOCOL",
-            ClientError::Io { .. } => "IO",
-            ClientError::Store(_) => "STORE",
-        };
-        CommandError::new(code, e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 
@@ -44,8 +34,20 @@ fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
     CommandError::new("KEYCHAIN", e.to_string())
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| CommandError::new("INTERNAL", e.to_string()))?
+/// A peer (by DID or name) and the token it issued to this inbox, from the keychain.
+async fn peer_with_token(c: &Arc<Core>, peer: String) -> Result<(PeerRow, Option<String>)> {
+    let c = c.clone();
+    blocking(move || {
+        let row = c.store.uamp_peer(&peer)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no peer {peer}")))?;
+        let token = Secrets::open(&c.data_dir).and_then(|s| s.get(&client::token_name(&row.did))).map_err(keychain)?;
+        Ok((row, token))
+    })
+    .await
+}
+
+/// Sends as this inbox's identity, keeping answers under the data dir.
+fn sender(c: &Core) -> Client {
+    Client { key: c.key.clone(), store: c.store.clone(), files_dir: client::files_dir(&c.data_dir) }
 }
 
 #[derive(Serialize)]
@@ -173,19 +175,11 @@ pub struct ProgressEvent {
 #[tauri::command]
 pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, peer: String, content: String, body_type: Option<String>) -> Result<String> {
     let c: Arc<Core> = core.inner().clone();
-    let (row, token) = {
-        let c = c.clone();
-        blocking(move || {
-            let row = c.store.uamp_peer(&peer)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no peer {peer}")))?;
-            let token = Secrets::open(&c.data_dir).and_then(|s| s.get(&client::token_name(&row.did))).map_err(keychain)?;
-            Ok((row, token))
-        })
-        .await?
-    };
+    let (row, token) = peer_with_token(&c, peer).await?;
     let (first_tx, first_rx) = tokio::sync::oneshot::channel::<Result<String>>();
     let ask = Ask { body_type: body_type.unwrap_or_else(|| "text/plain".into()), content, delta_window: client::DEFAULT_WINDOW };
     tauri::async_runtime::spawn(async move {
-        let sender = Client { key: c.key.clone(), store: c.store.clone(), files_dir: client::files_dir(&c.data_dir) };
+        let sender = sender(&c);
         let mut first = Some(first_tx);
         let name = row.name.clone();
         let emit = |p: &AskProgress, error: Option<CommandError>| {
@@ -219,18 +213,12 @@ pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, peer: 
 #[tauri::command]
 pub async fn uamp_cancel(core: CoreState<'_>, stream_id: String) -> Result<()> {
     let c = core.inner().clone();
-    let (row, token) = {
+    let peer = {
         let (c, stream_id) = (c.clone(), stream_id.clone());
-        blocking(move || {
-            let s = c.store.uamp_stream(&stream_id)?.ok_or_else(|| CommandError::new("NOT_FOUND", "no such stream"))?;
-            let row = c.store.uamp_peer(&s.peer)?.ok_or_else(|| CommandError::new("NOT_FOUND", "the peer of this stream was removed"))?;
-            let token = Secrets::open(&c.data_dir).and_then(|s| s.get(&client::token_name(&row.did))).map_err(keychain)?;
-            Ok((row, token))
-        })
-        .await?
+        blocking(move || Ok(c.store.uamp_stream(&stream_id)?.ok_or_else(|| CommandError::new("NOT_FOUND", "no such stream"))?.peer)).await?
     };
-    let sender = Client { key: c.key.clone(), store: c.store.clone(), files_dir: client::files_dir(&c.data_dir) };
-    Ok(sender.cancel(&row, token.as_deref(), &stream_id).await?)
+    let (row, token) = peer_with_token(&c, peer).await?;
+    Ok(sender(&c).cancel(&row, token.as_deref(), &stream_id).await?)
 }
 
 #[derive(Serialize)]

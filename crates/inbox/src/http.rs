@@ -34,24 +34,7 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router, shutdown: imp
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(256 * 1024);
     tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            p = connections.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-            () = &mut shutdown => break,
-        };
-        let stream = tokio::select! {
-            r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of file descriptors, say: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let _ = stream.set_nodelay(true);
+    while let Some((stream, permit)) = accept(&listener, &connections, shutdown.as_mut()).await {
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
@@ -64,6 +47,35 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router, shutdown: imp
     // Requests in progress get a moment to finish; idle keep-alives close at once.
     let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
     Ok(())
+}
+
+/// The next connection, once one of `connections` is free (its permit travels with it),
+/// or None when `shutdown` resolves first. Shared by the plain and the TLS listeners.
+pub(crate) async fn accept<F: std::future::Future<Output = ()>>(
+    listener: &tokio::net::TcpListener,
+    connections: &Arc<tokio::sync::Semaphore>,
+    mut shutdown: std::pin::Pin<&mut F>,
+) -> Option<(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit)> {
+    let permit = tokio::select! {
+        p = connections.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+        () = shutdown.as_mut() => return None,
+    };
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    return Some((stream, permit));
+                }
+                Err(e) => {
+                    // Out of file descriptors, say: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            () = shutdown.as_mut() => return None,
+        }
+    }
 }
 
 static BODY_PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(BODY_BUDGET / 1024);

@@ -65,18 +65,17 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    /// A stable code for the app and `--json` output.
+    /// The stable code this error crosses a boundary with (the app's `{code, message}`).
     pub fn code(&self) -> &'static str {
         match self {
-            ClientError::BadUrl(_) => "bad_url",
-            ClientError::Unreachable { .. } => "unreachable",
-            ClientError::PinMismatch { .. } => "pin_mismatch",
-            ClientError::Manifest(_) => "bad_manifest",
-            ClientError::Refused { .. } => "refused",
-            ClientError::Protocol(_) => "protocol",
-            ClientError::Interrupted(_) => "interrupted",
-            ClientError::Io { .. } => "io",
-            ClientError::Store(_) => "storage",
+            ClientError::BadUrl(_) => "BAD_URL",
+            ClientError::Unreachable { .. } => "UNREACHABLE",
+            ClientError::PinMismatch { .. } => "PIN_MISMATCH",
+            ClientError::Manifest(_) => "BAD_MANIFEST",
+            ClientError::Refused { .. } => "REFUSED",
+            ClientError::Protocol(_) | ClientError::Interrupted(_) => "PROTOCOL",
+            ClientError::Io { .. } => "IO",
+            ClientError::Store(_) => "STORE",
         }
     }
 }
@@ -340,7 +339,21 @@ impl Client {
             detail: None,
         };
         on_progress(&p);
-        let mut follow = Follow::new(self, peer, token, &client, &seen, &message_id, window, &stream_id).await?;
+        let (part, file) = open_part(&self.files_dir, &stream_id).await?;
+        let mut follow = Follow {
+            c: self,
+            peer,
+            token,
+            http: &client,
+            seen: &seen,
+            ask_id: &message_id,
+            window,
+            stream_id: &stream_id,
+            part,
+            file,
+            next: 0,
+            acked: -1,
+        };
         let mut resumes = 0;
         loop {
             match follow.read(&location, &mut p, &mut on_progress).await {
@@ -400,6 +413,14 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, StoreError> +
     tokio::task::spawn_blocking(f).await.map_err(|e| ClientError::Protocol(e.to_string()))?.map_err(ClientError::Store)
 }
 
+/// The file an outgoing stream's chunks are written to until it ends.
+async fn open_part(files_dir: &Path, stream_id: &str) -> Result<(PathBuf, tokio::fs::File), ClientError> {
+    tokio::fs::create_dir_all(files_dir).await.map_err(|source| ClientError::Io { path: files_dir.to_path_buf(), source })?;
+    let part = files_dir.join(format!("{stream_id}.part"));
+    let file = tokio::fs::File::create(&part).await.map_err(|source| ClientError::Io { path: part.clone(), source })?;
+    Ok((part, file))
+}
+
 /// Reading one outgoing stream, across resumptions.
 struct Follow<'a> {
     c: &'a Client,
@@ -416,24 +437,7 @@ struct Follow<'a> {
     acked: i64,
 }
 
-impl<'a> Follow<'a> {
-    #[allow(clippy::too_many_arguments)]
-    async fn new(
-        c: &'a Client,
-        peer: &'a PeerRow,
-        token: Option<&'a str>,
-        http: &'a reqwest::Client,
-        seen: &'a Mutex<Option<String>>,
-        ask_id: &'a str,
-        window: u32,
-        stream_id: &'a str,
-    ) -> Result<Follow<'a>, ClientError> {
-        tokio::fs::create_dir_all(&c.files_dir).await.map_err(|source| ClientError::Io { path: c.files_dir.clone(), source })?;
-        let part = c.files_dir.join(format!("{stream_id}.part"));
-        let file = tokio::fs::File::create(&part).await.map_err(|source| ClientError::Io { path: part.clone(), source })?;
-        Ok(Follow { c, peer, token, http, seen, ask_id, window, stream_id, part, file, next: 0, acked: -1 })
-    }
-
+impl Follow<'_> {
     /// Reads frames until the terminal one (Ok) or until the connection drops (Err).
     async fn read(&mut self, location: &str, p: &mut AskProgress, on: &mut (impl FnMut(&AskProgress) + Send)) -> Result<(), ClientError> {
         let mut req = self.http.get(format!("{}{location}", self.peer.url)).header(reqwest::header::ACCEPT, "text/event-stream");

@@ -124,23 +124,7 @@ pub async fn serve(
     let builder = Arc::new(builder);
     let graceful = Arc::new(graceful);
     tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            p = connections.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-            () = &mut shutdown => break,
-        };
-        let (tcp, _) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let _ = tcp.set_nodelay(true);
+    while let Some((tcp, permit)) = crate::http::accept(&listener, &connections, shutdown.as_mut()).await {
         let (acceptor, app, builder, graceful) = (acceptor.clone(), app.clone(), builder.clone(), graceful.clone());
         tokio::spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
