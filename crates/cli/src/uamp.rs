@@ -61,7 +61,8 @@ pub enum PeerCmd {
         /// The SHA-256 certificate fingerprint the peer's owner gave you
         #[arg(long)]
         pin: Option<String>,
-        /// Read the bearer token the peer issued to you from stdin (kept in the keychain)
+        /// Read a bearer token the peer issued to you from stdin (kept in the keychain); not
+        /// needed when the peer trusts your DID, since Gatehouse presents its certificate
         #[arg(long)]
         token_stdin: bool,
     },

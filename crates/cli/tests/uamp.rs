@@ -113,4 +113,12 @@ fn add_a_peer_by_address_pin_it_and_ask_it_for_an_image() {
     let out = gh_in(my_dir.path(), &["uamp", "send", "imagegen", "again"], "");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown_token"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // Without a token, this inbox's certificate (mTLS) is what the peer checks: the DID it
+    // trusts is enough.
+    ok(my_dir.path(), &["uamp", "peer", "remove", "imagegen"]);
+    let out = gh_in(my_dir.path(), &["uamp", "peer", "add", &url, "--name", "imagegen", "--pin", theirs["certificate_sha256"].as_str().unwrap()], "");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let end = json(my_dir.path(), &["uamp", "send", "imagegen", "once more, by certificate", "--json"]);
+    assert_eq!(end["state"], "COMPLETED", "{end}");
 }

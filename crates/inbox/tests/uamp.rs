@@ -333,6 +333,69 @@ async fn the_manifest_is_served_signed_by_the_inbox() {
     assert!(signed.verify(&gatehouse_uamp::did::resolve_did_key(&signed.kid).unwrap()));
     assert_eq!(signed.manifest.limits.max_body_kb, Some(1024));
     assert!(signed.manifest.intents.iter().any(|i| i == "ask"));
+    assert_eq!(signed.manifest.auth, ["oauth2", "mtls"], "both ways of authenticating are announced");
+}
+
+/// An HTTPS client that trusts exactly the inbox's certificate and presents a client
+/// certificate on `key` (mTLS).
+fn mtls_client(u: &Uamp, key: &SigningKey) -> reqwest::Client {
+    let cert = gatehouse_inbox::uamp::tls::load_or_create(u._dir.path(), &SigningKey::from_bytes(&[3; 32])).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(rustls::pki_types::CertificateDer::from(cert.der)).unwrap();
+    let (chain, private) = gatehouse_inbox::uamp::tls::client_identity(key).unwrap();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, private)
+        .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    reqwest::Client::builder().use_preconfigured_tls(config).build().unwrap()
+}
+
+async fn post_with(u: &Uamp, client: &reqwest::Client, env: Value) -> (u16, Value, reqwest::header::HeaderMap) {
+    let r = client.post(format!("{}/v1/messages", u.https)).header("content-type", "application/uamp+json;v=1").json(&env).send().await.unwrap();
+    let (s, h) = (r.status().as_u16(), r.headers().clone());
+    (s, r.json::<Value>().await.unwrap(), h)
+}
+
+#[tokio::test]
+async fn a_client_certificate_on_the_senders_key_stands_in_for_the_bearer_token() {
+    let u = Uamp::start(cat()).await;
+    let p = u.trusted(16, &["ask"], RateLimit::default());
+    // No bearer token: the certificate proves the connection holds the sender's key.
+    let own = mtls_client(&u, &p.key);
+    let (s, b, h) = post_with(&u, &own, u.envelope(&p, Intent::Ask, "by certificate", json!({}))).await;
+    assert_eq!(s, 202, "{b}");
+    let location = h["location"].to_str().unwrap().to_string();
+    let r = own.get(format!("{}{location}", u.https)).send().await.unwrap();
+    assert_eq!(r.status(), 200, "the stream is read with the same certificate");
+    let mut sse = Sse { resp: r, buf: String::new() };
+    let chunk = sse.next(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(chunk["payload"]["chunk_b64"].as_str().unwrap()).unwrap(), b"by certificate");
+    assert_eq!(sse.next(Duration::from_secs(10)).await.unwrap()["type"], "done");
+
+    // Another key's certificate speaks neither for the sender nor for its stream.
+    let other = SigningKey::from_bytes(&[17; 32]);
+    let theirs = mtls_client(&u, &other);
+    let (s, b, _) = post_with(&u, &theirs, u.envelope(&p, Intent::Ask, "not mine", json!({}))).await;
+    assert_eq!((s, b["reason"].as_str()), (401, Some("client_cert_mismatch")), "{b}");
+    assert!(b["message"].as_str().unwrap().contains(&sign::did_of(&other)), "the message names the certificate's key: {b}");
+    let r = theirs.get(format!("{}{location}", u.https)).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    // A did:web sender's certificate counts when its key is one the trust entry holds.
+    let web = "did:web:agents.example.com";
+    let entry = |keys: Vec<gatehouse_store::UampKey>| TrustEntry {
+        public_key: web.into(),
+        name: "web".into(),
+        added_at: "2026-01-01T00:00:00Z".into(),
+        policy: Policy { uamp_keys: keys, ..Policy::default() },
+    };
+    let pk = gatehouse_uamp::did::PublicKey::Ed25519(other.verifying_key());
+    let held = gatehouse_store::UampKey { kid: format!("{web}#k1"), jwk: pk.to_jwk() };
+    assert!(gatehouse_inbox::uamp::key_speaks_for(&pk, web, Some(&entry(vec![held]))));
+    assert!(!gatehouse_inbox::uamp::key_speaks_for(&pk, web, Some(&entry(vec![]))));
+    assert!(!gatehouse_inbox::uamp::key_speaks_for(&pk, web, None));
 }
 
 /// A WebSocket client that trusts exactly the inbox's certificate.

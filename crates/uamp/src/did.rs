@@ -74,6 +74,32 @@ impl PublicKey {
         }
     }
 
+    /// The key an X.509 certificate (DER) carries: what an mTLS client proves it holds.
+    /// Only the key matters (its did:key is the client's identity); names, issuer and
+    /// validity dates of a self-signed agent certificate say nothing a peer could check.
+    pub fn from_certificate(der: &[u8]) -> Result<PublicKey, String> {
+        use x509_cert::der::{oid::ObjectIdentifier, Decode as _};
+        const ED25519: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.101.112");
+        const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
+        const PRIME256V1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
+        let cert = x509_cert::Certificate::from_der(der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
+        let spki = &cert.tbs_certificate.subject_public_key_info;
+        let bits = spki.subject_public_key.as_bytes().ok_or("the certificate's public key is not whole bytes")?;
+        let alg = spki.algorithm.oid;
+        if alg == ED25519 {
+            let bytes: [u8; 32] = bits.try_into().map_err(|_| "an Ed25519 key is 32 bytes".to_string())?;
+            return ed25519_dalek::VerifyingKey::from_bytes(&bytes).map(PublicKey::Ed25519).map_err(|e| format!("bad Ed25519 key: {e}"));
+        }
+        if alg == EC_PUBLIC_KEY {
+            let curve = spki.algorithm.parameters.as_ref().and_then(|p| p.decode_as::<ObjectIdentifier>().ok());
+            if curve != Some(PRIME256V1) {
+                return Err("the certificate's EC key is not on P-256".into());
+            }
+            return p256::ecdsa::VerifyingKey::from_sec1_bytes(bits).map(PublicKey::P256).map_err(|e| format!("bad P-256 key: {e}"));
+        }
+        Err(format!("the certificate's key type {alg} is neither Ed25519 nor P-256"))
+    }
+
     pub fn from_jwk(jwk: &Value) -> Result<PublicKey, String> {
         let field = |k: &str| -> Result<Vec<u8>, String> {
             let s = jwk.get(k).and_then(|v| v.as_str()).ok_or_else(|| format!("the JWK has no {k}"))?;

@@ -121,3 +121,25 @@ fn example_c1_delta_reads_once_its_placeholder_ts_is_real() {
     assert!(delta.kind.is_terminal());
     assert_eq!(delta.payload.unwrap()["answer"], 4);
 }
+
+/// mTLS: the identity of a client certificate is its key's did:key, for certificates made
+/// by Python's `cryptography` (data/make_certs.py); other key types are refused by name.
+#[test]
+fn client_certificates_map_to_the_did_key_of_their_key() {
+    use base64::Engine as _;
+    let v: Value = serde_json::from_str(include_str!("data/certs.json")).unwrap();
+    let certs = v["certs"].as_array().unwrap();
+    assert_eq!(certs.len(), 5);
+    for c in certs {
+        let der = base64::engine::general_purpose::STANDARD.decode(c["der_b64"].as_str().unwrap()).unwrap();
+        let got = PublicKey::from_certificate(&der);
+        match (c.get("did").and_then(Value::as_str), c.get("error").and_then(Value::as_str)) {
+            (Some(did), _) => assert_eq!(got.unwrap().did_key(), did, "{}", c["name"]),
+            (None, Some(err)) => {
+                let e = got.expect_err(c["name"].as_str().unwrap());
+                assert!(e.contains(err), "{}: {e}", c["name"]);
+            }
+            _ => panic!("a vector names a did or an error"),
+        }
+    }
+}

@@ -44,12 +44,13 @@ export class UampView {
       h('p', { className: 'muted small' }, 'Peers pin this fingerprint when they add you: read it to them over a channel you trust.'));
   }
 
-  /** Bearer tokens for trusted UAMP agents: issued here, shown once. */
+  /** Bearer tokens for trusted UAMP agents without a client certificate: issued here, shown once. */
   private tokensCard(trusted: TrustRow[]): HTMLElement {
     const agents = trusted.filter((t) => t.public_key.startsWith('did:'));
     const out = h('p', { className: 'mono token', id: 'uamp-token-out' });
     return h('div', { className: 'card' },
       h('h3', {}, 'Tokens for agents you trust'),
+      h('p', { className: 'muted small' }, 'An agent that presents a certificate on its own key (mTLS; every Gatehouse does) needs no token. Issue one only for an agent that cannot.'),
       agents.length ? h('ul', { className: 'plain', id: 'uamp-token-list' }, ...agents.map((a) =>
         h('li', {}, h('span', { className: 'who' }, a.name), ' ', h('span', { className: 'mono muted' }, fingerprint(a.public_key)), ' ',
           h('button', { className: 'secondary small', 'data-sender': a.public_key, onclick: async () => {
@@ -88,7 +89,7 @@ export class UampView {
           h('td', { className: 'mono', title: p.did }, fingerprint(p.did)),
           h('td', { className: 'mono' }, p.url),
           h('td', { className: 'mono small', title: p.cert_sha256 }, `${p.cert_sha256.slice(0, 23)}…`),
-          h('td', {}, p.has_token ? 'in keychain' : 'none'),
+          h('td', { title: p.has_token ? 'a token the peer issued to you' : 'this inbox presents its certificate instead' }, p.has_token ? 'in keychain' : 'certificate'),
           h('td', {}, h('button', { className: 'secondary small', onclick: async () => {
             if (!confirm(`Remove ${p.name}? Its token is deleted from the keychain.`)) return;
             try { await api.uampPeerRemove(p.did); await this.load(); } catch (e) { alert(errorText(e)); }

@@ -146,16 +146,25 @@ pub fn same_fingerprint(a: &str, b: &str) -> bool {
     a.len() == 64 && a == b
 }
 
-fn http_client(pin: Option<&str>, timeout: Option<Duration>) -> Result<(reqwest::Client, Arc<Mutex<Option<String>>>), ClientError> {
+/// A TLS 1.3 client that pins `pin` and, with `identity`, presents this inbox's certificate
+/// (mTLS) so a peer that trusts this inbox's DID needs no bearer token. Discovery goes
+/// without: a peer not yet added learns nothing about who is looking.
+fn http_client(pin: Option<&str>, timeout: Option<Duration>, identity: Option<&SigningKey>) -> Result<(reqwest::Client, Arc<Mutex<Option<String>>>), ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let seen = Arc::new(Mutex::new(None));
     let verifier = Pinned { pin: pin.map(str::to_string), seen: seen.clone(), provider: provider.clone() };
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| ClientError::Protocol(e.to_string()))?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(Arc::new(verifier));
+    let mut config = match identity {
+        Some(key) => {
+            let (chain, private) = super::tls::client_identity(key).map_err(|e| ClientError::Protocol(e.to_string()))?;
+            builder.with_client_auth_cert(chain, private).map_err(|e| ClientError::Protocol(e.to_string()))?
+        }
+        None => builder.with_no_client_auth(),
+    };
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let mut b = reqwest::Client::builder().use_preconfigured_tls(config).connect_timeout(Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none());
     if let Some(t) = timeout {
@@ -196,7 +205,7 @@ pub struct Discovered {
 /// names (a did:key resolved here, a did:web's DID document fetched over HTTPS).
 pub async fn discover(url: &str, pin: Option<&str>) -> Result<Discovered, ClientError> {
     let base = normalize_url(url)?;
-    let (client, seen) = http_client(pin, Some(Duration::from_secs(20)))?;
+    let (client, seen) = http_client(pin, Some(Duration::from_secs(20)), None)?;
     let manifest_url = format!("{base}/.well-known/agent-manifest.json");
     let resp = client.get(&manifest_url).send().await.map_err(|e| unreachable(&base, e, &seen, pin))?;
     if !resp.status().is_success() {
@@ -282,7 +291,7 @@ impl Client {
     /// `on_progress` sees every step (for a progress bar). A refusal or an unreachable
     /// peer is an error; a stream that ends in `error` or `cancel` is a final state.
     pub async fn ask(&self, peer: &PeerRow, token: Option<&str>, ask: &Ask, mut on_progress: impl FnMut(&AskProgress) + Send) -> Result<AskProgress, ClientError> {
-        let (client, seen) = http_client(Some(&peer.cert_sha256), None)?;
+        let (client, seen) = http_client(Some(&peer.cert_sha256), None, Some(&self.key))?;
         let stream_id = format!("str-{}", uuid::Uuid::now_v7());
         let window = ask.delta_window.max(1);
         let mut env = sign::draft(&self.did(), &[&peer.did], Intent::Ask, &ask.body_type, &ask.content);
@@ -374,7 +383,7 @@ impl Client {
 
     /// Asks the peer to stop a stream this inbox opened there.
     pub async fn cancel(&self, peer: &PeerRow, token: Option<&str>, stream_id: &str) -> Result<(), ClientError> {
-        let (client, seen) = http_client(Some(&peer.cert_sha256), Some(Duration::from_secs(20)))?;
+        let (client, seen) = http_client(Some(&peer.cert_sha256), Some(Duration::from_secs(20)), Some(&self.key))?;
         let mut env = sign::draft(&self.did(), &[&peer.did], Intent::Cancel, "text/plain", "cancelled by the user");
         env["stream_id"] = stream_id.into();
         let env = sign::sign(env, &self.key);

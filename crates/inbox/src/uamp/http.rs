@@ -10,10 +10,11 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use gatehouse_uamp::{Code, UampError, MAX_ENVELOPE_BYTES};
 use tokio::sync::{broadcast, mpsc};
 
+use super::tls::ClientKey;
 use super::{Answer, TransportAuth, UampInbox};
 
 pub fn router(uamp: Arc<UampInbox>) -> Router {
@@ -55,7 +56,13 @@ impl IntoResponse for Answer {
     }
 }
 
-pub(super) fn bearer(headers: &HeaderMap) -> Option<String> {
+/// The credentials a request carries: its bearer token and the client certificate's key of
+/// its connection.
+pub(super) fn transport_auth(headers: &HeaderMap, client: Option<&ClientKey>) -> TransportAuth {
+    TransportAuth { bearer: bearer(headers), client_key: client.and_then(|c| c.0.clone()) }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
     let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_string())
@@ -80,7 +87,7 @@ fn media_type_ok(headers: &HeaderMap) -> Result<(), String> {
 
 async fn messages(State(uamp): State<Arc<UampInbox>>, req: Request<Body>) -> Response {
     let now = chrono::Utc::now();
-    let auth = TransportAuth { bearer: bearer(req.headers()) };
+    let auth = transport_auth(req.headers(), req.extensions().get::<ClientKey>());
     if let Err(m) = media_type_ok(req.headers()) {
         // Recorded like any refusal, so the user sees it.
         let e = UampError::invalid("Content-Type", m).with_reason("media_type");
@@ -124,18 +131,23 @@ async fn manifest(State(uamp): State<Arc<UampInbox>>) -> Response {
 
 /// Serves a stream's frames as SSE (`id:` = delta_seq, `data:` = the frame), from
 /// `Last-Event-ID` + 1 when the consumer resumes, until the terminal frame. Only the
-/// sender that opened the stream may read it (its bearer token).
-async fn stream(State(uamp): State<Arc<UampInbox>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+/// sender that opened the stream may read it (its client certificate or bearer token).
+async fn stream(State(uamp): State<Arc<UampInbox>>, Path(id): Path<String>, headers: HeaderMap, client: Option<Extension<ClientKey>>) -> Response {
     let store = uamp.store().clone();
-    let (sid, token) = (id.clone(), bearer(&headers));
+    let (sid, auth) = (id.clone(), transport_auth(&headers, client.as_ref().map(|c| &c.0)));
     let checked = tokio::task::spawn_blocking(move || -> Result<(), (u16, UampError)> {
         let storage = |e: gatehouse_store::StoreError| (504, UampError::new(Code::BackendBusy, "storage", e.to_string()));
         let s = store.uamp_stream(&sid).map_err(storage)?;
         let Some(s) = s else {
             return Err((404, UampError::invalid("/stream_id", format!("no stream {sid:?} here")).with_reason("unknown_stream")));
         };
-        let Some(t) = token else {
-            return Err((401, UampError::new(Code::Unauthenticated, "no_credentials", "send the bearer token this inbox issued to you")));
+        let Some(t) = auth.bearer else {
+            if let Some(k) = &auth.client_key {
+                if super::key_speaks_for(k, &s.peer, store.trust_get(&s.peer).map_err(storage)?.as_ref()) {
+                    return Ok(());
+                }
+            }
+            return Err((401, UampError::new(Code::Unauthenticated, "no_credentials", "present the client certificate or the bearer token of the sender that opened this stream")));
         };
         match store.uamp_token_sender(&crate::pipeline::sha256_hex(t.as_bytes())).map_err(storage)? {
             Some(sender) if sender == s.peer => Ok(()),

@@ -46,11 +46,21 @@ pub struct Answer {
     pub retry_after: Option<u64>,
 }
 
-/// How the sender authenticated at the transport (spec 6.2).
+/// How the sender authenticated at the transport (spec 6.2): a bearer token the user issued
+/// to it, or a client certificate on one of its keys (mTLS).
 #[derive(Debug, Clone, Default)]
 pub struct TransportAuth {
     /// The `Authorization: Bearer` token, if any.
     pub bearer: Option<String>,
+    /// The key of the client certificate presented in the TLS handshake, if any.
+    pub client_key: Option<PublicKey>,
+}
+
+/// Whether a client certificate's key may speak for `sender`: it is the sender's own
+/// did:key, or one of the keys its trust entry holds (a did:web's DID document keys).
+pub fn key_speaks_for(key: &PublicKey, sender: &str, trust: Option<&TrustEntry>) -> bool {
+    let did = key.did_key();
+    did == gatehouse_uamp::did::split_kid(sender).0 || trust_keys(trust).iter().any(|(_, k)| k.did_key() == did)
 }
 
 pub struct UampInbox {
@@ -153,7 +163,7 @@ impl UampInbox {
             description: format!("Gatehouse inbox {}", self.did),
             intents: Intent::ALL.iter().map(|i| i.as_str().to_string()).collect(),
             body_types: vec!["text/plain".into(), "text/markdown".into(), "application/json".into()],
-            auth: vec!["oauth2".into()],
+            auth: vec!["oauth2".into(), "mtls".into()],
             limits: manifest::Limits { max_body_kb: Some((gatehouse_uamp::MAX_ENVELOPE_BYTES / 1024) as u64), rate_lph: None },
         }
     }
@@ -303,9 +313,23 @@ impl UampInbox {
             return Err(f);
         };
         // A trusted sender also proves itself at the transport: the bearer token the user
-        // issued to it.
+        // issued to it, or a client certificate on one of its keys. A token that is sent
+        // must be good: a revoked one is refused even beside a good certificate, so
+        // revoking is never silently undone.
+        let by_cert = auth.client_key.as_ref().is_some_and(|k| key_speaks_for(k, &env.from, Some(&trust)));
         match &auth.bearer {
-            None => return Err(fail(UampError::new(Code::Unauthenticated, "no_credentials", "send the bearer token this inbox issued to you (Authorization: Bearer …)"))),
+            None if by_cert => {}
+            None => {
+                let e = match &auth.client_key {
+                    Some(k) => UampError::new(
+                        Code::Unauthenticated,
+                        "client_cert_mismatch",
+                        format!("the client certificate's key {} is not a key of {}; present that sender's certificate or its bearer token", k.did_key(), env.from),
+                    ),
+                    None => UampError::new(Code::Unauthenticated, "no_credentials", "present a client certificate on your key (mTLS) or the bearer token this inbox issued to you (Authorization: Bearer …)"),
+                };
+                return Err(fail(e));
+            }
             Some(t) => match store.uamp_token_sender(&crate::pipeline::sha256_hex(t.as_bytes())).map_err(|e| fail(storage(e)))? {
                 Some(s) if s == gatehouse_store::sender_key(&env.from) => {}
                 Some(_) => return Err(fail(UampError::new(Code::Unauthenticated, "token_sender_mismatch", "the bearer token was issued to another sender"))),

@@ -3,6 +3,11 @@
 //! The certificate is self-signed, made on first run (rcgen) for the inbox's own Ed25519
 //! identity key, so no second secret exists outside the keychain: the certificate file
 //! in the data dir is public, and peers pin its SHA-256 fingerprint, which the app shows.
+//!
+//! Clients may present a certificate (spec 6.2, mTLS). It is not checked against any CA:
+//! the handshake proves the client holds the certificate's key, and that key's did:key is
+//! what the inbox learns ([`ClientKey`]). Whether that key may speak for an envelope's
+//! sender is decided with the trust registry, like a bearer token.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +15,11 @@ use std::time::Duration;
 
 use axum::Router;
 use ed25519_dalek::SigningKey;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use gatehouse_uamp::did::PublicKey;
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use sha2::{Digest, Sha256};
 
 pub const CERT_FILE: &str = "uamp-cert.pem";
@@ -93,13 +102,68 @@ pub fn load_or_create(data_dir: &Path, key: &SigningKey) -> Result<Certificate, 
     Ok(Certificate { fingerprint: fingerprint(&der), der, pem })
 }
 
-/// TLS 1.3 only; ALPN h2 then http/1.1.
+/// The certificate and key this inbox presents as a client (mTLS): the same self-signed
+/// certificate on its identity key, made in memory.
+pub fn client_identity(key: &SigningKey) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+    use rustls::pki_types::pem::PemObject as _;
+    let pem = generate(key)?;
+    let der = CertificateDer::from_pem_slice(pem.as_bytes()).map_err(|e| TlsError::Generate(e.to_string()))?;
+    Ok((vec![der], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pkcs8(key)))))
+}
+
+/// The key a client proved it holds during the TLS handshake, if it presented a certificate.
+/// Handlers read it as a request extension.
+#[derive(Debug, Clone, Default)]
+pub struct ClientKey(pub Option<PublicKey>);
+
+/// Asks every client for a certificate without requiring one (a bearer token does as
+/// well), accepts any Ed25519 or P-256 certificate and checks the handshake signature
+/// against its key.
+#[derive(Debug)]
+struct AnyAgentKey {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl ClientCertVerifier for AnyAgentKey {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(&self, end_entity: &CertificateDer<'_>, _intermediates: &[CertificateDer<'_>], _now: UnixTime) -> Result<ClientCertVerified, rustls::Error> {
+        PublicKey::from_certificate(end_entity).map_err(|e| rustls::Error::General(format!("client certificate: {e}")))?;
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(&self, _: &[u8], _: &CertificateDer<'_>, _: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::General("UAMP is TLS 1.3 only".into()))
+    }
+
+    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        // Only the key types a did:key can name.
+        vec![SignatureScheme::ED25519, SignatureScheme::ECDSA_NISTP256_SHA256]
+    }
+}
+
+/// TLS 1.3 only; ALPN h2 then http/1.1; client certificates optional.
 pub fn config(cert_der: &[u8], key: &SigningKey) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Arc::new(AnyAgentKey { provider: provider.clone() });
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| TlsError::Config(e.to_string()))?
-        .with_no_client_auth()
+        .with_client_cert_verifier(verifier)
         .with_single_cert(vec![CertificateDer::from(cert_der.to_vec())], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pkcs8(key))))
         .map_err(|e| TlsError::Config(e.to_string()))?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -135,6 +199,9 @@ pub async fn serve(
                 }
                 Err(_) => return,
             };
+            // Verified above; what the handlers need is the key.
+            let client = ClientKey(tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(|c| PublicKey::from_certificate(c).ok()));
+            let app = app.layer(axum::Extension(client));
             let service = hyper_util::service::TowerToHyperService::new(app);
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
             let _ = graceful.watch(conn.into_owned()).await;

@@ -4,7 +4,8 @@
 //! JSON (several may follow each other in one message). The client sends envelopes; the
 //! inbox answers each with the body the HTTP binding would send (receipt or error), then
 //! pushes the frames of any stream the envelope opened on the same socket. The bearer
-//! token travels in the upgrade request's `Authorization` header.
+//! token travels in the upgrade request's `Authorization` header; a client certificate is
+//! the connection's, as for HTTP.
 
 use std::sync::Arc;
 
@@ -55,8 +56,8 @@ pub fn unframe(mut msg: &[u8]) -> Result<Vec<&[u8]>, String> {
     Ok(items)
 }
 
-pub async fn upgrade(State(uamp): State<Arc<UampInbox>>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
-    let auth = TransportAuth { bearer: super::http::bearer(&headers) };
+pub async fn upgrade(State(uamp): State<Arc<UampInbox>>, headers: HeaderMap, client: Option<axum::Extension<super::tls::ClientKey>>, ws: WebSocketUpgrade) -> Response {
+    let auth = super::http::transport_auth(&headers, client.as_ref().map(|c| &c.0));
     ws.max_message_size(MAX_ITEM * 4).max_frame_size(MAX_ITEM * 4).on_upgrade(move |socket| session(uamp, auth, socket))
 }
 
