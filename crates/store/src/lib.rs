@@ -4,10 +4,12 @@
 //! Durability rule: an acceptance (nonce + envelope + receipt) is one transaction with
 //! `synchronous=FULL`, committed before the caller may send the receipt.
 
+mod mail;
 mod migrations;
 mod model;
 mod uamp;
 
+pub use mail::*;
 pub use model::*;
 pub use uamp::*;
 

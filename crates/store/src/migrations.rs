@@ -165,6 +165,52 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE uamp_streams ADD COLUMN file TEXT;
     ALTER TABLE uamp_streams ADD COLUMN mime TEXT;
     ALTER TABLE uamp_streams ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;",
+    // 7: MAIL swarms the user connected (tokens in the OS keychain, not here) and the
+    // tasks followed live or imported from logs, by task_id so multi-turn tasks and
+    // history survive restarts.
+    "CREATE TABLE mail_swarms (
+        name TEXT PRIMARY KEY,
+        base_url TEXT NOT NULL,
+        added_at TEXT NOT NULL,
+        info TEXT
+    );
+    CREATE TABLE mail_tasks (
+        task_id TEXT PRIMARY KEY,
+        swarm TEXT,
+        source TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        state TEXT NOT NULL,
+        response TEXT,
+        task_owner TEXT,
+        contributors TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE mail_messages (
+        row INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        ts TEXT NOT NULL,
+        msg_type TEXT NOT NULL,
+        tier INTEGER NOT NULL,
+        sender TEXT NOT NULL,
+        recipients TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL,
+        system_error INTEGER NOT NULL,
+        raw TEXT NOT NULL,
+        UNIQUE (task_id, id)
+    );
+    CREATE INDEX mail_messages_task ON mail_messages(task_id, row);
+    CREATE TABLE mail_events (
+        row INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        at TEXT,
+        description TEXT NOT NULL,
+        data TEXT
+    );
+    CREATE INDEX mail_events_task ON mail_events(task_id, row);",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -1,0 +1,239 @@
+//! MAIL tasks kept for the user: what a swarm streams while a task runs, and task logs
+//! imported from files, stored by task_id so a task's history (and its later turns)
+//! survives restarts.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use gatehouse_mail::client::{Outcome, SendMessage};
+use gatehouse_mail::events::BadEvent;
+use gatehouse_mail::import::{self, LineError};
+use gatehouse_mail::model::{Address, AddressType, Message};
+use gatehouse_mail::{ClientError, SwarmClient, TaskEvent};
+use gatehouse_store::{MailEventRow, MailMessageRow, NewMailTask, Store, StoreError};
+use serde::Serialize;
+
+/// Task logs larger than this are refused (a log is text; this is generous).
+pub const MAX_IMPORT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The keychain name of a swarm connection's bearer token.
+pub fn token_name(swarm: &str) -> String {
+    format!("mail-token:{swarm}")
+}
+
+fn now() -> String {
+    gatehouse_epp::utc_string(chrono::Utc::now())
+}
+
+fn address(a: &Address) -> String {
+    let t = match a.address_type {
+        AddressType::Admin => "admin",
+        AddressType::Agent => "agent",
+        AddressType::User => "user",
+        AddressType::System => "system",
+    };
+    format!("{t}:{}", a.address)
+}
+
+/// A message as the store keeps it.
+pub fn row_of(m: &Message) -> MailMessageRow {
+    MailMessageRow {
+        id: m.id.clone(),
+        task_id: m.payload.task_id.clone(),
+        ts: m.timestamp.clone(),
+        msg_type: m.msg_type.as_str().to_string(),
+        tier: m.tier(),
+        sender: address(&m.payload.sender),
+        recipients: m.payload.recipients.iter().map(address).collect(),
+        subject: m.payload.subject.clone(),
+        body: m.payload.body.clone(),
+        system_error: m.payload.is_system_error(),
+        raw: m.raw.to_string(),
+    }
+}
+
+/// One event of a live task, as the app and the CLI show it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LiveEvent {
+    Message { task_id: String, message: MailMessageRow },
+    Ping { task_id: Option<String> },
+    Step { task_id: Option<String>, event: String, description: String },
+    Finished { task_id: String, completed: bool, response: String },
+    /// An event that could not be read; the task goes on.
+    Unreadable { event: String, field: String, message: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MailTaskError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl MailTaskError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            MailTaskError::Client(c) => c.code(),
+            MailTaskError::Store(_) => "STORE",
+        }
+    }
+}
+
+/// Records one event of a task followed live on `swarm`.
+pub fn record(store: &Store, swarm: &str, subject: &str, ev: &Result<TaskEvent, BadEvent>) -> Result<LiveEvent, StoreError> {
+    let at = now();
+    let open = |task_id: &str| store.mail_task_open(&NewMailTask { task_id: task_id.into(), swarm: Some(swarm.into()), source: "live".into(), subject: subject.into(), state: "running".into(), at: at.clone() });
+    Ok(match ev {
+        Ok(TaskEvent::Message { task_id, message }) => {
+            open(task_id)?;
+            let mut row = row_of(message);
+            row.task_id = task_id.clone();
+            store.mail_message_add(&row, &at)?;
+            LiveEvent::Message { task_id: task_id.clone(), message: row }
+        }
+        Ok(TaskEvent::Ping { task_id }) => LiveEvent::Ping { task_id: task_id.clone() },
+        Ok(TaskEvent::Step { task_id, event, description, timestamp, data }) => {
+            if let Some(t) = task_id {
+                open(t)?;
+                store.mail_event_add(t, &MailEventRow { event: event.clone(), at: timestamp.clone(), description: description.clone(), data: Some(data.clone()) })?;
+            }
+            LiveEvent::Step { task_id: task_id.clone(), event: event.clone(), description: description.clone() }
+        }
+        Ok(TaskEvent::Complete { task_id, response, .. }) | Ok(TaskEvent::Failed { task_id, response, .. }) => {
+            let completed = matches!(ev, Ok(TaskEvent::Complete { .. }));
+            open(task_id)?;
+            store.mail_task_finish(task_id, if completed { "completed" } else { "failed" }, Some(response), &at)?;
+            LiveEvent::Finished { task_id: task_id.clone(), completed, response: response.clone() }
+        }
+        Err(bad) => LiveEvent::Unreadable { event: bad.event.clone(), field: bad.error.field.clone(), message: bad.error.message.clone() },
+    })
+}
+
+/// Sends `m` to the swarm connection `swarm` and follows the task to its end, keeping
+/// every message and step; `on_event` sees each as it is stored. A stream that drops
+/// leaves the task marked interrupted (what arrived is kept).
+pub async fn send(store: Arc<Store>, client: &SwarmClient, swarm: &str, m: &SendMessage, mut on_event: impl FnMut(&LiveEvent) + Send) -> Result<Outcome, MailTaskError> {
+    let subject = m.subject.clone().unwrap_or_else(|| "New Message".into());
+    let mut task: Option<String> = m.task_id.clone();
+    let mut failure: Option<StoreError> = None;
+    let result = client
+        .send(m, |ev| {
+            if let Ok(e) = &ev {
+                if task.is_none() {
+                    task = e.task_id().map(str::to_string);
+                }
+            }
+            // Stored before shown: what the user saw is what is kept.
+            match record(&store, swarm, &subject, &ev) {
+                Ok(live) => on_event(&live),
+                Err(e) => failure = Some(e),
+            }
+        })
+        .await;
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
+    match result {
+        Ok(o) => Ok(o),
+        Err(e) => {
+            if let Some(t) = &task {
+                store.mail_task_finish(t, "interrupted", Some(&e.to_string()), &now())?;
+            }
+            Err(e.into())
+        }
+    }
+}
+
+/// What an import kept and what it refused.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ImportReport {
+    pub source: String,
+    /// Tasks the file's messages belong to.
+    pub tasks: Vec<String>,
+    pub imported: usize,
+    /// Messages already kept (the same file imported twice).
+    pub duplicates: usize,
+    pub errors: Vec<ImportLineError>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportLineError {
+    pub line: usize,
+    pub field: String,
+    pub message: String,
+}
+
+impl From<&LineError> for ImportLineError {
+    fn from(e: &LineError) -> Self {
+        ImportLineError { line: e.line, field: e.error.field.clone(), message: e.error.message.clone() }
+    }
+}
+
+/// Imports a task log's text under `source` (the file name). Valid items are kept even
+/// when others are not.
+pub fn import_text(store: &Store, source: &str, text: &str) -> Result<ImportReport, StoreError> {
+    let got = import::read(text);
+    let at = now();
+    let mut report = ImportReport { source: source.to_string(), errors: got.errors.iter().map(ImportLineError::from).collect(), ..Default::default() };
+    for entry in &got.entries {
+        let m = entry.item.message();
+        let task_id = m.payload.task_id.clone();
+        if !report.tasks.contains(&task_id) {
+            // The task's subject is its first message's.
+            store.mail_task_open(&NewMailTask { task_id: task_id.clone(), swarm: None, source: source.into(), subject: m.payload.subject.clone(), state: "imported".into(), at: at.clone() })?;
+            report.tasks.push(task_id.clone());
+        }
+        if let import::Item::Interswarm(w) = &entry.item {
+            store.mail_task_contributors(&task_id, &w.task_owner, &w.task_contributors)?;
+        }
+        if store.mail_message_add(&row_of(&m), &at)? {
+            report.imported += 1;
+        } else {
+            report.duplicates += 1;
+        }
+        if m.msg_type == gatehouse_mail::MsgType::BroadcastComplete {
+            let state = if m.payload.is_system_error() { "failed" } else { "completed" };
+            store.mail_task_finish(&task_id, state, Some(&m.payload.body), &at)?;
+        }
+    }
+    Ok(report)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path} is {size} bytes; task logs up to {MAX_IMPORT_BYTES} bytes are imported")]
+    TooLarge { path: String, size: u64 },
+    #[error("{path} is not UTF-8 text")]
+    NotText { path: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ImportError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ImportError::Io { .. } => "IO",
+            ImportError::TooLarge { .. } => "TOO_LARGE",
+            ImportError::NotText { .. } => "NOT_TEXT",
+            ImportError::Store(_) => "STORE",
+        }
+    }
+}
+
+/// Imports the task log at `path`.
+pub fn import_file(store: &Store, path: &Path) -> Result<ImportReport, ImportError> {
+    let shown = path.display().to_string();
+    let io = |source| ImportError::Io { path: shown.clone(), source };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > MAX_IMPORT_BYTES {
+        return Err(ImportError::TooLarge { path: shown, size });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    let text = String::from_utf8(bytes).map_err(|_| ImportError::NotText { path: shown.clone() })?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("import").to_string();
+    Ok(import_text(store, &name, &text)?)
+}

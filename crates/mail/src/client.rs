@@ -1,0 +1,334 @@
+//! The REST transport (spec: REST Transport, openapi.yaml) as a client: server metadata,
+//! health, identity and role, status, the swarm registry, and tasks sent with `stream=true`
+//! whose events arrive as they happen. Errors say what the user can do about them.
+
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::events::{BadEvent, TaskEvent};
+use crate::model::Message;
+
+/// A stream with neither an event nor a ping for this long is treated as dropped (the
+/// reference pings every 15 s).
+pub const IDLE: Duration = Duration::from_secs(60);
+/// Bodies larger than this are refused.
+const MAX_BODY: usize = 8 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{0}")]
+    BadUrl(String),
+    #[error("could not reach {url}: {message}")]
+    Unreachable { url: String, message: String },
+    #[error("the swarm refused the token ({status}) for {path}: it is missing, wrong or revoked, or its role may not call this. {detail}")]
+    Unauthorized { path: String, status: u16, detail: String },
+    #[error("the swarm rejected the request to {path} as malformed (400): {detail}")]
+    BadRequest { path: String, detail: String },
+    #[error("the swarm failed while handling {path} ({status}): {detail}. The task may be retried later")]
+    Server { path: String, status: u16, detail: String },
+    #[error("the swarm answered {path} with HTTP {status}: {detail}")]
+    Http { path: String, status: u16, detail: String },
+    #[error("the swarm broke the protocol: {0}")]
+    Protocol(String),
+    #[error("the task stream ended before the task finished: {0}")]
+    Interrupted(String),
+}
+
+impl ClientError {
+    /// The stable code this error crosses a boundary with (the app's `{code, message}`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ClientError::BadUrl(_) => "BAD_URL",
+            ClientError::Unreachable { .. } => "UNREACHABLE",
+            ClientError::Unauthorized { .. } => "UNAUTHORIZED",
+            ClientError::BadRequest { .. } => "BAD_REQUEST",
+            ClientError::Server { .. } => "SWARM_ERROR",
+            ClientError::Http { .. } => "HTTP",
+            ClientError::Protocol(_) => "PROTOCOL",
+            ClientError::Interrupted(_) => "INTERRUPTED",
+        }
+    }
+}
+
+/// `https://host[:port]` (or `http://` on loopback only: a bearer token must not cross a
+/// network in the clear) from what the user typed.
+pub fn normalize_url(input: &str) -> Result<String, ClientError> {
+    let s = input.trim().trim_end_matches('/');
+    let with_scheme = if s.contains("://") { s.to_string() } else { format!("https://{s}") };
+    let url = reqwest::Url::parse(&with_scheme).map_err(|e| ClientError::BadUrl(format!("{input}: {e}")))?;
+    let host = url.host_str().ok_or_else(|| ClientError::BadUrl(format!("{input}: no host")))?;
+    match url.scheme() {
+        "https" => {}
+        "http" if is_loopback(host) => {}
+        "http" => return Err(ClientError::BadUrl(format!("{input}: plain http is allowed only on this machine (localhost); use https:// so the token is not sent in the clear"))),
+        other => return Err(ClientError::BadUrl(format!("{input}: {other}:// is not a swarm address (https://host:port)"))),
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(ClientError::BadUrl(format!("{input}: give the swarm's base address only")));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_string())
+}
+
+fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `GET /whoami`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Whoami {
+    pub id: String,
+    pub role: String,
+}
+
+/// One entry of `GET /swarms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwarmEntry {
+    pub swarm_name: String,
+    #[serde(default)]
+    pub base_url: String,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub is_active: Option<bool>,
+    #[serde(default)]
+    pub last_seen: Option<String>,
+    #[serde(default)]
+    pub swarm_description: Option<String>,
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub latency: Option<f64>,
+    #[serde(default)]
+    pub metadata: Option<Value>,
+}
+
+/// What the user sends to a swarm (`POST /message`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendMessage {
+    pub body: String,
+    pub subject: Option<String>,
+    /// Continue this task (multi-turn) instead of starting one.
+    pub task_id: Option<String>,
+    pub entrypoint: Option<String>,
+}
+
+/// `POST /interswarm/message`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterswarmSend {
+    /// The user runtime token the swarm's `/message` issued (the caller's own token in
+    /// the reference).
+    pub user_token: String,
+    pub body: String,
+    /// `agent@swarm` addresses.
+    pub targets: Vec<String>,
+    pub subject: Option<String>,
+    /// `request` (one target) or `broadcast`.
+    pub msg_type: Option<String>,
+    pub task_id: Option<String>,
+}
+
+/// How a streamed task ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub task_id: String,
+    pub completed: bool,
+    /// The finishing message's body, or the swarm's error.
+    pub response: String,
+}
+
+pub struct SwarmClient {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+    idle: Duration,
+}
+
+impl SwarmClient {
+    pub fn new(base_url: &str, token: Option<String>) -> Result<SwarmClient, ClientError> {
+        let base = normalize_url(base_url)?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        Ok(SwarmClient { base, token, http, idle: IDLE })
+    }
+
+    /// How long a task stream may stay silent (no event, no ping) before it counts as dropped.
+    pub fn with_idle(mut self, idle: Duration) -> SwarmClient {
+        self.idle = idle;
+        self
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut r = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            r = r.bearer_auth(t);
+        }
+        r
+    }
+
+    async fn json(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value, ClientError> {
+        let mut r = self.request(method, path).timeout(Duration::from_secs(30));
+        if let Some(b) = body {
+            r = r.json(b);
+        }
+        let resp = r.send().await.map_err(|e| unreachable(&self.base, e))?;
+        let resp = check(path, resp).await?;
+        let bytes = read_limited(resp).await?;
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol(format!("{path} did not answer JSON: {e}")))
+    }
+
+    /// `GET /`: `{name: "mail", version, swarm, status, uptime}`.
+    pub async fn root(&self) -> Result<Value, ClientError> {
+        let v = self.json(reqwest::Method::GET, "/", None).await?;
+        if v.get("name").and_then(Value::as_str) != Some("mail") {
+            return Err(ClientError::Protocol(format!("{} is not a MAIL server (GET / has no name \"mail\")", self.base)));
+        }
+        Ok(v)
+    }
+
+    /// `GET /health`: `{status, swarm_name, timestamp}`.
+    pub async fn health(&self) -> Result<Value, ClientError> {
+        self.json(reqwest::Method::GET, "/health", None).await
+    }
+
+    /// `GET /whoami`: the identity and role the token carries.
+    pub async fn whoami(&self) -> Result<Whoami, ClientError> {
+        let v = self.json(reqwest::Method::GET, "/whoami", None).await?;
+        serde_json::from_value(v).map_err(|e| ClientError::Protocol(format!("/whoami: {e}")))
+    }
+
+    /// `GET /status`.
+    pub async fn status(&self) -> Result<Value, ClientError> {
+        self.json(reqwest::Method::GET, "/status", None).await
+    }
+
+    /// `GET /swarms`: the registry of remote swarms.
+    pub async fn swarms(&self) -> Result<Vec<SwarmEntry>, ClientError> {
+        let v = self.json(reqwest::Method::GET, "/swarms", None).await?;
+        let list = v.get("swarms").cloned().unwrap_or(Value::Array(vec![]));
+        serde_json::from_value(list).map_err(|e| ClientError::Protocol(format!("/swarms: {e}")))
+    }
+
+    /// Sends `m` with `stream=true` and hands every event to `on_event` as it arrives,
+    /// until the task completes or fails. Events that cannot be read are handed over as
+    /// errors and the stream goes on.
+    pub async fn send(&self, m: &SendMessage, mut on_event: impl FnMut(Result<TaskEvent, BadEvent>) + Send) -> Result<Outcome, ClientError> {
+        let mut body = json!({"body": m.body, "stream": true});
+        for (k, v) in [("subject", &m.subject), ("task_id", &m.task_id), ("entrypoint", &m.entrypoint)] {
+            if let Some(v) = v {
+                body[k] = v.clone().into();
+            }
+        }
+        let resp = self
+            .request(reqwest::Method::POST, "/message")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| unreachable(&self.base, e))?;
+        let resp = check("/message", resp).await?;
+        let is_sse = resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/event-stream"));
+        if !is_sse {
+            // A server that ignores `stream` answers the final response at once.
+            let v: Value = serde_json::from_slice(&read_limited(resp).await?).map_err(|e| ClientError::Protocol(format!("/message: {e}")))?;
+            let response = v.get("response").and_then(Value::as_str).unwrap_or_default().to_string();
+            return Ok(Outcome { task_id: m.task_id.clone().unwrap_or_default(), completed: true, response });
+        }
+        let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+        let mut task_id = m.task_id.clone();
+        loop {
+            let next = tokio::time::timeout(self.idle, events.next()).await.map_err(|_| ClientError::Interrupted(format!("no event or ping for {} s", self.idle.as_secs_f32())))?;
+            let Some(ev) = next else {
+                return Err(ClientError::Interrupted("the swarm closed the stream".into()));
+            };
+            let ev = ev.map_err(|e| ClientError::Interrupted(e.to_string()))?;
+            let parsed = TaskEvent::parse(&ev.event, &ev.data);
+            if let Ok(e) = &parsed {
+                if task_id.is_none() {
+                    task_id = e.task_id().map(str::to_string);
+                }
+            }
+            let outcome = match &parsed {
+                Ok(TaskEvent::Complete { task_id, response, .. }) => Some(Outcome { task_id: task_id.clone(), completed: true, response: response.clone() }),
+                Ok(TaskEvent::Failed { task_id, response, .. }) => Some(Outcome { task_id: task_id.clone(), completed: false, response: response.clone() }),
+                _ => None,
+            };
+            on_event(parsed);
+            if let Some(o) = outcome {
+                return Ok(o);
+            }
+        }
+    }
+
+    /// `POST /interswarm/message`: a message to agents of another swarm, routed by this one.
+    /// Returns the routed MAILMessage (validated) and any events the swarm included.
+    pub async fn interswarm(&self, m: &InterswarmSend) -> Result<(Message, Vec<Value>), ClientError> {
+        let mut body = json!({"user_token": m.user_token, "body": m.body, "targets": m.targets});
+        for (k, v) in [("subject", &m.subject), ("msg_type", &m.msg_type), ("task_id", &m.task_id)] {
+            if let Some(v) = v {
+                body[k] = v.clone().into();
+            }
+        }
+        let v = self.json(reqwest::Method::POST, "/interswarm/message", Some(&body)).await?;
+        let response = v.get("response").ok_or_else(|| ClientError::Protocol("/interswarm/message answered without `response`".into()))?;
+        let msg = Message::from_value(response).map_err(|e| ClientError::Protocol(format!("/interswarm/message response {e}")))?;
+        let events = v.get("events").and_then(Value::as_array).cloned().unwrap_or_default();
+        Ok((msg, events))
+    }
+}
+
+async fn check(path: &str, resp: reqwest::Response) -> Result<reqwest::Response, ClientError> {
+    let status = resp.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(resp);
+    }
+    let bytes = read_limited(resp).await.unwrap_or_default();
+    let detail = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| match v.get("detail") {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => Some(other.to_string()),
+            None => v.get("message").and_then(Value::as_str).map(str::to_string),
+        })
+        .unwrap_or_else(|| String::from_utf8_lossy(&bytes).chars().take(300).collect());
+    let path = path.to_string();
+    Err(match status {
+        400 => ClientError::BadRequest { path, detail },
+        401 | 403 => ClientError::Unauthorized { path, status, detail },
+        500..=599 => ClientError::Server { path, status, detail },
+        _ => ClientError::Http { path, status, detail },
+    })
+}
+
+async fn read_limited(resp: reqwest::Response) -> Result<Vec<u8>, ClientError> {
+    let mut out = Vec::new();
+    let mut body = resp.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| ClientError::Interrupted(e.to_string()))?;
+        if out.len() + chunk.len() > MAX_BODY {
+            return Err(ClientError::Protocol(format!("the answer is larger than {MAX_BODY} bytes")));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+fn unreachable(url: &str, e: reqwest::Error) -> ClientError {
+    let mut message = e.to_string();
+    let mut src = std::error::Error::source(&e);
+    while let Some(s) = src {
+        message = s.to_string();
+        src = s.source();
+    }
+    ClientError::Unreachable { url: url.to_string(), message }
+}
