@@ -1,6 +1,7 @@
 //! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
 
 mod bench;
+mod mail;
 mod uamp;
 
 use std::path::PathBuf;
@@ -56,6 +57,9 @@ enum Command {
     /// UAMP: identity and certificate, tokens for senders, peers to send to
     #[command(subcommand)]
     Uamp(uamp::UampCmd),
+    /// MAIL: swarms, tasks followed live, task logs imported
+    #[command(subcommand)]
+    Mail(mail::MailCmd),
     /// Receipts of every submission, newest first
     Receipts {
         #[arg(long)]
@@ -387,6 +391,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
         }
         Command::Uamp(cmd) => return uamp::run(cmd, &data_dir, open(true)?),
+        Command::Mail(cmd) => return mail::run(cmd, &data_dir, open(true)?),
         Command::Serve { listen, watch, uamp_listen } => {
             let o = open(true)?;
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;

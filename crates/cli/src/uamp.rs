@@ -76,7 +76,7 @@ pub enum PeerCmd {
     Remove { peer: String },
 }
 
-fn read_token() -> Result<String, String> {
+pub(crate) fn read_token() -> Result<String, String> {
     if std::io::stdin().is_terminal() {
         eprint!("paste the token and press Enter: ");
         let _ = std::io::stderr().flush();
@@ -104,7 +104,7 @@ fn peer_of(o: &Opened, name: &str) -> Result<PeerRow, String> {
         .ok_or_else(|| format!("no peer {name:?}; add it with `gatehouse uamp peer add https://host:port --name {name}`"))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Runtime::new().map_err(|e| e.to_string())
 }
 

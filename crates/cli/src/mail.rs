@@ -1,0 +1,310 @@
+//! `gatehouse mail …`: MAIL swarms the user connects to, tasks sent and followed live,
+//! task logs imported, and the task history.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use gatehouse_inbox::mail::{self, LiveEvent};
+use gatehouse_inbox::service::Opened;
+use gatehouse_keys::Secrets;
+use gatehouse_mail::client::{InterswarmSend, SendMessage};
+use gatehouse_mail::SwarmClient;
+use gatehouse_store::{MailMessageRow, MailSwarmRow};
+use serde_json::{json, Value};
+
+#[derive(Subcommand)]
+pub enum MailCmd {
+    /// Connect to a MAIL server by its base URL; shows what it says about itself
+    Add {
+        url: String,
+        #[arg(long)]
+        name: String,
+        /// Read the bearer token from stdin (kept in the OS keychain, never in the database)
+        #[arg(long)]
+        token_stdin: bool,
+    },
+    /// Swarm connections
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A connection's metadata, health, identity and role, status and known swarms, asked now
+    Info {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a connection and its token (its tasks stay)
+    Remove { name: String },
+    /// Send a message to a swarm's entrypoint and follow the task live
+    Send {
+        swarm: String,
+        body: String,
+        #[arg(long)]
+        subject: Option<String>,
+        /// Continue this task (multi-turn)
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long)]
+        entrypoint: Option<String>,
+        /// Print each event as a JSON line
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send to agents of another swarm through this one (POST /interswarm/message)
+    Interswarm {
+        swarm: String,
+        body: String,
+        /// agent@swarm (repeat for a broadcast)
+        #[arg(long = "to", required = true)]
+        to: Vec<String>,
+        #[arg(long)]
+        subject: Option<String>,
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tasks, newest first
+    Tasks {
+        /// Only tasks whose subject, messages or agents contain this text
+        #[arg(long)]
+        search: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A task's timeline
+    Show {
+        task_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import task logs (JSON, JSON array or JSONL of MAILMessages or interswarm wrappers)
+    Import {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn swarm_of(o: &Opened, name: &str) -> Result<MailSwarmRow, String> {
+    o.store
+        .mail_swarm(name)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no swarm {name:?}; add it with `gatehouse mail add https://host --name {name} --token-stdin`"))
+}
+
+fn client(data_dir: &Path, s: &MailSwarmRow) -> Result<SwarmClient, String> {
+    let token = Secrets::open(data_dir).and_then(|k| k.get(&mail::token_name(&s.name))).map_err(|e| e.to_string())?;
+    SwarmClient::new(&s.base_url, token).map_err(|e| e.to_string())
+}
+
+/// Everything a swarm says about itself; parts that fail are reported in place.
+async fn survey(c: &SwarmClient) -> Result<Value, String> {
+    // The root answers without a token: if it fails, the address is wrong.
+    let root = c.root().await.map_err(|e| e.to_string())?;
+    let part = |r: Result<Value, gatehouse_mail::ClientError>| r.unwrap_or_else(|e| json!({"error": {"code": e.code(), "message": e.to_string()}}));
+    Ok(json!({
+        "root": root,
+        "health": part(c.health().await),
+        "whoami": part(c.whoami().await.map(|w| json!(w))),
+        "status": part(c.status().await),
+        "swarms": part(c.swarms().await.map(|s| json!(s))),
+    }))
+}
+
+fn print_survey(name: &str, url: &str, v: &Value) {
+    let show = |v: &Value| match v.get("error") {
+        Some(e) => format!("error: {}", e["message"].as_str().unwrap_or_default()),
+        None => v.to_string(),
+    };
+    println!("{name}  {url}");
+    println!("  server:  {} {} swarm {:?}, {}", v["root"]["name"].as_str().unwrap_or("?"), v["root"]["version"].as_str().unwrap_or("?"), v["root"]["swarm"].as_str().unwrap_or("?"), v["root"]["status"].as_str().unwrap_or("?"));
+    println!("  health:  {}", show(&v["health"]));
+    match v["whoami"].get("error") {
+        Some(_) => println!("  you:     {}", show(&v["whoami"])),
+        None => println!("  you:     {} (role {})", v["whoami"]["id"].as_str().unwrap_or("?"), v["whoami"]["role"].as_str().unwrap_or("?")),
+    }
+    println!("  status:  {}", show(&v["status"]));
+    match v["swarms"].as_array() {
+        Some(list) if list.is_empty() => println!("  swarms:  none registered"),
+        Some(list) => {
+            for s in list {
+                let latency = s["latency"].as_f64().map(|l| format!(", {:.0} ms", l * 1000.0)).unwrap_or_default();
+                println!("  swarm:   {} {}{latency}", s["swarm_name"].as_str().unwrap_or("?"), s["base_url"].as_str().unwrap_or(""));
+            }
+        }
+        None => println!("  swarms:  {}", show(&v["swarms"])),
+    }
+}
+
+/// One timeline line: time, tier, type, sender → recipients, subject and body.
+fn line(m: &MailMessageRow) -> String {
+    let time = m.ts.get(11..19).unwrap_or(&m.ts);
+    let flag = if m.system_error { " ⚠" } else { "" };
+    let body: String = m.body.chars().take(100).collect::<String>().replace('\n', " ");
+    format!("{time}  T{}  {:<18} {} → {}{flag}  {:?}: {body}", m.tier, m.msg_type, m.sender, m.recipients.join(", "), m.subject)
+}
+
+pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String> {
+    let now = || gatehouse_epp::utc_string(chrono::Utc::now());
+    match cmd {
+        MailCmd::Add { url, name, token_stdin } => {
+            let token = if token_stdin { Some(crate::uamp::read_token()?) } else { None };
+            let c = SwarmClient::new(&url, token.clone()).map_err(|e| e.to_string())?;
+            let info = crate::uamp::runtime()?.block_on(survey(&c))?;
+            if token.is_some() && info["whoami"]["error"]["code"] == "UNAUTHORIZED" {
+                // Keeping a token the swarm refuses would only fail later.
+                return Err(format!("not added: {}", info["whoami"]["error"]["message"].as_str().unwrap_or_default()));
+            }
+            o.store.mail_swarm_put(&name, c.base(), &now()).map_err(|e| e.to_string())?;
+            o.store.mail_swarm_set_info(&name, &info).map_err(|e| e.to_string())?;
+            if let Some(t) = token {
+                Secrets::open(data_dir).and_then(|s| s.put(&mail::token_name(&name), &t)).map_err(|e| e.to_string())?;
+            }
+            print_survey(&name, c.base(), &info);
+            if info["whoami"].get("error").is_some() {
+                eprintln!("note: without a token the swarm accepts no messages; add one with `--token-stdin`");
+            }
+        }
+        MailCmd::List { json } => {
+            let list = o.store.mail_swarms().map_err(|e| e.to_string())?;
+            if json {
+                crate::print_json(&list);
+            } else if list.is_empty() {
+                eprintln!("no swarms; add one with `gatehouse mail add https://host --name NAME --token-stdin`");
+            }
+            for s in list.iter().filter(|_| !json) {
+                println!("{}  {}  added {}", s.name, s.base_url, s.added_at);
+            }
+        }
+        MailCmd::Info { name, json } => {
+            let s = swarm_of(&o, &name)?;
+            let info = crate::uamp::runtime()?.block_on(survey(&client(data_dir, &s)?))?;
+            o.store.mail_swarm_set_info(&name, &info).map_err(|e| e.to_string())?;
+            if json {
+                crate::print_json(&info);
+            } else {
+                print_survey(&name, &s.base_url, &info);
+            }
+        }
+        MailCmd::Remove { name } => {
+            if !o.store.mail_swarm_remove(&name).map_err(|e| e.to_string())? {
+                return Err(format!("no swarm {name:?}"));
+            }
+            Secrets::open(data_dir).and_then(|s| s.delete(&mail::token_name(&name))).map_err(|e| e.to_string())?;
+            eprintln!("removed {name}; its tasks are kept");
+        }
+        MailCmd::Send { swarm, body, subject, task, entrypoint, json } => {
+            let s = swarm_of(&o, &swarm)?;
+            let c = client(data_dir, &s)?;
+            let m = SendMessage { body, subject, task_id: task, entrypoint };
+            let store = o.store.clone();
+            let out = crate::uamp::runtime()?
+                .block_on(mail::send(store, &c, &swarm, &m, |e| {
+                    if json {
+                        println!("{}", serde_json::to_string(e).unwrap_or_default());
+                        return;
+                    }
+                    match e {
+                        LiveEvent::Message { message, .. } => println!("{}", line(message)),
+                        LiveEvent::Step { event, description, .. } => println!("          ·   {event}: {}", description.lines().next().unwrap_or("")),
+                        LiveEvent::Unreadable { event, field, message } => eprintln!("          !   unreadable {event} event: {field}: {message}"),
+                        LiveEvent::Ping { .. } | LiveEvent::Finished { .. } => {}
+                    }
+                }))
+                .map_err(|e| format!("{e} [{}]", e.code()))?;
+            if !json {
+                println!("task {} {}: {}", out.task_id, if out.completed { "completed" } else { "FAILED" }, out.response);
+            }
+            if !out.completed {
+                return Ok(ExitCode::from(3));
+            }
+        }
+        MailCmd::Interswarm { swarm, body, to, subject, task, json } => {
+            let s = swarm_of(&o, &swarm)?;
+            let token = Secrets::open(data_dir).and_then(|k| k.get(&mail::token_name(&s.name))).map_err(|e| e.to_string())?;
+            let Some(token) = token else {
+                return Err(format!("{swarm} has no token; interswarm messages need one (gatehouse mail add … --token-stdin)"));
+            };
+            let c = SwarmClient::new(&s.base_url, Some(token.clone())).map_err(|e| e.to_string())?;
+            let msg_type = (to.len() > 1).then(|| "broadcast".to_string());
+            let req = InterswarmSend { user_token: token, body, targets: to, subject, msg_type, task_id: task };
+            let (msg, _) = crate::uamp::runtime()?.block_on(c.interswarm(&req)).map_err(|e| format!("{e} [{}]", e.code()))?;
+            let row = mail::row_of(&msg);
+            o.store
+                .mail_task_open(&gatehouse_store::NewMailTask { task_id: row.task_id.clone(), swarm: Some(swarm), source: "live".into(), subject: row.subject.clone(), state: "running".into(), at: now() })
+                .and_then(|_| o.store.mail_message_add(&row, &now()))
+                .map_err(|e| e.to_string())?;
+            if json {
+                crate::print_json(&row);
+            } else {
+                println!("{}", line(&row));
+            }
+        }
+        MailCmd::Tasks { search, limit, json } => {
+            let tasks = o.store.mail_tasks(search.as_deref(), limit).map_err(|e| e.to_string())?;
+            if json {
+                crate::print_json(&tasks);
+            } else {
+                for t in &tasks {
+                    println!("{}  {:<11} {:>3} msgs  {}  [{}]", t.task_id, t.state, t.messages, t.subject, t.swarm.as_deref().unwrap_or(&t.source));
+                }
+                if tasks.is_empty() {
+                    eprintln!("no tasks{}", search.map(|s| format!(" matching {s:?}")).unwrap_or_default());
+                }
+            }
+        }
+        MailCmd::Show { task_id, json } => {
+            let t = o.store.mail_task(&task_id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no task {task_id}"))?;
+            if json {
+                crate::print_json(&t);
+            } else {
+                println!("task {}  {}  {:?}  [{}]", t.task.task_id, t.task.state, t.task.subject, t.task.swarm.as_deref().unwrap_or(&t.task.source));
+                if let Some(owner) = &t.task.task_owner {
+                    println!("owner {owner}; contributors {}", t.task.contributors.join(", "));
+                }
+                for m in &t.messages {
+                    println!("{}", line(m));
+                }
+                if let Some(r) = &t.task.response {
+                    println!("→ {r}");
+                }
+            }
+        }
+        MailCmd::Import { files, json } => {
+            let mut failed = false;
+            let mut reports = Vec::new();
+            for f in &files {
+                match mail::import_file(&o.store, f) {
+                    Ok(r) => {
+                        failed |= !r.errors.is_empty();
+                        if !json {
+                            println!("{}: {} message(s) imported, {} already known, {} task(s)", f.display(), r.imported, r.duplicates, r.tasks.len());
+                            for e in &r.errors {
+                                eprintln!("{}:{}: {}: {}", f.display(), e.line, e.field, e.message);
+                            }
+                        }
+                        reports.push(json!(r));
+                    }
+                    Err(e) => {
+                        failed = true;
+                        eprintln!("{e} [{}]", e.code());
+                        reports.push(json!({"source": f.display().to_string(), "error": {"code": e.code(), "message": e.to_string()}}));
+                    }
+                }
+            }
+            if json {
+                crate::print_json(&reports);
+            }
+            if failed {
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
