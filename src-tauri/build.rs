@@ -6,6 +6,7 @@ const COMMANDS: &[&str] = &[
     "audit_list", "settings_set", "inbox_pause", "executors_get", "executors_set", "identity_qr", "export_json",
     "uamp_info", "uamp_token_issue", "uamp_discover", "uamp_peer_add", "uamp_peers", "uamp_peer_remove", "uamp_ask",
     "uamp_cancel", "uamp_streams", "uamp_stream_detail",
+    "mail_swarms", "mail_swarm_add", "mail_swarm_refresh", "mail_swarm_remove", "mail_send", "mail_interswarm", "mail_tasks", "mail_task", "mail_import",
 ];
 
 fn main() {

@@ -2,6 +2,7 @@
 //! rule live in the core crates; this file wires them to a window, a tray and events.
 
 mod commands;
+mod mail;
 mod service;
 mod tray;
 mod uamp;
@@ -115,6 +116,15 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             uamp::uamp_cancel,
             uamp::uamp_streams,
             uamp::uamp_stream_detail,
+            mail::mail_swarms,
+            mail::mail_swarm_add,
+            mail::mail_swarm_refresh,
+            mail::mail_swarm_remove,
+            mail::mail_send,
+            mail::mail_interswarm,
+            mail::mail_tasks,
+            mail::mail_task,
+            mail::mail_import,
         ])
         .build(tauri::generate_context!())
         .expect("error while building the Gatehouse app")

@@ -67,7 +67,7 @@ impl App {
             .env("GATEHOUSE_UAMP_PORT", uamp_port.to_string())
             .env("GATEHOUSE_WATCH_DIR", &watch)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::env::var_os("GATEHOUSE_TEST_APP_LOG").map_or_else(Stdio::null, |p| std::fs::File::create(p).map_or_else(|_| Stdio::null(), Stdio::from)))
             .spawn()
             .expect("start tauri-driver");
         // WebKit can take minutes to start when four windows start at once on two busy cores.
@@ -493,4 +493,75 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
     app.click(&format!("#uamp-token-list button[data-sender='{stranger_did}']"));
     app.wait_text("#uamp-token-out", "ghu_");
     app.screenshot("uamp");
+}
+
+#[test]
+fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_imported() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let url = rt.block_on(async {
+        use gatehouse_mail_testswarm::{spawn, Config, Remote, Swarm};
+        let b = spawn(Swarm::new(Config::new("swarm-b"))).await;
+        let mut cfg = Config::new("swarm-a");
+        // Slow enough to watch the timeline grow.
+        cfg.step = Duration::from_millis(150);
+        cfg.remote = Some(Remote { swarm: "swarm-b".into(), base_url: b, agent_token: "agent-token".into() });
+        spawn(Swarm::new(cfg)).await
+    });
+
+    app.click("#nav-mail");
+    // A token the swarm refuses is not kept.
+    app.type_into("#swarm-url", &url);
+    app.type_into("#swarm-name", "Research");
+    app.type_into("#swarm-token", "wrong");
+    app.click("#swarm-add");
+    app.wait_text("#swarm-msg", "refused the token");
+    app.type_into("#swarm-token", "user-token");
+    app.click("#swarm-add");
+    app.wait_text("#mail-swarms", "u-1 — role user");
+    let swarms = app.text("#mail-swarms");
+    assert!(swarms.contains("swarm “swarm-a”") && swarms.contains("swarm-b ("), "metadata and the registry with latency: {swarms}");
+
+    app.type_into("#mail-subject", "Trip to Lyon");
+    app.type_into("#mail-body", "What will the weather be in Lyon tomorrow?");
+    app.click("#mail-send");
+    app.wait("the first messages to arrive live", || app.script("return document.querySelectorAll('#mail-live li.mail-msg').length;").as_u64().unwrap_or(0) >= 2);
+    app.wait_text("#mail-live-status", "Completed");
+    let live = app.script("return document.querySelectorAll('#mail-live li.mail-msg').length;").as_u64().unwrap();
+    assert!(live >= 10, "{live} messages arrived live");
+
+    // The task's timeline: the finish highlighted, the system error flagged, the remote
+    // agent shown with its swarm, the interrupt marked, and who talked to whom drawn.
+    app.wait_text("#task-timeline", "Lyon tomorrow: sunny");
+    let count = |css: &str| app.script(&format!("return document.querySelectorAll({}).length;", serde_json::to_string(css).unwrap())).as_u64().unwrap();
+    assert_eq!(count("#task-timeline .mail-msg.finish"), 1);
+    assert_eq!(count("#task-timeline .mail-msg.system-error"), 1);
+    assert!(count("#task-timeline .mail-msg.type-interrupt") >= 1);
+    assert!(app.text("#task-timeline").contains("forecast@swarm-b"));
+    assert!(count("#task-graph svg .node") >= 6, "user, supervisor, weather, math, system, forecast");
+    assert!(count("#task-graph svg .edge") >= 6);
+    assert_eq!(app.text("#task-state"), "Completed");
+    app.script("document.querySelector('#task-graph').scrollIntoView(); return true;");
+    app.screenshot("mail");
+    app.script("document.querySelector('#task-timeline .system-error').scrollIntoView(); return true;");
+    app.screenshot("mail-timeline");
+
+    // Search by what an agent said.
+    app.type_into("#mail-search", "75.2");
+    app.wait("one task to match", || count("#task-list li") == 1);
+    app.type_into("#mail-search", "nothing like this");
+    app.wait_text("#mail-tasks", "No task matches.");
+    app.type_into("#mail-search", "");
+
+    // A task log dropped into the watched folder shows up as an imported task.
+    let one = |name: &str| {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/mail/examples").join(format!("{name}.json"));
+        serde_json::to_string(&serde_json::from_str::<Value>(&std::fs::read_to_string(p).unwrap()).unwrap()).unwrap()
+    };
+    std::fs::write(app.watch.join("forecast.mail.jsonl"), format!("{}\n{}\n", one("mail_message_request"), one("mail_message_response"))).unwrap();
+    app.wait("the imported task", || app.find_all("#task-list li[data-task='aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa']").len() == 1);
+    app.click("#task-list li[data-task='aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa']");
+    app.wait_text("#mail-detail", "imported from forecast.mail.jsonl");
+    assert!(app.watch.join("accepted/forecast.mail.jsonl.import.json").exists());
 }

@@ -87,6 +87,28 @@ export interface AskProgress {
   mime: string | null; file: string | null; detail: unknown; error: CommandError | null;
 }
 
+export interface MailSwarm { name: string; base_url: string; added_at: string; info: MailSurvey | null; has_token: boolean }
+/** What a swarm said about itself; each part is its answer or `{error}`. */
+export interface MailSurvey { root: Record<string, unknown>; health: Record<string, unknown>; whoami: Record<string, unknown>; status: Record<string, unknown>; swarms: unknown }
+export interface MailMessage {
+  id: string; task_id: string; ts: string; msg_type: string; tier: number; sender: string; recipients: string[];
+  subject: string; body: string; system_error: boolean; raw: string;
+}
+export interface MailTask {
+  task_id: string; swarm: string | null; source: string; subject: string; state: string; response: string | null;
+  task_owner: string | null; contributors: string[]; created_at: string; updated_at: string; messages: number; participants: string[];
+}
+export interface MailEvent { event: string; at: string | null; description: string; data: unknown }
+export interface MailTaskDetail { task: MailTask; messages: MailMessage[]; events: MailEvent[] }
+export type MailLive =
+  | { kind: 'message'; task_id: string; message: MailMessage }
+  | { kind: 'ping'; task_id: string | null }
+  | { kind: 'step'; task_id: string | null; event: string; description: string }
+  | { kind: 'finished'; task_id: string; completed: boolean; response: string }
+  | { kind: 'unreadable'; event: string; field: string; message: string };
+export interface MailOutcome { task_id: string; completed: boolean; response: string }
+export interface ImportReport { source: string; tasks: string[]; imported: number; duplicates: number; errors: { line: number; field: string; message: string }[] }
+
 export const api = {
   appInfo: () => invoke<AppInfo>('app_info'),
   inboxList: (filter: InboxFilter) => invoke<InboxItem[]>('inbox_list', { filter }),
@@ -118,7 +140,20 @@ export const api = {
   uampCancel: (streamId: string) => invoke<void>('uamp_cancel', { streamId }),
   uampStreams: () => invoke<StreamView[]>('uamp_streams'),
   uampStreamDetail: (streamId: string) => invoke<StreamDetail>('uamp_stream_detail', { streamId }),
+  mailSwarms: () => invoke<MailSwarm[]>('mail_swarms'),
+  mailSwarmAdd: (input: { url: string; name: string; token: string | null }) => invoke<MailSwarm>('mail_swarm_add', { input }),
+  mailSwarmRefresh: (name: string) => invoke<MailSurvey>('mail_swarm_refresh', { name }),
+  mailSwarmRemove: (name: string) => invoke<void>('mail_swarm_remove', { name }),
+  mailSend: (input: { swarm: string; body: string; subject: string | null; task_id: string | null; entrypoint: string | null }) => invoke<MailOutcome>('mail_send', { input }),
+  mailInterswarm: (input: { swarm: string; body: string; targets: string[]; subject: string | null; task_id: string | null }) => invoke<MailMessage>('mail_interswarm', { input }),
+  mailTasks: (query: string | null) => invoke<MailTask[]>('mail_tasks', { query }),
+  mailTask: (taskId: string) => invoke<MailTaskDetail>('mail_task', { taskId }),
+  mailImport: (path: string) => invoke<ImportReport>('mail_import', { path }),
 };
+
+export function onMailEvent(f: (e: MailLive) => void): Promise<UnlistenFn> {
+  return listen<MailLive>('mail://event', (e) => f(e.payload));
+}
 
 export function onUampProgress(f: (p: AskProgress) => void): Promise<UnlistenFn> {
   return listen<AskProgress>('uamp://progress', (e) => f(e.payload));

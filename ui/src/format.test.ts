@@ -1,4 +1,4 @@
-import { bytesText, delegationLine, describeCode, execLabel, fingerprint, isHexKey, isSenderId, streamStateText, optionalNumber, parseScopes, scopesText, senderLabel, transportLabel, when } from './format';
+import { bytesText, delegationLine, describeCode, execLabel, fingerprint, isHexKey, isSenderId, mailAddress, mailGraph, streamStateText, optionalNumber, parseScopes, scopesText, senderLabel, taskStateText, tierText, transportLabel, when } from './format';
 
 describe('format', () => {
   it('shortens keys to a readable fingerprint', () => {
@@ -53,5 +53,29 @@ describe('format', () => {
     expect(when('2026-11-22T11:59:50Z', now)).toBe('just now');
     expect(when('2026-11-22T11:40:00Z', now)).toBe('20 min ago');
     expect(when('not a date', now)).toBe('not a date');
+  });
+});
+
+describe('MAIL', () => {
+  it('splits stored addresses into type, name and swarm', () => {
+    expect(mailAddress('agent:forecast@swarm-b')).toEqual({ type: 'agent', name: 'forecast', swarm: 'swarm-b' });
+    expect(mailAddress('user:u-1')).toEqual({ type: 'user', name: 'u-1', swarm: null });
+    expect(mailAddress('agent:odd@')).toEqual({ type: 'agent', name: 'odd@', swarm: null });
+  });
+  it('names tiers and states', () => {
+    expect(tierText(1)).toBe('system');
+    expect(tierText(3)).toBe('interrupt');
+    expect(taskStateText('interrupted')).toBe('Interrupted');
+  });
+  it('counts who talked to whom once per pair', () => {
+    const g = mailGraph([
+      { sender: 'user:u', recipients: ['agent:sup'] },
+      { sender: 'agent:sup', recipients: ['agent:w'] },
+      { sender: 'agent:sup', recipients: ['agent:w'] },
+      { sender: 'agent:w', recipients: ['agent:sup'] },
+    ]);
+    expect(g.nodes).toEqual(['user:u', 'agent:sup', 'agent:w']);
+    expect(g.edges).toContainEqual({ from: 'agent:sup', to: 'agent:w', count: 2 });
+    expect(g.edges.length).toBe(3);
   });
 });

@@ -120,3 +120,39 @@ export function bytesText(n: number): string {
 export function streamStateText(state: string): string {
   return ({ NEW: 'Waiting to start', IN_PROGRESS: 'Running', COMPLETED: 'Completed', CANCELLED: 'Cancelled', ERROR: 'Failed' } as Record<string, string>)[state] ?? state;
 }
+
+/** A stored MAIL address `type:address`, with the swarm of an interswarm `name@swarm`. */
+export function mailAddress(s: string): { type: string; name: string; swarm: string | null } {
+  const i = s.indexOf(':');
+  const type = i > 0 ? s.slice(0, i) : 'agent';
+  const addr = i > 0 ? s.slice(i + 1) : s;
+  const at = addr.lastIndexOf('@');
+  return at > 0 && at < addr.length - 1 ? { type, name: addr.slice(0, at), swarm: addr.slice(at + 1) } : { type, name: addr, swarm: null };
+}
+
+/** The spec's five priority tiers in words. */
+export function tierText(tier: number): string {
+  return ['', 'system', 'admin or user', 'interrupt', 'broadcast', 'request or response'][tier] ?? `tier ${tier}`;
+}
+
+export function taskStateText(state: string): string {
+  return ({ running: 'Running', completed: 'Completed', failed: 'Failed', interrupted: 'Interrupted', imported: 'Imported' } as Record<string, string>)[state] ?? state;
+}
+
+/** Who talked to whom in a task: one edge per sender → recipient pair, with a count. */
+export function mailGraph(messages: { sender: string; recipients: string[] }[]): { nodes: string[]; edges: { from: string; to: string; count: number }[] } {
+  const nodes: string[] = [];
+  const edges = new Map<string, { from: string; to: string; count: number }>();
+  const node = (n: string) => { if (!nodes.includes(n)) nodes.push(n); };
+  for (const m of messages) {
+    node(m.sender);
+    for (const r of m.recipients) {
+      node(r);
+      const k = `${m.sender}\u0000${r}`;
+      const e = edges.get(k) ?? { from: m.sender, to: r, count: 0 };
+      e.count += 1;
+      edges.set(k, e);
+    }
+  }
+  return { nodes, edges: [...edges.values()] };
+}

@@ -5,9 +5,10 @@ import { ConsentView } from './views/consent';
 import { InboxView } from './views/inbox';
 import { ActivityView, SettingsView } from './views/settings';
 import { TrustView } from './views/trust';
+import { MailView } from './views/mail';
 import { UampView } from './views/uamp';
 
-type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'activity' | 'settings';
+type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'mail' | 'activity' | 'settings';
 
 const app = document.getElementById('app')!;
 const statusPill = h('span', { className: 'pill', id: 'inbox-status-pill' }, '…');
@@ -24,8 +25,9 @@ const trust = new TrustView(() => void refreshInfo());
 const settings = new SettingsView(() => refreshInfo());
 const activity = new ActivityView();
 const uamp = new UampView();
+const mail = new MailView();
 
-const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['activity', 'Activity'], ['settings', 'Settings']];
+const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['mail', 'Tasks (MAIL)'], ['activity', 'Activity'], ['settings', 'Settings']];
 const nav = h('nav', {}, ...tabs.map(([t, label]) =>
   h('button', { className: 'tab', id: `nav-${t}`, 'data-tab': t, onclick: () => void show(t, true) }, label, t === 'consent' ? waitingBadge : null)));
 
@@ -46,13 +48,14 @@ async function refreshInfo(): Promise<void> {
 async function show(t: Tab, fresh: boolean): Promise<void> {
   tab = t;
   for (const b of nav.querySelectorAll('.tab')) b.classList.toggle('active', (b as HTMLElement).dataset.tab === t);
-  const view = { inbox, consent, trust, uamp, activity, settings }[t];
+  const view = { inbox, consent, trust, uamp, mail, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
   if (t === 'inbox') await inbox.load(false);
   else if (t === 'settings') { if (info) await settings.load(info); }
   else if (t === 'consent') await consent.load();
   else if (t === 'trust') await trust.load();
   else if (t === 'uamp') await uamp.load();
+  else if (t === 'mail') await mail.load();
   else await activity.load();
   void fresh;
 }
@@ -76,3 +79,11 @@ await show(tab, true);
 // New messages refresh what is on screen; consent requests also update the count.
 void onInboxEvent(refreshAll);
 void onStatus(() => void refreshInfo());
+// Task logs dropped on the window are imported (and shown on the Tasks tab).
+void import('@tauri-apps/api/webview').then(({ getCurrentWebview }) => getCurrentWebview().onDragDropEvent(async (e) => {
+  if (e.payload.type !== 'drop') return;
+  const logs = e.payload.paths.filter((p) => /\.(json|jsonl)$/i.test(p));
+  if (!logs.length) return;
+  await show('mail', true);
+  for (const p of logs) await mail.importPath(p);
+})).catch(() => {});

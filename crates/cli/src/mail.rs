@@ -103,20 +103,6 @@ fn client(data_dir: &Path, s: &MailSwarmRow) -> Result<SwarmClient, String> {
     SwarmClient::new(&s.base_url, token).map_err(|e| e.to_string())
 }
 
-/// Everything a swarm says about itself; parts that fail are reported in place.
-async fn survey(c: &SwarmClient) -> Result<Value, String> {
-    // The root answers without a token: if it fails, the address is wrong.
-    let root = c.root().await.map_err(|e| e.to_string())?;
-    let part = |r: Result<Value, gatehouse_mail::ClientError>| r.unwrap_or_else(|e| json!({"error": {"code": e.code(), "message": e.to_string()}}));
-    Ok(json!({
-        "root": root,
-        "health": part(c.health().await),
-        "whoami": part(c.whoami().await.map(|w| json!(w))),
-        "status": part(c.status().await),
-        "swarms": part(c.swarms().await.map(|s| json!(s))),
-    }))
-}
-
 fn print_survey(name: &str, url: &str, v: &Value) {
     let show = |v: &Value| match v.get("error") {
         Some(e) => format!("error: {}", e["message"].as_str().unwrap_or_default()),
@@ -156,10 +142,10 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
         MailCmd::Add { url, name, token_stdin } => {
             let token = if token_stdin { Some(crate::uamp::read_token()?) } else { None };
             let c = SwarmClient::new(&url, token.clone()).map_err(|e| e.to_string())?;
-            let info = crate::uamp::runtime()?.block_on(survey(&c))?;
-            if token.is_some() && info["whoami"]["error"]["code"] == "UNAUTHORIZED" {
+            let info = crate::uamp::runtime()?.block_on(mail::survey(&c)).map_err(|e| e.to_string())?;
+            if let Some(why) = token.as_ref().and(mail::token_refused(&info)) {
                 // Keeping a token the swarm refuses would only fail later.
-                return Err(format!("not added: {}", info["whoami"]["error"]["message"].as_str().unwrap_or_default()));
+                return Err(format!("not added: {why}"));
             }
             o.store.mail_swarm_put(&name, c.base(), &now()).map_err(|e| e.to_string())?;
             o.store.mail_swarm_set_info(&name, &info).map_err(|e| e.to_string())?;
@@ -184,7 +170,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
         }
         MailCmd::Info { name, json } => {
             let s = swarm_of(&o, &name)?;
-            let info = crate::uamp::runtime()?.block_on(survey(&client(data_dir, &s)?))?;
+            let info = crate::uamp::runtime()?.block_on(mail::survey(&client(data_dir, &s)?)).map_err(|e| e.to_string())?;
             o.store.mail_swarm_set_info(&name, &info).map_err(|e| e.to_string())?;
             if json {
                 crate::print_json(&info);

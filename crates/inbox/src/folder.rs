@@ -2,6 +2,10 @@
 //! submitted once complete, then moved to `accepted/` or `rejected/` with
 //! `<name>.receipt.json` beside them. Nothing is ever deleted.
 //!
+//! MAIL task logs (`*.mail.json`, `*.mail.jsonl`, `*.jsonl`) dropped there are imported
+//! instead, and filed the same way with `<name>.import.json` (what was kept, which lines
+//! were refused and why) beside them.
+//!
 //! "Complete" means the writer closed the file (inotify CLOSE_WRITE) or renamed it into
 //! the folder. Where no close event arrives (other platforms, network filesystems), a
 //! file is taken once its size and mtime have been still for [`QUIET`].
@@ -51,7 +55,14 @@ pub struct Processed {
 
 fn is_candidate(path: &Path) -> bool {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return false };
-    !name.starts_with('.') && name.to_ascii_lowercase().ends_with(".json")
+    let lower = name.to_ascii_lowercase();
+    !name.starts_with('.') && (lower.ends_with(".json") || lower.ends_with(".jsonl"))
+}
+
+/// A MAIL task log rather than an EPP envelope, by its name.
+fn is_mail_log(path: &Path) -> bool {
+    let lower = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+    lower.ends_with(".mail.json") || lower.ends_with(".mail.jsonl") || lower.ends_with(".jsonl")
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -97,8 +108,9 @@ where
         let stranded: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| is_candidate(p)).collect();
         for file in stranded {
             let (inbox, d) = (inbox.clone(), dir.clone());
-            match tokio::task::spawn_blocking(move || finish(&inbox, &d, &file, true)).await {
-                Ok(Ok(done)) => on_processed(&done),
+            match tokio::task::spawn_blocking(move || if is_mail_log(&file) { finish_mail(&inbox, &d, &file).map(|()| None) } else { finish(&inbox, &d, &file, true).map(Some) }).await {
+                Ok(Ok(Some(done))) => on_processed(&done),
+                Ok(Ok(None)) => {}
                 Ok(Err(e)) => tracing::error!(error = %e, "could not finish a file interrupted by a restart"),
                 Err(e) => tracing::error!(error = %e, "folder task failed"),
             }
@@ -119,7 +131,7 @@ where
     }
     tracing::info!(folder = %dir.display(), "watching folder for envelopes");
     let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let mut tasks: tokio::task::JoinSet<std::io::Result<Processed>> = tokio::task::JoinSet::new();
+    let mut tasks: tokio::task::JoinSet<std::io::Result<Option<Processed>>> = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
     loop {
         let mut ready: Vec<PathBuf> = Vec::new();
@@ -188,9 +200,12 @@ where
             }
             let (inbox, d) = (inbox.clone(), dir.clone());
             tasks.spawn_blocking(move || {
+                if is_mail_log(&claimed) {
+                    return finish_mail(&inbox, &d, &claimed).map(|()| None);
+                }
                 let mut done = finish(&inbox, &d, &claimed, false)?;
                 done.file = file;
-                Ok(done)
+                Ok(Some(done))
             });
         }
         while let Some(r) = tasks.try_join_next() {
@@ -212,9 +227,10 @@ const PARALLEL: usize = 32;
 /// same name can never both pick the same free slot and overwrite each other.
 static FILING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn report(r: Result<std::io::Result<Processed>, tokio::task::JoinError>, on_processed: &(dyn Fn(&Processed) + Send + Sync)) {
+fn report(r: Result<std::io::Result<Option<Processed>>, tokio::task::JoinError>, on_processed: &(dyn Fn(&Processed) + Send + Sync)) {
     match r {
-        Ok(Ok(done)) => {
+        Ok(Ok(None)) => {}
+        Ok(Ok(Some(done))) => {
             tracing::info!(file = %done.file.display(), to = %done.moved_to.display(), status = ?done.outcome.receipt.status, "processed dropped file");
             on_processed(&done);
         }
@@ -268,6 +284,39 @@ fn finish(inbox: &Inbox, dir: &Path, file: &Path, after_crash: bool) -> std::io:
     std::fs::rename(&tmp, &receipt_path)?;
     std::fs::rename(file, &moved_to)?;
     Ok(Processed { file: file.to_path_buf(), moved_to, receipt_path, outcome })
+}
+
+/// Imports a claimed MAIL task log and files it: `accepted/` when any message was kept
+/// (invalid lines are listed in the report), `rejected/` when none was, with
+/// `<name>.import.json` beside it either way.
+fn finish_mail(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<()> {
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("task.jsonl").to_string();
+    let (kept, report) = match crate::mail::import_file(inbox.store(), file) {
+        Ok(r) => (r.imported + r.duplicates > 0, serde_json::json!(r)),
+        Err(e) => (false, serde_json::json!({"source": name, "error": {"code": e.code(), "message": e.to_string()}})),
+    };
+    let dest_dir = dir.join(if kept { ACCEPTED } else { REJECTED });
+    {
+        let _g = FILING.lock().unwrap_or_else(|p| p.into_inner());
+        let moved_to = unique_destination(&dest_dir, &name);
+        let report_path = PathBuf::from(format!("{}.import.json", moved_to.display()));
+        let tmp = dest_dir.join(format!(".{}.import.tmp", moved_to.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&report).expect("reports serialise"))?;
+        std::fs::rename(&tmp, &report_path)?;
+        std::fs::rename(file, &moved_to)?;
+        tracing::info!(file = %name, to = %moved_to.display(), kept, "imported a MAIL task log");
+    }
+    // The window refreshes on inbox events; this one is no envelope, so it has no receipt.
+    inbox.emit_event(crate::pipeline::InboxEvent {
+        receipt_id: format!("mail-import:{name}"),
+        status: if kept { gatehouse_epp::ReceiptStatus::Accepted } else { gatehouse_epp::ReceiptStatus::Rejected },
+        code: None,
+        sender: None,
+        scope: Some("mail".into()),
+        transport: format!("folder:{name}"),
+        needs_consent: false,
+    });
+    Ok(())
 }
 
 /// A file accepted just before a crash (stored, but not yet filed) comes back as a

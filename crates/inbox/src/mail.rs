@@ -81,6 +81,26 @@ impl MailTaskError {
     }
 }
 
+/// Everything a swarm says about itself: `GET /` (which must answer: otherwise the
+/// address is wrong), then health, identity and role, status and registry, each either
+/// its answer or `{"error": {code, message}}` in place.
+pub async fn survey(c: &SwarmClient) -> Result<serde_json::Value, ClientError> {
+    let root = c.root().await?;
+    let part = |r: Result<serde_json::Value, ClientError>| r.unwrap_or_else(|e| serde_json::json!({"error": {"code": e.code(), "message": e.to_string()}}));
+    Ok(serde_json::json!({
+        "root": root,
+        "health": part(c.health().await),
+        "whoami": part(c.whoami().await.map(|w| serde_json::json!(w))),
+        "status": part(c.status().await),
+        "swarms": part(c.swarms().await.map(|s| serde_json::json!(s))),
+    }))
+}
+
+/// Whether a survey shows the swarm refused the token it was given.
+pub fn token_refused(survey: &serde_json::Value) -> Option<String> {
+    (survey["whoami"]["error"]["code"] == "UNAUTHORIZED").then(|| survey["whoami"]["error"]["message"].as_str().unwrap_or_default().to_string())
+}
+
 /// Records one event of a task followed live on `swarm`.
 pub fn record(store: &Store, swarm: &str, subject: &str, ev: &Result<TaskEvent, BadEvent>) -> Result<LiveEvent, StoreError> {
     let at = now();

@@ -91,3 +91,39 @@ fn a_task_log_imports_with_its_bad_lines_reported_and_twice_is_once() {
     std::fs::write(&bin, [0xff, 0xfe, 0x00]).unwrap();
     assert_eq!(mail::import_file(&store, &bin).unwrap_err().code(), "NOT_TEXT");
 }
+
+#[tokio::test]
+async fn task_logs_dropped_into_the_watched_folder_are_imported_and_filed_with_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    let watch = dir.path().join("drop");
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(watch.clone()), uamp: None };
+    let key = ed25519_dalek::SigningKey::from_bytes(&[5; 32]);
+    tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
+    let wait_for = |p: std::path::PathBuf| async move {
+        for _ in 0..200 {
+            if p.exists() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{} never appeared", p.display());
+    };
+    wait_for(watch.join("accepted")).await;
+    let one = |name: &str| serde_json::to_string(&serde_json::from_str::<serde_json::Value>(&shared(&format!("examples/{name}.json"))).unwrap()).unwrap();
+    std::fs::write(watch.join("swarm-log.jsonl"), format!("{}\nnot json\n{}\n", one("mail_message_request"), one("mail_message_response"))).unwrap();
+    wait_for(watch.join("accepted/swarm-log.jsonl.import.json")).await;
+    assert!(watch.join("accepted/swarm-log.jsonl").exists(), "the log is filed, not deleted");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(watch.join("accepted/swarm-log.jsonl.import.json")).unwrap()).unwrap();
+    assert_eq!(report["imported"], 2);
+    assert_eq!(report["errors"][0]["line"], 2);
+    assert_eq!(store.mail_task("aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa").unwrap().unwrap().messages.len(), 2);
+    // Nothing usable in it: rejected, with the reason beside it.
+    std::fs::write(watch.join("broken.mail.json"), "{\"msg_type\": \"request\"}").unwrap();
+    wait_for(watch.join("rejected/broken.mail.json.import.json")).await;
+    assert!(watch.join("rejected/broken.mail.json").exists());
+    let report = std::fs::read_to_string(watch.join("rejected/broken.mail.json.import.json")).unwrap();
+    assert!(report.contains("/id"), "{report}");
+    let _ = stop_tx.send(());
+}

@@ -311,20 +311,23 @@ async fn message(State(s): State<Swarm>, req: Request) -> Response {
     }
     let stall = body.contains("stall");
     let (step, ping) = (s.cfg.step, s.cfg.ping);
-    let stream = futures_util::stream::unfold((events.into_iter(), Instant::now(), task, stall), move |(mut it, mut last_ping, task, stall)| async move {
+    // A ping whenever `ping` has passed since the last one, but never two in a row, so
+    // the task moves on however the step and ping intervals compare.
+    let stream = futures_util::stream::unfold((events.into_iter().peekable(), Instant::now(), task, false), move |(mut it, mut last_ping, task, pinged)| async move {
         if stall {
             // Sends no event at all (only SSE keep-alive comments): the client's idle limit ends it.
             tokio::time::sleep(Duration::from_secs(3600)).await;
             return None;
         }
+        it.peek()?;
         tokio::time::sleep(step).await;
-        if last_ping.elapsed() >= ping {
+        if !pinged && last_ping.elapsed() >= ping {
             last_ping = Instant::now();
             let e = Event::default().event("ping").data(json!({"timestamp": now(), "task_id": task}).to_string());
-            return Some((Ok::<_, Infallible>(e), (it, last_ping, task, stall)));
+            return Some((Ok::<_, Infallible>(e), (it, last_ping, task, true)));
         }
         let (name, data) = it.next()?;
-        Some((Ok(Event::default().event(name).data(data.to_string())), (it, last_ping, task, stall)))
+        Some((Ok(Event::default().event(name).data(data.to_string())), (it, last_ping, task, false)))
     });
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }

@@ -1,0 +1,200 @@
+//! MAIL in the window: swarm connections (token in the keychain) with what each says about
+//! itself, tasks sent and followed live (`mail://event`), the task list with search, a
+//! task's timeline, interswarm messages, and task logs imported from files.
+
+use std::path::PathBuf;
+
+use gatehouse_inbox::mail::{self, ImportReport, LiveEvent};
+use gatehouse_keys::Secrets;
+use gatehouse_mail::client::{InterswarmSend, Outcome, SendMessage};
+use gatehouse_mail::{ClientError, SwarmClient};
+use gatehouse_store::{MailMessageRow, MailSwarmRow, MailTaskDetail, MailTaskRow, NewMailTask};
+use serde::{Deserialize, Serialize};
+use tauri::{AppHandle, Emitter, Runtime};
+
+use crate::commands::{blocking, CommandError, CoreState};
+
+type Result<T> = std::result::Result<T, CommandError>;
+
+fn client_error(e: ClientError) -> CommandError {
+    CommandError::new(e.code(), e.to_string())
+}
+
+fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
+    CommandError::new("KEYCHAIN", e.to_string())
+}
+
+fn now() -> String {
+    gatehouse_epp::utc_string(chrono::Utc::now())
+}
+
+#[derive(Serialize)]
+pub struct SwarmView {
+    #[serde(flatten)]
+    pub swarm: MailSwarmRow,
+    pub has_token: bool,
+}
+
+#[tauri::command]
+pub async fn mail_swarms(core: CoreState<'_>) -> Result<Vec<SwarmView>> {
+    let c = core.inner().clone();
+    blocking(move || {
+        let secrets = Secrets::open(&c.data_dir).map_err(keychain)?;
+        c.store
+            .mail_swarms()?
+            .into_iter()
+            .map(|s| Ok(SwarmView { has_token: secrets.get(&mail::token_name(&s.name)).map_err(keychain)?.is_some(), swarm: s }))
+            .collect()
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+pub struct SwarmInput {
+    pub url: String,
+    pub name: String,
+    pub token: Option<String>,
+}
+
+/// Connects to a swarm: what it says about itself is fetched first; a token it refuses is
+/// not kept.
+#[tauri::command]
+pub async fn mail_swarm_add(core: CoreState<'_>, input: SwarmInput) -> Result<SwarmView> {
+    let name = input.name.trim().to_string();
+    if name.is_empty() {
+        return Err(CommandError::new("INVALID", "give the swarm a name"));
+    }
+    let token = input.token.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+    let client = SwarmClient::new(&input.url, token.clone()).map_err(client_error)?;
+    let info = mail::survey(&client).await.map_err(client_error)?;
+    if let Some(why) = token.as_ref().and(mail::token_refused(&info)) {
+        return Err(CommandError::new("UNAUTHORIZED", format!("not added: {why}")));
+    }
+    let c = core.inner().clone();
+    let base = client.base().to_string();
+    blocking(move || {
+        if let Some(t) = &token {
+            Secrets::open(&c.data_dir).and_then(|s| s.put(&mail::token_name(&name), t)).map_err(keychain)?;
+        }
+        c.store.mail_swarm_put(&name, &base, &now())?;
+        c.store.mail_swarm_set_info(&name, &info)?;
+        c.store.audit("mail.swarm_add", None, &serde_json::json!({"name": name, "url": base}), &now())?;
+        let swarm = c.store.mail_swarm(&name)?.ok_or_else(|| CommandError::new("STORE", "the swarm was not kept"))?;
+        Ok(SwarmView { swarm, has_token: token.is_some() })
+    })
+    .await
+}
+
+async fn client_for(c: &std::sync::Arc<crate::service::Core>, name: &str) -> Result<SwarmClient> {
+    let (c, n) = (c.clone(), name.to_string());
+    let (row, token) = blocking(move || {
+        let row = c.store.mail_swarm(&n)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no swarm {n}")))?;
+        let token = Secrets::open(&c.data_dir).and_then(|s| s.get(&mail::token_name(&n))).map_err(keychain)?;
+        Ok((row, token))
+    })
+    .await?;
+    SwarmClient::new(&row.base_url, token).map_err(client_error)
+}
+
+/// Asks the swarm again: metadata, health, identity and role, status, known swarms.
+#[tauri::command]
+pub async fn mail_swarm_refresh(core: CoreState<'_>, name: String) -> Result<serde_json::Value> {
+    let c = core.inner().clone();
+    let client = client_for(&c, &name).await?;
+    let info = mail::survey(&client).await.map_err(client_error)?;
+    let i = info.clone();
+    blocking(move || Ok(c.store.mail_swarm_set_info(&name, &i)?)).await?;
+    Ok(info)
+}
+
+#[tauri::command]
+pub async fn mail_swarm_remove(core: CoreState<'_>, name: String) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || {
+        if !c.store.mail_swarm_remove(&name)? {
+            return Err(CommandError::new("NOT_FOUND", format!("no swarm {name}")));
+        }
+        Secrets::open(&c.data_dir).and_then(|s| s.delete(&mail::token_name(&name))).map_err(keychain)?;
+        c.store.audit("mail.swarm_remove", None, &serde_json::json!({"name": name}), &now())?;
+        Ok(())
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+pub struct SendInput {
+    pub swarm: String,
+    pub body: String,
+    pub subject: Option<String>,
+    pub task_id: Option<String>,
+    pub entrypoint: Option<String>,
+}
+
+/// Sends a message and follows its task; every event is stored, then pushed to the window
+/// as `mail://event`.
+#[tauri::command]
+pub async fn mail_send<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, input: SendInput) -> Result<Outcome> {
+    let c = core.inner().clone();
+    let client = client_for(&c, &input.swarm).await?;
+    let blank = |s: Option<String>| s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let m = SendMessage { body: input.body, subject: blank(input.subject), task_id: blank(input.task_id), entrypoint: blank(input.entrypoint) };
+    mail::send(c.store.clone(), &client, &input.swarm, &m, |e: &LiveEvent| {
+        let _ = app.emit("mail://event", e);
+    })
+    .await
+    .map_err(|e| CommandError::new(e.code(), e.to_string()))
+}
+
+#[derive(Deserialize)]
+pub struct InterswarmInput {
+    pub swarm: String,
+    pub body: String,
+    /// `agent@swarm` addresses.
+    pub targets: Vec<String>,
+    pub subject: Option<String>,
+    pub task_id: Option<String>,
+}
+
+#[tauri::command]
+pub async fn mail_interswarm(core: CoreState<'_>, input: InterswarmInput) -> Result<MailMessageRow> {
+    let c = core.inner().clone();
+    let client = client_for(&c, &input.swarm).await?;
+    let (sw, name) = (c.clone(), input.swarm.clone());
+    let token = blocking(move || Secrets::open(&sw.data_dir).and_then(|s| s.get(&mail::token_name(&name))).map_err(keychain)).await?;
+    let token = token.ok_or_else(|| CommandError::new("NO_TOKEN", "interswarm messages need the swarm's token; add the swarm again with one"))?;
+    let targets: Vec<String> = input.targets.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
+    if targets.is_empty() || targets.iter().any(|t| !t.contains('@')) {
+        return Err(CommandError::new("INVALID", "name each target as agent@swarm"));
+    }
+    let msg_type = (targets.len() > 1).then(|| "broadcast".to_string());
+    let req = InterswarmSend { user_token: token, body: input.body, targets, subject: input.subject, msg_type, task_id: input.task_id.filter(|t| !t.trim().is_empty()) };
+    let (msg, _) = client.interswarm(&req).await.map_err(client_error)?;
+    let row = mail::row_of(&msg);
+    let (r, swarm) = (row.clone(), input.swarm);
+    blocking(move || {
+        c.store.mail_task_open(&NewMailTask { task_id: r.task_id.clone(), swarm: Some(swarm), source: "live".into(), subject: r.subject.clone(), state: "running".into(), at: now() })?;
+        c.store.mail_message_add(&r, &now())?;
+        Ok(())
+    })
+    .await?;
+    Ok(row)
+}
+
+#[tauri::command]
+pub async fn mail_tasks(core: CoreState<'_>, query: Option<String>) -> Result<Vec<MailTaskRow>> {
+    let c = core.inner().clone();
+    blocking(move || Ok(c.store.mail_tasks(query.as_deref(), 500)?)).await
+}
+
+#[tauri::command]
+pub async fn mail_task(core: CoreState<'_>, task_id: String) -> Result<MailTaskDetail> {
+    let c = core.inner().clone();
+    blocking(move || c.store.mail_task(&task_id)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no task {task_id}")))).await
+}
+
+/// Imports a task log the user picked or dropped.
+#[tauri::command]
+pub async fn mail_import(core: CoreState<'_>, path: PathBuf) -> Result<ImportReport> {
+    let c = core.inner().clone();
+    blocking(move || mail::import_file(&c.store, &path).map_err(|e| CommandError::new(e.code(), e.to_string()))).await
+}
