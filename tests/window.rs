@@ -547,6 +547,14 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
     app.script("document.querySelector('#task-timeline .system-error').scrollIntoView(); return true;");
     app.screenshot("mail-timeline");
 
+    // A message to an agent of another swarm, routed by this one.
+    app.script("document.querySelector('#mail-interswarm').open = true; return true;");
+    app.type_into("#inter-targets", "forecast@swarm-b");
+    app.type_into("#inter-body", "Forecast for Paris?");
+    app.click("#inter-send");
+    app.wait_text("#inter-msg", "Forecast for Paris?");
+    assert!(app.text("#inter-msg").contains("@swarm-b"), "{}", app.text("#inter-msg"));
+
     // Search by what an agent said.
     app.type_into("#mail-search", "75.2");
     app.wait("one task to match", || count("#task-list li") == 1);
