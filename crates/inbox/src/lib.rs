@@ -8,12 +8,14 @@
 //! - [`folder`]: the watched-folder transport
 //! - [`uamp`]: UAMP 1.0 on the same trust registry and executors, over TLS 1.3
 //! - [`mail`]: MAIL 1.3 tasks followed live on swarms or imported from logs, kept by task_id
+//! - [`intent`]: IntentWeb conversations with IntentSites, signed and checked both ways
 //! - [`service`]: opening a data dir and running all of the above until shutdown
 
 pub mod consent;
 pub mod executor;
 pub mod folder;
 pub mod http;
+pub mod intent;
 pub mod mail;
 pub mod pipeline;
 pub mod runner;

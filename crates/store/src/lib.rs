@@ -4,11 +4,13 @@
 //! Durability rule: an acceptance (nonce + envelope + receipt) is one transaction with
 //! `synchronous=FULL`, committed before the caller may send the receipt.
 
+mod intentweb;
 mod mail;
 mod migrations;
 mod model;
 mod uamp;
 
+pub use intentweb::*;
 pub use mail::*;
 pub use model::*;
 pub use uamp::*;

@@ -211,6 +211,50 @@ const MIGRATIONS: &[&str] = &[
         data TEXT
     );
     CREATE INDEX mail_events_task ON mail_events(task_id, row);",
+    // 8: IntentWeb sites (their manifest as fetched; the key the user pinned lives in the
+    // trust registry, its did:key noted here), conversations by interaction_id, every
+    // message both ways with what checking it found, and the nonces already accepted.
+    "CREATE TABLE iw_sites (
+        origin TEXT PRIMARY KEY,
+        company TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        yaml TEXT NOT NULL,
+        last_updated TEXT NOT NULL,
+        fetched_at TEXT NOT NULL,
+        site_key TEXT
+    );
+    CREATE TABLE iw_conversations (
+        interaction_id TEXT PRIMARY KEY,
+        origin TEXT NOT NULL,
+        endpoint TEXT NOT NULL,
+        capability TEXT,
+        initial TEXT NOT NULL,
+        query_hash TEXT NOT NULL,
+        state TEXT NOT NULL,
+        status TEXT,
+        external_id TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE iw_messages (
+        row INTEGER PRIMARY KEY,
+        interaction_id TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        flow_type TEXT NOT NULL,
+        message TEXT NOT NULL,
+        html TEXT,
+        envelope TEXT NOT NULL,
+        verdict TEXT,
+        warning TEXT,
+        accepted INTEGER NOT NULL,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX iw_messages_conv ON iw_messages(interaction_id, row);
+    CREATE TABLE iw_nonces (
+        origin TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        PRIMARY KEY (origin, nonce)
+    ) WITHOUT ROWID;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {
