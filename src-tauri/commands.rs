@@ -389,6 +389,8 @@ pub async fn identity_qr(core: CoreState<'_>) -> Result<String> {
 pub enum ExportKind {
     Receipts,
     Audit,
+    /// Every IntentWeb conversation with all its messages.
+    Conversations,
 }
 
 /// Writes every receipt or the whole audit log as JSON to a path the user chose.
@@ -406,6 +408,16 @@ pub async fn export_json(core: CoreState<'_>, kind: ExportKind, path: PathBuf) -
                 let rows = c.store.audit_list(u32::MAX)?;
                 let n = rows.len();
                 (serde_json::to_value(rows).unwrap_or_default(), n)
+            }
+            ExportKind::Conversations => {
+                let mut all = Vec::new();
+                for conv in c.store.iw_conversations(usize::MAX >> 1)? {
+                    if let Some(v) = gatehouse_inbox::intent::view(&c.store, &conv.interaction_id)? {
+                        all.push(v);
+                    }
+                }
+                let n = all.len();
+                (serde_json::to_value(all).unwrap_or_default(), n)
             }
         };
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();

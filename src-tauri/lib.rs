@@ -2,6 +2,7 @@
 //! rule live in the core crates; this file wires them to a window, a tray and events.
 
 mod commands;
+mod intent;
 mod mail;
 mod service;
 mod tray;
@@ -65,6 +66,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_clipboard_manager::init())
+        .plugin(tauri_plugin_opener::init())
         .setup(|app| {
             let core = Arc::new(Core::open(data_dir(), keystore()).map_err(|e| format!("Gatehouse cannot start: {e}"))?);
             app.manage(core.clone());
@@ -125,6 +127,15 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             mail::mail_tasks,
             mail::mail_task,
             mail::mail_import,
+            intent::iw_sites,
+            intent::iw_site_add,
+            intent::iw_site_remove,
+            intent::iw_start,
+            intent::iw_reply,
+            intent::iw_pin,
+            intent::iw_conversations,
+            intent::iw_conversation,
+            intent::iw_open_link,
         ])
         .build(tauri::generate_context!())
         .expect("error while building the Gatehouse app")

@@ -573,3 +573,48 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
     app.wait_text("#mail-detail", "imported from forecast.mail.jsonl");
     assert!(app.watch.join("accepted/forecast.mail.jsonl.import.json").exists());
 }
+
+#[test]
+fn an_intentweb_booking_is_completed_from_the_window() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let site = gatehouse_intentweb_testsite::Site::new();
+    let origin = rt.block_on(gatehouse_intentweb_testsite::spawn(site.clone()));
+
+    app.click("#nav-intent");
+    app.type_into("#iw-origin", &origin);
+    app.click("#iw-add");
+    app.wait_text("#view-intent", "Bella Cucina Restaurant");
+    let cards = app.text("#view-intent .capabilities");
+    assert!(cards.contains("Book a table for dining") && cards.contains("Cancel a reservation") && cards.contains("Mondays"), "{cards}");
+
+    // An example from the manifest starts the conversation.
+    app.click(".capability[data-intent='Book a table for dining'] .chip");
+    app.click("#iw-start");
+    app.wait_text("#iw-thread", "Under which name");
+    assert!(app.text("#iw-thread").contains("first contact"), "unverified until pinned");
+    app.click(".iw-pin");
+    app.wait("the key pinned", || app.text("#view-intent").contains("key pinned"));
+    // The checklist the site asked for.
+    app.type_into("#iw-need-0", "Jane Smith");
+    app.screenshot("intentweb-checklist");
+    app.click("#iw-send-answers");
+    app.wait_text("#iw-outcome", "RES-");
+    app.script("document.querySelector('#iw-outcome').scrollIntoView(); return true;");
+    app.screenshot("intentweb-booked");
+    let thread = app.text("#iw-thread");
+    assert!(thread.contains("Booking confirmed") && thread.contains("✓ verified"), "{thread}");
+    assert_eq!(app.find_all("#iw-reply-msg").len(), 0, "nothing more can be said after the result");
+    assert!(app.text("#iw-list").contains("Done — RES-"));
+
+    // A menu answer full of markup stays inert: no script or image element is created.
+    app.type_into("#iw-intent", "What is on the menu tonight?");
+    app.click("#iw-start");
+    app.wait_text("#iw-thread", "Tonight's specials");
+    assert_eq!(app.script("return document.querySelectorAll('#iw-thread script, #iw-thread img, #iw-thread [onerror]').length;").as_u64(), Some(0));
+    assert!(app.text("#iw-thread").contains("<script>alert('x')</script>"), "the payload is shown as text");
+    app.screenshot("intentweb");
+    // The trust registry holds the pinned key under the company's name.
+    assert_eq!(gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap().trust_get(&site.did()).unwrap().unwrap().name, "Bella Cucina Restaurant");
+}

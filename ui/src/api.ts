@@ -109,6 +109,25 @@ export type MailLive =
 export interface MailOutcome { task_id: string; completed: boolean; response: string }
 export interface ImportReport { source: string; tasks: string[]; imported: number; duplicates: number; errors: { line: number; field: string; message: string }[] }
 
+export interface IwCapability { intent: string; description: string; examples: string[]; requires: string[]; constraints: string[]; notes: string[]; operating_hours: Record<string, string> }
+export interface IwManifest {
+  manifest_version: string; company: string; last_updated: string; about: string | null; schema_type: string | null; location: unknown;
+  capabilities: IwCapability[]; contact: { intent_endpoint: string; website: string | null; phone: string | null; email: string | null; other: Record<string, string> };
+}
+export interface IwSite { origin: string; company: string; manifest: IwManifest; last_updated: string; fetched_at: string; site_key: string | null }
+export interface IwConversation {
+  interaction_id: string; origin: string; endpoint: string; capability: string | null; initial: string; query_hash: string;
+  state: 'open' | 'completed' | 'failed'; status: string | null; external_id: string | null; created_at: string; updated_at: string; company?: string | null;
+}
+export type IwVerdict = { kind: 'verified'; kid: string } | { kind: 'new_key'; kid: string } | { kind: 'key_mismatch'; pinned: string; kid: string } | { kind: 'unsigned' } | { kind: 'invalid'; reason: string };
+export interface IwMessage {
+  row: number; interaction_id: string; direction: 'in' | 'out'; flow_type: string; message: string; html: string | null;
+  envelope: { required_information?: string[]; explicability?: Record<string, unknown>[]; status?: string; external_id?: string; [k: string]: unknown };
+  verdict: IwVerdict | null; warning: string | null; accepted: boolean; at: string;
+}
+export interface IwView { conversation: IwConversation; company: string | null; pinned_key: string | null; messages: IwMessage[] }
+export interface IwTurn { conversation: IwConversation; sent: IwMessage; received: IwMessage }
+
 export const api = {
   appInfo: () => invoke<AppInfo>('app_info'),
   inboxList: (filter: InboxFilter) => invoke<InboxItem[]>('inbox_list', { filter }),
@@ -129,7 +148,7 @@ export const api = {
   executorsGet: () => invoke<ExecutorConfig>('executors_get'),
   executorsSet: (config: ExecutorConfig) => invoke<void>('executors_set', { config }),
   identityQr: () => invoke<string>('identity_qr'),
-  exportJson: (kind: 'receipts' | 'audit', path: string) => invoke<number>('export_json', { kind, path }),
+  exportJson: (kind: 'receipts' | 'audit' | 'conversations', path: string) => invoke<number>('export_json', { kind, path }),
   uampInfo: () => invoke<UampInfo>('uamp_info'),
   uampTokenIssue: (sender: string) => invoke<string>('uamp_token_issue', { sender }),
   uampDiscover: (url: string) => invoke<Discovered>('uamp_discover', { url }),
@@ -149,6 +168,15 @@ export const api = {
   mailTasks: (query: string | null) => invoke<MailTask[]>('mail_tasks', { query }),
   mailTask: (taskId: string) => invoke<MailTaskDetail>('mail_task', { taskId }),
   mailImport: (path: string) => invoke<ImportReport>('mail_import', { path }),
+  iwSites: () => invoke<IwSite[]>('iw_sites'),
+  iwSiteAdd: (origin: string) => invoke<IwSite>('iw_site_add', { origin }),
+  iwSiteRemove: (origin: string) => invoke<void>('iw_site_remove', { origin }),
+  iwStart: (input: { origin: string; capability: string | null; message: string }) => invoke<IwTurn>('iw_start', { input }),
+  iwReply: (input: { interaction_id: string; message: string; flow_type: string | null }) => invoke<IwTurn>('iw_reply', { input }),
+  iwPin: (origin: string, kid: string) => invoke<void>('iw_pin', { origin, kid }),
+  iwConversations: () => invoke<IwConversation[]>('iw_conversations'),
+  iwConversation: (interactionId: string) => invoke<IwView>('iw_conversation', { interactionId }),
+  iwOpenLink: (url: string) => invoke<void>('iw_open_link', { url }),
 };
 
 export function onMailEvent(f: (e: MailLive) => void): Promise<UnlistenFn> {

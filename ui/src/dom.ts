@@ -41,3 +41,13 @@ export function replace(el: Element, ...children: Child[]): void {
   clear(el);
   append(el, ...children);
 }
+
+/** The one exception to text-only: HTML the core rendered from a site's markdown and
+ *  sanitized (pulldown-cmark, then ammonia: no scripts, event handlers, styles or images;
+ *  raw HTML arrives escaped). The CSP forbids inline script besides. */
+export function sanitizedHtml(className: string, html: string): HTMLDivElement {
+  const d = document.createElement('div');
+  d.className = className;
+  d.innerHTML = html;
+  return d;
+}

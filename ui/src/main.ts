@@ -5,10 +5,11 @@ import { ConsentView } from './views/consent';
 import { InboxView } from './views/inbox';
 import { ActivityView, SettingsView } from './views/settings';
 import { TrustView } from './views/trust';
+import { IntentView } from './views/intent';
 import { MailView } from './views/mail';
 import { UampView } from './views/uamp';
 
-type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'mail' | 'activity' | 'settings';
+type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'mail' | 'intent' | 'activity' | 'settings';
 
 const app = document.getElementById('app')!;
 const statusPill = h('span', { className: 'pill', id: 'inbox-status-pill' }, '…');
@@ -26,8 +27,9 @@ const settings = new SettingsView(() => refreshInfo());
 const activity = new ActivityView();
 const uamp = new UampView();
 const mail = new MailView();
+const intent = new IntentView();
 
-const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['mail', 'Tasks (MAIL)'], ['activity', 'Activity'], ['settings', 'Settings']];
+const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['mail', 'Tasks (MAIL)'], ['intent', 'Sites (IntentWeb)'], ['activity', 'Activity'], ['settings', 'Settings']];
 const nav = h('nav', {}, ...tabs.map(([t, label]) =>
   h('button', { className: 'tab', id: `nav-${t}`, 'data-tab': t, onclick: () => void show(t, true) }, label, t === 'consent' ? waitingBadge : null)));
 
@@ -48,7 +50,7 @@ async function refreshInfo(): Promise<void> {
 async function show(t: Tab, fresh: boolean): Promise<void> {
   tab = t;
   for (const b of nav.querySelectorAll('.tab')) b.classList.toggle('active', (b as HTMLElement).dataset.tab === t);
-  const view = { inbox, consent, trust, uamp, mail, activity, settings }[t];
+  const view = { inbox, consent, trust, uamp, mail, intent, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
   if (t === 'inbox') await inbox.load(false);
   else if (t === 'settings') { if (info) await settings.load(info); }
@@ -56,6 +58,7 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   else if (t === 'trust') await trust.load();
   else if (t === 'uamp') await uamp.load();
   else if (t === 'mail') await mail.load();
+  else if (t === 'intent') await intent.load();
   else await activity.load();
   void fresh;
 }

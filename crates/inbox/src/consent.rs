@@ -205,6 +205,9 @@ pub fn decide_with_keys(
                             "Allowed, but the waiting message could not be delivered: {}",
                             o.receipt.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
                         ),
+                        (_, Decision::AlwaysAllowScope) if scope == crate::intent::SCOPE => {
+                            "Pinned: this IntentSite's answers are now checked against its key, and answers signed by any other key are refused.".to_string()
+                        }
                         (_, Decision::AlwaysAllowScope) if key.starts_with("did:") => {
                             format!("Trusted for \"{scope}\". Issue it a token (UAMP tab) and send it the token: its messages arrive once it uses it.")
                         }

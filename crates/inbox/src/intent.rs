@@ -182,7 +182,14 @@ fn receive(store: &Store, conv: &IwConversationRow, past: &[FlowType], env: &Env
         return refuse(why, None);
     }
     let pinned = pinned(store, &conv.origin)?;
-    let verdict = attribution::verify(env, "intent_site", &conv.query_hash, pinned.as_deref());
+    let mut verdict = attribution::verify(env, "intent_site", &conv.query_hash, pinned.as_deref());
+    if let Verdict::NewKey { kid } = &verdict {
+        // Trusted from "Waiting for you" (the knock of an earlier first contact): pinned now.
+        if store.trust_get(kid)?.is_some() {
+            store.iw_site_pin(&conv.origin, Some(kid))?;
+            verdict = Verdict::Verified { kid: kid.clone() };
+        }
+    }
     let warning = match &verdict {
         Verdict::Verified { .. } => None,
         Verdict::NewKey { kid } => {

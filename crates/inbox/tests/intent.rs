@@ -36,10 +36,11 @@ async fn a_booking_resolves_step_by_step_to_a_confirmation_with_an_external_id()
     assert_eq!(site.company, "Bella Cucina Restaurant");
     assert!(site.manifest["contact"]["intent_endpoint"].as_str().unwrap().starts_with(&f.origin));
 
-    let t = intent::start(f.store.clone(), &f.key, &f.origin, Some("Book a table for dining"), "Book a table for 2 people", Some("en")).await.unwrap();
+    let t = intent::start(f.store.clone(), &f.key, &f.origin, Some("Book a table for dining"), "Book a table under Jane Smith", Some("en")).await.unwrap();
     assert_eq!(t.received.flow_type, "information_request");
     assert!(t.received.accepted);
-    assert_eq!(t.received.envelope["required_information"].as_array().unwrap().len(), 3, "name, date, time still needed");
+    assert!(t.received.message.contains("How many people"), "party size first: {}", t.received.message);
+    assert_eq!(t.received.envelope["required_information"].as_array().unwrap().len(), 3, "party, date, time still needed");
     // First contact: unverified until the user pins the key, which knocks meanwhile.
     assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "new_key");
     assert!(f.store.pending_list().unwrap().iter().any(|p| p.public_key == f.site.did()));
@@ -51,15 +52,16 @@ async fn a_booking_resolves_step_by_step_to_a_confirmation_with_an_external_id()
         let (s, k, id) = (f.store.clone(), f.key.clone(), id.clone());
         async move { intent::reply(s, &k, &id, FlowType::InformationResponse, m, Some("en")).await.unwrap() }
     };
-    let t = say("Jane Smith").await;
+    let t = say("4 people").await;
     assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "verified");
-    assert!(t.received.message.contains("Which date"));
+    assert!(t.received.message.contains("Which date"), "then the date: {}", t.received.message);
     let t = say("tomorrow").await;
-    assert!(t.received.html.as_ref().unwrap().contains("<table>"), "the times come as a table");
+    assert!(t.received.html.as_ref().unwrap().contains("<table>"), "then the time, the free ones as a table");
     let t = say("at 7").await;
     assert_eq!(t.received.flow_type, "clarification_request");
     let t = say("7pm please").await;
     assert_eq!(t.received.flow_type, "execution_result");
+    assert!(t.received.message.contains("Party: 4") && t.received.message.contains("Jane Smith"), "{}", t.received.message);
     let c = t.conversation;
     assert_eq!((c.state.as_str(), c.status.as_deref()), ("completed", Some("confirmed")));
     assert!(c.external_id.as_deref().unwrap().starts_with("RES-"));
@@ -71,6 +73,19 @@ async fn a_booking_resolves_step_by_step_to_a_confirmation_with_an_external_id()
     assert!(view.messages.iter().all(|m| m.accepted));
     assert_eq!(view.pinned_key.as_deref(), Some(f.site.did().as_str()));
     assert!(view.messages[1].envelope["explicability"][0]["interpretation"].is_string());
+}
+
+#[tokio::test]
+async fn a_site_key_trusted_from_waiting_for_you_is_pinned() {
+    use gatehouse_inbox::consent::{self, ConsentTarget, Decision};
+    let f = fixture().await;
+    let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
+    let (inbox, _rx) = gatehouse_inbox::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
+    let out = consent::decide(&inbox, &ConsentTarget::UnknownSender { public_key: f.site.did() }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert!(out.message.starts_with("Pinned"), "{}", out.message);
+    let t = intent::reply(f.store.clone(), &f.key, &t.conversation.interaction_id, FlowType::InformationResponse, "Grace Hopper", None).await.unwrap();
+    assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "verified");
+    assert_eq!(f.store.iw_site(&f.origin).unwrap().unwrap().site_key.as_deref(), Some(f.site.did().as_str()));
 }
 
 #[tokio::test]

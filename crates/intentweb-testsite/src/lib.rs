@@ -220,6 +220,23 @@ fn answer(b: &mut Booking, text: &str, next_id: &mut u32) -> Answer {
         };
     }
     let asked = b.asked;
+    // A checklist answer: one "what was asked: the answer" line per item.
+    for line in text.lines() {
+        if let Some((label, value)) = line.split_once(':') {
+            let (label, value) = (label.to_lowercase(), value.trim());
+            if label.contains("people") || label.contains("party") {
+                b.party = b.party.or_else(|| party_of(value, true));
+            } else if label.contains("name") && !value.is_empty() {
+                b.name = b.name.clone().or_else(|| Some(value.to_string()));
+            } else if label.contains("date") {
+                b.date = b.date.clone().or_else(|| date_of(value)).or_else(|| (!value.is_empty()).then(|| value.to_string()));
+            } else if label.contains("time") {
+                if let Ok(Some(t)) = time_of(value, true) {
+                    b.time = b.time.clone().or(Some(t));
+                }
+            }
+        }
+    }
     if b.party.is_none() {
         b.party = party_of(text, asked == Some("party"));
     }

@@ -8,6 +8,9 @@ export function consentSentence(item: ConsentItem): string {
   if (item.kind === 'unknown_sender') {
     const scope = item.scope ?? item.scopes_tried[0] ?? 'something';
     const times = item.count > 1 ? ` (${item.count} attempts so far)` : '';
+    if (scope === 'intentweb') {
+      return `A company you contacted over IntentWeb signs its answers with a key you have not pinned (${fingerprint(item.public_key)}). Pin it so that later answers signed by any other key are refused.`;
+    }
     if (item.public_key.startsWith('did:')) {
       return `An AI agent you have not approved (${fingerprint(item.public_key)}, over UAMP) wants to send your AI a message about “${scope}”${times}.`;
     }

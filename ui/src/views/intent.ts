@@ -1,0 +1,244 @@
+// IntentWeb: the companies (IntentSites) you talk to — what each can do, from its
+// manifest — and your conversations with them: what you asked, what they need (a
+// checklist you fill), their answers (rendered safely), and the outcome.
+import { api, errorText, type IwCapability, type IwConversation, type IwMessage, type IwSite, type IwView } from '../api';
+import { h, replace, sanitizedHtml } from '../dom';
+import { fingerprint, when } from '../format';
+
+const FLOW_TEXT: Record<string, string> = {
+  intent_request: 'your request',
+  information_request: 'needs information',
+  information_response: 'your answer',
+  clarification_request: 'asks to clarify',
+  execution_result: 'done',
+  error: 'error',
+};
+
+function verdictBadge(m: IwMessage, pinned: string | null): HTMLElement | null {
+  if (m.direction === 'out') return h('span', { className: 'badge verdict-signed', title: 'signed with your key' }, 'signed by you');
+  if (!m.accepted) return h('span', { className: 'badge verdict-refused' }, 'refused');
+  switch (m.verdict?.kind) {
+    case 'verified': return h('span', { className: 'badge verdict-verified', title: m.verdict.kid }, '✓ verified');
+    case 'new_key': return m.verdict.kid === pinned
+      ? h('span', { className: 'badge verdict-verified', title: m.verdict.kid }, 'first contact — key pinned since')
+      : h('span', { className: 'badge verdict-new', title: m.verdict.kid }, 'first contact — not pinned');
+    case 'unsigned': return h('span', { className: 'badge verdict-new' }, 'unsigned');
+    default: return null;
+  }
+}
+
+export class IntentView {
+  readonly el = h('section', { className: 'intent', id: 'view-intent' });
+  private listBox = h('div', { className: 'list', id: 'iw-conversations' });
+  private detailBox = h('div', { className: 'detail', id: 'iw-detail' }, h('p', { className: 'muted' }, 'Choose a conversation.'));
+  private composerSite = h('select', { id: 'iw-site' });
+  private composerCap = h('select', { id: 'iw-capability' });
+  private composerText = h('textarea', { id: 'iw-intent', rows: 2, cols: 60, placeholder: 'What would you like to do? e.g. “Book a table for 2 tomorrow at 7pm”' });
+  private composerMsg = h('p', { role: 'status', id: 'iw-start-msg' });
+  private selected: string | null = null;
+  private sites: IwSite[] = [];
+
+  async load(): Promise<void> {
+    try {
+      this.sites = await api.iwSites();
+      replace(this.el,
+        h('h2', {}, 'Sites (IntentWeb)'),
+        this.addCard(),
+        ...this.sites.map((s) => this.siteCard(s)),
+        this.composer(),
+        h('h3', {}, 'Conversations'),
+        h('div', { className: 'split' }, this.listBox, this.detailBox));
+      await this.loadConversations();
+    } catch (e) {
+      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  private addCard(): HTMLElement {
+    const origin = h('input', { id: 'iw-origin', type: 'text', placeholder: 'https://company.example', size: 34 });
+    const msg = h('p', { role: 'status', id: 'iw-add-msg' });
+    const add = h('button', { className: 'primary', id: 'iw-add', type: 'submit' }, 'Look up');
+    return h('form', { className: 'card inline', onsubmit: async (e: Event) => {
+      e.preventDefault();
+      add.disabled = true;
+      msg.className = '';
+      msg.textContent = 'Fetching its intent manifest…';
+      try {
+        const s = await api.iwSiteAdd(origin.value);
+        msg.className = 'notice';
+        msg.textContent = `Added ${s.company}.`;
+        await this.load();
+      } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
+      add.disabled = false;
+    } }, h('h3', {}, 'Add a company by its address'), origin, add, msg);
+  }
+
+  private siteCard(s: IwSite): HTMLElement {
+    const m = s.manifest;
+    const loc = m.location && typeof m.location === 'object' ? Object.entries(m.location as Record<string, unknown>).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${String(v)}`) : m.location ? [String(m.location)] : [];
+    return h('div', { className: 'card site', 'data-origin': s.origin },
+      h('div', { className: 'row-top' },
+        h('h3', {}, m.company),
+        h('span', { className: 'mono muted small' }, s.origin),
+        s.site_key ? h('span', { className: 'badge verdict-verified', title: s.site_key }, `key pinned ${fingerprint(s.site_key)}`) : h('span', { className: 'badge verdict-new' }, 'key not pinned yet'),
+        h('button', { className: 'secondary small', onclick: async () => { try { await api.iwSiteAdd(s.origin); await this.load(); } catch (e) { alert(errorText(e)); } } }, 'Refresh'),
+        h('button', { className: 'secondary small', onclick: async () => {
+          if (!confirm(`Remove ${m.company}? Conversations with it are kept.`)) return;
+          try { await api.iwSiteRemove(s.origin); await this.load(); } catch (e) { alert(errorText(e)); }
+        } }, 'Remove')),
+      m.about ? h('p', {}, m.about) : null,
+      loc.length ? h('p', { className: 'muted small' }, loc.join(' · ')) : null,
+      h('p', { className: 'muted small' }, `Manifest updated ${m.last_updated}; fetched ${when(s.fetched_at)}`),
+      h('div', { className: 'capabilities' }, ...m.capabilities.map((c) => this.capabilityCard(s, c))));
+  }
+
+  private capabilityCard(s: IwSite, c: IwCapability): HTMLElement {
+    const list = (title: string, items: string[], cls = '') => items.length ? h('div', { className: cls }, h('h5', {}, title), h('ul', {}, ...items.map((i) => h('li', {}, i)))) : null;
+    const hours = Object.entries(c.operating_hours);
+    return h('div', { className: 'capability', 'data-intent': c.intent },
+      h('h4', {}, c.intent),
+      h('p', {}, c.description),
+      c.examples.length ? h('div', { className: 'examples' }, ...c.examples.map((ex) => h('button', { className: 'chip', type: 'button', onclick: () => this.prefill(s.origin, c.intent, ex) }, ex))) : null,
+      list('Needs', c.requires),
+      list('Conditions', c.constraints),
+      list('Notes', c.notes),
+      hours.length ? h('dl', { className: 'hours' }, ...hours.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])) : null);
+  }
+
+  private prefill(origin: string, capability: string, text: string): void {
+    this.composerSite.value = origin;
+    this.fillCapabilities();
+    this.composerCap.value = capability;
+    this.composerText.value = text;
+    this.composerText.scrollIntoView({ block: 'center' });
+    this.composerText.focus();
+  }
+
+  private fillCapabilities(): void {
+    const site = this.sites.find((s) => s.origin === this.composerSite.value);
+    replace(this.composerCap, h('option', { value: '' }, '(let the site work it out)'), ...(site?.manifest.capabilities ?? []).map((c) => h('option', { value: c.intent }, c.intent)));
+  }
+
+  private composer(): HTMLElement {
+    if (!this.sites.length) return h('div');
+    replace(this.composerSite, ...this.sites.map((s) => h('option', { value: s.origin }, s.company)));
+    this.composerSite.onchange = () => this.fillCapabilities();
+    this.fillCapabilities();
+    const start = h('button', { className: 'primary', id: 'iw-start', type: 'submit' }, 'Start');
+    return h('form', { className: 'card', id: 'iw-composer', onsubmit: async (e: Event) => {
+      e.preventDefault();
+      start.disabled = true;
+      this.composerMsg.className = '';
+      this.composerMsg.textContent = 'Sending your signed request…';
+      try {
+        const t = await api.iwStart({ origin: this.composerSite.value, capability: this.composerCap.value || null, message: this.composerText.value });
+        this.composerMsg.textContent = '';
+        this.composerText.value = '';
+        this.selected = t.conversation.interaction_id;
+        await this.loadConversations();
+      } catch (err) { this.composerMsg.className = 'error'; this.composerMsg.textContent = errorText(err); }
+      start.disabled = false;
+    } },
+      h('h3', {}, 'Ask a company'),
+      h('div', { className: 'actions' }, this.composerSite, this.composerCap),
+      h('div', { className: 'actions' }, this.composerText, start),
+      this.composerMsg);
+  }
+
+  private async loadConversations(): Promise<void> {
+    try {
+      const list = await api.iwConversations();
+      replace(this.listBox, list.length
+        ? h('ul', { className: 'rows', id: 'iw-list' }, ...list.map((c) => this.row(c)))
+        : h('p', { className: 'empty' }, 'No conversations yet.'));
+      if (this.selected) await this.show(this.selected);
+    } catch (e) {
+      replace(this.listBox, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  private row(c: IwConversation): HTMLElement {
+    const state = c.state === 'completed' ? `Done${c.external_id ? ` — ${c.external_id}` : ''}` : c.state === 'failed' ? 'Failed' : 'In progress';
+    return h('li', { className: `row${c.interaction_id === this.selected ? ' selected' : ''}`, 'data-interaction': c.interaction_id, onclick: () => { this.selected = c.interaction_id; void this.loadConversations(); } },
+      h('div', { className: 'row-top' },
+        h('span', { className: 'who' }, c.company ?? c.origin),
+        h('span', { className: `badge iw-${c.state}` }, state),
+        h('time', {}, when(c.updated_at))),
+      h('div', { className: 'preview' }, c.initial));
+  }
+
+  private async show(id: string): Promise<void> {
+    try {
+      const v = await api.iwConversation(id);
+      const c = v.conversation;
+      replace(this.detailBox,
+        h('h2', {}, v.company ?? c.origin),
+        h('p', { className: 'muted small mono' }, `${c.interaction_id}${c.capability ? ` · ${c.capability}` : ''}`),
+        c.state === 'completed' ? h('div', { className: 'receipt-card', id: 'iw-outcome' },
+          h('div', { className: 'big' }, c.external_id ?? 'Done'), h('div', {}, `Status: ${c.status ?? 'completed'}`)) : null,
+        c.state === 'failed' ? h('div', { className: 'error-card', id: 'iw-outcome' }, `Ended with an error${c.status ? ` (${c.status})` : ''}.`) : null,
+        h('ol', { className: 'iw-thread', id: 'iw-thread' }, ...v.messages.map((m) => this.message(v, m))),
+        c.state === 'open' ? this.replyBox(v) : null);
+    } catch (e) {
+      replace(this.detailBox, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  private message(v: IwView, m: IwMessage): HTMLElement {
+    const body = m.direction === 'in' && m.html != null ? sanitizedHtml('md', m.html) : h('div', { className: 'prompt' }, m.message);
+    // Links never navigate the window; each opens in the browser only if the user agrees.
+    body.addEventListener('click', (e) => {
+      const a = (e.target as HTMLElement).closest('a');
+      if (!a) return;
+      e.preventDefault();
+      const href = a.getAttribute('href');
+      if (href && confirm(`Open ${href} in your browser?`)) void api.iwOpenLink(href).catch((err) => alert(errorText(err)));
+    });
+    const kid = m.verdict?.kind === 'new_key' ? m.verdict.kid : null;
+    const expl = m.envelope.explicability ?? [];
+    return h('li', { className: `iw-msg ${m.direction}${m.accepted ? '' : ' refused'}`, 'data-flow': m.flow_type },
+      h('div', { className: 'mail-head' },
+        h('span', { className: 'msg-type' }, FLOW_TEXT[m.flow_type] ?? m.flow_type),
+        verdictBadge(m, v.pinned_key),
+        h('time', {}, when(m.at))),
+      m.warning && !(kid && v.pinned_key === kid) ? h('p', { className: m.accepted ? 'warning small' : 'error small iw-warning' }, m.warning) : null,
+      kid && v.pinned_key !== kid ? h('button', { className: 'secondary small iw-pin', onclick: async () => {
+        try { await api.iwPin(v.conversation.origin, kid); await this.load(); } catch (e) { alert(errorText(e)); }
+      } }, `Pin this key (${fingerprint(kid)})`) : null,
+      body,
+      m.envelope.status && m.direction === 'in' ? h('p', { className: 'muted small' }, `status: ${m.envelope.status}${m.envelope.external_id ? ` · ${m.envelope.external_id}` : ''}`) : null,
+      expl.length ? h('details', { className: 'explicability' }, h('summary', {}, 'Why (explicability)'),
+        h('pre', { className: 'json' }, JSON.stringify(expl, null, 2))) : null);
+  }
+
+  /** What the site still needs, as a checklist; or a free answer. */
+  private replyBox(v: IwView): HTMLElement {
+    const last = [...v.messages].reverse().find((m) => m.direction === 'in' && m.accepted);
+    const needs = last?.flow_type === 'information_request' ? last.envelope.required_information ?? [] : [];
+    const msg = h('p', { role: 'status', id: 'iw-reply-msg' });
+    const send = async (text: string, flow: string | null) => {
+      msg.className = '';
+      msg.textContent = 'Sending…';
+      try {
+        await api.iwReply({ interaction_id: v.conversation.interaction_id, message: text, flow_type: flow });
+        msg.textContent = '';
+        await this.loadConversations();
+      } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
+    };
+    const inputs = needs.map((n, i) => h('input', { type: 'text', className: 'iw-need', 'data-need': n, id: `iw-need-${i}`, size: 28 }));
+    const checklist = needs.length ? h('form', { className: 'card checklist', id: 'iw-checklist', onsubmit: async (e: Event) => {
+      e.preventDefault();
+      const lines = needs.map((n, i) => [n, inputs[i].value.trim()] as const).filter(([, val]) => val);
+      if (!lines.length) { msg.className = 'error'; msg.textContent = 'Fill at least one item.'; return; }
+      await send(lines.map(([n, val]) => `${n}: ${val}`).join('\n'), 'information_response');
+    } },
+      h('h4', {}, 'They still need'),
+      ...needs.map((n, i) => h('label', { className: 'need' }, h('span', {}, n), inputs[i])),
+      h('button', { className: 'primary', id: 'iw-send-answers', type: 'submit' }, 'Send answers')) : null;
+    const free = h('input', { type: 'text', id: 'iw-free', size: 50, placeholder: last?.flow_type === 'clarification_request' ? 'Your clarification' : 'Your answer' });
+    return h('div', { className: 'iw-reply' }, checklist,
+      h('form', { className: 'inline', onsubmit: async (e: Event) => { e.preventDefault(); if (free.value.trim()) await send(free.value, 'information_response'); } },
+        free, h('button', { className: 'secondary', id: 'iw-send-free', type: 'submit' }, 'Answer')),
+      msg);
+  }
+}
