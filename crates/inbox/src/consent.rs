@@ -178,6 +178,9 @@ pub fn decide_with_keys(
                     store.block(&key, "blocked from a consent prompt", &at)?;
                     DecisionOutcome { message: "Blocked. Nothing from this sender will reach you or ask again.".into(), delivered: None }
                 }
+                Decision::AllowOnce if key.starts_with("asop:") => {
+                    return Err(ConsentError::Invalid("an agent is registered by letting it in for good; it then asks again and your rules decide".into()));
+                }
                 Decision::AllowOnce if key.starts_with("did:") => {
                     return Err(ConsentError::Invalid(
                         "a UAMP agent is let in by trusting it for the scope and issuing it a token; nothing of its message was kept to deliver once".into(),
@@ -205,6 +208,9 @@ pub fn decide_with_keys(
                             "Allowed, but the waiting message could not be delivered: {}",
                             o.receipt.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
                         ),
+                        (_, Decision::AlwaysAllowScope) if scope == crate::guardian::SCOPE => {
+                            "Registered: this agent's steps are now decided by your rules, or asked about.".to_string()
+                        }
                         (_, Decision::AlwaysAllowScope) if scope == crate::intent::SCOPE => {
                             "Pinned: this IntentSite's answers are now checked against its key, and answers signed by any other key are refused.".to_string()
                         }
@@ -300,6 +306,11 @@ pub fn decide_with_keys(
 fn check_sender_id(id: &str, policy: &Policy) -> Result<(), ConsentError> {
     if id.starts_with("did:key:") {
         gatehouse_uamp::did::resolve_did_key(id).map_err(|e| ConsentError::Invalid(format!("not a usable did:key: {e}")))?;
+    } else if let Some(agent) = id.strip_prefix("asop:") {
+        // One of the user's own agents, registering with the ASOP guardian.
+        if agent.trim().is_empty() {
+            return Err(ConsentError::Invalid("an ASOP agent needs its id (asop:<agent id>)".into()));
+        }
     } else if id.starts_with("did:web:") {
         gatehouse_uamp::did::did_web_url(id).map_err(ConsentError::Invalid)?;
         if policy.uamp_keys.is_empty() {

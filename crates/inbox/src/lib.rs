@@ -9,11 +9,13 @@
 //! - [`uamp`]: UAMP 1.0 on the same trust registry and executors, over TLS 1.3
 //! - [`mail`]: MAIL 1.3 tasks followed live on swarms or imported from logs, kept by task_id
 //! - [`intent`]: IntentWeb conversations with IntentSites, signed and checked both ways
+//! - [`guardian`]: the ASOP guardian the user's own agents ask before they act
 //! - [`service`]: opening a data dir and running all of the above until shutdown
 
 pub mod consent;
 pub mod executor;
 pub mod folder;
+pub mod guardian;
 pub mod http;
 pub mod intent;
 pub mod mail;

@@ -71,6 +71,7 @@ pub struct Inbox {
     executors: Mutex<Option<(Option<String>, Arc<ExecutorConfig>)>>,
     /// The UAMP side of this inbox, when it runs (consent decisions release its held asks).
     uamp: std::sync::OnceLock<std::sync::Weak<crate::uamp::UampInbox>>,
+    guardian: std::sync::OnceLock<std::sync::Weak<crate::guardian::Guardian>>,
 }
 
 /// Distinct sender keys kept decompressed; past this the cache starts over.
@@ -86,6 +87,7 @@ impl Inbox {
             keys: Mutex::new(HashMap::new()),
             executors: Mutex::new(None),
             uamp: std::sync::OnceLock::new(),
+            guardian: std::sync::OnceLock::new(),
         }
     }
 
@@ -96,6 +98,15 @@ impl Inbox {
     /// The running UAMP side of this inbox, if any.
     pub fn uamp(&self) -> Option<Arc<crate::uamp::UampInbox>> {
         self.uamp.get().and_then(std::sync::Weak::upgrade)
+    }
+
+    pub(crate) fn link_guardian(&self, g: std::sync::Weak<crate::guardian::Guardian>) {
+        let _ = self.guardian.set(g);
+    }
+
+    /// The ASOP guardian answering on this inbox's listener, while it runs.
+    pub fn guardian(&self) -> Option<Arc<crate::guardian::Guardian>> {
+        self.guardian.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Every receipt, as it is recorded.

@@ -4,12 +4,14 @@
 //! Durability rule: an acceptance (nonce + envelope + receipt) is one transaction with
 //! `synchronous=FULL`, committed before the caller may send the receipt.
 
+mod asop;
 mod intentweb;
 mod mail;
 mod migrations;
 mod model;
 mod uamp;
 
+pub use asop::*;
 pub use intentweb::*;
 pub use mail::*;
 pub use model::*;

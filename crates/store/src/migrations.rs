@@ -255,6 +255,44 @@ const MIGRATIONS: &[&str] = &[
         nonce TEXT NOT NULL,
         PRIMARY KEY (origin, nonce)
     ) WITHOUT ROWID;",
+    // 9: the ASOP guardian: the user's rules, every step an agent asked about with the
+    // decision and who made it, and each agent's ping timeout.
+    "CREATE TABLE asop_rules (
+        id INTEGER PRIMARY KEY,
+        agent TEXT NOT NULL,
+        method TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        condition TEXT,
+        action TEXT NOT NULL,
+        redact TEXT,
+        note TEXT,
+        source TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE asop_steps (
+        row INTEGER PRIMARY KEY,
+        session_id TEXT,
+        turn_id TEXT,
+        step_id TEXT,
+        agent_id TEXT,
+        agent_name TEXT,
+        method TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        reasoning TEXT,
+        request TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        message TEXT,
+        rule_id INTEGER,
+        decided_by TEXT,
+        created_at TEXT NOT NULL,
+        decided_at TEXT
+    );
+    CREATE INDEX asop_steps_session ON asop_steps(session_id, row);
+    CREATE TABLE asop_agents (
+        agent_id TEXT PRIMARY KEY,
+        timeout_ms INTEGER,
+        last_ping TEXT
+    );",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

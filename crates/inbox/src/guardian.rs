@@ -1,0 +1,373 @@
+//! The ASOP guardian at `POST /asop/v1` on the loopback inbox: the user's own agents ask it
+//! before they act, and it answers allow / deny / modify from the user's rules — or asks
+//! the user and holds the HTTP request until they answer or the agent's timeout passes.
+//!
+//! Agents are registered through the trust registry: an unknown agent's first step knocks
+//! (key `asop:<agent id>`, scope `asop`) and is refused with -32001 until the user lets
+//! it in from "Waiting for you".
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use gatehouse_asop::jsonrpc::{self, RpcError};
+use gatehouse_asop::rules::{self, Action, Rule};
+use gatehouse_asop::{redact, schema, Step, METHODS};
+use gatehouse_store::{AsopRuleRow, AsopStepRow, NewAsopStep, Store, StoreError};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, oneshot};
+
+pub const PATH: &str = "/asop/v1";
+/// The trust-registry scope of a registered agent.
+pub const SCOPE: &str = "asop";
+/// How long an undecided step waits for the user when its agent set no timeout (ping).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Requests larger than this are refused (-32600).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// The trust-registry key of an agent.
+pub fn agent_key(agent_id: &str) -> String {
+    gatehouse_store::sender_key(&format!("asop:{agent_id}"))
+}
+
+fn now() -> String {
+    gatehouse_epp::utc_string(chrono::Utc::now())
+}
+
+/// What the user answered to a step the guardian asked about.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct UserAnswer {
+    /// allow, deny or modify
+    pub decision: Action,
+    /// Make the answer a rule for this agent and tool (or method).
+    #[serde(default)]
+    pub always: bool,
+    /// For modify: the pattern to redact.
+    #[serde(default)]
+    pub redact: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GuardianError {
+    #[error("this step is no longer waiting (answered, or its agent stopped waiting)")]
+    Gone,
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl GuardianError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            GuardianError::Gone => "GONE",
+            GuardianError::Invalid(_) => "INVALID",
+            GuardianError::Store(_) => "STORE",
+        }
+    }
+}
+
+/// What the window is told.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GuardianEvent {
+    /// A step waits for the user.
+    Ask { row: i64, summary: String, agent: Option<String>, timeout_ms: u64 },
+    /// A step was decided (by a rule, the user, or a timeout).
+    Decided { row: i64, decision: String },
+}
+
+pub struct Guardian {
+    store: Arc<Store>,
+    waiting: Mutex<HashMap<i64, oneshot::Sender<UserAnswer>>>,
+    default_timeout: Duration,
+    pub events: broadcast::Sender<GuardianEvent>,
+}
+
+impl Guardian {
+    pub fn new(store: Arc<Store>, default_timeout: Duration) -> Arc<Guardian> {
+        Arc::new(Guardian { store, waiting: Mutex::new(HashMap::new()), default_timeout, events: broadcast::channel(64).0 })
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<UserAnswer>>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Steps waiting for the user right now.
+    pub fn pending(&self) -> Result<Vec<AsopStepRow>, StoreError> {
+        let live: Vec<i64> = self.waiting().keys().copied().collect();
+        Ok(self.store.asop_pending()?.into_iter().filter(|s| live.contains(&s.row)).collect())
+    }
+
+    /// The user's answer to a waiting step; with `always`, it becomes a rule.
+    pub fn answer(&self, row: i64, answer: UserAnswer) -> Result<(), GuardianError> {
+        if answer.decision == Action::Ask {
+            return Err(GuardianError::Invalid("answer allow, deny or modify".into()));
+        }
+        if answer.decision == Action::Modify {
+            let p = answer.redact.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| GuardianError::Invalid("say what to redact (a pattern)".into()))?;
+            regex::Regex::new(p).map_err(|e| GuardianError::Invalid(format!("not a pattern: {e}")))?;
+        }
+        let tx = self.waiting().remove(&row).ok_or(GuardianError::Gone)?;
+        tx.send(answer).map_err(|_| GuardianError::Gone)
+    }
+
+    fn rules(&self) -> Result<Vec<Rule>, StoreError> {
+        Ok(self.store.asop_rules()?.into_iter().filter_map(rule_of).collect())
+    }
+
+    /// Answers one HTTP body: a request, a batch, or garbage. None: nothing to send (only
+    /// notifications).
+    pub async fn call(self: &Arc<Self>, body: &[u8]) -> Option<Value> {
+        let v: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => return Some(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::PARSE_ERROR, format!("Invalid JSON payload: {e}")))),
+        };
+        match v {
+            Value::Array(items) if items.is_empty() => Some(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, "Invalid JSON-RPC Request: an empty batch"))),
+            Value::Array(items) => {
+                // Each element on its own task: one waiting for the user does not hold up
+                // the others' answers.
+                let handles: Vec<_> = items.into_iter().map(|i| tokio::spawn({ let g = self.clone(); async move { g.one(i).await } })).collect();
+                let mut out = Vec::new();
+                for h in handles {
+                    match h.await {
+                        Ok(Some(r)) => out.push(r),
+                        Ok(None) => {}
+                        Err(e) => out.push(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}")))),
+                    }
+                }
+                (!out.is_empty()).then_some(Value::Array(out))
+            }
+            other => self.one(other).await,
+        }
+    }
+
+    async fn one(self: &Arc<Self>, v: Value) -> Option<Value> {
+        let req = match jsonrpc::read(&v) {
+            Ok(r) => r,
+            Err((id, e)) => return Some(jsonrpc::failure(&id, &e)),
+        };
+        let id = req.id.clone();
+        let answer = self.handle(req).await;
+        let id = id?; // a notification: no response
+        Some(match answer {
+            Ok(result) => jsonrpc::success(&id, result),
+            Err(e) => jsonrpc::failure(&id, &e),
+        })
+    }
+
+    async fn handle(self: &Arc<Self>, req: jsonrpc::Request) -> Result<Value, RpcError> {
+        if !METHODS.contains(&req.method.as_str()) {
+            return Err(RpcError::new(jsonrpc::METHOD_NOT_FOUND, format!("Method not found: {}", req.method)));
+        }
+        // A notification (no id) is allowed by JSON-RPC though the schema wants an id: it is
+        // checked as if it had one, decided and recorded, and answered with nothing.
+        if req.id.is_none() {
+            let mut with_id = req.raw.clone();
+            with_id["id"] = "notification".into();
+            schema::check(&req.method, &with_id)?;
+        } else {
+            schema::check(&req.method, &req.raw)?;
+        }
+        if req.method == "ping" {
+            let timeout = req.params.get("timeout").and_then(Value::as_u64);
+            // ASOP's ping names no agent; an agent may say which it is in metadata.
+            let agent = req.params.pointer("/metadata/agentId").and_then(Value::as_str).unwrap_or("*").to_string();
+            let s = self.store.clone();
+            blocking(move || s.asop_agent_ping(&agent, timeout, &now())).await?;
+            return Ok(json!({"status": "connected", "version": gatehouse_asop::VERSION, "timestamp": now()}));
+        }
+        let step = Step::of(&req.method, &req.params);
+        let summary = step.describe();
+        let record = |decision: &str, message: Option<String>, rule_id: Option<i64>, by: &str| NewAsopStep {
+            session_id: step.session_id.clone(),
+            turn_id: step.turn_id.clone(),
+            step_id: step.step_id.clone(),
+            agent_id: step.agent_id.clone(),
+            agent_name: step.agent_name.clone(),
+            method: req.method.clone(),
+            summary: summary.clone(),
+            reasoning: step.reasoning.clone(),
+            request: req.raw.clone(),
+            decision: decision.into(),
+            message,
+            rule_id,
+            decided_by: Some(by.into()),
+            at: now(),
+        };
+        // Registration: only agents the user let in.
+        if let Some(agent) = &step.agent_id {
+            let (s, key) = (self.store.clone(), agent_key(agent));
+            let (trusted, blocked) = blocking(move || Ok((s.trust_get(&key)?.is_some(), s.is_blocked(&key)?))).await?;
+            if blocked {
+                let e = RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user blocked agent {agent}"));
+                let (s, r) = (self.store.clone(), record("error", Some(e.message.clone()), None, "blocked"));
+                blocking(move || s.asop_step_add(&r)).await?;
+                return Err(e);
+            }
+            if !trusted {
+                let name = step.agent_name.clone().unwrap_or_else(|| agent.clone());
+                let e = RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, format!("Agent {name} is not registered with this guardian; the user has been asked to let it in"))
+                    .with_data(json!({"agentId": agent}));
+                let (s, key, sid, r) = (self.store.clone(), agent_key(agent), step.step_id.clone().unwrap_or_default(), record("error", Some(e.message.clone()), None, "unregistered"));
+                blocking(move || {
+                    s.pending_record(&key, SCOPE, &sid, &now())?;
+                    s.asop_step_add(&r).map(|_| ())
+                })
+                .await?;
+                return Err(e);
+            }
+        }
+        let rules = { let g = self.clone(); blocking(move || g.rules()).await? };
+        let decided = rules::decide(&rules, &step).cloned();
+        let (action, rule_id, note, pattern) = match &decided {
+            Some(r) => (r.action, Some(r.id), r.note.clone(), r.redact.clone()),
+            None => (Action::Ask, None, None, None),
+        };
+        if action != Action::Ask {
+            let result = outcome(&req.raw, action, note, pattern.as_deref(), "rule")?;
+            let (s, r) = (self.store.clone(), record(action.as_str(), result["message"].as_str().map(str::to_string), rule_id, "rule"));
+            let row = blocking(move || s.asop_step_add(&r)).await?;
+            let _ = self.events.send(GuardianEvent::Decided { row, decision: action.as_str().into() });
+            return Ok(result);
+        }
+        // A notification waits for nobody: with no rule to decide, it is only noted.
+        if req.id.is_none() {
+            let (s, r) = (self.store.clone(), record("noted", Some("A notification no rule decided; nobody was asked".into()), None, "notification"));
+            blocking(move || s.asop_step_add(&r)).await?;
+            return Ok(Value::Null);
+        }
+        // Ask the user, and hold the agent's request until they answer.
+        let timeout = {
+            let (s, agent) = (self.store.clone(), step.agent_id.clone());
+            let t = blocking(move || Ok((agent.map(|a| s.asop_agent_timeout(&a)).transpose()?.flatten(), s.asop_agent_timeout("*")?))).await?;
+            t.0.or(t.1).map(Duration::from_millis).unwrap_or(self.default_timeout)
+        };
+        let (s, r) = (self.store.clone(), record("pending", None, None, "user"));
+        let row = blocking(move || s.asop_step_add(&r)).await?;
+        let (tx, rx) = oneshot::channel();
+        self.waiting().insert(row, tx);
+        let _ = self.events.send(GuardianEvent::Ask { row, summary: summary.clone(), agent: step.agent_name.clone().or(step.agent_id.clone()), timeout_ms: timeout.as_millis() as u64 });
+        let answered = tokio::time::timeout(timeout, rx).await;
+        self.waiting().remove(&row);
+        let answer = match answered {
+            Ok(Ok(a)) => a,
+            _ => {
+                let msg = format!("The user did not answer within {} s", timeout.as_secs_f32());
+                let s = self.store.clone();
+                let m = msg.clone();
+                blocking(move || s.asop_step_decide(row, "error", Some(&m), None, "timeout", &now())).await?;
+                let _ = self.events.send(GuardianEvent::Decided { row, decision: "timeout".into() });
+                return Err(RpcError::new(jsonrpc::USER_DID_NOT_ANSWER, msg).with_data(json!({"timeoutMs": timeout.as_millis() as u64})));
+            }
+        };
+        let result = outcome(&req.raw, answer.decision, answer.note.clone().or(Some("Decided by the user".into())), answer.redact.as_deref(), "user")?;
+        let s = self.store.clone();
+        let (agent, method, tool) = (step.agent_id.clone(), req.method.clone(), step.tool_id.clone());
+        let msg = result["message"].as_str().map(str::to_string);
+        let a = answer.clone();
+        blocking(move || {
+            let rule_id = if a.always {
+                Some(s.asop_rule_add(&AsopRuleRow {
+                    id: 0,
+                    agent: agent.unwrap_or_else(|| "*".into()),
+                    method,
+                    tool: tool.unwrap_or_else(|| "*".into()),
+                    condition: None,
+                    action: a.decision.as_str().into(),
+                    redact: a.redact.clone(),
+                    note: a.note.clone(),
+                    source: "always".into(),
+                    created_at: now(),
+                })?)
+            } else {
+                None
+            };
+            s.asop_step_decide(row, a.decision.as_str(), msg.as_deref(), rule_id, "user", &now()).map(|_| ())
+        })
+        .await?;
+        let _ = self.events.send(GuardianEvent::Decided { row, decision: answer.decision.as_str().into() });
+        Ok(result)
+    }
+}
+
+/// The ASOPSuccessResult for a decision.
+fn outcome(request: &Value, action: Action, note: Option<String>, pattern: Option<&str>, by: &str) -> Result<Value, RpcError> {
+    let mut r = json!({
+        "decision": action.as_str(),
+        "message": note.unwrap_or_else(|| match action {
+            Action::Allow => "Allowed by the user's rules".to_string(),
+            Action::Deny => "Denied by the user's rules".to_string(),
+            Action::Modify => "Allowed with redactions".to_string(),
+            Action::Ask => String::new(),
+        }),
+        "reasonCode": [format!("{by}_{}", action.as_str())],
+    });
+    if action == Action::Modify {
+        let p = pattern.ok_or_else(|| RpcError::new(jsonrpc::INTERNAL_ERROR, "Internal server error: a modify decision without a pattern"))?;
+        let (modified, n) = redact::redact(request, p).map_err(|e| RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}")))?;
+        r["modifiedRequest"] = modified;
+        r["data"] = json!({"redactions": n});
+    }
+    Ok(r)
+}
+
+fn rule_of(r: AsopRuleRow) -> Option<Rule> {
+    let action = serde_json::from_value(json!(r.action)).ok()?;
+    Some(Rule {
+        id: r.id,
+        agent: r.agent,
+        method: r.method,
+        tool: r.tool,
+        condition: r.condition.and_then(|c| serde_json::from_value(c).ok()),
+        action,
+        redact: r.redact,
+        note: r.note,
+    })
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, StoreError> + Send + 'static) -> Result<T, RpcError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}")))?
+        .map_err(|e| RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}")))
+}
+
+/// `POST /asop/v1`.
+pub fn router(g: Arc<Guardian>) -> Router {
+    Router::new().route(PATH, post(rpc)).with_state(g)
+}
+
+async fn rpc(State(g): State<Arc<Guardian>>, req: axum::extract::Request) -> Response {
+    let headers = req.headers().clone();
+    // The body must arrive in time (a slow sender holds no connection forever); the answer
+    // may then take as long as the user does.
+    let body: Bytes = match tokio::time::timeout(crate::http::BODY_TIMEOUT, axum::body::to_bytes(req.into_body(), MAX_BODY)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => return json_response(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: larger than {MAX_BODY} bytes")))),
+        Err(_) => return json_response(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, "Invalid JSON-RPC Request: the body did not arrive in time"))),
+    };
+    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !ct.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json") {
+        let e = RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: Content-Type is {ct:?}, not application/json"));
+        return json_response(jsonrpc::failure(&Value::Null, &e));
+    }
+    match g.call(&body).await {
+        Some(v) => json_response(v),
+        None => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+fn json_response(v: Value) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+}

@@ -1,0 +1,200 @@
+//! The ASOP guardian over loopback HTTP, driven by a scripted agent through a session:
+//! trigger → message → tool call request → tool call result, with allow, deny, modify
+//! (redaction), ask answered by the user, ask timing out, "always" becoming a rule, every
+//! JSON-RPC error code, a batch, and an agent that is not registered yet.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_asop::rules::Action;
+use gatehouse_inbox::consent::{self, ConsentTarget, Decision};
+use gatehouse_inbox::guardian::{agent_key, UserAnswer};
+use gatehouse_inbox::ServeOptions;
+use gatehouse_store::{AsopRuleRow, Store};
+use serde_json::{json, Value};
+
+struct G {
+    _dir: tempfile::TempDir,
+    store: Arc<Store>,
+    inbox: Arc<gatehouse_inbox::pipeline::Inbox>,
+    url: String,
+    http: reqwest::Client,
+}
+
+async fn start() -> G {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    let key = ed25519_dalek::SigningKey::from_bytes(&[4; 32]);
+    let (inbox, rx) = gatehouse_inbox::service::build(store.clone(), &gatehouse_epp::public_key_hex(&key));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/asop/v1", listener.local_addr().unwrap());
+    let opts = ServeOptions { listener: Some(listener), watch: None, uamp: None };
+    tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, opts, std::future::pending(), |_| {}));
+    for _ in 0..100 {
+        if inbox.guardian().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    G { _dir: dir, store, inbox, url, http: reqwest::Client::new() }
+}
+
+impl G {
+    async fn raw(&self, body: &str) -> (u16, Option<Value>) {
+        let r = self.http.post(&self.url).header("content-type", "application/json").body(body.to_string()).send().await.unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        (status, (!text.is_empty()).then(|| serde_json::from_str(&text).unwrap()))
+    }
+
+    async fn call(&self, v: Value) -> Value {
+        self.raw(&v.to_string()).await.1.unwrap()
+    }
+
+    fn rule(&self, agent: &str, method: &str, tool: &str, condition: Option<Value>, action: &str, redact: Option<&str>) -> i64 {
+        self.store
+            .asop_rule_add(&AsopRuleRow { id: 0, agent: agent.into(), method: method.into(), tool: tool.into(), condition, action: action.into(), redact: redact.map(str::to_string), note: None, source: "user".into(), created_at: "2026-11-22T00:00:00Z".into() })
+            .unwrap()
+    }
+
+    /// Answers the next step that waits for the user, as the window would.
+    fn answer_next(&self, answer: UserAnswer) -> tokio::task::JoinHandle<String> {
+        let g = self.inbox.guardian().unwrap();
+        tokio::spawn(async move {
+            for _ in 0..200 {
+                if let Some(s) = g.pending().unwrap().first().cloned() {
+                    g.answer(s.row, answer).unwrap();
+                    return s.summary;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("nothing was asked");
+        })
+    }
+}
+
+fn context(step: &str) -> Value {
+    json!({
+        "agent": {"id": "mailer-1", "name": "Mail helper", "instructions": "Send mail for the user", "version": "1", "provider": {"name": "Acme", "url": "https://acme.example"}},
+        "session": {"id": "session-1"}, "turnId": "turn-1", "stepId": step, "timestamp": "2025-01-24T15:30:45.123Z",
+        "user": {"id": "u-1", "organization": {"id": "org-1"}}
+    })
+}
+
+fn tool_call(id: i64, tool: &str, inputs: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "steps/toolCallRequest", "params": {
+        "context": context(&format!("step-{id}")), "reasoning": "The user asked me to send the summary",
+        "toolCallRequest": {"executionId": format!("exec-{id}"), "toolId": tool, "inputs": inputs}}})
+}
+
+async fn register(g: &G) {
+    let r = g.call(json!({"jsonrpc": "2.0", "id": 0, "method": "steps/agentTrigger", "params": {"context": context("step-0"), "trigger": {"type": "autonomous", "content": [{"kind": "text", "text": "new mail"}], "event": {"id": "e-1", "type": "email"}}}})).await;
+    assert_eq!(r["error"]["code"], -32001, "an unknown agent is refused: {r}");
+    assert!(g.store.pending_list().unwrap().iter().any(|p| p.public_key == agent_key("mailer-1")), "and knocks for the user");
+    let out = consent::decide(&g.inbox, &ConsentTarget::UnknownSender { public_key: agent_key("mailer-1") }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert!(out.message.starts_with("Registered"), "{}", out.message);
+}
+
+#[tokio::test]
+async fn a_session_is_guarded_step_by_step() {
+    let g = start().await;
+    register(&g).await;
+    g.rule("*", "steps/agentTrigger", "*", None, "allow", None);
+    g.rule("*", "steps/message", "*", None, "allow", None);
+    g.rule("*", "steps/toolCallResult", "*", None, "allow", None);
+    g.rule("mailer-1", "steps/toolCallRequest", "delete_mailbox", None, "deny", None);
+    g.rule("*", "steps/toolCallRequest", "send_email", Some(json!({"argument": "to", "op": "ends_with", "value": "@company.io"})), "modify", Some(r"\b(?:\d[ -]?){13,16}\b"));
+
+    let r = g.call(json!({"jsonrpc": "2.0", "id": 1, "method": "steps/agentTrigger", "params": {"context": context("step-1"), "trigger": {"type": "autonomous", "content": [{"kind": "text", "text": "new mail"}], "event": {"id": "e-1", "type": "email"}}}})).await;
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    let r = g.call(json!({"jsonrpc": "2.0", "id": 2, "method": "steps/message", "params": {"context": context("step-2"), "message": {"role": "user", "id": "m-1", "content": [{"kind": "text", "text": "Send the summary to Eve"}]}}})).await;
+    assert_eq!((r["id"].as_i64(), r["result"]["decision"].as_str()), (Some(2), Some("allow")));
+
+    // Inside the domain, with a card number in the body: modified, the number redacted.
+    let r = g.call(tool_call(3, "send_email", json!([{"name": "to", "value": "bob@company.io"}, {"name": "body", "value": "card 4111 1111 1111 1111"}]))).await;
+    assert_eq!(r["result"]["decision"], "modify", "{r}");
+    assert_eq!(r["result"]["modifiedRequest"]["params"]["toolCallRequest"]["inputs"][1]["value"], "card [REDACTED]");
+    // Outside the domain: no rule decides, so the user is asked; the request waits.
+    let asked = g.answer_next(UserAnswer { decision: Action::Allow, always: false, redact: None, note: Some("I know Eve".into()) });
+    let r = g.call(tool_call(4, "send_email", json!([{"name": "to", "value": "eve@elsewhere.example"}]))).await;
+    assert_eq!((r["result"]["decision"].as_str(), r["result"]["message"].as_str()), (Some("allow"), Some("I know Eve")), "{r}");
+    assert_eq!(asked.await.unwrap(), "Mail helper wants to use send_email with to = “eve@elsewhere.example”.");
+    let r = g.call(tool_call(5, "delete_mailbox", json!([]))).await;
+    assert_eq!(r["result"]["decision"], "deny");
+    // The schema's shape and the text's shape of a tool result both work.
+    let r = g.call(json!({"jsonrpc": "2.0", "id": 6, "method": "steps/toolCallResult", "params": {"context": context("step-6"), "executionId": "exec-4", "result": {"outputs": [{"kind": "text", "text": "sent"}], "isError": false}}})).await;
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    let r = g.call(json!({"jsonrpc": "2.0", "id": 7, "method": "steps/toolCallResult", "params": {"context": context("step-7"), "toolCallResult": {"executionId": "exec-4", "result": {"outputs": [], "isError": false}}}})).await;
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+
+    // The audit: the whole session in order, each step with its decision and who made it.
+    let steps = g.store.asop_session("session-1").unwrap();
+    let got: Vec<(&str, &str)> = steps.iter().map(|s| (s.decision.as_str(), s.decided_by.as_deref().unwrap_or(""))).collect();
+    assert_eq!(got, [("error", "unregistered"), ("allow", "rule"), ("allow", "rule"), ("modify", "rule"), ("allow", "user"), ("deny", "rule"), ("allow", "rule"), ("allow", "rule")]);
+    assert_eq!(steps[4].reasoning.as_deref(), Some("The user asked me to send the summary"));
+}
+
+#[tokio::test]
+async fn an_unanswered_ask_times_out_and_always_becomes_a_rule() {
+    let g = start().await;
+    register(&g).await;
+    // The agent says how long it waits (ping), naming itself in metadata.
+    let r = g.call(json!({"jsonrpc": "2.0", "id": "p", "method": "ping", "params": {"timestamp": "2025-01-24T15:30:45Z", "timeout": 400, "metadata": {"agentId": "mailer-1"}}})).await;
+    assert_eq!((r["result"]["status"].as_str(), r["result"]["version"].as_str()), (Some("connected"), Some("1.0.0")), "{r}");
+    let t = std::time::Instant::now();
+    let r = g.call(tool_call(1, "post_tweet", json!([{"name": "text", "value": "hello"}]))).await;
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    assert!(t.elapsed() >= Duration::from_millis(400) && t.elapsed() < Duration::from_secs(5));
+    assert_eq!(g.store.asop_session("session-1").unwrap().last().unwrap().decided_by.as_deref(), Some("timeout"));
+    // Answered with "always": the next identical step needs nobody.
+    let asked = g.answer_next(UserAnswer { decision: Action::Deny, always: true, redact: None, note: Some("No tweets".into()) });
+    let r = g.call(tool_call(2, "post_tweet", json!([{"name": "text", "value": "hello again"}]))).await;
+    assert_eq!(r["result"]["decision"], "deny");
+    asked.await.unwrap();
+    let r = g.call(tool_call(3, "post_tweet", json!([{"name": "text", "value": "third"}]))).await;
+    assert_eq!((r["result"]["decision"].as_str(), r["result"]["message"].as_str()), (Some("deny"), Some("No tweets")));
+    assert_eq!(g.store.asop_rules().unwrap().iter().filter(|r| r.source == "always").count(), 1);
+    assert!(g.inbox.guardian().unwrap().pending().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn every_json_rpc_error_code_and_batches() {
+    let g = start().await;
+    register(&g).await;
+    g.rule("*", "*", "*", None, "allow", None);
+    let (_, r) = g.raw("{not json").await;
+    assert_eq!((r.as_ref().unwrap()["error"]["code"].as_i64(), r.as_ref().unwrap()["id"].is_null()), (Some(-32700), true));
+    assert_eq!(g.call(json!([])).await["error"]["code"], -32600);
+    assert_eq!(g.call(json!(42)).await["error"]["code"], -32600);
+    assert_eq!(g.call(json!({"jsonrpc": "1.0", "id": 1, "method": "ping"})).await["error"]["code"], -32600);
+    let r = g.call(json!({"jsonrpc": "2.0", "id": "x", "method": "steps/dance", "params": {}})).await;
+    assert_eq!((r["error"]["code"].as_i64(), r["id"].as_str()), (Some(-32601), Some("x")));
+    let mut bad = tool_call(9, "t", json!([{"value": 1}]));
+    let r = g.call(bad.clone()).await;
+    assert_eq!((r["error"]["code"].as_i64(), r["error"]["data"]["field"].as_str()), (Some(-32602), Some("/params/toolCallRequest/inputs/0/name")));
+    // -32603: the store holds a modify rule without a pattern (written past the app's checks).
+    g.rule("mailer-1", "steps/toolCallRequest", "broken", None, "modify", None);
+    bad = tool_call(10, "broken", json!([]));
+    assert_eq!(g.call(bad).await["error"]["code"], -32603);
+    // A wrong Content-Type is refused before anything is read.
+    let r = g.http.post(&g.url).header("content-type", "text/plain").body("{}").send().await.unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32600);
+
+    // A batch: answers for the requests, none for the notification, errors in place.
+    let note = {
+        let mut n = tool_call(0, "send", json!([]));
+        n.as_object_mut().unwrap().remove("id");
+        n
+    };
+    let r = g.call(json!([tool_call(11, "send", json!([])), note.clone(), {"jsonrpc": "2.0", "id": 12, "method": "nope"}, 7])).await;
+    let arr = r.as_array().unwrap();
+    assert_eq!(arr.len(), 3, "{r}");
+    assert_eq!(arr[0]["result"]["decision"], "allow");
+    assert_eq!((arr[1]["id"].as_i64(), arr[1]["error"]["code"].as_i64()), (Some(12), Some(-32601)));
+    assert_eq!(arr[2]["error"]["code"], -32600);
+    // Only notifications: nothing comes back, but the step is on record.
+    let (status, body) = g.raw(&json!([note]).to_string()).await;
+    assert_eq!((status, body), (204, None));
+    let steps = g.store.asop_session("session-1").unwrap();
+    assert!(steps.iter().any(|s| s.step_id.as_deref() == Some("step-0") && s.decision == "allow"), "{:#?}", steps.iter().map(|s| (&s.step_id, &s.decision, &s.message)).collect::<Vec<_>>());
+}

@@ -1,0 +1,183 @@
+//! The ASOP guardian's rules, its audit of steps, and agents' ping timeouts. Plain rows:
+//! the asop crate reads and decides, this keeps what it decided.
+
+use rusqlite::{params, OptionalExtension, Row};
+use serde::{Deserialize, Serialize};
+
+use crate::{Result, Store};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AsopRuleRow {
+    pub id: i64,
+    pub agent: String,
+    pub method: String,
+    pub tool: String,
+    /// `{argument, op, value}` or none.
+    pub condition: Option<serde_json::Value>,
+    pub action: String,
+    pub redact: Option<String>,
+    pub note: Option<String>,
+    /// "user" (written in the app) or "always" (an answer the user made a rule).
+    pub source: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AsopStepRow {
+    pub row: i64,
+    pub session_id: Option<String>,
+    pub turn_id: Option<String>,
+    pub step_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_name: Option<String>,
+    pub method: String,
+    /// The step in plain words.
+    pub summary: String,
+    pub reasoning: Option<String>,
+    pub request: serde_json::Value,
+    /// allow, deny, modify, pending (waiting for the user), or error.
+    pub decision: String,
+    pub message: Option<String>,
+    pub rule_id: Option<i64>,
+    /// rule, user, timeout, default, unregistered, blocked, invalid
+    pub decided_by: Option<String>,
+    pub created_at: String,
+    pub decided_at: Option<String>,
+}
+
+/// A step as first recorded.
+#[derive(Debug, Clone)]
+pub struct NewAsopStep {
+    pub session_id: Option<String>,
+    pub turn_id: Option<String>,
+    pub step_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_name: Option<String>,
+    pub method: String,
+    pub summary: String,
+    pub reasoning: Option<String>,
+    pub request: serde_json::Value,
+    pub decision: String,
+    pub message: Option<String>,
+    pub rule_id: Option<i64>,
+    pub decided_by: Option<String>,
+    pub at: String,
+}
+
+fn rule_row(r: &Row<'_>) -> rusqlite::Result<AsopRuleRow> {
+    let c: Option<String> = r.get(4)?;
+    Ok(AsopRuleRow {
+        id: r.get(0)?,
+        agent: r.get(1)?,
+        method: r.get(2)?,
+        tool: r.get(3)?,
+        condition: c.and_then(|c| serde_json::from_str(&c).ok()),
+        action: r.get(5)?,
+        redact: r.get(6)?,
+        note: r.get(7)?,
+        source: r.get(8)?,
+        created_at: r.get(9)?,
+    })
+}
+
+fn step_row(r: &Row<'_>) -> rusqlite::Result<AsopStepRow> {
+    let req: String = r.get(9)?;
+    Ok(AsopStepRow {
+        row: r.get(0)?,
+        session_id: r.get(1)?,
+        turn_id: r.get(2)?,
+        step_id: r.get(3)?,
+        agent_id: r.get(4)?,
+        agent_name: r.get(5)?,
+        method: r.get(6)?,
+        summary: r.get(7)?,
+        reasoning: r.get(8)?,
+        request: serde_json::from_str(&req).unwrap_or_default(),
+        decision: r.get(10)?,
+        message: r.get(11)?,
+        rule_id: r.get(12)?,
+        decided_by: r.get(13)?,
+        created_at: r.get(14)?,
+        decided_at: r.get(15)?,
+    })
+}
+
+const STEP: &str = "SELECT row, session_id, turn_id, step_id, agent_id, agent_name, method, summary, reasoning, request, decision, message, rule_id, decided_by, created_at, decided_at FROM asop_steps";
+
+impl Store {
+    pub fn asop_rule_add(&self, r: &AsopRuleRow) -> Result<i64> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO asop_rules (agent, method, tool, condition, action, redact, note, source, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![r.agent, r.method, r.tool, r.condition.as_ref().map(|c| c.to_string()), r.action, r.redact, r.note, r.source, r.created_at],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    pub fn asop_rules(&self) -> Result<Vec<AsopRuleRow>> {
+        self.read(|c| {
+            Ok(c.prepare_cached("SELECT id, agent, method, tool, condition, action, redact, note, source, created_at FROM asop_rules ORDER BY id")?
+                .query_map([], rule_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    pub fn asop_rule_remove(&self, id: i64) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM asop_rules WHERE id = ?1", [id])? > 0)
+    }
+
+    pub fn asop_step_add(&self, s: &NewAsopStep) -> Result<i64> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO asop_steps (session_id, turn_id, step_id, agent_id, agent_name, method, summary, reasoning, request, decision, message, rule_id, decided_by, created_at, decided_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, CASE WHEN ?10 = 'pending' THEN NULL ELSE ?14 END)",
+            params![s.session_id, s.turn_id, s.step_id, s.agent_id, s.agent_name, s.method, s.summary, s.reasoning, s.request.to_string(), s.decision, s.message, s.rule_id, s.decided_by, s.at],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    /// Settles a pending step: what was decided, by whom.
+    pub fn asop_step_decide(&self, row: i64, decision: &str, message: Option<&str>, rule_id: Option<i64>, decided_by: &str, at: &str) -> Result<bool> {
+        Ok(self.conn().execute(
+            "UPDATE asop_steps SET decision = ?2, message = ?3, rule_id = coalesce(?4, rule_id), decided_by = ?5, decided_at = ?6 WHERE row = ?1 AND decision = 'pending'",
+            params![row, decision, message, rule_id, decided_by, at],
+        )? > 0)
+    }
+
+    pub fn asop_step(&self, row: i64) -> Result<Option<AsopStepRow>> {
+        self.read(|c| Ok(c.query_row(&format!("{STEP} WHERE row = ?1"), [row], step_row).optional()?))
+    }
+
+    /// Steps waiting for the user, oldest first.
+    pub fn asop_pending(&self) -> Result<Vec<AsopStepRow>> {
+        self.read(|c| Ok(c.prepare_cached(&format!("{STEP} WHERE decision = 'pending' ORDER BY row"))?.query_map([], step_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+    }
+
+    /// A session's steps in order (its timeline).
+    pub fn asop_session(&self, session_id: &str) -> Result<Vec<AsopStepRow>> {
+        self.read(|c| Ok(c.prepare_cached(&format!("{STEP} WHERE session_id = ?1 ORDER BY row"))?.query_map([session_id], step_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+    }
+
+    /// Sessions, newest activity first: (session id, agent name, steps, last step time).
+    pub fn asop_sessions(&self, limit: usize) -> Result<Vec<(String, Option<String>, i64, String)>> {
+        self.read(|c| {
+            Ok(c.prepare_cached(
+                "SELECT session_id, max(agent_name), count(*), max(created_at) FROM asop_steps WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY max(row) DESC LIMIT ?1",
+            )?
+            .query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    pub fn asop_agent_ping(&self, agent_id: &str, timeout_ms: Option<u64>, at: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO asop_agents (agent_id, timeout_ms, last_ping) VALUES (?1, ?2, ?3) ON CONFLICT(agent_id) DO UPDATE SET timeout_ms = coalesce(?2, timeout_ms), last_ping = ?3",
+            params![agent_id, timeout_ms.map(|t| t as i64), at],
+        )?;
+        Ok(())
+    }
+
+    pub fn asop_agent_timeout(&self, agent_id: &str) -> Result<Option<u64>> {
+        self.read(|c| Ok(c.query_row("SELECT timeout_ms FROM asop_agents WHERE agent_id = ?1", [agent_id], |r| r.get::<_, Option<i64>>(0)).optional()?.flatten().map(|t| t as u64)))
+    }
+}
