@@ -391,6 +391,8 @@ pub enum ExportKind {
     Audit,
     /// Every IntentWeb conversation with all its messages.
     Conversations,
+    /// Every step the ASOP guardian decided, by session.
+    Guardian,
 }
 
 /// Writes every receipt or the whole audit log as JSON to a path the user chose.
@@ -418,6 +420,15 @@ pub async fn export_json(core: CoreState<'_>, kind: ExportKind, path: PathBuf) -
                 }
                 let n = all.len();
                 (serde_json::to_value(all).unwrap_or_default(), n)
+            }
+            ExportKind::Guardian => {
+                let mut sessions = Vec::new();
+                for (id, agent, _, _) in c.store.asop_sessions(usize::MAX >> 1)? {
+                    let steps = c.store.asop_session(&id)?;
+                    sessions.push(serde_json::json!({"session_id": id, "agent": agent, "steps": steps}));
+                }
+                let n = sessions.len();
+                (serde_json::Value::Array(sessions), n)
             }
         };
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();

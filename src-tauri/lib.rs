@@ -2,6 +2,7 @@
 //! rule live in the core crates; this file wires them to a window, a tray and events.
 
 mod commands;
+mod guardian;
 mod intent;
 mod mail;
 mod service;
@@ -40,13 +41,14 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
                     let _ = app.emit("inbox://received", &ev);
                     if ev.needs_consent {
                         let _ = app.emit("consent://requested", &ev);
-                        let body = match &ev.code {
-                            Some(_) => "An unknown sender wants to reach your AI. Open Gatehouse to decide.",
-                            None => "A message is waiting for your consent. Open Gatehouse to decide.",
+                        let body = match (&ev.code, ev.transport.as_str()) {
+                            (_, "asop") => format!("{} is waiting for your decision before it acts. Open Gatehouse to answer.", ev.sender.as_deref().unwrap_or("An agent")),
+                            (Some(_), _) => "An unknown sender wants to reach your AI. Open Gatehouse to decide.".to_string(),
+                            (None, _) => "A message is waiting for your consent. Open Gatehouse to decide.".to_string(),
                         };
                         // No notification daemon (a headless session) is not an error worth
                         // more than a log line: the prompt is in the window either way.
-                        if let Err(e) = app.notification().builder().title("Gatehouse").body(body).show() {
+                        if let Err(e) = app.notification().builder().title("Gatehouse").body(&body).show() {
                             tracing::debug!(error = %e, "no desktop notification");
                         }
                     }
@@ -136,6 +138,13 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             intent::iw_conversations,
             intent::iw_conversation,
             intent::iw_open_link,
+            guardian::asop_pending,
+            guardian::asop_answer,
+            guardian::asop_rules,
+            guardian::asop_rule_add,
+            guardian::asop_rule_remove,
+            guardian::asop_sessions,
+            guardian::asop_session,
         ])
         .build(tauri::generate_context!())
         .expect("error while building the Gatehouse app")

@@ -618,3 +618,63 @@ fn an_intentweb_booking_is_completed_from_the_window() {
     // The trust registry holds the pinned key under the company's name.
     assert_eq!(gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap().trust_get(&site.did()).unwrap().unwrap().name, "Bella Cucina Restaurant");
 }
+
+#[test]
+fn an_agent_asks_the_guardian_and_the_user_answers_in_the_window() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let url = format!("http://127.0.0.1:{}/asop/v1", app.port);
+    let step = |id: i64, to: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "steps/toolCallRequest", "params": {
+            "context": {"agent": {"id": "mailer-1", "name": "Mail helper", "instructions": "Send mail", "version": "1", "provider": {"name": "Acme", "url": "https://acme.example"}},
+                        "session": {"id": "s-42"}, "turnId": "t-1", "stepId": format!("st-{id}"), "timestamp": "2025-01-24T15:30:45Z"},
+            "reasoning": "The user asked me to send the quarterly numbers",
+            "toolCallRequest": {"executionId": format!("x-{id}"), "toolId": "send_email", "inputs": [{"name": "to", "value": to}, {"name": "subject", "value": "Q3 numbers"}]}}})
+    };
+    let post = move |v: Value| -> Value { reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap().post(&url).json(&v).send().unwrap().json().unwrap() };
+
+    // Not registered yet: refused, and the agent waits under "Waiting for you".
+    assert_eq!(post(step(1, "eve@elsewhere.example"))["error"]["code"], -32001);
+    app.click("#nav-consent");
+    app.wait_text("#view-consent", "Your agent “mailer-1”");
+    app.click("#view-consent article[data-kind='unknown_sender'] button[data-decision='always_allow_scope']");
+    app.wait_text("#consent-notice", "Registered");
+
+    // Now its step waits for the user; the agent's request is held meanwhile.
+    let agent = std::thread::spawn({
+        let post = post.clone();
+        let s = step(2, "eve@elsewhere.example");
+        move || post(s)
+    });
+    app.wait("the question to appear", || {
+        app.click("#nav-consent");
+        app.find_all("article.asop-ask").len() == 1
+    });
+    let card = app.text("article.asop-ask");
+    assert!(card.contains("Mail helper wants to use send_email with to = “eve@elsewhere.example”"), "{card}");
+    assert!(card.contains("quarterly numbers"), "the agent's reasoning is shown: {card}");
+    app.screenshot("guardian-ask");
+    app.click("article.asop-ask .asop-always");
+    app.click("article.asop-ask button[data-answer='allow']");
+    let answer = agent.join().unwrap();
+    assert_eq!(answer["result"]["decision"], "allow", "{answer}");
+    // "Always" made a rule: the same step is decided without asking.
+    assert_eq!(post(step(3, "eve@elsewhere.example"))["result"]["decision"], "allow");
+
+    app.click("#nav-guardian");
+    app.wait_text("#rule-list", "agent mailer-1, tool send_email: allow");
+    app.wait_text("#asop-timeline", "send_email");
+    let decisions = app.script("return [...document.querySelectorAll('#asop-timeline li')].map(l => l.dataset.decision).join(',');");
+    assert_eq!(decisions.as_str(), Some("error,allow,allow"));
+    app.screenshot("guardian");
+    // A rule written in the window: outside the company domain, deny.
+    app.type_into("#rule-agent", "mailer-1");
+    app.type_into("#rule-tool", "send_email");
+    app.type_into("#rule-arg", "to");
+    app.type_into("#rule-value", "@evil.example");
+    app.script("const s=document.querySelector('#rule-op'); s.value='ends_with'; const a=document.querySelector('#rule-action'); a.value='deny'; return true;");
+    app.click("#rule-add");
+    app.wait_text("#rule-list", "when to ends with “@evil.example”: deny");
+    assert_eq!(post(step(4, "mallory@evil.example"))["result"]["decision"], "deny");
+    assert_eq!(post(step(5, "bob@company.io"))["result"]["decision"], "allow", "the earlier rule still covers the rest");
+}

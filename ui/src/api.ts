@@ -128,6 +128,15 @@ export interface IwMessage {
 export interface IwView { conversation: IwConversation; company: string | null; pinned_key: string | null; messages: IwMessage[] }
 export interface IwTurn { conversation: IwConversation; sent: IwMessage; received: IwMessage }
 
+export interface AsopStep {
+  row: number; session_id: string | null; turn_id: string | null; step_id: string | null; agent_id: string | null; agent_name: string | null;
+  method: string; summary: string; reasoning: string | null; request: { params?: Record<string, unknown> } & Record<string, unknown>;
+  decision: string; message: string | null; rule_id: number | null; decided_by: string | null; created_at: string; decided_at: string | null;
+}
+export interface AsopCondition { argument: string; op: string; value: string }
+export interface AsopRule { id: number; agent: string; method: string; tool: string; condition: AsopCondition | null; action: string; redact: string | null; note: string | null; source: string; created_at: string }
+export interface AsopSession { session_id: string; agent: string | null; steps: number; last: string }
+
 export const api = {
   appInfo: () => invoke<AppInfo>('app_info'),
   inboxList: (filter: InboxFilter) => invoke<InboxItem[]>('inbox_list', { filter }),
@@ -148,7 +157,7 @@ export const api = {
   executorsGet: () => invoke<ExecutorConfig>('executors_get'),
   executorsSet: (config: ExecutorConfig) => invoke<void>('executors_set', { config }),
   identityQr: () => invoke<string>('identity_qr'),
-  exportJson: (kind: 'receipts' | 'audit' | 'conversations', path: string) => invoke<number>('export_json', { kind, path }),
+  exportJson: (kind: 'receipts' | 'audit' | 'conversations' | 'guardian', path: string) => invoke<number>('export_json', { kind, path }),
   uampInfo: () => invoke<UampInfo>('uamp_info'),
   uampTokenIssue: (sender: string) => invoke<string>('uamp_token_issue', { sender }),
   uampDiscover: (url: string) => invoke<Discovered>('uamp_discover', { url }),
@@ -177,6 +186,13 @@ export const api = {
   iwConversations: () => invoke<IwConversation[]>('iw_conversations'),
   iwConversation: (interactionId: string) => invoke<IwView>('iw_conversation', { interactionId }),
   iwOpenLink: (url: string) => invoke<void>('iw_open_link', { url }),
+  asopPending: () => invoke<AsopStep[]>('asop_pending'),
+  asopAnswer: (row: number, answer: { decision: 'allow' | 'deny' | 'modify'; always: boolean; redact: string | null; note: string | null }) => invoke<void>('asop_answer', { row, answer }),
+  asopRules: () => invoke<AsopRule[]>('asop_rules'),
+  asopRuleAdd: (input: { agent: string; method: string; tool: string; condition: AsopCondition | null; action: string; redact: string | null; note: string | null }) => invoke<AsopRule>('asop_rule_add', { input }),
+  asopRuleRemove: (id: number) => invoke<void>('asop_rule_remove', { id }),
+  asopSessions: () => invoke<AsopSession[]>('asop_sessions'),
+  asopSession: (sessionId: string) => invoke<AsopStep[]>('asop_session', { sessionId }),
 };
 
 export function onMailEvent(f: (e: MailLive) => void): Promise<UnlistenFn> {

@@ -5,11 +5,12 @@ import { ConsentView } from './views/consent';
 import { InboxView } from './views/inbox';
 import { ActivityView, SettingsView } from './views/settings';
 import { TrustView } from './views/trust';
+import { GuardianView } from './views/guardian';
 import { IntentView } from './views/intent';
 import { MailView } from './views/mail';
 import { UampView } from './views/uamp';
 
-type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'mail' | 'intent' | 'activity' | 'settings';
+type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'mail' | 'intent' | 'guardian' | 'activity' | 'settings';
 
 const app = document.getElementById('app')!;
 const statusPill = h('span', { className: 'pill', id: 'inbox-status-pill' }, '…');
@@ -28,8 +29,9 @@ const activity = new ActivityView();
 const uamp = new UampView();
 const mail = new MailView();
 const intent = new IntentView();
+const guardian = new GuardianView();
 
-const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['mail', 'Tasks (MAIL)'], ['intent', 'Sites (IntentWeb)'], ['activity', 'Activity'], ['settings', 'Settings']];
+const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['mail', 'Tasks (MAIL)'], ['intent', 'Sites (IntentWeb)'], ['guardian', 'Guardian (ASOP)'], ['activity', 'Activity'], ['settings', 'Settings']];
 const nav = h('nav', {}, ...tabs.map(([t, label]) =>
   h('button', { className: 'tab', id: `nav-${t}`, 'data-tab': t, onclick: () => void show(t, true) }, label, t === 'consent' ? waitingBadge : null)));
 
@@ -50,7 +52,7 @@ async function refreshInfo(): Promise<void> {
 async function show(t: Tab, fresh: boolean): Promise<void> {
   tab = t;
   for (const b of nav.querySelectorAll('.tab')) b.classList.toggle('active', (b as HTMLElement).dataset.tab === t);
-  const view = { inbox, consent, trust, uamp, mail, intent, activity, settings }[t];
+  const view = { inbox, consent, trust, uamp, mail, intent, guardian, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
   if (t === 'inbox') await inbox.load(false);
   else if (t === 'settings') { if (info) await settings.load(info); }
@@ -59,6 +61,7 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   else if (t === 'uamp') await uamp.load();
   else if (t === 'mail') await mail.load();
   else if (t === 'intent') await intent.load();
+  else if (t === 'guardian') await guardian.load();
   else await activity.load();
   void fresh;
 }

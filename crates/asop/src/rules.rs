@@ -1,7 +1,7 @@
 //! The user's rules. A rule names an agent (its id, or `*`), a method, a tool (its id, or
 //! `*`), an optional condition on an argument, and an action. The most specific matching
-//! rule decides: agent before `*`, tool before `*`, method before `*`, with a condition
-//! before without; among equals, the newest. No rule → ask the user.
+//! rule decides: agent before `*`, tool before `*`, with a condition before without,
+//! method before `*`; among equals, the newest. No rule → ask the user.
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -85,7 +85,7 @@ fn text(v: &Value) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rule {
     pub id: i64,
-    /// An agent id, or `*`.
+    /// An agent id, `provider:<name>` for every agent of a provider, or `*`.
     pub agent: String,
     /// A method (`steps/toolCallRequest`…), or `*`.
     pub method: String,
@@ -101,14 +101,20 @@ pub struct Rule {
 
 impl Rule {
     pub fn matches(&self, step: &Step) -> bool {
-        (self.agent == "*" || step.agent_id.as_deref() == Some(self.agent.as_str()))
+        let agent = match self.agent.strip_prefix("provider:") {
+            // Every agent of one provider (`provider:Acme`).
+            Some(p) => step.provider.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(p.trim())),
+            None => self.agent == "*" || step.agent_id.as_deref() == Some(self.agent.as_str()),
+        };
+        agent
             && (self.method == "*" || self.method == step.method)
             && (self.tool == "*" || step.tool_id.as_deref() == Some(self.tool.as_str()))
             && self.condition.as_ref().is_none_or(|c| c.holds(step))
     }
 
     fn specificity(&self) -> (bool, bool, bool, bool, i64) {
-        (self.agent != "*", self.tool != "*", self.method != "*", self.condition.is_some(), self.id)
+        // A named tool already implies its method, so a condition outranks the method.
+        (self.agent != "*", self.tool != "*", self.condition.is_some(), self.method != "*", self.id)
     }
 
     /// Checks what the user typed: a usable pattern for modify, a usable regex condition.

@@ -40,6 +40,9 @@ fn the_most_specific_matching_rule_decides() {
     assert_eq!(decide(&rules, &step("mailer", "delete_all", "x")).unwrap().action, Action::Deny);
     assert_eq!(decide(&rules, &step("other", "delete_all", "x")).unwrap().id, 1, "rule 3 is for one agent only");
     assert!(decide(&rules[1..2], &step("mailer", "search", "x")).is_none(), "no rule: the user is asked");
+    // A rule for every agent of a provider.
+    let by_provider = vec![rule(4, "provider:acme", "*", None, Action::Deny)];
+    assert_eq!(decide(&by_provider, &step("anyone", "search", "x")).unwrap().id, 4);
     // A list of recipients with one outside the domain is outside.
     let r = tool_call("mailer", "send_email", json!([{"name": "to", "value": ["a@company.io", "b@gmail.com"]}]));
     assert_eq!(decide(&rules, &Step::of("steps/toolCallRequest", &r["params"])).unwrap().id, 2);

@@ -88,14 +88,35 @@ pub enum GuardianEvent {
 
 pub struct Guardian {
     store: Arc<Store>,
+    /// Where "the user is asked" is announced (the window refreshes, a notification shows).
+    inbox: std::sync::Weak<crate::pipeline::Inbox>,
     waiting: Mutex<HashMap<i64, oneshot::Sender<UserAnswer>>>,
     default_timeout: Duration,
     pub events: broadcast::Sender<GuardianEvent>,
 }
 
 impl Guardian {
-    pub fn new(store: Arc<Store>, default_timeout: Duration) -> Arc<Guardian> {
-        Arc::new(Guardian { store, waiting: Mutex::new(HashMap::new()), default_timeout, events: broadcast::channel(64).0 })
+    /// A guardian for `inbox`'s store; steps a previous guardian left waiting are closed.
+    pub fn new(inbox: &Arc<crate::pipeline::Inbox>, default_timeout: Duration) -> Arc<Guardian> {
+        let store = inbox.store().clone();
+        if let Err(e) = store.asop_abandon_pending(&now()) {
+            tracing::error!(error = %e, "could not close steps left waiting");
+        }
+        Arc::new(Guardian { store, inbox: Arc::downgrade(inbox), waiting: Mutex::new(HashMap::new()), default_timeout, events: broadcast::channel(64).0 })
+    }
+
+    fn announce(&self, row: i64, agent: Option<String>, needs_user: bool) {
+        if let Some(i) = self.inbox.upgrade() {
+            i.emit_event(crate::pipeline::InboxEvent {
+                receipt_id: format!("asop-step:{row}"),
+                status: gatehouse_epp::ReceiptStatus::Accepted,
+                code: None,
+                sender: agent,
+                scope: Some(SCOPE.into()),
+                transport: "asop".into(),
+                needs_consent: needs_user,
+            });
+        }
     }
 
     fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<UserAnswer>>> {
@@ -220,11 +241,12 @@ impl Guardian {
                 let e = RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, format!("Agent {name} is not registered with this guardian; the user has been asked to let it in"))
                     .with_data(json!({"agentId": agent}));
                 let (s, key, sid, r) = (self.store.clone(), agent_key(agent), step.step_id.clone().unwrap_or_default(), record("error", Some(e.message.clone()), None, "unregistered"));
-                blocking(move || {
+                let row = blocking(move || {
                     s.pending_record(&key, SCOPE, &sid, &now())?;
-                    s.asop_step_add(&r).map(|_| ())
+                    s.asop_step_add(&r)
                 })
                 .await?;
+                self.announce(row, Some(name), true);
                 return Err(e);
             }
         }
@@ -258,6 +280,7 @@ impl Guardian {
         let (tx, rx) = oneshot::channel();
         self.waiting().insert(row, tx);
         let _ = self.events.send(GuardianEvent::Ask { row, summary: summary.clone(), agent: step.agent_name.clone().or(step.agent_id.clone()), timeout_ms: timeout.as_millis() as u64 });
+        self.announce(row, step.agent_name.clone().or(step.agent_id.clone()), true);
         let answered = tokio::time::timeout(timeout, rx).await;
         self.waiting().remove(&row);
         let answer = match answered {
@@ -268,6 +291,7 @@ impl Guardian {
                 let m = msg.clone();
                 blocking(move || s.asop_step_decide(row, "error", Some(&m), None, "timeout", &now())).await?;
                 let _ = self.events.send(GuardianEvent::Decided { row, decision: "timeout".into() });
+                self.announce(row, None, false);
                 return Err(RpcError::new(jsonrpc::USER_DID_NOT_ANSWER, msg).with_data(json!({"timeoutMs": timeout.as_millis() as u64})));
             }
         };
@@ -297,6 +321,7 @@ impl Guardian {
         })
         .await?;
         let _ = self.events.send(GuardianEvent::Decided { row, decision: answer.decision.as_str().into() });
+        self.announce(row, None, false);
         Ok(result)
     }
 }

@@ -123,7 +123,7 @@ where
     let mut tasks: tokio::task::JoinSet<Result<(), String>> = tokio::task::JoinSet::new();
     if let Some(listener) = opts.listener {
         let mut stop = stop_tx.subscribe();
-        let guardian = crate::guardian::Guardian::new(store.clone(), crate::guardian::DEFAULT_TIMEOUT);
+        let guardian = crate::guardian::Guardian::new(&inbox, crate::guardian::DEFAULT_TIMEOUT);
         inbox.link_guardian(Arc::downgrade(&guardian));
         let app = crate::http::router(inbox.clone()).merge(crate::guardian::router(guardian));
         tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");

@@ -176,6 +176,11 @@ async fn every_json_rpc_error_code_and_batches() {
     g.rule("mailer-1", "steps/toolCallRequest", "broken", None, "modify", None);
     bad = tool_call(10, "broken", json!([]));
     assert_eq!(g.call(bad).await["error"]["code"], -32603);
+    // -32003: an agent the user blocked.
+    g.store.block(&agent_key("rogue-7"), "the user said so", "2026-11-22T00:00:00Z").unwrap();
+    let mut rogue = tool_call(13, "send", json!([]));
+    rogue["params"]["context"]["agent"]["id"] = "rogue-7".into();
+    assert_eq!(g.call(rogue).await["error"]["code"], -32003);
     // A wrong Content-Type is refused before anything is read.
     let r = g.http.post(&g.url).header("content-type", "text/plain").body("{}").send().await.unwrap();
     assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32600);

@@ -169,6 +169,15 @@ impl Store {
         })
     }
 
+    /// Steps left waiting by a guardian that stopped (its agents' requests are gone with
+    /// it): marked as never answered.
+    pub fn asop_abandon_pending(&self, at: &str) -> Result<usize> {
+        Ok(self.conn().execute(
+            "UPDATE asop_steps SET decision = 'error', message = 'The guardian stopped before the user answered', decided_by = 'abandoned', decided_at = ?1 WHERE decision = 'pending'",
+            [at],
+        )?)
+    }
+
     pub fn asop_agent_ping(&self, agent_id: &str, timeout_ms: Option<u64>, at: &str) -> Result<()> {
         self.conn().execute(
             "INSERT INTO asop_agents (agent_id, timeout_ms, last_ping) VALUES (?1, ?2, ?3) ON CONFLICT(agent_id) DO UPDATE SET timeout_ms = coalesce(?2, timeout_ms), last_ping = ?3",

@@ -1,6 +1,6 @@
 // Consent prompts, in plain words: who wants to reach your AI, about what, and what
 // each button does.
-import { api, errorText, type ConsentItem, type ConsentTarget, type Decision } from '../api';
+import { api, errorText, type AsopStep, type ConsentItem, type ConsentTarget, type Decision } from '../api';
 import { h, replace } from '../dom';
 import { fingerprint, senderLabel, when } from '../format';
 
@@ -8,6 +8,9 @@ export function consentSentence(item: ConsentItem): string {
   if (item.kind === 'unknown_sender') {
     const scope = item.scope ?? item.scopes_tried[0] ?? 'something';
     const times = item.count > 1 ? ` (${item.count} attempts so far)` : '';
+    if (scope === 'asop') {
+      return `Your agent “${item.public_key.replace(/^asop:/, '')}” wants Gatehouse to guard what it does (ASOP). Let it in, and its steps are decided by your rules — or asked about here.`;
+    }
     if (scope === 'intentweb') {
       return `A company you contacted over IntentWeb signs its answers with a key you have not pinned (${fingerprint(item.public_key)}). Pin it so that later answers signed by any other key are refused.`;
     }
@@ -31,13 +34,49 @@ export class ConsentView {
 
   async load(): Promise<void> {
     try {
-      const items = await api.consentList();
+      const [items, asks] = await Promise.all([api.consentList(), api.asopPending()]);
       replace(this.el, h('h2', {}, 'Waiting for you'), this.notice,
-        items.length ? null : h('p', { className: 'empty' }, 'Nothing is waiting. When an unknown sender knocks, or a message needs your consent, it appears here.'),
+        items.length || asks.length ? null : h('p', { className: 'empty' }, 'Nothing is waiting. When an unknown sender knocks, a message needs your consent, or one of your agents asks before it acts, it appears here.'),
+        ...asks.map((a) => this.askCard(a)),
         ...items.map((it) => this.card(it)));
     } catch (e) {
       replace(this.el, h('p', { className: 'error' }, errorText(e)));
     }
+  }
+
+  /** One of the user's agents waits (its request held) for a decision on a step. */
+  private askCard(a: AsopStep): HTMLElement {
+    const params = (a.request.params ?? {}) as Record<string, unknown>;
+    const inputs = ((params.toolCallRequest as { inputs?: { name: string; value: unknown }[] } | undefined)?.inputs) ?? [];
+    const always = h('input', { type: 'checkbox', id: `asop-always-${a.row}`, className: 'asop-always' });
+    const pattern = h('input', { type: 'text', className: 'asop-pattern', placeholder: 'pattern to redact, e.g. \\d{16}', size: 24 });
+    const result = h('p', { className: 'result', role: 'status' });
+    const answer = async (decision: 'allow' | 'deny' | 'modify') => {
+      try {
+        await api.asopAnswer(a.row, { decision, always: always.checked, redact: decision === 'modify' ? pattern.value : null, note: null });
+        const said = { allow: 'Allowed', deny: 'Denied', modify: 'Allowed with redactions' }[decision];
+        result.textContent = `${said}${always.checked ? ' — and made a rule' : ''}. The agent has its answer.`;
+        this.notice.textContent = result.textContent;
+        card.classList.add('decided');
+        for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
+        this.onChange();
+      } catch (e) {
+        result.textContent = errorText(e);
+        result.classList.add('error');
+      }
+    };
+    const card = h('article', { className: 'consent-card asop-ask', 'data-kind': 'asop', 'data-row': a.row },
+      h('p', { className: 'ask' }, a.summary),
+      a.reasoning ? h('blockquote', { className: 'prompt' }, `Its reasoning: ${a.reasoning}`) : null,
+      inputs.length ? h('table', { className: 'asop-args' }, h('tbody', {}, ...inputs.map((i) => h('tr', {}, h('th', {}, i.name), h('td', { className: 'mono' }, typeof i.value === 'string' ? i.value : JSON.stringify(i.value)))))) : null,
+      h('p', { className: 'muted small' }, `${a.method} · session ${a.session_id ?? '—'} · asked ${when(a.created_at)}. The agent waits for your answer.`),
+      h('div', { className: 'actions' },
+        h('button', { className: 'primary', 'data-answer': 'allow', onclick: () => void answer('allow') }, 'Allow'),
+        h('button', { className: 'secondary', 'data-answer': 'deny', onclick: () => void answer('deny') }, 'Deny'),
+        pattern, h('button', { className: 'secondary', 'data-answer': 'modify', onclick: () => void answer('modify') }, 'Allow, redacted'),
+        h('label', { className: 'small' }, always, ' Always (make it a rule)')),
+      result);
+    return card;
   }
 
   private card(item: ConsentItem): HTMLElement {
@@ -61,14 +100,16 @@ export class ConsentView {
     const button = (d: Decision, label: string, cls: string, help: string) =>
       h('button', { className: cls, 'data-decision': d, title: help, onclick: () => void decide(d) }, label);
     const prompt = item.kind === 'unknown_sender' ? item.prompt : item.prompt;
+    // Agents and IntentSites knock with their key alone: there is no message to show.
+    const keyOnly = item.kind === 'unknown_sender' && (item.public_key.startsWith('asop:') || item.scope === 'intentweb');
     const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind },
       h('p', { className: 'ask' }, consentSentence(item)),
-      prompt ? h('blockquote', { className: 'prompt' }, prompt) : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
+      prompt ? h('blockquote', { className: 'prompt' }, prompt) : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
       h('p', { className: 'muted small' },
         item.kind === 'unknown_sender' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },
         // A UAMP agent's refused message was not kept, so there is nothing to let through once.
-        item.kind === 'unknown_sender' && item.public_key.startsWith('did:') ? null
+        item.kind === 'unknown_sender' && (item.public_key.startsWith('did:') || item.public_key.startsWith('asop:')) ? null
           : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
         button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Trust this sender for this scope from now on.'),
         button('deny', 'Deny', 'secondary', 'Do not let this message through.'),

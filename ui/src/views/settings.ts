@@ -42,13 +42,13 @@ export class SettingsView {
       h('label', {}, h('span', {}, 'UAMP port (TLS 1.3)'), uampPort),
       h('label', {}, h('span', {}, 'Watched folder'), folder, pick),
       h('div', { className: 'actions' }, save), msg);
-    const exporter = (kind: 'receipts' | 'audit' | 'conversations', label: string) => h('button', { className: 'secondary', onclick: async () => {
+    const exporter = (kind: 'receipts' | 'audit' | 'conversations' | 'guardian', label: string) => h('button', { className: 'secondary', onclick: async () => {
       try {
         const { save: saveDialog } = await import('@tauri-apps/plugin-dialog');
         const path = await saveDialog({ defaultPath: `gatehouse-${kind}.json`, filters: [{ name: 'JSON', extensions: ['json'] }] });
         if (!path) return;
         const n = await api.exportJson(kind, path);
-        msg.textContent = `Exported ${n} ${kind === 'audit' ? 'audit entries' : kind === 'conversations' ? 'IntentWeb conversations' : 'receipts'} to ${path}.`;
+        msg.textContent = `Exported ${n} ${kind === 'audit' ? 'audit entries' : kind === 'conversations' ? 'IntentWeb conversations' : kind === 'guardian' ? 'guardian sessions' : 'receipts'} to ${path}.`;
       } catch (e) { msg.textContent = errorText(e); }
     } }, label);
     const endpoint = info.status.listening ?? `http://127.0.0.1:${info.settings.port}/epp/v1/submit`;
@@ -64,7 +64,7 @@ export class SettingsView {
         qr),
       form,
       await this.executors(),
-      h('div', { className: 'card' }, h('h3', {}, 'Export'), exporter('receipts', 'Export receipts (JSON)'), ' ', exporter('audit', 'Export activity log (JSON)'), ' ', exporter('conversations', 'Export IntentWeb conversations (JSON)')),
+      h('div', { className: 'card' }, h('h3', {}, 'Export'), exporter('receipts', 'Export receipts (JSON)'), ' ', exporter('audit', 'Export activity log (JSON)'), ' ', exporter('conversations', 'Export IntentWeb conversations (JSON)'), ' ', exporter('guardian', 'Export guardian sessions (JSON)')),
       h('p', { className: 'muted small' }, `Gatehouse ${info.version} · data in ${info.data_dir}`));
   }
 

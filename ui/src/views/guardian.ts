@@ -1,0 +1,94 @@
+// The ASOP guardian: the rules that decide what your agents may do, and each session's
+// steps with what was decided and by whom. Steps waiting for you are under "Waiting for you".
+import { api, errorText, type AsopRule, type AsopStep } from '../api';
+import { h, replace } from '../dom';
+import { when } from '../format';
+
+const METHODS = ['*', 'steps/toolCallRequest', 'steps/toolCallResult', 'steps/message', 'steps/agentTrigger', 'steps/knowledgeRetrieval', 'steps/memoryStore', 'steps/memoryContextRetrieval', 'protocols/A2A', 'protocols/MCP'];
+const OPS: [string, string][] = [['not_ends_with', 'does not end with'], ['ends_with', 'ends with'], ['contains', 'contains'], ['not_contains', 'does not contain'], ['equals', 'is'], ['not_equals', 'is not'], ['matches', 'matches (regex)']];
+
+export function ruleText(r: AsopRule): string {
+  const who = r.agent === '*' ? 'any agent' : r.agent.startsWith('provider:') ? `any agent of ${r.agent.slice(9)}` : `agent ${r.agent}`;
+  const what = r.tool !== '*' ? `tool ${r.tool}` : r.method === '*' ? 'any step' : r.method;
+  const cond = r.condition ? ` when ${r.condition.argument} ${OPS.find(([o]) => o === r.condition!.op)?.[1] ?? r.condition.op} “${r.condition.value}”` : '';
+  const act = r.action === 'modify' ? `allow with “${r.redact}” redacted` : r.action;
+  return `${who}, ${what}${cond}: ${act}`;
+}
+
+export class GuardianView {
+  readonly el = h('section', { className: 'guardian', id: 'view-guardian' });
+  private sessionBox = h('div', { className: 'detail', id: 'asop-session' }, h('p', { className: 'muted' }, 'Choose a session to see its steps.'));
+  private selected: string | null = null;
+
+  async load(): Promise<void> {
+    try {
+      const [rules, sessions] = await Promise.all([api.asopRules(), api.asopSessions()]);
+      if (!this.selected && sessions[0]) this.selected = sessions[0].session_id;
+      replace(this.el,
+        h('h2', {}, 'Guardian (ASOP)'),
+        h('p', { className: 'muted small' }, 'Your agents ask Gatehouse before they act (POST /asop/v1 on the inbox address). The most specific rule decides; with no rule, you are asked.'),
+        this.rulesCard(rules),
+        h('h3', {}, 'Sessions'),
+        h('div', { className: 'split' },
+          sessions.length ? h('ul', { className: 'rows', id: 'asop-sessions' }, ...sessions.map((s) => h('li', {
+            className: `row${s.session_id === this.selected ? ' selected' : ''}`, 'data-session': s.session_id,
+            onclick: () => { this.selected = s.session_id; void this.load(); } },
+            h('div', { className: 'row-top' }, h('span', { className: 'who' }, s.agent ?? 'agent'), h('span', { className: 'ptype' }, `${s.steps} steps`), h('time', {}, when(s.last))),
+            h('div', { className: 'preview mono' }, s.session_id))))
+            : h('p', { className: 'empty' }, 'No agent has asked yet.'),
+          this.sessionBox));
+      if (this.selected) await this.showSession(this.selected);
+    } catch (e) {
+      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  private rulesCard(rules: AsopRule[]): HTMLElement {
+    const agent = h('input', { id: 'rule-agent', type: 'text', placeholder: 'agent id, provider:Name or *', size: 18 });
+    const method = h('select', { id: 'rule-method' }, ...METHODS.map((m) => h('option', { value: m }, m === '*' ? 'any step' : m)));
+    const tool = h('input', { id: 'rule-tool', type: 'text', placeholder: 'tool id or *', size: 12 });
+    const arg = h('input', { id: 'rule-arg', type: 'text', placeholder: 'argument (optional)', size: 12 });
+    const op = h('select', { id: 'rule-op' }, ...OPS.map(([o, t]) => h('option', { value: o }, t)));
+    const val = h('input', { id: 'rule-value', type: 'text', placeholder: 'value', size: 14 });
+    const action = h('select', { id: 'rule-action' }, ...['ask', 'allow', 'deny', 'modify'].map((a) => h('option', { value: a }, a)));
+    const redact = h('input', { id: 'rule-redact', type: 'text', placeholder: 'pattern to redact (modify)', size: 18 });
+    const msg = h('p', { role: 'status', id: 'rule-msg' });
+    return h('div', { className: 'card', id: 'asop-rules' },
+      h('h3', {}, 'Rules'),
+      rules.length ? h('ul', { className: 'plain', id: 'rule-list' }, ...rules.map((r) => h('li', { 'data-rule': r.id },
+        h('span', {}, ruleText(r)), ' ', r.source === 'always' ? h('span', { className: 'badge' }, 'from an answer') : null, ' ',
+        h('button', { className: 'secondary small', onclick: async () => { try { await api.asopRuleRemove(r.id); await this.load(); } catch (e) { alert(errorText(e)); } } }, 'Remove'))))
+        : h('p', { className: 'muted' }, 'No rules yet: every step is asked about.'),
+      h('form', { className: 'inline', onsubmit: async (e: Event) => {
+        e.preventDefault();
+        try {
+          await api.asopRuleAdd({ agent: agent.value, method: method.value, tool: tool.value, condition: arg.value.trim() ? { argument: arg.value.trim(), op: op.value, value: val.value } : null, action: action.value, redact: redact.value || null, note: null });
+          await this.load();
+        } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
+      } }, agent, method, tool, arg, op, val, action, redact, h('button', { className: 'primary', id: 'rule-add', type: 'submit' }, 'Add rule')),
+      msg);
+  }
+
+  private async showSession(id: string): Promise<void> {
+    try {
+      const steps = await api.asopSession(id);
+      replace(this.sessionBox,
+        h('h2', {}, `Session ${id}`),
+        h('ol', { className: 'asop-timeline', id: 'asop-timeline' }, ...steps.map((s) => this.step(s))));
+    } catch (e) {
+      replace(this.sessionBox, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  private step(s: AsopStep): HTMLElement {
+    return h('li', { className: `asop-step decision-${s.decision}`, 'data-decision': s.decision },
+      h('div', { className: 'mail-head' },
+        h('span', { className: `badge decision-${s.decision}` }, s.decision),
+        h('span', { className: 'msg-type' }, s.method),
+        h('span', { className: 'muted small' }, `by ${s.decided_by ?? '—'}${s.turn_id ? ` · turn ${s.turn_id}` : ''}`),
+        h('time', {}, when(s.created_at))),
+      h('div', {}, s.summary),
+      s.message ? h('div', { className: 'muted small' }, s.message) : null,
+      h('details', {}, h('summary', {}, 'Request'), h('pre', { className: 'json' }, JSON.stringify(s.request, null, 2))));
+  }
+}
