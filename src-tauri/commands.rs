@@ -367,6 +367,15 @@ pub async fn executors_set(core: CoreState<'_>, config: ExecutorConfig) -> Resul
                 return Err(CommandError::new("INVALID", format!("the command for {scope} needs a program")));
             }
         }
+        if let ExecutorSpec::Model { model, endpoint, .. } = spec {
+            if model.trim().is_empty() {
+                return Err(CommandError::new("INVALID", format!("the model for {scope} needs a name (e.g. llama3.2)")));
+            }
+            let u = url::Url::parse(endpoint).map_err(|e| CommandError::new("INVALID", format!("{endpoint}: {e}")))?;
+            if !matches!(u.scheme(), "http" | "https") {
+                return Err(CommandError::new("INVALID", format!("{endpoint}: the model's address is http(s)")));
+            }
+        }
     }
     let c = core.inner().clone();
     blocking(move || {

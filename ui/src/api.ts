@@ -64,7 +64,8 @@ export interface AuditEntry { id: number; at: string; action: string; subject: s
 export type ExecutorSpec =
   | { kind: 'noop' }
   | { kind: 'file-queue'; dir: string }
-  | { kind: 'command'; program: string; args: string[]; timeout_secs: number };
+  | { kind: 'command'; program: string; args: string[]; timeout_secs: number }
+  | { kind: 'model'; model: string; endpoint: string; system_prompt?: string | null; timeout_secs: number };
 export interface ExecutorConfig { default: ExecutorSpec; scopes: Record<string, ExecutorSpec> }
 
 export interface UampInfo { did: string; cert_sha256: string; listening: string | null; error: string | null }

@@ -216,6 +216,18 @@ enum SpecCmd {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         argv: Vec<String>,
     },
+    /// Ask your own model (OpenAI-compatible chat completions; Ollama here by default)
+    Model {
+        /// The model's name at the server (e.g. llama3.2)
+        model: String,
+        #[arg(long, default_value = gatehouse_inbox::model::DEFAULT_ENDPOINT)]
+        endpoint: String,
+        /// Said to the model before the sender's text
+        #[arg(long)]
+        system_prompt: Option<String>,
+        #[arg(long, default_value_t = 300)]
+        timeout_secs: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -372,6 +384,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     let spec = match spec {
                         SpecCmd::Noop => ExecutorSpec::Noop,
                         SpecCmd::FileQueue { dir } => ExecutorSpec::FileQueue { dir: std::path::absolute(&dir).unwrap_or(dir) },
+                        SpecCmd::Model { model, endpoint, system_prompt, timeout_secs } => ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs },
                         SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command {
                             program: argv[0].clone(),
                             args: argv[1..].to_vec(),

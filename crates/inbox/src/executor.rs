@@ -30,6 +30,27 @@ pub enum ExecutorSpec {
         #[serde(default = "default_timeout")]
         timeout_secs: u64,
     },
+    /// Asks the user's own model (an OpenAI-compatible chat completions API; Ollama on
+    /// this machine by default) and keeps its answer, with a system prompt that says the
+    /// text is an external, untrusted prompt and from whom.
+    Model {
+        #[serde(default = "default_endpoint")]
+        endpoint: String,
+        model: String,
+        /// Said to the model before the sender's text (per scope).
+        #[serde(default)]
+        system_prompt: Option<String>,
+        #[serde(default = "default_model_timeout")]
+        timeout_secs: u64,
+    },
+}
+
+fn default_endpoint() -> String {
+    crate::model::DEFAULT_ENDPOINT.to_string()
+}
+
+fn default_model_timeout() -> u64 {
+    300
 }
 
 fn default_timeout() -> u64 {
@@ -42,6 +63,7 @@ impl ExecutorSpec {
             ExecutorSpec::Noop => "noop",
             ExecutorSpec::FileQueue { .. } => "file-queue",
             ExecutorSpec::Command { .. } => "command",
+            ExecutorSpec::Model { .. } => "model",
         }
     }
 }
@@ -84,7 +106,8 @@ pub fn noop_result() -> serde_json::Value {
 }
 
 /// Runs one executor. `Ok` and `Err` both carry a JSON record for the user to read.
-pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow) -> Result<serde_json::Value, serde_json::Value> {
+/// `sender_name`: the name the user gave the sender (the model is told who speaks).
+pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option<&str>) -> Result<serde_json::Value, serde_json::Value> {
     match spec {
         ExecutorSpec::Noop => {
             tracing::debug!(envelope_id = %env.envelope_id, scope = %env.scope, "noop executor: accepted and logged");
@@ -96,6 +119,26 @@ pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow) -> Result<serde_jso
             .map_err(|e| serde_json::json!({"executor": "file-queue", "error": format!("{}: {e}", dir.display())})),
         ExecutorSpec::Command { program, args, timeout_secs } => {
             run_command(program, args, Duration::from_secs(*timeout_secs), env).await
+        }
+        ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs } => {
+            let who = sender_name.map(str::to_string).unwrap_or_else(|| format!("the sender {}", &env.sender[..16.min(env.sender.len())]));
+            let system = crate::model::system_prompt(system_prompt.as_deref(), &who, &env.scope);
+            let base = serde_json::json!({"executor": "model", "endpoint": endpoint, "model": model});
+            match crate::model::ask(endpoint, None, model, &system, &env.prompt, Duration::from_secs(*timeout_secs), |_| {}).await {
+                Ok(a) => {
+                    let mut v = serde_json::to_value(&a).unwrap_or_default();
+                    if let Some(o) = v.as_object_mut() {
+                        o.insert("executor".into(), "model".into());
+                        o.insert("endpoint".into(), endpoint.clone().into());
+                    }
+                    Ok(v)
+                }
+                Err(e) => {
+                    let mut v = base;
+                    v["error"] = e.to_string().into();
+                    Err(v)
+                }
+            }
         }
     }
 }

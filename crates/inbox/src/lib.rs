@@ -4,6 +4,7 @@
 //! - [`consent`]: the user's decisions (consent prompts, trust changes), audited
 //! - [`executor`]: what runs for an accepted prompt, per scope (spec 9)
 //! - [`runner`]: runs executors off the request path and after restarts
+//! - [`model`]: the user's own model behind an OpenAI-compatible API (the model executor)
 //! - [`http`]: the HTTP transport (axum router)
 //! - [`folder`]: the watched-folder transport
 //! - [`uamp`]: UAMP 1.0 on the same trust registry and executors, over TLS 1.3
@@ -19,6 +20,7 @@ pub mod guardian;
 pub mod http;
 pub mod intent;
 pub mod mail;
+pub mod model;
 pub mod pipeline;
 pub mod runner;
 pub mod service;

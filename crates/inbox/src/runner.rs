@@ -69,20 +69,21 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>) {
             if let Some(r) = s.envelope(id)? {
                 // Only what is queued runs: never a held envelope, never one twice.
                 if r.exec_status == ExecStatus::Queued {
-                    rows.push((config.for_scope(&r.scope).clone(), r));
+                    let name = s.trust_get(&r.sender)?.map(|t| t.name);
+                    rows.push((config.for_scope(&r.scope).clone(), r, name));
                 }
             }
         }
-        let running: Vec<_> = rows.iter().map(|(_, r)| (r.id, ExecStatus::Running, None)).collect();
+        let running: Vec<_> = rows.iter().map(|(_, r, _)| (r.id, ExecStatus::Running, None)).collect();
         s.set_exec_many(&running, &now_string())?;
         Ok(rows)
     })
     .await;
     let Some(rows) = loaded else { return };
     let mut done = Vec::new();
-    for (spec, row) in rows {
+    for (spec, row, name) in rows {
         let started = std::time::Instant::now();
-        let (status, result) = match execute(&spec, &row).await {
+        let (status, result) = match execute(&spec, &row, name.as_deref()).await {
             Ok(v) => (ExecStatus::Succeeded, v),
             Err(v) => {
                 tracing::warn!(envelope_id = %row.envelope_id, result = %v, "executor failed");
