@@ -367,6 +367,13 @@ pub async fn executors_set(core: CoreState<'_>, config: ExecutorConfig) -> Resul
                 return Err(CommandError::new("INVALID", format!("the command for {scope} needs a program")));
             }
         }
+        if let ExecutorSpec::Swarm { swarm, .. } = spec {
+            let c = core.inner().clone();
+            let name = swarm.clone();
+            if blocking(move || Ok(c.store.mail_swarm(&name)?)).await?.is_none() {
+                return Err(CommandError::new("INVALID", format!("no MAIL swarm named {swarm:?}: connect it under Tasks (MAIL) first")));
+            }
+        }
         if let ExecutorSpec::Model { model, endpoint, .. } = spec {
             if model.trim().is_empty() {
                 return Err(CommandError::new("INVALID", format!("the model for {scope} needs a name (e.g. llama3.2)")));

@@ -227,6 +227,15 @@ enum SpecCmd {
         system_prompt: Option<String>,
         #[arg(long, default_value_t = 300)]
         timeout_secs: u64,
+        /// Read an API key for a cloud endpoint from stdin (kept in the OS keychain)
+        #[arg(long)]
+        api_key_stdin: bool,
+    },
+    /// Hand prompts to a connected MAIL swarm (see `gatehouse mail add`)
+    Swarm {
+        swarm: String,
+        #[arg(long)]
+        entrypoint: Option<String>,
     },
 }
 
@@ -384,7 +393,23 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     let spec = match spec {
                         SpecCmd::Noop => ExecutorSpec::Noop,
                         SpecCmd::FileQueue { dir } => ExecutorSpec::FileQueue { dir: std::path::absolute(&dir).unwrap_or(dir) },
-                        SpecCmd::Model { model, endpoint, system_prompt, timeout_secs } => ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs },
+                        SpecCmd::Model { model, endpoint, system_prompt, timeout_secs, api_key_stdin } => {
+                            let api_key_secret = if api_key_stdin {
+                                let name = format!("model-api-key:{scope}");
+                                let k = uamp::read_token()?;
+                                gatehouse_keys::Secrets::open(&data_dir).and_then(|s| s.put(&name, &k)).map_err(|e| e.to_string())?;
+                                Some(name)
+                            } else {
+                                None
+                            };
+                            ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, api_key_secret }
+                        }
+                        SpecCmd::Swarm { swarm, entrypoint } => {
+                            if store.mail_swarm(&swarm).map_err(|e| e.to_string())?.is_none() {
+                                return Err(format!("no MAIL swarm {swarm:?}; connect it with `gatehouse mail add URL --name {swarm}`"));
+                            }
+                            ExecutorSpec::Swarm { swarm, entrypoint }
+                        }
                         SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command {
                             program: argv[0].clone(),
                             args: argv[1..].to_vec(),

@@ -42,6 +42,16 @@ pub enum ExecutorSpec {
         system_prompt: Option<String>,
         #[serde(default = "default_model_timeout")]
         timeout_secs: u64,
+        /// The keychain name of the API key, for a cloud endpoint (never the key itself).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        api_key_secret: Option<String>,
+    },
+    /// Hands the prompt to a MAIL swarm the user connected (by its connection name) and
+    /// follows the task, which also shows in the MAIL task viewer.
+    Swarm {
+        swarm: String,
+        #[serde(default)]
+        entrypoint: Option<String>,
     },
 }
 
@@ -64,6 +74,7 @@ impl ExecutorSpec {
             ExecutorSpec::FileQueue { .. } => "file-queue",
             ExecutorSpec::Command { .. } => "command",
             ExecutorSpec::Model { .. } => "model",
+            ExecutorSpec::Swarm { .. } => "swarm",
         }
     }
 }
@@ -107,7 +118,7 @@ pub fn noop_result() -> serde_json::Value {
 
 /// Runs one executor. `Ok` and `Err` both carry a JSON record for the user to read.
 /// `sender_name`: the name the user gave the sender (the model is told who speaks).
-pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option<&str>) -> Result<serde_json::Value, serde_json::Value> {
+pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option<&str>, store: &std::sync::Arc<Store>) -> Result<serde_json::Value, serde_json::Value> {
     match spec {
         ExecutorSpec::Noop => {
             tracing::debug!(envelope_id = %env.envelope_id, scope = %env.scope, "noop executor: accepted and logged");
@@ -120,11 +131,18 @@ pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option
         ExecutorSpec::Command { program, args, timeout_secs } => {
             run_command(program, args, Duration::from_secs(*timeout_secs), env).await
         }
-        ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs } => {
+        ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, api_key_secret } => {
             let who = sender_name.map(str::to_string).unwrap_or_else(|| format!("the sender {}", &env.sender[..16.min(env.sender.len())]));
             let system = crate::model::system_prompt(system_prompt.as_deref(), &who, &env.scope);
             let base = serde_json::json!({"executor": "model", "endpoint": endpoint, "model": model});
-            match crate::model::ask(endpoint, None, model, &system, &env.prompt, Duration::from_secs(*timeout_secs), |_| {}).await {
+            let key = match api_key_secret {
+                Some(name) => match secret(store, name) {
+                    Ok(k) => k,
+                    Err(e) => return Err(serde_json::json!({"executor": "model", "endpoint": endpoint, "model": model, "error": e})),
+                },
+                None => None,
+            };
+            match crate::model::ask(endpoint, key.as_deref(), model, &system, &env.prompt, Duration::from_secs(*timeout_secs), |_| {}).await {
                 Ok(a) => {
                     let mut v = serde_json::to_value(&a).unwrap_or_default();
                     if let Some(o) = v.as_object_mut() {
@@ -140,6 +158,32 @@ pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option
                 }
             }
         }
+        ExecutorSpec::Swarm { swarm, entrypoint } => swarm_task(store, swarm, entrypoint.as_deref(), env, sender_name).await,
+    }
+}
+
+/// A secret from the data dir's keystore (the OS keychain, or the opted-in file store).
+fn secret(store: &Store, name: &str) -> Result<Option<String>, String> {
+    let dir = store.data_dir().ok_or("this inbox has no data dir to find its keychain by")?;
+    gatehouse_keys::Secrets::open(dir).and_then(|s| s.get(name)).map_err(|e| format!("the keychain: {e}"))
+}
+
+async fn swarm_task(store: &std::sync::Arc<Store>, swarm: &str, entrypoint: Option<&str>, env: &EnvelopeRow, sender_name: Option<&str>) -> Result<serde_json::Value, serde_json::Value> {
+    let fail = |e: String| serde_json::json!({"executor": "swarm", "swarm": swarm, "error": e});
+    let row = store.mail_swarm(swarm).map_err(|e| fail(e.to_string()))?.ok_or_else(|| fail(format!("no MAIL swarm named {swarm:?} is connected")))?;
+    let token = secret(store, &crate::mail::token_name(swarm)).map_err(fail)?;
+    let client = gatehouse_mail::SwarmClient::new(&row.base_url, token).map_err(|e| fail(e.to_string()))?;
+    let who = sender_name.unwrap_or("an external sender");
+    let m = gatehouse_mail::SendMessage {
+        body: env.prompt.clone(),
+        subject: Some(format!("{} from {who} (via Gatehouse)", env.scope)),
+        task_id: None,
+        entrypoint: entrypoint.map(str::to_string),
+    };
+    match crate::mail::send(store.clone(), &client, swarm, &m, |_| {}).await {
+        Ok(o) if o.completed => Ok(serde_json::json!({"executor": "swarm", "swarm": swarm, "task_id": o.task_id, "answer": o.response})),
+        Ok(o) => Err(serde_json::json!({"executor": "swarm", "swarm": swarm, "task_id": o.task_id, "error": format!("the swarm's task failed: {}", o.response)})),
+        Err(e) => Err(fail(format!("{e} [{}]", e.code()))),
     }
 }
 

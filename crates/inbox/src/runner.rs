@@ -83,7 +83,7 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>) {
     let mut done = Vec::new();
     for (spec, row, name) in rows {
         let started = std::time::Instant::now();
-        let (status, result) = match execute(&spec, &row, name.as_deref()).await {
+        let (status, result) = match execute(&spec, &row, name.as_deref(), store).await {
             Ok(v) => (ExecStatus::Succeeded, v),
             Err(v) => {
                 tracing::warn!(envelope_id = %row.envelope_id, result = %v, "executor failed");

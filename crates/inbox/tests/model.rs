@@ -1,7 +1,9 @@
-//! The model executor against the repo's OpenAI-compatible test server on loopback: an
-//! accepted prompt reaches the model with a system prompt naming its sender as external
-//! and untrusted, the streamed answer is kept with the model and token counts, and an
-//! unreachable or failing model leaves the envelope stored with the failure beside it.
+//! The model and swarm executors against the repo's OpenAI-compatible test server and MAIL
+//! test swarm on loopback: an accepted prompt reaches the model with a system prompt naming
+//! its sender as external and untrusted, the streamed answer is kept with the model and
+//! token counts, a cloud endpoint's key comes from the keystore, a prompt handed to a swarm
+//! becomes a task in the MAIL viewer, and an unreachable or failing model or swarm leaves
+//! the envelope stored with the failure beside it.
 
 mod common;
 
@@ -36,7 +38,7 @@ async fn a_streamed_answer_arrives_delta_by_delta_with_its_usage() {
 async fn an_accepted_prompt_reaches_the_users_model_and_failures_keep_the_envelope() {
     let server = ModelServer::default();
     let base = spawn(server.clone()).await;
-    let model = |endpoint: &str| ExecutorSpec::Model { endpoint: endpoint.into(), model: "llama-test".into(), system_prompt: Some("You are Ada's assistant.".into()), timeout_secs: 10 };
+    let model = |endpoint: &str| ExecutorSpec::Model { endpoint: endpoint.into(), model: "llama-test".into(), system_prompt: Some("You are Ada's assistant.".into()), timeout_secs: 10, api_key_secret: None };
     let mut scopes = BTreeMap::new();
     scopes.insert("ask-ai".to_string(), model(&base));
     scopes.insert("offline".to_string(), model("http://127.0.0.1:9/v1"));
@@ -69,5 +71,48 @@ async fn an_accepted_prompt_reaches_the_users_model_and_failures_keep_the_envelo
     let crashed = by_prompt("please explode");
     assert_eq!(crashed.exec_status, ExecStatus::Failed);
     assert!(crashed.exec_result.unwrap()["error"].as_str().unwrap().contains("the model crashed"));
+    inbox.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cloud_key_comes_from_the_keystore_and_a_swarm_takes_prompts_as_tasks() {
+    let keyed = ModelServer::with_key("sk-cloud");
+    let model_url = spawn(keyed.clone()).await;
+    let swarm_url = gatehouse_mail_testswarm::spawn(gatehouse_mail_testswarm::Swarm::new(gatehouse_mail_testswarm::Config::new("swarm-a"))).await;
+    let mut scopes = BTreeMap::new();
+    scopes.insert("cloud".to_string(), ExecutorSpec::Model { endpoint: model_url, model: "gpt-test".into(), system_prompt: None, timeout_secs: 10, api_key_secret: Some("model-api-key:cloud".into()) });
+    scopes.insert("research".to_string(), ExecutorSpec::Swarm { swarm: "research".into(), entrypoint: None });
+    scopes.insert("locked".to_string(), ExecutorSpec::Swarm { swarm: "locked".into(), entrypoint: None });
+    let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
+    // This data dir's keystore (a file store here; the OS keychain for a desktop user).
+    gatehouse_keys::load_or_create(inbox.dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
+    let secrets = gatehouse_keys::Secrets::open(inbox.dir.path()).unwrap();
+    secrets.put("model-api-key:cloud", "sk-cloud").unwrap();
+    inbox.store.mail_swarm_put("research", &swarm_url, "2026-11-22T00:00:00Z").unwrap();
+    secrets.put(&gatehouse_inbox::mail::token_name("research"), "user-token").unwrap();
+    inbox.store.mail_swarm_put("locked", &swarm_url, "2026-11-22T00:00:00Z").unwrap();
+    secrets.put(&gatehouse_inbox::mail::token_name("locked"), "wrong-token").unwrap();
+
+    let lee = key(1);
+    inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["*"]));
+    for (scope, text) in [("cloud", "Translate this"), ("research", "Weather in Lyon?"), ("locked", "Anything")] {
+        assert_eq!(inbox.post_json(&inbox.signed(&lee, scope, text)).await.0, 200);
+    }
+    let store = inbox.store.clone();
+    eventually("the executors finished", || store.envelopes(10, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))).await;
+    let rows = store.envelopes(10, 0).unwrap();
+    let by_scope = |s: &str| rows.iter().find(|e| e.scope == s).unwrap().clone();
+    assert_eq!(by_scope("cloud").exec_status, ExecStatus::Succeeded, "{:?}", by_scope("cloud").exec_result);
+    assert!(!serde_json::to_string(&store.setting::<serde_json::Value>("executors").unwrap()).unwrap().contains("sk-cloud"), "the key is not in the store");
+    let task = by_scope("research");
+    assert_eq!(task.exec_status, ExecStatus::Succeeded, "{:?}", task.exec_result);
+    let r = task.exec_result.unwrap();
+    assert!(r["answer"].as_str().unwrap().contains("sunny"));
+    // The task is in the MAIL viewer, under the subject naming the scope and the sender.
+    let t = store.mail_task(r["task_id"].as_str().unwrap()).unwrap().unwrap();
+    assert_eq!((t.task.subject.as_str(), t.task.state.as_str()), ("research from Dr. Lee (via Gatehouse)", "completed"));
+    let locked = by_scope("locked");
+    assert_eq!(locked.exec_status, ExecStatus::Failed);
+    assert!(locked.exec_result.unwrap()["error"].as_str().unwrap().contains("UNAUTHORIZED"));
     inbox.stop().await;
 }

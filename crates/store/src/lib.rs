@@ -252,6 +252,11 @@ impl Store {
         Self::init(conn, Some(path.to_path_buf()))
     }
 
+    /// The directory the database file lives in (the data dir), for on-disk stores.
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.path.as_deref().and_then(Path::parent)
+    }
+
     pub fn open_in_memory() -> Result<Store> {
         Self::init(Connection::open_in_memory()?, None)
     }
