@@ -453,3 +453,27 @@ pub async fn export_json(core: CoreState<'_>, kind: ExportKind, path: PathBuf) -
     })
     .await
 }
+
+/// Answers to the sender of an envelope: drafts, sent and failed.
+#[tauri::command]
+pub async fn replies_for(core: CoreState<'_>, envelope_row: i64) -> Result<Vec<gatehouse_store::ReplyRow>> {
+    let c = core.inner().clone();
+    blocking(move || Ok(c.store.replies_for_envelope(envelope_row)?)).await
+}
+
+/// Sends a reply with the text the user approved (edited or not), signed by this inbox.
+#[tauri::command]
+pub async fn reply_send(core: CoreState<'_>, id: i64, text: String) -> Result<gatehouse_store::ReplyRow> {
+    let c = core.inner().clone();
+    if text.trim().is_empty() {
+        return Err(CommandError::new("INVALID", "the answer is empty"));
+    }
+    let s = c.clone();
+    blocking(move || {
+        s.store.reply_edit(id, text.trim(), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
+        s.store.audit("reply.send", None, &serde_json::json!({"reply": id}), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
+        Ok(())
+    })
+    .await?;
+    gatehouse_inbox::reply::send(&c.store, &c.key, id).await.map_err(|e| CommandError::new(e.code(), e.to_string()))
+}

@@ -145,6 +145,8 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             guardian::asop_rule_remove,
             guardian::asop_sessions,
             guardian::asop_session,
+            commands::replies_for,
+            commands::reply_send,
         ])
         .build(tauri::generate_context!())
         .expect("error while building the Gatehouse app")

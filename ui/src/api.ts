@@ -16,6 +16,8 @@ export interface Policy {
   'x-hold-for-consent': boolean;
   'x-allow-delegation': boolean;
   'x-consent-granted-scopes'?: string[];
+  'x-reply-endpoint'?: string | null;
+  'x-auto-reply-scopes'?: string[];
 }
 
 export interface TrustRow { public_key: string; name: string; added_at: string; policy: Policy; fingerprint: string; used_today: number }
@@ -139,6 +141,12 @@ export interface AsopCondition { argument: string; op: string; value: string }
 export interface AsopRule { id: number; agent: string; method: string; tool: string; condition: AsopCondition | null; action: string; redact: string | null; note: string | null; source: string; created_at: string }
 export interface AsopSession { session_id: string; agent: string | null; steps: number; last: string }
 
+export interface Reply {
+  id: number; envelope_row: number; in_reply_to: string; conversation_id: string; recipient: string; endpoint: string; scope: string;
+  text: string; state: 'draft' | 'sent' | 'failed'; sent_envelope: unknown; receipt: { status?: string; error?: { code?: string; message?: string } } | null;
+  error: string | null; created_at: string; updated_at: string;
+}
+
 export const api = {
   appInfo: () => invoke<AppInfo>('app_info'),
   inboxList: (filter: InboxFilter) => invoke<InboxItem[]>('inbox_list', { filter }),
@@ -195,6 +203,8 @@ export const api = {
   asopRuleRemove: (id: number) => invoke<void>('asop_rule_remove', { id }),
   asopSessions: () => invoke<AsopSession[]>('asop_sessions'),
   asopSession: (sessionId: string) => invoke<AsopStep[]>('asop_session', { sessionId }),
+  repliesFor: (envelopeRow: number) => invoke<Reply[]>('replies_for', { envelopeRow }),
+  replySend: (id: number, text: string) => invoke<Reply>('reply_send', { id, text }),
 };
 
 export function onMailEvent(f: (e: MailLive) => void): Promise<UnlistenFn> {

@@ -139,12 +139,26 @@ struct PolicyArgs {
     /// Refuse envelopes sent on behalf of someone else
     #[arg(long)]
     no_delegation: bool,
+    /// The sender's own submit URL: answers to its prompts go back there (reviewed first)
+    #[arg(long)]
+    reply_endpoint: Option<String>,
+    /// Scopes whose answers are sent back without review (comma-separated, or *)
+    #[arg(long, value_delimiter = ',')]
+    auto_reply: Vec<String>,
 }
 
 impl PolicyArgs {
     fn policy(&self) -> Result<Policy, String> {
         if self.scopes.is_empty() {
             return Err("--scopes is required (comma-separated, or * for all)".into());
+        }
+        if let Some(u) = &self.reply_endpoint {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                return Err(format!("--reply-endpoint {u:?} is not an http(s) URL"));
+            }
+        }
+        if !self.auto_reply.is_empty() && self.reply_endpoint.is_none() {
+            return Err("--auto-reply needs --reply-endpoint (where the answers go)".into());
         }
         for s in &self.scopes {
             if s != "*" && !gatehouse_epp::envelope::is_scope_like(s) {
@@ -159,6 +173,8 @@ impl PolicyArgs {
             allow_delegation: !self.no_delegation,
             consent_granted_scopes: Vec::new(),
             uamp_keys: Vec::new(),
+            reply_endpoint: self.reply_endpoint.clone(),
+            auto_reply_scopes: self.auto_reply.clone(),
         })
     }
 }

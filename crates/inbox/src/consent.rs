@@ -393,6 +393,15 @@ pub mod trust {
         if let Some(bad) = p.allowed_scopes.iter().find(|s| *s != "*" && !gatehouse_epp::envelope::is_scope_like(s)) {
             return Err(ConsentError::Invalid(format!("scope {bad:?} may contain only letters, digits and hyphens")));
         }
+        if let Some(u) = &p.reply_endpoint {
+            let ok = reqwest::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+            if !ok {
+                return Err(ConsentError::Invalid(format!("{u:?} is not an inbox address (http(s)://…/epp/v1/submit)")));
+            }
+        }
+        if !p.auto_reply_scopes.is_empty() && p.reply_endpoint.is_none() {
+            return Err(ConsentError::Invalid("answers can go back without review only to an address: fill in where to send them".into()));
+        }
         Ok(())
     }
 }

@@ -5,6 +5,7 @@
 //! - [`executor`]: what runs for an accepted prompt, per scope (spec 9)
 //! - [`runner`]: runs executors off the request path and after restarts
 //! - [`model`]: the user's own model behind an OpenAI-compatible API (the model executor)
+//! - [`reply`]: answers sent back to senders as signed EPP envelopes in their conversation
 //! - [`http`]: the HTTP transport (axum router)
 //! - [`folder`]: the watched-folder transport
 //! - [`uamp`]: UAMP 1.0 on the same trust registry and executors, over TLS 1.3
@@ -22,6 +23,7 @@ pub mod intent;
 pub mod mail;
 pub mod model;
 pub mod pipeline;
+pub mod reply;
 pub mod runner;
 pub mod service;
 pub mod uamp;

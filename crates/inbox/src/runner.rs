@@ -84,7 +84,10 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>) {
     for (spec, row, name) in rows {
         let started = std::time::Instant::now();
         let (status, result) = match execute(&spec, &row, name.as_deref(), store).await {
-            Ok(v) => (ExecStatus::Succeeded, v),
+            Ok(v) => {
+                draft_reply(store, &row, &v).await;
+                (ExecStatus::Succeeded, v)
+            }
             Err(v) => {
                 tracing::warn!(envelope_id = %row.envelope_id, result = %v, "executor failed");
                 (ExecStatus::Failed, v)
@@ -98,5 +101,29 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>) {
     }
     if !done.is_empty() {
         blocking(store, move |s| s.set_exec_many(&done, &now_string())).await;
+    }
+}
+
+/// A finished executor's answer goes back to a sender that takes replies: drafted for the
+/// user's review, or sent at once for the scopes the user marked.
+async fn draft_reply(store: &Arc<Store>, row: &gatehouse_store::EnvelopeRow, result: &serde_json::Value) {
+    let (r, v) = (row.clone(), result.clone());
+    let Some(Some((id, auto))) = blocking(store, move |s| crate::reply::draft_after(s, &r, &v)).await else { return };
+    if !auto {
+        return;
+    }
+    let s = store.clone();
+    let key = match tokio::task::spawn_blocking(move || crate::reply::key_of(&s)).await {
+        Ok(Ok(k)) => k,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, reply = id, "automatic reply left as a draft");
+            return;
+        }
+        Err(_) => return,
+    };
+    match crate::reply::send(store, &key, id).await {
+        Ok(r) if r.state == "sent" => tracing::info!(reply = id, to = %r.endpoint, "reply sent"),
+        Ok(r) => tracing::warn!(reply = id, error = ?r.error, "reply not delivered; it can be sent again"),
+        Err(e) => tracing::error!(error = %e, reply = id, "reply not sent"),
     }
 }

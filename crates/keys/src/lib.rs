@@ -103,6 +103,12 @@ fn read_meta(data_dir: &Path) -> Result<Option<Meta>, KeyError> {
 }
 
 /// Loads the identity, failing with [`KeyError::Missing`] when there is none.
+/// The identity of `data_dir`, from whichever keystore it was created in.
+pub fn load_recorded(data_dir: &Path) -> Result<Identity, KeyError> {
+    let meta = read_meta(data_dir)?.ok_or_else(|| KeyError::Missing(data_dir.to_path_buf()))?;
+    load(data_dir, meta.keystore)
+}
+
 pub fn load(data_dir: &Path, kind: KeystoreKind) -> Result<Identity, KeyError> {
     let meta = read_meta(data_dir)?.ok_or_else(|| KeyError::Missing(data_dir.to_path_buf()))?;
     if meta.keystore != kind {

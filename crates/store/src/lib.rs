@@ -6,12 +6,14 @@
 
 mod asop;
 mod intentweb;
+mod replies;
 mod mail;
 mod migrations;
 mod model;
 mod uamp;
 
 pub use asop::*;
+pub use replies::*;
 pub use intentweb::*;
 pub use mail::*;
 pub use model::*;

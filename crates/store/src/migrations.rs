@@ -293,6 +293,26 @@ const MIGRATIONS: &[&str] = &[
         timeout_ms INTEGER,
         last_ping TEXT
     );",
+    // 10: answers sent back to senders: drafted when an executor finishes, sent (signed
+    // EPP envelopes in the same conversation) automatically or after the user approves.
+    "CREATE TABLE replies (
+        id INTEGER PRIMARY KEY,
+        envelope_row INTEGER NOT NULL,
+        in_reply_to TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        endpoint TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        text TEXT NOT NULL,
+        state TEXT NOT NULL,
+        sent_envelope TEXT,
+        receipt TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX replies_conversation ON replies(conversation_id, id);
+    CREATE INDEX replies_envelope ON replies(envelope_row);",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -48,6 +48,12 @@ pub struct Policy {
     /// read from its DID document when the user added it, by `kid`.
     #[serde(rename = "x-uamp-keys", default, skip_serializing_if = "Vec::is_empty")]
     pub uamp_keys: Vec<UampKey>,
+    /// Where this sender takes EPP envelopes (its submit URL): answers go back there.
+    #[serde(rename = "x-reply-endpoint", default, skip_serializing_if = "Option::is_none")]
+    pub reply_endpoint: Option<String>,
+    /// Scopes whose answers are sent back without the user reviewing them first.
+    #[serde(rename = "x-auto-reply-scopes", default, skip_serializing_if = "Vec::is_empty")]
+    pub auto_reply_scopes: Vec<String>,
 }
 
 /// One key of a UAMP sender: the `kid` its signatures name and the key as a JWK.
@@ -76,6 +82,8 @@ impl Default for Policy {
             allow_delegation: true,
             consent_granted_scopes: Vec::new(),
             uamp_keys: Vec::new(),
+            reply_endpoint: None,
+            auto_reply_scopes: Vec::new(),
         }
     }
 }

@@ -1,6 +1,6 @@
 // The inbox: every envelope and every rejection, newest first, with filters, full-text
 // search and keyset paging; a detail panel; the conversation thread.
-import { api, errorText, type Detail, type InboxFilter, type InboxItem } from '../api';
+import { api, errorText, type Detail, type InboxFilter, type InboxItem, type Reply } from '../api';
 import { h, replace } from '../dom';
 import { delegationLine, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
 
@@ -155,4 +155,36 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
     h('details', {}, h('summary', {}, 'Receipt sent to the sender'), h('pre', { className: 'json' }, JSON.stringify(r.receipt, null, 2))),
     d.raw ? h('details', {}, h('summary', {}, 'Raw JSON', r.body_truncated ? ' (truncated)' : ''), h('pre', { className: 'json', id: 'detail-raw' }, d.raw), copyBtn) : null,
   );
+  if (env) void showReplies(el, env.id);
+}
+
+/** The answers going back to the sender: drafts to review (and edit), sent ones with the
+ *  receipt their inbox gave, failed ones to send again. */
+async function showReplies(el: HTMLElement, envelopeRow: number): Promise<void> {
+  const box = h('div', { id: 'detail-replies' });
+  el.appendChild(box);
+  const draw = async () => {
+    let list: Reply[];
+    try { list = await api.repliesFor(envelopeRow); } catch (e) { replace(box, h('p', { className: 'error' }, errorText(e))); return; }
+    if (!list.length) { replace(box); return; }
+    replace(box, h('h3', {}, 'Answer to the sender'), ...list.map((r) => {
+      const text = h('textarea', { className: 'reply-text', rows: 4, cols: 60 }, r.text);
+      const msg = h('p', { role: 'status', className: r.error ? 'error' : '' }, r.error ?? '');
+      const send = h('button', { className: 'primary reply-send', onclick: async () => {
+        send.disabled = true;
+        msg.className = '';
+        msg.textContent = 'Signing and sending…';
+        try { await api.replySend(r.id, text.value); } catch (e) { msg.className = 'error'; msg.textContent = errorText(e); }
+        await draw();
+      } }, r.state === 'failed' ? 'Send again' : 'Approve and send');
+      return h('div', { className: `card reply reply-${r.state}`, 'data-reply': r.id },
+        h('p', { className: 'muted small' }, r.state === 'sent'
+          ? `Sent to ${r.endpoint}, signed by you — their inbox answered: ${r.receipt?.status ?? '?'}`
+          : r.state === 'failed' ? `Not delivered to ${r.endpoint}.` : `A draft: read it, change it if you like, and approve it to send it to ${r.endpoint}.`),
+        r.state === 'sent' ? h('div', { className: 'prompt' }, r.text) : text,
+        r.state === 'sent' ? null : h('div', { className: 'actions' }, send),
+        msg);
+    }));
+  };
+  await draw();
 }

@@ -72,6 +72,8 @@ export class TrustView {
     const day = h('input', { id: 'trust-per-day', type: 'number', min: 0, value: p?.rate_limit.max_per_day ?? '', placeholder: 'no limit' });
     const hold = h('input', { id: 'trust-hold', type: 'checkbox', checked: p?.['x-hold-for-consent'] ?? false });
     const deleg = h('input', { id: 'trust-delegation', type: 'checkbox', checked: p?.['x-allow-delegation'] ?? true });
+    const replyTo = h('input', { id: 'trust-reply-endpoint', type: 'text', value: p?.['x-reply-endpoint'] ?? '', placeholder: 'http://their-inbox/epp/v1/submit (optional)', size: 40 });
+    const autoReply = h('input', { id: 'trust-auto-reply', type: 'text', value: (p?.['x-auto-reply-scopes'] ?? []).join(', '), placeholder: 'none: you review each answer', size: 30 });
     const err = h('p', { className: 'error', role: 'alert' });
     const save = async (ev: Event) => {
       ev.preventDefault();
@@ -84,6 +86,8 @@ export class TrustView {
           'x-hold-for-consent': hold.checked,
           'x-allow-delegation': deleg.checked,
           'x-consent-granted-scopes': p?.['x-consent-granted-scopes'] ?? [],
+          'x-reply-endpoint': replyTo.value.trim() || null,
+          'x-auto-reply-scopes': parseScopes(autoReply.value),
         };
         const input = { public_key: key.value.trim(), name: name.value.trim(), policy };
         await (existing ? api.trustUpdate(input) : api.trustAdd(input));
@@ -105,6 +109,8 @@ export class TrustView {
       row('At most per day', day),
       h('label', { className: 'check' }, hold, ' Ask me before passing their messages on'),
       h('label', { className: 'check' }, deleg, ' Allow messages sent on behalf of someone else'),
+      row('Send answers back to', replyTo, 'Their inbox address: what your AI answers goes back to them, signed by you.'),
+      row('Without review for (scopes)', autoReply, 'Answers in these scopes go back at once; others wait for you to read and approve them.'),
       err,
       h('div', { className: 'actions' },
         h('button', { className: 'primary', type: 'submit', id: 'trust-save' }, existing ? 'Save changes' : 'Trust this sender'),

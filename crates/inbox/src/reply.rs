@@ -1,0 +1,105 @@
+//! Answers back to the sender (EPP 9.2, the reply half): when an executor finishes with an
+//! answer and the sender's trust entry names its reply endpoint, the answer becomes a draft
+//! EPP envelope — same conversation, `in_reply_to` the original — signed by this inbox's key
+//! and sent at once for scopes the user marked, otherwise after the user reviews (and may
+//! edit) it. What the sender's inbox answered is kept as the reply's receipt.
+
+use std::time::Duration;
+
+use ed25519_dalek::SigningKey;
+use gatehouse_store::{EnvelopeRow, ReplyRow, Store, StoreError};
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplyError {
+    #[error("no reply {0}")]
+    NotFound(i64),
+    #[error("this reply was already sent")]
+    AlreadySent,
+    #[error("the reply is empty")]
+    Empty,
+    #[error("cannot sign the reply: {0}")]
+    Key(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ReplyError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ReplyError::NotFound(_) => "NOT_FOUND",
+            ReplyError::AlreadySent => "ALREADY_SENT",
+            ReplyError::Empty => "INVALID",
+            ReplyError::Key(_) => "KEYCHAIN",
+            ReplyError::Store(_) => "STORE",
+        }
+    }
+}
+
+fn now() -> String {
+    gatehouse_epp::utc_string(chrono::Utc::now())
+}
+
+/// The answer an executor produced, as text for a reply.
+pub fn answer_text(result: &Value) -> Option<String> {
+    let t = result.get("answer").or_else(|| result.get("stdout")).and_then(Value::as_str)?.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+/// After an executor succeeded: a draft reply if the sender takes replies. Returns the
+/// draft's id and whether its scope replies automatically.
+pub fn draft_after(store: &Store, env: &EnvelopeRow, result: &Value) -> Result<Option<(i64, bool)>, StoreError> {
+    let Some(text) = answer_text(result) else { return Ok(None) };
+    let Some(trust) = store.trust_get(&env.sender)? else { return Ok(None) };
+    let Some(endpoint) = trust.policy.reply_endpoint.clone() else { return Ok(None) };
+    // The reply continues the sender's conversation, or starts one named after its envelope.
+    let conversation = env.conversation_id.clone().unwrap_or_else(|| env.envelope_id.clone());
+    let id = store.reply_draft(env.id, &env.envelope_id, &conversation, &env.sender, &endpoint, &env.scope, &text, &now())?;
+    Ok(Some((id, trust.policy.auto_reply_scopes.iter().any(|s| s == "*" || *s == env.scope))))
+}
+
+/// Signs and sends a reply (its current text) to the sender's endpoint; keeps what came
+/// back. A failure is kept on the reply (retry by sending again).
+pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> Result<ReplyRow, ReplyError> {
+    let s = store.clone();
+    let r = tokio::task::spawn_blocking(move || s.reply(id)).await.map_err(|e| ReplyError::Key(e.to_string()))??.ok_or(ReplyError::NotFound(id))?;
+    if r.state == "sent" {
+        return Err(ReplyError::AlreadySent);
+    }
+    if r.text.trim().is_empty() {
+        return Err(ReplyError::Empty);
+    }
+    let mut d = gatehouse_epp::Draft::new(&r.recipient, &r.scope, &r.text);
+    d.conversation_id = Some(r.conversation_id.clone());
+    d.in_reply_to = Some(r.in_reply_to.clone());
+    let envelope = d.sign(key, chrono::Utc::now());
+    let sent = async {
+        let resp = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().map_err(|e| e.to_string())?.post(&r.endpoint).json(&envelope).send().await.map_err(|e| format!("could not reach {}: {e}", r.endpoint))?;
+        let status = resp.status().as_u16();
+        let body: Value = resp.json().await.map_err(|e| format!("{} answered HTTP {status} without a receipt: {e}", r.endpoint))?;
+        Ok::<_, String>(body)
+    }
+    .await;
+    let (state, receipt, error) = match sent {
+        Ok(receipt) if receipt["status"] == "accepted" => ("sent", Some(receipt), None),
+        Ok(receipt) => {
+            let why = format!("{} refused it: {}", r.endpoint, receipt.pointer("/error/message").and_then(Value::as_str).or_else(|| receipt.pointer("/error/code").and_then(Value::as_str)).unwrap_or("no reason given"));
+            ("failed", Some(receipt), Some(why))
+        }
+        Err(e) => ("failed", None, Some(e)),
+    };
+    let s = store.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        s.reply_finish(id, state, Some(&envelope), receipt.as_ref(), error.as_deref(), &now())?;
+        s.reply(id)
+    })
+    .await
+    .map_err(|e| ReplyError::Key(e.to_string()))??;
+    out.ok_or(ReplyError::NotFound(id))
+}
+
+/// The identity key of the store's data dir (for replies sent without the user).
+pub fn key_of(store: &Store) -> Result<SigningKey, ReplyError> {
+    let dir = store.data_dir().ok_or_else(|| ReplyError::Key("this inbox has no data dir".into()))?;
+    gatehouse_keys::load_recorded(dir).map(|i| i.signing_key().clone()).map_err(|e| ReplyError::Key(e.to_string()))
+}

@@ -1,0 +1,127 @@
+//! Replies between two Gatehouse inboxes (two data dirs, two identities) in one
+//! conversation: B asks A; A's model answers; A sends the answer back to B as an EPP
+//! envelope signed by A, with B's conversation_id and in_reply_to = B's envelope —
+//! automatically for a marked scope, after review (edited) otherwise, retried after a
+//! failure — and B accepts it. The reply's signature is in the reference implementation's
+//! canonical form.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{eventually, policy};
+use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions};
+use gatehouse_store::{ExecStatus, Policy, Store, TrustEntry};
+
+struct Node {
+    dir: tempfile::TempDir,
+    store: Arc<Store>,
+    key: ed25519_dalek::SigningKey,
+    public_key: String,
+    submit: String,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn node(executors: ExecutorConfig, port: Option<u16>) -> Node {
+    let dir = tempfile::tempdir().unwrap();
+    let (identity, _) = gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    executors.save(&store).unwrap();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port.unwrap_or(0))).await.unwrap();
+    let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(gatehouse_inbox::run(store.clone(), identity.public_key.clone(), ServeOptions { listener: Some(listener), watch: None, uamp: None }, async { let _ = rx.await; }, |_| {}));
+    Node { dir, store, key: identity.signing_key().clone(), public_key: identity.public_key, submit, _stop: tx }
+}
+
+fn trust(n: &Node, who: &str, name: &str, p: Policy) {
+    n.store.trust_add(&TrustEntry { public_key: who.into(), name: name.into(), added_at: "2026-11-22T00:00:00Z".into(), policy: p }).unwrap();
+}
+
+async fn send(from: &Node, to: &Node, scope: &str, prompt: &str, conversation: &str) -> serde_json::Value {
+    let mut d = gatehouse_epp::Draft::new(&to.public_key, scope, prompt);
+    d.conversation_id = Some(conversation.into());
+    let env = d.sign(&from.key, chrono::Utc::now());
+    let r: serde_json::Value = reqwest::Client::new().post(&to.submit).json(&env).send().await.unwrap().json().await.unwrap();
+    assert_eq!(r["status"], "accepted", "{r}");
+    env
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_goes_back_signed_in_the_same_conversation() {
+    let model = gatehouse_model_testserver::spawn(gatehouse_model_testserver::ModelServer::default()).await;
+    let spec = ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None };
+    let mut scopes = BTreeMap::new();
+    scopes.insert("ask-ai".to_string(), spec.clone());
+    scopes.insert("review".to_string(), spec);
+    let a = node(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None).await;
+    let b = node(ExecutorConfig::default(), None).await;
+    // A takes B's prompts and answers B at B's inbox, at once for "ask-ai" only.
+    trust(&a, &b.public_key, "Bea", Policy { reply_endpoint: Some(b.submit.clone()), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai", "review"]) });
+    // B takes A's answers in those scopes.
+    trust(&b, &a.public_key, "Ada", policy(&["ask-ai", "review"]));
+
+    let asked = send(&b, &a, "ask-ai", "What is the capital of France?", "7a1c0000-0000-4000-8000-000000000007").await;
+    let bstore = b.store.clone();
+    eventually("the answer to reach B", || bstore.envelopes(10, 0).unwrap().iter().any(|e| e.sender == a.public_key)).await;
+    let answer = b.store.envelopes(10, 0).unwrap().into_iter().find(|e| e.sender == a.public_key).unwrap();
+    assert_eq!(answer.prompt, "llama-test read: What is the capital of France?");
+    assert_eq!((answer.conversation_id.as_deref(), answer.in_reply_to.as_deref()), (Some("7a1c0000-0000-4000-8000-000000000007"), asked["envelope_id"].as_str()));
+    // A keeps the reply, sent, with the receipt B gave.
+    let replies = a.store.replies_for_conversation("7a1c0000-0000-4000-8000-000000000007").unwrap();
+    assert_eq!(replies.len(), 1);
+    assert_eq!((replies[0].state.as_str(), replies[0].receipt.as_ref().unwrap()["status"].as_str()), ("sent", Some("accepted")));
+    // Signed in the reference implementation's canonical form (sorted, ASCII-escaped).
+    let wire = serde_json::to_vec(replies[0].sent_envelope.as_ref().unwrap()).unwrap();
+    let parsed = gatehouse_epp::Envelope::parse(&wire).unwrap();
+    assert_eq!(gatehouse_epp::crypto::verify(&parsed).unwrap(), gatehouse_epp::canonical::Form::Reference);
+
+    // Not marked: a draft waits for the user, who edits it before it goes.
+    send(&b, &a, "review", "Draft me a polite no", "7a1c0000-0000-4000-8000-000000000008").await;
+    let astore = a.store.clone();
+    eventually("a draft", || astore.reply_drafts().unwrap().len() == 1).await;
+    let draft = a.store.reply_drafts().unwrap().remove(0);
+    assert!(b.store.envelopes(10, 0).unwrap().iter().filter(|e| e.sender == a.public_key).count() == 1, "nothing went before the user approved");
+    a.store.reply_edit(draft.id, "Thank you, but no.", "2026-11-22T00:00:00Z").unwrap();
+    let sent = gatehouse_inbox::reply::send(&a.store, &a.key, draft.id).await.unwrap();
+    assert_eq!(sent.state, "sent");
+    eventually("the edited answer at B", || bstore.envelopes(10, 0).unwrap().iter().any(|e| e.prompt == "Thank you, but no.")).await;
+    assert!(matches!(gatehouse_inbox::reply::send(&a.store, &a.key, draft.id).await, Err(gatehouse_inbox::reply::ReplyError::AlreadySent)));
+    let _ = (&a.dir, &b.dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
+    let model = gatehouse_model_testserver::spawn(gatehouse_model_testserver::ModelServer::default()).await;
+    let mut scopes = BTreeMap::new();
+    scopes.insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint: model, model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
+    let a = node(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None).await;
+    // B's address is known but B is not up yet.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let b_key = gatehouse_epp::crypto::generate_signing_key();
+    let b_pub = gatehouse_epp::public_key_hex(&b_key);
+    trust(&a, &b_pub, "Bea", Policy { reply_endpoint: Some(format!("http://127.0.0.1:{port}/epp/v1/submit")), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) });
+    let mut d = gatehouse_epp::Draft::new(&a.public_key, "ask-ai", "ping?");
+    d.conversation_id = Some("7a1c0000-0000-4000-8000-000000000009".into());
+    let env = d.sign(&b_key, chrono::Utc::now());
+    let r: serde_json::Value = reqwest::Client::new().post(&a.submit).json(&env).send().await.unwrap().json().await.unwrap();
+    assert_eq!(r["status"], "accepted");
+    let astore = a.store.clone();
+    eventually("the failed reply", || astore.replies_for_conversation("7a1c0000-0000-4000-8000-000000000009").unwrap().first().is_some_and(|r| r.state == "failed")).await;
+    let failed = a.store.replies_for_conversation("7a1c0000-0000-4000-8000-000000000009").unwrap().remove(0);
+    assert!(failed.error.as_ref().unwrap().contains("could not reach"), "{failed:?}");
+    assert_eq!(a.store.envelopes(10, 0).unwrap()[0].exec_status, ExecStatus::Succeeded, "the envelope and its answer are kept");
+    // B comes up (same identity, same address); the user sends the reply again.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    store.trust_add(&TrustEntry { public_key: a.public_key.clone(), name: "Ada".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask-ai"]) }).unwrap();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    let (_tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(gatehouse_inbox::run(store.clone(), b_pub.clone(), ServeOptions { listener: Some(listener), watch: None, uamp: None }, async { let _ = rx.await; }, |_| {}));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let again = gatehouse_inbox::reply::send(&a.store, &a.key, failed.id).await.unwrap();
+    assert_eq!((again.state.as_str(), again.error), ("sent", None));
+    assert_eq!(store.envelopes(10, 0).unwrap()[0].in_reply_to.as_deref(), Some(env["envelope_id"].as_str().unwrap()));
+}
