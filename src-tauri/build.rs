@@ -9,7 +9,7 @@ const COMMANDS: &[&str] = &[
     "mail_swarms", "mail_swarm_add", "mail_swarm_refresh", "mail_swarm_remove", "mail_send", "mail_interswarm", "mail_tasks", "mail_task", "mail_import",
     "iw_sites", "iw_site_add", "iw_site_remove", "iw_start", "iw_reply", "iw_pin", "iw_conversations", "iw_conversation", "iw_open_link",
     "asop_pending", "asop_answer", "asop_rules", "asop_rule_add", "asop_rule_remove", "asop_sessions", "asop_session",
-    "replies_for", "reply_send",
+    "replies_for", "reply_send", "executor_retry",
 ];
 
 fn main() {

@@ -477,3 +477,18 @@ pub async fn reply_send(core: CoreState<'_>, id: i64, text: String) -> Result<ga
     .await?;
     gatehouse_inbox::reply::send(&c.store, &c.key, id).await.map_err(|e| CommandError::new(e.code(), e.to_string()))
 }
+
+/// Runs a failed executor again (the model was unreachable, the swarm refused its token…).
+#[tauri::command]
+pub async fn executor_retry(core: CoreState<'_>, envelope_row: i64) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || {
+        let queued = gatehouse_inbox::runner::retry(&c.inbox(), envelope_row).map_err(|e| CommandError::new("NOT_ALLOWED", e.to_string()))?;
+        if !queued {
+            return Err(CommandError::new("NOT_RUNNING", "queued; it runs when the inbox is resumed"));
+        }
+        c.store.audit("executor.retry", None, &serde_json::json!({"envelope_row": envelope_row}), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
+        Ok(())
+    })
+    .await
+}

@@ -147,6 +147,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             guardian::asop_session,
             commands::replies_for,
             commands::reply_send,
+            commands::executor_retry,
         ])
         .build(tauri::generate_context!())
         .expect("error while building the Gatehouse app")

@@ -205,6 +205,7 @@ export const api = {
   asopSession: (sessionId: string) => invoke<AsopStep[]>('asop_session', { sessionId }),
   repliesFor: (envelopeRow: number) => invoke<Reply[]>('replies_for', { envelopeRow }),
   replySend: (id: number, text: string) => invoke<Reply>('reply_send', { id, text }),
+  executorRetry: (envelopeRow: number) => invoke<void>('executor_retry', { envelopeRow }),
 };
 
 export function onMailEvent(f: (e: MailLive) => void): Promise<UnlistenFn> {

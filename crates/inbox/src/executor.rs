@@ -142,7 +142,13 @@ pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option
                 },
                 None => None,
             };
-            match crate::model::ask(endpoint, key.as_deref(), model, &system, &env.prompt, Duration::from_secs(*timeout_secs), |_| {}).await {
+            // The sender's context goes with its prompt, marked as such.
+            let context = serde_json::from_str::<serde_json::Value>(&env.raw).ok().and_then(|v| v.pointer("/payload/context").cloned()).filter(|c| !c.is_null());
+            let user = match &context {
+                Some(c) => format!("{}\n\nContext from the sender (JSON): {c}", env.prompt),
+                None => env.prompt.clone(),
+            };
+            match crate::model::ask(endpoint, key.as_deref(), model, &system, &user, Duration::from_secs(*timeout_secs), |_| {}).await {
                 Ok(a) => {
                     let mut v = serde_json::to_value(&a).unwrap_or_default();
                     if let Some(o) = v.as_object_mut() {

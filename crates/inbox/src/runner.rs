@@ -21,6 +21,29 @@ pub fn recover(store: &Store) -> gatehouse_store::Result<Vec<i64>> {
     Ok(store.envelopes_with_status(ExecStatus::Queued)?.into_iter().map(|r| r.id).collect())
 }
 
+/// Runs a failed envelope's executor again (the user asked: a model that was unreachable, a
+/// swarm that refused its token). Only failed envelopes; false when the inbox's runner is
+/// not running (paused).
+pub fn retry(inbox: &crate::pipeline::Inbox, row_id: i64) -> Result<bool, RetryError> {
+    let store = inbox.store();
+    let row = store.envelope(row_id)?.ok_or(RetryError::NotFound)?;
+    if row.exec_status != ExecStatus::Failed {
+        return Err(RetryError::NotFailed(row.exec_status.as_str().to_string()));
+    }
+    store.set_exec(row_id, ExecStatus::Queued, None, &now_string())?;
+    Ok(inbox.execute(row_id))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RetryError {
+    #[error("no such envelope")]
+    NotFound,
+    #[error("only a failed executor is run again (this one is {0})")]
+    NotFailed(String),
+    #[error(transparent)]
+    Store(#[from] gatehouse_store::StoreError),
+}
+
 fn now_string() -> String {
     gatehouse_epp::crypto::utc_string_ms(chrono::Utc::now())
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::*;
 use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
-use gatehouse_model_testserver::{spawn, ModelServer};
+use gatehouse_model_testserver::{spawn, spawn_at, ModelServer};
 use gatehouse_store::ExecStatus;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,4 +115,38 @@ async fn a_cloud_key_comes_from_the_keystore_and_a_swarm_takes_prompts_as_tasks(
     assert_eq!(locked.exec_status, ExecStatus::Failed);
     assert!(locked.exec_result.unwrap()["error"].as_str().unwrap().contains("UNAUTHORIZED"));
     inbox.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    let mut scopes = BTreeMap::new();
+    scopes.insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint: format!("http://127.0.0.1:{port}/v1"), model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
+    ExecutorConfig { default: ExecutorSpec::Noop, scopes }.save(&store).unwrap();
+    let me = key(2);
+    let (inbox, rx) = gatehouse_inbox::service::build(store.clone(), &pubhex(&me));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
+    tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, gatehouse_inbox::ServeOptions { listener: Some(listener), watch: None, uamp: None }, std::future::pending(), |_| {}));
+    let lee = key(1);
+    store.trust_add(&gatehouse_store::TrustEntry { public_key: pubhex(&lee), name: "Dr. Lee".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask-ai"]) }).unwrap();
+    let mut d = gatehouse_epp::Draft::new(&pubhex(&me), "ask-ai", "Is my result in?");
+    d.context = Some(serde_json::json!({"ticket": 4411}));
+    let env = d.sign(&lee, chrono::Utc::now());
+    let r: serde_json::Value = reqwest::Client::new().post(&submit).json(&env).send().await.unwrap().json().await.unwrap();
+    assert_eq!(r["status"], "accepted");
+    eventually("the model call to fail", || store.envelopes(1, 0).unwrap()[0].exec_status == ExecStatus::Failed).await;
+    let id = store.envelopes(1, 0).unwrap()[0].id;
+    // Not failed: nothing to run again.
+    assert!(gatehouse_inbox::runner::retry(&inbox, id + 1000).is_err());
+    // The model is back; the user runs the executor again.
+    let server = ModelServer::default();
+    spawn_at(server.clone(), port).await;
+    assert!(gatehouse_inbox::runner::retry(&inbox, id).unwrap());
+    eventually("the retried call to succeed", || store.envelopes(1, 0).unwrap()[0].exec_status == ExecStatus::Succeeded).await;
+    assert!(matches!(gatehouse_inbox::runner::retry(&inbox, id), Err(gatehouse_inbox::runner::RetryError::NotFailed(_))));
+    let user = server.requests()[0]["messages"][1]["content"].as_str().unwrap().to_string();
+    assert_eq!(user, "Is my result in?\n\nContext from the sender (JSON): {\"ticket\":4411}");
 }

@@ -39,7 +39,12 @@ pub fn router(s: ModelServer) -> Router {
 
 /// Starts on a free loopback port in the current runtime; returns the API base (`…/v1`).
 pub async fn spawn(s: ModelServer) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+    spawn_at(s, 0).await
+}
+
+/// Starts on loopback `port` (a model that comes back where it was).
+pub async fn spawn_at(s: ModelServer, port: u16) -> String {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("a loopback port");
     let base = format!("http://{}/v1", listener.local_addr().expect("bound"));
     tokio::spawn(async move { axum::serve(listener, router(s)).await });
     base

@@ -152,10 +152,21 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
       h('li', { className: `step ${s.state}` }, h('span', { className: 'mark' }, s.state === 'passed' ? '✓' : s.state === 'failed' ? '✗' : '·'), describeStep(s.name),
         s.state === 'failed' ? h('strong', {}, ' — failed here') : null))),
     env?.exec_result ? h('details', { open: true }, h('summary', {}, 'Executor result'), h('pre', { className: 'json' }, JSON.stringify(env.exec_result, null, 2))) : null,
+    env?.exec_status === 'failed' ? retryButton(env.id) : null,
     h('details', {}, h('summary', {}, 'Receipt sent to the sender'), h('pre', { className: 'json' }, JSON.stringify(r.receipt, null, 2))),
     d.raw ? h('details', {}, h('summary', {}, 'Raw JSON', r.body_truncated ? ' (truncated)' : ''), h('pre', { className: 'json', id: 'detail-raw' }, d.raw), copyBtn) : null,
   );
   if (env) void showReplies(el, env.id);
+}
+
+/** A failed executor (an unreachable model, a refused swarm token) can be run again. */
+function retryButton(envelopeRow: number): HTMLElement {
+  const msg = h('span', { role: 'status', className: 'muted small' });
+  const b = h('button', { className: 'secondary', id: 'detail-retry', onclick: async () => {
+    b.disabled = true;
+    try { await api.executorRetry(envelopeRow); msg.textContent = ' Running again…'; } catch (e) { msg.textContent = ` ${errorText(e)}`; b.disabled = false; }
+  } }, 'Run the executor again');
+  return h('p', {}, b, msg);
 }
 
 /** The answers going back to the sender: drafts to review (and edit), sent ones with the
