@@ -158,11 +158,39 @@ pub struct ConversationMessage {
 pub async fn conversation(core: CoreState<'_>, conversation_id: String) -> Result<Vec<ConversationMessage>> {
     let c = core.inner().clone();
     blocking(move || {
-        let rows = c.store.conversation(&conversation_id)?;
+        let mut rows = c.store.conversation(&conversation_id)?;
+        // Answers this inbox sent back join the thread, under what they answer.
+        for r in c.store.replies_for_conversation(&conversation_id)?.into_iter().filter(|r| r.state == "sent") {
+            let sent = r.sent_envelope.clone().unwrap_or_default();
+            let s = |k: &str| sent[k].as_str().unwrap_or_default().to_string();
+            rows.push(EnvelopeRow {
+                id: -r.id,
+                envelope_id: s("envelope_id"),
+                sender: c.public_key.clone(),
+                recipient: r.recipient.clone(),
+                scope: r.scope.clone(),
+                payload_type: None,
+                conversation_id: Some(r.conversation_id.clone()),
+                in_reply_to: Some(r.in_reply_to.clone()),
+                on_behalf_of: None,
+                prompt: r.text.clone(),
+                timestamp: s("timestamp"),
+                expires_at: s("expires_at"),
+                received_at: r.updated_at.clone(),
+                transport: "reply".into(),
+                signed_form: "reference".into(),
+                raw: sent.to_string(),
+                receipt_id: r.receipt.as_ref().and_then(|x| x["receipt_id"].as_str()).unwrap_or_default().to_string(),
+                executor: "reply".into(),
+                exec_status: gatehouse_store::ExecStatus::Succeeded,
+                exec_result: r.receipt.clone(),
+                exec_updated_at: Some(r.updated_at.clone()),
+            });
+        }
         let ordered = order_by_replies(rows);
         let mut out = Vec::new();
         for (envelope, depth) in ordered {
-            let sender_name = c.store.trust_get(&envelope.sender)?.map(|t| t.name);
+            let sender_name = if envelope.transport == "reply" { Some("You (answer sent back)".to_string()) } else { c.store.trust_get(&envelope.sender)?.map(|t| t.name) };
             let on_behalf_of_name = match &envelope.on_behalf_of {
                 Some(k) => c.store.trust_get(k)?.map(|t| t.name),
                 None => None,
@@ -372,6 +400,13 @@ pub async fn executors_set(core: CoreState<'_>, config: ExecutorConfig) -> Resul
             let name = swarm.clone();
             if blocking(move || Ok(c.store.mail_swarm(&name)?)).await?.is_none() {
                 return Err(CommandError::new("INVALID", format!("no MAIL swarm named {swarm:?}: connect it under Tasks (MAIL) first")));
+            }
+        }
+        if let ExecutorSpec::Peer { peer, .. } = spec {
+            let c = core.inner().clone();
+            let name = peer.clone();
+            if blocking(move || Ok(c.store.uamp_peer(&name)?)).await?.is_none() {
+                return Err(CommandError::new("INVALID", format!("no UAMP peer named {peer:?}: add it under Agents (UAMP) first")));
             }
         }
         if let ExecutorSpec::Model { model, endpoint, .. } = spec {

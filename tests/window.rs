@@ -739,4 +739,9 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
     let original = store.envelopes(10, 0).unwrap().into_iter().find(|e| e.prompt == "Which day is the team lunch?").unwrap();
     assert_eq!(got[0].in_reply_to.as_deref(), Some(original.envelope_id.as_str()));
     assert_eq!(got[0].conversation_id.as_deref(), Some(original.envelope_id.as_str()), "a conversation named after the first envelope");
+    // The answer sent back is part of the conversation here too.
+    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.click("#detail-conversation");
+    app.wait_text("#content", "You (answer sent back)");
+    assert!(app.text("#content").contains("Thursday, at noon."));
 }

@@ -68,7 +68,8 @@ export type ExecutorSpec =
   | { kind: 'file-queue'; dir: string }
   | { kind: 'command'; program: string; args: string[]; timeout_secs: number }
   | { kind: 'model'; model: string; endpoint: string; system_prompt?: string | null; timeout_secs: number; api_key_secret?: string | null }
-  | { kind: 'swarm'; swarm: string; entrypoint?: string | null };
+  | { kind: 'swarm'; swarm: string; entrypoint?: string | null }
+  | { kind: 'peer'; peer: string; timeout_secs: number };
 export interface ExecutorConfig { default: ExecutorSpec; scopes: Record<string, ExecutorSpec> }
 
 export interface UampInfo { did: string; cert_sha256: string; listening: string | null; error: string | null }

@@ -253,6 +253,12 @@ enum SpecCmd {
         #[arg(long)]
         entrypoint: Option<String>,
     },
+    /// Ask a UAMP peer you added (see `gatehouse uamp peer add`), by DID or name
+    Peer {
+        peer: String,
+        #[arg(long, default_value_t = 300)]
+        timeout_secs: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -419,6 +425,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                                 None
                             };
                             ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, api_key_secret }
+                        }
+                        SpecCmd::Peer { peer, timeout_secs } => {
+                            if store.uamp_peer(&peer).map_err(|e| e.to_string())?.is_none() {
+                                return Err(format!("no UAMP peer {peer:?}; add it with `gatehouse uamp peer add https://host:port --name {peer}`"));
+                            }
+                            ExecutorSpec::Peer { peer, timeout_secs }
                         }
                         SpecCmd::Swarm { swarm, entrypoint } => {
                             if store.mail_swarm(&swarm).map_err(|e| e.to_string())?.is_none() {

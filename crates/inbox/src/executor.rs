@@ -53,6 +53,13 @@ pub enum ExecutorSpec {
         #[serde(default)]
         entrypoint: Option<String>,
     },
+    /// Asks a UAMP peer the user added (by DID or name) and follows its stream; the answer
+    /// (text, or the file it returned) is kept, and the stream shows under Agents (UAMP).
+    Peer {
+        peer: String,
+        #[serde(default = "default_model_timeout")]
+        timeout_secs: u64,
+    },
 }
 
 fn default_endpoint() -> String {
@@ -75,6 +82,7 @@ impl ExecutorSpec {
             ExecutorSpec::Command { .. } => "command",
             ExecutorSpec::Model { .. } => "model",
             ExecutorSpec::Swarm { .. } => "swarm",
+            ExecutorSpec::Peer { .. } => "peer",
         }
     }
 }
@@ -165,6 +173,38 @@ pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option
             }
         }
         ExecutorSpec::Swarm { swarm, entrypoint } => swarm_task(store, swarm, entrypoint.as_deref(), env, sender_name).await,
+        ExecutorSpec::Peer { peer, timeout_secs } => peer_task(store, peer, Duration::from_secs(*timeout_secs), env).await,
+    }
+}
+
+async fn peer_task(store: &std::sync::Arc<Store>, peer: &str, timeout: Duration, env: &EnvelopeRow) -> Result<serde_json::Value, serde_json::Value> {
+    use crate::uamp::client;
+    let fail = |e: String| serde_json::json!({"executor": "peer", "peer": peer, "error": e});
+    let row = store.uamp_peer(peer).map_err(|e| fail(e.to_string()))?.ok_or_else(|| fail(format!("no UAMP peer {peer:?} was added")))?;
+    let token = secret(store, &client::token_name(&row.did)).map_err(fail)?;
+    let key = crate::reply::key_of(store).map_err(|e| fail(e.to_string()))?;
+    let data_dir = store.data_dir().ok_or_else(|| fail("this inbox has no data dir".into()))?;
+    let c = client::Client { key, store: store.clone(), files_dir: client::files_dir(data_dir) };
+    let ask = client::Ask { body_type: "text/plain".into(), content: env.prompt.clone(), delta_window: client::DEFAULT_WINDOW };
+    let p = match tokio::time::timeout(timeout, c.ask(&row, token.as_deref(), &ask, |_| {})).await {
+        Err(_) => return Err(fail(format!("{} did not finish within {} s", row.name, timeout.as_secs()))),
+        Ok(Err(e)) => return Err(fail(format!("{e} [{}]", e.code()))),
+        Ok(Ok(p)) => p,
+    };
+    let file = p.file.as_ref().map(|f| f.display().to_string());
+    // A text answer is kept as text (up to the output limit); anything else by its file.
+    let text = match (&p.file, p.mime.as_deref()) {
+        (Some(f), Some(m)) if m.starts_with("text/") || m == "application/json" => tokio::fs::read(f).await.ok().map(|b| String::from_utf8_lossy(&b[..b.len().min(KEEP_OUTPUT_BYTES)]).into_owned()),
+        (Some(f), None) => tokio::fs::read(f).await.ok().filter(|b| std::str::from_utf8(b).is_ok()).map(|b| String::from_utf8_lossy(&b[..b.len().min(KEEP_OUTPUT_BYTES)]).into_owned()),
+        _ => None,
+    };
+    let record = serde_json::json!({"executor": "peer", "peer": row.did, "name": row.name, "stream_id": p.stream_id, "state": p.state, "mime": p.mime, "file": file, "answer": text});
+    if p.state == "COMPLETED" {
+        Ok(record)
+    } else {
+        let mut r = record;
+        r["error"] = format!("{}'s stream ended {}: {}", row.name, p.state, p.detail.map(|d| d.to_string()).unwrap_or_default()).into();
+        Err(r)
     }
 }
 

@@ -150,3 +150,44 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     let user = server.requests()[0]["messages"][1]["content"].as_str().unwrap().to_string();
     assert_eq!(user, "Is my result in?\n\nContext from the sender (JSON): {\"ticket\":4411}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_handed_to_a_uamp_peer_comes_back_as_its_answer() {
+    use gatehouse_inbox::uamp::client;
+    // The peer: another Gatehouse serving UAMP, whose executor echoes the ask in capitals.
+    let pdir = tempfile::tempdir().unwrap();
+    let pstore = std::sync::Arc::new(gatehouse_store::Store::open(&pdir.path().join("gatehouse.db")).unwrap());
+    ExecutorConfig { default: ExecutorSpec::Command { program: "tr".into(), args: vec!["a-z".into(), "A-Z".into()], timeout_secs: 10 }, scopes: BTreeMap::new() }.save(&pstore).unwrap();
+    let pkey = ed25519_dalek::SigningKey::from_bytes(&[88; 32]);
+    let tls = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let purl = format!("https://{}", tls.local_addr().unwrap());
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: None, uamp: Some(gatehouse_inbox::UampOptions { listener: tls, key: pkey.clone(), data_dir: pdir.path().to_path_buf(), started: Some(started_tx) }) };
+    tokio::spawn(gatehouse_inbox::run(pstore.clone(), gatehouse_epp::public_key_hex(&pkey), opts, std::future::pending(), |_| {}));
+    started_rx.await.unwrap();
+
+    let mut scopes = BTreeMap::new();
+    scopes.insert("shout".to_string(), ExecutorSpec::Peer { peer: "Shouter".into(), timeout_secs: 20 });
+    let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
+    let (identity, _) = gatehouse_keys::load_or_create(inbox.dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
+    let my_did = gatehouse_uamp::sign::did_of(identity.signing_key());
+    // This inbox added the peer; the peer trusts this inbox's DID (mTLS: no token needed).
+    let found = client::discover(&purl, None).await.unwrap();
+    inbox.store.uamp_peer_put(&gatehouse_store::PeerRow { did: found.did.clone(), name: "Shouter".into(), url: found.url, cert_sha256: found.cert_sha256, manifest: serde_json::to_value(&found.manifest).unwrap(), added_at: "2026-11-22T00:00:00Z".into() }).unwrap();
+    pstore.trust_add(&gatehouse_store::TrustEntry { public_key: my_did, name: "friend".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask"]) }).unwrap();
+
+    let lee = key(1);
+    inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["shout"]));
+    assert_eq!(inbox.post_json(&inbox.signed(&lee, "shout", "hello there")).await.0, 200);
+    let store = inbox.store.clone();
+    eventually("the peer's answer", || matches!(store.envelopes(1, 0).unwrap()[0].exec_status, ExecStatus::Succeeded | ExecStatus::Failed)).await;
+    let row = store.envelopes(1, 0).unwrap().remove(0);
+    let r = row.exec_result.unwrap();
+    assert_eq!(row.exec_status, ExecStatus::Succeeded, "{r}");
+    assert_eq!((r["executor"].as_str(), r["answer"].as_str(), r["state"].as_str()), (Some("peer"), Some("HELLO THERE"), Some("COMPLETED")));
+    // The stream is kept both ways: here as an outgoing ask, there as an incoming one.
+    let sid = r["stream_id"].as_str().unwrap();
+    assert_eq!(store.uamp_stream(sid).unwrap().unwrap().direction, "out");
+    assert_eq!(pstore.uamp_stream(sid).unwrap().unwrap().state, "COMPLETED");
+    inbox.stop().await;
+}

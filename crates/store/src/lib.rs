@@ -812,7 +812,9 @@ impl Store {
     pub fn conversation(&self, conversation_id: &str) -> Result<Vec<EnvelopeRow>> {
         self.read(|conn| {
             let mut stmt = conn.prepare(&format!(
-                "{ENVELOPE_SELECT} WHERE conversation_id = ?1 ORDER BY id"
+                // A conversation named after its first envelope (one that started without a
+                // conversation_id, answered since) includes that envelope.
+                "{ENVELOPE_SELECT} WHERE conversation_id = ?1 OR (conversation_id IS NULL AND envelope_id = ?1) ORDER BY id"
             ))?;
             let rows = stmt.query_map([conversation_id], envelope_from_row)?;
             rows.collect::<rusqlite::Result<_>>().map_err(Into::into)

@@ -156,7 +156,7 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
     h('details', {}, h('summary', {}, 'Receipt sent to the sender'), h('pre', { className: 'json' }, JSON.stringify(r.receipt, null, 2))),
     d.raw ? h('details', {}, h('summary', {}, 'Raw JSON', r.body_truncated ? ' (truncated)' : ''), h('pre', { className: 'json', id: 'detail-raw' }, d.raw), copyBtn) : null,
   );
-  if (env) void showReplies(el, env.id);
+  if (env) void showReplies(el, env.id, env.conversation_id ? null : () => openConversation(env.envelope_id));
 }
 
 /** A failed executor (an unreachable model, a refused swarm token) can be run again. */
@@ -171,14 +171,17 @@ function retryButton(envelopeRow: number): HTMLElement {
 
 /** The answers going back to the sender: drafts to review (and edit), sent ones with the
  *  receipt their inbox gave, failed ones to send again. */
-async function showReplies(el: HTMLElement, envelopeRow: number): Promise<void> {
+async function showReplies(el: HTMLElement, envelopeRow: number, openThread: (() => void) | null): Promise<void> {
   const box = h('div', { id: 'detail-replies' });
   el.appendChild(box);
   const draw = async () => {
     let list: Reply[];
     try { list = await api.repliesFor(envelopeRow); } catch (e) { replace(box, h('p', { className: 'error' }, errorText(e))); return; }
     if (!list.length) { replace(box); return; }
-    replace(box, h('h3', {}, 'Answer to the sender'), ...list.map((r) => {
+    // A message that started no conversation starts one when answered: show it.
+    const thread = openThread && list.some((r) => r.state === 'sent')
+      ? h('button', { className: 'link', id: 'detail-conversation', onclick: openThread }, 'Show the whole conversation') : null;
+    replace(box, h('h3', {}, 'Answer to the sender'), thread, ...list.map((r) => {
       const text = h('textarea', { className: 'reply-text', rows: 4, cols: 60 }, r.text);
       const msg = h('p', { role: 'status', className: r.error ? 'error' : '' }, r.error ?? '');
       const send = h('button', { className: 'primary reply-send', onclick: async () => {

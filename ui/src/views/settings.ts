@@ -75,12 +75,12 @@ export class SettingsView {
     const msg = h('p', { role: 'status' });
     const addRow = (scope: string, spec: ExecutorSpec) => {
       const s = h('input', { type: 'text', value: scope, readonly: scope === 'default', size: 12, className: 'ex-scope' });
-      const label: Record<string, string> = { noop: 'Only log it', 'file-queue': 'Write to a folder', command: 'Run a program', model: 'Ask my model', swarm: 'Hand to a MAIL swarm' };
-      const kind = h('select', { className: 'ex-kind' }, ...['noop', 'file-queue', 'command', 'model', 'swarm'].map((k) => h('option', { value: k }, label[k])));
+      const label: Record<string, string> = { noop: 'Only log it', 'file-queue': 'Write to a folder', command: 'Run a program', model: 'Ask my model', swarm: 'Hand to a MAIL swarm', peer: 'Ask a UAMP peer' };
+      const kind = h('select', { className: 'ex-kind' }, ...['noop', 'file-queue', 'command', 'model', 'swarm', 'peer'].map((k) => h('option', { value: k }, label[k])));
       kind.value = spec.kind;
       const arg = h('input', { type: 'text', className: 'ex-arg', size: 40,
-        value: spec.kind === 'file-queue' ? spec.dir : spec.kind === 'command' ? [spec.program, ...spec.args].join(' ') : spec.kind === 'model' ? `${spec.model} ${spec.endpoint}` : spec.kind === 'swarm' ? spec.swarm : '',
-        placeholder: 'folder; program and arguments; model name [endpoint]; or swarm name' });
+        value: spec.kind === 'file-queue' ? spec.dir : spec.kind === 'command' ? [spec.program, ...spec.args].join(' ') : spec.kind === 'model' ? `${spec.model} ${spec.endpoint}` : spec.kind === 'swarm' ? spec.swarm : spec.kind === 'peer' ? spec.peer : '',
+        placeholder: 'folder; program and arguments; model name [endpoint]; swarm or peer name' });
       rows.append(h('tr', {}, h('td', {}, s), h('td', {}, kind), h('td', {}, arg)));
     };
     addRow('default', cfg.default);
@@ -97,6 +97,7 @@ export class SettingsView {
           : kind === 'command' ? { kind: 'command', program: parts[0] ?? '', args: parts.slice(1), timeout_secs: 60 }
           : kind === 'model' ? { kind: 'model', model: parts[0] ?? '', endpoint: parts[1] ?? 'http://127.0.0.1:11434/v1', timeout_secs: 300 }
           : kind === 'swarm' ? { kind: 'swarm', swarm: arg }
+          : kind === 'peer' ? { kind: 'peer', peer: arg, timeout_secs: 300 }
           : { kind: 'noop' };
         if (scope === 'default') next.default = spec; else next.scopes[scope] = spec;
       }

@@ -211,7 +211,7 @@ async fn run(p: &mut Producer, job: &Job) -> End {
         ExecutorSpec::Noop => Ok(json!({"executor": "noop"})),
         ExecutorSpec::FileQueue { dir } => file_queue(dir, p, job).await,
         ExecutorSpec::Command { program, args, timeout_secs } => command(p, job, program, args, Duration::from_secs(*timeout_secs)).await,
-        ExecutorSpec::Swarm { .. } => Err(Stop::Failed("this scope's executor is a MAIL swarm, which answers EPP prompts only".into())),
+        ExecutorSpec::Swarm { .. } | ExecutorSpec::Peer { .. } => Err(Stop::Failed("this scope's executor hands prompts to another agent, for EPP prompts only".into())),
         ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, .. } => {
             let system = crate::model::system_prompt(system_prompt.as_deref(), &job.sender, &job.scope);
             match crate::model::ask(endpoint, None, model, &system, &job.body.content, Duration::from_secs(*timeout_secs), |_| {}).await {
