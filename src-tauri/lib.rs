@@ -61,6 +61,23 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
     });
 }
 
+/// Passes executors' progress to the window (a model's answer as it is written).
+fn forward_progress<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
+    let mut rx = core.progress.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(p) => {
+                    let _ = app.emit("executor://progress", &p);
+                }
+                // Each partial carries the whole answer so far, so a skipped one loses nothing.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(_) => break,
+            }
+        }
+    });
+}
+
 /// Builds the app on any runtime, so tests can pass `tauri::test::mock_builder()`.
 pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
     builder
@@ -73,6 +90,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             let core = Arc::new(Core::open(data_dir(), keystore()).map_err(|e| format!("Gatehouse cannot start: {e}"))?);
             app.manage(core.clone());
             tauri::async_runtime::block_on(core.start());
+            forward_progress(app.handle().clone(), core.clone());
             forward_events(app.handle().clone(), core);
             if let Err(e) = tray::create(app.handle()) {
                 tracing::warn!(error = %e, "no tray icon; closing the window will quit");

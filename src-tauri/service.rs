@@ -71,6 +71,8 @@ pub struct Core {
     pub public_key: String,
     pub store: Arc<Store>,
     pub events: broadcast::Sender<gatehouse_inbox::pipeline::InboxEvent>,
+    /// Executors at work (a model's answer as it streams), kept across pauses like `events`.
+    pub progress: broadcast::Sender<gatehouse_inbox::runner::ExecProgress>,
     pub running: Mutex<Option<Running>>,
     pub status: Mutex<InboxStatus>,
 }
@@ -86,6 +88,7 @@ impl Core {
             public_key: opened.identity.public_key.clone(),
             store: opened.store,
             events: broadcast::channel(1024).0,
+            progress: broadcast::channel(256).0,
             running: Mutex::new(None),
             status: Mutex::new(InboxStatus::default()),
         })
@@ -130,7 +133,7 @@ impl Core {
             }
             Err(e) => (None, None, Some(format!("UAMP cannot listen on {uamp_addr}: {e}. Choose another UAMP port in Settings."))),
         };
-        let (inbox, rx) = gatehouse_inbox::build_with_events(self.store.clone(), &self.public_key, self.events.clone());
+        let (inbox, rx) = gatehouse_inbox::build_with_events(self.store.clone(), &self.public_key, self.events.clone(), self.progress.clone());
         let (tx, stop_rx) = oneshot::channel();
         *self.running.lock().unwrap() = Some(Running { inbox: inbox.clone(), stop: Some(tx) });
         *self.status.lock().unwrap() = InboxStatus {

@@ -745,3 +745,46 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
     app.wait_text("#content", "You (answer sent back)");
     assert!(app.text("#content").contains("Thursday, at noon."));
 }
+
+#[test]
+fn a_failed_model_is_run_again_and_its_answer_is_written_live_in_the_window() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    // A slow model, down when the prompt arrives.
+    let server = gatehouse_model_testserver::ModelServer::paced(Duration::from_millis(350));
+    server.set_down(true);
+    let model = rt.block_on(gatehouse_model_testserver::spawn(server.clone()));
+    let cy = SigningKey::from_bytes(&[62; 32]);
+    let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
+    store
+        .trust_add(&gatehouse_store::TrustEntry { public_key: gatehouse_epp::public_key_hex(&cy), name: "Cy".into(), added_at: "2026-11-01T00:00:00Z".into(), policy: gatehouse_store::Policy { allowed_scopes: vec!["ask-ai".into()], ..Default::default() } })
+        .unwrap();
+    let mut scopes = std::collections::BTreeMap::new();
+    scopes.insert("ask-ai".to_string(), gatehouse_inbox::ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 20, api_key_secret: None });
+    gatehouse_inbox::ExecutorConfig { default: gatehouse_inbox::ExecutorSpec::Noop, scopes }.save(&store).unwrap();
+
+    let (status, _) = app.send(&cy, "ask-ai", "Where did we leave the spare keys last winter?");
+    assert_eq!(status, 200);
+    let id = app.row_with("Where did we leave the spare keys last winter?");
+    let row = format!("#inbox-rows .row[data-receipt='{id}']");
+    app.click(&row);
+    // The failure arrives without reopening anything: the row and the open detail follow it.
+    app.wait_text("#detail-exec", "Executor failed");
+    app.wait_text(&row, "Executor failed");
+    assert!(app.text("#inbox-detail").contains("the model is loading"), "the model's own reason is shown");
+
+    server.set_down(false);
+    app.click("#detail-retry");
+    app.wait_text("#detail-live", "llama-test read: Where");
+    let partial = app.text("#detail-live");
+    assert!(app.text("#detail-exec").contains("Running"), "the answer shows while the model is still writing");
+    assert!(app.text(&row).contains("Running"), "the list says so too: {}", app.text(&row));
+    assert!(partial.len() < "llama-test read: Where did we leave the spare keys last winter?".len(), "only part of it so far: {partial:?}");
+    app.screenshot("model-live");
+    app.wait_text("#detail-exec", "Done");
+    assert_eq!(app.text("#detail-answer .prompt"), "llama-test read: Where did we leave the spare keys last winter?");
+    assert!(app.find_all("#detail-live").is_empty(), "the live box gives way to the stored result");
+    app.screenshot("model-answer");
+    app.wait_text(&row, "Done");
+}

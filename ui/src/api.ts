@@ -217,6 +217,16 @@ export function onUampProgress(f: (p: AskProgress) => void): Promise<UnlistenFn>
   return listen<AskProgress>('uamp://progress', (e) => f(e.payload));
 }
 
+/** An executor at work: the answer so far (whole), a note, or its stored end. */
+export type ExecProgress =
+  | { kind: 'partial'; envelope_row: number; text: string }
+  | { kind: 'note'; envelope_row: number; note: string }
+  | { kind: 'finished'; envelope_row: number; status: string };
+
+export function onExecProgress(f: (p: ExecProgress) => void): Promise<UnlistenFn> {
+  return listen<ExecProgress>('executor://progress', (e) => f(e.payload));
+}
+
 export function onInboxEvent(f: () => void): Promise<UnlistenFn> {
   return listen('inbox://received', f);
 }

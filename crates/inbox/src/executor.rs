@@ -126,7 +126,20 @@ pub fn noop_result() -> serde_json::Value {
 
 /// Runs one executor. `Ok` and `Err` both carry a JSON record for the user to read.
 /// `sender_name`: the name the user gave the sender (the model is told who speaks).
-pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option<&str>, store: &std::sync::Arc<Store>) -> Result<serde_json::Value, serde_json::Value> {
+/// What an executor reports while it works.
+pub enum Update<'a> {
+    /// The answer so far.
+    Text(&'a str),
+    Note(String),
+}
+
+pub async fn execute(
+    spec: &ExecutorSpec,
+    env: &EnvelopeRow,
+    sender_name: Option<&str>,
+    store: &std::sync::Arc<Store>,
+    on_update: &mut (dyn FnMut(Update<'_>) + Send),
+) -> Result<serde_json::Value, serde_json::Value> {
     match spec {
         ExecutorSpec::Noop => {
             tracing::debug!(envelope_id = %env.envelope_id, scope = %env.scope, "noop executor: accepted and logged");
@@ -156,7 +169,7 @@ pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option
                 Some(c) => format!("{}\n\nContext from the sender (JSON): {c}", env.prompt),
                 None => env.prompt.clone(),
             };
-            match crate::model::ask(endpoint, key.as_deref(), model, &system, &user, Duration::from_secs(*timeout_secs), |_| {}).await {
+            match crate::model::ask(endpoint, key.as_deref(), model, &system, &user, Duration::from_secs(*timeout_secs), |t| on_update(Update::Text(t))).await {
                 Ok(a) => {
                     let mut v = serde_json::to_value(&a).unwrap_or_default();
                     if let Some(o) = v.as_object_mut() {
@@ -173,11 +186,11 @@ pub async fn execute(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option
             }
         }
         ExecutorSpec::Swarm { swarm, entrypoint } => swarm_task(store, swarm, entrypoint.as_deref(), env, sender_name).await,
-        ExecutorSpec::Peer { peer, timeout_secs } => peer_task(store, peer, Duration::from_secs(*timeout_secs), env).await,
+        ExecutorSpec::Peer { peer, timeout_secs } => peer_task(store, peer, Duration::from_secs(*timeout_secs), env, on_update).await,
     }
 }
 
-async fn peer_task(store: &std::sync::Arc<Store>, peer: &str, timeout: Duration, env: &EnvelopeRow) -> Result<serde_json::Value, serde_json::Value> {
+async fn peer_task(store: &std::sync::Arc<Store>, peer: &str, timeout: Duration, env: &EnvelopeRow, on_update: &mut (dyn FnMut(Update<'_>) + Send)) -> Result<serde_json::Value, serde_json::Value> {
     use crate::uamp::client;
     let fail = |e: String| serde_json::json!({"executor": "peer", "peer": peer, "error": e});
     let row = store.uamp_peer(peer).map_err(|e| fail(e.to_string()))?.ok_or_else(|| fail(format!("no UAMP peer {peer:?} was added")))?;
@@ -186,7 +199,7 @@ async fn peer_task(store: &std::sync::Arc<Store>, peer: &str, timeout: Duration,
     let data_dir = store.data_dir().ok_or_else(|| fail("this inbox has no data dir".into()))?;
     let c = client::Client { key, store: store.clone(), files_dir: client::files_dir(data_dir) };
     let ask = client::Ask { body_type: "text/plain".into(), content: env.prompt.clone(), delta_window: client::DEFAULT_WINDOW };
-    let p = match tokio::time::timeout(timeout, c.ask(&row, token.as_deref(), &ask, |_| {})).await {
+    let p = match tokio::time::timeout(timeout, c.ask(&row, token.as_deref(), &ask, |p| on_update(Update::Note(format!("{peer}: {} ({} bytes so far)", p.state, p.bytes))))).await {
         Err(_) => return Err(fail(format!("{} did not finish within {} s", row.name, timeout.as_secs()))),
         Ok(Err(e)) => return Err(fail(format!("{e} [{}]", e.code()))),
         Ok(Ok(p)) => p,

@@ -65,6 +65,7 @@ pub struct Inbox {
     public_key: String,
     executions: Option<mpsc::UnboundedSender<i64>>,
     events: tokio::sync::broadcast::Sender<InboxEvent>,
+    progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>,
     /// Senders' decompressed public keys (decompressing is a fifth of a verification).
     keys: Mutex<HashMap<String, VerifyingKey>>,
     /// The executor setting as last read, parsed once per change rather than per envelope.
@@ -84,6 +85,7 @@ impl Inbox {
             public_key: public_key.to_ascii_lowercase(),
             executions: None,
             events: tokio::sync::broadcast::channel(256).0,
+            progress: tokio::sync::broadcast::channel(256).0,
             keys: Mutex::new(HashMap::new()),
             executors: Mutex::new(None),
             uamp: std::sync::OnceLock::new(),
@@ -122,6 +124,20 @@ impl Inbox {
 
     pub fn with_events(mut self, events: tokio::sync::broadcast::Sender<InboxEvent>) -> Self {
         self.events = events;
+        self
+    }
+
+    /// Executors at work: a model's answer as it streams, and each result once stored.
+    pub fn subscribe_progress(&self) -> tokio::sync::broadcast::Receiver<crate::runner::ExecProgress> {
+        self.progress.subscribe()
+    }
+
+    pub(crate) fn progress_sender(&self) -> tokio::sync::broadcast::Sender<crate::runner::ExecProgress> {
+        self.progress.clone()
+    }
+
+    pub fn with_progress(mut self, progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>) -> Self {
+        self.progress = progress;
         self
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use gatehouse_store::{ExecStatus, Store};
 use tokio::sync::mpsc;
 
-use crate::executor::{execute, ExecutorConfig};
+use crate::executor::{execute, ExecutorConfig, Update};
 
 /// Prepares the queue after a restart: envelopes that were running when Gatehouse
 /// stopped are marked failed (a command may have had side effects, so it is not re-run
@@ -52,8 +52,26 @@ fn now_string() -> String {
 /// commit, so a burst of accepted envelopes does not cost two fsyncs each.
 const BATCH: usize = 256;
 
+/// What an executor at work tells the window.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ExecProgress {
+    /// The answer so far, whole: a listener that joins late or lags still sees all of it.
+    Partial { envelope_row: i64, text: String },
+    /// Work without text to show yet (a peer's stream: what has arrived).
+    Note { envelope_row: i64, note: String },
+    /// The result is stored (the status is `succeeded` or `failed`).
+    Finished { envelope_row: i64, status: String },
+}
+
+/// How often a streaming answer is passed on: often enough to read along, rarely enough
+/// that a fast model does not flood the window with redraws.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(80);
+
+type Progress = tokio::sync::broadcast::Sender<ExecProgress>;
+
 /// Consumes envelope row ids and runs their executors in arrival order.
-pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>) {
+pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>, progress: Progress) {
     while let Some(first) = rx.recv().await {
         let mut ids = vec![first];
         while ids.len() < BATCH {
@@ -62,7 +80,7 @@ pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>) {
                 Err(_) => break,
             }
         }
-        run_batch(&store, ids).await;
+        run_batch(&store, ids, &progress).await;
     }
 }
 
@@ -84,7 +102,7 @@ async fn blocking<T: Send + 'static>(store: &Arc<Store>, f: impl FnOnce(&Store) 
 /// Runs one batch: all marked running in one commit, executed in order, results recorded
 /// in as few commits as possible (immediately after any executor that took a while, so a
 /// slow command never hides the results of the quick ones before it).
-async fn run_batch(store: &Arc<Store>, ids: Vec<i64>) {
+async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress) {
     let loaded = blocking(store, move |s| {
         let config = ExecutorConfig::load(s)?;
         let mut rows = Vec::new();
@@ -106,7 +124,19 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>) {
     let mut done = Vec::new();
     for (spec, row, name) in rows {
         let started = std::time::Instant::now();
-        let (status, result) = match execute(&spec, &row, name.as_deref(), store).await {
+        let mut last: Option<std::time::Instant> = None;
+        let envelope_row = row.id;
+        let mut on_update = |u: Update<'_>| {
+            if last.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
+                return;
+            }
+            last = Some(std::time::Instant::now());
+            let _ = progress.send(match u {
+                Update::Text(t) => ExecProgress::Partial { envelope_row, text: t.to_string() },
+                Update::Note(note) => ExecProgress::Note { envelope_row, note },
+            });
+        };
+        let (status, result) = match execute(&spec, &row, name.as_deref(), store, &mut on_update).await {
             Ok(v) => {
                 draft_reply(store, &row, &v).await;
                 (ExecStatus::Succeeded, v)
@@ -118,12 +148,21 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>) {
         };
         done.push((row.id, status, Some(result)));
         if started.elapsed() > std::time::Duration::from_millis(200) {
-            let batch = std::mem::take(&mut done);
-            blocking(store, move |s| s.set_exec_many(&batch, &now_string())).await;
+            commit(store, std::mem::take(&mut done), progress).await;
         }
     }
     if !done.is_empty() {
-        blocking(store, move |s| s.set_exec_many(&done, &now_string())).await;
+        commit(store, done, progress).await;
+    }
+}
+
+/// Stores finished results, then says so (never before: the window reloads on it).
+async fn commit(store: &Arc<Store>, done: Vec<(i64, ExecStatus, Option<serde_json::Value>)>, progress: &Progress) {
+    let finished: Vec<_> = done.iter().map(|(id, st, _)| ExecProgress::Finished { envelope_row: *id, status: st.as_str().to_string() }).collect();
+    if blocking(store, move |s| s.set_exec_many(&done, &now_string())).await.is_some() {
+        for f in finished {
+            let _ = progress.send(f);
+        }
     }
 }
 

@@ -55,7 +55,7 @@ const NONCE_GC_EVERY: Duration = Duration::from_secs(600);
 
 /// An inbox wired to an executor queue; [`run_with`] drains the queue.
 pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Inbox>, mpsc::UnboundedReceiver<i64>) {
-    build_with_events(store, public_key, tokio::sync::broadcast::channel(256).0)
+    build_with_events(store, public_key, tokio::sync::broadcast::channel(256).0, tokio::sync::broadcast::channel(256).0)
 }
 
 /// [`build`] with an event channel that outlives this inbox (the app keeps one across
@@ -64,9 +64,10 @@ pub fn build_with_events(
     store: Arc<Store>,
     public_key: &str,
     events: tokio::sync::broadcast::Sender<crate::pipeline::InboxEvent>,
+    progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>,
 ) -> (Arc<Inbox>, mpsc::UnboundedReceiver<i64>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (Arc::new(Inbox::new(store, public_key).with_executions(tx).with_events(events)), rx)
+    (Arc::new(Inbox::new(store, public_key).with_executions(tx).with_events(events).with_progress(progress)), rx)
 }
 
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
@@ -103,7 +104,7 @@ where
     for id in requeue {
         inbox.execute(id);
     }
-    let runner_task = tokio::spawn(runner::run(store.clone(), rx));
+    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender()));
     let gc_store = store.clone();
     let gc_task = tokio::spawn(async move {
         let mut every = tokio::time::interval(NONCE_GC_EVERY);

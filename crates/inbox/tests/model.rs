@@ -141,11 +141,33 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     let id = store.envelopes(1, 0).unwrap()[0].id;
     // Not failed: nothing to run again.
     assert!(gatehouse_inbox::runner::retry(&inbox, id + 1000).is_err());
-    // The model is back; the user runs the executor again.
-    let server = ModelServer::default();
+    // The model is back (slow, so its answer can be watched); the user runs the executor again.
+    let server = ModelServer::paced(Duration::from_millis(100));
     spawn_at(server.clone(), port).await;
+    let mut progress = inbox.subscribe_progress();
     assert!(gatehouse_inbox::runner::retry(&inbox, id).unwrap());
-    eventually("the retried call to succeed", || store.envelopes(1, 0).unwrap()[0].exec_status == ExecStatus::Succeeded).await;
+    // The answer is passed on as it grows, each time whole; the end comes once it is stored.
+    use gatehouse_inbox::runner::ExecProgress;
+    let mut partials: Vec<String> = Vec::new();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), progress.recv()).await.expect("progress").unwrap() {
+            ExecProgress::Partial { envelope_row, text } => {
+                assert_eq!(envelope_row, id);
+                assert_eq!(store.envelope(id).unwrap().unwrap().exec_status, ExecStatus::Running, "partial text only while running");
+                partials.push(text);
+            }
+            ExecProgress::Finished { envelope_row, status } => {
+                assert_eq!((envelope_row, status.as_str()), (id, "succeeded"));
+                assert_eq!(store.envelope(id).unwrap().unwrap().exec_status, ExecStatus::Succeeded, "said finished only once stored");
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(partials.len() >= 3, "the answer was seen growing: {partials:?}");
+    assert!(partials.windows(2).all(|w| w[1].starts_with(&w[0]) && w[1].len() > w[0].len()), "{partials:?}");
+    let answer = store.envelope(id).unwrap().unwrap().exec_result.unwrap()["answer"].as_str().unwrap().to_string();
+    assert!(answer.starts_with("m read: Is my result in?") && answer.starts_with(partials.last().unwrap().as_str()), "{answer:?} {partials:?}");
     assert!(matches!(gatehouse_inbox::runner::retry(&inbox, id), Err(gatehouse_inbox::runner::RetryError::NotFailed(_))));
     let user = server.requests()[0]["messages"][1]["content"].as_str().unwrap().to_string();
     assert_eq!(user, "Is my result in?\n\nContext from the sender (JSON): {\"ticket\":4411}");

@@ -3,6 +3,8 @@
 //! usage chunk and `[DONE]` (or as one JSON answer without `stream`). It keeps what it was
 //! sent, and misbehaves on demand: a user message containing `explode` gets HTTP 500,
 //! `stall` gets nothing for a minute; with a key set, a request without it gets 401.
+//! `pace` spaces the words out (an answer to watch being written); `set_down(true)`
+//! answers every request with 503 until it is set back.
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -13,18 +15,31 @@ use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 
 #[derive(Clone, Default)]
 pub struct ModelServer {
     /// A bearer key the server requires, if any.
     pub key: Option<String>,
+    /// The pause before each streamed word.
+    pub pace: std::time::Duration,
     seen: Arc<Mutex<Vec<Value>>>,
+    down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ModelServer {
     pub fn with_key(key: &str) -> ModelServer {
         ModelServer { key: Some(key.into()), ..Default::default() }
+    }
+
+    pub fn paced(pace: std::time::Duration) -> ModelServer {
+        ModelServer { pace, ..Default::default() }
+    }
+
+    /// While down, every request gets 503 (an overloaded or restarting model).
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The request bodies received, in order.
@@ -52,6 +67,9 @@ pub async fn spawn_at(s: ModelServer, port: u16) -> String {
 
 async fn chat(State(s): State<ModelServer>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     s.seen.lock().unwrap_or_else(|p| p.into_inner()).push(body.clone());
+    if s.down.load(std::sync::atomic::Ordering::SeqCst) {
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"error": {"message": "the model is loading", "type": "server_error"}}))).into_response();
+    }
     if let Some(k) = &s.key {
         let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         if given != Some(k.as_str()) {
@@ -81,6 +99,12 @@ async fn chat(State(s): State<ModelServer>, headers: HeaderMap, Json(body): Json
         .collect();
     events.push(json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}}).to_string());
     events.push("[DONE]".into());
-    let stream = futures_util::stream::iter(events.into_iter().map(|d| Ok::<_, Infallible>(Event::default().data(d))));
+    let pace = s.pace;
+    let stream = futures_util::stream::iter(events).then(move |d| async move {
+        if !pace.is_zero() {
+            tokio::time::sleep(pace).await;
+        }
+        Ok::<_, Infallible>(Event::default().data(d))
+    });
     Sse::new(stream).into_response()
 }

@@ -1,6 +1,6 @@
 // The inbox: every envelope and every rejection, newest first, with filters, full-text
 // search and keyset paging; a detail panel; the conversation thread.
-import { api, errorText, type Detail, type InboxFilter, type InboxItem, type Reply } from '../api';
+import { api, errorText, onExecProgress, type Detail, type ExecProgress, type InboxFilter, type InboxItem, type Reply } from '../api';
 import { h, replace } from '../dom';
 import { delegationLine, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
 
@@ -16,6 +16,10 @@ export class InboxView {
   private filter: InboxFilter = {};
   private items: InboxItem[] = [];
   private selected: string | null = null;
+  // Each click starts a fetch; only the latest may draw, or a slow answer to an earlier
+  // click would cover the view the user asked for last.
+  private drawing = 0;
+  private showing: 'detail' | 'conversation' = 'detail';
   private search = h('input', { type: 'search', id: 'inbox-search', placeholder: 'Search prompts…', 'aria-label': 'Search prompts' });
   private status = h('select', { id: 'inbox-status', 'aria-label': 'Status' },
     h('option', { value: '' }, 'All'), h('option', { value: 'accepted' }, 'Accepted'), h('option', { value: 'rejected' }, 'Rejected'),
@@ -37,6 +41,7 @@ export class InboxView {
     this.search.addEventListener('input', () => { clearTimeout(t); t = window.setTimeout(apply, 200); });
     for (const el of [this.status, this.transport]) el.addEventListener('change', apply);
     for (const el of [this.scope, this.sender]) el.addEventListener('change', apply);
+    void onExecProgress((p) => this.progress(p));
     this.el.append(
       h('div', { className: 'filters' }, this.search, this.status, this.transport, this.scope, this.sender),
       h('div', { className: 'split' }, h('div', { className: 'list' }, this.list, this.more), this.detail),
@@ -77,19 +82,53 @@ export class InboxView {
     return li;
   }
 
+  /** A running executor: its answer grows in the open detail; its end updates the row
+   *  and, when it is the message on screen, the whole detail (result, draft reply). */
+  private progress(p: ExecProgress): void {
+    const live = this.detail.dataset.row === String(p.envelope_row) ? this.detail.querySelector<HTMLElement>('#detail-live') : null;
+    if (p.kind !== 'finished') this.setRowStatus(p.envelope_row, 'running');
+    if (p.kind !== 'finished' && live) {
+      live.textContent = p.kind === 'partial' ? p.text : p.note;
+      // It was drawn queued; words mean it runs now.
+      const exec = this.detail.querySelector<HTMLElement>('#detail-exec');
+      if (exec?.dataset.executor) exec.textContent = `${exec.dataset.executor} — ${execLabel('running')}`;
+    } else if (p.kind === 'finished') {
+      this.setRowStatus(p.envelope_row, p.status);
+      // Also when its detail is still on its way (it may have been read before the end).
+      const selectedRow = this.items.find((i) => i.receipt_id === this.selected)?.envelope_row;
+      if (this.selected && this.showing === 'detail' && (live || selectedRow === p.envelope_row)) void this.show(this.selected);
+    }
+  }
+
+  private setRowStatus(envelopeRow: number, status: string): void {
+    for (const item of this.items) {
+      if (item.envelope_row !== envelopeRow || item.exec_status === status) continue;
+      item.exec_status = status;
+      this.list.querySelector(`.row[data-receipt="${CSS.escape(item.receipt_id)}"]`)?.replaceWith(this.row(item));
+    }
+  }
+
   async show(receiptId: string): Promise<void> {
     this.selected = receiptId;
     for (const r of this.list.querySelectorAll('.row')) r.classList.toggle('selected', (r as HTMLElement).dataset.receipt === receiptId);
+    const turn = ++this.drawing;
+    this.showing = 'detail';
     try {
-      renderDetail(this.detail, await api.inboxDetail(receiptId), (c) => void this.showConversation(c));
+      const d = await api.inboxDetail(receiptId);
+      if (d.envelope) this.setRowStatus(d.envelope.id, d.envelope.exec_status);
+      if (turn === this.drawing) renderDetail(this.detail, d, (c) => void this.showConversation(c), () => void this.show(receiptId));
     } catch (e) {
-      replace(this.detail, h('p', { className: 'error' }, errorText(e)));
+      if (turn === this.drawing) replace(this.detail, h('p', { className: 'error' }, errorText(e)));
     }
   }
 
   private async showConversation(conversationId: string): Promise<void> {
+    const turn = ++this.drawing;
+    this.showing = 'conversation';
     try {
       const msgs = await api.conversation(conversationId);
+      if (turn !== this.drawing) return;
+      delete this.detail.dataset.row;
       replace(this.detail,
         h('button', { className: 'link', onclick: () => this.selected && void this.show(this.selected) }, '← Back to the message'),
         h('h2', {}, 'Conversation'),
@@ -102,13 +141,15 @@ export class InboxView {
               h('time', {}, when(m.envelope.received_at))),
             h('p', { className: 'prompt' }, m.envelope.prompt)))));
     } catch (e) {
-      replace(this.detail, h('p', { className: 'error' }, errorText(e)));
+      if (turn === this.drawing) replace(this.detail, h('p', { className: 'error' }, errorText(e)));
     }
   }
 }
 
-function field(label: string, value: string | null | undefined, mono = false, id?: string): HTMLElement[] {
-  return [h('dt', {}, label), h('dd', { className: mono ? 'mono' : '', id }, value ?? '—')];
+function field(label: string, value: string | null | undefined, mono = false, id?: string, data: Record<string, string> = {}): HTMLElement[] {
+  const dd = h('dd', { className: mono ? 'mono' : '', id }, value ?? '—');
+  Object.assign(dd.dataset, data);
+  return [h('dt', {}, label), dd];
 }
 
 async function copy(text: string, button: HTMLButtonElement): Promise<void> {
@@ -121,8 +162,10 @@ async function copy(text: string, button: HTMLButtonElement): Promise<void> {
   }
 }
 
-export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: string) => void): void {
+export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: string) => void, refresh: () => void): void {
   const env = d.envelope;
+  if (env) el.dataset.row = String(env.id); else delete el.dataset.row;
+  const working = env?.exec_status === 'queued' || env?.exec_status === 'running';
   const r = d.receipt;
   const who = senderLabel(d.sender_name, r.sender);
   const copyBtn = h('button', { className: 'secondary', id: 'detail-copy-raw' }, 'Copy raw JSON');
@@ -132,6 +175,12 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
     r.message ? h('p', { className: 'reason', id: 'detail-reason' }, r.message) : null,
     h('h3', {}, 'Message'),
     h('p', { className: 'prompt', id: 'detail-prompt' }, env?.prompt ?? r.prompt ?? '(no readable prompt)'),
+    working ? h('div', { className: 'card live' },
+      h('h3', {}, `${env!.executor === 'model' ? 'The model is answering' : 'The executor is at work'}…`),
+      h('div', { className: 'prompt', id: 'detail-live', 'aria-live': 'polite' }, env!.exec_status === 'queued' ? 'Queued behind earlier messages.' : 'Waiting for the first words…')) : null,
+    answerOf(env) !== null ? h('div', { className: 'card answer', id: 'detail-answer' },
+      h('h3', {}, env!.executor === 'model' ? 'The model’s answer' : 'The answer'),
+      h('div', { className: 'prompt' }, answerOf(env)!)) : null,
     h('dl', {},
       ...field('From', r.sender ? delegationLine(who, d.on_behalf_of_name, env?.on_behalf_of) : null),
       ...field('Sender key', r.sender, true),
@@ -144,7 +193,7 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
         ...field('Sent at', env.timestamp), ...field('Expires', env.expires_at),
         ...field('Conversation', env.conversation_id, true), ...field('In reply to', env.in_reply_to, true),
         ...field('Signed form', env.signed_form === 'reference' ? 'reference (sorted, ASCII-escaped)' : 'an accepted variant'),
-        ...field('Executor', `${env.executor} — ${execLabel(env.exec_status) || env.exec_status}`, false, 'detail-exec'),
+        ...field('Executor', `${env.executor} — ${execLabel(env.exec_status) || env.exec_status}`, false, 'detail-exec', { executor: env.executor }),
       ] : [])),
     env?.conversation_id ? h('button', { className: 'link', id: 'detail-conversation', onclick: () => openConversation(env.conversation_id!) }, 'Show the whole conversation') : null,
     h('h3', {}, 'Verification'),
@@ -152,19 +201,27 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
       h('li', { className: `step ${s.state}` }, h('span', { className: 'mark' }, s.state === 'passed' ? '✓' : s.state === 'failed' ? '✗' : '·'), describeStep(s.name),
         s.state === 'failed' ? h('strong', {}, ' — failed here') : null))),
     env?.exec_result ? h('details', { open: true }, h('summary', {}, 'Executor result'), h('pre', { className: 'json' }, JSON.stringify(env.exec_result, null, 2))) : null,
-    env?.exec_status === 'failed' ? retryButton(env.id) : null,
+    env?.exec_status === 'failed' ? retryButton(env.id, refresh) : null,
     h('details', {}, h('summary', {}, 'Receipt sent to the sender'), h('pre', { className: 'json' }, JSON.stringify(r.receipt, null, 2))),
     d.raw ? h('details', {}, h('summary', {}, 'Raw JSON', r.body_truncated ? ' (truncated)' : ''), h('pre', { className: 'json', id: 'detail-raw' }, d.raw), copyBtn) : null,
   );
   if (env) void showReplies(el, env.id, env.conversation_id ? null : () => openConversation(env.envelope_id));
 }
 
+/** The text an executor answered with (a model's, a peer's), shown above the details. */
+function answerOf(env: Detail['envelope']): string | null {
+  if (env?.exec_status !== 'succeeded') return null;
+  const a = (env.exec_result as { answer?: unknown } | null)?.answer;
+  return typeof a === 'string' ? a : null;
+}
+
 /** A failed executor (an unreachable model, a refused swarm token) can be run again. */
-function retryButton(envelopeRow: number): HTMLElement {
+function retryButton(envelopeRow: number, refresh: () => void): HTMLElement {
   const msg = h('span', { role: 'status', className: 'muted small' });
   const b = h('button', { className: 'secondary', id: 'detail-retry', onclick: async () => {
     b.disabled = true;
-    try { await api.executorRetry(envelopeRow); msg.textContent = ' Running again…'; } catch (e) { msg.textContent = ` ${errorText(e)}`; b.disabled = false; }
+    // Queued again: redraw, so the answer can be followed as it is written.
+    try { await api.executorRetry(envelopeRow); refresh(); } catch (e) { msg.textContent = ` ${errorText(e)}`; b.disabled = false; }
   } }, 'Run the executor again');
   return h('p', {}, b, msg);
 }
