@@ -118,11 +118,11 @@ impl App {
     }
 
     /// Clicks in the page's own event loop, so a live re-render between finding and
-    /// clicking cannot leave the click on a detached element.
+    /// clicking cannot leave the click on a detached element, and retried until an
+    /// element is there to take it (a re-render can take it away for a moment).
     fn click(&self, css: &str) {
-        self.find(css);
-        let js = format!("document.querySelector({}).click(); return true;", serde_json::to_string(css).unwrap());
-        self.script(&js);
+        let js = format!("const e = document.querySelector({}); if (!e) return false; e.click(); return true;", serde_json::to_string(css).unwrap());
+        self.wait(&format!("a click on {css}"), || self.script(&js).as_bool() == Some(true));
     }
 
     /// The element's text content (what the DOM holds, whatever CSS clips).
@@ -744,6 +744,10 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
     app.click("#detail-conversation");
     app.wait_text("#content", "You (answer sent back)");
     assert!(app.text("#content").contains("Thursday, at noon."));
+    // With the receipt Bea's inbox gave it.
+    let receipt_id = bea_store.receipts(10, 0).unwrap().into_iter().find(|r| r.status == "accepted").unwrap().receipt_id;
+    assert!(app.text("#conversation-thread .reply-receipt").contains(&format!("Their inbox accepted it · receipt {receipt_id}")), "{}", app.text("#conversation-thread"));
+    app.screenshot("reply-in-conversation");
 }
 
 #[test]

@@ -139,7 +139,8 @@ export class InboxView {
               h('span', { className: 'who' }, delegationLine(senderLabel(m.sender_name, m.envelope.sender), m.on_behalf_of_name, m.envelope.on_behalf_of)),
               m.envelope.payload_type ? h('span', { className: 'ptype' }, m.envelope.payload_type) : null,
               h('time', {}, when(m.envelope.received_at))),
-            h('p', { className: 'prompt' }, m.envelope.prompt)))));
+            h('p', { className: 'prompt' }, m.envelope.prompt),
+            m.envelope.transport === 'reply' ? replyReceipt(m.envelope.exec_result) : null))));
     } catch (e) {
       if (turn === this.drawing) replace(this.detail, h('p', { className: 'error' }, errorText(e)));
     }
@@ -206,6 +207,13 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
     d.raw ? h('details', {}, h('summary', {}, 'Raw JSON', r.body_truncated ? ' (truncated)' : ''), h('pre', { className: 'json', id: 'detail-raw' }, d.raw), copyBtn) : null,
   );
   if (env) void showReplies(el, env.id, env.conversation_id ? null : () => openConversation(env.envelope_id));
+}
+
+/** What the sender's inbox said to an answer sent back (its receipt). */
+function replyReceipt(receipt: unknown): HTMLElement {
+  const r = (receipt ?? {}) as { status?: string; code?: string; receipt_id?: string };
+  const text = r.status === 'accepted' ? 'Their inbox accepted it' : `Their inbox answered: ${r.status ?? 'nothing readable'}${r.code ? ` — ${describeCode(r.code)}` : ''}`;
+  return h('p', { className: `muted small reply-receipt ${r.status === 'accepted' ? 'ok' : 'bad'}`, title: r.receipt_id ? `Receipt ${r.receipt_id}` : '' }, text, r.receipt_id ? h('span', { className: 'mono' }, ` · receipt ${r.receipt_id}`) : null);
 }
 
 /** The text an executor answered with (a model's, a peer's), shown above the details. */
