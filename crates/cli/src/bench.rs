@@ -13,6 +13,7 @@ pub struct BenchArgs {
     pub senders: usize,
     pub concurrency: usize,
     pub folder: bool,
+    pub keep: Option<std::path::PathBuf>,
 }
 
 /// Single-core Ed25519 verifications per second on this machine.
@@ -269,6 +270,18 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         written as f64 / 1e6 / secs,
     );
     drop(server);
+    if let Some(keep) = args.keep {
+        // A rename within one filesystem, or a copy of the store where it cannot be one.
+        if std::fs::rename(&data, &keep).is_err() {
+            std::fs::create_dir_all(&keep).map_err(|e| format!("cannot create {}: {e}", keep.display()))?;
+            for f in std::fs::read_dir(&data).map_err(|e| e.to_string())?.flatten() {
+                if f.path().is_file() {
+                    std::fs::copy(f.path(), keep.join(f.file_name())).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        println!("the inbox's data is kept in {}", keep.display());
+    }
     Ok(())
 }
 

@@ -12,6 +12,15 @@ mod migrations;
 mod model;
 mod uamp;
 
+/// For upgrade tests: a database file at an older schema, as an earlier Gatehouse left it.
+#[doc(hidden)]
+pub fn create_at_schema(path: &Path, version: usize) -> Result<Connection> {
+    let mut conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    migrations::run_to(&mut conn, version)?;
+    Ok(conn)
+}
+
 pub use asop::*;
 pub use replies::*;
 pub use intentweb::*;
@@ -63,6 +72,9 @@ pub struct Store {
     /// the writer). WAL lets readers run while a commit waits for its fsync.
     path: Option<std::path::PathBuf>,
     readers: Mutex<Vec<Connection>>,
+    /// What [`Store::admission`] last read per (sender, setting), with the admission
+    /// version it was read at.
+    admissions: Mutex<std::collections::HashMap<(String, String), (i64, Admission)>>,
     /// Writes for the committer thread, which commits whatever has queued up while it
     /// was busy as one transaction.
     jobs: Option<std::sync::mpsc::Sender<Job>>,
@@ -79,6 +91,9 @@ impl Drop for Store {
     }
 }
 
+/// Senders whose admission view is kept between envelopes.
+const MAX_CACHED_ADMISSIONS: usize = 4096;
+
 /// Idle read connections kept open.
 const MAX_READERS: usize = 64;
 
@@ -91,12 +106,46 @@ const MAX_BATCH: usize = 1024;
 const CHECKPOINT_EVERY_COMMITS: u32 = 32;
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// The group-commit loop. It also checkpoints the WAL back into the database file, after
-/// it has answered its callers (so no receipt waits for a checkpoint) and before it
-/// takes the next batch (so no frame is appended during the checkpoint, which can then
-/// finish and let the WAL start over; a checkpoint racing a stream of commits never
-/// catches up and the WAL grows without bound).
-fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>) {
+/// Copies the WAL back into the database file on its own connection and thread, while
+/// the committer goes on committing, and says when it is done.
+struct Checkpointer {
+    wake: std::sync::mpsc::SyncSender<()>,
+    done: std::sync::mpsc::Receiver<()>,
+    busy: bool,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> Option<Checkpointer> {
+        let conn = Connection::open(path).ok()?;
+        conn.busy_timeout(std::time::Duration::from_secs(10)).ok()?;
+        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let (finished, done) = std::sync::mpsc::sync_channel::<()>(1);
+        std::thread::Builder::new()
+            .name("gatehouse-checkpoint".into())
+            .spawn(move || {
+                for () in woken {
+                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                        tracing::warn!(error = %e, "WAL checkpoint failed; will retry");
+                    }
+                    if finished.send(()).is_err() {
+                        break;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Checkpointer { wake, done, busy: false })
+    }
+}
+
+/// The group-commit loop. It also checkpoints the WAL back into the database file. The
+/// bulk of each checkpoint (copying pages and syncing the database file) runs on the
+/// checkpointer's thread while commits go on; then, between two batches and after their
+/// callers have their answers, the committer checkpoints the few frames committed
+/// meanwhile itself, so that the checkpoint is complete and the next commit starts the
+/// WAL over. (A checkpoint racing a stream of commits never catches up on its own, and
+/// the WAL would grow without bound; one run by the committer between batches did
+/// catch up, but every commit waited for all of its page copying and syncing.)
+fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>, mut helper: Option<Checkpointer>) {
     let mut since_checkpoint = 0u32;
     let mut last_checkpoint = std::time::Instant::now();
     loop {
@@ -109,6 +158,11 @@ fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>)
             match jobs.recv_timeout(CHECKPOINT_EVERY) {
                 Ok(j) => j,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    // Idle: no commit to hold up, so finish the checkpoint here.
+                    if let Some(h) = helper.as_mut().filter(|h| h.busy) {
+                        let _ = h.done.recv();
+                        h.busy = false;
+                    }
                     checkpoint(&conn);
                     since_checkpoint = 0;
                     last_checkpoint = std::time::Instant::now();
@@ -130,11 +184,31 @@ fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>)
             answer(job, r);
         }
         since_checkpoint += 1;
-        if since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
-            checkpoint(&conn);
-            since_checkpoint = 0;
-            last_checkpoint = std::time::Instant::now();
+        match helper.as_mut() {
+            Some(h) if h.busy => {
+                if h.done.try_recv().is_ok() {
+                    h.busy = false;
+                    checkpoint(&conn);
+                    since_checkpoint = 0;
+                    last_checkpoint = std::time::Instant::now();
+                }
+            }
+            Some(h) => {
+                if since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+                    h.busy = h.wake.try_send(()).is_ok();
+                }
+            }
+            None => {
+                if since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+                    checkpoint(&conn);
+                    since_checkpoint = 0;
+                    last_checkpoint = std::time::Instant::now();
+                }
+            }
         }
+    }
+    if let Some(h) = helper.take().filter(|h| h.busy) {
+        let _ = h.done.recv();
     }
     checkpoint(&conn);
 }
@@ -179,11 +253,13 @@ enum Job {
     Accept {
         rec: NewEnvelope,
         limits: RateLimit,
+        json: Serialized,
         reply: Reply<Result<i64, AcceptRefusal>>,
     },
     Receipt {
         row: ReceiptRow,
         knock: Option<Knock>,
+        json: Serialized,
         reply: Reply<()>,
     },
     SetExec {
@@ -193,6 +269,28 @@ enum Job {
     },
     /// Bring the search index up to date now (a search is about to run).
     IndexSearch { reply: Reply<()> },
+}
+
+/// A write's JSON columns as text, serialized by the caller's thread: the committer is
+/// the one thread every acceptance waits for, so it only binds and inserts.
+struct Serialized {
+    receipt: String,
+    exec_result: Option<String>,
+}
+
+impl Job {
+    fn accept(rec: NewEnvelope, limits: &RateLimit, reply: Reply<Result<i64, AcceptRefusal>>) -> Job {
+        let json = Serialized {
+            receipt: rec.receipt.receipt.to_string(),
+            exec_result: rec.exec_result.as_ref().map(|r| r.to_string()),
+        };
+        Job::Accept { rec, limits: limits.clone(), json, reply }
+    }
+
+    fn receipt(row: &ReceiptRow, knock: Option<&Knock>, reply: Reply<()>) -> Job {
+        let json = Serialized { receipt: row.receipt.to_string(), exec_result: None };
+        Job::Receipt { row: row.clone(), knock: knock.cloned(), json, reply }
+    }
 }
 
 /// A thread waiting (blocking) or a task awaiting the commit.
@@ -275,14 +373,16 @@ impl Store {
         let conn = Arc::new(Mutex::new(conn));
         let (tx, rx) = std::sync::mpsc::channel();
         let c = conn.clone();
+        let helper = path.as_deref().and_then(Checkpointer::start);
         let committer = std::thread::Builder::new()
             .name("gatehouse-commit".into())
-            .spawn(move || committer(c, rx))
+            .spawn(move || committer(c, rx, helper))
             .map_err(|e| StoreError::CommitFailed(format!("cannot start the commit thread: {e}")))?;
         Ok(Store {
             conn,
             path,
             readers: Mutex::new(Vec::new()),
+            admissions: Mutex::new(std::collections::HashMap::new()),
             jobs: Some(tx),
             committer: Some(committer),
         })
@@ -452,14 +552,14 @@ impl Store {
     /// the primary key besides.
     pub fn accept(&self, rec: NewEnvelope, limits: &RateLimit) -> AcceptResult {
         let (reply, answer) = blocking();
-        self.enqueue(Job::Accept { rec, limits: limits.clone(), reply });
+        self.enqueue(Job::accept(rec, limits, reply));
         self.commit_until_answered(&answer)
     }
 
     /// [`Store::accept`] for async callers: awaits the commit without holding a thread.
     pub async fn accept_async(&self, rec: NewEnvelope, limits: &RateLimit) -> AcceptResult {
         let (reply, answer) = asynchronous();
-        self.enqueue(Job::Accept { rec, limits: limits.clone(), reply });
+        self.enqueue(Job::accept(rec, limits, reply));
         answer.await.unwrap_or_else(|_| Err(closing()))
     }
 
@@ -481,13 +581,27 @@ impl Store {
         let key = sender_key(&sender);
         self.read(|c| {
             let tx = c.unchecked_transaction()?;
+            // One small read per envelope while nothing changed; the whole view again,
+            // in the same snapshot, once anything that decides admission did.
+            let version: i64 = tx
+                .prepare_cached("SELECT n FROM admission_version")?
+                .query_row([], |r| r.get(0))?;
+            let cache_key = (key.clone(), setting.to_string());
+            {
+                let cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some((v, a)) = cache.get(&cache_key) {
+                    if *v == version {
+                        return Ok(a.clone());
+                    }
+                }
+            }
             let blocked = tx
                 .prepare_cached("SELECT 1 FROM blocked WHERE public_key = ?1")?
                 .query_row([&key], |_| Ok(()))
                 .optional()?
                 .is_some();
             let trust = tx
-                .prepare_cached(&format!("{TRUST_SELECT} WHERE public_key = ?1"))?
+                .prepare_cached("SELECT public_key, name, added_at, policy FROM trust WHERE public_key = ?1")?
                 .query_row([&key], trust_columns)
                 .optional()?
                 .map(trust_entry)
@@ -497,7 +611,14 @@ impl Store {
                 .query_row([setting], |r| r.get(0))
                 .optional()?;
             tx.finish()?;
-            Ok(Admission { blocked, trust, setting })
+            let admission = Admission { blocked, trust, setting };
+            let mut cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
+            // Unknown senders can be many (each knock is a new key): stay small.
+            if cache.len() >= MAX_CACHED_ADMISSIONS {
+                cache.clear();
+            }
+            cache.insert(cache_key, (version, admission.clone()));
+            Ok(admission)
         })
     }
 
@@ -516,14 +637,14 @@ impl Store {
     /// the group commit with acceptances; returns once the receipt is durable.
     pub fn record_rejection(&self, receipt: &ReceiptRow, knock: Option<&Knock>) -> Result<()> {
         let (reply, answer) = blocking();
-        self.enqueue(Job::Receipt { row: receipt.clone(), knock: knock.cloned(), reply });
+        self.enqueue(Job::receipt(receipt, knock, reply));
         self.commit_until_answered(&answer)
     }
 
     /// [`Store::record_rejection`] for async callers: awaits the commit without a thread.
     pub async fn record_rejection_async(&self, receipt: &ReceiptRow, knock: Option<&Knock>) -> Result<()> {
         let (reply, answer) = asynchronous();
-        self.enqueue(Job::Receipt { row: receipt.clone(), knock: knock.cloned(), reply });
+        self.enqueue(Job::receipt(receipt, knock, reply));
         answer.await.unwrap_or_else(|_| Err(closing()))
     }
 
@@ -1014,12 +1135,12 @@ fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
 
 fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
     match job {
-        Job::Accept { rec, limits, .. } => accept_one(tx, rec, limits),
-        Job::Receipt { row, knock, .. } => {
+        Job::Accept { rec, limits, json, .. } => accept_one(tx, rec, limits, json),
+        Job::Receipt { row, knock, json, .. } => {
             if let Some(k) = knock {
                 upsert_pending(tx, k)?;
             }
-            insert_receipt(tx, row).map(|()| Ok(0))
+            insert_receipt_as(tx, row, row.envelope_row, &json.receipt).map(|()| Ok(0))
         }
         Job::SetExec { updates, now, .. } => {
             let mut stmt = tx.prepare_cached(
@@ -1041,7 +1162,7 @@ fn answer(job: Job, r: AcceptResult) {
     }
 }
 
-fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptResult {
+fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
     let seen: bool = tx
         .prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?
         .query_row([&rec.nonce], |_| Ok(true))
@@ -1082,18 +1203,12 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit) -> AcceptR
             rec.envelope_id, rec.sender, rec.recipient, rec.scope, rec.payload_type, rec.conversation_id,
             rec.in_reply_to, rec.on_behalf_of, rec.prompt, rec.timestamp, rec.expires_at, rec.received_at,
             rec.received_ms, rec.transport, rec.signed_form, rec.raw, rec.raw_sha256, rec.receipt.receipt_id,
-            rec.executor, rec.exec_status.as_str(), rec.exec_result.as_ref().map(|r| r.to_string()),
+            rec.executor, rec.exec_status.as_str(), json.exec_result,
         ])?;
     let id = tx.last_insert_rowid();
-    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_id, envelope_row) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![rec.nonce, rec.expires_at_ms, rec.envelope_id, id])?;
-    insert_receipt(
-        tx,
-        &ReceiptRow {
-            envelope_row: Some(id),
-            ..rec.receipt.clone()
-        },
-    )?;
+    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_row) VALUES (?1, ?2, ?3)")?
+        .execute(params![rec.nonce, rec.expires_at_ms, id])?;
+    insert_receipt_as(tx, &rec.receipt, Some(id), &json.receipt)?;
     Ok(Ok(id))
 }
 
@@ -1119,6 +1234,11 @@ const RECEIPT_SELECT: &str =
     transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row FROM receipts";
 
 fn insert_receipt(conn: &Connection, r: &ReceiptRow) -> Result<()> {
+    insert_receipt_as(conn, r, r.envelope_row, &r.receipt.to_string())
+}
+
+/// Inserts `r` for the envelope row given, with its receipt already as JSON text.
+fn insert_receipt_as(conn: &Connection, r: &ReceiptRow, envelope_row: Option<i64>, receipt: &str) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
             transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
@@ -1126,8 +1246,7 @@ fn insert_receipt(conn: &Connection, r: &ReceiptRow) -> Result<()> {
     )?
     .execute(params![
             r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at, r.received_ms,
-            r.transport, r.sender, r.scope, r.body, r.body_truncated, r.receipt.to_string(), r.prompt,
-            r.envelope_row,
+            r.transport, r.sender, r.scope, r.body, r.body_truncated, receipt, r.prompt, envelope_row,
         ])?;
     Ok(())
 }

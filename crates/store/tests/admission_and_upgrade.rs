@@ -1,0 +1,125 @@
+//! What an inbox knows about a sender follows every change, also one made by another
+//! process (the CLI while `gatehouse serve` runs); and a store an earlier Gatehouse
+//! left behind keeps its nonces through the schema changes made for speed.
+
+use gatehouse_store::{AcceptRefusal, ExecStatus, NewEnvelope, Policy, RateLimit, ReceiptRow, Store, TrustEntry};
+
+const SENDER: &str = "5ad0ea3e6f0c5b7f1c6f8a2ad6b0f2e4c0a1b2c3d4e5f60718293a4b5c6d7e8f";
+
+fn entry(scopes: &[&str]) -> TrustEntry {
+    TrustEntry {
+        public_key: SENDER.into(),
+        name: "Bob's agent".into(),
+        added_at: "2026-11-23T09:00:00Z".into(),
+        policy: Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), ..Policy::default() },
+    }
+}
+
+#[test]
+fn admission_follows_changes_made_through_another_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    let inbox = Store::open(&path).unwrap();
+    let cli = Store::open(&path).unwrap();
+
+    let a = inbox.admission(SENDER, "executors").unwrap();
+    assert!(a.trust.is_none() && !a.blocked && a.setting.is_none());
+    // Asked again with nothing changed: the same answer.
+    assert!(inbox.admission(SENDER, "executors").unwrap().trust.is_none());
+
+    cli.trust_add(&entry(&["support"])).unwrap();
+    let a = inbox.admission(SENDER, "executors").unwrap();
+    assert_eq!(a.trust.expect("trusted now").policy.allowed_scopes, vec!["support".to_string()]);
+
+    cli.trust_update(SENDER, None, &entry(&["support", "billing"]).policy).unwrap();
+    let a = inbox.admission(SENDER, "executors").unwrap();
+    assert_eq!(a.trust.unwrap().policy.allowed_scopes.len(), 2, "an edited policy is seen at once");
+
+    cli.block(SENDER, "spam", "2026-11-23T09:01:00Z").unwrap();
+    assert!(inbox.admission(SENDER, "executors").unwrap().blocked, "a block is seen at once");
+    cli.unblock(SENDER).unwrap();
+    assert!(!inbox.admission(SENDER, "executors").unwrap().blocked);
+
+    cli.set_setting("executors", &serde_json::json!({"default": "noop"})).unwrap();
+    let a = inbox.admission(SENDER, "executors").unwrap();
+    assert_eq!(a.setting.as_deref(), Some(r#"{"default":"noop"}"#));
+
+    cli.trust_remove(SENDER).unwrap();
+    assert!(inbox.admission(SENDER, "executors").unwrap().trust.is_none(), "a removed sender is untrusted at once");
+}
+
+fn envelope(nonce: &[u8], n: usize) -> NewEnvelope {
+    let receipt_id = format!("0190f0a0-0000-7000-8000-{n:012}");
+    NewEnvelope {
+        envelope_id: format!("env-{n}"),
+        sender: SENDER.into(),
+        recipient: "ab".repeat(32),
+        scope: "support".into(),
+        payload_type: None,
+        conversation_id: None,
+        in_reply_to: None,
+        on_behalf_of: None,
+        prompt: format!("prompt {n}"),
+        timestamp: "2026-11-23T09:00:00Z".into(),
+        expires_at: "2026-11-23T10:00:00Z".into(),
+        expires_at_ms: 1_795_000_000_000,
+        nonce: nonce.to_vec(),
+        received_at: "2026-11-23T09:00:01Z".into(),
+        received_ms: 1_794_996_401_000 + n as i64,
+        transport: "http".into(),
+        signed_form: "reference".into(),
+        raw: "{}".into(),
+        raw_sha256: "00".repeat(32),
+        executor: "noop".into(),
+        exec_status: ExecStatus::Succeeded,
+        exec_result: None,
+        receipt: ReceiptRow {
+            receipt_id,
+            envelope_id: Some(format!("env-{n}")),
+            status: "accepted".into(),
+            code: None,
+            message: None,
+            received_at: "2026-11-23T09:00:01Z".into(),
+            received_ms: 1_794_996_401_000 + n as i64,
+            transport: "http".into(),
+            sender: Some(SENDER.into()),
+            scope: Some("support".into()),
+            body: None,
+            body_truncated: false,
+            receipt: serde_json::json!({"status": "accepted"}),
+            prompt: Some(format!("prompt {n}")),
+            envelope_row: None,
+        },
+    }
+}
+
+#[test]
+fn nonces_recorded_before_the_upgrade_still_refuse_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    {
+        // Schema 10, as the previous release left it: nonces keyed by their bytes.
+        let old = gatehouse_store::create_at_schema(&path, 10).unwrap();
+        old.execute(
+            "INSERT INTO nonces (nonce, expires_at_ms, envelope_id, envelope_row) VALUES (?1, ?2, 'old-env', NULL)",
+            rusqlite::params![b"old nonce 16 byt".to_vec(), 1_795_000_000_000i64],
+        )
+        .unwrap();
+        old.execute(
+            "INSERT INTO nonces (nonce, expires_at_ms, envelope_id, envelope_row) VALUES (?1, ?2, 'expired-env', NULL)",
+            rusqlite::params![b"expired nonce 16".to_vec(), 1_000i64],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.count_nonces().unwrap(), 2);
+    assert!(store.nonce_seen(b"old nonce 16 byt").unwrap());
+    let limits = RateLimit::default();
+    assert!(matches!(store.accept(envelope(b"old nonce 16 byt", 1), &limits).unwrap(), Err(AcceptRefusal::Replay)));
+    assert!(store.accept(envelope(b"fresh nonce 16by", 2), &limits).unwrap().is_ok());
+    assert!(matches!(store.accept(envelope(b"fresh nonce 16by", 3), &limits).unwrap(), Err(AcceptRefusal::Replay)));
+    // Expiry still collects what has expired, and only that.
+    assert_eq!(store.gc_nonces(2_000).unwrap(), 1);
+    assert!(store.nonce_seen(b"old nonce 16 byt").unwrap());
+    assert!(!store.nonce_seen(b"expired nonce 16").unwrap());
+}
