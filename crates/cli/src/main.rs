@@ -5,11 +5,6 @@ mod mail;
 mod uamp;
 
 use std::path::PathBuf;
-
-// The inbox allocates and frees a few dozen small buffers per envelope on two threads;
-// glibc's malloc spent ~10% of the server's CPU on that under load, mimalloc a fraction.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};

@@ -148,6 +148,7 @@ impl Checkpointer {
 fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>, mut helper: Option<Checkpointer>) {
     let mut since_checkpoint = 0u32;
     let mut last_checkpoint = std::time::Instant::now();
+    let mut index_due = false;
     loop {
         let first = if since_checkpoint == 0 {
             match jobs.recv() {
@@ -172,6 +173,12 @@ fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>,
             }
         };
         let mut batch = vec![first];
+        if index_due {
+            // Search indexing shares this batch's transaction and fsync rather than
+            // taking a commit of its own while every caller waits.
+            batch.push(Job::IndexSearch { reply: blocking().0 });
+            index_due = false;
+        }
         while batch.len() < MAX_BATCH {
             match jobs.try_recv() {
                 Ok(j) => batch.push(j),
@@ -188,7 +195,7 @@ fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>,
             Some(h) if h.busy => {
                 if h.done.try_recv().is_ok() {
                     h.busy = false;
-                    checkpoint(&conn);
+                    wal_checkpoint(&conn.lock().unwrap_or_else(|p| p.into_inner()));
                     since_checkpoint = 0;
                     last_checkpoint = std::time::Instant::now();
                 }
@@ -196,6 +203,7 @@ fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>,
             Some(h) => {
                 if since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
                     h.busy = h.wake.try_send(()).is_ok();
+                    index_due = true;
                 }
             }
             None => {
@@ -240,6 +248,11 @@ fn checkpoint(conn: &Mutex<Connection>) {
     if let Err(e) = indexed {
         tracing::warn!(error = %e, "search indexing failed; will retry");
     }
+    wal_checkpoint(&c);
+}
+
+/// The WAL half of [`checkpoint`], for when search indexing rode along with a batch.
+fn wal_checkpoint(c: &Connection) {
     // PASSIVE: never waits for a reader; frames a reader still needs are copied next time.
     if let Err(e) = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
         tracing::warn!(error = %e, "WAL checkpoint failed; will retry");
@@ -251,13 +264,13 @@ type AcceptResult = Result<Result<i64, AcceptRefusal>>;
 /// One write waiting for a group commit, and where its answer goes once it is durable.
 enum Job {
     Accept {
-        rec: NewEnvelope,
+        rec: Box<NewEnvelope>,
         limits: RateLimit,
         json: Serialized,
         reply: Reply<Result<i64, AcceptRefusal>>,
     },
     Receipt {
-        row: ReceiptRow,
+        row: Box<ReceiptRow>,
         knock: Option<Knock>,
         json: Serialized,
         reply: Reply<()>,
@@ -284,12 +297,12 @@ impl Job {
             receipt: rec.receipt.receipt.to_string(),
             exec_result: rec.exec_result.as_ref().map(|r| r.to_string()),
         };
-        Job::Accept { rec, limits: limits.clone(), json, reply }
+        Job::Accept { rec: Box::new(rec), limits: limits.clone(), json, reply }
     }
 
     fn receipt(row: &ReceiptRow, knock: Option<&Knock>, reply: Reply<()>) -> Job {
         let json = Serialized { receipt: row.receipt.to_string(), exec_result: None };
-        Job::Receipt { row: row.clone(), knock: knock.cloned(), json, reply }
+        Job::Receipt { row: Box::new(row.clone()), knock: knock.cloned(), json, reply }
     }
 }
 
