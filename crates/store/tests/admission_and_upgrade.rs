@@ -1,6 +1,7 @@
 //! What an inbox knows about a sender follows every change, also one made by another
 //! process (the CLI while `gatehouse serve` runs); and a store an earlier Gatehouse
-//! left behind keeps its nonces through the schema changes made for speed.
+//! left behind keeps its nonces through the schema changes made for speed; and the WAL
+//! stays bounded while checkpoints run beside a steady stream of commits.
 
 use gatehouse_store::{AcceptRefusal, ExecStatus, NewEnvelope, Policy, RateLimit, ReceiptRow, Store, TrustEntry};
 
@@ -122,4 +123,39 @@ fn nonces_recorded_before_the_upgrade_still_refuse_replays() {
     assert_eq!(store.gc_nonces(2_000).unwrap(), 1);
     assert!(store.nonce_seen(b"old nonce 16 byt").unwrap());
     assert!(!store.nonce_seen(b"expired nonce 16").unwrap());
+}
+
+#[test]
+fn the_wal_starts_over_while_acceptances_keep_coming() {
+    // Checkpoints run beside the commits; unless the committer finishes each one, the
+    // WAL never starts over and grows with every envelope ever accepted.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    let store = std::sync::Arc::new(Store::open(&path).unwrap());
+    let wal = dir.path().join("gatehouse.db-wal");
+    let writers: Vec<_> = (0..8)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for i in 0..3000 {
+                    let n = t * 10_000 + i;
+                    let nonce = format!("nonce-{n:010}");
+                    assert!(store.accept(envelope(nonce.as_bytes(), n), &RateLimit::default()).unwrap().is_ok());
+                }
+            })
+        })
+        .collect();
+    let mut largest = 0;
+    while writers.iter().any(|w| !w.is_finished()) {
+        largest = largest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_eq!(store.count_envelopes().unwrap(), 24_000);
+    let db = std::fs::metadata(&path).unwrap().len();
+    // The WAL file keeps its largest size once reached; without restarts it would hold
+    // every page written (several times the database).
+    assert!(largest < db, "the WAL reached {largest} bytes for a {db}-byte database");
 }
