@@ -191,28 +191,33 @@ fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>,
             answer(job, r);
         }
         since_checkpoint += 1;
-        match helper.as_mut() {
+        let due = since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY;
+        let finished = match helper.as_mut() {
             Some(h) if h.busy => {
-                if h.done.try_recv().is_ok() {
+                let done = h.done.try_recv().is_ok();
+                if done {
                     h.busy = false;
                     wal_checkpoint(&conn.lock().unwrap_or_else(|p| p.into_inner()));
-                    since_checkpoint = 0;
-                    last_checkpoint = std::time::Instant::now();
                 }
+                done
             }
             Some(h) => {
-                if since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+                if due {
                     h.busy = h.wake.try_send(()).is_ok();
                     index_due = true;
                 }
+                false
             }
             None => {
-                if since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+                if due {
                     checkpoint(&conn);
-                    since_checkpoint = 0;
-                    last_checkpoint = std::time::Instant::now();
                 }
+                due
             }
+        };
+        if finished {
+            since_checkpoint = 0;
+            last_checkpoint = std::time::Instant::now();
         }
     }
     if let Some(h) = helper.take().filter(|h| h.busy) {
@@ -614,7 +619,7 @@ impl Store {
                 .optional()?
                 .is_some();
             let trust = tx
-                .prepare_cached("SELECT public_key, name, added_at, policy FROM trust WHERE public_key = ?1")?
+                .prepare_cached(&format!("{TRUST_SELECT} WHERE public_key = ?1"))?
                 .query_row([&key], trust_columns)
                 .optional()?
                 .map(trust_entry)
