@@ -131,33 +131,40 @@ where
     }
     tracing::info!(folder = %dir.display(), "watching folder for envelopes");
     let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let mut tasks: tokio::task::JoinSet<std::io::Result<Option<Processed>>> = tokio::task::JoinSet::new();
+    let mut tasks: tokio::task::JoinSet<(usize, ChunkResults)> = tokio::task::JoinSet::new();
+    let mut in_flight = 0usize;
     tokio::pin!(shutdown);
     loop {
         let mut ready: Vec<PathBuf> = Vec::new();
         tokio::select! {
             _ = &mut shutdown => break,
             Some(ev) = rx.recv() => {
-                let complete = matches!(
-                    ev.kind,
-                    EventKind::Access(AccessKind::Close(AccessMode::Write))
-                        | EventKind::Modify(ModifyKind::Name(RenameMode::To))
-                        | EventKind::Modify(ModifyKind::Name(RenameMode::Both))
-                );
-                // For a rename within the folder, the last path is the new name.
-                let paths: Vec<PathBuf> = if matches!(ev.kind, EventKind::Modify(ModifyKind::Name(RenameMode::Both))) {
-                    ev.paths.last().cloned().into_iter().collect()
-                } else {
-                    ev.paths.clone()
-                };
-                for p in paths.into_iter().filter(|p| p.parent() == Some(dir.as_path()) && is_candidate(p)) {
-                    failed.remove(&p);
-                    if complete {
-                        pending.remove(&p);
-                        ready.push(p);
-                    } else if let Some((size, mtime)) = stat(&p) {
-                        pending.insert(p, Seen { at: Instant::now(), size, mtime });
+                // A burst of drops is taken together, so it is verified and committed in
+                // chunks rather than one file at a time.
+                let mut next = Some(ev);
+                while let Some(ev) = next {
+                    let complete = matches!(
+                        ev.kind,
+                        EventKind::Access(AccessKind::Close(AccessMode::Write))
+                            | EventKind::Modify(ModifyKind::Name(RenameMode::To))
+                            | EventKind::Modify(ModifyKind::Name(RenameMode::Both))
+                    );
+                    // For a rename within the folder, the last path is the new name.
+                    let paths: Vec<PathBuf> = if matches!(ev.kind, EventKind::Modify(ModifyKind::Name(RenameMode::Both))) {
+                        ev.paths.last().cloned().into_iter().collect()
+                    } else {
+                        ev.paths
+                    };
+                    for p in paths.into_iter().filter(|p| p.parent() == Some(dir.as_path()) && is_candidate(p)) {
+                        failed.remove(&p);
+                        if complete {
+                            pending.remove(&p);
+                            ready.push(p);
+                        } else if let Some((size, mtime)) = stat(&p) {
+                            pending.insert(p, Seen { at: Instant::now(), size, mtime });
+                        }
                     }
+                    next = if ready.len() < MAX_IN_FLIGHT { rx.try_recv().ok() } else { None };
                 }
             }
             _ = tick.tick() => {
@@ -178,38 +185,36 @@ where
                 }
             }
         }
+        let mut claimed: Vec<(PathBuf, PathBuf)> = Vec::new();
         for file in ready {
             if failed.contains(&file) || !file.exists() {
                 continue;
             }
             // Claimed here, one at a time, so names never collide; verified and filed in
-            // parallel, where the group commit of the store batches the acceptances.
-            let claimed = match claim(&dir, &file) {
-                Ok(c) => c,
+            // chunks, where the group commit of the store batches the acceptances.
+            match claim(&dir, &file) {
+                Ok(c) => claimed.push((file, c)),
                 Err(e) => {
                     // Leave the file where it is and do not spin on it; a new write retries.
                     tracing::error!(file = %file.display(), error = %e, "could not claim dropped file");
                     failed.insert(file);
-                    continue;
-                }
-            };
-            while tasks.len() >= PARALLEL {
-                if let Some(r) = tasks.join_next().await {
-                    report(r, on_processed.as_ref());
                 }
             }
-            let (inbox, d) = (inbox.clone(), dir.clone());
-            tasks.spawn_blocking(move || {
-                if is_mail_log(&claimed) {
-                    return finish_mail(&inbox, &d, &claimed).map(|()| None);
+        }
+        while !claimed.is_empty() {
+            let chunk: Vec<(PathBuf, PathBuf)> = claimed.drain(..claimed.len().min(CHUNK)).collect();
+            while in_flight + chunk.len() > MAX_IN_FLIGHT {
+                match tasks.join_next().await {
+                    Some(r) => in_flight -= report(r, on_processed.as_ref()),
+                    None => in_flight = 0,
                 }
-                let mut done = finish(&inbox, &d, &claimed, false)?;
-                done.file = file;
-                Ok(Some(done))
-            });
+            }
+            in_flight += chunk.len();
+            let (inbox, d) = (inbox.clone(), dir.clone());
+            tasks.spawn_blocking(move || (chunk.len(), finish_chunk(&inbox, &d, chunk)));
         }
         while let Some(r) = tasks.try_join_next() {
-            report(r, on_processed.as_ref());
+            in_flight -= report(r, on_processed.as_ref());
         }
     }
     while let Some(r) = tasks.join_next().await {
@@ -219,24 +224,82 @@ where
     Ok(())
 }
 
-/// Files verified and filed at once. Each waits for the group commit of its acceptance,
-/// so this is also the largest batch a burst of files can share one fsync in.
-const PARALLEL: usize = 32;
+/// Files one blocking task verifies, submits together (one wait for their group
+/// commit, not a thread blocked per file) and files.
+const CHUNK: usize = 32;
+/// Files in progress at once (claimed, not yet filed): enough for large group commits
+/// while earlier chunks verify.
+const MAX_IN_FLIGHT: usize = 256;
 
 /// Filing moves (choose a free name, rename) happen one at a time, so two files of the
 /// same name can never both pick the same free slot and overwrite each other.
 static FILING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn report(r: Result<std::io::Result<Option<Processed>>, tokio::task::JoinError>, on_processed: &(dyn Fn(&Processed) + Send + Sync)) {
-    match r {
-        Ok(Ok(None)) => {}
-        Ok(Ok(Some(done))) => {
-            tracing::info!(file = %done.file.display(), to = %done.moved_to.display(), status = ?done.outcome.receipt.status, "processed dropped file");
-            on_processed(&done);
+/// What became of each file of a chunk (`None`: a MAIL log, imported and filed).
+type ChunkResults = Vec<std::io::Result<Option<Processed>>>;
+
+/// Reports a finished chunk; returns how many files it held.
+fn report(
+    r: Result<(usize, ChunkResults), tokio::task::JoinError>,
+    on_processed: &(dyn Fn(&Processed) + Send + Sync),
+) -> usize {
+    let (files, results) = match r {
+        Ok(r) => r,
+        // The chunk's claimed files stay in .processing/ and are finished at the next start.
+        // (A panicked task cannot say how many it held; the limit then counts none.)
+        Err(e) => {
+            tracing::error!(error = %e, "folder task failed");
+            return 0;
         }
-        // The claimed file stays in .processing/ and is finished at the next start.
-        Ok(Err(e)) => tracing::error!(error = %e, "could not file a dropped file"),
-        Err(e) => tracing::error!(error = %e, "folder task failed"),
+    };
+    for r in results {
+        match r {
+            Ok(None) => {}
+            Ok(Some(done)) => {
+                tracing::info!(file = %done.file.display(), to = %done.moved_to.display(), status = ?done.outcome.receipt.status, "processed dropped file");
+                on_processed(&done);
+            }
+            // The claimed file stays in .processing/ and is finished at the next start.
+            Err(e) => tracing::error!(error = %e, "could not file a dropped file"),
+        }
+    }
+    files
+}
+
+/// Verifies and submits a chunk of claimed files together, then files each with its
+/// receipt. `files`: (the name it was dropped as, where it was claimed to).
+fn finish_chunk(inbox: &Inbox, dir: &Path, files: Vec<(PathBuf, PathBuf)>) -> ChunkResults {
+    let (mail, envelopes): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, claimed)| is_mail_log(claimed));
+    let mut results: Vec<std::io::Result<Option<Processed>>> =
+        mail.iter().map(|(_, claimed)| finish_mail(inbox, dir, claimed).map(|()| None)).collect();
+    let now = chrono::Utc::now();
+    let submissions = envelopes.iter().map(|(_, claimed)| submit_file(inbox, claimed, now));
+    // Each submission verifies when first polled and then waits for its commit, so the
+    // whole chunk is verified, then committed together.
+    let outcomes = tokio::runtime::Handle::current().block_on(futures_util::future::join_all(submissions));
+    for ((dropped, claimed), outcome) in envelopes.into_iter().zip(outcomes) {
+        results.push(file_away(dir, &claimed, outcome).map(|mut done| {
+            done.file = dropped;
+            Some(done)
+        }));
+    }
+    results
+}
+
+fn transport_of(file: &Path) -> (String, String) {
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("envelope.json").to_string();
+    let transport = format!("folder:{name}");
+    (name, transport)
+}
+
+async fn submit_file(inbox: &Inbox, file: &Path, now: chrono::DateTime<chrono::Utc>) -> Outcome {
+    let (_, transport) = transport_of(file);
+    match read_limited(file) {
+        Ok(bytes) => inbox.submit_async(&bytes, &transport, now).await,
+        Err(failure) => {
+            let (code, message) = failure.explain();
+            inbox.submit_failure_async(code, message, &transport, now).await
+        }
     }
 }
 
@@ -253,8 +316,7 @@ fn claim(dir: &Path, file: &Path) -> std::io::Result<PathBuf> {
 /// Submits a claimed file and files it with its receipt. `after_crash`: the file may
 /// already have been accepted just before a crash.
 fn finish(inbox: &Inbox, dir: &Path, file: &Path, after_crash: bool) -> std::io::Result<Processed> {
-    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("envelope.json").to_string();
-    let transport = format!("folder:{name}");
+    let (_, transport) = transport_of(file);
     let now = chrono::Utc::now();
     let outcome = match read_limited(file) {
         Ok(bytes) => {
@@ -266,21 +328,26 @@ fn finish(inbox: &Inbox, dir: &Path, file: &Path, after_crash: bool) -> std::io:
             }
         }
         // Still a receipt, recorded like any rejection: nothing disappears silently.
-        Err(ReadFailure::TooBig(n)) => inbox.submit_failure(
-            ErrorCode::SizeExceeded,
-            format!("file is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}"),
-            &transport,
-            now,
-        ),
-        Err(ReadFailure::Io(e)) => inbox.submit_failure(ErrorCode::InvalidFormat, format!("file could not be read: {e}"), &transport, now),
+        Err(failure) => {
+            let (code, message) = failure.explain();
+            inbox.submit_failure(code, message, &transport, now)
+        }
     };
+    file_away(dir, file, outcome)
+}
+
+/// Moves a submitted file to `accepted/` or `rejected/` with its receipt beside it.
+fn file_away(dir: &Path, file: &Path, outcome: Outcome) -> std::io::Result<Processed> {
+    let (name, _) = transport_of(file);
     let accepted = outcome.receipt.status == gatehouse_epp::ReceiptStatus::Accepted;
     let dest_dir = dir.join(if accepted { ACCEPTED } else { REJECTED });
+    // Written before taking the filing lock (which every file waits for): no other file
+    // in progress has this claimed name, so neither has its temporary receipt.
+    let tmp = dest_dir.join(format!(".{name}.receipt.tmp"));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&outcome.receipt).expect("receipts serialise"))?;
     let _g = FILING.lock().unwrap_or_else(|p| p.into_inner());
     let moved_to = unique_destination(&dest_dir, &name);
     let receipt_path = PathBuf::from(format!("{}.receipt.json", moved_to.display()));
-    let tmp = dest_dir.join(format!(".{}.receipt.tmp", moved_to.file_name().and_then(|n| n.to_str()).unwrap_or("x")));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&outcome.receipt).expect("receipts serialise"))?;
     std::fs::rename(&tmp, &receipt_path)?;
     std::fs::rename(file, &moved_to)?;
     Ok(Processed { file: file.to_path_buf(), moved_to, receipt_path, outcome })
@@ -340,6 +407,19 @@ fn recover_accepted(inbox: &Inbox, bytes: &[u8], outcome: Outcome) -> Outcome {
 enum ReadFailure {
     TooBig(u64),
     Io(std::io::Error),
+}
+
+impl ReadFailure {
+    /// The rejection a file that could not be read gets: still a receipt, recorded like
+    /// any other, so nothing disappears silently.
+    fn explain(self) -> (ErrorCode, String) {
+        match self {
+            ReadFailure::TooBig(n) => {
+                (ErrorCode::SizeExceeded, format!("file is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}"))
+            }
+            ReadFailure::Io(e) => (ErrorCode::InvalidFormat, format!("file could not be read: {e}")),
+        }
+    }
 }
 
 fn read_limited(file: &Path) -> Result<Vec<u8>, ReadFailure> {

@@ -195,6 +195,67 @@ async fn a_burst_of_files_is_filed_completely_in_parallel() {
     inbox.stop().await;
 }
 
+/// A burst of hundreds of drops mixing envelopes, a replay, a file too big to read and
+/// garbage is taken together (verified and committed in chunks), and every file ends up
+/// where it would alone, with its own receipt: no file is lost, none filed twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_mixed_burst_files_every_file_with_its_own_receipt() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), true).await;
+    let drop = inbox.watch.clone().unwrap();
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
+    let staging = inbox.dir.path().join("staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    let replayed = inbox.signed(&alice, "support", "sent twice").to_string();
+    let mut files: Vec<(String, Vec<u8>)> = (0..300)
+        .map(|i| (format!("env-{i:03}.json"), inbox.signed(&alice, "support", &format!("burst {i}")).to_string().into_bytes()))
+        .collect();
+    files.insert(100, ("first.json".into(), replayed.clone().into_bytes()));
+    files.insert(250, ("again.json".into(), replayed.into_bytes()));
+    files.insert(50, ("big.json".into(), vec![b' '; gatehouse_epp::MAX_ENVELOPE_BYTES + 1]));
+    files.insert(200, ("garbage.json".into(), b"{\"not\": json".to_vec()));
+    for (name, body) in &files {
+        let tmp = staging.join(name);
+        std::fs::write(&tmp, body).unwrap();
+        std::fs::rename(&tmp, drop.join(name)).unwrap();
+    }
+    let receipts = |d: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(drop.join(d))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".receipt.json"))
+            .collect();
+        v.sort();
+        v
+    };
+    eventually("304 receipts", || receipts("accepted").len() + receipts("rejected").len() == 304).await;
+    // Files are verified in parallel, so either copy of the replayed envelope may be the
+    // one that arrives first; the other is the replay.
+    let rejected = drop.join("rejected");
+    let replay = if rejected.join("again.json.receipt.json").exists() { "again.json" } else { "first.json" };
+    let original = if replay == "again.json" { "first.json" } else { "again.json" };
+    let mut expected = vec![format!("{replay}.receipt.json"), "big.json.receipt.json".into(), "garbage.json.receipt.json".into()];
+    expected.sort();
+    assert_eq!(receipts("rejected"), expected);
+    assert_eq!(read_json(&rejected.join(format!("{replay}.receipt.json")))["error"]["code"], "REPLAY_DETECTED");
+    assert_eq!(read_json(&rejected.join("big.json.receipt.json"))["error"]["code"], "SIZE_EXCEEDED");
+    assert_eq!(read_json(&rejected.join("garbage.json.receipt.json"))["error"]["code"], "INVALID_FORMAT");
+    assert_eq!(receipts("accepted").len(), 301);
+    for (name, _) in files.iter().filter(|(n, _)| n.starts_with("env-") || n == original) {
+        let moved = drop.join("accepted").join(name);
+        assert!(moved.exists(), "{name} was filed in accepted/");
+        let receipt = read_json(&drop.join("accepted").join(format!("{name}.receipt.json")));
+        let sent: serde_json::Value = serde_json::from_slice(&std::fs::read(&moved).unwrap()).unwrap();
+        assert_eq!(receipt["envelope_id"], sent["envelope_id"], "{name} has its own receipt beside it");
+    }
+    assert_eq!(std::fs::read_dir(drop.join(".processing")).unwrap().count(), 0);
+    // No temporary receipt is left behind either.
+    assert!(std::fs::read_dir(drop.join("accepted")).unwrap().flatten().all(|e| !e.file_name().to_string_lossy().ends_with(".tmp")));
+    assert_eq!(inbox.store.count_envelopes().unwrap(), 301);
+    inbox.stop().await;
+}
+
 /// A file whose envelope was accepted just before a crash, but not yet filed, is filed as
 /// accepted with its original receipt at the next start (not mislabelled a replay); a
 /// claimed file that was never processed is processed.
