@@ -256,6 +256,37 @@ async fn a_large_mixed_burst_files_every_file_with_its_own_receipt() {
     inbox.stop().await;
 }
 
+/// Large files are read a bounded number at a time (their contents held in memory are
+/// capped), and a burst of them together with small envelopes still files everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_large_files_beyond_the_memory_cap_is_filed_completely() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), true).await;
+    let drop = inbox.watch.clone().unwrap();
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
+    let staging = inbox.dir.path().join("staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    // 12 x 6 MiB: more than the 64 MiB the folder reads at once; each one is under the
+    // envelope size limit, so it is read whole and refused as not JSON.
+    let large = vec![b'x'; 6 << 20];
+    for i in 0..24 {
+        let (name, body) = if i % 2 == 0 {
+            (format!("large-{i:02}.json"), large.clone())
+        } else {
+            (format!("small-{i:02}.json"), inbox.signed(&alice, "support", &format!("small {i}")).to_string().into_bytes())
+        };
+        std::fs::write(staging.join(&name), body).unwrap();
+        std::fs::rename(staging.join(&name), drop.join(&name)).unwrap();
+    }
+    let count = |d: &str| std::fs::read_dir(drop.join(d)).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".receipt.json")).count();
+    eventually("24 receipts", || count("accepted") + count("rejected") == 24).await;
+    assert_eq!(count("accepted"), 12);
+    assert_eq!(count("rejected"), 12);
+    assert_eq!(read_json(&drop.join("rejected/large-00.json.receipt.json"))["error"]["code"], "INVALID_FORMAT");
+    assert_eq!(std::fs::metadata(drop.join("rejected/large-00.json")).unwrap().len(), 6 << 20, "kept whole");
+    inbox.stop().await;
+}
+
 /// A file whose envelope was accepted just before a crash, but not yet filed, is filed as
 /// accepted with its original receipt at the next start (not mislabelled a replay); a
 /// claimed file that was never processed is processed.
