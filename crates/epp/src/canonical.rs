@@ -85,9 +85,29 @@ pub fn join_fields(
     .into_bytes()
 }
 
-/// The reference form: the bytes Gatehouse signs.
+/// The reference form: the bytes Gatehouse signs, and the first of [`candidates`]
+/// (built alone, since nearly every envelope is signed over it).
 pub fn reference_payload(env: &Envelope) -> Vec<u8> {
-    candidates(env).into_iter().next().expect("the reference form is always first").1
+    let payload = to_compact(&without_top_level_nulls(&env.payload.raw), Style::REFERENCE);
+    let delegation = match &env.delegation {
+        None => String::new(),
+        Some(d) => to_compact(&with_explicit_authorization(&lowercase_on_behalf_of(&d.raw)), Style::REFERENCE),
+    };
+    let (sender, recipient) = (env.sender_key(), env.recipient_key());
+    join_fields(
+        &env.version,
+        &env.envelope_id,
+        &sender,
+        &recipient,
+        &env.timestamp,
+        &env.expires_at,
+        &env.nonce,
+        &env.scope,
+        env.conversation_id.as_deref(),
+        env.in_reply_to.as_deref(),
+        &delegation,
+        &payload,
+    )
 }
 
 /// Every distinct signing payload this envelope may have been signed over, the

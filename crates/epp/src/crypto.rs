@@ -45,7 +45,11 @@ pub fn verify_with(env: &Envelope, key: impl FnOnce(&str) -> Result<VerifyingKey
         .try_into()
         .map_err(|_| fail(&format!("signature must be 64 bytes, got {}", env.signature_bytes.len())))?;
     let sig = Signature::from_bytes(&sig_bytes);
-    for (form, bytes) in canonical::candidates(env) {
+    // The other serialisations are only built when the reference one does not match.
+    if key.verify_strict(&canonical::reference_payload(env), &sig).is_ok() {
+        return Ok(Form::Reference);
+    }
+    for (form, bytes) in canonical::candidates(env).into_iter().skip(1) {
         if key.verify_strict(&bytes, &sig).is_ok() {
             return Ok(form);
         }

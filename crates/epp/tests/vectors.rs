@@ -32,6 +32,11 @@ fn independent_envelopes_reach_the_expected_verdict() {
         }
         // Where the vector gives the exact signing payload, our reference form is either that
         // payload or (for the deliberately non-reference utf8 vector) one of our variants.
+        if let Ok(env) = Envelope::parse(case["envelope"].to_string().as_bytes()) {
+            // Verification tries the reference form built alone before the full list.
+            let reference = gatehouse_epp::canonical::reference_payload(&env);
+            assert_eq!(gatehouse_epp::canonical::candidates(&env)[0].1, reference, "{name}: reference form is the first candidate");
+        }
         if let (Some(sp), Ok(env)) = (case["signing_payload"].as_str(), Envelope::parse(case["envelope"].to_string().as_bytes())) {
             if expected == "accepted" {
                 let cands = gatehouse_epp::canonical::candidates(&env);
