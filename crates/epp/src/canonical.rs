@@ -88,33 +88,43 @@ pub fn join_fields(
 /// The reference form: the bytes Gatehouse signs, and the first of [`candidates`]
 /// (built alone, since nearly every envelope is signed over it).
 pub fn reference_payload(env: &Envelope) -> Vec<u8> {
-    let payload = to_compact(&without_top_level_nulls(&env.payload.raw), Style::REFERENCE);
-    let delegation = match &env.delegation {
-        None => String::new(),
-        Some(d) => to_compact(&with_explicit_authorization(&lowercase_on_behalf_of(&d.raw)), Style::REFERENCE),
-    };
-    let (sender, recipient) = (env.sender_key(), env.recipient_key());
+    let delegation = env.delegation.as_ref().map_or_else(String::new, |d| reference_delegation(&d.raw));
+    signing_bytes(env, &env.sender_key(), &env.recipient_key(), &delegation, &reference_payload_json(env))
+}
+
+/// The payload as the reference form serialises it (top-level nulls dropped).
+fn reference_payload_json(env: &Envelope) -> String {
+    to_compact(&without_top_level_nulls(&env.payload.raw), Style::REFERENCE)
+}
+
+/// The delegation as the reference form serialises it (`on_behalf_of` lower-cased,
+/// `authorization` explicit).
+fn reference_delegation(raw: &Json) -> String {
+    to_compact(&with_explicit_authorization(&lowercase_on_behalf_of(raw)), Style::REFERENCE)
+}
+
+/// This envelope's fields joined with the given header keys, delegation and payload.
+fn signing_bytes(env: &Envelope, sender: &str, recipient: &str, delegation: &str, payload: &str) -> Vec<u8> {
     join_fields(
         &env.version,
         &env.envelope_id,
-        &sender,
-        &recipient,
+        sender,
+        recipient,
         &env.timestamp,
         &env.expires_at,
         &env.nonce,
         &env.scope,
         env.conversation_id.as_deref(),
         env.in_reply_to.as_deref(),
-        &delegation,
-        &payload,
+        delegation,
+        payload,
     )
 }
 
 /// Every distinct signing payload this envelope may have been signed over, the
 /// reference form first.
 pub fn candidates(env: &Envelope) -> Vec<(Form, Vec<u8>)> {
-    let mut payloads = Vec::new();
-    push_unique(&mut payloads, to_compact(&without_top_level_nulls(&env.payload.raw), Style::REFERENCE));
+    let mut payloads = vec![reference_payload_json(env)];
     for style in [UTF8_PYTHON, SORTED_AS_SENT, SORTED_ASCII_AS_SENT, Style::REFERENCE, WIRE_ORDER] {
         push_unique(&mut payloads, to_compact(&env.payload.raw, style));
     }
@@ -124,7 +134,7 @@ pub fn candidates(env: &Envelope) -> Vec<(Form, Vec<u8>)> {
         None => delegations.push(String::new()),
         Some(d) => {
             let lower = lowercase_on_behalf_of(&d.raw);
-            push_unique(&mut delegations, to_compact(&with_explicit_authorization(&lower), Style::REFERENCE));
+            delegations.push(reference_delegation(&d.raw));
             for raw in [&d.raw, &lower] {
                 push_unique(&mut delegations, to_compact(raw, SORTED_AS_SENT));
                 push_unique(&mut delegations, to_compact(raw, Style::REFERENCE));
@@ -141,20 +151,7 @@ pub fn candidates(env: &Envelope) -> Vec<(Form, Vec<u8>)> {
     for (hi, (sender, recipient)) in headers.iter().enumerate() {
         for (di, delegation) in delegations.iter().enumerate() {
             for (pi, payload) in payloads.iter().enumerate() {
-                let bytes = join_fields(
-                    &env.version,
-                    &env.envelope_id,
-                    sender,
-                    recipient,
-                    &env.timestamp,
-                    &env.expires_at,
-                    &env.nonce,
-                    &env.scope,
-                    env.conversation_id.as_deref(),
-                    env.in_reply_to.as_deref(),
-                    delegation,
-                    payload,
-                );
+                let bytes = signing_bytes(env, sender, recipient, delegation, payload);
                 let form = if hi == 0 && di == 0 && pi == 0 { Form::Reference } else { Form::Variant };
                 if !out.iter().any(|(_, b)| *b == bytes) {
                     out.push((form, bytes));
