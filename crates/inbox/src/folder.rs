@@ -105,15 +105,12 @@ where
     let on_processed = Arc::new(on_processed);
     // Files a crash interrupted mid-processing come first.
     if let Ok(entries) = std::fs::read_dir(dir.join(PROCESSING)) {
-        let stranded: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| is_candidate(p)).collect();
-        for file in stranded {
-            let (inbox, d) = (inbox.clone(), dir.clone());
-            match tokio::task::spawn_blocking(move || if is_mail_log(&file) { finish_mail(&inbox, &d, &file).map(|()| None) } else { finish(&inbox, &d, &file, true).map(Some) }).await {
-                Ok(Ok(Some(done))) => on_processed(&done),
-                Ok(Ok(None)) => {}
-                Ok(Err(e)) => tracing::error!(error = %e, "could not finish a file interrupted by a restart"),
-                Err(e) => tracing::error!(error = %e, "folder task failed"),
-            }
+        let stranded: Vec<(PathBuf, PathBuf)> =
+            entries.flatten().map(|e| e.path()).filter(|p| is_candidate(p)).map(|p| (p.clone(), p)).collect();
+        for chunk in stranded.chunks(CHUNK) {
+            let (inbox, d, chunk) = (inbox.clone(), dir.clone(), chunk.to_vec());
+            let r = tokio::task::spawn_blocking(move || (InFlight::default(), finish_chunk(&inbox, &d, chunk, true))).await;
+            report(r, on_processed.as_ref());
         }
     }
     let mut pending: HashMap<PathBuf, Seen> = HashMap::new();
@@ -225,7 +222,7 @@ where
             }
             in_flight.add(weight);
             let (inbox, d) = (inbox.clone(), dir.clone());
-            tasks.spawn_blocking(move || (weight, finish_chunk(&inbox, &d, chunk)));
+            tasks.spawn_blocking(move || (weight, finish_chunk(&inbox, &d, chunk, false)));
         }
         while let Some(r) = tasks.try_join_next() {
             in_flight.remove(report(r, on_processed.as_ref()));
@@ -305,12 +302,13 @@ fn report(r: Result<(InFlight, ChunkResults), tokio::task::JoinError>, on_proces
 
 /// Verifies and submits a chunk of claimed files together, then files each with its
 /// receipt. `files`: (the name it was dropped as, where it was claimed to).
-fn finish_chunk(inbox: &Inbox, dir: &Path, files: Vec<(PathBuf, PathBuf)>) -> ChunkResults {
+/// `after_crash`: the files may already have been accepted just before a crash.
+fn finish_chunk(inbox: &Inbox, dir: &Path, files: Vec<(PathBuf, PathBuf)>, after_crash: bool) -> ChunkResults {
     let (mail, envelopes): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, claimed)| is_mail_log(claimed));
     let mut results: Vec<std::io::Result<Option<Processed>>> =
         mail.iter().map(|(_, claimed)| finish_mail(inbox, dir, claimed).map(|()| None)).collect();
     let now = chrono::Utc::now();
-    let submissions = envelopes.iter().map(|(_, claimed)| submit_file(inbox, claimed, now));
+    let submissions = envelopes.iter().map(|(_, claimed)| submit_file(inbox, claimed, now, after_crash));
     // Each submission verifies when first polled and then waits for its commit, so the
     // whole chunk is verified, then committed together.
     let outcomes = tokio::runtime::Handle::current().block_on(futures_util::future::join_all(submissions));
@@ -329,10 +327,18 @@ fn transport_of(file: &Path) -> (String, String) {
     (name, transport)
 }
 
-async fn submit_file(inbox: &Inbox, file: &Path, now: chrono::DateTime<chrono::Utc>) -> Outcome {
+async fn submit_file(inbox: &Inbox, file: &Path, now: chrono::DateTime<chrono::Utc>, after_crash: bool) -> Outcome {
     let (_, transport) = transport_of(file);
     match read_limited(file) {
-        Ok(bytes) => inbox.submit_async(&bytes, &transport, now).await,
+        Ok(bytes) => {
+            let outcome = inbox.submit_async(&bytes, &transport, now).await;
+            if after_crash {
+                recover_accepted(inbox, &bytes, outcome)
+            } else {
+                outcome
+            }
+        }
+        // Still a receipt, recorded like any rejection: nothing disappears silently.
         Err(failure) => {
             let (code, message) = failure.explain();
             inbox.submit_failure_async(code, message, &transport, now).await
@@ -348,29 +354,6 @@ fn claim(dir: &Path, file: &Path) -> std::io::Result<PathBuf> {
     let claimed = unique_destination(&dir.join(PROCESSING), &name);
     std::fs::rename(file, &claimed)?;
     Ok(claimed)
-}
-
-/// Submits a claimed file and files it with its receipt. `after_crash`: the file may
-/// already have been accepted just before a crash.
-fn finish(inbox: &Inbox, dir: &Path, file: &Path, after_crash: bool) -> std::io::Result<Processed> {
-    let (_, transport) = transport_of(file);
-    let now = chrono::Utc::now();
-    let outcome = match read_limited(file) {
-        Ok(bytes) => {
-            let outcome = inbox.submit(&bytes, &transport, now);
-            if after_crash {
-                recover_accepted(inbox, &bytes, outcome)
-            } else {
-                outcome
-            }
-        }
-        // Still a receipt, recorded like any rejection: nothing disappears silently.
-        Err(failure) => {
-            let (code, message) = failure.explain();
-            inbox.submit_failure(code, message, &transport, now)
-        }
-    };
-    file_away(dir, file, outcome)
 }
 
 /// Moves a submitted file to `accepted/` or `rejected/` with its receipt beside it.
