@@ -13,6 +13,30 @@ fn read_json(p: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
+/// Drops each file into the watched folder as a burst, the way a careful writer does:
+/// written elsewhere, then renamed in whole.
+fn drop_burst(inbox: &TestInbox, files: &[(String, Vec<u8>)]) {
+    let staging = inbox.dir.path().join("staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    let drop = inbox.watch.as_ref().unwrap();
+    for (name, body) in files {
+        std::fs::write(staging.join(name), body).unwrap();
+        std::fs::rename(staging.join(name), drop.join(name)).unwrap();
+    }
+}
+
+/// The receipt files in a subfolder of the watched folder, sorted.
+fn receipt_names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".receipt.json"))
+        .collect();
+    v.sort();
+    v
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_files_are_filed_with_receipts_and_never_deleted() {
     let alice = key(1);
@@ -176,17 +200,16 @@ async fn a_burst_of_files_is_filed_completely_in_parallel() {
     let inbox = TestInbox::start(&pubhex(&key(2)), true).await;
     let drop = inbox.watch.clone().unwrap();
     inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
-    let staging = inbox.dir.path().join("staging");
-    std::fs::create_dir_all(&staging).unwrap();
     let same = inbox.signed(&alice, "support", "sent three times").to_string();
-    for i in 0..60 {
-        // Every tenth file repeats one envelope: one acceptance, the rest replays.
-        let body = if i % 10 == 0 { same.clone() } else { inbox.signed(&alice, "support", &format!("burst {i}")).to_string() };
-        let tmp = staging.join(format!("{i}.json"));
-        std::fs::write(&tmp, body).unwrap();
-        std::fs::rename(&tmp, drop.join(format!("burst-{i:02}.json"))).unwrap();
-    }
-    let count = |d: &str| std::fs::read_dir(drop.join(d)).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".receipt.json")).count();
+    let files: Vec<(String, Vec<u8>)> = (0..60)
+        .map(|i| {
+            // Every tenth file repeats one envelope: one acceptance, the rest replays.
+            let body = if i % 10 == 0 { same.clone() } else { inbox.signed(&alice, "support", &format!("burst {i}")).to_string() };
+            (format!("burst-{i:02}.json"), body.into_bytes())
+        })
+        .collect();
+    drop_burst(&inbox, &files);
+    let count = |d: &str| receipt_names(&drop.join(d)).len();
     eventually("60 receipts", || count("accepted") + count("rejected") == 60).await;
     assert_eq!(count("accepted"), 55);
     assert_eq!(count("rejected"), 5);
@@ -204,8 +227,6 @@ async fn a_large_mixed_burst_files_every_file_with_its_own_receipt() {
     let inbox = TestInbox::start(&pubhex(&key(2)), true).await;
     let drop = inbox.watch.clone().unwrap();
     inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
-    let staging = inbox.dir.path().join("staging");
-    std::fs::create_dir_all(&staging).unwrap();
     let replayed = inbox.signed(&alice, "support", "sent twice").to_string();
     let mut files: Vec<(String, Vec<u8>)> = (0..300)
         .map(|i| (format!("env-{i:03}.json"), inbox.signed(&alice, "support", &format!("burst {i}")).to_string().into_bytes()))
@@ -214,21 +235,8 @@ async fn a_large_mixed_burst_files_every_file_with_its_own_receipt() {
     files.insert(250, ("again.json".into(), replayed.into_bytes()));
     files.insert(50, ("big.json".into(), vec![b' '; gatehouse_epp::MAX_ENVELOPE_BYTES + 1]));
     files.insert(200, ("garbage.json".into(), b"{\"not\": json".to_vec()));
-    for (name, body) in &files {
-        let tmp = staging.join(name);
-        std::fs::write(&tmp, body).unwrap();
-        std::fs::rename(&tmp, drop.join(name)).unwrap();
-    }
-    let receipts = |d: &str| -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(drop.join(d))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".receipt.json"))
-            .collect();
-        v.sort();
-        v
-    };
+    drop_burst(&inbox, &files);
+    let receipts = |d: &str| receipt_names(&drop.join(d));
     eventually("304 receipts", || receipts("accepted").len() + receipts("rejected").len() == 304).await;
     // Files are verified in parallel, so either copy of the replayed envelope may be the
     // one that arrives first; the other is the replay.
@@ -264,21 +272,20 @@ async fn a_burst_of_large_files_beyond_the_memory_cap_is_filed_completely() {
     let inbox = TestInbox::start(&pubhex(&key(2)), true).await;
     let drop = inbox.watch.clone().unwrap();
     inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
-    let staging = inbox.dir.path().join("staging");
-    std::fs::create_dir_all(&staging).unwrap();
     // 12 x 6 MiB: more than the 64 MiB the folder reads at once; each one is under the
     // envelope size limit, so it is read whole and refused as not JSON.
     let large = vec![b'x'; 6 << 20];
-    for i in 0..24 {
-        let (name, body) = if i % 2 == 0 {
-            (format!("large-{i:02}.json"), large.clone())
-        } else {
-            (format!("small-{i:02}.json"), inbox.signed(&alice, "support", &format!("small {i}")).to_string().into_bytes())
-        };
-        std::fs::write(staging.join(&name), body).unwrap();
-        std::fs::rename(staging.join(&name), drop.join(&name)).unwrap();
-    }
-    let count = |d: &str| std::fs::read_dir(drop.join(d)).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".receipt.json")).count();
+    let files: Vec<(String, Vec<u8>)> = (0..24)
+        .map(|i| {
+            if i % 2 == 0 {
+                (format!("large-{i:02}.json"), large.clone())
+            } else {
+                (format!("small-{i:02}.json"), inbox.signed(&alice, "support", &format!("small {i}")).to_string().into_bytes())
+            }
+        })
+        .collect();
+    drop_burst(&inbox, &files);
+    let count = |d: &str| receipt_names(&drop.join(d)).len();
     eventually("24 receipts", || count("accepted") + count("rejected") == 24).await;
     assert_eq!(count("accepted"), 12);
     assert_eq!(count("rejected"), 12);
