@@ -37,13 +37,16 @@ export class IntentView {
   private composerMsg = h('p', { role: 'status', id: 'iw-start-msg' });
   private selected: string | null = null;
   private sites: IwSite[] = [];
+  // Built once: the view is redrawn whenever anything arrives, and an address being
+  // typed must survive that.
+  private addForm = this.addCard();
 
   async load(): Promise<void> {
     try {
       this.sites = await api.iwSites();
       replace(this.el,
         h('h2', {}, 'Sites (IntentWeb)'),
-        this.addCard(),
+        this.addForm,
         ...this.sites.map((s) => this.siteCard(s)),
         this.composer(),
         h('h3', {}, 'Conversations'),
@@ -67,6 +70,7 @@ export class IntentView {
         const s = await api.iwSiteAdd(origin.value);
         msg.className = 'notice';
         msg.textContent = `Added ${s.company}.`;
+        origin.value = '';
         await this.load();
       } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
       add.disabled = false;
