@@ -2,7 +2,7 @@
 # Sets up this machine (system packages, tauri-driver) and runs every test: the core
 # crates, the inbox over loopback HTTP and a real folder, the CLI (with a kill -9), and
 # the desktop app in a real window under Xvfb. The keychain is the real Secret Service,
-# provided by gnome-keyring inside a private D-Bus session. Last, a short fuzz run of
+# provided by gnome-keyring inside a private D-Bus session (scripts/with-keyring.sh). Last, a short fuzz run of
 # the envelope reader and canonical serialisations (scripts/fuzz.sh; longer runs there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,10 +17,11 @@ echo "== build"
 cargo build --workspace --all-targets --locked
 
 echo "== test"
-xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- sh -c '
-  echo pw | gnome-keyring-daemon --unlock >/dev/null
-  cargo test --workspace --locked --no-fail-fast 2>&1
-' 2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
+# A hung test (a keychain call waiting on a prompt, a stuck window) fails the run after
+# 45 minutes instead of using up CI's 90.
+xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
+  scripts/with-keyring.sh sh -c 'timeout --foreground 45m cargo test --workspace --locked --no-fail-fast 2>&1' \
+  2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
 
 echo "== fuzz (30 s per target)"
 bash scripts/fuzz.sh 30
