@@ -55,7 +55,9 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   const view = { inbox, consent, trust, uamp, mail, intent, guardian, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
   if (t === 'inbox') await inbox.load(false);
-  else if (t === 'settings') { if (info) await settings.load(info); }
+  // Settings change only by the user's own hand: redrawing them on every arrival would
+  // wipe a port or an executor being edited.
+  else if (t === 'settings') { if (info && fresh) await settings.load(info); }
   else if (t === 'consent') await consent.load();
   else if (t === 'trust') await trust.load();
   else if (t === 'uamp') await uamp.load();
@@ -63,7 +65,6 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   else if (t === 'intent') await intent.load();
   else if (t === 'guardian') await guardian.load();
   else await activity.load();
-  void fresh;
 }
 
 pauseBtn.addEventListener('click', async () => {

@@ -1,7 +1,7 @@
 // Consent prompts, in plain words: who wants to reach your AI, about what, and what
 // each button does.
 import { api, errorText, type AsopStep, type ConsentItem, type ConsentTarget, type Decision } from '../api';
-import { h, replace } from '../dom';
+import { h, Kept, replace } from '../dom';
 import { fingerprint, senderLabel, when } from '../format';
 
 export function consentSentence(item: ConsentItem): string {
@@ -30,6 +30,8 @@ export class ConsentView {
   readonly el = h('section', { className: 'consent', id: 'view-consent' });
   /** The outcome of the last decision, kept while the list refreshes under it. */
   private notice = h('p', { className: 'notice', id: 'consent-notice', role: 'status' });
+  /** An agent's question is kept while it waits, so a pattern being typed survives redraws. */
+  private asks = new Kept();
   constructor(private onChange: () => void) {}
 
   async load(): Promise<void> {
@@ -37,8 +39,9 @@ export class ConsentView {
       const [items, asks] = await Promise.all([api.consentList(), api.asopPending()]);
       replace(this.el, h('h2', {}, 'Waiting for you'), this.notice,
         items.length || asks.length ? null : h('p', { className: 'empty' }, 'Nothing is waiting. When an unknown sender knocks, a message needs your consent, or one of your agents asks before it acts, it appears here.'),
-        ...asks.map((a) => this.askCard(a)),
+        ...asks.map((a) => this.asks.get(String(a.row), () => this.askCard(a))),
         ...items.map((it) => this.card(it)));
+      this.asks.sweep();
     } catch (e) {
       replace(this.el, h('p', { className: 'error' }, errorText(e)));
     }

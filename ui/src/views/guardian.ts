@@ -19,6 +19,9 @@ export class GuardianView {
   readonly el = h('section', { className: 'guardian', id: 'view-guardian' });
   private sessionBox = h('div', { className: 'detail', id: 'asop-session' }, h('p', { className: 'muted' }, 'Choose a session to see its steps.'));
   private selected: string | null = null;
+  // Built once: a rule being written must survive the redraws that arriving steps cause.
+  private ruleList = h('div');
+  private rulesPart = h('div', { className: 'card', id: 'asop-rules' }, h('h3', {}, 'Rules'), this.ruleList, this.ruleAdd());
 
   async load(): Promise<void> {
     try {
@@ -44,6 +47,15 @@ export class GuardianView {
   }
 
   private rulesCard(rules: AsopRule[]): HTMLElement {
+    replace(this.ruleList, rules.length ? h('ul', { className: 'plain', id: 'rule-list' }, ...rules.map((r) => h('li', { 'data-rule': r.id },
+      h('span', {}, ruleText(r)), ' ', r.source === 'always' ? h('span', { className: 'badge' }, 'from an answer') : null, ' ',
+      h('button', { className: 'secondary small', onclick: async () => { try { await api.asopRuleRemove(r.id); await this.load(); } catch (e) { alert(errorText(e)); } } }, 'Remove'))))
+      : h('p', { className: 'muted' }, 'No rules yet: every step is asked about.'));
+    // The card itself is kept: moving the form into a new one would blur what is typed.
+    return this.rulesPart;
+  }
+
+  private ruleAdd(): HTMLElement {
     const agent = h('input', { id: 'rule-agent', type: 'text', placeholder: 'agent id, provider:Name or *', size: 18 });
     const method = h('select', { id: 'rule-method' }, ...METHODS.map((m) => h('option', { value: m }, m === '*' ? 'any step' : m)));
     const tool = h('input', { id: 'rule-tool', type: 'text', placeholder: 'tool id or *', size: 12 });
@@ -53,20 +65,17 @@ export class GuardianView {
     const action = h('select', { id: 'rule-action' }, ...['ask', 'allow', 'deny', 'modify'].map((a) => h('option', { value: a }, a)));
     const redact = h('input', { id: 'rule-redact', type: 'text', placeholder: 'pattern to redact (modify)', size: 18 });
     const msg = h('p', { role: 'status', id: 'rule-msg' });
-    return h('div', { className: 'card', id: 'asop-rules' },
-      h('h3', {}, 'Rules'),
-      rules.length ? h('ul', { className: 'plain', id: 'rule-list' }, ...rules.map((r) => h('li', { 'data-rule': r.id },
-        h('span', {}, ruleText(r)), ' ', r.source === 'always' ? h('span', { className: 'badge' }, 'from an answer') : null, ' ',
-        h('button', { className: 'secondary small', onclick: async () => { try { await api.asopRuleRemove(r.id); await this.load(); } catch (e) { alert(errorText(e)); } } }, 'Remove'))))
-        : h('p', { className: 'muted' }, 'No rules yet: every step is asked about.'),
-      h('form', { className: 'inline', onsubmit: async (e: Event) => {
-        e.preventDefault();
-        try {
-          await api.asopRuleAdd({ agent: agent.value, method: method.value, tool: tool.value, condition: arg.value.trim() ? { argument: arg.value.trim(), op: op.value, value: val.value } : null, action: action.value, redact: redact.value || null, note: null });
-          await this.load();
-        } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
-      } }, agent, method, tool, arg, op, val, action, redact, h('button', { className: 'primary', id: 'rule-add', type: 'submit' }, 'Add rule')),
-      msg);
+    const form = h('form', { className: 'inline', onsubmit: async (e: Event) => {
+      e.preventDefault();
+      try {
+        await api.asopRuleAdd({ agent: agent.value, method: method.value, tool: tool.value, condition: arg.value.trim() ? { argument: arg.value.trim(), op: op.value, value: val.value } : null, action: action.value, redact: redact.value || null, note: null });
+        msg.className = '';
+        msg.textContent = '';
+        form.reset();
+        await this.load();
+      } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
+    } }, agent, method, tool, arg, op, val, action, redact, h('button', { className: 'primary', id: 'rule-add', type: 'submit' }, 'Add rule'));
+    return h('div', {}, form, msg);
   }
 
   private async showSession(id: string): Promise<void> {

@@ -2,7 +2,7 @@
 // manifest — and your conversations with them: what you asked, what they need (a
 // checklist you fill), their answers (rendered safely), and the outcome.
 import { api, errorText, type IwCapability, type IwConversation, type IwMessage, type IwSite, type IwView } from '../api';
-import { h, replace, sanitizedHtml } from '../dom';
+import { h, Kept, replace, sanitizedHtml } from '../dom';
 import { fingerprint, when } from '../format';
 
 const FLOW_TEXT: Record<string, string> = {
@@ -37,9 +37,12 @@ export class IntentView {
   private composerMsg = h('p', { role: 'status', id: 'iw-start-msg' });
   private selected: string | null = null;
   private sites: IwSite[] = [];
-  // Built once: the view is redrawn whenever anything arrives, and an address being
-  // typed must survive that.
+  // Built once (or once per conversation step): the view is redrawn whenever anything
+  // arrives, and what is being typed or chosen must survive that.
   private addForm = this.addCard();
+  private composerForm = this.composer();
+  private replies = new Kept();
+  private split = h('div', { className: 'split' }, this.listBox, this.detailBox);
 
   async load(): Promise<void> {
     try {
@@ -48,9 +51,9 @@ export class IntentView {
         h('h2', {}, 'Sites (IntentWeb)'),
         this.addForm,
         ...this.sites.map((s) => this.siteCard(s)),
-        this.composer(),
+        this.composerFor(),
         h('h3', {}, 'Conversations'),
-        h('div', { className: 'split' }, this.listBox, this.detailBox));
+        this.split);
       await this.loadConversations();
     } catch (e) {
       replace(this.el, h('p', { className: 'error' }, errorText(e)));
@@ -123,11 +126,20 @@ export class IntentView {
     replace(this.composerCap, h('option', { value: '' }, '(let the site work it out)'), ...(site?.manifest.capabilities ?? []).map((c) => h('option', { value: c.intent }, c.intent)));
   }
 
-  private composer(): HTMLElement {
-    if (!this.sites.length) return h('div');
+  /** The composer, shown once there is a company to ask; the chosen company and
+   *  capability stay chosen. */
+  private composerFor(): HTMLElement {
+    const [site, cap] = [this.composerSite.value, this.composerCap.value];
     replace(this.composerSite, ...this.sites.map((s) => h('option', { value: s.origin }, s.company)));
-    this.composerSite.onchange = () => this.fillCapabilities();
+    if (this.sites.some((s) => s.origin === site)) this.composerSite.value = site;
     this.fillCapabilities();
+    if ([...this.composerCap.options].some((o) => o.value === cap)) this.composerCap.value = cap;
+    this.composerForm.hidden = !this.sites.length;
+    return this.composerForm;
+  }
+
+  private composer(): HTMLElement {
+    this.composerSite.onchange = () => this.fillCapabilities();
     const start = h('button', { className: 'primary', id: 'iw-start', type: 'submit' }, 'Start');
     return h('form', { className: 'card', id: 'iw-composer', onsubmit: async (e: Event) => {
       e.preventDefault();
@@ -182,7 +194,9 @@ export class IntentView {
           h('div', { className: 'big' }, c.external_id ?? 'Done'), h('div', {}, `Status: ${c.status ?? 'completed'}`)) : null,
         c.state === 'failed' ? h('div', { className: 'error-card', id: 'iw-outcome' }, `Ended with an error${c.status ? ` (${c.status})` : ''}.`) : null,
         h('ol', { className: 'iw-thread', id: 'iw-thread' }, ...v.messages.map((m) => this.message(v, m))),
-        c.state === 'open' ? this.replyBox(v) : null);
+        // Kept while the conversation has not moved on, so half-filled answers survive.
+        c.state === 'open' ? this.replies.get(`${c.interaction_id}:${v.messages.length}`, () => this.replyBox(v)) : null);
+      this.replies.sweep();
     } catch (e) {
       replace(this.detailBox, h('p', { className: 'error' }, errorText(e)));
     }

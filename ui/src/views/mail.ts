@@ -93,6 +93,15 @@ export class MailView {
   private search = h('input', { id: 'mail-search', type: 'search', placeholder: 'Search subject, message or agent', size: 34 });
   private selected: string | null = null;
   private following = false;
+  // Built once and only refilled: the view is redrawn whenever anything arrives, and an
+  // address, a token or a task being typed (or a connection still being made) must
+  // survive that.
+  private swarmList = h('div');
+  private swarmsPart = h('div', { className: 'card', id: 'mail-swarms' }, h('h3', {}, 'Swarms'), this.swarmList, this.swarmConnect());
+  private sendSwarm = h('select', { id: 'mail-swarm' });
+  private sendForm = this.sendCard();
+  private importPart = this.importCard();
+  private searchPart = h('div', { className: 'actions' }, this.search);
 
   constructor() {
     void onMailEvent((e) => this.onEvent(e));
@@ -105,10 +114,10 @@ export class MailView {
       replace(this.el,
         h('h2', {}, 'Tasks (MAIL)'),
         this.swarmsCard(swarms),
-        this.sendCard(swarms),
-        this.importCard(),
+        this.sendFor(swarms),
+        this.importPart,
         h('h3', {}, 'Tasks'),
-        h('div', { className: 'actions' }, this.search),
+        this.searchPart,
         h('div', { className: 'split' }, this.tasksBox, this.detailBox));
       await this.loadTasks();
     } catch (e) {
@@ -117,6 +126,13 @@ export class MailView {
   }
 
   private swarmsCard(swarms: MailSwarm[]): HTMLElement {
+    replace(this.swarmList, swarms.length ? h('div', { className: 'swarm-list' }, ...swarms.map((s) => this.swarmItem(s)))
+      : h('p', { className: 'muted' }, 'No swarm yet. Connect one by its address and the token its operator gave you (kept in your keychain).'));
+    // The card itself is kept: moving the form into a new one would blur what is typed.
+    return this.swarmsPart;
+  }
+
+  private swarmConnect(): HTMLElement {
     const url = h('input', { id: 'swarm-url', type: 'text', placeholder: 'https://swarm.example:8000', size: 30 });
     const name = h('input', { id: 'swarm-name', type: 'text', placeholder: 'a name', size: 12 });
     const token = h('input', { id: 'swarm-token', type: 'password', placeholder: 'bearer token', size: 22, autocomplete: 'off' });
@@ -131,15 +147,12 @@ export class MailView {
         const s = await api.mailSwarmAdd({ url: url.value, name: name.value, token: token.value || null });
         msg.className = 'notice';
         msg.textContent = `Connected to ${s.name}.`;
+        url.value = name.value = token.value = '';
         await this.load();
       } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
       connect.disabled = false;
     } }, url, name, token, connect);
-    return h('div', { className: 'card', id: 'mail-swarms' },
-      h('h3', {}, 'Swarms'),
-      swarms.length ? h('div', { className: 'swarm-list' }, ...swarms.map((s) => this.swarmItem(s)))
-        : h('p', { className: 'muted' }, 'No swarm yet. Connect one by its address and the token its operator gave you (kept in your keychain).'),
-      form, msg);
+    return h('div', {}, form, msg);
   }
 
   private swarmItem(s: MailSwarm): HTMLElement {
@@ -171,9 +184,17 @@ export class MailView {
       body);
   }
 
-  private sendCard(swarms: MailSwarm[]): HTMLElement {
-    if (!swarms.length) return h('div');
-    const swarm = h('select', { id: 'mail-swarm' }, ...swarms.map((s) => h('option', { value: s.name }, s.name)));
+  /** The send form, shown once there is a swarm to send to; the chosen swarm stays chosen. */
+  private sendFor(swarms: MailSwarm[]): HTMLElement {
+    const chosen = this.sendSwarm.value;
+    replace(this.sendSwarm, ...swarms.map((s) => h('option', { value: s.name }, s.name)));
+    if (swarms.some((s) => s.name === chosen)) this.sendSwarm.value = chosen;
+    this.sendForm.hidden = !swarms.length;
+    return this.sendForm;
+  }
+
+  private sendCard(): HTMLElement {
+    const swarm = this.sendSwarm;
     const subject = h('input', { id: 'mail-subject', type: 'text', placeholder: 'Subject', size: 24 });
     const body = h('textarea', { id: 'mail-body', rows: 2, cols: 60, placeholder: 'What should the swarm do?' });
     const task = h('input', { id: 'mail-task', type: 'text', placeholder: 'continue task (optional task id)', size: 36 });
@@ -203,6 +224,7 @@ export class MailView {
         const out = await api.mailSend({ swarm: swarm.value, body: body.value, subject: subject.value || null, task_id: task.value || null, entrypoint: entry.value || null });
         this.selected = out.task_id;
         task.value = out.task_id;
+        body.value = '';
       } catch (err) {
         this.liveStatus.className = 'error';
         this.liveStatus.textContent = errorText(err);

@@ -13,6 +13,14 @@ export class UampView {
   private selected: string | null = null;
   /** The ask being followed on screen. */
   private following: string | null = null;
+  // Built once and only refilled: the view is redrawn whenever anything arrives, and a
+  // token shown once, an address or an ask being typed, or a manifest still being
+  // fetched must survive that.
+  private tokenOut = h('p', { className: 'mono token', id: 'uamp-token-out' });
+  private peerTable = h('div');
+  private peersPart = h('div', { className: 'card', id: 'uamp-peers' }, h('h3', {}, 'Peers you send to'), this.peerTable, this.peerLookup());
+  private askPeer = h('select', { id: 'ask-peer' });
+  private askForm = this.askCard();
 
   constructor() {
     void onUampProgress((p) => this.onProgress(p));
@@ -25,7 +33,7 @@ export class UampView {
         h('h2', {}, 'Agents (UAMP)'),
         h('div', { className: 'uamp-top' }, this.identityCard(info.did, info.cert_sha256, info.listening, info.error), this.tokensCard(trusted)),
         this.peersCard(peers),
-        this.askCard(peers),
+        this.askFor(peers),
         h('h3', {}, 'Streams'),
         h('div', { className: 'split' }, this.streamsBox, this.detailBox));
       await this.loadStreams();
@@ -47,7 +55,7 @@ export class UampView {
   /** Bearer tokens for trusted UAMP agents without a client certificate: issued here, shown once. */
   private tokensCard(trusted: TrustRow[]): HTMLElement {
     const agents = trusted.filter((t) => t.public_key.startsWith('did:'));
-    const out = h('p', { className: 'mono token', id: 'uamp-token-out' });
+    const out = this.tokenOut;
     return h('div', { className: 'card' },
       h('h3', {}, 'Tokens for agents you trust'),
       h('p', { className: 'muted small' }, 'An agent that presents a certificate on its own key (mTLS; every Gatehouse does) needs no token. Issue one only for an agent that cannot.'),
@@ -64,42 +72,48 @@ export class UampView {
   }
 
   private peersCard(peers: Peer[]): HTMLElement {
+    replace(this.peerTable, peers.length ? h('table', { id: 'peer-table' },
+      h('thead', {}, h('tr', {}, ...['Name', 'DID', 'Address', 'Pinned certificate', 'Token', ''].map((t) => h('th', {}, t)))),
+      h('tbody', {}, ...peers.map((p) => h('tr', { 'data-did': p.did },
+        h('td', { className: 'name' }, p.name),
+        h('td', { className: 'mono', title: p.did }, fingerprint(p.did)),
+        h('td', { className: 'mono' }, p.url),
+        h('td', { className: 'mono small', title: p.cert_sha256 }, `${p.cert_sha256.slice(0, 23)}…`),
+        h('td', { title: p.has_token ? 'a token the peer issued to you' : 'this inbox presents its certificate instead' }, p.has_token ? 'in keychain' : 'certificate'),
+        h('td', {}, h('button', { className: 'secondary small', onclick: async () => {
+          if (!confirm(`Remove ${p.name}? Its token is deleted from the keychain.`)) return;
+          try { await api.uampPeerRemove(p.did); await this.load(); } catch (e) { alert(errorText(e)); }
+        } }, 'Remove'))))))
+      : h('p', { className: 'muted' }, 'No peers yet. Add one by its address: you will see its signed manifest and certificate before anything is kept.'));
+    // The card itself is kept: moving the form into a new one would blur what is typed.
+    return this.peersPart;
+  }
+
+  /** The lookup form, the manifest it found and the confirmation: one part, built once. */
+  private peerLookup(): HTMLElement {
     const url = h('input', { id: 'peer-url', type: 'text', placeholder: 'https://host:port', size: 34 });
     const found = h('div', { id: 'peer-found' });
     const msg = h('p', { role: 'status', id: 'peer-msg' });
     const lookup = h('button', { className: 'secondary', id: 'peer-lookup', type: 'submit' }, 'Look up');
+    const done = () => { url.value = ''; replace(found); };
     const form = h('form', { className: 'inline', onsubmit: async (e: Event) => {
       e.preventDefault();
+      msg.className = '';
       msg.textContent = 'Fetching its signed manifest…';
       replace(found);
       lookup.disabled = true;
       try {
         const d = await api.uampDiscover(url.value);
         msg.textContent = '';
-        replace(found, this.confirmPeer(d, msg));
+        replace(found, this.confirmPeer(d, msg, done));
       } catch (err) { msg.textContent = errorText(err); msg.className = 'error'; }
       lookup.disabled = false;
     } }, url, lookup);
-    return h('div', { className: 'card', id: 'uamp-peers' },
-      h('h3', {}, 'Peers you send to'),
-      peers.length ? h('table', { id: 'peer-table' },
-        h('thead', {}, h('tr', {}, ...['Name', 'DID', 'Address', 'Pinned certificate', 'Token', ''].map((t) => h('th', {}, t)))),
-        h('tbody', {}, ...peers.map((p) => h('tr', { 'data-did': p.did },
-          h('td', { className: 'name' }, p.name),
-          h('td', { className: 'mono', title: p.did }, fingerprint(p.did)),
-          h('td', { className: 'mono' }, p.url),
-          h('td', { className: 'mono small', title: p.cert_sha256 }, `${p.cert_sha256.slice(0, 23)}…`),
-          h('td', { title: p.has_token ? 'a token the peer issued to you' : 'this inbox presents its certificate instead' }, p.has_token ? 'in keychain' : 'certificate'),
-          h('td', {}, h('button', { className: 'secondary small', onclick: async () => {
-            if (!confirm(`Remove ${p.name}? Its token is deleted from the keychain.`)) return;
-            try { await api.uampPeerRemove(p.did); await this.load(); } catch (e) { alert(errorText(e)); }
-          } }, 'Remove'))))))
-        : h('p', { className: 'muted' }, 'No peers yet. Add one by its address: you will see its signed manifest and certificate before anything is kept.'),
-      form, msg, found);
+    return h('div', {}, form, msg, found);
   }
 
   /** What the user checks before a peer is kept: the manifest and the fingerprint. */
-  private confirmPeer(d: Discovered, msg: HTMLElement): HTMLElement {
+  private confirmPeer(d: Discovered, msg: HTMLElement, done: () => void): HTMLElement {
     const name = h('input', { id: 'peer-name', type: 'text', required: true, placeholder: 'a name you will recognise' });
     const token = h('input', { id: 'peer-token', type: 'password', placeholder: 'the token it issued to you (optional)', size: 40, autocomplete: 'off' });
     return h('form', { className: 'card confirm', id: 'peer-confirm', onsubmit: async (e: Event) => {
@@ -108,6 +122,7 @@ export class UampView {
         const p = await api.uampPeerAdd({ url: d.url, name: name.value, cert_sha256: d.cert_sha256, token: token.value || null });
         msg.className = 'notice';
         msg.textContent = `Added ${p.name}.`;
+        done();
         await this.load();
       } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
     } },
@@ -123,9 +138,17 @@ export class UampView {
       h('div', { className: 'actions' }, h('button', { className: 'primary', id: 'peer-add', type: 'submit' }, 'The fingerprint matches: add this peer')));
   }
 
-  private askCard(peers: Peer[]): HTMLElement {
-    if (!peers.length) return h('div');
-    const peer = h('select', { id: 'ask-peer' }, ...peers.map((p) => h('option', { value: p.did }, p.name)));
+  /** The ask form, shown once there is a peer to ask; the chosen peer stays chosen. */
+  private askFor(peers: Peer[]): HTMLElement {
+    const chosen = this.askPeer.value;
+    replace(this.askPeer, ...peers.map((p) => h('option', { value: p.did }, p.name)));
+    if (peers.some((p) => p.did === chosen)) this.askPeer.value = chosen;
+    this.askForm.hidden = !peers.length;
+    return this.askForm;
+  }
+
+  private askCard(): HTMLElement {
+    const peer = this.askPeer;
     const text = h('textarea', { id: 'ask-text', rows: 2, cols: 60, placeholder: 'What should the agent do? e.g. “512×512 cat”' });
     const send = h('button', { className: 'primary', id: 'ask-send', type: 'submit' }, 'Ask');
     return h('form', { className: 'card', id: 'uamp-ask', onsubmit: async (e: Event) => {
@@ -136,6 +159,7 @@ export class UampView {
       try {
         this.following = await api.uampAsk(peer.value, text.value);
         this.selected = this.following;
+        text.value = '';
       } catch (err) {
         replace(this.progressBox, h('p', { className: 'error', id: 'ask-error' }, errorText(err)));
       }
