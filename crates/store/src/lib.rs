@@ -1,10 +1,11 @@
 //! Gatehouse's one store: a SQLite file (WAL, schema migrations) holding the trust
 //! registry, pending sender requests, the nonce registry, envelopes, receipts and settings.
 //!
-//! Durability rule: an acceptance (nonce + envelope + receipt) is one transaction with
-//! `synchronous=FULL`, committed before the caller may send the receipt.
+//! Durability rule: an acceptance (nonce + envelope + receipt) is one transaction, on
+//! disk (its WAL frames synced) before the caller may send the receipt (see `commit`).
 
 mod asop;
+mod commit;
 mod intentweb;
 mod replies;
 mod mail;
@@ -32,6 +33,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use commit::{committer, Syncer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -83,8 +86,11 @@ pub struct Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        // Closing the queue lets the committer finish what it has and stop.
-        self.jobs.take();
+        // The committer finishes what it has and stops. (The syncer holds a sender of the
+        // same queue, so closing our end alone would not end it.)
+        if let Some(jobs) = self.jobs.take() {
+            let _ = jobs.send(Job::Shutdown);
+        }
         if let Some(t) = self.committer.take() {
             let _ = t.join();
         }
@@ -135,95 +141,6 @@ impl Checkpointer {
             .ok()?;
         Some(Checkpointer { wake, done, busy: false })
     }
-}
-
-/// The group-commit loop. It also checkpoints the WAL back into the database file. The
-/// bulk of each checkpoint (copying pages and syncing the database file) runs on the
-/// checkpointer's thread while commits go on; then, between two batches and after their
-/// callers have their answers, the committer checkpoints the few frames committed
-/// meanwhile itself, so that the checkpoint is complete and the next commit starts the
-/// WAL over. (A checkpoint racing a stream of commits never catches up on its own, and
-/// the WAL would grow without bound; one run by the committer between batches did
-/// catch up, but every commit waited for all of its page copying and syncing.)
-fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>, mut helper: Option<Checkpointer>) {
-    let mut since_checkpoint = 0u32;
-    let mut last_checkpoint = std::time::Instant::now();
-    let mut index_due = false;
-    loop {
-        let first = if since_checkpoint == 0 {
-            match jobs.recv() {
-                Ok(j) => j,
-                Err(_) => break,
-            }
-        } else {
-            match jobs.recv_timeout(CHECKPOINT_EVERY) {
-                Ok(j) => j,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    // Idle: no commit to hold up, so finish the checkpoint here.
-                    if let Some(h) = helper.as_mut().filter(|h| h.busy) {
-                        let _ = h.done.recv();
-                        h.busy = false;
-                    }
-                    checkpoint(&conn);
-                    since_checkpoint = 0;
-                    last_checkpoint = std::time::Instant::now();
-                    continue;
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-        };
-        let mut batch = vec![first];
-        if index_due {
-            // Search indexing shares this batch's transaction and fsync rather than
-            // taking a commit of its own while every caller waits.
-            batch.push(Job::IndexSearch { reply: blocking().0 });
-            index_due = false;
-        }
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(j) => batch.push(j),
-                Err(_) => break,
-            }
-        }
-        let settled = commit_batch(&mut conn.lock().unwrap_or_else(|p| p.into_inner()), batch);
-        // Only now, with the batch durable (synchronous=FULL), do its callers hear back.
-        for (job, r) in settled {
-            answer(job, r);
-        }
-        since_checkpoint += 1;
-        let due = since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY;
-        let finished = match helper.as_mut() {
-            Some(h) if h.busy => {
-                let done = h.done.try_recv().is_ok();
-                if done {
-                    h.busy = false;
-                    wal_checkpoint(&conn.lock().unwrap_or_else(|p| p.into_inner()));
-                }
-                done
-            }
-            Some(h) => {
-                if due {
-                    h.busy = h.wake.try_send(()).is_ok();
-                    index_due = true;
-                }
-                false
-            }
-            None => {
-                if due {
-                    checkpoint(&conn);
-                }
-                due
-            }
-        };
-        if finished {
-            since_checkpoint = 0;
-            last_checkpoint = std::time::Instant::now();
-        }
-    }
-    if let Some(h) = helper.take().filter(|h| h.busy) {
-        let _ = h.done.recv();
-    }
-    checkpoint(&conn);
 }
 
 /// Adds prompts of receipts stored since the last call to the full-text index.
@@ -287,6 +204,10 @@ enum Job {
     },
     /// Bring the search index up to date now (a search is about to run).
     IndexSearch { reply: Reply<()> },
+    /// From the syncer: the batch it had is durable and answered.
+    Synced,
+    /// From the store being dropped: finish what is queued, then stop.
+    Shutdown,
 }
 
 /// A write's JSON columns as text, serialized by the caller's thread: the committer is
@@ -392,9 +313,10 @@ impl Store {
         let (tx, rx) = std::sync::mpsc::channel();
         let c = conn.clone();
         let helper = path.as_deref().and_then(Checkpointer::start);
+        let syncer = path.as_deref().and_then(|p| Syncer::start(p, tx.clone()));
         let committer = std::thread::Builder::new()
             .name("gatehouse-commit".into())
-            .spawn(move || committer(c, rx, helper))
+            .spawn(move || committer(c, rx, helper, syncer))
             .map_err(|e| StoreError::CommitFailed(format!("cannot start the commit thread: {e}")))?;
         Ok(Store {
             conn,
@@ -1170,6 +1092,7 @@ fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
             Ok(Ok(0))
         }
         Job::IndexSearch { .. } => index_search(tx).map(|()| Ok(0)),
+        Job::Synced | Job::Shutdown => Ok(Ok(0)),
     }
 }
 
@@ -1177,6 +1100,7 @@ fn answer(job: Job, r: AcceptResult) {
     match job {
         Job::Accept { reply, .. } => reply.send(r),
         Job::Receipt { reply, .. } | Job::SetExec { reply, .. } | Job::IndexSearch { reply } => reply.send(r.map(|_| ())),
+        Job::Synced | Job::Shutdown => {}
     }
 }
 

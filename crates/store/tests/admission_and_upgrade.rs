@@ -159,3 +159,56 @@ fn the_wal_starts_over_while_acceptances_keep_coming() {
     // every page written (several times the database).
     assert!(largest < db, "the WAL reached {largest} bytes for a {db}-byte database");
 }
+
+#[test]
+fn concurrent_writes_fail_alone_and_nothing_answered_is_lost_at_close() {
+    // Writes from many threads share transactions (each committed while the previous
+    // one is being synced). A write whose statement fails must fail alone, a nonce must
+    // be accepted once however close together its two submissions come, and everything
+    // answered as accepted must be there when the store is opened again.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    let store = std::sync::Arc::new(Store::open(&path).unwrap());
+    let taken = envelope(b"first", 99_999);
+    let taken_receipt = taken.receipt.receipt_id.clone();
+    assert!(store.accept(taken, &RateLimit::default()).unwrap().is_ok());
+    let threads: Vec<_> = (0..4usize)
+        .map(|t| {
+            let store = store.clone();
+            let taken_receipt = taken_receipt.clone();
+            std::thread::spawn(move || {
+                let (mut accepted, mut replays, mut failed) = (0, 0, 0);
+                for i in 0..1500 {
+                    // Threads 0 and 1 send the same nonces; 2 and 3 their own, and every
+                    // 50th of theirs reuses a receipt id that is already stored.
+                    let nonce = if t < 2 { format!("shared-{i}") } else { format!("own-{t}-{i}") };
+                    let mut e = envelope(nonce.as_bytes(), t * 10_000 + i);
+                    if t >= 2 && i % 50 == 49 {
+                        e.receipt.receipt_id = taken_receipt.clone();
+                    }
+                    match store.accept(e, &RateLimit::default()) {
+                        Ok(Ok(_)) => accepted += 1,
+                        Ok(Err(AcceptRefusal::Replay)) => replays += 1,
+                        Ok(Err(other)) => panic!("unexpected refusal {other:?}"),
+                        Err(_) => failed += 1,
+                    }
+                }
+                (t, accepted, replays, failed)
+            })
+        })
+        .collect();
+    let mut shared_accepted = 0;
+    for th in threads {
+        let (t, accepted, replays, failed) = th.join().unwrap();
+        if t < 2 {
+            assert_eq!(failed, 0);
+            shared_accepted += accepted;
+        } else {
+            assert_eq!((accepted, replays, failed), (1470, 0, 30), "thread {t}");
+        }
+    }
+    assert_eq!(shared_accepted, 1500, "each shared nonce accepted exactly once");
+    drop(store);
+    let reopened = Store::open(&path).unwrap();
+    assert_eq!(reopened.count_envelopes().unwrap(), 1 + 1500 + 2 * 1470);
+}

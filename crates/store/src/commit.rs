@@ -1,0 +1,273 @@
+//! The group-commit loop: every acceptance, rejection and executor status waiting is
+//! written in one transaction, and its callers hear back only once that transaction is
+//! durable.
+//!
+//! For a store on disk the fsync that makes a batch durable runs on the syncer's thread,
+//! and while it runs the committer goes on executing the writes that arrive into the
+//! next, still open, transaction; that transaction commits the moment the fsync is done.
+//! The disk's wait and the SQL work overlap instead of taking turns, yet every batch is
+//! still as large as what arrived during one fsync (committing without waiting for the
+//! previous fsync made batches of a handful of writes, each rewriting the same index
+//! pages: measured slower). The batch's own commit writes its WAL frames with
+//! `synchronous=NORMAL` (no fsync) and the syncer's `fdatasync` of the WAL file makes
+//! them durable before anyone is answered. Direct writes (trust, settings) keep
+//! `synchronous=FULL`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use rusqlite::Connection;
+
+use super::{
+    answer, blocking, checkpoint, commit_batch, run_job, wal_checkpoint, AcceptResult, Checkpointer, Job, StoreError,
+    CHECKPOINT_EVERY, CHECKPOINT_EVERY_COMMITS, MAX_BATCH,
+};
+
+type Settled = Vec<(Job, AcceptResult)>;
+
+/// Makes committed batches durable (one fdatasync of the WAL for all batches waiting)
+/// and answers their callers.
+pub(crate) struct Syncer {
+    batches: std::sync::mpsc::Sender<Settled>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Syncer {
+    /// `wake` is the committer's own queue: it hears `Job::Synced` when a sync is done.
+    pub(crate) fn start(db: &Path, wake: std::sync::mpsc::Sender<Job>) -> Option<Syncer> {
+        let mut wal = db.as_os_str().to_owned();
+        wal.push("-wal");
+        let wal = PathBuf::from(wal);
+        let (batches, queued) = std::sync::mpsc::channel::<Settled>();
+        let thread = std::thread::Builder::new()
+            .name("gatehouse-sync".into())
+            .spawn(move || {
+                let mut file = None;
+                while let Ok(mut settled) = queued.recv() {
+                    while let Ok(more) = queued.try_recv() {
+                        settled.extend(more);
+                    }
+                    match sync_file(&wal, &mut file) {
+                        Ok(()) => settled.into_iter().for_each(|(job, r)| answer(job, r)),
+                        Err(e) => {
+                            tracing::error!(error = %e, "the write-ahead log could not be synced");
+                            let msg = format!("the write-ahead log could not be synced to disk: {e}");
+                            for (job, _) in settled {
+                                answer(job, Err(StoreError::CommitFailed(msg.clone())));
+                            }
+                        }
+                    }
+                    let _ = wake.send(Job::Synced);
+                }
+            })
+            .ok()?;
+        Some(Syncer { batches, thread })
+    }
+
+    fn stop(self) {
+        drop(self.batches);
+        let _ = self.thread.join();
+    }
+}
+
+/// fdatasync of `path`, through a descriptor kept open while it still names that file.
+fn sync_file(path: &Path, file: &mut Option<std::fs::File>) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SQLite keeps the WAL while a connection is open, but never sync a descriptor
+        // of a file that a path no longer names: that would sync nothing we wrote.
+        if let Some(f) = file.as_ref() {
+            let (open, now) = (f.metadata()?, std::fs::metadata(path)?);
+            if (open.dev(), open.ino()) != (now.dev(), now.ino()) {
+                *file = None;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        *file = None;
+    }
+    let f = match file {
+        Some(f) => f,
+        None => file.insert(std::fs::OpenOptions::new().read(true).write(true).open(path)?),
+    };
+    f.sync_data()
+}
+
+pub(crate) fn committer(
+    conn: Arc<Mutex<Connection>>,
+    jobs: std::sync::mpsc::Receiver<Job>,
+    mut helper: Option<Checkpointer>,
+    mut syncer: Option<Syncer>,
+) {
+    let lock = || conn.lock().unwrap_or_else(|p| p.into_inner());
+    let mut since_checkpoint = 0u32;
+    let mut last_checkpoint = Instant::now();
+    let mut index_due = false;
+    // A batch is with the syncer.
+    let mut syncing = false;
+    let mut stopping = false;
+    // Writes executed in the open transaction, with what each will be answered.
+    let mut open: Settled = Vec::new();
+    // Held from BEGIN to COMMIT, so direct writes never land inside a batch.
+    let mut writer: Option<MutexGuard<'_, Connection>> = None;
+    loop {
+        let waiting_on_nothing = open.is_empty() && !syncing;
+        let first = if stopping {
+            None
+        } else if waiting_on_nothing && since_checkpoint > 0 {
+            match jobs.recv_timeout(CHECKPOINT_EVERY) {
+                Ok(j) => Some(j),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    // Idle: no commit to hold up, so finish the checkpoint here.
+                    if let Some(h) = helper.as_mut().filter(|h| h.busy) {
+                        let _ = h.done.recv();
+                        h.busy = false;
+                    }
+                    checkpoint(&conn);
+                    since_checkpoint = 0;
+                    last_checkpoint = Instant::now();
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+            }
+        } else {
+            jobs.recv().ok()
+        };
+        let Some(first) = first.or_else(|| (!stopping).then(|| Job::Shutdown)) else { break };
+        let mut next = Some(first);
+        let mut taken = 0;
+        while let Some(job) = next.take() {
+            match job {
+                Job::Synced => syncing = false,
+                Job::Shutdown => stopping = true,
+                work => {
+                    taken += 1;
+                    let c = writer.get_or_insert_with(lock);
+                    if !execute(c, work, &mut open, &mut index_due, syncer.is_some()) {
+                        writer = None;
+                    }
+                }
+            }
+            if taken < MAX_BATCH {
+                next = jobs.try_recv().ok();
+            }
+        }
+        // Commit when the disk is free; until then the transaction keeps taking writes
+        // (up to a batch's worth).
+        if open.is_empty() || (syncing && !stopping && open.len() < MAX_BATCH) {
+            if stopping && !syncing {
+                break;
+            }
+            continue;
+        }
+        let c = writer.take().unwrap_or_else(lock);
+        let committed = c.execute_batch("COMMIT");
+        if committed.is_err() {
+            let _ = c.execute_batch("ROLLBACK");
+        }
+        let _ = c.pragma_update(None, "synchronous", "FULL");
+        drop(c);
+        let settled = std::mem::take(&mut open);
+        match (committed, syncer.as_ref()) {
+            (Ok(()), Some(s)) => match s.batches.send(settled) {
+                Ok(()) => syncing = true,
+                Err(lost) => lost.0.into_iter().for_each(|(job, _)| answer(job, Err(StoreError::CommitFailed("the sync thread stopped".into())))),
+            },
+            // No syncer (an in-memory store): the commit ran with synchronous=FULL.
+            (Ok(()), None) => settled.into_iter().for_each(|(job, r)| answer(job, r)),
+            (Err(e), _) => {
+                let msg = e.to_string();
+                settled.into_iter().for_each(|(job, _)| answer(job, Err(StoreError::CommitFailed(msg.clone()))));
+            }
+        }
+        since_checkpoint += 1;
+        let due = since_checkpoint >= CHECKPOINT_EVERY_COMMITS || last_checkpoint.elapsed() >= CHECKPOINT_EVERY;
+        let finished = match helper.as_mut() {
+            Some(h) if h.busy => {
+                let done = h.done.try_recv().is_ok();
+                if done {
+                    h.busy = false;
+                    wal_checkpoint(&lock());
+                }
+                done
+            }
+            Some(h) => {
+                if due {
+                    h.busy = h.wake.try_send(()).is_ok();
+                    index_due = true;
+                }
+                false
+            }
+            None => {
+                if due {
+                    checkpoint(&conn);
+                }
+                due
+            }
+        };
+        if finished {
+            since_checkpoint = 0;
+            last_checkpoint = Instant::now();
+        }
+    }
+    drop(writer);
+    if let Some(s) = syncer.take() {
+        s.stop();
+    }
+    if let Some(h) = helper.take().filter(|h| h.busy) {
+        let _ = h.done.recv();
+    }
+    checkpoint(&conn);
+}
+
+/// Runs one write in the open transaction (opening it first if need be). False when
+/// no transaction is left open: it could not begin, or a statement failed and every
+/// write of the batch was retried and answered on its own.
+fn execute(c: &mut Connection, work: Job, open: &mut Settled, index_due: &mut bool, synced_apart: bool) -> bool {
+    if open.is_empty() {
+        if let Err(e) = begin(c, synced_apart) {
+            answer(work, Err(StoreError::CommitFailed(e.to_string())));
+            return false;
+        }
+        if std::mem::take(index_due) {
+            // Search indexing shares this batch's transaction and sync rather than
+            // taking a commit of its own while callers wait.
+            let job = Job::IndexSearch { reply: blocking().0 };
+            match run_job(c, &job) {
+                Ok(r) => open.push((job, Ok(r))),
+                Err(e) => tracing::warn!(error = %e, "search indexing failed; will retry"),
+            }
+        }
+    }
+    match run_job(c, &work) {
+        Ok(r) => {
+            open.push((work, Ok(r)));
+            true
+        }
+        Err(_) => {
+            // A statement failed: undo the batch and give each write its own
+            // transaction, so that the bad one fails alone.
+            let _ = c.execute_batch("ROLLBACK");
+            let _ = c.pragma_update(None, "synchronous", "FULL");
+            let mut retry: Vec<Job> = open.drain(..).map(|(j, _)| j).collect();
+            retry.push(work);
+            for job in retry {
+                for (job, r) in commit_batch(c, vec![job]) {
+                    answer(job, r);
+                }
+            }
+            false
+        }
+    }
+}
+
+/// Opens a batch's transaction; with a syncer, its commit will not fsync by itself.
+fn begin(c: &Connection, synced_apart: bool) -> rusqlite::Result<()> {
+    if synced_apart {
+        c.pragma_update(None, "synchronous", "NORMAL")?;
+    }
+    c.execute_batch("BEGIN IMMEDIATE")
+}
