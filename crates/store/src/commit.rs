@@ -269,5 +269,10 @@ fn begin(c: &Connection, synced_apart: bool) -> rusqlite::Result<()> {
     if synced_apart {
         c.pragma_update(None, "synchronous", "NORMAL")?;
     }
-    c.execute_batch("BEGIN IMMEDIATE")
+    let begun = c.execute_batch("BEGIN IMMEDIATE");
+    if begun.is_err() && synced_apart {
+        // Direct writes on this connection must stay durable by themselves.
+        let _ = c.pragma_update(None, "synchronous", "FULL");
+    }
+    begun
 }
