@@ -143,7 +143,8 @@ impl Checkpointer {
     }
 }
 
-/// Adds prompts of receipts stored since the last call to the full-text index.
+/// Adds receipts stored since the last call to the full-text index and to the index
+/// by sender.
 fn index_search(tx: &Connection) -> Result<()> {
     let last: i64 = tx.prepare_cached("SELECT last_seq FROM search_progress")?.query_row([], |r| r.get(0))?;
     let newest: Option<i64> = tx.prepare_cached("SELECT max(seq) FROM receipts")?.query_row([], |r| r.get(0))?;
@@ -151,6 +152,11 @@ fn index_search(tx: &Connection) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO receipts_fts (rowid, prompt)
          SELECT seq, prompt FROM receipts WHERE seq > ?1 AND seq <= ?2 AND prompt IS NOT NULL",
+    )?
+    .execute([last, newest])?;
+    tx.prepare_cached(
+        "INSERT INTO receipts_by_sender (sender, seq)
+         SELECT sender, seq FROM receipts WHERE seq > ?1 AND seq <= ?2 AND sender IS NOT NULL",
     )?
     .execute([last, newest])?;
     tx.prepare_cached("UPDATE search_progress SET last_seq = ?1")?.execute([newest])?;
@@ -749,16 +755,14 @@ impl Store {
 
     /// Newest first, filtered, one keyset page.
     pub fn inbox(&self, f: &InboxFilter) -> Result<Vec<InboxItem>> {
-        let mut sql = String::from(
-            "SELECT r.seq, r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at, r.transport,
-                    r.sender, t.name, r.scope, substr(r.prompt, 1, 240), r.envelope_row, e.exec_status,
-                    e.payload_type, e.conversation_id, e.on_behalf_of, p.name
-             FROM receipts r
-             LEFT JOIN envelopes e ON e.id = r.envelope_row
+        const COLUMNS: &str = "SELECT r.seq, r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at,
+                    r.transport, r.sender, t.name, r.scope, substr(r.prompt, 1, 240), r.envelope_row,
+                    e.exec_status, e.payload_type, e.conversation_id, e.on_behalf_of, p.name";
+        const JOINS: &str = "LEFT JOIN envelopes e ON e.id = r.envelope_row
              LEFT JOIN trust t ON t.public_key = r.sender
-             LEFT JOIN trust p ON p.public_key = e.on_behalf_of
-             WHERE 1 = 1",
-        );
+             LEFT JOIN trust p ON p.public_key = e.on_behalf_of";
+        // The filters common to every form of the query; `sql` is their text.
+        let mut sql = String::new();
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         // Appends a clause whose `?` is the next parameter.
         fn arg(
@@ -770,14 +774,10 @@ impl Store {
             args.push(v);
             sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
         }
-        if let Some(s) = f.sender.as_deref().filter(|s| !s.is_empty()) {
-            arg(
-                &mut sql,
-                &mut args,
-                " AND r.sender = ?",
-                sender_key(&s).into(),
-            );
-        }
+        let sender = f.sender.as_deref().filter(|s| !s.is_empty()).map(|s| {
+            args.push(sender_key(&s).into());
+            args.len()
+        });
         if let Some(s) = f.scope.as_deref().filter(|s| !s.is_empty()) {
             arg(
                 &mut sql,
@@ -834,12 +834,22 @@ impl Store {
             arg(&mut sql, &mut args, " AND r.seq < ?", b.into());
         }
         let limit = f.limit.unwrap_or(100).clamp(1, 500);
-        arg(
-            &mut sql,
-            &mut args,
-            " ORDER BY r.seq DESC LIMIT ?",
-            (limit as i64).into(),
-        );
+        args.push((limit as i64).into());
+        let l = args.len();
+        let sql = match sender {
+            None => format!("{COLUMNS} FROM receipts r {JOINS} WHERE 1 = 1{sql} ORDER BY r.seq DESC LIMIT ?{l}"),
+            // Newest first from the index by sender, and from the receipts stored since it
+            // was last filled; one statement, so both halves read the same snapshot.
+            Some(s) => format!(
+                "SELECT * FROM ({COLUMNS} FROM receipts_by_sender b JOIN receipts r ON r.seq = b.seq {JOINS}
+                    WHERE b.sender = ?{s}{sql} ORDER BY b.seq DESC LIMIT ?{l})
+                 UNION ALL
+                 SELECT * FROM ({COLUMNS} FROM receipts r {JOINS}
+                    WHERE r.seq > (SELECT last_seq FROM search_progress) AND r.sender = ?{s}{sql}
+                    ORDER BY r.seq DESC LIMIT ?{l})
+                 ORDER BY 1 DESC LIMIT ?{l}"
+            ),
+        };
         self.read(|conn| {
             let mut stmt = conn.prepare(&sql)?;
             let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
@@ -984,7 +994,11 @@ impl Store {
     pub fn latest_receipt_from(&self, sender: &str, code: &str) -> Result<Option<ReceiptRow>> {
         self.read(|conn| {
             let mut stmt = conn.prepare(&format!(
-                "{RECEIPT_SELECT} WHERE sender = ?1 AND code = ?2 ORDER BY seq DESC LIMIT 1"
+                "{RECEIPT_SELECT} WHERE code = ?2 AND seq IN (
+                    SELECT seq FROM receipts_by_sender WHERE sender = ?1
+                    UNION ALL
+                    SELECT seq FROM receipts WHERE seq > (SELECT last_seq FROM search_progress) AND sender = ?1)
+                 ORDER BY seq DESC LIMIT 1"
             ))?;
             stmt.query_row(params![sender_key(&sender), code], receipt_from_row)
                 .optional()
