@@ -52,6 +52,13 @@ export function replace(el: Element, ...children: Child[]): void {
   }
 }
 
+/** Fills a select with new options, keeping the user's choice while it is still offered. */
+export function refill(select: HTMLSelectElement, options: [value: string, label: string][]): void {
+  const chosen = select.value;
+  replace(select, ...options.map(([value, label]) => h('option', { value }, label)));
+  if (options.some(([value]) => value === chosen)) select.value = chosen;
+}
+
 function caretOf(el: HTMLElement): [number, number] | null {
   if (!(el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement)) return null;
   try {

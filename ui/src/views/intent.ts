@@ -2,7 +2,7 @@
 // manifest — and your conversations with them: what you asked, what they need (a
 // checklist you fill), their answers (rendered safely), and the outcome.
 import { api, errorText, type IwCapability, type IwConversation, type IwMessage, type IwSite, type IwView } from '../api';
-import { h, Kept, replace, sanitizedHtml } from '../dom';
+import { h, Kept, refill, replace, sanitizedHtml } from '../dom';
 import { fingerprint, when } from '../format';
 
 const FLOW_TEXT: Record<string, string> = {
@@ -123,23 +123,21 @@ export class IntentView {
 
   private fillCapabilities(): void {
     const site = this.sites.find((s) => s.origin === this.composerSite.value);
-    replace(this.composerCap, h('option', { value: '' }, '(let the site work it out)'), ...(site?.manifest.capabilities ?? []).map((c) => h('option', { value: c.intent }, c.intent)));
+    refill(this.composerCap, [['', '(let the site work it out)'], ...(site?.manifest.capabilities ?? []).map((c): [string, string] => [c.intent, c.intent])]);
   }
 
   /** The composer, shown once there is a company to ask; the chosen company and
    *  capability stay chosen. */
   private composerFor(): HTMLElement {
-    const [site, cap] = [this.composerSite.value, this.composerCap.value];
-    replace(this.composerSite, ...this.sites.map((s) => h('option', { value: s.origin }, s.company)));
-    if (this.sites.some((s) => s.origin === site)) this.composerSite.value = site;
+    refill(this.composerSite, this.sites.map((s) => [s.origin, s.company]));
     this.fillCapabilities();
-    if ([...this.composerCap.options].some((o) => o.value === cap)) this.composerCap.value = cap;
     this.composerForm.hidden = !this.sites.length;
     return this.composerForm;
   }
 
   private composer(): HTMLElement {
-    this.composerSite.onchange = () => this.fillCapabilities();
+    // Another company: its capabilities, none chosen yet.
+    this.composerSite.onchange = () => { this.composerCap.value = ''; this.fillCapabilities(); };
     const start = h('button', { className: 'primary', id: 'iw-start', type: 'submit' }, 'Start');
     return h('form', { className: 'card', id: 'iw-composer', onsubmit: async (e: Event) => {
       e.preventDefault();

@@ -2,7 +2,7 @@
 // live, interswarm messages, task logs you import, and every task's timeline with a
 // diagram of which agent talked to which.
 import { api, errorText, onMailEvent, type ImportReport, type MailLive, type MailMessage, type MailSurvey, type MailSwarm, type MailTask, type MailTaskDetail } from '../api';
-import { h, replace } from '../dom';
+import { h, refill, replace } from '../dom';
 import { mailAddress, mailGraph, taskStateText, tierText, when } from '../format';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -186,9 +186,7 @@ export class MailView {
 
   /** The send form, shown once there is a swarm to send to; the chosen swarm stays chosen. */
   private sendFor(swarms: MailSwarm[]): HTMLElement {
-    const chosen = this.sendSwarm.value;
-    replace(this.sendSwarm, ...swarms.map((s) => h('option', { value: s.name }, s.name)));
-    if (swarms.some((s) => s.name === chosen)) this.sendSwarm.value = chosen;
+    refill(this.sendSwarm, swarms.map((s) => [s.name, s.name]));
     this.sendForm.hidden = !swarms.length;
     return this.sendForm;
   }

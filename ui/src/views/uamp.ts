@@ -2,7 +2,7 @@
 // (added only after you have seen their signed manifest and certificate fingerprint),
 // asking a peer with a live progress bar, and every stream in both directions.
 import { api, errorText, onUampProgress, type AskProgress, type Discovered, type Peer, type StreamDetail, type StreamView, type TrustRow } from '../api';
-import { h, replace } from '../dom';
+import { h, refill, replace } from '../dom';
 import { bytesText, fingerprint, senderLabel, streamStateText, when } from '../format';
 
 export class UampView {
@@ -140,9 +140,7 @@ export class UampView {
 
   /** The ask form, shown once there is a peer to ask; the chosen peer stays chosen. */
   private askFor(peers: Peer[]): HTMLElement {
-    const chosen = this.askPeer.value;
-    replace(this.askPeer, ...peers.map((p) => h('option', { value: p.did }, p.name)));
-    if (peers.some((p) => p.did === chosen)) this.askPeer.value = chosen;
+    refill(this.askPeer, peers.map((p) => [p.did, p.name]));
     this.askForm.hidden = !peers.length;
     return this.askForm;
   }
