@@ -29,7 +29,24 @@ function type(css: string, text: string): HTMLInputElement {
   el.value = text;
   return el;
 }
-function mount(el: HTMLElement) { replace(document.body, el); }
+/** The view on screen, drawn once. */
+async function opened<V extends { el: HTMLElement; load(): Promise<void> }>(view: V): Promise<V> {
+  replace(document.body, view.el);
+  await view.load();
+  return view;
+}
+/** What the bridge answers a UAMP view with these peers. */
+function uampAnswers(peers: unknown[]) {
+  answers.set('uamp_info', { did: 'did:key:z6Mkme', cert_sha256: 'cd'.repeat(32), listening: '127.0.0.1:8766', error: null });
+  answers.set('uamp_peers', peers);
+  answers.set('trust_list', []);
+  answers.set('uamp_streams', []);
+}
+/** What the bridge answers a MAIL view with these swarms. */
+function mailAnswers(swarms: unknown[]) {
+  answers.set('mail_swarms', swarms);
+  answers.set('mail_tasks', []);
+}
 
 const manifest = { description: 'makes images', intents: ['ask'], body_types: ['text/plain'] };
 const peer = (did: string, name: string) => ({ did, name, url: 'https://127.0.0.1:9', cert_sha256: 'ab'.repeat(32), manifest, added_at: '', has_token: false });
@@ -58,7 +75,7 @@ describe('Kept', () => {
   it('a redraw that puts a focused field back leaves the caret where it was', () => {
     const box = h('div');
     const field = h('input', { type: 'text' });
-    mount(box);
+    replace(document.body, box);
     replace(box, field);
     field.focus();
     field.value = 'https://exam';
@@ -71,13 +88,8 @@ describe('Kept', () => {
 
 describe('a redraw keeps', () => {
   it('a UAMP peer address being typed, and the manifest a slow lookup brings back', async () => {
-    answers.set('uamp_info', { did: 'did:key:z6Mkme', cert_sha256: 'cd'.repeat(32), listening: '127.0.0.1:8766', error: null });
-    answers.set('uamp_peers', []);
-    answers.set('trust_list', []);
-    answers.set('uamp_streams', []);
-    const view = new UampView();
-    mount(view.el);
-    await view.load();
+    uampAnswers([]);
+    const view = await opened(new UampView());
     const url = type('#peer-url', 'https://peer.example:8766');
     pending.set('uamp_discover?', () => {});
     q<HTMLButtonElement>('#peer-lookup').click();
@@ -94,13 +106,8 @@ describe('a redraw keeps', () => {
   });
 
   it('the UAMP ask being written and the peer chosen for it', async () => {
-    answers.set('uamp_info', { did: 'did:key:z6Mkme', cert_sha256: 'cd'.repeat(32), listening: null, error: null });
-    answers.set('uamp_peers', [peer('did:key:a', 'Alpha'), peer('did:key:b', 'Beta')]);
-    answers.set('trust_list', []);
-    answers.set('uamp_streams', []);
-    const view = new UampView();
-    mount(view.el);
-    await view.load();
+    uampAnswers([peer('did:key:a', 'Alpha'), peer('did:key:b', 'Beta')]);
+    const view = await opened(new UampView());
     q<HTMLSelectElement>('#ask-peer').value = 'did:key:b';
     type('#ask-text', 'a gradient, please');
     await view.load();
@@ -113,11 +120,8 @@ describe('a redraw keeps', () => {
   });
 
   it('a MAIL swarm being connected and a task being written', async () => {
-    answers.set('mail_swarms', [swarm('one'), swarm('two')]);
-    answers.set('mail_tasks', []);
-    const view = new MailView();
-    mount(view.el);
-    await view.load();
+    mailAnswers([swarm('one'), swarm('two')]);
+    const view = await opened(new MailView());
     type('#swarm-url', 'https://swarm.example:8000');
     type('#swarm-name', 'Research');
     type('#swarm-token', 'user-token');
@@ -133,11 +137,8 @@ describe('a redraw keeps', () => {
   });
 
   it('the send form stays hidden until there is a swarm to send to', async () => {
-    answers.set('mail_swarms', []);
-    answers.set('mail_tasks', []);
-    const view = new MailView();
-    mount(view.el);
-    await view.load();
+    mailAnswers([]);
+    const view = await opened(new MailView());
     expect(q<HTMLFormElement>('#mail-compose').hidden).toBe(true);
     answers.set('mail_swarms', [swarm('one')]);
     await view.load();
@@ -148,9 +149,7 @@ describe('a redraw keeps', () => {
   it("a redaction pattern typed for an agent's waiting step, until that step is decided", async () => {
     answers.set('consent_list', []);
     answers.set('asop_pending', [step(7), step(8)]);
-    const view = new ConsentView(() => {});
-    mount(view.el);
-    await view.load();
+    const view = await opened(new ConsentView(() => {}));
     const pattern = q<HTMLInputElement>('[data-row="8"] .asop-pattern');
     pattern.focus();
     pattern.value = '\\d{16}';
@@ -171,9 +170,7 @@ describe('a redraw keeps', () => {
   it('a guardian rule being written', async () => {
     answers.set('asop_rules', []);
     answers.set('asop_sessions', []);
-    const view = new GuardianView();
-    mount(view.el);
-    await view.load();
+    const view = await opened(new GuardianView());
     type('#rule-agent', 'mailer-1');
     q<HTMLSelectElement>('#rule-action').value = 'deny';
     await view.load();
@@ -184,9 +181,7 @@ describe('a redraw keeps', () => {
   it('the IntentWeb company and capability chosen, and the request being written', async () => {
     answers.set('iw_sites', [site('https://a.example', 'Alpha', ['book']), site('https://b.example', 'Bistro', ['reserve', 'cancel'])]);
     answers.set('iw_conversations', []);
-    const view = new IntentView();
-    mount(view.el);
-    await view.load();
+    const view = await opened(new IntentView());
     const siteSel = q<HTMLSelectElement>('#iw-site');
     siteSel.value = 'https://b.example';
     siteSel.dispatchEvent(new Event('change'));
@@ -208,9 +203,7 @@ describe('a redraw keeps', () => {
     answers.set('iw_sites', [site('https://b.example', 'Bistro', ['reserve'])]);
     answers.set('iw_conversations', [conv]);
     answers.set('iw_conversation', { conversation: conv, company: 'Bistro', pinned_key: 'k', messages: [msg(1, 'out', 'intent_request'), msg(2, 'in', 'information_request', { required_information: ['Name', 'Phone'] })] });
-    const view = new IntentView();
-    mount(view.el);
-    await view.load();
+    const view = await opened(new IntentView());
     q<HTMLLIElement>('[data-interaction="i-1"]').click();
     await vi.waitFor(() => expect(q('#iw-need-1')).not.toBeNull());
     type('#iw-need-0', 'Jane Smith');
@@ -227,11 +220,8 @@ describe('a redraw keeps', () => {
   });
 
   it('a task search being typed', async () => {
-    answers.set('mail_swarms', []);
-    answers.set('mail_tasks', []);
-    const view = new MailView();
-    mount(view.el);
-    await view.load();
+    mailAnswers([]);
+    const view = await opened(new MailView());
     const search = type('#mail-search', 'Lyon');
     await view.load();
     expect(document.activeElement).toBe(search);
