@@ -113,11 +113,10 @@ pub(crate) fn committer(
     let mut open: Settled = Vec::new();
     // Held from BEGIN to COMMIT, so direct writes never land inside a batch.
     let mut writer: Option<MutexGuard<'_, Connection>> = None;
-    loop {
-        let waiting_on_nothing = open.is_empty() && !syncing;
-        let first = if stopping {
-            None
-        } else if waiting_on_nothing && since_checkpoint > 0 {
+    // Once stopping, what was open has been committed and handed to the syncer (whose
+    // stop below waits for it).
+    while !stopping {
+        let first = if open.is_empty() && !syncing && since_checkpoint > 0 {
             match jobs.recv_timeout(CHECKPOINT_EVERY) {
                 Ok(j) => Some(j),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
@@ -136,8 +135,8 @@ pub(crate) fn committer(
         } else {
             jobs.recv().ok()
         };
-        let Some(first) = first.or_else(|| (!stopping).then(|| Job::Shutdown)) else { break };
-        let mut next = Some(first);
+        // A closed queue stops the loop like a Shutdown.
+        let mut next = Some(first.unwrap_or(Job::Shutdown));
         let mut taken = 0;
         while let Some(job) = next.take() {
             match job {
@@ -158,9 +157,6 @@ pub(crate) fn committer(
         // Commit when the disk is free; until then the transaction keeps taking writes
         // (up to a batch's worth).
         if open.is_empty() || (syncing && !stopping && open.len() < MAX_BATCH) {
-            if stopping && !syncing {
-                break;
-            }
             continue;
         }
         let c = writer.take().unwrap_or_else(lock);

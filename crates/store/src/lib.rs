@@ -145,7 +145,7 @@ impl Checkpointer {
 
 /// Adds receipts stored since the last call to the full-text index and to the index
 /// by sender.
-fn index_search(tx: &Connection) -> Result<()> {
+fn index_receipts(tx: &Connection) -> Result<()> {
     let last: i64 = tx.prepare_cached("SELECT last_seq FROM search_progress")?.query_row([], |r| r.get(0))?;
     let newest: Option<i64> = tx.prepare_cached("SELECT max(seq) FROM receipts")?.query_row([], |r| r.get(0))?;
     let Some(newest) = newest.filter(|n| *n > last) else { return Ok(()) };
@@ -169,7 +169,7 @@ fn checkpoint(conn: &Mutex<Connection>) {
     let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
     let indexed = (|| -> Result<()> {
         let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        index_search(&tx)?;
+        index_receipts(&tx)?;
         tx.commit()?;
         Ok(())
     })();
@@ -1105,7 +1105,7 @@ fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
             }
             Ok(Ok(0))
         }
-        Job::IndexSearch { .. } => index_search(tx).map(|()| Ok(0)),
+        Job::IndexSearch { .. } => index_receipts(tx).map(|()| Ok(0)),
         Job::Synced | Job::Shutdown => Ok(Ok(0)),
     }
 }
