@@ -112,9 +112,15 @@ where
             every.tick().await;
             let s = gc_store.clone();
             let now = chrono::Utc::now().timestamp_millis();
-            if let Ok(Ok(n)) = tokio::task::spawn_blocking(move || s.gc_nonces(now)).await {
-                if n > 0 {
-                    tracing::info!(removed = n, "expired nonces collected");
+            let collected = tokio::task::spawn_blocking(move || (s.gc_nonces(now), s.gc_usage(now))).await;
+            if let Ok((nonces, usage)) = collected {
+                match nonces {
+                    Ok(n) if n > 0 => tracing::info!(removed = n, "expired nonces collected"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "collecting expired nonces failed"),
+                }
+                if let Err(e) = usage {
+                    tracing::warn!(error = %e, "forgetting old per-minute usage failed");
                 }
             }
         }

@@ -892,15 +892,24 @@ impl Store {
         })
     }
 
-    /// Accepted envelopes from `sender` since `since_ms` (for "usage today").
+    /// Accepted envelopes from `sender` since the minute `since_ms` falls in (for "usage
+    /// today": midnight is a minute boundary, so that count is exact).
     pub fn accepted_since(&self, sender: &str, since_ms: i64) -> Result<i64> {
         self.read(|c| {
             Ok(c.query_row(
-                "SELECT count(*) FROM envelopes WHERE sender = ?1 AND received_ms >= ?2",
-                params![sender_key(&sender), since_ms],
+                "SELECT coalesce(sum(n), 0) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2",
+                params![sender_key(&sender), minute_of(since_ms)],
                 |r| r.get(0),
             )?)
         })
+    }
+
+    /// Forgets per-minute usage older than three days (no window or "today" reaches it).
+    pub fn gc_usage(&self, now_ms: i64) -> Result<usize> {
+        Ok(self.conn().execute(
+            "DELETE FROM usage_minutes WHERE minute < ?1",
+            [minute_of(now_ms - USAGE_KEPT_MS)],
+        )?)
     }
 
     // ---- blocked senders and the audit log ---------------------------------------------
@@ -1127,18 +1136,21 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Ser
     if seen {
         return Ok(Err(AcceptRefusal::Replay));
     }
+    let minute = minute_of(rec.received_ms);
     for (window, secs, limit) in [
         ("hour", 3600i64, limits.max_per_hour),
         ("day", 86_400, limits.max_per_day),
     ] {
         let Some(limit) = limit else { continue };
-        let since = rec.received_ms - secs * 1000;
+        // Whole minutes: the minute the window starts in counts in full, so a limit may
+        // bite up to a minute early but never lets more through (docs/interop.md).
+        let since = minute_of(rec.received_ms - secs * 1000);
         let (count, oldest): (u32, Option<i64>) = tx
-            .prepare_cached("SELECT count(*), min(received_ms) FROM envelopes WHERE sender = ?1 AND received_ms > ?2")?
+            .prepare_cached("SELECT coalesce(sum(n), 0), min(minute) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2")?
             .query_row(params![rec.sender, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
         if count >= limit {
-            // The window frees a slot when its oldest acceptance falls out of it.
-            let frees_at = oldest.unwrap_or(rec.received_ms) + secs * 1000;
+            // The window frees a slot when its oldest minute falls out of it.
+            let frees_at = oldest.map_or(rec.received_ms, |m| (m + 1) * 60_000) + secs * 1000;
             let retry_after_secs = ((frees_at - rec.received_ms).max(1000) as u64).div_ceil(1000);
             return Ok(Err(AcceptRefusal::RateLimited {
                 window,
@@ -1165,7 +1177,19 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Ser
     tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_row) VALUES (?1, ?2, ?3)")?
         .execute(params![rec.nonce, rec.expires_at_ms, id])?;
     insert_receipt_as(tx, &rec.receipt, Some(id), &json.receipt)?;
+    tx.prepare_cached(
+        "INSERT INTO usage_minutes (sender, minute, n) VALUES (?1, ?2, 1)
+         ON CONFLICT (sender, minute) DO UPDATE SET n = n + 1",
+    )?
+    .execute(params![rec.sender, minute])?;
     Ok(Ok(id))
+}
+
+/// How long per-minute usage is kept: the day window, and "today" on a 25-hour day.
+const USAGE_KEPT_MS: i64 = 3 * 86_400_000;
+
+fn minute_of(ms: i64) -> i64 {
+    ms.div_euclid(60_000)
 }
 
 const TRUST_SELECT: &str = "SELECT public_key, name, added_at, policy FROM trust";

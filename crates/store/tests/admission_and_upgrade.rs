@@ -3,9 +3,10 @@
 //! left behind keeps its nonces through the schema changes made for speed; and the WAL
 //! stays bounded while checkpoints run beside a steady stream of commits.
 
-use gatehouse_store::{AcceptRefusal, ExecStatus, NewEnvelope, Policy, RateLimit, ReceiptRow, Store, TrustEntry};
+mod common;
 
-const SENDER: &str = "5ad0ea3e6f0c5b7f1c6f8a2ad6b0f2e4c0a1b2c3d4e5f60718293a4b5c6d7e8f";
+use common::{envelope, SENDER};
+use gatehouse_store::{AcceptRefusal, Policy, RateLimit, Store, TrustEntry};
 
 fn entry(scopes: &[&str]) -> TrustEntry {
     TrustEntry {
@@ -47,51 +48,6 @@ fn admission_follows_changes_made_through_another_connection() {
 
     cli.trust_remove(SENDER).unwrap();
     assert!(inbox.admission(SENDER, "executors").unwrap().trust.is_none(), "a removed sender is untrusted at once");
-}
-
-fn envelope(nonce: &[u8], n: usize) -> NewEnvelope {
-    let receipt_id = format!("0190f0a0-0000-7000-8000-{n:012}");
-    NewEnvelope {
-        envelope_id: format!("env-{n}"),
-        sender: SENDER.into(),
-        recipient: "ab".repeat(32),
-        scope: "support".into(),
-        payload_type: None,
-        conversation_id: None,
-        in_reply_to: None,
-        on_behalf_of: None,
-        prompt: format!("prompt {n}"),
-        timestamp: "2026-11-23T09:00:00Z".into(),
-        expires_at: "2026-11-23T10:00:00Z".into(),
-        expires_at_ms: 1_795_000_000_000,
-        nonce: nonce.to_vec(),
-        received_at: "2026-11-23T09:00:01Z".into(),
-        received_ms: 1_794_996_401_000 + n as i64,
-        transport: "http".into(),
-        signed_form: "reference".into(),
-        raw: "{}".into(),
-        raw_sha256: "00".repeat(32),
-        executor: "noop".into(),
-        exec_status: ExecStatus::Succeeded,
-        exec_result: None,
-        receipt: ReceiptRow {
-            receipt_id,
-            envelope_id: Some(format!("env-{n}")),
-            status: "accepted".into(),
-            code: None,
-            message: None,
-            received_at: "2026-11-23T09:00:01Z".into(),
-            received_ms: 1_794_996_401_000 + n as i64,
-            transport: "http".into(),
-            sender: Some(SENDER.into()),
-            scope: Some("support".into()),
-            body: None,
-            body_truncated: false,
-            receipt: serde_json::json!({"status": "accepted"}),
-            prompt: Some(format!("prompt {n}")),
-            envelope_row: None,
-        },
-    }
 }
 
 #[test]
