@@ -1,6 +1,6 @@
-//! What the app asks of a big store (criterion): the inbox's first page, a filtered page
-//! and a search, over 100,000 envelopes accepted through the real pipeline (ten senders,
-//! one in ten rejected).
+//! What the app asks of a big store (criterion): the inbox's first page, a filtered page,
+//! a search and a conversation, over 100,000 envelopes accepted through the real pipeline
+//! (ten senders, one in ten rejected).
 
 use std::sync::Arc;
 
@@ -51,6 +51,11 @@ fn benches(c: &mut Criterion) {
     c.bench_function("inbox_search_100k", |b| {
         b.iter(|| assert_eq!(page(InboxFilter { search: Some("needle".into()), ..Default::default() }).len(), 1))
     });
+    // A standalone envelope the user answered: its conversation is named after it.
+    let answered = store.envelopes(1, ENVELOPES as u32 / 2).unwrap().remove(0);
+    let id = answered.envelope_id.clone();
+    store.reply_draft(answered.id, &id, &id, &answered.sender, "http://127.0.0.1:9/epp/v1/submit", &answered.scope, "ok", "t").unwrap();
+    c.bench_function("conversation_100k", |b| b.iter(|| assert_eq!(store.conversation(&id).unwrap().len(), 1)));
 }
 
 criterion_group! {

@@ -882,10 +882,17 @@ impl Store {
     /// Accepted envelopes in one conversation, oldest first.
     pub fn conversation(&self, conversation_id: &str) -> Result<Vec<EnvelopeRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!(
+            let mut stmt = conn.prepare_cached(&format!(
                 // A conversation named after its first envelope (one that started without a
-                // conversation_id, answered since) includes that envelope.
-                "{ENVELOPE_SELECT} WHERE conversation_id = ?1 OR (conversation_id IS NULL AND envelope_id = ?1) ORDER BY id"
+                // conversation_id and that this inbox answered, which named it) includes
+                // that envelope, found through the answer: looking it up by its id would
+                // walk every envelope, and an index of ids would cost every acceptance a
+                // random page.
+                "{ENVELOPE_SELECT} WHERE conversation_id = ?1
+                 UNION ALL
+                 {ENVELOPE_SELECT} WHERE id IN (SELECT envelope_row FROM replies WHERE conversation_id = ?1)
+                    AND conversation_id IS NULL AND envelope_id = ?1
+                 ORDER BY 1"
             ))?;
             let rows = stmt.query_map([conversation_id], envelope_from_row)?;
             rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
