@@ -136,17 +136,58 @@ impl Server {
             .ok()
             .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|k| k.parse::<f64>().ok()))
             .map_or(0.0, |kb| kb / 1024.0);
-        let cpu = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                // Fields after the parenthesised command name; utime and stime are 14 and 15.
-                let rest = s.rsplit_once(')')?.1;
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-                Some(ticks / clock_ticks())
-            })
-            .unwrap_or(0.0);
-        (hwm, cpu)
+        (hwm, cpu_seconds(&pid.to_string()))
+    }
+}
+
+/// CPU seconds a process (a pid, or "self") has used so far, from /proc.
+fn cpu_seconds(pid: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // Fields after the parenthesised command name; utime and stime are 14 and 15.
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+            Some(ticks / clock_ticks())
+        })
+        .unwrap_or(0.0)
+}
+
+/// The whole machine's CPU time so far (all cores, from /proc/stat), in seconds: whether
+/// the run left any CPU unused is the limit every other figure is read against.
+#[derive(Clone, Copy, Default)]
+struct MachineCpu {
+    busy: f64,
+    iowait: f64,
+    stolen: f64,
+    total: f64,
+}
+
+impl MachineCpu {
+    fn now() -> MachineCpu {
+        let line = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        // cpu  user nice system idle iowait irq softirq steal (guest time is inside user)
+        let f: Vec<f64> = line.lines().next().unwrap_or_default().split_whitespace().skip(1).take(8).filter_map(|v| v.parse().ok()).collect();
+        if f.len() < 8 {
+            return MachineCpu::default();
+        }
+        let t = clock_ticks();
+        MachineCpu {
+            busy: (f[0] + f[1] + f[2] + f[5] + f[6]) / t,
+            iowait: f[4] / t,
+            stolen: f[7] / t,
+            total: f.iter().sum::<f64>() / t,
+        }
+    }
+
+    fn since(self, before: MachineCpu) -> MachineCpu {
+        MachineCpu {
+            busy: self.busy - before.busy,
+            iowait: self.iowait - before.iowait,
+            stolen: self.stolen - before.stolen,
+            total: self.total - before.total,
+        }
     }
 }
 
@@ -213,6 +254,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     let server = Server::start(&data, args.folder.then_some(watch.as_path()))?;
     let (_, cpu_before) = server.usage();
     let written_before = server.written();
+    let (machine_before, generator_before, measured) = (MachineCpu::now(), cpu_seconds("self"), Instant::now());
     let total = bodies.len();
     let (secs, summary) = if args.folder {
         while !watch.join("rejected").exists() {
@@ -255,8 +297,25 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         )
     };
     let (rss, cpu_after) = server.usage();
+    let machine = MachineCpu::now().since(machine_before);
+    let generator = cpu_seconds("self") - generator_before;
+    let wall = measured.elapsed().as_secs_f64();
     let written = server.written().saturating_sub(written_before);
     println!("{summary}");
+    if machine.total > 0.0 {
+        let inbox = cpu_after - cpu_before;
+        let pct = |v: f64| 100.0 * v / machine.total;
+        println!(
+            "machine: {:.0} cores {:.0}% busy (inbox {:.2} cores, this load generator {:.2}, the rest {:.2}); I/O wait {:.0}%, stolen by the host {:.0}%",
+            machine.total / wall,
+            pct(machine.busy),
+            inbox / wall,
+            generator / wall,
+            ((machine.busy - inbox - generator) / wall).max(0.0),
+            pct(machine.iowait),
+            pct(machine.stolen),
+        );
+    }
     println!(
         "inbox process: peak RSS {rss:.0} MB; {:.2} CPU-seconds = {:.0} µs per envelope ({:.2} cores busy)",
         cpu_after - cpu_before,

@@ -210,3 +210,21 @@ fn kill_9_at_random_points_of_an_ingest_loses_nothing_and_accepts_nothing_twice(
     assert_eq!(ids.len(), N, "every envelope is stored exactly once");
     assert_eq!(unique.len(), N);
 }
+
+#[test]
+fn bench_reports_its_figures_next_to_what_the_machine_had_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(dir.path(), &["bench", "--envelopes", "300", "--senders", "3", "--concurrency", "8"]);
+    assert!(out.contains("http: 300 of 300 accepted in"), "{out}");
+    assert!(out.contains("Ed25519 verify, one core:") && out.contains("inbox process: peak RSS"), "{out}");
+    // "machine: 2 cores 87% busy (inbox 1.37 cores, this load generator 0.25, the rest 0.10); ..."
+    let machine = out.lines().find(|l| l.starts_with("machine: ")).unwrap_or_else(|| panic!("no machine line in {out}"));
+    let number_before = |word: &str| -> f64 {
+        let head = &machine[..machine.find(word).unwrap_or_else(|| panic!("{word:?} in {machine}"))];
+        head.trim_end().rsplit(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("a number before {word:?} in {machine}"))
+    };
+    let cores = number_before("cores ");
+    let busy = number_before("% busy");
+    assert!(cores >= 1.0, "{machine}");
+    assert!(busy > 0.0 && busy <= 100.0, "{machine}");
+}
