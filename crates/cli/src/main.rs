@@ -130,10 +130,13 @@ struct PolicyArgs {
     /// Comma-separated scopes, or * for all
     #[arg(long, value_delimiter = ',')]
     scopes: Vec<String>,
+    /// Largest envelope accepted from this sender, in bytes (default 10 MB)
     #[arg(long)]
     max_envelope_size: Option<u64>,
+    /// Acceptances allowed in any hour, counted in whole minutes (none by default)
     #[arg(long)]
     max_per_hour: Option<u32>,
+    /// Acceptances allowed in any 24 hours, counted in whole minutes (none by default)
     #[arg(long)]
     max_per_day: Option<u32>,
     /// Hold accepted envelopes for your consent before their executor runs
