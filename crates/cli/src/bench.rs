@@ -297,13 +297,13 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         )
     };
     let (rss, cpu_after) = server.usage();
+    let inbox = cpu_after - cpu_before;
     let machine = MachineCpu::now().since(machine_before);
     let generator = cpu_seconds("self") - generator_before;
     let wall = measured.elapsed().as_secs_f64();
     let written = server.written().saturating_sub(written_before);
     println!("{summary}");
     if machine.total > 0.0 {
-        let inbox = cpu_after - cpu_before;
         let pct = |v: f64| 100.0 * v / machine.total;
         println!(
             "machine: {:.0} cores {:.0}% busy (inbox {:.2} cores, this load generator {:.2}, the rest {:.2}); I/O wait {:.0}%, stolen by the host {:.0}%",
@@ -317,10 +317,9 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         );
     }
     println!(
-        "inbox process: peak RSS {rss:.0} MB; {:.2} CPU-seconds = {:.0} µs per envelope ({:.2} cores busy)",
-        cpu_after - cpu_before,
-        (cpu_after - cpu_before) * 1e6 / total as f64,
-        (cpu_after - cpu_before) / secs,
+        "inbox process: peak RSS {rss:.0} MB; {inbox:.2} CPU-seconds = {:.0} µs per envelope ({:.2} cores busy)",
+        inbox * 1e6 / total as f64,
+        inbox / secs,
     );
     println!(
         "inbox process wrote {:.0} MB to disk = {:.1} KB per envelope ({:.0} MB/s)",

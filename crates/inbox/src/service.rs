@@ -50,8 +50,8 @@ pub struct UampOptions {
     pub started: Option<tokio::sync::oneshot::Sender<Arc<crate::uamp::UampInbox>>>,
 }
 
-/// How often expired nonces are dropped.
-const NONCE_GC_EVERY: Duration = Duration::from_secs(600);
+/// How often expired nonces and per-minute usage older than any window are dropped.
+const GC_EVERY: Duration = Duration::from_secs(600);
 
 /// An inbox wired to an executor queue; [`run_with`] drains the queue.
 pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Inbox>, mpsc::UnboundedReceiver<i64>) {
@@ -107,7 +107,7 @@ where
     let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender()));
     let gc_store = store.clone();
     let gc_task = tokio::spawn(async move {
-        let mut every = tokio::time::interval(NONCE_GC_EVERY);
+        let mut every = tokio::time::interval(GC_EVERY);
         loop {
             every.tick().await;
             let s = gc_store.clone();

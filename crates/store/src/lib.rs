@@ -1157,7 +1157,7 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Ser
             .query_row(params![rec.sender, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
         if count >= limit {
             // The window frees a slot when its oldest minute falls out of it.
-            let frees_at = oldest.map_or(rec.received_ms, |m| (m + 1) * 60_000) + secs * 1000;
+            let frees_at = oldest.map_or(rec.received_ms, |m| (m + 1) * MINUTE_MS) + secs * 1000;
             let retry_after_secs = ((frees_at - rec.received_ms).max(1000) as u64).div_ceil(1000);
             return Ok(Err(AcceptRefusal::RateLimited {
                 window,
@@ -1195,8 +1195,11 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Ser
 /// How long per-minute usage is kept: the day window, and "today" on a 25-hour day.
 const USAGE_KEPT_MS: i64 = 3 * 86_400_000;
 
+const MINUTE_MS: i64 = 60_000;
+
+/// The minute (since the epoch) a time in milliseconds falls in: usage_minutes' key.
 fn minute_of(ms: i64) -> i64 {
-    ms.div_euclid(60_000)
+    ms.div_euclid(MINUTE_MS)
 }
 
 const TRUST_SELECT: &str = "SELECT public_key, name, added_at, policy FROM trust";
