@@ -16,8 +16,11 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// One app at a time: the app is single-instance, as it should be.
 static ONE_APP: Mutex<()> = Mutex::new(());
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// N distinct free ports: every listener is held until all are picked, so two picks cannot
+/// be the same port (the kernel may hand a just-released port out again).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
 }
 
 fn tauri_driver() -> String {
@@ -56,9 +59,7 @@ impl App {
         let (identity, _) = gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os)
             .expect("Secret Service must be running (scripts/test.sh starts one)");
         let watch = data.path().join("drop");
-        let port = free_port();
-        let uamp_port = free_port();
-        let (dport, nport) = (free_port(), free_port());
+        let [port, uamp_port, dport, nport] = free_ports();
         let driver = Command::new(tauri_driver())
             .args(["--port", &dport.to_string(), "--native-port", &nport.to_string()])
             .env("GATEHOUSE_DATA_DIR", data.path())
@@ -89,8 +90,19 @@ impl App {
         let sid = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {v}")).to_string();
         let key = identity.signing_key().clone();
         let app = App { driver, base, sid, http, data, watch, port, uamp_port, public_key: identity.public_key, key };
-        // The inbox is up once its health answers.
-        app.wait("the inbox to listen", || reqwest::blocking::get(format!("http://127.0.0.1:{}/health", app.port)).is_ok());
+        // The inbox is up once it answers with this app's own key: anything else on the port
+        // (another process that took it first) would make every later step fail obscurely.
+        let info = format!("http://127.0.0.1:{}/epp/v1/inbox", app.port);
+        let mut seen = String::new();
+        app.wait("the inbox to listen", || match reqwest::blocking::get(&info).and_then(|r| r.text()) {
+            Ok(body) => {
+                seen = body;
+                true
+            }
+            Err(_) => false,
+        });
+        let answered: Value = serde_json::from_str(&seen).unwrap_or_default();
+        assert_eq!(answered["public_key"].as_str(), Some(app.public_key.as_str()), "port {} is not this app's inbox: it answered {seen}", app.port);
         app
     }
 
@@ -634,7 +646,8 @@ fn an_agent_asks_the_guardian_and_the_user_answers_in_the_window() {
     let post = move |v: Value| -> Value { reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap().post(&url).json(&v).send().unwrap().json().unwrap() };
 
     // Not registered yet: refused, and the agent waits under "Waiting for you".
-    assert_eq!(post(step(1, "eve@elsewhere.example"))["error"]["code"], -32001);
+    let refused = post(step(1, "eve@elsewhere.example"));
+    assert_eq!(refused["error"]["code"], -32001, "{refused}");
     app.click("#nav-consent");
     app.wait_text("#view-consent", "Your agent “mailer-1”");
     app.click("#view-consent article[data-kind='unknown_sender'] button[data-decision='always_allow_scope']");

@@ -35,8 +35,10 @@ fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&ok(dir, args)).unwrap()
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// Two distinct free ports: both listeners are held until both are picked.
+fn two_free_ports() -> (u16, u16) {
+    let (a, b) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
+    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
 }
 
 struct Served(Child, Vec<std::path::PathBuf>);
@@ -58,7 +60,7 @@ fn add_a_peer_by_address_pin_it_and_ask_it_for_an_image() {
     ok(peer_dir.path(), &["init"]);
     ok(my_dir.path(), &["init"]);
     ok(peer_dir.path(), &["executor", "set", "default", "command", "cat", image.to_str().unwrap()]);
-    let (http, tls) = (free_port(), free_port());
+    let (http, tls) = two_free_ports();
     let child = Command::new(BIN)
         .arg("--data-dir")
         .arg(peer_dir.path())
