@@ -53,7 +53,21 @@ impl Drop for App {
 }
 
 impl App {
+    /// The app in its window with its inbox listening. Ports are picked free but another
+    /// process (WebKit's own listeners start in between) may take one before the app binds
+    /// it; the app then says it cannot listen, and the harness starts over on other ports.
     fn start() -> App {
+        for attempt in 1.. {
+            match App::launch() {
+                Ok(app) => return app,
+                Err(why) if attempt < 3 => eprintln!("starting the app again on other ports: {why}"),
+                Err(why) => panic!("{why}"),
+            }
+        }
+        unreachable!()
+    }
+
+    fn launch() -> Result<App, String> {
         assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
         let data = tempfile::tempdir().unwrap();
         let (identity, _) = gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os)
@@ -90,20 +104,29 @@ impl App {
         let sid = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {v}")).to_string();
         let key = identity.signing_key().clone();
         let app = App { driver, base, sid, http, data, watch, port, uamp_port, public_key: identity.public_key, key };
-        // The inbox is up once it answers with this app's own key: anything else on the port
-        // (another process that took it first) would make every later step fail obscurely.
+        // The inbox is up once it answers with this app's own key, not merely once something
+        // answers on its port.
         let info = format!("http://127.0.0.1:{}/epp/v1/inbox", app.port);
-        let mut seen = String::new();
-        app.wait("the inbox to listen", || match reqwest::blocking::get(&info).and_then(|r| r.text()) {
-            Ok(body) => {
-                seen = body;
-                true
+        let ask = reqwest::blocking::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
+        let t = Instant::now();
+        let mut seen = String::from("nothing");
+        while t.elapsed() < Duration::from_secs(20) {
+            match ask.get(&info).send().and_then(|r| r.text()) {
+                Ok(body) if serde_json::from_str::<Value>(&body).unwrap_or_default()["public_key"].as_str() == Some(app.public_key.as_str()) => return Ok(app),
+                // Someone else holds the port, so the app could not bind it.
+                Ok(body) => {
+                    seen = body;
+                    break;
+                }
+                Err(e) if e.is_timeout() => {
+                    seen = "no answer".into();
+                    break;
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(150)),
             }
-            Err(_) => false,
-        });
-        let answered: Value = serde_json::from_str(&seen).unwrap_or_default();
-        assert_eq!(answered["public_key"].as_str(), Some(app.public_key.as_str()), "port {} is not this app's inbox: it answered {seen}", app.port);
-        app
+        }
+        let window = app.script("return document.body.innerText;");
+        Err(format!("port {} is not this app's inbox: it answered {seen}; the window shows: {window}", app.port))
     }
 
     fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
