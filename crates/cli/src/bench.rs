@@ -16,7 +16,8 @@ pub struct BenchArgs {
     pub keep: Option<std::path::PathBuf>,
 }
 
-/// Single-core Ed25519 verifications per second on this machine.
+/// Single-core Ed25519 verifications per second on this machine, by the check the inbox
+/// runs (strict verdicts).
 fn ed25519_verify_rate() -> f64 {
     let key = SigningKey::from_bytes(&[7; 32]);
     let msg = vec![b'x'; 400];
@@ -26,7 +27,7 @@ fn ed25519_verify_rate() -> f64 {
     let mut n = 0u64;
     while start.elapsed() < Duration::from_millis(700) {
         for _ in 0..100 {
-            vk.verify_strict(&msg, &sig).expect("valid");
+            assert!(gatehouse_epp::crypto::verify_signature(&vk, &msg, &sig), "valid");
         }
         n += 100;
     }
