@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use gatehouse_epp::VerifyingKey;
 use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_BYTES};
-use gatehouse_store::{AcceptRefusal, ExecStatus, Knock, NewEnvelope, ReceiptRow, Store, TrustEntry};
+use gatehouse_store::{AcceptRefusal, Admission, ExecStatus, Knock, NewEnvelope, ReceiptRow, Store, TrustEntry};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
@@ -185,15 +185,15 @@ impl Inbox {
         Ok(k)
     }
 
-    fn executor_config(&self, raw: Option<String>) -> Result<Arc<ExecutorConfig>, serde_json::Error> {
+    fn executor_config(&self, raw: Option<&str>) -> Result<Arc<ExecutorConfig>, serde_json::Error> {
         let mut cached = self.executors.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((seen, config)) = cached.as_ref() {
-            if *seen == raw {
+            if seen.as_deref() == raw {
                 return Ok(config.clone());
             }
         }
-        let config = Arc::new(ExecutorConfig::from_setting(raw.as_deref())?);
-        *cached = Some((raw, config.clone()));
+        let config = Arc::new(ExecutorConfig::from_setting(raw)?);
+        *cached = Some((raw.map(str::to_string), config.clone()));
         Ok(config)
     }
 
@@ -208,12 +208,21 @@ impl Inbox {
         let received_at = gatehouse_epp::crypto::utc_string_ms(now);
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent };
-        let failure = match self.prepare(&ctx) {
-            Ok((record, limits, p)) => {
-                let stored = self.store.accept(record, &limits);
-                match self.settle(&ctx, p, stored) {
-                    Ok(outcome) => return outcome,
-                    Err(f) => f,
+        let failure = match self.check(&ctx) {
+            Ok((env, form)) => {
+                let mut admitted = self.admit(&ctx, env, form, false);
+                let mut tries = 0;
+                loop {
+                    let (record, limits, p) = match admitted {
+                        Ok(a) => a,
+                        Err(f) => break f,
+                    };
+                    let stored = self.store.accept(record, &limits);
+                    match self.settle(&ctx, p, stored, &mut tries) {
+                        Settled::Done(outcome) => return outcome,
+                        Settled::Failed(f) => break f,
+                        Settled::Stale(p) => admitted = self.admit(&ctx, p.env, p.form, true),
+                    }
                 }
             }
             Err(f) => f,
@@ -229,12 +238,21 @@ impl Inbox {
         let received_at = gatehouse_epp::crypto::utc_string_ms(now);
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
-        let failure = match self.prepare(&ctx) {
-            Ok((record, limits, p)) => {
-                let stored = self.store.accept_async(record, &limits).await;
-                match self.settle(&ctx, p, stored) {
-                    Ok(outcome) => return outcome,
-                    Err(f) => f,
+        let failure = match self.check(&ctx) {
+            Ok((env, form)) => {
+                let mut admitted = self.admit(&ctx, env, form, false);
+                let mut tries = 0;
+                loop {
+                    let (record, limits, p) = match admitted {
+                        Ok(a) => a,
+                        Err(f) => break f,
+                    };
+                    let stored = self.store.accept_async(record, &limits).await;
+                    match self.settle(&ctx, p, stored, &mut tries) {
+                        Settled::Done(outcome) => return outcome,
+                        Settled::Failed(f) => break f,
+                        Settled::Stale(p) => admitted = self.admit(&ctx, p.env, p.form, true),
+                    }
                 }
             }
             Err(f) => f,
@@ -287,8 +305,8 @@ impl Inbox {
         r.outcome
     }
 
-    /// Every check of the pipeline up to the durable accept, and the record to store.
-    fn prepare(&self, ctx: &Ctx<'_>) -> Result<(NewEnvelope, gatehouse_store::RateLimit, Prepared), Failure> {
+    /// Steps 1–6: size, structure, version, recipient, expiry, signature.
+    fn check(&self, ctx: &Ctx<'_>) -> Result<(Envelope, Form), Failure> {
         // Inbox-wide size limit before parsing anything.
         if ctx.bytes.len() > MAX_ENVELOPE_BYTES {
             return Err(Failure::new(Rejection::new(
@@ -298,65 +316,87 @@ impl Inbox {
         }
         // Steps 2–3.
         let env = Envelope::parse(ctx.bytes).map_err(Failure::new)?;
-        let fail = |code: ErrorCode, msg: String| Failure {
-            rejection: Rejection::new(code, msg).with_envelope_id(Some(env.envelope_id.clone())),
-            env: Some(env.clone()),
-            retry_after: None,
-            knock: false,
-        };
         // Steps 4–6.
-        let form = gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, |k| self.sender_key(k))
-            .map_err(|r| Failure { rejection: r, env: Some(env.clone()), retry_after: None, knock: false })?;
-        // Step 7, replay, is decided inside the accepting transaction. An envelope about
-        // to be refused for trust or policy is looked up here first, so the code follows
-        // the spec's order without a read per accepted envelope.
-        let refuse = |code: ErrorCode, msg: String| -> Failure {
-            match self.store.nonce_seen(&env.nonce_bytes) {
-                Ok(true) => fail(ErrorCode::ReplayDetected, "this nonce has been used before".into()),
-                Ok(false) => fail(code, msg),
-                Err(e) => fail(ErrorCode::InternalError, e.to_string()),
-            }
-        };
-        // Step 8: trust. A blocked sender is untrusted and never asks again.
-        let sender = env.sender_key();
-        let view = self
-            .store
-            .admission(&sender, crate::executor::SETTINGS_KEY)
-            .map_err(|e| fail(ErrorCode::InternalError, e.to_string()))?;
-        if view.blocked {
-            return Err(refuse(ErrorCode::UntrustedSender, "sender is blocked by the owner of this inbox".into()));
+        match gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, |k| self.sender_key(k)) {
+            Ok(form) => Ok((env, form)),
+            Err(r) => Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false }),
         }
-        let entry = match ctx.consent {
-            Some(once) => Some(once.clone()),
-            None => view.trust,
-        };
-        let Some(entry) = entry else {
-            let refusal = refuse(
-                ErrorCode::UntrustedSender,
-                format!("sender {}… is not in this inbox's trust registry; the owner has been asked", &sender[..16]),
-            );
-            // A replay never asks the user; a fresh knock does (stored with its receipt).
-            let knock = refusal.rejection.code == ErrorCode::UntrustedSender;
-            return Err(Failure { knock, ..refusal });
+    }
+
+    /// Steps 8–9 on one view of the registry: the entry that admits the envelope, or why
+    /// it is refused.
+    fn judge<'v>(consent: Option<&'v TrustEntry>, view: &'v Admission, env: &Envelope, size: usize) -> Result<&'v TrustEntry, Refusal> {
+        // Step 8: trust. A blocked sender is untrusted and never asks again.
+        if view.blocked {
+            return Err(Refusal::new(ErrorCode::UntrustedSender, "sender is blocked by the owner of this inbox".into()));
+        }
+        let Some(entry) = consent.or(view.trust.as_ref()) else {
+            let sender = env.sender_key();
+            let message = format!("sender {}… is not in this inbox's trust registry; the owner has been asked", &sender[..16]);
+            return Err(Refusal { knock: true, ..Refusal::new(ErrorCode::UntrustedSender, message) });
         };
         // Step 9: policy for (sender, scope).
         let policy = &entry.policy;
         if !policy.allows_scope(&env.scope) {
-            return Err(refuse(ErrorCode::PolicyDenied, format!("scope {:?} is not allowed for this sender", env.scope)));
+            return Err(Refusal::new(ErrorCode::PolicyDenied, format!("scope {:?} is not allowed for this sender", env.scope)));
         }
         if env.delegation.is_some() && !policy.allow_delegation {
-            return Err(refuse(ErrorCode::PolicyDenied, "this sender may not send delegated envelopes".into()));
+            return Err(Refusal::new(ErrorCode::PolicyDenied, "this sender may not send delegated envelopes".into()));
         }
-        if ctx.bytes.len() as u64 > policy.max_envelope_size {
-            return Err(refuse(
-                ErrorCode::SizeExceeded,
-                format!("envelope is {} bytes; this sender's limit is {}", ctx.bytes.len(), policy.max_envelope_size),
-            ));
+        if size as u64 > policy.max_envelope_size {
+            return Err(Refusal::new(ErrorCode::SizeExceeded, format!("envelope is {size} bytes; this sender's limit is {}", policy.max_envelope_size)));
         }
+        Ok(entry)
+    }
+
+    /// Steps 7–10 for a checked envelope: the record to store, or the failure. `fresh`
+    /// reads the registry first; otherwise the view last read is used and the commit
+    /// refuses the record if the registry has changed since ([`AcceptRefusal::Stale`]).
+    /// A refusal is only ever decided on a fresh view.
+    fn admit(&self, ctx: &Ctx<'_>, env: Envelope, form: Form, fresh: bool) -> Result<(NewEnvelope, gatehouse_store::RateLimit, Prepared), Failure> {
+        let fail = |env: Envelope, code: ErrorCode, msg: String| Failure {
+            rejection: Rejection::new(code, msg).with_envelope_id(Some(env.envelope_id.clone())),
+            env: Some(env),
+            retry_after: None,
+            knock: false,
+        };
+        let sender = env.sender_key();
+        let read = |fresh: bool| {
+            if fresh {
+                self.store.admission(&sender, crate::executor::SETTINGS_KEY)
+            } else {
+                self.store.admission_cached(&sender, crate::executor::SETTINGS_KEY)
+            }
+        };
+        let view = match read(fresh) {
+            Ok(v) if fresh || Self::judge(ctx.consent, &v, &env, ctx.bytes.len()).is_ok() => Ok(v),
+            Ok(_) => read(true),
+            Err(e) => Err(e),
+        };
+        let view = match view {
+            Ok(v) => v,
+            Err(e) => return Err(fail(env, ErrorCode::InternalError, e.to_string())),
+        };
+        let entry = match Self::judge(ctx.consent, &view, &env, ctx.bytes.len()) {
+            Ok(entry) => entry,
+            Err(r) => {
+                // Step 7, replay, is decided inside the accepting transaction. An envelope
+                // about to be refused for trust or policy is looked up here first, so the
+                // code follows the spec's order without a read per accepted envelope.
+                return Err(match self.store.nonce_seen(&env.nonce_bytes) {
+                    Ok(true) => fail(env, ErrorCode::ReplayDetected, "this nonce has been used before".into()),
+                    // A replay never asks the user; a fresh knock does (stored with its receipt).
+                    Ok(false) => Failure { knock: r.knock, ..fail(env, r.code, r.message) },
+                    Err(e) => fail(env, ErrorCode::InternalError, e.to_string()),
+                });
+            }
+        };
+        let policy = &entry.policy;
         // Step 10: store nonce + envelope + receipt durably, then answer.
-        let config = self
-            .executor_config(view.setting)
-            .map_err(|e| fail(ErrorCode::InternalError, format!("the executor setting is unreadable: {e}")))?;
+        let config = match self.executor_config(view.setting.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return Err(fail(env, ErrorCode::InternalError, format!("the executor setting is unreadable: {e}"))),
+        };
         let spec = config.for_scope(&env.scope);
         let executor = spec.name().to_string();
         let held = policy.holds(&env.scope);
@@ -372,7 +412,7 @@ impl Inbox {
         );
         let record = NewEnvelope {
             envelope_id: env.envelope_id.clone(),
-            sender: sender.clone(),
+            sender,
             recipient: env.recipient_key(),
             scope: env.scope.clone(),
             payload_type: env.payload.payload_type.clone(),
@@ -404,45 +444,80 @@ impl Inbox {
             },
             exec_result: noop.then(crate::executor::noop_result),
             receipt: ctx.receipt_row(&receipt, Some(&env), None),
+            admission_version: Some(view.version),
         };
-        Ok((record, policy.rate_limit.clone(), Prepared { env, receipt, held, noop }))
+        Ok((record, policy.rate_limit.clone(), Prepared { env, form, receipt, held, noop }))
     }
 
-    /// Turns the store's answer into the sender's outcome.
-    fn settle(&self, ctx: &Ctx<'_>, p: Prepared, stored: gatehouse_store::Result<Result<i64, AcceptRefusal>>) -> Result<Outcome, Failure> {
-        let Prepared { env, receipt, held, noop, .. } = p;
-        let fail = |code: ErrorCode, msg: String| Failure {
-            rejection: Rejection::new(code, msg).with_envelope_id(Some(env.envelope_id.clone())),
-            env: Some(env.clone()),
-            retry_after: None,
-            knock: false,
+    /// Turns the store's answer into the sender's outcome. `tries` counts the commits
+    /// refused because the registry changed under them.
+    fn settle(&self, ctx: &Ctx<'_>, p: Prepared, stored: gatehouse_store::Result<Result<i64, AcceptRefusal>>, tries: &mut u32) -> Settled {
+        let fail = |p: Prepared, code: ErrorCode, msg: String| {
+            Failure {
+                rejection: Rejection::new(code, msg).with_envelope_id(Some(p.env.envelope_id.clone())),
+                env: Some(p.env),
+                retry_after: None,
+                knock: false,
+            }
         };
         match stored {
-            Err(e) => Err(fail(ErrorCode::InternalError, format!("could not store the envelope: {e}"))),
-            Ok(Err(AcceptRefusal::Replay)) => {
-                Err(fail(ErrorCode::ReplayDetected, "this nonce has been used before".into()))
-            }
-            Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs })) => Err(Failure {
+            Err(e) => Settled::Failed(fail(p, ErrorCode::InternalError, format!("could not store the envelope: {e}"))),
+            Ok(Err(AcceptRefusal::Replay)) => Settled::Failed(fail(p, ErrorCode::ReplayDetected, "this nonce has been used before".into())),
+            Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs })) => Settled::Failed(Failure {
                 retry_after: Some(retry_after_secs),
-                ..fail(
-                    ErrorCode::RateLimited,
-                    format!("this sender may send {limit} envelopes per {window}; try again in {retry_after_secs} s"),
-                )
+                ..fail(p, ErrorCode::RateLimited, format!("this sender may send {limit} envelopes per {window}; try again in {retry_after_secs} s"))
             }),
+            // Each retry reads the registry first; it only fails again if the registry
+            // changes again before the commit, so a bound is only a guard.
+            Ok(Err(AcceptRefusal::Stale)) if *tries < MAX_STALE_RETRIES => {
+                *tries += 1;
+                Settled::Stale(p)
+            }
+            Ok(Err(AcceptRefusal::Stale)) => {
+                Settled::Failed(fail(p, ErrorCode::InternalError, "the trust registry kept changing while this envelope was being stored; send it again".into()))
+            }
             Ok(Ok(row_id)) => {
+                let Prepared { env, receipt, held, noop, .. } = p;
                 if !held && !noop {
                     self.execute(row_id);
                 }
                 self.emit(&receipt, Some(&env), ctx.transport, held);
-                Ok(Outcome { receipt, retry_after: None, row_id: Some(row_id) })
+                Settled::Done(Outcome { receipt, retry_after: None, row_id: Some(row_id) })
             }
         }
+    }
+}
+
+/// How many times an envelope is decided again because the registry changed before its
+/// commit.
+const MAX_STALE_RETRIES: u32 = 8;
+
+/// What became of a record handed to the store.
+enum Settled {
+    Done(Outcome),
+    Failed(Failure),
+    /// The registry changed after the envelope was admitted: decide again.
+    Stale(Prepared),
+}
+
+/// Why steps 8–9 refuse an envelope.
+struct Refusal {
+    code: ErrorCode,
+    message: String,
+    /// An unknown sender: the user is asked.
+    knock: bool,
+}
+
+impl Refusal {
+    fn new(code: ErrorCode, message: String) -> Self {
+        Refusal { code, message, knock: false }
     }
 }
 
 /// An envelope that passed every check, while its record is being stored.
 struct Prepared {
     env: Envelope,
+    form: Form,
     receipt: Receipt,
     held: bool,
     noop: bool,

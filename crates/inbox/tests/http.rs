@@ -278,3 +278,51 @@ async fn a_corpus_of_hostile_input_gets_clear_receipts_and_nothing_is_accepted()
     assert_eq!(inbox.post(good).await.0, 200);
     inbox.stop().await;
 }
+
+/// The running inbox decides on the registry as it last read it, and every commit checks
+/// that nothing changed since: what another process (the CLI while `gatehouse serve` runs)
+/// changes applies to the very next envelope, in both directions.
+#[tokio::test]
+async fn registry_changes_from_another_process_apply_to_the_next_envelope() {
+    let (me, bob, eve) = (key(1), key(2), key(3));
+    let inbox = TestInbox::start(&pubhex(&me), false).await;
+    let cli = gatehouse_store::Store::open(&inbox.dir.path().join("gatehouse.db")).unwrap();
+    let trust = |k: &ed25519_dalek::SigningKey, scopes: &[&str]| {
+        cli.trust_add(&gatehouse_store::TrustEntry { public_key: pubhex(k), name: "from the CLI".into(), added_at: "2026-11-23T09:00:00Z".into(), policy: policy(scopes) })
+            .unwrap()
+    };
+    let send = |k: &ed25519_dalek::SigningKey, scope: &str, prompt: &str| inbox.signed(k, scope, prompt);
+
+    trust(&bob, &["support"]);
+    for i in 0..3 {
+        let (status, _, r) = inbox.post_json(&send(&bob, "support", &format!("hello {i}"))).await;
+        assert_eq!(status, 200, "{r}");
+    }
+    // Narrowed, blocked, removed: each refuses the next envelope.
+    cli.trust_update(&pubhex(&bob), None, &policy(&["billing"])).unwrap();
+    let (status, _, r) = inbox.post_json(&send(&bob, "support", "after the narrowing")).await;
+    assert_eq!((status, code(&r)), (403, "POLICY_DENIED"), "{r}");
+    cli.trust_update(&pubhex(&bob), None, &policy(&["support"])).unwrap();
+    assert_eq!(inbox.post_json(&send(&bob, "support", "widened again")).await.0, 200);
+    cli.block(&pubhex(&bob), "changed my mind", "2026-11-23T09:05:00Z").unwrap();
+    let (status, _, r) = inbox.post_json(&send(&bob, "support", "after the block")).await;
+    assert_eq!((status, code(&r)), (401, "UNTRUSTED_SENDER"), "{r}");
+    // A block also took bob out of the registry: unblocked and trusted again, he is let in.
+    cli.unblock(&pubhex(&bob)).unwrap();
+    trust(&bob, &["support"]);
+    assert_eq!(inbox.post_json(&send(&bob, "support", "unblocked")).await.0, 200);
+    cli.trust_remove(&pubhex(&bob)).unwrap();
+    let (status, _, r) = inbox.post_json(&send(&bob, "support", "after the removal")).await;
+    assert_eq!((status, code(&r)), (401, "UNTRUSTED_SENDER"), "{r}");
+
+    // An unknown sender refused once, then trusted from the CLI: the next one is accepted.
+    let (status, _, r) = inbox.post_json(&send(&eve, "support", "knock knock")).await;
+    assert_eq!((status, code(&r)), (401, "UNTRUSTED_SENDER"), "{r}");
+    trust(&eve, &["support"]);
+    let (status, _, r) = inbox.post_json(&send(&eve, "support", "let in")).await;
+    assert_eq!(status, 200, "{r}");
+
+    // Exactly the six accepted envelopes are stored, none of the refused ones.
+    assert_eq!(inbox.store.count_envelopes().unwrap(), 6);
+    inbox.stop().await;
+}

@@ -60,6 +60,8 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AcceptRefusal {
     Replay,
+    /// What admitted the envelope (trust, blocks, settings) changed before its commit.
+    Stale,
     RateLimited {
         window: &'static str,
         limit: u32,
@@ -77,7 +79,7 @@ pub struct Store {
     readers: Mutex<Vec<Connection>>,
     /// What [`Store::admission`] last read per (sender, setting), with the admission
     /// version it was read at.
-    admissions: Mutex<std::collections::HashMap<(String, String), (i64, Admission)>>,
+    admissions: Mutex<std::collections::HashMap<(String, String), Admission>>,
     /// Writes for the committer thread, which commits whatever has queued up while it
     /// was busy as one transaction.
     jobs: Option<std::sync::mpsc::Sender<Job>>,
@@ -289,6 +291,8 @@ pub struct Admission {
     pub trust: Option<TrustEntry>,
     /// The raw JSON of the setting the caller asked for alongside.
     pub setting: Option<String>,
+    /// Counts every change to trust, blocks and settings (in any process).
+    pub version: i64,
 }
 
 impl Store {
@@ -522,6 +526,21 @@ impl Store {
         answer.recv().unwrap_or_else(|_| Err(closing()))
     }
 
+    /// [`Store::admission`] as last read, without reading: the envelope's commit checks
+    /// its version ([`NewEnvelope::admission_version`]), so a view that has gone stale costs
+    /// a retry instead of every envelope costing a read. A refusal should not rest on it.
+    pub fn admission_cached(&self, sender: &str, setting: &str) -> Result<Admission> {
+        let key = sender_key(sender);
+        let cached = {
+            let cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
+            cache.get(&(key, setting.to_string())).cloned()
+        };
+        match cached {
+            Some(a) => Ok(a),
+            None => self.admission(sender, setting),
+        }
+    }
+
     /// Whether `sender` is blocked, its trust entry, and one setting, as of one snapshot.
     pub fn admission(&self, sender: &str, setting: &str) -> Result<Admission> {
         let key = sender_key(&sender);
@@ -535,10 +554,8 @@ impl Store {
             let cache_key = (key.clone(), setting.to_string());
             {
                 let cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some((v, a)) = cache.get(&cache_key) {
-                    if *v == version {
-                        return Ok(a.clone());
-                    }
+                if let Some(a) = cache.get(&cache_key).filter(|a| a.version == version) {
+                    return Ok(a.clone());
                 }
             }
             let blocked = tx
@@ -557,13 +574,13 @@ impl Store {
                 .query_row([setting], |r| r.get(0))
                 .optional()?;
             tx.finish()?;
-            let admission = Admission { blocked, trust, setting };
+            let admission = Admission { blocked, trust, setting, version };
             let mut cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
             // Unknown senders can be many (each knock is a new key): stay small.
             if cache.len() >= MAX_CACHED_ADMISSIONS {
                 cache.clear();
             }
-            cache.insert(cache_key, (version, admission.clone()));
+            cache.insert(cache_key, admission.clone());
             Ok(admission)
         })
     }
@@ -1135,6 +1152,13 @@ fn answer(job: Job, r: AcceptResult) {
 }
 
 fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
+    if let Some(admitted) = rec.admission_version {
+        // The write lock is held: nothing can change admission until this commits.
+        let now: i64 = tx.prepare_cached("SELECT n FROM admission_version")?.query_row([], |r| r.get(0))?;
+        if now != admitted {
+            return Ok(Err(AcceptRefusal::Stale));
+        }
+    }
     let seen: bool = tx
         .prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?
         .query_row([&rec.nonce], |_| Ok(true))

@@ -210,6 +210,10 @@ pub struct NewEnvelope {
     /// Set when the outcome is known at acceptance (the no-op executor).
     pub exec_result: Option<serde_json::Value>,
     pub receipt: ReceiptRow,
+    /// The admission version ([`crate::Admission::version`]) the decision to accept was
+    /// made on. If trust, blocks or settings changed since, the commit refuses the envelope
+    /// with [`crate::AcceptRefusal::Stale`] and the caller decides again.
+    pub admission_version: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

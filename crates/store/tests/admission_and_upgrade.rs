@@ -50,6 +50,38 @@ fn admission_follows_changes_made_through_another_connection() {
     assert!(inbox.admission(SENDER, "executors").unwrap().trust.is_none(), "a removed sender is untrusted at once");
 }
 
+/// The inbox decides on the view it read last and the commit checks it is still current:
+/// an envelope admitted before another process removed the sender is not stored.
+#[test]
+fn an_acceptance_decided_on_a_stale_view_is_refused_at_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    let inbox = Store::open(&path).unwrap();
+    let cli = Store::open(&path).unwrap();
+    cli.trust_add(&entry(&["support"])).unwrap();
+    let seen = inbox.admission(SENDER, "executors").unwrap();
+    assert!(seen.trust.is_some());
+    assert_eq!(inbox.admission_cached(SENDER, "executors").unwrap().version, seen.version, "the cached view is the one read");
+
+    let decided_on = |mut e: gatehouse_store::NewEnvelope, v: i64| {
+        e.admission_version = Some(v);
+        e
+    };
+    assert!(inbox.accept(decided_on(envelope(b"first nonce 16by", 1), seen.version), &RateLimit::default()).unwrap().is_ok());
+
+    cli.trust_remove(SENDER).unwrap();
+    // Not read again: the cache still says trusted...
+    assert!(inbox.admission_cached(SENDER, "executors").unwrap().trust.is_some());
+    // ...but the commit refuses what was decided on it, and stores nothing.
+    let refused = inbox.accept(decided_on(envelope(b"second nonce 16b", 2), seen.version), &RateLimit::default()).unwrap();
+    assert!(matches!(refused, Err(AcceptRefusal::Stale)), "{refused:?}");
+    assert_eq!(inbox.count_envelopes().unwrap(), 1);
+    // Read again, the view is current and says untrusted.
+    let now = inbox.admission(SENDER, "executors").unwrap();
+    assert!(now.trust.is_none() && now.version > seen.version);
+    assert!(inbox.admission_cached(SENDER, "executors").unwrap().trust.is_none());
+}
+
 #[test]
 fn nonces_recorded_before_the_upgrade_still_refuse_replays() {
     let dir = tempfile::tempdir().unwrap();

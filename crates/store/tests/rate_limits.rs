@@ -23,7 +23,7 @@ fn offer(store: &Store, n: usize, at: i64, limits: &RateLimit) -> Result<(), (&'
     match store.accept(envelope_at(format!("nonce {n:08}").as_bytes(), n, at), limits).unwrap() {
         Ok(_) => Ok(()),
         Err(AcceptRefusal::RateLimited { window, retry_after_secs, .. }) => Err((window, retry_after_secs)),
-        Err(AcceptRefusal::Replay) => panic!("envelope {n} taken for a replay"),
+        Err(r @ (AcceptRefusal::Replay | AcceptRefusal::Stale)) => panic!("envelope {n} refused: {r:?}"),
     }
 }
 

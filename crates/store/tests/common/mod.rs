@@ -53,5 +53,6 @@ pub fn envelope_at(nonce: &[u8], n: usize, received_ms: i64) -> NewEnvelope {
             prompt: Some(format!("prompt {n}")),
             envelope_row: None,
         },
+        admission_version: None,
     }
 }
