@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential pkg-config libssl-dev
+  build-essential pkg-config libssl-dev libdbus-1-dev
   libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
   libayatana-appindicator3-dev librsvg2-dev
   xvfb xauth webkit2gtk-driver x11-apps imagemagick
