@@ -157,10 +157,10 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
                 partials.push(text);
             }
             ExecProgress::Finished { envelope_row, status } => {
-                // On failure, say what the retry met (CI once saw "failed" here once).
-                let why = store.envelope(id).unwrap().unwrap().exec_result;
-                assert_eq!((envelope_row, status.as_str()), (id, "succeeded"), "the retry's stored result: {why:?}");
-                assert_eq!(store.envelope(id).unwrap().unwrap().exec_status, ExecStatus::Succeeded, "said finished only once stored");
+                let row = store.envelope(id).unwrap().unwrap();
+                // The stored result says what the retry met (CI once saw "failed" here).
+                assert_eq!((envelope_row, status.as_str()), (id, "succeeded"), "the retry's stored result: {:?}", row.exec_result);
+                assert_eq!(row.exec_status, ExecStatus::Succeeded, "said finished only once stored");
                 break;
             }
             other => panic!("unexpected {other:?}"),
