@@ -196,5 +196,5 @@ pub async fn mail_task(core: CoreState<'_>, task_id: String) -> Result<MailTaskD
 #[tauri::command]
 pub async fn mail_import(core: CoreState<'_>, path: PathBuf) -> Result<ImportReport> {
     let c = core.inner().clone();
-    blocking(move || mail::import_file(&c.store, &path).map_err(|e| CommandError::new(e.code(), e.to_string()))).await
+    blocking(move || mail::import_file(&c.store, &path, true).map_err(|e| CommandError::new(e.code(), e.to_string()))).await
 }

@@ -147,7 +147,7 @@ impl Core {
         };
         let me = self.clone();
         tauri::async_runtime::spawn(async move {
-            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp };
+            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp, ..Default::default() };
             let result = gatehouse_inbox::run_with(inbox, rx, opts, async {
                 let _ = stop_rx.await;
             }, |_| {})

@@ -431,6 +431,7 @@ impl ImagePeer {
                 listener: None,
                 watch: None,
                 uamp: Some(gatehouse_inbox::UampOptions { listener: l, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
+                ..Default::default()
             };
             tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
             started_rx.await.unwrap();
@@ -732,7 +733,7 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/epp/v1/submit", l.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let opts = gatehouse_inbox::ServeOptions { listener: Some(l), watch: None, uamp: None };
+        let opts = gatehouse_inbox::ServeOptions { listener: Some(l), watch: None, uamp: None, ..Default::default() };
         tokio::spawn(gatehouse_inbox::run(bea_store.clone(), gatehouse_epp::public_key_hex(&bea), opts, async { let _ = rx.await; }, |_| {}));
         (tx, url)
     });

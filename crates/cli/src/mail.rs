@@ -266,7 +266,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             let mut failed = false;
             let mut reports = Vec::new();
             for f in &files {
-                match mail::import_file(&o.store, f) {
+                match mail::import_file(&o.store, f, true) {
                     Ok(r) => {
                         failed |= !r.errors.is_empty();
                         if !json {

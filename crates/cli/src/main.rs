@@ -53,6 +53,11 @@ enum Command {
         /// Also serve UAMP 1.0 over TLS 1.3 on this address (e.g. 127.0.0.1:8766)
         #[arg(long)]
         uamp_listen: Option<String>,
+        /// A host name other machines use to reach this inbox (repeatable). Requests
+        /// naming any host other than this machine's address or these are refused, so a
+        /// web page cannot rebind its own name to the inbox
+        #[arg(long = "public-name", value_name = "HOST")]
+        public_names: Vec<String>,
     },
     /// UAMP: identity and certificate, tokens for senders, peers to send to
     #[command(subcommand)]
@@ -464,7 +469,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Uamp(cmd) => return uamp::run(cmd, &data_dir, open(true)?),
         Command::Mail(cmd) => return mail::run(cmd, &data_dir, open(true)?),
-        Command::Serve { listen, watch, uamp_listen } => {
+        Command::Serve { listen, watch, uamp_listen, public_names } => {
             let o = open(true)?;
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
             rt.block_on(async move {
@@ -498,7 +503,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                         Some(gatehouse_inbox::UampOptions { listener: l, key: o.identity.signing_key().clone(), data_dir: data_dir.clone(), started: None })
                     }
                 };
-                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch, uamp }, shutdown, |_| {}).await
+                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch, uamp, public_names }, shutdown, |_| {}).await
             })?;
         }
         Command::Bench { envelopes, senders, concurrency, folder, keep } => {

@@ -228,3 +228,32 @@ fn bench_reports_its_figures_next_to_what_the_machine_had_left() {
     assert!(cores >= 1.0, "{machine}");
     assert!(busy > 0.0 && busy <= 100.0, "{machine}");
 }
+
+#[test]
+fn the_data_dir_and_everything_in_it_are_the_users_alone() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    // An older Gatehouse (or the user) left the data dir and the database world-readable.
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ok(&dir, &["init"]);
+    std::fs::set_permissions(dir.join("gatehouse.db"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let server = Server::start(&dir);
+    let key = gatehouse_epp::crypto::generate_signing_key();
+    let env = gatehouse_epp::Draft::new(&last_line(&ok(&dir, &["identity"])), "chat", "hello").sign(&key, chrono::Utc::now());
+    let _ = reqwest::blocking::Client::new().post(server.submit()).json(&env).send().unwrap();
+    drop(server);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "the data dir");
+    let mut files = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            files += 1;
+            assert_eq!(mode(&p) & 0o077, 0, "{} is {:o}", p.display(), mode(&p));
+        }
+    }
+    assert!(files >= 1);
+    assert_eq!(mode(&dir.join("gatehouse.db")), 0o600);
+}

@@ -105,8 +105,8 @@ fn sixty_seconds_of_load_with_slow_loris_clients() {
         for _ in 0..16 {
             let (stop, header_loris, addr) = (&stop, &header_loris, &addr);
             s.spawn(move || {
-                let head = b"POST /epp/v1/submit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n";
-                let r = trickle(addr, head, stop);
+                let head = format!("POST /epp/v1/submit HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n");
+                let r = trickle(addr, head.as_bytes(), stop);
                 header_loris.lock().unwrap().push(r);
             });
         }
@@ -115,7 +115,7 @@ fn sixty_seconds_of_load_with_slow_loris_clients() {
             let (stop, body_loris, addr) = (&stop, &body_loris, &addr);
             s.spawn(move || {
                 let mut s = TcpStream::connect(addr).unwrap();
-                s.write_all(b"POST /epp/v1/submit HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n")
+                s.write_all(format!("POST /epp/v1/submit HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n").as_bytes())
                     .unwrap();
                 let body = vec![b' '; 4000];
                 let r = trickle_on(s, &body, stop);

@@ -28,7 +28,45 @@ pub fn check(bytes: &[u8], inbox_key: &str, now: DateTime<Utc>) -> Result<(Envel
 
 /// Steps 4–6 of spec 5.1 on an envelope that already passed [`Envelope::parse`].
 pub fn check_parsed(env: &Envelope, inbox_key: &str, now: DateTime<Utc>) -> Result<Form, Rejection> {
-    check_parsed_with(env, inbox_key, now, parse_public_key)
+    check_parsed_with(env, inbox_key, now, &Freshness::SPEC, parse_public_key)
+}
+
+/// How fresh an envelope must be, beyond the spec's "not after `expires_at`" (step 5).
+/// An envelope from a clock far ahead, or one that stays valid for years, would make the
+/// inbox keep its nonce that long; these bounds keep replay state finite while every
+/// envelope that can still be accepted has its nonce kept (nonces are kept until
+/// `expires_at`). See docs/interop.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Freshness {
+    /// How far `timestamp` may be ahead of this machine's clock, in seconds.
+    pub max_clock_skew_secs: u64,
+    /// The longest validity (`expires_at` − `timestamp`) taken, in seconds; 0: no bound.
+    pub max_lifetime_secs: u64,
+}
+
+impl Freshness {
+    /// Only what the spec requires: nothing beyond `expires_at`.
+    pub const SPEC: Freshness = Freshness { max_clock_skew_secs: u64::MAX, max_lifetime_secs: 0 };
+    /// Gatehouse's default: five minutes of skew, thirty days of validity.
+    pub const DEFAULT: Freshness = Freshness { max_clock_skew_secs: 300, max_lifetime_secs: 30 * 24 * 3600 };
+
+    fn check(&self, env: &Envelope, now: DateTime<Utc>) -> Result<(), String> {
+        let ahead = (env.timestamp_utc - now).num_seconds();
+        if ahead > 0 && ahead as u64 > self.max_clock_skew_secs {
+            return Err(format!("timestamp {} is {ahead} s ahead of this inbox's clock (at most {} s is allowed)", env.timestamp, self.max_clock_skew_secs));
+        }
+        let lifetime = (env.expires_at_utc - env.timestamp_utc).num_seconds().max(0) as u64;
+        if self.max_lifetime_secs > 0 && lifetime > self.max_lifetime_secs {
+            return Err(format!("valid for {lifetime} s (timestamp to expires_at); this inbox takes envelopes valid for at most {} s", self.max_lifetime_secs));
+        }
+        Ok(())
+    }
+}
+
+impl Default for Freshness {
+    fn default() -> Self {
+        Freshness::DEFAULT
+    }
 }
 
 /// [`check_parsed`] with the sender's key supplied by `key` (see [`crypto::verify_with`]).
@@ -36,6 +74,7 @@ pub fn check_parsed_with(
     env: &Envelope,
     inbox_key: &str,
     now: DateTime<Utc>,
+    freshness: &Freshness,
     key: impl FnOnce(&str) -> Result<VerifyingKey, String>,
 ) -> Result<Form, Rejection> {
     let id = Some(env.envelope_id.clone());
@@ -49,6 +88,10 @@ pub fn check_parsed_with(
     if now > env.expires_at_utc {
         return Err(Rejection::new(ErrorCode::Expired, format!("envelope expired at {}", env.expires_at))
             .with_envelope_id(id));
+    }
+    // Outside the window this inbox accepts: reported at the expiry step, as EXPIRED.
+    if let Err(why) = freshness.check(env, now) {
+        return Err(Rejection::new(ErrorCode::Expired, why).with_envelope_id(id));
     }
     crypto::verify_with(env, key)
 }

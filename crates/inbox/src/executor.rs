@@ -295,7 +295,7 @@ async fn run_command(
     };
     // The prompt goes on stdin and metadata in the environment: nothing from the message
     // ever becomes part of a command line or passes through a shell.
-    let mut child = tokio::process::Command::new(program)
+    let mut child = crate::process::command(program)
         .args(args)
         .env("EPP_ENVELOPE_ID", &env.envelope_id)
         .env("EPP_SENDER", &env.sender)
@@ -306,9 +306,9 @@ async fn run_command(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .map_err(|e| with(base(), serde_json::json!({"error": format!("could not start {program}: {e}")})))?;
+    let mut group = crate::process::Group::of(&child);
     let mut stdin = child.stdin.take().expect("piped");
     let prompt = env.prompt.clone();
     let feed = tokio::spawn(async move {
@@ -318,13 +318,14 @@ async fn run_command(
     let out = tokio::spawn(read_capped(child.stdout.take().expect("piped")));
     let err = tokio::spawn(read_capped(child.stderr.take().expect("piped")));
     let status = tokio::time::timeout(timeout, child.wait()).await;
-    let timed_out = status.is_err();
-    if timed_out {
+    // Whether it finished or timed out, nothing it started lives on.
+    group.kill();
+    if status.is_err() {
         let _ = child.kill().await;
     }
-    let _ = feed.await;
-    let (stdout, stdout_truncated) = out.await.unwrap_or_default();
-    let (stderr, stderr_truncated) = err.await.unwrap_or_default();
+    feed.abort();
+    let (stdout, stdout_truncated) = crate::process::drain(out).await;
+    let (stderr, stderr_truncated) = crate::process::drain(err).await;
     let record = |exit: serde_json::Value| {
         with(
             base(),

@@ -11,7 +11,6 @@
 //! file is taken once its size and mtime have been still for [`QUIET`].
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -21,6 +20,7 @@ use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
+use crate::regular_file::ReadFailure;
 use crate::pipeline::{sha256_hex, Inbox, Outcome};
 
 pub const ACCEPTED: &str = "accepted";
@@ -72,9 +72,11 @@ struct Seen {
     mtime: Option<SystemTime>,
 }
 
+/// Size and time of what was dropped, without following a link: a symlink, a FIFO or a
+/// device is taken like any drop (and refused with a receipt when read), never skipped.
 fn stat(path: &Path) -> Option<(u64, Option<SystemTime>)> {
-    let m = std::fs::metadata(path).ok()?;
-    m.is_file().then(|| (m.len(), m.modified().ok()))
+    let m = std::fs::symlink_metadata(path).ok()?;
+    (!m.is_dir()).then(|| (m.len(), m.modified().ok()))
 }
 
 /// Watches `dir` until `shutdown` resolves. `on_processed` sees every file handled.
@@ -154,7 +156,10 @@ where
                     };
                     for p in paths.into_iter().filter(|p| p.parent() == Some(dir.as_path()) && is_candidate(p)) {
                         failed.remove(&p);
-                        if complete {
+                        // A link, FIFO or device is never "written": it is whole once it
+                        // exists, and is taken (and refused with a receipt) at once.
+                        let special = std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_file() && !m.is_dir());
+                        if complete || special {
                             pending.remove(&p);
                             ready.push(p);
                         } else if let Some((size, mtime)) = stat(&p) {
@@ -185,7 +190,7 @@ where
         // (dropped as, claimed to, bytes it will take in memory)
         let mut claimed: std::collections::VecDeque<(PathBuf, PathBuf, u64)> = Default::default();
         for file in ready {
-            if failed.contains(&file) || !file.exists() {
+            if failed.contains(&file) || std::fs::symlink_metadata(&file).is_err() {
                 continue;
             }
             // Claimed here, one at a time, so names never collide; verified and filed in
@@ -193,7 +198,7 @@ where
             match claim(&dir, &file) {
                 Ok(c) => {
                     // A file larger than an envelope may be is refused unread.
-                    let bytes = std::fs::metadata(&c).map_or(0, |m| m.len()).min(MAX_ENVELOPE_BYTES as u64);
+                    let bytes = std::fs::symlink_metadata(&c).map_or(0, |m| m.len()).min(MAX_ENVELOPE_BYTES as u64);
                     claimed.push_back((file, c, bytes));
                 }
                 Err(e) => {
@@ -329,7 +334,7 @@ fn transport_of(file: &Path) -> (String, String) {
 
 async fn submit_file(inbox: &Inbox, file: &Path, now: chrono::DateTime<chrono::Utc>, after_crash: bool) -> Outcome {
     let (_, transport) = transport_of(file);
-    match read_limited(file) {
+    match crate::regular_file::read(file, MAX_ENVELOPE_BYTES as u64, false) {
         Ok(bytes) => {
             let outcome = inbox.submit_async(&bytes, &transport, now).await;
             if after_crash {
@@ -340,7 +345,14 @@ async fn submit_file(inbox: &Inbox, file: &Path, now: chrono::DateTime<chrono::U
         }
         // Still a receipt, recorded like any rejection: nothing disappears silently.
         Err(failure) => {
-            let (code, message) = failure.explain();
+            let code = match failure {
+                ReadFailure::TooBig(_) => ErrorCode::SizeExceeded,
+                ReadFailure::NotRegular(_) | ReadFailure::Io(_) => ErrorCode::InvalidFormat,
+            };
+            let message = match failure {
+                ReadFailure::TooBig(n) => format!("file is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}"),
+                other => other.to_string(),
+            };
             inbox.submit_failure_async(code, message, &transport, now).await
         }
     }
@@ -378,7 +390,7 @@ fn file_away(dir: &Path, file: &Path, outcome: Outcome) -> std::io::Result<Proce
 /// `<name>.import.json` beside it either way.
 fn finish_mail(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<()> {
     let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("task.jsonl").to_string();
-    let (kept, report) = match crate::mail::import_file(inbox.store(), file) {
+    let (kept, report) = match crate::mail::import_file(inbox.store(), file, false) {
         Ok(r) => (r.imported + r.duplicates > 0, serde_json::json!(r)),
         Err(e) => (false, serde_json::json!({"source": name, "error": {"code": e.code(), "message": e.to_string()}})),
     };
@@ -422,38 +434,6 @@ fn recover_accepted(inbox: &Inbox, bytes: &[u8], outcome: Outcome) -> Outcome {
         },
         _ => outcome,
     }
-}
-
-enum ReadFailure {
-    TooBig(u64),
-    Io(std::io::Error),
-}
-
-impl ReadFailure {
-    /// The rejection a file that could not be read gets: still a receipt, recorded like
-    /// any other, so nothing disappears silently.
-    fn explain(self) -> (ErrorCode, String) {
-        match self {
-            ReadFailure::TooBig(n) => {
-                (ErrorCode::SizeExceeded, format!("file is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}"))
-            }
-            ReadFailure::Io(e) => (ErrorCode::InvalidFormat, format!("file could not be read: {e}")),
-        }
-    }
-}
-
-fn read_limited(file: &Path) -> Result<Vec<u8>, ReadFailure> {
-    let f = std::fs::File::open(file).map_err(ReadFailure::Io)?;
-    let len = f.metadata().map_err(ReadFailure::Io)?.len();
-    if len > MAX_ENVELOPE_BYTES as u64 {
-        return Err(ReadFailure::TooBig(len));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    f.take(MAX_ENVELOPE_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(ReadFailure::Io)?;
-    if bytes.len() > MAX_ENVELOPE_BYTES {
-        return Err(ReadFailure::TooBig(bytes.len() as u64));
-    }
-    Ok(bytes)
 }
 
 /// `dir/name`, or `dir/stem-N.ext` when taken: an earlier file is never overwritten.

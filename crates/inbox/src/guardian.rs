@@ -31,6 +31,14 @@ pub const SCOPE: &str = "asop";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Requests larger than this are refused (-32600).
 const MAX_BODY: usize = 4 * 1024 * 1024;
+/// Requests in one batch: a larger batch is refused whole (-32600).
+pub const MAX_BATCH: usize = 64;
+/// Steps waiting for the user at once, in all and per agent; past that a step is refused
+/// (-32603) instead of queued, so no agent can bury the user's queue.
+pub const MAX_WAITING: usize = 64;
+pub const MAX_WAITING_PER_AGENT: usize = 8;
+/// The longest an agent may ask the guardian to hold a step for the user.
+pub const MAX_ASK_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// The trust-registry key of an agent.
 pub fn agent_key(agent_id: &str) -> String {
@@ -90,7 +98,8 @@ pub struct Guardian {
     store: Arc<Store>,
     /// Where "the user is asked" is announced (the window refreshes, a notification shows).
     inbox: std::sync::Weak<crate::pipeline::Inbox>,
-    waiting: Mutex<HashMap<i64, oneshot::Sender<UserAnswer>>>,
+    /// Steps waiting for the user: their agent and where the answer goes.
+    waiting: Mutex<HashMap<i64, (String, oneshot::Sender<UserAnswer>)>>,
     default_timeout: Duration,
     pub events: broadcast::Sender<GuardianEvent>,
 }
@@ -119,8 +128,21 @@ impl Guardian {
         }
     }
 
-    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<UserAnswer>>> {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<i64, (String, oneshot::Sender<UserAnswer>)>> {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Why one more step of `agent` may not wait for the user, if it may not.
+    fn queue_full(&self, agent: &str) -> Option<String> {
+        let w = self.waiting();
+        let mine = w.values().filter(|(a, _)| a == agent).count();
+        if mine >= MAX_WAITING_PER_AGENT {
+            Some(format!("Agent {agent} already has {mine} steps waiting for the user; wait for their answers"))
+        } else if w.len() >= MAX_WAITING {
+            Some(format!("{} steps are already waiting for the user; try again later", w.len()))
+        } else {
+            None
+        }
     }
 
     /// Steps waiting for the user right now.
@@ -138,7 +160,7 @@ impl Guardian {
             let p = answer.redact.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| GuardianError::Invalid("say what to redact (a pattern)".into()))?;
             regex::Regex::new(p).map_err(|e| GuardianError::Invalid(format!("not a pattern: {e}")))?;
         }
-        let tx = self.waiting().remove(&row).ok_or(GuardianError::Gone)?;
+        let (_, tx) = self.waiting().remove(&row).ok_or(GuardianError::Gone)?;
         tx.send(answer).map_err(|_| GuardianError::Gone)
     }
 
@@ -155,6 +177,9 @@ impl Guardian {
         };
         match v {
             Value::Array(items) if items.is_empty() => Some(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, "Invalid JSON-RPC Request: an empty batch"))),
+            Value::Array(items) if items.len() > MAX_BATCH => {
+                Some(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: a batch of {} requests; at most {MAX_BATCH}", items.len()))))
+            }
             Value::Array(items) => {
                 // Each element on its own task: one waiting for the user does not hold up
                 // the others' answers.
@@ -201,11 +226,20 @@ impl Guardian {
             schema::check(&req.method, &req.raw)?;
         }
         if req.method == "ping" {
-            let timeout = req.params.get("timeout").and_then(Value::as_u64);
-            // ASOP's ping names no agent; an agent may say which it is in metadata.
-            let agent = req.params.pointer("/metadata/agentId").and_then(Value::as_str).unwrap_or("*").to_string();
-            let s = self.store.clone();
-            blocking(move || s.asop_agent_ping(&agent, timeout, &now())).await?;
+            // ASOP's ping names no agent; an agent may say which it is in metadata. Only a
+            // registered agent's ping is remembered, and its timeout is its own (bounded):
+            // an anonymous ping changes nothing.
+            let timeout = req.params.get("timeout").and_then(Value::as_u64).map(|t| t.min(MAX_ASK_TIMEOUT.as_millis() as u64));
+            if let Some(agent) = req.params.pointer("/metadata/agentId").and_then(Value::as_str).map(str::to_string) {
+                let s = self.store.clone();
+                blocking(move || {
+                    if s.trust_get(&agent_key(&agent))?.is_some() && !s.is_blocked(&agent_key(&agent))? {
+                        s.asop_agent_ping(&agent, timeout, &now())?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            }
             return Ok(json!({"status": "connected", "version": gatehouse_asop::VERSION, "timestamp": now()}));
         }
         let step = Step::of(&req.method, &req.params);
@@ -226,8 +260,12 @@ impl Guardian {
             decided_by: Some(by.into()),
             at: now(),
         };
-        // Registration: only agents the user let in.
-        if let Some(agent) = &step.agent_id {
+        // Registration: only agents the user let in, and every step names its agent; one
+        // that does not is refused before anything is kept or queued.
+        let Some(agent) = &step.agent_id else {
+            return Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, "The step names no agent (context.agent); only registered agents are guarded"));
+        };
+        {
             let (s, key) = (self.store.clone(), agent_key(agent));
             let (trusted, blocked) = blocking(move || Ok((s.trust_get(&key)?.is_some(), s.is_blocked(&key)?))).await?;
             if blocked {
@@ -271,14 +309,19 @@ impl Guardian {
         }
         // Ask the user, and hold the agent's request until they answer.
         let timeout = {
-            let (s, agent) = (self.store.clone(), step.agent_id.clone());
-            let t = blocking(move || Ok((agent.map(|a| s.asop_agent_timeout(&a)).transpose()?.flatten(), s.asop_agent_timeout("*")?))).await?;
-            t.0.or(t.1).map(Duration::from_millis).unwrap_or(self.default_timeout)
+            let (s, agent) = (self.store.clone(), agent.clone());
+            let t = blocking(move || s.asop_agent_timeout(&agent)).await?;
+            t.map(Duration::from_millis).unwrap_or(self.default_timeout).min(MAX_ASK_TIMEOUT)
         };
+        if let Some(why) = self.queue_full(agent) {
+            let (s, r) = (self.store.clone(), record("error", Some(why.clone()), None, "queue-full"));
+            blocking(move || s.asop_step_add(&r)).await?;
+            return Err(RpcError::new(jsonrpc::INTERNAL_ERROR, why));
+        }
         let (s, r) = (self.store.clone(), record("pending", None, None, "user"));
         let row = blocking(move || s.asop_step_add(&r)).await?;
         let (tx, rx) = oneshot::channel();
-        self.waiting().insert(row, tx);
+        self.waiting().insert(row, (agent.clone(), tx));
         let _ = self.events.send(GuardianEvent::Ask { row, summary: summary.clone(), agent: step.agent_name.clone().or(step.agent_id.clone()), timeout_ms: timeout.as_millis() as u64 });
         self.announce(row, step.agent_name.clone().or(step.agent_id.clone()), true);
         let answered = tokio::time::timeout(timeout, rx).await;
@@ -297,14 +340,15 @@ impl Guardian {
         };
         let result = outcome(&req.raw, answer.decision, answer.note.clone().or(Some("Decided by the user".into())), answer.redact.as_deref(), "user")?;
         let s = self.store.clone();
-        let (agent, method, tool) = (step.agent_id.clone(), req.method.clone(), step.tool_id.clone());
+        let (agent, method, tool) = (agent.clone(), req.method.clone(), step.tool_id.clone());
         let msg = result["message"].as_str().map(str::to_string);
         let a = answer.clone();
         blocking(move || {
+            // "Always" is for this agent only: every step here names a registered agent.
             let rule_id = if a.always {
                 Some(s.asop_rule_add(&AsopRuleRow {
                     id: 0,
-                    agent: agent.unwrap_or_else(|| "*".into()),
+                    agent,
                     method,
                     tool: tool.unwrap_or_else(|| "*".into()),
                     condition: None,

@@ -27,8 +27,11 @@ pub const BODY_BUDGET: usize = 256 * 1024 * 1024;
 
 /// Serves `app` on `listener` until `shutdown` resolves, with the limits above; then
 /// stops accepting, lets requests in progress finish, and closes idle connections.
-pub async fn serve(listener: tokio::net::TcpListener, app: Router, shutdown: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
+/// Only requests naming this listener (its address or one of `public_names`) and sent by
+/// no web page are routed ([`crate::host_check`]).
+pub async fn serve(listener: tokio::net::TcpListener, app: Router, public_names: &[String], shutdown: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
+    let app = crate::host_check::layer(app, crate::host_check::Allowed::new(listener.local_addr()?, false, public_names));
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();

@@ -155,7 +155,7 @@ async fn exchange(store: Arc<Store>, key: &SigningKey, conv: &IwConversationRow,
     // Kept before it leaves: what the user said is on record even if the site never answers.
     let (s, id, sj, m) = (store.clone(), conv.interaction_id.clone(), sent_json.clone(), message.to_string());
     let sent_row = blocking(move || s.iw_message_add(&id, "out", flow.as_str(), &m, None, &sj, None, None, true, &now())).await?;
-    let (answer, raw) = client::post(&conv.endpoint, &env).await?;
+    let (answer, raw) = client::post(&conv.origin, &conv.endpoint, &env).await?;
     let (s, c) = (store.clone(), conv.clone());
     let mut past = past;
     past.push(flow);

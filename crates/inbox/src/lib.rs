@@ -3,11 +3,14 @@
 //! - [`pipeline`]: the one pipeline of spec 5.1 (replay, trust, policy, durable accept)
 //! - [`consent`]: the user's decisions (consent prompts, trust changes), audited
 //! - [`executor`]: what runs for an accepted prompt, per scope (spec 9)
+//! - [`process`]: programs executors start, killed with their whole process group
 //! - [`runner`]: runs executors off the request path and after restarts
 //! - [`model`]: the user's own model behind an OpenAI-compatible API (the model executor)
 //! - [`reply`]: answers sent back to senders as signed EPP envelopes in their conversation
 //! - [`http`]: the HTTP transport (axum router)
+//! - [`host_check`]: which requests a listener serves at all (Host, no web page's Origin)
 //! - [`folder`]: the watched-folder transport
+//! - [`regular_file`]: reading files others put where Gatehouse looks (regular, bounded)
 //! - [`uamp`]: UAMP 1.0 on the same trust registry and executors, over TLS 1.3
 //! - [`mail`]: MAIL 1.3 tasks followed live on swarms or imported from logs, kept by task_id
 //! - [`intent`]: IntentWeb conversations with IntentSites, signed and checked both ways
@@ -18,11 +21,14 @@ pub mod consent;
 pub mod executor;
 pub mod folder;
 pub mod guardian;
+pub mod host_check;
 pub mod http;
 pub mod intent;
 pub mod mail;
 pub mod model;
 pub mod pipeline;
+pub mod process;
+pub mod regular_file;
 pub mod reply;
 pub mod runner;
 pub mod service;

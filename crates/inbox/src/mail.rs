@@ -245,14 +245,17 @@ impl ImportError {
 }
 
 /// Imports the task log at `path`.
-pub fn import_file(store: &Store, path: &Path) -> Result<ImportReport, ImportError> {
+pub fn import_file(store: &Store, path: &Path, follow_links: bool) -> Result<ImportReport, ImportError> {
     let shown = path.display().to_string();
     let io = |source| ImportError::Io { path: shown.clone(), source };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    if size > MAX_IMPORT_BYTES {
-        return Err(ImportError::TooLarge { path: shown, size });
-    }
-    let bytes = std::fs::read(path).map_err(io)?;
+    // A path the user picked may be a link; a dropped one may not (the folder moved the
+    // link itself aside, so it arrives here only by name). Either way only a regular
+    // file is read, and never past the bound.
+    let bytes = crate::regular_file::read(path, MAX_IMPORT_BYTES, follow_links).map_err(|e| match e {
+        crate::regular_file::ReadFailure::TooBig(size) => ImportError::TooLarge { path: shown.clone(), size },
+        crate::regular_file::ReadFailure::Io(source) => io(source),
+        other => io(std::io::Error::other(other.to_string())),
+    })?;
     let text = String::from_utf8(bytes).map_err(|_| ImportError::NotText { path: shown.clone() })?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("import").to_string();
     Ok(import_text(store, &name, &text)?)

@@ -8,6 +8,11 @@ use futures_util::StreamExt as _;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+/// One streamed completion chunk larger than this ends the answer (chunks are tokens).
+const MAX_EVENT_BYTES: usize = 1024 * 1024;
+/// A whole answer larger than this is stopped: it is kept, shown and maybe mailed back.
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
 /// Where Ollama serves its OpenAI-compatible API.
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:11434/v1";
 
@@ -64,7 +69,8 @@ pub async fn ask(endpoint: &str, api_key: Option<&str>, model: &str, system: &st
         "stream": true,
         "stream_options": {"include_usage": true},
     });
-    let client = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build().map_err(|e| ModelError::Protocol(e.to_string()))?;
+    // No redirects: the API key is for this endpoint only.
+    let client = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| ModelError::Protocol(e.to_string()))?;
     let mut req = client.post(&url).json(&body);
     if let Some(k) = api_key {
         req = req.bearer_auth(k);
@@ -82,7 +88,7 @@ pub async fn ask(endpoint: &str, api_key: Option<&str>, model: &str, system: &st
         }
         let mut answer = String::new();
         let (mut used_model, mut prompt_tokens, mut completion_tokens) = (model.to_string(), None, None);
-        let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+        let mut events = std::pin::pin!(gatehouse_sse::events(resp.bytes_stream(), MAX_EVENT_BYTES));
         while let Some(ev) = events.next().await {
             let ev = ev.map_err(|e| ModelError::Protocol(e.to_string()))?;
             if ev.data.trim() == "[DONE]" {
@@ -94,6 +100,9 @@ pub async fn ask(endpoint: &str, api_key: Option<&str>, model: &str, system: &st
             }
             if let Some(d) = v.pointer("/choices/0/delta/content").and_then(Value::as_str) {
                 answer.push_str(d);
+                if answer.len() > MAX_ANSWER_BYTES {
+                    return Err(ModelError::Protocol(format!("the answer grew past {MAX_ANSWER_BYTES} bytes; it was stopped")));
+                }
                 on_delta(&answer);
             }
             if let Some(u) = v.get("usage").filter(|u| u.is_object()) {

@@ -15,6 +15,10 @@ use tokio::sync::mpsc;
 
 use crate::executor::ExecutorConfig;
 
+/// Bodies up to this size are read and verified on the async worker (tens of
+/// microseconds); larger ones off it.
+const INLINE_CHECK_BYTES: usize = 64 * 1024;
+
 /// Rejected input is kept for the user up to this many bytes.
 const KEEP_REJECTED_BYTES: usize = 64 * 1024;
 /// A correctly signed knock from an unknown sender is kept whole up to this size, so the
@@ -73,7 +77,12 @@ pub struct Inbox {
     /// The UAMP side of this inbox, when it runs (consent decisions release its held asks).
     uamp: std::sync::OnceLock<std::sync::Weak<crate::uamp::UampInbox>>,
     guardian: std::sync::OnceLock<std::sync::Weak<crate::guardian::Guardian>>,
+    /// Clock skew and validity this inbox takes (the `freshness` setting, read at start).
+    freshness: gatehouse_epp::Freshness,
 }
+
+/// The setting that bounds clock skew and envelope lifetime ([`gatehouse_epp::Freshness`]).
+pub const FRESHNESS_SETTING: &str = "freshness";
 
 /// Distinct sender keys kept decompressed; past this the cache starts over.
 const KEY_CACHE_ENTRIES: usize = 4096;
@@ -81,7 +90,6 @@ const KEY_CACHE_ENTRIES: usize = 4096;
 impl Inbox {
     pub fn new(store: Arc<Store>, public_key: &str) -> Self {
         Inbox {
-            store,
             public_key: public_key.to_ascii_lowercase(),
             executions: None,
             events: tokio::sync::broadcast::channel(256).0,
@@ -90,7 +98,14 @@ impl Inbox {
             executors: Mutex::new(None),
             uamp: std::sync::OnceLock::new(),
             guardian: std::sync::OnceLock::new(),
+            freshness: store.setting(FRESHNESS_SETTING).ok().flatten().unwrap_or_default(),
+            store,
         }
+    }
+
+    /// The clock skew and lifetime this inbox takes (EPP and UAMP alike).
+    pub fn freshness(&self) -> gatehouse_epp::Freshness {
+        self.freshness
     }
 
     pub(crate) fn link_uamp(&self, uamp: std::sync::Weak<crate::uamp::UampInbox>) {
@@ -238,7 +253,11 @@ impl Inbox {
         let received_at = gatehouse_epp::crypto::utc_string_ms(now);
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
-        let failure = match self.check(&ctx) {
+        // Reading and verifying a large body takes milliseconds: the worker hands its other
+        // tasks (health checks, other senders) to the rest of the pool meanwhile.
+        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let checked = if bytes.len() > INLINE_CHECK_BYTES && multi_thread { tokio::task::block_in_place(|| self.check(&ctx)) } else { self.check(&ctx) };
+        let failure = match checked {
             Ok((env, form)) => {
                 let mut admitted = self.admit(&ctx, env, form, false);
                 let mut tries = 0;
@@ -317,7 +336,7 @@ impl Inbox {
         // Steps 2–3.
         let env = Envelope::parse(ctx.bytes).map_err(Failure::new)?;
         // Steps 4–6.
-        match gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, |k| self.sender_key(k)) {
+        match gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, &self.freshness, |k| self.sender_key(k)) {
             Ok(form) => Ok((env, form)),
             Err(r) => Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false }),
         }

@@ -58,6 +58,20 @@ pub fn draft_after(store: &Store, env: &EnvelopeRow, result: &Value) -> Result<O
     Ok(Some((id, trust.policy.auto_reply_scopes.iter().any(|s| s == "*" || *s == env.scope))))
 }
 
+/// A receipt is a few hundred bytes; an endpoint answering more is not answering a receipt.
+const MAX_RECEIPT_BYTES: usize = 64 * 1024;
+
+async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
+        if out.len() + chunk.len() > max {
+            return Err(format!("answered more than {max} bytes"));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
 /// Signs and sends a reply (its current text) to the sender's endpoint; keeps what came
 /// back. A failure is kept on the reply (retry by sending again).
 pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> Result<ReplyRow, ReplyError> {
@@ -74,9 +88,16 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> R
     d.in_reply_to = Some(r.in_reply_to.clone());
     let envelope = d.sign(key, chrono::Utc::now());
     let sent = async {
-        let resp = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().map_err(|e| e.to_string())?.post(&r.endpoint).json(&envelope).send().await.map_err(|e| format!("could not reach {}: {e}", r.endpoint))?;
+        // Never a redirect: a 307 would re-post the signed reply wherever the endpoint
+        // pointed. The receipt is read up to a bound, not whatever the endpoint streams.
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| e.to_string())?;
+        let resp = client.post(&r.endpoint).json(&envelope).send().await.map_err(|e| format!("could not reach {}: {e}", r.endpoint))?;
         let status = resp.status().as_u16();
-        let body: Value = resp.json().await.map_err(|e| format!("{} answered HTTP {status} without a receipt: {e}", r.endpoint))?;
+        if resp.status().is_redirection() {
+            return Err(format!("{} answered HTTP {status} (a redirect); replies are only sent to the endpoint the user set", r.endpoint));
+        }
+        let bytes = read_capped(resp, MAX_RECEIPT_BYTES).await.map_err(|e| format!("{}: {e}", r.endpoint))?;
+        let body: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{} answered HTTP {status} without a receipt: {e}", r.endpoint))?;
         Ok::<_, String>(body)
     }
     .await;

@@ -22,7 +22,7 @@ pub struct Opened {
 
 /// Loads (or creates) the identity and opens the store of a data dir.
 pub fn open(data_dir: &Path, keystore: KeystoreKind, create: bool) -> Result<Opened, OpenError> {
-    std::fs::create_dir_all(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
+    make_private(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
     let (identity, created) = if create {
         gatehouse_keys::load_or_create(data_dir, keystore)?
     } else {
@@ -33,8 +33,29 @@ pub fn open(data_dir: &Path, keystore: KeystoreKind, create: bool) -> Result<Ope
     Ok(Opened { identity, store: Arc::new(store), created })
 }
 
+/// Everything this process writes (the store, receipts, received files, exports, the
+/// watched folder's filing) is the user's alone: files are created 0600 and folders 0700
+/// from here on, and the data dir is made 0700 even when an older version left it open.
+pub fn make_private(data_dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        // SAFETY: umask only sets the process's file creation mask; it cannot fail.
+        unsafe { libc::umask(0o077) };
+        std::fs::create_dir_all(data_dir)?;
+        std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(data_dir)
+}
+
+#[derive(Default)]
 pub struct ServeOptions {
     pub listener: Option<TcpListener>,
+    /// Host names (besides this machine's own) under which the listeners are reached,
+    /// for an inbox bound where other machines reach it; requests naming any other host
+    /// are refused (DNS rebinding).
+    pub public_names: Vec<String>,
     pub watch: Option<PathBuf>,
     /// UAMP over TLS 1.3 on its own listener.
     pub uamp: Option<UampOptions>,
@@ -134,8 +155,9 @@ where
         inbox.link_guardian(Arc::downgrade(&guardian));
         let app = crate::http::router(inbox.clone()).merge(crate::guardian::router(guardian));
         tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");
+        let names = opts.public_names.clone();
         tasks.spawn(async move {
-            crate::http::serve(listener, app, async move {
+            crate::http::serve(listener, app, &names, async move {
                 let _ = stop.recv().await;
             })
             .await
@@ -159,8 +181,9 @@ where
             let _ = tx.send(uamp);
         }
         let mut stop = stop_tx.subscribe();
+        let names = opts.public_names.clone();
         tasks.spawn(async move {
-            crate::uamp::tls::serve(u.listener, tls, app, async move {
+            crate::uamp::tls::serve(u.listener, tls, app, &names, async move {
                 let _ = stop.recv().await;
             })
             .await

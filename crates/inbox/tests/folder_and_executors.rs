@@ -128,7 +128,7 @@ async fn files_waiting_at_start_up_are_processed() {
     let task = tokio::spawn(gatehouse_inbox::run(
         store.clone(),
         inbox_key,
-        gatehouse_inbox::ServeOptions { listener: None, watch: Some(drop.clone()), uamp: None },
+        gatehouse_inbox::ServeOptions { listener: None, watch: Some(drop.clone()), uamp: None, ..Default::default() },
         async {
             let _ = rx.await;
         },
@@ -313,7 +313,7 @@ async fn files_claimed_before_a_crash_are_filed_at_the_next_start() {
     std::fs::write(drop.join(".processing/b.json"), never_seen.to_string()).unwrap();
 
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(drop.clone()), uamp: None };
+    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(drop.clone()), uamp: None, ..Default::default() };
     let task = tokio::spawn(gatehouse_inbox::run(store.clone(), key_hex, opts, async { let _ = rx.await; }, |_| {}));
     let accepted = drop.join("accepted");
     eventually("both claimed files filed", || {

@@ -28,7 +28,7 @@ async fn start() -> G {
     let (inbox, rx) = gatehouse_inbox::service::build(store.clone(), &gatehouse_epp::public_key_hex(&key));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/asop/v1", listener.local_addr().unwrap());
-    let opts = ServeOptions { listener: Some(listener), watch: None, uamp: None };
+    let opts = ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() };
     tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, opts, std::future::pending(), |_| {}));
     for _ in 0..100 {
         if inbox.guardian().is_some() {
@@ -202,4 +202,60 @@ async fn every_json_rpc_error_code_and_batches() {
     assert_eq!((status, body), (204, None));
     let steps = g.store.asop_session("session-1").unwrap();
     assert!(steps.iter().any(|s| s.step_id.as_deref() == Some("step-0") && s.decision == "allow"), "{:#?}", steps.iter().map(|s| (&s.step_id, &s.decision, &s.message)).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn nothing_reaches_the_users_queue_or_settings_without_a_registered_agent() {
+    let g = start().await;
+    // A protocol step naming no agent: refused, nothing kept, nobody asked.
+    for method in ["protocols/MCP", "protocols/A2A"] {
+        let r = g.call(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": {"jsonrpc": "2.0", "method": "tools/call"}}})).await;
+        assert_eq!(r["error"]["code"], -32001, "{method}: {r}");
+    }
+    assert!(g.inbox.guardian().unwrap().pending().unwrap().is_empty());
+    assert!(g.store.pending_list().unwrap().is_empty(), "no knock either: there is nobody to let in");
+    assert!(g.store.asop_session("session-1").unwrap().is_empty());
+    // An anonymous or unregistered ping sets no timeout, for nobody.
+    for meta in [json!({}), json!({"agentId": "stranger"}), json!({"agentId": "mailer-1"})] {
+        let r = g.call(json!({"jsonrpc": "2.0", "id": "p", "method": "ping", "params": {"timestamp": "2025-01-24T15:30:45Z", "timeout": 86_400_000u64, "metadata": meta}})).await;
+        assert_eq!(r["result"]["status"], "connected", "{r}");
+    }
+    for agent in ["*", "stranger", "mailer-1"] {
+        assert_eq!(g.store.asop_agent_timeout(agent).unwrap(), None, "{agent}");
+    }
+    // Registered, its own ping is bounded to the guardian's longest wait.
+    register(&g).await;
+    g.call(json!({"jsonrpc": "2.0", "id": "p", "method": "ping", "params": {"timestamp": "2025-01-24T15:30:45Z", "timeout": 86_400_000u64, "metadata": {"agentId": "mailer-1"}}})).await;
+    assert_eq!(g.store.asop_agent_timeout("mailer-1").unwrap(), Some(gatehouse_inbox::guardian::MAX_ASK_TIMEOUT.as_millis() as u64));
+    assert_eq!(g.store.asop_agent_timeout("*").unwrap(), None);
+    // A batch larger than the bound is refused whole: nothing decided, nothing queued.
+    let big: Vec<Value> = (0..gatehouse_inbox::guardian::MAX_BATCH as i64 + 1).map(|i| tool_call(100 + i, "send", json!([]))).collect();
+    let r = g.call(Value::Array(big)).await;
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert_eq!(g.store.asop_session("session-1").unwrap().len(), 1, "only the registration knock is on record");
+    // One agent cannot fill the user's queue: past its share, a step is refused at once.
+    let share = gatehouse_inbox::guardian::MAX_WAITING_PER_AGENT;
+    let mut waiting = Vec::new();
+    for i in 0..share as i64 {
+        let http = g.http.clone();
+        let (url, body) = (g.url.clone(), tool_call(200 + i, "send", json!([])).to_string());
+        waiting.push(tokio::spawn(async move { http.post(url).header("content-type", "application/json").body(body).send().await }));
+    }
+    let guardian = g.inbox.guardian().unwrap();
+    for _ in 0..200 {
+        if guardian.pending().unwrap().len() == share {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(guardian.pending().unwrap().len(), share);
+    let t = std::time::Instant::now();
+    let r = g.call(tool_call(300, "send", json!([]))).await;
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("already has"), "{r}");
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert_eq!(guardian.pending().unwrap().len(), share);
+    for w in waiting {
+        w.abort();
+    }
 }

@@ -13,7 +13,7 @@ fn code(receipt: &serde_json::Value) -> &str {
 #[tokio::test]
 async fn shared_vectors_over_http_reach_their_verdicts_and_statuses() {
     let v = vectors("envelopes.json");
-    let inbox = TestInbox::start(v["inbox_public_key"].as_str().unwrap(), false).await;
+    let inbox = TestInbox::start_for_vectors(v["inbox_public_key"].as_str().unwrap()).await;
     inbox.trust(v["sender_public_key"].as_str().unwrap(), "ALICE", policy(&["support", "notifications"]));
     for case in v["vectors"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
@@ -53,7 +53,7 @@ async fn rfc8032_vectors_are_accepted_by_a_star_policy() {
     let v = vectors("rfc8032_vectors.json");
     for case in v["cases"].as_array().unwrap() {
         // These cases share one nonce, so each gets a fresh inbox.
-        let inbox = TestInbox::start(v["keys"]["recipient_pub_hex"].as_str().unwrap(), false).await;
+        let inbox = TestInbox::start_for_vectors(v["keys"]["recipient_pub_hex"].as_str().unwrap()).await;
         inbox.trust(v["keys"]["sender_pub_hex"].as_str().unwrap(), "RFC8032", policy(&["*"]));
         let (status, _, receipt) = inbox.post_json(&case["envelope"]).await;
         if case["expected_valid"].as_bool().unwrap() {

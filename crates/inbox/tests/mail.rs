@@ -73,7 +73,7 @@ fn a_task_log_imports_with_its_bad_lines_reported_and_twice_is_once() {
     let log = dir.path().join("task.jsonl");
     let text = [one("mail_message_request"), "{\"msg_type\": \"request\"}".into(), one("mail_message_response"), one("interswarm_request"), one("mail_message_broadcast_complete")].join("\n");
     std::fs::write(&log, text).unwrap();
-    let report = mail::import_file(&store, &log).unwrap();
+    let report = mail::import_file(&store, &log, true).unwrap();
     assert_eq!((report.imported, report.duplicates), (4, 0));
     assert_eq!(report.errors.len(), 1);
     assert_eq!((report.errors[0].line, report.errors[0].field.as_str()), (2, "/id"));
@@ -84,12 +84,12 @@ fn a_task_log_imports_with_its_bad_lines_reported_and_twice_is_once() {
     assert_eq!(hop.task.task_owner.as_deref(), Some("user:123@swarm-a"));
     assert_eq!(hop.task.contributors, ["user:123@swarm-a"]);
     assert_eq!(store.mail_task("aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa").unwrap().unwrap().messages.len(), 2, "request and response share a task");
-    let again = mail::import_file(&store, &log).unwrap();
+    let again = mail::import_file(&store, &log, true).unwrap();
     assert_eq!((again.imported, again.duplicates), (0, 4));
     // Not text, and too large, are refused whole.
     let bin = dir.path().join("x.json");
     std::fs::write(&bin, [0xff, 0xfe, 0x00]).unwrap();
-    assert_eq!(mail::import_file(&store, &bin).unwrap_err().code(), "NOT_TEXT");
+    assert_eq!(mail::import_file(&store, &bin, true).unwrap_err().code(), "NOT_TEXT");
 }
 
 #[tokio::test]
@@ -98,7 +98,7 @@ async fn task_logs_dropped_into_the_watched_folder_are_imported_and_filed_with_a
     let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
     let watch = dir.path().join("drop");
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(watch.clone()), uamp: None };
+    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(watch.clone()), uamp: None, ..Default::default() };
     let key = ed25519_dalek::SigningKey::from_bytes(&[5; 32]);
     tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
     let wait_for = |p: std::path::PathBuf| async move {

@@ -129,7 +129,7 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     let (inbox, rx) = gatehouse_inbox::service::build(store.clone(), &pubhex(&me));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
-    tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, gatehouse_inbox::ServeOptions { listener: Some(listener), watch: None, uamp: None }, std::future::pending(), |_| {}));
+    tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, gatehouse_inbox::ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() }, std::future::pending(), |_| {}));
     let lee = key(1);
     store.trust_add(&gatehouse_store::TrustEntry { public_key: pubhex(&lee), name: "Dr. Lee".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask-ai"]) }).unwrap();
     let mut d = gatehouse_epp::Draft::new(&pubhex(&me), "ask-ai", "Is my result in?");
@@ -186,7 +186,7 @@ async fn a_prompt_handed_to_a_uamp_peer_comes_back_as_its_answer() {
     let tls = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let purl = format!("https://{}", tls.local_addr().unwrap());
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: None, uamp: Some(gatehouse_inbox::UampOptions { listener: tls, key: pkey.clone(), data_dir: pdir.path().to_path_buf(), started: Some(started_tx) }) };
+    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: None, uamp: Some(gatehouse_inbox::UampOptions { listener: tls, key: pkey.clone(), data_dir: pdir.path().to_path_buf(), started: Some(started_tx) }), ..Default::default() };
     tokio::spawn(gatehouse_inbox::run(pstore.clone(), gatehouse_epp::public_key_hex(&pkey), opts, std::future::pending(), |_| {}));
     started_rx.await.unwrap();
 

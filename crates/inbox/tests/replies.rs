@@ -32,7 +32,7 @@ async fn node(executors: ExecutorConfig, port: Option<u16>) -> Node {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port.unwrap_or(0))).await.unwrap();
     let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(gatehouse_inbox::run(store.clone(), identity.public_key.clone(), ServeOptions { listener: Some(listener), watch: None, uamp: None }, async { let _ = rx.await; }, |_| {}));
+    tokio::spawn(gatehouse_inbox::run(store.clone(), identity.public_key.clone(), ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() }, async { let _ = rx.await; }, |_| {}));
     Node { dir, store, key: identity.signing_key().clone(), public_key: identity.public_key, submit, _stop: tx }
 }
 
@@ -119,9 +119,37 @@ async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
     store.trust_add(&TrustEntry { public_key: a.public_key.clone(), name: "Ada".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask-ai"]) }).unwrap();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
     let (_tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(gatehouse_inbox::run(store.clone(), b_pub.clone(), ServeOptions { listener: Some(listener), watch: None, uamp: None }, async { let _ = rx.await; }, |_| {}));
+    tokio::spawn(gatehouse_inbox::run(store.clone(), b_pub.clone(), ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() }, async { let _ = rx.await; }, |_| {}));
     tokio::time::sleep(Duration::from_millis(100)).await;
     let again = gatehouse_inbox::reply::send(&a.store, &a.key, failed.id).await.unwrap();
     assert_eq!((again.state.as_str(), again.error), ("sent", None));
     assert_eq!(store.envelopes(10, 0).unwrap()[0].in_reply_to.as_deref(), Some(env["envelope_id"].as_str().unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_endpoint_that_redirects_does_not_get_the_signed_reply_sent_elsewhere() {
+    let model = gatehouse_model_testserver::spawn(gatehouse_model_testserver::ModelServer::default()).await;
+    let mut scopes = BTreeMap::new();
+    scopes.insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint: model, model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
+    let a = node(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None).await;
+    let b = node(ExecutorConfig::default(), None).await;
+    trust(&b, &a.public_key, "Ada", policy(&["ask-ai"]));
+    // The endpoint A was given answers every post with a 307 to B's inbox: following it
+    // would re-post A's signed reply to an address the user never chose.
+    let to_b = b.submit.clone();
+    let redirector = axum::Router::new().fallback(move || {
+        let to_b = to_b.clone();
+        async move { (axum::http::StatusCode::TEMPORARY_REDIRECT, [(axum::http::header::LOCATION, to_b)]) }
+    });
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}/epp/v1/submit", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, redirector).await });
+    trust(&a, &b.public_key, "Bea", Policy { reply_endpoint: Some(endpoint), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) });
+    send(&b, &a, "ask-ai", "where do you answer?", "7a1c0000-0000-4000-8000-00000000000a").await;
+    let astore = a.store.clone();
+    eventually("the refused reply", || astore.replies_for_conversation("7a1c0000-0000-4000-8000-00000000000a").unwrap().first().is_some_and(|r| r.state == "failed")).await;
+    let failed = a.store.replies_for_conversation("7a1c0000-0000-4000-8000-00000000000a").unwrap().remove(0);
+    assert!(failed.error.as_ref().unwrap().contains("redirect"), "{failed:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(b.store.envelopes(10, 0).unwrap().iter().all(|e| e.sender != a.public_key), "the redirect was not followed");
 }

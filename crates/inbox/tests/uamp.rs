@@ -44,6 +44,7 @@ impl Uamp {
             listener: Some(plain),
             watch: None,
             uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
+            ..Default::default()
         };
         tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
         let inbox = started_rx.await.unwrap();
@@ -502,4 +503,35 @@ async fn an_ask_held_for_consent_waits_on_its_stream_until_the_user_decides() {
     let end = sse.next(Duration::from_secs(10)).await.unwrap();
     assert_eq!((end["delta_seq"].as_u64(), end["type"].as_str()), (Some(0), Some("cancel")), "{end}");
     assert_eq!(u.store.uamp_stream(&sid2).unwrap().unwrap().state, "CANCELLED");
+}
+
+#[tokio::test]
+async fn envelopes_from_far_ahead_or_too_old_are_refused_and_a_browser_never_reaches_the_listener() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let p = u.trusted(21, &["ask", "inform"], RateLimit::default());
+    for (ts, reason) in [
+        (chrono::Utc::now() + chrono::Duration::days(1), "clock_skew"),
+        (chrono::Utc::now() - chrono::Duration::days(400), "stale"),
+    ] {
+        let env = u.envelope(&p, Intent::Inform, "when?", json!({"ts": ts.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)}));
+        let (status, body, _) = u.post(&p, &env).await;
+        assert_eq!((status, body["reason"].as_str()), (400, Some(reason)), "{body}");
+    }
+    assert_eq!(u.store.uamp_messages(10).unwrap().len(), 0, "nothing kept");
+    let env = u.envelope(&p, Intent::Inform, "now", json!({}));
+    assert_eq!(u.post(&p, &env).await.0, 200);
+    // A page's request carries its Origin; even with the sender's own token it is refused.
+    let env = u.envelope(&p, Intent::Inform, "from a page", json!({}));
+    let r = u
+        .client
+        .post(format!("{}/v1/messages", u.https))
+        .header("content-type", "application/uamp+json;v=1")
+        .header("origin", "https://evil.example")
+        .bearer_auth(p.token.as_ref().unwrap())
+        .body(serde_json::to_vec(&env).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 421);
+    assert_eq!(u.store.uamp_messages(10).unwrap().len(), 1);
 }

@@ -35,6 +35,7 @@ async fn peer(executor: ExecutorSpec) -> PeerInbox {
         listener: None,
         watch: None,
         uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
+        ..Default::default()
     };
     tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
     let inbox = started_rx.await.unwrap();
@@ -182,4 +183,66 @@ async fn a_refusal_and_a_failed_stream_are_reported_and_what_arrived_is_kept() {
     let mine = me.store.uamp_stream(&end.stream_id).unwrap().unwrap();
     assert_eq!(mine.state, "ERROR");
     assert!(mine.detail.unwrap().contains("disk on fire"));
+}
+
+/// A peer that names its stream `stream_id` and ends it with a Windows program declared
+/// as `mime`: a real TLS 1.3 server on loopback speaking just enough UAMP.
+async fn hostile_peer(stream_id: &'static str, mime: &'static str) -> (PeerRow, tempfile::TempDir, oneshot::Sender<()>) {
+    use axum::routing::{get, post};
+    let dir = tempfile::tempdir().unwrap();
+    let key = SigningKey::from_bytes(&[99; 32]);
+    let cert = gatehouse_inbox::uamp::tls::load_or_create(dir.path(), &key).unwrap();
+    let tls = gatehouse_inbox::uamp::tls::config(&cert.der, &key).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}", listener.local_addr().unwrap());
+    let exe = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00");
+    let frames = format!(
+        "data: {}\n\ndata: {}\n\n",
+        serde_json::json!({"delta_seq": 0, "stream_id": stream_id, "type": "chunk", "payload": {"chunk_b64": exe}}),
+        serde_json::json!({"delta_seq": 1, "stream_id": stream_id, "type": "done", "payload": {"mime": mime}}),
+    );
+    let app = axum::Router::new()
+        .route("/v1/messages", post(move || async move { (axum::http::StatusCode::ACCEPTED, axum::Json(serde_json::json!({"stream_id": stream_id, "receipt_id": "r1"}))) }))
+        .route(
+            "/v1/stream/{id}",
+            get(move || {
+                let frames = frames.clone();
+                async move { ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], frames) }
+            }),
+        );
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    tokio::spawn(gatehouse_inbox::uamp::tls::serve(listener, tls, app, &[], async { let _ = stop_rx.await; }));
+    let row = PeerRow {
+        did: gatehouse_uamp::sign::did_of(&key),
+        name: "hostile".into(),
+        url,
+        cert_sha256: cert.fingerprint,
+        manifest: serde_json::json!({}),
+        added_at: "2026-11-24T00:00:00Z".into(),
+    };
+    (row, dir, stop_tx)
+}
+
+#[tokio::test]
+async fn a_peer_cannot_choose_where_a_received_file_is_written_or_that_it_is_a_program() {
+    let (me, mine) = me();
+    let ask = Ask { body_type: "text/plain".into(), content: "hi".into(), delta_window: 4 };
+    // A stream named like a path is refused before anything is written.
+    for evil in ["../escaped", "/tmp/gatehouse-escaped", "a/../../b"] {
+        let (row, _d, _stop) = hostile_peer(evil, "application/x-msdownload").await;
+        let e = me.ask(&row, None, &ask, |_| {}).await.unwrap_err();
+        assert!(matches!(&e, ClientError::Protocol(m) if m.contains("not a stream id")), "{evil}: {e}");
+    }
+    assert!(!mine.path().join("escaped.exe").exists() && !mine.path().join("escaped.part").exists());
+    assert!(!Path::new("/tmp/gatehouse-escaped.exe").exists());
+    // A well-formed name the peer chose still does not name the file, and a program
+    // arrives as inert data, whatever type the peer declared.
+    let (row, _d, _stop) = hostile_peer("peer-chosen-name", "application/x-msdownload").await;
+    let end = me.ask(&row, None, &ask, |_| {}).await.unwrap();
+    assert_eq!(end.state, "COMPLETED", "{end:?}");
+    let file = end.file.unwrap();
+    assert_eq!(file.parent().unwrap(), mine.path().join("received"));
+    assert!(!file.to_string_lossy().contains("peer-chosen-name"), "{}", file.display());
+    assert_eq!(file.extension().unwrap(), "bin", "{}", file.display());
+    assert!(std::fs::read(&file).unwrap().starts_with(b"MZ"));
 }

@@ -2,6 +2,7 @@
 //! an intent through a conversation, signs what the user sends and checks what comes back.
 //!
 //! - [`manifest`]: `{origin}/intentmanifest.yaml` read and checked field by field (§2).
+//! - [`bounded_yaml`]: YAML read within a node and text budget (alias bombs refused).
 //! - [`envelope`]: request/response envelopes against the spec's JSON Schema, flow types (§3).
 //! - [`conversation`]: the rules of one interaction (first message, terminal messages,
 //!   echoed interaction_id, replayed nonces).
@@ -11,6 +12,7 @@
 //! - [`client`]: fetching manifests and talking to intent endpoints over HTTPS.
 
 pub mod attribution;
+pub mod bounded_yaml;
 pub mod client;
 pub mod conversation;
 pub mod envelope;

@@ -123,7 +123,7 @@ impl Manifest {
         if yaml.len() > MAX_MANIFEST_BYTES {
             return Err(FieldError::new("/", format!("the manifest is larger than {MAX_MANIFEST_BYTES} bytes")));
         }
-        let v: Value = serde_yaml::from_str(yaml).map_err(|e| {
+        let v: Value = crate::bounded_yaml::from_str(yaml).map_err(|e| {
             let at = e.location().map(|l| format!(" (line {}, column {})", l.line(), l.column())).unwrap_or_default();
             FieldError::new("/", format!("not valid YAML{at}: {e}"))
         })?;

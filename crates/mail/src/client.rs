@@ -11,6 +11,9 @@ use serde_json::{json, Value};
 use crate::events::{BadEvent, TaskEvent};
 use crate::model::Message;
 
+/// A task event (one MAIL message and its metadata) larger than this ends the stream.
+const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+
 /// A stream with neither an event nor a ping for this long is treated as dropped (the
 /// reference pings every 15 s).
 pub const IDLE: Duration = Duration::from_secs(60);
@@ -244,7 +247,7 @@ impl SwarmClient {
             let response = v.get("response").and_then(Value::as_str).unwrap_or_default().to_string();
             return Ok(Outcome { task_id: m.task_id.clone().unwrap_or_default(), completed: true, response });
         }
-        let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+        let mut events = std::pin::pin!(gatehouse_sse::events(resp.bytes_stream(), MAX_EVENT_BYTES));
         let mut task_id = m.task_id.clone();
         loop {
             let next = tokio::time::timeout(self.idle, events.next()).await.map_err(|_| ClientError::Interrupted(format!("no event or ping for {} s", self.idle.as_secs_f32())))?;

@@ -48,6 +48,8 @@ pub enum StoreError {
     NotTrusted(String),
     #[error("the commit this acceptance was part of failed: {0}")]
     CommitFailed(String),
+    #[error("cannot open the database file {path}: {source}")]
+    File { path: String, source: std::io::Error },
     #[error(
         "the database was written by a newer Gatehouse (schema {found}, this build knows {known})"
     )]
@@ -295,8 +297,30 @@ pub struct Admission {
     pub version: i64,
 }
 
+/// The database and its WAL and shared-memory files are readable by the user alone:
+/// created 0600 (SQLite gives -wal and -shm the database file's mode), and tightened if an
+/// older version left them readable by others.
+fn private_files(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        let io = |source: std::io::Error| StoreError::File { path: path.display().to_string(), source };
+        std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(io)?;
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            match std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     pub fn open(path: &Path) -> Result<Store> {
+        private_files(path)?;
         let conn = Connection::open(path)?;
         Self::init(conn, Some(path.to_path_buf()))
     }

@@ -116,6 +116,13 @@ pub fn parse_uuid(s: &str) -> Option<Uuid> {
     Uuid::parse_str(bare).ok()
 }
 
+/// Whether a peer's stream id may be used as one: 1 to 128 of `A-Z a-z 0-9 . _ : -`,
+/// not starting with a dot. It names a stream in a URL path, so nothing that could
+/// change the path (`/`, `..`, `%`, `?`) gets through; it never names a file.
+pub fn is_stream_id(s: &str) -> bool {
+    (1..=128).contains(&s.len()) && !s.starts_with('.') && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
 impl Envelope {
     pub fn parse(bytes: &[u8]) -> Result<Envelope, UampError> {
         if bytes.len() > MAX_ENVELOPE_BYTES {

@@ -25,6 +25,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt as _;
 
+/// One stream frame larger than this ends the stream (chunks carry 16 KiB).
+const MAX_EVENT_BYTES: usize = 1024 * 1024;
+
 /// Signed manifests larger than this are refused.
 const MAX_MANIFEST_BYTES: usize = 256 * 1024;
 /// How often a dropped stream is resumed (`Last-Event-ID`) before giving up.
@@ -308,10 +311,16 @@ impl Client {
         if status != 202 {
             return Err(refused(status, &body));
         }
-        // The peer may name the stream itself; its Location is authoritative.
-        let stream_id = body.get("stream_id").and_then(|s| s.as_str()).map(str::to_string).unwrap_or(stream_id);
+        // The peer may name the stream itself; its Location is authoritative. Its name is
+        // only ever a protocol identifier: files are named after `file_stem`, made here.
+        let file_stem = stream_id.clone();
+        let stream_id = match body.get("stream_id").and_then(|s| s.as_str()) {
+            Some(s) if gatehouse_uamp::envelope::is_stream_id(s) => s.to_string(),
+            Some(s) => return Err(ClientError::Protocol(format!("the peer named its stream {:?}, which is not a stream id", s.chars().take(80).collect::<String>()))),
+            None => stream_id,
+        };
         let location = location.unwrap_or_else(|| format!("/v1/stream/{stream_id}"));
-        if !location.starts_with('/') {
+        if !location.starts_with('/') || location.starts_with("//") {
             return Err(ClientError::Protocol(format!("Location {location:?} is not a path on the peer")));
         }
         let now = chrono::Utc::now();
@@ -348,7 +357,7 @@ impl Client {
             detail: None,
         };
         on_progress(&p);
-        let (part, file) = open_part(&self.files_dir, &stream_id).await?;
+        let (part, file) = open_part(&self.files_dir, &file_stem).await?;
         let mut follow = Follow {
             c: self,
             peer,
@@ -358,6 +367,7 @@ impl Client {
             ask_id: &message_id,
             window,
             stream_id: &stream_id,
+            file_stem: &file_stem,
             part,
             file,
             next: 0,
@@ -440,6 +450,8 @@ struct Follow<'a> {
     ask_id: &'a str,
     window: u32,
     stream_id: &'a str,
+    /// Names the files of this stream: made locally, never the peer's stream id.
+    file_stem: &'a str,
     part: PathBuf,
     file: tokio::fs::File,
     next: u64,
@@ -462,7 +474,7 @@ impl Follow<'_> {
             let body: Value = resp.json().await.unwrap_or(Value::Null);
             return Err(refused(status, &body));
         }
-        let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+        let mut events = std::pin::pin!(gatehouse_sse::events(resp.bytes_stream(), MAX_EVENT_BYTES));
         while let Some(ev) = events.next().await {
             let ev = ev.map_err(|e| ClientError::Interrupted(e.to_string()))?;
             if ev.data.is_empty() {
@@ -547,10 +559,10 @@ impl Follow<'_> {
             other => infer::get(&head).map(|t| t.mime_type().to_string()).or(other),
         };
         let (path, detail) = if d.kind == DeltaType::Done {
-            (self.c.files_dir.join(format!("{}.{}", self.stream_id, extension(mime.as_deref(), &head))), None)
+            (self.c.files_dir.join(format!("{}.{}", self.file_stem, extension(mime.as_deref(), &head))), None)
         } else {
             let why = d.payload.as_ref().and_then(|x| x.get("message").or_else(|| x.get("reason"))).and_then(|x| x.as_str()).unwrap_or("the stream ended early").to_string();
-            (self.c.files_dir.join(format!("{}.partial", self.stream_id)), Some(why))
+            (self.c.files_dir.join(format!("{}.partial", self.file_stem)), Some(why))
         };
         tokio::fs::rename(&self.part, &path).await.map_err(|source| ClientError::Io { path: path.clone(), source })?;
         if let Some(why) = &detail {
@@ -599,7 +611,7 @@ impl Follow<'_> {
     /// The stream cannot be followed further: keep what arrived, aside, with the reason.
     async fn abandon(&mut self, p: &mut AskProgress, e: &ClientError) {
         let _ = self.file.flush().await;
-        let path = self.c.files_dir.join(format!("{}.partial", self.stream_id));
+        let path = self.c.files_dir.join(format!("{}.partial", self.file_stem));
         if tokio::fs::rename(&self.part, &path).await.is_ok() {
             let _ = tokio::fs::write(path.with_extension("partial.reason.txt"), format!("ERROR: {e}\n")).await;
             p.file = Some(path.clone());
@@ -624,15 +636,24 @@ async fn read_head(path: &Path) -> Vec<u8> {
     head
 }
 
+/// Extensions a received file may get: documents, images, audio, video and archives the
+/// user's tools open as data. Anything else (a program, a script, a shortcut, a type
+/// only a peer's claim names) is saved as `.bin`, so opening it never runs it.
+const DATA_EXTENSIONS: &[&str] = &[
+    "txt", "md", "json", "csv", "pdf", "png", "jpg", "gif", "webp", "bmp", "tif", "ico", "avif", "heif", "mp3", "wav", "ogg", "flac", "m4a",
+    "mp4", "webm", "mkv", "mov", "avi", "zip", "gz", "tar", "xz", "bz2", "zst", "7z",
+];
+
 /// A file extension for what arrived, so the user's tools open it.
 fn extension(mime: Option<&str>, head: &[u8]) -> String {
     let essence = mime.map(|m| m.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
-    match essence.as_deref() {
-        Some("text/plain") => "txt".into(),
-        Some("text/markdown") => "md".into(),
-        Some("application/json") => "json".into(),
-        _ => infer::get(head).map(|t| t.extension().to_string()).unwrap_or_else(|| "bin".into()),
-    }
+    let ext = match essence.as_deref() {
+        Some("text/plain") => "txt",
+        Some("text/markdown") => "md",
+        Some("application/json") => "json",
+        _ => infer::get(head).map(|t| t.extension()).unwrap_or("bin"),
+    };
+    if DATA_EXTENSIONS.contains(&ext) { ext } else { "bin" }.to_string()
 }
 
 #[cfg(test)]
@@ -663,5 +684,8 @@ mod tests {
         assert_eq!(extension(None, &png), "png");
         assert_eq!(extension(Some("text/plain; charset=utf-8"), b"hi"), "txt");
         assert_eq!(extension(None, b"\x00\x01"), "bin");
+        // A program is data to keep, never something a double-click runs.
+        assert_eq!(extension(Some("application/x-msdownload"), b"MZ\x90\x00\x03\x00\x00\x00\x04\x00"), "bin");
+        assert_eq!(extension(None, b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00"), "bin");
     }
 }

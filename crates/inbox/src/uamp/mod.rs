@@ -281,6 +281,17 @@ impl UampInbox {
         if !env.is_for(&self.did) {
             return Err(fail(UampError::new(Code::Unauthorized, "wrong_recipient", format!("this inbox is {}, which `to` does not name", self.did))));
         }
+        // Replays are caught by message id, kept as long as messages are: an envelope
+        // must be recent enough for that, and not from a clock far ahead.
+        let fresh = self.inbox.freshness();
+        let ahead = (env.ts - now).num_seconds();
+        if ahead > 0 && ahead as u64 > fresh.max_clock_skew_secs {
+            return Err(fail(UampError::new(Code::BadRequest, "clock_skew", format!("ts is {ahead} s ahead of this inbox's clock (at most {} s is allowed)", fresh.max_clock_skew_secs))));
+        }
+        let age = (now - env.ts).num_seconds();
+        if fresh.max_lifetime_secs > 0 && age > 0 && age as u64 > fresh.max_lifetime_secs {
+            return Err(fail(UampError::new(Code::BadRequest, "stale", format!("ts is {age} s old; this inbox takes envelopes at most {} s old", fresh.max_lifetime_secs))));
+        }
         let store = self.store();
         let adm = store
             .admission(&env.from, crate::executor::SETTINGS_KEY)

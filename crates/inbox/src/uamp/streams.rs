@@ -232,7 +232,9 @@ async fn run(p: &mut Producer, job: &Job) -> End {
 
 async fn file_queue(dir: &std::path::Path, p: &mut Producer, job: &Job) -> Result<Value, Stop> {
     let record = json!({"message_id": job.message_id, "sender": job.sender, "scope": job.scope, "body": job.body, "stream_id": p.stream_id});
-    let name = format!("uamp-{}.json", p.stream_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>());
+    // Named here, not after the sender's stream id: two ids that sanitise alike must not
+    // overwrite each other's file, and no id is long or odd enough to fail the write.
+    let name = format!("uamp-{}.json", uuid::Uuid::now_v7());
     let write = async {
         tokio::fs::create_dir_all(dir).await?;
         let tmp = dir.join(format!(".{name}.tmp"));
@@ -249,7 +251,7 @@ async fn file_queue(dir: &std::path::Path, p: &mut Producer, job: &Job) -> Resul
 /// Runs the command (no shell; the body on stdin, facts in UAMP_* variables) and streams
 /// its stdout as `chunk_b64` frames. Failures end the stream with an `error` frame.
 async fn command(p: &mut Producer, job: &Job, program: &str, args: &[String], timeout: Duration) -> Result<Value, Stop> {
-    let spawned = tokio::process::Command::new(program)
+    let spawned = crate::process::command(program)
         .args(args)
         .env("UAMP_MESSAGE_ID", &job.message_id)
         .env("UAMP_SENDER", &job.sender)
@@ -259,12 +261,14 @@ async fn command(p: &mut Producer, job: &Job, program: &str, args: &[String], ti
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn();
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => return Err(Stop::Failed(format!("could not start {program}: {e}"))),
     };
+    // Every way out of this function (timeout, cancel, a failed frame, the end) kills
+    // the whole group as the guard drops.
+    let group = crate::process::Group::of(&child);
     let mut stdin = child.stdin.take().expect("piped");
     let content = job.body.content.clone();
     tokio::spawn(async move {
@@ -316,7 +320,8 @@ async fn command(p: &mut Producer, job: &Job, program: &str, args: &[String], ti
         _ = tokio::time::sleep_until(deadline) => { let _ = child.kill().await; return Err(timed_out()) }
         _ = cancel.changed() => { let _ = child.kill().await; return Err(Stop::Cancelled) }
     };
-    let stderr = err_task.await.unwrap_or_default();
+    drop(group);
+    let stderr = crate::process::drain(err_task).await;
     match status {
         Ok(st) if st.success() => Ok(json!({
             "executor": "command",

@@ -176,9 +176,11 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
+    public_names: &[String],
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    let app = crate::host_check::layer(app, crate::host_check::Allowed::new(listener.local_addr()?, true, public_names));
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let connections = Arc::new(tokio::sync::Semaphore::new(crate::http::MAX_CONNECTIONS));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -41,14 +41,28 @@ impl TestInbox {
     }
 
     pub async fn start_with(inbox_key: &str, watch: bool, executors: ExecutorConfig) -> TestInbox {
+        Self::start_configured(inbox_key, watch, executors, |_| {}).await
+    }
+
+    /// For the shared vectors, signed once in January 2026 to be valid until 2099: an
+    /// inbox that takes envelopes valid for any time (the `freshness` setting).
+    pub async fn start_for_vectors(inbox_key: &str) -> TestInbox {
+        Self::start_configured(inbox_key, false, ExecutorConfig::default(), |s| {
+            s.set_setting(gatehouse_inbox::pipeline::FRESHNESS_SETTING, &gatehouse_epp::Freshness { max_lifetime_secs: 0, ..Default::default() }).unwrap()
+        })
+        .await
+    }
+
+    pub async fn start_configured(inbox_key: &str, watch: bool, executors: ExecutorConfig, setup: impl FnOnce(&Store)) -> TestInbox {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
         executors.save(&store).unwrap();
+        setup(&store);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let watch_dir = watch.then(|| dir.path().join("drop"));
         let (tx, rx) = oneshot::channel();
-        let opts = ServeOptions { listener: Some(listener), watch: watch_dir.clone(), uamp: None };
+        let opts = ServeOptions { listener: Some(listener), watch: watch_dir.clone(), uamp: None, ..Default::default() };
         let task = tokio::spawn(gatehouse_inbox::run(
             store.clone(),
             inbox_key.to_string(),

@@ -1,0 +1,126 @@
+//! Who may talk to a listener, decided before any route runs.
+//!
+//! Loopback is not a boundary: any web page the user opens can send requests to
+//! 127.0.0.1 (a no-CORS POST needs no preflight), and DNS rebinding makes a page's own
+//! host name resolve to 127.0.0.1 so the browser lets it read the answers. Senders and
+//! agents are programs: they name this listener by its address (or a public name the
+//! user configured) and send no `Origin`. Browsers always name the page's host in `Host`
+//! after a rebinding, and add `Origin` or `Sec-Fetch-Site` to what a page sends. So a
+//! request is served only when its `Host` is this listener (its address, `localhost`, or
+//! a configured name, with this listener's port) and it carries no browser origin.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// What a listener answers to.
+#[derive(Debug, Clone)]
+pub struct Allowed {
+    bound: SocketAddr,
+    /// The port a `Host` without one means (80 for plain HTTP, 443 for TLS).
+    default_port: u16,
+    /// Host names the user configured for a listener reachable from elsewhere, lower case.
+    names: Vec<String>,
+}
+
+impl Allowed {
+    pub fn new(bound: SocketAddr, tls: bool, names: &[String]) -> Allowed {
+        Allowed { bound, default_port: if tls { 443 } else { 80 }, names: names.iter().map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase()).collect() }
+    }
+
+    /// Why a request may not be served here, or None.
+    pub fn refusal(&self, headers: &HeaderMap, uri: &axum::http::Uri) -> Option<String> {
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            return Some(format!("requests from web pages are refused (Origin: {})", String::from_utf8_lossy(origin.as_bytes()).chars().take(100).collect::<String>()));
+        }
+        if let Some(site) = headers.get("sec-fetch-site") {
+            if site.as_bytes() != b"none" {
+                return Some("requests from web pages are refused (Sec-Fetch-Site)".into());
+            }
+        }
+        // HTTP/2 carries the authority in the request line; HTTP/1.1 in Host.
+        let authority = match headers.get(header::HOST) {
+            Some(h) => h.to_str().ok()?.to_string(),
+            None => match uri.authority() {
+                Some(a) => a.as_str().to_string(),
+                None => return Some("the request names no Host".into()),
+            },
+        };
+        let Ok(parsed) = authority.parse::<axum::http::uri::Authority>() else {
+            return Some(format!("Host {authority:?} is not a host name"));
+        };
+        if parsed.as_str().contains('@') {
+            return Some(format!("Host {authority:?} is not a host name"));
+        }
+        let port = parsed.port_u16().unwrap_or(self.default_port);
+        if port != self.bound.port() {
+            return Some(format!("Host {authority:?} names another port than this listener's ({})", self.bound.port()));
+        }
+        let host = parsed.host().trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
+        let ok = match host.parse::<IpAddr>() {
+            // An address is not a name a page can rebind; it must be one this listener has.
+            Ok(ip) => (ip.is_loopback() && self.bound.ip().is_loopback()) || ip == self.bound.ip() || self.bound.ip().is_unspecified(),
+            Err(_) => (host == "localhost" && (self.bound.ip().is_loopback() || self.bound.ip().is_unspecified())) || self.names.contains(&host),
+        };
+        if ok {
+            None
+        } else {
+            Some(format!("Host {authority:?} is not this inbox's address; a public name must be configured (--public-name) to be used"))
+        }
+    }
+}
+
+/// Adds the check to `app`, answering a refused request with 421 and a typed error.
+pub fn layer(app: axum::Router, allowed: Allowed) -> axum::Router {
+    app.layer(axum::middleware::from_fn_with_state(Arc::new(allowed), check))
+}
+
+async fn check(State(allowed): State<Arc<Allowed>>, req: Request, next: Next) -> Response {
+    match allowed.refusal(req.headers(), req.uri()) {
+        None => next.run(req).await,
+        Some(why) => {
+            tracing::info!(reason = %why, path = %req.uri().path(), "request refused before routing");
+            (StatusCode::MISDIRECTED_REQUEST, axum::Json(serde_json::json!({"error": {"code": "FORBIDDEN_HOST", "message": why}}))).into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(host: Option<&str>, extra: &[(&str, &str)]) -> (HeaderMap, axum::http::Uri) {
+        let mut h = HeaderMap::new();
+        if let Some(host) = host {
+            h.insert(header::HOST, host.parse().unwrap());
+        }
+        for (k, v) in extra {
+            h.insert(axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+        }
+        (h, "/epp/v1/submit".parse().unwrap())
+    }
+
+    #[test]
+    fn only_this_listeners_own_names_and_no_web_page() {
+        let a = Allowed::new("127.0.0.1:8765".parse().unwrap(), false, &["inbox.example.org".into()]);
+        let refused = |host: Option<&str>, extra: &[(&str, &str)]| {
+            let (h, u) = req(host, extra);
+            a.refusal(&h, &u)
+        };
+        for ok in ["127.0.0.1:8765", "localhost:8765", "LOCALHOST:8765", "[::1]:8765", "inbox.example.org:8765"] {
+            assert_eq!(refused(Some(ok), &[]), None, "{ok}");
+        }
+        for bad in ["attacker.example:8765", "127.0.0.1:80", "127.0.0.1", "localhost.attacker.example:8765", "192.168.1.5:8765", "user@127.0.0.1:8765"] {
+            assert!(refused(Some(bad), &[]).is_some(), "{bad}");
+        }
+        assert!(refused(None, &[]).unwrap().contains("no Host"));
+        assert!(refused(Some("127.0.0.1:8765"), &[("origin", "https://evil.example")]).unwrap().contains("web pages"));
+        assert!(refused(Some("127.0.0.1:8765"), &[("origin", "null")]).is_some());
+        assert!(refused(Some("127.0.0.1:8765"), &[("sec-fetch-site", "cross-site")]).is_some());
+        assert_eq!(refused(Some("127.0.0.1:8765"), &[("sec-fetch-site", "none")]), None);
+    }
+}

@@ -1,0 +1,195 @@
+//! What a web page, a hostile sender or a local process can do to a real inbox on a real
+//! loopback port (issue 20): each test drives one attack from the outside and checks the
+//! inbox neither serves it nor keeps anything for it, and still serves its real senders.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::{eventually, key, pubhex, TestInbox};
+
+/// One raw HTTP/1.1 request, exactly as a browser or a script would write it; returns the
+/// status code and body.
+fn raw(url: &str, request: &str) -> (u16, String) {
+    let addr = url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+fn post(url: &str, host: &str, extra: &str, body: &str) -> (u16, String) {
+    let req = format!("POST /epp/v1/submit HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    raw(url, &req)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_pages_and_rebound_names_are_refused_before_any_route() {
+    let inbox = TestInbox::start(&pubhex(&key(1)), false).await;
+    let stranger = key(9);
+    let knock = inbox.signed(&stranger, "chat", "let me in").to_string();
+    let host = inbox.url.trim_start_matches("http://").to_string();
+    let url = inbox.url.clone();
+    let (h, k) = (host.clone(), knock.clone());
+    let attempts = tokio::task::spawn_blocking(move || {
+        vec![
+            // A page's no-CORS form POST: the browser adds the page's Origin.
+            ("cross-site POST", post(&url, &h, "Origin: https://evil.example\r\n", &k)),
+            ("sandboxed frame", post(&url, &h, "Origin: null\r\n", &k)),
+            ("no-cors fetch", post(&url, &h, "Sec-Fetch-Site: cross-site\r\n", &k)),
+            // After DNS rebinding the page is same-origin, but its own name is the Host.
+            ("rebinding", post(&url, &format!("rebind.evil.example:{}", h.rsplit(':').next().unwrap()), "", &k)),
+            ("rebinding to the guardian", raw(&url, "POST /asop/v1 HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")),
+            ("rebinding a read", raw(&url, "GET /epp/v1/inbox HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")),
+            ("no Host", raw(&url, "GET /health HTTP/1.0\r\n\r\n")),
+        ]
+    })
+    .await
+    .unwrap();
+    for (what, (status, body)) in attempts {
+        assert_eq!(status, 421, "{what}: {body}");
+        assert!(body.contains("FORBIDDEN_HOST"), "{what}: {body}");
+        assert!(!body.contains(&inbox.public_key), "{what} must not read the inbox's key: {body}");
+    }
+    // Nothing was kept: no receipt, no knock waiting for the user.
+    assert_eq!(inbox.store.receipts(10, 0).unwrap().len(), 0);
+    assert!(inbox.store.pending_list().unwrap().is_empty());
+    // A sender (a program: no Origin, the inbox's own address) still gets through.
+    let (status, _, receipt) = inbox.post(knock).await;
+    assert_eq!((status, receipt["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")), "{receipt}");
+    let (status, _) = tokio::task::spawn_blocking(move || post(&inbox.url, &format!("localhost:{}", host.rsplit(':').next().unwrap()), "", "{}")).await.unwrap();
+    assert_eq!(status, 400, "localhost is this inbox's own name");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_of_many_distinct_keys_is_read_in_linear_time_and_health_stays_up() {
+    let inbox = TestInbox::start(&pubhex(&key(1)), false).await;
+    // ~4 MB of distinct keys: quadratic duplicate checking held a worker for minutes.
+    let mut body = String::from("{");
+    for i in 0..300_000 {
+        body.push_str(&format!("\"k{i}\":0,"));
+    }
+    body.push_str("\"end\":0}");
+    let url = inbox.url.clone();
+    let started = Instant::now();
+    let big = tokio::spawn({
+        let c = reqwest::Client::new();
+        let u = inbox.submit_url();
+        async move { c.post(u).body(body).send().await.unwrap().json::<serde_json::Value>().await.unwrap() }
+    });
+    // Meanwhile the inbox answers its health check promptly.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let h = tokio::time::timeout(Duration::from_secs(5), reqwest::get(format!("{url}/health"))).await;
+    assert!(h.is_ok_and(|r| r.is_ok()), "health did not answer while the body was read");
+    let receipt = big.await.unwrap();
+    assert_eq!(receipt["error"]["code"], "INVALID_FORMAT", "{receipt}");
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+}
+
+fn mkfifo(p: &std::path::Path) {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn special_files_in_the_watched_folder_get_receipts_and_are_moved_aside() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), true).await;
+    inbox.trust(&pubhex(&alice), "Alice", common::policy(&["support"]));
+    let drop = inbox.watch.clone().unwrap();
+    let outside = inbox.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    // A valid envelope elsewhere: a link to it must not make it arrive.
+    let secret = outside.join("somebody-elses.json");
+    std::fs::write(&secret, inbox.signed(&alice, "support", "read through a link").to_string()).unwrap();
+    mkfifo(&outside.join("moved.json"));
+    std::fs::rename(outside.join("moved.json"), drop.join("moved.json")).unwrap();
+    mkfifo(&drop.join("made-here.json"));
+    std::os::unix::fs::symlink("/dev/zero", drop.join("zero.json")).unwrap();
+    std::os::unix::fs::symlink(&secret, drop.join("link.json")).unwrap();
+    std::os::unix::fs::symlink(outside.join("nowhere"), drop.join("dangling.json")).unwrap();
+    std::fs::write(drop.join("real.json"), inbox.signed(&alice, "support", "a real drop").to_string()).unwrap();
+
+    let rejected = drop.join("rejected");
+    let names = ["moved.json", "made-here.json", "zero.json", "link.json", "dangling.json"];
+    eventually("every special file filed with a receipt", || names.iter().all(|n| rejected.join(format!("{n}.receipt.json")).exists())).await;
+    eventually("the real drop accepted", || drop.join("accepted/real.json.receipt.json").exists()).await;
+    for n in names {
+        let receipt: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(rejected.join(format!("{n}.receipt.json"))).unwrap()).unwrap();
+        assert_eq!(receipt["error"]["code"], "INVALID_FORMAT", "{n}: {receipt}");
+        let why = receipt["error"]["message"].as_str().unwrap();
+        assert!(why.contains("not a regular file"), "{n}: {why}");
+        // Moved aside as it was (the link itself, not what it points to).
+        assert!(std::fs::symlink_metadata(rejected.join(n)).is_ok(), "{n} kept in rejected/");
+    }
+    assert!(std::fs::read_to_string(&secret).is_ok(), "the linked file is untouched");
+    let accepted: Vec<_> = inbox.store.envelopes(10, 0).unwrap().into_iter().map(|e| e.prompt).collect();
+    assert_eq!(accepted, vec!["a real drop".to_string()], "nothing arrived through a link");
+    assert!(std::fs::read_dir(drop.join(".processing")).unwrap().next().is_none(), "nothing stranded");
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is dead for our purposes: it runs nothing and holds no pipe.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_and_everything_it_started_die_at_its_timeout() {
+    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    use gatehouse_store::ExecStatus;
+    let alice = key(1);
+    let pids = tempfile::tempdir().unwrap();
+    let script = |name: &str, tail: &str| format!("sleep 25 & echo $! > {}/{name}; {tail}", pids.path().display());
+    let mut scopes = std::collections::BTreeMap::new();
+    // The background sleep holds stdout open; the foreground one outlives the timeout.
+    scopes.insert("slow".to_string(), ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), script("slow", "sleep 25")], timeout_secs: 1 });
+    // Finishes at once but leaves a child behind holding its output.
+    scopes.insert("leaves".to_string(), ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), script("leaves", "echo done")], timeout_secs: 30 });
+    scopes.insert("quick".to_string(), ExecutorSpec::Command { program: "echo".into(), args: vec!["next".into()], timeout_secs: 5 });
+    let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
+    inbox.trust(&pubhex(&alice), "Alice", common::policy(&["*"]));
+    let started = Instant::now();
+    for scope in ["slow", "leaves", "quick"] {
+        assert_eq!(inbox.post_json(&inbox.signed(&alice, scope, "x")).await.0, 200, "{scope}");
+    }
+    let store = inbox.store.clone();
+    common::eventually("all three recorded", || store.envelopes(10, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))).await;
+    assert!(started.elapsed() < Duration::from_secs(12), "the executors took {:?}: a leftover child held them", started.elapsed());
+    let by_scope: std::collections::BTreeMap<String, _> = store.envelopes(10, 0).unwrap().into_iter().map(|e| (e.scope.clone(), e)).collect();
+    assert!(by_scope["slow"].exec_result.as_ref().unwrap()["error"].as_str().unwrap().contains("timed out"));
+    assert_eq!(by_scope["leaves"].exec_status, ExecStatus::Succeeded);
+    assert_eq!(by_scope["leaves"].exec_result.as_ref().unwrap()["stdout"], "done\n");
+    assert_eq!(by_scope["quick"].exec_status, ExecStatus::Succeeded);
+    for name in ["slow", "leaves"] {
+        let pid: i32 = std::fs::read_to_string(pids.path().join(name)).unwrap().trim().parse().unwrap();
+        common::eventually("the background child gone", || !alive(pid)).await;
+    }
+}
+
+#[tokio::test]
+async fn envelopes_from_a_clock_far_ahead_or_valid_for_years_are_refused_at_the_expiry_step() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    inbox.trust(&pubhex(&alice), "Alice", common::policy(&["support"]));
+    let now = chrono::Utc::now();
+    let ahead = inbox.draft("support", "from tomorrow").sign(&alice, now + chrono::Duration::days(1));
+    let mut d = inbox.draft("support", "forever");
+    d.ttl = chrono::Duration::days(365 * 70);
+    let forever = d.sign(&alice, now);
+    for (env, why) in [(&ahead, "ahead of this inbox's clock"), (&forever, "valid for at most")] {
+        let (status, _, r) = inbox.post_json(env).await;
+        assert_eq!((status, r["error"]["code"].as_str()), (400, Some("EXPIRED")), "{r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains(why), "{r}");
+    }
+    // A little skew is normal between machines; a day's validity is ordinary.
+    let slightly = inbox.draft("support", "a minute ahead").sign(&alice, now + chrono::Duration::seconds(60));
+    assert_eq!(inbox.post_json(&slightly).await.0, 200);
+    assert_eq!(inbox.store.count_envelopes().unwrap(), 1);
+    assert_eq!(inbox.store.count_nonces().unwrap(), 1, "only the accepted envelope's nonce is kept");
+}
