@@ -57,9 +57,11 @@ export interface Detail {
 }
 export interface ConversationMessage { envelope: EnvelopeRow; sender_name: string | null; on_behalf_of_name: string | null; depth: number }
 export type ConsentItem =
-  | { kind: 'unknown_sender'; public_key: string; first_seen: string; last_seen: string; count: number; scopes_tried: string[]; envelope_id: string | null; scope: string | null; prompt: string | null }
+  | { kind: 'unknown_sender'; public_key: string; source: KnockSource; first_seen: string; last_seen: string; count: number; scopes_tried: string[]; envelope_id: string | null; scope: string | null; prompt: string | null }
   | { kind: 'held'; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string }
   | { kind: 'held_ask'; stream_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; received_at: string };
+/** What is knocking, decided by Gatehouse from how it arrived (never by what it wrote). */
+export type KnockSource = 'epp_sender' | 'uamp_agent' | 'intent_site' | 'asop_agent';
 export type ConsentTarget = { kind: 'unknown_sender'; public_key: string } | { kind: 'held'; row_id: number } | { kind: 'held_ask'; stream_id: string };
 export type Decision = 'allow_once' | 'always_allow_scope' | 'deny' | 'block';
 export interface AuditEntry { id: number; at: string; action: string; subject: string | null; detail: unknown }

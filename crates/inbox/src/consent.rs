@@ -16,6 +16,8 @@ pub enum ConsentItem {
     /// A sender not in the trust registry knocked with a valid signature.
     UnknownSender {
         public_key: String,
+        /// What is knocking, from where it arrived (never from what it wrote).
+        source: Source,
         first_seen: String,
         last_seen: String,
         count: i64,
@@ -47,6 +49,46 @@ pub enum ConsentItem {
         prompt: String,
         received_at: String,
     },
+}
+
+/// What an unknown key is, decided by how it reached Gatehouse: its registry key's
+/// namespace (`asop:` for agents at the guardian, `did:` for UAMP) and, for a bare key,
+/// the one scope only Gatehouse itself records (an IntentSite's answer). Senders cannot
+/// choose it: EPP envelopes in the reserved scopes are refused before they can knock, and
+/// a UAMP knock's scope is its signed intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    EppSender,
+    UampAgent,
+    IntentSite,
+    AsopAgent,
+}
+
+/// Scopes Gatehouse records for its own doors; no EPP envelope may use them.
+pub const RESERVED_SCOPES: [&str; 2] = [crate::guardian::SCOPE, crate::intent::SCOPE];
+
+impl Source {
+    pub fn of(key: &str, scope: Option<&str>) -> Source {
+        if key.starts_with("asop:") {
+            Source::AsopAgent
+        } else if key.starts_with("did:") {
+            Source::UampAgent
+        } else if scope == Some(crate::intent::SCOPE) {
+            Source::IntentSite
+        } else {
+            Source::EppSender
+        }
+    }
+
+    /// The one scope a grant for this source may name, when it is fixed.
+    fn fixed_scope(self) -> Option<&'static str> {
+        match self {
+            Source::AsopAgent => Some(crate::guardian::SCOPE),
+            Source::IntentSite => Some(crate::intent::SCOPE),
+            Source::EppSender | Source::UampAgent => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,9 +169,11 @@ pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
     }
     for p in store.pending_list()? {
         let knock = store.latest_receipt_from(&p.public_key, "UNTRUSTED_SENDER")?;
+        let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| p.scopes_tried.first().cloned());
         items.push(ConsentItem::UnknownSender {
+            source: Source::of(&p.public_key, scope.as_deref()),
             envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
-            scope: knock.as_ref().and_then(|k| k.scope.clone()),
+            scope,
             prompt: knock.and_then(|k| k.prompt),
             public_key: p.public_key,
             first_seen: p.first_seen,
@@ -188,6 +232,7 @@ pub fn decide_with_keys(
                 }
                 Decision::AllowOnce | Decision::AlwaysAllowScope => {
                     let scope = scope.ok_or_else(|| ConsentError::Invalid("the request has no scope to allow".into()))?;
+                    grantable(&key, &scope)?;
                     let entry = TrustEntry {
                         public_key: key.clone(),
                         name: default_name(&key),
@@ -208,10 +253,10 @@ pub fn decide_with_keys(
                             "Allowed, but the waiting message could not be delivered: {}",
                             o.receipt.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
                         ),
-                        (_, Decision::AlwaysAllowScope) if scope == crate::guardian::SCOPE => {
+                        (_, Decision::AlwaysAllowScope) if Source::of(&key, Some(&scope)) == Source::AsopAgent => {
                             "Registered: this agent's steps are now decided by your rules, or asked about.".to_string()
                         }
-                        (_, Decision::AlwaysAllowScope) if scope == crate::intent::SCOPE => {
+                        (_, Decision::AlwaysAllowScope) if Source::of(&key, Some(&scope)) == Source::IntentSite => {
                             "Pinned: this IntentSite's answers are now checked against its key, and answers signed by any other key are refused.".to_string()
                         }
                         (_, Decision::AlwaysAllowScope) if key.starts_with("did:") => {
@@ -300,6 +345,20 @@ pub fn decide_with_keys(
         &at,
     )?;
     Ok(outcome)
+}
+
+/// A consent prompt grants exactly the one scope it showed, and only a scope that fits
+/// what is knocking: never `*`, never a reserved scope to anything but its own door.
+fn grantable(key: &str, scope: &str) -> Result<(), ConsentError> {
+    if !gatehouse_epp::envelope::is_scope_like(scope) {
+        return Err(ConsentError::Invalid(format!("{scope:?} is not a single scope; a prompt grants one scope, never all")));
+    }
+    let source = Source::of(key, Some(scope));
+    match source.fixed_scope() {
+        Some(fixed) if fixed != scope => Err(ConsentError::Invalid(format!("this knock can only be let in for \"{fixed}\""))),
+        None if RESERVED_SCOPES.contains(&scope) => Err(ConsentError::Invalid(format!("\"{scope}\" is reserved for Gatehouse's own agents and sites"))),
+        _ => Ok(()),
+    }
 }
 
 /// An EPP public key (64 hex), a did:key, or a did:web whose keys were fetched.

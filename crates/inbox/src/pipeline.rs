@@ -335,6 +335,12 @@ impl Inbox {
         }
         // Steps 2–3.
         let env = Envelope::parse(ctx.bytes).map_err(Failure::new)?;
+        // Scopes Gatehouse keeps for its own doors (guardian agents, IntentSite keys): an
+        // envelope in one could knock dressed as an agent or a company.
+        if crate::consent::RESERVED_SCOPES.contains(&env.scope.as_str()) {
+            let r = Rejection::new(ErrorCode::InvalidFormat, format!("scope \"{}\" is reserved for Gatehouse's own agents and sites", env.scope)).with_envelope_id(Some(env.envelope_id.clone()));
+            return Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false });
+        }
         // Steps 4–6.
         match gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, &self.freshness, |k| self.sender_key(k)) {
             Ok(form) => Ok((env, form)),

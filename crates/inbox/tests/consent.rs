@@ -122,3 +122,33 @@ fn verification_steps_name_the_failing_one() {
     assert_eq!(size.iter().find(|(s, _)| *s == "policy").unwrap().1, "failed");
     assert!(gatehouse_inbox::verification_steps(None, true).iter().all(|(_, s)| *s == "passed"));
 }
+
+#[tokio::test]
+async fn a_sender_cannot_knock_dressed_as_an_agent_or_a_company_nor_be_granted_everything() {
+    let stranger = key(7);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    // The guardian's and IntentWeb's scopes are Gatehouse's own: refused before any knock.
+    for scope in ["asop", "intentweb"] {
+        let (status, _, r) = inbox.post_json(&inbox.signed(&stranger, scope, "let me in")).await;
+        assert_eq!((status, r["error"]["code"].as_str()), (400, Some("INVALID_FORMAT")), "{scope}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("reserved"), "{r}");
+    }
+    assert!(consent::pending(&inbox.store).unwrap().is_empty(), "nothing asks the user");
+    // An ordinary knock is an EPP sender's, whatever it says.
+    inbox.post_json(&inbox.signed(&stranger, "support", "hello")).await;
+    let items = consent::pending(&inbox.store).unwrap();
+    assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::EppSender, scope: Some(s), .. } if s == "support"), "{items:?}");
+    // A knock recorded for all scopes (an old store, a bug elsewhere) is never granted as such.
+    let other = key(8);
+    inbox.store.pending_record(&pubhex(&other), "*", "x", "2026-11-24T00:00:00Z").unwrap();
+    let e = consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&other) }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap_err();
+    assert!(e.to_string().contains("never all"), "{e}");
+    assert!(inbox.store.trust_get(&pubhex(&other)).unwrap().is_none());
+    // Nor a reserved scope to a bare key that did not come from IntentWeb or the guardian.
+    inbox.store.pending_remove(&pubhex(&other)).unwrap();
+    inbox.store.pending_record(&pubhex(&other), "asop", "x", "2026-11-24T00:00:00Z").unwrap();
+    let e = consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&other) }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap_err();
+    assert!(e.to_string().contains("reserved"), "{e}");
+    inbox.stop().await;
+}

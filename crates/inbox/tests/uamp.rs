@@ -535,3 +535,22 @@ async fn envelopes_from_far_ahead_or_too_old_are_refused_and_a_browser_never_rea
     assert_eq!(r.status(), 421);
     assert_eq!(u.store.uamp_messages(10).unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn an_unknown_agents_capability_token_does_not_decide_what_the_prompt_grants() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let key = SigningKey::from_bytes(&[33; 32]);
+    let did = sign::did_of(&key);
+    let p = Peer { key: key.clone(), did: did.clone(), token: None };
+    // A token it made itself, claiming every scope: unchecked while it is unknown.
+    let tok = gatehouse_uamp::captoken::issue(&key, &format!("{did}#key"), &json!({"aud": u.inbox.did(), "scope": "* admin", "exp": chrono::Utc::now().timestamp() + 3600}));
+    let env = u.envelope(&p, Intent::Ask, "let me in", json!({"cap_token": tok}));
+    let (status, body, _) = u.post(&p, &env).await;
+    assert_eq!((status, body["reason"].as_str()), (403, Some("untrusted_sender")), "{body}");
+    let items = gatehouse_inbox::consent::pending(&u.store).unwrap();
+    let Some(gatehouse_inbox::consent::ConsentItem::UnknownSender { source, scope, .. }) = items.first() else { panic!("{items:?}") };
+    assert_eq!((*source, scope.as_deref()), (gatehouse_inbox::consent::Source::UampAgent, Some("ask")));
+    let target = gatehouse_inbox::consent::ConsentTarget::UnknownSender { public_key: did.clone() };
+    gatehouse_inbox::consent::decide(u.inbox.inbox(), &target, gatehouse_inbox::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert_eq!(u.store.trust_get(&did).unwrap().unwrap().policy.allowed_scopes, vec!["ask".to_string()], "only what the prompt showed");
+}

@@ -2,7 +2,7 @@ import { consentSentence } from './consent';
 
 describe('consent prompts', () => {
   it('tell a person who is asking and about what', () => {
-    const s = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), first_seen: '', last_seen: '', count: 3, scopes_tried: ['support'], envelope_id: null, scope: 'support', prompt: 'hi' });
+    const s = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), source: 'epp_sender', first_seen: '', last_seen: '', count: 3, scopes_tried: ['support'], envelope_id: null, scope: 'support', prompt: 'hi' });
     expect(s).toContain('not approved');
     expect(s).toContain('d04a b232');
     expect(s).toContain('“support”');
@@ -13,5 +13,20 @@ describe('consent prompts', () => {
     expect(agent).toContain('key did:key:…wWsdvktH');
     expect(agent).toContain('over UAMP');
     expect(agent).toContain('“ask”');
+  });
+
+  it('word a knock by where it came from, never by the scope a sender chose', () => {
+    const knock = (source: 'epp_sender' | 'uamp_agent' | 'intent_site' | 'asop_agent', public_key: string, scope: string) =>
+      consentSentence({ kind: 'unknown_sender', public_key, source, first_seen: '', last_seen: '', count: 1, scopes_tried: [scope], envelope_id: null, scope, prompt: null });
+    // A stranger's envelope whose scope names another door is still a stranger's message.
+    for (const scope of ['asop', 'intentweb']) {
+      const s = knock('epp_sender', 'ab'.repeat(32), scope);
+      expect(s).toContain('Someone you have not approved');
+      expect(s).not.toContain('Your agent');
+      expect(s).not.toContain('company');
+    }
+    expect(knock('asop_agent', 'asop:mailer-1', 'asop')).toContain('Your agent “mailer-1”');
+    expect(knock('intent_site', 'cd'.repeat(32), 'intentweb')).toContain('A company you contacted over IntentWeb');
+    expect(knock('uamp_agent', 'did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH', 'ask')).toContain('over UAMP');
   });
 });

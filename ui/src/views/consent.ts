@@ -8,13 +8,14 @@ export function consentSentence(item: ConsentItem): string {
   if (item.kind === 'unknown_sender') {
     const scope = item.scope ?? item.scopes_tried[0] ?? 'something';
     const times = item.count > 1 ? ` (${item.count} attempts so far)` : '';
-    if (scope === 'asop') {
+    // Worded by where the knock came from, never by the scope a sender chose.
+    if (item.source === 'asop_agent') {
       return `Your agent “${item.public_key.replace(/^asop:/, '')}” wants Gatehouse to guard what it does (ASOP). Let it in, and its steps are decided by your rules — or asked about here.`;
     }
-    if (scope === 'intentweb') {
+    if (item.source === 'intent_site') {
       return `A company you contacted over IntentWeb signs its answers with a key you have not pinned (${fingerprint(item.public_key)}). Pin it so that later answers signed by any other key are refused.`;
     }
-    if (item.public_key.startsWith('did:')) {
+    if (item.source === 'uamp_agent') {
       return `An AI agent you have not approved (${fingerprint(item.public_key)}, over UAMP) wants to send your AI a message about “${scope}”${times}.`;
     }
     return `Someone you have not approved (key ${fingerprint(item.public_key)}) wants to send your AI a message about “${scope}”${times}.`;
@@ -104,7 +105,7 @@ export class ConsentView {
       h('button', { className: cls, 'data-decision': d, title: help, onclick: () => void decide(d) }, label);
     const prompt = item.kind === 'unknown_sender' ? item.prompt : item.prompt;
     // Agents and IntentSites knock with their key alone: there is no message to show.
-    const keyOnly = item.kind === 'unknown_sender' && (item.public_key.startsWith('asop:') || item.scope === 'intentweb');
+    const keyOnly = item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'intent_site');
     const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind },
       h('p', { className: 'ask' }, consentSentence(item)),
       prompt ? h('blockquote', { className: 'prompt' }, prompt) : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
@@ -112,7 +113,7 @@ export class ConsentView {
         item.kind === 'unknown_sender' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },
         // A UAMP agent's refused message was not kept, so there is nothing to let through once.
-        item.kind === 'unknown_sender' && (item.public_key.startsWith('did:') || item.public_key.startsWith('asop:')) ? null
+        item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent') ? null
           : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
         button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Trust this sender for this scope from now on.'),
         button('deny', 'Deny', 'secondary', 'Do not let this message through.'),

@@ -320,7 +320,11 @@ impl UampInbox {
                 "untrusted_sender",
                 format!("{} is not in this inbox's trust registry; the user has been asked", env.from),
             ));
-            f.knock = Some(Knock { sender: env.from.clone(), scope: scope.clone(), envelope_id: env.id.clone(), at: gatehouse_epp::utc_string(now) });
+            // The knock asks for its signed intent: a capability token's scope is not checked
+            // until the sender is trusted, so it must not decide what the prompt grants.
+            let asked = env.intent.as_str().to_string();
+            f.scope = Some(asked.clone());
+            f.knock = Some(Knock { sender: env.from.clone(), scope: asked, envelope_id: env.id.clone(), at: gatehouse_epp::utc_string(now) });
             return Err(f);
         };
         // A trusted sender also proves itself at the transport: the bearer token the user
