@@ -130,6 +130,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             commands::export_json,
             uamp::uamp_info,
             uamp::uamp_token_issue,
+            uamp::uamp_token_revoke,
             uamp::uamp_discover,
             uamp::uamp_peer_add,
             uamp::uamp_peers,

@@ -43,7 +43,7 @@ pub async fn mail_swarms(core: CoreState<'_>) -> Result<Vec<SwarmView>> {
         c.store
             .mail_swarms()?
             .into_iter()
-            .map(|s| Ok(SwarmView { has_token: secrets.get(&mail::token_name(&s.name)).map_err(keychain)?.is_some(), swarm: s }))
+            .map(|s| Ok(SwarmView { has_token: secrets.get(&mail::token_name(&s.name, &s.base_url)).map_err(keychain)?.is_some(), swarm: s }))
             .collect()
     })
     .await
@@ -60,40 +60,18 @@ pub struct SwarmInput {
 /// not kept.
 #[tauri::command]
 pub async fn mail_swarm_add(core: CoreState<'_>, input: SwarmInput) -> Result<SwarmView> {
-    let name = input.name.trim().to_string();
-    if name.is_empty() {
-        return Err(CommandError::new("INVALID", "give the swarm a name"));
-    }
-    let token = input.token.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
-    let client = SwarmClient::new(&input.url, token.clone()).map_err(client_error)?;
-    let info = mail::survey(&client).await.map_err(client_error)?;
-    if let Some(why) = token.as_ref().and(mail::token_refused(&info)) {
-        return Err(CommandError::new("UNAUTHORIZED", format!("not added: {why}")));
-    }
     let c = core.inner().clone();
-    let base = client.base().to_string();
-    blocking(move || {
-        if let Some(t) = &token {
-            Secrets::open(&c.data_dir).and_then(|s| s.put(&mail::token_name(&name), t)).map_err(keychain)?;
-        }
-        c.store.mail_swarm_put(&name, &base, &now())?;
-        c.store.mail_swarm_set_info(&name, &info)?;
-        c.store.audit("mail.swarm_add", None, &serde_json::json!({"name": name, "url": base}), &now())?;
-        let swarm = c.store.mail_swarm(&name)?.ok_or_else(|| CommandError::new("STORE", "the swarm was not kept"))?;
-        Ok(SwarmView { swarm, has_token: token.is_some() })
-    })
-    .await
+    let added = mail::swarm_add(c.store.clone(), &c.data_dir, &input.name, &input.url, input.token).await.map_err(swarm_error)?;
+    Ok(SwarmView { swarm: added.swarm, has_token: added.has_token })
+}
+
+fn swarm_error(e: mail::SwarmError) -> CommandError {
+    CommandError::new(e.code(), e.to_string())
 }
 
 async fn client_for(c: &std::sync::Arc<crate::service::Core>, name: &str) -> Result<SwarmClient> {
     let (c, n) = (c.clone(), name.to_string());
-    let (row, token) = blocking(move || {
-        let row = c.store.mail_swarm(&n)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no swarm {n}")))?;
-        let token = Secrets::open(&c.data_dir).and_then(|s| s.get(&mail::token_name(&n))).map_err(keychain)?;
-        Ok((row, token))
-    })
-    .await?;
-    SwarmClient::new(&row.base_url, token).map_err(client_error)
+    blocking(move || mail::swarm_client(&c.store, &c.data_dir, &n).map_err(swarm_error)).await
 }
 
 /// Asks the swarm again: metadata, health, identity and role, status, known swarms.
@@ -110,14 +88,7 @@ pub async fn mail_swarm_refresh(core: CoreState<'_>, name: String) -> Result<ser
 #[tauri::command]
 pub async fn mail_swarm_remove(core: CoreState<'_>, name: String) -> Result<()> {
     let c = core.inner().clone();
-    blocking(move || {
-        if !c.store.mail_swarm_remove(&name)? {
-            return Err(CommandError::new("NOT_FOUND", format!("no swarm {name}")));
-        }
-        Secrets::open(&c.data_dir).and_then(|s| s.delete(&mail::token_name(&name))).map_err(keychain)?;
-        c.store.audit("mail.swarm_remove", None, &serde_json::json!({"name": name}), &now())?;
-        Ok(())
-    })
+    blocking(move || mail::swarm_remove(&c.store, &c.data_dir, &name).map_err(swarm_error))
     .await
 }
 
@@ -160,7 +131,11 @@ pub async fn mail_interswarm(core: CoreState<'_>, input: InterswarmInput) -> Res
     let c = core.inner().clone();
     let client = client_for(&c, &input.swarm).await?;
     let (sw, name) = (c.clone(), input.swarm.clone());
-    let token = blocking(move || Secrets::open(&sw.data_dir).and_then(|s| s.get(&mail::token_name(&name))).map_err(keychain)).await?;
+    let token = blocking(move || {
+        let row = sw.store.mail_swarm(&name)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no swarm {name}")))?;
+        mail::swarm_token(&sw.data_dir, &row).map_err(swarm_error)
+    })
+    .await?;
     let token = token.ok_or_else(|| CommandError::new("NO_TOKEN", "interswarm messages need the swarm's token; add the swarm again with one"))?;
     let targets: Vec<String> = input.targets.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
     if targets.is_empty() || targets.iter().any(|t| !t.contains('@')) {

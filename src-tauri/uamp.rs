@@ -77,11 +77,16 @@ pub async fn uamp_token_issue(core: CoreState<'_>, sender: String) -> Result<Str
         if c.store.trust_get(&sender)?.is_none() {
             return Err(CommandError::new("NOT_TRUSTED", format!("{sender} is not a trusted sender")));
         }
-        let token = gatehouse_inbox::uamp::UampInbox::issue_token(&c.store, &sender, chrono::Utc::now())?;
-        c.store.audit("uamp.token_issue", Some(&sender), &serde_json::json!({}), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
-        Ok(token)
+        Ok(gatehouse_inbox::consent::trust::token_issue(&c.store, &sender, chrono::Utc::now())?)
     })
     .await
+}
+
+/// Revokes every bearer token issued to a sender (it must then present a new one).
+#[tauri::command]
+pub async fn uamp_token_revoke(core: CoreState<'_>, sender: String) -> Result<usize> {
+    let c = core.inner().clone();
+    blocking(move || Ok(gatehouse_inbox::consent::trust::token_revoke(&c.store, &sender, chrono::Utc::now())?)).await
 }
 
 /// Step one of adding a peer: what it is, for the user to check before trusting it.

@@ -173,6 +173,7 @@ export const api = {
   exportJson: (kind: 'receipts' | 'audit' | 'conversations' | 'guardian', path: string) => invoke<number>('export_json', { kind, path }),
   uampInfo: () => invoke<UampInfo>('uamp_info'),
   uampTokenIssue: (sender: string) => invoke<string>('uamp_token_issue', { sender }),
+  uampTokenRevoke: (sender: string) => invoke<number>('uamp_token_revoke', { sender }),
   uampDiscover: (url: string) => invoke<Discovered>('uamp_discover', { url }),
   uampPeerAdd: (input: { url: string; name: string; cert_sha256: string; token: string | null }) => invoke<Peer>('uamp_peer_add', { input }),
   uampPeers: () => invoke<Peer[]>('uamp_peers'),

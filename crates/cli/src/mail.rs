@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use gatehouse_inbox::mail::{self, LiveEvent};
 use gatehouse_inbox::service::Opened;
-use gatehouse_keys::Secrets;
 use gatehouse_mail::client::{InterswarmSend, SendMessage};
 use gatehouse_mail::SwarmClient;
 use gatehouse_store::{MailMessageRow, MailSwarmRow};
@@ -99,7 +98,7 @@ fn swarm_of(o: &Opened, name: &str) -> Result<MailSwarmRow, String> {
 }
 
 fn client(data_dir: &Path, s: &MailSwarmRow) -> Result<SwarmClient, String> {
-    let token = Secrets::open(data_dir).and_then(|k| k.get(&mail::token_name(&s.name))).map_err(|e| e.to_string())?;
+    let token = mail::swarm_token(data_dir, s).map_err(|e| e.to_string())?;
     SwarmClient::new(&s.base_url, token).map_err(|e| e.to_string())
 }
 
@@ -141,18 +140,9 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
     match cmd {
         MailCmd::Add { url, name, token_stdin } => {
             let token = if token_stdin { Some(crate::uamp::read_token()?) } else { None };
-            let c = SwarmClient::new(&url, token.clone()).map_err(|e| e.to_string())?;
-            let info = crate::uamp::runtime()?.block_on(mail::survey(&c)).map_err(|e| e.to_string())?;
-            if let Some(why) = token.as_ref().and(mail::token_refused(&info)) {
-                // Keeping a token the swarm refuses would only fail later.
-                return Err(format!("not added: {why}"));
-            }
-            o.store.mail_swarm_put(&name, c.base(), &now()).map_err(|e| e.to_string())?;
-            o.store.mail_swarm_set_info(&name, &info).map_err(|e| e.to_string())?;
-            if let Some(t) = token {
-                Secrets::open(data_dir).and_then(|s| s.put(&mail::token_name(&name), &t)).map_err(|e| e.to_string())?;
-            }
-            print_survey(&name, c.base(), &info);
+            let added = crate::uamp::runtime()?.block_on(mail::swarm_add(o.store.clone(), data_dir, &name, &url, token)).map_err(|e| e.to_string())?;
+            let info = added.info;
+            print_survey(&added.swarm.name, &added.swarm.base_url, &info);
             if info["whoami"].get("error").is_some() {
                 eprintln!("note: without a token the swarm accepts no messages; add one with `--token-stdin`");
             }
@@ -179,10 +169,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::Remove { name } => {
-            if !o.store.mail_swarm_remove(&name).map_err(|e| e.to_string())? {
-                return Err(format!("no swarm {name:?}"));
-            }
-            Secrets::open(data_dir).and_then(|s| s.delete(&mail::token_name(&name))).map_err(|e| e.to_string())?;
+            mail::swarm_remove(&o.store, data_dir, &name).map_err(|e| e.to_string())?;
             eprintln!("removed {name}; its tasks are kept");
         }
         MailCmd::Send { swarm, body, subject, task, entrypoint, json } => {
@@ -213,7 +200,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
         }
         MailCmd::Interswarm { swarm, body, to, subject, task, json } => {
             let s = swarm_of(&o, &swarm)?;
-            let token = Secrets::open(data_dir).and_then(|k| k.get(&mail::token_name(&s.name))).map_err(|e| e.to_string())?;
+            let token = mail::swarm_token(data_dir, &s).map_err(|e| e.to_string())?;
             let Some(token) = token else {
                 return Err(format!("{swarm} has no token; interswarm messages need one (gatehouse mail add … --token-stdin)"));
             };

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use gatehouse_inbox::consent;
 use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions};
 use gatehouse_keys::KeystoreKind;
 use gatehouse_store::{Policy, RateLimit, TrustEntry};
@@ -331,7 +332,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                         policy.uamp_keys = rt.block_on(gatehouse_inbox::uamp::peer::keys_for(&key))?;
                     }
                     let entry = TrustEntry { public_key: check_key(&key)?, name, added_at: now(), policy };
-                    store.trust_add(&entry).map_err(|e| e.to_string())?;
+                    consent::trust::add(&store, &entry, chrono::Utc::now()).map_err(|e| e.to_string())?;
                     eprintln!("trusted {} ({})", entry.name, entry.public_key);
                 }
                 TrustCmd::Approve { key, name, policy } => {
@@ -342,7 +343,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     };
                     let name = name.unwrap_or_else(|| format!("sender {}", &p.public_key[..8]));
                     let entry = TrustEntry { public_key: key, name, added_at: now(), policy: policy.policy()? };
-                    store.trust_add(&entry).map_err(|e| e.to_string())?;
+                    consent::trust::add(&store, &entry, chrono::Utc::now()).map_err(|e| e.to_string())?;
                     eprintln!("approved {} ({})", entry.name, entry.public_key);
                 }
                 TrustCmd::List { json } => {
@@ -369,10 +370,11 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     }
                 }
                 TrustCmd::Remove { key } => {
-                    if !store.trust_remove(&key).map_err(|e| e.to_string())? {
-                        return Err(format!("{key} is not in the trust registry"));
+                    match consent::trust::remove(&store, &key, chrono::Utc::now()) {
+                        Err(consent::ConsentError::Gone) => return Err(format!("{key} is not in the trust registry")),
+                        r => r.map_err(|e| e.to_string())?,
                     }
-                    eprintln!("removed {key}");
+                    eprintln!("removed {key} (and revoked its UAMP tokens)");
                 }
             }
         }

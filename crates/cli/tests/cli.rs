@@ -257,3 +257,18 @@ fn the_data_dir_and_everything_in_it_are_the_users_alone() {
     assert!(files >= 1);
     assert_eq!(mode(&dir.join("gatehouse.db")), 0o600);
 }
+
+#[test]
+fn trust_changes_made_from_the_cli_are_audited_like_the_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    let key = gatehouse_epp::public_key_hex(&gatehouse_epp::crypto::generate_signing_key());
+    ok(dir.path(), &["trust", "add", &key, "--name", "Dr. Lee", "--scopes", "lab-results"]);
+    ok(dir.path(), &["trust", "remove", &key]);
+    let store = gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap();
+    let actions: Vec<(String, Option<String>)> = store.audit_list(10).unwrap().into_iter().map(|a| (a.action, a.subject)).collect();
+    assert_eq!(actions, vec![("trust.remove".to_string(), Some(key.clone())), ("trust.add".to_string(), Some(key.clone()))]);
+    // A scope the window would refuse is refused here too.
+    let out = gh(dir.path(), &["trust", "add", &key, "--name", "x", "--scopes", "no spaces"]);
+    assert!(!out.status.success());
+}

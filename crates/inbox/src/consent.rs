@@ -433,6 +433,23 @@ pub mod trust {
         Ok(())
     }
 
+    /// Issues a bearer token for a trusted UAMP sender (shown once; only its hash is kept).
+    pub fn token_issue(store: &Store, sender: &str, now: DateTime<Utc>) -> Result<String, ConsentError> {
+        if store.trust_get(sender)?.is_none() {
+            return Err(ConsentError::Invalid(format!("{sender} is not a trusted sender; trust it first")));
+        }
+        let token = crate::uamp::UampInbox::issue_token(store, sender, now)?;
+        store.audit("uamp.token_issue", Some(&gatehouse_store::sender_key(sender)), &serde_json::json!({}), &now_string(now))?;
+        Ok(token)
+    }
+
+    /// Revokes every bearer token of a sender; returns how many there were.
+    pub fn token_revoke(store: &Store, sender: &str, now: DateTime<Utc>) -> Result<usize, ConsentError> {
+        let n = store.uamp_tokens_revoke(sender)?;
+        store.audit("uamp.token_revoke", Some(&gatehouse_store::sender_key(sender)), &serde_json::json!({"revoked": n}), &now_string(now))?;
+        Ok(n)
+    }
+
     pub fn block(store: &Store, key: &str, now: DateTime<Utc>) -> Result<(), ConsentError> {
         store.block(key, "blocked from the trust manager", &now_string(now))?;
         store.audit("trust.block", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({}), &now_string(now))?;

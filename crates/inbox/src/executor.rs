@@ -230,7 +230,7 @@ fn secret(store: &Store, name: &str) -> Result<Option<String>, String> {
 async fn swarm_task(store: &std::sync::Arc<Store>, swarm: &str, entrypoint: Option<&str>, env: &EnvelopeRow, sender_name: Option<&str>) -> Result<serde_json::Value, serde_json::Value> {
     let fail = |e: String| serde_json::json!({"executor": "swarm", "swarm": swarm, "error": e});
     let row = store.mail_swarm(swarm).map_err(|e| fail(e.to_string()))?.ok_or_else(|| fail(format!("no MAIL swarm named {swarm:?} is connected")))?;
-    let token = secret(store, &crate::mail::token_name(swarm)).map_err(fail)?;
+    let token = secret(store, &crate::mail::token_name(swarm, &row.base_url)).map_err(fail)?;
     let client = gatehouse_mail::SwarmClient::new(&row.base_url, token).map_err(|e| fail(e.to_string()))?;
     let who = sender_name.unwrap_or("an external sender");
     let m = gatehouse_mail::SendMessage {

@@ -16,9 +16,103 @@ use serde::Serialize;
 /// Task logs larger than this are refused (a log is text; this is generous).
 pub const MAX_IMPORT_BYTES: u64 = 64 * 1024 * 1024;
 
-/// The keychain name of a swarm connection's bearer token.
-pub fn token_name(swarm: &str) -> String {
-    format!("mail-token:{swarm}")
+/// The keychain name of a swarm connection's bearer token. It names the address the token
+/// was given for, so a connection re-added under the same name with another address
+/// never sends the old token there.
+pub fn token_name(swarm: &str, base_url: &str) -> String {
+    format!("mail-token:{swarm}@{base_url}")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SwarmError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no swarm {0:?}")]
+    NotFound(String),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("the keychain: {0}")]
+    Keychain(#[from] gatehouse_keys::KeyError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl SwarmError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            SwarmError::Invalid(_) => "INVALID",
+            SwarmError::NotFound(_) => "NOT_FOUND",
+            SwarmError::Client(e) => e.code(),
+            SwarmError::Keychain(_) => "KEYCHAIN",
+            SwarmError::Store(_) => "STORE",
+        }
+    }
+}
+
+/// A connection as kept, what the swarm said about itself, and whether a token is kept.
+#[derive(Debug, Clone, Serialize)]
+pub struct SwarmAdded {
+    pub swarm: gatehouse_store::MailSwarmRow,
+    pub info: serde_json::Value,
+    pub has_token: bool,
+}
+
+/// Connects to a swarm, for the window and the CLI alike: what it says about itself is
+/// fetched first, a token it refuses is not kept, a token is kept for this address only
+/// (re-adding the name with another address forgets the old one's token), and the change
+/// is audited.
+pub async fn swarm_add(store: Arc<Store>, data_dir: &Path, name: &str, url: &str, token: Option<String>) -> Result<SwarmAdded, SwarmError> {
+    let name = name.trim().to_string();
+    if name.is_empty() {
+        return Err(SwarmError::Invalid("give the swarm a name".into()));
+    }
+    let token = token.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+    let client = SwarmClient::new(url, token.clone())?;
+    let info = survey(&client).await?;
+    if let Some(why) = token.as_ref().and(token_refused(&info)) {
+        return Err(SwarmError::Invalid(format!("not added: {why}")));
+    }
+    let (base, dir, i) = (client.base().to_string(), data_dir.to_path_buf(), info.clone());
+    tokio::task::spawn_blocking(move || {
+        let secrets = gatehouse_keys::Secrets::open(&dir)?;
+        let before = store.mail_swarm(&name)?;
+        if let Some(old) = before.as_ref().filter(|old| old.base_url != base) {
+            secrets.delete(&token_name(&name, &old.base_url))?;
+        }
+        if let Some(t) = &token {
+            secrets.put(&token_name(&name, &base), t)?;
+        }
+        store.mail_swarm_put(&name, &base, &now())?;
+        store.mail_swarm_set_info(&name, &i)?;
+        let replaced = before.map(|b| b.base_url).filter(|u| *u != base);
+        store.audit("mail.swarm_add", None, &serde_json::json!({"name": name, "url": base, "replaced_url": replaced, "token": token.is_some()}), &now())?;
+        let swarm = store.mail_swarm(&name)?.ok_or_else(|| SwarmError::NotFound(name.clone()))?;
+        let has_token = secrets.get(&token_name(&name, &swarm.base_url))?.is_some();
+        Ok(SwarmAdded { swarm, info: i, has_token })
+    })
+    .await
+    .map_err(|e| SwarmError::Invalid(e.to_string()))?
+}
+
+/// Forgets a connection and its token (its tasks stay); audited. Blocking.
+pub fn swarm_remove(store: &Store, data_dir: &Path, name: &str) -> Result<(), SwarmError> {
+    let row = store.mail_swarm(name)?.ok_or_else(|| SwarmError::NotFound(name.to_string()))?;
+    store.mail_swarm_remove(name)?;
+    gatehouse_keys::Secrets::open(data_dir)?.delete(&token_name(name, &row.base_url))?;
+    store.audit("mail.swarm_remove", None, &serde_json::json!({"name": name, "url": row.base_url}), &now())?;
+    Ok(())
+}
+
+/// The token kept for a connection at its current address, if any. Blocking.
+pub fn swarm_token(data_dir: &Path, swarm: &gatehouse_store::MailSwarmRow) -> Result<Option<String>, SwarmError> {
+    Ok(gatehouse_keys::Secrets::open(data_dir)?.get(&token_name(&swarm.name, &swarm.base_url))?)
+}
+
+/// A client for a kept connection, with its token. Blocking (the keychain).
+pub fn swarm_client(store: &Store, data_dir: &Path, name: &str) -> Result<SwarmClient, SwarmError> {
+    let row = store.mail_swarm(name)?.ok_or_else(|| SwarmError::NotFound(name.to_string()))?;
+    let token = swarm_token(data_dir, &row)?;
+    Ok(SwarmClient::new(&row.base_url, token)?)
 }
 
 fn now() -> String {

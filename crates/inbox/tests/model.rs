@@ -89,9 +89,9 @@ async fn a_cloud_key_comes_from_the_keystore_and_a_swarm_takes_prompts_as_tasks(
     let secrets = gatehouse_keys::Secrets::open(inbox.dir.path()).unwrap();
     secrets.put("model-api-key:cloud", "sk-cloud").unwrap();
     inbox.store.mail_swarm_put("research", &swarm_url, "2026-11-22T00:00:00Z").unwrap();
-    secrets.put(&gatehouse_inbox::mail::token_name("research"), "user-token").unwrap();
+    secrets.put(&gatehouse_inbox::mail::token_name("research", &swarm_url), "user-token").unwrap();
     inbox.store.mail_swarm_put("locked", &swarm_url, "2026-11-22T00:00:00Z").unwrap();
-    secrets.put(&gatehouse_inbox::mail::token_name("locked"), "wrong-token").unwrap();
+    secrets.put(&gatehouse_inbox::mail::token_name("locked", &swarm_url), "wrong-token").unwrap();
 
     let lee = key(1);
     inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["*"]));

@@ -554,3 +554,23 @@ async fn an_unknown_agents_capability_token_does_not_decide_what_the_prompt_gran
     gatehouse_inbox::consent::decide(u.inbox.inbox(), &target, gatehouse_inbox::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(u.store.trust_get(&did).unwrap().unwrap().policy.allowed_scopes, vec!["ask".to_string()], "only what the prompt showed");
 }
+
+#[tokio::test]
+async fn removing_a_sender_revokes_its_tokens_for_good() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let p = u.trusted(34, &["inform"], RateLimit::default());
+    assert_eq!(u.post(&p, &u.envelope(&p, Intent::Inform, "one", json!({}))).await.0, 200);
+    gatehouse_inbox::consent::trust::remove(&u.store, &p.did, chrono::Utc::now()).unwrap();
+    // Trusted again later: the token issued under the old trust is dead.
+    let policy = Policy { allowed_scopes: vec!["inform".into()], ..Policy::default() };
+    gatehouse_inbox::consent::trust::add(&u.store, &TrustEntry { public_key: p.did.clone(), name: "again".into(), added_at: "2026-11-24T00:00:00Z".into(), policy }, chrono::Utc::now()).unwrap();
+    let (status, body, _) = u.post(&p, &u.envelope(&p, Intent::Inform, "two", json!({}))).await;
+    assert_eq!((status, body["reason"].as_str()), (401, Some("unknown_token")), "{body}");
+    // A token issued now works, and the window can revoke it (audited).
+    let fresh = Peer { token: Some(gatehouse_inbox::consent::trust::token_issue(&u.store, &p.did, chrono::Utc::now()).unwrap()), key: p.key.clone(), did: p.did.clone() };
+    assert_eq!(u.post(&fresh, &u.envelope(&fresh, Intent::Inform, "three", json!({}))).await.0, 200);
+    assert_eq!(gatehouse_inbox::consent::trust::token_revoke(&u.store, &p.did, chrono::Utc::now()).unwrap(), 1);
+    assert_eq!(u.post(&fresh, &u.envelope(&fresh, Intent::Inform, "four", json!({}))).await.0, 401);
+    let actions: Vec<String> = u.store.audit_list(10).unwrap().into_iter().map(|a| a.action).collect();
+    assert!(actions.starts_with(&["uamp.token_revoke".to_string(), "uamp.token_issue".to_string(), "trust.add".to_string(), "trust.remove".to_string()]), "{actions:?}");
+}

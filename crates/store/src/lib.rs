@@ -448,11 +448,17 @@ impl Store {
         })
     }
 
+    /// Removes a sender and, in the same transaction, every bearer token issued to it: a
+    /// token is for the trust it was issued under, and re-adding the sender later must
+    /// not bring old tokens back to life.
     pub fn trust_remove(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute(
-            "DELETE FROM trust WHERE public_key = ?1",
-            [sender_key(&key)],
-        )? > 0)
+        let key = sender_key(key);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let removed = tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])? > 0;
+        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", [&key])?;
+        tx.commit()?;
+        Ok(removed)
     }
 
     // ---- pending sender requests ------------------------------------------------------
@@ -969,6 +975,7 @@ impl Store {
         let tx = conn.transaction()?;
         tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])?;
         tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", [&key])?;
+        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", [&key])?;
         tx.execute(
             "INSERT INTO blocked (public_key, blocked_at, reason) VALUES (?1, ?2, ?3)
              ON CONFLICT(public_key) DO UPDATE SET blocked_at = ?2, reason = ?3",

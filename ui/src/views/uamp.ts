@@ -66,7 +66,14 @@ export class UampView {
               const t = await api.uampTokenIssue(a.public_key);
               replace(out, `Token for ${a.name} (shown once): `, h('span', { className: 'secret' }, t));
             } catch (e) { out.textContent = errorText(e); }
-          } }, 'Issue token'))))
+          } }, 'Issue token'), ' ',
+          h('button', { className: 'secondary small revoke', 'data-sender': a.public_key, onclick: async () => {
+            if (!confirm(`Revoke every token issued to ${a.name}? It must then use a new one (or its certificate).`)) return;
+            try {
+              const n = await api.uampTokenRevoke(a.public_key);
+              out.textContent = `${n} token${n === 1 ? '' : 's'} of ${a.name} revoked.`;
+            } catch (e) { out.textContent = errorText(e); }
+          } }, 'Revoke tokens'))))
         : h('p', { className: 'muted' }, 'No UAMP agent is trusted yet. When one knocks, it waits for you under “Waiting for you”.'),
       out);
   }
