@@ -421,11 +421,13 @@ async fn rpc(State(g): State<Arc<Guardian>>, req: axum::extract::Request) -> Res
     let headers = req.headers().clone();
     // The body must arrive in time (a slow sender holds no connection forever); the answer
     // may then take as long as the user does.
-    let body: Bytes = match tokio::time::timeout(crate::http::BODY_TIMEOUT, axum::body::to_bytes(req.into_body(), MAX_BODY)).await {
-        Ok(Ok(b)) => b,
-        Ok(Err(_)) => return json_response(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: larger than {MAX_BODY} bytes")))),
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
+    let read = match crate::body::read(req.into_body(), declared, MAX_BODY).await {
+        Ok(r) => r,
+        Err(crate::body::BodyError::TooLarge(_)) => return json_response(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: larger than {MAX_BODY} bytes")))),
         Err(_) => return json_response(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, "Invalid JSON-RPC Request: the body did not arrive in time"))),
     };
+    let body: Bytes = read.bytes.clone();
     let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !ct.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json") {
         let e = RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: Content-Type is {ct:?}, not application/json"));

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{to_bytes, Body};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -11,19 +11,15 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use gatehouse_epp::{ErrorCode, MAX_ENVELOPE_BYTES};
 
+use crate::body::BodyError;
 use crate::pipeline::{Inbox, Outcome};
 
-/// A body that has not fully arrived within this time is refused (slow senders must not
-/// hold a connection and a buffer forever).
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+pub use crate::body::BODY_TIMEOUT;
 /// Request headers must arrive within this time, and an idle keep-alive connection is
 /// closed after it: a slow-loris client cannot hold a connection open by trickling.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once; further clients wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 1024;
-/// Request bodies buffered at once, in bytes, across all connections: memory stays
-/// bounded however many large envelopes arrive together (later ones wait their turn).
-pub const BODY_BUDGET: usize = 256 * 1024 * 1024;
 
 /// Serves `app` on `listener` until `shutdown` resolves, with the limits above; then
 /// stops accepting, lets requests in progress finish, and closes idle connections.
@@ -81,8 +77,6 @@ pub(crate) async fn accept<F: std::future::Future<Output = ()>>(
     }
 }
 
-static BODY_PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(BODY_BUDGET / 1024);
-
 pub fn router(inbox: Arc<Inbox>) -> Router {
     Router::new()
         .route("/epp/v1/submit", post(submit))
@@ -135,31 +129,17 @@ async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptR
     if let Some(n) = declared.filter(|n| *n > MAX_ENVELOPE_BYTES as u64) {
         return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}")).await;
     }
-    // Reserve the body's size (the most an envelope may be when it is not declared)
-    // against the inbox-wide budget before buffering it.
-    let kib = declared.map_or(MAX_ENVELOPE_BYTES, |n| n as usize).div_ceil(1024).max(1) as u32;
-    let read = tokio::time::timeout(BODY_TIMEOUT, async {
-        let permit = BODY_PERMITS.acquire_many(kib).await.expect("the semaphore is never closed");
-        let bytes = to_bytes(req.into_body(), MAX_ENVELOPE_BYTES).await;
-        drop(permit);
-        bytes
-    })
-    .await;
-    let bytes = match read {
-        Err(_) => {
+    // Charged against the shared budget as it arrives (crate::body).
+    let read = match crate::body::read(req.into_body(), declared.map(|n| n as usize), MAX_ENVELOPE_BYTES).await {
+        Ok(r) => r,
+        Err(BodyError::TooLarge(_)) => {
+            return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope exceeds this inbox's limit of {MAX_ENVELOPE_BYTES} bytes")).await
+        }
+        Err(BodyError::Timeout) => {
             return early_rejection(&inbox, ErrorCode::InvalidFormat, format!("the request body did not arrive within {} s", BODY_TIMEOUT.as_secs())).await
         }
-        Ok(Ok(b)) => b,
-        Ok(Err(e)) => {
-            let too_big = std::error::Error::source(&e)
-                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>())
-                || e.to_string().contains("length limit");
-            return if too_big {
-                early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope exceeds this inbox's limit of {MAX_ENVELOPE_BYTES} bytes")).await
-            } else {
-                early_rejection(&inbox, ErrorCode::InvalidFormat, format!("could not read the request body: {e}")).await
-            };
-        }
+        Err(e @ BodyError::Read(_)) => return early_rejection(&inbox, ErrorCode::InvalidFormat, e.to_string()).await,
     };
+    let bytes = read.bytes;
     ReceiptResponse(inbox.submit_async(&bytes, "http", chrono::Utc::now()).await)
 }

@@ -8,6 +8,7 @@
 //! - [`model`]: the user's own model behind an OpenAI-compatible API (the model executor)
 //! - [`reply`]: answers sent back to senders as signed EPP envelopes in their conversation
 //! - [`http`]: the HTTP transport (axum router)
+//! - [`body`]: request bodies read within a shared budget, charged as bytes arrive
 //! - [`host_check`]: which requests a listener serves at all (Host, no web page's Origin)
 //! - [`folder`]: the watched-folder transport
 //! - [`regular_file`]: reading files others put where Gatehouse looks (regular, bounded)
@@ -17,6 +18,7 @@
 //! - [`guardian`]: the ASOP guardian the user's own agents ask before they act
 //! - [`service`]: opening a data dir and running all of the above until shutdown
 
+pub mod body;
 pub mod consent;
 pub mod executor;
 pub mod folder;

@@ -193,3 +193,29 @@ async fn envelopes_from_a_clock_far_ahead_or_valid_for_years_are_refused_at_the_
     assert_eq!(inbox.store.count_envelopes().unwrap(), 1);
     assert_eq!(inbox.store.count_nonces().unwrap(), 1, "only the accepted envelope's nonce is kept");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_uploads_of_unknown_length_do_not_make_a_small_submission_wait() {
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    inbox.trust(&pubhex(&alice), "Alice", common::policy(&["support"]));
+    let host = inbox.url.trim_start_matches("http://").to_string();
+    // 40 chunked uploads that send one 64 KiB chunk and then stall (each could grow to
+    // 10 MiB: reserving that up front filled the whole budget after 26 of them).
+    let mut slow = Vec::new();
+    for _ in 0..40 {
+        let mut s = std::net::TcpStream::connect(&host).unwrap();
+        let head = format!("POST /epp/v1/submit HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(format!("{:x}\r\n", 64 * 1024).as_bytes()).unwrap();
+        s.write_all(&vec![b' '; 64 * 1024]).unwrap();
+        s.write_all(b"\r\n").unwrap();
+        slow.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let (status, _, r) = inbox.post_json(&inbox.signed(&alice, "support", "small and on time")).await;
+    assert_eq!(status, 200, "{r}");
+    assert!(started.elapsed() < Duration::from_secs(3), "a small submission waited {:?} behind slow uploads", started.elapsed());
+    drop(slow);
+}

@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::body::{to_bytes, Body};
+use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -98,18 +98,16 @@ async fn messages(State(uamp): State<Arc<UampInbox>>, req: Request<Body>) -> Res
         let e = UampError::new(Code::PayloadTooLarge, "too_large", format!("the envelope is {} bytes; this inbox takes at most {MAX_ENVELOPE_BYTES}", declared.unwrap_or_default()));
         return refuse(&uamp, e, now).await;
     }
-    let bytes = match tokio::time::timeout(crate::http::BODY_TIMEOUT, to_bytes(req.into_body(), MAX_ENVELOPE_BYTES)).await {
-        Ok(Ok(b)) => b,
-        Ok(Err(_)) => {
+    let read = match crate::body::read(req.into_body(), declared, MAX_ENVELOPE_BYTES).await {
+        Ok(r) => r,
+        Err(crate::body::BodyError::TooLarge(_)) => {
             let e = UampError::new(Code::PayloadTooLarge, "too_large", format!("the envelope exceeds this inbox's limit of {MAX_ENVELOPE_BYTES} bytes"));
             return refuse(&uamp, e, now).await;
         }
-        Err(_) => {
-            let e = UampError::invalid("/", format!("the body did not arrive within {} s", crate::http::BODY_TIMEOUT.as_secs())).with_reason("body_timeout");
-            return refuse(&uamp, e, now).await;
-        }
+        Err(e @ crate::body::BodyError::Timeout) => return refuse(&uamp, UampError::invalid("/", e.to_string()).with_reason("body_timeout"), now).await,
+        Err(e @ crate::body::BodyError::Read(_)) => return refuse(&uamp, UampError::invalid("/", e.to_string()).with_reason("body_unreadable"), now).await,
     };
-    uamp.submit(&bytes, &auth, now).await.into_response()
+    uamp.submit(&read.bytes, &auth, now).await.into_response()
 }
 
 /// A refusal before the envelope could be read: still a receipt for the user.

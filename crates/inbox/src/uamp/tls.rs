@@ -170,6 +170,9 @@ pub fn config(cert_der: &[u8], key: &SigningKey) -> Result<Arc<rustls::ServerCon
     Ok(Arc::new(cfg))
 }
 
+/// HTTP/2 streams one connection may have open at once.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
+
 /// Serves `app` over TLS on `listener` until `shutdown` resolves. A client that does not
 /// complete a TLS 1.3 handshake (plain HTTP, TLS 1.2) is disconnected without a response.
 pub async fn serve(
@@ -186,7 +189,8 @@ pub async fn serve(
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::http::HEADER_TIMEOUT);
-    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(Duration::from_secs(30))).enable_connect_protocol();
+    // Streams per connection are bounded, so connections × streams × body budget is too.
+    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(Duration::from_secs(30))).max_concurrent_streams(MAX_STREAMS_PER_CONNECTION).enable_connect_protocol();
     let builder = Arc::new(builder);
     let graceful = Arc::new(graceful);
     tokio::pin!(shutdown);

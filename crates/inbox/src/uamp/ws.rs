@@ -7,15 +7,17 @@
 //! token travels in the upgrade request's `Authorization` header; a client certificate is
 //! the connection's, as for HTTP.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse as _, Response};
 use futures_util::{SinkExt as _, StreamExt as _};
 use gatehouse_uamp::{UampError, MAX_ENVELOPE_BYTES};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
 use super::{TransportAuth, UampInbox};
 
@@ -56,24 +58,69 @@ pub fn unframe(mut msg: &[u8]) -> Result<Vec<&[u8]>, String> {
     Ok(items)
 }
 
+/// Sessions open at once. A session outlives its HTTP connection's slot, so it has a cap
+/// of its own.
+pub const MAX_SESSIONS: usize = 64;
+/// A session with no message either way for this long is closed.
+pub const IDLE: Duration = Duration::from_secs(300);
+
+static SESSIONS: Semaphore = Semaphore::const_new(MAX_SESSIONS);
+
 pub async fn upgrade(State(uamp): State<Arc<UampInbox>>, headers: HeaderMap, client: Option<axum::Extension<super::tls::ClientKey>>, ws: WebSocketUpgrade) -> Response {
     let auth = super::http::transport_auth(&headers, client.as_ref().map(|c| &c.0));
-    ws.max_message_size(MAX_ITEM * 4).max_frame_size(MAX_ITEM * 4).on_upgrade(move |socket| session(uamp, auth, socket))
+    // A socket is only for senders that can prove who they are (a token this inbox issued,
+    // or a client certificate); unknown senders knock over plain HTTP, which holds nothing.
+    let known_token = match &auth.bearer {
+        Some(t) => {
+            let (u, hash) = (uamp.clone(), crate::pipeline::sha256_hex(t.as_bytes()));
+            tokio::task::spawn_blocking(move || u.store().uamp_token_sender(&hash)).await.ok().and_then(Result::ok).flatten().is_some()
+        }
+        None => false,
+    };
+    if !known_token && auth.client_key.is_none() {
+        let e = UampError::new(gatehouse_uamp::Code::Unauthenticated, "no_credentials", "a WebSocket session needs a bearer token this inbox issued or a client certificate");
+        return (StatusCode::UNAUTHORIZED, axum::Json(e.body())).into_response();
+    }
+    let Ok(permit) = SESSIONS.try_acquire() else {
+        let e = UampError::new(gatehouse_uamp::Code::BackendBusy, "busy", format!("{MAX_SESSIONS} WebSocket sessions are open; try again later"));
+        return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(e.body())).into_response();
+    };
+    ws.max_message_size(MAX_ITEM * 4).max_frame_size(MAX_ITEM * 4).on_upgrade(move |socket| async move {
+        session(uamp, auth, socket).await;
+        drop(permit);
+    })
 }
 
 async fn session(uamp: Arc<UampInbox>, auth: TransportAuth, socket: WebSocket) {
     let (mut sink, mut source) = socket.split();
     let (out, mut outgoing) = mpsc::channel::<Vec<u8>>(64);
+    // When anything last went either way (ms since `opened`).
+    let opened = tokio::time::Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
     // One writer, so answers and stream frames never interleave inside a message.
+    let wrote = last.clone();
     let writer = tokio::spawn(async move {
         while let Some(json) = outgoing.recv().await {
             if sink.send(Message::Binary(frame(&json).into())).await.is_err() {
                 break;
             }
+            wrote.store(opened.elapsed().as_millis() as u64, Ordering::Relaxed);
         }
         let _ = sink.close().await;
     });
-    while let Some(msg) = source.next().await {
+    loop {
+        let idle_until = opened + Duration::from_millis(last.load(Ordering::Relaxed)) + IDLE;
+        let msg = tokio::select! {
+            m = source.next() => m,
+            () = tokio::time::sleep_until(idle_until) => {
+                if opened + Duration::from_millis(last.load(Ordering::Relaxed)) + IDLE <= tokio::time::Instant::now() {
+                    break;
+                }
+                continue;
+            }
+        };
+        let Some(msg) = msg else { break };
+        last.store(opened.elapsed().as_millis() as u64, Ordering::Relaxed);
         let bytes = match msg {
             Ok(Message::Binary(b)) => b,
             Ok(Message::Close(_)) | Err(_) => break,
