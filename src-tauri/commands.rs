@@ -60,6 +60,8 @@ pub struct AppInfo {
     pub status: InboxStatus,
     pub settings: DesktopSettings,
     pub waiting: usize,
+    /// Refusals and knocks a flood brought beyond what is kept per minute: only counted.
+    pub unkept: gatehouse_inbox::flood::Unkept,
 }
 
 pub fn fingerprint(key: &str) -> String {
@@ -85,6 +87,7 @@ pub async fn app_info(core: CoreState<'_>) -> Result<AppInfo> {
             status: c.status(),
             settings: DesktopSettings::load(&c.store),
             waiting: consent::waiting_count(&c.store)?,
+            unkept: c.inbox().unkept(),
         })
     })
     .await

@@ -29,6 +29,8 @@ export interface Settings { port: number; watch_dir: string; uamp_port: number }
 export interface AppInfo {
   version: string; data_dir: string; public_key: string; fingerprint: string; keystore: string;
   status: InboxStatus; settings: Settings; waiting: number;
+  /** Refusals and knocks beyond the per-minute budget: answered, counted, not kept. */
+  unkept: { refusals: number; knocks: number; last: string | null };
 }
 export interface InboxFilter {
   sender?: string | null; scope?: string | null; status?: string | null; transport?: string | null;

@@ -1,4 +1,4 @@
-import { bytesText, delegationLine, describeCode, execLabel, fingerprint, isHexKey, isSenderId, mailAddress, mailGraph, streamStateText, optionalNumber, parseScopes, scopesText, senderLabel, taskStateText, tierText, transportLabel, when } from './format';
+import { bytesText, delegationLine, describeCode, execLabel, fingerprint, isHexKey, isSenderId, mailAddress, mailGraph, streamStateText, optionalNumber, parseScopes, scopesText, senderLabel, taskStateText, tierText, transportLabel, when, floodText } from './format';
 
 describe('format', () => {
   it('shortens keys to a readable fingerprint', () => {
@@ -77,5 +77,14 @@ describe('MAIL', () => {
     expect(g.nodes).toEqual(['user:u', 'agent:sup', 'agent:w']);
     expect(g.edges).toContainEqual({ from: 'agent:sup', to: 'agent:w', count: 2 });
     expect(g.edges.length).toBe(3);
+  });
+});
+
+describe('flood notice', () => {
+  it('says how much a flood brought that was answered but not kept, and nothing otherwise', () => {
+    expect(floodText({ refusals: 0, knocks: 0, last: null })).toBe('');
+    const now = new Date('2026-11-24T12:10:00Z');
+    expect(floodText({ refusals: 9400, knocks: 1, last: '2026-11-24T12:00:00Z' }, now)).toBe(
+      `Flood: 9400 refused requests and 1 knock from unknown senders answered but not kept (last ${when('2026-11-24T12:00:00Z', now)})`);
   });
 });

@@ -156,3 +156,11 @@ export function mailGraph(messages: { sender: string; recipients: string[] }[]):
   }
   return { nodes, edges: [...edges.values()] };
 }
+
+/** What a flood left uncounted, in words; empty when nothing was dropped. */
+export function floodText(unkept: { refusals: number; knocks: number; last: string | null }, now: Date = new Date()): string {
+  const { refusals, knocks, last } = unkept;
+  if (!refusals && !knocks) return '';
+  const parts = [refusals ? `${refusals} refused request${refusals === 1 ? '' : 's'}` : '', knocks ? `${knocks} knock${knocks === 1 ? '' : 's'} from unknown senders` : ''].filter(Boolean);
+  return `Flood: ${parts.join(' and ')} answered but not kept${last ? ` (last ${when(last, now)})` : ''}`;
+}

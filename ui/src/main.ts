@@ -1,6 +1,7 @@
 import './style.css';
 import { api, errorText, onInboxEvent, onStatus, type AppInfo } from './api';
 import { h, replace } from './dom';
+import { floodText } from './format';
 import { ConsentView } from './views/consent';
 import { InboxView } from './views/inbox';
 import { ActivityView, SettingsView } from './views/settings';
@@ -15,6 +16,8 @@ type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'mail' | 'intent' | 'guardia
 const app = document.getElementById('app')!;
 const statusPill = h('span', { className: 'pill', id: 'inbox-status-pill' }, '…');
 const pauseBtn = h('button', { className: 'secondary small', id: 'pause-toggle' }, 'Pause');
+/** Shown once a flood brought more refusals or knocks than are kept per minute. */
+const floodPill = h('span', { className: 'pill paused', id: 'flood-pill', hidden: true });
 const waitingBadge = h('span', { className: 'count', id: 'waiting-count' });
 const main = h('main', { id: 'content' });
 let info: AppInfo | null = null;
@@ -43,6 +46,8 @@ async function refreshInfo(): Promise<void> {
     statusPill.textContent = st.error ? st.error : st.running ? `Listening on ${st.listening}` : 'Inbox paused';
     pauseBtn.textContent = st.running ? 'Pause inbox' : 'Resume inbox';
     waitingBadge.textContent = info.waiting ? String(info.waiting) : '';
+    floodPill.hidden = !floodText(info.unkept);
+    floodPill.textContent = floodText(info.unkept);
   } catch (e) {
     statusPill.className = 'pill error';
     statusPill.textContent = errorText(e);
@@ -77,7 +82,7 @@ pauseBtn.addEventListener('click', async () => {
 });
 
 replace(app,
-  h('header', {}, h('h1', {}, h('img', { src: './icon.png', alt: '', width: 28, height: 28 }), 'Gatehouse'), statusPill, pauseBtn),
+  h('header', {}, h('h1', {}, h('img', { src: './icon.png', alt: '', width: 28, height: 28 }), 'Gatehouse'), statusPill, floodPill, pauseBtn),
   nav, main);
 
 await refreshInfo();

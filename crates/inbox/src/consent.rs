@@ -52,8 +52,8 @@ pub enum ConsentItem {
 }
 
 /// What an unknown key is, decided by how it reached Gatehouse: its registry key's
-/// namespace (`asop:` for agents at the guardian, `did:` for UAMP) and, for a bare key,
-/// the one scope only Gatehouse itself records (an IntentSite's answer). Senders cannot
+/// namespace (`asop:` for agents at the guardian, `did:` for UAMP) and the one scope only
+/// Gatehouse itself records (an IntentSite's answer signed by a key not yet pinned). Senders cannot
 /// choose it: EPP envelopes in the reserved scopes are refused before they can knock, and
 /// a UAMP knock's scope is its signed intent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,10 +72,12 @@ impl Source {
     pub fn of(key: &str, scope: Option<&str>) -> Source {
         if key.starts_with("asop:") {
             Source::AsopAgent
+        } else if scope == Some(crate::intent::SCOPE) {
+            // IntentSite keys are DIDs too; only intent.rs records this scope (EPP refuses
+            // it, and a UAMP knock asks for its intent).
+            Source::IntentSite
         } else if key.starts_with("did:") {
             Source::UampAgent
-        } else if scope == Some(crate::intent::SCOPE) {
-            Source::IntentSite
         } else {
             Source::EppSender
         }

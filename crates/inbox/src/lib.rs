@@ -1,6 +1,7 @@
 //! The Gatehouse inbox: everything between bytes arriving and a receipt going back.
 //!
 //! - [`pipeline`]: the one pipeline of spec 5.1 (replay, trust, policy, durable accept)
+//! - [`flood`]: how many refusals and knocks are kept per minute; the rest is counted
 //! - [`consent`]: the user's decisions (consent prompts, trust changes), audited
 //! - [`executor`]: what runs for an accepted prompt, per scope (spec 9)
 //! - [`process`]: programs executors start, killed with their whole process group
@@ -21,6 +22,7 @@
 pub mod body;
 pub mod consent;
 pub mod executor;
+pub mod flood;
 pub mod folder;
 pub mod guardian;
 pub mod host_check;

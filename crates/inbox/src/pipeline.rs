@@ -79,6 +79,8 @@ pub struct Inbox {
     guardian: std::sync::OnceLock<std::sync::Weak<crate::guardian::Guardian>>,
     /// Clock skew and validity this inbox takes (the `freshness` setting, read at start).
     freshness: gatehouse_epp::Freshness,
+    /// How many refusals and knocks are kept per minute (the rest is counted).
+    flood: crate::flood::Gate,
 }
 
 /// The setting that bounds clock skew and envelope lifetime ([`gatehouse_epp::Freshness`]).
@@ -99,8 +101,19 @@ impl Inbox {
             uamp: std::sync::OnceLock::new(),
             guardian: std::sync::OnceLock::new(),
             freshness: store.setting(FRESHNESS_SETTING).ok().flatten().unwrap_or_default(),
+            flood: crate::flood::Gate::default(),
             store,
         }
+    }
+
+    /// Whether one more refusal or knock may be kept now (see [`crate::flood`]).
+    pub(crate) fn keep(&self, kind: crate::flood::Kind, now: DateTime<Utc>) -> bool {
+        self.flood.keep(kind, now.timestamp_millis(), &self.store)
+    }
+
+    /// Refusals and knocks that arrived beyond the per-minute budget and were only counted.
+    pub fn unkept(&self) -> crate::flood::Unkept {
+        self.flood.unkept(&self.store)
     }
 
     /// The clock skew and lifetime this inbox takes (EPP and UAMP alike).
@@ -243,7 +256,7 @@ impl Inbox {
             Err(f) => f,
         };
         let r = self.rejection(&ctx, failure);
-        let stored = self.store.record_rejection(&r.row, r.knock.as_ref());
+        let stored = if r.kept { self.store.record_rejection(&r.row, r.knock.as_ref()) } else { Ok(()) };
         self.rejected(r, stored)
     }
 
@@ -277,7 +290,7 @@ impl Inbox {
             Err(f) => f,
         };
         let r = self.rejection(&ctx, failure);
-        let stored = self.store.record_rejection_async(&r.row, r.knock.as_ref()).await;
+        let stored = if r.kept { self.store.record_rejection_async(&r.row, r.knock.as_ref()).await } else { Ok(()) };
         self.rejected(r, stored)
     }
 
@@ -287,7 +300,7 @@ impl Inbox {
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
         let r = self.rejection(&ctx, Failure::new(Rejection::new(code, message)));
-        let stored = self.store.record_rejection_async(&r.row, r.knock.as_ref()).await;
+        let stored = if r.kept { self.store.record_rejection_async(&r.row, r.knock.as_ref()).await } else { Ok(()) };
         self.rejected(r, stored)
     }
 
@@ -298,7 +311,7 @@ impl Inbox {
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
         let r = self.rejection(&ctx, Failure::new(Rejection::new(code, message)));
-        let stored = self.store.record_rejection(&r.row, r.knock.as_ref());
+        let stored = if r.kept { self.store.record_rejection(&r.row, r.knock.as_ref()) } else { Ok(()) };
         self.rejected(r, stored)
     }
 
@@ -313,14 +326,19 @@ impl Inbox {
             envelope_id: e.envelope_id.clone(),
             at: ctx.received_at.to_string(),
         });
-        Rejected { outcome: Outcome { receipt, retry_after, row_id: None }, row, env, knock, transport: ctx.transport.to_string() }
+        let kind = if knock.is_some() { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
+        let kept = self.flood.keep(kind, ctx.now.timestamp_millis(), &self.store);
+        Rejected { outcome: Outcome { receipt, retry_after, row_id: None }, row, env, knock, transport: ctx.transport.to_string(), kept }
     }
 
     fn rejected(&self, r: Rejected, stored: gatehouse_store::Result<()>) -> Outcome {
         if let Err(e) = stored {
             tracing::error!(error = %e, "could not record a rejection receipt");
         }
-        self.emit(&r.outcome.receipt, r.env.as_ref(), &r.transport, r.knock.is_some());
+        // A flood's uncounted rest is not announced one by one either.
+        if r.kept {
+            self.emit(&r.outcome.receipt, r.env.as_ref(), &r.transport, r.knock.is_some());
+        }
         r.outcome
     }
 
@@ -555,6 +573,8 @@ struct Rejected {
     env: Option<Envelope>,
     knock: Option<Knock>,
     transport: String,
+    /// Within the per-minute budget: stored and announced.
+    kept: bool,
 }
 
 /// Receipt ids are UUIDv7: unique like v4, but time-ordered, so the indexes over them

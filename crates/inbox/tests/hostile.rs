@@ -219,3 +219,43 @@ async fn slow_uploads_of_unknown_length_do_not_make_a_small_submission_wait() {
     assert!(started.elapsed() < Duration::from_secs(3), "a small submission waited {:?} behind slow uploads", started.elapsed());
     drop(slow);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_garbage_and_fresh_keys_is_answered_but_only_a_bounded_part_is_kept() {
+    use gatehouse_inbox::flood::{KNOCKS_PER_MINUTE, REFUSALS_PER_MINUTE};
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    let me = pubhex(&key(2));
+    let (inbox, rx) = gatehouse_inbox::service::build(store.clone(), &me);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
+    let opts = gatehouse_inbox::ServeOptions { listener: Some(listener), ..Default::default() };
+    tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, opts, std::future::pending(), |_| {}));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let http = reqwest::Client::new();
+    let (g, k) = (REFUSALS_PER_MINUTE as usize + 80, KNOCKS_PER_MINUTE as usize + 20);
+    let garbage = "{".repeat(60 * 1024);
+    let mut answered = 0;
+    for _ in 0..g {
+        let r = http.post(&submit).body(garbage.clone()).send().await.unwrap();
+        let (status, body) = (r.status().as_u16(), r.json::<serde_json::Value>().await.unwrap());
+        answered += usize::from(status == 400 && body["error"]["code"] == "INVALID_FORMAT");
+    }
+    for i in 0..k {
+        // Every knock from a fresh key, each carrying a large prompt.
+        let mut seed = [7u8; 32];
+        seed[0] = i as u8;
+        let stranger = ed25519_dalek::SigningKey::from_bytes(&seed);
+        let env = gatehouse_epp::Draft::new(&me, "support", &"x".repeat(100_000)).sign(&stranger, chrono::Utc::now());
+        answered += usize::from(http.post(&submit).json(&env).send().await.unwrap().status() == 401);
+    }
+    assert_eq!(answered, g + k, "every sender still gets its receipt");
+    // The test takes seconds; straddling a minute boundary may use two budgets, never more.
+    let kept = store.receipts(10_000, 0).unwrap().len();
+    let budget = (REFUSALS_PER_MINUTE + KNOCKS_PER_MINUTE) as usize;
+    assert!(kept <= 2 * budget && kept < g + k, "{kept} receipts kept of {}", g + k);
+    assert!(store.pending_list().unwrap().len() <= 2 * KNOCKS_PER_MINUTE as usize);
+    // The user is told how much was only counted: with what was kept, every request.
+    let unkept = inbox.unkept();
+    assert_eq!(kept + (unkept.refusals + unkept.knocks) as usize, g + k, "{unkept:?}");
+}

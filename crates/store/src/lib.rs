@@ -1129,18 +1129,34 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Job>) -> Vec<(Job, AcceptResul
     }
 }
 
+/// Unknown senders waiting for the user at once; past this the oldest request goes.
+pub const MAX_PENDING: usize = 256;
+/// Scopes remembered per waiting sender.
+pub const MAX_SCOPES_TRIED: usize = 16;
+
 fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
     let key = sender_key(&k.sender);
     let scopes: Option<String> = conn
         .prepare_cached("SELECT scopes FROM pending_senders WHERE public_key = ?1")?
         .query_row([&key], |r| r.get(0))
         .optional()?;
+    let new_key = scopes.is_none();
     let mut scopes: Vec<String> = match scopes {
         Some(s) => serde_json::from_str(&s)?,
         None => Vec::new(),
     };
-    if !scopes.iter().any(|s| *s == k.scope) {
+    if !scopes.iter().any(|s| *s == k.scope) && scopes.len() < MAX_SCOPES_TRIED {
         scopes.push(k.scope.clone());
+    }
+    if new_key {
+        // The queue is bounded: a fresh signing key costs a stranger nothing, so past the
+        // bound the request that waited longest without a word is dropped.
+        conn.prepare_cached(
+            "DELETE FROM pending_senders WHERE public_key IN
+               (SELECT public_key FROM pending_senders ORDER BY last_seen ASC, public_key
+                LIMIT max(0, (SELECT count(*) FROM pending_senders) - ?1 + 1))",
+        )?
+        .execute([MAX_PENDING as i64])?;
     }
     conn.prepare_cached(
         "INSERT INTO pending_senders (public_key, first_seen, last_seen, count, scopes, last_envelope_id)

@@ -200,3 +200,24 @@ fn concurrent_writes_fail_alone_and_nothing_answered_is_lost_at_close() {
     let reopened = Store::open(&path).unwrap();
     assert_eq!(reopened.count_envelopes().unwrap(), 1 + 1500 + 2 * 1470);
 }
+
+#[test]
+fn the_queue_of_unknown_senders_is_bounded_and_drops_the_longest_silent_first() {
+    let store = gatehouse_store::Store::open_in_memory().unwrap();
+    let n = gatehouse_store::MAX_PENDING + 40;
+    for i in 0..n {
+        let key = format!("{i:064x}");
+        store.pending_record(&key, "support", "e", &format!("2026-11-24T00:{:02}:{:02}Z", i / 60, i % 60)).unwrap();
+    }
+    // The first one knocks again: it is no longer the longest silent.
+    store.pending_record(&format!("{:064x}", 0), "other", "e", "2026-11-24T23:00:00Z").unwrap();
+    let list = store.pending_list().unwrap();
+    assert_eq!(list.len(), gatehouse_store::MAX_PENDING);
+    assert!(list.iter().any(|p| p.public_key == format!("{:064x}", n - 1)), "the newest is kept");
+    // A knock that came back after eviction starts over; scopes stay bounded per sender.
+    for s in 0..40 {
+        store.pending_record(&format!("{:064x}", n - 1), &format!("scope-{s}"), "e", "2026-11-24T23:30:00Z").unwrap();
+    }
+    let last = store.pending_list().unwrap().into_iter().find(|p| p.public_key == format!("{:064x}", n - 1)).unwrap();
+    assert_eq!(last.scopes_tried.len(), gatehouse_store::MAX_SCOPES_TRIED);
+}

@@ -260,6 +260,10 @@ impl UampInbox {
             prompt: f.prompt.clone(),
             envelope_row: None,
         };
+        let kind = if f.knock.is_some() { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
+        if !self.inbox.keep(kind, now) {
+            return body;
+        }
         if let Err(e) = self.store().record_rejection(&row, f.knock.as_ref()) {
             tracing::error!(error = %e, "could not record a UAMP refusal");
         }
