@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes the envelope reader and the canonical serialisations with cargo-fuzz (libFuzzer).
+# Fuzzes every reader of others' bytes with cargo-fuzz (libFuzzer): the EPP envelope reader
+# and canonical serialisations, UAMP envelopes/JWS/frames, ASOP JSON-RPC, MAIL events and
+# task logs, IntentWeb manifests and envelopes, and the SSE reader.
 #   scripts/fuzz.sh [seconds-per-target]     default 30 (what CI runs); try 3600 overnight
 # Seeds come from the shared EPP vectors; findings land in fuzz/artifacts/<target>/ and
 # make this script fail. Runs on stable Rust (no sanitizer: -s none).
@@ -8,10 +10,10 @@ cd "$(dirname "$0")/.."
 secs="${1:-30}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 vectors="../shared/vectors/epp/envelopes.json"
-for target in envelope canonical; do
+for target in envelope canonical uamp asop mail intentweb sse; do
   corpus="fuzz/corpus/$target"
   mkdir -p "$corpus"
-  if [ -f "$vectors" ]; then
+  if [ -f "$vectors" ] && { [ "$target" = envelope ] || [ "$target" = canonical ]; }; then
     python3 - "$vectors" "$corpus" <<'PY'
 import json, sys, hashlib, os
 data = json.load(open(sys.argv[1]))

@@ -3,7 +3,7 @@
 # crates, the inbox over loopback HTTP and a real folder, the CLI (with a kill -9), and
 # the desktop app in a real window under Xvfb. The keychain is the real Secret Service,
 # provided by gnome-keyring inside a private D-Bus session (scripts/with-keyring.sh). Last, a short fuzz run of
-# the envelope reader and canonical serialisations (scripts/fuzz.sh; longer runs there).
+# every reader of others' bytes (scripts/fuzz.sh; longer runs there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -23,5 +23,5 @@ xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
   scripts/with-keyring.sh sh -c 'timeout --foreground 45m cargo test --workspace --locked --no-fail-fast 2>&1' \
   2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
 
-echo "== fuzz (30 s per target)"
-bash scripts/fuzz.sh 30
+echo "== fuzz (20 s per target)"
+bash scripts/fuzz.sh 20
