@@ -43,7 +43,7 @@ impl From<consent::ConsentError> for CommandError {
 }
 
 pub type CoreState<'a> = State<'a, Arc<Core>>;
-type Result<T> = std::result::Result<T, CommandError>;
+pub(crate) type Result<T> = std::result::Result<T, CommandError>;
 
 /// Runs blocking store work off the async runtime's threads.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
@@ -343,7 +343,7 @@ pub async fn audit_list(core: CoreState<'_>) -> Result<Vec<AuditEntry>> {
 }
 
 #[tauri::command]
-pub async fn settings_set(core: CoreState<'_>, settings: DesktopSettings) -> Result<InboxStatus> {
+pub async fn settings_set(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, settings: DesktopSettings) -> Result<InboxStatus> {
     if settings.port == 0 || settings.uamp_port == 0 {
         return Err(CommandError::new("INVALID", "choose ports between 1 and 65535"));
     }
@@ -355,6 +355,10 @@ pub async fn settings_set(core: CoreState<'_>, settings: DesktopSettings) -> Res
     }
     let c = core.inner().clone();
     let before = DesktopSettings::load(&c.store);
+    // Files dropped there are read and moved: the folder is one the user chose here.
+    if settings.watch_dir != before.watch_dir {
+        grants.check(crate::grants::Purpose::WatchFolder, &settings.watch_dir)?;
+    }
     {
         let c = c.clone();
         let s = settings.clone();
@@ -388,7 +392,7 @@ pub async fn executors_get(core: CoreState<'_>) -> Result<ExecutorConfig> {
 }
 
 #[tauri::command]
-pub async fn executors_set(core: CoreState<'_>, config: ExecutorConfig) -> Result<()> {
+pub async fn executors_set<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, config: ExecutorConfig) -> Result<()> {
     for (scope, spec) in config.scopes.iter().map(|(s, v)| (s.as_str(), v)).chain([("default", &config.default)]) {
         if scope != "default" && !gatehouse_epp::envelope::is_scope_like(scope) {
             return Err(CommandError::new("INVALID", format!("scope {scope:?} may contain only letters, digits and hyphens")));
@@ -422,6 +426,16 @@ pub async fn executors_set(core: CoreState<'_>, config: ExecutorConfig) -> Resul
             }
         }
     }
+    // A program to run, or a folder to write into, is confirmed by the user in a native
+    // dialog the page cannot answer: the page may only propose it.
+    let before = {
+        let c = core.inner().clone();
+        blocking(move || Ok(ExecutorConfig::load(&c.store)?)).await?
+    };
+    let asks = crate::grants::new_programs_and_folders(&before, &config);
+    if !asks.is_empty() && !crate::grants::confirm(&app, &asks).await {
+        return Err(CommandError::new("NOT_CONFIRMED", "not saved: the new program or folder was not confirmed"));
+    }
     let c = core.inner().clone();
     blocking(move || {
         config.save(&c.store)?;
@@ -451,7 +465,8 @@ pub enum ExportKind {
 
 /// Writes every receipt or the whole audit log as JSON to a path the user chose.
 #[tauri::command]
-pub async fn export_json(core: CoreState<'_>, kind: ExportKind, path: PathBuf) -> Result<usize> {
+pub async fn export_json(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, kind: ExportKind, path: PathBuf) -> Result<usize> {
+    grants.check(crate::grants::Purpose::Export, &path)?;
     let c = core.inner().clone();
     blocking(move || {
         let (value, n) = match kind {

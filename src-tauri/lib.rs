@@ -2,6 +2,7 @@
 //! rule live in the core crates; this file wires them to a window, a tray and events.
 
 mod commands;
+mod grants;
 mod guardian;
 mod intent;
 mod mail;
@@ -89,6 +90,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
         .setup(|app| {
             let core = Arc::new(Core::open(data_dir(), keystore()).map_err(|e| format!("Gatehouse cannot start: {e}"))?);
             app.manage(core.clone());
+            app.manage(grants::Grants::default());
             tauri::async_runtime::block_on(core.start());
             forward_progress(app.handle().clone(), core.clone());
             forward_events(app.handle().clone(), core);
@@ -99,6 +101,10 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             Ok(())
         })
         .on_window_event(|window, event| {
+            // Dropped files reach Rust from the OS; only those may be imported by path.
+            if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
+                grants::grant_dropped(window.app_handle(), paths);
+            }
             // Closing the window keeps the inbox running in the tray.
             if let tauri::WindowEvent::CloseRequested { api, .. } = event {
                 if window.app_handle().tray_by_id("gatehouse").is_some() {
@@ -128,6 +134,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             commands::executors_set,
             commands::identity_qr,
             commands::export_json,
+            grants::pick_path,
             uamp::uamp_info,
             uamp::uamp_token_issue,
             uamp::uamp_token_revoke,

@@ -169,7 +169,8 @@ pub async fn mail_task(core: CoreState<'_>, task_id: String) -> Result<MailTaskD
 
 /// Imports a task log the user picked or dropped.
 #[tauri::command]
-pub async fn mail_import(core: CoreState<'_>, path: PathBuf) -> Result<ImportReport> {
+pub async fn mail_import(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, path: PathBuf) -> Result<ImportReport> {
+    grants.check(crate::grants::Purpose::MailLog, &path)?;
     let c = core.inner().clone();
     blocking(move || mail::import_file(&c.store, &path, true).map_err(|e| CommandError::new(e.code(), e.to_string()))).await
 }

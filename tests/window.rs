@@ -829,3 +829,45 @@ fn a_failed_model_is_run_again_and_its_answer_is_written_live_in_the_window() {
     app.screenshot("model-answer");
     app.wait_text(&row, "Done");
 }
+
+/// What a script running in the window (an injected page, a rendering bug) gets when it
+/// calls a command directly with a path or a program of its choosing.
+#[test]
+fn a_script_in_the_window_cannot_aim_commands_at_paths_or_programs() {
+    let app = App::start();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("written-by-the-page.json");
+    let invoke = |cmd: &str, args: Value| {
+        app.script(&format!(
+            "return window.__TAURI_INTERNALS__.invoke({}, {}).then(r => ({{ok: r}}), e => ({{err: e}}));",
+            serde_json::to_string(cmd).unwrap(),
+            args
+        ))
+    };
+    let r = invoke("export_json", json!({"kind": "audit", "path": target}));
+    assert_eq!(r["err"]["code"], "FORBIDDEN_PATH", "{r}");
+    assert!(!target.exists(), "nothing was written where the page pointed");
+    let r = invoke("mail_import", json!({"path": "/etc/passwd"}));
+    assert_eq!(r["err"]["code"], "FORBIDDEN_PATH", "{r}");
+    let r = invoke("settings_set", json!({"settings": {"port": app.port, "uamp_port": app.uamp_port, "watch_dir": outside.path()}}));
+    assert_eq!(r["err"]["code"], "FORBIDDEN_PATH", "{r}");
+    // The page cannot open the dialog plugin itself either (only Gatehouse's own dialogs).
+    let r = app.script("return window.__TAURI_INTERNALS__.invoke('plugin:dialog|open', {options: {}}).then(r => ({ok: r}), e => ({err: String(e)}));");
+    assert!(r.get("err").is_some(), "{r}");
+    // A program proposed by the page waits for the user's answer in a native dialog, and
+    // nothing is saved meanwhile.
+    let marker = outside.path().join("ran");
+    app.script(&format!(
+        "window.__TAURI_INTERNALS__.invoke('executors_set', {{config: {{default: {{kind: 'noop'}}, scopes: {{support: {{kind: 'command', program: 'touch', args: [{}], timeout_secs: 5}}}}}}}}).then(r => window.__saved = r, e => window.__saved = e); return 1;",
+        serde_json::to_string(&marker).unwrap()
+    ));
+    std::thread::sleep(Duration::from_secs(2));
+    let config = app.script("return window.__TAURI_INTERNALS__.invoke('executors_get', {});");
+    assert!(config["scopes"].get("support").is_none(), "saved without the user's confirmation: {config}");
+    // Still waiting for the user (a dialog that failed to show would have answered no).
+    assert_eq!(app.script("return window.__saved === undefined;"), json!(true), "{}", app.script("return JSON.stringify(window.__saved);"));
+    assert!(!marker.exists());
+    // The whole screen, dialog included (the WebDriver screenshot shows only the page).
+    let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots/confirm-program-screen.png");
+    let _ = Command::new("import").args(["-window", "root"]).arg(&shot).status();
+}

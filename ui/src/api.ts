@@ -174,6 +174,8 @@ export const api = {
   identityQr: () => invoke<string>('identity_qr'),
   exportJson: (kind: 'receipts' | 'audit' | 'conversations' | 'guardian', path: string) => invoke<number>('export_json', { kind, path }),
   uampInfo: () => invoke<UampInfo>('uamp_info'),
+  /** Opens Gatehouse's own native dialog; only a path chosen there may be used for that purpose. */
+  pickPath: (purpose: 'export' | 'mail_log' | 'watch_folder', suggestedName?: string) => invoke<string | null>('pick_path', { purpose, suggestedName: suggestedName ?? null }),
   uampTokenIssue: (sender: string) => invoke<string>('uamp_token_issue', { sender }),
   uampTokenRevoke: (sender: string) => invoke<number>('uamp_token_revoke', { sender }),
   uampDiscover: (url: string) => invoke<Discovered>('uamp_discover', { url }),

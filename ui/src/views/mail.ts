@@ -262,9 +262,10 @@ export class MailView {
 
   private importCard(): HTMLElement {
     const pick = h('button', { className: 'secondary', id: 'mail-import', type: 'button', onclick: async () => {
-      const { open } = await import('@tauri-apps/plugin-dialog');
-      const file = await open({ multiple: false, filters: [{ name: 'MAIL task log', extensions: ['json', 'jsonl'] }] });
-      if (typeof file === 'string') await this.importPath(file);
+      try {
+        const file = await api.pickPath('mail_log');
+        if (file) await this.importPath(file);
+      } catch (e) { this.importMsg.textContent = errorText(e); }
     } }, 'Import a task log…');
     return h('div', { className: 'card', id: 'mail-import-card' },
       h('h3', {}, 'Import'),

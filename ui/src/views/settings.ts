@@ -22,11 +22,13 @@ export class SettingsView {
     api.identityQr().then((svg) => { qr.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`; }).catch(() => {});
     const port = h('input', { id: 'settings-port', type: 'number', min: 1, max: 65535, value: info.settings.port });
     const uampPort = h('input', { id: 'settings-uamp-port', type: 'number', min: 1, max: 65535, value: info.settings.uamp_port });
-    const folder = h('input', { id: 'settings-folder', type: 'text', value: info.settings.watch_dir, size: 50 });
+    // Chosen in Gatehouse's own dialog only: a typed path would not be accepted.
+    const folder = h('input', { id: 'settings-folder', type: 'text', value: info.settings.watch_dir, size: 50, readonly: true });
     const pick = h('button', { className: 'secondary', type: 'button', onclick: async () => {
-      const { open } = await import('@tauri-apps/plugin-dialog');
-      const dir = await open({ directory: true, defaultPath: folder.value });
-      if (typeof dir === 'string') folder.value = dir;
+      try {
+        const dir = await api.pickPath('watch_folder');
+        if (dir) folder.value = dir;
+      } catch (e) { msg.textContent = errorText(e); }
     } }, 'Choose…');
     const save = h('button', { className: 'primary', type: 'submit', id: 'settings-save' }, 'Save and restart the inbox');
     const form = h('form', { className: 'card', onsubmit: async (e: Event) => {
@@ -44,8 +46,7 @@ export class SettingsView {
       h('div', { className: 'actions' }, save), msg);
     const exporter = (kind: 'receipts' | 'audit' | 'conversations' | 'guardian', label: string) => h('button', { className: 'secondary', onclick: async () => {
       try {
-        const { save: saveDialog } = await import('@tauri-apps/plugin-dialog');
-        const path = await saveDialog({ defaultPath: `gatehouse-${kind}.json`, filters: [{ name: 'JSON', extensions: ['json'] }] });
+        const path = await api.pickPath('export', `gatehouse-${kind}.json`);
         if (!path) return;
         const n = await api.exportJson(kind, path);
         msg.textContent = `Exported ${n} ${kind === 'audit' ? 'audit entries' : kind === 'conversations' ? 'IntentWeb conversations' : kind === 'guardian' ? 'guardian sessions' : 'receipts'} to ${path}.`;
