@@ -99,9 +99,9 @@ async fn blocking<T: Send + 'static>(store: &Arc<Store>, f: impl FnOnce(&Store) 
     }
 }
 
-/// Runs one batch: all marked running in one commit, executed in order, results recorded
-/// in as few commits as possible (immediately after any executor that took a while, so a
-/// slow command never hides the results of the quick ones before it).
+/// Runs one batch: all marked running in one commit; instant executors run in order and
+/// share one commit for their results; the others run side by side, each recording its
+/// own result when it ends.
 async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress) {
     let loaded = blocking(store, move |s| {
         let config = ExecutorConfig::load(s)?;
@@ -123,37 +123,60 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress) {
     let Some(rows) = loaded else { return };
     let mut done = Vec::new();
     for (spec, row, name) in rows {
-        let started = std::time::Instant::now();
-        let mut last: Option<std::time::Instant> = None;
-        let envelope_row = row.id;
-        let mut on_update = |u: Update<'_>| {
-            if last.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
-                return;
-            }
-            last = Some(std::time::Instant::now());
-            let _ = progress.send(match u {
-                Update::Text(t) => ExecProgress::Partial { envelope_row, text: t.to_string() },
-                Update::Note(note) => ExecProgress::Note { envelope_row, note },
+        // Executors that wait on a program, a model, a swarm or a peer run side by side
+        // (at most SLOW_AT_ONCE): one that takes its whole timeout must not hold up the
+        // envelopes behind it. Instant ones stay in the batch and share its commit.
+        if !is_instant(&spec) {
+            let (store, progress) = (store.clone(), progress.clone());
+            let permit = SLOW.acquire().await.expect("the semaphore is never closed");
+            tokio::spawn(async move {
+                let result = run_one(&store, &spec, &row, name.as_deref(), &progress).await;
+                commit(&store, vec![result], &progress).await;
+                drop(permit);
             });
-        };
-        let (status, result) = match execute(&spec, &row, name.as_deref(), store, &mut on_update).await {
-            Ok(v) => {
-                draft_reply(store, &row, &v).await;
-                (ExecStatus::Succeeded, v)
-            }
-            Err(v) => {
-                tracing::warn!(envelope_id = %row.envelope_id, result = %v, "executor failed");
-                (ExecStatus::Failed, v)
-            }
-        };
-        done.push((row.id, status, Some(result)));
-        if started.elapsed() > std::time::Duration::from_millis(200) {
-            commit(store, std::mem::take(&mut done), progress).await;
+            continue;
         }
+        done.push(run_one(store, &spec, &row, name.as_deref(), progress).await);
     }
     if !done.is_empty() {
         commit(store, done, progress).await;
     }
+}
+
+/// Executors with nothing to wait for.
+fn is_instant(spec: &crate::executor::ExecutorSpec) -> bool {
+    matches!(spec, crate::executor::ExecutorSpec::Noop | crate::executor::ExecutorSpec::FileQueue { .. })
+}
+
+/// Slow executors running at once; more wait for one of them to finish.
+const SLOW_AT_ONCE: usize = 8;
+static SLOW: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(SLOW_AT_ONCE);
+
+/// Runs one envelope's executor (progress passed on, throttled) and says how it ended.
+async fn run_one(store: &Arc<Store>, spec: &crate::executor::ExecutorSpec, row: &gatehouse_store::EnvelopeRow, name: Option<&str>, progress: &Progress) -> (i64, ExecStatus, Option<serde_json::Value>) {
+    let mut last: Option<std::time::Instant> = None;
+    let envelope_row = row.id;
+    let mut on_update = |u: Update<'_>| {
+        if last.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
+            return;
+        }
+        last = Some(std::time::Instant::now());
+        let _ = progress.send(match u {
+            Update::Text(t) => ExecProgress::Partial { envelope_row, text: t.to_string() },
+            Update::Note(note) => ExecProgress::Note { envelope_row, note },
+        });
+    };
+    let (status, result) = match execute(spec, row, name, store, &mut on_update).await {
+        Ok(v) => {
+            draft_reply(store, row, &v).await;
+            (ExecStatus::Succeeded, v)
+        }
+        Err(v) => {
+            tracing::warn!(envelope_id = %row.envelope_id, result = %v, "executor failed");
+            (ExecStatus::Failed, v)
+        }
+    };
+    (row.id, status, Some(result))
 }
 
 /// Stores finished results, then says so (never before: the window reloads on it).

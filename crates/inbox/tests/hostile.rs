@@ -259,3 +259,25 @@ async fn a_flood_of_garbage_and_fresh_keys_is_answered_but_only_a_bounded_part_i
     let unkept = inbox.unkept();
     assert_eq!(kept + (unkept.refusals + unkept.knocks) as usize, g + k, "{unkept:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_executor_does_not_hold_up_the_envelopes_behind_it() {
+    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    use gatehouse_store::ExecStatus;
+    let alice = key(1);
+    let mut scopes = std::collections::BTreeMap::new();
+    scopes.insert("slow".to_string(), ExecutorSpec::Command { program: "sleep".into(), args: vec!["6".into()], timeout_secs: 20 });
+    scopes.insert("quick".to_string(), ExecutorSpec::Command { program: "echo".into(), args: vec!["done".into()], timeout_secs: 5 });
+    let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
+    inbox.trust(&pubhex(&alice), "Alice", common::policy(&["*"]));
+    assert_eq!(inbox.post_json(&inbox.signed(&alice, "slow", "take your time")).await.0, 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    assert_eq!(inbox.post_json(&inbox.signed(&alice, "quick", "now please")).await.0, 200);
+    assert_eq!(inbox.post_json(&inbox.signed(&alice, "other", "noop")).await.0, 200);
+    let store = inbox.store.clone();
+    let status = |scope: &str| store.envelopes(10, 0).unwrap().into_iter().find(|e| e.scope == scope).unwrap().exec_status;
+    eventually("the quick ones done", || status("quick") == ExecStatus::Succeeded && status("other") == ExecStatus::Succeeded).await;
+    assert!(started.elapsed() < Duration::from_secs(4), "they waited {:?} behind the slow one", started.elapsed());
+    assert_eq!(status("slow"), ExecStatus::Running, "the slow one is still at work");
+}

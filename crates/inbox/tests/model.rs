@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::*;
 use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
-use gatehouse_model_testserver::{spawn, spawn_at, ModelServer};
+use gatehouse_model_testserver::{spawn, ModelServer};
 use gatehouse_store::ExecStatus;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,11 +119,15 @@ async fn a_cloud_key_comes_from_the_keystore_and_a_swarm_takes_prompts_as_tasks(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // The model is down (503) at first. (Picking a free port and starting the model there
+    // later let another process take the port in between: CI saw the retry fail.)
+    let server = ModelServer::paced(Duration::from_millis(100));
+    server.set_down(true);
+    let endpoint = spawn(server.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
     let mut scopes = BTreeMap::new();
-    scopes.insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint: format!("http://127.0.0.1:{port}/v1"), model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
+    scopes.insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint, model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
     ExecutorConfig { default: ExecutorSpec::Noop, scopes }.save(&store).unwrap();
     let me = key(2);
     let (inbox, rx) = gatehouse_inbox::service::build(store.clone(), &pubhex(&me));
@@ -142,8 +146,7 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     // Not failed: nothing to run again.
     assert!(gatehouse_inbox::runner::retry(&inbox, id + 1000).is_err());
     // The model is back (slow, so its answer can be watched); the user runs the executor again.
-    let server = ModelServer::paced(Duration::from_millis(100));
-    spawn_at(server.clone(), port).await;
+    server.set_down(false);
     let mut progress = inbox.subscribe_progress();
     assert!(gatehouse_inbox::runner::retry(&inbox, id).unwrap());
     // The answer is passed on as it grows, each time whole; the end comes once it is stored.
@@ -171,7 +174,7 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     let answer = store.envelope(id).unwrap().unwrap().exec_result.unwrap()["answer"].as_str().unwrap().to_string();
     assert!(answer.starts_with("m read: Is my result in?") && answer.starts_with(partials.last().unwrap().as_str()), "{answer:?} {partials:?}");
     assert!(matches!(gatehouse_inbox::runner::retry(&inbox, id), Err(gatehouse_inbox::runner::RetryError::NotFailed(_))));
-    let user = server.requests()[0]["messages"][1]["content"].as_str().unwrap().to_string();
+    let user = server.requests().last().unwrap()["messages"][1]["content"].as_str().unwrap().to_string();
     assert_eq!(user, "Is my result in?\n\nContext from the sender (JSON): {\"ticket\":4411}");
 }
 
