@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -427,13 +426,13 @@ async fn rpc(State(g): State<Arc<Guardian>>, req: axum::extract::Request) -> Res
         Err(crate::body::BodyError::TooLarge(_)) => return json_response(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: larger than {MAX_BODY} bytes")))),
         Err(_) => return json_response(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, "Invalid JSON-RPC Request: the body did not arrive in time"))),
     };
-    let body: Bytes = read.bytes.clone();
+
     let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !ct.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json") {
         let e = RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: Content-Type is {ct:?}, not application/json"));
         return json_response(jsonrpc::failure(&Value::Null, &e));
     }
-    match g.call(&body).await {
+    match g.call(&read.bytes).await {
         Some(v) => json_response(v),
         None => StatusCode::NO_CONTENT.into_response(),
     }

@@ -61,17 +61,6 @@ pub fn draft_after(store: &Store, env: &EnvelopeRow, result: &Value) -> Result<O
 /// A receipt is a few hundred bytes; an endpoint answering more is not answering a receipt.
 const MAX_RECEIPT_BYTES: usize = 64 * 1024;
 
-async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
-        if out.len() + chunk.len() > max {
-            return Err(format!("answered more than {max} bytes"));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
-}
-
 /// Signs and sends a reply (its current text) to the sender's endpoint; keeps what came
 /// back. A failure is kept on the reply (retry by sending again).
 pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> Result<ReplyRow, ReplyError> {
@@ -96,7 +85,7 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> R
         if resp.status().is_redirection() {
             return Err(format!("{} answered HTTP {status} (a redirect); replies are only sent to the endpoint the user set", r.endpoint));
         }
-        let bytes = read_capped(resp, MAX_RECEIPT_BYTES).await.map_err(|e| format!("{}: {e}", r.endpoint))?;
+        let bytes = crate::body::read_response(resp, MAX_RECEIPT_BYTES).await.map_err(|e| format!("{}: {e}", r.endpoint))?;
         let body: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{} answered HTTP {status} without a receipt: {e}", r.endpoint))?;
         Ok::<_, String>(body)
     }

@@ -214,7 +214,7 @@ pub async fn discover(url: &str, pin: Option<&str>) -> Result<Discovered, Client
     if !resp.status().is_success() {
         return Err(ClientError::Manifest(format!("{manifest_url} answered HTTP {}", resp.status())));
     }
-    let bytes = read_limited(resp, MAX_MANIFEST_BYTES).await.map_err(ClientError::Manifest)?;
+    let bytes = crate::body::read_response(resp, MAX_MANIFEST_BYTES).await.map_err(ClientError::Manifest)?;
     let text = String::from_utf8(bytes).map_err(|_| ClientError::Manifest("the signed manifest is not UTF-8".into()))?;
     let signed = SignedManifest::parse(&text).map_err(|e| ClientError::Manifest(e.message))?;
     let (peer_did, _) = did::split_kid(&signed.kid);
@@ -235,19 +235,6 @@ pub async fn discover(url: &str, pin: Option<&str>) -> Result<Discovered, Client
     }
     let cert_sha256 = seen.lock().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(|| ClientError::Protocol("no certificate was presented".into()))?;
     Ok(Discovered { did: peer_did.to_string(), url: base, cert_sha256, manifest: signed.manifest })
-}
-
-async fn read_limited(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let mut body = resp.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| e.to_string())?;
-        if out.len() + chunk.len() > max {
-            return Err(format!("larger than {max} bytes"));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
 }
 
 /// What a user asks a peer.
