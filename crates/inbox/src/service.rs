@@ -133,8 +133,13 @@ where
             every.tick().await;
             let s = gc_store.clone();
             let now = chrono::Utc::now().timestamp_millis();
-            let collected = tokio::task::spawn_blocking(move || (s.gc_nonces(now), s.gc_usage(now))).await;
-            if let Ok((nonces, usage)) = collected {
+            let collected = tokio::task::spawn_blocking(move || (s.gc_nonces(now), s.gc_usage(now), s.prune(now, &s.retention()))).await;
+            if let Ok((nonces, usage, pruned)) = collected {
+                match pruned {
+                    Ok(p) if p.bodies_cleared + p.audit_removed > 0 => tracing::info!(bodies = p.bodies_cleared, audit = p.audit_removed, "old refused bodies and audit entries dropped (retention)"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "applying the retention setting failed"),
+                }
                 match nonces {
                     Ok(n) if n > 0 => tracing::info!(removed = n, "expired nonces collected"),
                     Ok(_) => {}

@@ -9,6 +9,7 @@ mod commit;
 mod intentweb;
 mod replies;
 mod mail;
+mod retention;
 mod migrations;
 mod model;
 mod uamp;
@@ -24,6 +25,7 @@ pub fn create_at_schema(path: &Path, version: usize) -> Result<Connection> {
 
 pub use asop::*;
 pub use replies::*;
+pub use retention::*;
 pub use intentweb::*;
 pub use mail::*;
 pub use model::*;

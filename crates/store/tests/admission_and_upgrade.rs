@@ -221,3 +221,43 @@ fn the_queue_of_unknown_senders_is_bounded_and_drops_the_longest_silent_first() 
     let last = store.pending_list().unwrap().into_iter().find(|p| p.public_key == format!("{:064x}", n - 1)).unwrap();
     assert_eq!(last.scopes_tried.len(), gatehouse_store::MAX_SCOPES_TRIED);
 }
+
+#[test]
+fn retention_drops_old_refused_bodies_and_audit_entries_and_keeps_the_rest() {
+    let store = gatehouse_store::Store::open_in_memory().unwrap();
+    let day = 24 * 3600 * 1000;
+    let now = 1_790_000_000_000i64; // 2026-09
+    let row = |id: &str, ms: i64, status: &str| gatehouse_store::ReceiptRow {
+        receipt_id: id.into(),
+        envelope_id: None,
+        status: status.into(),
+        code: Some("INVALID_FORMAT".into()),
+        message: Some("x".into()),
+        received_at: String::new(),
+        received_ms: ms,
+        transport: "http".into(),
+        sender: None,
+        scope: None,
+        body: Some("garbage".into()),
+        body_truncated: false,
+        receipt: serde_json::json!({"status": status}),
+        prompt: None,
+        envelope_row: None,
+    };
+    store.record_receipts(&[row("old", now - 8 * day, "rejected"), row("new", now - day, "rejected")]).unwrap();
+    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    store.audit("trust.add", None, &serde_json::json!({}), &at(now - 400 * day)).unwrap();
+    store.audit("trust.remove", None, &serde_json::json!({}), &at(now - 2 * day)).unwrap();
+    let r = store.retention();
+    assert_eq!(r, gatehouse_store::Retention::default());
+    let pruned = store.prune(now, &r).unwrap();
+    assert_eq!((pruned.bodies_cleared, pruned.audit_removed), (1, 1));
+    let receipts = store.receipts(10, 0).unwrap();
+    assert_eq!(receipts.len(), 2, "the receipts themselves stay");
+    let body = |id: &str| receipts.iter().find(|r| r.receipt_id == id).unwrap().body.clone();
+    assert_eq!((body("old"), body("new").as_deref()), (None, Some("garbage")));
+    assert_eq!(store.audit_list(10).unwrap().iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["trust.remove"]);
+    // 0 keeps forever.
+    let forever = gatehouse_store::Retention { rejected_body_days: 0, audit_days: 0 };
+    assert_eq!(store.prune(now + 1000 * day, &forever).unwrap(), gatehouse_store::Pruned::default());
+}
