@@ -91,6 +91,8 @@ await show(tab, true);
 // New messages refresh what is on screen; consent requests also update the count.
 void onInboxEvent(refreshAll);
 void onStatus(() => void refreshInfo());
+// A flood's dropped requests are announced at most once a second; the count settles here.
+setInterval(() => void refreshInfo(), 10_000);
 // Task logs dropped on the window are imported (and shown on the Tasks tab).
 void import('@tauri-apps/api/webview').then(({ getCurrentWebview }) => getCurrentWebview().onDragDropEvent(async (e) => {
   if (e.payload.type !== 'drop') return;

@@ -35,6 +35,9 @@ pub struct Unkept {
 
 pub struct Gate {
     minute: AtomicI64,
+    /// When a dropped request was last announced (ms), so the window's count keeps up
+    /// without a redraw per request.
+    announced: AtomicI64,
     kept: [AtomicU32; 2],
     /// Not yet written to the store.
     unflushed: [AtomicU64; 2],
@@ -42,7 +45,7 @@ pub struct Gate {
 
 impl Default for Gate {
     fn default() -> Self {
-        Gate { minute: AtomicI64::new(i64::MIN), kept: [AtomicU32::new(0), AtomicU32::new(0)], unflushed: [AtomicU64::new(0), AtomicU64::new(0)] }
+        Gate { minute: AtomicI64::new(i64::MIN), announced: AtomicI64::new(i64::MIN), kept: [AtomicU32::new(0), AtomicU32::new(0)], unflushed: [AtomicU64::new(0), AtomicU64::new(0)] }
     }
 }
 
@@ -94,11 +97,32 @@ impl Gate {
         }
     }
 
+    /// Whether a request that was not kept should still be announced (at most once a
+    /// second), so whoever shows the counts refreshes them during a flood.
+    pub fn announce(&self, now_ms: i64) -> bool {
+        let last = self.announced.load(Ordering::Relaxed);
+        now_ms.saturating_sub(last) >= 1000 && self.announced.compare_exchange(last, now_ms, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+    }
+
     /// What was not kept: the stored counts plus this minute's.
     pub fn unkept(&self, store: &Store) -> Unkept {
         let mut u: Unkept = store.setting(SETTING).ok().flatten().unwrap_or_default();
         u.refusals += self.unflushed[0].load(Ordering::Relaxed);
         u.knocks += self.unflushed[1].load(Ordering::Relaxed);
         u
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_flood_drops_is_announced_at_most_once_a_second() {
+        let g = Gate::default();
+        assert!(g.announce(10_000));
+        assert!(!g.announce(10_500));
+        assert!(!g.announce(10_999));
+        assert!(g.announce(11_000));
     }
 }

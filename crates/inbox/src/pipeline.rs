@@ -111,6 +111,11 @@ impl Inbox {
         self.flood.keep(kind, now.timestamp_millis(), &self.store)
     }
 
+    /// Whether a refusal that was not kept is announced anyway (at most once a second).
+    pub(crate) fn announce_unkept(&self, now: DateTime<Utc>) -> bool {
+        self.flood.announce(now.timestamp_millis())
+    }
+
     /// Refusals and knocks that arrived beyond the per-minute budget and were only counted.
     pub fn unkept(&self) -> crate::flood::Unkept {
         self.flood.unkept(&self.store)
@@ -335,8 +340,9 @@ impl Inbox {
         if let Err(e) = stored {
             tracing::error!(error = %e, "could not record a rejection receipt");
         }
-        // A flood's uncounted rest is not announced one by one either.
-        if r.kept {
+        // A flood's uncounted rest is announced at most once a second (so the window's
+        // count keeps up), not one by one.
+        if r.kept || self.flood.announce(chrono::Utc::now().timestamp_millis()) {
             self.emit(&r.outcome.receipt, r.env.as_ref(), &r.transport, r.knock.is_some());
         }
         r.outcome

@@ -261,11 +261,12 @@ impl UampInbox {
             envelope_row: None,
         };
         let kind = if f.knock.is_some() { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
-        if !self.inbox.keep(kind, now) {
+        if self.inbox.keep(kind, now) {
+            if let Err(e) = self.store().record_rejection(&row, f.knock.as_ref()) {
+                tracing::error!(error = %e, "could not record a UAMP refusal");
+            }
+        } else if !self.inbox.announce_unkept(now) {
             return body;
-        }
-        if let Err(e) = self.store().record_rejection(&row, f.knock.as_ref()) {
-            tracing::error!(error = %e, "could not record a UAMP refusal");
         }
         self.inbox.emit_event(InboxEvent {
             receipt_id: receipt_id.to_string(),
