@@ -17,6 +17,7 @@ use tauri::{Emitter, Manager, Runtime};
 use tauri_plugin_notification::NotificationExt;
 
 pub use commands::{fingerprint, order_by_replies, CommandError};
+pub use grants::new_programs_and_folders;
 pub use service::{Core, DesktopSettings};
 
 fn data_dir() -> PathBuf {

@@ -50,3 +50,20 @@ fn reply_cycles_still_show_every_message_once() {
 fn fingerprints_group_the_first_sixteen_hex_digits() {
     assert_eq!(fingerprint("d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737"), "d04a b232 742b b4ab");
 }
+
+#[test]
+fn a_new_program_or_queue_folder_is_put_to_the_user_and_nothing_else_is() {
+    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    let mut before = ExecutorConfig::default();
+    before.scopes.insert("support".into(), ExecutorSpec::Command { program: "/usr/bin/agent".into(), args: vec!["--fast".into()], timeout_secs: 30 });
+    let same = before.clone();
+    assert!(gatehouse_desktop::new_programs_and_folders(&before, &same).is_empty(), "an unchanged program is not asked about again");
+    let mut after = before.clone();
+    after.scopes.insert("support".into(), ExecutorSpec::Command { program: "/usr/bin/agent".into(), args: vec!["--rm-rf".into()], timeout_secs: 30 });
+    after.scopes.insert("archive".into(), ExecutorSpec::FileQueue { dir: "/home/u/queue".into() });
+    after.scopes.insert("ai".into(), ExecutorSpec::Noop);
+    let asks = gatehouse_desktop::new_programs_and_folders(&before, &after);
+    assert_eq!(asks.len(), 2, "{asks:?}");
+    assert!(asks.iter().any(|a| a.contains("/usr/bin/agent --rm-rf") && a.contains("\"support\"")), "{asks:?}");
+    assert!(asks.iter().any(|a| a.contains("/home/u/queue") && a.contains("\"archive\"")), "{asks:?}");
+}
