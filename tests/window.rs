@@ -834,6 +834,7 @@ fn a_failed_model_is_run_again_and_its_answer_is_written_live_in_the_window() {
 /// calls a command directly with a path or a program of its choosing.
 #[test]
 fn a_script_in_the_window_cannot_aim_commands_at_paths_or_programs() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("written-by-the-page.json");
@@ -856,6 +857,5 @@ fn a_script_in_the_window_cannot_aim_commands_at_paths_or_programs() {
     assert!(r.get("err").is_some(), "{r}");
     // A program the page proposes is saved only after a native confirmation the page
     // cannot answer (tests/shell.rs checks what is asked). The dialog itself stays out of
-    // this test: nothing here can answer it, and with it left open a later window test
-    // timed out starting its session in CI.
+    // this test: nothing here can answer it.
 }
