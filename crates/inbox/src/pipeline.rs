@@ -261,7 +261,7 @@ impl Inbox {
             Err(f) => f,
         };
         let r = self.rejection(&ctx, failure);
-        let stored = if r.kept { self.store.record_rejection(&r.row, r.knock.as_ref()) } else { Ok(()) };
+        let stored = self.record(&r);
         self.rejected(r, stored)
     }
 
@@ -295,7 +295,7 @@ impl Inbox {
             Err(f) => f,
         };
         let r = self.rejection(&ctx, failure);
-        let stored = if r.kept { self.store.record_rejection_async(&r.row, r.knock.as_ref()).await } else { Ok(()) };
+        let stored = self.record_async(&r).await;
         self.rejected(r, stored)
     }
 
@@ -305,7 +305,7 @@ impl Inbox {
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
         let r = self.rejection(&ctx, Failure::new(Rejection::new(code, message)));
-        let stored = if r.kept { self.store.record_rejection_async(&r.row, r.knock.as_ref()).await } else { Ok(()) };
+        let stored = self.record_async(&r).await;
         self.rejected(r, stored)
     }
 
@@ -316,7 +316,7 @@ impl Inbox {
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
         let r = self.rejection(&ctx, Failure::new(Rejection::new(code, message)));
-        let stored = if r.kept { self.store.record_rejection(&r.row, r.knock.as_ref()) } else { Ok(()) };
+        let stored = self.record(&r);
         self.rejected(r, stored)
     }
 
@@ -334,6 +334,15 @@ impl Inbox {
         let kind = if knock.is_some() { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
         let kept = self.flood.keep(kind, ctx.now.timestamp_millis(), &self.store);
         Rejected { outcome: Outcome { receipt, retry_after, row_id: None }, row, env, knock, transport: ctx.transport.to_string(), kept }
+    }
+
+    /// Stores a rejection within the flood budget; one past it is only counted.
+    fn record(&self, r: &Rejected) -> gatehouse_store::Result<()> {
+        if r.kept { self.store.record_rejection(&r.row, r.knock.as_ref()) } else { Ok(()) }
+    }
+
+    async fn record_async(&self, r: &Rejected) -> gatehouse_store::Result<()> {
+        if r.kept { self.store.record_rejection_async(&r.row, r.knock.as_ref()).await } else { Ok(()) }
     }
 
     fn rejected(&self, r: Rejected, stored: gatehouse_store::Result<()>) -> Outcome {
