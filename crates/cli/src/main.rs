@@ -524,7 +524,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                         Some(gatehouse_inbox::UampOptions { listener: l, key: o.identity.signing_key().clone(), data_dir: data_dir.clone(), started: None })
                     }
                 };
-                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch, uamp, public_names }, shutdown, |_| {}).await
+                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch, uamp, public_names, ..Default::default() }, shutdown, |_| {}).await
             })?;
         }
         Command::Bench { envelopes, senders, concurrency, folder, keep } => {

@@ -18,63 +18,33 @@ pub use crate::body::BODY_TIMEOUT;
 /// Request headers must arrive within this time, and an idle keep-alive connection is
 /// closed after it: a slow-loris client cannot hold a connection open by trickling.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections served at once; further clients wait in the listen backlog.
-pub const MAX_CONNECTIONS: usize = 1024;
 
-/// Serves `app` on `listener` until `shutdown` resolves, with the limits above; then
-/// stops accepting, lets requests in progress finish, and closes idle connections.
-/// Only requests naming this listener (its address or one of `public_names`) and sent by
-/// no web page are routed ([`crate::host_check`]).
-pub async fn serve(listener: tokio::net::TcpListener, app: Router, public_names: &[String], shutdown: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
+/// Serves `app` on `listener` until `shutdown` resolves, admitting connections within
+/// `limits` ([`crate::conn`]); then stops accepting, lets requests in progress finish,
+/// and closes idle connections. Only requests naming this listener (its address or one
+/// of `public_names`) and sent by no web page are routed ([`crate::host_check`]).
+pub async fn serve(listener: tokio::net::TcpListener, app: Router, public_names: &[String], limits: crate::conn::Limits, shutdown: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let app = crate::host_check::layer(app, crate::host_check::Allowed::new(listener.local_addr()?, false, public_names));
-    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let admission = crate::conn::Admission::new(limits);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(256 * 1024);
     tokio::pin!(shutdown);
-    while let Some((stream, permit)) = accept(&listener, &connections, shutdown.as_mut()).await {
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+    while let Some((stream, slot)) = admission.accept(&listener, shutdown.as_mut()).await {
+        let activity = crate::conn::Activity::new();
+        let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app.clone(), activity.clone()));
+        let conn = http.serve_connection(TokioIo::new(stream), service);
+        let stopped = stopped.clone();
         tokio::spawn(async move {
-            // Errors here are the client's (reset, timed out headers): nothing to report.
-            let _ = conn.await;
-            drop(permit);
+            crate::conn::drive(conn, activity, limits.idle, stopped).await;
+            drop(slot);
         });
     }
     drop(listener);
-    // Requests in progress get a moment to finish; idle keep-alives close at once.
-    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
+    drop(stopped);
+    crate::conn::stop_all(stop).await;
     Ok(())
-}
-
-/// The next connection, once one of `connections` is free (its permit travels with it),
-/// or None when `shutdown` resolves first. Shared by the plain and the TLS listeners.
-pub(crate) async fn accept<F: std::future::Future<Output = ()>>(
-    listener: &tokio::net::TcpListener,
-    connections: &Arc<tokio::sync::Semaphore>,
-    mut shutdown: std::pin::Pin<&mut F>,
-) -> Option<(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit)> {
-    let permit = tokio::select! {
-        p = connections.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-        () = shutdown.as_mut() => return None,
-    };
-    loop {
-        tokio::select! {
-            r = listener.accept() => match r {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    return Some((stream, permit));
-                }
-                Err(e) => {
-                    // Out of file descriptors, say: back off instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            () = shutdown.as_mut() => return None,
-        }
-    }
 }
 
 pub fn router(inbox: Arc<Inbox>) -> Router {

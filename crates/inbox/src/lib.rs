@@ -20,6 +20,7 @@
 //! - [`service`]: opening a data dir and running all of the above until shutdown
 
 pub mod body;
+pub mod conn;
 pub mod consent;
 pub mod executor;
 pub mod flood;

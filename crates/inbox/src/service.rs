@@ -57,6 +57,8 @@ pub struct ServeOptions {
     /// are refused (DNS rebinding).
     pub public_names: Vec<String>,
     pub watch: Option<PathBuf>,
+    /// Connection slots, per-client share and idle close for both listeners.
+    pub limits: crate::conn::Limits,
     /// UAMP over TLS 1.3 on its own listener.
     pub uamp: Option<UampOptions>,
 }
@@ -161,8 +163,9 @@ where
         let app = crate::http::router(inbox.clone()).merge(crate::guardian::router(guardian));
         tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");
         let names = opts.public_names.clone();
+        let limits = opts.limits;
         tasks.spawn(async move {
-            crate::http::serve(listener, app, &names, async move {
+            crate::http::serve(listener, app, &names, limits, async move {
                 let _ = stop.recv().await;
             })
             .await
@@ -187,8 +190,9 @@ where
         }
         let mut stop = stop_tx.subscribe();
         let names = opts.public_names.clone();
+        let limits = opts.limits;
         tasks.spawn(async move {
-            crate::uamp::tls::serve(u.listener, tls, app, &names, async move {
+            crate::uamp::tls::serve(u.listener, tls, app, &names, limits, async move {
                 let _ = stop.recv().await;
             })
             .await

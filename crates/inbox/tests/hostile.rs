@@ -281,3 +281,100 @@ async fn a_slow_executor_does_not_hold_up_the_envelopes_behind_it() {
     assert!(started.elapsed() < Duration::from_secs(4), "they waited {:?} behind the slow one", started.elapsed());
     assert_eq!(status("slow"), ExecStatus::Running, "the slow one is still at work");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_hold_every_connection_slot() {
+    use gatehouse_inbox::conn::MAX_PER_CLIENT;
+    use std::net::{Ipv4Addr, SocketAddr};
+    let alice = key(1);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    inbox.trust(&pubhex(&alice), "Alice", common::policy(&["support"]));
+    let addr: SocketAddr = inbox.url.trim_start_matches("http://").parse().unwrap();
+    // One client opens its share of connections and sends nothing on them.
+    let held: Vec<_> = (0..MAX_PER_CLIENT).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Its next connection is closed at once (a held one would wait for its headers 10 s).
+    let mut extra = std::net::TcpStream::connect(addr).unwrap();
+    extra.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 16];
+    let closed = matches!(extra.read(&mut buf), Ok(0) | Err(_)) && started.elapsed() < Duration::from_secs(4);
+    assert!(closed, "a connection past the per-client share was kept open for {:?}", started.elapsed());
+    // Another address (all of 127/8 is this machine) still submits.
+    let other = tokio::net::TcpSocket::new_v4().unwrap();
+    other.bind(SocketAddr::from((Ipv4Addr::new(127, 0, 0, 2), 0))).unwrap();
+    let mut other = other.connect(addr).await.unwrap();
+    let body = serde_json::to_string(&inbox.signed(&alice, "support", "from another client")).unwrap();
+    let req = format!("POST /epp/v1/submit HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    other.write_all(req.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(10), other.read_to_string(&mut answer)).await.unwrap().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Slots come back when the client lets go.
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _, r) = inbox.post_json(&inbox.signed(&alice, "support", "after the flood")).await;
+    assert_eq!(status, 200, "{r}");
+}
+
+/// A TLS connection to the UAMP listener that speaks HTTP/2 and then nothing more.
+async fn idle_h2(addr: std::net::SocketAddr, pem: &str) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    use base64::Engine as _;
+    use tokio::io::AsyncWriteExt;
+    let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(rustls::pki_types::CertificateDer::from(der)).unwrap();
+    let mut cfg = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg)).connect(name, tcp).await.unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    // The connection preface and an empty SETTINGS frame: a valid, idle HTTP/2 client.
+    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
+    tls
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_http2_connections_give_their_slots_back() {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    let key = key(3);
+    let tls = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tls.local_addr().unwrap();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let limits = gatehouse_inbox::conn::Limits { max: 4, per_client: 8, idle: Duration::from_secs(1) };
+    let uamp = gatehouse_inbox::UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) };
+    let opts = gatehouse_inbox::ServeOptions { uamp: Some(uamp), limits, ..Default::default() };
+    tokio::spawn(gatehouse_inbox::run(store.clone(), pubhex(&key), opts, std::future::pending(), |_| {}));
+    let _ = started_rx.await.unwrap();
+    let pem = std::fs::read_to_string(dir.path().join(gatehouse_inbox::uamp::tls::CERT_FILE)).unwrap();
+    // Every slot taken by a client that opens HTTP/2 and then sits there.
+    let mut idle = Vec::new();
+    for _ in 0..limits.max {
+        idle.push(idle_h2(addr, &pem).await);
+    }
+    // Each is closed soon after its idle limit (not only when keep-alive pings go unanswered).
+    for mut c in idle {
+        let mut sink = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), c.read_to_end(&mut sink)).await;
+        assert!(read.is_ok(), "an idle HTTP/2 connection was still open 5 s after its 1 s idle limit");
+        assert!(sink.windows(9).any(|f| f[3] == 0x7 && f[..3] == [0, 0, 8]), "closed with a GOAWAY frame");
+    }
+    // And a real client is served.
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(pem.as_bytes()).unwrap())
+        .tls_built_in_root_certs(false)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let r = client.get(format!("https://{addr}/.well-known/agent-manifest.json")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+}

@@ -211,7 +211,7 @@ async fn hostile_peer(stream_id: &'static str, mime: &'static str) -> (PeerRow, 
             }),
         );
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    tokio::spawn(gatehouse_inbox::uamp::tls::serve(listener, tls, app, &[], async { let _ = stop_rx.await; }));
+    tokio::spawn(gatehouse_inbox::uamp::tls::serve(listener, tls, app, &[], Default::default(), async { let _ = stop_rx.await; }));
     let row = PeerRow {
         did: gatehouse_uamp::sign::did_of(&key),
         name: "hostile".into(),

@@ -173,29 +173,30 @@ pub fn config(cert_der: &[u8], key: &SigningKey) -> Result<Arc<rustls::ServerCon
 /// HTTP/2 streams one connection may have open at once.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
 
-/// Serves `app` over TLS on `listener` until `shutdown` resolves. A client that does not
-/// complete a TLS 1.3 handshake (plain HTTP, TLS 1.2) is disconnected without a response.
+/// Serves `app` over TLS on `listener` until `shutdown` resolves, admitting connections
+/// within `limits` ([`crate::conn`]). A client that does not complete a TLS 1.3
+/// handshake (plain HTTP, TLS 1.2) is disconnected without a response.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     public_names: &[String],
+    limits: crate::conn::Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     let app = crate::host_check::layer(app, crate::host_check::Allowed::new(listener.local_addr()?, true, public_names));
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    let connections = Arc::new(tokio::sync::Semaphore::new(crate::http::MAX_CONNECTIONS));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let admission = crate::conn::Admission::new(limits);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::http::HEADER_TIMEOUT);
     // Streams per connection are bounded, so connections × streams × body budget is too.
     builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(Duration::from_secs(30))).max_concurrent_streams(MAX_STREAMS_PER_CONNECTION).enable_connect_protocol();
     let builder = Arc::new(builder);
-    let graceful = Arc::new(graceful);
     tokio::pin!(shutdown);
-    while let Some((tcp, permit)) = crate::http::accept(&listener, &connections, shutdown.as_mut()).await {
-        let (acceptor, app, builder, graceful) = (acceptor.clone(), app.clone(), builder.clone(), graceful.clone());
+    while let Some((tcp, slot)) = admission.accept(&listener, shutdown.as_mut()).await {
+        let (acceptor, app, builder, stopped) = (acceptor.clone(), app.clone(), builder.clone(), stopped.clone());
         tokio::spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(s)) => s,
@@ -208,15 +209,15 @@ pub async fn serve(
             // Verified above; what the handlers need is the key.
             let client = ClientKey(tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(|c| PublicKey::from_certificate(c).ok()));
             let app = app.layer(axum::Extension(client));
-            let service = hyper_util::service::TowerToHyperService::new(app);
+            let activity = crate::conn::Activity::new();
+            let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app, activity.clone()));
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-            let _ = graceful.watch(conn.into_owned()).await;
-            drop(permit);
+            crate::conn::drive(conn, activity, limits.idle, stopped).await;
+            drop(slot);
         });
     }
     drop(listener);
-    if let Ok(g) = Arc::try_unwrap(graceful) {
-        let _ = tokio::time::timeout(Duration::from_secs(5), g.shutdown()).await;
-    }
+    drop(stopped);
+    crate::conn::stop_all(stop).await;
     Ok(())
 }
