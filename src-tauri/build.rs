@@ -3,7 +3,7 @@
 const COMMANDS: &[&str] = &[
     "app_info", "inbox_list", "inbox_detail", "conversation", "trust_list", "trust_add", "trust_update",
     "trust_remove", "trust_block", "trust_unblock", "blocked_list", "consent_list", "consent_decide",
-    "audit_list", "settings_set", "inbox_pause", "executors_get", "executors_set", "identity_qr", "export_json",
+    "audit_list", "settings_set", "retention_get", "retention_set", "inbox_pause", "executors_get", "executors_set", "identity_qr", "export_json",
     "uamp_info", "pick_path", "uamp_token_issue", "uamp_token_revoke", "uamp_discover", "uamp_peer_add", "uamp_peers", "uamp_peer_remove", "uamp_ask",
     "uamp_cancel", "uamp_streams", "uamp_stream_detail",
     "mail_swarms", "mail_swarm_add", "mail_swarm_refresh", "mail_swarm_remove", "mail_send", "mail_interswarm", "mail_tasks", "mail_task", "mail_import",

@@ -30,6 +30,7 @@ impl From<gatehouse_store::StoreError> for CommandError {
         let code = match e {
             gatehouse_store::StoreError::AlreadyTrusted(_) => "ALREADY_TRUSTED",
             gatehouse_store::StoreError::NotTrusted(_) => "NOT_TRUSTED",
+            gatehouse_store::StoreError::Invalid(_) => "INVALID",
             _ => "STORE",
         };
         CommandError::new(code, e.to_string())
@@ -371,6 +372,23 @@ pub async fn settings_set(core: CoreState<'_>, grants: tauri::State<'_, crate::g
     }
     c.start().await;
     Ok(c.status())
+}
+
+#[tauri::command]
+pub async fn retention_get(core: CoreState<'_>) -> Result<gatehouse_store::Retention> {
+    let c = core.inner().clone();
+    blocking(move || Ok(c.store.retention())).await
+}
+
+/// Applied by the inbox's next clean-up (every 10 minutes), not at once.
+#[tauri::command]
+pub async fn retention_set(core: CoreState<'_>, retention: gatehouse_store::Retention) -> Result<gatehouse_store::Retention> {
+    let c = core.inner().clone();
+    blocking(move || {
+        c.store.set_retention(&retention, &gatehouse_epp::utc_string(chrono::Utc::now()))?;
+        Ok(c.store.retention())
+    })
+    .await
 }
 
 #[tauri::command]

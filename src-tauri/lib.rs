@@ -130,6 +130,8 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             commands::consent_decide,
             commands::audit_list,
             commands::settings_set,
+            commands::retention_get,
+            commands::retention_set,
             commands::inbox_pause,
             commands::executors_get,
             commands::executors_set,

@@ -393,6 +393,21 @@ fn conversations_thread_with_delegation_and_settings_show_the_identity() {
     app.wait("the QR code", || app.script("return document.querySelector('#identity-qr').src;").as_str().unwrap_or("").starts_with("data:image/svg+xml"));
     app.screenshot("settings");
 
+    // How long refused submissions are kept: changed here, saved and audited.
+    app.wait_text("#retention", "Receipts of refused submissions");
+    app.type_into("#retention-receipt", "30");
+    app.click("#retention-save");
+    app.wait_text("#retention-msg", "refused receipts 30 days");
+    let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
+    assert_eq!(store.retention().rejected_receipt_days, 30);
+    assert!(store.audit_list(20).unwrap().iter().any(|a| a.action == "settings.retention"));
+    app.type_into("#retention-audit", "99999");
+    app.click("#retention-save");
+    app.wait_text("#retention-msg", "use 0 to keep forever");
+    app.script("document.querySelector('#retention').scrollIntoView(); return true;");
+    app.screenshot("retention");
+    assert_eq!(store.retention().audit_days, 365, "a refused change leaves the setting as it was");
+
     // Pausing the inbox closes its port; resuming opens it again.
     let health = format!("http://127.0.0.1:{}/health", app.port);
     app.click("#pause-toggle");

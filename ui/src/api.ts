@@ -26,6 +26,8 @@ export interface InboxStatus {
   uamp_listening: string | null; uamp_error: string | null;
 }
 export interface Settings { port: number; watch_dir: string; uamp_port: number }
+/** Days each kind of history is kept; 0 keeps it forever. */
+export interface Retention { rejected_body_days: number; rejected_receipt_days: number; audit_days: number }
 export interface AppInfo {
   version: string; data_dir: string; public_key: string; fingerprint: string; keystore: string;
   status: InboxStatus; settings: Settings; waiting: number;
@@ -168,6 +170,8 @@ export const api = {
   consentDecide: (target: ConsentTarget, decision: Decision) => invoke<{ message: string }>('consent_decide', { target, decision }),
   auditList: () => invoke<AuditEntry[]>('audit_list'),
   settingsSet: (settings: Settings) => invoke<InboxStatus>('settings_set', { settings }),
+  retentionGet: () => invoke<Retention>('retention_get'),
+  retentionSet: (retention: Retention) => invoke<Retention>('retention_set', { retention }),
   inboxPause: (paused: boolean) => invoke<InboxStatus>('inbox_pause', { paused }),
   executorsGet: () => invoke<ExecutorConfig>('executors_get'),
   executorsSet: (config: ExecutorConfig) => invoke<void>('executors_set', { config }),

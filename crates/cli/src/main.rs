@@ -66,11 +66,13 @@ enum Command {
     /// MAIL: swarms, tasks followed live, task logs imported
     #[command(subcommand)]
     Mail(mail::MailCmd),
-    /// How long refused submissions' bodies and audit entries are kept (shows it; the
-    /// flags change it; 0 keeps forever)
+    /// How long refused submissions' bodies and receipts and audit entries are kept
+    /// (shows it; the flags change it; 0 keeps forever)
     Retention {
         #[arg(long)]
         rejected_body_days: Option<u32>,
+        #[arg(long)]
+        rejected_receipt_days: Option<u32>,
         #[arg(long)]
         audit_days: Option<u32>,
     },
@@ -386,14 +388,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 }
             }
         }
-        Command::Retention { rejected_body_days, audit_days } => {
+        Command::Retention { rejected_body_days, rejected_receipt_days, audit_days } => {
             let store = open(false)?.store;
             let mut r = store.retention();
-            if rejected_body_days.is_some() || audit_days.is_some() {
+            if rejected_body_days.is_some() || rejected_receipt_days.is_some() || audit_days.is_some() {
                 r.rejected_body_days = rejected_body_days.unwrap_or(r.rejected_body_days);
+                r.rejected_receipt_days = rejected_receipt_days.unwrap_or(r.rejected_receipt_days);
                 r.audit_days = audit_days.unwrap_or(r.audit_days);
-                store.set_setting(gatehouse_store::RETENTION_SETTING, &r).map_err(|e| e.to_string())?;
-                store.audit("settings.retention", None, &serde_json::to_value(r).unwrap_or_default(), &now()).map_err(|e| e.to_string())?;
+                store.set_retention(&r, &now()).map_err(|e| e.to_string())?;
             }
             print_json(&r);
         }

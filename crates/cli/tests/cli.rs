@@ -272,3 +272,21 @@ fn trust_changes_made_from_the_cli_are_audited_like_the_windows() {
     let out = gh(dir.path(), &["trust", "add", &key, "--name", "x", "--scopes", "no spaces"]);
     assert!(!out.status.success());
 }
+
+#[test]
+fn retention_is_shown_changed_and_audited_and_nonsense_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    let shown: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["retention"])).unwrap();
+    assert_eq!(shown, serde_json::json!({"rejected_body_days": 7, "rejected_receipt_days": 90, "audit_days": 365}));
+    let changed: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["retention", "--rejected-receipt-days", "30"])).unwrap();
+    assert_eq!(changed["rejected_receipt_days"], 30);
+    assert_eq!(changed["audit_days"], 365, "only the named retention changes");
+    let out = gh(dir.path(), &["retention", "--audit-days", "99999"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use 0 to keep forever"), "{}", String::from_utf8_lossy(&out.stderr));
+    let store = gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap();
+    let audit = store.audit_list(10).unwrap();
+    assert_eq!(audit.iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["settings.retention"]);
+    assert_eq!(store.retention().rejected_receipt_days, 30);
+}

@@ -56,6 +56,8 @@ pub enum StoreError {
         "the database was written by a newer Gatehouse (schema {found}, this build knows {known})"
     )]
     TooNew { found: i64, known: i64 },
+    #[error("{0}")]
+    Invalid(String),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

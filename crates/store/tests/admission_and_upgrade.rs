@@ -258,6 +258,54 @@ fn retention_drops_old_refused_bodies_and_audit_entries_and_keeps_the_rest() {
     assert_eq!((body("old"), body("new").as_deref()), (None, Some("garbage")));
     assert_eq!(store.audit_list(10).unwrap().iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["trust.remove"]);
     // 0 keeps forever.
-    let forever = gatehouse_store::Retention { rejected_body_days: 0, audit_days: 0 };
+    let forever = gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 0 };
     assert_eq!(store.prune(now + 1000 * day, &forever).unwrap(), gatehouse_store::Pruned::default());
+}
+
+#[test]
+fn refused_receipts_go_after_their_retention_with_their_search_and_sender_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap();
+    let day = 24 * 3600 * 1000;
+    let now = 1_790_000_000_000i64;
+    let row = |id: &str, ms: i64, status: &str| gatehouse_store::ReceiptRow {
+        receipt_id: id.into(),
+        envelope_id: None,
+        status: status.into(),
+        code: (status == "rejected").then(|| "UNKNOWN_SENDER".into()),
+        message: None,
+        received_at: String::new(),
+        received_ms: ms,
+        transport: "http".into(),
+        sender: Some("stranger".into()),
+        scope: Some("support".into()),
+        body: None,
+        body_truncated: false,
+        receipt: serde_json::json!({"status": status}),
+        prompt: Some(format!("needle {id}")),
+        envelope_row: None,
+    };
+    store
+        .record_receipts(&[row("old-refused", now - 100 * day, "rejected"), row("old-kept", now - 100 * day, "accepted"), row("new-refused", now - 10 * day, "rejected")])
+        .unwrap();
+    let search = |q: &str| {
+        let f = gatehouse_store::InboxFilter { search: Some(q.into()), limit: Some(10), ..Default::default() };
+        let mut ids = store.inbox(&f).unwrap().into_iter().map(|i| i.receipt_id).collect::<Vec<_>>();
+        ids.sort();
+        ids
+    };
+    // A search has the committer index everything stored so far (search and by sender).
+    assert_eq!(search("needle").len(), 3);
+    let pruned = store.prune(now, &gatehouse_store::Retention::default()).unwrap();
+    assert_eq!(pruned.receipts_removed, 1);
+    assert!(store.receipt("old-refused").unwrap().is_none());
+    assert!(store.receipt("old-kept").unwrap().is_some(), "receipts of accepted envelopes stay");
+    assert_eq!(search("needle"), ["new-refused", "old-kept"]);
+    let f = gatehouse_store::InboxFilter { sender: Some("stranger".into()), limit: Some(10), ..Default::default() };
+    assert_eq!(store.inbox(&f).unwrap().len(), 2);
+    // Neither index keeps an entry for the deleted receipt.
+    let db = rusqlite::Connection::open(dir.path().join("gatehouse.db")).unwrap();
+    db.execute("INSERT INTO receipts_fts (receipts_fts, rank) VALUES ('integrity-check', 1)", []).unwrap();
+    let by_sender: i64 = db.query_row("SELECT count(*) FROM receipts_by_sender", [], |r| r.get(0)).unwrap();
+    assert_eq!(by_sender, 2);
 }

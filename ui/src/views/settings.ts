@@ -1,6 +1,6 @@
 // This inbox: identity (copy, QR), endpoint, port, watched folder, executors per scope,
-// exports; and the activity (audit) log.
-import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorSpec } from '../api';
+// how long history is kept, exports; and the activity (audit) log.
+import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorSpec, type Retention } from '../api';
 import { h, replace } from '../dom';
 import { when } from '../format';
 
@@ -65,8 +65,36 @@ export class SettingsView {
         qr),
       form,
       await this.executors(),
+      await this.retention(),
       h('div', { className: 'card' }, h('h3', {}, 'Export'), exporter('receipts', 'Export receipts (JSON)'), ' ', exporter('audit', 'Export activity log (JSON)'), ' ', exporter('conversations', 'Export IntentWeb conversations (JSON)'), ' ', exporter('guardian', 'Export guardian sessions (JSON)')),
       h('p', { className: 'muted small' }, `Gatehouse ${info.version} · data in ${info.data_dir}`));
+  }
+
+  // How long refused submissions and the activity log are kept (the inbox applies it
+  // every 10 minutes).
+  private async retention(): Promise<HTMLElement> {
+    let r: Retention;
+    try { r = await api.retentionGet(); } catch (e) { return h('p', { className: 'error' }, errorText(e)); }
+    const msg = h('p', { role: 'status', id: 'retention-msg' });
+    const days = (id: string, value: number) => h('input', { id, type: 'number', min: 0, value, className: 'days' });
+    const body = days('retention-body', r.rejected_body_days);
+    const receipt = days('retention-receipt', r.rejected_receipt_days);
+    const audit = days('retention-audit', r.audit_days);
+    const forever = (n: number) => (n === 0 ? 'forever' : `${n} day${n === 1 ? '' : 's'}`);
+    return h('form', { className: 'card', id: 'retention', onsubmit: async (e: Event) => {
+      e.preventDefault();
+      try {
+        const saved = await api.retentionSet({ rejected_body_days: Number(body.value), rejected_receipt_days: Number(receipt.value), audit_days: Number(audit.value) });
+        msg.textContent = `Saved: refused content kept ${forever(saved.rejected_body_days)}, refused receipts ${forever(saved.rejected_receipt_days)}, activity log ${forever(saved.audit_days)}.`;
+      } catch (err) { msg.textContent = errorText(err); }
+    } },
+      h('h3', {}, 'How long history is kept'),
+      h('p', { className: 'muted small' }, 'Receipts of accepted messages are always kept. Older entries are removed within 10 minutes of saving; 0 keeps them forever.'),
+      h('label', {}, h('span', {}, 'Content of refused submissions (days)'), body),
+      h('label', {}, h('span', {}, 'Receipts of refused submissions (days)'), receipt),
+      h('label', {}, h('span', {}, 'Activity log (days)'), audit),
+      h('div', { className: 'actions' }, h('button', { className: 'secondary', type: 'submit', id: 'retention-save' }, 'Save')),
+      msg);
   }
 
   private async executors(): Promise<HTMLElement> {
