@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-30}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-vectors="../shared/vectors/epp/envelopes.json"
+vectors="tests/data/vectors/epp/envelopes.json"
 for target in envelope canonical uamp asop mail intentweb sse; do
   corpus="fuzz/corpus/$target"
   mkdir -p "$corpus"

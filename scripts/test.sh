@@ -10,6 +10,9 @@ bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 mkdir -p "$HOME/.local/share/keyrings"
 
+echo "== test data: unchanged since copied (tests/data/vectors/*/PROVENANCE.md)"
+(cd tests/data/vectors && sha256sum --check --quiet --strict SHA256SUMS)
+
 echo "== ui: install, unit tests, build"
 (cd ui && npm install --no-audit --no-fund && npm test && npm run build)
 

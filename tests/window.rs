@@ -615,7 +615,7 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
 
     // A task log dropped into the watched folder shows up as an imported task.
     let one = |name: &str| {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/mail/examples").join(format!("{name}.json"));
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/vectors/mail/examples").join(format!("{name}.json"));
         serde_json::to_string(&serde_json::from_str::<Value>(&std::fs::read_to_string(p).unwrap()).unwrap()).unwrap()
     };
     std::fs::write(app.watch.join("forecast.mail.jsonl"), format!("{}\n{}\n", one("mail_message_request"), one("mail_message_response"))).unwrap();

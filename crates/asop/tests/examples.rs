@@ -6,7 +6,7 @@ use gatehouse_asop::{schema, METHODS};
 use serde_json::Value;
 
 fn examples() -> Vec<(String, Value)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/asop/examples");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/vectors/asop/examples");
     let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -28,7 +28,7 @@ fn classify(v: &Value) -> Result<String, i64> {
 
 #[test]
 fn the_embedded_schema_is_the_specs_own_file() {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/asop/asop-1.0.0.schema.json");
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/vectors/asop/asop-1.0.0.schema.json");
     assert_eq!(schema::SCHEMA, std::fs::read_to_string(p).unwrap());
 }
 

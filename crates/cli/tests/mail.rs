@@ -70,7 +70,7 @@ fn connect_send_follow_search_and_import() {
 
     // Import: the bad line is reported by number, the good one kept.
     let log = d.join("log.jsonl");
-    let good = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/mail/examples/mail_message_request.json")).unwrap();
+    let good = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/vectors/mail/examples/mail_message_request.json")).unwrap();
     let good: serde_json::Value = serde_json::from_str(&good).unwrap();
     std::fs::write(&log, format!("{}\n{{\"id\": 1}}\n", good)).unwrap();
     let o = gh(d, &["mail", "import", log.to_str().unwrap()], "");

@@ -1,11 +1,11 @@
-//! The shared vectors from independent implementations (../shared/vectors/epp). Read-only.
+//! The shared vectors from independent implementations (tests/data/vectors/epp, copied from the shared vectors). Read-only.
 
 use chrono::{TimeZone, Utc};
 use gatehouse_epp::{check, ErrorCode, Envelope, Form};
 use sha2::{Digest, Sha256};
 
 fn load(name: &str) -> serde_json::Value {
-    let path = format!("{}/../../../shared/vectors/epp/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../../tests/data/vectors/epp/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap()
 }

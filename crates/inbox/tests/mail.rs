@@ -13,7 +13,7 @@ use gatehouse_mail_testswarm::{spawn, Config, Remote, Swarm};
 use gatehouse_store::Store;
 
 fn shared(path: &str) -> String {
-    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/mail").join(path)).unwrap()
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/vectors/mail").join(path)).unwrap()
 }
 
 #[tokio::test]

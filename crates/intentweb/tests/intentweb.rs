@@ -10,7 +10,7 @@ use gatehouse_intentweb::{render, Manifest};
 use serde_json::{json, Value};
 
 fn shared(name: &str) -> String {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/intentweb").join(name);
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/vectors/intentweb").join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

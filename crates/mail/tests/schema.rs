@@ -7,7 +7,7 @@ use gatehouse_mail::TaskEvent;
 use serde_json::{json, Value};
 
 fn shared(path: &str) -> String {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/mail").join(path);
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/vectors/mail").join(path);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

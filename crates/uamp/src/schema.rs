@@ -1,6 +1,6 @@
 //! The spec's Appendix A schemas, compiled once, as the first check of everything read.
 //!
-//! The schemas are the ones in ../shared/vectors/uamp (copied into `schemas/`; a test
+//! The schemas are the ones in tests/data/vectors/uamp (copied into `schemas/`; a test
 //! keeps the copies identical). Formats are asserted, with one Gatehouse reading: `uuid`
 //! also accepts the `urn:uuid:` form the spec's own examples use.
 

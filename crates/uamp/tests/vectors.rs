@@ -12,7 +12,7 @@ fn vectors() -> Value {
 }
 
 fn shared(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/uamp").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/vectors/uamp").join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

@@ -20,7 +20,7 @@ pub fn pubhex(k: &SigningKey) -> String {
 }
 
 pub fn vectors(name: &str) -> serde_json::Value {
-    let path = format!("{}/../../../shared/vectors/epp/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../../tests/data/vectors/epp/{name}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
