@@ -118,10 +118,7 @@ fn main() {
 
     let app = || {
         let mut app = Command::new(env!("CARGO_BIN_EXE_gatehouse-desktop"));
-        app.env("GATEHOUSE_DATA_DIR", &data)
-            .env("GATEHOUSE_KEYSTORE", "file")
-            .env("GATEHOUSE_PORT", "0")
-            .env("GATEHOUSE_WATCH_DIR", dir.path().join("drop"));
+        app.env("GATEHOUSE_DATA_DIR", &data).env("GATEHOUSE_KEYSTORE", "file").env("GATEHOUSE_PORT", "0").env("GATEHOUSE_WATCH_DIR", dir.path().join("drop"));
         app
     };
     // Three of each, alternating; the median of each is reported (WebKit's share

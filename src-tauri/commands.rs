@@ -127,10 +127,7 @@ pub async fn inbox_detail(core: CoreState<'_>, receipt_id: String) -> Result<Det
             None => None,
         };
         let code = receipt.code.as_deref().and_then(gatehouse_epp::ErrorCode::parse);
-        let steps = gatehouse_inbox::verification_steps(code, receipt.sender.is_some())
-            .into_iter()
-            .map(|(name, state)| Step { name, state })
-            .collect();
+        let steps = gatehouse_inbox::verification_steps(code, receipt.sender.is_some()).into_iter().map(|(name, state)| Step { name, state }).collect();
         let name_of = |k: Option<&str>| -> Result<Option<String>> {
             Ok(match k {
                 Some(k) => c.store.trust_get(k)?.map(|t| t.name),
@@ -194,7 +191,8 @@ pub async fn conversation(core: CoreState<'_>, conversation_id: String) -> Resul
         let ordered = order_by_replies(rows);
         let mut out = Vec::new();
         for (envelope, depth) in ordered {
-            let sender_name = if envelope.transport == "reply" { Some("You (answer sent back)".to_string()) } else { c.store.trust_get(&envelope.sender)?.map(|t| t.name) };
+            let sender_name =
+                if envelope.transport == "reply" { Some("You (answer sent back)".to_string()) } else { c.store.trust_get(&envelope.sender)?.map(|t| t.name) };
             let on_behalf_of_name = match &envelope.on_behalf_of {
                 Some(k) => c.store.trust_get(k)?.map(|t| t.name),
                 None => None,
@@ -211,7 +209,14 @@ pub async fn conversation(core: CoreState<'_>, conversation_id: String) -> Resul
 pub fn order_by_replies(rows: Vec<EnvelopeRow>) -> Vec<(EnvelopeRow, usize)> {
     let ids: std::collections::HashSet<String> = rows.iter().map(|r| r.envelope_id.clone()).collect();
     let mut out = Vec::new();
-    fn visit(parent: Option<&str>, rows: &[EnvelopeRow], ids: &std::collections::HashSet<String>, depth: usize, out: &mut Vec<(EnvelopeRow, usize)>, seen: &mut std::collections::HashSet<i64>) {
+    fn visit(
+        parent: Option<&str>,
+        rows: &[EnvelopeRow],
+        ids: &std::collections::HashSet<String>,
+        depth: usize,
+        out: &mut Vec<(EnvelopeRow, usize)>,
+        seen: &mut std::collections::HashSet<i64>,
+    ) {
         for r in rows {
             let is_root = r.in_reply_to.as_deref().is_none_or(|p| !ids.contains(p));
             let matches = match parent {

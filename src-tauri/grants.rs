@@ -53,10 +53,16 @@ pub async fn pick_path<R: Runtime>(app: AppHandle<R>, grants: State<'_, Grants>,
     match purpose {
         Purpose::Export => {
             let name = suggested_name.filter(|n| !n.contains(['/', '\\'])).unwrap_or_else(|| "gatehouse-export.json".into());
-            dialog.set_file_name(name).add_filter("JSON", &["json"]).save_file(move |p| { let _ = tx.send(p); });
+            dialog.set_file_name(name).add_filter("JSON", &["json"]).save_file(move |p| {
+                let _ = tx.send(p);
+            });
         }
-        Purpose::MailLog => dialog.add_filter("MAIL task log", &["json", "jsonl"]).pick_file(move |p| { let _ = tx.send(p); }),
-        Purpose::WatchFolder => dialog.pick_folder(move |p| { let _ = tx.send(p); }),
+        Purpose::MailLog => dialog.add_filter("MAIL task log", &["json", "jsonl"]).pick_file(move |p| {
+            let _ = tx.send(p);
+        }),
+        Purpose::WatchFolder => dialog.pick_folder(move |p| {
+            let _ = tx.send(p);
+        }),
     }
     let chosen = rx.await.ok().flatten().and_then(|p| p.into_path().ok());
     Ok(chosen.map(|p| {
@@ -112,6 +118,8 @@ pub async fn confirm<R: Runtime>(app: &AppHandle<R>, what: &[String]) -> bool {
         .title("Gatehouse: confirm what runs")
         .kind(MessageDialogKind::Warning)
         .buttons(MessageDialogButtons::OkCancelCustom("Allow".into(), "Cancel".into()))
-        .show(move |ok| { let _ = tx.send(ok); });
+        .show(move |ok| {
+            let _ = tx.send(ok);
+        });
     rx.await.unwrap_or(false)
 }

@@ -31,7 +31,8 @@ pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, row
     let c = core.inner().clone();
     let g = c.inbox().guardian().ok_or_else(|| CommandError::new("NOT_RUNNING", "the inbox is paused; the agent's request is gone"))?;
     g.answer(row, answer.clone()).map_err(|e| CommandError::new(e.code(), e.to_string()))?;
-    blocking(move || Ok(c.store.audit("asop.answer", None, &serde_json::json!({"row": row, "decision": answer.decision, "always": answer.always}), &now())?)).await?;
+    blocking(move || Ok(c.store.audit("asop.answer", None, &serde_json::json!({"row": row, "decision": answer.decision, "always": answer.always}), &now())?))
+        .await?;
     crate::tray::refresh(&app);
     Ok(())
 }
@@ -116,7 +117,10 @@ pub struct SessionItem {
 #[tauri::command]
 pub async fn asop_sessions(core: CoreState<'_>) -> Result<Vec<SessionItem>> {
     let c = core.inner().clone();
-    blocking(move || Ok(c.store.asop_sessions(200)?.into_iter().map(|(session_id, agent, steps, last)| SessionItem { session_id, agent, steps, last }).collect())).await
+    blocking(move || {
+        Ok(c.store.asop_sessions(200)?.into_iter().map(|(session_id, agent, steps, last)| SessionItem { session_id, agent, steps, last }).collect())
+    })
+    .await
 }
 
 #[tauri::command]

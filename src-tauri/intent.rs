@@ -31,7 +31,15 @@ pub async fn iw_site_add(core: CoreState<'_>, origin: String) -> Result<IwSiteRo
     let c = core.inner().clone();
     let site = intent::add_site(c.store.clone(), &origin).await?;
     let s = site.clone();
-    blocking(move || Ok(c.store.audit("intentweb.site_add", None, &serde_json::json!({"origin": s.origin, "company": s.company}), &gatehouse_epp::utc_string(chrono::Utc::now()))?)).await?;
+    blocking(move || {
+        Ok(c.store.audit(
+            "intentweb.site_add",
+            None,
+            &serde_json::json!({"origin": s.origin, "company": s.company}),
+            &gatehouse_epp::utc_string(chrono::Utc::now()),
+        )?)
+    })
+    .await?;
     Ok(site)
 }
 

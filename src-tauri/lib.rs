@@ -21,9 +21,7 @@ pub use grants::new_programs_and_folders;
 pub use service::{Core, DesktopSettings};
 
 fn data_dir() -> PathBuf {
-    std::env::var_os("GATEHOUSE_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("gatehouse"))
+    std::env::var_os("GATEHOUSE_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("gatehouse"))
 }
 
 fn keystore() -> gatehouse_keys::KeystoreKind {
@@ -44,7 +42,9 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
                     if ev.needs_consent {
                         let _ = app.emit("consent://requested", &ev);
                         let body = match (&ev.code, ev.transport.as_str()) {
-                            (_, "asop") => format!("{} is waiting for your decision before it acts. Open Gatehouse to answer.", ev.sender.as_deref().unwrap_or("An agent")),
+                            (_, "asop") => {
+                                format!("{} is waiting for your decision before it acts. Open Gatehouse to answer.", ev.sender.as_deref().unwrap_or("An agent"))
+                            }
                             (Some(_), _) => "An unknown sender wants to reach your AI. Open Gatehouse to decide.".to_string(),
                             (None, _) => "A message is waiting for your consent. Open Gatehouse to decide.".to_string(),
                         };

@@ -88,8 +88,7 @@ pub async fn mail_swarm_refresh(core: CoreState<'_>, name: String) -> Result<ser
 #[tauri::command]
 pub async fn mail_swarm_remove(core: CoreState<'_>, name: String) -> Result<()> {
     let c = core.inner().clone();
-    blocking(move || mail::swarm_remove(&c.store, &c.data_dir, &name).map_err(swarm_error))
-    .await
+    blocking(move || mail::swarm_remove(&c.store, &c.data_dir, &name).map_err(swarm_error)).await
 }
 
 #[derive(Deserialize)]
@@ -142,12 +141,26 @@ pub async fn mail_interswarm(core: CoreState<'_>, input: InterswarmInput) -> Res
         return Err(CommandError::new("INVALID", "name each target as agent@swarm"));
     }
     let msg_type = (targets.len() > 1).then(|| "broadcast".to_string());
-    let req = InterswarmSend { user_token: token, body: input.body, targets, subject: input.subject, msg_type, task_id: input.task_id.filter(|t| !t.trim().is_empty()) };
+    let req = InterswarmSend {
+        user_token: token,
+        body: input.body,
+        targets,
+        subject: input.subject,
+        msg_type,
+        task_id: input.task_id.filter(|t| !t.trim().is_empty()),
+    };
     let (msg, _) = client.interswarm(&req).await.map_err(client_error)?;
     let row = mail::row_of(&msg);
     let (r, swarm) = (row.clone(), input.swarm);
     blocking(move || {
-        c.store.mail_task_open(&NewMailTask { task_id: r.task_id.clone(), swarm: Some(swarm), source: "live".into(), subject: r.subject.clone(), state: "running".into(), at: now() })?;
+        c.store.mail_task_open(&NewMailTask {
+            task_id: r.task_id.clone(),
+            swarm: Some(swarm),
+            source: "live".into(),
+            subject: r.subject.clone(),
+            state: "running".into(),
+            at: now(),
+        })?;
         c.store.mail_message_add(&r, &now())?;
         Ok(())
     })

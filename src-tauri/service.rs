@@ -116,10 +116,8 @@ impl Core {
         let listener = match tokio::net::TcpListener::bind(&addr).await {
             Ok(l) => l,
             Err(e) => {
-                *self.status.lock().unwrap() = InboxStatus {
-                    error: Some(format!("cannot listen on {addr}: {e}. Choose another port in Settings.")),
-                    ..InboxStatus::default()
-                };
+                *self.status.lock().unwrap() =
+                    InboxStatus { error: Some(format!("cannot listen on {addr}: {e}. Choose another port in Settings.")), ..InboxStatus::default() };
                 return;
             }
         };
@@ -148,9 +146,15 @@ impl Core {
         let me = self.clone();
         tauri::async_runtime::spawn(async move {
             let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp, ..Default::default() };
-            let result = gatehouse_inbox::run_with(inbox, rx, opts, async {
-                let _ = stop_rx.await;
-            }, |_| {})
+            let result = gatehouse_inbox::run_with(
+                inbox,
+                rx,
+                opts,
+                async {
+                    let _ = stop_rx.await;
+                },
+                |_| {},
+            )
             .await;
             if let Err(e) = result {
                 tracing::error!(error = %e, "inbox stopped");

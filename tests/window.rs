@@ -70,8 +70,8 @@ impl App {
     fn launch() -> Result<App, String> {
         assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
         let data = tempfile::tempdir().unwrap();
-        let (identity, _) = gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os)
-            .expect("Secret Service must be running (scripts/test.sh starts one)");
+        let (identity, _) =
+            gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
         let watch = data.path().join("drop");
         let [port, uamp_port, dport, nport] = free_ports();
         let driver = Command::new(tauri_driver())
@@ -82,7 +82,9 @@ impl App {
             .env("GATEHOUSE_UAMP_PORT", uamp_port.to_string())
             .env("GATEHOUSE_WATCH_DIR", &watch)
             .stdout(Stdio::null())
-            .stderr(std::env::var_os("GATEHOUSE_TEST_APP_LOG").map_or_else(Stdio::null, |p| std::fs::File::create(p).map_or_else(|_| Stdio::null(), Stdio::from)))
+            .stderr(
+                std::env::var_os("GATEHOUSE_TEST_APP_LOG").map_or_else(Stdio::null, |p| std::fs::File::create(p).map_or_else(|_| Stdio::null(), Stdio::from)),
+            )
             .spawn()
             .expect("start tauri-driver");
         // WebKit can take minutes to start when four windows start at once on two busy cores.
@@ -448,7 +450,15 @@ impl ImagePeer {
                 uamp: Some(gatehouse_inbox::UampOptions { listener: l, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
                 ..Default::default()
             };
-            tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
+            tokio::spawn(gatehouse_inbox::run(
+                store.clone(),
+                gatehouse_epp::public_key_hex(&key),
+                opts,
+                async {
+                    let _ = stop_rx.await;
+                },
+                |_| {},
+            ));
             started_rx.await.unwrap();
             url
         });
@@ -513,7 +523,9 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
     // Asking it: the progress line ends in Completed and the image is shown.
     app.type_into("#ask-text", "a gradient, please");
     app.click("#ask-send");
-    app.wait("the ask to complete", || app.script("const s=document.querySelector('#ask-status'); return s ? s.dataset.state : null;").as_str() == Some("COMPLETED"));
+    app.wait("the ask to complete", || {
+        app.script("const s=document.querySelector('#ask-status'); return s ? s.dataset.state : null;").as_str() == Some("COMPLETED")
+    });
     for img in ["#ask-result-image", "#stream-image"] {
         let js = format!("const i=document.querySelector('{img}'); return !!(i && i.complete && i.naturalWidth);");
         app.wait("the image", || app.script(&js).as_bool() == Some(true));
@@ -528,10 +540,19 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
     // An agent nobody approved knocks on the app's UAMP port: the user is asked.
     let stranger = SigningKey::from_bytes(&[91; 32]);
     let stranger_did = gatehouse_uamp::sign::did_of(&stranger);
-    let env = gatehouse_uamp::sign::sign(gatehouse_uamp::sign::draft(&stranger_did, &[&my_did], gatehouse_uamp::Intent::Ask, "text/plain", "Summarise my inbox"), &stranger);
+    let env = gatehouse_uamp::sign::sign(
+        gatehouse_uamp::sign::draft(&stranger_did, &[&my_did], gatehouse_uamp::Intent::Ask, "text/plain", "Summarise my inbox"),
+        &stranger,
+    );
     let knock = peer.rt.block_on(async {
         let c = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
-        let r = c.post(format!("https://127.0.0.1:{}/v1/messages", app.uamp_port)).header("content-type", "application/uamp+json;v=1").json(&env).send().await.unwrap();
+        let r = c
+            .post(format!("https://127.0.0.1:{}/v1/messages", app.uamp_port))
+            .header("content-type", "application/uamp+json;v=1")
+            .json(&env)
+            .send()
+            .await
+            .unwrap();
         (r.status().as_u16(), r.json::<Value>().await.unwrap())
     });
     assert_eq!((knock.0, knock.1["reason"].as_str()), (403, Some("untrusted_sender")), "{knock:?}");
@@ -577,7 +598,9 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
     app.type_into("#mail-subject", "Trip to Lyon");
     app.type_into("#mail-body", "What will the weather be in Lyon tomorrow?");
     app.click("#mail-send");
-    app.wait("the first messages to arrive live", || app.script("return document.querySelectorAll('#mail-live li.mail-msg').length;").as_u64().unwrap_or(0) >= 2);
+    app.wait("the first messages to arrive live", || {
+        app.script("return document.querySelectorAll('#mail-live li.mail-msg').length;").as_u64().unwrap_or(0) >= 2
+    });
     app.wait_text("#mail-live-status", "Completed");
     let live = app.script("return document.querySelectorAll('#mail-live li.mail-msg').length;").as_u64().unwrap();
     assert!(live >= 10, "{live} messages arrived live");
@@ -667,7 +690,10 @@ fn an_intentweb_booking_is_completed_from_the_window() {
     assert!(app.text("#iw-thread").contains("<script>alert('x')</script>"), "the payload is shown as text");
     app.screenshot("intentweb");
     // The trust registry holds the pinned key under the company's name.
-    assert_eq!(gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap().trust_get(&site.did()).unwrap().unwrap().name, "Bella Cucina Restaurant");
+    assert_eq!(
+        gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap().trust_get(&site.did()).unwrap().unwrap().name,
+        "Bella Cucina Restaurant"
+    );
 }
 
 #[test]
@@ -682,7 +708,9 @@ fn an_agent_asks_the_guardian_and_the_user_answers_in_the_window() {
             "reasoning": "The user asked me to send the quarterly numbers",
             "toolCallRequest": {"executionId": format!("x-{id}"), "toolId": "send_email", "inputs": [{"name": "to", "value": to}, {"name": "subject", "value": "Q3 numbers"}]}}})
     };
-    let post = move |v: Value| -> Value { reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap().post(&url).json(&v).send().unwrap().json().unwrap() };
+    let post = move |v: Value| -> Value {
+        reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap().post(&url).json(&v).send().unwrap().json().unwrap()
+    };
 
     // Not registered yet: refused, and the agent waits under "Waiting for you".
     let refused = post(step(1, "eve@elsewhere.example"));
@@ -742,14 +770,27 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
     let bea_dir = tempfile::tempdir().unwrap();
     let bea_store = std::sync::Arc::new(gatehouse_store::Store::open(&bea_dir.path().join("gatehouse.db")).unwrap());
     bea_store
-        .trust_add(&gatehouse_store::TrustEntry { public_key: app.public_key.clone(), name: "Me".into(), added_at: "2026-11-01T00:00:00Z".into(), policy: gatehouse_store::Policy { allowed_scopes: vec!["ask-ai".into()], ..Default::default() } })
+        .trust_add(&gatehouse_store::TrustEntry {
+            public_key: app.public_key.clone(),
+            name: "Me".into(),
+            added_at: "2026-11-01T00:00:00Z".into(),
+            policy: gatehouse_store::Policy { allowed_scopes: vec!["ask-ai".into()], ..Default::default() },
+        })
         .unwrap();
     let (_stop, bea_submit) = rt.block_on(async {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/epp/v1/submit", l.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let opts = gatehouse_inbox::ServeOptions { listener: Some(l), watch: None, uamp: None, ..Default::default() };
-        tokio::spawn(gatehouse_inbox::run(bea_store.clone(), gatehouse_epp::public_key_hex(&bea), opts, async { let _ = rx.await; }, |_| {}));
+        tokio::spawn(gatehouse_inbox::run(
+            bea_store.clone(),
+            gatehouse_epp::public_key_hex(&bea),
+            opts,
+            async {
+                let _ = rx.await;
+            },
+            |_| {},
+        ));
         (tx, url)
     });
     // The user: Bea may ask the model about "ask-ai", and answers go back to her inbox.
@@ -763,7 +804,10 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
         })
         .unwrap();
     let mut scopes = std::collections::BTreeMap::new();
-    scopes.insert("ask-ai".to_string(), gatehouse_inbox::ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
+    scopes.insert(
+        "ask-ai".to_string(),
+        gatehouse_inbox::ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None },
+    );
     gatehouse_inbox::ExecutorConfig { default: gatehouse_inbox::ExecutorSpec::Noop, scopes }.save(&store).unwrap();
 
     let (status, _) = app.send(&bea, "ask-ai", "Which day is the team lunch?");
@@ -779,7 +823,11 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
             true
         }
     });
-    assert!(app.script("return document.querySelector('#detail-replies .reply-text').value;").as_str().unwrap().contains("llama-test read: Which day is the team lunch?"));
+    assert!(app
+        .script("return document.querySelector('#detail-replies .reply-text').value;")
+        .as_str()
+        .unwrap()
+        .contains("llama-test read: Which day is the team lunch?"));
     assert!(bea_store.envelopes(10, 0).unwrap().is_empty(), "nothing goes back before the user approves");
     app.type_into("#detail-replies .reply-text", "Thursday, at noon.");
     app.screenshot("reply-review");
@@ -798,7 +846,11 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
     assert!(app.text("#content").contains("Thursday, at noon."));
     // With the receipt Bea's inbox gave it.
     let receipt_id = bea_store.receipts(10, 0).unwrap().into_iter().find(|r| r.status == "accepted").unwrap().receipt_id;
-    assert!(app.text("#conversation-thread .reply-receipt").contains(&format!("Their inbox accepted it · receipt {receipt_id}")), "{}", app.text("#conversation-thread"));
+    assert!(
+        app.text("#conversation-thread .reply-receipt").contains(&format!("Their inbox accepted it · receipt {receipt_id}")),
+        "{}",
+        app.text("#conversation-thread")
+    );
     app.screenshot("reply-in-conversation");
 }
 
@@ -814,10 +866,18 @@ fn a_failed_model_is_run_again_and_its_answer_is_written_live_in_the_window() {
     let cy = SigningKey::from_bytes(&[62; 32]);
     let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
     store
-        .trust_add(&gatehouse_store::TrustEntry { public_key: gatehouse_epp::public_key_hex(&cy), name: "Cy".into(), added_at: "2026-11-01T00:00:00Z".into(), policy: gatehouse_store::Policy { allowed_scopes: vec!["ask-ai".into()], ..Default::default() } })
+        .trust_add(&gatehouse_store::TrustEntry {
+            public_key: gatehouse_epp::public_key_hex(&cy),
+            name: "Cy".into(),
+            added_at: "2026-11-01T00:00:00Z".into(),
+            policy: gatehouse_store::Policy { allowed_scopes: vec!["ask-ai".into()], ..Default::default() },
+        })
         .unwrap();
     let mut scopes = std::collections::BTreeMap::new();
-    scopes.insert("ask-ai".to_string(), gatehouse_inbox::ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 20, api_key_secret: None });
+    scopes.insert(
+        "ask-ai".to_string(),
+        gatehouse_inbox::ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 20, api_key_secret: None },
+    );
     gatehouse_inbox::ExecutorConfig { default: gatehouse_inbox::ExecutorSpec::Noop, scopes }.save(&store).unwrap();
 
     let (status, _) = app.send(&cy, "ask-ai", "Where did we leave the spare keys last winter?");

@@ -7,10 +7,7 @@ fn main() {
     context.config_mut().app.windows.clear();
     tauri::Builder::default()
         .setup(|app| {
-            tauri::WebviewWindowBuilder::new(app, "bare", tauri::WebviewUrl::App("bare.html".into()))
-                .title("bare window")
-                .inner_size(1024.0, 700.0)
-                .build()?;
+            tauri::WebviewWindowBuilder::new(app, "bare", tauri::WebviewUrl::App("bare.html".into())).title("bare window").inner_size(1024.0, 700.0).build()?;
             Ok(())
         })
         .run(context)

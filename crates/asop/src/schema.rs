@@ -88,7 +88,8 @@ pub fn check(method: &str, request: &Value) -> Result<(), RpcError> {
     // steps/toolCallResult: the spec's text puts `executionId` and `result` in params, its
     // schema under `params.toolCallResult`. Both are read; the text form is checked as the
     // schema form and its errors named by where the sender put the field.
-    let text_form = method == "steps/toolCallResult" && request.pointer("/params/toolCallResult").is_none() && request.get("params").is_some_and(Value::is_object);
+    let text_form =
+        method == "steps/toolCallResult" && request.pointer("/params/toolCallResult").is_none() && request.get("params").is_some_and(Value::is_object);
     let normalized;
     let request = if text_form {
         let mut r = request.clone();

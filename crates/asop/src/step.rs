@@ -77,7 +77,11 @@ impl Step {
             "steps/toolCallRequest" => {
                 let args = self.arguments.iter().map(|(n, v)| format!("{n} = {}", show(v))).collect::<Vec<_>>().join(", ");
                 let tool = self.tool_id.clone().unwrap_or_else(|| "a tool".into());
-                if args.is_empty() { format!("{who} wants to use {tool}.") } else { format!("{who} wants to use {tool} with {args}.") }
+                if args.is_empty() {
+                    format!("{who} wants to use {tool}.")
+                } else {
+                    format!("{who} wants to use {tool} with {args}.")
+                }
             }
             "steps/toolCallResult" => format!("{who} got a tool's result and wants to pass it on: {}", self.texts.join(" ")),
             "steps/message" => format!("{who} has a message: {}", self.texts.join(" ")),

@@ -116,8 +116,10 @@ impl Server {
             }
         };
         // Keep draining its stderr so it never blocks on a full pipe.
-        std::thread::spawn(move || for line in lines.map_while(Result::ok) {
-            eprintln!("  inbox: {line}");
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                eprintln!("  inbox: {line}");
+            }
         });
         Ok(Server { child, addr })
     }
@@ -174,28 +176,22 @@ impl MachineCpu {
             return MachineCpu::default();
         }
         let t = clock_ticks();
-        MachineCpu {
-            busy: (f[0] + f[1] + f[2] + f[5] + f[6]) / t,
-            iowait: f[4] / t,
-            stolen: f[7] / t,
-            total: f.iter().sum::<f64>() / t,
-        }
+        MachineCpu { busy: (f[0] + f[1] + f[2] + f[5] + f[6]) / t, iowait: f[4] / t, stolen: f[7] / t, total: f.iter().sum::<f64>() / t }
     }
 
     fn since(self, before: MachineCpu) -> MachineCpu {
-        MachineCpu {
-            busy: self.busy - before.busy,
-            iowait: self.iowait - before.iowait,
-            stolen: self.stolen - before.stolen,
-            total: self.total - before.total,
-        }
+        MachineCpu { busy: self.busy - before.busy, iowait: self.iowait - before.iowait, stolen: self.stolen - before.stolen, total: self.total - before.total }
     }
 }
 
 fn clock_ticks() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
 }
 
 impl Drop for Server {
@@ -218,12 +214,8 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
 
     let data = dir.path().join("inbox");
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let init = std::process::Command::new(&exe)
-        .arg("init")
-        .env("GATEHOUSE_DATA_DIR", &data)
-        .env("GATEHOUSE_KEYSTORE", "file")
-        .output()
-        .map_err(|e| e.to_string())?;
+    let init =
+        std::process::Command::new(&exe).arg("init").env("GATEHOUSE_DATA_DIR", &data).env("GATEHOUSE_KEYSTORE", "file").output().map_err(|e| e.to_string())?;
     if !init.status.success() {
         return Err(format!("gatehouse init failed: {}", String::from_utf8_lossy(&init.stderr)));
     }
@@ -363,9 +355,7 @@ fn post_all(url: String, bodies: Vec<String>, concurrency: usize) -> Result<(usi
             workers.push(tokio::spawn(async move {
                 let stream = tokio::net::TcpStream::connect(&authority).await.map_err(|e| e.to_string())?;
                 stream.set_nodelay(true).map_err(|e| e.to_string())?;
-                let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
                 tokio::spawn(conn);
                 let mut lat = Vec::new();
                 let mut accepted = 0usize;

@@ -108,7 +108,13 @@ fn print_survey(name: &str, url: &str, v: &Value) {
         None => v.to_string(),
     };
     println!("{name}  {url}");
-    println!("  server:  {} {} swarm {:?}, {}", v["root"]["name"].as_str().unwrap_or("?"), v["root"]["version"].as_str().unwrap_or("?"), v["root"]["swarm"].as_str().unwrap_or("?"), v["root"]["status"].as_str().unwrap_or("?"));
+    println!(
+        "  server:  {} {} swarm {:?}, {}",
+        v["root"]["name"].as_str().unwrap_or("?"),
+        v["root"]["version"].as_str().unwrap_or("?"),
+        v["root"]["swarm"].as_str().unwrap_or("?"),
+        v["root"]["status"].as_str().unwrap_or("?")
+    );
     println!("  health:  {}", show(&v["health"]));
     match v["whoami"].get("error") {
         Some(_) => println!("  you:     {}", show(&v["whoami"])),
@@ -210,7 +216,14 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             let (msg, _) = crate::uamp::runtime()?.block_on(c.interswarm(&req)).map_err(|e| format!("{e} [{}]", e.code()))?;
             let row = mail::row_of(&msg);
             o.store
-                .mail_task_open(&gatehouse_store::NewMailTask { task_id: row.task_id.clone(), swarm: Some(swarm), source: "live".into(), subject: row.subject.clone(), state: "running".into(), at: now() })
+                .mail_task_open(&gatehouse_store::NewMailTask {
+                    task_id: row.task_id.clone(),
+                    swarm: Some(swarm),
+                    source: "live".into(),
+                    subject: row.subject.clone(),
+                    state: "running".into(),
+                    at: now(),
+                })
                 .and_then(|_| o.store.mail_message_add(&row, &now()))
                 .map_err(|e| e.to_string())?;
             if json {

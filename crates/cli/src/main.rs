@@ -472,11 +472,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                             }
                             ExecutorSpec::Swarm { swarm, entrypoint }
                         }
-                        SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command {
-                            program: argv[0].clone(),
-                            args: argv[1..].to_vec(),
-                            timeout_secs,
-                        },
+                        SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command { program: argv[0].clone(), args: argv[1..].to_vec(), timeout_secs },
                     };
                     if scope == "default" {
                         cfg.default = spec;
@@ -522,11 +518,22 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                             eprintln!("warning: UAMP listening on {addr}, which is reachable from other machines");
                         }
                         let cert = gatehouse_inbox::uamp::tls::load_or_create(&data_dir, o.identity.signing_key()).map_err(|e| e.to_string())?;
-                        eprintln!("UAMP {} on https://{addr}/v1/messages (certificate SHA-256 {})", gatehouse_uamp::sign::did_of(o.identity.signing_key()), cert.fingerprint);
+                        eprintln!(
+                            "UAMP {} on https://{addr}/v1/messages (certificate SHA-256 {})",
+                            gatehouse_uamp::sign::did_of(o.identity.signing_key()),
+                            cert.fingerprint
+                        );
                         Some(gatehouse_inbox::UampOptions { listener: l, key: o.identity.signing_key().clone(), data_dir: data_dir.clone(), started: None })
                     }
                 };
-                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), ServeOptions { listener: Some(listener), watch, uamp, public_names, ..Default::default() }, shutdown, |_| {}).await
+                gatehouse_inbox::run(
+                    o.store,
+                    o.identity.public_key.clone(),
+                    ServeOptions { listener: Some(listener), watch, uamp, public_names, ..Default::default() },
+                    shutdown,
+                    |_| {},
+                )
+                .await
             })?;
         }
         Command::Bench { envelopes, senders, concurrency, folder, keep } => {
@@ -540,19 +547,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             d.in_reply_to = in_reply_to;
             d.on_behalf_of = on_behalf_of.map(|k| check_key(&k)).transpose()?;
             d.authorization = authorization;
-            d.context = context
-                .map(|c| serde_json::from_str::<serde_json::Value>(&c).map_err(|e| format!("--context is not JSON: {e}")))
-                .transpose()?;
+            d.context = context.map(|c| serde_json::from_str::<serde_json::Value>(&c).map_err(|e| format!("--context is not JSON: {e}"))).transpose()?;
             d.ttl = chrono::Duration::seconds(ttl);
             let envelope = d.sign(o.identity.signing_key(), chrono::Utc::now());
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
             let (status, body) = rt.block_on(async {
-                let resp = reqwest::Client::new()
-                    .post(&to)
-                    .json(&envelope)
-                    .send()
-                    .await
-                    .map_err(|e| format!("could not reach {to}: {e}"))?;
+                let resp = reqwest::Client::new().post(&to).json(&envelope).send().await.map_err(|e| format!("could not reach {to}: {e}"))?;
                 let status = resp.status();
                 let body = resp.text().await.map_err(|e| e.to_string())?;
                 Ok::<_, String>((status, body))

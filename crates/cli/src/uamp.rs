@@ -67,13 +67,17 @@ pub enum PeerCmd {
         token_stdin: bool,
     },
     /// Set (or replace) the bearer token a peer issued to you, read from stdin
-    Token { peer: String },
+    Token {
+        peer: String,
+    },
     /// Peers, with their addresses and pinned fingerprints
     List {
         #[arg(long)]
         json: bool,
     },
-    Remove { peer: String },
+    Remove {
+        peer: String,
+    },
 }
 
 pub(crate) fn read_token() -> Result<String, String> {
@@ -220,7 +224,13 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             if json {
                 crate::print_json(&end);
             } else {
-                eprintln!("{} · {} frames · {}{}", end.state, end.frames, human_bytes(end.bytes), end.mime.as_deref().map(|m| format!(" · {m}")).unwrap_or_default());
+                eprintln!(
+                    "{} · {} frames · {}{}",
+                    end.state,
+                    end.frames,
+                    human_bytes(end.bytes),
+                    end.mime.as_deref().map(|m| format!(" · {m}")).unwrap_or_default()
+                );
                 if let Some(f) = &end.file {
                     if out.is_none() {
                         println!("{}", f.display());

@@ -87,9 +87,8 @@ fn init_identity_trust_pending_send_end_to_end() {
     assert!(!listing.iter().any(|f| f == "identity.key"), "{listing:?}");
 
     let server = Server::start(inbox_dir.path());
-    let send = |scope: &str, prompt: &str| {
-        gh(sender_dir.path(), &["send", "--to", &server.submit(), "--recipient", &inbox_key, "--scope", scope, "--prompt", prompt])
-    };
+    let send =
+        |scope: &str, prompt: &str| gh(sender_dir.path(), &["send", "--to", &server.submit(), "--recipient", &inbox_key, "--scope", scope, "--prompt", prompt]);
     let out = send("support", "hello from the CLI");
     assert!(!out.status.success());
     let receipt: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -165,9 +164,8 @@ fn kill_9_at_random_points_of_an_ingest_loses_nothing_and_accepts_nothing_twice(
     let sender = gatehouse_epp::generate_signing_key();
     ok(dir.path(), &["trust", "add", &gatehouse_epp::public_key_hex(&sender), "--name", "Load", "--scopes", "*"]);
     let now = chrono::Utc::now();
-    let envelopes: Vec<String> = (0..N)
-        .map(|i| gatehouse_epp::Draft::new(&inbox_key, "load", &format!("envelope {i}")).sign(&sender, now).to_string())
-        .collect();
+    let envelopes: Vec<String> =
+        (0..N).map(|i| gatehouse_epp::Draft::new(&inbox_key, "load", &format!("envelope {i}")).sign(&sender, now).to_string()).collect();
 
     // Three crashes, each at a random point of what is still to send.
     let mut acked = std::collections::HashSet::new();

@@ -115,8 +115,10 @@ fn sixty_seconds_of_load_with_slow_loris_clients() {
             let (stop, body_loris, addr) = (&stop, &body_loris, &addr);
             s.spawn(move || {
                 let mut s = TcpStream::connect(addr).unwrap();
-                s.write_all(format!("POST /epp/v1/submit HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n").as_bytes())
-                    .unwrap();
+                s.write_all(
+                    format!("POST /epp/v1/submit HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n").as_bytes(),
+                )
+                .unwrap();
                 let body = vec![b' '; 4000];
                 let r = trickle_on(s, &body, stop);
                 body_loris.lock().unwrap().push(r);

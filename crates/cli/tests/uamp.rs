@@ -98,7 +98,11 @@ fn add_a_peer_by_address_pin_it_and_ask_it_for_an_image() {
     ok(peer_dir.path(), &["trust", "add", my_did, "--name", "me", "--scopes", "ask"]);
     let token = ok(peer_dir.path(), &["uamp", "token", my_did]).trim().to_string();
     assert!(token.starts_with("ghu_"));
-    let out = gh_in(my_dir.path(), &["uamp", "peer", "add", &url, "--name", "imagegen", "--pin", theirs["certificate_sha256"].as_str().unwrap(), "--token-stdin"], &format!("{token}\n"));
+    let out = gh_in(
+        my_dir.path(),
+        &["uamp", "peer", "add", &url, "--name", "imagegen", "--pin", theirs["certificate_sha256"].as_str().unwrap(), "--token-stdin"],
+        &format!("{token}\n"),
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let peers = json(my_dir.path(), &["uamp", "peer", "list", "--json"]);
     assert_eq!(peers[0]["did"], theirs["did"]);

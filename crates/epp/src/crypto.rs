@@ -12,10 +12,8 @@ use crate::receipt::{ErrorCode, Rejection};
 
 /// Parses a 64-hex Ed25519 public key (any case).
 pub fn parse_public_key(hex_key: &str) -> Result<VerifyingKey, String> {
-    let bytes: [u8; 32] = hex::decode(hex_key)
-        .map_err(|_| "not hexadecimal".to_string())?
-        .try_into()
-        .map_err(|_| "not 32 bytes (64 hex characters)".to_string())?;
+    let bytes: [u8; 32] =
+        hex::decode(hex_key).map_err(|_| "not hexadecimal".to_string())?.try_into().map_err(|_| "not 32 bytes (64 hex characters)".to_string())?;
     VerifyingKey::from_bytes(&bytes).map_err(|_| "not a valid Ed25519 public key".to_string())
 }
 
@@ -39,11 +37,8 @@ pub fn verify(env: &Envelope) -> Result<Form, Rejection> {
 pub fn verify_with(env: &Envelope, key: impl FnOnce(&str) -> Result<VerifyingKey, String>) -> Result<Form, Rejection> {
     let fail = |m: &str| Rejection::new(ErrorCode::InvalidSignature, m).with_envelope_id(Some(env.envelope_id.clone()));
     let key = key(&env.sender).map_err(|e| fail(&format!("sender key is unusable: {e}")))?;
-    let sig_bytes: [u8; 64] = env
-        .signature_bytes
-        .as_slice()
-        .try_into()
-        .map_err(|_| fail(&format!("signature must be 64 bytes, got {}", env.signature_bytes.len())))?;
+    let sig_bytes: [u8; 64] =
+        env.signature_bytes.as_slice().try_into().map_err(|_| fail(&format!("signature must be 64 bytes, got {}", env.signature_bytes.len())))?;
     let sig = Signature::from_bytes(&sig_bytes);
     // The other serialisations are only built when the reference one does not match.
     if verify_signature(&key, &canonical::reference_payload(env), &sig) {
@@ -129,9 +124,7 @@ impl Draft {
             payload.insert("payload_type".into(), t.clone().into());
         }
         let payload = serde_json::Value::Object(payload);
-        let delegation = self.on_behalf_of.as_ref().map(|p| {
-            serde_json::json!({"on_behalf_of": p.to_ascii_lowercase(), "authorization": self.authorization})
-        });
+        let delegation = self.on_behalf_of.as_ref().map(|p| serde_json::json!({"on_behalf_of": p.to_ascii_lowercase(), "authorization": self.authorization}));
         let b64 = base64::engine::general_purpose::STANDARD;
         let mut env = serde_json::json!({
             "version": "1",
@@ -145,10 +138,7 @@ impl Draft {
             "payload": payload,
         });
         let s = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
-        let delegation_json = delegation
-            .as_ref()
-            .map(|d| to_compact(&Json::from_serde(d), Style::REFERENCE))
-            .unwrap_or_default();
+        let delegation_json = delegation.as_ref().map(|d| to_compact(&Json::from_serde(d), Style::REFERENCE)).unwrap_or_default();
         let bytes = canonical::join_fields(
             "1",
             &s(&env, "envelope_id"),

@@ -15,8 +15,19 @@ const MAX_ID_CHARS: usize = 256;
 
 /// Top-level fields the signature covers (plus `signature` itself).
 const SIGNED_FIELDS: [&str; 13] = [
-    "version", "envelope_id", "sender", "recipient", "timestamp", "expires_at", "nonce", "scope",
-    "payload", "signature", "conversation_id", "in_reply_to", "delegation",
+    "version",
+    "envelope_id",
+    "sender",
+    "recipient",
+    "timestamp",
+    "expires_at",
+    "nonce",
+    "scope",
+    "payload",
+    "signature",
+    "conversation_id",
+    "in_reply_to",
+    "delegation",
 ];
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,8 +83,7 @@ impl Envelope {
 
     /// Steps 2 and 3 of spec 5.1: JSON structure and every field's format, then the version.
     pub fn parse(bytes: &[u8]) -> Result<Envelope, Rejection> {
-        let doc = json::parse(bytes)
-            .map_err(|e| Rejection::new(ErrorCode::InvalidFormat, format!("invalid JSON: {e}")))?;
+        let doc = json::parse(bytes).map_err(|e| Rejection::new(ErrorCode::InvalidFormat, format!("invalid JSON: {e}")))?;
         let id = readable_envelope_id(&doc);
         parse_fields(&doc).map_err(|r| r.with_envelope_id(id))
     }
@@ -81,10 +91,7 @@ impl Envelope {
 
 /// The envelope_id to echo in a receipt, if the input has a sensible one.
 pub fn readable_envelope_id(doc: &Json) -> Option<String> {
-    doc.get("envelope_id")
-        .and_then(Json::as_str)
-        .filter(|s| valid_id(s))
-        .map(str::to_string)
+    doc.get("envelope_id").and_then(Json::as_str).filter(|s| valid_id(s)).map(str::to_string)
 }
 
 fn bad(message: impl Into<String>) -> Rejection {
@@ -106,8 +113,7 @@ pub fn is_scope_like(s: &str) -> bool {
 
 /// ISO-8601 in UTC: RFC 3339 with `Z` or a zero offset.
 pub fn parse_utc(field: &str, s: &str) -> Result<DateTime<Utc>, Rejection> {
-    let t = DateTime::parse_from_rfc3339(s)
-        .map_err(|e| bad(format!("{field} is not an ISO-8601 date-time ({e}): {s:?}")))?;
+    let t = DateTime::parse_from_rfc3339(s).map_err(|e| bad(format!("{field} is not an ISO-8601 date-time ({e}): {s:?}")))?;
     if t.offset().local_minus_utc() != 0 {
         return Err(bad(format!("{field} must be in UTC (Z or +00:00): {s:?}")));
     }
@@ -117,8 +123,7 @@ pub fn parse_utc(field: &str, s: &str) -> Result<DateTime<Utc>, Rejection> {
 fn decode_b64(s: &str) -> Option<Vec<u8>> {
     let engine = base64::engine::general_purpose::GeneralPurpose::new(
         &base64::alphabet::STANDARD,
-        base64::engine::GeneralPurposeConfig::new()
-            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+        base64::engine::GeneralPurposeConfig::new().with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
     );
     engine.decode(s).ok()
 }
@@ -178,10 +183,7 @@ fn parse_fields(doc: &Json) -> Result<Envelope, Rejection> {
     let nonce = req_str(doc, "nonce")?;
     let nonce_bytes = decode_b64(nonce).ok_or_else(|| bad("nonce is not valid base64"))?;
     if nonce_bytes.len() < MIN_NONCE_BYTES {
-        return Err(bad(format!(
-            "nonce must be at least {MIN_NONCE_BYTES} random bytes, got {}",
-            nonce_bytes.len()
-        )));
+        return Err(bad(format!("nonce must be at least {MIN_NONCE_BYTES} random bytes, got {}", nonce_bytes.len())));
     }
     let scope = req_str(doc, "scope")?;
     if !is_scope_like(scope) {
@@ -211,38 +213,21 @@ fn parse_fields(doc: &Json) -> Result<Envelope, Rejection> {
     let delegation = match doc.get("delegation") {
         None | Some(Json::Null) => None,
         Some(d @ Json::Object(_)) => {
-            let on_behalf_of = req_str(d, "on_behalf_of").map_err(|r| Rejection {
-                message: format!("delegation: {}", r.message),
-                ..r
-            })?;
+            let on_behalf_of = req_str(d, "on_behalf_of").map_err(|r| Rejection { message: format!("delegation: {}", r.message), ..r })?;
             if !is_hex_key(on_behalf_of) {
                 return Err(bad("delegation.on_behalf_of must be a public key of 64 hexadecimal characters"));
             }
-            let authorization = opt_str(d, "authorization").map_err(|r| Rejection {
-                message: format!("delegation: {}", r.message),
-                ..r
-            })?;
-            Some(Delegation {
-                on_behalf_of: on_behalf_of.to_string(),
-                authorization: authorization.map(str::to_string),
-                raw: d.clone(),
-            })
+            let authorization = opt_str(d, "authorization").map_err(|r| Rejection { message: format!("delegation: {}", r.message), ..r })?;
+            Some(Delegation { on_behalf_of: on_behalf_of.to_string(), authorization: authorization.map(str::to_string), raw: d.clone() })
         }
         Some(other) => return Err(bad(format!("delegation must be an object, not {}", other.kind()))),
     };
 
     if version != "1" {
-        return Err(Rejection::new(
-            ErrorCode::UnsupportedVersion,
-            format!("version {version:?} is not supported; this inbox speaks EPP version \"1\""),
-        ));
+        return Err(Rejection::new(ErrorCode::UnsupportedVersion, format!("version {version:?} is not supported; this inbox speaks EPP version \"1\"")));
     }
 
-    let unsigned_extensions = members
-        .iter()
-        .filter(|(k, _)| !SIGNED_FIELDS.contains(&k.as_str()))
-        .cloned()
-        .collect();
+    let unsigned_extensions = members.iter().filter(|(k, _)| !SIGNED_FIELDS.contains(&k.as_str())).cloned().collect();
 
     Ok(Envelope {
         version: version.to_string(),
@@ -276,10 +261,7 @@ fn parse_payload(p: &Json) -> Result<Payload, Rejection> {
         return Err(bad("payload.prompt is empty"));
     }
     if prompt.len() > MAX_PROMPT_BYTES {
-        return Err(Rejection::new(
-            ErrorCode::SizeExceeded,
-            format!("payload.prompt is {} bytes; the limit is {MAX_PROMPT_BYTES}", prompt.len()),
-        ));
+        return Err(Rejection::new(ErrorCode::SizeExceeded, format!("payload.prompt is {} bytes; the limit is {MAX_PROMPT_BYTES}", prompt.len())));
     }
     let context = opt_object(p, "context").map_err(prefix_payload)?;
     let metadata = opt_object(p, "metadata").map_err(prefix_payload)?;
@@ -289,13 +271,7 @@ fn parse_payload(p: &Json) -> Result<Payload, Rejection> {
             return Err(bad(format!("payload.payload_type must be alphanumeric characters and hyphens only: {t:?}")));
         }
     }
-    Ok(Payload {
-        prompt: prompt.clone(),
-        context,
-        metadata,
-        payload_type: payload_type.map(str::to_string),
-        raw: p.clone(),
-    })
+    Ok(Payload { prompt: prompt.clone(), context, metadata, payload_type: payload_type.map(str::to_string), raw: p.clone() })
 }
 
 fn prefix_payload(r: Rejection) -> Rejection {

@@ -67,9 +67,7 @@ impl Json {
             Json::Number(n) => serde_json::from_str(n).unwrap_or(serde_json::Value::Null),
             Json::String(s) => serde_json::Value::String(s.clone()),
             Json::Array(a) => serde_json::Value::Array(a.iter().map(Json::to_serde).collect()),
-            Json::Object(m) => serde_json::Value::Object(
-                m.iter().map(|(k, v)| (k.clone(), v.to_serde())).collect(),
-            ),
+            Json::Object(m) => serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_serde())).collect()),
         }
     }
 
@@ -81,19 +79,14 @@ impl Json {
             serde_json::Value::Number(n) => Json::Number(n.to_string()),
             serde_json::Value::String(s) => Json::String(s.clone()),
             serde_json::Value::Array(a) => Json::Array(a.iter().map(Json::from_serde).collect()),
-            serde_json::Value::Object(m) => Json::Object(
-                m.iter().map(|(k, v)| (k.clone(), Json::from_serde(v))).collect(),
-            ),
+            serde_json::Value::Object(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), Json::from_serde(v))).collect()),
         }
     }
 }
 
 /// Parses one JSON document (RFC 8259), rejecting duplicate object keys.
 pub fn parse(input: &[u8]) -> Result<Json, JsonError> {
-    let text = std::str::from_utf8(input).map_err(|e| JsonError {
-        message: "input is not valid UTF-8".into(),
-        offset: e.valid_up_to(),
-    })?;
+    let text = std::str::from_utf8(input).map_err(|e| JsonError { message: "input is not valid UTF-8".into(), offset: e.valid_up_to() })?;
     let mut p = Parser { s: text.as_bytes(), text, pos: 0 };
     p.skip_ws();
     let v = p.value(0)?;
@@ -174,10 +167,7 @@ impl<'a> Parser<'a> {
                 }
             };
             if duplicate {
-                return Err(JsonError {
-                    message: format!("duplicate key \"{key}\""),
-                    offset: key_at,
-                });
+                return Err(JsonError { message: format!("duplicate key \"{key}\""), offset: key_at });
             }
             self.skip_ws();
             if self.s.get(self.pos) != Some(&b':') {
@@ -544,10 +534,7 @@ mod tests {
     #[test]
     fn ascii_escaping_matches_python_ensure_ascii() {
         let v = Json::String("Café ☕ 🐑 \u{7f}\u{1}\u{2028}\"\\/".into());
-        assert_eq!(
-            to_compact(&v, Style::REFERENCE),
-            r#""Caf\u00e9 \u2615 \ud83d\udc11 \u007f\u0001\u2028\"\\/""#
-        );
+        assert_eq!(to_compact(&v, Style::REFERENCE), r#""Caf\u00e9 \u2615 \ud83d\udc11 \u007f\u0001\u2028\"\\/""#);
     }
 
     #[test]

@@ -79,15 +79,12 @@ pub fn check_parsed_with(
 ) -> Result<Form, Rejection> {
     let id = Some(env.envelope_id.clone());
     if env.recipient_key() != inbox_key.to_ascii_lowercase() {
-        return Err(Rejection::new(
-            ErrorCode::WrongRecipient,
-            format!("envelope is addressed to {}…, not this inbox", &env.recipient_key()[..16]),
-        )
-        .with_envelope_id(id));
+        return Err(
+            Rejection::new(ErrorCode::WrongRecipient, format!("envelope is addressed to {}…, not this inbox", &env.recipient_key()[..16])).with_envelope_id(id)
+        );
     }
     if now > env.expires_at_utc {
-        return Err(Rejection::new(ErrorCode::Expired, format!("envelope expired at {}", env.expires_at))
-            .with_envelope_id(id));
+        return Err(Rejection::new(ErrorCode::Expired, format!("envelope expired at {}", env.expires_at)).with_envelope_id(id));
     }
     // Outside the window this inbox accepts: reported at the expiry step, as EXPIRED.
     if let Err(why) = freshness.check(env, now) {

@@ -57,10 +57,7 @@ impl ErrorCode {
     /// The HTTP status of spec 8.1, refined per code (see docs/interop.md).
     pub fn http_status(self) -> u16 {
         match self {
-            ErrorCode::InvalidFormat
-            | ErrorCode::UnsupportedVersion
-            | ErrorCode::WrongRecipient
-            | ErrorCode::Expired => 400,
+            ErrorCode::InvalidFormat | ErrorCode::UnsupportedVersion | ErrorCode::WrongRecipient | ErrorCode::Expired => 400,
             ErrorCode::InvalidSignature | ErrorCode::UntrustedSender => 401,
             ErrorCode::PolicyDenied => 403,
             ErrorCode::ReplayDetected => 409,

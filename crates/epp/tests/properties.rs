@@ -133,9 +133,7 @@ fn replacement(field: Field, old: Option<&Value>, text: &str, json: &Value) -> O
         base64::engine::general_purpose::STANDARD.encode(bytes)
     };
     let new = match field {
-        Field::Top("sender" | "recipient") | Field::Delegation("on_behalf_of") => {
-            Value::from(public_key_hex(&generate_signing_key()))
-        }
+        Field::Top("sender" | "recipient") | Field::Delegation("on_behalf_of") => Value::from(public_key_hex(&generate_signing_key())),
         Field::Top("timestamp" | "expires_at") => {
             let t = DateTime::parse_from_rfc3339(old?.as_str()?).ok()?;
             Value::from(gatehouse_epp::utc_string((t + Duration::seconds(1 + text.len() as i64)).with_timezone(&Utc)))

@@ -1,7 +1,7 @@
 //! The shared vectors from independent implementations (tests/data/vectors/epp, copied from the shared vectors). Read-only.
 
 use chrono::{TimeZone, Utc};
-use gatehouse_epp::{check, ErrorCode, Envelope, Form};
+use gatehouse_epp::{check, Envelope, ErrorCode, Form};
 use sha2::{Digest, Sha256};
 
 fn load(name: &str) -> serde_json::Value {

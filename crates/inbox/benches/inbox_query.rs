@@ -34,7 +34,13 @@ fn benches(c: &mut Criterion) {
             s.spawn(move || {
                 for i in (t..ENVELOPES).step_by(32) {
                     // One in ten asks for a scope nobody allowed: a rejection receipt.
-                    let scope = if i % 10 == 0 { "admin" } else if i % 3 == 0 { "billing" } else { "support" };
+                    let scope = if i % 10 == 0 {
+                        "admin"
+                    } else if i % 3 == 0 {
+                        "billing"
+                    } else {
+                        "support"
+                    };
                     let prompt = if i == 77_777 { "the needle prompt".to_string() } else { format!("routine message number {i} about ticket {}", i % 997) };
                     let bytes = gatehouse_epp::Draft::new(inbox_pub, scope, &prompt).sign(&senders[i % 10], now).to_string();
                     inbox.submit(bytes.as_bytes(), "http", now);
@@ -48,9 +54,7 @@ fn benches(c: &mut Criterion) {
     c.bench_function("inbox_first_page_100k", |b| b.iter(|| page(InboxFilter::default())));
     c.bench_function("inbox_first_page_100k_by_sender", |b| b.iter(|| page(InboxFilter { sender: Some(sender.clone()), ..Default::default() })));
     c.bench_function("inbox_first_page_100k_rejected", |b| b.iter(|| page(InboxFilter { status: Some("rejected".into()), ..Default::default() })));
-    c.bench_function("inbox_search_100k", |b| {
-        b.iter(|| assert_eq!(page(InboxFilter { search: Some("needle".into()), ..Default::default() }).len(), 1))
-    });
+    c.bench_function("inbox_search_100k", |b| b.iter(|| assert_eq!(page(InboxFilter { search: Some("needle".into()), ..Default::default() }).len(), 1)));
     // A standalone envelope the user answered: its conversation is named after it.
     let answered = store.envelopes(1, ENVELOPES as u32 / 2).unwrap().remove(0);
     let id = answered.envelope_id.clone();

@@ -162,7 +162,11 @@ impl Activity {
 
 /// `app` with every request counted on `activity` until its response body is done (a
 /// streamed response keeps the connection busy).
-pub(crate) fn tracked(app: Router, activity: Activity) -> impl tower::Service<Request<hyper::body::Incoming>, Response = axum::response::Response, Error = std::convert::Infallible, Future = impl Send> + Clone + Send {
+pub(crate) fn tracked(
+    app: Router,
+    activity: Activity,
+) -> impl tower::Service<Request<hyper::body::Incoming>, Response = axum::response::Response, Error = std::convert::Infallible, Future = impl Send> + Clone + Send
+{
     use http_body_util::BodyExt;
     tower::service_fn(move |req: Request<hyper::body::Incoming>| {
         let busy = activity.begin();

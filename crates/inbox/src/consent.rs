@@ -41,14 +41,7 @@ pub enum ConsentItem {
     },
     /// A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
     /// and waits.
-    HeldAsk {
-        stream_id: String,
-        sender: String,
-        sender_name: Option<String>,
-        scope: String,
-        prompt: String,
-        received_at: String,
-    },
+    HeldAsk { stream_id: String, sender: String, sender_name: Option<String>, scope: String, prompt: String, received_at: String },
 }
 
 /// What an unknown key is, decided by how it reached Gatehouse: its registry key's

@@ -149,9 +149,7 @@ pub async fn execute(
             .await
             .map(|path| serde_json::json!({"executor": "file-queue", "path": path}))
             .map_err(|e| serde_json::json!({"executor": "file-queue", "error": format!("{}: {e}", dir.display())})),
-        ExecutorSpec::Command { program, args, timeout_secs } => {
-            run_command(program, args, Duration::from_secs(*timeout_secs), env).await
-        }
+        ExecutorSpec::Command { program, args, timeout_secs } => run_command(program, args, Duration::from_secs(*timeout_secs), env).await,
         ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, api_key_secret } => {
             let who = sender_name.map(str::to_string).unwrap_or_else(|| format!("the sender {}", &env.sender[..16.min(env.sender.len())]));
             let system = crate::model::system_prompt(system_prompt.as_deref(), &who, &env.scope);
@@ -164,7 +162,8 @@ pub async fn execute(
                 None => None,
             };
             // The sender's context goes with its prompt, marked as such.
-            let context = serde_json::from_str::<serde_json::Value>(&env.raw).ok().and_then(|v| v.pointer("/payload/context").cloned()).filter(|c| !c.is_null());
+            let context =
+                serde_json::from_str::<serde_json::Value>(&env.raw).ok().and_then(|v| v.pointer("/payload/context").cloned()).filter(|c| !c.is_null());
             let user = match &context {
                 Some(c) => format!("{}\n\nContext from the sender (JSON): {c}", env.prompt),
                 None => env.prompt.clone(),
@@ -190,7 +189,13 @@ pub async fn execute(
     }
 }
 
-async fn peer_task(store: &std::sync::Arc<Store>, peer: &str, timeout: Duration, env: &EnvelopeRow, on_update: &mut (dyn FnMut(Update<'_>) + Send)) -> Result<serde_json::Value, serde_json::Value> {
+async fn peer_task(
+    store: &std::sync::Arc<Store>,
+    peer: &str,
+    timeout: Duration,
+    env: &EnvelopeRow,
+    on_update: &mut (dyn FnMut(Update<'_>) + Send),
+) -> Result<serde_json::Value, serde_json::Value> {
     use crate::uamp::client;
     let fail = |e: String| serde_json::json!({"executor": "peer", "peer": peer, "error": e});
     let row = store.uamp_peer(peer).map_err(|e| fail(e.to_string()))?.ok_or_else(|| fail(format!("no UAMP peer {peer:?} was added")))?;
@@ -199,7 +204,12 @@ async fn peer_task(store: &std::sync::Arc<Store>, peer: &str, timeout: Duration,
     let data_dir = store.data_dir().ok_or_else(|| fail("this inbox has no data dir".into()))?;
     let c = client::Client { key, store: store.clone(), files_dir: client::files_dir(data_dir) };
     let ask = client::Ask { body_type: "text/plain".into(), content: env.prompt.clone(), delta_window: client::DEFAULT_WINDOW };
-    let p = match tokio::time::timeout(timeout, c.ask(&row, token.as_deref(), &ask, |p| on_update(Update::Note(format!("{peer}: {} ({} bytes so far)", p.state, p.bytes))))).await {
+    let p = match tokio::time::timeout(
+        timeout,
+        c.ask(&row, token.as_deref(), &ask, |p| on_update(Update::Note(format!("{peer}: {} ({} bytes so far)", p.state, p.bytes)))),
+    )
+    .await
+    {
         Err(_) => return Err(fail(format!("{} did not finish within {} s", row.name, timeout.as_secs()))),
         Ok(Err(e)) => return Err(fail(format!("{e} [{}]", e.code()))),
         Ok(Ok(p)) => p,
@@ -207,8 +217,14 @@ async fn peer_task(store: &std::sync::Arc<Store>, peer: &str, timeout: Duration,
     let file = p.file.as_ref().map(|f| f.display().to_string());
     // A text answer is kept as text (up to the output limit); anything else by its file.
     let text = match (&p.file, p.mime.as_deref()) {
-        (Some(f), Some(m)) if m.starts_with("text/") || m == "application/json" => tokio::fs::read(f).await.ok().map(|b| String::from_utf8_lossy(&b[..b.len().min(KEEP_OUTPUT_BYTES)]).into_owned()),
-        (Some(f), None) => tokio::fs::read(f).await.ok().filter(|b| std::str::from_utf8(b).is_ok()).map(|b| String::from_utf8_lossy(&b[..b.len().min(KEEP_OUTPUT_BYTES)]).into_owned()),
+        (Some(f), Some(m)) if m.starts_with("text/") || m == "application/json" => {
+            tokio::fs::read(f).await.ok().map(|b| String::from_utf8_lossy(&b[..b.len().min(KEEP_OUTPUT_BYTES)]).into_owned())
+        }
+        (Some(f), None) => tokio::fs::read(f)
+            .await
+            .ok()
+            .filter(|b| std::str::from_utf8(b).is_ok())
+            .map(|b| String::from_utf8_lossy(&b[..b.len().min(KEEP_OUTPUT_BYTES)]).into_owned()),
         _ => None,
     };
     let record = serde_json::json!({"executor": "peer", "peer": row.did, "name": row.name, "stream_id": p.stream_id, "state": p.state, "mime": p.mime, "file": file, "answer": text});
@@ -227,7 +243,13 @@ fn secret(store: &Store, name: &str) -> Result<Option<String>, String> {
     gatehouse_keys::Secrets::open(dir).and_then(|s| s.get(name)).map_err(|e| format!("the keychain: {e}"))
 }
 
-async fn swarm_task(store: &std::sync::Arc<Store>, swarm: &str, entrypoint: Option<&str>, env: &EnvelopeRow, sender_name: Option<&str>) -> Result<serde_json::Value, serde_json::Value> {
+async fn swarm_task(
+    store: &std::sync::Arc<Store>,
+    swarm: &str,
+    entrypoint: Option<&str>,
+    env: &EnvelopeRow,
+    sender_name: Option<&str>,
+) -> Result<serde_json::Value, serde_json::Value> {
     let fail = |e: String| serde_json::json!({"executor": "swarm", "swarm": swarm, "error": e});
     let row = store.mail_swarm(swarm).map_err(|e| fail(e.to_string()))?.ok_or_else(|| fail(format!("no MAIL swarm named {swarm:?} is connected")))?;
     let token = secret(store, &crate::mail::token_name(swarm, &row.base_url)).map_err(fail)?;
@@ -241,7 +263,9 @@ async fn swarm_task(store: &std::sync::Arc<Store>, swarm: &str, entrypoint: Opti
     };
     match crate::mail::send(store.clone(), &client, swarm, &m, |_| {}).await {
         Ok(o) if o.completed => Ok(serde_json::json!({"executor": "swarm", "swarm": swarm, "task_id": o.task_id, "answer": o.response})),
-        Ok(o) => Err(serde_json::json!({"executor": "swarm", "swarm": swarm, "task_id": o.task_id, "error": format!("the swarm's task failed: {}", o.response)})),
+        Ok(o) => {
+            Err(serde_json::json!({"executor": "swarm", "swarm": swarm, "task_id": o.task_id, "error": format!("the swarm's task failed: {}", o.response)}))
+        }
         Err(e) => Err(fail(format!("{e} [{}]", e.code()))),
     }
 }
@@ -279,12 +303,7 @@ async fn read_capped<R: tokio::io::AsyncRead + Unpin>(mut r: R) -> (String, bool
     (String::from_utf8_lossy(&kept).into_owned(), truncated)
 }
 
-async fn run_command(
-    program: &str,
-    args: &[String],
-    timeout: Duration,
-    env: &EnvelopeRow,
-) -> Result<serde_json::Value, serde_json::Value> {
+async fn run_command(program: &str, args: &[String], timeout: Duration, env: &EnvelopeRow) -> Result<serde_json::Value, serde_json::Value> {
     let started = Instant::now();
     let base = || serde_json::json!({"executor": "command", "program": program, "args": args});
     let with = |mut v: serde_json::Value, extra: serde_json::Value| {

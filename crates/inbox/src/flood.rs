@@ -45,7 +45,12 @@ pub struct Gate {
 
 impl Default for Gate {
     fn default() -> Self {
-        Gate { minute: AtomicI64::new(i64::MIN), announced: AtomicI64::new(i64::MIN), kept: [AtomicU32::new(0), AtomicU32::new(0)], unflushed: [AtomicU64::new(0), AtomicU64::new(0)] }
+        Gate {
+            minute: AtomicI64::new(i64::MIN),
+            announced: AtomicI64::new(i64::MIN),
+            kept: [AtomicU32::new(0), AtomicU32::new(0)],
+            unflushed: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
     }
 }
 

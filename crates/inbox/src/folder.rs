@@ -20,8 +20,8 @@ use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-use crate::regular_file::ReadFailure;
 use crate::pipeline::{sha256_hex, Inbox, Outcome};
+use crate::regular_file::ReadFailure;
 
 pub const ACCEPTED: &str = "accepted";
 pub const REJECTED: &str = "rejected";
@@ -80,12 +80,7 @@ fn stat(path: &Path) -> Option<(u64, Option<SystemTime>)> {
 }
 
 /// Watches `dir` until `shutdown` resolves. `on_processed` sees every file handled.
-pub async fn watch<F>(
-    dir: PathBuf,
-    inbox: Arc<Inbox>,
-    shutdown: impl std::future::Future<Output = ()>,
-    on_processed: F,
-) -> Result<(), FolderError>
+pub async fn watch<F>(dir: PathBuf, inbox: Arc<Inbox>, shutdown: impl std::future::Future<Output = ()>, on_processed: F) -> Result<(), FolderError>
 where
     F: Fn(&Processed) + Send + Sync + 'static,
 {
@@ -100,15 +95,12 @@ where
         }
     })
     .map_err(|source| FolderError::Watch { path: dir.clone(), source })?;
-    watcher
-        .watch(&dir, RecursiveMode::NonRecursive)
-        .map_err(|source| FolderError::Watch { path: dir.clone(), source })?;
+    watcher.watch(&dir, RecursiveMode::NonRecursive).map_err(|source| FolderError::Watch { path: dir.clone(), source })?;
 
     let on_processed = Arc::new(on_processed);
     // Files a crash interrupted mid-processing come first.
     if let Ok(entries) = std::fs::read_dir(dir.join(PROCESSING)) {
-        let stranded: Vec<(PathBuf, PathBuf)> =
-            entries.flatten().map(|e| e.path()).filter(|p| is_candidate(p)).map(|p| (p.clone(), p)).collect();
+        let stranded: Vec<(PathBuf, PathBuf)> = entries.flatten().map(|e| e.path()).filter(|p| is_candidate(p)).map(|p| (p.clone(), p)).collect();
         for chunk in stranded.chunks(CHUNK) {
             let (inbox, d, chunk) = (inbox.clone(), dir.clone(), chunk.to_vec());
             let r = tokio::task::spawn_blocking(move || (InFlight::default(), finish_chunk(&inbox, &d, chunk, true))).await;
@@ -310,8 +302,7 @@ fn report(r: Result<(InFlight, ChunkResults), tokio::task::JoinError>, on_proces
 /// `after_crash`: the files may already have been accepted just before a crash.
 fn finish_chunk(inbox: &Inbox, dir: &Path, files: Vec<(PathBuf, PathBuf)>, after_crash: bool) -> ChunkResults {
     let (mail, envelopes): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, claimed)| is_mail_log(claimed));
-    let mut results: Vec<std::io::Result<Option<Processed>>> =
-        mail.iter().map(|(_, claimed)| finish_mail(inbox, dir, claimed).map(|()| None)).collect();
+    let mut results: Vec<std::io::Result<Option<Processed>>> = mail.iter().map(|(_, claimed)| finish_mail(inbox, dir, claimed).map(|()| None)).collect();
     let now = chrono::Utc::now();
     let submissions = envelopes.iter().map(|(_, claimed)| submit_file(inbox, claimed, now, after_crash));
     // Each submission verifies when first polled and then waits for its commit, so the
@@ -446,8 +437,5 @@ fn unique_destination(dir: &Path, name: &str) -> PathBuf {
         Some((s, e)) => (s.to_string(), format!(".{e}")),
         None => (name.to_string(), String::new()),
     };
-    (1..)
-        .map(|n| dir.join(format!("{stem}-{n}{ext}")))
-        .find(|p| !p.exists())
-        .expect("some suffix is free")
+    (1..).map(|n| dir.join(format!("{stem}-{n}{ext}"))).find(|p| !p.exists()).expect("some suffix is free")
 }

@@ -175,14 +175,25 @@ impl Guardian {
             Err(e) => return Some(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::PARSE_ERROR, format!("Invalid JSON payload: {e}")))),
         };
         match v {
-            Value::Array(items) if items.is_empty() => Some(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, "Invalid JSON-RPC Request: an empty batch"))),
-            Value::Array(items) if items.len() > MAX_BATCH => {
-                Some(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: a batch of {} requests; at most {MAX_BATCH}", items.len()))))
+            Value::Array(items) if items.is_empty() => {
+                Some(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, "Invalid JSON-RPC Request: an empty batch")))
             }
+            Value::Array(items) if items.len() > MAX_BATCH => Some(jsonrpc::failure(
+                &Value::Null,
+                &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: a batch of {} requests; at most {MAX_BATCH}", items.len())),
+            )),
             Value::Array(items) => {
                 // Each element on its own task: one waiting for the user does not hold up
                 // the others' answers.
-                let handles: Vec<_> = items.into_iter().map(|i| tokio::spawn({ let g = self.clone(); async move { g.one(i).await } })).collect();
+                let handles: Vec<_> = items
+                    .into_iter()
+                    .map(|i| {
+                        tokio::spawn({
+                            let g = self.clone();
+                            async move { g.one(i).await }
+                        })
+                    })
+                    .collect();
                 let mut out = Vec::new();
                 for h in handles {
                     match h.await {
@@ -275,9 +286,17 @@ impl Guardian {
             }
             if !trusted {
                 let name = step.agent_name.clone().unwrap_or_else(|| agent.clone());
-                let e = RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, format!("Agent {name} is not registered with this guardian; the user has been asked to let it in"))
-                    .with_data(json!({"agentId": agent}));
-                let (s, key, sid, r) = (self.store.clone(), agent_key(agent), step.step_id.clone().unwrap_or_default(), record("error", Some(e.message.clone()), None, "unregistered"));
+                let e = RpcError::new(
+                    jsonrpc::AGENT_NOT_REGISTERED,
+                    format!("Agent {name} is not registered with this guardian; the user has been asked to let it in"),
+                )
+                .with_data(json!({"agentId": agent}));
+                let (s, key, sid, r) = (
+                    self.store.clone(),
+                    agent_key(agent),
+                    step.step_id.clone().unwrap_or_default(),
+                    record("error", Some(e.message.clone()), None, "unregistered"),
+                );
                 let row = blocking(move || {
                     s.pending_record(&key, SCOPE, &sid, &now())?;
                     s.asop_step_add(&r)
@@ -287,7 +306,10 @@ impl Guardian {
                 return Err(e);
             }
         }
-        let rules = { let g = self.clone(); blocking(move || g.rules()).await? };
+        let rules = {
+            let g = self.clone();
+            blocking(move || g.rules()).await?
+        };
         let decided = rules::decide(&rules, &step).cloned();
         let (action, rule_id, note, pattern) = match &decided {
             Some(r) => (r.action, Some(r.id), r.note.clone(), r.redact.clone()),
@@ -321,7 +343,12 @@ impl Guardian {
         let row = blocking(move || s.asop_step_add(&r)).await?;
         let (tx, rx) = oneshot::channel();
         self.waiting().insert(row, (agent.clone(), tx));
-        let _ = self.events.send(GuardianEvent::Ask { row, summary: summary.clone(), agent: step.agent_name.clone().or(step.agent_id.clone()), timeout_ms: timeout.as_millis() as u64 });
+        let _ = self.events.send(GuardianEvent::Ask {
+            row,
+            summary: summary.clone(),
+            agent: step.agent_name.clone().or(step.agent_id.clone()),
+            timeout_ms: timeout.as_millis() as u64,
+        });
         self.announce(row, step.agent_name.clone().or(step.agent_id.clone()), true);
         let answered = tokio::time::timeout(timeout, rx).await;
         self.waiting().remove(&row);
@@ -423,8 +450,18 @@ async fn rpc(State(g): State<Arc<Guardian>>, req: axum::extract::Request) -> Res
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     let read = match crate::body::read(req.into_body(), declared, MAX_BODY).await {
         Ok(r) => r,
-        Err(crate::body::BodyError::TooLarge(_)) => return json_response(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: larger than {MAX_BODY} bytes")))),
-        Err(_) => return json_response(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INVALID_REQUEST, "Invalid JSON-RPC Request: the body did not arrive in time"))),
+        Err(crate::body::BodyError::TooLarge(_)) => {
+            return json_response(jsonrpc::failure(
+                &Value::Null,
+                &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: larger than {MAX_BODY} bytes")),
+            ))
+        }
+        Err(_) => {
+            return json_response(jsonrpc::failure(
+                &Value::Null,
+                &RpcError::new(jsonrpc::INVALID_REQUEST, "Invalid JSON-RPC Request: the body did not arrive in time"),
+            ))
+        }
     };
 
     let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");

@@ -35,7 +35,10 @@ impl Allowed {
     /// Why a request may not be served here, or None.
     pub fn refusal(&self, headers: &HeaderMap, uri: &axum::http::Uri) -> Option<String> {
         if let Some(origin) = headers.get(header::ORIGIN) {
-            return Some(format!("requests from web pages are refused (Origin: {})", String::from_utf8_lossy(origin.as_bytes()).chars().take(100).collect::<String>()));
+            return Some(format!(
+                "requests from web pages are refused (Origin: {})",
+                String::from_utf8_lossy(origin.as_bytes()).chars().take(100).collect::<String>()
+            ));
         }
         if let Some(site) = headers.get("sec-fetch-site") {
             if site.as_bytes() != b"none" {

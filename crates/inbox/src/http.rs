@@ -23,7 +23,13 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// `limits` ([`crate::conn`]); then stops accepting, lets requests in progress finish,
 /// and closes idle connections. Only requests naming this listener (its address or one
 /// of `public_names`) and sent by no web page are routed ([`crate::host_check`]).
-pub async fn serve(listener: tokio::net::TcpListener, app: Router, public_names: &[String], limits: crate::conn::Limits, shutdown: impl std::future::Future<Output = ()>) -> std::io::Result<()> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    public_names: &[String],
+    limits: crate::conn::Limits,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let app = crate::host_check::layer(app, crate::host_check::Allowed::new(listener.local_addr()?, false, public_names));
     let admission = crate::conn::Admission::new(limits);
@@ -91,11 +97,7 @@ async fn early_rejection(inbox: &Inbox, code: ErrorCode, message: String) -> Rec
 }
 
 async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptResponse {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if let Some(n) = declared.filter(|n| *n > MAX_ENVELOPE_BYTES as u64) {
         return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}")).await;
     }

@@ -111,7 +111,14 @@ fn history(msgs: &[IwMessageRow]) -> Vec<FlowType> {
 }
 
 /// Starts an interaction with `origin`: an `intent_request` signed by `key`.
-pub async fn start(store: Arc<Store>, key: &SigningKey, origin: &str, capability: Option<&str>, message: &str, locale: Option<&str>) -> Result<Turn, IntentError> {
+pub async fn start(
+    store: Arc<Store>,
+    key: &SigningKey,
+    origin: &str,
+    capability: Option<&str>,
+    message: &str,
+    locale: Option<&str>,
+) -> Result<Turn, IntentError> {
     let origin = client::normalize_origin(origin)?;
     let s = store.clone();
     let o = origin.clone();
@@ -139,13 +146,27 @@ pub async fn start(store: Arc<Store>, key: &SigningKey, origin: &str, capability
 
 /// Answers the site in an open interaction: `information_response` (or a
 /// `clarification_request` of the user's own).
-pub async fn reply(store: Arc<Store>, key: &SigningKey, interaction_id: &str, flow: FlowType, message: &str, locale: Option<&str>) -> Result<Turn, IntentError> {
+pub async fn reply(
+    store: Arc<Store>,
+    key: &SigningKey,
+    interaction_id: &str,
+    flow: FlowType,
+    message: &str,
+    locale: Option<&str>,
+) -> Result<Turn, IntentError> {
     let (s, id) = (store.clone(), interaction_id.to_string());
     let conv = blocking(move || s.iw_conversation(&id)).await?.ok_or_else(|| IntentError::NotFound(format!("no conversation {interaction_id}")))?;
     exchange(store, key, &conv, flow, message, locale).await
 }
 
-async fn exchange(store: Arc<Store>, key: &SigningKey, conv: &IwConversationRow, flow: FlowType, message: &str, locale: Option<&str>) -> Result<Turn, IntentError> {
+async fn exchange(
+    store: Arc<Store>,
+    key: &SigningKey,
+    conv: &IwConversationRow,
+    flow: FlowType,
+    message: &str,
+    locale: Option<&str>,
+) -> Result<Turn, IntentError> {
     let (s, id) = (store.clone(), conv.interaction_id.clone());
     let msgs = blocking(move || s.iw_messages(&id)).await?;
     let past = history(&msgs);
@@ -176,7 +197,9 @@ fn receive(store: &Store, conv: &IwConversationRow, past: &[FlowType], env: &Env
     let html = render::to_html(&env.message);
     let refuse = |warning: String, verdict: Option<&Verdict>| {
         let v = verdict.map(|v| serde_json::to_value(v).unwrap_or_default());
-        store.iw_message_add(&conv.interaction_id, "in", env.flow_type.as_str(), &env.message, Some(&html), &raw, v.as_ref(), Some(&warning), false, &at).map(|_| ())
+        store
+            .iw_message_add(&conv.interaction_id, "in", env.flow_type.as_str(), &env.message, Some(&html), &raw, v.as_ref(), Some(&warning), false, &at)
+            .map(|_| ())
     };
     if let Err(why) = check_receive(&conv.interaction_id, past, env, seen) {
         return refuse(why, None);

@@ -150,12 +150,29 @@ pub fn row_of(m: &Message) -> MailMessageRow {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LiveEvent {
-    Message { task_id: String, message: MailMessageRow },
-    Ping { task_id: Option<String> },
-    Step { task_id: Option<String>, event: String, description: String },
-    Finished { task_id: String, completed: bool, response: String },
+    Message {
+        task_id: String,
+        message: MailMessageRow,
+    },
+    Ping {
+        task_id: Option<String>,
+    },
+    Step {
+        task_id: Option<String>,
+        event: String,
+        description: String,
+    },
+    Finished {
+        task_id: String,
+        completed: bool,
+        response: String,
+    },
     /// An event that could not be read; the task goes on.
-    Unreadable { event: String, field: String, message: String },
+    Unreadable {
+        event: String,
+        field: String,
+        message: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -198,7 +215,16 @@ pub fn token_refused(survey: &serde_json::Value) -> Option<String> {
 /// Records one event of a task followed live on `swarm`.
 pub fn record(store: &Store, swarm: &str, subject: &str, ev: &Result<TaskEvent, BadEvent>) -> Result<LiveEvent, StoreError> {
     let at = now();
-    let open = |task_id: &str| store.mail_task_open(&NewMailTask { task_id: task_id.into(), swarm: Some(swarm.into()), source: "live".into(), subject: subject.into(), state: "running".into(), at: at.clone() });
+    let open = |task_id: &str| {
+        store.mail_task_open(&NewMailTask {
+            task_id: task_id.into(),
+            swarm: Some(swarm.into()),
+            source: "live".into(),
+            subject: subject.into(),
+            state: "running".into(),
+            at: at.clone(),
+        })
+    };
     Ok(match ev {
         Ok(TaskEvent::Message { task_id, message }) => {
             open(task_id)?;
@@ -211,7 +237,10 @@ pub fn record(store: &Store, swarm: &str, subject: &str, ev: &Result<TaskEvent, 
         Ok(TaskEvent::Step { task_id, event, description, timestamp, data }) => {
             if let Some(t) = task_id {
                 open(t)?;
-                store.mail_event_add(t, &MailEventRow { event: event.clone(), at: timestamp.clone(), description: description.clone(), data: Some(data.clone()) })?;
+                store.mail_event_add(
+                    t,
+                    &MailEventRow { event: event.clone(), at: timestamp.clone(), description: description.clone(), data: Some(data.clone()) },
+                )?;
             }
             LiveEvent::Step { task_id: task_id.clone(), event: event.clone(), description: description.clone() }
         }
@@ -228,7 +257,13 @@ pub fn record(store: &Store, swarm: &str, subject: &str, ev: &Result<TaskEvent, 
 /// Sends `m` to the swarm connection `swarm` and follows the task to its end, keeping
 /// every message and step; `on_event` sees each as it is stored. A stream that drops
 /// leaves the task marked interrupted (what arrived is kept).
-pub async fn send(store: Arc<Store>, client: &SwarmClient, swarm: &str, m: &SendMessage, mut on_event: impl FnMut(&LiveEvent) + Send) -> Result<Outcome, MailTaskError> {
+pub async fn send(
+    store: Arc<Store>,
+    client: &SwarmClient,
+    swarm: &str,
+    m: &SendMessage,
+    mut on_event: impl FnMut(&LiveEvent) + Send,
+) -> Result<Outcome, MailTaskError> {
     let subject = m.subject.clone().unwrap_or_else(|| "New Message".into());
     let mut task: Option<String> = m.task_id.clone();
     let mut failure: Option<StoreError> = None;
@@ -296,7 +331,14 @@ pub fn import_text(store: &Store, source: &str, text: &str) -> Result<ImportRepo
         let task_id = m.payload.task_id.clone();
         if !report.tasks.contains(&task_id) {
             // The task's subject is its first message's.
-            store.mail_task_open(&NewMailTask { task_id: task_id.clone(), swarm: None, source: source.into(), subject: m.payload.subject.clone(), state: "imported".into(), at: at.clone() })?;
+            store.mail_task_open(&NewMailTask {
+                task_id: task_id.clone(),
+                swarm: None,
+                source: source.into(),
+                subject: m.payload.subject.clone(),
+                state: "imported".into(),
+                at: at.clone(),
+            })?;
             report.tasks.push(task_id.clone());
         }
         if let import::Item::Interswarm(w) = &entry.item {

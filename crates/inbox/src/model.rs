@@ -60,7 +60,15 @@ fn unreachable(endpoint: &str, e: &reqwest::Error) -> ModelError {
 }
 
 /// Streams a chat completion; `on_delta` sees the answer as it grows.
-pub async fn ask(endpoint: &str, api_key: Option<&str>, model: &str, system: &str, user: &str, timeout: Duration, mut on_delta: impl FnMut(&str) + Send) -> Result<ModelAnswer, ModelError> {
+pub async fn ask(
+    endpoint: &str,
+    api_key: Option<&str>,
+    model: &str,
+    system: &str,
+    user: &str,
+    timeout: Duration,
+    mut on_delta: impl FnMut(&str) + Send,
+) -> Result<ModelAnswer, ModelError> {
     let started = Instant::now();
     let url = format!("{}/chat/completions", endpoint.trim_end_matches('/'));
     let body = json!({
@@ -70,7 +78,11 @@ pub async fn ask(endpoint: &str, api_key: Option<&str>, model: &str, system: &st
         "stream_options": {"include_usage": true},
     });
     // No redirects: the API key is for this endpoint only.
-    let client = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| ModelError::Protocol(e.to_string()))?;
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| ModelError::Protocol(e.to_string()))?;
     let mut req = client.post(&url).json(&body);
     if let Some(k) = api_key {
         req = req.bearer_auth(k);
@@ -83,7 +95,10 @@ pub async fn ask(endpoint: &str, api_key: Option<&str>, model: &str, system: &st
         }
         if !(200..300).contains(&status) {
             let text = resp.text().await.unwrap_or_default();
-            let detail = serde_json::from_str::<Value>(&text).ok().and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string)).unwrap_or_else(|| text.chars().take(300).collect());
+            let detail = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_else(|| text.chars().take(300).collect());
             return Err(ModelError::Http { status, detail });
         }
         let mut answer = String::new();

@@ -338,11 +338,19 @@ impl Inbox {
 
     /// Stores a rejection within the flood budget; one past it is only counted.
     fn record(&self, r: &Rejected) -> gatehouse_store::Result<()> {
-        if r.kept { self.store.record_rejection(&r.row, r.knock.as_ref()) } else { Ok(()) }
+        if r.kept {
+            self.store.record_rejection(&r.row, r.knock.as_ref())
+        } else {
+            Ok(())
+        }
     }
 
     async fn record_async(&self, r: &Rejected) -> gatehouse_store::Result<()> {
-        if r.kept { self.store.record_rejection_async(&r.row, r.knock.as_ref()).await } else { Ok(()) }
+        if r.kept {
+            self.store.record_rejection_async(&r.row, r.knock.as_ref()).await
+        } else {
+            Ok(())
+        }
     }
 
     fn rejected(&self, r: Rejected, stored: gatehouse_store::Result<()>) -> Outcome {
@@ -371,7 +379,8 @@ impl Inbox {
         // Scopes Gatehouse keeps for its own doors (guardian agents, IntentSite keys): an
         // envelope in one could knock dressed as an agent or a company.
         if crate::consent::RESERVED_SCOPES.contains(&env.scope.as_str()) {
-            let r = Rejection::new(ErrorCode::InvalidFormat, format!("scope \"{}\" is reserved for Gatehouse's own agents and sites", env.scope)).with_envelope_id(Some(env.envelope_id.clone()));
+            let r = Rejection::new(ErrorCode::InvalidFormat, format!("scope \"{}\" is reserved for Gatehouse's own agents and sites", env.scope))
+                .with_envelope_id(Some(env.envelope_id.clone()));
             return Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false });
         }
         // Steps 4–6.
@@ -461,13 +470,7 @@ impl Inbox {
         // The no-op executor has nothing to run: its outcome is stored with the envelope,
         // which spares the runner two status commits per envelope.
         let noop = !held && *spec == crate::executor::ExecutorSpec::Noop;
-        let receipt = Receipt::accepted(
-            env.envelope_id.clone(),
-            ctx.received_at.to_string(),
-            ctx.receipt_id.to_string(),
-            executor.clone(),
-            held,
-        );
+        let receipt = Receipt::accepted(env.envelope_id.clone(), ctx.received_at.to_string(), ctx.receipt_id.to_string(), executor.clone(), held);
         let record = NewEnvelope {
             envelope_id: env.envelope_id.clone(),
             sender,
@@ -510,13 +513,11 @@ impl Inbox {
     /// Turns the store's answer into the sender's outcome. `tries` counts the commits
     /// refused because the registry changed under them.
     fn settle(&self, ctx: &Ctx<'_>, p: Prepared, stored: gatehouse_store::Result<Result<i64, AcceptRefusal>>, tries: &mut u32) -> Settled {
-        let fail = |p: Prepared, code: ErrorCode, msg: String| {
-            Failure {
-                rejection: Rejection::new(code, msg).with_envelope_id(Some(p.env.envelope_id.clone())),
-                env: Some(p.env),
-                retry_after: None,
-                knock: false,
-            }
+        let fail = |p: Prepared, code: ErrorCode, msg: String| Failure {
+            rejection: Rejection::new(code, msg).with_envelope_id(Some(p.env.envelope_id.clone())),
+            env: Some(p.env),
+            retry_after: None,
+            knock: false,
         };
         match stored {
             Err(e) => Settled::Failed(fail(p, ErrorCode::InternalError, format!("could not store the envelope: {e}"))),
@@ -531,9 +532,11 @@ impl Inbox {
                 *tries += 1;
                 Settled::Stale(p)
             }
-            Ok(Err(AcceptRefusal::Stale)) => {
-                Settled::Failed(fail(p, ErrorCode::InternalError, "the trust registry kept changing while this envelope was being stored; send it again".into()))
-            }
+            Ok(Err(AcceptRefusal::Stale)) => Settled::Failed(fail(
+                p,
+                ErrorCode::InternalError,
+                "the trust registry kept changing while this envelope was being stored; send it again".into(),
+            )),
             Ok(Ok(row_id)) => {
                 let Prepared { env, receipt, held, noop, .. } = p;
                 if !held && !noop {

@@ -79,7 +79,8 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> R
     let sent = async {
         // Never a redirect: a 307 would re-post the signed reply wherever the endpoint
         // pointed. The receipt is read up to a bound, not whatever the endpoint streams.
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| e.to_string())?;
+        let client =
+            reqwest::Client::builder().timeout(Duration::from_secs(30)).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| e.to_string())?;
         let resp = client.post(&r.endpoint).json(&envelope).send().await.map_err(|e| format!("could not reach {}: {e}", r.endpoint))?;
         let status = resp.status().as_u16();
         if resp.status().is_redirection() {
@@ -93,7 +94,15 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> R
     let (state, receipt, error) = match sent {
         Ok(receipt) if receipt["status"] == "accepted" => ("sent", Some(receipt), None),
         Ok(receipt) => {
-            let why = format!("{} refused it: {}", r.endpoint, receipt.pointer("/error/message").and_then(Value::as_str).or_else(|| receipt.pointer("/error/code").and_then(Value::as_str)).unwrap_or("no reason given"));
+            let why = format!(
+                "{} refused it: {}",
+                r.endpoint,
+                receipt
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .or_else(|| receipt.pointer("/error/code").and_then(Value::as_str))
+                    .unwrap_or("no reason given")
+            );
             ("failed", Some(receipt), Some(why))
         }
         Err(e) => ("failed", None, Some(e)),

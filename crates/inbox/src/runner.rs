@@ -153,7 +153,13 @@ const SLOW_AT_ONCE: usize = 8;
 static SLOW: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(SLOW_AT_ONCE);
 
 /// Runs one envelope's executor (progress passed on, throttled) and says how it ended.
-async fn run_one(store: &Arc<Store>, spec: &crate::executor::ExecutorSpec, row: &gatehouse_store::EnvelopeRow, name: Option<&str>, progress: &Progress) -> (i64, ExecStatus, Option<serde_json::Value>) {
+async fn run_one(
+    store: &Arc<Store>,
+    spec: &crate::executor::ExecutorSpec,
+    row: &gatehouse_store::EnvelopeRow,
+    name: Option<&str>,
+    progress: &Progress,
+) -> (i64, ExecStatus, Option<serde_json::Value>) {
     let mut last: Option<std::time::Instant> = None;
     let envelope_row = row.id;
     let mut on_update = |u: Update<'_>| {

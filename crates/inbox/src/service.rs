@@ -13,7 +13,6 @@ use crate::folder::{self, Processed};
 use crate::pipeline::{store_path, OpenError};
 use crate::{runner, Inbox};
 
-
 pub struct Opened {
     pub identity: Identity,
     pub store: Arc<Store>,
@@ -23,11 +22,7 @@ pub struct Opened {
 /// Loads (or creates) the identity and opens the store of a data dir.
 pub fn open(data_dir: &Path, keystore: KeystoreKind, create: bool) -> Result<Opened, OpenError> {
     make_private(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
-    let (identity, created) = if create {
-        gatehouse_keys::load_or_create(data_dir, keystore)?
-    } else {
-        (gatehouse_keys::load(data_dir, keystore)?, false)
-    };
+    let (identity, created) = if create { gatehouse_keys::load_or_create(data_dir, keystore)? } else { (gatehouse_keys::load(data_dir, keystore)?, false) };
     let path = store_path(data_dir);
     let store = Store::open(&path).map_err(|source| OpenError::Store { path, source })?;
     Ok(Opened { identity, store: Arc::new(store), created })
@@ -138,7 +133,9 @@ where
             let collected = tokio::task::spawn_blocking(move || (s.gc_nonces(now), s.gc_usage(now), s.prune(now, &s.retention()))).await;
             if let Ok((nonces, usage, pruned)) = collected {
                 match pruned {
-                    Ok(p) if p.bodies_cleared + p.audit_removed > 0 => tracing::info!(bodies = p.bodies_cleared, audit = p.audit_removed, "old refused bodies and audit entries dropped (retention)"),
+                    Ok(p) if p.bodies_cleared + p.audit_removed > 0 => {
+                        tracing::info!(bodies = p.bodies_cleared, audit = p.audit_removed, "old refused bodies and audit entries dropped (retention)")
+                    }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "applying the retention setting failed"),
                 }

@@ -62,10 +62,13 @@ async fn held_envelopes_run_or_are_denied_on_the_users_word() {
     let items = consent::pending(&inbox.store).unwrap();
     assert_eq!(items.len(), 2);
     let row_of = |scope: &str| {
-        items.iter().find_map(|it| match it {
-            ConsentItem::Held { row_id, scope: s, .. } if s == scope => Some(*row_id),
-            _ => None,
-        }).unwrap()
+        items
+            .iter()
+            .find_map(|it| match it {
+                ConsentItem::Held { row_id, scope: s, .. } if s == scope => Some(*row_id),
+                _ => None,
+            })
+            .unwrap()
     };
     consent::decide(&i, &ConsentTarget::Held { row_id: row_of("support") }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(rx.try_recv().unwrap(), row_of("support"), "released to the executor queue");

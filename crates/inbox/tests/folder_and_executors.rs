@@ -27,12 +27,8 @@ fn drop_burst(inbox: &TestInbox, files: &[(String, Vec<u8>)]) {
 
 /// The receipt files in a subfolder of the watched folder, sorted.
 fn receipt_names(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".receipt.json"))
-        .collect();
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(".receipt.json")).collect();
     v.sort();
     v
 }
@@ -148,10 +144,7 @@ async fn command_executor_gets_the_prompt_on_stdin_without_a_shell() {
     let out_file = out.path().join("prompt.txt");
     let queue = out.path().join("queue");
     let mut scopes = BTreeMap::new();
-    scopes.insert(
-        "support".to_string(),
-        ExecutorSpec::Command { program: "tee".into(), args: vec![out_file.display().to_string()], timeout_secs: 10 },
-    );
+    scopes.insert("support".to_string(), ExecutorSpec::Command { program: "tee".into(), args: vec![out_file.display().to_string()], timeout_secs: 10 });
     scopes.insert("fails".to_string(), ExecutorSpec::Command { program: "false".into(), args: vec![], timeout_secs: 10 });
     scopes.insert("slow".to_string(), ExecutorSpec::Command { program: "sleep".into(), args: vec!["30".into()], timeout_secs: 1 });
     scopes.insert("missing".to_string(), ExecutorSpec::Command { program: "/nonexistent/tool".into(), args: vec![], timeout_secs: 1 });
@@ -228,9 +221,8 @@ async fn a_large_mixed_burst_files_every_file_with_its_own_receipt() {
     let drop = inbox.watch.clone().unwrap();
     inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
     let replayed = inbox.signed(&alice, "support", "sent twice").to_string();
-    let mut files: Vec<(String, Vec<u8>)> = (0..300)
-        .map(|i| (format!("env-{i:03}.json"), inbox.signed(&alice, "support", &format!("burst {i}")).to_string().into_bytes()))
-        .collect();
+    let mut files: Vec<(String, Vec<u8>)> =
+        (0..300).map(|i| (format!("env-{i:03}.json"), inbox.signed(&alice, "support", &format!("burst {i}")).to_string().into_bytes())).collect();
     files.insert(100, ("first.json".into(), replayed.clone().into_bytes()));
     files.insert(250, ("again.json".into(), replayed.into_bytes()));
     files.insert(50, ("big.json".into(), vec![b' '; gatehouse_epp::MAX_ENVELOPE_BYTES + 1]));
@@ -314,12 +306,17 @@ async fn files_claimed_before_a_crash_are_filed_at_the_next_start() {
 
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(drop.clone()), uamp: None, ..Default::default() };
-    let task = tokio::spawn(gatehouse_inbox::run(store.clone(), key_hex, opts, async { let _ = rx.await; }, |_| {}));
+    let task = tokio::spawn(gatehouse_inbox::run(
+        store.clone(),
+        key_hex,
+        opts,
+        async {
+            let _ = rx.await;
+        },
+        |_| {},
+    ));
     let accepted = drop.join("accepted");
-    eventually("both claimed files filed", || {
-        accepted.join("a.json.receipt.json").exists() && accepted.join("b.json.receipt.json").exists()
-    })
-    .await;
+    eventually("both claimed files filed", || accepted.join("a.json.receipt.json").exists() && accepted.join("b.json.receipt.json").exists()).await;
     let filed = read_json(&accepted.join("a.json.receipt.json"));
     assert_eq!(filed["receipt_id"], receipt["receipt_id"], "the original receipt, not a new one");
     assert_eq!(filed["status"], "accepted");

@@ -53,7 +53,18 @@ impl G {
 
     fn rule(&self, agent: &str, method: &str, tool: &str, condition: Option<Value>, action: &str, redact: Option<&str>) -> i64 {
         self.store
-            .asop_rule_add(&AsopRuleRow { id: 0, agent: agent.into(), method: method.into(), tool: tool.into(), condition, action: action.into(), redact: redact.map(str::to_string), note: None, source: "user".into(), created_at: "2026-11-22T00:00:00Z".into() })
+            .asop_rule_add(&AsopRuleRow {
+                id: 0,
+                agent: agent.into(),
+                method: method.into(),
+                tool: tool.into(),
+                condition,
+                action: action.into(),
+                redact: redact.map(str::to_string),
+                note: None,
+                source: "user".into(),
+                created_at: "2026-11-22T00:00:00Z".into(),
+            })
             .unwrap()
     }
 
@@ -91,7 +102,8 @@ async fn register(g: &G) {
     let r = g.call(json!({"jsonrpc": "2.0", "id": 0, "method": "steps/agentTrigger", "params": {"context": context("step-0"), "trigger": {"type": "autonomous", "content": [{"kind": "text", "text": "new mail"}], "event": {"id": "e-1", "type": "email"}}}})).await;
     assert_eq!(r["error"]["code"], -32001, "an unknown agent is refused: {r}");
     assert!(g.store.pending_list().unwrap().iter().any(|p| p.public_key == agent_key("mailer-1")), "and knocks for the user");
-    let out = consent::decide(&g.inbox, &ConsentTarget::UnknownSender { public_key: agent_key("mailer-1") }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    let out =
+        consent::decide(&g.inbox, &ConsentTarget::UnknownSender { public_key: agent_key("mailer-1") }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert!(out.message.starts_with("Registered"), "{}", out.message);
 }
 
@@ -103,7 +115,14 @@ async fn a_session_is_guarded_step_by_step() {
     g.rule("*", "steps/message", "*", None, "allow", None);
     g.rule("*", "steps/toolCallResult", "*", None, "allow", None);
     g.rule("mailer-1", "steps/toolCallRequest", "delete_mailbox", None, "deny", None);
-    g.rule("*", "steps/toolCallRequest", "send_email", Some(json!({"argument": "to", "op": "ends_with", "value": "@company.io"})), "modify", Some(r"\b(?:\d[ -]?){13,16}\b"));
+    g.rule(
+        "*",
+        "steps/toolCallRequest",
+        "send_email",
+        Some(json!({"argument": "to", "op": "ends_with", "value": "@company.io"})),
+        "modify",
+        Some(r"\b(?:\d[ -]?){13,16}\b"),
+    );
 
     let r = g.call(json!({"jsonrpc": "2.0", "id": 1, "method": "steps/agentTrigger", "params": {"context": context("step-1"), "trigger": {"type": "autonomous", "content": [{"kind": "text", "text": "new mail"}], "event": {"id": "e-1", "type": "email"}}}})).await;
     assert_eq!(r["result"]["decision"], "allow", "{r}");
@@ -130,7 +149,19 @@ async fn a_session_is_guarded_step_by_step() {
     // The audit: the whole session in order, each step with its decision and who made it.
     let steps = g.store.asop_session("session-1").unwrap();
     let got: Vec<(&str, &str)> = steps.iter().map(|s| (s.decision.as_str(), s.decided_by.as_deref().unwrap_or(""))).collect();
-    assert_eq!(got, [("error", "unregistered"), ("allow", "rule"), ("allow", "rule"), ("modify", "rule"), ("allow", "user"), ("deny", "rule"), ("allow", "rule"), ("allow", "rule")]);
+    assert_eq!(
+        got,
+        [
+            ("error", "unregistered"),
+            ("allow", "rule"),
+            ("allow", "rule"),
+            ("modify", "rule"),
+            ("allow", "user"),
+            ("deny", "rule"),
+            ("allow", "rule"),
+            ("allow", "rule")
+        ]
+    );
     assert_eq!(steps[4].reasoning.as_deref(), Some("The user asked me to send the summary"));
 }
 
@@ -201,7 +232,11 @@ async fn every_json_rpc_error_code_and_batches() {
     let (status, body) = g.raw(&json!([note]).to_string()).await;
     assert_eq!((status, body), (204, None));
     let steps = g.store.asop_session("session-1").unwrap();
-    assert!(steps.iter().any(|s| s.step_id.as_deref() == Some("step-0") && s.decision == "allow"), "{:#?}", steps.iter().map(|s| (&s.step_id, &s.decision, &s.message)).collect::<Vec<_>>());
+    assert!(
+        steps.iter().any(|s| s.step_id.as_deref() == Some("step-0") && s.decision == "allow"),
+        "{:#?}",
+        steps.iter().map(|s| (&s.step_id, &s.decision, &s.message)).collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test]

@@ -24,7 +24,10 @@ fn raw(url: &str, request: &str) -> (u16, String) {
 }
 
 fn post(url: &str, host: &str, extra: &str, body: &str) -> (u16, String) {
-    let req = format!("POST /epp/v1/submit HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    let req = format!(
+        "POST /epp/v1/submit HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
     raw(url, &req)
 }
 
@@ -44,7 +47,10 @@ async fn web_pages_and_rebound_names_are_refused_before_any_route() {
             ("no-cors fetch", post(&url, &h, "Sec-Fetch-Site: cross-site\r\n", &k)),
             // After DNS rebinding the page is same-origin, but its own name is the Host.
             ("rebinding", post(&url, &format!("rebind.evil.example:{}", h.rsplit(':').next().unwrap()), "", &k)),
-            ("rebinding to the guardian", raw(&url, "POST /asop/v1 HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")),
+            (
+                "rebinding to the guardian",
+                raw(&url, "POST /asop/v1 HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"),
+            ),
             ("rebinding a read", raw(&url, "GET /epp/v1/inbox HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")),
             ("no Host", raw(&url, "GET /health HTTP/1.0\r\n\r\n")),
         ]
@@ -62,7 +68,8 @@ async fn web_pages_and_rebound_names_are_refused_before_any_route() {
     // A sender (a program: no Origin, the inbox's own address) still gets through.
     let (status, _, receipt) = inbox.post(knock).await;
     assert_eq!((status, receipt["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")), "{receipt}");
-    let (status, _) = tokio::task::spawn_blocking(move || post(&inbox.url, &format!("localhost:{}", host.rsplit(':').next().unwrap()), "", "{}")).await.unwrap();
+    let (status, _) =
+        tokio::task::spawn_blocking(move || post(&inbox.url, &format!("localhost:{}", host.rsplit(':').next().unwrap()), "", "{}")).await.unwrap();
     assert_eq!(status, 400, "localhost is this inbox's own name");
 }
 
@@ -150,7 +157,8 @@ async fn a_command_and_everything_it_started_die_at_its_timeout() {
     // The background sleep holds stdout open; the foreground one outlives the timeout.
     scopes.insert("slow".to_string(), ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), script("slow", "sleep 25")], timeout_secs: 1 });
     // Finishes at once but leaves a child behind holding its output.
-    scopes.insert("leaves".to_string(), ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), script("leaves", "echo done")], timeout_secs: 30 });
+    scopes
+        .insert("leaves".to_string(), ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), script("leaves", "echo done")], timeout_secs: 30 });
     scopes.insert("quick".to_string(), ExecutorSpec::Command { program: "echo".into(), args: vec!["next".into()], timeout_secs: 5 });
     let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
     inbox.trust(&pubhex(&alice), "Alice", common::policy(&["*"]));
@@ -159,7 +167,10 @@ async fn a_command_and_everything_it_started_die_at_its_timeout() {
         assert_eq!(inbox.post_json(&inbox.signed(&alice, scope, "x")).await.0, 200, "{scope}");
     }
     let store = inbox.store.clone();
-    common::eventually("all three recorded", || store.envelopes(10, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))).await;
+    common::eventually("all three recorded", || {
+        store.envelopes(10, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))
+    })
+    .await;
     assert!(started.elapsed() < Duration::from_secs(12), "the executors took {:?}: a leftover child held them", started.elapsed());
     let by_scope: std::collections::BTreeMap<String, _> = store.envelopes(10, 0).unwrap().into_iter().map(|e| (e.scope.clone(), e)).collect();
     assert!(by_scope["slow"].exec_result.as_ref().unwrap()["error"].as_str().unwrap().contains("timed out"));
@@ -305,7 +316,10 @@ async fn one_address_cannot_hold_every_connection_slot() {
     other.bind(SocketAddr::from((Ipv4Addr::new(127, 0, 0, 2), 0))).unwrap();
     let mut other = other.connect(addr).await.unwrap();
     let body = serde_json::to_string(&inbox.signed(&alice, "support", "from another client")).unwrap();
-    let req = format!("POST /epp/v1/submit HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    let req = format!(
+        "POST /epp/v1/submit HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     other.write_all(req.as_bytes()).await.unwrap();
     let mut answer = String::new();

@@ -254,9 +254,22 @@ async fn a_corpus_of_hostile_input_gets_clear_receipts_and_nothing_is_accepted()
         ("truncated", good.as_bytes()[..good.len() / 2].to_vec(), "INVALID_FORMAT"),
         ("deep nesting", format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(), "INVALID_FORMAT"),
         ("NUL byte in JSON", good.replacen("\"fine\"", "\"fi\u{0}ne\"", 1).into_bytes(), "INVALID_FORMAT"),
-        ("invalid UTF-8", { let mut b = good.clone().into_bytes(); let i = b.len() / 2; b[i] = 0xff; b }, "INVALID_FORMAT"),
+        (
+            "invalid UTF-8",
+            {
+                let mut b = good.clone().into_bytes();
+                let i = b.len() / 2;
+                b[i] = 0xff;
+                b
+            },
+            "INVALID_FORMAT",
+        ),
         ("duplicate keys", good.replacen("\"version\":\"1\"", "\"version\":\"1\",\"version\":\"1\"", 1).into_bytes(), "INVALID_FORMAT"),
-        ("wrong type: payload", good.replacen("\"payload\":{", "\"payload\":[{", 1).replacen("},\"recipient\"", "}],\"recipient\"", 1).into_bytes(), "INVALID_FORMAT"),
+        (
+            "wrong type: payload",
+            good.replacen("\"payload\":{", "\"payload\":[{", 1).replacen("},\"recipient\"", "}],\"recipient\"", 1).into_bytes(),
+            "INVALID_FORMAT",
+        ),
         ("number as version", good.replacen("\"version\":\"1\"", "\"version\":1", 1).into_bytes(), "INVALID_FORMAT"),
         ("huge string", format!("{{\"version\":\"1\",\"x\":\"{}\"}}", "a".repeat(9 * 1024 * 1024)).into_bytes(), "INVALID_FORMAT"),
         ("over the limit", vec![b'['; 10 * 1024 * 1024 + 10], "SIZE_EXCEEDED"),
@@ -288,8 +301,13 @@ async fn registry_changes_from_another_process_apply_to_the_next_envelope() {
     let inbox = TestInbox::start(&pubhex(&me), false).await;
     let cli = gatehouse_store::Store::open(&inbox.dir.path().join("gatehouse.db")).unwrap();
     let trust = |k: &ed25519_dalek::SigningKey, scopes: &[&str]| {
-        cli.trust_add(&gatehouse_store::TrustEntry { public_key: pubhex(k), name: "from the CLI".into(), added_at: "2026-11-23T09:00:00Z".into(), policy: policy(scopes) })
-            .unwrap()
+        cli.trust_add(&gatehouse_store::TrustEntry {
+            public_key: pubhex(k),
+            name: "from the CLI".into(),
+            added_at: "2026-11-23T09:00:00Z".into(),
+            policy: policy(scopes),
+        })
+        .unwrap()
     };
     let send = |k: &ed25519_dalek::SigningKey, scope: &str, prompt: &str| inbox.signed(k, scope, prompt);
 

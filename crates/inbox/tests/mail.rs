@@ -29,9 +29,15 @@ async fn a_live_task_is_kept_by_task_id_across_turns_and_restarts() {
     let client = SwarmClient::new(&url, Some("user-token".into())).unwrap();
 
     let mut live = Vec::new();
-    let out = mail::send(store.clone(), &client, "research", &SendMessage { body: "Weather in Lyon?".into(), subject: Some("Trip".into()), ..Default::default() }, |e| live.push(e.clone()))
-        .await
-        .unwrap();
+    let out = mail::send(
+        store.clone(),
+        &client,
+        "research",
+        &SendMessage { body: "Weather in Lyon?".into(), subject: Some("Trip".into()), ..Default::default() },
+        |e| live.push(e.clone()),
+    )
+    .await
+    .unwrap();
     assert!(out.completed);
     let shown = live.iter().filter(|e| matches!(e, LiveEvent::Message { .. })).count();
     let task = store.mail_task(&out.task_id).unwrap().unwrap();
@@ -45,7 +51,15 @@ async fn a_live_task_is_kept_by_task_id_across_turns_and_restarts() {
     assert!(task.events.iter().any(|e| e.event == "action_call"));
 
     // A second turn on the same task joins it.
-    mail::send(store.clone(), &client, "research", &SendMessage { body: "And Sunday?".into(), task_id: Some(out.task_id.clone()), ..Default::default() }, |_| {}).await.unwrap();
+    mail::send(
+        store.clone(),
+        &client,
+        "research",
+        &SendMessage { body: "And Sunday?".into(), task_id: Some(out.task_id.clone()), ..Default::default() },
+        |_| {},
+    )
+    .await
+    .unwrap();
     drop(store);
     let store = Arc::new(Store::open(&db).unwrap());
     let again = store.mail_task(&out.task_id).unwrap().unwrap();
@@ -61,7 +75,15 @@ async fn a_live_task_is_kept_by_task_id_across_turns_and_restarts() {
 
     // A stream that goes silent: the task is kept as interrupted, with what arrived.
     let quick = SwarmClient::new(&url, Some("user-token".into())).unwrap().with_idle(Duration::from_millis(400));
-    let e = mail::send(store.clone(), &quick, "research", &SendMessage { body: "stall".into(), task_id: Some("9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into()), ..Default::default() }, |_| {}).await.unwrap_err();
+    let e = mail::send(
+        store.clone(),
+        &quick,
+        "research",
+        &SendMessage { body: "stall".into(), task_id: Some("9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d".into()), ..Default::default() },
+        |_| {},
+    )
+    .await
+    .unwrap_err();
     assert_eq!(e.code(), "INTERRUPTED");
 }
 
@@ -71,7 +93,14 @@ fn a_task_log_imports_with_its_bad_lines_reported_and_twice_is_once() {
     let store = Store::open(&dir.path().join("gatehouse.db")).unwrap();
     let one = |name: &str| serde_json::to_string(&serde_json::from_str::<serde_json::Value>(&shared(&format!("examples/{name}.json"))).unwrap()).unwrap();
     let log = dir.path().join("task.jsonl");
-    let text = [one("mail_message_request"), "{\"msg_type\": \"request\"}".into(), one("mail_message_response"), one("interswarm_request"), one("mail_message_broadcast_complete")].join("\n");
+    let text = [
+        one("mail_message_request"),
+        "{\"msg_type\": \"request\"}".into(),
+        one("mail_message_response"),
+        one("interswarm_request"),
+        one("mail_message_broadcast_complete"),
+    ]
+    .join("\n");
     std::fs::write(&log, text).unwrap();
     let report = mail::import_file(&store, &log, true).unwrap();
     assert_eq!((report.imported, report.duplicates), (4, 0));
@@ -100,7 +129,15 @@ async fn task_logs_dropped_into_the_watched_folder_are_imported_and_filed_with_a
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(watch.clone()), uamp: None, ..Default::default() };
     let key = ed25519_dalek::SigningKey::from_bytes(&[5; 32]);
-    tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
+    tokio::spawn(gatehouse_inbox::run(
+        store.clone(),
+        gatehouse_epp::public_key_hex(&key),
+        opts,
+        async {
+            let _ = stop_rx.await;
+        },
+        |_| {},
+    ));
     let wait_for = |p: std::path::PathBuf| async move {
         for _ in 0..200 {
             if p.exists() {

@@ -20,7 +20,9 @@ async fn a_streamed_answer_arrives_delta_by_delta_with_its_usage() {
     let server = ModelServer::default();
     let base = spawn(server.clone()).await;
     let mut seen = Vec::new();
-    let a = gatehouse_inbox::model::ask(&base, None, "llama-test", "be careful", "Summarise my week", Duration::from_secs(10), |s| seen.push(s.to_string())).await.unwrap();
+    let a = gatehouse_inbox::model::ask(&base, None, "llama-test", "be careful", "Summarise my week", Duration::from_secs(10), |s| seen.push(s.to_string()))
+        .await
+        .unwrap();
     assert_eq!(a.answer, "llama-test read: Summarise my week");
     assert!(seen.len() > 2 && seen.windows(2).all(|w| w[1].starts_with(&w[0])), "the answer grew chunk by chunk: {seen:?}");
     assert_eq!((a.model.as_str(), a.completion_tokens), ("llama-test", Some(5)));
@@ -38,7 +40,13 @@ async fn a_streamed_answer_arrives_delta_by_delta_with_its_usage() {
 async fn an_accepted_prompt_reaches_the_users_model_and_failures_keep_the_envelope() {
     let server = ModelServer::default();
     let base = spawn(server.clone()).await;
-    let model = |endpoint: &str| ExecutorSpec::Model { endpoint: endpoint.into(), model: "llama-test".into(), system_prompt: Some("You are Ada's assistant.".into()), timeout_secs: 10, api_key_secret: None };
+    let model = |endpoint: &str| ExecutorSpec::Model {
+        endpoint: endpoint.into(),
+        model: "llama-test".into(),
+        system_prompt: Some("You are Ada's assistant.".into()),
+        timeout_secs: 10,
+        api_key_secret: None,
+    };
     let mut scopes = BTreeMap::new();
     scopes.insert("ask-ai".to_string(), model(&base));
     scopes.insert("offline".to_string(), model("http://127.0.0.1:9/v1"));
@@ -49,7 +57,10 @@ async fn an_accepted_prompt_reaches_the_users_model_and_failures_keep_the_envelo
     assert_eq!(inbox.post_json(&inbox.signed(&lee, "offline", "Hello?")).await.0, 200);
     assert_eq!(inbox.post_json(&inbox.signed(&lee, "ask-ai", "please explode")).await.0, 200);
     let store = inbox.store.clone();
-    eventually("the model executors finished", || store.envelopes(10, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))).await;
+    eventually("the model executors finished", || {
+        store.envelopes(10, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))
+    })
+    .await;
     let rows = store.envelopes(10, 0).unwrap();
     let by_prompt = |p: &str| rows.iter().find(|e| e.prompt == p).unwrap().clone();
 
@@ -80,7 +91,16 @@ async fn a_cloud_key_comes_from_the_keystore_and_a_swarm_takes_prompts_as_tasks(
     let model_url = spawn(keyed.clone()).await;
     let swarm_url = gatehouse_mail_testswarm::spawn(gatehouse_mail_testswarm::Swarm::new(gatehouse_mail_testswarm::Config::new("swarm-a"))).await;
     let mut scopes = BTreeMap::new();
-    scopes.insert("cloud".to_string(), ExecutorSpec::Model { endpoint: model_url, model: "gpt-test".into(), system_prompt: None, timeout_secs: 10, api_key_secret: Some("model-api-key:cloud".into()) });
+    scopes.insert(
+        "cloud".to_string(),
+        ExecutorSpec::Model {
+            endpoint: model_url,
+            model: "gpt-test".into(),
+            system_prompt: None,
+            timeout_secs: 10,
+            api_key_secret: Some("model-api-key:cloud".into()),
+        },
+    );
     scopes.insert("research".to_string(), ExecutorSpec::Swarm { swarm: "research".into(), entrypoint: None });
     scopes.insert("locked".to_string(), ExecutorSpec::Swarm { swarm: "locked".into(), entrypoint: None });
     let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
@@ -99,7 +119,10 @@ async fn a_cloud_key_comes_from_the_keystore_and_a_swarm_takes_prompts_as_tasks(
         assert_eq!(inbox.post_json(&inbox.signed(&lee, scope, text)).await.0, 200);
     }
     let store = inbox.store.clone();
-    eventually("the executors finished", || store.envelopes(10, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))).await;
+    eventually("the executors finished", || {
+        store.envelopes(10, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))
+    })
+    .await;
     let rows = store.envelopes(10, 0).unwrap();
     let by_scope = |s: &str| rows.iter().find(|e| e.scope == s).unwrap().clone();
     assert_eq!(by_scope("cloud").exec_status, ExecStatus::Succeeded, "{:?}", by_scope("cloud").exec_result);
@@ -133,9 +156,22 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     let (inbox, rx) = gatehouse_inbox::service::build(store.clone(), &pubhex(&me));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
-    tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, gatehouse_inbox::ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() }, std::future::pending(), |_| {}));
+    tokio::spawn(gatehouse_inbox::service::run_with(
+        inbox.clone(),
+        rx,
+        gatehouse_inbox::ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() },
+        std::future::pending(),
+        |_| {},
+    ));
     let lee = key(1);
-    store.trust_add(&gatehouse_store::TrustEntry { public_key: pubhex(&lee), name: "Dr. Lee".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask-ai"]) }).unwrap();
+    store
+        .trust_add(&gatehouse_store::TrustEntry {
+            public_key: pubhex(&lee),
+            name: "Dr. Lee".into(),
+            added_at: "2026-11-22T00:00:00Z".into(),
+            policy: policy(&["ask-ai"]),
+        })
+        .unwrap();
     let mut d = gatehouse_epp::Draft::new(&pubhex(&me), "ask-ai", "Is my result in?");
     d.context = Some(serde_json::json!({"ticket": 4411}));
     let env = d.sign(&lee, chrono::Utc::now());
@@ -184,12 +220,22 @@ async fn a_prompt_handed_to_a_uamp_peer_comes_back_as_its_answer() {
     // The peer: another Gatehouse serving UAMP, whose executor echoes the ask in capitals.
     let pdir = tempfile::tempdir().unwrap();
     let pstore = std::sync::Arc::new(gatehouse_store::Store::open(&pdir.path().join("gatehouse.db")).unwrap());
-    ExecutorConfig { default: ExecutorSpec::Command { program: "tr".into(), args: vec!["a-z".into(), "A-Z".into()], timeout_secs: 10 }, scopes: BTreeMap::new() }.save(&pstore).unwrap();
+    ExecutorConfig {
+        default: ExecutorSpec::Command { program: "tr".into(), args: vec!["a-z".into(), "A-Z".into()], timeout_secs: 10 },
+        scopes: BTreeMap::new(),
+    }
+    .save(&pstore)
+    .unwrap();
     let pkey = ed25519_dalek::SigningKey::from_bytes(&[88; 32]);
     let tls = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let purl = format!("https://{}", tls.local_addr().unwrap());
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: None, uamp: Some(gatehouse_inbox::UampOptions { listener: tls, key: pkey.clone(), data_dir: pdir.path().to_path_buf(), started: Some(started_tx) }), ..Default::default() };
+    let opts = gatehouse_inbox::ServeOptions {
+        listener: None,
+        watch: None,
+        uamp: Some(gatehouse_inbox::UampOptions { listener: tls, key: pkey.clone(), data_dir: pdir.path().to_path_buf(), started: Some(started_tx) }),
+        ..Default::default()
+    };
     tokio::spawn(gatehouse_inbox::run(pstore.clone(), gatehouse_epp::public_key_hex(&pkey), opts, std::future::pending(), |_| {}));
     started_rx.await.unwrap();
 
@@ -200,8 +246,25 @@ async fn a_prompt_handed_to_a_uamp_peer_comes_back_as_its_answer() {
     let my_did = gatehouse_uamp::sign::did_of(identity.signing_key());
     // This inbox added the peer; the peer trusts this inbox's DID (mTLS: no token needed).
     let found = client::discover(&purl, None).await.unwrap();
-    inbox.store.uamp_peer_put(&gatehouse_store::PeerRow { did: found.did.clone(), name: "Shouter".into(), url: found.url, cert_sha256: found.cert_sha256, manifest: serde_json::to_value(&found.manifest).unwrap(), added_at: "2026-11-22T00:00:00Z".into() }).unwrap();
-    pstore.trust_add(&gatehouse_store::TrustEntry { public_key: my_did, name: "friend".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask"]) }).unwrap();
+    inbox
+        .store
+        .uamp_peer_put(&gatehouse_store::PeerRow {
+            did: found.did.clone(),
+            name: "Shouter".into(),
+            url: found.url,
+            cert_sha256: found.cert_sha256,
+            manifest: serde_json::to_value(&found.manifest).unwrap(),
+            added_at: "2026-11-22T00:00:00Z".into(),
+        })
+        .unwrap();
+    pstore
+        .trust_add(&gatehouse_store::TrustEntry {
+            public_key: my_did,
+            name: "friend".into(),
+            added_at: "2026-11-22T00:00:00Z".into(),
+            policy: policy(&["ask"]),
+        })
+        .unwrap();
 
     let lee = key(1);
     inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["shout"]));

@@ -32,7 +32,15 @@ async fn node(executors: ExecutorConfig, port: Option<u16>) -> Node {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port.unwrap_or(0))).await.unwrap();
     let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(gatehouse_inbox::run(store.clone(), identity.public_key.clone(), ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() }, async { let _ = rx.await; }, |_| {}));
+    tokio::spawn(gatehouse_inbox::run(
+        store.clone(),
+        identity.public_key.clone(),
+        ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() },
+        async {
+            let _ = rx.await;
+        },
+        |_| {},
+    ));
     Node { dir, store, key: identity.signing_key().clone(), public_key: identity.public_key, submit, _stop: tx }
 }
 
@@ -59,7 +67,12 @@ async fn an_answer_goes_back_signed_in_the_same_conversation() {
     let a = node(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None).await;
     let b = node(ExecutorConfig::default(), None).await;
     // A takes B's prompts and answers B at B's inbox, at once for "ask-ai" only.
-    trust(&a, &b.public_key, "Bea", Policy { reply_endpoint: Some(b.submit.clone()), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai", "review"]) });
+    trust(
+        &a,
+        &b.public_key,
+        "Bea",
+        Policy { reply_endpoint: Some(b.submit.clone()), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai", "review"]) },
+    );
     // B takes A's answers in those scopes.
     trust(&b, &a.public_key, "Ada", policy(&["ask-ai", "review"]));
 
@@ -68,7 +81,10 @@ async fn an_answer_goes_back_signed_in_the_same_conversation() {
     eventually("the answer to reach B", || bstore.envelopes(10, 0).unwrap().iter().any(|e| e.sender == a.public_key)).await;
     let answer = b.store.envelopes(10, 0).unwrap().into_iter().find(|e| e.sender == a.public_key).unwrap();
     assert_eq!(answer.prompt, "llama-test read: What is the capital of France?");
-    assert_eq!((answer.conversation_id.as_deref(), answer.in_reply_to.as_deref()), (Some("7a1c0000-0000-4000-8000-000000000007"), asked["envelope_id"].as_str()));
+    assert_eq!(
+        (answer.conversation_id.as_deref(), answer.in_reply_to.as_deref()),
+        (Some("7a1c0000-0000-4000-8000-000000000007"), asked["envelope_id"].as_str())
+    );
     // A keeps the reply, sent, with the receipt B gave.
     let replies = a.store.replies_for_conversation("7a1c0000-0000-4000-8000-000000000007").unwrap();
     assert_eq!(replies.len(), 1);
@@ -96,30 +112,49 @@ async fn an_answer_goes_back_signed_in_the_same_conversation() {
 async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
     let model = gatehouse_model_testserver::spawn(gatehouse_model_testserver::ModelServer::default()).await;
     let mut scopes = BTreeMap::new();
-    scopes.insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint: model, model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
+    scopes
+        .insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint: model, model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
     let a = node(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None).await;
     // B's address is known but B is not up yet.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let b_key = gatehouse_epp::crypto::generate_signing_key();
     let b_pub = gatehouse_epp::public_key_hex(&b_key);
-    trust(&a, &b_pub, "Bea", Policy { reply_endpoint: Some(format!("http://127.0.0.1:{port}/epp/v1/submit")), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) });
+    trust(
+        &a,
+        &b_pub,
+        "Bea",
+        Policy { reply_endpoint: Some(format!("http://127.0.0.1:{port}/epp/v1/submit")), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) },
+    );
     let mut d = gatehouse_epp::Draft::new(&a.public_key, "ask-ai", "ping?");
     d.conversation_id = Some("7a1c0000-0000-4000-8000-000000000009".into());
     let env = d.sign(&b_key, chrono::Utc::now());
     let r: serde_json::Value = reqwest::Client::new().post(&a.submit).json(&env).send().await.unwrap().json().await.unwrap();
     assert_eq!(r["status"], "accepted");
     let astore = a.store.clone();
-    eventually("the failed reply", || astore.replies_for_conversation("7a1c0000-0000-4000-8000-000000000009").unwrap().first().is_some_and(|r| r.state == "failed")).await;
+    eventually("the failed reply", || {
+        astore.replies_for_conversation("7a1c0000-0000-4000-8000-000000000009").unwrap().first().is_some_and(|r| r.state == "failed")
+    })
+    .await;
     let failed = a.store.replies_for_conversation("7a1c0000-0000-4000-8000-000000000009").unwrap().remove(0);
     assert!(failed.error.as_ref().unwrap().contains("could not reach"), "{failed:?}");
     assert_eq!(a.store.envelopes(10, 0).unwrap()[0].exec_status, ExecStatus::Succeeded, "the envelope and its answer are kept");
     // B comes up (same identity, same address); the user sends the reply again.
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
-    store.trust_add(&TrustEntry { public_key: a.public_key.clone(), name: "Ada".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask-ai"]) }).unwrap();
+    store
+        .trust_add(&TrustEntry { public_key: a.public_key.clone(), name: "Ada".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask-ai"]) })
+        .unwrap();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
     let (_tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(gatehouse_inbox::run(store.clone(), b_pub.clone(), ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() }, async { let _ = rx.await; }, |_| {}));
+    tokio::spawn(gatehouse_inbox::run(
+        store.clone(),
+        b_pub.clone(),
+        ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() },
+        async {
+            let _ = rx.await;
+        },
+        |_| {},
+    ));
     tokio::time::sleep(Duration::from_millis(100)).await;
     let again = gatehouse_inbox::reply::send(&a.store, &a.key, failed.id).await.unwrap();
     assert_eq!((again.state.as_str(), again.error), ("sent", None));
@@ -130,7 +165,8 @@ async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
 async fn a_reply_endpoint_that_redirects_does_not_get_the_signed_reply_sent_elsewhere() {
     let model = gatehouse_model_testserver::spawn(gatehouse_model_testserver::ModelServer::default()).await;
     let mut scopes = BTreeMap::new();
-    scopes.insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint: model, model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
+    scopes
+        .insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint: model, model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
     let a = node(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None).await;
     let b = node(ExecutorConfig::default(), None).await;
     trust(&b, &a.public_key, "Ada", policy(&["ask-ai"]));
@@ -147,7 +183,10 @@ async fn a_reply_endpoint_that_redirects_does_not_get_the_signed_reply_sent_else
     trust(&a, &b.public_key, "Bea", Policy { reply_endpoint: Some(endpoint), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) });
     send(&b, &a, "ask-ai", "where do you answer?", "7a1c0000-0000-4000-8000-00000000000a").await;
     let astore = a.store.clone();
-    eventually("the refused reply", || astore.replies_for_conversation("7a1c0000-0000-4000-8000-00000000000a").unwrap().first().is_some_and(|r| r.state == "failed")).await;
+    eventually("the refused reply", || {
+        astore.replies_for_conversation("7a1c0000-0000-4000-8000-00000000000a").unwrap().first().is_some_and(|r| r.state == "failed")
+    })
+    .await;
     let failed = a.store.replies_for_conversation("7a1c0000-0000-4000-8000-00000000000a").unwrap().remove(0);
     assert!(failed.error.as_ref().unwrap().contains("redirect"), "{failed:?}");
     tokio::time::sleep(Duration::from_millis(200)).await;

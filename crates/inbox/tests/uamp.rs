@@ -46,14 +46,19 @@ impl Uamp {
             uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
             ..Default::default()
         };
-        tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
+        tokio::spawn(gatehouse_inbox::run(
+            store.clone(),
+            gatehouse_epp::public_key_hex(&key),
+            opts,
+            async {
+                let _ = stop_rx.await;
+            },
+            |_| {},
+        ));
         let inbox = started_rx.await.unwrap();
         let pem = std::fs::read(dir.path().join(gatehouse_inbox::uamp::tls::CERT_FILE)).unwrap();
-        let client = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
-            .tls_built_in_root_certs(false)
-            .build()
-            .unwrap();
+        let client =
+            reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap()).tls_built_in_root_certs(false).build().unwrap();
         Uamp { _dir: dir, store, inbox, https: format!("https://{tls_addr}"), plain: format!("http://{plain_addr}"), client, _stop: stop_tx }
     }
 
@@ -265,7 +270,9 @@ async fn a_slow_consumer_never_has_more_than_delta_window_frames_outstanding() {
 
 #[tokio::test]
 async fn cancel_stops_the_executor_mid_stream() {
-    let u = Uamp::start(ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), "printf started; sleep 30; printf never".into()], timeout_secs: 60 }).await;
+    let u =
+        Uamp::start(ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), "printf started; sleep 30; printf never".into()], timeout_secs: 60 })
+            .await;
     let p = u.trusted(14, &["ask"], RateLimit::default());
     let ask = u.envelope(&p, Intent::Ask, "go", json!({"stream_id": "str-cancel-me"}));
     let (s, b, h) = u.post(&p, &ask).await;
@@ -404,7 +411,10 @@ async fn ws_connect(u: &Uamp, token: Option<&str>) -> tokio_tungstenite::WebSock
     ws_try(u, token).await.unwrap()
 }
 
-async fn ws_try(u: &Uamp, token: Option<&str>) -> Result<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>, tokio_tungstenite::tungstenite::Error> {
+async fn ws_try(
+    u: &Uamp,
+    token: Option<&str>,
+) -> Result<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>, tokio_tungstenite::tungstenite::Error> {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
     let cert = gatehouse_inbox::uamp::tls::load_or_create(u._dir.path(), &SigningKey::from_bytes(&[3; 32])).unwrap();
     let der = rustls::pki_types::CertificateDer::from(cert.der);
@@ -519,10 +529,7 @@ async fn an_ask_held_for_consent_waits_on_its_stream_until_the_user_decides() {
 async fn envelopes_from_far_ahead_or_too_old_are_refused_and_a_browser_never_reaches_the_listener() {
     let u = Uamp::start(ExecutorSpec::Noop).await;
     let p = u.trusted(21, &["ask", "inform"], RateLimit::default());
-    for (ts, reason) in [
-        (chrono::Utc::now() + chrono::Duration::days(1), "clock_skew"),
-        (chrono::Utc::now() - chrono::Duration::days(400), "stale"),
-    ] {
+    for (ts, reason) in [(chrono::Utc::now() + chrono::Duration::days(1), "clock_skew"), (chrono::Utc::now() - chrono::Duration::days(400), "stale")] {
         let env = u.envelope(&p, Intent::Inform, "when?", json!({"ts": ts.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)}));
         let (status, body, _) = u.post(&p, &env).await;
         assert_eq!((status, body["reason"].as_str()), (400, Some(reason)), "{body}");
@@ -553,7 +560,11 @@ async fn an_unknown_agents_capability_token_does_not_decide_what_the_prompt_gran
     let did = sign::did_of(&key);
     let p = Peer { key: key.clone(), did: did.clone(), token: None };
     // A token it made itself, claiming every scope: unchecked while it is unknown.
-    let tok = gatehouse_uamp::captoken::issue(&key, &format!("{did}#key"), &json!({"aud": u.inbox.did(), "scope": "* admin", "exp": chrono::Utc::now().timestamp() + 3600}));
+    let tok = gatehouse_uamp::captoken::issue(
+        &key,
+        &format!("{did}#key"),
+        &json!({"aud": u.inbox.did(), "scope": "* admin", "exp": chrono::Utc::now().timestamp() + 3600}),
+    );
     let env = u.envelope(&p, Intent::Ask, "let me in", json!({"cap_token": tok}));
     let (status, body, _) = u.post(&p, &env).await;
     assert_eq!((status, body["reason"].as_str()), (403, Some("untrusted_sender")), "{body}");
@@ -573,14 +584,26 @@ async fn removing_a_sender_revokes_its_tokens_for_good() {
     gatehouse_inbox::consent::trust::remove(&u.store, &p.did, chrono::Utc::now()).unwrap();
     // Trusted again later: the token issued under the old trust is dead.
     let policy = Policy { allowed_scopes: vec!["inform".into()], ..Policy::default() };
-    gatehouse_inbox::consent::trust::add(&u.store, &TrustEntry { public_key: p.did.clone(), name: "again".into(), added_at: "2026-11-24T00:00:00Z".into(), policy }, chrono::Utc::now()).unwrap();
+    gatehouse_inbox::consent::trust::add(
+        &u.store,
+        &TrustEntry { public_key: p.did.clone(), name: "again".into(), added_at: "2026-11-24T00:00:00Z".into(), policy },
+        chrono::Utc::now(),
+    )
+    .unwrap();
     let (status, body, _) = u.post(&p, &u.envelope(&p, Intent::Inform, "two", json!({}))).await;
     assert_eq!((status, body["reason"].as_str()), (401, Some("unknown_token")), "{body}");
     // A token issued now works, and the window can revoke it (audited).
-    let fresh = Peer { token: Some(gatehouse_inbox::consent::trust::token_issue(&u.store, &p.did, chrono::Utc::now()).unwrap()), key: p.key.clone(), did: p.did.clone() };
+    let fresh = Peer {
+        token: Some(gatehouse_inbox::consent::trust::token_issue(&u.store, &p.did, chrono::Utc::now()).unwrap()),
+        key: p.key.clone(),
+        did: p.did.clone(),
+    };
     assert_eq!(u.post(&fresh, &u.envelope(&fresh, Intent::Inform, "three", json!({}))).await.0, 200);
     assert_eq!(gatehouse_inbox::consent::trust::token_revoke(&u.store, &p.did, chrono::Utc::now()).unwrap(), 1);
     assert_eq!(u.post(&fresh, &u.envelope(&fresh, Intent::Inform, "four", json!({}))).await.0, 401);
     let actions: Vec<String> = u.store.audit_list(10).unwrap().into_iter().map(|a| a.action).collect();
-    assert!(actions.starts_with(&["uamp.token_revoke".to_string(), "uamp.token_issue".to_string(), "trust.add".to_string(), "trust.remove".to_string()]), "{actions:?}");
+    assert!(
+        actions.starts_with(&["uamp.token_revoke".to_string(), "uamp.token_issue".to_string(), "trust.add".to_string(), "trust.remove".to_string()]),
+        "{actions:?}"
+    );
 }

@@ -37,7 +37,15 @@ async fn peer(executor: ExecutorSpec) -> PeerInbox {
         uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
         ..Default::default()
     };
-    tokio::spawn(gatehouse_inbox::run(store.clone(), gatehouse_epp::public_key_hex(&key), opts, async { let _ = stop_rx.await; }, |_| {}));
+    tokio::spawn(gatehouse_inbox::run(
+        store.clone(),
+        gatehouse_epp::public_key_hex(&key),
+        opts,
+        async {
+            let _ = stop_rx.await;
+        },
+        |_| {},
+    ));
     let inbox = started_rx.await.unwrap();
     PeerInbox { dir, store, inbox, url, _stop: stop_tx }
 }
@@ -160,7 +168,12 @@ async fn a_changed_certificate_is_refused_by_its_pin() {
 
 #[tokio::test]
 async fn a_refusal_and_a_failed_stream_are_reported_and_what_arrived_is_kept() {
-    let p = peer(ExecutorSpec::Command { program: "sh".into(), args: vec!["-c".into(), "printf partial; echo 'disk on fire' >&2; exit 3".into()], timeout_secs: 30 }).await;
+    let p = peer(ExecutorSpec::Command {
+        program: "sh".into(),
+        args: vec!["-c".into(), "printf partial; echo 'disk on fire' >&2; exit 3".into()],
+        timeout_secs: 30,
+    })
+    .await;
     let (me, _mine) = me();
     let row = peer_row(&client::discover(&p.url, None).await.unwrap());
     let ask = Ask { body_type: "text/plain".into(), content: "hi".into(), delta_window: 4 };
@@ -202,7 +215,10 @@ async fn hostile_peer(stream_id: &'static str, mime: &'static str) -> (PeerRow, 
         serde_json::json!({"delta_seq": 1, "stream_id": stream_id, "type": "done", "payload": {"mime": mime}}),
     );
     let app = axum::Router::new()
-        .route("/v1/messages", post(move || async move { (axum::http::StatusCode::ACCEPTED, axum::Json(serde_json::json!({"stream_id": stream_id, "receipt_id": "r1"}))) }))
+        .route(
+            "/v1/messages",
+            post(move || async move { (axum::http::StatusCode::ACCEPTED, axum::Json(serde_json::json!({"stream_id": stream_id, "receipt_id": "r1"}))) }),
+        )
         .route(
             "/v1/stream/{id}",
             get(move || {
@@ -211,7 +227,9 @@ async fn hostile_peer(stream_id: &'static str, mime: &'static str) -> (PeerRow, 
             }),
         );
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    tokio::spawn(gatehouse_inbox::uamp::tls::serve(listener, tls, app, &[], Default::default(), async { let _ = stop_rx.await; }));
+    tokio::spawn(gatehouse_inbox::uamp::tls::serve(listener, tls, app, &[], Default::default(), async {
+        let _ = stop_rx.await;
+    }));
     let row = PeerRow {
         did: gatehouse_uamp::sign::did_of(&key),
         name: "hostile".into(),

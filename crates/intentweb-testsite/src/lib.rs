@@ -138,7 +138,13 @@ fn party_of(text: &str, asked: bool) -> Option<u32> {
 fn name_of(text: &str, asked: bool) -> Option<String> {
     let w = words(text);
     if let Some(i) = w.iter().position(|x| x.eq_ignore_ascii_case("under")) {
-        let name: Vec<&str> = w[i + 1..].iter().skip_while(|x| x.eq_ignore_ascii_case("the") || x.eq_ignore_ascii_case("name")).take_while(|x| x.chars().next().is_some_and(char::is_uppercase)).map(String::as_str).take(3).collect();
+        let name: Vec<&str> = w[i + 1..]
+            .iter()
+            .skip_while(|x| x.eq_ignore_ascii_case("the") || x.eq_ignore_ascii_case("name"))
+            .take_while(|x| x.chars().next().is_some_and(char::is_uppercase))
+            .map(String::as_str)
+            .take(3)
+            .collect();
         if !name.is_empty() {
             return Some(name.join(" "));
         }
@@ -291,7 +297,14 @@ fn answer(b: &mut Booking, text: &str, next_id: &mut u32) -> Answer {
             "date" => "Which date would you like?".to_string(),
             _ => format!("I have these times available on {}:\n\n| Time | Availability |\n|-------|--------------|\n| 18:00 | Available |\n| 18:30 | Available |\n| 19:00 | Available |\n| 19:30 | Limited |\n\nWhich time works for you?", b.date.clone().unwrap_or_default()),
         };
-        return Answer { flow: FlowType::InformationRequest, message, required: missing.iter().map(|(_, r)| r.to_string()).collect(), status: None, external_id: None, interpretation: format!("Still needed: {}", missing.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")) };
+        return Answer {
+            flow: FlowType::InformationRequest,
+            message,
+            required: missing.iter().map(|(_, r)| r.to_string()).collect(),
+            status: None,
+            external_id: None,
+            interpretation: format!("Still needed: {}", missing.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")),
+        };
     }
     *next_id += 1;
     b.done = true;

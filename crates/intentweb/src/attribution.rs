@@ -33,7 +33,9 @@ fn sha256_hex(b: &[u8]) -> String {
 
 /// The hash every message of an interaction carries: its initial intent, canonicalised.
 pub fn query_hash(interaction_id: &str, initial_message: &str) -> String {
-    sha256_hex(&jcs(&json!({"flow_type": "intent_request", "interaction_id": interaction_id, "message": initial_message, "protocol_version": PROTOCOL_VERSION})))
+    sha256_hex(&jcs(
+        &json!({"flow_type": "intent_request", "interaction_id": interaction_id, "message": initial_message, "protocol_version": PROTOCOL_VERSION}),
+    ))
 }
 
 /// 128 random bits, base64url.
@@ -61,20 +63,41 @@ pub fn signed_bytes(env: &Envelope, entry: &ChainEntry) -> Vec<u8> {
 /// Appends a signed chain entry for `key` as `actor_type` (its actor_id is its did:key).
 pub fn sign(env: &mut Envelope, key: &SigningKey, actor_type: &str, at: &str) {
     let kid = PublicKey::Ed25519(key.verifying_key()).did_key();
-    let mut entry = ChainEntry { actor_type: actor_type.into(), actor_id: kid.clone(), timestamp: at.into(), signature: String::new(), alg: Some(ALG.into()), kid: Some(kid) };
+    let mut entry = ChainEntry {
+        actor_type: actor_type.into(),
+        actor_id: kid.clone(),
+        timestamp: at.into(),
+        signature: String::new(),
+        alg: Some(ALG.into()),
+        kid: Some(kid),
+    };
     entry.signature = URL_SAFE_NO_PAD.encode(key.sign(&signed_bytes(env, &entry)).to_bytes());
     env.attribution.chain.push(entry);
 }
 
 /// A new message of an interaction, with fresh attribution signed by `key`.
 #[allow(clippy::too_many_arguments)]
-pub fn draft(flow_type: FlowType, interaction_id: &str, initial_message: &str, message: &str, locale: Option<&str>, key: &SigningKey, actor_type: &str, now: &str) -> Envelope {
+pub fn draft(
+    flow_type: FlowType,
+    interaction_id: &str,
+    initial_message: &str,
+    message: &str,
+    locale: Option<&str>,
+    key: &SigningKey,
+    actor_type: &str,
+    now: &str,
+) -> Envelope {
     let mut env = Envelope {
         protocol_version: PROTOCOL_VERSION.into(),
         flow_type,
         message: message.into(),
         interaction_id: interaction_id.into(),
-        attribution: crate::envelope::Attribution { query_hash: query_hash(interaction_id, initial_message), nonce: fresh_nonce(), timestamp: now.into(), chain: Vec::new() },
+        attribution: crate::envelope::Attribution {
+            query_hash: query_hash(interaction_id, initial_message),
+            nonce: fresh_nonce(),
+            timestamp: now.into(),
+            chain: Vec::new(),
+        },
         required_information: Vec::new(),
         collected_information: None,
         status: None,

@@ -122,7 +122,9 @@ fn http_from(origin: &str, endpoint: &reqwest::Url) -> Result<reqwest::Client, C
         return Ok(http());
     }
     if names_inward(endpoint) {
-        return Err(ClientError::BadUrl(format!("{origin} names {endpoint} as its endpoint, which is on this machine or its local network; a site on the internet cannot send Gatehouse there")));
+        return Err(ClientError::BadUrl(format!(
+            "{origin} names {endpoint} as its endpoint, which is on this machine or its local network; a site on the internet cannot send Gatehouse there"
+        )));
     }
     Ok(builder().dns_resolver(std::sync::Arc::new(OutwardOnly)).build().expect("a reqwest client builds"))
 }
@@ -189,7 +191,20 @@ mod tests {
 
     #[test]
     fn inward_addresses_are_this_machine_and_its_networks() {
-        for a in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1", "::ffff:192.168.0.1"] {
+        for a in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:192.168.0.1",
+        ] {
             assert!(is_inward(a.parse().unwrap()), "{a}");
         }
         for a in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "172.32.0.1", "100.128.0.1"] {
@@ -200,7 +215,9 @@ mod tests {
     #[tokio::test]
     async fn a_site_on_the_internet_cannot_aim_gatehouse_at_this_machine() {
         let endpoint = |u: &str| reqwest::Url::parse(u).unwrap();
-        for inner in ["http://127.0.0.1:8765/epp/v1/submit", "https://localhost/x", "https://[::1]:9/x", "https://192.168.1.10/x", "https://169.254.169.254/latest"] {
+        for inner in
+            ["http://127.0.0.1:8765/epp/v1/submit", "https://localhost/x", "https://[::1]:9/x", "https://192.168.1.10/x", "https://169.254.169.254/latest"]
+        {
             let e = http_from("https://shop.example", &endpoint(inner)).unwrap_err();
             assert!(e.to_string().contains("on this machine or its local network"), "{inner}: {e}");
         }

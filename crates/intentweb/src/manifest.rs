@@ -101,7 +101,9 @@ impl Reader<'_> {
 }
 
 fn is_date(s: &str) -> bool {
-    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() || chrono::DateTime::parse_from_rfc3339(s).is_ok() || chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S").is_ok()
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok()
+        || chrono::DateTime::parse_from_rfc3339(s).is_ok()
+        || chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S").is_ok()
 }
 
 /// Whether `url` may carry intents: https anywhere, http only to this machine.

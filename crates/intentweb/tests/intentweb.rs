@@ -111,7 +111,9 @@ fn conversation_rules_hold_both_ways() {
     assert!(check_send(&[IntentRequest, InformationRequest], InformationResponse).is_ok());
     assert!(check_send(&[IntentRequest, InformationRequest], IntentRequest).is_err());
     assert!(check_send(&[IntentRequest, ExecutionResult], InformationResponse).is_err());
-    let env = |id: &str, flow: FlowType| attribution::draft(flow, id, "x", "y", None, &ed25519_dalek::SigningKey::from_bytes(&[1; 32]), "intent_site", "2025-01-01T00:00:00Z");
+    let env = |id: &str, flow: FlowType| {
+        attribution::draft(flow, id, "x", "y", None, &ed25519_dalek::SigningKey::from_bytes(&[1; 32]), "intent_site", "2025-01-01T00:00:00Z")
+    };
     assert!(check_receive("c", &[IntentRequest], &env("c", InformationRequest), false).is_ok());
     assert!(check_receive("c", &[IntentRequest], &env("d", InformationRequest), false).unwrap_err().contains("not \"c\""));
     assert!(check_receive("c", &[IntentRequest], &env("c", InformationRequest), true).unwrap_err().contains("replayed"));

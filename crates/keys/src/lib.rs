@@ -272,10 +272,8 @@ impl Secrets {
 }
 
 fn key_from_hex(s: &str) -> Result<SigningKey, KeyError> {
-    let bytes: [u8; 32] = hex::decode(s)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| KeyError::Corrupt("the stored secret is not 32 bytes of hex".into()))?;
+    let bytes: [u8; 32] =
+        hex::decode(s).ok().and_then(|b| b.try_into().ok()).ok_or_else(|| KeyError::Corrupt("the stored secret is not 32 bytes of hex".into()))?;
     Ok(SigningKey::from_bytes(&bytes))
 }
 

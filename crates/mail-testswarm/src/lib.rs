@@ -193,7 +193,9 @@ async fn register(State(s): State<Swarm>, req: Request) -> Response {
     let (Some(name), Some(url)) = (v.get("name").and_then(Value::as_str), v.get("base_url").and_then(Value::as_str)) else {
         return detail(StatusCode::BAD_REQUEST, "name and base_url are required");
     };
-    s.lock().registry.push(json!({"swarm_name": name, "base_url": url, "version": "1.3", "is_active": true, "last_seen": now(), "swarm_description": "", "keywords": []}));
+    s.lock()
+        .registry
+        .push(json!({"swarm_name": name, "base_url": url, "version": "1.3", "is_active": true, "last_seen": now(), "swarm_description": "", "keywords": []}));
     Json(json!({"status": "success", "swarm_name": name})).into_response()
 }
 
@@ -235,7 +237,8 @@ async fn script(s: &Swarm, task: &str, user: &str, subject: &str, body: &str, tu
         msgs.push(multi(task, "interrupt", sup(), "Stop", "weather: no need for the weekly outlook"));
         if let Some(r) = &s.cfg.remote {
             let remote_agent = format!("forecast@{}", r.swarm);
-            let mut out = request(task, addr("agent", &format!("supervisor@{}", s.cfg.swarm)), addr("agent", &remote_agent), "Second opinion", "Lyon tomorrow?");
+            let mut out =
+                request(task, addr("agent", &format!("supervisor@{}", s.cfg.swarm)), addr("agent", &remote_agent), "Second opinion", "Lyon tomorrow?");
             out["message"]["sender_swarm"] = s.cfg.swarm.clone().into();
             out["message"]["recipient_swarm"] = r.swarm.clone().into();
             let hop = hop(s, r, task, &out, user).await;
@@ -247,7 +250,13 @@ async fn script(s: &Swarm, task: &str, user: &str, subject: &str, body: &str, tu
         }
         msgs.push(multi(task, "broadcast", sup(), "Status", "Collecting the answers."));
         if body.contains("fail") {
-            msgs.push(multi(task, "broadcast_complete", addr("system", &s.cfg.swarm), "::task_error::", "the supervisor could not finish: the math agent kept failing"));
+            msgs.push(multi(
+                task,
+                "broadcast_complete",
+                addr("system", &s.cfg.swarm),
+                "::task_error::",
+                "the supervisor could not finish: the math agent kept failing",
+            ));
         } else {
             msgs.push(multi(task, "broadcast_complete", sup(), "Task complete", "Lyon tomorrow: sunny, 24 °C (75.2 °F)."));
         }
@@ -273,7 +282,8 @@ async fn hop(s: &Swarm, r: &Remote, task: &str, out: &Value, user: &str) -> Stri
         "metadata": {"expect_response": true}
     });
     let _ = task;
-    let res = reqwest::Client::new().post(format!("{}/interswarm/forward", r.base_url)).bearer_auth(&r.agent_token).json(&json!({"message": wrapper})).send().await;
+    let res =
+        reqwest::Client::new().post(format!("{}/interswarm/forward", r.base_url)).bearer_auth(&r.agent_token).json(&json!({"message": wrapper})).send().await;
     match res {
         Ok(resp) if resp.status().is_success() => "Sunny as well, 23–25 °C.".into(),
         Ok(resp) => format!("the remote swarm answered HTTP {}", resp.status()),
@@ -313,22 +323,23 @@ async fn message(State(s): State<Swarm>, req: Request) -> Response {
     let (step, ping) = (s.cfg.step, s.cfg.ping);
     // A ping whenever `ping` has passed since the last one, but never two in a row, so
     // the task moves on however the step and ping intervals compare.
-    let stream = futures_util::stream::unfold((events.into_iter().peekable(), Instant::now(), task, false), move |(mut it, mut last_ping, task, pinged)| async move {
-        if stall {
-            // Sends no event at all (only SSE keep-alive comments): the client's idle limit ends it.
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            return None;
-        }
-        it.peek()?;
-        tokio::time::sleep(step).await;
-        if !pinged && last_ping.elapsed() >= ping {
-            last_ping = Instant::now();
-            let e = Event::default().event("ping").data(json!({"timestamp": now(), "task_id": task}).to_string());
-            return Some((Ok::<_, Infallible>(e), (it, last_ping, task, true)));
-        }
-        let (name, data) = it.next()?;
-        Some((Ok(Event::default().event(name).data(data.to_string())), (it, last_ping, task, false)))
-    });
+    let stream =
+        futures_util::stream::unfold((events.into_iter().peekable(), Instant::now(), task, false), move |(mut it, mut last_ping, task, pinged)| async move {
+            if stall {
+                // Sends no event at all (only SSE keep-alive comments): the client's idle limit ends it.
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return None;
+            }
+            it.peek()?;
+            tokio::time::sleep(step).await;
+            if !pinged && last_ping.elapsed() >= ping {
+                last_ping = Instant::now();
+                let e = Event::default().event("ping").data(json!({"timestamp": now(), "task_id": task}).to_string());
+                return Some((Ok::<_, Infallible>(e), (it, last_ping, task, true)));
+            }
+            let (name, data) = it.next()?;
+            Some((Ok(Event::default().event(name).data(data.to_string())), (it, last_ping, task, false)))
+        });
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }
 
@@ -347,7 +358,8 @@ async fn interswarm_message(State(s): State<Swarm>, req: Request) -> Response {
     let Some(body) = v.get("body").or_else(|| v.get("message")).and_then(Value::as_str) else {
         return detail(StatusCode::BAD_REQUEST, "body is required");
     };
-    let targets: Vec<String> = v.get("targets").and_then(Value::as_array).map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect()).unwrap_or_default();
+    let targets: Vec<String> =
+        v.get("targets").and_then(Value::as_array).map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect()).unwrap_or_default();
     if targets.is_empty() {
         return detail(StatusCode::BAD_REQUEST, "targets must name at least one agent@swarm");
     }

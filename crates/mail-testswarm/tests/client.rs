@@ -38,7 +38,8 @@ async fn a_streamed_task_arrives_event_by_event_and_ends_in_broadcast_complete()
     let (url, a, b) = two_swarms().await;
     let c = SwarmClient::new(&url, Some("user-token".into())).unwrap();
     let mut seen = Vec::new();
-    let out = c.send(&SendMessage { body: "Weather in Lyon?".into(), subject: Some("Trip".into()), ..Default::default() }, |e| seen.push(e.unwrap())).await.unwrap();
+    let out =
+        c.send(&SendMessage { body: "Weather in Lyon?".into(), subject: Some("Trip".into()), ..Default::default() }, |e| seen.push(e.unwrap())).await.unwrap();
     assert!(out.completed);
     assert!(out.response.contains("sunny"), "{out:?}");
     let msgs: Vec<_> = seen.iter().filter_map(|e| if let TaskEvent::Message { message, .. } = e { Some(message) } else { None }).collect();
@@ -84,11 +85,14 @@ async fn errors_are_explained_by_status() {
     }
     // A system task error ends the task as failed-by-content: flagged, still completed.
     let mut flagged = false;
-    let out = c.send(&SendMessage { body: "this will fail".into(), ..Default::default() }, |e| {
-        if let Ok(TaskEvent::Message { message, .. }) = e {
-            flagged |= message.payload.is_system_error() && message.msg_type == MsgType::BroadcastComplete;
-        }
-    }).await.unwrap();
+    let out = c
+        .send(&SendMessage { body: "this will fail".into(), ..Default::default() }, |e| {
+            if let Ok(TaskEvent::Message { message, .. }) = e {
+                flagged |= message.payload.is_system_error() && message.msg_type == MsgType::BroadcastComplete;
+            }
+        })
+        .await
+        .unwrap();
     assert!(flagged, "{out:?}");
     // A silent stream is given up on after the idle limit, not waited on forever.
     let quick = SwarmClient::new(&url, Some("user-token".into())).unwrap().with_idle(Duration::from_millis(500));
@@ -105,7 +109,12 @@ async fn an_interswarm_message_is_routed_and_answered_with_a_valid_mail_message(
     let (url, _, _) = two_swarms().await;
     let c = SwarmClient::new(&url, Some("user-token".into())).unwrap();
     let (msg, _) = c
-        .interswarm(&InterswarmSend { user_token: "user-token".into(), body: "Forecast please".into(), targets: vec!["forecast@swarm-b".into()], ..Default::default() })
+        .interswarm(&InterswarmSend {
+            user_token: "user-token".into(),
+            body: "Forecast please".into(),
+            targets: vec!["forecast@swarm-b".into()],
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(msg.msg_type, MsgType::Request);

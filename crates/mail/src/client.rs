@@ -66,7 +66,11 @@ pub fn normalize_url(input: &str) -> Result<String, ClientError> {
     match url.scheme() {
         "https" => {}
         "http" if is_loopback(host) => {}
-        "http" => return Err(ClientError::BadUrl(format!("{input}: plain http is allowed only on this machine (localhost); use https:// so the token is not sent in the clear"))),
+        "http" => {
+            return Err(ClientError::BadUrl(format!(
+                "{input}: plain http is allowed only on this machine (localhost); use https:// so the token is not sent in the clear"
+            )))
+        }
         other => return Err(ClientError::BadUrl(format!("{input}: {other}:// is not a swarm address (https://host:port)"))),
     }
     if url.query().is_some() || url.fragment().is_some() {
@@ -250,7 +254,9 @@ impl SwarmClient {
         let mut events = std::pin::pin!(gatehouse_sse::events(resp.bytes_stream(), MAX_EVENT_BYTES));
         let mut task_id = m.task_id.clone();
         loop {
-            let next = tokio::time::timeout(self.idle, events.next()).await.map_err(|_| ClientError::Interrupted(format!("no event or ping for {} s", self.idle.as_secs_f32())))?;
+            let next = tokio::time::timeout(self.idle, events.next())
+                .await
+                .map_err(|_| ClientError::Interrupted(format!("no event or ping for {} s", self.idle.as_secs_f32())))?;
             let Some(ev) = next else {
                 return Err(ClientError::Interrupted("the swarm closed the stream".into()));
             };

@@ -51,7 +51,8 @@ impl TaskEvent {
             "ping" => TaskEvent::Ping { task_id },
             "new_message" => {
                 let full = v.pointer("/extra_data/full_message").ok_or_else(|| bad(MailError::new("/extra_data/full_message", "is required")))?;
-                let message = Message::from_value(full).map_err(|e| bad(MailError::new(format!("/extra_data/full_message{}", e.field.trim_end_matches('/')), e.message)))?;
+                let message = Message::from_value(full)
+                    .map_err(|e| bad(MailError::new(format!("/extra_data/full_message{}", e.field.trim_end_matches('/')), e.message)))?;
                 TaskEvent::Message { task_id: task_id.unwrap_or_else(|| message.payload.task_id.clone()), message: Box::new(message) }
             }
             "task_complete" => TaskEvent::Complete { task_id: need_task()?, response: response_text(&v), timestamp: s("timestamp") },

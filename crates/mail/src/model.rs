@@ -210,7 +210,8 @@ impl Interswarm {
         schema::check(Kind::Interswarm, v)?;
         let owner = v["task_owner"].as_str().unwrap_or_default().to_string();
         Contributor::parse(&owner).map_err(|m| MailError::new("/task_owner", m))?;
-        let contributors: Vec<String> = v["task_contributors"].as_array().map(|a| a.iter().filter_map(|c| c.as_str().map(str::to_string)).collect()).unwrap_or_default();
+        let contributors: Vec<String> =
+            v["task_contributors"].as_array().map(|a| a.iter().filter_map(|c| c.as_str().map(str::to_string)).collect()).unwrap_or_default();
         for (i, c) in contributors.iter().enumerate() {
             Contributor::parse(c).map_err(|m| MailError::new(format!("/task_contributors/{i}"), m))?;
         }
@@ -237,6 +238,12 @@ impl Interswarm {
     /// The payload as the MAILMessage the receiving swarm would process locally (the
     /// wrapper's id and timestamp), so imported hops sit in the same timeline.
     pub fn as_message(&self) -> Message {
-        Message { id: self.message_id.clone(), timestamp: self.timestamp.clone(), msg_type: self.msg_type, payload: self.payload.clone(), raw: self.raw.clone() }
+        Message {
+            id: self.message_id.clone(),
+            timestamp: self.timestamp.clone(),
+            msg_type: self.msg_type,
+            payload: self.payload.clone(),
+            raw: self.raw.clone(),
+        }
     }
 }

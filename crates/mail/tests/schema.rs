@@ -80,10 +80,22 @@ fn variants_the_schemas_forbid_are_refused_naming_the_field() {
     assert_eq!(refused(&with(&|v| v["id"] = "not-a-uuid".into())).0, "/id");
     assert_eq!(refused(&with(&|v| v["timestamp"] = "yesterday".into())).0, "/timestamp");
     assert_eq!(refused(&with(&|v| v["msg_type"] = "shout".into())).0, "/msg_type");
-    assert_eq!(refused(&with(&|v| { v.as_object_mut().unwrap().remove("id"); })).0, "/id");
+    assert_eq!(
+        refused(&with(&|v| {
+            v.as_object_mut().unwrap().remove("id");
+        }))
+        .0,
+        "/id"
+    );
     assert_eq!(refused(&with(&|v| v["extra"] = 1.into())).0, "/extra");
     // The conditional binding: a request's payload must be a MAILRequest.
-    assert_eq!(refused(&with(&|v| { v["message"].as_object_mut().unwrap().remove("recipient"); })).0, "/message/recipient");
+    assert_eq!(
+        refused(&with(&|v| {
+            v["message"].as_object_mut().unwrap().remove("recipient");
+        }))
+        .0,
+        "/message/recipient"
+    );
     assert_eq!(refused(&with(&|v| v["message"]["sender"]["address_type"] = "robot".into())).0, "/message/sender/address_type");
     assert_eq!(refused(&with(&|v| v["message"]["sender"]["address"] = "".into())).0, "/message/sender/address");
     assert_eq!(refused(&with(&|v| v["message"]["task_id"] = 7.into())).0, "/message/task_id");

@@ -73,11 +73,13 @@ async fn chat(State(s): State<ModelServer>, headers: HeaderMap, Json(body): Json
     if let Some(k) = &s.key {
         let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         if given != Some(k.as_str()) {
-            return (StatusCode::UNAUTHORIZED, Json(json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}))).into_response();
+            return (StatusCode::UNAUTHORIZED, Json(json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})))
+                .into_response();
         }
     }
     let model = body["model"].as_str().unwrap_or("test-model").to_string();
-    let user = body["messages"].as_array().and_then(|m| m.iter().rev().find(|x| x["role"] == "user")).and_then(|m| m["content"].as_str()).unwrap_or("").to_string();
+    let user =
+        body["messages"].as_array().and_then(|m| m.iter().rev().find(|x| x["role"] == "user")).and_then(|m| m["content"].as_str()).unwrap_or("").to_string();
     if user.contains("explode") {
         return (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "the model crashed", "type": "server_error"}}))).into_response();
     }
@@ -85,13 +87,15 @@ async fn chat(State(s): State<ModelServer>, headers: HeaderMap, Json(body): Json
         tokio::time::sleep(std::time::Duration::from_secs(60)).await;
     }
     let answer = format!("{model} read: {user}");
-    let prompt_tokens = body["messages"].as_array().map(|m| m.iter().map(|x| x["content"].as_str().unwrap_or("").split_whitespace().count()).sum::<usize>()).unwrap_or(0);
+    let prompt_tokens =
+        body["messages"].as_array().map(|m| m.iter().map(|x| x["content"].as_str().unwrap_or("").split_whitespace().count()).sum::<usize>()).unwrap_or(0);
     let words: Vec<String> = answer.split_inclusive(' ').map(str::to_string).collect();
     let completion_tokens = words.len();
     if !body["stream"].as_bool().unwrap_or(false) {
         return Json(json!({"id": "chatcmpl-test", "object": "chat.completion", "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}})).into_response();
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}}))
+        .into_response();
     }
     let mut events: Vec<String> = words
         .iter()

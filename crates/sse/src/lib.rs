@@ -37,7 +37,8 @@ where
     S: Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
 {
-    let state = Reader { body: Box::pin(body), max_event, buf: Vec::new(), start: 0, scanned: 0, pending: Event::default(), size: 0, has_data: false, done: false };
+    let state =
+        Reader { body: Box::pin(body), max_event, buf: Vec::new(), start: 0, scanned: 0, pending: Event::default(), size: 0, has_data: false, done: false };
     futures_util::stream::unfold(state, |mut r| async move {
         let item = r.next_event().await?;
         Some((item, r))

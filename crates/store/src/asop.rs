@@ -150,12 +150,18 @@ impl Store {
 
     /// Steps waiting for the user, oldest first.
     pub fn asop_pending(&self) -> Result<Vec<AsopStepRow>> {
-        self.read(|c| Ok(c.prepare_cached(&format!("{STEP} WHERE decision = 'pending' ORDER BY row"))?.query_map([], step_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!("{STEP} WHERE decision = 'pending' ORDER BY row"))?.query_map([], step_row)?.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 
     /// A session's steps in order (its timeline).
     pub fn asop_session(&self, session_id: &str) -> Result<Vec<AsopStepRow>> {
-        self.read(|c| Ok(c.prepare_cached(&format!("{STEP} WHERE session_id = ?1 ORDER BY row"))?.query_map([session_id], step_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!("{STEP} WHERE session_id = ?1 ORDER BY row"))?
+                .query_map([session_id], step_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 
     /// Sessions, newest activity first: (session id, agent name, steps, last step time).
@@ -187,6 +193,11 @@ impl Store {
     }
 
     pub fn asop_agent_timeout(&self, agent_id: &str) -> Result<Option<u64>> {
-        self.read(|c| Ok(c.query_row("SELECT timeout_ms FROM asop_agents WHERE agent_id = ?1", [agent_id], |r| r.get::<_, Option<i64>>(0)).optional()?.flatten().map(|t| t as u64)))
+        self.read(|c| {
+            Ok(c.query_row("SELECT timeout_ms FROM asop_agents WHERE agent_id = ?1", [agent_id], |r| r.get::<_, Option<i64>>(0))
+                .optional()?
+                .flatten()
+                .map(|t| t as u64))
+        })
     }
 }

@@ -20,8 +20,8 @@ use std::time::Instant;
 use rusqlite::Connection;
 
 use super::{
-    answer, blocking, checkpoint, commit_batch, run_job, wal_checkpoint, AcceptResult, Checkpointer, Job, StoreError,
-    CHECKPOINT_EVERY, CHECKPOINT_EVERY_COMMITS, MAX_BATCH,
+    answer, blocking, checkpoint, commit_batch, run_job, wal_checkpoint, AcceptResult, Checkpointer, Job, StoreError, CHECKPOINT_EVERY,
+    CHECKPOINT_EVERY_COMMITS, MAX_BATCH,
 };
 
 type Settled = Vec<(Job, AcceptResult)>;
@@ -96,12 +96,7 @@ fn sync_file(path: &Path, file: &mut Option<std::fs::File>) -> std::io::Result<(
     f.sync_data()
 }
 
-pub(crate) fn committer(
-    conn: Arc<Mutex<Connection>>,
-    jobs: std::sync::mpsc::Receiver<Job>,
-    mut helper: Option<Checkpointer>,
-    mut syncer: Option<Syncer>,
-) {
+pub(crate) fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>, mut helper: Option<Checkpointer>, mut syncer: Option<Syncer>) {
     let lock = || conn.lock().unwrap_or_else(|p| p.into_inner());
     let mut since_checkpoint = 0u32;
     let mut last_checkpoint = Instant::now();

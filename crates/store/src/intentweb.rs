@@ -103,7 +103,8 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<IwMessageRow> {
 }
 
 const SITE: &str = "SELECT origin, company, manifest, yaml, last_updated, fetched_at, site_key FROM iw_sites";
-const CONV: &str = "SELECT interaction_id, origin, endpoint, capability, initial, query_hash, state, status, external_id, created_at, updated_at FROM iw_conversations";
+const CONV: &str =
+    "SELECT interaction_id, origin, endpoint, capability, initial, query_hash, state, status, external_id, created_at, updated_at FROM iw_conversations";
 const MSG: &str = "SELECT row, interaction_id, direction, flow_type, message, html, envelope, verdict, warning, accepted, at FROM iw_messages";
 
 impl Store {
@@ -156,11 +157,27 @@ impl Store {
 
     /// Conversations, newest first.
     pub fn iw_conversations(&self, limit: usize) -> Result<Vec<IwConversationRow>> {
-        self.read(|c| Ok(c.prepare_cached(&format!("{CONV} ORDER BY updated_at DESC, interaction_id LIMIT ?1"))?.query_map([limit as i64], conv_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!("{CONV} ORDER BY updated_at DESC, interaction_id LIMIT ?1"))?
+                .query_map([limit as i64], conv_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub fn iw_message_add(&self, interaction_id: &str, direction: &str, flow_type: &str, message: &str, html: Option<&str>, envelope: &serde_json::Value, verdict: Option<&serde_json::Value>, warning: Option<&str>, accepted: bool, at: &str) -> Result<i64> {
+    pub fn iw_message_add(
+        &self,
+        interaction_id: &str,
+        direction: &str,
+        flow_type: &str,
+        message: &str,
+        html: Option<&str>,
+        envelope: &serde_json::Value,
+        verdict: Option<&serde_json::Value>,
+        warning: Option<&str>,
+        accepted: bool,
+        at: &str,
+    ) -> Result<i64> {
         let conn = self.conn();
         conn.execute(
             "INSERT INTO iw_messages (interaction_id, direction, flow_type, message, html, envelope, verdict, warning, accepted, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -172,7 +189,11 @@ impl Store {
     }
 
     pub fn iw_messages(&self, interaction_id: &str) -> Result<Vec<IwMessageRow>> {
-        self.read(|c| Ok(c.prepare_cached(&format!("{MSG} WHERE interaction_id = ?1 ORDER BY row"))?.query_map([interaction_id], message_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!("{MSG} WHERE interaction_id = ?1 ORDER BY row"))?
+                .query_map([interaction_id], message_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 
     /// Records a site's nonce; false when it was accepted before (a replay).

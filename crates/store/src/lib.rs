@@ -7,11 +7,11 @@
 mod asop;
 mod commit;
 mod intentweb;
-mod replies;
 mod mail;
-mod retention;
 mod migrations;
 mod model;
+mod replies;
+mod retention;
 mod uamp;
 
 /// For upgrade tests: a database file at an older schema, as an earlier Gatehouse left it.
@@ -24,11 +24,11 @@ pub fn create_at_schema(path: &Path, version: usize) -> Result<Connection> {
 }
 
 pub use asop::*;
-pub use replies::*;
-pub use retention::*;
 pub use intentweb::*;
 pub use mail::*;
 pub use model::*;
+pub use replies::*;
+pub use retention::*;
 pub use uamp::*;
 
 use std::path::Path;
@@ -52,9 +52,7 @@ pub enum StoreError {
     CommitFailed(String),
     #[error("cannot open the database file {path}: {source}")]
     File { path: String, source: std::io::Error },
-    #[error(
-        "the database was written by a newer Gatehouse (schema {found}, this build knows {known})"
-    )]
+    #[error("the database was written by a newer Gatehouse (schema {found}, this build knows {known})")]
     TooNew { found: i64, known: i64 },
     #[error("{0}")]
     Invalid(String),
@@ -217,7 +215,9 @@ enum Job {
         reply: Reply<()>,
     },
     /// Bring the search index up to date now (a search is about to run).
-    IndexSearch { reply: Reply<()> },
+    IndexSearch {
+        reply: Reply<()>,
+    },
     /// From the syncer: the batch it had is durable and answered.
     Synced,
     /// From the store being dropped: finish what is queued, then stop.
@@ -233,10 +233,7 @@ struct Serialized {
 
 impl Job {
     fn accept(rec: NewEnvelope, limits: &RateLimit, reply: Reply<Result<i64, AcceptRefusal>>) -> Job {
-        let json = Serialized {
-            receipt: rec.receipt.receipt.to_string(),
-            exec_result: rec.exec_result.as_ref().map(|r| r.to_string()),
-        };
+        let json = Serialized { receipt: rec.receipt.receipt.to_string(), exec_result: rec.exec_result.as_ref().map(|r| r.to_string()) };
         Job::Accept { rec: Box::new(rec), limits: limits.clone(), json, reply }
     }
 
@@ -375,11 +372,7 @@ impl Store {
         let conn = match pooled {
             Some(c) => c,
             None => {
-                let c = Connection::open_with_flags(
-                    path,
-                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )?;
+                let c = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
                 c.busy_timeout(std::time::Duration::from_secs(10))?;
                 // Readers answer small indexed queries; many of them share the OS page
                 // cache, so each keeps a small cache of its own (512 KiB, not 2 MiB).
@@ -421,10 +414,9 @@ impl Store {
 
     pub fn trust_update(&self, key: &str, name: Option<&str>, policy: &Policy) -> Result<()> {
         let key = sender_key(&key);
-        let n = self.conn().execute(
-            "UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1",
-            params![key, serde_json::to_string(policy)?, name],
-        )?;
+        let n = self
+            .conn()
+            .execute("UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1", params![key, serde_json::to_string(policy)?, name])?;
         if n == 0 {
             return Err(StoreError::NotTrusted(key));
         }
@@ -433,13 +425,7 @@ impl Store {
 
     pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
         self.read(|conn| {
-            let row = conn
-                .query_row(
-                    &format!("{TRUST_SELECT} WHERE public_key = ?1"),
-                    [sender_key(&key)],
-                    trust_columns,
-                )
-                .optional()?;
+            let row = conn.query_row(&format!("{TRUST_SELECT} WHERE public_key = ?1"), [sender_key(&key)], trust_columns).optional()?;
             row.map(trust_entry).transpose()
         })
     }
@@ -468,59 +454,25 @@ impl Store {
     // ---- pending sender requests ------------------------------------------------------
 
     /// Records that an unknown (but correctly signing) sender knocked.
-    pub fn pending_record(
-        &self,
-        key: &str,
-        scope: &str,
-        envelope_id: &str,
-        now: &str,
-    ) -> Result<()> {
-        upsert_pending(
-            &self.conn(),
-            &Knock {
-                sender: key.to_string(),
-                scope: scope.to_string(),
-                envelope_id: envelope_id.to_string(),
-                at: now.to_string(),
-            },
-        )
+    pub fn pending_record(&self, key: &str, scope: &str, envelope_id: &str, now: &str) -> Result<()> {
+        upsert_pending(&self.conn(), &Knock { sender: key.to_string(), scope: scope.to_string(), envelope_id: envelope_id.to_string(), at: now.to_string() })
     }
 
     pub fn pending_list(&self) -> Result<Vec<PendingSender>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(
-                "SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id FROM pending_senders ORDER BY last_seen DESC",
-            )?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get(5)?,
-                ))
-            })?;
+            let mut stmt =
+                conn.prepare("SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id FROM pending_senders ORDER BY last_seen DESC")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?)))?;
             rows.map(|row| {
                 let (public_key, first_seen, last_seen, count, scopes, last_envelope_id) = row?;
-                Ok(PendingSender {
-                    public_key,
-                    first_seen,
-                    last_seen,
-                    count,
-                    scopes_tried: serde_json::from_str(&scopes)?,
-                    last_envelope_id,
-                })
+                Ok(PendingSender { public_key, first_seen, last_seen, count, scopes_tried: serde_json::from_str(&scopes)?, last_envelope_id })
             })
             .collect()
         })
     }
 
     pub fn pending_remove(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute(
-            "DELETE FROM pending_senders WHERE public_key = ?1",
-            [sender_key(&key)],
-        )? > 0)
+        Ok(self.conn().execute("DELETE FROM pending_senders WHERE public_key = ?1", [sender_key(&key)])? > 0)
     }
 
     // ---- acceptance (nonce + envelope + receipt in one transaction) -------------------
@@ -582,9 +534,7 @@ impl Store {
             let tx = c.unchecked_transaction()?;
             // One small read per envelope while nothing changed; the whole view again,
             // in the same snapshot, once anything that decides admission did.
-            let version: i64 = tx
-                .prepare_cached("SELECT n FROM admission_version")?
-                .query_row([], |r| r.get(0))?;
+            let version: i64 = tx.prepare_cached("SELECT n FROM admission_version")?.query_row([], |r| r.get(0))?;
             let cache_key = (key.clone(), setting.to_string());
             {
                 let cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
@@ -592,21 +542,14 @@ impl Store {
                     return Ok(a.clone());
                 }
             }
-            let blocked = tx
-                .prepare_cached("SELECT 1 FROM blocked WHERE public_key = ?1")?
-                .query_row([&key], |_| Ok(()))
-                .optional()?
-                .is_some();
+            let blocked = tx.prepare_cached("SELECT 1 FROM blocked WHERE public_key = ?1")?.query_row([&key], |_| Ok(())).optional()?.is_some();
             let trust = tx
                 .prepare_cached(&format!("{TRUST_SELECT} WHERE public_key = ?1"))?
                 .query_row([&key], trust_columns)
                 .optional()?
                 .map(trust_entry)
                 .transpose()?;
-            let setting = tx
-                .prepare_cached("SELECT value FROM settings WHERE key = ?1")?
-                .query_row([setting], |r| r.get(0))
-                .optional()?;
+            let setting = tx.prepare_cached("SELECT value FROM settings WHERE key = ?1")?.query_row([setting], |r| r.get(0)).optional()?;
             tx.finish()?;
             let admission = Admission { blocked, trust, setting, version };
             let mut cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
@@ -620,14 +563,7 @@ impl Store {
     }
 
     pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {
-        self.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?
-                    .query_row([nonce], |_| Ok(()))
-                    .optional()?
-                    .is_some(),
-            )
-        })
+        self.read(|c| Ok(c.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?.query_row([nonce], |_| Ok(())).optional()?.is_some()))
     }
 
     /// Records a rejection (every submission leaves a receipt the user can read). Shares
@@ -673,13 +609,7 @@ impl Store {
             match by_row {
                 Some(id) => Ok(Some(id)),
                 // Nonces recorded before schema 3 have no row id: look the hard way.
-                None => Ok(c
-                    .query_row(
-                        "SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1",
-                        [sha],
-                        |r| r.get(0),
-                    )
-                    .optional()?),
+                None => Ok(c.query_row("SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1", [sha], |r| r.get(0)).optional()?),
             }
         })?;
         match receipt_id {
@@ -691,18 +621,14 @@ impl Store {
     pub fn receipt(&self, receipt_id: &str) -> Result<Option<ReceiptRow>> {
         self.read(|conn| {
             let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} WHERE receipt_id = ?1"))?;
-            stmt.query_row([receipt_id], receipt_from_row)
-                .optional()
-                .map_err(Into::into)
+            stmt.query_row([receipt_id], receipt_from_row).optional().map_err(Into::into)
         })
     }
 
     /// Newest first.
     pub fn receipts(&self, limit: u32, offset: u32) -> Result<Vec<ReceiptRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!(
-                "{RECEIPT_SELECT} ORDER BY seq DESC LIMIT ?1 OFFSET ?2"
-            ))?;
+            let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} ORDER BY seq DESC LIMIT ?1 OFFSET ?2"))?;
             let rows = stmt.query_map(params![limit, offset], receipt_from_row)?;
             rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
         })
@@ -711,9 +637,7 @@ impl Store {
     /// Newest first.
     pub fn envelopes(&self, limit: u32, offset: u32) -> Result<Vec<EnvelopeRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!(
-                "{ENVELOPE_SELECT} ORDER BY id DESC LIMIT ?1 OFFSET ?2"
-            ))?;
+            let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} ORDER BY id DESC LIMIT ?1 OFFSET ?2"))?;
             let rows = stmt.query_map(params![limit, offset], envelope_from_row)?;
             rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
         })
@@ -722,29 +646,19 @@ impl Store {
     pub fn envelope(&self, id: i64) -> Result<Option<EnvelopeRow>> {
         self.read(|conn| {
             let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE id = ?1"))?;
-            stmt.query_row([id], envelope_from_row)
-                .optional()
-                .map_err(Into::into)
+            stmt.query_row([id], envelope_from_row).optional().map_err(Into::into)
         })
     }
 
     pub fn envelopes_with_status(&self, status: ExecStatus) -> Result<Vec<EnvelopeRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!(
-                "{ENVELOPE_SELECT} WHERE exec_status = ?1 ORDER BY id"
-            ))?;
+            let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE exec_status = ?1 ORDER BY id"))?;
             let rows = stmt.query_map([status.as_str()], envelope_from_row)?;
             rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
         })
     }
 
-    pub fn set_exec(
-        &self,
-        id: i64,
-        status: ExecStatus,
-        result: Option<&serde_json::Value>,
-        now: &str,
-    ) -> Result<()> {
+    pub fn set_exec(&self, id: i64, status: ExecStatus, result: Option<&serde_json::Value>, now: &str) -> Result<()> {
         self.conn().execute(
             "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
             params![id, status.as_str(), result.map(|r| r.to_string()), now],
@@ -754,20 +668,12 @@ impl Store {
 
     /// Several executor status changes (the runner works in batches), committed with
     /// whatever else is being committed at the time.
-    pub fn set_exec_many(
-        &self,
-        updates: &[(i64, ExecStatus, Option<serde_json::Value>)],
-        now: &str,
-    ) -> Result<()> {
+    pub fn set_exec_many(&self, updates: &[(i64, ExecStatus, Option<serde_json::Value>)], now: &str) -> Result<()> {
         if updates.is_empty() {
             return Ok(());
         }
         let (reply, answer) = blocking();
-        self.enqueue(Job::SetExec {
-            updates: updates.to_vec(),
-            now: now.to_string(),
-            reply,
-        });
+        self.enqueue(Job::SetExec { updates: updates.to_vec(), now: now.to_string(), reply });
         self.commit_until_answered(&answer)
     }
 
@@ -797,9 +703,7 @@ impl Store {
     /// Drops nonces whose envelopes have expired: an expired envelope is rejected at
     /// step 5, before the replay check, so its nonce can no longer matter.
     pub fn gc_nonces(&self, now_ms: i64) -> Result<usize> {
-        Ok(self
-            .conn()
-            .execute("DELETE FROM nonces WHERE expires_at_ms < ?1", [now_ms])?)
+        Ok(self.conn().execute("DELETE FROM nonces WHERE expires_at_ms < ?1", [now_ms])?)
     }
 
     // ---- the inbox list ---------------------------------------------------------------
@@ -816,12 +720,7 @@ impl Store {
         let mut sql = String::new();
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         // Appends a clause whose `?` is the next parameter.
-        fn arg(
-            sql: &mut String,
-            args: &mut Vec<rusqlite::types::Value>,
-            clause: &str,
-            v: rusqlite::types::Value,
-        ) {
+        fn arg(sql: &mut String, args: &mut Vec<rusqlite::types::Value>, clause: &str, v: rusqlite::types::Value) {
             args.push(v);
             sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
         }
@@ -830,36 +729,16 @@ impl Store {
             args.len()
         });
         if let Some(s) = f.scope.as_deref().filter(|s| !s.is_empty()) {
-            arg(
-                &mut sql,
-                &mut args,
-                " AND r.scope = ?",
-                s.to_string().into(),
-            );
+            arg(&mut sql, &mut args, " AND r.scope = ?", s.to_string().into());
         }
         match f.status.as_deref() {
             None | Some("") => {}
-            Some(s @ ("accepted" | "rejected")) => arg(
-                &mut sql,
-                &mut args,
-                " AND r.status = ?",
-                s.to_string().into(),
-            ),
-            Some(s) => arg(
-                &mut sql,
-                &mut args,
-                " AND e.exec_status = ?",
-                s.to_string().into(),
-            ),
+            Some(s @ ("accepted" | "rejected")) => arg(&mut sql, &mut args, " AND r.status = ?", s.to_string().into()),
+            Some(s) => arg(&mut sql, &mut args, " AND e.exec_status = ?", s.to_string().into()),
         }
         if let Some(t) = f.transport.as_deref().filter(|s| !s.is_empty()) {
             // "folder" matches "folder:<file name>".
-            arg(
-                &mut sql,
-                &mut args,
-                " AND (r.transport = ? OR r.transport GLOB ? || ':*')",
-                t.to_string().into(),
-            );
+            arg(&mut sql, &mut args, " AND (r.transport = ? OR r.transport GLOB ? || ':*')", t.to_string().into());
         }
         if f.search.as_deref().is_some_and(|q| !q.trim().is_empty()) {
             // Receipts are indexed in batches; a search sees every one stored so far.
@@ -869,17 +748,8 @@ impl Store {
         }
         if let Some(q) = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             // Each word a quoted FTS5 string: user text never becomes query syntax.
-            let query = q
-                .split_whitespace()
-                .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
-                .collect::<Vec<_>>()
-                .join(" ");
-            arg(
-                &mut sql,
-                &mut args,
-                " AND r.seq IN (SELECT rowid FROM receipts_fts WHERE receipts_fts MATCH ?)",
-                query.into(),
-            );
+            let query = q.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" ");
+            arg(&mut sql, &mut args, " AND r.seq IN (SELECT rowid FROM receipts_fts WHERE receipts_fts MATCH ?)", query.into());
         }
         if let Some(b) = f.before_seq {
             arg(&mut sql, &mut args, " AND r.seq < ?", b.into());
@@ -964,10 +834,7 @@ impl Store {
 
     /// Forgets per-minute usage older than three days (no window or "today" reaches it).
     pub fn gc_usage(&self, now_ms: i64) -> Result<usize> {
-        Ok(self.conn().execute(
-            "DELETE FROM usage_minutes WHERE minute < ?1",
-            [minute_of(now_ms - USAGE_KEPT_MS)],
-        )?)
+        Ok(self.conn().execute("DELETE FROM usage_minutes WHERE minute < ?1", [minute_of(now_ms - USAGE_KEPT_MS)])?)
     }
 
     // ---- blocked senders and the audit log ---------------------------------------------
@@ -990,60 +857,30 @@ impl Store {
     }
 
     pub fn unblock(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute(
-            "DELETE FROM blocked WHERE public_key = ?1",
-            [sender_key(&key)],
-        )? > 0)
+        Ok(self.conn().execute("DELETE FROM blocked WHERE public_key = ?1", [sender_key(&key)])? > 0)
     }
 
     pub fn is_blocked(&self, key: &str) -> Result<bool> {
-        self.read(|c| {
-            Ok(c.query_row(
-                "SELECT 1 FROM blocked WHERE public_key = ?1",
-                [sender_key(&key)],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
-        })
+        self.read(|c| Ok(c.query_row("SELECT 1 FROM blocked WHERE public_key = ?1", [sender_key(&key)], |_| Ok(())).optional()?.is_some()))
     }
 
     pub fn blocked_list(&self) -> Result<Vec<BlockedSender>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(
-                "SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC",
-            )?;
-            let rows = stmt.query_map([], |r| {
-                Ok(BlockedSender {
-                    public_key: r.get(0)?,
-                    blocked_at: r.get(1)?,
-                    reason: r.get(2)?,
-                })
-            })?;
+            let mut stmt = conn.prepare("SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC")?;
+            let rows = stmt.query_map([], |r| Ok(BlockedSender { public_key: r.get(0)?, blocked_at: r.get(1)?, reason: r.get(2)? }))?;
             rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
         })
     }
 
-    pub fn audit(
-        &self,
-        action: &str,
-        subject: Option<&str>,
-        detail: &serde_json::Value,
-        now: &str,
-    ) -> Result<()> {
-        self.conn().execute(
-            "INSERT INTO audit (at, action, subject, detail) VALUES (?1, ?2, ?3, ?4)",
-            params![now, action, subject, detail.to_string()],
-        )?;
+    pub fn audit(&self, action: &str, subject: Option<&str>, detail: &serde_json::Value, now: &str) -> Result<()> {
+        self.conn().execute("INSERT INTO audit (at, action, subject, detail) VALUES (?1, ?2, ?3, ?4)", params![now, action, subject, detail.to_string()])?;
         Ok(())
     }
 
     /// Newest first.
     pub fn audit_list(&self, limit: u32) -> Result<Vec<AuditEntry>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(
-                "SELECT id, at, action, subject, detail FROM audit ORDER BY id DESC LIMIT ?1",
-            )?;
+            let mut stmt = conn.prepare("SELECT id, at, action, subject, detail FROM audit ORDER BY id DESC LIMIT ?1")?;
             let rows = stmt.query_map([limit], |r| {
                 let detail: String = r.get(4)?;
                 Ok(AuditEntry {
@@ -1068,25 +905,15 @@ impl Store {
                     SELECT seq FROM receipts WHERE seq > (SELECT last_seq FROM search_progress) AND sender = ?1)
                  ORDER BY seq DESC LIMIT 1"
             ))?;
-            stmt.query_row(params![sender_key(&sender), code], receipt_from_row)
-                .optional()
-                .map_err(Into::into)
+            stmt.query_row(params![sender_key(&sender), code], receipt_from_row).optional().map_err(Into::into)
         })
     }
 
     // ---- settings -----------------------------------------------------------------
 
     pub fn setting<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
-        let v: Option<String> = self.read(|c| {
-            Ok(
-                c.query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
-                    r.get(0)
-                })
-                .optional()?,
-            )
-        })?;
-        v.map(|s| serde_json::from_str(&s).map_err(Into::into))
-            .transpose()
+        let v: Option<String> = self.read(|c| Ok(c.query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| r.get(0)).optional()?))?;
+        v.map(|s| serde_json::from_str(&s).map_err(Into::into)).transpose()
     }
 
     pub fn set_setting<T: serde::Serialize>(&self, key: &str, value: &T) -> Result<()> {
@@ -1140,10 +967,7 @@ pub const MAX_SCOPES_TRIED: usize = 16;
 
 fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
     let key = sender_key(&k.sender);
-    let scopes: Option<String> = conn
-        .prepare_cached("SELECT scopes FROM pending_senders WHERE public_key = ?1")?
-        .query_row([&key], |r| r.get(0))
-        .optional()?;
+    let scopes: Option<String> = conn.prepare_cached("SELECT scopes FROM pending_senders WHERE public_key = ?1")?.query_row([&key], |r| r.get(0)).optional()?;
     let new_key = scopes.is_none();
     let mut scopes: Vec<String> = match scopes {
         Some(s) => serde_json::from_str(&s)?,
@@ -1181,9 +1005,7 @@ fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
             insert_receipt_as(tx, row, row.envelope_row, &json.receipt).map(|()| Ok(0))
         }
         Job::SetExec { updates, now, .. } => {
-            let mut stmt = tx.prepare_cached(
-                "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
-            )?;
+            let mut stmt = tx.prepare_cached("UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1")?;
             for (id, status, result) in updates {
                 stmt.execute(params![id, status.as_str(), result.as_ref().map(|r| r.to_string()), now])?;
             }
@@ -1210,19 +1032,12 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Ser
             return Ok(Err(AcceptRefusal::Stale));
         }
     }
-    let seen: bool = tx
-        .prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?
-        .query_row([&rec.nonce], |_| Ok(true))
-        .optional()?
-        .unwrap_or(false);
+    let seen: bool = tx.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?.query_row([&rec.nonce], |_| Ok(true)).optional()?.unwrap_or(false);
     if seen {
         return Ok(Err(AcceptRefusal::Replay));
     }
     let minute = minute_of(rec.received_ms);
-    for (window, secs, limit) in [
-        ("hour", 3600i64, limits.max_per_hour),
-        ("day", 86_400, limits.max_per_day),
-    ] {
+    for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
         let Some(limit) = limit else { continue };
         // Whole minutes: the minute the window starts in counts in full, so a limit may
         // bite up to a minute early but never lets more through (docs/interop.md).
@@ -1234,11 +1049,7 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Ser
             // The window frees a slot when its oldest minute falls out of it.
             let frees_at = oldest.map_or(rec.received_ms, |m| (m + 1) * MINUTE_MS) + secs * 1000;
             let retry_after_secs = ((frees_at - rec.received_ms).max(1000) as u64).div_ceil(1000);
-            return Ok(Err(AcceptRefusal::RateLimited {
-                window,
-                limit,
-                retry_after_secs,
-            }));
+            return Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs }));
         }
     }
     tx.prepare_cached(
@@ -1250,14 +1061,30 @@ fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Ser
             ?21, CASE WHEN ?21 IS NULL THEN NULL ELSE ?12 END)",
     )?
     .execute(params![
-            rec.envelope_id, rec.sender, rec.recipient, rec.scope, rec.payload_type, rec.conversation_id,
-            rec.in_reply_to, rec.on_behalf_of, rec.prompt, rec.timestamp, rec.expires_at, rec.received_at,
-            rec.received_ms, rec.transport, rec.signed_form, rec.raw, rec.raw_sha256, rec.receipt.receipt_id,
-            rec.executor, rec.exec_status.as_str(), json.exec_result,
-        ])?;
+        rec.envelope_id,
+        rec.sender,
+        rec.recipient,
+        rec.scope,
+        rec.payload_type,
+        rec.conversation_id,
+        rec.in_reply_to,
+        rec.on_behalf_of,
+        rec.prompt,
+        rec.timestamp,
+        rec.expires_at,
+        rec.received_at,
+        rec.received_ms,
+        rec.transport,
+        rec.signed_form,
+        rec.raw,
+        rec.raw_sha256,
+        rec.receipt.receipt_id,
+        rec.executor,
+        rec.exec_status.as_str(),
+        json.exec_result,
+    ])?;
     let id = tx.last_insert_rowid();
-    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_row) VALUES (?1, ?2, ?3)")?
-        .execute(params![rec.nonce, rec.expires_at_ms, id])?;
+    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_row) VALUES (?1, ?2, ?3)")?.execute(params![rec.nonce, rec.expires_at_ms, id])?;
     insert_receipt_as(tx, &rec.receipt, Some(id), &json.receipt)?;
     tx.prepare_cached(
         "INSERT INTO usage_minutes (sender, minute, n) VALUES (?1, ?2, 1)
@@ -1286,16 +1113,10 @@ fn trust_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrustColumns> {
 }
 
 fn trust_entry((public_key, name, added_at, policy): TrustColumns) -> Result<TrustEntry> {
-    Ok(TrustEntry {
-        public_key,
-        name,
-        added_at,
-        policy: serde_json::from_str(&policy)?,
-    })
+    Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
 }
 
-const RECEIPT_SELECT: &str =
-    "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
+const RECEIPT_SELECT: &str = "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
     transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row FROM receipts";
 
 fn insert_receipt(conn: &Connection, r: &ReceiptRow) -> Result<()> {
@@ -1310,9 +1131,22 @@ fn insert_receipt_as(conn: &Connection, r: &ReceiptRow, envelope_row: Option<i64
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
-            r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at, r.received_ms,
-            r.transport, r.sender, r.scope, r.body, r.body_truncated, receipt, r.prompt, envelope_row,
-        ])?;
+        r.receipt_id,
+        r.envelope_id,
+        r.status,
+        r.code,
+        r.message,
+        r.received_at,
+        r.received_ms,
+        r.transport,
+        r.sender,
+        r.scope,
+        r.body,
+        r.body_truncated,
+        receipt,
+        r.prompt,
+        envelope_row,
+    ])?;
     Ok(())
 }
 

@@ -187,7 +187,19 @@ impl Store {
         let n = conn.execute(
             "INSERT OR IGNORE INTO mail_messages (id, task_id, ts, msg_type, tier, sender, recipients, subject, body, system_error, raw)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![m.id, m.task_id, m.ts, m.msg_type, m.tier as i64, m.sender, serde_json::to_string(&m.recipients)?, m.subject, m.body, m.system_error, m.raw],
+            params![
+                m.id,
+                m.task_id,
+                m.ts,
+                m.msg_type,
+                m.tier as i64,
+                m.sender,
+                serde_json::to_string(&m.recipients)?,
+                m.subject,
+                m.body,
+                m.system_error,
+                m.raw
+            ],
         )?;
         conn.execute("UPDATE mail_tasks SET updated_at = ?2 WHERE task_id = ?1", params![m.task_id, at])?;
         Ok(n > 0)
@@ -212,7 +224,10 @@ impl Store {
                 all.push(c.clone());
             }
         }
-        tx.execute("UPDATE mail_tasks SET task_owner = coalesce(task_owner, ?2), contributors = ?3 WHERE task_id = ?1", params![task_id, owner, serde_json::to_string(&all)?])?;
+        tx.execute(
+            "UPDATE mail_tasks SET task_owner = coalesce(task_owner, ?2), contributors = ?3 WHERE task_id = ?1",
+            params![task_id, owner, serde_json::to_string(&all)?],
+        )?;
         tx.commit()?;
         Ok(())
     }

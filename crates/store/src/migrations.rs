@@ -382,10 +382,7 @@ pub fn run_to(conn: &mut Connection, target: usize) -> Result<()> {
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let known = MIGRATIONS.len() as i64;
     if current > known {
-        return Err(StoreError::TooNew {
-            found: current,
-            known,
-        });
+        return Err(StoreError::TooNew { found: current, known });
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().take(target).skip(current as usize) {
         let tx = conn.transaction()?;

@@ -38,11 +38,7 @@ pub struct Policy {
     #[serde(rename = "x-allow-delegation", default = "yes")]
     pub allow_delegation: bool,
     /// Scopes the user chose "always allow" for, exempt from `x-hold-for-consent`.
-    #[serde(
-        rename = "x-consent-granted-scopes",
-        default,
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(rename = "x-consent-granted-scopes", default, skip_serializing_if = "Vec::is_empty")]
     pub consent_granted_scopes: Vec<String>,
     /// For UAMP senders named by a DID that does not carry its key (did:web): the keys
     /// read from its DID document when the user added it, by `kid`.
@@ -144,16 +140,9 @@ impl ExecStatus {
     }
 
     pub fn parse(s: &str) -> Option<ExecStatus> {
-        [
-            ExecStatus::Queued,
-            ExecStatus::Held,
-            ExecStatus::Running,
-            ExecStatus::Succeeded,
-            ExecStatus::Failed,
-            ExecStatus::Denied,
-        ]
-        .into_iter()
-        .find(|x| x.as_str() == s)
+        [ExecStatus::Queued, ExecStatus::Held, ExecStatus::Running, ExecStatus::Succeeded, ExecStatus::Failed, ExecStatus::Denied]
+            .into_iter()
+            .find(|x| x.as_str() == s)
     }
 }
 

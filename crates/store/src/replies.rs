@@ -51,7 +51,17 @@ const REPLY: &str = "SELECT id, envelope_row, in_reply_to, conversation_id, reci
 impl Store {
     /// Keeps a draft answer to the envelope at `envelope_row`.
     #[allow(clippy::too_many_arguments)]
-    pub fn reply_draft(&self, envelope_row: i64, in_reply_to: &str, conversation_id: &str, recipient: &str, endpoint: &str, scope: &str, text: &str, at: &str) -> Result<i64> {
+    pub fn reply_draft(
+        &self,
+        envelope_row: i64,
+        in_reply_to: &str,
+        conversation_id: &str,
+        recipient: &str,
+        endpoint: &str,
+        scope: &str,
+        text: &str,
+        at: &str,
+    ) -> Result<i64> {
         let conn = self.conn();
         conn.execute(
             "INSERT INTO replies (envelope_row, in_reply_to, conversation_id, recipient, endpoint, scope, text, state, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'draft', ?8, ?8)",
@@ -69,7 +79,15 @@ impl Store {
         Ok(self.conn().execute("UPDATE replies SET text = ?2, updated_at = ?3 WHERE id = ?1 AND state IN ('draft', 'failed')", params![id, text, at])? > 0)
     }
 
-    pub fn reply_finish(&self, id: i64, state: &str, envelope: Option<&serde_json::Value>, receipt: Option<&serde_json::Value>, error: Option<&str>, at: &str) -> Result<()> {
+    pub fn reply_finish(
+        &self,
+        id: i64,
+        state: &str,
+        envelope: Option<&serde_json::Value>,
+        receipt: Option<&serde_json::Value>,
+        error: Option<&str>,
+        at: &str,
+    ) -> Result<()> {
         self.conn().execute(
             "UPDATE replies SET state = ?2, sent_envelope = coalesce(?3, sent_envelope), receipt = ?4, error = ?5, updated_at = ?6 WHERE id = ?1",
             params![id, state, envelope.map(|e| e.to_string()), receipt.map(|r| r.to_string()), error, at],
@@ -78,15 +96,25 @@ impl Store {
     }
 
     pub fn replies_for_envelope(&self, envelope_row: i64) -> Result<Vec<ReplyRow>> {
-        self.read(|c| Ok(c.prepare_cached(&format!("{REPLY} WHERE envelope_row = ?1 ORDER BY id"))?.query_map([envelope_row], reply_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!("{REPLY} WHERE envelope_row = ?1 ORDER BY id"))?
+                .query_map([envelope_row], reply_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 
     pub fn replies_for_conversation(&self, conversation_id: &str) -> Result<Vec<ReplyRow>> {
-        self.read(|c| Ok(c.prepare_cached(&format!("{REPLY} WHERE conversation_id = ?1 ORDER BY id"))?.query_map([conversation_id], reply_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!("{REPLY} WHERE conversation_id = ?1 ORDER BY id"))?
+                .query_map([conversation_id], reply_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 
     /// Drafts waiting for the user's review, oldest first.
     pub fn reply_drafts(&self) -> Result<Vec<ReplyRow>> {
-        self.read(|c| Ok(c.prepare_cached(&format!("{REPLY} WHERE state = 'draft' ORDER BY id"))?.query_map([], reply_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+        self.read(|c| {
+            Ok(c.prepare_cached(&format!("{REPLY} WHERE state = 'draft' ORDER BY id"))?.query_map([], reply_row)?.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
     }
 }

@@ -67,10 +67,9 @@ impl Store {
         let mut out = Pruned::default();
         if r.rejected_body_days > 0 {
             let cutoff = now_ms - i64::from(r.rejected_body_days) * DAY_MS;
-            out.bodies_cleared = self.conn().execute(
-                "UPDATE receipts SET body = NULL, body_truncated = 0 WHERE status = 'rejected' AND body IS NOT NULL AND received_ms < ?1",
-                [cutoff],
-            )?;
+            out.bodies_cleared = self
+                .conn()
+                .execute("UPDATE receipts SET body = NULL, body_truncated = 0 WHERE status = 'rejected' AND body IS NOT NULL AND received_ms < ?1", [cutoff])?;
         }
         if r.rejected_receipt_days > 0 {
             let cutoff = now_ms - i64::from(r.rejected_receipt_days) * DAY_MS;
@@ -97,10 +96,7 @@ impl Store {
     fn delete_rejected_receipts(&self, cutoff_ms: i64) -> Result<usize> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        tx.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS pruning (seq INTEGER PRIMARY KEY, sender TEXT, prompt TEXT);",
-            [],
-        )?;
+        tx.execute("CREATE TEMP TABLE IF NOT EXISTS pruning (seq INTEGER PRIMARY KEY, sender TEXT, prompt TEXT);", [])?;
         tx.execute("DELETE FROM temp.pruning", [])?;
         tx.execute(
             "INSERT INTO temp.pruning (seq, sender, prompt)
@@ -110,10 +106,7 @@ impl Store {
             params![cutoff_ms, RECEIPT_BATCH],
         )?;
         // An external-content FTS5 table forgets a row only when told its old text.
-        tx.execute(
-            "INSERT INTO receipts_fts (receipts_fts, rowid, prompt) SELECT 'delete', seq, prompt FROM temp.pruning WHERE prompt IS NOT NULL",
-            [],
-        )?;
+        tx.execute("INSERT INTO receipts_fts (receipts_fts, rowid, prompt) SELECT 'delete', seq, prompt FROM temp.pruning WHERE prompt IS NOT NULL", [])?;
         tx.execute("DELETE FROM receipts_by_sender WHERE (sender, seq) IN (SELECT sender, seq FROM temp.pruning WHERE sender IS NOT NULL)", [])?;
         let n = tx.execute("DELETE FROM receipts WHERE seq IN (SELECT seq FROM temp.pruning)", [])?;
         tx.execute("DELETE FROM temp.pruning", [])?;

@@ -149,8 +149,7 @@ fn stream_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StreamRow> {
     })
 }
 
-const STREAM_COLUMNS: &str =
-    "stream_id, message_row, direction, peer, state, delta_window, next_seq, acked_seq, updated_at, detail, file, mime, bytes";
+const STREAM_COLUMNS: &str = "stream_id, message_row, direction, peer, state, delta_window, next_seq, acked_seq, updated_at, detail, file, mime, bytes";
 
 fn peer_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PeerRow> {
     let manifest: String = r.get(4)?;
@@ -166,10 +165,9 @@ fn peer_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PeerRow> {
 
 fn insert_message(tx: &rusqlite::Transaction<'_>, msg: &NewUampMessage) -> Result<i64> {
     let thread: String = match &msg.reply_to {
-        Some(parent) => tx
-            .query_row("SELECT thread FROM uamp_messages WHERE message_id = ?1", [parent], |r| r.get(0))
-            .optional()?
-            .unwrap_or_else(|| parent.clone()),
+        Some(parent) => {
+            tx.query_row("SELECT thread FROM uamp_messages WHERE message_id = ?1", [parent], |r| r.get(0)).optional()?.unwrap_or_else(|| parent.clone())
+        }
         None => msg.message_id.clone(),
     };
     tx.execute(
@@ -177,9 +175,22 @@ fn insert_message(tx: &rusqlite::Transaction<'_>, msg: &NewUampMessage) -> Resul
             body_type, content, ts, received_at, received_ms, raw, receipt_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
-            msg.message_id, msg.direction, sender_key(&msg.sender), serde_json::to_string(&msg.recipients)?, msg.intent, msg.stream_id,
-            msg.reply_to, thread, msg.scope, msg.body_type, msg.content, msg.ts, msg.received_at, msg.received_ms,
-            msg.raw, msg.receipt_id,
+            msg.message_id,
+            msg.direction,
+            sender_key(&msg.sender),
+            serde_json::to_string(&msg.recipients)?,
+            msg.intent,
+            msg.stream_id,
+            msg.reply_to,
+            thread,
+            msg.scope,
+            msg.body_type,
+            msg.content,
+            msg.ts,
+            msg.received_at,
+            msg.received_ms,
+            msg.raw,
+            msg.receipt_id,
         ],
     )?;
     Ok(tx.last_insert_rowid())
@@ -206,10 +217,7 @@ impl Store {
     ) -> Result<std::result::Result<i64, UampRefusal>> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let seen = tx
-            .query_row("SELECT 1 FROM uamp_messages WHERE message_id = ?1", [&msg.message_id], |_| Ok(()))
-            .optional()?
-            .is_some();
+        let seen = tx.query_row("SELECT 1 FROM uamp_messages WHERE message_id = ?1", [&msg.message_id], |_| Ok(())).optional()?.is_some();
         if seen {
             return Ok(Err(UampRefusal::Replay));
         }
@@ -245,8 +253,7 @@ impl Store {
 
     pub fn uamp_message(&self, message_id: &str) -> Result<Option<UampMessageRow>> {
         self.read(|c| {
-            Ok(c.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE message_id = ?1"), [message_id], message_from_row)
-                .optional()?)
+            Ok(c.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE message_id = ?1"), [message_id], message_from_row).optional()?)
         })
     }
 
@@ -278,10 +285,7 @@ impl Store {
     }
 
     pub fn uamp_stream(&self, stream_id: &str) -> Result<Option<StreamRow>> {
-        self.read(|c| {
-            Ok(c.query_row(&format!("SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE stream_id = ?1"), [stream_id], stream_from_row)
-                .optional()?)
-        })
+        self.read(|c| Ok(c.query_row(&format!("SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE stream_id = ?1"), [stream_id], stream_from_row).optional()?))
     }
 
     pub fn uamp_streams(&self, limit: u32) -> Result<Vec<StreamRow>> {
@@ -328,9 +332,8 @@ impl Store {
     pub fn uamp_deltas(&self, stream_id: &str, from_seq: u64) -> Result<Vec<(u64, String)>> {
         self.read(|c| {
             let mut stmt = c.prepare_cached("SELECT delta_seq, frame FROM uamp_deltas WHERE stream_id = ?1 AND delta_seq >= ?2 ORDER BY delta_seq")?;
-            let rows = stmt
-                .query_map(params![stream_id, from_seq as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let rows =
+                stmt.query_map(params![stream_id, from_seq as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?.collect::<rusqlite::Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
@@ -448,10 +451,8 @@ impl Store {
     // ---- bearer tokens (only hashes are stored) ---------------------------------------
 
     pub fn uamp_token_add(&self, token_sha256: &str, sender: &str, now: &str) -> Result<()> {
-        self.conn().execute(
-            "INSERT INTO uamp_tokens (token_sha256, sender, created_at) VALUES (?1, ?2, ?3)",
-            params![token_sha256, sender_key(sender), now],
-        )?;
+        self.conn()
+            .execute("INSERT INTO uamp_tokens (token_sha256, sender, created_at) VALUES (?1, ?2, ?3)", params![token_sha256, sender_key(sender), now])?;
         Ok(())
     }
 

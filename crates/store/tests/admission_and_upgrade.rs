@@ -286,7 +286,11 @@ fn refused_receipts_go_after_their_retention_with_their_search_and_sender_entrie
         envelope_row: None,
     };
     store
-        .record_receipts(&[row("old-refused", now - 100 * day, "rejected"), row("old-kept", now - 100 * day, "accepted"), row("new-refused", now - 10 * day, "rejected")])
+        .record_receipts(&[
+            row("old-refused", now - 100 * day, "rejected"),
+            row("old-kept", now - 100 * day, "accepted"),
+            row("new-refused", now - 10 * day, "rejected"),
+        ])
         .unwrap();
     let search = |q: &str| {
         let f = gatehouse_store::InboxFilter { search: Some(q.into()), limit: Some(10), ..Default::default() };

@@ -13,21 +13,13 @@ fn row(i: usize) -> ReceiptRow {
         message: None,
         received_at: "2026-11-22T12:00:00.000Z".into(),
         received_ms: 1_700_000_000_000 + i as i64,
-        transport: if i % 2 == 0 {
-            "http".into()
-        } else {
-            format!("folder:f{i}.json")
-        },
+        transport: if i % 2 == 0 { "http".into() } else { format!("folder:f{i}.json") },
         sender: Some(format!("{:064x}", i % 50)),
         scope: Some(if i % 3 == 0 { "billing" } else { "support" }.into()),
         body: None,
         body_truncated: false,
         receipt: serde_json::json!({"status": "accepted"}),
-        prompt: Some(if i == 77_777 {
-            "the needle prompt".to_string()
-        } else {
-            format!("routine message number {i}")
-        }),
+        prompt: Some(if i == 77_777 { "the needle prompt".to_string() } else { format!("routine message number {i}") }),
         envelope_row: None,
     }
 }
@@ -40,25 +32,14 @@ fn a_hundred_thousand_receipts_page_filter_and_search() {
     for chunk in rows.chunks(20_000) {
         store.record_receipts(chunk).unwrap();
     }
-    let first = store
-        .inbox(&InboxFilter {
-            limit: Some(100),
-            ..Default::default()
-        })
-        .unwrap();
+    let first = store.inbox(&InboxFilter { limit: Some(100), ..Default::default() }).unwrap();
     assert_eq!(first.len(), 100);
     assert_eq!(first[0].receipt_id, "r-099999", "newest first");
     // Walk ten pages by keyset: contiguous, no overlap.
     let mut before = None;
     let mut seen = 0;
     for _ in 0..10 {
-        let page = store
-            .inbox(&InboxFilter {
-                limit: Some(100),
-                before_seq: before,
-                ..Default::default()
-            })
-            .unwrap();
+        let page = store.inbox(&InboxFilter { limit: Some(100), before_seq: before, ..Default::default() }).unwrap();
         if let (Some(b), Some(f)) = (before, page.first()) {
             assert!(f.seq < b);
         }
@@ -66,38 +47,18 @@ fn a_hundred_thousand_receipts_page_filter_and_search() {
         before = page.last().map(|r| r.seq);
     }
     assert_eq!(seen, 1000);
-    let f = InboxFilter {
-        status: Some("rejected".into()),
-        scope: Some("billing".into()),
-        transport: Some("http".into()),
-        limit: Some(50),
-        ..Default::default()
-    };
+    let f =
+        InboxFilter { status: Some("rejected".into()), scope: Some("billing".into()), transport: Some("http".into()), limit: Some(50), ..Default::default() };
     let filtered = store.inbox(&f).unwrap();
     assert_eq!(filtered.len(), 50);
-    assert!(filtered.iter().all(|r| r.status == "rejected"
-        && r.scope.as_deref() == Some("billing")
-        && r.transport == "http"));
-    let found = store
-        .inbox(&InboxFilter {
-            search: Some("needle".into()),
-            ..Default::default()
-        })
-        .unwrap();
+    assert!(filtered.iter().all(|r| r.status == "rejected" && r.scope.as_deref() == Some("billing") && r.transport == "http"));
+    let found = store.inbox(&InboxFilter { search: Some("needle".into()), ..Default::default() }).unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].receipt_id, "r-077777");
     let sender = format!("{:064x}", 7);
-    let by_sender = store
-        .inbox(&InboxFilter {
-            sender: Some(sender.clone()),
-            limit: Some(500),
-            ..Default::default()
-        })
-        .unwrap();
+    let by_sender = store.inbox(&InboxFilter { sender: Some(sender.clone()), limit: Some(500), ..Default::default() }).unwrap();
     assert_eq!(by_sender.len(), 500);
-    assert!(by_sender
-        .iter()
-        .all(|r| r.sender.as_deref() == Some(sender.as_str())));
+    assert!(by_sender.iter().all(|r| r.sender.as_deref() == Some(sender.as_str())));
 }
 
 #[test]

@@ -44,11 +44,7 @@ pub fn check(token: &str, audiences: &[&str], now: i64, keys: &[PublicKey]) -> R
     if exp <= now {
         return Err(refuse("cap_token_expired", format!("cap_token expired at {exp} (now {now})")));
     }
-    let scopes = claims
-        .get("scope")
-        .and_then(|v| v.as_str())
-        .map(|s| s.split_whitespace().map(str::to_string).collect())
-        .unwrap_or_default();
+    let scopes = claims.get("scope").and_then(|v| v.as_str()).map(|s| s.split_whitespace().map(str::to_string).collect()).unwrap_or_default();
     let text = |k: &str| claims.get(k).and_then(|v| v.as_str()).map(str::to_string);
     Ok(Claims { aud, exp, scopes, iss: text("iss"), sub: text("sub") })
 }

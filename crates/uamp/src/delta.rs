@@ -29,9 +29,7 @@ impl DeltaType {
     }
 
     pub fn parse(s: &str) -> Option<DeltaType> {
-        [DeltaType::Patch, DeltaType::Chunk, DeltaType::Progress, DeltaType::Done, DeltaType::Cancel, DeltaType::Error]
-            .into_iter()
-            .find(|t| t.as_str() == s)
+        [DeltaType::Patch, DeltaType::Chunk, DeltaType::Progress, DeltaType::Done, DeltaType::Cancel, DeltaType::Error].into_iter().find(|t| t.as_str() == s)
     }
 
     /// The frame that ends a stream.

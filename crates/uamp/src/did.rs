@@ -138,15 +138,11 @@ impl PublicKey {
 
 fn ed25519(bytes: &[u8]) -> Result<PublicKey, String> {
     let arr: [u8; 32] = bytes.try_into().map_err(|_| "an Ed25519 key is 32 bytes")?;
-    ed25519_dalek::VerifyingKey::from_bytes(&arr)
-        .map(PublicKey::Ed25519)
-        .map_err(|_| "not a valid Ed25519 point".into())
+    ed25519_dalek::VerifyingKey::from_bytes(&arr).map(PublicKey::Ed25519).map_err(|_| "not a valid Ed25519 point".into())
 }
 
 fn p256(sec1: &[u8]) -> Result<PublicKey, String> {
-    p256::ecdsa::VerifyingKey::from_sec1_bytes(sec1)
-        .map(PublicKey::P256)
-        .map_err(|_| "not a valid P-256 point".into())
+    p256::ecdsa::VerifyingKey::from_sec1_bytes(sec1).map(PublicKey::P256).map_err(|_| "not a valid P-256 point".into())
 }
 
 /// Splits `did:…#fragment` into the DID and the fragment.
@@ -178,11 +174,7 @@ pub fn did_web_url(did: &str) -> Result<String, String> {
     if path.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
         return Err("a did:web path has empty or dot segments".into());
     }
-    Ok(if path.is_empty() {
-        format!("https://{host}/.well-known/did.json")
-    } else {
-        format!("https://{host}/{}/did.json", path.join("/"))
-    })
+    Ok(if path.is_empty() { format!("https://{host}/.well-known/did.json") } else { format!("https://{host}/{}/did.json", path.join("/")) })
 }
 
 /// The keys a DID document lists (`verificationMethod`, and methods embedded in

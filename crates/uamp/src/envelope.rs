@@ -144,21 +144,16 @@ impl Envelope {
         let id = s("id").unwrap_or_default();
         let uuid = parse_uuid(&id).ok_or_else(|| UampError::invalid("/id", "is not a UUID"))?;
         let ts_text = s("ts").unwrap_or_default();
-        let ts = DateTime::parse_from_rfc3339(&ts_text)
-            .map_err(|e| UampError::invalid("/ts", format!("is not an RFC 3339 date-time: {e}")))?
-            .with_timezone(&Utc);
-        let intent = Intent::parse(value["intent"].as_str().unwrap_or_default())
-            .ok_or_else(|| UampError::invalid("/intent", "is not a UAMP intent"))?;
+        let ts =
+            DateTime::parse_from_rfc3339(&ts_text).map_err(|e| UampError::invalid("/ts", format!("is not an RFC 3339 date-time: {e}")))?.with_timezone(&Utc);
+        let intent = Intent::parse(value["intent"].as_str().unwrap_or_default()).ok_or_else(|| UampError::invalid("/intent", "is not a UAMP intent"))?;
         let to = value["to"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
         let context = value
             .get("context")
             .and_then(|c| c.as_array())
             .map(|a| {
                 a.iter()
-                    .map(|c| ContextRef {
-                        id: c["id"].as_str().unwrap_or_default().to_string(),
-                        hash: c["hash"].as_str().unwrap_or_default().to_string(),
-                    })
+                    .map(|c| ContextRef { id: c["id"].as_str().unwrap_or_default().to_string(), hash: c["hash"].as_str().unwrap_or_default().to_string() })
                     .collect()
             })
             .unwrap_or_default();
@@ -168,12 +163,7 @@ impl Envelope {
         };
         let b = &value["body"];
         let bs = |k: &str, d: &str| b.get(k).and_then(|v| v.as_str()).unwrap_or(d).to_string();
-        let body = Body {
-            media_type: bs("type", ""),
-            content: bs("content", ""),
-            encoding: bs("encoding", "utf-8"),
-            compression: bs("compression", "none"),
-        };
+        let body = Body { media_type: bs("type", ""), content: bs("content", ""), encoding: bs("encoding", "utf-8"), compression: bs("compression", "none") };
         let sig = Compact::parse(&s("sig").unwrap_or_default()).map_err(|e| UampError::invalid("/sig", e))?;
         if !sig.payload_b64.is_empty() {
             return Err(UampError::invalid("/sig", "must be a detached JWS (an empty payload part, RFC 7515 Appendix F)"));

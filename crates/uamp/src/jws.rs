@@ -46,8 +46,7 @@ impl Compact {
             return Err(format!("a compact JWS has 3 dot-separated parts; this has {}", parts.len()));
         }
         let header_bytes = b64(parts[0], "JWS header")?;
-        let header: serde_json::Value =
-            serde_json::from_slice(&header_bytes).map_err(|_| "the JWS header is not JSON".to_string())?;
+        let header: serde_json::Value = serde_json::from_slice(&header_bytes).map_err(|_| "the JWS header is not JSON".to_string())?;
         let obj = header.as_object().ok_or("the JWS header is not a JSON object")?;
         let alg = match obj.get("alg").and_then(|a| a.as_str()) {
             Some("EdDSA") => Alg::EdDSA,
@@ -65,14 +64,7 @@ impl Compact {
         if parts[1] != "" {
             b64(parts[1], "JWS payload")?;
         }
-        Ok(Compact {
-            header_b64: parts[0].to_string(),
-            alg,
-            kid: text("kid"),
-            typ: text("typ"),
-            payload_b64: parts[1].to_string(),
-            signature,
-        })
+        Ok(Compact { header_b64: parts[0].to_string(), alg, kid: text("kid"), typ: text("typ"), payload_b64: parts[1].to_string(), signature })
     }
 
     /// The attached payload (empty for a detached JWS).

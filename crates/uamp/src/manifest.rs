@@ -32,8 +32,7 @@ pub const TYP: &str = "manifest+jws";
 impl Manifest {
     /// Reads and schema-checks a manifest.
     pub fn from_json(bytes: &[u8]) -> Result<Manifest, UampError> {
-        let v: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| UampError::invalid("/", format!("the manifest is not JSON: {e}")))?;
+        let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| UampError::invalid("/", format!("the manifest is not JSON: {e}")))?;
         crate::schema::check("manifest", &v)?;
         serde_json::from_value(v).map_err(|e| UampError::invalid("/", e.to_string()))
     }

@@ -36,10 +36,6 @@ pub fn verify(env: &Envelope, key: &PublicKey) -> Result<(), UampError> {
     if env.sig.verify_any(&canonical::candidate_payloads(&env.raw), key) {
         Ok(())
     } else {
-        Err(UampError::new(
-            Code::Unauthenticated,
-            "invalid_signature",
-            format!("the {} signature does not match this envelope", env.sig.alg.as_str()),
-        ))
+        Err(UampError::new(Code::Unauthenticated, "invalid_signature", format!("the {} signature does not match this envelope", env.sig.alg.as_str())))
     }
 }

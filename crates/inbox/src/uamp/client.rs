@@ -152,7 +152,11 @@ pub fn same_fingerprint(a: &str, b: &str) -> bool {
 /// A TLS 1.3 client that pins `pin` and, with `identity`, presents this inbox's certificate
 /// (mTLS) so a peer that trusts this inbox's DID needs no bearer token. Discovery goes
 /// without: a peer not yet added learns nothing about who is looking.
-fn http_client(pin: Option<&str>, timeout: Option<Duration>, identity: Option<&SigningKey>) -> Result<(reqwest::Client, Arc<Mutex<Option<String>>>), ClientError> {
+fn http_client(
+    pin: Option<&str>,
+    timeout: Option<Duration>,
+    identity: Option<&SigningKey>,
+) -> Result<(reqwest::Client, Arc<Mutex<Option<String>>>), ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let seen = Arc::new(Mutex::new(None));
     let verifier = Pinned { pin: pin.map(str::to_string), seen: seen.clone(), provider: provider.clone() };
@@ -280,7 +284,13 @@ impl Client {
     /// Sends `ask` to `peer`, follows its stream to the end and returns the final state.
     /// `on_progress` sees every step (for a progress bar). A refusal or an unreachable
     /// peer is an error; a stream that ends in `error` or `cancel` is a final state.
-    pub async fn ask(&self, peer: &PeerRow, token: Option<&str>, ask: &Ask, mut on_progress: impl FnMut(&AskProgress) + Send) -> Result<AskProgress, ClientError> {
+    pub async fn ask(
+        &self,
+        peer: &PeerRow,
+        token: Option<&str>,
+        ask: &Ask,
+        mut on_progress: impl FnMut(&AskProgress) + Send,
+    ) -> Result<AskProgress, ClientError> {
         let (client, seen) = http_client(Some(&peer.cert_sha256), None, Some(&self.key))?;
         let stream_id = format!("str-{}", uuid::Uuid::now_v7());
         let window = ask.delta_window.max(1);
@@ -303,7 +313,9 @@ impl Client {
         let file_stem = stream_id.clone();
         let stream_id = match body.get("stream_id").and_then(|s| s.as_str()) {
             Some(s) if gatehouse_uamp::envelope::is_stream_id(s) => s.to_string(),
-            Some(s) => return Err(ClientError::Protocol(format!("the peer named its stream {:?}, which is not a stream id", s.chars().take(80).collect::<String>()))),
+            Some(s) => {
+                return Err(ClientError::Protocol(format!("the peer named its stream {:?}, which is not a stream id", s.chars().take(80).collect::<String>())))
+            }
             None => stream_id,
         };
         let location = location.unwrap_or_else(|| format!("/v1/stream/{stream_id}"));
@@ -394,7 +406,13 @@ impl Client {
     }
 }
 
-async fn post(client: &reqwest::Client, peer: &PeerRow, token: Option<&str>, body: Vec<u8>, seen: &Mutex<Option<String>>) -> Result<reqwest::Response, ClientError> {
+async fn post(
+    client: &reqwest::Client,
+    peer: &PeerRow,
+    token: Option<&str>,
+    body: Vec<u8>,
+    seen: &Mutex<Option<String>>,
+) -> Result<reqwest::Response, ClientError> {
     let mut req = client
         .post(format!("{}/v1/messages", peer.url))
         .header(reqwest::header::CONTENT_TYPE, format!("{};v=1", gatehouse_uamp::MEDIA_TYPE))
@@ -467,7 +485,8 @@ impl Follow<'_> {
             if ev.data.is_empty() {
                 continue;
             }
-            let delta = Delta::parse_from_peer(ev.data.as_bytes(), self.stream_id).map_err(|e| ClientError::Protocol(format!("frame after {}: {}", self.next, e.message)))?;
+            let delta = Delta::parse_from_peer(ev.data.as_bytes(), self.stream_id)
+                .map_err(|e| ClientError::Protocol(format!("frame after {}: {}", self.next, e.message)))?;
             if delta.delta_seq < self.next {
                 continue; // already have it (a resumed stream may repeat)
             }
@@ -548,7 +567,13 @@ impl Follow<'_> {
         let (path, detail) = if d.kind == DeltaType::Done {
             (self.c.files_dir.join(format!("{}.{}", self.file_stem, extension(mime.as_deref(), &head))), None)
         } else {
-            let why = d.payload.as_ref().and_then(|x| x.get("message").or_else(|| x.get("reason"))).and_then(|x| x.as_str()).unwrap_or("the stream ended early").to_string();
+            let why = d
+                .payload
+                .as_ref()
+                .and_then(|x| x.get("message").or_else(|| x.get("reason")))
+                .and_then(|x| x.as_str())
+                .unwrap_or("the stream ended early")
+                .to_string();
             (self.c.files_dir.join(format!("{}.partial", self.file_stem)), Some(why))
         };
         tokio::fs::rename(&self.part, &path).await.map_err(|source| ClientError::Io { path: path.clone(), source })?;
@@ -627,8 +652,8 @@ async fn read_head(path: &Path) -> Vec<u8> {
 /// user's tools open as data. Anything else (a program, a script, a shortcut, a type
 /// only a peer's claim names) is saved as `.bin`, so opening it never runs it.
 const DATA_EXTENSIONS: &[&str] = &[
-    "txt", "md", "json", "csv", "pdf", "png", "jpg", "gif", "webp", "bmp", "tif", "ico", "avif", "heif", "mp3", "wav", "ogg", "flac", "m4a",
-    "mp4", "webm", "mkv", "mov", "avi", "zip", "gz", "tar", "xz", "bz2", "zst", "7z",
+    "txt", "md", "json", "csv", "pdf", "png", "jpg", "gif", "webp", "bmp", "tif", "ico", "avif", "heif", "mp3", "wav", "ogg", "flac", "m4a", "mp4", "webm",
+    "mkv", "mov", "avi", "zip", "gz", "tar", "xz", "bz2", "zst", "7z",
 ];
 
 /// A file extension for what arrived, so the user's tools open it.

@@ -95,7 +95,11 @@ async fn messages(State(uamp): State<Arc<UampInbox>>, req: Request<Body>) -> Res
     }
     let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > MAX_ENVELOPE_BYTES) {
-        let e = UampError::new(Code::PayloadTooLarge, "too_large", format!("the envelope is {} bytes; this inbox takes at most {MAX_ENVELOPE_BYTES}", declared.unwrap_or_default()));
+        let e = UampError::new(
+            Code::PayloadTooLarge,
+            "too_large",
+            format!("the envelope is {} bytes; this inbox takes at most {MAX_ENVELOPE_BYTES}", declared.unwrap_or_default()),
+        );
         return refuse(&uamp, e, now).await;
     }
     let read = match crate::body::read(req.into_body(), declared, MAX_ENVELOPE_BYTES).await {
@@ -145,7 +149,14 @@ async fn stream(State(uamp): State<Arc<UampInbox>>, Path(id): Path<String>, head
                     return Ok(());
                 }
             }
-            return Err((401, UampError::new(Code::Unauthenticated, "no_credentials", "present the client certificate or the bearer token of the sender that opened this stream")));
+            return Err((
+                401,
+                UampError::new(
+                    Code::Unauthenticated,
+                    "no_credentials",
+                    "present the client certificate or the bearer token of the sender that opened this stream",
+                ),
+            ));
         };
         match store.uamp_token_sender(&crate::pipeline::sha256_hex(t.as_bytes())).map_err(storage)? {
             Some(sender) if sender == s.peer => Ok(()),
@@ -159,11 +170,7 @@ async fn stream(State(uamp): State<Arc<UampInbox>>, Path(id): Path<String>, head
         Ok(Err((status, e))) => return error_response(status, &e, None),
         Err(e) => return error_response(504, &UampError::new(Code::BackendBusy, "internal", e.to_string()), Some(super::BUSY_RETRY_AFTER_SECS)),
     }
-    let from = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(0, |n| n + 1);
+    let from = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok()).map_or(0, |n| n + 1);
     let (tx, rx) = mpsc::channel::<(u64, String)>(16);
     tokio::spawn(follow(uamp, id, from, tx));
     let events = futures_util::stream::unfold(rx, |mut rx| async move {

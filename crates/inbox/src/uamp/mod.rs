@@ -291,16 +291,22 @@ impl UampInbox {
         let fresh = self.inbox.freshness();
         let ahead = (env.ts - now).num_seconds();
         if ahead > 0 && ahead as u64 > fresh.max_clock_skew_secs {
-            return Err(fail(UampError::new(Code::BadRequest, "clock_skew", format!("ts is {ahead} s ahead of this inbox's clock (at most {} s is allowed)", fresh.max_clock_skew_secs))));
+            return Err(fail(UampError::new(
+                Code::BadRequest,
+                "clock_skew",
+                format!("ts is {ahead} s ahead of this inbox's clock (at most {} s is allowed)", fresh.max_clock_skew_secs),
+            )));
         }
         let age = (now - env.ts).num_seconds();
         if fresh.max_lifetime_secs > 0 && age > 0 && age as u64 > fresh.max_lifetime_secs {
-            return Err(fail(UampError::new(Code::BadRequest, "stale", format!("ts is {age} s old; this inbox takes envelopes at most {} s old", fresh.max_lifetime_secs))));
+            return Err(fail(UampError::new(
+                Code::BadRequest,
+                "stale",
+                format!("ts is {age} s old; this inbox takes envelopes at most {} s old", fresh.max_lifetime_secs),
+            )));
         }
         let store = self.store();
-        let adm = store
-            .admission(&env.from, crate::executor::SETTINGS_KEY)
-            .map_err(|e| fail(storage(e)))?;
+        let adm = store.admission(&env.from, crate::executor::SETTINGS_KEY).map_err(|e| fail(storage(e)))?;
         if adm.blocked {
             return Err(fail(UampError::new(Code::Unauthorized, "blocked", format!("{} is blocked", env.from))));
         }
@@ -344,9 +350,17 @@ impl UampInbox {
                     Some(k) => UampError::new(
                         Code::Unauthenticated,
                         "client_cert_mismatch",
-                        format!("the client certificate's key {} is not a key of {}; present that sender's certificate or its bearer token", k.did_key(), env.from),
+                        format!(
+                            "the client certificate's key {} is not a key of {}; present that sender's certificate or its bearer token",
+                            k.did_key(),
+                            env.from
+                        ),
                     ),
-                    None => UampError::new(Code::Unauthenticated, "no_credentials", "present a client certificate on your key (mTLS) or the bearer token this inbox issued to you (Authorization: Bearer …)"),
+                    None => UampError::new(
+                        Code::Unauthenticated,
+                        "no_credentials",
+                        "present a client certificate on your key (mTLS) or the bearer token this inbox issued to you (Authorization: Bearer …)",
+                    ),
                 };
                 return Err(fail(e));
             }
@@ -372,7 +386,11 @@ impl UampInbox {
             return Err(fail(UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", env.from))));
         }
         if bytes.len() as u64 > trust.policy.max_envelope_size {
-            return Err(fail(UampError::new(Code::PayloadTooLarge, "too_large", format!("{} allows this sender {} bytes", "policy", trust.policy.max_envelope_size))));
+            return Err(fail(UampError::new(
+                Code::PayloadTooLarge,
+                "too_large",
+                format!("{} allows this sender {} bytes", "policy", trust.policy.max_envelope_size),
+            )));
         }
         // What the intent does to an existing stream is checked before anything is stored.
         let effect_target = match env.intent {
@@ -438,7 +456,8 @@ impl UampInbox {
             raw: String::from_utf8_lossy(bytes).into_owned(),
             receipt_id: receipt_id.to_string(),
         };
-        let new_stream = stream_id.as_ref().map(|s| NewStream { stream_id: s.clone(), direction: "in", peer: env.from.clone(), delta_window: env.delta_window });
+        let new_stream =
+            stream_id.as_ref().map(|s| NewStream { stream_id: s.clone(), direction: "in", peer: env.from.clone(), delta_window: env.delta_window });
         let limits = if steers { gatehouse_store::RateLimit::default() } else { trust.policy.rate_limit.clone() };
         match store.uamp_accept(&msg, new_stream.as_ref(), &row, &limits).map_err(|e| fail(storage(e)))? {
             Ok(_) => {}
@@ -500,7 +519,10 @@ impl UampInbox {
                     .and_then(|m| m.stream_id)
                     .ok_or_else(|| UampError::invalid("/reply_to", "names no message with a stream here").with_reason("unknown_stream"))?
             }
-            (None, None) => return Err(UampError::invalid("/stream_id", format!("a {} names its stream (stream_id or reply_to)", env.intent.as_str())).with_reason("unknown_stream")),
+            (None, None) => {
+                return Err(UampError::invalid("/stream_id", format!("a {} names its stream (stream_id or reply_to)", env.intent.as_str()))
+                    .with_reason("unknown_stream"))
+            }
         };
         let s = store.uamp_stream(&id).map_err(storage)?;
         match s {
@@ -526,16 +548,17 @@ fn scope_of(env: &Envelope) -> String {
 fn ack_of(env: &Envelope) -> Result<i64, UampError> {
     let from_ext = env.ext.as_ref().and_then(|e| e.get("delta_seq")).and_then(|v| v.as_i64());
     let from_body = || serde_json::from_str::<Value>(&env.body.content).ok().and_then(|v| v.get("delta_seq").and_then(|v| v.as_i64()));
-    from_ext
-        .or_else(from_body)
-        .filter(|n| *n >= 0)
-        .ok_or_else(|| UampError::new(Code::MissingDeltaSeq, "missing_delta_seq", "a progress acknowledgement carries the delta_seq it acknowledges (ext.delta_seq or a JSON body {\"delta_seq\": n})"))
+    from_ext.or_else(from_body).filter(|n| *n >= 0).ok_or_else(|| {
+        UampError::new(
+            Code::MissingDeltaSeq,
+            "missing_delta_seq",
+            "a progress acknowledgement carries the delta_seq it acknowledges (ext.delta_seq or a JSON body {\"delta_seq\": n})",
+        )
+    })
 }
 
 fn trust_keys(trust: Option<&TrustEntry>) -> Vec<(String, PublicKey)> {
-    trust
-        .map(|t| t.policy.uamp_keys.iter().filter_map(|k| PublicKey::from_jwk(&k.jwk).ok().map(|pk| (k.kid.clone(), pk))).collect())
-        .unwrap_or_default()
+    trust.map(|t| t.policy.uamp_keys.iter().filter_map(|k| PublicKey::from_jwk(&k.jwk).ok().map(|pk| (k.kid.clone(), pk))).collect()).unwrap_or_default()
 }
 
 fn replay(env: &Envelope) -> UampError {

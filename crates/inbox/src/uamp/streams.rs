@@ -211,12 +211,17 @@ async fn run(p: &mut Producer, job: &Job) -> End {
         ExecutorSpec::Noop => Ok(json!({"executor": "noop"})),
         ExecutorSpec::FileQueue { dir } => file_queue(dir, p, job).await,
         ExecutorSpec::Command { program, args, timeout_secs } => command(p, job, program, args, Duration::from_secs(*timeout_secs)).await,
-        ExecutorSpec::Swarm { .. } | ExecutorSpec::Peer { .. } => Err(Stop::Failed("this scope's executor hands prompts to another agent, for EPP prompts only".into())),
+        ExecutorSpec::Swarm { .. } | ExecutorSpec::Peer { .. } => {
+            Err(Stop::Failed("this scope's executor hands prompts to another agent, for EPP prompts only".into()))
+        }
         ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, .. } => {
             let system = crate::model::system_prompt(system_prompt.as_deref(), &job.sender, &job.scope);
             match crate::model::ask(endpoint, None, model, &system, &job.body.content, Duration::from_secs(*timeout_secs), |_| {}).await {
                 // The whole answer as one text chunk (the peer reassembles text chunks).
-                Ok(a) => p.emit(DeltaType::Chunk, json!({"text": a.answer}), None).await.map(|()| json!({"executor": "model", "model": a.model, "mime": "text/plain"})),
+                Ok(a) => p
+                    .emit(DeltaType::Chunk, json!({"text": a.answer}), None)
+                    .await
+                    .map(|()| json!({"executor": "model", "model": a.model, "mime": "text/plain"})),
                 Err(e) => Err(Stop::Failed(e.to_string())),
             }
         }
@@ -347,4 +352,3 @@ fn tail(stderr: &str) -> String {
         format!(": {}", t.chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect::<String>())
     }
 }
-

@@ -72,9 +72,7 @@ fn generate(key: &SigningKey) -> Result<String, TlsError> {
 
 fn parse_pem(path: &Path, pem: &str) -> Result<Vec<u8>, TlsError> {
     use rustls::pki_types::pem::PemObject as _;
-    CertificateDer::from_pem_slice(pem.as_bytes())
-        .map(|c| c.to_vec())
-        .map_err(|e| TlsError::Corrupt(path.to_path_buf(), e.to_string()))
+    CertificateDer::from_pem_slice(pem.as_bytes()).map(|c| c.to_vec()).map_err(|e| TlsError::Corrupt(path.to_path_buf(), e.to_string()))
 }
 
 /// The data dir's certificate, made now if there is none or if it belongs to another key
@@ -137,7 +135,12 @@ impl ClientCertVerifier for AnyAgentKey {
         &[]
     }
 
-    fn verify_client_cert(&self, end_entity: &CertificateDer<'_>, _intermediates: &[CertificateDer<'_>], _now: UnixTime) -> Result<ClientCertVerified, rustls::Error> {
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
         PublicKey::from_certificate(end_entity).map_err(|e| rustls::Error::General(format!("client certificate: {e}")))?;
         Ok(ClientCertVerified::assertion())
     }
@@ -192,7 +195,12 @@ pub async fn serve(
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::http::HEADER_TIMEOUT);
     // Streams per connection are bounded, so connections × streams × body budget is too.
-    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(Duration::from_secs(30))).max_concurrent_streams(MAX_STREAMS_PER_CONNECTION).enable_connect_protocol();
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(30)))
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .enable_connect_protocol();
     let builder = Arc::new(builder);
     tokio::pin!(shutdown);
     while let Some((tcp, slot)) = admission.accept(&listener, shutdown.as_mut()).await {

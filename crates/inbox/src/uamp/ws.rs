@@ -66,7 +66,12 @@ pub const IDLE: Duration = Duration::from_secs(300);
 
 static SESSIONS: Semaphore = Semaphore::const_new(MAX_SESSIONS);
 
-pub async fn upgrade(State(uamp): State<Arc<UampInbox>>, headers: HeaderMap, client: Option<axum::Extension<super::tls::ClientKey>>, ws: WebSocketUpgrade) -> Response {
+pub async fn upgrade(
+    State(uamp): State<Arc<UampInbox>>,
+    headers: HeaderMap,
+    client: Option<axum::Extension<super::tls::ClientKey>>,
+    ws: WebSocketUpgrade,
+) -> Response {
     let auth = super::http::transport_auth(&headers, client.as_ref().map(|c| &c.0));
     // A socket is only for senders that can prove who they are (a token this inbox issued,
     // or a client certificate); unknown senders knock over plain HTTP, which holds nothing.
@@ -78,7 +83,11 @@ pub async fn upgrade(State(uamp): State<Arc<UampInbox>>, headers: HeaderMap, cli
         None => false,
     };
     if !known_token && auth.client_key.is_none() {
-        let e = UampError::new(gatehouse_uamp::Code::Unauthenticated, "no_credentials", "a WebSocket session needs a bearer token this inbox issued or a client certificate");
+        let e = UampError::new(
+            gatehouse_uamp::Code::Unauthenticated,
+            "no_credentials",
+            "a WebSocket session needs a bearer token this inbox issued or a client certificate",
+        );
         return (StatusCode::UNAUTHORIZED, axum::Json(e.body())).into_response();
     }
     let Ok(permit) = SESSIONS.try_acquire() else {

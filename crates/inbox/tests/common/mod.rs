@@ -85,9 +85,7 @@ impl TestInbox {
     }
 
     pub fn trust(&self, k: &str, name: &str, policy: Policy) {
-        self.store
-            .trust_add(&TrustEntry { public_key: k.into(), name: name.into(), added_at: "2026-01-01T00:00:00Z".into(), policy })
-            .unwrap();
+        self.store.trust_add(&TrustEntry { public_key: k.into(), name: name.into(), added_at: "2026-01-01T00:00:00Z".into(), policy }).unwrap();
     }
 
     pub fn submit_url(&self) -> String {
@@ -95,13 +93,7 @@ impl TestInbox {
     }
 
     pub async fn post(&self, body: impl Into<reqwest::Body>) -> (u16, Option<String>, serde_json::Value) {
-        let resp = reqwest::Client::new()
-            .post(self.submit_url())
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let resp = reqwest::Client::new().post(self.submit_url()).header("content-type", "application/json").body(body).send().await.unwrap();
         let status = resp.status().as_u16();
         let retry = resp.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
         let json = resp.json().await.unwrap();
