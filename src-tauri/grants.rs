@@ -92,15 +92,13 @@ pub fn new_programs_and_folders(before: &gatehouse_inbox::ExecutorConfig, after:
     for (scope, spec) in of(after) {
         let known = |f: &dyn Fn(&ExecutorSpec) -> bool| old.iter().any(|(_, o)| f(o));
         match &spec {
-            ExecutorSpec::Command { program, args, .. } => {
-                if !known(&|o| matches!(o, ExecutorSpec::Command { program: p, args: a, .. } if p == program && a == args)) {
-                    asks.push(format!("run {program} {} for \"{scope}\"", args.join(" ")));
-                }
+            ExecutorSpec::Command { program, args, .. }
+                if !known(&|o| matches!(o, ExecutorSpec::Command { program: p, args: a, .. } if p == program && a == args)) =>
+            {
+                asks.push(format!("run {program} {} for \"{scope}\"", args.join(" ")));
             }
-            ExecutorSpec::FileQueue { dir } => {
-                if !known(&|o| matches!(o, ExecutorSpec::FileQueue { dir: d } if d == dir)) {
-                    asks.push(format!("write messages for \"{scope}\" into {}", dir.display()));
-                }
+            ExecutorSpec::FileQueue { dir } if !known(&|o| matches!(o, ExecutorSpec::FileQueue { dir: d } if d == dir)) => {
+                asks.push(format!("write messages for \"{scope}\" into {}", dir.display()));
             }
             _ => {}
         }

@@ -61,7 +61,7 @@ fn disk_write_rate(dir: &std::path::Path) -> f64 {
     while start.elapsed() < Duration::from_millis(700) || written < 16 << 20 {
         f.write_all(&chunk).expect("disk write");
         written += chunk.len();
-        if written % (4 << 20) == 0 {
+        if written.is_multiple_of(4 << 20) {
             f.sync_data().expect("fsync");
         }
     }

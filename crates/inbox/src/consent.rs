@@ -202,7 +202,7 @@ pub fn decide_with_keys(
     let at = now_string(now);
     let outcome = match target {
         ConsentTarget::UnknownSender { public_key } => {
-            let key = gatehouse_store::sender_key(&public_key);
+            let key = gatehouse_store::sender_key(public_key);
             let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
                 return Err(ConsentError::Gone);
             };
@@ -332,7 +332,7 @@ pub fn decide_with_keys(
     store.audit(
         &format!("consent.{}", serde_json::to_value(decision).unwrap().as_str().unwrap_or("?")),
         Some(&match target {
-            ConsentTarget::UnknownSender { public_key } => gatehouse_store::sender_key(&public_key),
+            ConsentTarget::UnknownSender { public_key } => gatehouse_store::sender_key(public_key),
             ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
             ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
         }),
@@ -416,7 +416,7 @@ pub mod trust {
             }
         }
         store.trust_update(key, Some(name), &policy)?;
-        store.audit("trust.update", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({"name": name, "policy": policy}), &now_string(now))?;
+        store.audit("trust.update", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({"name": name, "policy": policy}), &now_string(now))?;
         Ok(())
     }
 
@@ -424,7 +424,7 @@ pub mod trust {
         if !store.trust_remove(key)? {
             return Err(ConsentError::Gone);
         }
-        store.audit("trust.remove", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({}), &now_string(now))?;
+        store.audit("trust.remove", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
         Ok(())
     }
 
@@ -447,13 +447,13 @@ pub mod trust {
 
     pub fn block(store: &Store, key: &str, now: DateTime<Utc>) -> Result<(), ConsentError> {
         store.block(key, "blocked from the trust manager", &now_string(now))?;
-        store.audit("trust.block", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({}), &now_string(now))?;
+        store.audit("trust.block", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
         Ok(())
     }
 
     pub fn unblock(store: &Store, key: &str, now: DateTime<Utc>) -> Result<(), ConsentError> {
         store.unblock(key)?;
-        store.audit("trust.unblock", Some(&gatehouse_store::sender_key(&key)), &serde_json::json!({}), &now_string(now))?;
+        store.audit("trust.unblock", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
         Ok(())
     }
 

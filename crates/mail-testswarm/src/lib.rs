@@ -137,6 +137,8 @@ fn detail(status: StatusCode, d: impl Into<String>) -> Response {
 }
 
 /// The caller's (id, role) if its bearer token is known and its role is one of `roles`.
+// The error is the response to send: a test server's handler returns it at once.
+#[allow(clippy::result_large_err)]
 fn caller(s: &Swarm, headers: &axum::http::HeaderMap, roles: &[&str]) -> Result<(String, String), Response> {
     let token = headers
         .get(header::AUTHORIZATION)

@@ -104,6 +104,9 @@ fn step_row(r: &Row<'_>) -> rusqlite::Result<AsopStepRow> {
 
 const STEP: &str = "SELECT row, session_id, turn_id, step_id, agent_id, agent_name, method, summary, reasoning, request, decision, message, rule_id, decided_by, created_at, decided_at FROM asop_steps";
 
+/// A guardian session in the list: its id, its agent, how many steps, the last step's time.
+pub type SessionSummary = (String, Option<String>, i64, String);
+
 impl Store {
     pub fn asop_rule_add(&self, r: &AsopRuleRow) -> Result<i64> {
         let conn = self.conn();
@@ -165,7 +168,7 @@ impl Store {
     }
 
     /// Sessions, newest activity first: (session id, agent name, steps, last step time).
-    pub fn asop_sessions(&self, limit: usize) -> Result<Vec<(String, Option<String>, i64, String)>> {
+    pub fn asop_sessions(&self, limit: usize) -> Result<Vec<SessionSummary>> {
         self.read(|c| {
             Ok(c.prepare_cached(
                 "SELECT session_id, max(agent_name), count(*), max(created_at) FROM asop_steps WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY max(row) DESC LIMIT ?1",

@@ -413,7 +413,7 @@ impl Store {
     }
 
     pub fn trust_update(&self, key: &str, name: Option<&str>, policy: &Policy) -> Result<()> {
-        let key = sender_key(&key);
+        let key = sender_key(key);
         let n = self
             .conn()
             .execute("UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1", params![key, serde_json::to_string(policy)?, name])?;
@@ -425,7 +425,7 @@ impl Store {
 
     pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
         self.read(|conn| {
-            let row = conn.query_row(&format!("{TRUST_SELECT} WHERE public_key = ?1"), [sender_key(&key)], trust_columns).optional()?;
+            let row = conn.query_row(&format!("{TRUST_SELECT} WHERE public_key = ?1"), [sender_key(key)], trust_columns).optional()?;
             row.map(trust_entry).transpose()
         })
     }
@@ -472,7 +472,7 @@ impl Store {
     }
 
     pub fn pending_remove(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM pending_senders WHERE public_key = ?1", [sender_key(&key)])? > 0)
+        Ok(self.conn().execute("DELETE FROM pending_senders WHERE public_key = ?1", [sender_key(key)])? > 0)
     }
 
     // ---- acceptance (nonce + envelope + receipt in one transaction) -------------------
@@ -529,7 +529,7 @@ impl Store {
 
     /// Whether `sender` is blocked, its trust entry, and one setting, as of one snapshot.
     pub fn admission(&self, sender: &str, setting: &str) -> Result<Admission> {
-        let key = sender_key(&sender);
+        let key = sender_key(sender);
         self.read(|c| {
             let tx = c.unchecked_transaction()?;
             // One small read per envelope while nothing changed; the whole view again,
@@ -725,7 +725,7 @@ impl Store {
             sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
         }
         let sender = f.sender.as_deref().filter(|s| !s.is_empty()).map(|s| {
-            args.push(sender_key(&s).into());
+            args.push(sender_key(s).into());
             args.len()
         });
         if let Some(s) = f.scope.as_deref().filter(|s| !s.is_empty()) {
@@ -826,7 +826,7 @@ impl Store {
         self.read(|c| {
             Ok(c.query_row(
                 "SELECT coalesce(sum(n), 0) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2",
-                params![sender_key(&sender), minute_of(since_ms)],
+                params![sender_key(sender), minute_of(since_ms)],
                 |r| r.get(0),
             )?)
         })
@@ -841,7 +841,7 @@ impl Store {
 
     /// Blocks a sender: its trust entry and pending request go, in one transaction.
     pub fn block(&self, key: &str, reason: &str, now: &str) -> Result<()> {
-        let key = sender_key(&key);
+        let key = sender_key(key);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])?;
@@ -857,11 +857,11 @@ impl Store {
     }
 
     pub fn unblock(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM blocked WHERE public_key = ?1", [sender_key(&key)])? > 0)
+        Ok(self.conn().execute("DELETE FROM blocked WHERE public_key = ?1", [sender_key(key)])? > 0)
     }
 
     pub fn is_blocked(&self, key: &str) -> Result<bool> {
-        self.read(|c| Ok(c.query_row("SELECT 1 FROM blocked WHERE public_key = ?1", [sender_key(&key)], |_| Ok(())).optional()?.is_some()))
+        self.read(|c| Ok(c.query_row("SELECT 1 FROM blocked WHERE public_key = ?1", [sender_key(key)], |_| Ok(())).optional()?.is_some()))
     }
 
     pub fn blocked_list(&self) -> Result<Vec<BlockedSender>> {
@@ -905,7 +905,7 @@ impl Store {
                     SELECT seq FROM receipts WHERE seq > (SELECT last_seq FROM search_progress) AND sender = ?1)
                  ORDER BY seq DESC LIMIT 1"
             ))?;
-            stmt.query_row(params![sender_key(&sender), code], receipt_from_row).optional().map_err(Into::into)
+            stmt.query_row(params![sender_key(sender), code], receipt_from_row).optional().map_err(Into::into)
         })
     }
 
@@ -973,7 +973,7 @@ fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
         Some(s) => serde_json::from_str(&s)?,
         None => Vec::new(),
     };
-    if !scopes.iter().any(|s| *s == k.scope) && scopes.len() < MAX_SCOPES_TRIED {
+    if !scopes.contains(&k.scope) && scopes.len() < MAX_SCOPES_TRIED {
         scopes.push(k.scope.clone());
     }
     if new_key {

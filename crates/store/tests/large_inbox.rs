@@ -4,7 +4,7 @@
 use gatehouse_store::{InboxFilter, ReceiptRow, Store};
 
 fn row(i: usize) -> ReceiptRow {
-    let rejected = i % 10 == 0;
+    let rejected = i.is_multiple_of(10);
     ReceiptRow {
         receipt_id: format!("r-{i:06}"),
         envelope_id: Some(format!("e-{i:06}")),
@@ -13,9 +13,9 @@ fn row(i: usize) -> ReceiptRow {
         message: None,
         received_at: "2026-11-22T12:00:00.000Z".into(),
         received_ms: 1_700_000_000_000 + i as i64,
-        transport: if i % 2 == 0 { "http".into() } else { format!("folder:f{i}.json") },
+        transport: if i.is_multiple_of(2) { "http".into() } else { format!("folder:f{i}.json") },
         sender: Some(format!("{:064x}", i % 50)),
-        scope: Some(if i % 3 == 0 { "billing" } else { "support" }.into()),
+        scope: Some(if i.is_multiple_of(3) { "billing" } else { "support" }.into()),
         body: None,
         body_truncated: false,
         receipt: serde_json::json!({"status": "accepted"}),

@@ -61,7 +61,7 @@ impl Compact {
         }
         let text = |k: &str| obj.get(k).and_then(|v| v.as_str()).map(str::to_string);
         let signature = b64(parts[2], "JWS signature")?;
-        if parts[1] != "" {
+        if !parts[1].is_empty() {
             b64(parts[1], "JWS payload")?;
         }
         Ok(Compact { header_b64: parts[0].to_string(), alg, kid: text("kid"), typ: text("typ"), payload_b64: parts[1].to_string(), signature })

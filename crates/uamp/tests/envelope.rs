@@ -26,9 +26,12 @@ fn a_signed_draft_reads_back_and_verifies() {
     verify::verify(&env, &verify::key_for(&env, &[]).unwrap()).unwrap();
 }
 
+/// One edit of an envelope's JSON.
+type Change = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn each_malformation_names_its_field() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    let cases: Vec<(&str, Change)> = vec![
         ("/sig", Box::new(|v| drop(v.as_object_mut().unwrap().remove("sig")))),
         ("/body", Box::new(|v| drop(v.as_object_mut().unwrap().remove("body")))),
         ("/body/content", Box::new(|v| v["body"]["content"] = json!(5))),
@@ -75,7 +78,7 @@ fn raw_input_that_is_not_an_envelope_is_refused_precisely() {
 #[test]
 fn any_change_after_signing_breaks_the_signature() {
     let base = good();
-    let changes: Vec<Box<dyn Fn(&mut Value)>> = vec![
+    let changes: Vec<Change> = vec![
         Box::new(|v| v["body"]["content"] = json!("hello!")),
         Box::new(|v| v["intent"] = json!("inform")),
         Box::new(|v| v["delta_window"] = json!(65)),
@@ -135,11 +138,11 @@ fn capability_tokens_check_audience_expiry_scope_and_signer() {
     let kid = sign::kid_of(&inbox);
     let aud = sign::did_of(&inbox);
     let tok = |claims: Value| captoken::issue(&inbox, &kid, &claims);
-    let ok = captoken::check(&tok(json!({"aud": aud, "exp": 2000, "scope": "ask  files.read"})), &[&aud], 1000, &[inbox_pk.clone()]).unwrap();
+    let ok = captoken::check(&tok(json!({"aud": aud, "exp": 2000, "scope": "ask  files.read"})), &[&aud], 1000, std::slice::from_ref(&inbox_pk)).unwrap();
     assert_eq!(ok.scopes, vec!["ask", "files.read"]);
-    let aud_list = captoken::check(&tok(json!({"aud": ["x", aud], "exp": 2000})), &[&aud], 1000, &[inbox_pk.clone()]).unwrap();
+    let aud_list = captoken::check(&tok(json!({"aud": ["x", aud], "exp": 2000})), &[&aud], 1000, std::slice::from_ref(&inbox_pk)).unwrap();
     assert!(aud_list.scopes.is_empty());
-    let reason = |t: String| captoken::check(&t, &[&aud], 1000, &[inbox_pk.clone()]).unwrap_err().reason;
+    let reason = |t: String| captoken::check(&t, &[&aud], 1000, std::slice::from_ref(&inbox_pk)).unwrap_err().reason;
     assert_eq!(reason(tok(json!({"aud": "did:web:other", "exp": 2000}))), "cap_token_audience");
     assert_eq!(reason(tok(json!({"exp": 2000}))), "cap_token_audience");
     assert_eq!(reason(tok(json!({"aud": aud, "exp": 1000}))), "cap_token_expired");

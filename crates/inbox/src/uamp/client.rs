@@ -149,14 +149,13 @@ pub fn same_fingerprint(a: &str, b: &str) -> bool {
     a.len() == 64 && a == b
 }
 
+/// The fingerprint of the certificate the peer presented, filled in during the handshake.
+type SeenCertificate = Arc<Mutex<Option<String>>>;
+
 /// A TLS 1.3 client that pins `pin` and, with `identity`, presents this inbox's certificate
 /// (mTLS) so a peer that trusts this inbox's DID needs no bearer token. Discovery goes
 /// without: a peer not yet added learns nothing about who is looking.
-fn http_client(
-    pin: Option<&str>,
-    timeout: Option<Duration>,
-    identity: Option<&SigningKey>,
-) -> Result<(reqwest::Client, Arc<Mutex<Option<String>>>), ClientError> {
+fn http_client(pin: Option<&str>, timeout: Option<Duration>, identity: Option<&SigningKey>) -> Result<(reqwest::Client, SeenCertificate), ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let seen = Arc::new(Mutex::new(None));
     let verifier = Pinned { pin: pin.map(str::to_string), seen: seen.clone(), provider: provider.clone() };
