@@ -36,6 +36,11 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 export PATH="$HOME/.cargo/bin:$PATH"
+# The test command checks formatting and lints.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  echo "setup: adding rustfmt and clippy"
+  rustup component add rustfmt clippy
+fi
 # tauri-driver bridges WebDriver to WebKitWebDriver for the real-window tests.
 if ! command -v tauri-driver >/dev/null 2>&1; then
   echo "setup: installing tauri-driver"

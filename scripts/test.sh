@@ -13,8 +13,12 @@ mkdir -p "$HOME/.local/share/keyrings"
 echo "== test data: unchanged since copied (tests/data/vectors/*/PROVENANCE.md)"
 (cd tests/data/vectors && sha256sum --check --quiet --strict SHA256SUMS)
 
-echo "== ui: install, unit tests, build"
-(cd ui && npm install --no-audit --no-fund && npm test && npm run build)
+echo "== ui: install, lint, unit tests, build"
+(cd ui && npm install --no-audit --no-fund && npm run lint && npm test && npm run build)
+
+echo "== format and lints"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== build"
 cargo build --workspace --all-targets --locked
