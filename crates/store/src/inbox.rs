@@ -1,0 +1,98 @@
+//! The inbox list: receipts filtered by sender, scope, status, transport and full-text
+//! search, newest first.
+
+use crate::*;
+
+impl Store {
+    /// Newest first, filtered, one keyset page.
+    pub fn inbox(&self, f: &InboxFilter) -> Result<Vec<InboxItem>> {
+        const COLUMNS: &str = "SELECT r.seq, r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at,
+                    r.transport, r.sender, t.name, r.scope, substr(r.prompt, 1, 240), r.envelope_row,
+                    e.exec_status, e.payload_type, e.conversation_id, e.on_behalf_of, p.name";
+        const JOINS: &str = "LEFT JOIN envelopes e ON e.id = r.envelope_row
+             LEFT JOIN trust t ON t.public_key = r.sender
+             LEFT JOIN trust p ON p.public_key = e.on_behalf_of";
+        // The filters common to every form of the query; `sql` is their text.
+        let mut sql = String::new();
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        // Appends a clause whose `?` is the next parameter.
+        fn arg(sql: &mut String, args: &mut Vec<rusqlite::types::Value>, clause: &str, v: rusqlite::types::Value) {
+            args.push(v);
+            sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
+        }
+        let sender = f.sender.as_deref().filter(|s| !s.is_empty()).map(|s| {
+            args.push(sender_key(s).into());
+            args.len()
+        });
+        if let Some(s) = f.scope.as_deref().filter(|s| !s.is_empty()) {
+            arg(&mut sql, &mut args, " AND r.scope = ?", s.to_string().into());
+        }
+        match f.status.as_deref() {
+            None | Some("") => {}
+            Some(s @ ("accepted" | "rejected")) => arg(&mut sql, &mut args, " AND r.status = ?", s.to_string().into()),
+            Some(s) => arg(&mut sql, &mut args, " AND e.exec_status = ?", s.to_string().into()),
+        }
+        if let Some(t) = f.transport.as_deref().filter(|s| !s.is_empty()) {
+            // "folder" matches "folder:<file name>".
+            arg(&mut sql, &mut args, " AND (r.transport = ? OR r.transport GLOB ? || ':*')", t.to_string().into());
+        }
+        if f.search.as_deref().is_some_and(|q| !q.trim().is_empty()) {
+            // Receipts are indexed in batches; a search sees every one stored so far.
+            let (reply, answer) = blocking();
+            self.enqueue(Job::IndexSearch { reply });
+            self.commit_until_answered(&answer)?;
+        }
+        if let Some(q) = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            // Each word a quoted FTS5 string: user text never becomes query syntax.
+            let query = q.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" ");
+            arg(&mut sql, &mut args, " AND r.seq IN (SELECT rowid FROM receipts_fts WHERE receipts_fts MATCH ?)", query.into());
+        }
+        if let Some(b) = f.before_seq {
+            arg(&mut sql, &mut args, " AND r.seq < ?", b.into());
+        }
+        let limit = f.limit.unwrap_or(100).clamp(1, 500);
+        args.push((limit as i64).into());
+        let l = args.len();
+        let sql = match sender {
+            None => format!("{COLUMNS} FROM receipts r {JOINS} WHERE 1 = 1{sql} ORDER BY r.seq DESC LIMIT ?{l}"),
+            // Newest first from the index by sender, and from the receipts stored since it
+            // was last filled; one statement, so both halves read the same snapshot.
+            Some(s) => format!(
+                "SELECT * FROM ({COLUMNS} FROM receipts_by_sender b JOIN receipts r ON r.seq = b.seq {JOINS}
+                    WHERE b.sender = ?{s}{sql} ORDER BY b.seq DESC LIMIT ?{l})
+                 UNION ALL
+                 SELECT * FROM ({COLUMNS} FROM receipts r {JOINS}
+                    WHERE r.seq > (SELECT last_seq FROM search_progress) AND r.sender = ?{s}{sql}
+                    ORDER BY r.seq DESC LIMIT ?{l})
+                 ORDER BY 1 DESC LIMIT ?{l}"
+            ),
+        };
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+                let exec: Option<String> = r.get(13)?;
+                Ok(InboxItem {
+                    seq: r.get(0)?,
+                    receipt_id: r.get(1)?,
+                    envelope_id: r.get(2)?,
+                    status: r.get(3)?,
+                    code: r.get(4)?,
+                    message: r.get(5)?,
+                    received_at: r.get(6)?,
+                    transport: r.get(7)?,
+                    sender: r.get(8)?,
+                    sender_name: r.get(9)?,
+                    scope: r.get(10)?,
+                    prompt_preview: r.get(11)?,
+                    envelope_row: r.get(12)?,
+                    exec_status: exec.as_deref().and_then(ExecStatus::parse),
+                    payload_type: r.get(14)?,
+                    conversation_id: r.get(15)?,
+                    on_behalf_of: r.get(16)?,
+                    on_behalf_of_name: r.get(17)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
+    }
+}

@@ -1,0 +1,170 @@
+//! Writes queued for the committer and how their answers get back: a [`Job`] per write,
+//! one transaction per batch ([`commit_batch`]), each job run by [`run_job`].
+
+use crate::*;
+use rusqlite::{params, Connection, TransactionBehavior};
+
+/// At most this many writes share one transaction (bounds a commit's latency).
+pub(crate) const MAX_BATCH: usize = 1024;
+
+pub(crate) type AcceptResult = Result<Result<i64, AcceptRefusal>>;
+
+/// One write waiting for a group commit, and where its answer goes once it is durable.
+pub(crate) enum Job {
+    Accept {
+        rec: Box<NewEnvelope>,
+        limits: RateLimit,
+        json: Serialized,
+        reply: Reply<Result<i64, AcceptRefusal>>,
+    },
+    Receipt {
+        row: Box<ReceiptRow>,
+        knock: Option<Knock>,
+        json: Serialized,
+        reply: Reply<()>,
+    },
+    SetExec {
+        updates: Vec<(i64, ExecStatus, Option<serde_json::Value>)>,
+        now: String,
+        reply: Reply<()>,
+    },
+    /// Bring the search index up to date now (a search is about to run).
+    IndexSearch {
+        reply: Reply<()>,
+    },
+    /// From the syncer: the batch it had is durable and answered.
+    Synced,
+    /// From the store being dropped: finish what is queued, then stop.
+    Shutdown,
+}
+
+impl Job {
+    pub(crate) fn accept(rec: NewEnvelope, limits: &RateLimit, reply: Reply<Result<i64, AcceptRefusal>>) -> Job {
+        let json = Serialized { receipt: rec.receipt.receipt.to_string(), exec_result: rec.exec_result.as_ref().map(|r| r.to_string()) };
+        Job::Accept { rec: Box::new(rec), limits: limits.clone(), json, reply }
+    }
+
+    pub(crate) fn receipt(row: &ReceiptRow, knock: Option<&Knock>, reply: Reply<()>) -> Job {
+        let json = Serialized { receipt: row.receipt.to_string(), exec_result: None };
+        Job::Receipt { row: Box::new(row.clone()), knock: knock.cloned(), json, reply }
+    }
+}
+
+/// A write's JSON columns as text, serialized by the caller's thread: the committer is
+/// the one thread every acceptance waits for, so it only binds and inserts.
+pub(crate) struct Serialized {
+    pub(crate) receipt: String,
+    pub(crate) exec_result: Option<String>,
+}
+
+/// A thread waiting (blocking) or a task awaiting the commit.
+pub(crate) enum Reply<T> {
+    Blocking(std::sync::mpsc::SyncSender<Result<T>>),
+    Async(tokio::sync::oneshot::Sender<Result<T>>),
+}
+
+impl<T> Reply<T> {
+    pub(crate) fn send(self, r: Result<T>) {
+        match self {
+            Reply::Blocking(tx) => {
+                let _ = tx.send(r);
+            }
+            Reply::Async(tx) => {
+                let _ = tx.send(r);
+            }
+        }
+    }
+}
+
+pub(crate) fn blocking<T>() -> (Reply<T>, std::sync::mpsc::Receiver<Result<T>>) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    (Reply::Blocking(tx), rx)
+}
+
+pub(crate) fn asynchronous<T>() -> (Reply<T>, tokio::sync::oneshot::Receiver<Result<T>>) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    (Reply::Async(tx), rx)
+}
+
+pub(crate) fn closing() -> StoreError {
+    StoreError::CommitFailed("the store is closing".into())
+}
+
+/// One transaction and one fsync for a whole batch of writes; answers go out only after
+/// the commit. Refusals (replay, rate) write nothing, so no savepoints are needed; if a
+/// statement fails, the batch is rolled back and each job retried in its own transaction
+/// so that one bad row fails alone.
+pub(crate) fn commit_batch(conn: &mut Connection, batch: Vec<Job>) -> Vec<(Job, AcceptResult)> {
+    let together = (|| -> Result<Vec<AcceptResult>> {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut results = Vec::with_capacity(batch.len());
+        for job in &batch {
+            results.push(Ok(run_job(&tx, job)?));
+        }
+        tx.commit()?;
+        Ok(results)
+    })();
+    match together {
+        Ok(results) => batch.into_iter().zip(results).collect(),
+        Err(_) if batch.len() > 1 => batch
+            .into_iter()
+            .map(|job| {
+                let r = (|| -> AcceptResult {
+                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    let r = run_job(&tx, &job)?;
+                    tx.commit()?;
+                    Ok(r)
+                })();
+                (job, r)
+            })
+            .collect(),
+        Err(e) => {
+            let msg = e.to_string();
+            batch.into_iter().map(|job| (job, Err(StoreError::CommitFailed(msg.clone())))).collect()
+        }
+    }
+}
+
+pub(crate) fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
+    match job {
+        Job::Accept { rec, limits, json, .. } => accept_one(tx, rec, limits, json),
+        Job::Receipt { row, knock, json, .. } => {
+            if let Some(k) = knock {
+                upsert_pending(tx, k)?;
+            }
+            insert_receipt_as(tx, row, row.envelope_row, &json.receipt).map(|()| Ok(0))
+        }
+        Job::SetExec { updates, now, .. } => {
+            let mut stmt = tx.prepare_cached("UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1")?;
+            for (id, status, result) in updates {
+                stmt.execute(params![id, status.as_str(), result.as_ref().map(|r| r.to_string()), now])?;
+            }
+            Ok(Ok(0))
+        }
+        Job::IndexSearch { .. } => index_receipts(tx).map(|()| Ok(0)),
+        Job::Synced | Job::Shutdown => Ok(Ok(0)),
+    }
+}
+
+pub(crate) fn answer(job: Job, r: AcceptResult) {
+    match job {
+        Job::Accept { reply, .. } => reply.send(r),
+        Job::Receipt { reply, .. } | Job::SetExec { reply, .. } | Job::IndexSearch { reply } => reply.send(r.map(|_| ())),
+        Job::Synced | Job::Shutdown => {}
+    }
+}
+
+impl Store {
+    pub(crate) fn enqueue(&self, job: Job) {
+        if let Some(jobs) = &self.jobs {
+            // The committer only stops when the store is dropped, so this cannot fail
+            // while `self` is alive; a dropped job would answer its caller with an error.
+            let _ = jobs.send(job);
+        }
+    }
+
+    /// Waits until the committer has made this write durable (or failed to).
+    pub(crate) fn commit_until_answered<T>(&self, answer: &std::sync::mpsc::Receiver<Result<T>>) -> Result<T> {
+        answer.recv().unwrap_or_else(|_| Err(closing()))
+    }
+}

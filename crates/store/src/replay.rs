@@ -1,0 +1,180 @@
+//! Acceptance and replay: an envelope's nonce, the envelope and its receipt in one
+//! transaction ([`accept_one`]), where a nonce seen before is refused ([`AcceptRefusal::Replay`])
+//! and rate limits are counted per sender per minute.
+
+use crate::*;
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// Why an acceptance was refused inside the transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcceptRefusal {
+    Replay,
+    /// What admitted the envelope (trust, blocks, settings) changed before its commit.
+    Stale,
+    RateLimited {
+        window: &'static str,
+        limit: u32,
+        retry_after_secs: u64,
+    },
+}
+
+pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
+    if let Some(admitted) = rec.admission_version {
+        // The write lock is held: nothing can change admission until this commits.
+        let now: i64 = tx.prepare_cached("SELECT n FROM admission_version")?.query_row([], |r| r.get(0))?;
+        if now != admitted {
+            return Ok(Err(AcceptRefusal::Stale));
+        }
+    }
+    let seen: bool = tx.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?.query_row([&rec.nonce], |_| Ok(true)).optional()?.unwrap_or(false);
+    if seen {
+        return Ok(Err(AcceptRefusal::Replay));
+    }
+    let minute = minute_of(rec.received_ms);
+    for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
+        let Some(limit) = limit else { continue };
+        // Whole minutes: the minute the window starts in counts in full, so a limit may
+        // bite up to a minute early but never lets more through (docs/interop.md).
+        let since = minute_of(rec.received_ms - secs * 1000);
+        let (count, oldest): (u32, Option<i64>) = tx
+            .prepare_cached("SELECT coalesce(sum(n), 0), min(minute) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2")?
+            .query_row(params![rec.sender, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        if count >= limit {
+            // The window frees a slot when its oldest minute falls out of it.
+            let frees_at = oldest.map_or(rec.received_ms, |m| (m + 1) * MINUTE_MS) + secs * 1000;
+            let retry_after_secs = ((frees_at - rec.received_ms).max(1000) as u64).div_ceil(1000);
+            return Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs }));
+        }
+    }
+    tx.prepare_cached(
+        "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
+            in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
+            transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
+            exec_updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+            ?21, CASE WHEN ?21 IS NULL THEN NULL ELSE ?12 END)",
+    )?
+    .execute(params![
+        rec.envelope_id,
+        rec.sender,
+        rec.recipient,
+        rec.scope,
+        rec.payload_type,
+        rec.conversation_id,
+        rec.in_reply_to,
+        rec.on_behalf_of,
+        rec.prompt,
+        rec.timestamp,
+        rec.expires_at,
+        rec.received_at,
+        rec.received_ms,
+        rec.transport,
+        rec.signed_form,
+        rec.raw,
+        rec.raw_sha256,
+        rec.receipt.receipt_id,
+        rec.executor,
+        rec.exec_status.as_str(),
+        json.exec_result,
+    ])?;
+    let id = tx.last_insert_rowid();
+    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_row) VALUES (?1, ?2, ?3)")?.execute(params![rec.nonce, rec.expires_at_ms, id])?;
+    insert_receipt_as(tx, &rec.receipt, Some(id), &json.receipt)?;
+    tx.prepare_cached(
+        "INSERT INTO usage_minutes (sender, minute, n) VALUES (?1, ?2, 1)
+         ON CONFLICT (sender, minute) DO UPDATE SET n = n + 1",
+    )?
+    .execute(params![rec.sender, minute])?;
+    Ok(Ok(id))
+}
+
+/// How long per-minute usage is kept: the day window, and "today" on a 25-hour day.
+pub(crate) const USAGE_KEPT_MS: i64 = 3 * 86_400_000;
+
+pub(crate) const MINUTE_MS: i64 = 60_000;
+
+/// The minute (since the epoch) a time in milliseconds falls in: usage_minutes' key.
+pub(crate) fn minute_of(ms: i64) -> i64 {
+    ms.div_euclid(MINUTE_MS)
+}
+
+impl Store {
+    /// Commits an accepted envelope, unless its nonce was seen or the sender is over a
+    /// rate limit counted over accepted envelopes.
+    ///
+    /// Group commit: callers queue their acceptance; whoever holds the connection next
+    /// takes the whole queue into one IMMEDIATE transaction and one fsync, and only then
+    /// answers each caller. So no caller returns (and no receipt goes out) before its
+    /// acceptance is durable, and concurrent calls with the same nonce accept exactly
+    /// one: later ones in the same transaction see the earlier insert, and the nonce is
+    /// the primary key besides.
+    pub fn accept(&self, rec: NewEnvelope, limits: &RateLimit) -> AcceptResult {
+        let (reply, answer) = blocking();
+        self.enqueue(Job::accept(rec, limits, reply));
+        self.commit_until_answered(&answer)
+    }
+
+    /// [`Store::accept`] for async callers: awaits the commit without holding a thread.
+    pub async fn accept_async(&self, rec: NewEnvelope, limits: &RateLimit) -> AcceptResult {
+        let (reply, answer) = asynchronous();
+        self.enqueue(Job::accept(rec, limits, reply));
+        answer.await.unwrap_or_else(|_| Err(closing()))
+    }
+
+    pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {
+        self.read(|c| Ok(c.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?.query_row([nonce], |_| Ok(())).optional()?.is_some()))
+    }
+
+    /// The accepted envelope that used `nonce`, if its raw bytes hash to `sha` — used by
+    /// the folder transport to recognise a file it accepted just before a crash. (Found
+    /// through the nonce registry: an index over every envelope's hash would cost a
+    /// random page write per acceptance for a lookup made only after a crash.)
+    pub fn accepted_by_nonce(&self, nonce: &[u8], sha: &str) -> Result<Option<ReceiptRow>> {
+        let receipt_id: Option<String> = self.read(|c| {
+            let by_row = c
+                .query_row(
+                    "SELECT e.receipt_id FROM nonces n JOIN envelopes e ON e.id = n.envelope_row
+                     WHERE n.nonce = ?1 AND e.raw_sha256 = ?2",
+                    params![nonce, sha],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            match by_row {
+                Some(id) => Ok(Some(id)),
+                // Nonces recorded before schema 3 have no row id: look the hard way.
+                None => Ok(c.query_row("SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1", [sha], |r| r.get(0)).optional()?),
+            }
+        })?;
+        match receipt_id {
+            Some(id) => self.receipt(&id),
+            None => Ok(None),
+        }
+    }
+
+    pub fn count_nonces(&self) -> Result<i64> {
+        self.read(|c| Ok(c.query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))?))
+    }
+
+    /// Drops nonces whose envelopes have expired: an expired envelope is rejected at
+    /// step 5, before the replay check, so its nonce can no longer matter.
+    pub fn gc_nonces(&self, now_ms: i64) -> Result<usize> {
+        Ok(self.conn().execute("DELETE FROM nonces WHERE expires_at_ms < ?1", [now_ms])?)
+    }
+
+    /// Accepted envelopes from `sender` since the minute `since_ms` falls in (for "usage
+    /// today": midnight is a minute boundary, so that count is exact).
+    pub fn accepted_since(&self, sender: &str, since_ms: i64) -> Result<i64> {
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT coalesce(sum(n), 0) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2",
+                params![sender_key(sender), minute_of(since_ms)],
+                |r| r.get(0),
+            )?)
+        })
+    }
+
+    /// Forgets per-minute usage older than three days (no window or "today" reaches it).
+    pub fn gc_usage(&self, now_ms: i64) -> Result<usize> {
+        Ok(self.conn().execute("DELETE FROM usage_minutes WHERE minute < ?1", [minute_of(now_ms - USAGE_KEPT_MS)])?)
+    }
+}

@@ -1,0 +1,238 @@
+//! Who may reach the user: the trust registry, blocked senders, the queue of unknown
+//! senders waiting for consent, and the admission view the pipeline reads per sender.
+
+use crate::*;
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// Senders whose admission view is kept between envelopes.
+pub(crate) const MAX_CACHED_ADMISSIONS: usize = 4096;
+
+/// What the pipeline must know about a sender before deciding, read in one snapshot
+/// (one read transaction instead of one per question on the hot path).
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub blocked: bool,
+    pub trust: Option<TrustEntry>,
+    /// The raw JSON of the setting the caller asked for alongside.
+    pub setting: Option<String>,
+    /// Counts every change to trust, blocks and settings (in any process).
+    pub version: i64,
+}
+
+/// An unknown sender's correctly signed knock, recorded with its rejection receipt so
+/// the user can be asked.
+#[derive(Debug, Clone)]
+pub struct Knock {
+    pub sender: String,
+    pub scope: String,
+    pub envelope_id: String,
+    pub at: String,
+}
+
+/// Unknown senders waiting for the user at once; past this the oldest request goes.
+pub const MAX_PENDING: usize = 256;
+
+/// Scopes remembered per waiting sender.
+pub const MAX_SCOPES_TRIED: usize = 16;
+
+pub(crate) fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
+    let key = sender_key(&k.sender);
+    let scopes: Option<String> = conn.prepare_cached("SELECT scopes FROM pending_senders WHERE public_key = ?1")?.query_row([&key], |r| r.get(0)).optional()?;
+    let new_key = scopes.is_none();
+    let mut scopes: Vec<String> = match scopes {
+        Some(s) => serde_json::from_str(&s)?,
+        None => Vec::new(),
+    };
+    if !scopes.contains(&k.scope) && scopes.len() < MAX_SCOPES_TRIED {
+        scopes.push(k.scope.clone());
+    }
+    if new_key {
+        // The queue is bounded: a fresh signing key costs a stranger nothing, so past the
+        // bound the request that waited longest without a word is dropped.
+        conn.prepare_cached(
+            "DELETE FROM pending_senders WHERE public_key IN
+               (SELECT public_key FROM pending_senders ORDER BY last_seen ASC, public_key
+                LIMIT max(0, (SELECT count(*) FROM pending_senders) - ?1 + 1))",
+        )?
+        .execute([MAX_PENDING as i64])?;
+    }
+    conn.prepare_cached(
+        "INSERT INTO pending_senders (public_key, first_seen, last_seen, count, scopes, last_envelope_id)
+         VALUES (?1, ?2, ?2, 1, ?3, ?4)
+         ON CONFLICT(public_key) DO UPDATE SET last_seen = ?2, count = count + 1, scopes = ?3, last_envelope_id = ?4",
+    )?
+    .execute(params![key, k.at, serde_json::to_string(&scopes)?, k.envelope_id])?;
+    Ok(())
+}
+
+pub(crate) const TRUST_SELECT: &str = "SELECT public_key, name, added_at, policy FROM trust";
+
+pub(crate) type TrustColumns = (String, String, String, String);
+
+pub(crate) fn trust_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrustColumns> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
+pub(crate) fn trust_entry((public_key, name, added_at, policy): TrustColumns) -> Result<TrustEntry> {
+    Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
+}
+
+impl Store {
+    pub fn trust_add(&self, entry: &TrustEntry) -> Result<()> {
+        let key = sender_key(&entry.public_key);
+        let conn = self.conn();
+        let n = conn.execute(
+            "INSERT OR IGNORE INTO trust (public_key, name, added_at, policy) VALUES (?1, ?2, ?3, ?4)",
+            params![key, entry.name, entry.added_at, serde_json::to_string(&entry.policy)?],
+        )?;
+        if n == 0 {
+            return Err(StoreError::AlreadyTrusted(key));
+        }
+        conn.execute("DELETE FROM pending_senders WHERE public_key = ?1", [&key])?;
+        Ok(())
+    }
+
+    pub fn trust_update(&self, key: &str, name: Option<&str>, policy: &Policy) -> Result<()> {
+        let key = sender_key(key);
+        let n = self
+            .conn()
+            .execute("UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1", params![key, serde_json::to_string(policy)?, name])?;
+        if n == 0 {
+            return Err(StoreError::NotTrusted(key));
+        }
+        Ok(())
+    }
+
+    pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
+        self.read(|conn| {
+            let row = conn.query_row(&format!("{TRUST_SELECT} WHERE public_key = ?1"), [sender_key(key)], trust_columns).optional()?;
+            row.map(trust_entry).transpose()
+        })
+    }
+
+    pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare(&format!("{TRUST_SELECT} ORDER BY name, public_key"))?;
+            let rows = stmt.query_map([], trust_columns)?;
+            rows.map(|row| trust_entry(row?)).collect()
+        })
+    }
+
+    /// Removes a sender and, in the same transaction, every bearer token issued to it: a
+    /// token is for the trust it was issued under, and re-adding the sender later must
+    /// not bring old tokens back to life.
+    pub fn trust_remove(&self, key: &str) -> Result<bool> {
+        let key = sender_key(key);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let removed = tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])? > 0;
+        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", [&key])?;
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    /// Records that an unknown (but correctly signing) sender knocked.
+    pub fn pending_record(&self, key: &str, scope: &str, envelope_id: &str, now: &str) -> Result<()> {
+        upsert_pending(&self.conn(), &Knock { sender: key.to_string(), scope: scope.to_string(), envelope_id: envelope_id.to_string(), at: now.to_string() })
+    }
+
+    pub fn pending_list(&self) -> Result<Vec<PendingSender>> {
+        self.read(|conn| {
+            let mut stmt =
+                conn.prepare("SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id FROM pending_senders ORDER BY last_seen DESC")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?)))?;
+            rows.map(|row| {
+                let (public_key, first_seen, last_seen, count, scopes, last_envelope_id) = row?;
+                Ok(PendingSender { public_key, first_seen, last_seen, count, scopes_tried: serde_json::from_str(&scopes)?, last_envelope_id })
+            })
+            .collect()
+        })
+    }
+
+    pub fn pending_remove(&self, key: &str) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM pending_senders WHERE public_key = ?1", [sender_key(key)])? > 0)
+    }
+
+    /// [`Store::admission`] as last read, without reading: the envelope's commit checks
+    /// its version ([`NewEnvelope::admission_version`]), so a view that has gone stale costs
+    /// a retry instead of every envelope costing a read. A refusal should not rest on it.
+    pub fn admission_cached(&self, sender: &str, setting: &str) -> Result<Admission> {
+        let key = sender_key(sender);
+        let cached = {
+            let cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
+            cache.get(&(key, setting.to_string())).cloned()
+        };
+        match cached {
+            Some(a) => Ok(a),
+            None => self.admission(sender, setting),
+        }
+    }
+
+    /// Whether `sender` is blocked, its trust entry, and one setting, as of one snapshot.
+    pub fn admission(&self, sender: &str, setting: &str) -> Result<Admission> {
+        let key = sender_key(sender);
+        self.read(|c| {
+            let tx = c.unchecked_transaction()?;
+            // One small read per envelope while nothing changed; the whole view again,
+            // in the same snapshot, once anything that decides admission did.
+            let version: i64 = tx.prepare_cached("SELECT n FROM admission_version")?.query_row([], |r| r.get(0))?;
+            let cache_key = (key.clone(), setting.to_string());
+            {
+                let cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(a) = cache.get(&cache_key).filter(|a| a.version == version) {
+                    return Ok(a.clone());
+                }
+            }
+            let blocked = tx.prepare_cached("SELECT 1 FROM blocked WHERE public_key = ?1")?.query_row([&key], |_| Ok(())).optional()?.is_some();
+            let trust = tx
+                .prepare_cached(&format!("{TRUST_SELECT} WHERE public_key = ?1"))?
+                .query_row([&key], trust_columns)
+                .optional()?
+                .map(trust_entry)
+                .transpose()?;
+            let setting = tx.prepare_cached("SELECT value FROM settings WHERE key = ?1")?.query_row([setting], |r| r.get(0)).optional()?;
+            tx.finish()?;
+            let admission = Admission { blocked, trust, setting, version };
+            let mut cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
+            // Unknown senders can be many (each knock is a new key): stay small.
+            if cache.len() >= MAX_CACHED_ADMISSIONS {
+                cache.clear();
+            }
+            cache.insert(cache_key, admission.clone());
+            Ok(admission)
+        })
+    }
+
+    /// Blocks a sender: its trust entry and pending request go, in one transaction.
+    pub fn block(&self, key: &str, reason: &str, now: &str) -> Result<()> {
+        let key = sender_key(key);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])?;
+        tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", [&key])?;
+        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", [&key])?;
+        tx.execute(
+            "INSERT INTO blocked (public_key, blocked_at, reason) VALUES (?1, ?2, ?3)
+             ON CONFLICT(public_key) DO UPDATE SET blocked_at = ?2, reason = ?3",
+            params![key, now, reason],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn unblock(&self, key: &str) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM blocked WHERE public_key = ?1", [sender_key(key)])? > 0)
+    }
+
+    pub fn is_blocked(&self, key: &str) -> Result<bool> {
+        self.read(|c| Ok(c.query_row("SELECT 1 FROM blocked WHERE public_key = ?1", [sender_key(key)], |_| Ok(())).optional()?.is_some()))
+    }
+
+    pub fn blocked_list(&self) -> Result<Vec<BlockedSender>> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare("SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC")?;
+            let rows = stmt.query_map([], |r| Ok(BlockedSender { public_key: r.get(0)?, blocked_at: r.get(1)?, reason: r.get(2)? }))?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
+    }
+}
