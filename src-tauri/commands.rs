@@ -10,48 +10,18 @@ use gatehouse_store::{AuditEntry, BlockedSender, EnvelopeRow, InboxFilter, Inbox
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime, State};
 
+pub use crate::error::{Code, CommandError};
 use crate::service::{Core, DesktopSettings, InboxStatus};
-
-#[derive(Debug, Clone, Serialize, thiserror::Error)]
-#[error("{message}")]
-pub struct CommandError {
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl CommandError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        CommandError { code, message: message.into() }
-    }
-}
-
-impl From<gatehouse_store::StoreError> for CommandError {
-    fn from(e: gatehouse_store::StoreError) -> Self {
-        let code = match e {
-            gatehouse_store::StoreError::AlreadyTrusted(_) => "ALREADY_TRUSTED",
-            gatehouse_store::StoreError::NotTrusted(_) => "NOT_TRUSTED",
-            gatehouse_store::StoreError::Invalid(_) => "INVALID",
-            _ => "STORE",
-        };
-        CommandError::new(code, e.to_string())
-    }
-}
-
-impl From<consent::ConsentError> for CommandError {
-    fn from(e: consent::ConsentError) -> Self {
-        CommandError::new(e.code(), e.to_string())
-    }
-}
 
 pub type CoreState<'a> = State<'a, Arc<Core>>;
 pub(crate) type Result<T> = std::result::Result<T, CommandError>;
 
 /// Runs blocking store work off the async runtime's threads.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| CommandError::new("INTERNAL", e.to_string()))?
+    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| CommandError::new(Code::Internal, e.to_string()))?
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct AppInfo {
     pub version: String,
     pub data_dir: String,
@@ -76,6 +46,7 @@ pub fn fingerprint(key: &str) -> String {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn app_info(core: CoreState<'_>) -> Result<AppInfo> {
     let c = core.inner().clone();
     blocking(move || {
@@ -95,18 +66,19 @@ pub async fn app_info(core: CoreState<'_>) -> Result<AppInfo> {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn inbox_list(core: CoreState<'_>, filter: InboxFilter) -> Result<Vec<InboxItem>> {
     let c = core.inner().clone();
     blocking(move || Ok(c.store.inbox(&filter)?)).await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct Step {
     pub name: &'static str,
     pub state: &'static str,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct Detail {
     pub receipt: ReceiptRow,
     pub envelope: Option<EnvelopeRow>,
@@ -118,10 +90,11 @@ pub struct Detail {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn inbox_detail(core: CoreState<'_>, receipt_id: String) -> Result<Detail> {
     let c = core.inner().clone();
     blocking(move || {
-        let receipt = c.store.receipt(&receipt_id)?.ok_or_else(|| CommandError::new("NOT_FOUND", "no such receipt"))?;
+        let receipt = c.store.receipt(&receipt_id)?.ok_or_else(|| CommandError::new(Code::NotFound, "no such receipt"))?;
         let envelope = match receipt.envelope_row {
             Some(id) => c.store.envelope(id)?,
             None => None,
@@ -146,7 +119,7 @@ pub async fn inbox_detail(core: CoreState<'_>, receipt_id: String) -> Result<Det
     .await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct ConversationMessage {
     pub envelope: EnvelopeRow,
     pub sender_name: Option<String>,
@@ -156,6 +129,7 @@ pub struct ConversationMessage {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn conversation(core: CoreState<'_>, conversation_id: String) -> Result<Vec<ConversationMessage>> {
     let c = core.inner().clone();
     blocking(move || {
@@ -240,7 +214,7 @@ pub fn order_by_replies(rows: Vec<EnvelopeRow>) -> Vec<(EnvelopeRow, usize)> {
     out
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct TrustRow {
     #[serde(flatten)]
     pub entry: TrustEntry,
@@ -249,6 +223,7 @@ pub struct TrustRow {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn trust_list(core: CoreState<'_>) -> Result<Vec<TrustRow>> {
     let c = core.inner().clone();
     blocking(move || {
@@ -265,7 +240,7 @@ pub async fn trust_list(core: CoreState<'_>) -> Result<Vec<TrustRow>> {
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, specta::Type)]
 pub struct TrustInput {
     pub public_key: String,
     pub name: String,
@@ -273,11 +248,12 @@ pub struct TrustInput {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn trust_add(core: CoreState<'_>, input: TrustInput) -> Result<()> {
     let c = core.inner().clone();
     let mut policy = input.policy.clone();
     if input.public_key.trim().starts_with("did:web:") {
-        policy.uamp_keys = gatehouse_inbox::uamp::peer::keys_for(input.public_key.trim()).await.map_err(|e| CommandError::new("DID_FETCH", e))?;
+        policy.uamp_keys = gatehouse_inbox::uamp::peer::keys_for(input.public_key.trim()).await.map_err(|e| CommandError::new(Code::DidFetch, e))?;
     }
     blocking(move || {
         let entry = TrustEntry {
@@ -292,48 +268,55 @@ pub async fn trust_add(core: CoreState<'_>, input: TrustInput) -> Result<()> {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn trust_update(core: CoreState<'_>, input: TrustInput) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || Ok(consent::trust::update(&c.store, &input.public_key, &input.name, &input.policy, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn trust_remove(core: CoreState<'_>, public_key: String) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || Ok(consent::trust::remove(&c.store, &public_key, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn trust_block(core: CoreState<'_>, public_key: String) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || Ok(consent::trust::block(&c.store, &public_key, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn trust_unblock(core: CoreState<'_>, public_key: String) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || Ok(consent::trust::unblock(&c.store, &public_key, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn blocked_list(core: CoreState<'_>) -> Result<Vec<BlockedSender>> {
     let c = core.inner().clone();
     blocking(move || Ok(c.store.blocked_list()?)).await
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn consent_list(core: CoreState<'_>) -> Result<Vec<ConsentItem>> {
     let c = core.inner().clone();
     blocking(move || Ok(consent::pending(&c.store)?)).await
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn consent_decide<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, target: ConsentTarget, decision: Decision) -> Result<DecisionOutcome> {
     let c = core.inner().clone();
     // A did:web agent's keys are fetched now, when the user lets it in, never on arrival.
     let keys = match (&target, decision) {
         (ConsentTarget::UnknownSender { public_key }, Decision::AlwaysAllowScope) if public_key.starts_with("did:web:") => {
-            gatehouse_inbox::uamp::peer::keys_for(public_key).await.map_err(|e| CommandError::new("DID_FETCH", e))?
+            gatehouse_inbox::uamp::peer::keys_for(public_key).await.map_err(|e| CommandError::new(Code::DidFetch, e))?
         }
         _ => Vec::new(),
     };
@@ -343,21 +326,23 @@ pub async fn consent_decide<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, 
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn audit_list(core: CoreState<'_>) -> Result<Vec<AuditEntry>> {
     let c = core.inner().clone();
     blocking(move || Ok(c.store.audit_list(500)?)).await
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn settings_set(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, settings: DesktopSettings) -> Result<InboxStatus> {
     if settings.port == 0 || settings.uamp_port == 0 {
-        return Err(CommandError::new("INVALID", "choose ports between 1 and 65535"));
+        return Err(CommandError::new(Code::Invalid, "choose ports between 1 and 65535"));
     }
     if settings.port == settings.uamp_port {
-        return Err(CommandError::new("INVALID", "EPP and UAMP need two different ports"));
+        return Err(CommandError::new(Code::Invalid, "EPP and UAMP need two different ports"));
     }
     if !settings.watch_dir.is_absolute() {
-        return Err(CommandError::new("INVALID", "the watched folder must be an absolute path"));
+        return Err(CommandError::new(Code::Invalid, "the watched folder must be an absolute path"));
     }
     let c = core.inner().clone();
     let before = DesktopSettings::load(&c.store);
@@ -380,6 +365,7 @@ pub async fn settings_set(core: CoreState<'_>, grants: tauri::State<'_, crate::g
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn retention_get(core: CoreState<'_>) -> Result<gatehouse_store::Retention> {
     let c = core.inner().clone();
     blocking(move || Ok(c.store.retention())).await
@@ -387,6 +373,7 @@ pub async fn retention_get(core: CoreState<'_>) -> Result<gatehouse_store::Reten
 
 /// Applied by the inbox's next clean-up (every 10 minutes), not at once.
 #[tauri::command]
+#[specta::specta]
 pub async fn retention_set(core: CoreState<'_>, retention: gatehouse_store::Retention) -> Result<gatehouse_store::Retention> {
     let c = core.inner().clone();
     blocking(move || {
@@ -397,6 +384,7 @@ pub async fn retention_set(core: CoreState<'_>, retention: gatehouse_store::Rete
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn inbox_pause<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, paused: bool) -> Result<InboxStatus> {
     let c = core.inner().clone();
     if paused {
@@ -409,43 +397,45 @@ pub async fn inbox_pause<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, pau
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn executors_get(core: CoreState<'_>) -> Result<ExecutorConfig> {
     let c = core.inner().clone();
     blocking(move || Ok(ExecutorConfig::load(&c.store)?)).await
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn executors_set<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, config: ExecutorConfig) -> Result<()> {
     for (scope, spec) in config.scopes.iter().map(|(s, v)| (s.as_str(), v)).chain([("default", &config.default)]) {
         if scope != "default" && !gatehouse_epp::envelope::is_scope_like(scope) {
-            return Err(CommandError::new("INVALID", format!("scope {scope:?} may contain only letters, digits and hyphens")));
+            return Err(CommandError::new(Code::Invalid, format!("scope {scope:?} may contain only letters, digits and hyphens")));
         }
         if let ExecutorSpec::Command { program, .. } = spec {
             if program.trim().is_empty() {
-                return Err(CommandError::new("INVALID", format!("the command for {scope} needs a program")));
+                return Err(CommandError::new(Code::Invalid, format!("the command for {scope} needs a program")));
             }
         }
         if let ExecutorSpec::Swarm { swarm, .. } = spec {
             let c = core.inner().clone();
             let name = swarm.clone();
             if blocking(move || Ok(c.store.mail_swarm(&name)?)).await?.is_none() {
-                return Err(CommandError::new("INVALID", format!("no MAIL swarm named {swarm:?}: connect it under Tasks (MAIL) first")));
+                return Err(CommandError::new(Code::Invalid, format!("no MAIL swarm named {swarm:?}: connect it under Tasks (MAIL) first")));
             }
         }
         if let ExecutorSpec::Peer { peer, .. } = spec {
             let c = core.inner().clone();
             let name = peer.clone();
             if blocking(move || Ok(c.store.uamp_peer(&name)?)).await?.is_none() {
-                return Err(CommandError::new("INVALID", format!("no UAMP peer named {peer:?}: add it under Agents (UAMP) first")));
+                return Err(CommandError::new(Code::Invalid, format!("no UAMP peer named {peer:?}: add it under Agents (UAMP) first")));
             }
         }
         if let ExecutorSpec::Model { model, endpoint, .. } = spec {
             if model.trim().is_empty() {
-                return Err(CommandError::new("INVALID", format!("the model for {scope} needs a name (e.g. llama3.2)")));
+                return Err(CommandError::new(Code::Invalid, format!("the model for {scope} needs a name (e.g. llama3.2)")));
             }
-            let u = url::Url::parse(endpoint).map_err(|e| CommandError::new("INVALID", format!("{endpoint}: {e}")))?;
+            let u = url::Url::parse(endpoint).map_err(|e| CommandError::new(Code::Invalid, format!("{endpoint}: {e}")))?;
             if !matches!(u.scheme(), "http" | "https") {
-                return Err(CommandError::new("INVALID", format!("{endpoint}: the model's address is http(s)")));
+                return Err(CommandError::new(Code::Invalid, format!("{endpoint}: the model's address is http(s)")));
             }
         }
     }
@@ -457,7 +447,7 @@ pub async fn executors_set<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, c
     };
     let asks = crate::grants::new_programs_and_folders(&before, &config);
     if !asks.is_empty() && !crate::grants::confirm(&app, &asks).await {
-        return Err(CommandError::new("NOT_CONFIRMED", "not saved: the new program or folder was not confirmed"));
+        return Err(CommandError::new(Code::NotConfirmed, "not saved: the new program or folder was not confirmed"));
     }
     let c = core.inner().clone();
     blocking(move || {
@@ -470,12 +460,13 @@ pub async fn executors_set<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, c
 
 /// The public key as a QR code (SVG text; rendered as an image, never as markup).
 #[tauri::command]
+#[specta::specta]
 pub async fn identity_qr(core: CoreState<'_>) -> Result<String> {
-    let code = qrcode::QrCode::new(core.public_key.as_bytes()).map_err(|e| CommandError::new("INTERNAL", e.to_string()))?;
+    let code = qrcode::QrCode::new(core.public_key.as_bytes()).map_err(|e| CommandError::new(Code::Internal, e.to_string()))?;
     Ok(code.render::<qrcode::render::svg::Color>().min_dimensions(200, 200).build())
 }
 
-#[derive(Deserialize, Clone, Copy)]
+#[derive(Deserialize, Clone, Copy, specta::Type)]
 #[serde(rename_all = "lowercase")]
 pub enum ExportKind {
     Receipts,
@@ -488,6 +479,7 @@ pub enum ExportKind {
 
 /// Writes every receipt or the whole audit log as JSON to a path the user chose.
 #[tauri::command]
+#[specta::specta]
 pub async fn export_json(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, kind: ExportKind, path: PathBuf) -> Result<usize> {
     grants.check(crate::grants::Purpose::Export, &path)?;
     let c = core.inner().clone();
@@ -524,7 +516,7 @@ pub async fn export_json(core: CoreState<'_>, grants: tauri::State<'_, crate::gr
             }
         };
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        std::fs::write(&path, text).map_err(|e| CommandError::new("IO", format!("{}: {e}", path.display())))?;
+        std::fs::write(&path, text).map_err(|e| CommandError::new(Code::Io, format!("{}: {e}", path.display())))?;
         Ok(n)
     })
     .await
@@ -532,6 +524,7 @@ pub async fn export_json(core: CoreState<'_>, grants: tauri::State<'_, crate::gr
 
 /// Answers to the sender of an envelope: drafts, sent and failed.
 #[tauri::command]
+#[specta::specta]
 pub async fn replies_for(core: CoreState<'_>, envelope_row: i64) -> Result<Vec<gatehouse_store::ReplyRow>> {
     let c = core.inner().clone();
     blocking(move || Ok(c.store.replies_for_envelope(envelope_row)?)).await
@@ -539,10 +532,11 @@ pub async fn replies_for(core: CoreState<'_>, envelope_row: i64) -> Result<Vec<g
 
 /// Sends a reply with the text the user approved (edited or not), signed by this inbox.
 #[tauri::command]
+#[specta::specta]
 pub async fn reply_send(core: CoreState<'_>, id: i64, text: String) -> Result<gatehouse_store::ReplyRow> {
     let c = core.inner().clone();
     if text.trim().is_empty() {
-        return Err(CommandError::new("INVALID", "the answer is empty"));
+        return Err(CommandError::new(Code::Invalid, "the answer is empty"));
     }
     let s = c.clone();
     blocking(move || {
@@ -551,17 +545,18 @@ pub async fn reply_send(core: CoreState<'_>, id: i64, text: String) -> Result<ga
         Ok(())
     })
     .await?;
-    gatehouse_inbox::reply::send(&c.store, &c.key, id).await.map_err(|e| CommandError::new(e.code(), e.to_string()))
+    gatehouse_inbox::reply::send(&c.store, &c.key, id).await.map_err(|e| CommandError::coded(e.code(), e.to_string()))
 }
 
 /// Runs a failed executor again (the model was unreachable, the swarm refused its token…).
 #[tauri::command]
+#[specta::specta]
 pub async fn executor_retry(core: CoreState<'_>, envelope_row: i64) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || {
-        let queued = gatehouse_inbox::runner::retry(&c.inbox(), envelope_row).map_err(|e| CommandError::new("NOT_ALLOWED", e.to_string()))?;
+        let queued = gatehouse_inbox::runner::retry(&c.inbox(), envelope_row).map_err(|e| CommandError::new(Code::NotAllowed, e.to_string()))?;
         if !queued {
-            return Err(CommandError::new("NOT_RUNNING", "queued; it runs when the inbox is resumed"));
+            return Err(CommandError::new(Code::NotRunning, "queued; it runs when the inbox is resumed"));
         }
         c.store.audit("executor.retry", None, &serde_json::json!({"envelope_row": envelope_row}), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
         Ok(())

@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Manager, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 
-use crate::commands::{CommandError, Result};
+use crate::commands::{Code, CommandError, Result};
 
 /// What a path is for: a grant for one purpose does not serve another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, specta::Type)]
 #[serde(rename_all = "snake_case")]
 pub enum Purpose {
     /// A file to write an export to.
@@ -40,13 +40,14 @@ impl Grants {
         if self.0.lock().unwrap_or_else(|p| p.into_inner()).contains(&(purpose, path.to_path_buf())) {
             Ok(())
         } else {
-            Err(CommandError::new("FORBIDDEN_PATH", format!("{} was not chosen in a Gatehouse dialog; choose it with the button", path.display())))
+            Err(CommandError::new(Code::ForbiddenPath, format!("{} was not chosen in a Gatehouse dialog; choose it with the button", path.display())))
         }
     }
 }
 
 /// Opens the native dialog for `purpose` and grants what the user chose (None: cancelled).
 #[tauri::command]
+#[specta::specta]
 pub async fn pick_path<R: Runtime>(app: AppHandle<R>, grants: State<'_, Grants>, purpose: Purpose, suggested_name: Option<String>) -> Result<Option<String>> {
     let dialog = app.dialog().file();
     let (tx, rx) = tokio::sync::oneshot::channel();

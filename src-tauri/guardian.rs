@@ -7,7 +7,7 @@ use gatehouse_store::{AsopRuleRow, AsopStepRow};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime};
 
-use crate::commands::{blocking, CommandError, CoreState};
+use crate::commands::{blocking, Code, CommandError, CoreState};
 
 type Result<T> = std::result::Result<T, CommandError>;
 
@@ -17,6 +17,7 @@ fn now() -> String {
 
 /// Steps an agent is waiting on the user for.
 #[tauri::command]
+#[specta::specta]
 pub async fn asop_pending(core: CoreState<'_>) -> Result<Vec<AsopStepRow>> {
     let c = core.inner().clone();
     blocking(move || match c.inbox().guardian() {
@@ -27,10 +28,11 @@ pub async fn asop_pending(core: CoreState<'_>) -> Result<Vec<AsopStepRow>> {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, row: i64, answer: UserAnswer) -> Result<()> {
     let c = core.inner().clone();
-    let g = c.inbox().guardian().ok_or_else(|| CommandError::new("NOT_RUNNING", "the inbox is paused; the agent's request is gone"))?;
-    g.answer(row, answer.clone()).map_err(|e| CommandError::new(e.code(), e.to_string()))?;
+    let g = c.inbox().guardian().ok_or_else(|| CommandError::new(Code::NotRunning, "the inbox is paused; the agent's request is gone"))?;
+    g.answer(row, answer.clone()).map_err(|e| CommandError::coded(e.code(), e.to_string()))?;
     blocking(move || Ok(c.store.audit("asop.answer", None, &serde_json::json!({"row": row, "decision": answer.decision, "always": answer.always}), &now())?))
         .await?;
     crate::tray::refresh(&app);
@@ -38,12 +40,13 @@ pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, row
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn asop_rules(core: CoreState<'_>) -> Result<Vec<AsopRuleRow>> {
     let c = core.inner().clone();
     blocking(move || Ok(c.store.asop_rules()?)).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, specta::Type)]
 pub struct RuleInput {
     pub agent: String,
     pub method: String,
@@ -56,6 +59,7 @@ pub struct RuleInput {
 
 /// Adds a rule after checking it (a usable pattern for modify and for `matches`).
 #[tauri::command]
+#[specta::specta]
 pub async fn asop_rule_add(core: CoreState<'_>, input: RuleInput) -> Result<AsopRuleRow> {
     let norm = |s: &str| match s.trim() {
         "" => "*".to_string(),
@@ -71,7 +75,7 @@ pub async fn asop_rule_add(core: CoreState<'_>, input: RuleInput) -> Result<Asop
         redact: input.redact.filter(|r| !r.is_empty()),
         note: input.note.filter(|n| !n.trim().is_empty()),
     };
-    rule.validate().map_err(|e| CommandError::new("INVALID", e))?;
+    rule.validate().map_err(|e| CommandError::new(Code::Invalid, e))?;
     let c = core.inner().clone();
     blocking(move || {
         let mut row = AsopRuleRow {
@@ -94,11 +98,12 @@ pub async fn asop_rule_add(core: CoreState<'_>, input: RuleInput) -> Result<Asop
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn asop_rule_remove(core: CoreState<'_>, id: i64) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || {
         if !c.store.asop_rule_remove(id)? {
-            return Err(CommandError::new("NOT_FOUND", format!("no rule {id}")));
+            return Err(CommandError::new(Code::NotFound, format!("no rule {id}")));
         }
         c.store.audit("asop.rule_remove", None, &serde_json::json!({"id": id}), &now())?;
         Ok(())
@@ -106,7 +111,7 @@ pub async fn asop_rule_remove(core: CoreState<'_>, id: i64) -> Result<()> {
     .await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct SessionItem {
     pub session_id: String,
     pub agent: Option<String>,
@@ -115,6 +120,7 @@ pub struct SessionItem {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn asop_sessions(core: CoreState<'_>) -> Result<Vec<SessionItem>> {
     let c = core.inner().clone();
     blocking(move || {
@@ -124,6 +130,7 @@ pub async fn asop_sessions(core: CoreState<'_>) -> Result<Vec<SessionItem>> {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn asop_session(core: CoreState<'_>, session_id: String) -> Result<Vec<AsopStepRow>> {
     let c = core.inner().clone();
     blocking(move || Ok(c.store.asop_session(&session_id)?)).await

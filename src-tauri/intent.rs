@@ -9,17 +9,18 @@ use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_opener::OpenerExt;
 
-use crate::commands::{blocking, CommandError, CoreState};
+use crate::commands::{blocking, Code, CommandError, CoreState};
 
 type Result<T> = std::result::Result<T, CommandError>;
 
 impl From<IntentError> for CommandError {
     fn from(e: IntentError) -> Self {
-        CommandError::new(e.code(), e.to_string())
+        CommandError::coded(e.code(), e.to_string())
     }
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn iw_sites(core: CoreState<'_>) -> Result<Vec<IwSiteRow>> {
     let c = core.inner().clone();
     blocking(move || Ok(c.store.iw_sites()?)).await
@@ -27,6 +28,7 @@ pub async fn iw_sites(core: CoreState<'_>) -> Result<Vec<IwSiteRow>> {
 
 /// Adds (or refreshes) a site: its manifest is fetched and checked first.
 #[tauri::command]
+#[specta::specta]
 pub async fn iw_site_add(core: CoreState<'_>, origin: String) -> Result<IwSiteRow> {
     let c = core.inner().clone();
     let site = intent::add_site(c.store.clone(), &origin).await?;
@@ -44,18 +46,19 @@ pub async fn iw_site_add(core: CoreState<'_>, origin: String) -> Result<IwSiteRo
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn iw_site_remove(core: CoreState<'_>, origin: String) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || {
         if !c.store.iw_site_remove(&origin)? {
-            return Err(CommandError::new("NOT_FOUND", format!("no site {origin}")));
+            return Err(CommandError::new(Code::NotFound, format!("no site {origin}")));
         }
         Ok(())
     })
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, specta::Type)]
 pub struct StartInput {
     pub origin: String,
     pub capability: Option<String>,
@@ -63,15 +66,16 @@ pub struct StartInput {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn iw_start(core: CoreState<'_>, input: StartInput) -> Result<Turn> {
     let c = core.inner().clone();
     if input.message.trim().is_empty() {
-        return Err(CommandError::new("INVALID", "say what you would like to do"));
+        return Err(CommandError::new(Code::Invalid, "say what you would like to do"));
     }
     Ok(intent::start(c.store.clone(), &c.key, &input.origin, input.capability.as_deref(), input.message.trim(), Some("en")).await?)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, specta::Type)]
 pub struct ReplyInput {
     pub interaction_id: String,
     pub message: String,
@@ -80,10 +84,11 @@ pub struct ReplyInput {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn iw_reply(core: CoreState<'_>, input: ReplyInput) -> Result<Turn> {
     let c = core.inner().clone();
     if input.message.trim().is_empty() {
-        return Err(CommandError::new("INVALID", "the answer is empty"));
+        return Err(CommandError::new(Code::Invalid, "the answer is empty"));
     }
     let flow = input.flow_type.unwrap_or(FlowType::InformationResponse);
     Ok(intent::reply(c.store.clone(), &c.key, &input.interaction_id, flow, input.message.trim(), Some("en")).await?)
@@ -91,12 +96,13 @@ pub async fn iw_reply(core: CoreState<'_>, input: ReplyInput) -> Result<Turn> {
 
 /// Pins the key a site signed its first answer with.
 #[tauri::command]
+#[specta::specta]
 pub async fn iw_pin(core: CoreState<'_>, origin: String, kid: String) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || Ok(intent::pin(&c.store, &origin, &kid)?)).await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct ConversationItem {
     #[serde(flatten)]
     pub conversation: IwConversationRow,
@@ -104,6 +110,7 @@ pub struct ConversationItem {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn iw_conversations(core: CoreState<'_>) -> Result<Vec<ConversationItem>> {
     let c = core.inner().clone();
     blocking(move || {
@@ -118,18 +125,21 @@ pub async fn iw_conversations(core: CoreState<'_>) -> Result<Vec<ConversationIte
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn iw_conversation(core: CoreState<'_>, interaction_id: String) -> Result<ConversationView> {
     let c = core.inner().clone();
-    blocking(move || intent::view(&c.store, &interaction_id)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no conversation {interaction_id}")))).await
+    blocking(move || intent::view(&c.store, &interaction_id)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no conversation {interaction_id}"))))
+        .await
 }
 
 /// Opens a link from a site's answer in the system browser, after the user clicked it and
 /// confirmed. Only http and https.
 #[tauri::command]
+#[specta::specta]
 pub async fn iw_open_link<R: Runtime>(app: AppHandle<R>, url: String) -> Result<()> {
-    let u = url::Url::parse(&url).map_err(|e| CommandError::new("INVALID", format!("{url}: {e}")))?;
+    let u = url::Url::parse(&url).map_err(|e| CommandError::new(Code::Invalid, format!("{url}: {e}")))?;
     if !matches!(u.scheme(), "http" | "https") {
-        return Err(CommandError::new("INVALID", format!("{url}: only http and https links are opened")));
+        return Err(CommandError::new(Code::Invalid, format!("{url}: only http and https links are opened")));
     }
-    app.opener().open_url(u.as_str(), None::<&str>).map_err(|e| CommandError::new("OPEN", e.to_string()))
+    app.opener().open_url(u.as_str(), None::<&str>).map_err(|e| CommandError::new(Code::Open, e.to_string()))
 }

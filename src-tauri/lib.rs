@@ -2,6 +2,8 @@
 //! rule live in the core crates; this file wires them to a window, a tray and events.
 
 mod commands;
+mod error;
+mod events;
 mod grants;
 mod guardian;
 mod intent;
@@ -13,8 +15,9 @@ mod uamp;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tauri::{Emitter, Manager, Runtime};
+use tauri::{Manager, Runtime};
 use tauri_plugin_notification::NotificationExt;
+use tauri_specta::Event as _;
 
 pub use commands::{fingerprint, order_by_replies, CommandError};
 pub use grants::new_programs_and_folders;
@@ -38,9 +41,9 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
         loop {
             match rx.recv().await {
                 Ok(ev) => {
-                    let _ = app.emit("inbox://received", &ev);
+                    let _ = events::InboxReceived(ev.clone()).emit(&app);
                     if ev.needs_consent {
-                        let _ = app.emit("consent://requested", &ev);
+                        let _ = events::ConsentRequested(ev.clone()).emit(&app);
                         let body = match (&ev.code, ev.transport.as_str()) {
                             (_, "asop") => {
                                 format!("{} is waiting for your decision before it acts. Open Gatehouse to answer.", ev.sender.as_deref().unwrap_or("An agent"))
@@ -70,7 +73,7 @@ fn forward_progress<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
         loop {
             match rx.recv().await {
                 Ok(p) => {
-                    let _ = app.emit("executor://progress", &p);
+                    let _ = events::ExecutorProgress(p).emit(&app);
                 }
                 // Each partial carries the whole answer so far, so a skipped one loses nothing.
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
@@ -80,15 +83,62 @@ fn forward_progress<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
     });
 }
 
+/// The window's commands (from `command_list.rs`) with their types, for the invoke
+/// handler and for the generated TypeScript bindings.
+pub fn bindings<R: Runtime>() -> tauri_specta::Builder<R> {
+    macro_rules! app_commands {
+        ($($cmd:tt)*) => { tauri_specta::collect_commands![$($cmd)*] };
+    }
+    tauri_specta::Builder::<R>::new()
+        .commands(include!("command_list.rs"))
+        .events(tauri_specta::collect_events![
+            events::InboxReceived,
+            events::ConsentRequested,
+            events::StatusChanged,
+            events::ExecutorProgress,
+            events::MailLive,
+            events::UampProgress
+        ])
+        // Kept by the store as checked JSON; the window reads them in these shapes.
+        .typ::<gatehouse_intentweb::manifest::Manifest>()
+        .typ::<gatehouse_intentweb::attribution::Verdict>()
+        .error_handling(tauri_specta::ErrorHandlingMode::Throw)
+}
+
+/// Where the generated bindings live, and how they are written: numbers the window gets
+/// are row ids and counts, far below 2^53, so 64-bit integers are plain numbers.
+pub const BINDINGS_FILE: &str = "ui/src/bindings.ts";
+
+pub fn export_bindings(path: &std::path::Path) -> Result<(), String> {
+    let ts = specta_typescript::Typescript::default().header("// Generated from the Rust commands and types by `cargo test --test bindings`; do not edit.\n");
+    bindings::<tauri::Wry>().dangerously_cast_bigints_to_number().export(ts, path).map_err(|e| e.to_string())?;
+    // A type that reads differently than it is written (serde defaults) is exported in
+    // both shapes, and its plain name is their union, where every defaulted field looks
+    // optional. The window reads what Rust sends, so the plain name is the sent shape;
+    // commands still take the `_Deserialize` shape as their arguments.
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let text: Vec<String> = text
+        .lines()
+        .map(|l| match l.strip_prefix("export type ").and_then(|r| r.split_once(" = ")) {
+            Some((name, rhs)) if rhs == format!("{name}_Serialize | {name}_Deserialize;") => format!("export type {name} = {name}_Serialize;"),
+            _ => l.to_string(),
+        })
+        .collect();
+    std::fs::write(path, text.join("\n") + "\n").map_err(|e| e.to_string())
+}
+
 /// Builds the app on any runtime, so tests can pass `tauri::test::mock_builder()`.
 pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
+    let specta = bindings::<R>();
+    let handler = specta.invoke_handler();
     builder
         .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| tray::show_window(app)))
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_clipboard_manager::init())
         .plugin(tauri_plugin_opener::init())
-        .setup(|app| {
+        .setup(move |app| {
+            specta.mount_events(app);
             let core = Arc::new(Core::open(data_dir(), keystore()).map_err(|e| format!("Gatehouse cannot start: {e}"))?);
             app.manage(core.clone());
             app.manage(grants::Grants::default());
@@ -114,70 +164,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
                 }
             }
         })
-        .invoke_handler(tauri::generate_handler![
-            commands::app_info,
-            commands::inbox_list,
-            commands::inbox_detail,
-            commands::conversation,
-            commands::trust_list,
-            commands::trust_add,
-            commands::trust_update,
-            commands::trust_remove,
-            commands::trust_block,
-            commands::trust_unblock,
-            commands::blocked_list,
-            commands::consent_list,
-            commands::consent_decide,
-            commands::audit_list,
-            commands::settings_set,
-            commands::retention_get,
-            commands::retention_set,
-            commands::inbox_pause,
-            commands::executors_get,
-            commands::executors_set,
-            commands::identity_qr,
-            commands::export_json,
-            grants::pick_path,
-            uamp::uamp_info,
-            uamp::uamp_token_issue,
-            uamp::uamp_token_revoke,
-            uamp::uamp_discover,
-            uamp::uamp_peer_add,
-            uamp::uamp_peers,
-            uamp::uamp_peer_remove,
-            uamp::uamp_ask,
-            uamp::uamp_cancel,
-            uamp::uamp_streams,
-            uamp::uamp_stream_detail,
-            mail::mail_swarms,
-            mail::mail_swarm_add,
-            mail::mail_swarm_refresh,
-            mail::mail_swarm_remove,
-            mail::mail_send,
-            mail::mail_interswarm,
-            mail::mail_tasks,
-            mail::mail_task,
-            mail::mail_import,
-            intent::iw_sites,
-            intent::iw_site_add,
-            intent::iw_site_remove,
-            intent::iw_start,
-            intent::iw_reply,
-            intent::iw_pin,
-            intent::iw_conversations,
-            intent::iw_conversation,
-            intent::iw_open_link,
-            guardian::asop_pending,
-            guardian::asop_answer,
-            guardian::asop_rules,
-            guardian::asop_rule_add,
-            guardian::asop_rule_remove,
-            guardian::asop_sessions,
-            guardian::asop_session,
-            commands::replies_for,
-            commands::reply_send,
-            commands::executor_retry,
-        ])
+        .invoke_handler(handler)
         .build(tauri::generate_context!())
         .expect("error while building the Gatehouse app")
 }

@@ -10,25 +10,25 @@ use gatehouse_mail::client::{InterswarmSend, Outcome, SendMessage};
 use gatehouse_mail::{ClientError, SwarmClient};
 use gatehouse_store::{MailMessageRow, MailSwarmRow, MailTaskDetail, MailTaskRow, NewMailTask};
 use serde::{Deserialize, Serialize};
-use tauri::{AppHandle, Emitter, Runtime};
+use tauri::{AppHandle, Runtime};
 
-use crate::commands::{blocking, CommandError, CoreState};
+use crate::commands::{blocking, Code, CommandError, CoreState};
 
 type Result<T> = std::result::Result<T, CommandError>;
 
 fn client_error(e: ClientError) -> CommandError {
-    CommandError::new(e.code(), e.to_string())
+    CommandError::coded(e.code(), e.to_string())
 }
 
 fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
-    CommandError::new("KEYCHAIN", e.to_string())
+    CommandError::new(Code::Keychain, e.to_string())
 }
 
 fn now() -> String {
     gatehouse_epp::utc_string(chrono::Utc::now())
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct SwarmView {
     #[serde(flatten)]
     pub swarm: MailSwarmRow,
@@ -36,6 +36,7 @@ pub struct SwarmView {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn mail_swarms(core: CoreState<'_>) -> Result<Vec<SwarmView>> {
     let c = core.inner().clone();
     blocking(move || {
@@ -49,7 +50,7 @@ pub async fn mail_swarms(core: CoreState<'_>) -> Result<Vec<SwarmView>> {
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, specta::Type)]
 pub struct SwarmInput {
     pub url: String,
     pub name: String,
@@ -59,6 +60,7 @@ pub struct SwarmInput {
 /// Connects to a swarm: what it says about itself is fetched first; a token it refuses is
 /// not kept.
 #[tauri::command]
+#[specta::specta]
 pub async fn mail_swarm_add(core: CoreState<'_>, input: SwarmInput) -> Result<SwarmView> {
     let c = core.inner().clone();
     let added = mail::swarm_add(c.store.clone(), &c.data_dir, &input.name, &input.url, input.token).await.map_err(swarm_error)?;
@@ -66,7 +68,7 @@ pub async fn mail_swarm_add(core: CoreState<'_>, input: SwarmInput) -> Result<Sw
 }
 
 fn swarm_error(e: mail::SwarmError) -> CommandError {
-    CommandError::new(e.code(), e.to_string())
+    CommandError::coded(e.code(), e.to_string())
 }
 
 async fn client_for(c: &std::sync::Arc<crate::service::Core>, name: &str) -> Result<SwarmClient> {
@@ -76,6 +78,7 @@ async fn client_for(c: &std::sync::Arc<crate::service::Core>, name: &str) -> Res
 
 /// Asks the swarm again: metadata, health, identity and role, status, known swarms.
 #[tauri::command]
+#[specta::specta]
 pub async fn mail_swarm_refresh(core: CoreState<'_>, name: String) -> Result<serde_json::Value> {
     let c = core.inner().clone();
     let client = client_for(&c, &name).await?;
@@ -86,12 +89,13 @@ pub async fn mail_swarm_refresh(core: CoreState<'_>, name: String) -> Result<ser
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn mail_swarm_remove(core: CoreState<'_>, name: String) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || mail::swarm_remove(&c.store, &c.data_dir, &name).map_err(swarm_error)).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, specta::Type)]
 pub struct SendInput {
     pub swarm: String,
     pub body: String,
@@ -103,19 +107,20 @@ pub struct SendInput {
 /// Sends a message and follows its task; every event is stored, then pushed to the window
 /// as `mail://event`.
 #[tauri::command]
+#[specta::specta]
 pub async fn mail_send<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, input: SendInput) -> Result<Outcome> {
     let c = core.inner().clone();
     let client = client_for(&c, &input.swarm).await?;
     let blank = |s: Option<String>| s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     let m = SendMessage { body: input.body, subject: blank(input.subject), task_id: blank(input.task_id), entrypoint: blank(input.entrypoint) };
     mail::send(c.store.clone(), &client, &input.swarm, &m, |e: &LiveEvent| {
-        let _ = app.emit("mail://event", e);
+        let _ = tauri_specta::Event::emit(&crate::events::MailLive(e.clone()), &app);
     })
     .await
-    .map_err(|e| CommandError::new(e.code(), e.to_string()))
+    .map_err(|e| CommandError::coded(e.code(), e.to_string()))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, specta::Type)]
 pub struct InterswarmInput {
     pub swarm: String,
     pub body: String,
@@ -126,19 +131,20 @@ pub struct InterswarmInput {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn mail_interswarm(core: CoreState<'_>, input: InterswarmInput) -> Result<MailMessageRow> {
     let c = core.inner().clone();
     let client = client_for(&c, &input.swarm).await?;
     let (sw, name) = (c.clone(), input.swarm.clone());
     let token = blocking(move || {
-        let row = sw.store.mail_swarm(&name)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no swarm {name}")))?;
+        let row = sw.store.mail_swarm(&name)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no swarm {name}")))?;
         mail::swarm_token(&sw.data_dir, &row).map_err(swarm_error)
     })
     .await?;
-    let token = token.ok_or_else(|| CommandError::new("NO_TOKEN", "interswarm messages need the swarm's token; add the swarm again with one"))?;
+    let token = token.ok_or_else(|| CommandError::new(Code::NoToken, "interswarm messages need the swarm's token; add the swarm again with one"))?;
     let targets: Vec<String> = input.targets.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
     if targets.is_empty() || targets.iter().any(|t| !t.contains('@')) {
-        return Err(CommandError::new("INVALID", "name each target as agent@swarm"));
+        return Err(CommandError::new(Code::Invalid, "name each target as agent@swarm"));
     }
     let msg_type = (targets.len() > 1).then(|| "broadcast".to_string());
     let req = InterswarmSend {
@@ -169,21 +175,24 @@ pub async fn mail_interswarm(core: CoreState<'_>, input: InterswarmInput) -> Res
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn mail_tasks(core: CoreState<'_>, query: Option<String>) -> Result<Vec<MailTaskRow>> {
     let c = core.inner().clone();
     blocking(move || Ok(c.store.mail_tasks(query.as_deref(), 500)?)).await
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn mail_task(core: CoreState<'_>, task_id: String) -> Result<MailTaskDetail> {
     let c = core.inner().clone();
-    blocking(move || c.store.mail_task(&task_id)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no task {task_id}")))).await
+    blocking(move || c.store.mail_task(&task_id)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no task {task_id}")))).await
 }
 
 /// Imports a task log the user picked or dropped.
 #[tauri::command]
+#[specta::specta]
 pub async fn mail_import(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, path: PathBuf) -> Result<ImportReport> {
     grants.check(crate::grants::Purpose::MailLog, &path)?;
     let c = core.inner().clone();
-    blocking(move || mail::import_file(&c.store, &path, true).map_err(|e| CommandError::new(e.code(), e.to_string()))).await
+    blocking(move || mail::import_file(&c.store, &path, true).map_err(|e| CommandError::coded(e.code(), e.to_string()))).await
 }

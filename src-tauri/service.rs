@@ -19,7 +19,7 @@ fn default_uamp_port() -> u16 {
     std::env::var("GATEHOUSE_UAMP_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_UAMP_PORT)
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
 pub struct DesktopSettings {
     pub port: u16,
     pub watch_dir: PathBuf,
@@ -45,7 +45,7 @@ impl DesktopSettings {
 }
 
 /// What the window shows about the running inbox.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, specta::Type)]
 pub struct InboxStatus {
     pub running: bool,
     pub paused: bool,

@@ -34,7 +34,7 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
                         core.start().await;
                     }
                     refresh(&app);
-                    let _ = tauri::Emitter::emit(&app, "inbox://status", core.status());
+                    let _ = tauri_specta::Event::emit(&crate::events::StatusChanged(core.status()), &app);
                 });
             }
             "quit" => app.exit(0),

@@ -11,9 +11,9 @@ use gatehouse_inbox::uamp::client::{self, Ask, AskProgress, Client, ClientError,
 use gatehouse_keys::Secrets;
 use gatehouse_store::{PeerRow, StreamRow, UampMessageRow};
 use serde::{Deserialize, Serialize};
-use tauri::{AppHandle, Emitter, Runtime};
+use tauri::{AppHandle, Runtime};
 
-use crate::commands::{blocking, CommandError, CoreState};
+use crate::commands::{blocking, Code, CommandError, CoreState};
 use crate::service::Core;
 
 type Result<T> = std::result::Result<T, CommandError>;
@@ -26,19 +26,19 @@ const MAX_INLINE_BYTES: u64 = 16 * 1024 * 1024;
 
 impl From<ClientError> for CommandError {
     fn from(e: ClientError) -> Self {
-        CommandError::new(e.code(), e.to_string())
+        CommandError::coded(e.code(), e.to_string())
     }
 }
 
 fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
-    CommandError::new("KEYCHAIN", e.to_string())
+    CommandError::new(Code::Keychain, e.to_string())
 }
 
 /// A peer (by DID or name) and the token it issued to this inbox, from the keychain.
 async fn peer_with_token(c: &Arc<Core>, peer: String) -> Result<(PeerRow, Option<String>)> {
     let c = c.clone();
     blocking(move || {
-        let row = c.store.uamp_peer(&peer)?.ok_or_else(|| CommandError::new("NOT_FOUND", format!("no peer {peer}")))?;
+        let row = c.store.uamp_peer(&peer)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no peer {peer}")))?;
         let token = Secrets::open(&c.data_dir).and_then(|s| s.get(&client::token_name(&row.did))).map_err(keychain)?;
         Ok((row, token))
     })
@@ -50,7 +50,7 @@ fn sender(c: &Core) -> Client {
     Client { key: c.key.clone(), store: c.store.clone(), files_dir: client::files_dir(&c.data_dir) }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct UampInfo {
     pub did: String,
     pub cert_sha256: String,
@@ -59,10 +59,11 @@ pub struct UampInfo {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_info(core: CoreState<'_>) -> Result<UampInfo> {
     let c = core.inner().clone();
     blocking(move || {
-        let cert = gatehouse_inbox::uamp::tls::load_or_create(&c.data_dir, &c.key).map_err(|e| CommandError::new("TLS", e.to_string()))?;
+        let cert = gatehouse_inbox::uamp::tls::load_or_create(&c.data_dir, &c.key).map_err(|e| CommandError::new(Code::Tls, e.to_string()))?;
         let st = c.status();
         Ok(UampInfo { did: gatehouse_uamp::sign::did_of(&c.key), cert_sha256: cert.fingerprint, listening: st.uamp_listening, error: st.uamp_error })
     })
@@ -71,11 +72,12 @@ pub async fn uamp_info(core: CoreState<'_>) -> Result<UampInfo> {
 
 /// Issues a bearer token for a trusted UAMP sender; the window shows it once.
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_token_issue(core: CoreState<'_>, sender: String) -> Result<String> {
     let c = core.inner().clone();
     blocking(move || {
         if c.store.trust_get(&sender)?.is_none() {
-            return Err(CommandError::new("NOT_TRUSTED", format!("{sender} is not a trusted sender")));
+            return Err(CommandError::new(Code::NotTrusted, format!("{sender} is not a trusted sender")));
         }
         Ok(gatehouse_inbox::consent::trust::token_issue(&c.store, &sender, chrono::Utc::now())?)
     })
@@ -84,6 +86,7 @@ pub async fn uamp_token_issue(core: CoreState<'_>, sender: String) -> Result<Str
 
 /// Revokes every bearer token issued to a sender (it must then present a new one).
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_token_revoke(core: CoreState<'_>, sender: String) -> Result<usize> {
     let c = core.inner().clone();
     blocking(move || Ok(gatehouse_inbox::consent::trust::token_revoke(&c.store, &sender, chrono::Utc::now())?)).await
@@ -91,11 +94,12 @@ pub async fn uamp_token_revoke(core: CoreState<'_>, sender: String) -> Result<us
 
 /// Step one of adding a peer: what it is, for the user to check before trusting it.
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_discover(url: String) -> Result<Discovered> {
     Ok(client::discover(&url, None).await?)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, specta::Type)]
 pub struct PeerInput {
     pub url: String,
     pub name: String,
@@ -107,10 +111,11 @@ pub struct PeerInput {
 /// Step two: the manifest is fetched again under the confirmed pin, then the peer is kept
 /// (its token in the keychain).
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_peer_add(core: CoreState<'_>, input: PeerInput) -> Result<PeerRow> {
     let name = input.name.trim().to_string();
     if name.is_empty() {
-        return Err(CommandError::new("INVALID", "give the peer a name"));
+        return Err(CommandError::new(Code::Invalid, "give the peer a name"));
     }
     let found = client::discover(&input.url, Some(&input.cert_sha256)).await?;
     let c = core.inner().clone();
@@ -133,7 +138,7 @@ pub async fn uamp_peer_add(core: CoreState<'_>, input: PeerInput) -> Result<Peer
     .await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct PeerView {
     #[serde(flatten)]
     pub peer: PeerRow,
@@ -141,6 +146,7 @@ pub struct PeerView {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_peers(core: CoreState<'_>) -> Result<Vec<PeerView>> {
     let c = core.inner().clone();
     blocking(move || {
@@ -155,6 +161,7 @@ pub async fn uamp_peers(core: CoreState<'_>) -> Result<Vec<PeerView>> {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_peer_remove(core: CoreState<'_>, did: String) -> Result<()> {
     let c = core.inner().clone();
     blocking(move || {
@@ -166,7 +173,7 @@ pub async fn uamp_peer_remove(core: CoreState<'_>, did: String) -> Result<()> {
     .await
 }
 
-#[derive(Serialize, Clone)]
+#[derive(Debug, Serialize, Clone, specta::Type)]
 pub struct ProgressEvent {
     pub peer: String,
     #[serde(flatten)]
@@ -178,6 +185,7 @@ pub struct ProgressEvent {
 /// Sends an ask and returns its stream id as soon as the peer accepted it; the stream's
 /// progress arrives as `uamp://progress` events until its final state.
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, peer: String, content: String, body_type: Option<String>) -> Result<String> {
     let c: Arc<Core> = core.inner().clone();
     let (row, token) = peer_with_token(&c, peer).await?;
@@ -188,7 +196,7 @@ pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, peer: 
         let mut first = Some(first_tx);
         let name = row.name.clone();
         let emit = |p: &AskProgress, error: Option<CommandError>| {
-            let _ = app.emit("uamp://progress", ProgressEvent { peer: name.clone(), progress: p.clone(), error });
+            let _ = tauri_specta::Event::emit(&crate::events::UampProgress(ProgressEvent { peer: name.clone(), progress: p.clone(), error }), &app);
         };
         let result = sender
             .ask(&row, token.as_deref(), &ask, |p| {
@@ -212,21 +220,22 @@ pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, peer: 
             }
         }
     });
-    first_rx.await.map_err(|_| CommandError::new("INTERNAL", "the ask stopped before it was sent"))?
+    first_rx.await.map_err(|_| CommandError::new(Code::Internal, "the ask stopped before it was sent"))?
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_cancel(core: CoreState<'_>, stream_id: String) -> Result<()> {
     let c = core.inner().clone();
     let peer = {
         let (c, stream_id) = (c.clone(), stream_id.clone());
-        blocking(move || Ok(c.store.uamp_stream(&stream_id)?.ok_or_else(|| CommandError::new("NOT_FOUND", "no such stream"))?.peer)).await?
+        blocking(move || Ok(c.store.uamp_stream(&stream_id)?.ok_or_else(|| CommandError::new(Code::NotFound, "no such stream"))?.peer)).await?
     };
     let (row, token) = peer_with_token(&c, peer).await?;
     Ok(sender(&c).cancel(&row, token.as_deref(), &stream_id).await?)
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct StreamView {
     #[serde(flatten)]
     pub stream: StreamRow,
@@ -238,6 +247,7 @@ pub struct StreamView {
 
 /// Streams in both directions, newest first, with who and what opened them.
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_streams(core: CoreState<'_>) -> Result<Vec<StreamView>> {
     let c = core.inner().clone();
     blocking(move || {
@@ -256,7 +266,7 @@ pub async fn uamp_streams(core: CoreState<'_>) -> Result<Vec<StreamView>> {
     .await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, specta::Type)]
 pub struct StreamDetail {
     #[serde(flatten)]
     pub view: StreamView,
@@ -271,10 +281,11 @@ pub struct StreamDetail {
 }
 
 #[tauri::command]
+#[specta::specta]
 pub async fn uamp_stream_detail(core: CoreState<'_>, stream_id: String) -> Result<StreamDetail> {
     let c = core.inner().clone();
     blocking(move || {
-        let s = c.store.uamp_stream(&stream_id)?.ok_or_else(|| CommandError::new("NOT_FOUND", "no such stream"))?;
+        let s = c.store.uamp_stream(&stream_id)?.ok_or_else(|| CommandError::new(Code::NotFound, "no such stream"))?;
         let ask = c.store.uamp_message_by_row(s.message_row)?;
         let thread = match &ask {
             Some(m) => c.store.uamp_thread(&m.thread)?,
@@ -307,7 +318,7 @@ fn file_view(path: &std::path::Path, mime: Option<&str>) -> Result<(Option<Strin
     if len == 0 || len > MAX_INLINE_BYTES {
         return Ok((None, None));
     }
-    let bytes = std::fs::read(path).map_err(|e| CommandError::new("IO", format!("{}: {e}", path.display())))?;
+    let bytes = std::fs::read(path).map_err(|e| CommandError::new(Code::Io, format!("{}: {e}", path.display())))?;
     let essence = mime.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     if INLINE_IMAGES.contains(&essence.as_str()) {
         return Ok((None, Some(format!("data:{essence};base64,{}", STANDARD.encode(&bytes)))));

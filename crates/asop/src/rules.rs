@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::step::Step;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Allow,
@@ -31,6 +32,7 @@ impl Action {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
     Equals,
@@ -44,6 +46,7 @@ pub enum Op {
 
 /// A test on one tool argument (as text; numbers and booleans by their JSON form).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Condition {
     pub argument: String,
     pub op: Op,

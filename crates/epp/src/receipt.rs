@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Spec 7.3 codes, plus `INTERNAL_ERROR` for the spec's HTTP 500 "inbox processing error".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     InvalidFormat,
@@ -96,6 +97,7 @@ impl Rejection {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ErrorDetail {
     pub code: ErrorCode,
     pub message: String,
@@ -103,6 +105,7 @@ pub struct ErrorDetail {
 
 /// A receipt as sent on the wire (7.1 / 7.2). Gatehouse extensions are `x-` prefixed (11.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Receipt {
     pub status: ReceiptStatus,
     /// `null` when no envelope_id could be read from the input.
@@ -119,6 +122,7 @@ pub struct Receipt {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum ReceiptStatus {
     Accepted,

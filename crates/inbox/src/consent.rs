@@ -11,6 +11,7 @@ use crate::pipeline::Inbox;
 
 /// One thing waiting for the user.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ConsentItem {
     /// A sender not in the trust registry knocked with a valid signature.
@@ -50,6 +51,7 @@ pub enum ConsentItem {
 /// choose it: EPP envelopes in the reserved scopes are refused before they can knock, and
 /// a UAMP knock's scope is its signed intent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     EppSender,
@@ -87,6 +89,7 @@ impl Source {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     AllowOnce,
@@ -96,6 +99,7 @@ pub enum Decision {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ConsentTarget {
     UnknownSender { public_key: String },
@@ -104,6 +108,7 @@ pub enum ConsentTarget {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct DecisionOutcome {
     pub message: String,
     /// The receipt of the envelope the decision delivered, if any.

@@ -15,6 +15,7 @@ pub(crate) const SETTINGS_KEY: &str = "executors";
 const KEEP_OUTPUT_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ExecutorSpec {
     /// Accepts and logs; no action.
@@ -88,6 +89,7 @@ impl ExecutorSpec {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ExecutorConfig {
     pub default: ExecutorSpec,
     #[serde(default)]

@@ -26,6 +26,7 @@ pub enum Kind {
 
 /// What was not kept, as the user is shown it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Unkept {
     pub refusals: u64,
     pub knocks: u64,

@@ -50,6 +50,7 @@ fn now() -> String {
 
 /// What the user answered to a step the guardian asked about.
 #[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct UserAnswer {
     /// allow, deny or modify
     pub decision: Action,

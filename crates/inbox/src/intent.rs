@@ -100,6 +100,7 @@ pub fn pin(store: &Store, origin: &str, kid: &str) -> Result<(), IntentError> {
 
 /// One exchange: what was sent and what came back (possibly refused, with why).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Turn {
     pub conversation: IwConversationRow,
     pub sent: IwMessageRow,
@@ -237,6 +238,7 @@ fn receive(store: &Store, conv: &IwConversationRow, past: &[FlowType], env: &Env
 
 /// A conversation with all its messages, for the window and for export.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ConversationView {
     pub conversation: IwConversationRow,
     pub company: Option<String>,

@@ -148,6 +148,7 @@ pub fn row_of(m: &Message) -> MailMessageRow {
 
 /// One event of a live task, as the app and the CLI show it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LiveEvent {
     Message {
@@ -297,6 +298,7 @@ pub async fn send(
 
 /// What an import kept and what it refused.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ImportReport {
     pub source: String,
     /// Tasks the file's messages belong to.
@@ -308,6 +310,7 @@ pub struct ImportReport {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ImportLineError {
     pub line: usize,
     pub field: String,

@@ -27,6 +27,7 @@ const KEEP_KNOCK_BYTES: usize = 2 * 1024 * 1024;
 
 /// What the inbox tells whoever listens (the desktop shell) as it happens.
 #[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct InboxEvent {
     pub receipt_id: String,
     pub status: gatehouse_epp::ReceiptStatus,

@@ -54,6 +54,7 @@ const BATCH: usize = 256;
 
 /// What an executor at work tells the window.
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ExecProgress {
     /// The answer so far, whole: a listener that joins late or lags still sees all of it.
@@ -61,7 +62,7 @@ pub enum ExecProgress {
     /// Work without text to show yet (a peer's stream: what has arrived).
     Note { envelope_row: i64, note: String },
     /// The result is stored (the status is `succeeded` or `failed`).
-    Finished { envelope_row: i64, status: String },
+    Finished { envelope_row: i64, status: gatehouse_store::ExecStatus },
 }
 
 /// How often a streaming answer is passed on: often enough to read along, rarely enough
@@ -187,7 +188,7 @@ async fn run_one(
 
 /// Stores finished results, then says so (never before: the window reloads on it).
 async fn commit(store: &Arc<Store>, done: Vec<(i64, ExecStatus, Option<serde_json::Value>)>, progress: &Progress) {
-    let finished: Vec<_> = done.iter().map(|(id, st, _)| ExecProgress::Finished { envelope_row: *id, status: st.as_str().to_string() }).collect();
+    let finished: Vec<_> = done.iter().map(|(id, st, _)| ExecProgress::Finished { envelope_row: *id, status: *st }).collect();
     if blocking(store, move |s| s.set_exec_many(&done, &now_string())).await.is_some() {
         for f in finished {
             let _ = progress.send(f);

@@ -112,6 +112,7 @@ pub fn draft(
 
 /// What checking a message's attribution found, for the user to see.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Verdict {
     /// Signed by the pinned key.

@@ -15,6 +15,7 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 pub const MAX_ENVELOPE_BYTES: usize = 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum FlowType {
     IntentRequest,

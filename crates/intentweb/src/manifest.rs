@@ -13,6 +13,9 @@ use crate::FieldError;
 pub const MAX_MANIFEST_BYTES: usize = 512 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+// Named for the window's bindings, beside UAMP's manifest (JSON and YAML carry no type name).
+#[serde(rename = "IwManifest")]
 pub struct Manifest {
     pub manifest_version: String,
     pub company: String,
@@ -26,6 +29,7 @@ pub struct Manifest {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Capability {
     pub intent: String,
     pub description: String,
@@ -37,6 +41,7 @@ pub struct Capability {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Contact {
     pub intent_endpoint: String,
     pub website: Option<String>,

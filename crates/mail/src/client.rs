@@ -140,6 +140,7 @@ pub struct InterswarmSend {
 
 /// How a streamed task ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Outcome {
     pub task_id: String,
     pub completed: bool,

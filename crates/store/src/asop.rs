@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Result, Store};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct AsopRuleRow {
     pub id: i64,
     pub agent: String,
@@ -23,6 +24,7 @@ pub struct AsopRuleRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct AsopStepRow {
     pub row: i64,
     pub session_id: Option<String>,

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::{Result, Store};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct IwSiteRow {
     pub origin: String,
     pub company: String,
@@ -20,6 +21,7 @@ pub struct IwSiteRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct IwConversationRow {
     pub interaction_id: String,
     pub origin: String,
@@ -36,6 +38,7 @@ pub struct IwConversationRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct IwMessageRow {
     pub row: i64,
     pub interaction_id: String,

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::{Result, Store};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MailSwarmRow {
     /// The user's name for the connection (unique).
     pub name: String,
@@ -31,6 +32,7 @@ pub struct NewMailTask {
 
 /// A message of a task, as the MAIL crate read it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MailMessageRow {
     pub id: String,
     pub task_id: String,
@@ -47,6 +49,7 @@ pub struct MailMessageRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MailEventRow {
     pub event: String,
     pub at: Option<String>,
@@ -55,6 +58,7 @@ pub struct MailEventRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MailTaskRow {
     pub task_id: String,
     pub swarm: Option<String>,
@@ -73,6 +77,7 @@ pub struct MailTaskRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MailTaskDetail {
     pub task: MailTaskRow,
     pub messages: Vec<MailMessageRow>,

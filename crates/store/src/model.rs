@@ -15,6 +15,7 @@ pub fn sender_key(s: &str) -> String {
 
 /// Spec 6.1 trust entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct TrustEntry {
     pub public_key: String,
     pub name: String,
@@ -24,6 +25,7 @@ pub struct TrustEntry {
 
 /// Spec 6.1 policy, with Gatehouse extensions in `x-` fields (spec 11.1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Policy {
     #[serde(default)]
     pub allowed_scopes: Vec<String>,
@@ -54,6 +56,7 @@ pub struct Policy {
 
 /// One key of a UAMP sender: the `kid` its signatures name and the key as a JWK.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct UampKey {
     pub kid: String,
     pub jwk: serde_json::Value,
@@ -96,6 +99,7 @@ impl Policy {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RateLimit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_per_hour: Option<u32>,
@@ -116,6 +120,7 @@ pub struct PendingSender {
 
 /// Where the executor of an accepted envelope stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum ExecStatus {
     Queued,
@@ -148,6 +153,7 @@ impl ExecStatus {
 
 /// A receipt as stored: the wire JSON plus columns to filter on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ReceiptRow {
     pub receipt_id: String,
     pub envelope_id: Option<String>,
@@ -206,6 +212,7 @@ pub struct NewEnvelope {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct EnvelopeRow {
     pub id: i64,
     pub envelope_id: String,
@@ -233,6 +240,7 @@ pub struct EnvelopeRow {
 /// What the inbox list asks for. Every filter is optional; paging is by `before_seq`
 /// (keyset), so a page costs the same at row 10 and at row 100,000.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct InboxFilter {
     pub sender: Option<String>,
     pub scope: Option<String>,
@@ -248,6 +256,7 @@ pub struct InboxFilter {
 
 /// One row of the inbox list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct InboxItem {
     pub seq: i64,
     pub receipt_id: String,
@@ -270,6 +279,7 @@ pub struct InboxItem {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct BlockedSender {
     pub public_key: String,
     pub blocked_at: String,
@@ -278,6 +288,7 @@ pub struct BlockedSender {
 
 /// One decision or change the user made, readable later.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct AuditEntry {
     pub id: i64,
     pub at: String,

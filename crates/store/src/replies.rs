@@ -6,6 +6,7 @@ use serde::Serialize;
 use crate::{Result, Store};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ReplyRow {
     pub id: i64,
     /// The envelope this answers (row in `envelopes`).

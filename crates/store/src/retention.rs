@@ -15,6 +15,7 @@ pub const RETENTION_SETTING: &str = "retention";
 pub const MAX_RETENTION_DAYS: u32 = 36_500;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default)]
 pub struct Retention {
     /// Days the body of a refused submission is kept (0: forever).

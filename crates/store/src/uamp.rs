@@ -40,6 +40,7 @@ pub struct NewStream {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct UampMessageRow {
     pub id: i64,
     pub message_id: String,
@@ -59,6 +60,7 @@ pub struct UampMessageRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StreamRow {
     pub stream_id: String,
     pub message_row: i64,
@@ -81,6 +83,7 @@ pub struct StreamRow {
 /// A UAMP peer the user added to send to: where it is, the certificate pinned then, and
 /// its signed manifest as shown to the user.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct PeerRow {
     pub did: String,
     pub name: String,

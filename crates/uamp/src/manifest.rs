@@ -9,6 +9,7 @@ use crate::error::UampError;
 use crate::jws::Compact;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Limits {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_body_kb: Option<u64>,
@@ -17,6 +18,7 @@ pub struct Limits {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Manifest {
     pub agent: String,
     pub description: String,

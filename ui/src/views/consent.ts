@@ -1,6 +1,6 @@
 // Consent prompts, in plain words: who wants to reach your AI, about what, and what
 // each button does.
-import { api, errorText, type AsopStep, type ConsentItem, type ConsentTarget, type Decision } from '../api';
+import { api, asShape, errorText, hasCode, type AsopStep, type ConsentItem, type ConsentTarget, type Decision } from '../api';
 import { h, Kept, replace } from '../dom';
 import { fingerprint, senderLabel, when } from '../format';
 
@@ -48,9 +48,25 @@ export class ConsentView {
     }
   }
 
+  /** A decision that did not go through. If the request is gone (decided from the CLI or
+   *  another window, or withdrawn), there is nothing left to decide: the card says so and
+   *  the list is refreshed; any other failure stays on the card to try again. */
+  private failed(card: HTMLElement, result: HTMLElement, e: unknown): void {
+    if (hasCode(e, 'GONE')) {
+      result.textContent = 'Already decided or withdrawn — nothing is waiting here any more.';
+      this.notice.textContent = result.textContent;
+      card.classList.add('decided');
+      for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
+      this.onChange();
+      return;
+    }
+    result.textContent = errorText(e);
+    result.classList.add('error');
+  }
+
   /** One of the user's agents waits (its request held) for a decision on a step. */
   private askCard(a: AsopStep): HTMLElement {
-    const params = (a.request.params ?? {}) as Record<string, unknown>;
+    const params = asShape<{ params?: Record<string, unknown> } | null>(a.request)?.params ?? {};
     const inputs = ((params.toolCallRequest as { inputs?: { name: string; value: unknown }[] } | undefined)?.inputs) ?? [];
     const always = h('input', { type: 'checkbox', id: `asop-always-${a.row}`, className: 'asop-always' });
     const pattern = h('input', { type: 'text', className: 'asop-pattern', placeholder: 'pattern to redact, e.g. \\d{16}', size: 24 });
@@ -65,8 +81,7 @@ export class ConsentView {
         for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
         this.onChange();
       } catch (e) {
-        result.textContent = errorText(e);
-        result.classList.add('error');
+        this.failed(card, result, e);
       }
     };
     const card = h('article', { className: 'consent-card asop-ask', 'data-kind': 'asop', 'data-row': a.row },
@@ -97,8 +112,7 @@ export class ConsentView {
         for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
         this.onChange();
       } catch (e) {
-        result.textContent = errorText(e);
-        result.classList.add('error');
+        this.failed(card, result, e);
       }
     };
     const button = (d: Decision, label: string, cls: string, help: string) =>

@@ -1,6 +1,6 @@
 // The ASOP guardian: the rules that decide what your agents may do, and each session's
 // steps with what was decided and by whom. Steps waiting for you are under "Waiting for you".
-import { api, errorText, type AsopRule, type AsopStep } from '../api';
+import { api, asShape, errorText, type Action, type AsopCondition, type AsopRule, type AsopStep, type Op } from '../api';
 import { h, replace } from '../dom';
 import { when } from '../format';
 
@@ -10,7 +10,8 @@ const OPS: [string, string][] = [['not_ends_with', 'does not end with'], ['ends_
 export function ruleText(r: AsopRule): string {
   const who = r.agent === '*' ? 'any agent' : r.agent.startsWith('provider:') ? `any agent of ${r.agent.slice(9)}` : `agent ${r.agent}`;
   const what = r.tool !== '*' ? `tool ${r.tool}` : r.method === '*' ? 'any step' : r.method;
-  const cond = r.condition ? ` when ${r.condition.argument} ${OPS.find(([o]) => o === r.condition!.op)?.[1] ?? r.condition.op} “${r.condition.value}”` : '';
+  const c = asShape<AsopCondition | null>(r.condition);
+  const cond = c ? ` when ${c.argument} ${OPS.find(([o]) => o === c.op)?.[1] ?? c.op} “${c.value}”` : '';
   const act = r.action === 'modify' ? `allow with “${r.redact}” redacted` : r.action;
   return `${who}, ${what}${cond}: ${act}`;
 }
@@ -68,7 +69,7 @@ export class GuardianView {
     const form = h('form', { className: 'inline', onsubmit: async (e: Event) => {
       e.preventDefault();
       try {
-        await api.asopRuleAdd({ agent: agent.value, method: method.value, tool: tool.value, condition: arg.value.trim() ? { argument: arg.value.trim(), op: op.value, value: val.value } : null, action: action.value, redact: redact.value || null, note: null });
+        await api.asopRuleAdd({ agent: agent.value, method: method.value, tool: tool.value, condition: arg.value.trim() ? { argument: arg.value.trim(), op: op.value as Op, value: val.value } : null, action: action.value as Action, redact: redact.value || null, note: null });
         msg.className = '';
         msg.textContent = '';
         form.reset();

@@ -1,6 +1,6 @@
 // The inbox: every envelope and every rejection, newest first, with filters, full-text
 // search and keyset paging; a detail panel; the conversation thread.
-import { api, errorText, onExecProgress, type Detail, type ExecProgress, type InboxFilter, type InboxItem, type Reply } from '../api';
+import { api, asShape, errorText, onExecProgress, type Detail, type ExecProgress, type ExecStatus, type InboxFilter_Deserialize, type InboxItem, type Reply } from '../api';
 import { h, replace } from '../dom';
 import { delegationLine, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
 
@@ -13,7 +13,7 @@ export class InboxView {
   private list = h('ul', { className: 'rows', id: 'inbox-rows' });
   private detail = h('aside', { className: 'detail', id: 'inbox-detail' }, h('p', { className: 'muted' }, 'Select a message to see everything about it.'));
   private more = h('button', { className: 'secondary', id: 'inbox-more', onclick: () => void this.load(true) }, 'Load more');
-  private filter: InboxFilter = {};
+  private filter: InboxFilter_Deserialize = {};
   private items: InboxItem[] = [];
   private selected: string | null = null;
   // Each click starts a fetch; only the latest may draw, or a slow answer to an earlier
@@ -100,7 +100,7 @@ export class InboxView {
     }
   }
 
-  private setRowStatus(envelopeRow: number, status: string): void {
+  private setRowStatus(envelopeRow: number, status: ExecStatus): void {
     for (const item of this.items) {
       if (item.envelope_row !== envelopeRow || item.exec_status === status) continue;
       item.exec_status = status;
@@ -258,7 +258,7 @@ async function showReplies(el: HTMLElement, envelopeRow: number, openThread: (()
       } }, r.state === 'failed' ? 'Send again' : 'Approve and send');
       return h('div', { className: `card reply reply-${r.state}`, 'data-reply': r.id },
         h('p', { className: 'muted small' }, r.state === 'sent'
-          ? `Sent to ${r.endpoint}, signed by you — their inbox answered: ${r.receipt?.status ?? '?'}`
+          ? `Sent to ${r.endpoint}, signed by you — their inbox answered: ${asShape<{ status?: string } | null>(r.receipt)?.status ?? '?'}`
           : r.state === 'failed' ? `Not delivered to ${r.endpoint}.` : `A draft: read it, change it if you like, and approve it to send it to ${r.endpoint}.`),
         r.state === 'sent' ? h('div', { className: 'prompt' }, r.text) : text,
         r.state === 'sent' ? null : h('div', { className: 'actions' }, send),

@@ -1,7 +1,7 @@
 // IntentWeb: the companies (IntentSites) you talk to — what each can do, from its
 // manifest — and your conversations with them: what you asked, what they need (a
 // checklist you fill), their answers (rendered safely), and the outcome.
-import { api, errorText, type IwCapability, type IwConversation, type IwMessage, type IwSite, type IwView } from '../api';
+import { api, asShape, errorText, type ConversationItem, type FlowType, type IwCapability, type IwManifest, type IwMessage, type IwSite, type IwVerdict, type IwView } from '../api';
 import { h, Kept, refill, replace, sanitizedHtml } from '../dom';
 import { fingerprint, when } from '../format';
 
@@ -14,14 +14,21 @@ const FLOW_TEXT: Record<string, string> = {
   error: 'error',
 };
 
+// The store keeps these as the JSON Gatehouse checked; these are their shapes.
+const manifestOf = (s: IwSite) => asShape<IwManifest>(s.manifest);
+const verdictOf = (m: IwMessage) => asShape<IwVerdict | null>(m.verdict);
+interface EnvelopeView { required_information?: string[]; explicability?: Record<string, unknown>[]; status?: string; external_id?: string }
+const envelopeOf = (m: IwMessage) => asShape<EnvelopeView>(m.envelope);
+
 function verdictBadge(m: IwMessage, pinned: string | null): HTMLElement | null {
+  const verdict = verdictOf(m);
   if (m.direction === 'out') return h('span', { className: 'badge verdict-signed', title: 'signed with your key' }, 'signed by you');
   if (!m.accepted) return h('span', { className: 'badge verdict-refused' }, 'refused');
-  switch (m.verdict?.kind) {
-    case 'verified': return h('span', { className: 'badge verdict-verified', title: m.verdict.kid }, '✓ verified');
-    case 'new_key': return m.verdict.kid === pinned
-      ? h('span', { className: 'badge verdict-verified', title: m.verdict.kid }, 'first contact — key pinned since')
-      : h('span', { className: 'badge verdict-new', title: m.verdict.kid }, 'first contact — not pinned');
+  switch (verdict?.kind) {
+    case 'verified': return h('span', { className: 'badge verdict-verified', title: verdict.kid }, '✓ verified');
+    case 'new_key': return verdict.kid === pinned
+      ? h('span', { className: 'badge verdict-verified', title: verdict.kid }, 'first contact — key pinned since')
+      : h('span', { className: 'badge verdict-new', title: verdict.kid }, 'first contact — not pinned');
     case 'unsigned': return h('span', { className: 'badge verdict-new' }, 'unsigned');
     default: return null;
   }
@@ -81,7 +88,7 @@ export class IntentView {
   }
 
   private siteCard(s: IwSite): HTMLElement {
-    const m = s.manifest;
+    const m = manifestOf(s);
     const loc = m.location && typeof m.location === 'object' ? Object.entries(m.location as Record<string, unknown>).map(([k, v]) => `${k.replace(/_/g, ' ')}: ${String(v)}`) : m.location ? [String(m.location)] : [];
     return h('div', { className: 'card site', 'data-origin': s.origin },
       h('div', { className: 'row-top' },
@@ -123,7 +130,7 @@ export class IntentView {
 
   private fillCapabilities(): void {
     const site = this.sites.find((s) => s.origin === this.composerSite.value);
-    refill(this.composerCap, [['', '(let the site work it out)'], ...(site?.manifest.capabilities ?? []).map((c): [string, string] => [c.intent, c.intent])]);
+    refill(this.composerCap, [['', '(let the site work it out)'], ...(site ? manifestOf(site).capabilities : []).map((c): [string, string] => [c.intent, c.intent])]);
   }
 
   /** The composer, shown once there is a company to ask; the chosen company and
@@ -171,7 +178,7 @@ export class IntentView {
     }
   }
 
-  private row(c: IwConversation): HTMLElement {
+  private row(c: ConversationItem): HTMLElement {
     const state = c.state === 'completed' ? `Done${c.external_id ? ` — ${c.external_id}` : ''}` : c.state === 'failed' ? 'Failed' : 'In progress';
     return h('li', { className: `row${c.interaction_id === this.selected ? ' selected' : ''}`, 'data-interaction': c.interaction_id, onclick: () => { this.selected = c.interaction_id; void this.loadConversations(); } },
       h('div', { className: 'row-top' },
@@ -210,8 +217,10 @@ export class IntentView {
       const href = a.getAttribute('href');
       if (href && confirm(`Open ${href} in your browser?`)) void api.iwOpenLink(href).catch((err) => alert(errorText(err)));
     });
-    const kid = m.verdict?.kind === 'new_key' ? m.verdict.kid : null;
-    const expl = m.envelope.explicability ?? [];
+    const verdict = verdictOf(m);
+    const kid = verdict?.kind === 'new_key' ? verdict.kid : null;
+    const env = envelopeOf(m);
+    const expl = env.explicability ?? [];
     return h('li', { className: `iw-msg ${m.direction}${m.accepted ? '' : ' refused'}`, 'data-flow': m.flow_type },
       h('div', { className: 'mail-head' },
         h('span', { className: 'msg-type' }, FLOW_TEXT[m.flow_type] ?? m.flow_type),
@@ -222,7 +231,7 @@ export class IntentView {
         try { await api.iwPin(v.conversation.origin, kid); await this.load(); } catch (e) { alert(errorText(e)); }
       } }, `Pin this key (${fingerprint(kid)})`) : null,
       body,
-      m.envelope.status && m.direction === 'in' ? h('p', { className: 'muted small' }, `status: ${m.envelope.status}${m.envelope.external_id ? ` · ${m.envelope.external_id}` : ''}`) : null,
+      env.status && m.direction === 'in' ? h('p', { className: 'muted small' }, `status: ${env.status}${env.external_id ? ` · ${env.external_id}` : ''}`) : null,
       expl.length ? h('details', { className: 'explicability' }, h('summary', {}, 'Why (explicability)'),
         h('pre', { className: 'json' }, JSON.stringify(expl, null, 2))) : null);
   }
@@ -230,9 +239,9 @@ export class IntentView {
   /** What the site still needs, as a checklist; or a free answer. */
   private replyBox(v: IwView): HTMLElement {
     const last = [...v.messages].reverse().find((m) => m.direction === 'in' && m.accepted);
-    const needs = last?.flow_type === 'information_request' ? last.envelope.required_information ?? [] : [];
+    const needs = last?.flow_type === 'information_request' ? envelopeOf(last).required_information ?? [] : [];
     const msg = h('p', { role: 'status', id: 'iw-reply-msg' });
-    const send = async (text: string, flow: string | null) => {
+    const send = async (text: string, flow: FlowType | null) => {
       msg.className = '';
       msg.textContent = 'Sending…';
       try {

@@ -1,6 +1,6 @@
 // This inbox: identity (copy, QR), endpoint, port, watched folder, executors per scope,
 // how long history is kept, exports; and the activity (audit) log.
-import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorSpec, type Retention } from '../api';
+import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorConfig_Deserialize, type ExecutorSpec, type ExecutorSpec_Deserialize, type Retention } from '../api';
 import { h, replace } from '../dom';
 import { when } from '../format';
 
@@ -115,14 +115,14 @@ export class SettingsView {
     addRow('default', cfg.default);
     for (const [k, v] of Object.entries(cfg.scopes)) addRow(k, v);
     const save = async () => {
-      const next: ExecutorConfig = { default: { kind: 'noop' }, scopes: {} };
+      const next: ExecutorConfig_Deserialize & { scopes: Record<string, ExecutorSpec_Deserialize> } = { default: { kind: 'noop' }, scopes: {} };
       for (const tr of rows.querySelectorAll('tr')) {
         const scope = (tr.querySelector('.ex-scope') as HTMLInputElement).value.trim();
         const kind = (tr.querySelector('.ex-kind') as HTMLSelectElement).value;
         const arg = (tr.querySelector('.ex-arg') as HTMLInputElement).value.trim();
         if (!scope) continue;
         const parts = arg.split(/\s+/).filter(Boolean);
-        const spec: ExecutorSpec = kind === 'file-queue' ? { kind: 'file-queue', dir: arg }
+        const spec: ExecutorSpec_Deserialize = kind === 'file-queue' ? { kind: 'file-queue', dir: arg }
           : kind === 'command' ? { kind: 'command', program: parts[0] ?? '', args: parts.slice(1), timeout_secs: 60 }
           : kind === 'model' ? { kind: 'model', model: parts[0] ?? '', endpoint: parts[1] ?? 'http://127.0.0.1:11434/v1', timeout_secs: 300 }
           : kind === 'swarm' ? { kind: 'swarm', swarm: arg }

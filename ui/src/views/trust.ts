@@ -1,5 +1,5 @@
 // The trust manager: who may reach your AI, for what, how often.
-import { api, errorText, type Policy, type TrustRow } from '../api';
+import { api, errorText, type Policy_Deserialize, type TrustRow } from '../api';
 import { h, replace } from '../dom';
 import { fingerprint, isSenderId, optionalNumber, parseScopes, scopesText } from '../format';
 
@@ -79,7 +79,7 @@ export class TrustView {
       ev.preventDefault();
       try {
         if (!isSenderId(key.value)) throw new Error('Paste an EPP public key (64 hexadecimal characters) or a UAMP agent\'s did:key / did:web.');
-        const policy: Policy = {
+        const policy: Policy_Deserialize = {
           allowed_scopes: parseScopes(scopes.value),
           max_envelope_size: Math.round(Number(size.value) * MB),
           rate_limit: { max_per_hour: optionalNumber(hour.value), max_per_day: optionalNumber(day.value) },

@@ -198,6 +198,7 @@ fn unreachable(url: &str, e: reqwest::Error, seen: &Mutex<Option<String>>, pin: 
 
 /// What the user is shown before adding a peer.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Discovered {
     /// The DID that signed the manifest: the identity Gatehouse will address.
     pub did: String,
@@ -251,6 +252,7 @@ pub struct Ask {
 
 /// Where an ask's stream stands, reported after every frame.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct AskProgress {
     pub stream_id: String,
     pub message_id: String,

@@ -1,0 +1,87 @@
+//! What the window hears when a command fails: `{code, message}`, the code one of
+//! [`Code`] (mirrored in the generated TypeScript, so the UI can branch on it) and the
+//! message a sentence for the user.
+
+use serde::Serialize;
+
+/// Every error code a command can return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, specta::Type)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Code {
+    AlreadySent,
+    AlreadyTrusted,
+    BadEnvelope,
+    BadManifest,
+    BadRequest,
+    BadUrl,
+    DidFetch,
+    ForbiddenPath,
+    Gone,
+    Http,
+    Internal,
+    Interrupted,
+    Invalid,
+    Io,
+    Keychain,
+    NotAllowed,
+    NotConfirmed,
+    NotFound,
+    NotRunning,
+    NotText,
+    NotTrusted,
+    NoToken,
+    Open,
+    PinMismatch,
+    Protocol,
+    Refused,
+    Store,
+    SwarmError,
+    Tls,
+    TooLarge,
+    Unauthorized,
+    Unreachable,
+}
+
+impl Code {
+    /// The code a core crate names by string (their errors' `code()`); a string this
+    /// enum does not know is a bug, reported as `INTERNAL` rather than lost.
+    pub fn parse(code: &str) -> Code {
+        serde_json::from_value(serde_json::Value::String(code.to_string())).unwrap_or(Code::Internal)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, thiserror::Error, specta::Type)]
+#[error("{message}")]
+pub struct CommandError {
+    pub code: Code,
+    pub message: String,
+}
+
+impl CommandError {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        CommandError { code, message: message.into() }
+    }
+
+    /// An error of a core crate, whose `code()` is a string.
+    pub fn coded(code: &str, message: impl Into<String>) -> Self {
+        CommandError::new(Code::parse(code), message)
+    }
+}
+
+impl From<gatehouse_store::StoreError> for CommandError {
+    fn from(e: gatehouse_store::StoreError) -> Self {
+        let code = match e {
+            gatehouse_store::StoreError::AlreadyTrusted(_) => Code::AlreadyTrusted,
+            gatehouse_store::StoreError::NotTrusted(_) => Code::NotTrusted,
+            gatehouse_store::StoreError::Invalid(_) => Code::Invalid,
+            _ => Code::Store,
+        };
+        CommandError::new(code, e.to_string())
+    }
+}
+
+impl From<gatehouse_inbox::consent::ConsentError> for CommandError {
+    fn from(e: gatehouse_inbox::consent::ConsentError) -> Self {
+        CommandError::coded(e.code(), e.to_string())
+    }
+}

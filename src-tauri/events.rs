@@ -1,0 +1,35 @@
+//! What Rust tells the window without being asked. Each event's name and payload type
+//! are exported to the window's bindings with the commands (`bindings` in lib.rs).
+
+use serde::Serialize;
+use tauri_specta::Event;
+
+/// A submission was answered (accepted or refused); the window redraws what it shows.
+#[derive(Debug, Clone, Serialize, specta::Type, Event)]
+#[tauri_specta(event_name = "inbox://received")]
+pub struct InboxReceived(pub gatehouse_inbox::pipeline::InboxEvent);
+
+/// The same submission, when it needs the user's decision.
+#[derive(Debug, Clone, Serialize, specta::Type, Event)]
+#[tauri_specta(event_name = "consent://requested")]
+pub struct ConsentRequested(pub gatehouse_inbox::pipeline::InboxEvent);
+
+/// The inbox started, paused or failed to listen.
+#[derive(Debug, Clone, Serialize, specta::Type, Event)]
+#[tauri_specta(event_name = "inbox://status")]
+pub struct StatusChanged(pub crate::service::InboxStatus);
+
+/// An executor at work: the answer so far, a note, or its stored end.
+#[derive(Debug, Clone, Serialize, specta::Type, Event)]
+#[tauri_specta(event_name = "executor://progress")]
+pub struct ExecutorProgress(pub gatehouse_inbox::runner::ExecProgress);
+
+/// One event of a MAIL task followed live.
+#[derive(Debug, Clone, Serialize, specta::Type, Event)]
+#[tauri_specta(event_name = "mail://event")]
+pub struct MailLive(pub gatehouse_inbox::mail::LiveEvent);
+
+/// Where an ask to a UAMP peer stands.
+#[derive(Debug, Clone, Serialize, specta::Type, Event)]
+#[tauri_specta(event_name = "uamp://progress")]
+pub struct UampProgress(pub crate::uamp::ProgressEvent);
