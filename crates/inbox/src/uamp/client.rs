@@ -11,22 +11,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
 use ed25519_dalek::SigningKey;
-use futures_util::StreamExt as _;
 use gatehouse_store::{NewStream, NewUampMessage, PeerRow, Store, StoreError};
 use gatehouse_uamp::manifest::SignedManifest;
-use gatehouse_uamp::{did, sign, Delta, DeltaType, Intent, Manifest};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::DigitallySignedStruct;
+use gatehouse_uamp::{did, sign, Intent, Manifest};
 use serde::Serialize;
-use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt as _;
+use serde_json::Value;
 
 /// One stream frame larger than this ends the stream (chunks carry 16 KiB).
-const MAX_EVENT_BYTES: usize = 1024 * 1024;
+pub(super) const MAX_EVENT_BYTES: usize = 1024 * 1024;
 
 /// Signed manifests larger than this are refused.
 const MAX_MANIFEST_BYTES: usize = 256 * 1024;
@@ -81,119 +74,6 @@ impl ClientError {
             ClientError::Store(_) => "STORE",
         }
     }
-}
-
-/// `https://host:port` from what the user typed: a bare `host:port`, an https URL, or the
-/// manifest URL itself. Plain http is refused (UAMP 6.1).
-pub fn normalize_url(input: &str) -> Result<String, ClientError> {
-    let s = input.trim();
-    let s = s.strip_suffix("/.well-known/agent-manifest.json").unwrap_or(s).trim_end_matches('/');
-    if s.starts_with("http://") {
-        return Err(ClientError::BadUrl(format!("{input}: UAMP peers are reached over TLS only (https://)")));
-    }
-    let url = if s.contains("://") { s.to_string() } else { format!("https://{s}") };
-    let parsed = reqwest::Url::parse(&url).map_err(|e| ClientError::BadUrl(format!("{input}: {e}")))?;
-    if parsed.scheme() != "https" || parsed.host_str().is_none() {
-        return Err(ClientError::BadUrl(format!("{input}: a UAMP peer is an https:// address")));
-    }
-    if parsed.query().is_some() || parsed.fragment().is_some() || parsed.path() != "/" {
-        return Err(ClientError::BadUrl(format!("{input}: give the peer's address only (https://host:port)")));
-    }
-    Ok(url)
-}
-
-/// Accepts the server's certificate when its SHA-256 matches the pin (or, with no pin yet,
-/// records it for the user to confirm); the TLS 1.3 handshake signature is still checked
-/// against that certificate's key.
-#[derive(Debug)]
-struct Pinned {
-    pin: Option<String>,
-    seen: Arc<Mutex<Option<String>>>,
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let got = super::tls::fingerprint(end_entity);
-        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(got.clone());
-        match &self.pin {
-            Some(pin) if !same_fingerprint(pin, &got) => Err(rustls::Error::General(format!("certificate fingerprint {got} is not the pinned {pin}"))),
-            _ => Ok(ServerCertVerified::assertion()),
-        }
-    }
-
-    fn verify_tls12_signature(&self, _: &[u8], _: &CertificateDer<'_>, _: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Err(rustls::Error::General("UAMP peers speak TLS 1.3 only".into()))
-    }
-
-    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// Fingerprints compare without regard to case or colons (users paste them either way).
-pub fn same_fingerprint(a: &str, b: &str) -> bool {
-    let norm = |s: &str| s.chars().filter(|c| c.is_ascii_hexdigit()).map(|c| c.to_ascii_uppercase()).collect::<String>();
-    let (a, b) = (norm(a), norm(b));
-    a.len() == 64 && a == b
-}
-
-/// The fingerprint of the certificate the peer presented, filled in during the handshake.
-type SeenCertificate = Arc<Mutex<Option<String>>>;
-
-/// A TLS 1.3 client that pins `pin` and, with `identity`, presents this inbox's certificate
-/// (mTLS) so a peer that trusts this inbox's DID needs no bearer token. Discovery goes
-/// without: a peer not yet added learns nothing about who is looking.
-fn http_client(pin: Option<&str>, timeout: Option<Duration>, identity: Option<&SigningKey>) -> Result<(reqwest::Client, SeenCertificate), ClientError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let seen = Arc::new(Mutex::new(None));
-    let verifier = Pinned { pin: pin.map(str::to_string), seen: seen.clone(), provider: provider.clone() };
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| ClientError::Protocol(e.to_string()))?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier));
-    let mut config = match identity {
-        Some(key) => {
-            let (chain, private) = super::tls::client_identity(key).map_err(|e| ClientError::Protocol(e.to_string()))?;
-            builder.with_client_auth_cert(chain, private).map_err(|e| ClientError::Protocol(e.to_string()))?
-        }
-        None => builder.with_no_client_auth(),
-    };
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let mut b = reqwest::Client::builder().use_preconfigured_tls(config).connect_timeout(Duration::from_secs(10)).redirect(reqwest::redirect::Policy::none());
-    if let Some(t) = timeout {
-        b = b.timeout(t);
-    }
-    let client = b.build().map_err(|e| ClientError::Protocol(e.to_string()))?;
-    Ok((client, seen))
-}
-
-fn unreachable(url: &str, e: reqwest::Error, seen: &Mutex<Option<String>>, pin: Option<&str>) -> ClientError {
-    if let (Some(pin), Some(got)) = (pin, seen.lock().unwrap_or_else(|p| p.into_inner()).clone()) {
-        if !same_fingerprint(pin, &got) {
-            return ClientError::PinMismatch { pinned: pin.to_string(), got };
-        }
-    }
-    // The innermost cause says what went wrong (refused, timed out, TLS alert).
-    let mut message = e.to_string();
-    let mut src = std::error::Error::source(&e);
-    while let Some(s) = src {
-        message = s.to_string();
-        src = s.source();
-    }
-    ClientError::Unreachable { url: url.to_string(), message }
 }
 
 /// What the user is shown before adding a peer.
@@ -407,7 +287,7 @@ impl Client {
     }
 }
 
-async fn post(
+pub(super) async fn post(
     client: &reqwest::Client,
     peer: &PeerRow,
     token: Option<&str>,
@@ -425,7 +305,7 @@ async fn post(
     req.send().await.map_err(|e| unreachable(&peer.url, e, seen, Some(&peer.cert_sha256)))
 }
 
-fn refused(status: u16, body: &Value) -> ClientError {
+pub(super) fn refused(status: u16, body: &Value) -> ClientError {
     let s = |k: &str| body.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
     let message = match s("message") {
         m if m.is_empty() => format!("HTTP {status}"),
@@ -434,271 +314,10 @@ fn refused(status: u16, body: &Value) -> ClientError {
     ClientError::Refused { status, code: s("code"), reason: s("reason"), message, retry_after: body.get("retry_after").and_then(|v| v.as_u64()) }
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, StoreError> + Send + 'static) -> Result<T, ClientError> {
+pub(super) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, StoreError> + Send + 'static) -> Result<T, ClientError> {
     tokio::task::spawn_blocking(f).await.map_err(|e| ClientError::Protocol(e.to_string()))?.map_err(ClientError::Store)
 }
 
-/// The file an outgoing stream's chunks are written to until it ends.
-async fn open_part(files_dir: &Path, stream_id: &str) -> Result<(PathBuf, tokio::fs::File), ClientError> {
-    tokio::fs::create_dir_all(files_dir).await.map_err(|source| ClientError::Io { path: files_dir.to_path_buf(), source })?;
-    let part = files_dir.join(format!("{stream_id}.part"));
-    let file = tokio::fs::File::create(&part).await.map_err(|source| ClientError::Io { path: part.clone(), source })?;
-    Ok((part, file))
-}
-
-/// Reading one outgoing stream, across resumptions.
-struct Follow<'a> {
-    c: &'a Client,
-    peer: &'a PeerRow,
-    token: Option<&'a str>,
-    http: &'a reqwest::Client,
-    seen: &'a Mutex<Option<String>>,
-    ask_id: &'a str,
-    window: u32,
-    stream_id: &'a str,
-    /// Names the files of this stream: made locally, never the peer's stream id.
-    file_stem: &'a str,
-    part: PathBuf,
-    file: tokio::fs::File,
-    next: u64,
-    acked: i64,
-}
-
-impl Follow<'_> {
-    /// Reads frames until the terminal one (Ok) or until the connection drops (Err).
-    async fn read(&mut self, location: &str, p: &mut AskProgress, on: &mut (impl FnMut(&AskProgress) + Send)) -> Result<(), ClientError> {
-        let mut req = self.http.get(format!("{}{location}", self.peer.url)).header(reqwest::header::ACCEPT, "text/event-stream");
-        if let Some(t) = self.token {
-            req = req.bearer_auth(t);
-        }
-        if self.next > 0 {
-            req = req.header("Last-Event-ID", (self.next - 1).to_string());
-        }
-        let resp = req.send().await.map_err(|e| unreachable(&self.peer.url, e, self.seen, Some(&self.peer.cert_sha256)))?;
-        let status = resp.status().as_u16();
-        if status != 200 {
-            let body: Value = resp.json().await.unwrap_or(Value::Null);
-            return Err(refused(status, &body));
-        }
-        let mut events = std::pin::pin!(gatehouse_sse::events(resp.bytes_stream(), MAX_EVENT_BYTES));
-        while let Some(ev) = events.next().await {
-            let ev = ev.map_err(|e| ClientError::Interrupted(e.to_string()))?;
-            if ev.data.is_empty() {
-                continue;
-            }
-            let delta = Delta::parse_from_peer(ev.data.as_bytes(), self.stream_id)
-                .map_err(|e| ClientError::Protocol(format!("frame after {}: {}", self.next, e.message)))?;
-            if delta.delta_seq < self.next {
-                continue; // already have it (a resumed stream may repeat)
-            }
-            if delta.delta_seq > self.next {
-                return Err(ClientError::Protocol(format!("frame {} arrived where {} was due", delta.delta_seq, self.next)));
-            }
-            let done = self.take(&delta, &ev.data, p).await?;
-            on(p);
-            if done {
-                return Ok(());
-            }
-            self.maybe_ack(delta.delta_seq as i64).await?;
-        }
-        Err(ClientError::Interrupted(format!("the connection closed after frame {}", self.next as i64 - 1)))
-    }
-
-    /// Applies one frame: chunk bytes to the file, the state to the store. True at the end.
-    async fn take(&mut self, d: &Delta, raw: &str, p: &mut AskProgress) -> Result<bool, ClientError> {
-        let mut added = 0usize;
-        match d.kind {
-            DeltaType::Chunk => {
-                let b64 = d.payload.as_ref().and_then(|x| x.get("chunk_b64")).and_then(|x| x.as_str());
-                if let Some(b64) = b64 {
-                    let bytes = STANDARD.decode(b64).map_err(|e| ClientError::Protocol(format!("frame {}: chunk_b64 is not base64: {e}", d.delta_seq)))?;
-                    self.file.write_all(&bytes).await.map_err(|source| ClientError::Io { path: self.part.clone(), source })?;
-                    added = bytes.len();
-                } else if let Some(text) = d.payload.as_ref().and_then(|x| x.get("text")).and_then(|x| x.as_str()) {
-                    // Text deltas (a peer streaming tokens) land in the same file.
-                    self.file.write_all(text.as_bytes()).await.map_err(|source| ClientError::Io { path: self.part.clone(), source })?;
-                    added = text.len();
-                }
-            }
-            DeltaType::Progress => {
-                if let Some(pct) = d.payload.as_ref().and_then(|x| x.get("pct")).and_then(|x| x.as_f64()) {
-                    p.pct = Some(pct.clamp(0.0, 100.0));
-                }
-            }
-            _ => {}
-        }
-        p.frames += 1;
-        p.bytes += added as u64;
-        self.next = d.delta_seq + 1;
-        let terminal = d.kind.is_terminal();
-        let state = match d.kind {
-            DeltaType::Done => "COMPLETED",
-            DeltaType::Cancel => "CANCELLED",
-            DeltaType::Error => "ERROR",
-            _ => "IN_PROGRESS",
-        };
-        p.state = state.into();
-        if terminal {
-            p.detail = d.payload.clone();
-            if d.kind == DeltaType::Done {
-                p.pct = Some(100.0);
-            }
-        }
-        let store = self.c.store.clone();
-        let (sid, seq, raw) = (self.stream_id.to_string(), d.delta_seq, raw.to_string());
-        let st = state.to_string();
-        blocking(move || store.uamp_out_frame(&sid, seq, &raw, added, Some(&st), &gatehouse_epp::utc_string(chrono::Utc::now()))).await?;
-        if terminal {
-            self.finish(d, p).await?;
-        }
-        Ok(terminal)
-    }
-
-    /// The terminal frame: the `.part` file becomes the result (named for its type), or,
-    /// when the stream failed, stays beside it as `.partial` with the reason.
-    async fn finish(&mut self, d: &Delta, p: &mut AskProgress) -> Result<(), ClientError> {
-        self.file.flush().await.map_err(|source| ClientError::Io { path: self.part.clone(), source })?;
-        self.file.sync_all().await.map_err(|source| ClientError::Io { path: self.part.clone(), source })?;
-        let declared = d.payload.as_ref().and_then(|x| x.get("mime")).and_then(|x| x.as_str()).map(str::to_string);
-        let head = read_head(&self.part).await;
-        let mime = match declared {
-            Some(m) if m != "application/octet-stream" => Some(m),
-            other => infer::get(&head).map(|t| t.mime_type().to_string()).or(other),
-        };
-        let (path, detail) = if d.kind == DeltaType::Done {
-            (self.c.files_dir.join(format!("{}.{}", self.file_stem, extension(mime.as_deref(), &head))), None)
-        } else {
-            let why = d
-                .payload
-                .as_ref()
-                .and_then(|x| x.get("message").or_else(|| x.get("reason")))
-                .and_then(|x| x.as_str())
-                .unwrap_or("the stream ended early")
-                .to_string();
-            (self.c.files_dir.join(format!("{}.partial", self.file_stem)), Some(why))
-        };
-        tokio::fs::rename(&self.part, &path).await.map_err(|source| ClientError::Io { path: path.clone(), source })?;
-        if let Some(why) = &detail {
-            let reason = path.with_extension("partial.reason.txt");
-            let _ = tokio::fs::write(&reason, format!("{}: {why}\n", p.state)).await;
-        }
-        let store = self.c.store.clone();
-        let (sid, file, m) = (self.stream_id.to_string(), path.to_string_lossy().into_owned(), mime.clone());
-        let st = p.state.clone();
-        blocking(move || {
-            store.uamp_set_file(&sid, &file, m.as_deref())?;
-            if let Some(why) = detail {
-                store.uamp_set_state(&sid, &st, Some(&why), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
-            }
-            Ok(())
-        })
-        .await?;
-        p.mime = mime;
-        p.file = Some(path);
-        Ok(())
-    }
-
-    /// Acknowledges (a signed `progress` envelope) once half the window is used, so the
-    /// peer never stalls on a full window while the acknowledgement travels.
-    async fn maybe_ack(&mut self, seq: i64) -> Result<(), ClientError> {
-        let half = i64::from(self.window.div_ceil(2));
-        if seq - self.acked < half {
-            return Ok(());
-        }
-        let c = self.c;
-        let mut env = sign::draft(&c.did(), &[&self.peer.did], Intent::Progress, "application/json", &json!({"delta_seq": seq}).to_string());
-        env["stream_id"] = self.stream_id.into();
-        env["reply_to"] = self.ask_id.into();
-        env["ext"] = json!({"delta_seq": seq});
-        let env = sign::sign(env, &c.key);
-        let resp = post(self.http, self.peer, self.token, serde_json::to_vec(&env).expect("serialises"), self.seen).await?;
-        let status = resp.status().as_u16();
-        if status != 200 {
-            let body: Value = resp.json().await.unwrap_or(Value::Null);
-            return Err(refused(status, &body));
-        }
-        self.acked = seq;
-        Ok(())
-    }
-
-    /// The stream cannot be followed further: keep what arrived, aside, with the reason.
-    async fn abandon(&mut self, p: &mut AskProgress, e: &ClientError) {
-        let _ = self.file.flush().await;
-        let path = self.c.files_dir.join(format!("{}.partial", self.file_stem));
-        if tokio::fs::rename(&self.part, &path).await.is_ok() {
-            let _ = tokio::fs::write(path.with_extension("partial.reason.txt"), format!("ERROR: {e}\n")).await;
-            p.file = Some(path.clone());
-            let (store, sid, file) = (self.c.store.clone(), self.stream_id.to_string(), path.to_string_lossy().into_owned());
-            let _ = blocking(move || store.uamp_set_file(&sid, &file, None)).await;
-        }
-        p.state = "ERROR".into();
-        p.detail = Some(json!({"message": e.to_string()}));
-        let (store, sid, why) = (self.c.store.clone(), self.stream_id.to_string(), e.to_string());
-        let _ = blocking(move || store.uamp_set_state(&sid, "ERROR", Some(&why), &gatehouse_epp::utc_string(chrono::Utc::now()))).await;
-    }
-}
-
-async fn read_head(path: &Path) -> Vec<u8> {
-    use tokio::io::AsyncReadExt as _;
-    let mut head = vec![0u8; 8192];
-    let n = match tokio::fs::File::open(path).await {
-        Ok(mut f) => f.read(&mut head).await.unwrap_or(0),
-        Err(_) => 0,
-    };
-    head.truncate(n);
-    head
-}
-
-/// Extensions a received file may get: documents, images, audio, video and archives the
-/// user's tools open as data. Anything else (a program, a script, a shortcut, a type
-/// only a peer's claim names) is saved as `.bin`, so opening it never runs it.
-const DATA_EXTENSIONS: &[&str] = &[
-    "txt", "md", "json", "csv", "pdf", "png", "jpg", "gif", "webp", "bmp", "tif", "ico", "avif", "heif", "mp3", "wav", "ogg", "flac", "m4a", "mp4", "webm",
-    "mkv", "mov", "avi", "zip", "gz", "tar", "xz", "bz2", "zst", "7z",
-];
-
-/// A file extension for what arrived, so the user's tools open it.
-fn extension(mime: Option<&str>, head: &[u8]) -> String {
-    let essence = mime.map(|m| m.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
-    let ext = match essence.as_deref() {
-        Some("text/plain") => "txt",
-        Some("text/markdown") => "md",
-        Some("application/json") => "json",
-        _ => infer::get(head).map(|t| t.extension()).unwrap_or("bin"),
-    };
-    if DATA_EXTENSIONS.contains(&ext) { ext } else { "bin" }.to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_peer_address_is_https_host_and_port_only() {
-        assert_eq!(normalize_url("127.0.0.1:8766").unwrap(), "https://127.0.0.1:8766");
-        assert_eq!(normalize_url("https://peer.example/.well-known/agent-manifest.json").unwrap(), "https://peer.example");
-        assert!(matches!(normalize_url("http://127.0.0.1:8766"), Err(ClientError::BadUrl(m)) if m.contains("TLS")));
-        assert!(normalize_url("https://peer.example/v1/messages").is_err());
-        assert!(normalize_url("").is_err());
-    }
-
-    #[test]
-    fn fingerprints_compare_as_users_paste_them() {
-        let a = "AB:".repeat(31) + "AB";
-        assert!(same_fingerprint(&a, &"ab".repeat(32)));
-        assert!(!same_fingerprint(&a, &"ac".repeat(32)));
-        assert!(!same_fingerprint("", ""));
-    }
-
-    #[test]
-    fn a_reassembled_file_is_named_for_what_it_is() {
-        let png = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, b'I', b'H', b'D', b'R'];
-        assert_eq!(extension(Some("image/png"), &png), "png");
-        assert_eq!(extension(None, &png), "png");
-        assert_eq!(extension(Some("text/plain; charset=utf-8"), b"hi"), "txt");
-        assert_eq!(extension(None, b"\x00\x01"), "bin");
-        // A program is data to keep, never something a double-click runs.
-        assert_eq!(extension(Some("application/x-msdownload"), b"MZ\x90\x00\x03\x00\x00\x00\x04\x00"), "bin");
-        assert_eq!(extension(None, b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00"), "bin");
-    }
-}
+use super::connect::{http_client, unreachable};
+pub use super::connect::{normalize_url, same_fingerprint};
+use super::follow::{open_part, Follow};

@@ -11,6 +11,8 @@
 //! - [`peer`]: a new sender's keys, learnt when the user adds it
 
 pub mod client;
+mod connect;
+mod follow;
 pub mod http;
 pub mod peer;
 pub mod streams;
