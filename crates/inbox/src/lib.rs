@@ -1,5 +1,6 @@
 //! The Gatehouse inbox: everything between bytes arriving and a receipt going back.
 //!
+//! - [`hub`](pipeline::Inbox): the inbox every door shares (store, events, executor queue, flood gate)
 //! - [`pipeline`]: the one pipeline of spec 5.1 (replay, trust, policy, durable accept)
 //! - [`flood`]: how many refusals and knocks are kept per minute; the rest is counted
 //! - [`consent`]: the user's decisions (consent prompts, trust changes), audited
@@ -28,6 +29,7 @@ pub mod folder;
 pub mod guardian;
 pub mod host_check;
 pub mod http;
+mod hub;
 pub mod intent;
 pub mod mail;
 pub mod model;
