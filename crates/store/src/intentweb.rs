@@ -205,6 +205,6 @@ impl Store {
     }
 
     pub fn iw_nonce_seen(&self, origin: &str, nonce: &str) -> Result<bool> {
-        self.read(|c| Ok(c.query_row("SELECT 1 FROM iw_nonces WHERE origin = ?1 AND nonce = ?2", params![origin, nonce], |_| Ok(())).optional()?.is_some()))
+        self.read(|c| crate::replay::iw_nonce_used(c, origin, nonce))
     }
 }

@@ -1,9 +1,28 @@
-//! Acceptance and replay: an envelope's nonce, the envelope and its receipt in one
+//! Replay, for every door (EPP nonces, UAMP message ids, IntentWeb attribution nonces),
+//! and EPP acceptance: an envelope's nonce, the envelope and its receipt in one
 //! transaction ([`accept_one`]), where a nonce seen before is refused ([`AcceptRefusal::Replay`])
 //! and rate limits are counted per sender per minute.
 
 use crate::*;
 use rusqlite::{params, Connection, OptionalExtension};
+
+// ---- the replay checks of every door, each run inside the transaction that keeps
+// what it admits (so two racing copies cannot both pass) ----
+
+/// EPP (spec 5.1 step 7): an envelope's nonce, kept until the envelope expires.
+pub(crate) fn epp_nonce_used(c: &Connection, nonce: &[u8]) -> Result<bool> {
+    Ok(c.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?.query_row([nonce], |_| Ok(())).optional()?.is_some())
+}
+
+/// UAMP: a message id, unique for good.
+pub(crate) fn uamp_message_seen(c: &Connection, message_id: &str) -> Result<bool> {
+    Ok(c.query_row("SELECT 1 FROM uamp_messages WHERE message_id = ?1", [message_id], |_| Ok(())).optional()?.is_some())
+}
+
+/// IntentWeb: an attribution nonce, per IntentSite.
+pub(crate) fn iw_nonce_used(c: &Connection, origin: &str, nonce: &str) -> Result<bool> {
+    Ok(c.query_row("SELECT 1 FROM iw_nonces WHERE origin = ?1 AND nonce = ?2", params![origin, nonce], |_| Ok(())).optional()?.is_some())
+}
 
 /// Why an acceptance was refused inside the transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +45,7 @@ pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit,
             return Ok(Err(AcceptRefusal::Stale));
         }
     }
-    let seen: bool = tx.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?.query_row([&rec.nonce], |_| Ok(true)).optional()?.unwrap_or(false);
-    if seen {
+    if epp_nonce_used(tx, &rec.nonce)? {
         return Ok(Err(AcceptRefusal::Replay));
     }
     let minute = minute_of(rec.received_ms);
@@ -122,7 +140,7 @@ impl Store {
     }
 
     pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {
-        self.read(|c| Ok(c.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?.query_row([nonce], |_| Ok(())).optional()?.is_some()))
+        self.read(|c| epp_nonce_used(c, nonce))
     }
 
     /// The accepted envelope that used `nonce`, if its raw bytes hash to `sha` — used by

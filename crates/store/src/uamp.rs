@@ -220,8 +220,7 @@ impl Store {
     ) -> Result<std::result::Result<i64, UampRefusal>> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let seen = tx.query_row("SELECT 1 FROM uamp_messages WHERE message_id = ?1", [&msg.message_id], |_| Ok(())).optional()?.is_some();
-        if seen {
+        if crate::replay::uamp_message_seen(&tx, &msg.message_id)? {
             return Ok(Err(UampRefusal::Replay));
         }
         if let Some(s) = stream {
