@@ -1,5 +1,6 @@
 import './style.css';
 import { api, errorText, onInboxEvent, onStatus, type AppInfo } from './api';
+import { afterQuiet, coalesce } from './coalesce';
 import { h, replace } from './dom';
 import { floodText } from './format';
 import { ConsentView } from './views/consent';
@@ -23,7 +24,6 @@ const main = h('main', { id: 'content' });
 let info: AppInfo | null = null;
 let tab: Tab = 'inbox';
 
-const refreshAll = () => void refreshInfo().then(() => void show(tab, false));
 const inbox = new InboxView();
 const consent = new ConsentView(() => void refreshInfo());
 const trust = new TrustView(() => void refreshInfo());
@@ -88,11 +88,13 @@ replace(app,
 await refreshInfo();
 // The user may already have picked a tab while the first answer was on its way.
 await show(tab, true);
-// New messages refresh what is on screen; consent requests also update the count.
-void onInboxEvent(refreshAll);
+// New messages refresh what is on screen (a burst: at most four times a second), and the
+// counts once more when the burst is over: a flood's dropped requests are announced at
+// most once a second, so the last ones settle here. No timer runs while nothing arrives.
+const redraw = coalesce(async () => { await refreshInfo(); await show(tab, false); }, 250);
+const settle = afterQuiet(refreshInfo, 2_000);
+void onInboxEvent(() => { redraw(); settle(); });
 void onStatus(() => void refreshInfo());
-// A flood's dropped requests are announced at most once a second; the count settles here.
-setInterval(() => void refreshInfo(), 10_000);
 // Task logs dropped on the window are imported (and shown on the Tasks tab).
 void import('@tauri-apps/api/webview').then(({ getCurrentWebview }) => getCurrentWebview().onDragDropEvent(async (e) => {
   if (e.payload.type !== 'drop') return;
