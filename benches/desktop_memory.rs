@@ -4,7 +4,12 @@
 //!
 //!   xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- cargo bench --bench desktop_memory
 //!
-//! (A number, not a test: it goes in the README's table.)
+//! Then, with each window settled and nothing arriving, its idle cost over
+//! GATEHOUSE_BENCH_IDLE_SECS (default 20; 60 for the figures in docs/performance.md):
+//! wakeups (context switches of every thread of every process in the tree) per second and
+//! CPU, against the bare window in the same run.
+//!
+//! (Numbers, not a test: they go in docs/performance.md.)
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -15,8 +20,8 @@ fn envelopes() -> usize {
     std::env::var("GATEHOUSE_BENCH_ENVELOPES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000)
 }
 
-/// PSS (MB) of `pid` and all its descendants, and each process's name and share.
-fn pss_tree(pid: u32) -> (f64, Vec<(String, f64)>) {
+/// `pid` and all its descendants.
+fn tree(pid: u32) -> Vec<u32> {
     let mut parent_of = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
@@ -33,7 +38,53 @@ fn pss_tree(pid: u32) -> (f64, Vec<(String, f64)>) {
         tree.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
         i += 1;
     }
-    let each: Vec<(String, f64)> = tree
+    tree
+}
+
+/// Context switches per thread ((pid, tid) → count) and CPU clock ticks summed over `pids`.
+fn activity(pids: &[u32]) -> (std::collections::HashMap<(u32, String), u64>, u64) {
+    let (mut switches, mut ticks) = (std::collections::HashMap::new(), 0);
+    for p in pids {
+        for t in std::fs::read_dir(format!("/proc/{p}/task")).into_iter().flatten().flatten() {
+            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+            let n = status
+                .lines()
+                .filter(|l| l.starts_with("voluntary_ctxt_switches:") || l.starts_with("nonvoluntary_ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>();
+            switches.insert((*p, t.file_name().to_string_lossy().into_owned()), n);
+        }
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            let f: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+            ticks += f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    (switches, ticks)
+}
+
+fn idle_secs() -> u64 {
+    std::env::var("GATEHOUSE_BENCH_IDLE_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(20)
+}
+
+fn clock_ticks() -> f64 {
+    Command::new("getconf").arg("CLK_TCK").output().ok().and_then(|o| String::from_utf8(o.stdout).ok()).and_then(|s| s.trim().parse().ok()).unwrap_or(100.0)
+}
+
+/// Wakeups per second and CPU (% of one core) of the settled tree over the idle period.
+fn idle_cost(pid: u32) -> (f64, f64) {
+    let pids = tree(pid);
+    let (s0, t0) = activity(&pids);
+    let secs = idle_secs();
+    std::thread::sleep(Duration::from_secs(secs));
+    let (s1, t1) = activity(&pids);
+    // Per thread: one that started meanwhile counts from 0; one that ended is not seen.
+    let woke: u64 = s1.iter().map(|(k, n)| n.saturating_sub(*s0.get(k).unwrap_or(&0))).sum();
+    (woke as f64 / secs as f64, t1.saturating_sub(t0) as f64 / clock_ticks() / secs as f64 * 100.0)
+}
+
+/// PSS (MB) of `pid` and all its descendants, and each process's name and share.
+fn pss_tree(pid: u32) -> (f64, Vec<(String, f64)>) {
+    let each: Vec<(String, f64)> = tree(pid)
         .iter()
         .filter_map(|p| {
             let rollup = std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok()?;
@@ -45,9 +96,13 @@ fn pss_tree(pid: u32) -> (f64, Vec<(String, f64)>) {
     (each.iter().map(|(_, mb)| mb).sum(), each)
 }
 
+/// What one start measured: settled PSS (MB) with each process's share, and the idle
+/// cost (wakeups/s, CPU %).
+type Measured = (f64, Vec<(String, f64)>, (f64, f64));
+
 /// Starts `cmd`, waits until its memory has settled (the window drawn, the page
-/// loaded), and returns the settled PSS and process count.
-fn settled_pss(mut cmd: Command, what: &str) -> (f64, Vec<(String, f64)>) {
+/// loaded), and returns the settled PSS and process count, then its idle cost.
+fn settled_pss(mut cmd: Command, what: &str) -> Measured {
     let mut child: Child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("{what}: {e}"));
     let start = Instant::now();
     let mut last = (0.0, Vec::new());
@@ -67,9 +122,10 @@ fn settled_pss(mut cmd: Command, what: &str) -> (f64, Vec<(String, f64)>) {
         }
         last = now;
     }
+    let idle = idle_cost(child.id());
     let _ = child.kill();
     let _ = child.wait();
-    last
+    (last.0, last.1, idle)
 }
 
 fn fill(data: &Path) {
@@ -129,9 +185,18 @@ fn main() {
         bares.push(settled_pss(Command::new(env!("CARGO_BIN_EXE_bare-window")), "the bare window"));
         fulls.push(settled_pss(app(), "Gatehouse"));
     }
-    let median = |mut v: Vec<(f64, Vec<(String, f64)>)>| {
+    let median_idle = |v: &[Measured]| {
+        let mut w: Vec<f64> = v.iter().map(|m| m.2 .0).collect();
+        let mut c: Vec<f64> = v.iter().map(|m| m.2 .1).collect();
+        w.sort_by(f64::total_cmp);
+        c.sort_by(f64::total_cmp);
+        (w[1], c[1])
+    };
+    let (bare_idle, full_idle) = (median_idle(&bares), median_idle(&fulls));
+    let median = |mut v: Vec<Measured>| {
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
-        v.swap_remove(1)
+        let m = v.swap_remove(1);
+        (m.0, m.1)
     };
     let (bare, bare_each) = median(bares);
     let (full, full_each) = median(fulls);
@@ -140,4 +205,7 @@ fn main() {
     println!("  bare Tauri window:                {bare:>7.1} MB ({})", show(&bare_each));
     println!("  Gatehouse, {:>6} envelopes:       {full:>7.1} MB ({})", envelopes(), show(&full_each));
     println!("  difference:                       {:>7.1} MB (target: within 60 MB)", full - bare);
+    println!("idle, nothing arriving, {} s (median of three starts; {} cores):", idle_secs(), std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!("  bare Tauri window:                {:>7.1} wakeups/s, {:.2}% CPU", bare_idle.0, bare_idle.1);
+    println!("  Gatehouse:                        {:>7.1} wakeups/s, {:.2}% CPU", full_idle.0, full_idle.1);
 }

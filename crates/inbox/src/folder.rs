@@ -121,7 +121,9 @@ where
         }
     }
     tracing::info!(folder = %dir.display(), "watching folder for envelopes");
+    // Ticks only while a file is waiting to prove still: an idle folder wakes nothing.
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tasks: tokio::task::JoinSet<(InFlight, ChunkResults)> = tokio::task::JoinSet::new();
     let mut in_flight = InFlight::default();
     tokio::pin!(shutdown);
@@ -161,7 +163,7 @@ where
                     next = if ready.len() < MAX_FILES_IN_FLIGHT { rx.try_recv().ok() } else { None };
                 }
             }
-            _ = tick.tick() => {
+            _ = tick.tick(), if !pending.is_empty() => {
                 let now = Instant::now();
                 let mut gone = Vec::new();
                 for (p, seen) in pending.iter_mut() {
