@@ -98,9 +98,14 @@ impl<'de> Visitor<'de> for Node<'_> {
         self.0.take(0)?;
         let mut out = Map::new();
         while let Some(k) = map.next_key_seed(self)? {
+            // A key that is itself a list or mapping would have to be written out as text,
+            // and written out again (escaped) at every level it is nested in: a few
+            // hundred bytes of `{{{{…}}}}` grew past 500 MB that way (a fuzz finding). No
+            // manifest needs one.
             let key = match k {
                 Value::String(s) => s,
-                other => other.to_string(),
+                Value::Array(_) | Value::Object(_) => return Err(de::Error::custom("a mapping key must be text or a number, not a list or mapping")),
+                scalar => scalar.to_string(),
             };
             let v = map.next_value_seed(self)?;
             out.insert(key, v);
@@ -112,6 +117,20 @@ impl<'de> Visitor<'de> for Node<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_that_are_mappings_are_refused_not_written_out_level_by_level() {
+        // fuzz/artifacts/intentweb/oom-08655ae1…: nested flow mappings used as keys; each
+        // level's key was its inner mapping written as escaped JSON text (2^n bytes).
+        let found = "{".repeat(41) + &"}".repeat(69) + &"{".repeat(67) + ":?[ zz" + &"{".repeat(20) + "N{";
+        assert!(from_str(&found).is_err());
+        let e = from_str("? {a: 1}\n: b\n").unwrap_err();
+        assert!(e.to_string().contains("mapping key must be text"), "{e}");
+        let e = from_str("{[x]: 1}").unwrap_err();
+        assert!(e.to_string().contains("mapping key must be text"), "{e}");
+        // Scalar keys still read as their text.
+        assert_eq!(from_str("1: a\ntrue: b\n").unwrap(), serde_json::json!({"1": "a", "true": "b"}));
+    }
 
     #[test]
     fn an_alias_bomb_is_refused_after_a_bounded_amount_of_work() {
