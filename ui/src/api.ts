@@ -24,7 +24,6 @@ export function hasCode(e: unknown, code: Code): boolean {
 }
 
 export function errorText(e: unknown): string {
-  if (isCommandError(e)) return e.message;
   if (e && typeof e === 'object' && 'message' in e) return String((e as { message: unknown }).message);
   return String(e);
 }

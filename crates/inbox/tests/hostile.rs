@@ -333,13 +333,10 @@ async fn one_address_cannot_hold_every_connection_slot() {
 }
 
 /// A TLS connection to the UAMP listener that speaks HTTP/2 and then nothing more.
-async fn idle_h2(addr: std::net::SocketAddr, pem: &str) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    use base64::Engine as _;
+async fn idle_h2(addr: std::net::SocketAddr, cert: &gatehouse_inbox::uamp::tls::Certificate) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     use tokio::io::AsyncWriteExt;
-    let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-    let der = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
     let mut roots = rustls::RootCertStore::empty();
-    roots.add(rustls::pki_types::CertificateDer::from(der)).unwrap();
+    roots.add(rustls::pki_types::CertificateDer::from(cert.der.clone())).unwrap();
     let mut cfg = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap()
@@ -369,11 +366,12 @@ async fn idle_http2_connections_give_their_slots_back() {
     let opts = gatehouse_inbox::ServeOptions { uamp: Some(uamp), limits, ..Default::default() };
     tokio::spawn(gatehouse_inbox::run(store.clone(), pubhex(&key), opts, std::future::pending(), |_| {}));
     let _ = started_rx.await.unwrap();
-    let pem = std::fs::read_to_string(dir.path().join(gatehouse_inbox::uamp::tls::CERT_FILE)).unwrap();
+    // The certificate the listener serves (created at start, read back here).
+    let cert = gatehouse_inbox::uamp::tls::load_or_create(dir.path(), &key).unwrap();
     // Every slot taken by a client that opens HTTP/2 and then sits there.
     let mut idle = Vec::new();
     for _ in 0..limits.max {
-        idle.push(idle_h2(addr, &pem).await);
+        idle.push(idle_h2(addr, &cert).await);
     }
     // Each is closed soon after its idle limit (not only when keep-alive pings go unanswered).
     for mut c in idle {
@@ -384,7 +382,7 @@ async fn idle_http2_connections_give_their_slots_back() {
     }
     // And a real client is served.
     let client = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(pem.as_bytes()).unwrap())
+        .add_root_certificate(reqwest::Certificate::from_pem(cert.pem.as_bytes()).unwrap())
         .tls_built_in_root_certs(false)
         .timeout(Duration::from_secs(5))
         .build()

@@ -97,8 +97,8 @@ impl Store {
     fn delete_rejected_receipts(&self, cutoff_ms: i64) -> Result<usize> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        // Emptied again before the commit (or rolled back with it), so it starts empty.
         tx.execute("CREATE TEMP TABLE IF NOT EXISTS pruning (seq INTEGER PRIMARY KEY, sender TEXT, prompt TEXT);", [])?;
-        tx.execute("DELETE FROM temp.pruning", [])?;
         tx.execute(
             "INSERT INTO temp.pruning (seq, sender, prompt)
              SELECT seq, sender, prompt FROM receipts

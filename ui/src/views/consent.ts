@@ -48,16 +48,21 @@ export class ConsentView {
     }
   }
 
+  /** The card's question is settled: it says how, buttons go, the list refreshes. */
+  private settled(card: HTMLElement, result: HTMLElement, text: string): void {
+    result.textContent = text;
+    this.notice.textContent = text;
+    card.classList.add('decided');
+    for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
+    this.onChange();
+  }
+
   /** A decision that did not go through. If the request is gone (decided from the CLI or
-   *  another window, or withdrawn), there is nothing left to decide: the card says so and
-   *  the list is refreshed; any other failure stays on the card to try again. */
+   *  another window, or withdrawn), there is nothing left to decide: the card is settled
+   *  as such; any other failure stays on the card to try again. */
   private failed(card: HTMLElement, result: HTMLElement, e: unknown): void {
     if (hasCode(e, 'GONE')) {
-      result.textContent = 'Already decided or withdrawn — nothing is waiting here any more.';
-      this.notice.textContent = result.textContent;
-      card.classList.add('decided');
-      for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
-      this.onChange();
+      this.settled(card, result, 'Already decided or withdrawn — nothing is waiting here any more.');
       return;
     }
     result.textContent = errorText(e);
@@ -75,11 +80,7 @@ export class ConsentView {
       try {
         await api.asopAnswer(a.row, { decision, always: always.checked, redact: decision === 'modify' ? pattern.value : null, note: null });
         const said = { allow: 'Allowed', deny: 'Denied', modify: 'Allowed with redactions' }[decision];
-        result.textContent = `${said}${always.checked ? ' — and made a rule' : ''}. The agent has its answer.`;
-        this.notice.textContent = result.textContent;
-        card.classList.add('decided');
-        for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
-        this.onChange();
+        this.settled(card, result, `${said}${always.checked ? ' — and made a rule' : ''}. The agent has its answer.`);
       } catch (e) {
         this.failed(card, result, e);
       }
@@ -106,11 +107,7 @@ export class ConsentView {
     const decide = async (d: Decision) => {
       try {
         const out = await api.consentDecide(target, d);
-        result.textContent = out.message;
-        this.notice.textContent = out.message;
-        card.classList.add('decided');
-        for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
-        this.onChange();
+        this.settled(card, result, out.message);
       } catch (e) {
         this.failed(card, result, e);
       }
