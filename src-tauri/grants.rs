@@ -81,32 +81,6 @@ pub fn grant_dropped<R: Runtime>(app: &AppHandle<R>, paths: &[PathBuf]) {
     }
 }
 
-/// What a new executor configuration would run or write to that the current one does not:
-/// one line per command (program and arguments) or queue folder, for the user to confirm.
-pub fn new_programs_and_folders(before: &gatehouse_inbox::ExecutorConfig, after: &gatehouse_inbox::ExecutorConfig) -> Vec<String> {
-    use gatehouse_inbox::ExecutorSpec;
-    let of = |c: &gatehouse_inbox::ExecutorConfig| -> Vec<(String, ExecutorSpec)> {
-        c.scopes.iter().map(|(s, v)| (s.clone(), v.clone())).chain([("default".to_string(), c.default.clone())]).collect()
-    };
-    let old = of(before);
-    let mut asks = Vec::new();
-    for (scope, spec) in of(after) {
-        let known = |f: &dyn Fn(&ExecutorSpec) -> bool| old.iter().any(|(_, o)| f(o));
-        match &spec {
-            ExecutorSpec::Command { program, args, .. }
-                if !known(&|o| matches!(o, ExecutorSpec::Command { program: p, args: a, .. } if p == program && a == args)) =>
-            {
-                asks.push(format!("run {program} {} for \"{scope}\"", args.join(" ")));
-            }
-            ExecutorSpec::FileQueue { dir } if !known(&|o| matches!(o, ExecutorSpec::FileQueue { dir: d } if d == dir)) => {
-                asks.push(format!("write messages for \"{scope}\" into {}", dir.display()));
-            }
-            _ => {}
-        }
-    }
-    asks
-}
-
 /// Asks the user, in a native dialog, to confirm `what`; false unless they say yes.
 pub async fn confirm<R: Runtime>(app: &AppHandle<R>, what: &[String]) -> bool {
     use tauri_plugin_dialog::{MessageDialogButtons, MessageDialogKind};

@@ -3,7 +3,7 @@
 
 use gatehouse_asop::rules::{Action, Condition, Rule};
 use gatehouse_inbox::guardian::UserAnswer;
-use gatehouse_store::{AsopRuleRow, AsopStepRow};
+use gatehouse_store::asop::{AsopRuleRow, AsopStepRow};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime};
 
@@ -20,7 +20,7 @@ fn now() -> String {
 #[specta::specta]
 pub async fn asop_pending(core: CoreState<'_>) -> Result<Vec<AsopStepRow>> {
     let c = core.inner().clone();
-    blocking(move || match c.inbox().guardian() {
+    blocking(move || match c.inbox().door::<gatehouse_inbox::guardian::Guardian>() {
         Some(g) => Ok(g.pending()?),
         None => Ok(Vec::new()),
     })
@@ -31,7 +31,10 @@ pub async fn asop_pending(core: CoreState<'_>) -> Result<Vec<AsopStepRow>> {
 #[specta::specta]
 pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, row: i64, answer: UserAnswer) -> Result<()> {
     let c = core.inner().clone();
-    let g = c.inbox().guardian().ok_or_else(|| CommandError::new(Code::NotRunning, "the inbox is paused; the agent's request is gone"))?;
+    let g = c
+        .inbox()
+        .door::<gatehouse_inbox::guardian::Guardian>()
+        .ok_or_else(|| CommandError::new(Code::NotRunning, "the inbox is paused; the agent's request is gone"))?;
     g.answer(row, answer.clone()).map_err(|e| CommandError::coded(e.code(), e.to_string()))?;
     blocking(move || Ok(c.store.audit("asop.answer", None, &serde_json::json!({"row": row, "decision": answer.decision, "always": answer.always}), &now())?))
         .await?;

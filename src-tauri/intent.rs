@@ -2,9 +2,9 @@
 //! conversations started and answered (signed with the identity key), first-contact keys
 //! pinned, and links from a site's answers opened in the browser only when clicked.
 
-use gatehouse_inbox::intent::{self, ConversationView, IntentError, Turn};
+use gatehouse_inbox::intent::{self, ConversationView, Turn};
 use gatehouse_intentweb::FlowType;
-use gatehouse_store::{IwConversationRow, IwSiteRow};
+use gatehouse_store::intentweb::{IwConversationRow, IwSiteRow};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_opener::OpenerExt;
@@ -12,12 +12,6 @@ use tauri_plugin_opener::OpenerExt;
 use crate::commands::{blocking, Code, CommandError, CoreState};
 
 type Result<T> = std::result::Result<T, CommandError>;
-
-impl From<IntentError> for CommandError {
-    fn from(e: IntentError) -> Self {
-        CommandError::coded(e.code(), e.to_string())
-    }
-}
 
 #[tauri::command]
 #[specta::specta]

@@ -2,7 +2,6 @@
 //! rule live in the core crates; this file wires them to a window, a tray and events.
 
 mod commands;
-mod error;
 mod events;
 mod grants;
 mod guardian;
@@ -19,8 +18,7 @@ use tauri::{Manager, Runtime};
 use tauri_plugin_notification::NotificationExt;
 use tauri_specta::Event as _;
 
-pub use commands::{fingerprint, order_by_replies, CommandError};
-pub use grants::new_programs_and_folders;
+pub use commands::CommandError;
 pub use service::{Core, DesktopSettings};
 
 fn data_dir() -> PathBuf {

@@ -8,7 +8,7 @@ use gatehouse_inbox::mail::{self, ImportReport, LiveEvent};
 use gatehouse_keys::Secrets;
 use gatehouse_mail::client::{InterswarmSend, Outcome, SendMessage};
 use gatehouse_mail::{ClientError, SwarmClient};
-use gatehouse_store::{MailMessageRow, MailSwarmRow, MailTaskDetail, MailTaskRow, NewMailTask};
+use gatehouse_store::mail::{MailMessageRow, MailSwarmRow, MailTaskDetail, MailTaskRow, NewMailTask};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime};
 

@@ -70,9 +70,9 @@ pub struct Core {
     pub keystore: KeystoreKind,
     pub public_key: String,
     pub store: Arc<Store>,
-    pub events: broadcast::Sender<gatehouse_inbox::pipeline::InboxEvent>,
+    pub events: broadcast::Sender<gatehouse_inbox::gate::hub::InboxEvent>,
     /// Executors at work (a model's answer as it streams), kept across pauses like `events`.
-    pub progress: broadcast::Sender<gatehouse_inbox::runner::ExecProgress>,
+    pub progress: broadcast::Sender<gatehouse_inbox::gate::runner::ExecProgress>,
     pub running: Mutex<Option<Running>>,
     pub status: Mutex<InboxStatus>,
 }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use gatehouse_inbox::uamp::client::{self, Ask, AskProgress, Client, ClientError, Discovered};
+use gatehouse_inbox::uamp::client::{self, Ask, AskProgress, Client, Discovered};
 use gatehouse_keys::Secrets;
-use gatehouse_store::{PeerRow, StreamRow, UampMessageRow};
+use gatehouse_store::uamp::{PeerRow, StreamRow, UampMessageRow};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime};
 
@@ -23,12 +23,6 @@ type Result<T> = std::result::Result<T, CommandError>;
 const INLINE_IMAGES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 /// The largest file the window is handed inline.
 const MAX_INLINE_BYTES: u64 = 16 * 1024 * 1024;
-
-impl From<ClientError> for CommandError {
-    fn from(e: ClientError) -> Self {
-        CommandError::coded(e.code(), e.to_string())
-    }
-}
 
 fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
     CommandError::new(Code::Keychain, e.to_string())
@@ -79,7 +73,7 @@ pub async fn uamp_token_issue(core: CoreState<'_>, sender: String) -> Result<Str
         if c.store.trust_get(&sender)?.is_none() {
             return Err(CommandError::new(Code::NotTrusted, format!("{sender} is not a trusted sender")));
         }
-        Ok(gatehouse_inbox::consent::trust::token_issue(&c.store, &sender, chrono::Utc::now())?)
+        Ok(gatehouse_app::trust::token_issue(&c.store, &sender, chrono::Utc::now())?)
     })
     .await
 }
@@ -89,7 +83,7 @@ pub async fn uamp_token_issue(core: CoreState<'_>, sender: String) -> Result<Str
 #[specta::specta]
 pub async fn uamp_token_revoke(core: CoreState<'_>, sender: String) -> Result<usize> {
     let c = core.inner().clone();
-    blocking(move || Ok(gatehouse_inbox::consent::trust::token_revoke(&c.store, &sender, chrono::Utc::now())?)).await
+    blocking(move || Ok(gatehouse_app::trust::token_revoke(&c.store, &sender, chrono::Utc::now())?)).await
 }
 
 /// Step one of adding a peer: what it is, for the user to check before trusting it.

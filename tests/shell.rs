@@ -1,7 +1,8 @@
 //! The shell's own pure helpers (everything else it does is a call into the core crates,
 //! tested there and in the real window).
 
-use gatehouse_desktop::{fingerprint, order_by_replies};
+use gatehouse_app::replies::order_by_replies;
+use gatehouse_app::trust::fingerprint;
 use gatehouse_store::{EnvelopeRow, ExecStatus};
 
 fn env(id: i64, envelope_id: &str, reply_to: Option<&str>) -> EnvelopeRow {
@@ -57,12 +58,12 @@ fn a_new_program_or_queue_folder_is_put_to_the_user_and_nothing_else_is() {
     let mut before = ExecutorConfig::default();
     before.scopes.insert("support".into(), ExecutorSpec::Command { program: "/usr/bin/agent".into(), args: vec!["--fast".into()], timeout_secs: 30 });
     let same = before.clone();
-    assert!(gatehouse_desktop::new_programs_and_folders(&before, &same).is_empty(), "an unchanged program is not asked about again");
+    assert!(gatehouse_app::executors::new_programs_and_folders(&before, &same).is_empty(), "an unchanged program is not asked about again");
     let mut after = before.clone();
     after.scopes.insert("support".into(), ExecutorSpec::Command { program: "/usr/bin/agent".into(), args: vec!["--rm-rf".into()], timeout_secs: 30 });
     after.scopes.insert("archive".into(), ExecutorSpec::FileQueue { dir: "/home/u/queue".into() });
     after.scopes.insert("ai".into(), ExecutorSpec::Noop);
-    let asks = gatehouse_desktop::new_programs_and_folders(&before, &after);
+    let asks = gatehouse_app::executors::new_programs_and_folders(&before, &after);
     assert_eq!(asks.len(), 2, "{asks:?}");
     assert!(asks.iter().any(|a| a.contains("/usr/bin/agent --rm-rf") && a.contains("\"support\"")), "{asks:?}");
     assert!(asks.iter().any(|a| a.contains("/home/u/queue") && a.contains("\"archive\"")), "{asks:?}");

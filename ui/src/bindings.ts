@@ -1507,6 +1507,7 @@ export type StatusChanged_Deserialize = InboxStatus_Deserialize;
 /**  The inbox started, paused or failed to listen. */
 export type StatusChanged_Serialize = InboxStatus_Serialize;
 
+/**  One verification step of spec 5.1 and how far the envelope got. */
 export type Step = {
 	name: string,
 	state: string,
@@ -1635,27 +1636,33 @@ export type TrustEntry_Serialize = {
 	policy: Policy_Serialize,
 };
 
+/**  A trust entry as the user gives it (the window's form, the CLI's flags). */
 export type TrustInput = TrustInput_Serialize;
 
+/**  A trust entry as the user gives it (the window's form, the CLI's flags). */
 export type TrustInput_Deserialize = {
 	public_key: string,
 	name: string,
 	policy: Policy_Deserialize,
 };
 
+/**  A trust entry as the user gives it (the window's form, the CLI's flags). */
 export type TrustInput_Serialize = {
 	public_key: string,
 	name: string,
 	policy: Policy_Serialize,
 };
 
+/**  A trusted sender as the user sees it: short fingerprint, and how much it sent today. */
 export type TrustRow = TrustRow_Serialize;
 
+/**  A trusted sender as the user sees it: short fingerprint, and how much it sent today. */
 export type TrustRow_Deserialize = {
 	fingerprint: string,
 	used_today: number,
 } & TrustEntry_Deserialize;
 
+/**  A trusted sender as the user sees it: short fingerprint, and how much it sent today. */
 export type TrustRow_Serialize = {
 	fingerprint: string,
 	used_today: number,

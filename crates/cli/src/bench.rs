@@ -222,7 +222,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     let inbox_pub = String::from_utf8_lossy(&init.stdout).trim().to_string();
     let senders: Vec<SigningKey> = (0..args.senders.max(1)).map(|_| gatehouse_epp::generate_signing_key()).collect();
     {
-        let store = Store::open(&gatehouse_inbox::pipeline::store_path(&data)).map_err(|e| e.to_string())?;
+        let store = Store::open(&gatehouse_inbox::epp::pipeline::store_path(&data)).map_err(|e| e.to_string())?;
         for (i, s) in senders.iter().enumerate() {
             let entry = TrustEntry {
                 public_key: gatehouse_epp::public_key_hex(s),

@@ -9,7 +9,7 @@ use gatehouse_inbox::mail::{self, LiveEvent};
 use gatehouse_inbox::service::Opened;
 use gatehouse_mail::client::{InterswarmSend, SendMessage};
 use gatehouse_mail::SwarmClient;
-use gatehouse_store::{MailMessageRow, MailSwarmRow};
+use gatehouse_store::mail::{MailMessageRow, MailSwarmRow};
 use serde_json::{json, Value};
 
 #[derive(Subcommand)]
@@ -216,7 +216,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             let (msg, _) = crate::uamp::runtime()?.block_on(c.interswarm(&req)).map_err(|e| format!("{e} [{}]", e.code()))?;
             let row = mail::row_of(&msg);
             o.store
-                .mail_task_open(&gatehouse_store::NewMailTask {
+                .mail_task_open(&gatehouse_store::mail::NewMailTask {
                     task_id: row.task_id.clone(),
                     swarm: Some(swarm),
                     source: "live".into(),

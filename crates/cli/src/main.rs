@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use gatehouse_inbox::consent;
-use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions};
+use gatehouse_inbox::gate::consent::ConsentError;
+use gatehouse_inbox::{ExecutorSpec, ServeOptions};
 use gatehouse_keys::KeystoreKind;
-use gatehouse_store::{Policy, RateLimit, TrustEntry};
+use gatehouse_store::{Policy, RateLimit};
 
 #[derive(Parser)]
 #[command(name = "gatehouse", version, about = "Your own gate for messages from AI agents (EPP v1 inbox)")]
@@ -258,7 +258,7 @@ enum SpecCmd {
     Model {
         /// The model's name at the server (e.g. llama3.2)
         model: String,
-        #[arg(long, default_value = gatehouse_inbox::model::DEFAULT_ENDPOINT)]
+        #[arg(long, default_value = gatehouse_inbox::gate::model::DEFAULT_ENDPOINT)]
         endpoint: String,
         /// Said to the model before the sender's text
         #[arg(long)]
@@ -336,24 +336,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let store = open(false)?.store;
             match cmd {
                 TrustCmd::Add { key, name, policy } => {
-                    let mut policy = policy.policy()?;
-                    if key.starts_with("did:") {
-                        let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-                        policy.uamp_keys = rt.block_on(gatehouse_inbox::uamp::peer::keys_for(&key))?;
-                    }
-                    let entry = TrustEntry { public_key: check_key(&key)?, name, added_at: now(), policy };
-                    consent::trust::add(&store, &entry, chrono::Utc::now()).map_err(|e| e.to_string())?;
+                    let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()? };
+                    let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store, input)).map_err(|e| e.to_string())?;
                     eprintln!("trusted {} ({})", entry.name, entry.public_key);
                 }
                 TrustCmd::Approve { key, name, policy } => {
-                    let key = check_key(&key)?;
-                    let pending = store.pending_list().map_err(|e| e.to_string())?;
-                    let Some(p) = pending.iter().find(|p| p.public_key == key) else {
-                        return Err(format!("{key} has no pending request; use `trust add` to trust a key directly"));
-                    };
-                    let name = name.unwrap_or_else(|| format!("sender {}", &p.public_key[..8]));
-                    let entry = TrustEntry { public_key: key, name, added_at: now(), policy: policy.policy()? };
-                    consent::trust::add(&store, &entry, chrono::Utc::now()).map_err(|e| e.to_string())?;
+                    let entry =
+                        gatehouse_app::trust::approve(&store, &check_key(&key)?, name, policy.policy()?, chrono::Utc::now()).map_err(|e| e.to_string())?;
                     eprintln!("approved {} ({})", entry.name, entry.public_key);
                 }
                 TrustCmd::List { json } => {
@@ -380,8 +369,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     }
                 }
                 TrustCmd::Remove { key } => {
-                    match consent::trust::remove(&store, &key, chrono::Utc::now()) {
-                        Err(consent::ConsentError::Gone) => return Err(format!("{key} is not in the trust registry")),
+                    match gatehouse_app::trust::remove(&store, &key, chrono::Utc::now()) {
+                        Err(ConsentError::Gone) => return Err(format!("{key} is not in the trust registry")),
                         r => r.map_err(|e| e.to_string())?,
                     }
                     eprintln!("removed {key} (and revoked its UAMP tokens)");
@@ -395,7 +384,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 r.rejected_body_days = rejected_body_days.unwrap_or(r.rejected_body_days);
                 r.rejected_receipt_days = rejected_receipt_days.unwrap_or(r.rejected_receipt_days);
                 r.audit_days = audit_days.unwrap_or(r.audit_days);
-                store.set_retention(&r, &now()).map_err(|e| e.to_string())?;
+                r = gatehouse_app::settings::set_retention(&store, &r).map_err(|e| e.to_string())?;
             }
             print_json(&r);
         }
@@ -442,9 +431,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Executor(cmd) => {
             let store = open(false)?.store;
-            let mut cfg = ExecutorConfig::load(&store).map_err(|e| e.to_string())?;
             match cmd {
-                ExecutorCmd::List => print_json(&cfg),
+                ExecutorCmd::List => print_json(&gatehouse_app::executors::get(&store).map_err(|e| e.to_string())?),
                 ExecutorCmd::Set { scope, spec } => {
                     let spec = match spec {
                         SpecCmd::Noop => ExecutorSpec::Noop,
@@ -460,28 +448,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                             };
                             ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, api_key_secret }
                         }
-                        SpecCmd::Peer { peer, timeout_secs } => {
-                            if store.uamp_peer(&peer).map_err(|e| e.to_string())?.is_none() {
-                                return Err(format!("no UAMP peer {peer:?}; add it with `gatehouse uamp peer add https://host:port --name {peer}`"));
-                            }
-                            ExecutorSpec::Peer { peer, timeout_secs }
-                        }
-                        SpecCmd::Swarm { swarm, entrypoint } => {
-                            if store.mail_swarm(&swarm).map_err(|e| e.to_string())?.is_none() {
-                                return Err(format!("no MAIL swarm {swarm:?}; connect it with `gatehouse mail add URL --name {swarm}`"));
-                            }
-                            ExecutorSpec::Swarm { swarm, entrypoint }
-                        }
+                        SpecCmd::Peer { peer, timeout_secs } => ExecutorSpec::Peer { peer, timeout_secs },
+                        SpecCmd::Swarm { swarm, entrypoint } => ExecutorSpec::Swarm { swarm, entrypoint },
                         SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command { program: argv[0].clone(), args: argv[1..].to_vec(), timeout_secs },
                     };
-                    if scope == "default" {
-                        cfg.default = spec;
-                    } else if gatehouse_epp::envelope::is_scope_like(&scope) {
-                        cfg.scopes.insert(scope, spec);
-                    } else {
-                        return Err(format!("scope {scope:?} must be alphanumeric characters and hyphens"));
-                    }
-                    cfg.save(&store).map_err(|e| e.to_string())?;
+                    // The user typed the program or folder here: that is the confirmation.
+                    let cfg = uamp::runtime()?.block_on(gatehouse_app::executors::set_scope(store, &scope, spec)).map_err(|e| e.to_string())?;
                     print_json(&cfg);
                 }
             }

@@ -9,7 +9,7 @@ use clap::Subcommand;
 use gatehouse_inbox::service::Opened;
 use gatehouse_inbox::uamp::client::{self, Ask, Client};
 use gatehouse_keys::Secrets;
-use gatehouse_store::PeerRow;
+use gatehouse_store::uamp::PeerRow;
 
 #[derive(Subcommand)]
 pub enum UampCmd {
@@ -129,12 +129,12 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             if o.store.trust_get(&sender).map_err(|e| e.to_string())?.is_none() {
                 return Err(format!("{sender} is not trusted; run `gatehouse trust add {sender} --name … --scope ask` first"));
             }
-            let token = gatehouse_inbox::consent::trust::token_issue(&o.store, &sender, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            let token = gatehouse_app::trust::token_issue(&o.store, &sender, chrono::Utc::now()).map_err(|e| e.to_string())?;
             eprintln!("give this token to {sender}; it is not shown again:");
             println!("{token}");
         }
         UampCmd::Revoke { sender } => {
-            let n = gatehouse_inbox::consent::trust::token_revoke(&o.store, &sender, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            let n = gatehouse_app::trust::token_revoke(&o.store, &sender, chrono::Utc::now()).map_err(|e| e.to_string())?;
             eprintln!("revoked {n} token(s) of {sender}");
         }
         UampCmd::Peer(PeerCmd::Add { url, name, pin, token_stdin }) => {

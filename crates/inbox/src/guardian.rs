@@ -18,14 +18,15 @@ use axum::Router;
 use gatehouse_asop::jsonrpc::{self, RpcError};
 use gatehouse_asop::rules::{self, Action, Rule};
 use gatehouse_asop::{redact, schema, Step, METHODS};
-use gatehouse_store::{AsopRuleRow, AsopStepRow, NewAsopStep, Store, StoreError};
+use gatehouse_store::asop::{AsopRuleRow, AsopStepRow, NewAsopStep};
+use gatehouse_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, oneshot};
 
 pub const PATH: &str = "/asop/v1";
 /// The trust-registry scope of a registered agent.
-pub const SCOPE: &str = "asop";
+pub const SCOPE: &str = crate::gate::consent::ASOP_SCOPE;
 /// How long an undecided step waits for the user when its agent set no timeout (ping).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Requests larger than this are refused (-32600).
@@ -97,7 +98,7 @@ pub enum GuardianEvent {
 pub struct Guardian {
     store: Arc<Store>,
     /// Where "the user is asked" is announced (the window refreshes, a notification shows).
-    inbox: std::sync::Weak<crate::pipeline::Inbox>,
+    inbox: std::sync::Weak<crate::gate::hub::Inbox>,
     /// Steps waiting for the user: their agent and where the answer goes.
     waiting: Mutex<HashMap<i64, (String, oneshot::Sender<UserAnswer>)>>,
     default_timeout: Duration,
@@ -106,7 +107,7 @@ pub struct Guardian {
 
 impl Guardian {
     /// A guardian for `inbox`'s store; steps a previous guardian left waiting are closed.
-    pub fn new(inbox: &Arc<crate::pipeline::Inbox>, default_timeout: Duration) -> Arc<Guardian> {
+    pub fn new(inbox: &Arc<crate::gate::hub::Inbox>, default_timeout: Duration) -> Arc<Guardian> {
         let store = inbox.store().clone();
         if let Err(e) = store.asop_abandon_pending(&now()) {
             tracing::error!(error = %e, "could not close steps left waiting");
@@ -116,7 +117,7 @@ impl Guardian {
 
     fn announce(&self, row: i64, agent: Option<String>, needs_user: bool) {
         if let Some(i) = self.inbox.upgrade() {
-            i.emit_event(crate::pipeline::InboxEvent {
+            i.emit_event(crate::gate::hub::InboxEvent {
                 receipt_id: format!("asop-step:{row}"),
                 status: gatehouse_epp::ReceiptStatus::Accepted,
                 code: None,
@@ -449,9 +450,9 @@ async fn rpc(State(g): State<Arc<Guardian>>, req: axum::extract::Request) -> Res
     // The body must arrive in time (a slow sender holds no connection forever); the answer
     // may then take as long as the user does.
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
-    let read = match crate::body::read(req.into_body(), declared, MAX_BODY).await {
+    let read = match crate::net::body::read(req.into_body(), declared, MAX_BODY).await {
         Ok(r) => r,
-        Err(crate::body::BodyError::TooLarge(_)) => {
+        Err(crate::net::body::BodyError::TooLarge(_)) => {
             return json_response(jsonrpc::failure(
                 &Value::Null,
                 &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: larger than {MAX_BODY} bytes")),

@@ -15,12 +15,13 @@ use gatehouse_intentweb::client::{self, ClientError};
 use gatehouse_intentweb::conversation::{check_receive, check_send};
 use gatehouse_intentweb::envelope::{Envelope, FlowType};
 use gatehouse_intentweb::render;
-use gatehouse_store::{IwConversationRow, IwMessageRow, IwSiteRow, Policy, Store, StoreError, TrustEntry};
+use gatehouse_store::intentweb::{IwConversationRow, IwMessageRow, IwSiteRow};
+use gatehouse_store::{Policy, Store, StoreError, TrustEntry};
 use serde::Serialize;
 use serde_json::json;
 
 /// The scope a site's key is pinned for in the trust registry.
-pub const SCOPE: &str = "intentweb";
+pub const SCOPE: &str = crate::gate::consent::INTENT_SCOPE;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IntentError {

@@ -1,48 +1,32 @@
 //! The Gatehouse inbox: everything between bytes arriving and a receipt going back.
+//! One gate, five doors: the gate core knows no protocol door; each door admits its
+//! protocol's traffic into it; `service` composes them.
 //!
-//! - [`hub`](pipeline::Inbox): the inbox every door shares (store, events, executor queue, flood gate)
-//! - [`pipeline`]: the one pipeline of spec 5.1 (replay, trust, policy, durable accept)
-//! - [`flood`]: how many refusals and knocks are kept per minute; the rest is counted
-//! - [`consent`]: the user's decisions (consent prompts, trust changes), audited
-//! - [`executor`]: what runs for an accepted prompt, per scope (spec 9)
-//! - [`process`]: programs executors start, killed with their whole process group
-//! - [`runner`]: runs executors off the request path and after restarts
-//! - [`model`]: the user's own model behind an OpenAI-compatible API (the model executor)
-//! - [`reply`]: answers sent back to senders as signed EPP envelopes in their conversation
-//! - [`http`]: the HTTP transport (axum router)
-//! - [`body`]: request bodies read within a shared budget, charged as bytes arrive
-//! - [`host_check`]: which requests a listener serves at all (Host, no web page's Origin)
-//! - [`folder`]: the watched-folder transport
-//! - [`regular_file`]: reading files others put where Gatehouse looks (regular, bounded)
-//! - [`uamp`]: UAMP 1.0 on the same trust registry and executors, over TLS 1.3
-//! - [`mail`]: MAIL 1.3 tasks followed live on swarms or imported from logs, kept by task_id
-//! - [`intent`]: IntentWeb conversations with IntentSites, signed and checked both ways
-//! - [`guardian`]: the ASOP guardian the user's own agents ask before they act
-//! - [`service`]: opening a data dir and running all of the above until shutdown
+//! - [`gate`]: the core every door shares: the inbox state, the consent queue, trust
+//!   changes, the executors and their runner, the flood gate. It imports no door.
+//! - [`net`]: what every listener shares: connection admission, Host/Origin checks,
+//!   bounded request bodies, bounded reads of files others put where we look
+//! - [`epp`]: the EPP door: the pipeline of spec 5.1, its HTTP and watched-folder
+//!   transports, and replies sent back to senders
+//! - [`uamp`]: the UAMP 1.0 door, over TLS 1.3, streaming executor output as frames
+//! - [`mail`]: the MAIL 1.3 door: tasks followed live on swarms or imported from logs
+//! - [`intent`]: the IntentWeb door: conversations with IntentSites, signed both ways
+//! - [`guardian`]: the ASOP door: the guardian the user's own agents ask before they act
+//! - [`service`]: the composition: which doors run, which executors exist, and where a
+//!   user's consent decision reaches the door that holds what it decides
 
-pub mod body;
-pub mod conn;
-pub mod consent;
-pub mod executor;
-pub mod flood;
-pub mod folder;
+pub mod epp;
+pub mod gate;
 pub mod guardian;
-pub mod host_check;
-pub mod http;
-mod hub;
 pub mod intent;
 pub mod mail;
-pub mod model;
-pub mod pipeline;
-pub mod process;
-pub mod regular_file;
-pub mod reply;
-pub mod runner;
+pub mod net;
 pub mod service;
 pub mod uamp;
 
-pub use executor::{ExecutorConfig, ExecutorSpec};
-pub use pipeline::{Inbox, OpenError, Outcome};
+pub use epp::pipeline::{OpenError, Outcome};
+pub use gate::executor::{ExecutorConfig, ExecutorSpec};
+pub use gate::hub::Inbox;
 pub use service::{build, build_with_events, open, run, run_with, Opened, ServeOptions, UampOptions};
 
 /// The verification steps of spec 5.1 in order, and how far an envelope got: the steps

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use gatehouse_inbox::consent::{self, ConsentItem, ConsentTarget, Decision};
+use gatehouse_inbox::gate::consent::{self, ConsentItem, ConsentTarget, Decision};
 use gatehouse_store::{ExecStatus, InboxFilter, Policy};
 
 #[tokio::test]
@@ -16,7 +16,7 @@ async fn unknown_sender_allow_once_delivers_only_the_waiting_message() {
     let items = consent::pending(&inbox.store).unwrap();
     assert!(matches!(&items[0], ConsentItem::UnknownSender { prompt: Some(p), .. } if p == "please look at this"));
     let target = ConsentTarget::UnknownSender { public_key: pubhex(&stranger) };
-    let out = consent::decide(&i, &target, Decision::AllowOnce, chrono::Utc::now()).unwrap();
+    let out = gatehouse_app::consent::decide(&i, &target, Decision::AllowOnce, chrono::Utc::now()).unwrap();
     assert_eq!(out.delivered.unwrap().envelope_id.as_deref(), env["envelope_id"].as_str());
     // Once: the sender is still unknown for the next message, and nothing is pending.
     assert!(consent::pending(&inbox.store).unwrap().is_empty());
@@ -38,15 +38,15 @@ async fn always_allow_trusts_the_scope_and_block_silences_the_sender() {
     let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
     inbox.post_json(&inbox.signed(&a, "support", "hi")).await;
     inbox.post_json(&inbox.signed(&b, "support", "spam")).await;
-    consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&a) }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&a) }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(inbox.post_json(&inbox.signed(&a, "support", "next")).await.0, 200);
     assert_eq!(inbox.post_json(&inbox.signed(&a, "billing", "other scope")).await.0, 403);
-    consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&b) }, Decision::Block, chrono::Utc::now()).unwrap();
+    gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&b) }, Decision::Block, chrono::Utc::now()).unwrap();
     let (status, _, r) = inbox.post_json(&inbox.signed(&b, "support", "spam again")).await;
     assert_eq!((status, r["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")));
     assert!(consent::pending(&inbox.store).unwrap().is_empty(), "a blocked sender never asks again");
     // A decision on something already decided is a clear error.
-    let again = consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&b) }, Decision::Deny, chrono::Utc::now());
+    let again = gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&b) }, Decision::Deny, chrono::Utc::now());
     assert!(matches!(again, Err(consent::ConsentError::Gone)));
     inbox.stop().await;
 }
@@ -70,9 +70,9 @@ async fn held_envelopes_run_or_are_denied_on_the_users_word() {
             })
             .unwrap()
     };
-    consent::decide(&i, &ConsentTarget::Held { row_id: row_of("support") }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    gatehouse_app::consent::decide(&i, &ConsentTarget::Held { row_id: row_of("support") }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(rx.try_recv().unwrap(), row_of("support"), "released to the executor queue");
-    consent::decide(&i, &ConsentTarget::Held { row_id: row_of("billing") }, Decision::Deny, chrono::Utc::now()).unwrap();
+    gatehouse_app::consent::decide(&i, &ConsentTarget::Held { row_id: row_of("billing") }, Decision::Deny, chrono::Utc::now()).unwrap();
     assert_eq!(inbox.store.envelope(row_of("billing")).unwrap().unwrap().exec_status, ExecStatus::Denied);
     // "Always" for support: the next support envelope is not held; billing still is.
     inbox.post_json(&inbox.signed(&bob, "support", "no hold now")).await;
@@ -145,13 +145,15 @@ async fn a_sender_cannot_knock_dressed_as_an_agent_or_a_company_nor_be_granted_e
     // A knock recorded for all scopes (an old store, a bug elsewhere) is never granted as such.
     let other = key(8);
     inbox.store.pending_record(&pubhex(&other), "*", "x", "2026-11-24T00:00:00Z").unwrap();
-    let e = consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&other) }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap_err();
+    let e = gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&other) }, Decision::AlwaysAllowScope, chrono::Utc::now())
+        .unwrap_err();
     assert!(e.to_string().contains("never all"), "{e}");
     assert!(inbox.store.trust_get(&pubhex(&other)).unwrap().is_none());
     // Nor a reserved scope to a bare key that did not come from IntentWeb or the guardian.
     inbox.store.pending_remove(&pubhex(&other)).unwrap();
     inbox.store.pending_record(&pubhex(&other), "asop", "x", "2026-11-24T00:00:00Z").unwrap();
-    let e = consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&other) }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap_err();
+    let e = gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&other) }, Decision::AlwaysAllowScope, chrono::Utc::now())
+        .unwrap_err();
     assert!(e.to_string().contains("reserved"), "{e}");
     inbox.stop().await;
 }

@@ -7,16 +7,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_asop::rules::Action;
-use gatehouse_inbox::consent::{self, ConsentTarget, Decision};
+use gatehouse_inbox::gate::consent::{ConsentTarget, Decision};
 use gatehouse_inbox::guardian::{agent_key, UserAnswer};
 use gatehouse_inbox::ServeOptions;
-use gatehouse_store::{AsopRuleRow, Store};
+use gatehouse_store::asop::AsopRuleRow;
+use gatehouse_store::Store;
 use serde_json::{json, Value};
 
 struct G {
     _dir: tempfile::TempDir,
     store: Arc<Store>,
-    inbox: Arc<gatehouse_inbox::pipeline::Inbox>,
+    inbox: Arc<gatehouse_inbox::gate::hub::Inbox>,
     url: String,
     http: reqwest::Client,
 }
@@ -31,7 +32,7 @@ async fn start() -> G {
     let opts = ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() };
     tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, opts, std::future::pending(), |_| {}));
     for _ in 0..100 {
-        if inbox.guardian().is_some() {
+        if inbox.door::<gatehouse_inbox::guardian::Guardian>().is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -70,7 +71,7 @@ impl G {
 
     /// Answers the next step that waits for the user, as the window would.
     fn answer_next(&self, answer: UserAnswer) -> tokio::task::JoinHandle<String> {
-        let g = self.inbox.guardian().unwrap();
+        let g = self.inbox.door::<gatehouse_inbox::guardian::Guardian>().unwrap();
         tokio::spawn(async move {
             for _ in 0..200 {
                 if let Some(s) = g.pending().unwrap().first().cloned() {
@@ -102,8 +103,13 @@ async fn register(g: &G) {
     let r = g.call(json!({"jsonrpc": "2.0", "id": 0, "method": "steps/agentTrigger", "params": {"context": context("step-0"), "trigger": {"type": "autonomous", "content": [{"kind": "text", "text": "new mail"}], "event": {"id": "e-1", "type": "email"}}}})).await;
     assert_eq!(r["error"]["code"], -32001, "an unknown agent is refused: {r}");
     assert!(g.store.pending_list().unwrap().iter().any(|p| p.public_key == agent_key("mailer-1")), "and knocks for the user");
-    let out =
-        consent::decide(&g.inbox, &ConsentTarget::UnknownSender { public_key: agent_key("mailer-1") }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    let out = gatehouse_app::consent::decide(
+        &g.inbox,
+        &ConsentTarget::UnknownSender { public_key: agent_key("mailer-1") },
+        Decision::AlwaysAllowScope,
+        chrono::Utc::now(),
+    )
+    .unwrap();
     assert!(out.message.starts_with("Registered"), "{}", out.message);
 }
 
@@ -185,7 +191,7 @@ async fn an_unanswered_ask_times_out_and_always_becomes_a_rule() {
     let r = g.call(tool_call(3, "post_tweet", json!([{"name": "text", "value": "third"}]))).await;
     assert_eq!((r["result"]["decision"].as_str(), r["result"]["message"].as_str()), (Some("deny"), Some("No tweets")));
     assert_eq!(g.store.asop_rules().unwrap().iter().filter(|r| r.source == "always").count(), 1);
-    assert!(g.inbox.guardian().unwrap().pending().unwrap().is_empty());
+    assert!(g.inbox.door::<gatehouse_inbox::guardian::Guardian>().unwrap().pending().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -247,7 +253,7 @@ async fn nothing_reaches_the_users_queue_or_settings_without_a_registered_agent(
         let r = g.call(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": {"jsonrpc": "2.0", "method": "tools/call"}}})).await;
         assert_eq!(r["error"]["code"], -32001, "{method}: {r}");
     }
-    assert!(g.inbox.guardian().unwrap().pending().unwrap().is_empty());
+    assert!(g.inbox.door::<gatehouse_inbox::guardian::Guardian>().unwrap().pending().unwrap().is_empty());
     assert!(g.store.pending_list().unwrap().is_empty(), "no knock either: there is nobody to let in");
     assert!(g.store.asop_session("session-1").unwrap().is_empty());
     // An anonymous or unregistered ping sets no timeout, for nobody.
@@ -276,7 +282,7 @@ async fn nothing_reaches_the_users_queue_or_settings_without_a_registered_agent(
         let (url, body) = (g.url.clone(), tool_call(200 + i, "send", json!([])).to_string());
         waiting.push(tokio::spawn(async move { http.post(url).header("content-type", "application/json").body(body).send().await }));
     }
-    let guardian = g.inbox.guardian().unwrap();
+    let guardian = g.inbox.door::<gatehouse_inbox::guardian::Guardian>().unwrap();
     for _ in 0..200 {
         if guardian.pending().unwrap().len() == share {
             break;

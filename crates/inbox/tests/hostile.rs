@@ -233,7 +233,7 @@ async fn slow_uploads_of_unknown_length_do_not_make_a_small_submission_wait() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_garbage_and_fresh_keys_is_answered_but_only_a_bounded_part_is_kept() {
-    use gatehouse_inbox::flood::{KNOCKS_PER_MINUTE, REFUSALS_PER_MINUTE};
+    use gatehouse_inbox::gate::flood::{KNOCKS_PER_MINUTE, REFUSALS_PER_MINUTE};
     let dir = tempfile::tempdir().unwrap();
     let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
     let me = pubhex(&key(2));
@@ -295,7 +295,7 @@ async fn a_slow_executor_does_not_hold_up_the_envelopes_behind_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_address_cannot_hold_every_connection_slot() {
-    use gatehouse_inbox::conn::MAX_PER_CLIENT;
+    use gatehouse_inbox::net::conn::MAX_PER_CLIENT;
     use std::net::{Ipv4Addr, SocketAddr};
     let alice = key(1);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
@@ -361,7 +361,7 @@ async fn idle_http2_connections_give_their_slots_back() {
     let tls = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = tls.local_addr().unwrap();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let limits = gatehouse_inbox::conn::Limits { max: 4, per_client: 8, idle: Duration::from_secs(1) };
+    let limits = gatehouse_inbox::net::conn::Limits { max: 4, per_client: 8, idle: Duration::from_secs(1) };
     let uamp = gatehouse_inbox::UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) };
     let opts = gatehouse_inbox::ServeOptions { uamp: Some(uamp), limits, ..Default::default() };
     tokio::spawn(gatehouse_inbox::run(store.clone(), pubhex(&key), opts, std::future::pending(), |_| {}));

@@ -77,11 +77,13 @@ async fn a_booking_resolves_step_by_step_to_a_confirmation_with_an_external_id()
 
 #[tokio::test]
 async fn a_site_key_trusted_from_waiting_for_you_is_pinned() {
-    use gatehouse_inbox::consent::{self, ConsentTarget, Decision};
+    use gatehouse_inbox::gate::consent::{ConsentTarget, Decision};
     let f = fixture().await;
     let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
     let (inbox, _rx) = gatehouse_inbox::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
-    let out = consent::decide(&inbox, &ConsentTarget::UnknownSender { public_key: f.site.did() }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    let out =
+        gatehouse_app::consent::decide(&inbox, &ConsentTarget::UnknownSender { public_key: f.site.did() }, Decision::AlwaysAllowScope, chrono::Utc::now())
+            .unwrap();
     assert!(out.message.starts_with("Pinned"), "{}", out.message);
     let t = intent::reply(f.store.clone(), &f.key, &t.conversation.interaction_id, FlowType::InformationResponse, "Grace Hopper", None).await.unwrap();
     assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "verified");

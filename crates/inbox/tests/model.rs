@@ -20,19 +20,20 @@ async fn a_streamed_answer_arrives_delta_by_delta_with_its_usage() {
     let server = ModelServer::default();
     let base = spawn(server.clone()).await;
     let mut seen = Vec::new();
-    let a = gatehouse_inbox::model::ask(&base, None, "llama-test", "be careful", "Summarise my week", Duration::from_secs(10), |s| seen.push(s.to_string()))
-        .await
-        .unwrap();
+    let a =
+        gatehouse_inbox::gate::model::ask(&base, None, "llama-test", "be careful", "Summarise my week", Duration::from_secs(10), |s| seen.push(s.to_string()))
+            .await
+            .unwrap();
     assert_eq!(a.answer, "llama-test read: Summarise my week");
     assert!(seen.len() > 2 && seen.windows(2).all(|w| w[1].starts_with(&w[0])), "the answer grew chunk by chunk: {seen:?}");
     assert_eq!((a.model.as_str(), a.completion_tokens), ("llama-test", Some(5)));
     assert!(a.prompt_tokens.unwrap() > 0);
     // A key the server wants: refused without it, accepted with it.
     let keyed = spawn(ModelServer::with_key("sk-test")).await;
-    let e = gatehouse_inbox::model::ask(&keyed, None, "m", "s", "u", Duration::from_secs(5), |_| {}).await.unwrap_err();
+    let e = gatehouse_inbox::gate::model::ask(&keyed, None, "m", "s", "u", Duration::from_secs(5), |_| {}).await.unwrap_err();
     assert!(e.to_string().contains("refused the API key"), "{e}");
-    assert!(gatehouse_inbox::model::ask(&keyed, Some("sk-test"), "m", "s", "u", Duration::from_secs(5), |_| {}).await.is_ok());
-    let e = gatehouse_inbox::model::ask(&base, None, "m", "s", "stall", Duration::from_millis(300), |_| {}).await.unwrap_err();
+    assert!(gatehouse_inbox::gate::model::ask(&keyed, Some("sk-test"), "m", "s", "u", Duration::from_secs(5), |_| {}).await.is_ok());
+    let e = gatehouse_inbox::gate::model::ask(&base, None, "m", "s", "stall", Duration::from_millis(300), |_| {}).await.unwrap_err();
     assert!(e.to_string().contains("did not answer within"), "{e}");
 }
 
@@ -180,13 +181,13 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     eventually("the model call to fail", || store.envelopes(1, 0).unwrap()[0].exec_status == ExecStatus::Failed).await;
     let id = store.envelopes(1, 0).unwrap()[0].id;
     // Not failed: nothing to run again.
-    assert!(gatehouse_inbox::runner::retry(&inbox, id + 1000).is_err());
+    assert!(gatehouse_inbox::gate::runner::retry(&inbox, id + 1000).is_err());
     // The model is back (slow, so its answer can be watched); the user runs the executor again.
     server.set_down(false);
     let mut progress = inbox.subscribe_progress();
-    assert!(gatehouse_inbox::runner::retry(&inbox, id).unwrap());
+    assert!(gatehouse_inbox::gate::runner::retry(&inbox, id).unwrap());
     // The answer is passed on as it grows, each time whole; the end comes once it is stored.
-    use gatehouse_inbox::runner::ExecProgress;
+    use gatehouse_inbox::gate::runner::ExecProgress;
     let mut partials: Vec<String> = Vec::new();
     loop {
         match tokio::time::timeout(Duration::from_secs(10), progress.recv()).await.expect("progress").unwrap() {
@@ -209,7 +210,7 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     assert!(partials.windows(2).all(|w| w[1].starts_with(&w[0]) && w[1].len() > w[0].len()), "{partials:?}");
     let answer = store.envelope(id).unwrap().unwrap().exec_result.unwrap()["answer"].as_str().unwrap().to_string();
     assert!(answer.starts_with("m read: Is my result in?") && answer.starts_with(partials.last().unwrap().as_str()), "{answer:?} {partials:?}");
-    assert!(matches!(gatehouse_inbox::runner::retry(&inbox, id), Err(gatehouse_inbox::runner::RetryError::NotFailed(_))));
+    assert!(matches!(gatehouse_inbox::gate::runner::retry(&inbox, id), Err(gatehouse_inbox::gate::runner::RetryError::NotFailed(_))));
     let user = server.requests().last().unwrap()["messages"][1]["content"].as_str().unwrap().to_string();
     assert_eq!(user, "Is my result in?\n\nContext from the sender (JSON): {\"ticket\":4411}");
 }
@@ -248,7 +249,7 @@ async fn a_prompt_handed_to_a_uamp_peer_comes_back_as_its_answer() {
     let found = client::discover(&purl, None).await.unwrap();
     inbox
         .store
-        .uamp_peer_put(&gatehouse_store::PeerRow {
+        .uamp_peer_put(&gatehouse_store::uamp::PeerRow {
             did: found.did.clone(),
             name: "Shouter".into(),
             url: found.url,

@@ -101,10 +101,10 @@ async fn an_answer_goes_back_signed_in_the_same_conversation() {
     let draft = a.store.reply_drafts().unwrap().remove(0);
     assert!(b.store.envelopes(10, 0).unwrap().iter().filter(|e| e.sender == a.public_key).count() == 1, "nothing went before the user approved");
     a.store.reply_edit(draft.id, "Thank you, but no.", "2026-11-22T00:00:00Z").unwrap();
-    let sent = gatehouse_inbox::reply::send(&a.store, &a.key, draft.id).await.unwrap();
+    let sent = gatehouse_inbox::epp::reply::send(&a.store, &a.key, draft.id).await.unwrap();
     assert_eq!(sent.state, "sent");
     eventually("the edited answer at B", || bstore.envelopes(10, 0).unwrap().iter().any(|e| e.prompt == "Thank you, but no.")).await;
-    assert!(matches!(gatehouse_inbox::reply::send(&a.store, &a.key, draft.id).await, Err(gatehouse_inbox::reply::ReplyError::AlreadySent)));
+    assert!(matches!(gatehouse_inbox::epp::reply::send(&a.store, &a.key, draft.id).await, Err(gatehouse_inbox::epp::reply::ReplyError::AlreadySent)));
     let _ = (&a.dir, &b.dir);
 }
 
@@ -156,7 +156,7 @@ async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
         |_| {},
     ));
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let again = gatehouse_inbox::reply::send(&a.store, &a.key, failed.id).await.unwrap();
+    let again = gatehouse_inbox::epp::reply::send(&a.store, &a.key, failed.id).await.unwrap();
     assert_eq!((again.state.as_str(), again.error), ("sent", None));
     assert_eq!(store.envelopes(10, 0).unwrap()[0].in_reply_to.as_deref(), Some(env["envelope_id"].as_str().unwrap()));
 }

@@ -10,7 +10,8 @@ use ed25519_dalek::SigningKey;
 use gatehouse_inbox::uamp::client::{self, Ask, Client, ClientError};
 use gatehouse_inbox::uamp::UampInbox;
 use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions, UampOptions};
-use gatehouse_store::{PeerRow, Policy, Store, TrustEntry};
+use gatehouse_store::uamp::PeerRow;
+use gatehouse_store::{Policy, Store, TrustEntry};
 use tokio::sync::oneshot;
 
 /// The peer: a Gatehouse inbox serving UAMP whose executor answers with `executor`.

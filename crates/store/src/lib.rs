@@ -16,35 +16,32 @@
 //! - [`jobs`] and [`commit`]: the committer's queue and its group-commit loop;
 //! - [`migrations`]: the schema, one numbered step at a time;
 //! - one module per protocol's tables: [`uamp`], [`mail`], [`intentweb`], [`asop`],
-//!   and [`replies`] (answers sent back to EPP senders); [`model`]: the row types.
+//!   and [`replies`] (answers sent back to EPP senders), each reached by its own path
+//!   (`gatehouse_store::uamp::PeerRow`), never flattened into this namespace; `model`: the
+//!   row types of the gate (trust entries, envelopes, receipts).
 
-mod asop;
+pub mod asop;
 mod audit;
 mod commit;
 mod inbox;
-mod intentweb;
+pub mod intentweb;
 mod jobs;
-mod mail;
+pub mod mail;
 mod migrations;
 mod model;
 mod open;
 mod receipts;
 mod replay;
-mod replies;
+pub mod replies;
 mod retention;
 mod settings;
 mod trust;
-mod uamp;
+pub mod uamp;
 
-pub use asop::*;
-pub use intentweb::*;
-pub use mail::*;
 pub use model::*;
 pub use replay::AcceptRefusal;
-pub use replies::*;
 pub use retention::*;
 pub use trust::{Admission, Knock, MAX_PENDING, MAX_SCOPES_TRIED};
-pub use uamp::*;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

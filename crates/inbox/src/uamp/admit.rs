@@ -35,7 +35,7 @@ impl UampInbox {
             )));
         }
         let store = self.store();
-        let adm = store.admission(&env.from, crate::executor::SETTINGS_KEY).map_err(|e| fail(storage(e)))?;
+        let adm = store.admission(&env.from, crate::gate::executor::SETTINGS_KEY).map_err(|e| fail(storage(e)))?;
         if adm.blocked {
             return Err(fail(UampError::new(Code::Unauthorized, "blocked", format!("{} is blocked", env.from))));
         }
@@ -93,7 +93,7 @@ impl UampInbox {
                 };
                 return Err(fail(e));
             }
-            Some(t) => match store.uamp_token_sender(&crate::pipeline::sha256_hex(t.as_bytes())).map_err(|e| fail(storage(e)))? {
+            Some(t) => match store.uamp_token_sender(&crate::epp::pipeline::sha256_hex(t.as_bytes())).map_err(|e| fail(storage(e)))? {
                 Some(s) if s == gatehouse_store::sender_key(&env.from) => {}
                 Some(_) => return Err(fail(UampError::new(Code::Unauthenticated, "token_sender_mismatch", "the bearer token was issued to another sender"))),
                 None => return Err(fail(UampError::new(Code::Unauthenticated, "unknown_token", "the bearer token is unknown or revoked"))),

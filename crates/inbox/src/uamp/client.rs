@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
-use gatehouse_store::{NewStream, NewUampMessage, PeerRow, Store, StoreError};
+use gatehouse_store::uamp::{NewStream, NewUampMessage, PeerRow};
+use gatehouse_store::{Store, StoreError};
 use gatehouse_uamp::manifest::SignedManifest;
 use gatehouse_uamp::{did, sign, Intent, Manifest};
 use serde::Serialize;
@@ -98,7 +99,7 @@ pub async fn discover(url: &str, pin: Option<&str>) -> Result<Discovered, Client
     if !resp.status().is_success() {
         return Err(ClientError::Manifest(format!("{manifest_url} answered HTTP {}", resp.status())));
     }
-    let bytes = crate::body::read_response(resp, MAX_MANIFEST_BYTES).await.map_err(ClientError::Manifest)?;
+    let bytes = crate::net::body::read_response(resp, MAX_MANIFEST_BYTES).await.map_err(ClientError::Manifest)?;
     let text = String::from_utf8(bytes).map_err(|_| ClientError::Manifest("the signed manifest is not UTF-8".into()))?;
     let signed = SignedManifest::parse(&text).map_err(|e| ClientError::Manifest(e.message))?;
     let (peer_did, _) = did::split_kid(&signed.kid);

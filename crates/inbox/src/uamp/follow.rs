@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use futures_util::StreamExt as _;
-use gatehouse_store::PeerRow;
+use gatehouse_store::uamp::PeerRow;
 use gatehouse_uamp::{sign, Delta, DeltaType, Intent};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt as _;

@@ -102,14 +102,16 @@ async fn messages(State(uamp): State<Arc<UampInbox>>, req: Request<Body>) -> Res
         );
         return refuse(&uamp, e, now).await;
     }
-    let read = match crate::body::read(req.into_body(), declared, MAX_ENVELOPE_BYTES).await {
+    let read = match crate::net::body::read(req.into_body(), declared, MAX_ENVELOPE_BYTES).await {
         Ok(r) => r,
-        Err(crate::body::BodyError::TooLarge(_)) => {
+        Err(crate::net::body::BodyError::TooLarge(_)) => {
             let e = UampError::new(Code::PayloadTooLarge, "too_large", format!("the envelope exceeds this inbox's limit of {MAX_ENVELOPE_BYTES} bytes"));
             return refuse(&uamp, e, now).await;
         }
-        Err(e @ crate::body::BodyError::Timeout) => return refuse(&uamp, UampError::invalid("/", e.to_string()).with_reason("body_timeout"), now).await,
-        Err(e @ crate::body::BodyError::Read(_)) => return refuse(&uamp, UampError::invalid("/", e.to_string()).with_reason("body_unreadable"), now).await,
+        Err(e @ crate::net::body::BodyError::Timeout) => return refuse(&uamp, UampError::invalid("/", e.to_string()).with_reason("body_timeout"), now).await,
+        Err(e @ crate::net::body::BodyError::Read(_)) => {
+            return refuse(&uamp, UampError::invalid("/", e.to_string()).with_reason("body_unreadable"), now).await
+        }
     };
     uamp.submit(&read.bytes, &auth, now).await.into_response()
 }
@@ -158,7 +160,7 @@ async fn stream(State(uamp): State<Arc<UampInbox>>, Path(id): Path<String>, head
                 ),
             ));
         };
-        match store.uamp_token_sender(&crate::pipeline::sha256_hex(t.as_bytes())).map_err(storage)? {
+        match store.uamp_token_sender(&crate::epp::pipeline::sha256_hex(t.as_bytes())).map_err(storage)? {
             Some(sender) if sender == s.peer => Ok(()),
             Some(_) => Err((403, UampError::new(Code::Unauthorized, "not_your_stream", "this stream belongs to another sender"))),
             None => Err((401, UampError::new(Code::Unauthenticated, "unknown_token", "the bearer token is unknown or revoked"))),

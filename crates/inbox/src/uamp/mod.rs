@@ -9,10 +9,12 @@
 //! - [`tls`]: the certificate and the TLS 1.3 server
 //! - [`client`]: Gatehouse sending to UAMP peers (manifest, pinning, asks, reassembly)
 //! - [`peer`]: a new sender's keys, learnt when the user adds it
+//! - [`executor`]: the peer executor (an EPP prompt asked of a UAMP peer), a delegate
 
 mod admit;
 pub mod client;
 mod connect;
+pub mod executor;
 mod follow;
 pub mod http;
 pub mod peer;
@@ -24,13 +26,14 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ed25519_dalek::SigningKey;
-use gatehouse_store::{Knock, NewStream, NewUampMessage, ReceiptRow, Store, TrustEntry, UampRefusal};
+use gatehouse_store::uamp::{NewStream, NewUampMessage, UampRefusal};
+use gatehouse_store::{Knock, ReceiptRow, Store, TrustEntry};
 use gatehouse_uamp::did::PublicKey;
 use gatehouse_uamp::{captoken, manifest, sign, verify, Code, Envelope, Intent, UampError};
 use serde_json::{json, Value};
 
-use crate::executor::ExecutorConfig;
-use crate::pipeline::{Inbox, InboxEvent};
+use crate::gate::executor::ExecutorConfig;
+use crate::gate::hub::{Inbox, InboxEvent};
 use admit::{internal, scope_of, trust_keys, Failure, Start};
 
 /// Streams running at once; beyond this an `ask` is answered 5.04 with Retry-After.
@@ -81,7 +84,7 @@ impl UampInbox {
         let did = sign::did_of(&key);
         let uamp = Arc::new(UampInbox { inbox, key, did, streams: streams::Streams::default(), tls_addr: Default::default() });
         // Consent decisions reach held asks through the inbox.
-        uamp.inbox.link_uamp(Arc::downgrade(&uamp));
+        uamp.inbox.register_door(&uamp);
         uamp
     }
 
@@ -182,7 +185,7 @@ impl UampInbox {
         let mut bytes = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut bytes);
         let token = format!("ghu_{}", hex::encode(bytes));
-        store.uamp_token_add(&crate::pipeline::sha256_hex(token.as_bytes()), sender, &gatehouse_epp::utc_string(now))?;
+        store.uamp_token_add(&crate::epp::pipeline::sha256_hex(token.as_bytes()), sender, &gatehouse_epp::utc_string(now))?;
         Ok(token)
     }
 
@@ -264,7 +267,7 @@ impl UampInbox {
             prompt: f.prompt.clone(),
             envelope_row: None,
         };
-        let kind = if f.knock.is_some() { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
+        let kind = if f.knock.is_some() { crate::gate::flood::Kind::Knock } else { crate::gate::flood::Kind::Refusal };
         if self.inbox.keep(kind, now) {
             if let Err(e) = self.store().record_rejection(&row, f.knock.as_ref()) {
                 tracing::error!(error = %e, "could not record a UAMP refusal");

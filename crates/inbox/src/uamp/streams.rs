@@ -6,9 +6,7 @@
 //! read from the command's stdout, so its pipe fills and the command blocks.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -16,14 +14,13 @@ use gatehouse_store::Store;
 use gatehouse_uamp::envelope::Body;
 use gatehouse_uamp::{Delta, DeltaType};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{broadcast, watch};
 
 use super::UampInbox;
-use crate::executor::ExecutorSpec;
+use crate::gate::executor::{self, command, Delegates, Done, ExecutorSpec, Failed, Sink, Work};
 
 /// Bytes of executor output per `chunk` frame.
-pub const CHUNK_BYTES: usize = 16 * 1024;
+pub const CHUNK_BYTES: usize = command::CHUNK_BYTES;
 
 /// What an accepted `ask` hands its stream.
 #[derive(Debug, Clone)]
@@ -206,25 +203,70 @@ impl Producer {
     }
 }
 
+impl Sink for Producer {
+    type Stop = Stop;
+
+    /// A program's output goes out as `chunk_b64` frames, each waiting for window room.
+    async fn output(&mut self, bytes: &[u8]) -> Result<(), Stop> {
+        self.emit(DeltaType::Chunk, json!({"chunk_b64": STANDARD.encode(bytes)}), None).await
+    }
+}
+
+/// Runs the scope's executor (the gate's one implementation) with this stream as its
+/// sink, and says how the stream ends.
 async fn run(p: &mut Producer, job: &Job) -> End {
-    let out = match &job.spec {
-        ExecutorSpec::Noop => Ok(json!({"executor": "noop"})),
-        ExecutorSpec::FileQueue { dir } => file_queue(dir, p, job).await,
-        ExecutorSpec::Command { program, args, timeout_secs } => command(p, job, program, args, Duration::from_secs(*timeout_secs)).await,
-        ExecutorSpec::Swarm { .. } | ExecutorSpec::Peer { .. } => {
+    let work = Work {
+        who: job.sender.clone(),
+        scope: job.scope.clone(),
+        prompt: job.body.content.clone(),
+        context: None,
+        env: vec![
+            ("UAMP_MESSAGE_ID", job.message_id.clone()),
+            ("UAMP_SENDER", job.sender.clone()),
+            ("UAMP_SCOPE", job.scope.clone()),
+            ("UAMP_STREAM_ID", p.stream_id.clone()),
+            ("UAMP_BODY_TYPE", job.body.media_type.clone()),
+        ],
+        // Named here, not after the sender's stream id: two ids that sanitise alike must not
+        // overwrite each other's file, and no id is long or odd enough to fail the write.
+        queue_file: (
+            format!("uamp-{}.json", uuid::Uuid::now_v7()),
+            json!({"message_id": job.message_id, "sender": job.sender, "scope": job.scope, "body": job.body, "stream_id": p.stream_id}),
+        ),
+        cancel: Some(p.live.cancel.subscribe()),
+    };
+    let store = p.uamp.store().clone();
+    // Executors that hand work to another agent are for EPP prompts only: none here.
+    let out = executor::run(&job.spec, &work, &store, &Delegates::default(), p).await;
+    let program = match &job.spec {
+        ExecutorSpec::Command { program, .. } => program.as_str(),
+        _ => "",
+    };
+    let out = match out {
+        Ok(Done::Noop) => Ok(json!({"executor": "noop"})),
+        // The local path is the user's business, not the peer's.
+        Ok(Done::Queued(_)) => Ok(json!({"executor": "file-queue", "queued": true})),
+        Ok(Done::Command(ran)) => Ok(json!({"executor": "command", "exit_code": 0, "bytes": ran.bytes, "mime": ran.mime()})),
+        // The whole answer as one text chunk (the peer reassembles text chunks).
+        Ok(Done::Model(a)) => {
+            p.emit(DeltaType::Chunk, json!({"text": a.answer}), None).await.map(|()| json!({"executor": "model", "model": a.model, "mime": "text/plain"}))
+        }
+        Err(Failed::Queue { dir, error }) => Err(Stop::Store(format!("file queue {}: {error}", dir.display()))),
+        Err(Failed::Start { program, error }) => Err(Stop::Failed(format!("could not start {program}: {error}"))),
+        Err(Failed::Command(ran)) => Err(match ran.end {
+            command::End::Cancelled => Stop::Cancelled,
+            command::End::TimedOut(t) => Stop::Failed(format!("timed out after {} s and was killed", t.as_secs())),
+            command::End::Exited(st) => {
+                Stop::Failed(format!("{program} exited with status {}{}", st.code().map_or("(signal)".into(), |c| c.to_string()), tail(&ran.stderr)))
+            }
+            command::End::WaitFailed(e) => Stop::Failed(format!("waiting for {program} failed: {e}")),
+            command::End::ReadFailed(e) => Stop::Failed(format!("reading its output failed: {e}")),
+        }),
+        Err(Failed::Model { error, .. }) => Err(Stop::Failed(error)),
+        Ok(Done::Delegated(_)) | Err(Failed::Delegated(_) | Failed::Unavailable(_)) => {
             Err(Stop::Failed("this scope's executor hands prompts to another agent, for EPP prompts only".into()))
         }
-        ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, .. } => {
-            let system = crate::model::system_prompt(system_prompt.as_deref(), &job.sender, &job.scope);
-            match crate::model::ask(endpoint, None, model, &system, &job.body.content, Duration::from_secs(*timeout_secs), |_| {}).await {
-                // The whole answer as one text chunk (the peer reassembles text chunks).
-                Ok(a) => p
-                    .emit(DeltaType::Chunk, json!({"text": a.answer}), None)
-                    .await
-                    .map(|()| json!({"executor": "model", "model": a.model, "mime": "text/plain"})),
-                Err(e) => Err(Stop::Failed(e.to_string())),
-            }
-        }
+        Err(Failed::Stopped(stop)) => Err(stop),
     };
     match out {
         Ok(_) if p.cancelled() => End::Cancelled,
@@ -232,115 +274,6 @@ async fn run(p: &mut Producer, job: &Job) -> End {
         Err(Stop::Cancelled) => End::Cancelled,
         Err(Stop::Failed(m)) => End::Failed { message: m.clone(), detail: m },
         Err(Stop::Store(e)) => End::Failed { message: "the inbox could not store the stream".into(), detail: e },
-    }
-}
-
-async fn file_queue(dir: &std::path::Path, p: &mut Producer, job: &Job) -> Result<Value, Stop> {
-    let record = json!({"message_id": job.message_id, "sender": job.sender, "scope": job.scope, "body": job.body, "stream_id": p.stream_id});
-    // Named here, not after the sender's stream id: two ids that sanitise alike must not
-    // overwrite each other's file, and no id is long or odd enough to fail the write.
-    let name = format!("uamp-{}.json", uuid::Uuid::now_v7());
-    let write = async {
-        tokio::fs::create_dir_all(dir).await?;
-        let tmp = dir.join(format!(".{name}.tmp"));
-        tokio::fs::write(&tmp, serde_json::to_vec_pretty(&record).expect("serialises")).await?;
-        tokio::fs::rename(&tmp, dir.join(&name)).await
-    };
-    match write.await {
-        // The local path is the user's business, not the peer's.
-        Ok(()) => Ok(json!({"executor": "file-queue", "queued": true})),
-        Err(e) => Err(Stop::Store(format!("file queue {}: {e}", dir.display()))),
-    }
-}
-
-/// Runs the command (no shell; the body on stdin, facts in UAMP_* variables) and streams
-/// its stdout as `chunk_b64` frames. Failures end the stream with an `error` frame.
-async fn command(p: &mut Producer, job: &Job, program: &str, args: &[String], timeout: Duration) -> Result<Value, Stop> {
-    let spawned = crate::process::command(program)
-        .args(args)
-        .env("UAMP_MESSAGE_ID", &job.message_id)
-        .env("UAMP_SENDER", &job.sender)
-        .env("UAMP_SCOPE", &job.scope)
-        .env("UAMP_STREAM_ID", &p.stream_id)
-        .env("UAMP_BODY_TYPE", &job.body.media_type)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => return Err(Stop::Failed(format!("could not start {program}: {e}"))),
-    };
-    // Every way out of this function (timeout, cancel, a failed frame, the end) kills
-    // the whole group as the guard drops.
-    let group = crate::process::Group::of(&child);
-    let mut stdin = child.stdin.take().expect("piped");
-    let content = job.body.content.clone();
-    tokio::spawn(async move {
-        let _ = stdin.write_all(content.as_bytes()).await;
-    });
-    let mut stderr = child.stderr.take().expect("piped");
-    let err_task = tokio::spawn(async move {
-        let mut buf = Vec::new();
-        let _ = (&mut stderr).take(16 * 1024).read_to_end(&mut buf).await;
-        String::from_utf8_lossy(&buf).into_owned()
-    });
-    let mut stdout = child.stdout.take().expect("piped");
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut cancel = p.live.cancel.subscribe();
-    let mut total = 0usize;
-    let mut all_utf8 = true;
-    let mut head = Vec::new();
-    let mut buf = vec![0u8; CHUNK_BYTES];
-    let timed_out = || Stop::Failed(format!("timed out after {} s and was killed", timeout.as_secs()));
-    loop {
-        let read = tokio::select! {
-            r = stdout.read(&mut buf) => r,
-            _ = tokio::time::sleep_until(deadline) => { let _ = child.kill().await; return Err(timed_out()) }
-            _ = cancel.changed() => { let _ = child.kill().await; return Err(Stop::Cancelled) }
-        };
-        let n = match read {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) => return Err(Stop::Failed(format!("reading its output failed: {e}"))),
-        };
-        all_utf8 &= std::str::from_utf8(&buf[..n]).is_ok();
-        if head.len() < 512 {
-            head.extend_from_slice(&buf[..n.min(512 - head.len())]);
-        }
-        total += n;
-        let frame = json!({"chunk_b64": STANDARD.encode(&buf[..n])});
-        // While the window is full this waits, and the command blocks on its full pipe.
-        let emitted = tokio::select! {
-            r = p.emit(DeltaType::Chunk, frame, None) => r,
-            _ = tokio::time::sleep_until(deadline) => Err(timed_out()),
-        };
-        if let Err(stop) = emitted {
-            let _ = child.kill().await;
-            return Err(stop);
-        }
-    }
-    let status = tokio::select! {
-        s = child.wait() => s,
-        _ = tokio::time::sleep_until(deadline) => { let _ = child.kill().await; return Err(timed_out()) }
-        _ = cancel.changed() => { let _ = child.kill().await; return Err(Stop::Cancelled) }
-    };
-    drop(group);
-    let stderr = crate::process::drain(err_task).await;
-    match status {
-        Ok(st) if st.success() => Ok(json!({
-            "executor": "command",
-            "exit_code": 0,
-            "bytes": total,
-            // The spec's image example ends with the type of what the chunks make up.
-            "mime": match infer::get(&head) {
-                Some(t) => t.mime_type(),
-                None if all_utf8 => "text/plain; charset=utf-8",
-                None => "application/octet-stream",
-            },
-        })),
-        Ok(st) => Err(Stop::Failed(format!("{program} exited with status {}{}", st.code().map_or("(signal)".into(), |c| c.to_string()), tail(&stderr)))),
-        Err(e) => Err(Stop::Failed(format!("waiting for {program} failed: {e}"))),
     }
 }
 

@@ -177,23 +177,23 @@ pub fn config(cert_der: &[u8], key: &SigningKey) -> Result<Arc<rustls::ServerCon
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, admitting connections
-/// within `limits` ([`crate::conn`]). A client that does not complete a TLS 1.3
+/// within `limits` ([`crate::net::conn`]). A client that does not complete a TLS 1.3
 /// handshake (plain HTTP, TLS 1.2) is disconnected without a response.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     public_names: &[String],
-    limits: crate::conn::Limits,
+    limits: crate::net::conn::Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    let app = crate::host_check::layer(app, crate::host_check::Allowed::new(listener.local_addr()?, true, public_names));
+    let app = crate::net::host_check::layer(app, crate::net::host_check::Allowed::new(listener.local_addr()?, true, public_names));
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    let admission = crate::conn::Admission::new(limits);
+    let admission = crate::net::conn::Admission::new(limits);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::http::HEADER_TIMEOUT);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::epp::http::HEADER_TIMEOUT);
     // Streams per connection are bounded, so connections × streams × body budget is too.
     builder
         .http2()
@@ -217,15 +217,15 @@ pub async fn serve(
             // Verified above; what the handlers need is the key.
             let client = ClientKey(tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(|c| PublicKey::from_certificate(c).ok()));
             let app = app.layer(axum::Extension(client));
-            let activity = crate::conn::Activity::new();
-            let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app, activity.clone()));
+            let activity = crate::net::conn::Activity::new();
+            let service = hyper_util::service::TowerToHyperService::new(crate::net::conn::tracked(app, activity.clone()));
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-            crate::conn::drive(conn, activity, limits.idle, stopped).await;
+            crate::net::conn::drive(conn, activity, limits.idle, stopped).await;
             drop(slot);
         });
     }
     drop(listener);
     drop(stopped);
-    crate::conn::stop_all(stop).await;
+    crate::net::conn::stop_all(stop).await;
     Ok(())
 }

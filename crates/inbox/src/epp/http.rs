@@ -11,45 +11,46 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use gatehouse_epp::{ErrorCode, MAX_ENVELOPE_BYTES};
 
-use crate::body::BodyError;
-use crate::pipeline::{Inbox, Outcome};
+use crate::epp::pipeline::Outcome;
+use crate::gate::hub::Inbox;
+use crate::net::body::BodyError;
 
-pub use crate::body::BODY_TIMEOUT;
+pub use crate::net::body::BODY_TIMEOUT;
 /// Request headers must arrive within this time, and an idle keep-alive connection is
 /// closed after it: a slow-loris client cannot hold a connection open by trickling.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves `app` on `listener` until `shutdown` resolves, admitting connections within
-/// `limits` ([`crate::conn`]); then stops accepting, lets requests in progress finish,
+/// `limits` ([`crate::net::conn`]); then stops accepting, lets requests in progress finish,
 /// and closes idle connections. Only requests naming this listener (its address or one
-/// of `public_names`) and sent by no web page are routed ([`crate::host_check`]).
+/// of `public_names`) and sent by no web page are routed ([`crate::net::host_check`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     public_names: &[String],
-    limits: crate::conn::Limits,
+    limits: crate::net::conn::Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    let app = crate::host_check::layer(app, crate::host_check::Allowed::new(listener.local_addr()?, false, public_names));
-    let admission = crate::conn::Admission::new(limits);
+    let app = crate::net::host_check::layer(app, crate::net::host_check::Allowed::new(listener.local_addr()?, false, public_names));
+    let admission = crate::net::conn::Admission::new(limits);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(256 * 1024);
     tokio::pin!(shutdown);
     while let Some((stream, slot)) = admission.accept(&listener, shutdown.as_mut()).await {
-        let activity = crate::conn::Activity::new();
-        let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app.clone(), activity.clone()));
+        let activity = crate::net::conn::Activity::new();
+        let service = hyper_util::service::TowerToHyperService::new(crate::net::conn::tracked(app.clone(), activity.clone()));
         let conn = http.serve_connection(TokioIo::new(stream), service);
         let stopped = stopped.clone();
         tokio::spawn(async move {
-            crate::conn::drive(conn, activity, limits.idle, stopped).await;
+            crate::net::conn::drive(conn, activity, limits.idle, stopped).await;
             drop(slot);
         });
     }
     drop(listener);
     drop(stopped);
-    crate::conn::stop_all(stop).await;
+    crate::net::conn::stop_all(stop).await;
     Ok(())
 }
 
@@ -101,8 +102,8 @@ async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptR
     if let Some(n) = declared.filter(|n| *n > MAX_ENVELOPE_BYTES as u64) {
         return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}")).await;
     }
-    // Charged against the shared budget as it arrives (crate::body).
-    let read = match crate::body::read(req.into_body(), declared.map(|n| n as usize), MAX_ENVELOPE_BYTES).await {
+    // Charged against the shared budget as it arrives (crate::net::body).
+    let read = match crate::net::body::read(req.into_body(), declared.map(|n| n as usize), MAX_ENVELOPE_BYTES).await {
         Ok(r) => r,
         Err(BodyError::TooLarge(_)) => {
             return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope exceeds this inbox's limit of {MAX_ENVELOPE_BYTES} bytes")).await

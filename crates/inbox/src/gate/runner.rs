@@ -4,10 +4,13 @@
 
 use std::sync::Arc;
 
-use gatehouse_store::{ExecStatus, Store};
+use gatehouse_store::{EnvelopeRow, ExecStatus, Store};
 use tokio::sync::mpsc;
 
-use crate::executor::{execute, ExecutorConfig, Update};
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use crate::gate::executor::{self, Delegates, ExecutorConfig, ExecutorSpec, Sink, Update, Work};
 
 /// Prepares the queue after a restart: envelopes that were running when Gatehouse
 /// stopped are marked failed (a command may have had side effects, so it is not re-run
@@ -24,7 +27,7 @@ pub fn recover(store: &Store) -> gatehouse_store::Result<Vec<i64>> {
 /// Runs a failed envelope's executor again (the user asked: a model that was unreachable, a
 /// swarm that refused its token). Only failed envelopes; false when the inbox's runner is
 /// not running (paused).
-pub fn retry(inbox: &crate::pipeline::Inbox, row_id: i64) -> Result<bool, RetryError> {
+pub fn retry(inbox: &crate::gate::hub::Inbox, row_id: i64) -> Result<bool, RetryError> {
     let store = inbox.store();
     let row = store.envelope(row_id)?.ok_or(RetryError::NotFound)?;
     if row.exec_status != ExecStatus::Failed {
@@ -71,8 +74,18 @@ const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(80)
 
 type Progress = tokio::sync::broadcast::Sender<ExecProgress>;
 
+/// What runs after an envelope's executor succeeded (the EPP door drafts or sends a reply).
+pub type OnSuccess = Arc<dyn Fn(Arc<Store>, EnvelopeRow, Value) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// What the service gives the runner: the delegate executors and what follows success.
+#[derive(Clone, Default)]
+pub struct Hooks {
+    pub delegates: Delegates,
+    pub on_success: Option<OnSuccess>,
+}
+
 /// Consumes envelope row ids and runs their executors in arrival order.
-pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>, progress: Progress) {
+pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>, progress: Progress, hooks: Hooks) {
     while let Some(first) = rx.recv().await {
         let mut ids = vec![first];
         while ids.len() < BATCH {
@@ -81,7 +94,7 @@ pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>, progre
                 Err(_) => break,
             }
         }
-        run_batch(&store, ids, &progress).await;
+        run_batch(&store, ids, &progress, &hooks).await;
     }
 }
 
@@ -103,7 +116,7 @@ async fn blocking<T: Send + 'static>(store: &Arc<Store>, f: impl FnOnce(&Store) 
 /// Runs one batch: all marked running in one commit; instant executors run in order and
 /// share one commit for their results; the others run side by side, each recording its
 /// own result when it ends.
-async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress) {
+async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress, hooks: &Hooks) {
     let loaded = blocking(store, move |s| {
         let config = ExecutorConfig::load(s)?;
         let mut rows = Vec::new();
@@ -128,16 +141,16 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress) {
         // (at most SLOW_AT_ONCE): one that takes its whole timeout must not hold up the
         // envelopes behind it. Instant ones stay in the batch and share its commit.
         if !is_instant(&spec) {
-            let (store, progress) = (store.clone(), progress.clone());
+            let (store, progress, hooks) = (store.clone(), progress.clone(), hooks.clone());
             let permit = SLOW.acquire().await.expect("the semaphore is never closed");
             tokio::spawn(async move {
-                let result = run_one(&store, &spec, &row, name.as_deref(), &progress).await;
+                let result = run_one(&store, &spec, &row, name.as_deref(), &progress, &hooks).await;
                 commit(&store, vec![result], &progress).await;
                 drop(permit);
             });
             continue;
         }
-        done.push(run_one(store, &spec, &row, name.as_deref(), progress).await);
+        done.push(run_one(store, &spec, &row, name.as_deref(), progress, hooks).await);
     }
     if !done.is_empty() {
         commit(store, done, progress).await;
@@ -145,8 +158,8 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress) {
 }
 
 /// Executors with nothing to wait for.
-fn is_instant(spec: &crate::executor::ExecutorSpec) -> bool {
-    matches!(spec, crate::executor::ExecutorSpec::Noop | crate::executor::ExecutorSpec::FileQueue { .. })
+fn is_instant(spec: &ExecutorSpec) -> bool {
+    matches!(spec, ExecutorSpec::Noop | ExecutorSpec::FileQueue { .. })
 }
 
 /// Slow executors running at once; more wait for one of them to finish.
@@ -154,28 +167,14 @@ const SLOW_AT_ONCE: usize = 8;
 static SLOW: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(SLOW_AT_ONCE);
 
 /// Runs one envelope's executor (progress passed on, throttled) and says how it ended.
-async fn run_one(
-    store: &Arc<Store>,
-    spec: &crate::executor::ExecutorSpec,
-    row: &gatehouse_store::EnvelopeRow,
-    name: Option<&str>,
-    progress: &Progress,
-) -> (i64, ExecStatus, Option<serde_json::Value>) {
-    let mut last: Option<std::time::Instant> = None;
-    let envelope_row = row.id;
-    let mut on_update = |u: Update<'_>| {
-        if last.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
-            return;
-        }
-        last = Some(std::time::Instant::now());
-        let _ = progress.send(match u {
-            Update::Text(t) => ExecProgress::Partial { envelope_row, text: t.to_string() },
-            Update::Note(note) => ExecProgress::Note { envelope_row, note },
-        });
-    };
-    let (status, result) = match execute(spec, row, name, store, &mut on_update).await {
+async fn run_one(store: &Arc<Store>, spec: &ExecutorSpec, row: &EnvelopeRow, name: Option<&str>, progress: &Progress, hooks: &Hooks) -> Finished {
+    let mut sink = Passing { envelope_row: row.id, progress, last: None };
+    let out = executor::run(spec, &work(row, name), store, &hooks.delegates, &mut sink).await;
+    let (status, result) = match executor::record(spec, out, |never: std::convert::Infallible| match never {}) {
         Ok(v) => {
-            draft_reply(store, row, &v).await;
+            if let Some(after) = &hooks.on_success {
+                after(store.clone(), row.clone(), v.clone()).await;
+            }
             (ExecStatus::Succeeded, v)
         }
         Err(v) => {
@@ -186,36 +185,72 @@ async fn run_one(
     (row.id, status, Some(result))
 }
 
+type Finished = (i64, ExecStatus, Option<Value>);
+
+/// An accepted envelope as executors see it: the prompt on stdin or to the model, the
+/// envelope's facts in EPP_* variables, the whole envelope in a file-queue record.
+fn work(env: &EnvelopeRow, sender_name: Option<&str>) -> Work {
+    let safe_id: String = env.envelope_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    let envelope = serde_json::from_str::<Value>(&env.raw).ok();
+    Work {
+        who: sender_name.map(str::to_string).unwrap_or_else(|| format!("the sender {}", &env.sender[..16.min(env.sender.len())])),
+        scope: env.scope.clone(),
+        prompt: env.prompt.clone(),
+        context: envelope.as_ref().and_then(|v| v.pointer("/payload/context").cloned()).filter(|c| !c.is_null()),
+        env: vec![
+            ("EPP_ENVELOPE_ID", env.envelope_id.clone()),
+            ("EPP_SENDER", env.sender.clone()),
+            ("EPP_SCOPE", env.scope.clone()),
+            ("EPP_RECEIPT_ID", env.receipt_id.clone()),
+            ("EPP_CONVERSATION_ID", env.conversation_id.clone().unwrap_or_default()),
+            ("EPP_PAYLOAD_TYPE", env.payload_type.clone().unwrap_or_default()),
+        ],
+        queue_file: (
+            format!("{:010}-{safe_id}.json", env.id),
+            serde_json::json!({
+                "envelope": envelope.unwrap_or(Value::String(env.raw.clone())),
+                "received_at": env.received_at,
+                "receipt_id": env.receipt_id,
+            }),
+        ),
+        cancel: None,
+    }
+}
+
+/// Output is kept in the record by the executor; the sink passes progress on to the
+/// window, at most every [`PROGRESS_EVERY`].
+struct Passing<'a> {
+    envelope_row: i64,
+    progress: &'a Progress,
+    last: Option<std::time::Instant>,
+}
+
+impl Sink for Passing<'_> {
+    type Stop = std::convert::Infallible;
+
+    async fn output(&mut self, _bytes: &[u8]) -> Result<(), Self::Stop> {
+        Ok(())
+    }
+
+    fn update(&mut self, u: Update<'_>) {
+        if self.last.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
+            return;
+        }
+        self.last = Some(std::time::Instant::now());
+        let envelope_row = self.envelope_row;
+        let _ = self.progress.send(match u {
+            Update::Text(t) => ExecProgress::Partial { envelope_row, text: t.to_string() },
+            Update::Note(note) => ExecProgress::Note { envelope_row, note },
+        });
+    }
+}
+
 /// Stores finished results, then says so (never before: the window reloads on it).
-async fn commit(store: &Arc<Store>, done: Vec<(i64, ExecStatus, Option<serde_json::Value>)>, progress: &Progress) {
+async fn commit(store: &Arc<Store>, done: Vec<Finished>, progress: &Progress) {
     let finished: Vec<_> = done.iter().map(|(id, st, _)| ExecProgress::Finished { envelope_row: *id, status: *st }).collect();
     if blocking(store, move |s| s.set_exec_many(&done, &now_string())).await.is_some() {
         for f in finished {
             let _ = progress.send(f);
         }
-    }
-}
-
-/// A finished executor's answer goes back to a sender that takes replies: drafted for the
-/// user's review, or sent at once for the scopes the user marked.
-async fn draft_reply(store: &Arc<Store>, row: &gatehouse_store::EnvelopeRow, result: &serde_json::Value) {
-    let (r, v) = (row.clone(), result.clone());
-    let Some(Some((id, auto))) = blocking(store, move |s| crate::reply::draft_after(s, &r, &v)).await else { return };
-    if !auto {
-        return;
-    }
-    let s = store.clone();
-    let key = match tokio::task::spawn_blocking(move || crate::reply::key_of(&s)).await {
-        Ok(Ok(k)) => k,
-        Ok(Err(e)) => {
-            tracing::error!(error = %e, reply = id, "automatic reply left as a draft");
-            return;
-        }
-        Err(_) => return,
-    };
-    match crate::reply::send(store, &key, id).await {
-        Ok(r) if r.state == "sent" => tracing::info!(reply = id, to = %r.endpoint, "reply sent"),
-        Ok(r) => tracing::warn!(reply = id, error = ?r.error, "reply not delivered; it can be sent again"),
-        Err(e) => tracing::error!(error = %e, reply = id, "reply not sent"),
     }
 }

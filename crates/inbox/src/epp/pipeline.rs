@@ -9,7 +9,8 @@ use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_
 use gatehouse_store::{AcceptRefusal, Admission, ExecStatus, Knock, NewEnvelope, ReceiptRow, TrustEntry};
 use sha2::{Digest, Sha256};
 
-pub use crate::hub::{Inbox, FRESHNESS_SETTING};
+pub use crate::gate::hub::FRESHNESS_SETTING;
+use crate::gate::hub::{Inbox, InboxEvent};
 
 /// Bodies up to this size are read and verified on the async worker (tens of
 /// microseconds); larger ones off it.
@@ -20,20 +21,6 @@ const KEEP_REJECTED_BYTES: usize = 64 * 1024;
 /// A correctly signed knock from an unknown sender is kept whole up to this size, so the
 /// user's "allow" can still deliver it (a prompt is at most 1 MiB).
 const KEEP_KNOCK_BYTES: usize = 2 * 1024 * 1024;
-
-/// What the inbox tells whoever listens (the desktop shell) as it happens.
-#[derive(Debug, Clone, serde::Serialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct InboxEvent {
-    pub receipt_id: String,
-    pub status: gatehouse_epp::ReceiptStatus,
-    pub code: Option<ErrorCode>,
-    pub sender: Option<String>,
-    pub scope: Option<String>,
-    pub transport: String,
-    /// The user is asked: an unknown sender knocked, or an envelope is held.
-    pub needs_consent: bool,
-}
 
 /// What the transport needs to answer the sender.
 #[derive(Debug, Clone)]
@@ -166,7 +153,7 @@ impl Inbox {
             envelope_id: e.envelope_id.clone(),
             at: ctx.received_at.to_string(),
         });
-        let kind = if knock.is_some() { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
+        let kind = if knock.is_some() { crate::gate::flood::Kind::Knock } else { crate::gate::flood::Kind::Refusal };
         let kept = self.flood.keep(kind, ctx.now.timestamp_millis(), &self.store);
         Rejected { outcome: Outcome { receipt, retry_after, row_id: None }, row, env, knock, transport: ctx.transport.to_string(), kept }
     }
@@ -216,7 +203,7 @@ impl Inbox {
         let env = Envelope::parse(ctx.bytes).map_err(Failure::new)?;
         // Scopes Gatehouse keeps for its own doors (guardian agents, IntentSite keys): an
         // envelope in one could knock dressed as an agent or a company.
-        if crate::consent::RESERVED_SCOPES.contains(&env.scope.as_str()) {
+        if crate::gate::consent::RESERVED_SCOPES.contains(&env.scope.as_str()) {
             let r = Rejection::new(ErrorCode::InvalidFormat, format!("scope \"{}\" is reserved for Gatehouse's own agents and sites", env.scope))
                 .with_envelope_id(Some(env.envelope_id.clone()));
             return Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false });
@@ -271,9 +258,9 @@ impl Inbox {
         let sender = env.sender_key();
         let read = |fresh: bool| {
             if fresh {
-                self.store.admission(&sender, crate::executor::SETTINGS_KEY)
+                self.store.admission(&sender, crate::gate::executor::SETTINGS_KEY)
             } else {
-                self.store.admission_cached(&sender, crate::executor::SETTINGS_KEY)
+                self.store.admission_cached(&sender, crate::gate::executor::SETTINGS_KEY)
             }
         };
         let view = match read(fresh) {
@@ -310,7 +297,7 @@ impl Inbox {
         let held = policy.holds(&env.scope);
         // The no-op executor has nothing to run: its outcome is stored with the envelope,
         // which spares the runner two status commits per envelope.
-        let noop = !held && *spec == crate::executor::ExecutorSpec::Noop;
+        let noop = !held && *spec == crate::gate::executor::ExecutorSpec::Noop;
         let receipt = Receipt::accepted(env.envelope_id.clone(), ctx.received_at.to_string(), ctx.receipt_id.to_string(), executor.clone(), held);
         let record = NewEnvelope {
             envelope_id: env.envelope_id.clone(),
@@ -344,7 +331,7 @@ impl Inbox {
             } else {
                 ExecStatus::Queued
             },
-            exec_result: noop.then(crate::executor::noop_result),
+            exec_result: noop.then(crate::gate::executor::noop_result),
             receipt: ctx.receipt_row(&receipt, Some(&env), None),
             admission_version: Some(view.version),
         };
@@ -496,5 +483,35 @@ struct Failure {
 impl Failure {
     fn new(rejection: Rejection) -> Self {
         Failure { rejection, env: None, retry_after: None, knock: false }
+    }
+}
+
+/// Distinct sender keys kept decompressed; past this the cache starts over.
+const KEY_CACHE_ENTRIES: usize = 4096;
+
+impl Inbox {
+    pub(crate) fn emit(&self, receipt: &Receipt, env: Option<&Envelope>, transport: &str, needs_consent: bool) {
+        let _ = self.events.send(InboxEvent {
+            receipt_id: receipt.receipt_id.clone(),
+            status: receipt.status,
+            code: receipt.code(),
+            sender: env.map(Envelope::sender_key),
+            scope: env.map(|e| e.scope.clone()),
+            transport: transport.to_string(),
+            needs_consent,
+        });
+    }
+
+    pub(crate) fn sender_key(&self, hex_key: &str) -> Result<gatehouse_epp::VerifyingKey, String> {
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = keys.get(hex_key) {
+            return Ok(*k);
+        }
+        let k = gatehouse_epp::parse_public_key(hex_key)?;
+        if keys.len() >= KEY_CACHE_ENTRIES {
+            keys.clear();
+        }
+        keys.insert(hex_key.to_string(), k);
+        Ok(k)
     }
 }

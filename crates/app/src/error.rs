@@ -1,11 +1,12 @@
-//! What the window hears when a command fails: `{code, message}`, the code one of
-//! [`Code`] (mirrored in the generated TypeScript, so the UI can branch on it) and the
-//! message a sentence for the user.
+//! What either face hears when something the user asked for fails: `{code, message}`, the
+//! code one of [`Code`] (mirrored in the window's generated TypeScript, so the UI can
+//! branch on it; the CLI prints the message) and the message a sentence for the user.
 
 use serde::Serialize;
 
 /// Every error code a command can return.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, specta::Type)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Code {
     AlreadySent,
@@ -50,7 +51,8 @@ impl Code {
     }
 }
 
-#[derive(Debug, Clone, Serialize, thiserror::Error, specta::Type)]
+#[derive(Debug, Clone, Serialize, thiserror::Error)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[error("{message}")]
 pub struct CommandError {
     pub code: Code,
@@ -80,8 +82,20 @@ impl From<gatehouse_store::StoreError> for CommandError {
     }
 }
 
-impl From<gatehouse_inbox::consent::ConsentError> for CommandError {
-    fn from(e: gatehouse_inbox::consent::ConsentError) -> Self {
+impl From<gatehouse_inbox::gate::consent::ConsentError> for CommandError {
+    fn from(e: gatehouse_inbox::gate::consent::ConsentError) -> Self {
+        CommandError::coded(e.code(), e.to_string())
+    }
+}
+
+impl From<gatehouse_inbox::intent::IntentError> for CommandError {
+    fn from(e: gatehouse_inbox::intent::IntentError) -> Self {
+        CommandError::coded(e.code(), e.to_string())
+    }
+}
+
+impl From<gatehouse_inbox::uamp::client::ClientError> for CommandError {
+    fn from(e: gatehouse_inbox::uamp::client::ClientError) -> Self {
         CommandError::coded(e.code(), e.to_string())
     }
 }

@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
-use gatehouse_store::{EnvelopeRow, ReplyRow, Store, StoreError};
+use gatehouse_store::replies::ReplyRow;
+use gatehouse_store::{EnvelopeRow, Store, StoreError};
 use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +87,7 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> R
         if resp.status().is_redirection() {
             return Err(format!("{} answered HTTP {status} (a redirect); replies are only sent to the endpoint the user set", r.endpoint));
         }
-        let bytes = crate::body::read_response(resp, MAX_RECEIPT_BYTES).await.map_err(|e| format!("{}: {e}", r.endpoint))?;
+        let bytes = crate::net::body::read_response(resp, MAX_RECEIPT_BYTES).await.map_err(|e| format!("{}: {e}", r.endpoint))?;
         let body: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{} answered HTTP {status} without a receipt: {e}", r.endpoint))?;
         Ok::<_, String>(body)
     }
@@ -121,4 +122,36 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> R
 pub fn key_of(store: &Store) -> Result<SigningKey, ReplyError> {
     let dir = store.data_dir().ok_or_else(|| ReplyError::Key("this inbox has no data dir".into()))?;
     gatehouse_keys::load_recorded(dir).map(|i| i.signing_key().clone()).map_err(|e| ReplyError::Key(e.to_string()))
+}
+
+/// What the runner does after an envelope's executor succeeded: the answer goes back to a
+/// sender that takes replies, drafted for the user's review, or sent at once for the
+/// scopes the user marked.
+pub fn after_success() -> crate::gate::runner::OnSuccess {
+    std::sync::Arc::new(|store, row, result| Box::pin(async move { draft_and_send(&store, row, result).await }))
+}
+
+async fn draft_and_send(store: &std::sync::Arc<Store>, row: EnvelopeRow, result: Value) {
+    let s = store.clone();
+    let drafted = tokio::task::spawn_blocking(move || draft_after(&s, &row, &result)).await;
+    let id = match drafted {
+        Ok(Ok(Some((id, true)))) => id,
+        Ok(Ok(_)) => return,
+        Ok(Err(e)) => return tracing::error!(error = %e, "drafting a reply failed"),
+        Err(e) => return tracing::error!(error = %e, "drafting a reply failed"),
+    };
+    let s = store.clone();
+    let key = match tokio::task::spawn_blocking(move || key_of(&s)).await {
+        Ok(Ok(k)) => k,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, reply = id, "automatic reply left as a draft");
+            return;
+        }
+        Err(_) => return,
+    };
+    match send(store, &key, id).await {
+        Ok(r) if r.state == "sent" => tracing::info!(reply = id, to = %r.endpoint, "reply sent"),
+        Ok(r) => tracing::warn!(reply = id, error = ?r.error, "reply not delivered; it can be sent again"),
+        Err(e) => tracing::error!(error = %e, reply = id, "reply not sent"),
+    }
 }

@@ -20,8 +20,9 @@ use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-use crate::pipeline::{sha256_hex, Inbox, Outcome};
-use crate::regular_file::ReadFailure;
+use crate::epp::pipeline::{sha256_hex, Outcome};
+use crate::gate::hub::Inbox;
+use crate::net::regular_file::ReadFailure;
 
 pub const ACCEPTED: &str = "accepted";
 pub const REJECTED: &str = "rejected";
@@ -327,7 +328,7 @@ fn transport_of(file: &Path) -> (String, String) {
 
 async fn submit_file(inbox: &Inbox, file: &Path, now: chrono::DateTime<chrono::Utc>, after_crash: bool) -> Outcome {
     let (_, transport) = transport_of(file);
-    match crate::regular_file::read(file, MAX_ENVELOPE_BYTES as u64, false) {
+    match crate::net::regular_file::read(file, MAX_ENVELOPE_BYTES as u64, false) {
         Ok(bytes) => {
             let outcome = inbox.submit_async(&bytes, &transport, now).await;
             if after_crash {
@@ -399,7 +400,7 @@ fn finish_mail(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<()> {
         tracing::info!(file = %name, to = %moved_to.display(), kept, "imported a MAIL task log");
     }
     // The window refreshes on inbox events; this one is no envelope, so it has no receipt.
-    inbox.emit_event(crate::pipeline::InboxEvent {
+    inbox.emit_event(crate::gate::hub::InboxEvent {
         receipt_id: format!("mail-import:{name}"),
         status: if kept { gatehouse_epp::ReceiptStatus::Accepted } else { gatehouse_epp::ReceiptStatus::Rejected },
         code: None,

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 /// How long the output readers get, once the group is gone, to hand over what they read.
-const DRAIN: Duration = Duration::from_secs(2);
+pub const DRAIN: Duration = Duration::from_secs(2);
 
 /// A command that starts its own process group (pgid = its pid).
 pub fn command(program: &str) -> tokio::process::Command {

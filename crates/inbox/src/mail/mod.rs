@@ -1,6 +1,10 @@
-//! MAIL tasks kept for the user: what a swarm streams while a task runs, and task logs
-//! imported from files, stored by task_id so a task's history (and its later turns)
-//! survives restarts.
+//! The MAIL door: tasks kept for the user: what a swarm streams while a task runs, and
+//! task logs imported from files, stored by task_id so a task's history (and its later
+//! turns) survives restarts.
+//!
+//! - [`executor`]: the swarm executor (an EPP prompt handed to a swarm), a delegate
+
+pub mod executor;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +14,8 @@ use gatehouse_mail::events::BadEvent;
 use gatehouse_mail::import::{self, LineError};
 use gatehouse_mail::model::{Address, AddressType, Message};
 use gatehouse_mail::{ClientError, SwarmClient, TaskEvent};
-use gatehouse_store::{MailEventRow, MailMessageRow, NewMailTask, Store, StoreError};
+use gatehouse_store::mail::{MailEventRow, MailMessageRow, NewMailTask};
+use gatehouse_store::{Store, StoreError};
 use serde::Serialize;
 
 /// Task logs larger than this are refused (a log is text; this is generous).
@@ -52,7 +57,7 @@ impl SwarmError {
 /// A connection as kept, what the swarm said about itself, and whether a token is kept.
 #[derive(Debug, Clone, Serialize)]
 pub struct SwarmAdded {
-    pub swarm: gatehouse_store::MailSwarmRow,
+    pub swarm: gatehouse_store::mail::MailSwarmRow,
     pub info: serde_json::Value,
     pub has_token: bool,
 }
@@ -104,7 +109,7 @@ pub fn swarm_remove(store: &Store, data_dir: &Path, name: &str) -> Result<(), Sw
 }
 
 /// The token kept for a connection at its current address, if any. Blocking.
-pub fn swarm_token(data_dir: &Path, swarm: &gatehouse_store::MailSwarmRow) -> Result<Option<String>, SwarmError> {
+pub fn swarm_token(data_dir: &Path, swarm: &gatehouse_store::mail::MailSwarmRow) -> Result<Option<String>, SwarmError> {
     Ok(gatehouse_keys::Secrets::open(data_dir)?.get(&token_name(&swarm.name, &swarm.base_url))?)
 }
 
@@ -390,9 +395,9 @@ pub fn import_file(store: &Store, path: &Path, follow_links: bool) -> Result<Imp
     // A path the user picked may be a link; a dropped one may not (the folder moved the
     // link itself aside, so it arrives here only by name). Either way only a regular
     // file is read, and never past the bound.
-    let bytes = crate::regular_file::read(path, MAX_IMPORT_BYTES, follow_links).map_err(|e| match e {
-        crate::regular_file::ReadFailure::TooBig(size) => ImportError::TooLarge { path: shown.clone(), size },
-        crate::regular_file::ReadFailure::Io(source) => io(source),
+    let bytes = crate::net::regular_file::read(path, MAX_IMPORT_BYTES, follow_links).map_err(|e| match e {
+        crate::net::regular_file::ReadFailure::TooBig(size) => ImportError::TooLarge { path: shown.clone(), size },
+        crate::net::regular_file::ReadFailure::Io(source) => io(source),
         other => io(std::io::Error::other(other.to_string())),
     })?;
     let text = String::from_utf8(bytes).map_err(|_| ImportError::NotText { path: shown.clone() })?;

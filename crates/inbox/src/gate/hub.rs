@@ -1,43 +1,52 @@
 //! The inbox every door shares: the store, this inbox's key, the events the window hears,
-//! the executor queue, the flood gate, and caches of what is read per envelope. The EPP
-//! admission steps are in [`crate::pipeline`]; the other doors reach the store, events and
-//! executors through this.
+//! the executor queue, the flood gate, caches of what is read per envelope, and the doors
+//! the service registered. Doors reach the store, events and executors through this; the
+//! gate never names a door (whoever knows a door's type finds it with [`Inbox::door`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use gatehouse_epp::{Envelope, Receipt, VerifyingKey};
+use gatehouse_epp::VerifyingKey;
 use gatehouse_store::Store;
 use tokio::sync::mpsc;
 
-use crate::executor::ExecutorConfig;
-use crate::pipeline::InboxEvent;
+use crate::gate::executor::ExecutorConfig;
+
+/// What the inbox tells whoever listens (the desktop shell) as it happens.
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct InboxEvent {
+    pub receipt_id: String,
+    pub status: gatehouse_epp::ReceiptStatus,
+    pub code: Option<gatehouse_epp::ErrorCode>,
+    pub sender: Option<String>,
+    pub scope: Option<String>,
+    pub transport: String,
+    /// The user is asked: an unknown sender knocked, or an envelope is held.
+    pub needs_consent: bool,
+}
 
 pub struct Inbox {
     pub(crate) store: Arc<Store>,
     pub(crate) public_key: String,
     pub(crate) executions: Option<mpsc::UnboundedSender<i64>>,
     pub(crate) events: tokio::sync::broadcast::Sender<InboxEvent>,
-    pub(crate) progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>,
+    pub(crate) progress: tokio::sync::broadcast::Sender<crate::gate::runner::ExecProgress>,
     /// Senders' decompressed public keys (decompressing is a fifth of a verification).
     pub(crate) keys: Mutex<HashMap<String, VerifyingKey>>,
     /// The executor setting as last read, parsed once per change rather than per envelope.
     pub(crate) executors: Mutex<Option<(Option<String>, Arc<ExecutorConfig>)>>,
-    /// The UAMP side of this inbox, when it runs (consent decisions release its held asks).
-    pub(crate) uamp: std::sync::OnceLock<std::sync::Weak<crate::uamp::UampInbox>>,
-    pub(crate) guardian: std::sync::OnceLock<std::sync::Weak<crate::guardian::Guardian>>,
+    /// The doors running on this inbox (weakly: a stopped door is gone, not kept alive).
+    doors: Mutex<Vec<std::sync::Weak<dyn std::any::Any + Send + Sync>>>,
     /// Clock skew and validity this inbox takes (the `freshness` setting, read at start).
     pub(crate) freshness: gatehouse_epp::Freshness,
     /// How many refusals and knocks are kept per minute (the rest is counted).
-    pub(crate) flood: crate::flood::Gate,
+    pub(crate) flood: crate::gate::flood::Gate,
 }
 
 /// The setting that bounds clock skew and envelope lifetime ([`gatehouse_epp::Freshness`]).
 pub const FRESHNESS_SETTING: &str = "freshness";
-
-/// Distinct sender keys kept decompressed; past this the cache starts over.
-const KEY_CACHE_ENTRIES: usize = 4096;
 
 impl Inbox {
     pub fn new(store: Arc<Store>, public_key: &str) -> Self {
@@ -48,16 +57,15 @@ impl Inbox {
             progress: tokio::sync::broadcast::channel(256).0,
             keys: Mutex::new(HashMap::new()),
             executors: Mutex::new(None),
-            uamp: std::sync::OnceLock::new(),
-            guardian: std::sync::OnceLock::new(),
+            doors: Mutex::new(Vec::new()),
             freshness: store.setting(FRESHNESS_SETTING).ok().flatten().unwrap_or_default(),
-            flood: crate::flood::Gate::default(),
+            flood: crate::gate::flood::Gate::default(),
             store,
         }
     }
 
-    /// Whether one more refusal or knock may be kept now (see [`crate::flood`]).
-    pub(crate) fn keep(&self, kind: crate::flood::Kind, now: DateTime<Utc>) -> bool {
+    /// Whether one more refusal or knock may be kept now (see [`crate::gate::flood`]).
+    pub(crate) fn keep(&self, kind: crate::gate::flood::Kind, now: DateTime<Utc>) -> bool {
         self.flood.keep(kind, now.timestamp_millis(), &self.store)
     }
 
@@ -67,7 +75,7 @@ impl Inbox {
     }
 
     /// Refusals and knocks that arrived beyond the per-minute budget and were only counted.
-    pub fn unkept(&self) -> crate::flood::Unkept {
+    pub fn unkept(&self) -> crate::gate::flood::Unkept {
         self.flood.unkept(&self.store)
     }
 
@@ -76,22 +84,19 @@ impl Inbox {
         self.freshness
     }
 
-    pub(crate) fn link_uamp(&self, uamp: std::sync::Weak<crate::uamp::UampInbox>) {
-        let _ = self.uamp.set(uamp);
+    /// A door running on this inbox makes itself findable (the UAMP inbox as it starts,
+    /// the guardian when the service starts it).
+    pub fn register_door<T: std::any::Any + Send + Sync>(&self, door: &Arc<T>) {
+        let weak: std::sync::Weak<dyn std::any::Any + Send + Sync> = Arc::downgrade(door) as _;
+        let mut doors = self.doors.lock().unwrap_or_else(|p| p.into_inner());
+        doors.retain(|d| d.strong_count() > 0);
+        doors.push(weak);
     }
 
-    /// The running UAMP side of this inbox, if any.
-    pub fn uamp(&self) -> Option<Arc<crate::uamp::UampInbox>> {
-        self.uamp.get().and_then(std::sync::Weak::upgrade)
-    }
-
-    pub(crate) fn link_guardian(&self, g: std::sync::Weak<crate::guardian::Guardian>) {
-        let _ = self.guardian.set(g);
-    }
-
-    /// The ASOP guardian answering on this inbox's listener, while it runs.
-    pub fn guardian(&self) -> Option<Arc<crate::guardian::Guardian>> {
-        self.guardian.get().and_then(std::sync::Weak::upgrade)
+    /// The running door of type `T` (the newest registered), if any.
+    pub fn door<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let doors = self.doors.lock().unwrap_or_else(|p| p.into_inner());
+        doors.iter().rev().filter_map(std::sync::Weak::upgrade).find_map(|d| d.downcast::<T>().ok())
     }
 
     /// Every receipt, as it is recorded.
@@ -111,15 +116,15 @@ impl Inbox {
     }
 
     /// Executors at work: a model's answer as it streams, and each result once stored.
-    pub fn subscribe_progress(&self) -> tokio::sync::broadcast::Receiver<crate::runner::ExecProgress> {
+    pub fn subscribe_progress(&self) -> tokio::sync::broadcast::Receiver<crate::gate::runner::ExecProgress> {
         self.progress.subscribe()
     }
 
-    pub(crate) fn progress_sender(&self) -> tokio::sync::broadcast::Sender<crate::runner::ExecProgress> {
+    pub(crate) fn progress_sender(&self) -> tokio::sync::broadcast::Sender<crate::gate::runner::ExecProgress> {
         self.progress.clone()
     }
 
-    pub fn with_progress(mut self, progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>) -> Self {
+    pub fn with_progress(mut self, progress: tokio::sync::broadcast::Sender<crate::gate::runner::ExecProgress>) -> Self {
         self.progress = progress;
         self
     }
@@ -127,18 +132,6 @@ impl Inbox {
     /// Queues an accepted envelope's executor (used when the user releases a held one).
     pub fn execute(&self, row_id: i64) -> bool {
         self.executions.as_ref().is_some_and(|tx| tx.send(row_id).is_ok())
-    }
-
-    pub(crate) fn emit(&self, receipt: &Receipt, env: Option<&Envelope>, transport: &str, needs_consent: bool) {
-        let _ = self.events.send(InboxEvent {
-            receipt_id: receipt.receipt_id.clone(),
-            status: receipt.status,
-            code: receipt.code(),
-            sender: env.map(Envelope::sender_key),
-            scope: env.map(|e| e.scope.clone()),
-            transport: transport.to_string(),
-            needs_consent,
-        });
     }
 
     /// Hands accepted (not held) envelopes to an executor runner.
@@ -153,19 +146,6 @@ impl Inbox {
 
     pub fn public_key(&self) -> &str {
         &self.public_key
-    }
-
-    pub(crate) fn sender_key(&self, hex_key: &str) -> Result<VerifyingKey, String> {
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = keys.get(hex_key) {
-            return Ok(*k);
-        }
-        let k = gatehouse_epp::parse_public_key(hex_key)?;
-        if keys.len() >= KEY_CACHE_ENTRIES {
-            keys.clear();
-        }
-        keys.insert(hex_key.to_string(), k);
-        Ok(k)
     }
 
     pub(crate) fn executor_config(&self, raw: Option<&str>) -> Result<Arc<ExecutorConfig>, serde_json::Error> {

@@ -1,4 +1,6 @@
-//! Opening a data dir (identity + store) and running the inbox until shutdown.
+//! The composition: opening a data dir (identity + store), deciding which doors run on
+//! which listeners and which executors exist, and running it all until shutdown.
+//! What a user does with it (trust, consent, executors, exports) is `gatehouse-app`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,9 +11,11 @@ use gatehouse_store::Store;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use crate::folder::{self, Processed};
-use crate::pipeline::{store_path, OpenError};
-use crate::{runner, Inbox};
+use crate::epp::folder::{self, Processed};
+use crate::epp::pipeline::{store_path, OpenError};
+use crate::gate::executor::Delegates;
+use crate::gate::runner;
+use crate::Inbox;
 
 pub struct Opened {
     pub identity: Identity,
@@ -53,7 +57,7 @@ pub struct ServeOptions {
     pub public_names: Vec<String>,
     pub watch: Option<PathBuf>,
     /// Connection slots, per-client share and idle close for both listeners.
-    pub limits: crate::conn::Limits,
+    pub limits: crate::net::conn::Limits,
     /// UAMP over TLS 1.3 on its own listener.
     pub uamp: Option<UampOptions>,
 }
@@ -81,11 +85,20 @@ pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Inbox>, mpsc::Unbounde
 pub fn build_with_events(
     store: Arc<Store>,
     public_key: &str,
-    events: tokio::sync::broadcast::Sender<crate::pipeline::InboxEvent>,
-    progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>,
+    events: tokio::sync::broadcast::Sender<crate::gate::hub::InboxEvent>,
+    progress: tokio::sync::broadcast::Sender<crate::gate::runner::ExecProgress>,
 ) -> (Arc<Inbox>, mpsc::UnboundedReceiver<i64>) {
     let (tx, rx) = mpsc::unbounded_channel();
     (Arc::new(Inbox::new(store, public_key).with_executions(tx).with_events(events).with_progress(progress)), rx)
+}
+
+/// The executors beyond the gate's own (a swarm, a peer), and what follows a successful
+/// executor (a reply to the sender): the doors that provide them are composed here.
+fn runner_hooks(store: &Arc<Store>) -> runner::Hooks {
+    let delegates = Delegates::default()
+        .with("swarm", Arc::new(crate::mail::executor::SwarmExecutor { store: store.clone() }))
+        .with("peer", Arc::new(crate::uamp::executor::PeerExecutor { store: store.clone() }));
+    runner::Hooks { delegates, on_success: Some(crate::epp::reply::after_success()) }
 }
 
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
@@ -122,7 +135,7 @@ where
     for id in requeue {
         inbox.execute(id);
     }
-    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender()));
+    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store)));
     let gc_store = store.clone();
     let gc_task = tokio::spawn(async move {
         let mut every = tokio::time::interval(GC_EVERY);
@@ -156,13 +169,13 @@ where
     if let Some(listener) = opts.listener {
         let mut stop = stop_tx.subscribe();
         let guardian = crate::guardian::Guardian::new(&inbox, crate::guardian::DEFAULT_TIMEOUT);
-        inbox.link_guardian(Arc::downgrade(&guardian));
-        let app = crate::http::router(inbox.clone()).merge(crate::guardian::router(guardian));
+        inbox.register_door(&guardian);
+        let app = crate::epp::http::router(inbox.clone()).merge(crate::guardian::router(guardian));
         tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");
         let names = opts.public_names.clone();
         let limits = opts.limits;
         tasks.spawn(async move {
-            crate::http::serve(listener, app, &names, limits, async move {
+            crate::epp::http::serve(listener, app, &names, limits, async move {
                 let _ = stop.recv().await;
             })
             .await

@@ -1,0 +1,195 @@
+//! Consent: what waits for the user, and a decision carried out by the door that holds
+//! what it decides: an unknown EPP sender's knock is delivered through the EPP pipeline, a
+//! held envelope goes to the runner, a held UAMP ask is released into its stream. Every
+//! decision is audited.
+
+use chrono::{DateTime, Utc};
+use gatehouse_inbox::gate::consent::{grantable, now_string, ConsentError, Source};
+pub use gatehouse_inbox::gate::consent::{pending, waiting_count, ConsentItem, ConsentTarget, Decision, DecisionOutcome};
+use gatehouse_inbox::Inbox;
+use gatehouse_store::{ExecStatus, Policy, TrustEntry};
+
+use crate::trust::check_sender_id;
+use crate::{CommandError, Result};
+
+/// The user's decision, as both faces take it: a did:web agent's keys are fetched now,
+/// when the user lets it in, never on arrival; then [`decide_with_keys`], off the async
+/// workers.
+pub async fn decide_fetching(inbox: std::sync::Arc<Inbox>, target: ConsentTarget, decision: Decision) -> Result<DecisionOutcome> {
+    let keys = match (&target, decision) {
+        (ConsentTarget::UnknownSender { public_key }, Decision::AlwaysAllowScope) if public_key.starts_with("did:web:") => {
+            gatehouse_inbox::uamp::peer::keys_for(public_key).await.map_err(|e| CommandError::new(crate::Code::DidFetch, e))?
+        }
+        _ => Vec::new(),
+    };
+    crate::blocking(move || Ok(decide_with_keys(&inbox, &target, decision, chrono::Utc::now(), &keys)?)).await
+}
+
+/// Applies the user's decision. Blocking (SQLite).
+pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: DateTime<Utc>) -> std::result::Result<DecisionOutcome, ConsentError> {
+    decide_with_keys(inbox, target, decision, now, &[])
+}
+
+/// [`decide`], with the keys of a did:web sender fetched (by the caller, over HTTPS) when
+/// the user approves it.
+pub fn decide_with_keys(
+    inbox: &Inbox,
+    target: &ConsentTarget,
+    decision: Decision,
+    now: DateTime<Utc>,
+    uamp_keys: &[gatehouse_store::UampKey],
+) -> std::result::Result<DecisionOutcome, ConsentError> {
+    let store = inbox.store();
+    let at = now_string(now);
+    let outcome = match target {
+        ConsentTarget::UnknownSender { public_key } => {
+            let key = gatehouse_store::sender_key(public_key);
+            let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
+                return Err(ConsentError::Gone);
+            };
+            let knock = store.latest_receipt_from(&key, "UNTRUSTED_SENDER")?;
+            let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| request.scopes_tried.first().cloned());
+            match decision {
+                Decision::Deny => {
+                    store.pending_remove(&key)?;
+                    DecisionOutcome { message: "Denied. The sender stays unknown; if it writes again you will be asked again.".into(), delivered: None }
+                }
+                Decision::Block => {
+                    store.block(&key, "blocked from a consent prompt", &at)?;
+                    DecisionOutcome { message: "Blocked. Nothing from this sender will reach you or ask again.".into(), delivered: None }
+                }
+                Decision::AllowOnce if key.starts_with("asop:") => {
+                    return Err(ConsentError::Invalid("an agent is registered by letting it in for good; it then asks again and your rules decide".into()));
+                }
+                Decision::AllowOnce if key.starts_with("did:") => {
+                    return Err(ConsentError::Invalid(
+                        "a UAMP agent is let in by trusting it for the scope and issuing it a token; nothing of its message was kept to deliver once".into(),
+                    ));
+                }
+                Decision::AllowOnce | Decision::AlwaysAllowScope => {
+                    let scope = scope.ok_or_else(|| ConsentError::Invalid("the request has no scope to allow".into()))?;
+                    grantable(&key, &scope)?;
+                    let entry = TrustEntry {
+                        public_key: key.clone(),
+                        name: default_name(&key),
+                        added_at: at.clone(),
+                        policy: Policy { allowed_scopes: vec![scope.clone()], uamp_keys: uamp_keys.to_vec(), ..Policy::default() },
+                    };
+                    let body = knock.as_ref().filter(|k| !k.body_truncated).and_then(|k| k.body.clone());
+                    check_sender_id(&key, &entry.policy)?;
+                    let delivered = if decision == Decision::AlwaysAllowScope {
+                        store.trust_add(&entry)?;
+                        body.map(|b| inbox.submit(b.as_bytes(), "consent", now))
+                    } else {
+                        store.pending_remove(&key)?;
+                        body.map(|b| inbox.submit_as(b.as_bytes(), "consent", now, Some(&entry)))
+                    };
+                    let message = match (&delivered, decision) {
+                        (Some(o), _) if o.receipt.code().is_some() => format!(
+                            "Allowed, but the waiting message could not be delivered: {}",
+                            o.receipt.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
+                        ),
+                        (_, Decision::AlwaysAllowScope) if Source::of(&key, Some(&scope)) == Source::AsopAgent => {
+                            "Registered: this agent's steps are now decided by your rules, or asked about.".to_string()
+                        }
+                        (_, Decision::AlwaysAllowScope) if Source::of(&key, Some(&scope)) == Source::IntentSite => {
+                            "Pinned: this IntentSite's answers are now checked against its key, and answers signed by any other key are refused.".to_string()
+                        }
+                        (_, Decision::AlwaysAllowScope) if key.starts_with("did:") => {
+                            format!("Trusted for \"{scope}\". Issue it a token (UAMP tab) and send it the token: its messages arrive once it uses it.")
+                        }
+                        (_, Decision::AlwaysAllowScope) => format!("Trusted for \"{scope}\". Its messages in that scope now arrive."),
+                        _ => "Allowed once. The waiting message was delivered.".into(),
+                    };
+                    DecisionOutcome { message, delivered: delivered.map(|o| o.receipt) }
+                }
+            }
+        }
+        ConsentTarget::HeldAsk { stream_id } => {
+            let Some(s) = store.uamp_stream(stream_id)?.filter(|s| s.state == "NEW" && s.detail.as_deref() == Some(gatehouse_store::uamp::HELD_FOR_CONSENT))
+            else {
+                return Err(ConsentError::Gone);
+            };
+            let Some(uamp) = inbox.door::<gatehouse_inbox::uamp::UampInbox>() else {
+                return Err(ConsentError::Invalid("UAMP is not running (the inbox is paused); resume it, then decide".into()));
+            };
+            match decision {
+                Decision::AllowOnce | Decision::AlwaysAllowScope => {
+                    if decision == Decision::AlwaysAllowScope {
+                        let scope = store.uamp_message_by_row(s.message_row)?.and_then(|m| m.scope);
+                        if let (Some(mut t), Some(scope)) = (store.trust_get(&s.peer)?, scope) {
+                            if !t.policy.consent_granted_scopes.contains(&scope) {
+                                t.policy.consent_granted_scopes.push(scope);
+                            }
+                            store.trust_update(&s.peer, None, &t.policy)?;
+                        }
+                    }
+                    if !uamp.release(stream_id, now)? {
+                        return Err(ConsentError::Gone);
+                    }
+                    DecisionOutcome { message: "Released: the agent's ask runs and its answer streams back.".into(), delivered: None }
+                }
+                Decision::Deny | Decision::Block => {
+                    if !uamp.refuse_held(stream_id, now)? {
+                        return Err(ConsentError::Gone);
+                    }
+                    if decision == Decision::Block {
+                        store.block(&s.peer, "blocked from a consent prompt", &at)?;
+                    }
+                    DecisionOutcome { message: "Denied. Nothing ran; the agent's stream ends with a cancel.".into(), delivered: None }
+                }
+            }
+        }
+        ConsentTarget::Held { row_id } => {
+            let Some(row) = store.envelope(*row_id)?.filter(|r| r.exec_status == ExecStatus::Held) else {
+                return Err(ConsentError::Gone);
+            };
+            match decision {
+                Decision::AllowOnce | Decision::AlwaysAllowScope => {
+                    if decision == Decision::AlwaysAllowScope {
+                        if let Some(mut t) = store.trust_get(&row.sender)? {
+                            if !t.policy.consent_granted_scopes.contains(&row.scope) {
+                                t.policy.consent_granted_scopes.push(row.scope.clone());
+                            }
+                            store.trust_update(&row.sender, None, &t.policy)?;
+                        }
+                    }
+                    store.set_exec(row.id, ExecStatus::Queued, None, &at)?;
+                    if !inbox.execute(row.id) {
+                        return Err(ConsentError::Invalid("the inbox is paused; the message will run when it resumes".into()));
+                    }
+                    DecisionOutcome { message: "Released to its executor.".into(), delivered: None }
+                }
+                Decision::Deny | Decision::Block => {
+                    let note = serde_json::json!({"denied_by": "user", "at": at});
+                    store.set_exec(row.id, ExecStatus::Denied, Some(&note), &at)?;
+                    if decision == Decision::Block {
+                        store.block(&row.sender, "blocked from a consent prompt", &at)?;
+                    }
+                    DecisionOutcome { message: "Denied. The message stays in your inbox but nothing runs.".into(), delivered: None }
+                }
+            }
+        }
+    };
+    store.audit(
+        &format!("consent.{}", serde_json::to_value(decision).unwrap().as_str().unwrap_or("?")),
+        Some(&match target {
+            ConsentTarget::UnknownSender { public_key } => gatehouse_store::sender_key(public_key),
+            ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
+            ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
+        }),
+        &serde_json::json!({"target": target, "result": outcome.message, "delivered": outcome.delivered}),
+        &at,
+    )?;
+    Ok(outcome)
+}
+
+/// A short label for a sender the user has not named yet.
+fn default_name(key: &str) -> String {
+    if key.starts_with("did:") {
+        let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("Agent …{tail}")
+    } else {
+        format!("Sender {}", &key[..8.min(key.len())])
+    }
+}

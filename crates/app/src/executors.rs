@@ -1,0 +1,119 @@
+//! Which executor runs for which scope, as the user sets it: validated (a scope's name, a
+//! program to run, a swarm or peer that exists, a model's address), programs and folders
+//! that are new confirmed by the user, then saved and audited.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+use gatehouse_store::Store;
+
+use crate::{blocking, Code, CommandError, Result};
+
+pub fn get(store: &Store) -> Result<ExecutorConfig> {
+    Ok(ExecutorConfig::load(store)?)
+}
+
+/// Refuses a configuration that could not run as the user means it.
+pub fn validate(store: &Store, config: &ExecutorConfig) -> Result<()> {
+    let invalid = |m: String| Err(CommandError::new(Code::Invalid, m));
+    for (scope, spec) in config.scopes.iter().map(|(s, v)| (s.as_str(), v)).chain([("default", &config.default)]) {
+        if scope != "default" && !gatehouse_epp::envelope::is_scope_like(scope) {
+            return invalid(format!("scope {scope:?} may contain only letters, digits and hyphens"));
+        }
+        match spec {
+            ExecutorSpec::Command { program, .. } if program.trim().is_empty() => return invalid(format!("the command for {scope} needs a program")),
+            ExecutorSpec::Swarm { swarm, .. } if store.mail_swarm(swarm)?.is_none() => {
+                return invalid(format!("no MAIL swarm named {swarm:?}: connect it under Tasks (MAIL) or with `gatehouse mail add` first"))
+            }
+            ExecutorSpec::Peer { peer, .. } if store.uamp_peer(peer)?.is_none() => {
+                return invalid(format!("no UAMP peer named {peer:?}: add it under Agents (UAMP) or with `gatehouse uamp peer add` first"))
+            }
+            ExecutorSpec::Model { model, endpoint, .. } => {
+                if model.trim().is_empty() {
+                    return invalid(format!("the model for {scope} needs a name (e.g. llama3.2)"));
+                }
+                let u = url::Url::parse(endpoint).map_err(|e| CommandError::new(Code::Invalid, format!("{endpoint}: {e}")))?;
+                if !matches!(u.scheme(), "http" | "https") {
+                    return invalid(format!("{endpoint}: the model's address is http(s)"));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Programs to run and folders to write into that `after` names and `before` did not:
+/// each is confirmed by the user before it is saved.
+pub fn new_programs_and_folders(before: &ExecutorConfig, after: &ExecutorConfig) -> Vec<String> {
+    let of = |c: &ExecutorConfig| -> Vec<(String, ExecutorSpec)> {
+        c.scopes.iter().map(|(s, v)| (s.clone(), v.clone())).chain([("default".to_string(), c.default.clone())]).collect()
+    };
+    let old = of(before);
+    let mut asks = Vec::new();
+    for (scope, spec) in of(after) {
+        let known = |f: &dyn Fn(&ExecutorSpec) -> bool| old.iter().any(|(_, o)| f(o));
+        match &spec {
+            ExecutorSpec::Command { program, args, .. }
+                if !known(&|o| matches!(o, ExecutorSpec::Command { program: p, args: a, .. } if p == program && a == args)) =>
+            {
+                asks.push(format!("run {program} {} for \"{scope}\"", args.join(" ")));
+            }
+            ExecutorSpec::FileQueue { dir } if !known(&|o| matches!(o, ExecutorSpec::FileQueue { dir: d } if d == dir)) => {
+                asks.push(format!("write messages for \"{scope}\" into {}", dir.display()));
+            }
+            _ => {}
+        }
+    }
+    asks
+}
+
+/// Validates, asks `confirm` about new programs and folders (the window: a native dialog
+/// the page cannot answer; the CLI: the user typed the command), saves and audits.
+pub async fn set<F, Fut>(store: Arc<Store>, config: ExecutorConfig, confirm: F) -> Result<()>
+where
+    F: FnOnce(Vec<String>) -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let (s, c) = (store.clone(), config.clone());
+    let before = blocking(move || {
+        validate(&s, &c)?;
+        Ok(ExecutorConfig::load(&s)?)
+    })
+    .await?;
+    let asks = new_programs_and_folders(&before, &config);
+    if !asks.is_empty() && !confirm(asks).await {
+        return Err(CommandError::new(Code::NotConfirmed, "not saved: the new program or folder was not confirmed"));
+    }
+    blocking(move || {
+        config.save(&store)?;
+        store.audit("executors.update", None, &serde_json::to_value(&config).unwrap_or_default(), &crate::now())?;
+        Ok(())
+    })
+    .await
+}
+
+/// Sets one scope's executor (or the default), keeping the others: what the CLI's
+/// `executor set` does.
+pub async fn set_scope(store: Arc<Store>, scope: &str, spec: ExecutorSpec) -> Result<ExecutorConfig> {
+    let mut config = get(&store)?;
+    if scope == "default" {
+        config.default = spec;
+    } else {
+        config.scopes.insert(scope.to_string(), spec);
+    }
+    set(store, config.clone(), |_| async { true }).await?;
+    Ok(config)
+}
+
+/// Runs a failed executor again (the model was unreachable, the swarm refused its token…),
+/// audited. A paused inbox keeps it queued until it resumes.
+pub fn retry(inbox: &gatehouse_inbox::Inbox, envelope_row: i64) -> Result<()> {
+    let queued = gatehouse_inbox::gate::runner::retry(inbox, envelope_row).map_err(|e| CommandError::new(Code::NotAllowed, e.to_string()))?;
+    if !queued {
+        return Err(CommandError::new(Code::NotRunning, "queued; it runs when the inbox is resumed"));
+    }
+    inbox.store().audit("executor.retry", None, &serde_json::json!({"envelope_row": envelope_row}), &crate::now())?;
+    Ok(())
+}

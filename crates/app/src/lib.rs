@@ -1,0 +1,31 @@
+//! What a Gatehouse user can do, one layer for both faces: the window's commands and the
+//! CLI call these (one call each), so both validate, behave and audit alike. No Tauri here.
+//!
+//! - [`error`]: the one error [`Code`] enum and `{code, message}` errors both faces show
+//! - [`trust`]: the trust registry as the user changes it (add, approve, edit, block, tokens)
+//! - [`consent`]: what waits for the user, and a decision carried out by the door holding it
+//! - [`executors`]: which executor runs for which scope (validated, confirmed, audited); retry
+//! - [`settings`]: how long history is kept
+//! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
+//! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
+
+pub mod consent;
+pub mod error;
+pub mod executors;
+pub mod export;
+pub mod replies;
+pub mod settings;
+pub mod trust;
+
+pub use error::{Code, CommandError};
+
+pub type Result<T> = std::result::Result<T, CommandError>;
+
+/// Runs blocking store work off the async workers.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| CommandError::new(Code::Internal, e.to_string()))?
+}
+
+pub(crate) fn now() -> String {
+    gatehouse_epp::utc_string(chrono::Utc::now())
+}

@@ -1,0 +1,154 @@
+//! Answers to senders as the user approves them, and what arrived shown in its place: a
+//! receipt's detail with the verification steps, a conversation ordered by its replies.
+
+use std::sync::Arc;
+
+use gatehouse_store::replies::ReplyRow;
+use gatehouse_store::{EnvelopeRow, ReceiptRow, Store};
+
+use crate::{Code, CommandError, Result};
+
+/// Sends a reply with the text the user approved (edited or not), signed by this inbox;
+/// the approval is audited before it goes.
+pub async fn send(store: Arc<Store>, key: &ed25519_dalek::SigningKey, id: i64, text: &str) -> Result<ReplyRow> {
+    let text = text.trim().to_string();
+    if text.is_empty() {
+        return Err(CommandError::new(Code::Invalid, "the answer is empty"));
+    }
+    let s = store.clone();
+    crate::blocking(move || {
+        s.reply_edit(id, &text, &crate::now())?;
+        s.audit("reply.send", None, &serde_json::json!({"reply": id}), &crate::now())?;
+        Ok(())
+    })
+    .await?;
+    gatehouse_inbox::epp::reply::send(&store, key, id).await.map_err(|e| CommandError::coded(e.code(), e.to_string()))
+}
+
+/// One verification step of spec 5.1 and how far the envelope got.
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Step {
+    pub name: &'static str,
+    pub state: &'static str,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Detail {
+    pub receipt: ReceiptRow,
+    pub envelope: Option<EnvelopeRow>,
+    pub steps: Vec<Step>,
+    pub sender_name: Option<String>,
+    pub on_behalf_of_name: Option<String>,
+    /// What arrived, pretty-printed when it is JSON.
+    pub raw: Option<String>,
+}
+
+pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
+    let receipt = store.receipt(receipt_id)?.ok_or_else(|| CommandError::new(Code::NotFound, "no such receipt"))?;
+    let envelope = match receipt.envelope_row {
+        Some(id) => store.envelope(id)?,
+        None => None,
+    };
+    let code = receipt.code.as_deref().and_then(gatehouse_epp::ErrorCode::parse);
+    let steps = gatehouse_inbox::verification_steps(code, receipt.sender.is_some()).into_iter().map(|(name, state)| Step { name, state }).collect();
+    let name_of = |k: Option<&str>| -> Result<Option<String>> {
+        Ok(match k {
+            Some(k) => store.trust_get(k)?.map(|t| t.name),
+            None => None,
+        })
+    };
+    let sender_name = name_of(receipt.sender.as_deref())?;
+    let on_behalf_of_name = name_of(envelope.as_ref().and_then(|e| e.on_behalf_of.as_deref()))?;
+    let raw_text = envelope.as_ref().map(|e| e.raw.clone()).or_else(|| receipt.body.clone());
+    let raw = raw_text.map(|t| match serde_json::from_str::<serde_json::Value>(&t) {
+        Ok(v) => serde_json::to_string_pretty(&v).unwrap_or(t),
+        Err(_) => t,
+    });
+    Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw })
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ConversationMessage {
+    pub envelope: EnvelopeRow,
+    pub sender_name: Option<String>,
+    pub on_behalf_of_name: Option<String>,
+    /// Depth in the reply chain (0 for a message that answers nothing in the conversation).
+    pub depth: usize,
+}
+
+/// A conversation as the user reads it: what arrived and the answers this inbox sent
+/// back, each under what it answers. `own_key`: this inbox's public key.
+pub fn conversation(store: &Store, own_key: &str, conversation_id: &str) -> Result<Vec<ConversationMessage>> {
+    let mut rows = store.conversation(conversation_id)?;
+    for r in store.replies_for_conversation(conversation_id)?.into_iter().filter(|r| r.state == "sent") {
+        let sent = r.sent_envelope.clone().unwrap_or_default();
+        let s = |k: &str| sent[k].as_str().unwrap_or_default().to_string();
+        rows.push(EnvelopeRow {
+            id: -r.id,
+            envelope_id: s("envelope_id"),
+            sender: own_key.to_string(),
+            recipient: r.recipient.clone(),
+            scope: r.scope.clone(),
+            payload_type: None,
+            conversation_id: Some(r.conversation_id.clone()),
+            in_reply_to: Some(r.in_reply_to.clone()),
+            on_behalf_of: None,
+            prompt: r.text.clone(),
+            timestamp: s("timestamp"),
+            expires_at: s("expires_at"),
+            received_at: r.updated_at.clone(),
+            transport: "reply".into(),
+            signed_form: "reference".into(),
+            raw: sent.to_string(),
+            receipt_id: r.receipt.as_ref().and_then(|x| x["receipt_id"].as_str()).unwrap_or_default().to_string(),
+            executor: "reply".into(),
+            exec_status: gatehouse_store::ExecStatus::Succeeded,
+            exec_result: r.receipt.clone(),
+            exec_updated_at: Some(r.updated_at.clone()),
+        });
+    }
+    let mut out = Vec::new();
+    for (envelope, depth) in order_by_replies(rows) {
+        let sender_name =
+            if envelope.transport == "reply" { Some("You (answer sent back)".to_string()) } else { store.trust_get(&envelope.sender)?.map(|t| t.name) };
+        let on_behalf_of_name = match &envelope.on_behalf_of {
+            Some(k) => store.trust_get(k)?.map(|t| t.name),
+            None => None,
+        };
+        out.push(ConversationMessage { envelope, sender_name, on_behalf_of_name, depth });
+    }
+    Ok(out)
+}
+
+/// Orders a conversation by its reply chains: each reply right after what it answers,
+/// siblings by arrival; messages answering something absent start a chain of their own.
+pub fn order_by_replies(rows: Vec<EnvelopeRow>) -> Vec<(EnvelopeRow, usize)> {
+    use std::collections::HashSet;
+    fn visit(parent: Option<&str>, rows: &[EnvelopeRow], ids: &HashSet<String>, depth: usize, out: &mut Vec<(EnvelopeRow, usize)>, seen: &mut HashSet<i64>) {
+        for r in rows {
+            let is_root = r.in_reply_to.as_deref().is_none_or(|p| !ids.contains(p));
+            let matches = match parent {
+                None => is_root,
+                Some(p) => r.in_reply_to.as_deref() == Some(p),
+            };
+            if matches && seen.insert(r.id) {
+                out.push((r.clone(), depth));
+                visit(Some(&r.envelope_id), rows, ids, depth + 1, out, seen);
+            }
+        }
+    }
+    let ids: HashSet<String> = rows.iter().map(|r| r.envelope_id.clone()).collect();
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    visit(None, &rows, &ids, 0, &mut out, &mut seen);
+    // Cycles (a replies to b replies to a) have no root; show them in arrival order.
+    for r in &rows {
+        if seen.insert(r.id) {
+            out.push((r.clone(), 0));
+        }
+    }
+    out
+}

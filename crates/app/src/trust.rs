@@ -1,0 +1,187 @@
+//! The trust registry as the user changes it (add, edit, remove, block, tokens), each
+//! change validated and written to the audit log. The window's commands and the CLI both
+//! call these; neither validates on its own.
+
+use chrono::{DateTime, Utc};
+use gatehouse_store::{Policy, Store, TrustEntry};
+
+use gatehouse_inbox::gate::consent::{now_string, ConsentError};
+
+pub fn add(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    validate(&entry.policy)?;
+    check_sender_id(&entry.public_key, &entry.policy)?;
+    if entry.name.trim().is_empty() {
+        return Err(ConsentError::Invalid("a name is required".into()));
+    }
+    store.unblock(&entry.public_key)?;
+    store.trust_add(entry)?;
+    store.audit("trust.add", Some(&gatehouse_store::sender_key(&entry.public_key)), &serde_json::to_value(entry).unwrap(), &now_string(now))?;
+    Ok(())
+}
+
+pub fn update(store: &Store, key: &str, name: &str, policy: &Policy, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    validate(policy)?;
+    if name.trim().is_empty() {
+        return Err(ConsentError::Invalid("a name is required".into()));
+    }
+    // The window edits scopes and limits; a UAMP sender's keys (learnt when it was
+    // added) are kept as they are.
+    let mut policy = policy.clone();
+    if policy.uamp_keys.is_empty() {
+        if let Some(t) = store.trust_get(key)? {
+            policy.uamp_keys = t.policy.uamp_keys;
+        }
+    }
+    store.trust_update(key, Some(name), &policy)?;
+    store.audit("trust.update", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({"name": name, "policy": policy}), &now_string(now))?;
+    Ok(())
+}
+
+pub fn remove(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    if !store.trust_remove(key)? {
+        return Err(ConsentError::Gone);
+    }
+    store.audit("trust.remove", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
+    Ok(())
+}
+
+/// Issues a bearer token for a trusted UAMP sender (shown once; only its hash is kept).
+pub fn token_issue(store: &Store, sender: &str, now: DateTime<Utc>) -> std::result::Result<String, ConsentError> {
+    if store.trust_get(sender)?.is_none() {
+        return Err(ConsentError::Invalid(format!("{sender} is not a trusted sender; trust it first")));
+    }
+    let token = gatehouse_inbox::uamp::UampInbox::issue_token(store, sender, now)?;
+    store.audit("uamp.token_issue", Some(&gatehouse_store::sender_key(sender)), &serde_json::json!({}), &now_string(now))?;
+    Ok(token)
+}
+
+/// Revokes every bearer token of a sender; returns how many there were.
+pub fn token_revoke(store: &Store, sender: &str, now: DateTime<Utc>) -> std::result::Result<usize, ConsentError> {
+    let n = store.uamp_tokens_revoke(sender)?;
+    store.audit("uamp.token_revoke", Some(&gatehouse_store::sender_key(sender)), &serde_json::json!({"revoked": n}), &now_string(now))?;
+    Ok(n)
+}
+
+pub fn block(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    store.block(key, "blocked from the trust manager", &now_string(now))?;
+    store.audit("trust.block", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
+    Ok(())
+}
+
+pub fn unblock(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    store.unblock(key)?;
+    store.audit("trust.unblock", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
+    Ok(())
+}
+
+fn validate(p: &Policy) -> std::result::Result<(), ConsentError> {
+    if p.allowed_scopes.is_empty() {
+        return Err(ConsentError::Invalid("allow at least one scope, or * for all".into()));
+    }
+    if let Some(bad) = p.allowed_scopes.iter().find(|s| *s != "*" && !gatehouse_epp::envelope::is_scope_like(s)) {
+        return Err(ConsentError::Invalid(format!("scope {bad:?} may contain only letters, digits and hyphens")));
+    }
+    if let Some(u) = &p.reply_endpoint {
+        let ok = url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+        if !ok {
+            return Err(ConsentError::Invalid(format!("{u:?} is not an inbox address (http(s)://…/epp/v1/submit)")));
+        }
+    }
+    if !p.auto_reply_scopes.is_empty() && p.reply_endpoint.is_none() {
+        return Err(ConsentError::Invalid("answers can go back without review only to an address: fill in where to send them".into()));
+    }
+    Ok(())
+}
+
+/// An EPP public key (64 hex), a did:key, or a did:web whose keys were fetched.
+pub(crate) fn check_sender_id(id: &str, policy: &Policy) -> std::result::Result<(), ConsentError> {
+    if id.starts_with("did:key:") {
+        gatehouse_uamp::did::resolve_did_key(id).map_err(|e| ConsentError::Invalid(format!("not a usable did:key: {e}")))?;
+    } else if let Some(agent) = id.strip_prefix("asop:") {
+        // One of the user's own agents, registering with the ASOP guardian.
+        if agent.trim().is_empty() {
+            return Err(ConsentError::Invalid("an ASOP agent needs its id (asop:<agent id>)".into()));
+        }
+    } else if id.starts_with("did:web:") {
+        gatehouse_uamp::did::did_web_url(id).map_err(ConsentError::Invalid)?;
+        if policy.uamp_keys.is_empty() {
+            return Err(ConsentError::Invalid(format!("{id}'s keys were not fetched; add it with its DID document reachable")));
+        }
+    } else {
+        gatehouse_epp::parse_public_key(id).map_err(|e| ConsentError::Invalid(format!("not a usable public key: {e}")))?;
+    }
+    Ok(())
+}
+
+/// A trust entry as the user gives it (the window's form, the CLI's flags).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct TrustInput {
+    pub public_key: String,
+    pub name: String,
+    pub policy: Policy,
+}
+
+/// Trusts a sender as the user typed it: a did:web's keys are fetched over HTTPS first (a
+/// did:key carries its key), then [`add`].
+pub async fn add_input(store: std::sync::Arc<Store>, input: TrustInput) -> crate::Result<TrustEntry> {
+    let key = input.public_key.trim().to_string();
+    let mut policy = input.policy;
+    if key.starts_with("did:web:") {
+        policy.uamp_keys = gatehouse_inbox::uamp::peer::keys_for(&key).await.map_err(|e| crate::CommandError::new(crate::Code::DidFetch, e))?;
+    }
+    let now = Utc::now();
+    let entry = TrustEntry { public_key: gatehouse_store::sender_key(&key), name: input.name.trim().to_string(), added_at: now_string(now), policy };
+    crate::blocking(move || {
+        add(&store, &entry, now)?;
+        Ok(entry)
+    })
+    .await
+}
+
+/// Trusts a sender that knocked (it must be waiting for consent), under `name` or a
+/// default one.
+pub fn approve(store: &Store, key: &str, name: Option<String>, policy: Policy, now: DateTime<Utc>) -> crate::Result<TrustEntry> {
+    let key = gatehouse_store::sender_key(key.trim());
+    let pending = store.pending_list()?;
+    let Some(p) = pending.iter().find(|p| p.public_key == key) else {
+        return Err(crate::CommandError::new(crate::Code::NotFound, format!("{key} has no pending request; trust it directly instead")));
+    };
+    let name = name.unwrap_or_else(|| format!("sender {}", &p.public_key[..8.min(p.public_key.len())]));
+    let entry = TrustEntry { public_key: key, name, added_at: now_string(now), policy };
+    add(store, &entry, now)?;
+    Ok(entry)
+}
+
+/// A trusted sender as the user sees it: short fingerprint, and how much it sent today.
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct TrustRow {
+    #[serde(flatten)]
+    pub entry: TrustEntry,
+    pub fingerprint: String,
+    pub used_today: i64,
+}
+
+pub fn list(store: &Store) -> crate::Result<Vec<TrustRow>> {
+    let midnight = Utc::now().date_naive().and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp_millis();
+    store
+        .trust_list()?
+        .into_iter()
+        .map(|entry| {
+            let used_today = store.accepted_since(&entry.public_key, midnight)?;
+            Ok(TrustRow { fingerprint: fingerprint(&entry.public_key), entry, used_today })
+        })
+        .collect()
+}
+
+/// A key as people compare it: the first 16 hex digits in groups of four; a DID by its
+/// method and last characters.
+pub fn fingerprint(key: &str) -> String {
+    if key.starts_with("did:") {
+        let method = key.splitn(3, ':').take(2).collect::<Vec<_>>().join(":");
+        let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+        return format!("{method}:…{tail}");
+    }
+    key.get(..16).unwrap_or(key).as_bytes().chunks(4).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>().join(" ")
+}

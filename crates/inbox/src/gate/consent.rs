@@ -1,0 +1,208 @@
+//! The consent queue: what waits for the user from every door (unknown senders' knocks,
+//! held envelopes, held UAMP asks), what a decision can be, and which scope a grant may
+//! name. Decisions are carried out by the application layer (`gatehouse_app::consent`),
+//! which reaches the door holding what is decided; trust changes are in the application layer (`gatehouse-app`).
+
+use chrono::{DateTime, Utc};
+use gatehouse_epp::Receipt;
+use gatehouse_store::{ExecStatus, Store, StoreError};
+use serde::{Deserialize, Serialize};
+
+/// One thing waiting for the user.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ConsentItem {
+    /// A sender not in the trust registry knocked with a valid signature.
+    UnknownSender {
+        public_key: String,
+        /// What is knocking, from where it arrived (never from what it wrote).
+        source: Source,
+        first_seen: String,
+        last_seen: String,
+        count: i64,
+        scopes_tried: Vec<String>,
+        /// The newest knock: what "allow" would deliver.
+        envelope_id: Option<String>,
+        scope: Option<String>,
+        prompt: Option<String>,
+    },
+    /// A trusted sender's envelope whose policy holds it for consent.
+    Held {
+        row_id: i64,
+        envelope_id: String,
+        sender: String,
+        sender_name: Option<String>,
+        scope: String,
+        prompt: String,
+        payload_type: Option<String>,
+        on_behalf_of: Option<String>,
+        received_at: String,
+    },
+    /// A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
+    /// and waits.
+    HeldAsk { stream_id: String, sender: String, sender_name: Option<String>, scope: String, prompt: String, received_at: String },
+}
+
+/// What an unknown key is, decided by how it reached Gatehouse: its registry key's
+/// namespace (`asop:` for agents at the guardian, `did:` for UAMP) and the one scope only
+/// Gatehouse itself records (an IntentSite's answer signed by a key not yet pinned). Senders cannot
+/// choose it: EPP envelopes in the reserved scopes are refused before they can knock, and
+/// a UAMP knock's scope is its signed intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    EppSender,
+    UampAgent,
+    IntentSite,
+    AsopAgent,
+}
+
+/// Scopes Gatehouse records for its own doors; no EPP envelope may use them.
+pub const RESERVED_SCOPES: [&str; 2] = [ASOP_SCOPE, INTENT_SCOPE];
+
+/// The scope under which the user's own agents are registered with the ASOP guardian.
+pub const ASOP_SCOPE: &str = "asop";
+/// The scope under which IntentSites' keys are pinned.
+pub const INTENT_SCOPE: &str = "intentweb";
+
+impl Source {
+    pub fn of(key: &str, scope: Option<&str>) -> Source {
+        if key.starts_with("asop:") {
+            Source::AsopAgent
+        } else if scope == Some(INTENT_SCOPE) {
+            // IntentSite keys are DIDs too; only intent.rs records this scope (EPP refuses
+            // it, and a UAMP knock asks for its intent).
+            Source::IntentSite
+        } else if key.starts_with("did:") {
+            Source::UampAgent
+        } else {
+            Source::EppSender
+        }
+    }
+
+    /// The one scope a grant for this source may name, when it is fixed.
+    pub fn fixed_scope(self) -> Option<&'static str> {
+        match self {
+            Source::AsopAgent => Some(ASOP_SCOPE),
+            Source::IntentSite => Some(INTENT_SCOPE),
+            Source::EppSender | Source::UampAgent => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    AllowOnce,
+    AlwaysAllowScope,
+    Deny,
+    Block,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ConsentTarget {
+    UnknownSender { public_key: String },
+    Held { row_id: i64 },
+    HeldAsk { stream_id: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct DecisionOutcome {
+    pub message: String,
+    /// The receipt of the envelope the decision delivered, if any.
+    pub delivered: Option<Receipt>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsentError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("nothing is waiting for that decision any more")]
+    Gone,
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ConsentError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ConsentError::Store(_) => "STORE",
+            ConsentError::Gone => "GONE",
+            ConsentError::Invalid(_) => "INVALID",
+        }
+    }
+}
+
+pub fn now_string(now: DateTime<Utc>) -> String {
+    gatehouse_epp::utc_string(now)
+}
+
+/// Everything waiting for the user, newest first.
+pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
+    let mut items = Vec::new();
+    for s in store.uamp_held_streams()?.into_iter().rev() {
+        let Some(m) = store.uamp_message_by_row(s.message_row)? else { continue };
+        items.push(ConsentItem::HeldAsk {
+            sender_name: store.trust_get(&s.peer)?.map(|t| t.name),
+            stream_id: s.stream_id,
+            sender: s.peer,
+            scope: m.scope.unwrap_or(m.intent),
+            prompt: m.content,
+            received_at: m.received_at,
+        });
+    }
+    for row in store.envelopes_with_status(ExecStatus::Held)?.into_iter().rev() {
+        let sender_name = store.trust_get(&row.sender)?.map(|t| t.name);
+        items.push(ConsentItem::Held {
+            row_id: row.id,
+            envelope_id: row.envelope_id,
+            sender: row.sender,
+            sender_name,
+            scope: row.scope,
+            prompt: row.prompt,
+            payload_type: row.payload_type,
+            on_behalf_of: row.on_behalf_of,
+            received_at: row.received_at,
+        });
+    }
+    for p in store.pending_list()? {
+        let knock = store.latest_receipt_from(&p.public_key, "UNTRUSTED_SENDER")?;
+        let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| p.scopes_tried.first().cloned());
+        items.push(ConsentItem::UnknownSender {
+            source: Source::of(&p.public_key, scope.as_deref()),
+            envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
+            scope,
+            prompt: knock.and_then(|k| k.prompt),
+            public_key: p.public_key,
+            first_seen: p.first_seen,
+            last_seen: p.last_seen,
+            count: p.count,
+            scopes_tried: p.scopes_tried,
+        });
+    }
+    Ok(items)
+}
+
+pub fn waiting_count(store: &Store) -> Result<usize, ConsentError> {
+    Ok(store.count_waiting()? as usize)
+}
+
+/// A consent prompt grants exactly the one scope it showed, and only a scope that fits
+/// what is knocking: never `*`, never a reserved scope to anything but its own door.
+pub fn grantable(key: &str, scope: &str) -> Result<(), ConsentError> {
+    if !gatehouse_epp::envelope::is_scope_like(scope) {
+        return Err(ConsentError::Invalid(format!("{scope:?} is not a single scope; a prompt grants one scope, never all")));
+    }
+    let source = Source::of(key, Some(scope));
+    match source.fixed_scope() {
+        Some(fixed) if fixed != scope => Err(ConsentError::Invalid(format!("this knock can only be let in for \"{fixed}\""))),
+        None if RESERVED_SCOPES.contains(&scope) => Err(ConsentError::Invalid(format!("\"{scope}\" is reserved for Gatehouse's own agents and sites"))),
+        _ => Ok(()),
+    }
+}

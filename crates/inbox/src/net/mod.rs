@@ -1,0 +1,11 @@
+//! What every listener and file reader shares, whichever door it serves.
+//!
+//! - [`conn`]: which connections are admitted (slots, per-address share, idle close)
+//! - [`host_check`]: which requests a listener serves at all (Host, no web page's Origin)
+//! - [`body`]: request bodies read within a shared budget, charged as bytes arrive
+//! - [`regular_file`]: reading files others put where Gatehouse looks (regular, bounded)
+
+pub mod body;
+pub mod conn;
+pub mod host_check;
+pub mod regular_file;
