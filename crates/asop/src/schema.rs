@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use jsonschema::{error::ValidationErrorKind, Draft, Registry, Validator};
+use jsonschema::{Draft, Registry, Validator};
 use serde_json::{json, Value};
 
 use crate::jsonrpc::{RpcError, INVALID_PARAMS};
@@ -107,15 +107,8 @@ pub fn check(method: &str, request: &Value) -> Result<(), RpcError> {
         request
     };
     let rename = |f: String| if text_form { f.replacen("/params/toolCallResult/", "/params/", 1) } else { f };
-    let mut errors: Vec<_> = v.iter_errors(request).collect();
-    if errors.is_empty() {
-        return Ok(());
+    match gatehouse_schema::violation(v, request, gatehouse_schema::Pick::Deepest, None) {
+        None => Ok(()),
+        Some((field, message)) => Err(invalid(rename(field), message)),
     }
-    errors.sort_by_key(|e| std::cmp::Reverse(e.instance_path().to_string().matches('/').count()));
-    let e = &errors[0];
-    let at = e.instance_path().to_string();
-    Err(match e.kind() {
-        ValidationErrorKind::Required { property } => invalid(rename(format!("{at}/{}", property.as_str().unwrap_or_default())), "is required".into()),
-        _ => invalid(rename(if at.is_empty() { "/".into() } else { at }), e.to_string()),
-    })
 }

@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use jsonschema::{error::ValidationErrorKind, Draft, Validator};
+use jsonschema::{Draft, Validator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -115,17 +115,10 @@ fn validator() -> &'static Validator {
 
 /// Checks `v` against the envelope schema; the error names the deepest field at fault.
 pub fn check(v: &Value) -> Result<(), FieldError> {
-    let mut errors: Vec<_> = validator().iter_errors(v).collect();
-    if errors.is_empty() {
-        return Ok(());
+    match gatehouse_schema::violation(validator(), v, gatehouse_schema::Pick::Deepest, None) {
+        None => Ok(()),
+        Some((field, message)) => Err(FieldError::new(field, message)),
     }
-    errors.sort_by_key(|e| std::cmp::Reverse(e.instance_path().to_string().matches('/').count()));
-    let e = &errors[0];
-    let at = e.instance_path().to_string();
-    Err(match e.kind() {
-        ValidationErrorKind::Required { property } => FieldError::new(format!("{at}/{}", property.as_str().unwrap_or_default()), "is required"),
-        _ => FieldError::new(if at.is_empty() { "/".to_string() } else { at }, e.to_string()),
-    })
 }
 
 impl Envelope {

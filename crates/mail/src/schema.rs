@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use jsonschema::{error::ValidationErrorKind, Draft, Registry, Validator};
+use jsonschema::{Draft, Registry, Validator};
 use serde_json::{json, Value};
 
 pub const CORE: &str = include_str!("../schemas/MAIL-core.schema.json");
@@ -60,25 +60,12 @@ fn validator(kind: Kind) -> &'static Validator {
 /// missing or unexpected member by its own name, a wrong payload member (the conditional
 /// `msg_type` binding) by its path inside `message`/`payload`.
 pub fn check(kind: Kind, v: &Value) -> Result<(), MailError> {
-    let mut errors: Vec<_> = validator(kind).iter_errors(v).collect();
-    if errors.is_empty() {
-        return Ok(());
-    }
-    // The deepest error is the most precise (an `if/then` failure is reported at its
-    // leaf as well as at the object that holds it).
-    errors.sort_by_key(|e| std::cmp::Reverse(e.instance_path().to_string().matches('/').count()));
-    let e = &errors[0];
-    let at = e.instance_path().to_string();
-    let (field, message) = match e.kind() {
-        ValidationErrorKind::Required { property } => {
-            let name = property.as_str().unwrap_or_default();
-            (format!("{at}/{name}"), "is required".to_string())
-        }
-        ValidationErrorKind::AdditionalProperties { unexpected } => {
-            let name = unexpected.first().cloned().unwrap_or_default();
-            (format!("{at}/{name}"), "is not a field of this type (additionalProperties is false)".to_string())
-        }
-        _ => (if at.is_empty() { "/".to_string() } else { at }, e.to_string()),
+    let what = match kind {
+        Kind::Message => "MAIL message",
+        Kind::Interswarm => "MAIL interswarm message",
     };
-    Err(MailError::new(field, message))
+    match gatehouse_schema::violation(validator(kind), v, gatehouse_schema::Pick::Deepest, Some(what)) {
+        None => Ok(()),
+        Some((field, message)) => Err(MailError::new(field, message)),
+    }
 }

@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use jsonschema::{error::ValidationErrorKind, Draft, Validator};
+use jsonschema::{Draft, Validator};
 use serde_json::Value;
 
 use crate::error::UampError;
@@ -39,20 +39,8 @@ fn validator(which: &'static str) -> &'static Validator {
 /// Checks `v` against the named schema; the first violation becomes an error naming its
 /// field as a JSON pointer (a missing or unexpected member is named itself, not its parent).
 pub fn check(which: &'static str, v: &Value) -> Result<(), UampError> {
-    let Some(e) = validator(which).iter_errors(v).next() else {
-        return Ok(());
-    };
-    let at = e.instance_path().to_string();
-    let (field, message) = match e.kind() {
-        ValidationErrorKind::Required { property } => {
-            let name = property.as_str().unwrap_or_default();
-            (format!("{at}/{name}"), "is required".to_string())
-        }
-        ValidationErrorKind::AdditionalProperties { unexpected } => {
-            let name = unexpected.first().cloned().unwrap_or_default();
-            (format!("{at}/{name}"), format!("is not a {which} field (additionalProperties is false)"))
-        }
-        _ => (if at.is_empty() { "/".to_string() } else { at }, e.to_string()),
-    };
-    Err(UampError::invalid(field, message))
+    match gatehouse_schema::violation(validator(which), v, gatehouse_schema::Pick::First, Some(which)) {
+        None => Ok(()),
+        Some((field, message)) => Err(UampError::invalid(field, message)),
+    }
 }
