@@ -107,64 +107,23 @@ pub struct PeerInput {
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_peer_add(core: CoreState<'_>, input: PeerInput) -> Result<PeerRow> {
-    let name = input.name.trim().to_string();
-    if name.is_empty() {
-        return Err(CommandError::new(Code::Invalid, "give the peer a name"));
-    }
-    let found = client::discover(&input.url, Some(&input.cert_sha256)).await?;
-    let c = core.inner().clone();
-    blocking(move || {
-        let row = PeerRow {
-            did: found.did,
-            name,
-            url: found.url,
-            cert_sha256: found.cert_sha256,
-            manifest: serde_json::to_value(&found.manifest).unwrap_or_default(),
-            added_at: gatehouse_epp::utc_string(chrono::Utc::now()),
-        };
-        if let Some(t) = input.token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-            Secrets::open(&c.data_dir).and_then(|s| s.put(&client::token_name(&row.did), t)).map_err(keychain)?;
-        }
-        c.store.uamp_peer_put(&row)?;
-        c.store.audit("uamp.peer_add", Some(&row.did), &serde_json::json!({"url": row.url, "cert_sha256": row.cert_sha256}), &row.added_at)?;
-        Ok(row)
-    })
-    .await
+    gatehouse_app::peers::add(core.store.clone(), &core.data_dir, &input.url, &input.name, &input.cert_sha256, input.token).await
 }
 
-#[derive(Serialize, specta::Type)]
-pub struct PeerView {
-    #[serde(flatten)]
-    pub peer: PeerRow,
-    pub has_token: bool,
-}
+pub use gatehouse_app::peers::PeerView;
 
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_peers(core: CoreState<'_>) -> Result<Vec<PeerView>> {
     let c = core.inner().clone();
-    blocking(move || {
-        let secrets = Secrets::open(&c.data_dir).map_err(keychain)?;
-        c.store
-            .uamp_peers()?
-            .into_iter()
-            .map(|p| Ok(PeerView { has_token: secrets.get(&client::token_name(&p.did)).map_err(keychain)?.is_some(), peer: p }))
-            .collect()
-    })
-    .await
+    blocking(move || gatehouse_app::peers::list(&c.store, &c.data_dir)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_peer_remove(core: CoreState<'_>, did: String) -> Result<()> {
     let c = core.inner().clone();
-    blocking(move || {
-        c.store.uamp_peer_remove(&did)?;
-        Secrets::open(&c.data_dir).and_then(|s| s.delete(&client::token_name(&did))).map_err(keychain)?;
-        c.store.audit("uamp.peer_remove", Some(&did), &serde_json::json!({}), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
-        Ok(())
-    })
-    .await
+    blocking(move || gatehouse_app::peers::remove(&c.store, &c.data_dir, &did).map(|_| ())).await
 }
 
 #[derive(Debug, Serialize, Clone, specta::Type)]

@@ -1175,6 +1175,7 @@ export type PeerRow = {
 	added_at: string,
 };
 
+/**  A peer as the user sees it: whether it gave this inbox a token. */
 export type PeerView = {
 	has_token: boolean,
 } & PeerRow;

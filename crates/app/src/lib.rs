@@ -5,6 +5,7 @@
 //! - [`trust`]: the trust registry as the user changes it (add, approve, edit, block, tokens)
 //! - [`consent`]: what waits for the user, and a decision carried out by the door holding it
 //! - [`executors`]: which executor runs for which scope (validated, confirmed, audited); retry
+//! - [`peers`]: UAMP peers with their tokens in the keychain
 //! - [`settings`]: how long history is kept
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
@@ -13,6 +14,7 @@ pub mod consent;
 pub mod error;
 pub mod executors;
 pub mod export;
+pub mod peers;
 pub mod replies;
 pub mod settings;
 pub mod trust;

@@ -302,10 +302,6 @@ fn default_data_dir() -> PathBuf {
     dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("gatehouse")
 }
 
-fn now() -> String {
-    gatehouse_epp::utc_string(chrono::Utc::now())
-}
-
 fn check_key(key: &str) -> Result<String, String> {
     if key.starts_with("did:key:") || key.starts_with("did:web:") {
         // A UAMP sender; did:key was checked when its keys were looked up.

@@ -156,25 +156,14 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
                     return Err("not added".into());
                 }
             }
-            let row = PeerRow {
-                did: found.did.clone(),
-                name,
-                url: found.url,
-                cert_sha256: found.cert_sha256,
-                manifest: serde_json::to_value(&found.manifest).expect("serialises"),
-                added_at: crate::now(),
-            };
-            if token_stdin {
-                let t = read_token()?;
-                Secrets::open(data_dir).and_then(|s| s.put(&client::token_name(&row.did), &t)).map_err(|e| e.to_string())?;
-            }
-            o.store.uamp_peer_put(&row).map_err(|e| e.to_string())?;
+            let token = if token_stdin { Some(read_token()?) } else { None };
+            let pin = found.cert_sha256.clone();
+            let row = runtime()?.block_on(gatehouse_app::peers::add(o.store.clone(), data_dir, &url, &name, &pin, token)).map_err(|e| e.to_string())?;
             eprintln!("added {} ({}); this inbox is {} to it", row.name, row.did, gatehouse_uamp::sign::did_of(&key));
         }
         UampCmd::Peer(PeerCmd::Token { peer }) => {
-            let row = peer_of(&o, &peer)?;
             let t = read_token()?;
-            Secrets::open(data_dir).and_then(|s| s.put(&client::token_name(&row.did), &t)).map_err(|e| e.to_string())?;
+            let row = gatehouse_app::peers::set_token(&o.store, data_dir, &peer, &t).map_err(|e| e.to_string())?;
             eprintln!("kept the token for {} in the keychain", row.name);
         }
         UampCmd::Peer(PeerCmd::List { json }) => {
@@ -188,9 +177,7 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         UampCmd::Peer(PeerCmd::Remove { peer }) => {
-            let row = peer_of(&o, &peer)?;
-            o.store.uamp_peer_remove(&row.did).map_err(|e| e.to_string())?;
-            Secrets::open(data_dir).and_then(|s| s.delete(&client::token_name(&row.did))).map_err(|e| e.to_string())?;
+            let row = gatehouse_app::peers::remove(&o.store, data_dir, &peer).map_err(|e| e.to_string())?;
             eprintln!("removed {}", row.name);
         }
         UampCmd::Send { peer, text, body_file, body_type, window, out, json } => {

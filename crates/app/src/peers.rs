@@ -1,0 +1,85 @@
+//! UAMP peers the user adds, with the token each issued to this inbox kept in the keychain:
+//! added only under the certificate fingerprint the user compared, removed with their
+//! token, every change audited. Both faces first show what `discover` found.
+
+use std::path::Path;
+
+use gatehouse_inbox::uamp::client;
+use gatehouse_keys::Secrets;
+use gatehouse_store::uamp::PeerRow;
+use gatehouse_store::Store;
+
+use crate::{Code, CommandError, Result};
+
+fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
+    CommandError::new(Code::Keychain, e.to_string())
+}
+
+/// A peer as the user sees it: whether it gave this inbox a token.
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PeerView {
+    #[serde(flatten)]
+    pub peer: PeerRow,
+    pub has_token: bool,
+}
+
+/// Keeps a peer: its manifest is fetched again under `pin` (the fingerprint the user was
+/// shown and confirmed; the peer must still present it), then the peer is stored, its
+/// token (if any) put in the keychain, and the addition audited.
+pub async fn add(store: std::sync::Arc<Store>, data_dir: &Path, url: &str, name: &str, pin: &str, token: Option<String>) -> Result<PeerRow> {
+    let name = name.trim().to_string();
+    if name.is_empty() {
+        return Err(CommandError::new(Code::Invalid, "give the peer a name"));
+    }
+    let found = client::discover(url, Some(pin)).await?;
+    let data_dir = data_dir.to_path_buf();
+    crate::blocking(move || {
+        let row = PeerRow {
+            did: found.did,
+            name,
+            url: found.url,
+            cert_sha256: found.cert_sha256,
+            manifest: serde_json::to_value(&found.manifest).unwrap_or_default(),
+            added_at: crate::now(),
+        };
+        if let Some(t) = token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            Secrets::open(&data_dir).and_then(|s| s.put(&client::token_name(&row.did), t)).map_err(keychain)?;
+        }
+        store.uamp_peer_put(&row)?;
+        store.audit("uamp.peer_add", Some(&row.did), &serde_json::json!({"url": row.url, "cert_sha256": row.cert_sha256}), &row.added_at)?;
+        Ok(row)
+    })
+    .await
+}
+
+pub fn list(store: &Store, data_dir: &Path) -> Result<Vec<PeerView>> {
+    let secrets = Secrets::open(data_dir).map_err(keychain)?;
+    store
+        .uamp_peers()?
+        .into_iter()
+        .map(|p| Ok(PeerView { has_token: secrets.get(&client::token_name(&p.did)).map_err(keychain)?.is_some(), peer: p }))
+        .collect()
+}
+
+/// A peer by its DID or the name the user gave it.
+pub fn find(store: &Store, peer: &str) -> Result<PeerRow> {
+    store.uamp_peer(peer)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no peer {peer:?}; add it first (its https://host:port address)")))
+}
+
+/// Keeps the token a peer issued to this inbox (replacing an earlier one), audited.
+pub fn set_token(store: &Store, data_dir: &Path, peer: &str, token: &str) -> Result<PeerRow> {
+    let row = find(store, peer)?;
+    Secrets::open(data_dir).and_then(|s| s.put(&client::token_name(&row.did), token.trim())).map_err(keychain)?;
+    store.audit("uamp.peer_token", Some(&row.did), &serde_json::json!({}), &crate::now())?;
+    Ok(row)
+}
+
+/// Forgets a peer (by DID or name) and the token it issued, audited.
+pub fn remove(store: &Store, data_dir: &Path, peer: &str) -> Result<PeerRow> {
+    let row = find(store, peer)?;
+    store.uamp_peer_remove(&row.did)?;
+    Secrets::open(data_dir).and_then(|s| s.delete(&client::token_name(&row.did))).map_err(keychain)?;
+    store.audit("uamp.peer_remove", Some(&row.did), &serde_json::json!({}), &crate::now())?;
+    Ok(row)
+}
