@@ -10,16 +10,14 @@ use gatehouse_inbox::Inbox;
 use gatehouse_store::{ExecStatus, Policy, TrustEntry};
 
 use crate::trust::check_sender_id;
-use crate::{CommandError, Result};
+use crate::Result;
 
 /// The user's decision, as both faces take it: a did:web agent's keys are fetched now,
 /// when the user lets it in, never on arrival; then [`decide_with_keys`], off the async
 /// workers.
 pub async fn decide_fetching(inbox: std::sync::Arc<Inbox>, target: ConsentTarget, decision: Decision) -> Result<DecisionOutcome> {
     let keys = match (&target, decision) {
-        (ConsentTarget::UnknownSender { public_key }, Decision::AlwaysAllowScope) if public_key.starts_with("did:web:") => {
-            gatehouse_inbox::uamp::peer::keys_for(public_key).await.map_err(|e| CommandError::new(crate::Code::DidFetch, e))?
-        }
+        (ConsentTarget::UnknownSender { public_key }, Decision::AlwaysAllowScope) => crate::trust::did_web_keys(public_key).await?,
         _ => Vec::new(),
     };
     crate::blocking(move || Ok(decide_with_keys(&inbox, &target, decision, chrono::Utc::now(), &keys)?)).await

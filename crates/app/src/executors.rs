@@ -97,7 +97,8 @@ where
 /// Sets one scope's executor (or the default), keeping the others: what the CLI's
 /// `executor set` does.
 pub async fn set_scope(store: Arc<Store>, scope: &str, spec: ExecutorSpec) -> Result<ExecutorConfig> {
-    let mut config = get(&store)?;
+    let s = store.clone();
+    let mut config = blocking(move || get(&s)).await?;
     if scope == "default" {
         config.default = spec;
     } else {

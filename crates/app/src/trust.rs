@@ -127,9 +127,7 @@ pub struct TrustInput {
 pub async fn add_input(store: std::sync::Arc<Store>, input: TrustInput) -> crate::Result<TrustEntry> {
     let key = input.public_key.trim().to_string();
     let mut policy = input.policy;
-    if key.starts_with("did:web:") {
-        policy.uamp_keys = gatehouse_inbox::uamp::peer::keys_for(&key).await.map_err(|e| crate::CommandError::new(crate::Code::DidFetch, e))?;
-    }
+    policy.uamp_keys = did_web_keys(&key).await?;
     let now = Utc::now();
     let entry = TrustEntry { public_key: gatehouse_store::sender_key(&key), name: input.name.trim().to_string(), added_at: now_string(now), policy };
     crate::blocking(move || {
@@ -137,6 +135,15 @@ pub async fn add_input(store: std::sync::Arc<Store>, input: TrustInput) -> crate
         Ok(entry)
     })
     .await
+}
+
+/// A did:web sender's keys, fetched over HTTPS from its DID document when the user lets it
+/// in (never when something arrives); none for any other kind of key.
+pub async fn did_web_keys(key: &str) -> crate::Result<Vec<gatehouse_store::UampKey>> {
+    if !key.starts_with("did:web:") {
+        return Ok(Vec::new());
+    }
+    gatehouse_inbox::uamp::peer::keys_for(key).await.map_err(|e| crate::CommandError::new(crate::Code::DidFetch, e))
 }
 
 /// Trusts a sender that knocked (it must be waiting for consent), under `name` or a

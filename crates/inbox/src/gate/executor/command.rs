@@ -218,19 +218,12 @@ impl Collected {
     }
 }
 
+/// A program's stderr, kept as its stdout is (the start, up to [`KEEP_OUTPUT_BYTES`]).
 async fn read_capped<R: tokio::io::AsyncRead + Unpin>(mut r: R) -> (String, bool) {
-    let mut kept = Vec::new();
+    let mut kept = Collected::default();
     let mut buf = [0u8; 8192];
-    let mut truncated = false;
-    loop {
-        match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = KEEP_OUTPUT_BYTES.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-                truncated |= n > room;
-            }
-        }
+    while let Ok(n @ 1..) = r.read(&mut buf).await {
+        kept.take(&buf[..n]);
     }
-    (String::from_utf8_lossy(&kept).into_owned(), truncated)
+    (String::from_utf8_lossy(&kept.kept).into_owned(), kept.truncated)
 }

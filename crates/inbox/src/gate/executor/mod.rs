@@ -266,8 +266,8 @@ pub async fn run<S: Sink>(spec: &ExecutorSpec, work: &Work, store: &Arc<Store>, 
 }
 
 /// The result record the user reads beside accepted work (what the runner stores):
-/// `Ok` and `Err` both carry one.
-pub fn record<S>(spec: &ExecutorSpec, out: Result<Done, Failed<S>>, stopped: impl FnOnce(S) -> String) -> Result<Value, Value> {
+/// `Ok` and `Err` both carry one. The runner's sink never stops an executor.
+pub fn record(spec: &ExecutorSpec, out: Result<Done, Failed<std::convert::Infallible>>) -> Result<Value, Value> {
     let command_record = |program: &str, args: &[String], ran: &command::Ran| {
         let mut v = json!({
             "executor": "command", "program": program, "args": args,
@@ -306,7 +306,7 @@ pub fn record<S>(spec: &ExecutorSpec, out: Result<Done, Failed<S>>, stopped: imp
         Err(Failed::Command(ran)) => Err(command_record(program, args, &ran)),
         Err(Failed::Model { endpoint, model, error }) => Err(json!({"executor": "model", "endpoint": endpoint, "model": model, "error": error})),
         Err(Failed::Unavailable(kind)) => Err(json!({"executor": kind, "error": format!("the {kind} executor is not available here")})),
-        Err(Failed::Stopped(s)) => Err(json!({"executor": spec.name(), "error": stopped(s)})),
+        Err(Failed::Stopped(never)) => match never {},
     }
 }
 
