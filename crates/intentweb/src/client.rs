@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt as _;
+pub use gatehouse_http::HttpError;
+use gatehouse_http::{base_url, read_limited, Plain, Rules};
 
 use crate::envelope::{Envelope, MAX_ENVELOPE_BYTES};
 use crate::manifest::{endpoint_allowed, Manifest, MAX_MANIFEST_BYTES};
@@ -11,29 +12,23 @@ use crate::FieldError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("{0}")]
-    BadUrl(String),
-    #[error("could not reach {url}: {message}")]
-    Unreachable { url: String, message: String },
+    #[error(transparent)]
+    Transport(#[from] HttpError),
     #[error("{url} answered HTTP {status}")]
     Http { url: String, status: u16 },
     #[error("the manifest at {url} is invalid: {error}")]
     Manifest { url: String, error: FieldError },
     #[error("the IntentSite's answer is invalid: {0}")]
     Envelope(FieldError),
-    #[error("{0}")]
-    TooLarge(String),
 }
 
 impl ClientError {
     pub fn code(&self) -> &'static str {
         match self {
-            ClientError::BadUrl(_) => "BAD_URL",
-            ClientError::Unreachable { .. } => "UNREACHABLE",
+            ClientError::Transport(e) => e.code(),
             ClientError::Http { .. } => "HTTP",
             ClientError::Manifest { .. } => "BAD_MANIFEST",
             ClientError::Envelope(_) => "BAD_ENVELOPE",
-            ClientError::TooLarge(_) => "TOO_LARGE",
         }
     }
 }
@@ -41,14 +36,7 @@ impl ClientError {
 /// `https://host[:port]` from what the user typed (a bare host, an origin, or the
 /// manifest's URL).
 pub fn normalize_origin(input: &str) -> Result<String, ClientError> {
-    let s = input.trim().trim_end_matches('/');
-    let s = s.strip_suffix("/intentmanifest.yaml").unwrap_or(s);
-    let with = if s.contains("://") { s.to_string() } else { format!("https://{s}") };
-    let u = endpoint_allowed(&with).map_err(ClientError::BadUrl)?;
-    if u.path() != "/" || u.query().is_some() {
-        return Err(ClientError::BadUrl(format!("{input}: give the site's origin (https://host)")));
-    }
-    Ok(u.origin().ascii_serialization())
+    Ok(base_url(input, &Rules { what: "a site", plain: Plain::OnLoopback, document: Some("/intentmanifest.yaml"), path: false })?)
 }
 
 fn http() -> reqwest::Client {
@@ -117,46 +105,23 @@ impl reqwest::dns::Resolve for OutwardOnly {
 /// only lead Gatehouse to the internet; one the user added on this machine or the local
 /// network may name endpoints there too.
 fn http_from(origin: &str, endpoint: &reqwest::Url) -> Result<reqwest::Client, ClientError> {
-    let origin_url = reqwest::Url::parse(origin).map_err(|e| ClientError::BadUrl(format!("{origin}: {e}")))?;
+    let origin_url = reqwest::Url::parse(origin).map_err(|e| HttpError::BadUrl(format!("{origin}: {e}")))?;
     if names_inward(&origin_url) {
         return Ok(http());
     }
     if names_inward(endpoint) {
-        return Err(ClientError::BadUrl(format!(
+        return Err(ClientError::Transport(HttpError::BadUrl(format!(
             "{origin} names {endpoint} as its endpoint, which is on this machine or its local network; a site on the internet cannot send Gatehouse there"
-        )));
+        ))));
     }
     Ok(builder().dns_resolver(std::sync::Arc::new(OutwardOnly)).build().expect("a reqwest client builds"))
-}
-
-fn unreachable(url: &str, e: reqwest::Error) -> ClientError {
-    let mut message = e.to_string();
-    let mut src = std::error::Error::source(&e);
-    while let Some(s) = src {
-        message = s.to_string();
-        src = s.source();
-    }
-    ClientError::Unreachable { url: url.to_string(), message }
-}
-
-async fn read_limited(url: &str, resp: reqwest::Response, max: usize) -> Result<Vec<u8>, ClientError> {
-    let mut out = Vec::new();
-    let mut body = resp.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| unreachable(url, e))?;
-        if out.len() + chunk.len() > max {
-            return Err(ClientError::TooLarge(format!("{url} answered more than {max} bytes")));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
 }
 
 /// Fetches and checks an origin's manifest; returns it with its YAML text.
 pub async fn fetch_manifest(origin: &str) -> Result<(Manifest, String), ClientError> {
     let origin = normalize_origin(origin)?;
     let url = format!("{origin}/intentmanifest.yaml");
-    let resp = http().get(&url).send().await.map_err(|e| unreachable(&url, e))?;
+    let resp = http().get(&url).send().await.map_err(|e| HttpError::unreachable(&url, &e))?;
     if !resp.status().is_success() {
         return Err(ClientError::Http { url, status: resp.status().as_u16() });
     }
@@ -169,8 +134,8 @@ pub async fn fetch_manifest(origin: &str) -> Result<(Manifest, String), ClientEr
 /// POSTs `env` to `endpoint`, named by `origin`'s manifest; the answer must be a valid
 /// envelope (an `error` envelope with a non-2xx status is still an answer).
 pub async fn post(origin: &str, endpoint: &str, env: &Envelope) -> Result<(Envelope, serde_json::Value), ClientError> {
-    let url = endpoint_allowed(endpoint).map_err(ClientError::BadUrl)?;
-    let resp = http_from(origin, &url)?.post(endpoint).json(env).send().await.map_err(|e| unreachable(endpoint, e))?;
+    let url = endpoint_allowed(endpoint).map_err(HttpError::BadUrl)?;
+    let resp = http_from(origin, &url)?.post(endpoint).json(env).send().await.map_err(|e| HttpError::unreachable(endpoint, &e))?;
     let status = resp.status().as_u16();
     let bytes = read_limited(endpoint, resp, MAX_ENVELOPE_BYTES).await?;
     let v: serde_json::Value = match serde_json::from_slice(&bytes) {

@@ -115,7 +115,7 @@ fn is_date(s: &str) -> bool {
 pub fn endpoint_allowed(url: &str) -> Result<reqwest::Url, String> {
     let u = reqwest::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
     let host = u.host_str().unwrap_or("");
-    let loopback = host == "localhost" || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    let loopback = gatehouse_http::is_loopback(host);
     match u.scheme() {
         "https" => Ok(u),
         "http" if loopback => Ok(u),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use gatehouse_mail::client::{InterswarmSend, SendMessage};
+use gatehouse_mail::client::{HttpError, InterswarmSend, SendMessage};
 use gatehouse_mail::model::MsgType;
 use gatehouse_mail::{ClientError, SwarmClient, TaskEvent};
 use gatehouse_mail_testswarm::{spawn, Config, Remote, Swarm};
@@ -99,9 +99,9 @@ async fn errors_are_explained_by_status() {
     assert!(matches!(quick.send(&SendMessage { body: "stall".into(), ..Default::default() }, |_| {}).await, Err(ClientError::Interrupted(_))));
     // Nothing listens here.
     let gone = SwarmClient::new("http://127.0.0.1:9", None).unwrap();
-    assert!(matches!(gone.root().await, Err(ClientError::Unreachable { .. })));
+    assert!(matches!(gone.root().await, Err(ClientError::Transport(HttpError::Unreachable { .. }))));
     // Plain http is for loopback only.
-    assert!(matches!(SwarmClient::new("http://swarm.example.com", None), Err(ClientError::BadUrl(_))));
+    assert!(matches!(SwarmClient::new("http://swarm.example.com", None), Err(ClientError::Transport(HttpError::BadUrl(_)))));
 }
 
 #[tokio::test]

@@ -8,6 +8,9 @@ use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+pub use gatehouse_http::HttpError;
+use gatehouse_http::{base_url, read_limited, Plain, Rules};
+
 use crate::events::{BadEvent, TaskEvent};
 use crate::model::Message;
 
@@ -22,10 +25,8 @@ const MAX_BODY: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("{0}")]
-    BadUrl(String),
-    #[error("could not reach {url}: {message}")]
-    Unreachable { url: String, message: String },
+    #[error(transparent)]
+    Transport(#[from] HttpError),
     #[error("the swarm refused the token ({status}) for {path}: it is missing, wrong or revoked, or its role may not call this. {detail}")]
     Unauthorized { path: String, status: u16, detail: String },
     #[error("the swarm rejected the request to {path} as malformed (400): {detail}")]
@@ -44,8 +45,7 @@ impl ClientError {
     /// The stable code this error crosses a boundary with (the app's `{code, message}`).
     pub fn code(&self) -> &'static str {
         match self {
-            ClientError::BadUrl(_) => "BAD_URL",
-            ClientError::Unreachable { .. } => "UNREACHABLE",
+            ClientError::Transport(e) => e.code(),
             ClientError::Unauthorized { .. } => "UNAUTHORIZED",
             ClientError::BadRequest { .. } => "BAD_REQUEST",
             ClientError::Server { .. } => "SWARM_ERROR",
@@ -56,32 +56,10 @@ impl ClientError {
     }
 }
 
-/// `https://host[:port]` (or `http://` on loopback only: a bearer token must not cross a
-/// network in the clear) from what the user typed.
+/// `https://host[:port][/path]` (or `http://` on loopback only: a bearer token must not
+/// cross a network in the clear) from what the user typed.
 pub fn normalize_url(input: &str) -> Result<String, ClientError> {
-    let s = input.trim().trim_end_matches('/');
-    let with_scheme = if s.contains("://") { s.to_string() } else { format!("https://{s}") };
-    let url = reqwest::Url::parse(&with_scheme).map_err(|e| ClientError::BadUrl(format!("{input}: {e}")))?;
-    let host = url.host_str().ok_or_else(|| ClientError::BadUrl(format!("{input}: no host")))?;
-    match url.scheme() {
-        "https" => {}
-        "http" if is_loopback(host) => {}
-        "http" => {
-            return Err(ClientError::BadUrl(format!(
-                "{input}: plain http is allowed only on this machine (localhost); use https:// so the token is not sent in the clear"
-            )))
-        }
-        other => return Err(ClientError::BadUrl(format!("{input}: {other}:// is not a swarm address (https://host:port)"))),
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(ClientError::BadUrl(format!("{input}: give the swarm's base address only")));
-    }
-    Ok(url.as_str().trim_end_matches('/').to_string())
-}
-
-fn is_loopback(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    Ok(base_url(input, &Rules { what: "a swarm", plain: Plain::OnLoopback, document: None, path: true })?)
 }
 
 /// `GET /whoami`.
@@ -189,9 +167,9 @@ impl SwarmClient {
         if let Some(b) = body {
             r = r.json(b);
         }
-        let resp = r.send().await.map_err(|e| unreachable(&self.base, e))?;
+        let resp = r.send().await.map_err(|e| HttpError::unreachable(&self.base, &e))?;
         let resp = check(path, resp).await?;
-        let bytes = read_limited(resp).await?;
+        let bytes = read_limited(&self.base, resp, MAX_BODY).await?;
         serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol(format!("{path} did not answer JSON: {e}")))
     }
 
@@ -243,12 +221,13 @@ impl SwarmClient {
             .json(&body)
             .send()
             .await
-            .map_err(|e| unreachable(&self.base, e))?;
+            .map_err(|e| HttpError::unreachable(&self.base, &e))?;
         let resp = check("/message", resp).await?;
         let is_sse = resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/event-stream"));
         if !is_sse {
             // A server that ignores `stream` answers the final response at once.
-            let v: Value = serde_json::from_slice(&read_limited(resp).await?).map_err(|e| ClientError::Protocol(format!("/message: {e}")))?;
+            let v: Value =
+                serde_json::from_slice(&read_limited(&self.base, resp, MAX_BODY).await?).map_err(|e| ClientError::Protocol(format!("/message: {e}")))?;
             let response = v.get("response").and_then(Value::as_str).unwrap_or_default().to_string();
             return Ok(Outcome { task_id: m.task_id.clone().unwrap_or_default(), completed: true, response });
         }
@@ -302,7 +281,7 @@ async fn check(path: &str, resp: reqwest::Response) -> Result<reqwest::Response,
     if (200..300).contains(&status) {
         return Ok(resp);
     }
-    let bytes = read_limited(resp).await.unwrap_or_default();
+    let bytes = read_limited(path, resp, MAX_BODY).await.unwrap_or_default();
     let detail = serde_json::from_slice::<Value>(&bytes)
         .ok()
         .and_then(|v| match v.get("detail") {
@@ -318,27 +297,4 @@ async fn check(path: &str, resp: reqwest::Response) -> Result<reqwest::Response,
         500..=599 => ClientError::Server { path, status, detail },
         _ => ClientError::Http { path, status, detail },
     })
-}
-
-async fn read_limited(resp: reqwest::Response) -> Result<Vec<u8>, ClientError> {
-    let mut out = Vec::new();
-    let mut body = resp.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| ClientError::Interrupted(e.to_string()))?;
-        if out.len() + chunk.len() > MAX_BODY {
-            return Err(ClientError::Protocol(format!("the answer is larger than {MAX_BODY} bytes")));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
-}
-
-fn unreachable(url: &str, e: reqwest::Error) -> ClientError {
-    let mut message = e.to_string();
-    let mut src = std::error::Error::source(&e);
-    while let Some(s) = src {
-        message = s.to_string();
-        src = s.source();
-    }
-    ClientError::Unreachable { url: url.to_string(), message }
 }

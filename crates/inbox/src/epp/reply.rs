@@ -82,12 +82,12 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> R
         // pointed. The receipt is read up to a bound, not whatever the endpoint streams.
         let client =
             reqwest::Client::builder().timeout(Duration::from_secs(30)).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| e.to_string())?;
-        let resp = client.post(&r.endpoint).json(&envelope).send().await.map_err(|e| format!("could not reach {}: {e}", r.endpoint))?;
+        let resp = client.post(&r.endpoint).json(&envelope).send().await.map_err(|e| gatehouse_http::HttpError::unreachable(&r.endpoint, &e).to_string())?;
         let status = resp.status().as_u16();
         if resp.status().is_redirection() {
             return Err(format!("{} answered HTTP {status} (a redirect); replies are only sent to the endpoint the user set", r.endpoint));
         }
-        let bytes = crate::net::body::read_response(resp, MAX_RECEIPT_BYTES).await.map_err(|e| format!("{}: {e}", r.endpoint))?;
+        let bytes = gatehouse_http::read_limited(&r.endpoint, resp, MAX_RECEIPT_BYTES).await.map_err(|e| e.to_string())?;
         let body: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{} answered HTTP {status} without a receipt: {e}", r.endpoint))?;
         Ok::<_, String>(body)
     }

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 
 /// One streamed completion chunk larger than this ends the answer (chunks are tokens).
 const MAX_EVENT_BYTES: usize = 1024 * 1024;
-/// A whole answer larger than this is stopped: it is kept, shown and maybe mailed back.
+/// An error answer is read this far for its message.
+const MAX_ERROR_BYTES: usize = 64 * 1024;
+/// A whole answer larger than this is stopped (kept, shown, maybe mailed back).
 const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 /// Where Ollama serves its OpenAI-compatible API.
@@ -50,13 +52,7 @@ pub fn system_prompt(scope_prompt: Option<&str>, sender_name: &str, scope: &str)
 }
 
 fn unreachable(endpoint: &str, e: &reqwest::Error) -> ModelError {
-    let mut message = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        message = s.to_string();
-        src = s.source();
-    }
-    ModelError::Unreachable { endpoint: endpoint.to_string(), message }
+    ModelError::Unreachable { endpoint: endpoint.to_string(), message: gatehouse_http::innermost(e) }
 }
 
 /// Streams a chat completion; `on_delta` sees the answer as it grows.
@@ -94,7 +90,8 @@ pub async fn ask(
             return Err(ModelError::Unauthorized(status));
         }
         if !(200..300).contains(&status) {
-            let text = resp.text().await.unwrap_or_default();
+            let bytes = gatehouse_http::read_limited(endpoint, resp, MAX_ERROR_BYTES).await.unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes);
             let detail = serde_json::from_str::<Value>(&text)
                 .ok()
                 .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string))

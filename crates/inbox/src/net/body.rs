@@ -1,5 +1,5 @@
-//! Bodies strangers send, read fairly and within bounds: requests to our listeners, and
-//! (at the end) answers to our own requests.
+//! Bodies strangers send to our listeners, read fairly and within bounds (answers to our
+//! own requests are read by gatehouse-http).
 //!
 //! Memory for bodies is a budget shared by every connection. A body is charged for the
 //! bytes that have actually arrived, as they arrive, so a slow upload holds only what it
@@ -89,18 +89,6 @@ async fn read_charged(mut body: Body, declared: Option<usize>, max: usize) -> Re
         out.extend_from_slice(&data);
     }
     Ok(Read { bytes: Bytes::from(out), _held: held })
-}
-
-/// Reads a peer's answer to at most `max` bytes, whatever it declared or keeps sending.
-pub async fn read_response(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
-        if out.len() + chunk.len() > max {
-            return Err(format!("larger than {max} bytes"));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
+pub use gatehouse_http::HttpError;
 use gatehouse_store::uamp::{NewStream, NewUampMessage, PeerRow};
 use gatehouse_store::{Store, StoreError};
 use gatehouse_uamp::manifest::SignedManifest;
@@ -41,10 +42,8 @@ pub fn token_name(peer_did: &str) -> String {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("{0}")]
-    BadUrl(String),
-    #[error("could not reach {url}: {message}")]
-    Unreachable { url: String, message: String },
+    #[error(transparent)]
+    Transport(#[from] HttpError),
     #[error("the peer's certificate has fingerprint {got}, not the pinned {pinned}. It changed since the peer was added: add it again only if its owner confirms the new fingerprint")]
     PinMismatch { pinned: String, got: String },
     #[error("the peer's manifest cannot be trusted: {0}")]
@@ -65,8 +64,7 @@ impl ClientError {
     /// The stable code this error crosses a boundary with (the app's `{code, message}`).
     pub fn code(&self) -> &'static str {
         match self {
-            ClientError::BadUrl(_) => "BAD_URL",
-            ClientError::Unreachable { .. } => "UNREACHABLE",
+            ClientError::Transport(e) => e.code(),
             ClientError::PinMismatch { .. } => "PIN_MISMATCH",
             ClientError::Manifest(_) => "BAD_MANIFEST",
             ClientError::Refused { .. } => "REFUSED",
@@ -99,7 +97,7 @@ pub async fn discover(url: &str, pin: Option<&str>) -> Result<Discovered, Client
     if !resp.status().is_success() {
         return Err(ClientError::Manifest(format!("{manifest_url} answered HTTP {}", resp.status())));
     }
-    let bytes = crate::net::body::read_response(resp, MAX_MANIFEST_BYTES).await.map_err(ClientError::Manifest)?;
+    let bytes = gatehouse_http::read_limited(&manifest_url, resp, MAX_MANIFEST_BYTES).await.map_err(|e| ClientError::Manifest(e.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|_| ClientError::Manifest("the signed manifest is not UTF-8".into()))?;
     let signed = SignedManifest::parse(&text).map_err(|e| ClientError::Manifest(e.message))?;
     let (peer_did, _) = did::split_kid(&signed.kid);
@@ -258,7 +256,7 @@ impl Client {
         loop {
             match follow.read(&location, &mut p, &mut on_progress).await {
                 Ok(()) => return Ok(p),
-                Err(e @ (ClientError::Unreachable { .. } | ClientError::Interrupted(_))) if resumes < RESUMES => {
+                Err(e @ (ClientError::Transport(HttpError::Unreachable { .. }) | ClientError::Interrupted(_))) if resumes < RESUMES => {
                     resumes += 1;
                     tracing::warn!(error = %e, stream = %stream_id, "stream dropped; resuming");
                     tokio::time::sleep(Duration::from_millis(200 * u64::from(resumes))).await;

@@ -11,25 +11,14 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::DigitallySignedStruct;
 
+use gatehouse_http::{HttpError, Plain, Rules};
+
 use super::client::ClientError;
 
 /// `https://host:port` from what the user typed: a bare `host:port`, an https URL, or the
 /// manifest URL itself. Plain http is refused (UAMP 6.1).
 pub fn normalize_url(input: &str) -> Result<String, ClientError> {
-    let s = input.trim();
-    let s = s.strip_suffix("/.well-known/agent-manifest.json").unwrap_or(s).trim_end_matches('/');
-    if s.starts_with("http://") {
-        return Err(ClientError::BadUrl(format!("{input}: UAMP peers are reached over TLS only (https://)")));
-    }
-    let url = if s.contains("://") { s.to_string() } else { format!("https://{s}") };
-    let parsed = reqwest::Url::parse(&url).map_err(|e| ClientError::BadUrl(format!("{input}: {e}")))?;
-    if parsed.scheme() != "https" || parsed.host_str().is_none() {
-        return Err(ClientError::BadUrl(format!("{input}: a UAMP peer is an https:// address")));
-    }
-    if parsed.query().is_some() || parsed.fragment().is_some() || parsed.path() != "/" {
-        return Err(ClientError::BadUrl(format!("{input}: give the peer's address only (https://host:port)")));
-    }
-    Ok(url)
+    Ok(gatehouse_http::base_url(input, &Rules { what: "a UAMP peer", plain: Plain::Never, document: Some("/.well-known/agent-manifest.json"), path: false })?)
 }
 
 /// Accepts the server's certificate when its SHA-256 matches the pin (or, with no pin yet,
@@ -120,14 +109,7 @@ pub(super) fn unreachable(url: &str, e: reqwest::Error, seen: &Mutex<Option<Stri
             return ClientError::PinMismatch { pinned: pin.to_string(), got };
         }
     }
-    // The innermost cause says what went wrong (refused, timed out, TLS alert).
-    let mut message = e.to_string();
-    let mut src = std::error::Error::source(&e);
-    while let Some(s) = src {
-        message = s.to_string();
-        src = s.source();
-    }
-    ClientError::Unreachable { url: url.to_string(), message }
+    HttpError::unreachable(url, &e).into()
 }
 
 #[cfg(test)]
@@ -138,7 +120,7 @@ mod tests {
     fn a_peer_address_is_https_host_and_port_only() {
         assert_eq!(normalize_url("127.0.0.1:8766").unwrap(), "https://127.0.0.1:8766");
         assert_eq!(normalize_url("https://peer.example/.well-known/agent-manifest.json").unwrap(), "https://peer.example");
-        assert!(matches!(normalize_url("http://127.0.0.1:8766"), Err(ClientError::BadUrl(m)) if m.contains("TLS")));
+        assert!(matches!(normalize_url("http://127.0.0.1:8766"), Err(ClientError::Transport(HttpError::BadUrl(m))) if m.contains("TLS")));
         assert!(normalize_url("https://peer.example/v1/messages").is_err());
         assert!(normalize_url("").is_err());
     }

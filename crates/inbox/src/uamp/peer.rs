@@ -24,10 +24,7 @@ pub async fn keys_for(sender: &str) -> Result<Vec<UampKey>, String> {
     if !resp.status().is_success() {
         return Err(format!("fetching {url}: HTTP {}", resp.status()));
     }
-    let bytes = resp.bytes().await.map_err(|e| format!("reading {url}: {e}"))?;
-    if bytes.len() > MAX_DID_DOCUMENT {
-        return Err(format!("{url} is larger than {MAX_DID_DOCUMENT} bytes"));
-    }
+    let bytes = gatehouse_http::read_limited(&url, resp, MAX_DID_DOCUMENT).await.map_err(|e| e.to_string())?;
     let doc: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("{url} is not JSON: {e}"))?;
     let (bare, _) = did::split_kid(sender);
     let keys = did::keys_from_document(bare, &doc)?;
