@@ -384,12 +384,15 @@ export type Contact_Serialize = {
 	other: { [key in string]: string },
 };
 
+/**  A conversation in the list, with the company it is with. */
 export type ConversationItem = ConversationItem_Serialize;
 
+/**  A conversation in the list, with the company it is with. */
 export type ConversationItem_Deserialize = {
 	company?: string | null,
 } & IwConversationRow_Deserialize;
 
+/**  A conversation in the list, with the company it is with. */
 export type ConversationItem_Serialize = {
 	company: string | null,
 } & IwConversationRow_Serialize;
@@ -1460,8 +1463,10 @@ export type SendInput_Serialize = {
 	entrypoint: string | null,
 };
 
+/**  A session in the list: its agent, how many steps it took, and when the last was. */
 export type SessionItem = SessionItem_Serialize;
 
+/**  A session in the list: its agent, how many steps it took, and when the last was. */
 export type SessionItem_Deserialize = {
 	session_id: string,
 	agent?: string | null,
@@ -1469,6 +1474,7 @@ export type SessionItem_Deserialize = {
 	last: string,
 };
 
+/**  A session in the list: its agent, how many steps it took, and when the last was. */
 export type SessionItem_Serialize = {
 	session_id: string,
 	agent: string | null,
@@ -1608,12 +1614,15 @@ export type SwarmInput_Serialize = {
 	token: string | null,
 };
 
+/**  A connection as the user sees it: whether it holds a token. */
 export type SwarmView = SwarmView_Serialize;
 
+/**  A connection as the user sees it: whether it holds a token. */
 export type SwarmView_Deserialize = {
 	has_token: boolean,
 } & MailSwarmRow_Deserialize;
 
+/**  A connection as the user sees it: whether it holds a token. */
 export type SwarmView_Serialize = {
 	has_token: boolean,
 } & MailSwarmRow_Serialize;

@@ -49,6 +49,11 @@ impl Code {
     pub fn parse(code: &str) -> Code {
         serde_json::from_value(serde_json::Value::String(code.to_string())).unwrap_or(Code::Internal)
     }
+
+    /// The code as it crosses the boundary (`NOT_FOUND`).
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, thiserror::Error)]
@@ -62,6 +67,11 @@ pub struct CommandError {
 impl CommandError {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
         CommandError { code, message: message.into() }
+    }
+
+    /// The message with its code, as the CLI prints it (`… [NOT_FOUND]`).
+    pub fn coded_message(&self) -> String {
+        format!("{} [{}]", self.message, self.code.name())
     }
 
     /// An error of a core crate, whose `code()` is a string.

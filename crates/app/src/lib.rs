@@ -6,6 +6,9 @@
 //! - [`consent`]: what waits for the user, and a decision carried out by the door holding it
 //! - [`executors`]: which executor runs for which scope (validated, confirmed, audited); retry
 //! - [`peers`]: UAMP peers with their tokens in the keychain
+//! - [`swarms`]: MAIL swarms with their tokens; tasks sent, followed, listed, imported
+//! - [`sites`]: IntentWeb sites and the conversations with them
+//! - [`guardian`]: the ASOP guardian's waiting steps, rules and sessions
 //! - [`settings`]: how long history is kept
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
@@ -14,9 +17,12 @@ pub mod consent;
 pub mod error;
 pub mod executors;
 pub mod export;
+pub mod guardian;
 pub mod peers;
 pub mod replies;
 pub mod settings;
+pub mod sites;
+pub mod swarms;
 pub mod trust;
 
 pub use error::{Code, CommandError};

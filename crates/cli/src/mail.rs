@@ -5,11 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use gatehouse_inbox::mail::{self, LiveEvent};
+use gatehouse_app::swarms::{self, InterswarmInput, SendInput, SwarmInput};
+use gatehouse_inbox::mail::LiveEvent;
 use gatehouse_inbox::service::Opened;
-use gatehouse_mail::client::{InterswarmSend, SendMessage};
-use gatehouse_mail::SwarmClient;
-use gatehouse_store::mail::{MailMessageRow, MailSwarmRow};
+use gatehouse_store::mail::MailMessageRow;
 use serde_json::{json, Value};
 
 #[derive(Subcommand)]
@@ -90,18 +89,6 @@ pub enum MailCmd {
     },
 }
 
-fn swarm_of(o: &Opened, name: &str) -> Result<MailSwarmRow, String> {
-    o.store
-        .mail_swarm(name)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("no swarm {name:?}; add it with `gatehouse mail add https://host --name {name} --token-stdin`"))
-}
-
-fn client(data_dir: &Path, s: &MailSwarmRow) -> Result<SwarmClient, String> {
-    let token = mail::swarm_token(data_dir, s).map_err(|e| e.to_string())?;
-    SwarmClient::new(&s.base_url, token).map_err(|e| e.to_string())
-}
-
 fn print_survey(name: &str, url: &str, v: &Value) {
     let show = |v: &Value| match v.get("error") {
         Some(e) => format!("error: {}", e["message"].as_str().unwrap_or_default()),
@@ -142,32 +129,31 @@ fn line(m: &MailMessageRow) -> String {
 }
 
 pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String> {
-    let now = || gatehouse_epp::utc_string(chrono::Utc::now());
     match cmd {
         MailCmd::Add { url, name, token_stdin } => {
             let token = if token_stdin { Some(crate::uamp::read_token()?) } else { None };
-            let added = crate::uamp::runtime()?.block_on(mail::swarm_add(o.store.clone(), data_dir, &name, &url, token)).map_err(|e| e.to_string())?;
+            let added = crate::uamp::runtime()?.block_on(swarms::add(o.store.clone(), data_dir, SwarmInput { url, name, token })).map_err(|e| e.to_string())?;
             let info = added.info;
-            print_survey(&added.swarm.name, &added.swarm.base_url, &info);
+            print_survey(&added.view.swarm.name, &added.view.swarm.base_url, &info);
             if info["whoami"].get("error").is_some() {
                 eprintln!("note: without a token the swarm accepts no messages; add one with `--token-stdin`");
             }
         }
         MailCmd::List { json } => {
-            let list = o.store.mail_swarms().map_err(|e| e.to_string())?;
+            let list = swarms::list(&o.store, data_dir).map_err(|e| e.to_string())?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
                 eprintln!("no swarms; add one with `gatehouse mail add https://host --name NAME --token-stdin`");
             }
             for s in list.iter().filter(|_| !json) {
-                println!("{}  {}  added {}", s.name, s.base_url, s.added_at);
+                let token = if s.has_token { "token kept" } else { "no token" };
+                println!("{}  {}  added {}  {token}", s.swarm.name, s.swarm.base_url, s.swarm.added_at);
             }
         }
         MailCmd::Info { name, json } => {
-            let s = swarm_of(&o, &name)?;
-            let info = crate::uamp::runtime()?.block_on(mail::survey(&client(data_dir, &s)?)).map_err(|e| e.to_string())?;
-            o.store.mail_swarm_set_info(&name, &info).map_err(|e| e.to_string())?;
+            let s = swarms::find(&o.store, &name).map_err(|e| e.to_string())?;
+            let info = crate::uamp::runtime()?.block_on(swarms::refresh(o.store.clone(), data_dir, &name)).map_err(|e| e.to_string())?;
             if json {
                 crate::print_json(&info);
             } else {
@@ -175,16 +161,13 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::Remove { name } => {
-            mail::swarm_remove(&o.store, data_dir, &name).map_err(|e| e.to_string())?;
+            swarms::remove(&o.store, data_dir, &name).map_err(|e| e.to_string())?;
             eprintln!("removed {name}; its tasks are kept");
         }
         MailCmd::Send { swarm, body, subject, task, entrypoint, json } => {
-            let s = swarm_of(&o, &swarm)?;
-            let c = client(data_dir, &s)?;
-            let m = SendMessage { body, subject, task_id: task, entrypoint };
-            let store = o.store.clone();
+            let input = SendInput { swarm, body, subject, task_id: task, entrypoint };
             let out = crate::uamp::runtime()?
-                .block_on(mail::send(store, &c, &swarm, &m, |e| {
+                .block_on(swarms::send(o.store.clone(), data_dir, input, |e| {
                     if json {
                         println!("{}", serde_json::to_string(e).unwrap_or_default());
                         return;
@@ -196,7 +179,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
                         LiveEvent::Ping { .. } | LiveEvent::Finished { .. } => {}
                     }
                 }))
-                .map_err(|e| format!("{e} [{}]", e.code()))?;
+                .map_err(|e| e.coded_message())?;
             if !json {
                 println!("task {} {}: {}", out.task_id, if out.completed { "completed" } else { "FAILED" }, out.response);
             }
@@ -205,27 +188,8 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::Interswarm { swarm, body, to, subject, task, json } => {
-            let s = swarm_of(&o, &swarm)?;
-            let token = mail::swarm_token(data_dir, &s).map_err(|e| e.to_string())?;
-            let Some(token) = token else {
-                return Err(format!("{swarm} has no token; interswarm messages need one (gatehouse mail add … --token-stdin)"));
-            };
-            let c = SwarmClient::new(&s.base_url, Some(token.clone())).map_err(|e| e.to_string())?;
-            let msg_type = (to.len() > 1).then(|| "broadcast".to_string());
-            let req = InterswarmSend { user_token: token, body, targets: to, subject, msg_type, task_id: task };
-            let (msg, _) = crate::uamp::runtime()?.block_on(c.interswarm(&req)).map_err(|e| format!("{e} [{}]", e.code()))?;
-            let row = mail::row_of(&msg);
-            o.store
-                .mail_task_open(&gatehouse_store::mail::NewMailTask {
-                    task_id: row.task_id.clone(),
-                    swarm: Some(swarm),
-                    source: "live".into(),
-                    subject: row.subject.clone(),
-                    state: "running".into(),
-                    at: now(),
-                })
-                .and_then(|_| o.store.mail_message_add(&row, &now()))
-                .map_err(|e| e.to_string())?;
+            let input = InterswarmInput { swarm, body, targets: to, subject, task_id: task };
+            let row = crate::uamp::runtime()?.block_on(swarms::interswarm(o.store.clone(), data_dir, input)).map_err(|e| e.coded_message())?;
             if json {
                 crate::print_json(&row);
             } else {
@@ -233,7 +197,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::Tasks { search, limit, json } => {
-            let tasks = o.store.mail_tasks(search.as_deref(), limit).map_err(|e| e.to_string())?;
+            let tasks = swarms::tasks(&o.store, search.as_deref(), limit).map_err(|e| e.to_string())?;
             if json {
                 crate::print_json(&tasks);
             } else {
@@ -246,7 +210,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::Show { task_id, json } => {
-            let t = o.store.mail_task(&task_id).map_err(|e| e.to_string())?.ok_or_else(|| format!("no task {task_id}"))?;
+            let t = swarms::task(&o.store, &task_id).map_err(|e| e.to_string())?;
             if json {
                 crate::print_json(&t);
             } else {
@@ -266,7 +230,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             let mut failed = false;
             let mut reports = Vec::new();
             for f in &files {
-                match mail::import_file(&o.store, f, true) {
+                match swarms::import(&o.store, f) {
                     Ok(r) => {
                         failed |= !r.errors.is_empty();
                         if !json {
@@ -279,8 +243,8 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
                     }
                     Err(e) => {
                         failed = true;
-                        eprintln!("{e} [{}]", e.code());
-                        reports.push(json!({"source": f.display().to_string(), "error": {"code": e.code(), "message": e.to_string()}}));
+                        eprintln!("{}", e.coded_message());
+                        reports.push(json!({"source": f.display().to_string(), "error": e}));
                     }
                 }
             }

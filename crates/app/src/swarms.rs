@@ -1,0 +1,190 @@
+//! MAIL swarms the user connects to, with the token each gave kept in the keychain for
+//! that address only: connected after the swarm answers (a token it refuses is not kept),
+//! asked again, removed with their token, every change audited; tasks sent and followed,
+//! interswarm messages, the task list, a task's timeline, and task logs imported.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use gatehouse_inbox::mail::{self, ImportReport, LiveEvent};
+use gatehouse_keys::Secrets;
+use gatehouse_mail::client::{InterswarmSend, Outcome, SendMessage};
+use gatehouse_mail::{ClientError, SwarmClient};
+use gatehouse_store::mail::{MailMessageRow, MailSwarmRow, MailTaskDetail, MailTaskRow, NewMailTask};
+use gatehouse_store::Store;
+use serde::{Deserialize, Serialize};
+
+use crate::{blocking, now, Code, CommandError, Result};
+
+impl From<ClientError> for CommandError {
+    fn from(e: ClientError) -> Self {
+        CommandError::coded(e.code(), e.to_string())
+    }
+}
+
+impl From<mail::SwarmError> for CommandError {
+    fn from(e: mail::SwarmError) -> Self {
+        CommandError::coded(e.code(), e.to_string())
+    }
+}
+
+fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
+    CommandError::new(Code::Keychain, e.to_string())
+}
+
+/// A connection as the user sees it: whether it holds a token.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct SwarmView {
+    #[serde(flatten)]
+    pub swarm: MailSwarmRow,
+    pub has_token: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct SwarmInput {
+    pub url: String,
+    pub name: String,
+    pub token: Option<String>,
+}
+
+/// A connection just made, with everything the swarm said about itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct Added {
+    pub view: SwarmView,
+    pub info: serde_json::Value,
+}
+
+pub fn list(store: &Store, data_dir: &Path) -> Result<Vec<SwarmView>> {
+    let secrets = Secrets::open(data_dir).map_err(keychain)?;
+    store
+        .mail_swarms()?
+        .into_iter()
+        .map(|s| Ok(SwarmView { has_token: secrets.get(&mail::token_name(&s.name, &s.base_url)).map_err(keychain)?.is_some(), swarm: s }))
+        .collect()
+}
+
+pub fn find(store: &Store, name: &str) -> Result<MailSwarmRow> {
+    store
+        .mail_swarm(name)?
+        .ok_or_else(|| CommandError::new(Code::NotFound, format!("no swarm {name:?}; add it first (its https://host address, a name and its token)")))
+}
+
+/// Connects to a swarm (see [`mail::swarm_add`]: asked first, token kept for this address
+/// only, audited).
+pub async fn add(store: Arc<Store>, data_dir: &Path, input: SwarmInput) -> Result<Added> {
+    let added = mail::swarm_add(store, data_dir, &input.name, &input.url, input.token).await?;
+    Ok(Added { view: SwarmView { swarm: added.swarm, has_token: added.has_token }, info: added.info })
+}
+
+async fn client(store: &Arc<Store>, data_dir: &Path, name: &str) -> Result<SwarmClient> {
+    let (s, d, n) = (store.clone(), data_dir.to_path_buf(), name.to_string());
+    blocking(move || Ok(mail::swarm_client(&s, &d, &n)?)).await
+}
+
+/// Asks a swarm again (metadata, health, identity and role, status, known swarms) and keeps
+/// what it said.
+pub async fn refresh(store: Arc<Store>, data_dir: &Path, name: &str) -> Result<serde_json::Value> {
+    let c = client(&store, data_dir, name).await?;
+    let info = mail::survey(&c).await?;
+    let (i, n) = (info.clone(), name.to_string());
+    blocking(move || Ok(store.mail_swarm_set_info(&n, &i)?)).await?;
+    Ok(info)
+}
+
+/// Forgets a connection and its token; its tasks stay. Audited.
+pub fn remove(store: &Store, data_dir: &Path, name: &str) -> Result<()> {
+    find(store, name)?;
+    Ok(mail::swarm_remove(store, data_dir, name)?)
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct SendInput {
+    pub swarm: String,
+    pub body: String,
+    pub subject: Option<String>,
+    pub task_id: Option<String>,
+    pub entrypoint: Option<String>,
+}
+
+fn blank(s: Option<String>) -> Option<String> {
+    s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// Sends a message and follows its task to the end; every event is stored, then handed to
+/// `on_event` (the window pushes it, the CLI prints it).
+pub async fn send(store: Arc<Store>, data_dir: &Path, input: SendInput, on_event: impl FnMut(&LiveEvent) + Send) -> Result<Outcome> {
+    if input.body.trim().is_empty() {
+        return Err(CommandError::new(Code::Invalid, "the message is empty"));
+    }
+    let c = client(&store, data_dir, &input.swarm).await?;
+    let m = SendMessage { body: input.body, subject: blank(input.subject), task_id: blank(input.task_id), entrypoint: blank(input.entrypoint) };
+    mail::send(store, &c, &input.swarm, &m, on_event).await.map_err(|e| CommandError::coded(e.code(), e.to_string()))
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct InterswarmInput {
+    pub swarm: String,
+    pub body: String,
+    /// `agent@swarm` addresses.
+    pub targets: Vec<String>,
+    pub subject: Option<String>,
+    pub task_id: Option<String>,
+}
+
+/// Sends to agents of other swarms through this one (it needs the swarm's token, which is
+/// also the user token the swarm forwards); the message opens or joins its task.
+pub async fn interswarm(store: Arc<Store>, data_dir: &Path, input: InterswarmInput) -> Result<MailMessageRow> {
+    let targets: Vec<String> = input.targets.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
+    if targets.is_empty() || targets.iter().any(|t| !t.contains('@')) {
+        return Err(CommandError::new(Code::Invalid, "name each target as agent@swarm"));
+    }
+    let (s, d, name) = (store.clone(), data_dir.to_path_buf(), input.swarm.clone());
+    let (row, token) = blocking(move || {
+        let row = find(&s, &name)?;
+        let token = mail::swarm_token(&d, &row)?;
+        Ok((row, token))
+    })
+    .await?;
+    let token = token.ok_or_else(|| {
+        CommandError::new(Code::NoToken, format!("{} has no token; interswarm messages need one: add the swarm again with its token", input.swarm))
+    })?;
+    let client = SwarmClient::new(&row.base_url, Some(token.clone()))?;
+    let msg_type = (targets.len() > 1).then(|| "broadcast".to_string());
+    let req = InterswarmSend { user_token: token, body: input.body, targets, subject: blank(input.subject), msg_type, task_id: blank(input.task_id) };
+    let (msg, _) = client.interswarm(&req).await?;
+    let row = mail::row_of(&msg);
+    let (r, swarm) = (row.clone(), input.swarm);
+    blocking(move || {
+        store.mail_task_open(&NewMailTask {
+            task_id: r.task_id.clone(),
+            swarm: Some(swarm),
+            source: "live".into(),
+            subject: r.subject.clone(),
+            state: "running".into(),
+            at: now(),
+        })?;
+        store.mail_message_add(&r, &now())?;
+        Ok(())
+    })
+    .await?;
+    Ok(row)
+}
+
+/// Tasks, newest first, optionally those matching `query`.
+pub fn tasks(store: &Store, query: Option<&str>, limit: usize) -> Result<Vec<MailTaskRow>> {
+    Ok(store.mail_tasks(query, limit)?)
+}
+
+/// A task with every message and step kept for it.
+pub fn task(store: &Store, task_id: &str) -> Result<MailTaskDetail> {
+    store.mail_task(task_id)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no task {task_id}")))
+}
+
+/// Imports a task log (a file the user named, picked or dropped).
+pub fn import(store: &Store, path: &Path) -> Result<ImportReport> {
+    mail::import_file(store, path, true).map_err(|e| CommandError::coded(e.code(), e.to_string()))
+}
