@@ -1,8 +1,9 @@
-//! The ASOP guardian as the user runs it: steps waiting for the user (answered to the
-//! running guardian that holds them), the rules (checked before they are kept), and each
-//! session's timeline. Every change is audited.
+//! The ASOP guardian as the user runs it: the user's agents (registered, waiting, blocked),
+//! steps waiting for the user (answered to the running guardian that holds them), the rules
+//! (checked before they are kept), and each session's timeline. Every change is audited.
 
 use gatehouse_asop::rules::{Action, Condition, Rule};
+use gatehouse_inbox::gate::consent::ASOP_SCOPE;
 use gatehouse_inbox::guardian::{Guardian, UserAnswer};
 use gatehouse_store::asop::{AsopRuleRow, AsopStepRow};
 use gatehouse_store::Store;
@@ -109,4 +110,58 @@ pub fn sessions(store: &Store, limit: usize) -> Result<Vec<SessionItem>> {
 /// Every step of a session, in order.
 pub fn session(store: &Store, session_id: &str) -> Result<Vec<AsopStepRow>> {
     Ok(store.asop_session(session_id)?)
+}
+
+/// One of the user's agents as the guardian knows it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AgentItem {
+    /// The agent's id (as it registers: `asop:<id>` in the trust registry).
+    pub agent: String,
+    /// `registered` (its steps are decided by rules or asked about), `waiting` (it asked to
+    /// register and waits for the user) or `blocked`.
+    pub state: String,
+    pub name: Option<String>,
+    /// When it was registered, first asked, or blocked.
+    pub since: String,
+}
+
+/// Every agent that registered, asks to, or was blocked.
+pub fn agents(store: &Store) -> Result<Vec<AgentItem>> {
+    let id = |key: &str| key.strip_prefix("asop:").map(str::to_string);
+    let mut out: Vec<AgentItem> = Vec::new();
+    for t in store.trust_list()? {
+        if let Some(agent) = id(&t.public_key) {
+            out.push(AgentItem { agent, state: "registered".into(), name: Some(t.name), since: t.added_at });
+        }
+    }
+    for p in store.pending_list()? {
+        if let Some(agent) = id(&p.public_key) {
+            out.push(AgentItem { agent, state: "waiting".into(), name: None, since: p.first_seen });
+        }
+    }
+    for b in store.blocked_list()? {
+        if let Some(agent) = id(&b.public_key) {
+            out.push(AgentItem { agent, state: "blocked".into(), name: None, since: b.blocked_at });
+        }
+    }
+    Ok(out)
+}
+
+/// Registers an agent that asked to (it must be waiting): its steps are then decided by the
+/// rules, or asked about. The same as letting it in from the consent prompt; audited.
+pub fn approve(store: &Store, agent: &str, name: Option<String>) -> Result<gatehouse_store::TrustEntry> {
+    let agent = agent.trim().trim_start_matches("asop:");
+    if agent.is_empty() {
+        return Err(CommandError::new(Code::Invalid, "name the agent (its id)"));
+    }
+    let policy = gatehouse_store::Policy { allowed_scopes: vec![ASOP_SCOPE.into()], ..gatehouse_store::Policy::default() };
+    let name = name.or_else(|| Some(format!("agent {agent}")));
+    crate::trust::approve(store, &format!("asop:{agent}"), name, policy, chrono::Utc::now())
+}
+
+/// Blocks an agent: the guardian refuses its steps and it is never asked about again.
+pub fn block(store: &Store, agent: &str) -> Result<()> {
+    let agent = agent.trim().trim_start_matches("asop:");
+    Ok(crate::trust::block(store, &gatehouse_inbox::guardian::agent_key(agent), chrono::Utc::now())?)
 }

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use gatehouse_store::{Policy, Store, TrustEntry};
 
-use gatehouse_inbox::gate::consent::{now_string, ConsentError};
+use gatehouse_inbox::gate::consent::{grantable, now_string, ConsentError, Source};
 
 pub fn add(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
     validate(&entry.policy)?;
@@ -154,6 +154,15 @@ pub fn approve(store: &Store, key: &str, name: Option<String>, policy: Policy, n
     let Some(p) = pending.iter().find(|p| p.public_key == key) else {
         return Err(crate::CommandError::new(crate::Code::NotFound, format!("{key} has no pending request; trust it directly instead")));
     };
+    // What the consent prompt would let it in for, and nothing more: an agent or a site
+    // only for its own scope, a stranger never for those.
+    for scope in &policy.allowed_scopes {
+        match Source::of(&key, Some(scope)).fixed_scope() {
+            Some(fixed) if scope != fixed => return Err(ConsentError::Invalid(format!("{key} can only be let in for \"{fixed}\"")).into()),
+            _ if scope == "*" => {}
+            _ => grantable(&key, scope)?,
+        }
+    }
     let name = name.unwrap_or_else(|| format!("sender {}", &p.public_key[..8.min(p.public_key.len())]));
     let entry = TrustEntry { public_key: key, name, added_at: now_string(now), policy };
     add(store, &entry, now)?;

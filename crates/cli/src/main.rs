@@ -1,7 +1,9 @@
 //! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
 
 mod bench;
+mod guardian;
 mod mail;
+mod sites;
 mod uamp;
 
 use std::path::PathBuf;
@@ -66,6 +68,19 @@ enum Command {
     /// MAIL: swarms, tasks followed live, task logs imported
     #[command(subcommand)]
     Mail(mail::MailCmd),
+    /// The ASOP guardian: your agents, its rules, sessions and their decisions
+    #[command(subcommand)]
+    Guardian(guardian::GuardianCmd),
+    /// IntentWeb: companies' sites, conversations with them, their keys
+    #[command(subcommand)]
+    Sites(sites::SitesCmd),
+    /// Write receipts, the audit log, IntentWeb conversations or the guardian's decisions
+    /// to a JSON file
+    Export {
+        #[arg(value_enum)]
+        kind: ExportArg,
+        file: PathBuf,
+    },
     /// How long refused submissions' bodies and receipts and audit entries are kept
     /// (shows it; the flags change it; 0 keeps forever)
     Retention {
@@ -139,6 +154,14 @@ enum Command {
         #[arg(long, default_value_t = 3600)]
         ttl: i64,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExportArg {
+    Receipts,
+    Audit,
+    Conversations,
+    Guardian,
 }
 
 #[derive(Args)]
@@ -219,7 +242,8 @@ enum TrustCmd {
     },
     /// Stop trusting a sender
     Remove { key: String },
-    /// Turn a pending sender request into a trust entry
+    /// Turn a pending sender request into a trust entry (an ASOP agent, asop:<id>, is let
+    /// in for its own scope: see `gatehouse guardian approve`)
     Approve {
         key: String,
         #[arg(long)]
@@ -303,12 +327,19 @@ fn default_data_dir() -> PathBuf {
 }
 
 fn check_key(key: &str) -> Result<String, String> {
-    if key.starts_with("did:key:") || key.starts_with("did:web:") {
+    if key.starts_with("did:key:") || key.starts_with("did:web:") || key.starts_with("asop:") {
         // A UAMP sender; did:key was checked when its keys were looked up.
         return Ok(key.to_string());
     }
     gatehouse_epp::parse_public_key(key).map_err(|e| format!("{key:?} is not a usable public key: {e}"))?;
     Ok(key.to_ascii_lowercase())
+}
+
+/// Writes an export to the file the user named and says how many records it holds.
+fn export(store: &gatehouse_store::Store, kind: gatehouse_app::export::ExportKind, file: &std::path::Path) -> Result<(), String> {
+    let n = gatehouse_app::export::write(store, kind, file).map_err(|e| e.coded_message())?;
+    eprintln!("wrote {n} record(s) to {}", file.display());
+    Ok(())
 }
 
 fn print_json<T: serde::Serialize>(v: &T) {
@@ -335,6 +366,13 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()? };
                     let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store, input)).map_err(|e| e.to_string())?;
                     eprintln!("trusted {} ({})", entry.name, entry.public_key);
+                }
+                TrustCmd::Approve { key, name, policy } if key.starts_with("asop:") => {
+                    if policy.scopes.iter().any(|s| s != gatehouse_inbox::gate::consent::ASOP_SCOPE) {
+                        return Err(format!("{key} is one of your agents: it is let in for \"asop\" only"));
+                    }
+                    let entry = gatehouse_app::guardian::approve(&store, &key, name).map_err(|e| e.coded_message())?;
+                    eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", entry.name, entry.public_key);
                 }
                 TrustCmd::Approve { key, name, policy } => {
                     let entry =
@@ -456,6 +494,18 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Uamp(cmd) => return uamp::run(cmd, &data_dir, open(true)?),
         Command::Mail(cmd) => return mail::run(cmd, &data_dir, open(true)?),
+        Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?.store),
+        Command::Sites(cmd) => return sites::run(cmd, open(false)?),
+        Command::Export { kind, file } => {
+            use gatehouse_app::export::ExportKind;
+            let kind = match kind {
+                ExportArg::Receipts => ExportKind::Receipts,
+                ExportArg::Audit => ExportKind::Audit,
+                ExportArg::Conversations => ExportKind::Conversations,
+                ExportArg::Guardian => ExportKind::Guardian,
+            };
+            export(&open(false)?.store, kind, &file)?;
+        }
         Command::Serve { listen, watch, uamp_listen, public_names } => {
             let o = open(true)?;
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;

@@ -1,74 +1,16 @@
 //! The `gatehouse` binary as a user and an acceptance check run it: real keychain, real
 //! SQLite file, real loopback server, and a kill -9 in the middle of an ingest.
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Output, Stdio};
+mod common;
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::{gh, ok, Cleanup, Server};
 use rand::Rng;
-
-const BIN: &str = env!("CARGO_BIN_EXE_gatehouse");
-
-fn gh(dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(BIN).arg("--data-dir").arg(dir).args(args).env_remove("GATEHOUSE_KEYSTORE").output().unwrap()
-}
-
-fn ok(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = gh(dir, args);
-    assert!(out.status.success(), "gatehouse {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn last_line(s: &str) -> String {
     s.lines().last().unwrap_or("").trim().to_string()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-struct Server(Child, String);
-
-impl Server {
-    fn start(dir: &std::path::Path) -> Server {
-        let port = free_port();
-        let child = Command::new(BIN)
-            .arg("--data-dir")
-            .arg(dir)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env_remove("GATEHOUSE_KEYSTORE")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let base = format!("http://127.0.0.1:{port}");
-        let t = Instant::now();
-        while reqwest::blocking::get(format!("{base}/health")).is_err() {
-            assert!(t.elapsed() < Duration::from_secs(20), "server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Server(child, base)
-    }
-    fn submit(&self) -> String {
-        format!("{}/epp/v1/submit", self.1)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-struct Cleanup(Vec<std::path::PathBuf>);
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        // The identity's keychain entry goes with the test's data dir.
-        for d in &self.0 {
-            let _ = gatehouse_keys::delete(d);
-        }
-    }
 }
 
 #[test]

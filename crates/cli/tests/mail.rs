@@ -1,28 +1,13 @@
 //! `gatehouse mail …` against the repo's test swarm on loopback (real keychain): connect
 //! with a token, send a task and watch its timeline, search and show it, import a log.
 
-use std::io::Write as _;
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
+use common::gh_in as gh;
 use gatehouse_mail_testswarm::{Config, Swarm};
-
-const BIN: &str = env!("CARGO_BIN_EXE_gatehouse");
-
-fn gh(dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .env_remove("GATEHOUSE_KEYSTORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
-}
 
 fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())

@@ -2,38 +2,14 @@
 //! one serves UAMP, the other adds it by address, pins its certificate, and asks it for
 //! an image that comes back as the same file.
 
-use std::io::Write as _;
+mod common;
+
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gatehouse");
-
-fn gh_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .env_remove("GATEHOUSE_KEYSTORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = gh_in(dir, args, "");
-    assert!(out.status.success(), "gatehouse {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
-    serde_json::from_str(&ok(dir, args)).unwrap()
-}
+use common::{gh_in, json, ok, BIN};
 
 /// Two distinct free ports: both listeners are held until both are picked.
 fn two_free_ports() -> (u16, u16) {

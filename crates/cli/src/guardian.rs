@@ -1,0 +1,210 @@
+//! `gatehouse guardian …`: the ASOP guardian from the command line, through the same
+//! application layer as the window: your agents (registered, waiting, blocked), letting one
+//! in or blocking it, the rules, sessions and their steps, and an export of every decision.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Subcommand, ValueEnum};
+use gatehouse_app::guardian::{self, RuleInput};
+use gatehouse_asop::rules::{Action, Condition, Op};
+use gatehouse_store::asop::AsopStepRow;
+use gatehouse_store::Store;
+
+#[derive(Subcommand)]
+pub enum GuardianCmd {
+    /// Your agents: registered, waiting to be let in, or blocked
+    Agents {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let an agent that asked in: its steps are then decided by your rules, or asked about
+    Approve {
+        agent: String,
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Block an agent: its steps are refused and it never asks again
+    Block { agent: String },
+    /// The rules that decide your agents' steps
+    #[command(subcommand)]
+    Rules(RulesCmd),
+    /// Sessions, newest first
+    Sessions {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 200)]
+        limit: usize,
+    },
+    /// Every step of a session with what was decided and by whom
+    Session {
+        session_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write every session's decided steps to a JSON file
+    Export { file: PathBuf },
+}
+
+#[derive(Subcommand)]
+pub enum RulesCmd {
+    /// List the rules
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a rule; the most specific rule decides
+    Add {
+        /// An agent id, provider:NAME, or * (any)
+        #[arg(long, default_value = "*")]
+        agent: String,
+        /// A step method (steps/toolCallRequest, …) or *
+        #[arg(long, default_value = "*")]
+        method: String,
+        /// A tool name or *
+        #[arg(long, default_value = "*")]
+        tool: String,
+        #[arg(long, value_enum)]
+        action: ActionArg,
+        /// Only when this argument of the tool call… (with --op and --value)
+        #[arg(long, requires_all = ["op", "value"])]
+        argument: Option<String>,
+        #[arg(long, value_enum)]
+        op: Option<OpArg>,
+        #[arg(long)]
+        value: Option<String>,
+        /// For modify: the pattern to redact before the step goes on
+        #[arg(long)]
+        redact: Option<String>,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Remove a rule by its id
+    Remove { id: i64 },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ActionArg {
+    Allow,
+    Deny,
+    Ask,
+    Modify,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OpArg {
+    Equals,
+    NotEquals,
+    Contains,
+    NotContains,
+    EndsWith,
+    NotEndsWith,
+    Matches,
+}
+
+fn step_line(s: &AsopStepRow) -> String {
+    let by = s.decided_by.as_deref().unwrap_or("-");
+    format!("{}  {:<8} by {by:<6} {}  {}  {}", s.created_at, s.decision, s.method, s.summary, s.message.as_deref().unwrap_or(""))
+}
+
+pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, String> {
+    let err = |e: gatehouse_app::CommandError| e.coded_message();
+    match cmd {
+        GuardianCmd::Agents { json } => {
+            let list = guardian::agents(store).map_err(err)?;
+            if json {
+                crate::print_json(&list);
+            } else if list.is_empty() {
+                eprintln!("no agent has come to the guardian yet");
+            }
+            for a in list.iter().filter(|_| !json) {
+                println!("{:<10}  {}  {}  since {}", a.state, a.agent, a.name.as_deref().unwrap_or(""), a.since);
+            }
+        }
+        GuardianCmd::Approve { agent, name } => {
+            let e = guardian::approve(store, &agent, name).map_err(err)?;
+            eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", e.name, e.public_key);
+        }
+        GuardianCmd::Block { agent } => {
+            guardian::block(store, &agent).map_err(err)?;
+            eprintln!("blocked {agent}: its steps are refused");
+        }
+        GuardianCmd::Rules(RulesCmd::List { json }) => {
+            let rules = guardian::rules(store).map_err(err)?;
+            if json {
+                crate::print_json(&rules);
+            } else if rules.is_empty() {
+                eprintln!("no rules: every step is asked about");
+            }
+            for r in rules.iter().filter(|_| !json) {
+                let cond = r
+                    .condition
+                    .as_ref()
+                    .map(|c| {
+                        format!(" when {} {} {:?}", c["argument"].as_str().unwrap_or("?"), c["op"].as_str().unwrap_or("?"), c["value"].as_str().unwrap_or(""))
+                    })
+                    .unwrap_or_default();
+                let redact = r.redact.as_deref().map(|p| format!(" (redact {p:?})")).unwrap_or_default();
+                println!("{:>4}  agent {}  {}  tool {}{cond}: {}{redact}  [{}]", r.id, r.agent, r.method, r.tool, r.action, r.source);
+            }
+        }
+        GuardianCmd::Rules(RulesCmd::Add { agent, method, tool, action, argument, op, value, redact, note }) => {
+            let action = match action {
+                ActionArg::Allow => Action::Allow,
+                ActionArg::Deny => Action::Deny,
+                ActionArg::Ask => Action::Ask,
+                ActionArg::Modify => Action::Modify,
+            };
+            let condition = match (argument, op, value) {
+                (Some(argument), Some(op), Some(value)) => Some(Condition { argument, op: op.into(), value }),
+                _ => None,
+            };
+            let row = guardian::rule_add(store, RuleInput { agent, method, tool, condition, action, redact, note }).map_err(err)?;
+            println!("{}", row.id);
+            eprintln!("added rule {}", row.id);
+        }
+        GuardianCmd::Rules(RulesCmd::Remove { id }) => {
+            guardian::rule_remove(store, id).map_err(err)?;
+            eprintln!("removed rule {id}");
+        }
+        GuardianCmd::Sessions { json, limit } => {
+            let list = guardian::sessions(store, limit).map_err(err)?;
+            if json {
+                crate::print_json(&list);
+            } else if list.is_empty() {
+                eprintln!("no sessions: no agent has asked yet");
+            }
+            for s in list.iter().filter(|_| !json) {
+                println!("{}  {}  {:>4} steps  {}", s.last, s.session_id, s.steps, s.agent.as_deref().unwrap_or("agent"));
+            }
+        }
+        GuardianCmd::Session { session_id, json } => {
+            let steps = guardian::session(store, &session_id).map_err(err)?;
+            if steps.is_empty() {
+                return Err(format!("no session {session_id} [NOT_FOUND]"));
+            }
+            if json {
+                crate::print_json(&steps);
+            }
+            for s in steps.iter().filter(|_| !json) {
+                println!("{}", step_line(s));
+            }
+        }
+        GuardianCmd::Export { file } => crate::export(store, gatehouse_app::export::ExportKind::Guardian, &file)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+impl From<OpArg> for Op {
+    fn from(o: OpArg) -> Op {
+        match o {
+            OpArg::Equals => Op::Equals,
+            OpArg::NotEquals => Op::NotEquals,
+            OpArg::Contains => Op::Contains,
+            OpArg::NotContains => Op::NotContains,
+            OpArg::EndsWith => Op::EndsWith,
+            OpArg::NotEndsWith => Op::NotEndsWith,
+            OpArg::Matches => Op::Matches,
+        }
+    }
+}
