@@ -33,24 +33,15 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let app = crate::net::host_check::layer(app, crate::net::host_check::Allowed::new(listener.local_addr()?, false, public_names));
-    let admission = crate::net::conn::Admission::new(limits);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(256 * 1024);
-    tokio::pin!(shutdown);
-    while let Some((stream, slot)) = admission.accept(&listener, shutdown.as_mut()).await {
+    crate::net::conn::serve(listener, limits, shutdown, move |stream, stopped| {
         let activity = crate::net::conn::Activity::new();
         let service = hyper_util::service::TowerToHyperService::new(crate::net::conn::tracked(app.clone(), activity.clone()));
         let conn = http.serve_connection(TokioIo::new(stream), service);
-        let stopped = stopped.clone();
-        tokio::spawn(async move {
-            crate::net::conn::drive(conn, activity, limits.idle, stopped).await;
-            drop(slot);
-        });
-    }
-    drop(listener);
-    drop(stopped);
-    crate::net::conn::stop_all(stop).await;
+        crate::net::conn::drive(conn, activity, limits.idle, stopped)
+    })
+    .await;
     Ok(())
 }
 

@@ -206,9 +206,33 @@ pub(crate) async fn drive<C: GracefulConnection>(conn: C, activity: Activity, id
 /// How long a connection asked to close may take once nothing is in progress on it.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
+/// Serves a listener: connections within `limits` are accepted until `shutdown`, each
+/// driven by `per_conn` (given the stream and the stop signal) on its own task holding
+/// its slot; then every connection is told to close and waited for. The plain and the
+/// TLS listeners differ only in `per_conn`.
+pub(crate) async fn serve<F, Fut>(listener: TcpListener, limits: Limits, shutdown: impl std::future::Future<Output = ()>, per_conn: F)
+where
+    F: Fn(TcpStream, watch::Receiver<bool>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let admission = Admission::new(limits);
+    let (stop, stopped) = watch::channel(false);
+    tokio::pin!(shutdown);
+    while let Some((stream, slot)) = admission.accept(&listener, shutdown.as_mut()).await {
+        let conn = per_conn(stream, stopped.clone());
+        tokio::spawn(async move {
+            conn.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    drop(stopped);
+    stop_all(stop).await;
+}
+
 /// Tells every connection driven with `stop` to close and waits (at most 5 s) for the
 /// requests in progress to finish.
-pub(crate) async fn stop_all(stop: watch::Sender<bool>) {
+async fn stop_all(stop: watch::Sender<bool>) {
     let _ = stop.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), stop.closed()).await;
 }

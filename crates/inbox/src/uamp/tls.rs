@@ -190,8 +190,6 @@ pub async fn serve(
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     let app = crate::net::host_check::layer(app, crate::net::host_check::Allowed::new(listener.local_addr()?, true, public_names));
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    let admission = crate::net::conn::Admission::new(limits);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::epp::http::HEADER_TIMEOUT);
     // Streams per connection are bounded, so connections × streams × body budget is too.
@@ -202,10 +200,9 @@ pub async fn serve(
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
         .enable_connect_protocol();
     let builder = Arc::new(builder);
-    tokio::pin!(shutdown);
-    while let Some((tcp, slot)) = admission.accept(&listener, shutdown.as_mut()).await {
-        let (acceptor, app, builder, stopped) = (acceptor.clone(), app.clone(), builder.clone(), stopped.clone());
-        tokio::spawn(async move {
+    crate::net::conn::serve(listener, limits, shutdown, move |tcp, stopped| {
+        let (acceptor, app, builder) = (acceptor.clone(), app.clone(), builder.clone());
+        async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(s)) => s,
                 Ok(Err(e)) => {
@@ -221,11 +218,8 @@ pub async fn serve(
             let service = hyper_util::service::TowerToHyperService::new(crate::net::conn::tracked(app, activity.clone()));
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
             crate::net::conn::drive(conn, activity, limits.idle, stopped).await;
-            drop(slot);
-        });
-    }
-    drop(listener);
-    drop(stopped);
-    crate::net::conn::stop_all(stop).await;
+        }
+    })
+    .await;
     Ok(())
 }
