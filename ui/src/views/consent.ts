@@ -2,6 +2,7 @@
 // each button does.
 import { api, asShape, errorText, hasCode, type AsopStep, type ConsentItem, type ConsentTarget, type Decision } from '../api';
 import { h, Kept, replace } from '../dom';
+import { failed } from './parts';
 import { fingerprint, senderLabel, when } from '../format';
 
 export function consentSentence(item: ConsentItem): string {
@@ -44,7 +45,7 @@ export class ConsentView {
         ...items.map((it) => this.card(it)));
       this.asks.sweep();
     } catch (e) {
-      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+      replace(this.el, failed(e));
     }
   }
 

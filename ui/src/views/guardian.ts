@@ -1,7 +1,8 @@
 // The ASOP guardian: the rules that decide what your agents may do, and each session's
 // steps with what was decided and by whom. Steps waiting for you are under "Waiting for you".
-import { api, asShape, errorText, type Action, type AsopCondition, type AsopRule, type AsopStep, type Op } from '../api';
+import { api, asShape, errorText, type Action, type AsopCondition, type AsopRule, type AsopStep, type Op, type SessionItem } from '../api';
 import { h, replace } from '../dom';
+import { act, failed, ListDetail } from './parts';
 import { when } from '../format';
 
 const METHODS = ['*', 'steps/toolCallRequest', 'steps/toolCallResult', 'steps/message', 'steps/agentTrigger', 'steps/knowledgeRetrieval', 'steps/memoryStore', 'steps/memoryContextRetrieval', 'protocols/A2A', 'protocols/MCP'];
@@ -19,38 +20,37 @@ export function ruleText(r: AsopRule): string {
 export class GuardianView {
   readonly el = h('section', { className: 'guardian', id: 'view-guardian' });
   private sessionBox = h('div', { className: 'detail', id: 'asop-session' }, h('p', { className: 'muted' }, 'Choose a session to see its steps.'));
-  private selected: string | null = null;
+  private sessionsBox = h('div', { className: 'list' });
+  private sessions = new ListDetail<SessionItem>({
+    box: this.sessionsBox, id: 'asop-sessions', data: 'session', load: () => api.asopSessions(), key: (s) => s.session_id, first: true,
+    row: (s) => [
+      h('div', { className: 'row-top' }, h('span', { className: 'who' }, s.agent ?? 'agent'), h('span', { className: 'ptype' }, `${s.steps} steps`), h('time', {}, when(s.last))),
+      h('div', { className: 'preview mono' }, s.session_id)],
+    empty: () => 'No agent has asked yet.', show: (id) => this.showSession(id),
+  });
   // Built once: a rule being written must survive the redraws that arriving steps cause.
   private ruleList = h('div');
   private rulesPart = h('div', { className: 'card', id: 'asop-rules' }, h('h3', {}, 'Rules'), this.ruleList, this.ruleAdd());
 
   async load(): Promise<void> {
     try {
-      const [rules, sessions] = await Promise.all([api.asopRules(), api.asopSessions()]);
-      if (!this.selected && sessions[0]) this.selected = sessions[0].session_id;
+      const rules = await api.asopRules();
       replace(this.el,
         h('h2', {}, 'Guardian (ASOP)'),
         h('p', { className: 'muted small' }, 'Your agents ask Gatehouse before they act (POST /asop/v1 on the inbox address). The most specific rule decides; with no rule, you are asked.'),
         this.rulesCard(rules),
         h('h3', {}, 'Sessions'),
-        h('div', { className: 'split' },
-          sessions.length ? h('ul', { className: 'rows', id: 'asop-sessions' }, ...sessions.map((s) => h('li', {
-            className: `row${s.session_id === this.selected ? ' selected' : ''}`, 'data-session': s.session_id,
-            onclick: () => { this.selected = s.session_id; void this.load(); } },
-            h('div', { className: 'row-top' }, h('span', { className: 'who' }, s.agent ?? 'agent'), h('span', { className: 'ptype' }, `${s.steps} steps`), h('time', {}, when(s.last))),
-            h('div', { className: 'preview mono' }, s.session_id))))
-            : h('p', { className: 'empty' }, 'No agent has asked yet.'),
-          this.sessionBox));
-      if (this.selected) await this.showSession(this.selected);
+        h('div', { className: 'split' }, this.sessionsBox, this.sessionBox));
+      await this.sessions.reload();
     } catch (e) {
-      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+      replace(this.el, failed(e));
     }
   }
 
   private rulesCard(rules: AsopRule[]): HTMLElement {
     replace(this.ruleList, rules.length ? h('ul', { className: 'plain', id: 'rule-list' }, ...rules.map((r) => h('li', { 'data-rule': r.id },
       h('span', {}, ruleText(r)), ' ', r.source === 'always' ? h('span', { className: 'badge' }, 'from an answer') : null, ' ',
-      h('button', { className: 'secondary small', onclick: async () => { try { await api.asopRuleRemove(r.id); await this.load(); } catch (e) { alert(errorText(e)); } } }, 'Remove'))))
+      h('button', { className: 'secondary small', onclick: act(() => api.asopRuleRemove(r.id), () => this.load()) }, 'Remove'))))
       : h('p', { className: 'muted' }, 'No rules yet: every step is asked about.'));
     // The card itself is kept: moving the form into a new one would blur what is typed.
     return this.rulesPart;
@@ -86,7 +86,7 @@ export class GuardianView {
         h('h2', {}, `Session ${id}`),
         h('ol', { className: 'asop-timeline', id: 'asop-timeline' }, ...steps.map((s) => this.step(s))));
     } catch (e) {
-      replace(this.sessionBox, h('p', { className: 'error' }, errorText(e)));
+      replace(this.sessionBox, failed(e));
     }
   }
 

@@ -2,6 +2,7 @@
 // search and keyset paging; a detail panel; the conversation thread.
 import { api, asShape, errorText, onExecProgress, type Detail, type ExecProgress, type ExecStatus, type InboxFilter_Deserialize, type InboxItem, type Reply } from '../api';
 import { h, replace } from '../dom';
+import { failed } from './parts';
 import { delegationLine, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
 
 // Three windowfuls at a time; "Load more" fetches the next (each row costs the webview
@@ -118,7 +119,7 @@ export class InboxView {
       if (d.envelope) this.setRowStatus(d.envelope.id, d.envelope.exec_status);
       if (turn === this.drawing) renderDetail(this.detail, d, (c) => void this.showConversation(c), () => void this.show(receiptId));
     } catch (e) {
-      if (turn === this.drawing) replace(this.detail, h('p', { className: 'error' }, errorText(e)));
+      if (turn === this.drawing) replace(this.detail, failed(e));
     }
   }
 
@@ -142,7 +143,7 @@ export class InboxView {
             h('p', { className: 'prompt' }, m.envelope.prompt),
             m.envelope.transport === 'reply' ? replyReceipt(m.envelope.exec_result) : null))));
     } catch (e) {
-      if (turn === this.drawing) replace(this.detail, h('p', { className: 'error' }, errorText(e)));
+      if (turn === this.drawing) replace(this.detail, failed(e));
     }
   }
 }
@@ -241,7 +242,7 @@ async function showReplies(el: HTMLElement, envelopeRow: number, openThread: (()
   el.appendChild(box);
   const draw = async () => {
     let list: Reply[];
-    try { list = await api.repliesFor(envelopeRow); } catch (e) { replace(box, h('p', { className: 'error' }, errorText(e))); return; }
+    try { list = await api.repliesFor(envelopeRow); } catch (e) { replace(box, failed(e)); return; }
     if (!list.length) { replace(box); return; }
     // A message that started no conversation starts one when answered: show it.
     const thread = openThread && list.some((r) => r.state === 'sent')

@@ -4,6 +4,7 @@
 import { api, asShape, errorText, type ConversationItem, type FlowType, type IwCapability, type IwManifest, type IwMessage, type IwSite, type IwVerdict, type IwView } from '../api';
 import { h, Kept, refill, replace, sanitizedHtml } from '../dom';
 import { fingerprint, when } from '../format';
+import { act, failed, ListDetail } from './parts';
 
 const FLOW_TEXT: Record<string, string> = {
   intent_request: 'your request',
@@ -42,7 +43,6 @@ export class IntentView {
   private composerCap = h('select', { id: 'iw-capability' });
   private composerText = h('textarea', { id: 'iw-intent', rows: 2, cols: 60, placeholder: 'What would you like to do? e.g. “Book a table for 2 tomorrow at 7pm”' });
   private composerMsg = h('p', { role: 'status', id: 'iw-start-msg' });
-  private selected: string | null = null;
   private sites: IwSite[] = [];
   // Built once (or once per conversation step): the view is redrawn whenever anything
   // arrives, and what is being typed or chosen must survive that.
@@ -50,6 +50,10 @@ export class IntentView {
   private composerForm = this.composer();
   private replies = new Kept();
   private split = h('div', { className: 'split' }, this.listBox, this.detailBox);
+  private conversations = new ListDetail<ConversationItem>({
+    box: this.listBox, id: 'iw-list', data: 'interaction', load: () => api.iwConversations(), key: (c) => c.interaction_id,
+    row: (c) => this.row(c), empty: () => 'No conversations yet.', show: (id) => this.show(id),
+  });
 
   async load(): Promise<void> {
     try {
@@ -61,9 +65,9 @@ export class IntentView {
         this.composerFor(),
         h('h3', {}, 'Conversations'),
         this.split);
-      await this.loadConversations();
+      await this.conversations.reload();
     } catch (e) {
-      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+      replace(this.el, failed(e));
     }
   }
 
@@ -95,11 +99,8 @@ export class IntentView {
         h('h3', {}, m.company),
         h('span', { className: 'mono muted small' }, s.origin),
         s.site_key ? h('span', { className: 'badge verdict-verified', title: s.site_key }, `key pinned ${fingerprint(s.site_key)}`) : h('span', { className: 'badge verdict-new' }, 'key not pinned yet'),
-        h('button', { className: 'secondary small', onclick: async () => { try { await api.iwSiteAdd(s.origin); await this.load(); } catch (e) { alert(errorText(e)); } } }, 'Refresh'),
-        h('button', { className: 'secondary small', onclick: async () => {
-          if (!confirm(`Remove ${m.company}? Conversations with it are kept.`)) return;
-          try { await api.iwSiteRemove(s.origin); await this.load(); } catch (e) { alert(errorText(e)); }
-        } }, 'Remove')),
+        h('button', { className: 'secondary small', onclick: act(() => api.iwSiteAdd(s.origin), () => this.load()) }, 'Refresh'),
+        h('button', { className: 'secondary small', onclick: act(() => api.iwSiteRemove(s.origin), () => this.load(), `Remove ${m.company}? Conversations with it are kept.`) }, 'Remove')),
       m.about ? h('p', {}, m.about) : null,
       loc.length ? h('p', { className: 'muted small' }, loc.join(' · ')) : null,
       h('p', { className: 'muted small' }, `Manifest updated ${m.last_updated}; fetched ${when(s.fetched_at)}`),
@@ -155,8 +156,8 @@ export class IntentView {
         const t = await api.iwStart({ origin: this.composerSite.value, capability: this.composerCap.value || null, message: this.composerText.value });
         this.composerMsg.textContent = '';
         this.composerText.value = '';
-        this.selected = t.conversation.interaction_id;
-        await this.loadConversations();
+        this.conversations.selected = t.conversation.interaction_id;
+        await this.conversations.reload();
       } catch (err) { this.composerMsg.className = 'error'; this.composerMsg.textContent = errorText(err); }
       start.disabled = false;
     } },
@@ -166,26 +167,14 @@ export class IntentView {
       this.composerMsg);
   }
 
-  private async loadConversations(): Promise<void> {
-    try {
-      const list = await api.iwConversations();
-      replace(this.listBox, list.length
-        ? h('ul', { className: 'rows', id: 'iw-list' }, ...list.map((c) => this.row(c)))
-        : h('p', { className: 'empty' }, 'No conversations yet.'));
-      if (this.selected) await this.show(this.selected);
-    } catch (e) {
-      replace(this.listBox, h('p', { className: 'error' }, errorText(e)));
-    }
-  }
-
-  private row(c: ConversationItem): HTMLElement {
+  private row(c: ConversationItem): HTMLElement[] {
     const state = c.state === 'completed' ? `Done${c.external_id ? ` — ${c.external_id}` : ''}` : c.state === 'failed' ? 'Failed' : 'In progress';
-    return h('li', { className: `row${c.interaction_id === this.selected ? ' selected' : ''}`, 'data-interaction': c.interaction_id, onclick: () => { this.selected = c.interaction_id; void this.loadConversations(); } },
+    return [
       h('div', { className: 'row-top' },
         h('span', { className: 'who' }, c.company ?? c.origin),
         h('span', { className: `badge iw-${c.state}` }, state),
         h('time', {}, when(c.updated_at))),
-      h('div', { className: 'preview' }, c.initial));
+      h('div', { className: 'preview' }, c.initial)];
   }
 
   private async show(id: string): Promise<void> {
@@ -203,7 +192,7 @@ export class IntentView {
         c.state === 'open' ? this.replies.get(`${c.interaction_id}:${v.messages.length}`, () => this.replyBox(v)) : null);
       this.replies.sweep();
     } catch (e) {
-      replace(this.detailBox, h('p', { className: 'error' }, errorText(e)));
+      replace(this.detailBox, failed(e));
     }
   }
 
@@ -227,9 +216,7 @@ export class IntentView {
         verdictBadge(m, v.pinned_key),
         h('time', {}, when(m.at))),
       m.warning && !(kid && v.pinned_key === kid) ? h('p', { className: m.accepted ? 'warning small' : 'error small iw-warning' }, m.warning) : null,
-      kid && v.pinned_key !== kid ? h('button', { className: 'secondary small iw-pin', onclick: async () => {
-        try { await api.iwPin(v.conversation.origin, kid); await this.load(); } catch (e) { alert(errorText(e)); }
-      } }, `Pin this key (${fingerprint(kid)})`) : null,
+      kid && v.pinned_key !== kid ? h('button', { className: 'secondary small iw-pin', onclick: act(() => api.iwPin(v.conversation.origin, kid), () => this.load()) }, `Pin this key (${fingerprint(kid)})`) : null,
       body,
       env.status && m.direction === 'in' ? h('p', { className: 'muted small' }, `status: ${env.status}${env.external_id ? ` · ${env.external_id}` : ''}`) : null,
       expl.length ? h('details', { className: 'explicability' }, h('summary', {}, 'Why (explicability)'),
@@ -247,7 +234,7 @@ export class IntentView {
       try {
         await api.iwReply({ interaction_id: v.conversation.interaction_id, message: text, flow_type: flow });
         msg.textContent = '';
-        await this.loadConversations();
+        await this.conversations.reload();
       } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
     };
     const inputs = needs.map((n, i) => h('input', { type: 'text', className: 'iw-need', 'data-need': n, id: `iw-need-${i}`, size: 28 }));

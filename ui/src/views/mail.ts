@@ -3,6 +3,7 @@
 // diagram of which agent talked to which.
 import { api, errorText, onMailEvent, type ImportReport, type MailLive, type MailMessage, type MailSurvey, type MailSwarm, type MailTask, type MailTaskDetail } from '../api';
 import { h, refill, replace } from '../dom';
+import { act, failed, ListDetail } from './parts';
 import { mailAddress, mailGraph, taskStateText, tierText, when } from '../format';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -91,8 +92,11 @@ export class MailView {
   private detailBox = h('div', { className: 'detail', id: 'mail-detail' }, h('p', { className: 'muted' }, 'Choose a task to see its timeline.'));
   private importMsg = h('div', { role: 'status', id: 'mail-import-msg' });
   private search = h('input', { id: 'mail-search', type: 'search', placeholder: 'Search subject, message or agent', size: 34 });
-  private selected: string | null = null;
   private following = false;
+  private tasks = new ListDetail<MailTask>({
+    box: this.tasksBox, id: 'task-list', data: 'task', load: () => api.mailTasks(this.search.value.trim() || null), key: (t) => t.task_id,
+    row: (t) => this.taskRow(t), empty: () => (this.search.value.trim() ? 'No task matches.' : 'No tasks yet.'), show: (id) => this.showTask(id),
+  });
   // Built once and only refilled: the view is redrawn whenever anything arrives, and an
   // address, a token or a task being typed (or a connection still being made) must
   // survive that.
@@ -105,7 +109,7 @@ export class MailView {
 
   constructor() {
     void onMailEvent((e) => this.onEvent(e));
-    this.search.addEventListener('input', () => void this.loadTasks());
+    this.search.addEventListener('input', () => void this.tasks.reload());
   }
 
   async load(): Promise<void> {
@@ -119,9 +123,9 @@ export class MailView {
         h('h3', {}, 'Tasks'),
         this.searchPart,
         h('div', { className: 'split' }, this.tasksBox, this.detailBox));
-      await this.loadTasks();
+      await this.tasks.reload();
     } catch (e) {
-      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+      replace(this.el, failed(e));
     }
   }
 
@@ -174,13 +178,8 @@ export class MailView {
       h('div', { className: 'row-top' },
         h('span', { className: 'who' }, s.name), h('span', { className: 'mono muted' }, s.base_url),
         h('span', { className: 'badge' }, s.has_token ? 'token in keychain' : 'no token'),
-        h('button', { className: 'secondary small', onclick: async () => {
-          try { fill(await api.mailSwarmRefresh(s.name)); } catch (e) { alert(errorText(e)); }
-        } }, 'Refresh'),
-        h('button', { className: 'secondary small', onclick: async () => {
-          if (!confirm(`Forget ${s.name}? Its token is deleted from the keychain; its tasks stay.`)) return;
-          try { await api.mailSwarmRemove(s.name); await this.load(); } catch (e) { alert(errorText(e)); }
-        } }, 'Remove')),
+        h('button', { className: 'secondary small', onclick: act(async () => fill(await api.mailSwarmRefresh(s.name))) }, 'Refresh'),
+        h('button', { className: 'secondary small', onclick: act(() => api.mailSwarmRemove(s.name), () => this.load(), `Forget ${s.name}? Its token is deleted from the keychain; its tasks stay.`) }, 'Remove')),
       body);
   }
 
@@ -207,7 +206,7 @@ export class MailView {
         try {
           const m = await api.mailInterswarm({ swarm: swarm.value, body: interBody.value, targets: targets.value.split(',').map((t) => t.trim()).filter(Boolean), subject: subject.value || null, task_id: task.value || null });
           replace(interMsg, h('ol', { className: 'mail-timeline' }, messageItem(m)));
-          await this.loadTasks();
+          await this.tasks.reload();
         } catch (err) { interMsg.className = 'error'; interMsg.textContent = errorText(err); }
       } }, targets, interBody, h('button', { className: 'secondary', id: 'inter-send', type: 'submit' }, 'Send via this swarm')), interMsg);
     return h('form', { className: 'card', id: 'mail-compose', onsubmit: async (e: Event) => {
@@ -220,7 +219,7 @@ export class MailView {
       this.liveStatus.textContent = 'Sent; waiting for the swarm…';
       try {
         const out = await api.mailSend({ swarm: swarm.value, body: body.value, subject: subject.value || null, task_id: task.value || null, entrypoint: entry.value || null });
-        this.selected = out.task_id;
+        this.tasks.selected = out.task_id;
         task.value = out.task_id;
         body.value = '';
       } catch (err) {
@@ -229,7 +228,7 @@ export class MailView {
       }
       this.following = false;
       send.disabled = false;
-      await this.loadTasks();
+      await this.tasks.reload();
     } },
       h('h3', {}, 'Send a task'),
       h('div', { className: 'actions' }, swarm, subject, entry),
@@ -277,7 +276,7 @@ export class MailView {
   async importPath(path: string): Promise<void> {
     try {
       this.showReport(await api.mailImport(path));
-      await this.loadTasks();
+      await this.tasks.reload();
     } catch (e) {
       this.importMsg.className = 'error';
       replace(this.importMsg, errorText(e));
@@ -289,29 +288,17 @@ export class MailView {
     replace(this.importMsg,
       h('p', {}, `${r.source}: ${r.imported} message(s) imported${r.duplicates ? `, ${r.duplicates} already known` : ''}, ${r.tasks.length} task(s).`),
       r.errors.length ? h('ul', { className: 'import-errors' }, ...r.errors.map((e) => h('li', {}, `line ${e.line}: ${e.field} ${e.message}`))) : null);
-    if (r.tasks[0]) this.selected = r.tasks[0];
+    if (r.tasks[0]) this.tasks.selected = r.tasks[0];
   }
 
-  private async loadTasks(): Promise<void> {
-    try {
-      const tasks = await api.mailTasks(this.search.value.trim() || null);
-      replace(this.tasksBox, tasks.length
-        ? h('ul', { className: 'rows', id: 'task-list' }, ...tasks.map((t) => this.taskRow(t)))
-        : h('p', { className: 'empty' }, this.search.value.trim() ? 'No task matches.' : 'No tasks yet.'));
-      if (this.selected) await this.showTask(this.selected);
-    } catch (e) {
-      replace(this.tasksBox, h('p', { className: 'error' }, errorText(e)));
-    }
-  }
-
-  private taskRow(t: MailTask): HTMLElement {
-    return h('li', { className: `row${t.task_id === this.selected ? ' selected' : ''}`, 'data-task': t.task_id, onclick: () => { this.selected = t.task_id; void this.loadTasks(); } },
+  private taskRow(t: MailTask): HTMLElement[] {
+    return [
       h('div', { className: 'row-top' },
         h('span', { className: 'who' }, t.subject || '(no subject)'),
         h('span', { className: `badge state-${t.state}` }, taskStateText(t.state)),
         h('span', { className: 'ptype' }, `${t.messages} msgs`),
         h('time', {}, when(t.updated_at))),
-      h('div', { className: 'preview' }, `${t.swarm ?? `imported from ${t.source}`} · ${t.participants.map((p) => mailAddress(p).name).join(', ')}`));
+      h('div', { className: 'preview' }, `${t.swarm ?? `imported from ${t.source}`} · ${t.participants.map((p) => mailAddress(p).name).join(', ')}`)];
   }
 
   private async showTask(id: string): Promise<void> {
@@ -334,7 +321,7 @@ export class MailView {
         d.events.length ? h('details', {}, h('summary', {}, `Other steps (${d.events.length})`),
           h('ul', {}, ...d.events.map((e) => h('li', { className: 'mail-step' }, h('span', { className: 'msg-type' }, e.event), ' ', e.description)))) : null);
     } catch (e) {
-      replace(this.detailBox, h('p', { className: 'error' }, errorText(e)));
+      replace(this.detailBox, failed(e));
     }
   }
 }

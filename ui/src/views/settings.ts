@@ -2,6 +2,7 @@
 // how long history is kept, exports; and the activity (audit) log.
 import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorConfig_Deserialize, type ExecutorSpec, type ExecutorSpec_Deserialize, type Retention } from '../api';
 import { h, replace } from '../dom';
+import { failed } from './parts';
 import { when } from '../format';
 
 export class SettingsView {
@@ -74,7 +75,7 @@ export class SettingsView {
   // every 10 minutes).
   private async retention(): Promise<HTMLElement> {
     let r: Retention;
-    try { r = await api.retentionGet(); } catch (e) { return h('p', { className: 'error' }, errorText(e)); }
+    try { r = await api.retentionGet(); } catch (e) { return failed(e); }
     const msg = h('p', { role: 'status', id: 'retention-msg' });
     const days = (id: string, value: number) => h('input', { id, type: 'number', min: 0, value, className: 'days' });
     const body = days('retention-body', r.rejected_body_days);
@@ -99,7 +100,7 @@ export class SettingsView {
 
   private async executors(): Promise<HTMLElement> {
     let cfg: ExecutorConfig;
-    try { cfg = await api.executorsGet(); } catch (e) { return h('p', { className: 'error' }, errorText(e)); }
+    try { cfg = await api.executorsGet(); } catch (e) { return failed(e); }
     const rows = h('tbody');
     const msg = h('p', { role: 'status' });
     const addRow = (scope: string, spec: ExecutorSpec) => {
@@ -153,7 +154,7 @@ export class ActivityView {
             h('details', {}, h('summary', {}, 'details'), h('pre', { className: 'json' }, JSON.stringify(a.detail, null, 2))))))
           : h('p', { className: 'empty' }, 'Nothing yet.'));
     } catch (e) {
-      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+      replace(this.el, failed(e));
     }
   }
 }

@@ -1,6 +1,7 @@
 // The trust manager: who may reach your AI, for what, how often.
 import { api, errorText, type Policy_Deserialize, type TrustRow } from '../api';
 import { h, replace } from '../dom';
+import { act, failed } from './parts';
 import { fingerprint, isSenderId, optionalNumber, parseScopes, scopesText } from '../format';
 
 const MB = 1024 * 1024;
@@ -27,7 +28,7 @@ export class TrustView {
           h('li', {}, h('span', { className: 'mono' }, fingerprint(b.public_key)), ' ', h('span', { className: 'muted' }, b.reason), ' ',
             h('button', { className: 'link', onclick: () => void this.act(() => api.trustUnblock(b.public_key)) }, 'Unblock')))) : null);
     } catch (e) {
-      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+      replace(this.el, failed(e));
     }
   }
 
@@ -52,14 +53,8 @@ export class TrustView {
         h('button', { className: 'danger block', onclick: () => { if (confirm(`Block ${r.name}? Nothing from them will get through.`)) void this.act(() => api.trustBlock(r.public_key)); } }, 'Block')));
   }
 
-  private async act(f: () => Promise<unknown>): Promise<void> {
-    try {
-      await f();
-      this.onChange();
-      await this.load();
-    } catch (e) {
-      alert(errorText(e));
-    }
+  private act(f: () => Promise<unknown>): Promise<void> {
+    return act(f, async () => { this.onChange(); await this.load(); })();
   }
 
   private form(existing: TrustRow | null): void {

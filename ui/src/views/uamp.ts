@@ -3,6 +3,7 @@
 // asking a peer with a live progress bar, and every stream in both directions.
 import { api, errorText, onUampProgress, type AskProgress, type Discovered, type Peer, type StreamDetail, type StreamView, type TrustRow } from '../api';
 import { h, refill, replace } from '../dom';
+import { act, failed, ListDetail } from './parts';
 import { bytesText, fingerprint, senderLabel, streamStateText, when } from '../format';
 
 export class UampView {
@@ -10,7 +11,10 @@ export class UampView {
   private detailBox = h('div', { className: 'detail', id: 'uamp-detail' }, h('p', { className: 'muted' }, 'Choose a stream to see what was asked and what came back.'));
   private progressBox = h('div', { className: 'ask-progress', id: 'uamp-progress' });
   private streamsBox = h('div', { className: 'list', id: 'uamp-streams' });
-  private selected: string | null = null;
+  private streams = new ListDetail<StreamView>({
+    box: this.streamsBox, id: 'stream-list', data: 'stream', load: () => api.uampStreams(), key: (s) => s.stream_id,
+    row: (s) => this.streamRow(s), empty: () => 'No UAMP streams yet.', show: (id) => this.showDetail(id),
+  });
   /** The ask being followed on screen. */
   private following: string | null = null;
   // Built once and only refilled: the view is redrawn whenever anything arrives, and a
@@ -36,9 +40,9 @@ export class UampView {
         this.askFor(peers),
         h('h3', {}, 'Streams'),
         h('div', { className: 'split' }, this.streamsBox, this.detailBox));
-      await this.loadStreams();
+      await this.streams.reload();
     } catch (e) {
-      replace(this.el, h('p', { className: 'error' }, errorText(e)));
+      replace(this.el, failed(e));
     }
   }
 
@@ -87,10 +91,7 @@ export class UampView {
         h('td', { className: 'mono' }, p.url),
         h('td', { className: 'mono small', title: p.cert_sha256 }, `${p.cert_sha256.slice(0, 23)}…`),
         h('td', { title: p.has_token ? 'a token the peer issued to you' : 'this inbox presents its certificate instead' }, p.has_token ? 'in keychain' : 'certificate'),
-        h('td', {}, h('button', { className: 'secondary small', onclick: async () => {
-          if (!confirm(`Remove ${p.name}? Its token is deleted from the keychain.`)) return;
-          try { await api.uampPeerRemove(p.did); await this.load(); } catch (e) { alert(errorText(e)); }
-        } }, 'Remove'))))))
+        h('td', {}, h('button', { className: 'secondary small', onclick: act(() => api.uampPeerRemove(p.did), () => this.load(), `Remove ${p.name}? Its token is deleted from the keychain.`) }, 'Remove'))))))
       : h('p', { className: 'muted' }, 'No peers yet. Add one by its address: you will see its signed manifest and certificate before anything is kept.'));
     // The card itself is kept: moving the form into a new one would blur what is typed.
     return this.peersPart;
@@ -163,7 +164,7 @@ export class UampView {
       replace(this.progressBox, h('p', { className: 'muted' }, 'Sending…'));
       try {
         this.following = await api.uampAsk(peer.value, text.value);
-        this.selected = this.following;
+        this.streams.selected = this.following;
         text.value = '';
       } catch (err) {
         replace(this.progressBox, h('p', { className: 'error', id: 'ask-error' }, errorText(err)));
@@ -189,9 +190,9 @@ export class UampView {
         done ? null : h('button', { className: 'secondary small', id: 'ask-cancel', onclick: () => void api.uampCancel(p.stream_id).catch((e) => alert(errorText(e))) }, 'Cancel')));
     if (done) {
       this.following = null;
-      this.selected = p.stream_id;
+      this.streams.selected = p.stream_id;
       void this.showResult(p.stream_id);
-      void this.loadStreams();
+      void this.streams.reload();
     }
   }
 
@@ -204,31 +205,19 @@ export class UampView {
         : d.text ? h('pre', { className: 'prompt', id: 'ask-result-text' }, d.text) : null;
       if (result) this.progressBox.appendChild(h('div', { className: 'ask-result' }, result, d.file ? h('p', { className: 'muted small mono' }, `Saved as ${d.file}`) : null));
     } catch (e) {
-      this.progressBox.appendChild(h('p', { className: 'error' }, errorText(e)));
+      this.progressBox.appendChild(failed(e));
     }
   }
 
-  private async loadStreams(): Promise<void> {
-    try {
-      const streams = await api.uampStreams();
-      replace(this.streamsBox, streams.length
-        ? h('ul', { className: 'rows', id: 'stream-list' }, ...streams.map((s) => this.streamRow(s)))
-        : h('p', { className: 'empty' }, 'No UAMP streams yet.'));
-      if (this.selected) await this.showDetail(this.selected);
-    } catch (e) {
-      replace(this.streamsBox, h('p', { className: 'error' }, errorText(e)));
-    }
-  }
-
-  private streamRow(s: StreamView): HTMLElement {
+  private streamRow(s: StreamView): HTMLElement[] {
     const who = senderLabel(s.peer_name, s.peer);
-    return h('li', { className: `row${s.stream_id === this.selected ? ' selected' : ''}`, 'data-stream': s.stream_id, onclick: () => { this.selected = s.stream_id; void this.loadStreams(); } },
+    return [
       h('div', { className: 'row-top' },
         h('span', { className: 'who' }, s.direction === 'out' ? `You → ${who}` : `${who} → you`),
         h('span', { className: `badge state-${s.state.toLowerCase()}` }, streamStateText(s.state)),
         s.bytes ? h('span', { className: 'ptype' }, bytesText(s.bytes)) : null,
         h('time', {}, when(s.updated_at))),
-      h('div', { className: 'preview' }, s.ask?.content ?? ''));
+      h('div', { className: 'preview' }, s.ask?.content ?? '')];
   }
 
   private async showDetail(id: string): Promise<void> {
@@ -253,7 +242,7 @@ export class UampView {
         d.text ? h('pre', { className: 'prompt', id: 'stream-text' }, d.text) : null,
         h('details', {}, h('summary', {}, `Frames (${d.frames.length})`), h('pre', { className: 'json' }, JSON.stringify(d.frames, null, 2))));
     } catch (e) {
-      replace(this.detailBox, h('p', { className: 'error' }, errorText(e)));
+      replace(this.detailBox, failed(e));
     }
   }
 }
