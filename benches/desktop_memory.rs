@@ -9,6 +9,11 @@
 //! wakeups (context switches of every thread of every process in the tree) per second and
 //! CPU, against the bare window in the same run.
 //!
+//! Last, a burst: GATEHOUSE_BENCH_BURST envelopes (default 10,000) posted to the running
+//! app's inbox as fast as it takes them (16 connections; aimed at 10,000/s) while the
+//! window shows the inbox, and how many times the window redrew meanwhile (each redraw
+//! asks for `app_info` once; the app logs it at debug level under `gatehouse::window`).
+//!
 //! (Numbers, not a test: they go in docs/performance.md.)
 
 use std::path::Path;
@@ -128,7 +133,61 @@ fn settled_pss(mut cmd: Command, what: &str) -> Measured {
     (last.0, last.1, idle)
 }
 
-fn fill(data: &Path) {
+fn burst_size() -> usize {
+    std::env::var("GATEHOUSE_BENCH_BURST").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000)
+}
+
+/// The store's trusted senders and the inbox's public key, to sign a burst with.
+struct Senders(Vec<ed25519_dalek::SigningKey>, String);
+
+/// Posts a burst to the app at `port` (its stderr going to `log`) and returns the
+/// envelopes accepted per second, how long the burst took, and the redraws counted from
+/// the burst's start until the window settled (3 s after it).
+fn burst(mut app: Command, port: u16, log: &Path, senders: &Senders) -> (f64, f64, usize) {
+    let now = chrono::Utc::now();
+    let bodies: Vec<String> = (0..burst_size())
+        .map(|i| {
+            let mut d = gatehouse_epp::Draft::new(&senders.1, "support", &format!("Burst envelope #{i}: please summarise it."));
+            d.ttl = chrono::Duration::days(1);
+            d.sign(&senders.0[i % senders.0.len()], now).to_string()
+        })
+        .collect();
+    let mut child = app.stdout(Stdio::null()).stderr(std::fs::File::create(log).unwrap()).spawn().unwrap();
+    let url = format!("http://127.0.0.1:{port}/epp/v1/submit");
+    let t = Instant::now();
+    while reqwest::blocking::get(format!("http://127.0.0.1:{port}/health")).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(60), "the app's inbox did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The window drawn and settled before the burst.
+    std::thread::sleep(Duration::from_secs(8));
+    let redraws = || std::fs::read_to_string(log).unwrap_or_default().lines().filter(|l| l.contains("app_info")).count();
+    let before = redraws();
+    let started = Instant::now();
+    let accepted = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for c in 0..16 {
+            let (bodies, url, accepted) = (&bodies, &url, &accepted);
+            s.spawn(move || {
+                let http = reqwest::blocking::Client::new();
+                for b in bodies.iter().skip(c).step_by(16) {
+                    let r = http.post(url).header("content-type", "application/json").body(b.clone()).send();
+                    if r.is_ok_and(|r| r.status().is_success()) {
+                        accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let took = started.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_secs(3));
+    let n = redraws() - before;
+    let _ = child.kill();
+    let _ = child.wait();
+    (accepted.into_inner() as f64 / took, took, n)
+}
+
+fn fill(data: &Path) -> Senders {
     let opened = gatehouse_inbox::open(data, gatehouse_keys::KeystoreKind::File, true).expect("a data dir");
     let store = opened.store.clone();
     let senders: Vec<_> = (0..10).map(|_| gatehouse_epp::generate_signing_key()).collect();
@@ -156,6 +215,7 @@ fn fill(data: &Path) {
             });
         }
     });
+    Senders(senders, opened.identity.public_key.clone())
 }
 
 fn main() {
@@ -170,7 +230,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     eprintln!("filling a store with {} envelopes…", envelopes());
-    fill(&data);
+    let senders = fill(&data);
 
     let app = || {
         let mut app = Command::new(env!("CARGO_BIN_EXE_gatehouse-desktop"));
@@ -208,4 +268,12 @@ fn main() {
     println!("idle, nothing arriving, {} s (median of three starts; {} cores):", idle_secs(), std::thread::available_parallelism().map_or(0, |n| n.get()));
     println!("  bare Tauri window:                {:>7.1} wakeups/s, {:.2}% CPU", bare_idle.0, bare_idle.1);
     println!("  Gatehouse:                        {:>7.1} wakeups/s, {:.2}% CPU", full_idle.0, full_idle.1);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut burst_app = app();
+    burst_app.env("GATEHOUSE_PORT", port.to_string()).env("RUST_LOG", "info,gatehouse::window=debug");
+    let (rate, took, redraws) = burst(burst_app, port, &dir.path().join("burst.log"), &senders);
+    println!("burst at the window ({} envelopes, 16 connections):", burst_size());
+    println!("  accepted:                         {rate:>7.0} envelopes/s over {took:.2} s");
+    println!("  window redraws, burst + 3 s:      {redraws:>7} (at most 4/s while events arrive, then one)");
 }
