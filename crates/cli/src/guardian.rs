@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Subcommand, ValueEnum};
+use clap::Subcommand;
 use gatehouse_app::guardian::{self, RuleInput};
 use gatehouse_asop::rules::{Action, Condition, Op};
 use gatehouse_store::asop::AsopStepRow;
@@ -64,13 +64,15 @@ pub enum RulesCmd {
         /// A tool name or *
         #[arg(long, default_value = "*")]
         tool: String,
-        #[arg(long, value_enum)]
-        action: ActionArg,
+        /// allow, deny, ask, or modify (allow with --redact's pattern redacted)
+        #[arg(long, value_parser = named::<Action>)]
+        action: Action,
         /// Only when this argument of the tool call… (with --op and --value)
         #[arg(long, requires_all = ["op", "value"])]
         argument: Option<String>,
-        #[arg(long, value_enum)]
-        op: Option<OpArg>,
+        /// equals, not-equals, contains, not-contains, ends-with, not-ends-with, matches
+        #[arg(long, value_parser = named::<Op>)]
+        op: Option<Op>,
         #[arg(long)]
         value: Option<String>,
         /// For modify: the pattern to redact before the step goes on
@@ -83,23 +85,10 @@ pub enum RulesCmd {
     Remove { id: i64 },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ActionArg {
-    Allow,
-    Deny,
-    Ask,
-    Modify,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum OpArg {
-    Equals,
-    NotEquals,
-    Contains,
-    NotContains,
-    EndsWith,
-    NotEndsWith,
-    Matches,
+/// A value of the guardian's own vocabulary by its name (`ends-with` or `ends_with`), so
+/// the CLI accepts exactly what a rule can say.
+fn named<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(s.trim().replace('-', "_"))).map_err(|_| format!("{s:?} is not one of the names listed in --help"))
 }
 
 fn step_line(s: &AsopStepRow) -> String {
@@ -149,14 +138,8 @@ pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, String> {
             }
         }
         GuardianCmd::Rules(RulesCmd::Add { agent, method, tool, action, argument, op, value, redact, note }) => {
-            let action = match action {
-                ActionArg::Allow => Action::Allow,
-                ActionArg::Deny => Action::Deny,
-                ActionArg::Ask => Action::Ask,
-                ActionArg::Modify => Action::Modify,
-            };
             let condition = match (argument, op, value) {
-                (Some(argument), Some(op), Some(value)) => Some(Condition { argument, op: op.into(), value }),
+                (Some(argument), Some(op), Some(value)) => Some(Condition { argument, op, value }),
                 _ => None,
             };
             let row = guardian::rule_add(store, RuleInput { agent, method, tool, condition, action, redact, note }).map_err(err)?;
@@ -193,18 +176,4 @@ pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, String> {
         GuardianCmd::Export { file } => crate::export(store, gatehouse_app::export::ExportKind::Guardian, &file)?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-impl From<OpArg> for Op {
-    fn from(o: OpArg) -> Op {
-        match o {
-            OpArg::Equals => Op::Equals,
-            OpArg::NotEquals => Op::NotEquals,
-            OpArg::Contains => Op::Contains,
-            OpArg::NotContains => Op::NotContains,
-            OpArg::EndsWith => Op::EndsWith,
-            OpArg::NotEndsWith => Op::NotEndsWith,
-            OpArg::Matches => Op::Matches,
-        }
-    }
 }

@@ -49,6 +49,7 @@ fn an_agent_is_let_in_ruled_reviewed_exported_and_blocked_from_the_cli() {
 
     // Rules, checked before they are kept.
     assert!(fails(d, &["guardian", "rules", "add", "--action", "modify", "--tool", "send_email"]).contains("[INVALID]"));
+    assert!(fails(d, &["guardian", "rules", "add", "--action", "sometimes"]).contains("not one of the names"));
     ok(d, &["guardian", "rules", "add", "--method", "steps/agentTrigger", "--action", "allow"]);
     let deny = ok(
         d,
