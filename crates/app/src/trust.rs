@@ -9,6 +9,7 @@ use gatehouse_inbox::gate::consent::{grantable, now_string, ConsentError, Source
 
 pub fn add(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
     validate(&entry.policy)?;
+    scopes_grantable(&entry.public_key, &entry.policy)?;
     check_sender_id(&entry.public_key, &entry.policy)?;
     if entry.name.trim().is_empty() {
         return Err(ConsentError::Invalid("a name is required".into()));
@@ -71,6 +72,19 @@ pub fn block(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Resul
 pub fn unblock(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
     store.unblock(key)?;
     store.audit("trust.unblock", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
+    Ok(())
+}
+
+/// What the consent prompt would let a key in for, and nothing more: an agent or a site
+/// only for its own scope, anyone else never for those.
+fn scopes_grantable(key: &str, policy: &Policy) -> std::result::Result<(), ConsentError> {
+    for scope in &policy.allowed_scopes {
+        match Source::of(key, Some(scope)).fixed_scope() {
+            Some(fixed) if scope != fixed => return Err(ConsentError::Invalid(format!("{key} can only be let in for \"{fixed}\""))),
+            _ if scope == "*" => {}
+            _ => grantable(key, scope)?,
+        }
+    }
     Ok(())
 }
 
@@ -154,15 +168,7 @@ pub fn approve(store: &Store, key: &str, name: Option<String>, policy: Policy, n
     let Some(p) = pending.iter().find(|p| p.public_key == key) else {
         return Err(crate::CommandError::new(crate::Code::NotFound, format!("{key} has no pending request; trust it directly instead")));
     };
-    // What the consent prompt would let it in for, and nothing more: an agent or a site
-    // only for its own scope, a stranger never for those.
-    for scope in &policy.allowed_scopes {
-        match Source::of(&key, Some(scope)).fixed_scope() {
-            Some(fixed) if scope != fixed => return Err(ConsentError::Invalid(format!("{key} can only be let in for \"{fixed}\"")).into()),
-            _ if scope == "*" => {}
-            _ => grantable(&key, scope)?,
-        }
-    }
+    scopes_grantable(&key, &policy)?;
     let name = name.unwrap_or_else(|| format!("sender {}", &p.public_key[..8.min(p.public_key.len())]));
     let entry = TrustEntry { public_key: key, name, added_at: now_string(now), policy };
     add(store, &entry, now)?;
