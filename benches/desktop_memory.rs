@@ -13,6 +13,7 @@
 //! app's inbox as fast as it takes them (16 connections; aimed at 10,000/s) while the
 //! window shows the inbox, and how many times the window redrew meanwhile (each redraw
 //! asks for `app_info` once; the app logs it at debug level under `gatehouse::window`).
+//! The burst runs first; GATEHOUSE_BENCH_BURST_ONLY=1 stops after it.
 //!
 //! (Numbers, not a test: they go in docs/performance.md.)
 
@@ -152,7 +153,9 @@ fn burst(mut app: Command, port: u16, log: &Path, senders: &Senders) -> (f64, f6
             d.sign(&senders.0[i % senders.0.len()], now).to_string()
         })
         .collect();
-    let mut child = app.stdout(Stdio::null()).stderr(std::fs::File::create(log).unwrap()).spawn().unwrap();
+    // The app logs to stdout.
+    let out = std::fs::File::create(log).unwrap();
+    let mut child = app.stdout(out.try_clone().unwrap()).stderr(out).spawn().unwrap();
     let url = format!("http://127.0.0.1:{port}/epp/v1/submit");
     let t = Instant::now();
     while reqwest::blocking::get(format!("http://127.0.0.1:{port}/health")).is_err() {
@@ -237,6 +240,17 @@ fn main() {
         app.env("GATEHOUSE_DATA_DIR", &data).env("GATEHOUSE_KEYSTORE", "file").env("GATEHOUSE_PORT", "0").env("GATEHOUSE_WATCH_DIR", dir.path().join("drop"));
         app
     };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut burst_app = app();
+    burst_app.env("GATEHOUSE_PORT", port.to_string()).env("RUST_LOG", "info,gatehouse::window=debug");
+    let (rate, took, redraws) = burst(burst_app, port, &dir.path().join("burst.log"), &senders);
+    println!("burst at the window ({} envelopes, 16 connections):", burst_size());
+    println!("  accepted:                         {rate:>7.0} envelopes/s over {took:.2} s");
+    println!("  window redraws, burst + 3 s:      {redraws:>7} (at most 4/s while events arrive, then one)");
+    if std::env::var_os("GATEHOUSE_BENCH_BURST_ONLY").is_some() {
+        return;
+    }
+
     // Three of each, alternating; the median of each is reported (WebKit's share
     // varies by several MB from one start to the next).
     let mut bares = Vec::new();
@@ -268,12 +282,4 @@ fn main() {
     println!("idle, nothing arriving, {} s (median of three starts; {} cores):", idle_secs(), std::thread::available_parallelism().map_or(0, |n| n.get()));
     println!("  bare Tauri window:                {:>7.1} wakeups/s, {:.2}% CPU", bare_idle.0, bare_idle.1);
     println!("  Gatehouse:                        {:>7.1} wakeups/s, {:.2}% CPU", full_idle.0, full_idle.1);
-
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut burst_app = app();
-    burst_app.env("GATEHOUSE_PORT", port.to_string()).env("RUST_LOG", "info,gatehouse::window=debug");
-    let (rate, took, redraws) = burst(burst_app, port, &dir.path().join("burst.log"), &senders);
-    println!("burst at the window ({} envelopes, 16 connections):", burst_size());
-    println!("  accepted:                         {rate:>7.0} envelopes/s over {took:.2} s");
-    println!("  window redraws, burst + 3 s:      {redraws:>7} (at most 4/s while events arrive, then one)");
 }
