@@ -24,16 +24,12 @@ const INLINE_IMAGES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image
 /// The largest file the window is handed inline.
 const MAX_INLINE_BYTES: u64 = 16 * 1024 * 1024;
 
-fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
-    CommandError::new(Code::Keychain, e.to_string())
-}
-
 /// A peer (by DID or name) and the token it issued to this inbox, from the keychain.
 async fn peer_with_token(c: &Arc<Core>, peer: String) -> Result<(PeerRow, Option<String>)> {
     let c = c.clone();
     blocking(move || {
-        let row = c.store.uamp_peer(&peer)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no peer {peer}")))?;
-        let token = Secrets::open(&c.data_dir).and_then(|s| s.get(&client::token_name(&row.did))).map_err(keychain)?;
+        let row = gatehouse_app::peers::find(&c.store, &peer)?;
+        let token = Secrets::open(&c.data_dir).and_then(|s| s.get(&client::token_name(&row.did)))?;
         Ok((row, token))
     })
     .await

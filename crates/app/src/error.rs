@@ -92,6 +92,12 @@ impl From<gatehouse_store::StoreError> for CommandError {
     }
 }
 
+impl From<gatehouse_keys::KeyError> for CommandError {
+    fn from(e: gatehouse_keys::KeyError) -> Self {
+        CommandError::new(Code::Keychain, e.to_string())
+    }
+}
+
 impl From<gatehouse_inbox::gate::consent::ConsentError> for CommandError {
     fn from(e: gatehouse_inbox::gate::consent::ConsentError) -> Self {
         CommandError::coded(e.code(), e.to_string())

@@ -11,10 +11,6 @@ use gatehouse_store::Store;
 
 use crate::{Code, CommandError, Result};
 
-fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
-    CommandError::new(Code::Keychain, e.to_string())
-}
-
 /// A peer as the user sees it: whether it gave this inbox a token.
 #[derive(Debug, Clone, serde::Serialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -44,7 +40,7 @@ pub async fn add(store: std::sync::Arc<Store>, data_dir: &Path, url: &str, name:
             added_at: crate::now(),
         };
         if let Some(t) = token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-            Secrets::open(&data_dir).and_then(|s| s.put(&client::token_name(&row.did), t)).map_err(keychain)?;
+            Secrets::open(&data_dir).and_then(|s| s.put(&client::token_name(&row.did), t))?;
         }
         store.uamp_peer_put(&row)?;
         store.audit("uamp.peer_add", Some(&row.did), &serde_json::json!({"url": row.url, "cert_sha256": row.cert_sha256}), &row.added_at)?;
@@ -54,12 +50,8 @@ pub async fn add(store: std::sync::Arc<Store>, data_dir: &Path, url: &str, name:
 }
 
 pub fn list(store: &Store, data_dir: &Path) -> Result<Vec<PeerView>> {
-    let secrets = Secrets::open(data_dir).map_err(keychain)?;
-    store
-        .uamp_peers()?
-        .into_iter()
-        .map(|p| Ok(PeerView { has_token: secrets.get(&client::token_name(&p.did)).map_err(keychain)?.is_some(), peer: p }))
-        .collect()
+    let secrets = Secrets::open(data_dir)?;
+    store.uamp_peers()?.into_iter().map(|p| Ok(PeerView { has_token: secrets.get(&client::token_name(&p.did))?.is_some(), peer: p })).collect()
 }
 
 /// A peer by its DID or the name the user gave it.
@@ -70,7 +62,7 @@ pub fn find(store: &Store, peer: &str) -> Result<PeerRow> {
 /// Keeps the token a peer issued to this inbox (replacing an earlier one), audited.
 pub fn set_token(store: &Store, data_dir: &Path, peer: &str, token: &str) -> Result<PeerRow> {
     let row = find(store, peer)?;
-    Secrets::open(data_dir).and_then(|s| s.put(&client::token_name(&row.did), token.trim())).map_err(keychain)?;
+    Secrets::open(data_dir).and_then(|s| s.put(&client::token_name(&row.did), token.trim()))?;
     store.audit("uamp.peer_token", Some(&row.did), &serde_json::json!({}), &crate::now())?;
     Ok(row)
 }
@@ -79,7 +71,7 @@ pub fn set_token(store: &Store, data_dir: &Path, peer: &str, token: &str) -> Res
 pub fn remove(store: &Store, data_dir: &Path, peer: &str) -> Result<PeerRow> {
     let row = find(store, peer)?;
     store.uamp_peer_remove(&row.did)?;
-    Secrets::open(data_dir).and_then(|s| s.delete(&client::token_name(&row.did))).map_err(keychain)?;
+    Secrets::open(data_dir).and_then(|s| s.delete(&client::token_name(&row.did)))?;
     store.audit("uamp.peer_remove", Some(&row.did), &serde_json::json!({}), &crate::now())?;
     Ok(row)
 }

@@ -28,10 +28,6 @@ impl From<mail::SwarmError> for CommandError {
     }
 }
 
-fn keychain(e: gatehouse_keys::KeyError) -> CommandError {
-    CommandError::new(Code::Keychain, e.to_string())
-}
-
 /// A connection as the user sees it: whether it holds a token.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -57,12 +53,8 @@ pub struct Added {
 }
 
 pub fn list(store: &Store, data_dir: &Path) -> Result<Vec<SwarmView>> {
-    let secrets = Secrets::open(data_dir).map_err(keychain)?;
-    store
-        .mail_swarms()?
-        .into_iter()
-        .map(|s| Ok(SwarmView { has_token: secrets.get(&mail::token_name(&s.name, &s.base_url)).map_err(keychain)?.is_some(), swarm: s }))
-        .collect()
+    let secrets = Secrets::open(data_dir)?;
+    store.mail_swarms()?.into_iter().map(|s| Ok(SwarmView { has_token: secrets.get(&mail::token_name(&s.name, &s.base_url))?.is_some(), swarm: s })).collect()
 }
 
 pub fn find(store: &Store, name: &str) -> Result<MailSwarmRow> {
@@ -95,7 +87,6 @@ pub async fn refresh(store: Arc<Store>, data_dir: &Path, name: &str) -> Result<s
 
 /// Forgets a connection and its token; its tasks stay. Audited.
 pub fn remove(store: &Store, data_dir: &Path, name: &str) -> Result<()> {
-    find(store, name)?;
     Ok(mail::swarm_remove(store, data_dir, name)?)
 }
 
