@@ -7,11 +7,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The real peers (the MAIL reference server), outside the repository; their tests must run.
+bash scripts/setup-peers.sh
+export GATEHOUSE_REQUIRE_PEERS=1
 export PATH="$HOME/.cargo/bin:$PATH"
 mkdir -p "$HOME/.local/share/keyrings"
 
-echo "== test data: unchanged since copied (tests/data/vectors/*/PROVENANCE.md)"
+echo "== test data: unchanged since copied or recorded (tests/data/*/PROVENANCE.md)"
 (cd tests/data/vectors && sha256sum --check --quiet --strict SHA256SUMS)
+(cd tests/data/mail-reference-1.3.6 && sha256sum --check --quiet --strict SHA256SUMS)
 
 echo "== ui: install, lint, unit tests, build"
 (cd ui && npm install --no-audit --no-fund && npm run lint && npm test && npm run build)

@@ -100,6 +100,8 @@ pub fn bindings<R: Runtime>() -> tauri_specta::Builder<R> {
         // Kept by the store as checked JSON; the window reads them in these shapes.
         .typ::<gatehouse_intentweb::manifest::Manifest>()
         .typ::<gatehouse_intentweb::attribution::Verdict>()
+        // A swarm survey is free-form JSON but for `server`, which the window reads.
+        .typ::<gatehouse_mail::client::ServerInfo>()
         .error_handling(tauri_specta::ErrorHandlingMode::Throw)
 }
 

@@ -649,6 +649,44 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
 }
 
 #[test]
+fn the_tasks_view_follows_tasks_on_the_mail_reference_server() {
+    let Some(r) = gatehouse_mail_testswarm::reference::start() else { return };
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    app.click("#nav-mail");
+    app.type_into("#swarm-url", &r.url);
+    app.type_into("#swarm-name", "Reference");
+    app.type_into("#swarm-token", "user-key");
+    app.click("#swarm-add");
+    app.wait_text("#mail-swarms", "alice — role user");
+    let swarms = app.text("#mail-swarms");
+    assert!(swarms.contains("mail 1.3, swarm “example” (1.3.6), entrypoint supervisor, running"), "the reference's GET / read: {swarms}");
+
+    // Six messages, four of them off the schema (`recipient_swarm: null`): all shown, each
+    // with what was odd; the `::task_complete::` finish is a completion, not an error.
+    app.type_into("#mail-body", "hello");
+    app.click("#mail-send");
+    app.wait_text("#mail-live-status", "Completed");
+    app.wait_text("#task-timeline", "done: both analyses in");
+    let count = |css: &str| app.script(&format!("return document.querySelectorAll({}).length;", serde_json::to_string(css).unwrap())).as_u64().unwrap();
+    assert_eq!(count("#task-timeline .mail-msg"), 6);
+    assert_eq!(count("#task-timeline .mail-odd"), 4);
+    assert_eq!(count("#task-timeline .mail-msg.system-error"), 0);
+    assert_eq!(count("#task-timeline .mail-msg.finish"), 1);
+    assert_eq!(app.text("#task-state"), "Completed");
+    app.script("document.querySelector('#task-timeline .mail-odd').scrollIntoView(); return true;");
+    app.screenshot("mail-reference");
+
+    // The same task continued from the window completes too.
+    let task = app.script("return document.querySelector('#task-list li').dataset.task;").as_str().unwrap().to_string();
+    app.type_into("#mail-task", &task);
+    app.type_into("#mail-body", "again please");
+    app.click("#mail-send");
+    app.wait_text("#task-timeline", "continued: done again");
+    app.wait("the second turn in the timeline", || count("#task-timeline .mail-msg") == 8);
+}
+
+#[test]
 fn an_intentweb_booking_is_completed_from_the_window() {
     let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();

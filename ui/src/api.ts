@@ -2,7 +2,7 @@
 // from the Rust side (bindings.ts: `GATEHOUSE_BLESS=1 cargo test --test bindings`); this
 // file gives a few of them the UI's names and optional arguments, and types the events.
 import type { UnlistenFn } from '@tauri-apps/api/event';
-import { commands, events, type Code, type CommandError, type ExecProgress, type MailLive, type ProgressEvent, type Purpose, type Value } from './bindings';
+import { commands, events, type Code, type CommandError, type ExecProgress, type MailLive, type ProgressEvent, type Purpose, type ServerInfo, type Value } from './bindings';
 
 export type * from './bindings';
 export type {
@@ -34,7 +34,8 @@ export function asShape<T>(v: Value | unknown): T {
 }
 
 /** What a swarm said about itself; each part is its answer or `{error}`. */
-export interface MailSurvey { root: Record<string, unknown>; health: Record<string, unknown>; whoami: Record<string, unknown>; status: Record<string, unknown>; swarms: unknown }
+/** `server` is `GET /` read from either shape (openapi.yaml's or the reference's); old surveys have only `root`. */
+export interface MailSurvey { server?: ServerInfo; root: Record<string, unknown>; health: Record<string, unknown>; whoami: Record<string, unknown>; status: Record<string, unknown>; swarms: unknown }
 
 export const api = {
   ...commands,

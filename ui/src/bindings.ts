@@ -71,7 +71,7 @@ export const commands = {
 	 *  as `mail://event`.
 	 */
 	mailSend: (input: SendInput_Deserialize) => __TAURI_INVOKE<Outcome>("mail_send", { input }),
-	mailInterswarm: (input: InterswarmInput_Deserialize) => __TAURI_INVOKE<MailMessageRow>("mail_interswarm", { input }),
+	mailInterswarm: (input: InterswarmInput_Deserialize) => __TAURI_INVOKE<MailMessageRow_Serialize>("mail_interswarm", { input }),
 	mailTasks: (query: string | null) => __TAURI_INVOKE<MailTaskRow_Serialize[]>("mail_tasks", { query }),
 	mailTask: (taskId: string) => __TAURI_INVOKE<MailTaskDetail_Serialize>("mail_task", { taskId }),
 	/**  Imports a task log the user picked or dropped. */
@@ -997,12 +997,12 @@ export type Limits_Serialize = {
 export type LiveEvent = LiveEvent_Serialize;
 
 /**  One event of a live task, as the app and the CLI show it. */
-export type LiveEvent_Deserialize = { kind: "message"; task_id: string; message: MailMessageRow } | { kind: "ping"; task_id?: string | null } | { kind: "step"; task_id?: string | null; event: string; description: string } | { kind: "finished"; task_id: string; completed: boolean; response: string } | 
+export type LiveEvent_Deserialize = { kind: "message"; task_id: string; message: MailMessageRow_Deserialize } | { kind: "ping"; task_id?: string | null } | { kind: "step"; task_id?: string | null; event: string; description: string } | { kind: "finished"; task_id: string; completed: boolean; response: string } | 
 /**  An event that could not be read; the task goes on. */
 { kind: "unreadable"; event: string; field: string; message: string };
 
 /**  One event of a live task, as the app and the CLI show it. */
-export type LiveEvent_Serialize = { kind: "message"; task_id: string; message: MailMessageRow } | { kind: "ping"; task_id: string | null } | { kind: "step"; task_id: string | null; event: string; description: string } | { kind: "finished"; task_id: string; completed: boolean; response: string } | 
+export type LiveEvent_Serialize = { kind: "message"; task_id: string; message: MailMessageRow_Serialize } | { kind: "ping"; task_id: string | null } | { kind: "step"; task_id: string | null; event: string; description: string } | { kind: "finished"; task_id: string; completed: boolean; response: string } | 
 /**  An event that could not be read; the task goes on. */
 { kind: "unreadable"; event: string; field: string; message: string };
 
@@ -1032,7 +1032,10 @@ export type MailLive_Deserialize = LiveEvent_Deserialize;
 export type MailLive_Serialize = LiveEvent_Serialize;
 
 /**  A message of a task, as the MAIL crate read it. */
-export type MailMessageRow = {
+export type MailMessageRow = MailMessageRow_Serialize;
+
+/**  A message of a task, as the MAIL crate read it. */
+export type MailMessageRow_Deserialize = {
 	id: string,
 	task_id: string,
 	ts: string,
@@ -1045,6 +1048,32 @@ export type MailMessageRow = {
 	body: string,
 	system_error: boolean,
 	raw: string,
+	/**
+	 *  Where the message departs from MAIL's schema (`/message/sender_swarm: null is not
+	 *  of type string`): it was kept as the swarm sent it, and this says what was odd.
+	 */
+	odd?: string | null,
+};
+
+/**  A message of a task, as the MAIL crate read it. */
+export type MailMessageRow_Serialize = {
+	id: string,
+	task_id: string,
+	ts: string,
+	msg_type: string,
+	tier: number,
+	/**  `type:address`, e.g. `agent:weather@swarm-b`. */
+	sender: string,
+	recipients: string[],
+	subject: string,
+	body: string,
+	system_error: boolean,
+	raw: string,
+	/**
+	 *  Where the message departs from MAIL's schema (`/message/sender_swarm: null is not
+	 *  of type string`): it was kept as the swarm sent it, and this says what was odd.
+	 */
+	odd: string | null,
 };
 
 export type MailSwarmRow = MailSwarmRow_Serialize;
@@ -1071,13 +1100,13 @@ export type MailTaskDetail = MailTaskDetail_Serialize;
 
 export type MailTaskDetail_Deserialize = {
 	task: MailTaskRow_Deserialize,
-	messages: MailMessageRow[],
+	messages: MailMessageRow_Deserialize[],
 	events: MailEventRow_Deserialize[],
 };
 
 export type MailTaskDetail_Serialize = {
 	task: MailTaskRow_Serialize,
-	messages: MailMessageRow[],
+	messages: MailMessageRow_Serialize[],
 	events: MailEventRow_Serialize[],
 };
 
@@ -1453,6 +1482,8 @@ export type SendInput_Deserialize = {
 	subject?: string | null,
 	task_id?: string | null,
 	entrypoint?: string | null,
+	/**  How many seconds the whole send may take (the client's own limit if absent). */
+	deadline_secs?: number | null,
 };
 
 export type SendInput_Serialize = {
@@ -1461,6 +1492,47 @@ export type SendInput_Serialize = {
 	subject: string | null,
 	task_id: string | null,
 	entrypoint: string | null,
+	/**  How many seconds the whole send may take (the client's own limit if absent). */
+	deadline_secs: number | null,
+};
+
+/**
+ *  What `GET /` says, read from either shape: openapi.yaml's (`version`, `swarm` a
+ *  name) or the reference server's (`protocol_version`, `swarm` an object with name,
+ *  version, description, entrypoint).
+ */
+export type ServerInfo = ServerInfo_Serialize;
+
+/**
+ *  What `GET /` says, read from either shape: openapi.yaml's (`version`, `swarm` a
+ *  name) or the reference server's (`protocol_version`, `swarm` an object with name,
+ *  version, description, entrypoint).
+ */
+export type ServerInfo_Deserialize = {
+	name: string,
+	/**  The MAIL version the server speaks (`1.3`). */
+	protocol_version?: string | null,
+	swarm?: string | null,
+	swarm_version?: string | null,
+	description?: string | null,
+	entrypoint?: string | null,
+	status?: string | null,
+};
+
+/**
+ *  What `GET /` says, read from either shape: openapi.yaml's (`version`, `swarm` a
+ *  name) or the reference server's (`protocol_version`, `swarm` an object with name,
+ *  version, description, entrypoint).
+ */
+export type ServerInfo_Serialize = {
+	name: string,
+	/**  The MAIL version the server speaks (`1.3`). */
+	protocol_version: string | null,
+	swarm: string | null,
+	swarm_version: string | null,
+	description: string | null,
+	entrypoint: string | null,
+	status: string | null,
 };
 
 /**  A session in the list: its agent, how many steps it took, and when the last was. */

@@ -98,6 +98,9 @@ pub struct SendInput {
     pub subject: Option<String>,
     pub task_id: Option<String>,
     pub entrypoint: Option<String>,
+    /// How many seconds the whole send may take (the client's own limit if absent).
+    #[serde(default)]
+    pub deadline_secs: Option<u32>,
 }
 
 fn blank(s: Option<String>) -> Option<String> {
@@ -110,7 +113,10 @@ pub async fn send(store: Arc<Store>, data_dir: &Path, input: SendInput, on_event
     if input.body.trim().is_empty() {
         return Err(CommandError::new(Code::Invalid, "the message is empty"));
     }
-    let c = client(&store, data_dir, &input.swarm).await?;
+    let mut c = client(&store, data_dir, &input.swarm).await?;
+    if let Some(secs) = input.deadline_secs.filter(|s| *s > 0) {
+        c = c.with_deadline(std::time::Duration::from_secs(secs.into()));
+    }
     let m = SendMessage { body: input.body, subject: blank(input.subject), task_id: blank(input.task_id), entrypoint: blank(input.entrypoint) };
     mail::send(store, &c, &input.swarm, &m, on_event).await.map_err(|e| CommandError::coded(e.code(), e.to_string()))
 }

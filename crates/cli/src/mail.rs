@@ -46,6 +46,9 @@ pub enum MailCmd {
         task: Option<String>,
         #[arg(long)]
         entrypoint: Option<String>,
+        /// Give up after this many seconds in all, however lively the swarm (default 30 minutes)
+        #[arg(long, value_name = "SECS")]
+        deadline: Option<u32>,
         /// Print each event as a JSON line
         #[arg(long)]
         json: bool,
@@ -95,13 +98,7 @@ fn print_survey(name: &str, url: &str, v: &Value) {
         None => v.to_string(),
     };
     println!("{name}  {url}");
-    println!(
-        "  server:  {} {} swarm {:?}, {}",
-        v["root"]["name"].as_str().unwrap_or("?"),
-        v["root"]["version"].as_str().unwrap_or("?"),
-        v["root"]["swarm"].as_str().unwrap_or("?"),
-        v["root"]["status"].as_str().unwrap_or("?")
-    );
+    println!("  server:  {}", gatehouse_mail::client::ServerInfo::read(&v["root"]).summary());
     println!("  health:  {}", show(&v["health"]));
     match v["whoami"].get("error") {
         Some(_) => println!("  you:     {}", show(&v["whoami"])),
@@ -125,7 +122,8 @@ fn line(m: &MailMessageRow) -> String {
     let time = m.ts.get(11..19).unwrap_or(&m.ts);
     let flag = if m.system_error { " ⚠" } else { "" };
     let body: String = m.body.chars().take(100).collect::<String>().replace('\n', " ");
-    format!("{time}  T{}  {:<18} {} → {}{flag}  {:?}: {body}", m.tier, m.msg_type, m.sender, m.recipients.join(", "), m.subject)
+    let odd = m.odd.as_ref().map(|o| format!("  (kept as sent, off MAIL's schema: {o})")).unwrap_or_default();
+    format!("{time}  T{}  {:<18} {} → {}{flag}  {:?}: {body}{odd}", m.tier, m.msg_type, m.sender, m.recipients.join(", "), m.subject)
 }
 
 pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String> {
@@ -164,8 +162,8 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             swarms::remove(&o.store, data_dir, &name).map_err(|e| e.to_string())?;
             eprintln!("removed {name}; its tasks are kept");
         }
-        MailCmd::Send { swarm, body, subject, task, entrypoint, json } => {
-            let input = SendInput { swarm, body, subject, task_id: task, entrypoint };
+        MailCmd::Send { swarm, body, subject, task, entrypoint, deadline, json } => {
+            let input = SendInput { swarm, body, subject, task_id: task, entrypoint, deadline_secs: deadline };
             let out = crate::uamp::runtime()?
                 .block_on(swarms::send(o.store.clone(), data_dir, input, |e| {
                     if json {

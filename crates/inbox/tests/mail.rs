@@ -105,7 +105,7 @@ fn a_task_log_imports_with_its_bad_lines_reported_and_twice_is_once() {
     let report = mail::import_file(&store, &log, true).unwrap();
     assert_eq!((report.imported, report.duplicates), (4, 0));
     assert_eq!(report.errors.len(), 1);
-    assert_eq!((report.errors[0].line, report.errors[0].field.as_str()), (2, "/id"));
+    assert_eq!((report.errors[0].line, report.errors[0].field.as_str()), (2, "/message"), "no message object: nothing to keep");
     let task = store.mail_task("11111111-aaaa-4aaa-8aaa-111111111111").unwrap().unwrap();
     assert_eq!(task.task.source, "task.jsonl");
     assert_eq!(task.task.state, "completed", "its broadcast_complete finished it");
@@ -161,7 +161,7 @@ async fn task_logs_dropped_into_the_watched_folder_are_imported_and_filed_with_a
     wait_for(watch.join("rejected/broken.mail.json.import.json")).await;
     assert!(watch.join("rejected/broken.mail.json").exists());
     let report = std::fs::read_to_string(watch.join("rejected/broken.mail.json.import.json")).unwrap();
-    assert!(report.contains("/id"), "{report}");
+    assert!(report.contains("/message"), "{report}");
     let _ = stop_tx.send(());
 }
 

@@ -6,10 +6,15 @@
 //! - `POST /message` with `stream=true`: a scripted multi-agent task (supervisor, weather,
 //!   math, a remote `forecast@<remote>` agent) streamed as `new_message` events with pings,
 //!   ending in `broadcast_complete` and `task_complete`; a body with `fail` ends in a system
-//!   `::task_error::`, one with `stall` stops sending anything; a known `task_id` continues
+//!   `::task_error::`, one with `misroute` reports a `task_error` mid-stream (no `response`)
+//!   and goes on, one with `stall` stops sending anything; a known `task_id` continues
 //!   the task (multi-turn);
+//! - [`reference`]: the real reference server (mail-swarms 1.3.6), for tests that must
+//!   agree with it rather than with this crate;
 //! - the interswarm hop is real when a remote swarm is configured: the wrapper is POSTed to
 //!   its `/interswarm/forward` with the agent token, where it is validated.
+
+pub mod reference;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -207,7 +212,9 @@ fn addr(kind: &str, name: &str) -> Value {
 
 fn request(task: &str, from: Value, to: Value, subject: &str, body: &str) -> Value {
     json!({"id": uuid::Uuid::new_v4().to_string(), "timestamp": now(), "msg_type": "request",
-        "message": {"task_id": task, "request_id": uuid::Uuid::new_v4().to_string(), "sender": from, "recipient": to, "subject": subject, "body": body}})
+        "message": {"task_id": task, "request_id": uuid::Uuid::new_v4().to_string(), "sender": from, "recipient": to, "subject": subject, "body": body,
+            // As the reference sends agents' messages: off the spec's schema, which wants strings.
+            "sender_swarm": null, "recipient_swarm": null}})
 }
 
 fn response(task: &str, from: Value, to: Value, subject: &str, body: &str) -> Value {
@@ -219,17 +226,21 @@ fn response(task: &str, from: Value, to: Value, subject: &str, body: &str) -> Va
 fn multi(task: &str, kind: &str, from: Value, subject: &str, body: &str) -> Value {
     let id_key = if kind == "interrupt" { "interrupt_id" } else { "broadcast_id" };
     json!({"id": uuid::Uuid::new_v4().to_string(), "timestamp": now(), "msg_type": kind,
-        "message": {"task_id": task, id_key: uuid::Uuid::new_v4().to_string(), "sender": from, "recipients": [addr("agent", "all")], "subject": subject, "body": body}})
+        "message": {"task_id": task, id_key: uuid::Uuid::new_v4().to_string(), "sender": from, "recipients": [addr("agent", "all")], "subject": subject, "body": body,
+            "sender_swarm": null, "recipient_swarms": null}})
 }
 
 /// What the swarm does for one turn of a task, as (event name, data) pairs.
 async fn script(s: &Swarm, task: &str, user: &str, subject: &str, body: &str, turn: usize) -> Vec<(String, Value)> {
     let sup = || addr("agent", "supervisor");
     let me = addr("user", user);
-    let mut msgs = vec![request(task, me.clone(), sup(), subject, body)];
+    let mut first = request(task, me.clone(), sup(), subject, body);
+    first["message"]["sender_swarm"] = s.cfg.swarm.clone().into();
+    first["message"]["recipient_swarm"] = s.cfg.swarm.clone().into();
+    let mut msgs = vec![first];
     if turn > 0 {
         msgs.push(response(task, sup(), me.clone(), &format!("Re: {subject}"), "Following up on our earlier exchange."));
-        msgs.push(multi(task, "broadcast_complete", sup(), "Task complete", &format!("Turn {}: done — {body}", turn + 1)));
+        msgs.push(multi(task, "broadcast_complete", sup(), "::task_complete::", &format!("Turn {}: done — {body}", turn + 1)));
     } else {
         msgs.push(request(task, sup(), addr("agent", "weather"), "Forecast", "What is the weather in Lyon tomorrow?"));
         msgs.push(response(task, addr("agent", "weather"), sup(), "Forecast", "Sunny, 24 °C."));
@@ -260,12 +271,16 @@ async fn script(s: &Swarm, task: &str, user: &str, subject: &str, body: &str, tu
                 "the supervisor could not finish: the math agent kept failing",
             ));
         } else {
-            msgs.push(multi(task, "broadcast_complete", sup(), "Task complete", "Lyon tomorrow: sunny, 24 °C (75.2 °F)."));
+            msgs.push(multi(task, "broadcast_complete", sup(), "::task_complete::", "Lyon tomorrow: sunny, 24 °C (75.2 °F)."));
         }
     }
     let mut events: Vec<(String, Value)> = Vec::new();
     events.push(("action_call".into(), json!({"timestamp": now(), "description": "supervisor is planning", "task_id": task, "extra_data": {"tool": "plan"}})));
-    for m in &msgs {
+    for (i, m) in msgs.iter().enumerate() {
+        if i == 2 && body.contains("misroute") {
+            // The reference's mid-stream task_error: a description, no response; the task goes on.
+            events.push(("task_error".into(), json!({"timestamp": now(), "description": format!("agent {} is the swarm name; message from supervisor cannot be delivered to it", s.cfg.swarm), "task_id": task, "extra_data": {}})));
+        }
         events.push(("new_message".into(), json!({"timestamp": now(), "description": format!("sending message: {}", m["message"]["subject"]), "task_id": task, "extra_data": {"full_message": m}})));
     }
     let finish = msgs.last().map(|m| m["message"]["body"].as_str().unwrap_or_default().to_string()).unwrap_or_default();
@@ -321,7 +336,9 @@ async fn message(State(s): State<Swarm>, req: Request) -> Response {
         let finish = events.last().map(|(_, d)| d["response"].clone()).unwrap_or_default();
         return Json(json!({"response": finish, "events": null})).into_response();
     }
-    let stall = body.contains("stall");
+    // Like the reference, a known task continues only when told `resume_from:
+    // "user_response"`; otherwise the stream never ends.
+    let stall = body.contains("stall") || (turn > 0 && v.get("resume_from").and_then(Value::as_str) != Some("user_response"));
     let (step, ping) = (s.cfg.step, s.cfg.ping);
     // A ping whenever `ping` has passed since the last one, but never two in a row, so
     // the task moves on however the step and ping intervals compare.

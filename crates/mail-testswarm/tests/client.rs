@@ -94,6 +94,26 @@ async fn errors_are_explained_by_status() {
         .await
         .unwrap();
     assert!(flagged, "{out:?}");
+    // A task_error mid-stream (no `response`, as the reference sends one) is a step; the
+    // task goes on to its finish and every message after it is handed over.
+    let mut steps = Vec::new();
+    let mut after = 0;
+    let out = c
+        .send(&SendMessage { body: "misroute".into(), ..Default::default() }, |e| match e {
+            Ok(TaskEvent::Step { event, .. }) => steps.push(event),
+            Ok(TaskEvent::Message { .. }) if steps.iter().any(|s| s == "task_error") => after += 1,
+            _ => {}
+        })
+        .await
+        .unwrap();
+    assert!(out.completed && steps.contains(&"task_error".to_string()), "{out:?} {steps:?}");
+    assert!(after >= 5, "{after} messages after the mid-stream error");
+    // A whole send has a deadline, however lively the stream (pings keep it from idling).
+    let bounded = SwarmClient::new(&url, Some("user-token".into())).unwrap().with_deadline(Duration::from_millis(300));
+    match bounded.send(&SendMessage { body: "Weather in Lyon?".into(), ..Default::default() }, |_| {}).await {
+        Err(ClientError::Interrupted(why)) => assert!(why.contains("did not finish within"), "{why}"),
+        other => panic!("{other:?}"),
+    }
     // A silent stream is given up on after the idle limit, not waited on forever.
     let quick = SwarmClient::new(&url, Some("user-token".into())).unwrap().with_idle(Duration::from_millis(500));
     assert!(matches!(quick.send(&SendMessage { body: "stall".into(), ..Default::default() }, |_| {}).await, Err(ClientError::Interrupted(_))));

@@ -20,6 +20,9 @@ const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 /// A stream with neither an event nor a ping for this long is treated as dropped (the
 /// reference pings every 15 s).
 pub const IDLE: Duration = Duration::from_secs(60);
+/// How long one send may take in all, however lively the stream: a swarm that keeps
+/// pinging or talking without ever finishing does not hold the user (or a CLI) forever.
+pub const DEADLINE: Duration = Duration::from_secs(30 * 60);
 /// Bodies larger than this are refused.
 const MAX_BODY: usize = 8 * 1024 * 1024;
 
@@ -67,6 +70,56 @@ pub fn normalize_url(input: &str) -> Result<String, ClientError> {
 pub struct Whoami {
     pub id: String,
     pub role: String,
+}
+
+/// What `GET /` says, read from either shape: openapi.yaml's (`version`, `swarm` a
+/// name) or the reference server's (`protocol_version`, `swarm` an object with name,
+/// version, description, entrypoint).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ServerInfo {
+    pub name: String,
+    /// The MAIL version the server speaks (`1.3`).
+    pub protocol_version: Option<String>,
+    pub swarm: Option<String>,
+    pub swarm_version: Option<String>,
+    pub description: Option<String>,
+    pub entrypoint: Option<String>,
+    pub status: Option<String>,
+}
+
+impl ServerInfo {
+    pub fn read(root: &Value) -> ServerInfo {
+        let s = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_string);
+        let swarm = &root["swarm"];
+        ServerInfo {
+            name: s(&root["name"]).unwrap_or_default(),
+            protocol_version: s(&root["protocol_version"]).or_else(|| s(&root["version"])),
+            swarm: s(swarm).or_else(|| s(&swarm["name"])),
+            swarm_version: s(&swarm["version"]),
+            description: s(&swarm["description"]),
+            entrypoint: s(&swarm["entrypoint"]),
+            status: s(&root["status"]),
+        }
+    }
+
+    /// One line for people: `mail 1.3, swarm "example" (1.3.6), running`.
+    pub fn summary(&self) -> String {
+        let mut out = format!("{} {}", self.name, self.protocol_version.as_deref().unwrap_or("(version not given)"));
+        if let Some(sw) = &self.swarm {
+            out.push_str(&format!(", swarm \"{sw}\""));
+            if let Some(v) = &self.swarm_version {
+                out.push_str(&format!(" ({v})"));
+            }
+        }
+        if let Some(e) = &self.entrypoint {
+            out.push_str(&format!(", entrypoint {e}"));
+        }
+        if let Some(st) = &self.status {
+            out.push_str(&format!(", {st}"));
+        }
+        out
+    }
 }
 
 /// One entry of `GET /swarms`.
@@ -131,6 +184,7 @@ pub struct SwarmClient {
     token: Option<String>,
     http: reqwest::Client,
     idle: Duration,
+    deadline: Duration,
 }
 
 impl SwarmClient {
@@ -141,12 +195,18 @@ impl SwarmClient {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        Ok(SwarmClient { base, token, http, idle: IDLE })
+        Ok(SwarmClient { base, token, http, idle: IDLE, deadline: DEADLINE })
     }
 
     /// How long a task stream may stay silent (no event, no ping) before it counts as dropped.
     pub fn with_idle(mut self, idle: Duration) -> SwarmClient {
         self.idle = idle;
+        self
+    }
+
+    /// How long one send may take in all before it is given up as interrupted.
+    pub fn with_deadline(mut self, deadline: Duration) -> SwarmClient {
+        self.deadline = deadline;
         self
     }
 
@@ -206,14 +266,27 @@ impl SwarmClient {
     }
 
     /// Sends `m` with `stream=true` and hands every event to `on_event` as it arrives,
-    /// until the task completes or fails. Events that cannot be read are handed over as
-    /// errors and the stream goes on.
-    pub async fn send(&self, m: &SendMessage, mut on_event: impl FnMut(Result<TaskEvent, BadEvent>) + Send) -> Result<Outcome, ClientError> {
+    /// until the task completes or fails, or the deadline passes. Events that cannot be
+    /// read are handed over as errors and the stream goes on. A `task_id` continues that
+    /// task (`resume_from: "user_response"`, as the reference expects).
+    pub async fn send(&self, m: &SendMessage, on_event: impl FnMut(Result<TaskEvent, BadEvent>) + Send) -> Result<Outcome, ClientError> {
+        let deadline = self.deadline;
+        tokio::time::timeout(deadline, self.stream(m, on_event)).await.unwrap_or_else(|_| {
+            Err(ClientError::Interrupted(format!("the task did not finish within {} minutes; what arrived is kept", deadline.as_secs().div_ceil(60))))
+        })
+    }
+
+    async fn stream(&self, m: &SendMessage, mut on_event: impl FnMut(Result<TaskEvent, BadEvent>) + Send) -> Result<Outcome, ClientError> {
         let mut body = json!({"body": m.body, "stream": true});
         for (k, v) in [("subject", &m.subject), ("task_id", &m.task_id), ("entrypoint", &m.entrypoint)] {
             if let Some(v) = v {
                 body[k] = v.clone().into();
             }
+        }
+        if m.task_id.is_some() {
+            // The reference resumes a task only when told how; without this it treats the
+            // message as a new task under the old id and the stream never ends.
+            body["resume_from"] = "user_response".into();
         }
         let resp = self
             .request(reqwest::Method::POST, "/message")

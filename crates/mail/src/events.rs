@@ -3,7 +3,9 @@
 //! speak (docs/interop.md): every data line is a JSON object with `timestamp` and
 //! `task_id`; `new_message` carries the MAILMessage in `extra_data.full_message`;
 //! `task_complete` and `task_error` end the stream with `response`; `ping` keeps it alive;
-//! any other event name (tool calls, agent errors, ...) is a described step.
+//! any other event name (tool calls, agent errors, ...) is a described step. The reference
+//! also reports a `task_error` mid-stream with a `description` and no `response` (an agent
+//! wrote to the swarm's own name): the task goes on, so that one is a step too.
 
 use serde_json::Value;
 
@@ -51,12 +53,12 @@ impl TaskEvent {
             "ping" => TaskEvent::Ping { task_id },
             "new_message" => {
                 let full = v.pointer("/extra_data/full_message").ok_or_else(|| bad(MailError::new("/extra_data/full_message", "is required")))?;
-                let message = Message::from_value(full)
-                    .map_err(|e| bad(MailError::new(format!("/extra_data/full_message{}", e.field.trim_end_matches('/')), e.message)))?;
+                let message =
+                    Message::keep(full).map_err(|e| bad(MailError::new(format!("/extra_data/full_message{}", e.field.trim_end_matches('/')), e.message)))?;
                 TaskEvent::Message { task_id: task_id.unwrap_or_else(|| message.payload.task_id.clone()), message: Box::new(message) }
             }
             "task_complete" => TaskEvent::Complete { task_id: need_task()?, response: response_text(&v), timestamp: s("timestamp") },
-            "task_error" => TaskEvent::Failed { task_id: need_task()?, response: response_text(&v), timestamp: s("timestamp") },
+            "task_error" if v.get("response").is_some() => TaskEvent::Failed { task_id: need_task()?, response: response_text(&v), timestamp: s("timestamp") },
             other => TaskEvent::Step {
                 task_id,
                 event: other.to_string(),

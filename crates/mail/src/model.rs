@@ -110,11 +110,19 @@ impl Payload {
         }
     }
 
-    /// System error messages: the reference implementation delimits their subjects with
-    /// two colons (`::task_error::`, `::tool_call_error::`).
-    pub fn is_system_error(&self) -> bool {
+    /// The name of a subject the reference implementation writes itself, between two
+    /// colons (`::task_complete::`, `::tool_call_error::`), if this is one.
+    pub fn system_subject(&self) -> Option<&str> {
         let s = self.subject.trim();
-        s.len() > 4 && s.starts_with("::") && s.ends_with("::")
+        s.strip_prefix("::").and_then(|s| s.strip_suffix("::")).filter(|n| !n.is_empty() && !n.contains("::"))
+    }
+
+    /// Whether this is a system message about a failure. The reference marks the normal
+    /// finish (`::task_complete::`), help and action results the same way, so only
+    /// names that say error, timeout, cancellation or shutdown count (docs/interop.md).
+    pub fn is_system_error(&self) -> bool {
+        self.system_subject()
+            .is_some_and(|n| n.contains("error") || n.contains("timeout") || n.contains("cancelled") || n == "shutdown_requested" || n.starts_with("invalid_"))
     }
 }
 
@@ -127,6 +135,8 @@ pub struct Message {
     pub payload: Payload,
     /// The message as received, kept for export and re-validation.
     pub raw: Value,
+    /// Where a message kept by [`Message::keep`] departs from the schema.
+    pub odd: Option<MailError>,
 }
 
 impl Message {
@@ -135,6 +145,29 @@ impl Message {
     pub fn from_value(v: &Value) -> Result<Message, MailError> {
         schema::check(Kind::Message, v)?;
         Ok(Self::read(v))
+    }
+
+    /// A message as a swarm sent it, kept even where it departs from the schema (the
+    /// reference sends agents' messages with `sender_swarm: null`): the departure is in
+    /// [`Message::odd`] for the user to see. Only what the timeline cannot do without is
+    /// required: a known `msg_type`, a `message` object and its `task_id`.
+    pub fn keep(v: &Value) -> Result<Message, MailError> {
+        let Err(odd) = schema::check(Kind::Message, v) else {
+            return Ok(Self::read(v));
+        };
+        if !v.is_object() {
+            return Err(MailError::new("/", "is not a JSON object"));
+        }
+        if serde_json::from_value::<MsgType>(v["msg_type"].clone()).is_err() {
+            return Err(MailError::new("/msg_type", format!("{} is not a MAIL message type", v["msg_type"])));
+        }
+        if !v["message"].is_object() {
+            return Err(MailError::new("/message", "is required and must be an object"));
+        }
+        if v["message"]["task_id"].as_str().is_none_or(str::is_empty) {
+            return Err(MailError::new("/message/task_id", "is required"));
+        }
+        Ok(Message { odd: Some(odd), ..Self::read(v) })
     }
 
     fn read(v: &Value) -> Message {
@@ -147,6 +180,7 @@ impl Message {
             msg_type,
             payload: Payload::from_object(msg_type, o),
             raw: v.clone(),
+            odd: None,
         }
     }
 
@@ -244,6 +278,7 @@ impl Interswarm {
             msg_type: self.msg_type,
             payload: self.payload.clone(),
             raw: self.raw.clone(),
+            odd: None,
         }
     }
 }

@@ -152,11 +152,18 @@ fn stream_events_are_read_as_the_reference_sends_them() {
     assert!(done.is_final());
     assert!(matches!(TaskEvent::parse("task_error", "{\"task_id\":\"t\",\"response\":\"timeout\"}").unwrap(), TaskEvent::Failed { .. }));
     assert!(matches!(TaskEvent::parse("tool_call", "{\"task_id\":\"t\",\"description\":\"calc\"}").unwrap(), TaskEvent::Step { .. }));
-    // A broken message inside an event is named by its path in the event.
-    let mut bad = full;
-    bad["id"] = "x".into();
+    // A message off the schema is kept, saying where; one without what a timeline needs
+    // (its task) is refused, named by its path in the event.
+    let mut odd = full;
+    odd["id"] = "x".into();
+    match TaskEvent::parse("new_message", &json!({"task_id": "t", "extra_data": {"full_message": odd}}).to_string()).unwrap() {
+        TaskEvent::Message { message, .. } => assert_eq!(message.odd.unwrap().field, "/id"),
+        other => panic!("{other:?}"),
+    }
+    let mut bad = odd.clone();
+    bad["message"].as_object_mut().unwrap().remove("task_id");
     let e = TaskEvent::parse("new_message", &json!({"task_id": "t", "extra_data": {"full_message": bad}}).to_string()).unwrap_err();
-    assert_eq!(e.error.field, "/extra_data/full_message/id");
+    assert_eq!(e.error.field, "/extra_data/full_message/message/task_id");
     assert!(TaskEvent::parse("task_complete", "{}").is_err(), "a finish without task_id");
     assert!(TaskEvent::parse("new_message", "not json").is_err());
 }

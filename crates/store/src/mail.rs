@@ -46,6 +46,9 @@ pub struct MailMessageRow {
     pub body: String,
     pub system_error: bool,
     pub raw: String,
+    /// Where the message departs from MAIL's schema (`/message/sender_swarm: null is not
+    /// of type string`): it was kept as the swarm sent it, and this says what was odd.
+    pub odd: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -119,6 +122,7 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<MailMessageRow> {
         body: r.get(8)?,
         system_error: r.get(9)?,
         raw: r.get(10)?,
+        odd: r.get(11)?,
     })
 }
 
@@ -179,7 +183,7 @@ impl Store {
         self.conn().execute(
             "INSERT INTO mail_tasks (task_id, swarm, source, subject, state, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
              ON CONFLICT(task_id) DO UPDATE SET state = CASE WHEN ?5 = 'running' THEN 'running' ELSE state END, updated_at = ?6,
-                swarm = coalesce(swarm, ?2)",
+                swarm = coalesce(swarm, ?2), subject = CASE WHEN subject = '' THEN ?4 ELSE subject END",
             params![t.task_id, t.swarm, t.source, t.subject, t.state, t.at],
         )?;
         Ok(())
@@ -190,8 +194,8 @@ impl Store {
     pub fn mail_message_add(&self, m: &MailMessageRow, at: &str) -> Result<bool> {
         let conn = self.conn();
         let n = conn.execute(
-            "INSERT OR IGNORE INTO mail_messages (id, task_id, ts, msg_type, tier, sender, recipients, subject, body, system_error, raw)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT OR IGNORE INTO mail_messages (id, task_id, ts, msg_type, tier, sender, recipients, subject, body, system_error, raw, odd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 m.id,
                 m.task_id,
@@ -203,7 +207,8 @@ impl Store {
                 m.subject,
                 m.body,
                 m.system_error,
-                m.raw
+                m.raw,
+                m.odd
             ],
         )?;
         conn.execute("UPDATE mail_tasks SET updated_at = ?2 WHERE task_id = ?1", params![m.task_id, at])?;
@@ -284,7 +289,7 @@ impl Store {
             };
             task.participants = participants(c, task_id)?;
             let mut stmt = c.prepare_cached(
-                "SELECT id, task_id, ts, msg_type, tier, sender, recipients, subject, body, system_error, raw FROM mail_messages WHERE task_id = ?1 ORDER BY row",
+                "SELECT id, task_id, ts, msg_type, tier, sender, recipients, subject, body, system_error, raw, odd FROM mail_messages WHERE task_id = ?1 ORDER BY row",
             )?;
             let messages = stmt.query_map([task_id], message_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
             let mut stmt = c.prepare_cached("SELECT event, at, description, data FROM mail_events WHERE task_id = ?1 ORDER BY row")?;

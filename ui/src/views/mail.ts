@@ -1,7 +1,7 @@
 // MAIL: the swarms you connect to (what each says about itself), tasks you send and follow
 // live, interswarm messages, task logs you import, and every task's timeline with a
 // diagram of which agent talked to which.
-import { api, errorText, onMailEvent, type ImportReport, type MailLive, type MailMessage, type MailSurvey, type MailSwarm, type MailTask, type MailTaskDetail } from '../api';
+import { api, errorText, onMailEvent, type ImportReport, type MailLive, type MailMessage, type MailSurvey, type MailSwarm, type ServerInfo, type MailTask, type MailTaskDetail } from '../api';
 import { h, refill, replace } from '../dom';
 import { act, failed, ListDetail } from './parts';
 import { mailAddress, mailGraph, taskStateText, tierText, when } from '../format';
@@ -35,7 +35,8 @@ export function messageItem(m: MailMessage): HTMLElement {
       m.system_error ? h('span', { className: 'flag', title: 'a system error message' }, '⚠ system error') : null,
       h('time', { title: m.ts }, when(m.ts))),
     h('div', { className: 'mail-subject' }, m.subject),
-    h('div', { className: 'prompt mail-body' }, m.body));
+    h('div', { className: 'prompt mail-body' }, m.body),
+    m.odd ? h('p', { className: 'mail-odd muted', title: 'The swarm sent this message off MAIL’s schema; it is kept as sent.' }, `Kept as sent, though off MAIL’s schema: ${m.odd}`) : null);
 }
 
 /** Which agent talked to which: participants on a circle, one arrow per pair with a count. */
@@ -82,6 +83,16 @@ export function graph(messages: MailMessage[]): SVGSVGElement {
 function surveyLine(label: string, v: Record<string, unknown> | undefined, f: (v: Record<string, unknown>) => string): HTMLElement[] {
   const err = v && (v.error as { message?: string } | undefined);
   return [h('dt', {}, label), h('dd', { className: err ? 'error' : '' }, !v ? '—' : err ? err.message ?? 'error' : f(v))];
+}
+
+/** `mail 1.3, swarm “example” (1.3.6), entrypoint supervisor, running`. */
+function serverLine(s: ServerInfo | undefined, root: Record<string, unknown>): string {
+  if (!s) return `${String(root.name)} ${String(root.version ?? root.protocol_version ?? '')}, ${String(root.status ?? '')}`;
+  const parts = [`${s.name} ${s.protocol_version ?? '(version not given)'}`];
+  if (s.swarm) parts.push(`swarm “${s.swarm}”${s.swarm_version ? ` (${s.swarm_version})` : ''}`);
+  if (s.entrypoint) parts.push(`entrypoint ${s.entrypoint}`);
+  if (s.status) parts.push(s.status);
+  return parts.join(', ');
 }
 
 export class MailView {
@@ -165,7 +176,7 @@ export class MailView {
     const fill = (i: MailSurvey | null) => {
       const swarms = Array.isArray(i?.swarms) ? (i!.swarms as Record<string, unknown>[]) : null;
       replace(body,
-        ...surveyLine('Server', i?.root, (r) => `${r.name} ${r.version}, swarm “${r.swarm}”, ${r.status}`),
+        ...surveyLine('Server', i?.root, (r) => serverLine(i?.server, r)),
         ...surveyLine('Health', i?.health, (v) => `${v.status} (${v.swarm_name})`),
         ...surveyLine('You', i?.whoami, (v) => `${v.id} — role ${v.role}`),
         ...surveyLine('Status', i?.status, (v) => `${(v.swarm as Record<string, unknown> | undefined)?.status ?? '?'}; ${v.user_task_running ? 'a task is running' : 'idle'}`),
@@ -268,7 +279,7 @@ export class MailView {
     } }, 'Import a task log…');
     return h('div', { className: 'card', id: 'mail-import-card' },
       h('h3', {}, 'Import'),
-      h('p', { className: 'muted small' }, 'A JSON or JSONL file of MAIL messages or interswarm wrappers — pick one, drop it on this window, or drop it into the watched folder as *.mail.json / *.mail.jsonl.'),
+      h('p', { className: 'muted small' }, 'MAIL messages or interswarm wrappers (JSON or JSONL), or a swarm’s own export (its event dump, GET /task, a saved stream) — pick one, drop it on this window, or drop it into the watched folder as *.mail.json / *.mail.jsonl.'),
       pick, this.importMsg);
   }
 

@@ -148,6 +148,7 @@ pub fn row_of(m: &Message) -> MailMessageRow {
         body: m.payload.body.clone(),
         system_error: m.payload.is_system_error(),
         raw: m.raw.to_string(),
+        odd: m.odd.as_ref().map(ToString::to_string),
     }
 }
 
@@ -199,12 +200,13 @@ impl MailTaskError {
 }
 
 /// Everything a swarm says about itself: `GET /` (which must answer: otherwise the
-/// address is wrong), then health, identity and role, status and registry, each either
+/// address is wrong; `server` is it read from either shape, `root` as sent), then health, identity and role, status and registry, each either
 /// its answer or `{"error": {code, message}}` in place.
 pub async fn survey(c: &SwarmClient) -> Result<serde_json::Value, ClientError> {
     let root = c.root().await?;
     let part = |r: Result<serde_json::Value, ClientError>| r.unwrap_or_else(|e| serde_json::json!({"error": {"code": e.code(), "message": e.to_string()}}));
     Ok(serde_json::json!({
+        "server": gatehouse_mail::client::ServerInfo::read(&root),
         "root": root,
         "health": part(c.health().await),
         "whoami": part(c.whoami().await.map(|w| serde_json::json!(w))),
@@ -335,31 +337,62 @@ pub fn import_text(store: &Store, source: &str, text: &str) -> Result<ImportRepo
     let at = now();
     let mut report = ImportReport { source: source.to_string(), errors: got.errors.iter().map(ImportLineError::from).collect(), ..Default::default() };
     for entry in &got.entries {
-        let m = entry.item.message();
-        let task_id = m.payload.task_id.clone();
+        let (task_id, subject) = match &entry.item {
+            import::Item::Task { task_id, .. } => (task_id.clone(), String::new()),
+            import::Item::Event(e) => (e.task_id().unwrap_or_default().to_string(), String::new()),
+            item => {
+                let m = item.message().expect("messages and wrappers are messages");
+                (m.payload.task_id.clone(), m.payload.subject)
+            }
+        };
+        if task_id.is_empty() {
+            continue;
+        }
         if !report.tasks.contains(&task_id) {
             // The task's subject is its first message's.
             store.mail_task_open(&NewMailTask {
                 task_id: task_id.clone(),
                 swarm: None,
                 source: source.into(),
-                subject: m.payload.subject.clone(),
+                subject,
                 state: "imported".into(),
                 at: at.clone(),
             })?;
             report.tasks.push(task_id.clone());
         }
-        if let import::Item::Interswarm(w) = &entry.item {
-            store.mail_task_contributors(&task_id, &w.task_owner, &w.task_contributors)?;
-        }
-        if store.mail_message_add(&row_of(&m), &at)? {
-            report.imported += 1;
-        } else {
-            report.duplicates += 1;
-        }
-        if m.msg_type == gatehouse_mail::MsgType::BroadcastComplete {
-            let state = if m.payload.is_system_error() { "failed" } else { "completed" };
-            store.mail_task_finish(&task_id, state, Some(&m.payload.body), &at)?;
+        match &entry.item {
+            import::Item::Task { owner, contributors, completed, .. } => {
+                if let Some(owner) = owner {
+                    store.mail_task_contributors(&task_id, owner, contributors)?;
+                }
+                if *completed == Some(true) {
+                    store.mail_task_finish(&task_id, "completed", None, &at)?;
+                }
+            }
+            import::Item::Event(e) => match &**e {
+                TaskEvent::Complete { response, .. } => store.mail_task_finish(&task_id, "completed", Some(response), &at)?,
+                TaskEvent::Failed { response, .. } => store.mail_task_finish(&task_id, "failed", Some(response), &at)?,
+                TaskEvent::Step { event, description, timestamp, data, .. } => store.mail_event_add(
+                    &task_id,
+                    &MailEventRow { event: event.clone(), at: timestamp.clone(), description: description.clone(), data: Some(data.clone()) },
+                )?,
+                TaskEvent::Message { .. } | TaskEvent::Ping { .. } => {}
+            },
+            item => {
+                let m = item.message().expect("messages and wrappers are messages");
+                if let import::Item::Interswarm(w) = item {
+                    store.mail_task_contributors(&task_id, &w.task_owner, &w.task_contributors)?;
+                }
+                if store.mail_message_add(&row_of(&m), &at)? {
+                    report.imported += 1;
+                } else {
+                    report.duplicates += 1;
+                }
+                if m.msg_type == gatehouse_mail::MsgType::BroadcastComplete {
+                    let state = if m.payload.is_system_error() { "failed" } else { "completed" };
+                    store.mail_task_finish(&task_id, state, Some(&m.payload.body), &at)?;
+                }
+            }
         }
     }
     Ok(report)

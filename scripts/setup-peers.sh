@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the real protocol peers the tests run against, outside the repository, in
+# virtualenvs under ${GATEHOUSE_PEERS_DIR:-~/.cache/gatehouse/peers}:
+#   mail-1.3.6: the MAIL 1.3 reference server (PyPI mail-swarms 1.3.6) with the dependency
+#               set of its v1.3.6 lock (tests/peers/mail-1.3/requirements.txt, hashes checked).
+# Idempotent: a virtualenv whose requirements have not changed is kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PEERS="${GATEHOUSE_PEERS_DIR:-$HOME/.cache/gatehouse/peers}"
+mkdir -p "$PEERS"
+
+# The reference needs Python 3.12 or newer.
+find_python() {
+  local c
+  for c in python3.13 python3.12 python3 "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python /root/.pyenv/versions/3.1[2-9]*/bin/python /usr/local/bin/python3.1[2-9]; do
+    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys, venv; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      command -v "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+
+install_venv() { # name requirements
+  local name="$1" req="$2" venv="$PEERS/$1"
+  local stamp
+  stamp="$(sha256sum "$req" | cut -d' ' -f1)"
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.requirements" 2>/dev/null)" = "$stamp" ]; then
+    return 0
+  fi
+  local py
+  if ! py="$(find_python)"; then
+    echo "setup-peers: $name needs Python 3.12 or newer and none was found (tried python3.13, python3.12, python3, pyenv)" >&2
+    exit 1
+  fi
+  echo "setup-peers: installing $name with $py"
+  rm -rf "$venv"
+  "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes --only-binary=:all: -r "$req"
+  echo "$stamp" > "$venv/.requirements"
+}
+
+install_venv mail-1.3.6 tests/peers/mail-1.3/requirements.txt
+echo "setup-peers: ok ($PEERS)"
