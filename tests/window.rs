@@ -281,6 +281,46 @@ fn unknown_sender_prompts_and_approval_lets_the_next_envelope_in() {
 }
 
 #[test]
+fn what_an_epp_v11_sender_declares_is_shown_before_allow_and_in_the_detail() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let stranger = gatehouse_epp::generate_signing_key();
+    // v1.1 fields ride beside the signed ones, as the reference sends them.
+    let mut env = app.envelope(&stranger, "orders", "Your order 1042 has shipped; add the delivery to your calendar?");
+    env["capabilities"] = json!({"filesystem": {"read": ["~/Documents/orders"]}, "network": {"domains": ["shop.example"], "protocols": ["https"]}, "actions": ["create_calendar_event"], "data_access": ["contacts"]});
+    env["payment"] = json!({"required": true, "amount": "0.50", "currency": "USDC", "recipient": "8xQ1", "chain": "solana"});
+    let r = reqwest::blocking::Client::new().post(app.submit_url()).json(&env).send().unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+
+    app.click("#nav-consent");
+    app.wait_text(".consent-card", "It says it will ask your AI to:");
+    let card = app.text(".consent-card");
+    for words in
+        ["read files in ~/Documents/orders", "connect to shop.example (https)", "take these actions: create_calendar_event", "see your contacts", "never pays"]
+    {
+        assert!(card.contains(words), "{words:?} in {card}");
+    }
+    app.screenshot("consent-v11");
+    app.click(".consent-card button[data-decision='allow_once']");
+    app.wait("the card to settle", || !app.text(".consent-card .result").is_empty());
+
+    app.click("#nav-inbox");
+    // The accepted envelope's row, not its earlier knock's (same words, refused).
+    let js = "const r=[...document.querySelectorAll('#inbox-rows .row')].find(r=>r.textContent.includes('Your order 1042') && !r.textContent.includes('not trusted')); return r ? r.dataset.receipt : null;";
+    let mut id = String::new();
+    app.wait("the accepted envelope's row", || {
+        id = app.script(js).as_str().unwrap_or("").to_string();
+        !id.is_empty()
+    });
+    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.wait_text("#detail-extras", "read files in ~/Documents/orders");
+    assert!(app.text("#detail-extras").contains("payment: 0.50 USDC on solana"));
+    assert!(app.text("#detail-steps").contains("No content hash sent (optional)"), "{}", app.text("#detail-steps"));
+    app.script("document.querySelector('#detail-extras').scrollIntoView(); return true;");
+    app.screenshot("detail-v11");
+}
+
+#[test]
 fn a_dropped_file_appears_with_its_receipt_and_hostile_markup_stays_text() {
     let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();

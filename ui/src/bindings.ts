@@ -266,6 +266,22 @@ export type AsopStepRow_Serialize = {
 	decided_at: string | null,
 };
 
+export type Attested = Attested_Serialize;
+
+export type Attested_Deserialize = {
+	role: string,
+	identity: string,
+	statement?: string | null,
+	timestamp: string,
+};
+
+export type Attested_Serialize = {
+	role: string,
+	identity: string,
+	statement: string | null,
+	timestamp: string,
+};
+
 /**  One decision or change the user made, readable later. */
 export type AuditEntry = AuditEntry_Serialize;
 
@@ -303,6 +319,31 @@ export type Capability = {
 	operating_hours: { [key in string]: string },
 };
 
+/**  What an EPP v1.1 sender may ask to use (`capabilities`), as the user set it. */
+export type CapabilityLimit = CapabilityLimit_Serialize;
+
+/**  What an EPP v1.1 sender may ask to use (`capabilities`), as the user set it. */
+export type CapabilityLimit_Deserialize = {
+	/**  Envelopes that declare no capabilities are refused. */
+	require?: boolean,
+	/**
+	 *  The most it may ask for, in the envelope's own `capabilities` shape
+	 *  (`{filesystem: {read, write}, network: {domains}, actions, data_access}`).
+	 */
+	allowed?: Value,
+};
+
+/**  What an EPP v1.1 sender may ask to use (`capabilities`), as the user set it. */
+export type CapabilityLimit_Serialize = {
+	/**  Envelopes that declare no capabilities are refused. */
+	require: boolean,
+	/**
+	 *  The most it may ask for, in the envelope's own `capabilities` shape
+	 *  (`{filesystem: {read, write}, network: {domains}, actions, data_access}`).
+	 */
+	allowed: Value,
+};
+
 /**  Every error code a command can return. */
 export type Code = "ALREADY_SENT" | "ALREADY_TRUSTED" | "BAD_ENVELOPE" | "BAD_MANIFEST" | "BAD_REQUEST" | "BAD_URL" | "DID_FETCH" | "FORBIDDEN_PATH" | "GONE" | "HTTP" | "INTERNAL" | "INTERRUPTED" | "INVALID" | "IO" | "KEYCHAIN" | "NOT_ALLOWED" | "NOT_CONFIRMED" | "NOT_FOUND" | "NOT_RUNNING" | "NOT_TEXT" | "NOT_TRUSTED" | "NO_TOKEN" | "OPEN" | "PIN_MISMATCH" | "PROTOCOL" | "REFUSED" | "STORE" | "SWARM_ERROR" | "TLS" | "TOO_LARGE" | "UNAUTHORIZED" | "UNREACHABLE";
 
@@ -328,9 +369,13 @@ export type ConsentItem_Deserialize =
 /**  What is knocking, from where it arrived (never from what it wrote). */
 source: Source; first_seen: string; last_seen: string; count: number; scopes_tried: string[]; 
 /**  The newest knock: what "allow" would deliver. */
-envelope_id?: string | null; scope?: string | null; prompt?: string | null } | 
+envelope_id?: string | null; scope?: string | null; prompt?: string | null; 
+/**  What the knock declared (EPP v1.1), in plain words. */
+extras?: Extras_Deserialize | null } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
-{ kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; payload_type?: string | null; on_behalf_of?: string | null; received_at: string } | 
+{ kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; payload_type?: string | null; on_behalf_of?: string | null; received_at: string; 
+/**  What the envelope declared (EPP v1.1), in plain words. */
+extras?: Extras_Deserialize | null } | 
 /**
  *  A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
  *  and waits.
@@ -344,9 +389,13 @@ export type ConsentItem_Serialize =
 /**  What is knocking, from where it arrived (never from what it wrote). */
 source: Source; first_seen: string; last_seen: string; count: number; scopes_tried: string[]; 
 /**  The newest knock: what "allow" would deliver. */
-envelope_id: string | null; scope: string | null; prompt: string | null } | 
+envelope_id: string | null; scope: string | null; prompt: string | null; 
+/**  What the knock declared (EPP v1.1), in plain words. */
+extras: Extras_Serialize | null } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
-{ kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string } | 
+{ kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string; 
+/**  What the envelope declared (EPP v1.1), in plain words. */
+extras: Extras_Serialize | null } | 
 /**
  *  A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
  *  and waits.
@@ -476,6 +525,8 @@ export type Detail_Deserialize = {
 	on_behalf_of_name?: string | null,
 	/**  What arrived, pretty-printed when it is JSON. */
 	raw?: string | null,
+	/**  Its EPP v1.1 fields in plain words, if it has any. */
+	extras?: Extras_Deserialize | null,
 };
 
 export type Detail_Serialize = {
@@ -486,6 +537,8 @@ export type Detail_Serialize = {
 	on_behalf_of_name: string | null,
 	/**  What arrived, pretty-printed when it is JSON. */
 	raw: string | null,
+	/**  Its EPP v1.1 fields in plain words, if it has any. */
+	extras: Extras_Serialize | null,
 };
 
 /**  What the user is shown before adding a peer. */
@@ -562,7 +615,13 @@ export type EnvelopeRow_Serialize = {
 };
 
 /**  Spec 7.3 codes, plus `INTERNAL_ERROR` for the spec's HTTP 500 "inbox processing error". */
-export type ErrorCode = "INVALID_FORMAT" | "UNSUPPORTED_VERSION" | "WRONG_RECIPIENT" | "EXPIRED" | "INVALID_SIGNATURE" | "REPLAY_DETECTED" | "UNTRUSTED_SENDER" | "POLICY_DENIED" | "SIZE_EXCEEDED" | "RATE_LIMITED" | "INTERNAL_ERROR";
+export type ErrorCode = "INVALID_FORMAT" | "UNSUPPORTED_VERSION" | "WRONG_RECIPIENT" | "EXPIRED" | "INVALID_SIGNATURE" | "REPLAY_DETECTED" | "UNTRUSTED_SENDER" | "POLICY_DENIED" | "SIZE_EXCEEDED" | "RATE_LIMITED" | "INTERNAL_ERROR" | 
+/**  EPP v1.1: the payload does not hash to the envelope's `integrity`. */
+"INTEGRITY_MISMATCH" | 
+/**  EPP v1.1: a `provenance` attestation does not verify, or attests to other content. */
+"PROVENANCE_INVALID" | 
+/**  EPP v1.1: the user revoked this sender's key. */
+"SENDER_REVOKED";
 
 export type ErrorDetail = {
 	code: ErrorCode,
@@ -667,6 +726,33 @@ export type ExportKind = "receipts" | "audit" |
 "conversations" | 
 /**  Every step the ASOP guardian decided, by session. */
 "guardian";
+
+/**  The v1.1 fields of an accepted (so verified) envelope. */
+export type Extras = Extras_Serialize;
+
+/**  The v1.1 fields of an accepted (so verified) envelope. */
+export type Extras_Deserialize = {
+	/**  The algorithm of the integrity hash the payload matched. */
+	integrity?: string | null,
+	/**  What the sender asks to use, one sentence each ("read files in ~/Documents"). */
+	capabilities: string[],
+	/**  Attestations, author first, each checked under its own key. */
+	provenance: Attested_Deserialize[],
+	/**  Fields kept and shown, never acted on: EPP v1 lists payments as a non-goal. */
+	inert: Inert[],
+};
+
+/**  The v1.1 fields of an accepted (so verified) envelope. */
+export type Extras_Serialize = {
+	/**  The algorithm of the integrity hash the payload matched. */
+	integrity: string | null,
+	/**  What the sender asks to use, one sentence each ("read files in ~/Documents"). */
+	capabilities: string[],
+	/**  Attestations, author first, each checked under its own key. */
+	provenance: Attested_Serialize[],
+	/**  Fields kept and shown, never acted on: EPP v1 lists payments as a non-goal. */
+	inert: Inert[],
+};
 
 export type FlowType = "intent_request" | "information_request" | "information_response" | "clarification_request" | "execution_result" | "error";
 
@@ -835,6 +921,14 @@ export type InboxStatus_Serialize = {
 	/**  Where UAMP peers reach this inbox (https), or why they cannot. */
 	uamp_listening: string | null,
 	uamp_error: string | null,
+};
+
+export type Inert = {
+	/**  `payment`, `payment_proof` or `stake`. */
+	field: string,
+	/**  `0.50 USDC on solana`, as the sender wrote it. */
+	summary: string,
+	json: string,
 };
 
 export type InterswarmInput = InterswarmInput_Serialize;
@@ -1235,6 +1329,8 @@ export type Policy_Deserialize = {
 	"x-reply-endpoint"?: string | null,
 	/**  Scopes whose answers are sent back without the user reviewing them first. */
 	"x-auto-reply-scopes"?: string[],
+	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */
+	"x-capabilities"?: CapabilityLimit_Deserialize | null,
 };
 
 /**  Spec 6.1 policy, with Gatehouse extensions in `x-` fields (spec 11.1). */
@@ -1257,6 +1353,8 @@ export type Policy_Serialize = {
 	"x-reply-endpoint"?: string,
 	/**  Scopes whose answers are sent back without the user reviewing them first. */
 	"x-auto-reply-scopes"?: string[],
+	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */
+	"x-capabilities"?: CapabilityLimit_Serialize,
 };
 
 export type ProgressEvent = ProgressEvent_Serialize;

@@ -34,6 +34,9 @@ const CODE_WORDS: Record<string, string> = {
   SIZE_EXCEEDED: 'Too large',
   RATE_LIMITED: 'Sender over its limit',
   INTERNAL_ERROR: 'Gatehouse could not process it',
+  INTEGRITY_MISMATCH: 'Changed after it was hashed',
+  PROVENANCE_INVALID: 'Its attestations do not check out',
+  SENDER_REVOKED: 'Sender’s key revoked by you',
 };
 
 export function describeCode(code: string | null | undefined): string {
@@ -48,10 +51,20 @@ const STEP_WORDS: Record<string, string> = {
   recipient: 'Addressed to this inbox',
   expiry: 'Not expired',
   signature: 'Signature verified',
+  integrity: 'Content matches its hash',
+  provenance: 'Attestations verified',
   replay: 'Not a replay',
   trust: 'Sender trusted',
+  revocation: 'Sender’s key not revoked',
   policy: 'Allowed by the sender’s rules',
 };
+
+/** A step the envelope gave nothing to check for (no integrity hash, no attestations). */
+export function describeAbsentStep(step: string): string {
+  if (step === 'integrity') return 'No content hash sent (optional)';
+  if (step === 'provenance') return 'No attestations sent (optional)';
+  return describeStep(step);
+}
 
 export function describeStep(step: string): string {
   return STEP_WORDS[step] ?? step;

@@ -43,6 +43,8 @@ pub struct Detail {
     pub on_behalf_of_name: Option<String>,
     /// What arrived, pretty-printed when it is JSON.
     pub raw: Option<String>,
+    /// Its EPP v1.1 fields in plain words, if it has any.
+    pub extras: Option<gatehouse_epp::v11::Extras>,
 }
 
 pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
@@ -52,7 +54,20 @@ pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
         None => None,
     };
     let code = receipt.code.as_deref().and_then(gatehouse_epp::ErrorCode::parse);
-    let steps = gatehouse_inbox::verification_steps(code, receipt.sender.is_some()).into_iter().map(|(name, state)| Step { name, state }).collect();
+    let extras = envelope.as_ref().and_then(|e| gatehouse_epp::v11::Extras::from_raw(&e.raw));
+    let steps = gatehouse_inbox::verification_steps(code, receipt.sender.is_some())
+        .into_iter()
+        .map(|(name, state)| {
+            // An envelope that carries no integrity hash or provenance passed nothing there.
+            let absent = |has: bool| state == "passed" && !has;
+            let state = match name {
+                "integrity" if absent(extras.as_ref().is_some_and(|x| x.integrity.is_some())) => "absent",
+                "provenance" if absent(extras.as_ref().is_some_and(|x| !x.provenance.is_empty())) => "absent",
+                _ => state,
+            };
+            Step { name, state }
+        })
+        .collect();
     let name_of = |k: Option<&str>| -> Result<Option<String>> {
         Ok(match k {
             Some(k) => store.trust_get(k)?.map(|t| t.name),
@@ -66,7 +81,7 @@ pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
         Ok(v) => serde_json::to_string_pretty(&v).unwrap_or(t),
         Err(_) => t,
     });
-    Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw })
+    Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras })
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

@@ -75,6 +75,23 @@ pub fn unblock(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Res
     Ok(())
 }
 
+/// Revokes a key (EPP v1.1 SENDER_REVOKED), audited; its trust entry stays. Returns
+/// whether it was not revoked before.
+pub fn revoke(store: &Store, key: &str, reason: &str, now: DateTime<Utc>) -> std::result::Result<bool, ConsentError> {
+    let new = store.revoke(key, reason.trim(), &now_string(now))?;
+    store.audit("trust.revoke", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({"reason": reason.trim(), "new": new}), &now_string(now))?;
+    Ok(new)
+}
+
+/// Takes a revocation back, audited. Returns whether the key was revoked.
+pub fn unrevoke(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Result<bool, ConsentError> {
+    let was = store.unrevoke(key)?;
+    if was {
+        store.audit("trust.unrevoke", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
+    }
+    Ok(was)
+}
+
 /// What the consent prompt would let a key in for, and nothing more: an agent or a site
 /// only for its own scope, anyone else never for those.
 fn scopes_grantable(key: &str, policy: &Policy) -> std::result::Result<(), ConsentError> {

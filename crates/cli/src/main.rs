@@ -4,16 +4,15 @@ mod bench;
 mod guardian;
 mod mail;
 mod sites;
+mod trust;
 mod uamp;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-use gatehouse_inbox::gate::consent::ConsentError;
+use clap::{Parser, Subcommand};
 use gatehouse_inbox::{ExecutorSpec, ServeOptions};
 use gatehouse_keys::KeystoreKind;
-use gatehouse_store::{Policy, RateLimit};
 
 #[derive(Parser)]
 #[command(name = "gatehouse", version, about = "Your own gate for messages from AI agents (EPP v1 inbox)")]
@@ -39,7 +38,7 @@ enum Command {
     Keygen,
     /// Manage the trust registry
     #[command(subcommand)]
-    Trust(TrustCmd),
+    Trust(trust::TrustCmd),
     /// Unknown senders that knocked with a valid signature
     Pending {
         #[arg(long)]
@@ -164,95 +163,6 @@ enum ExportArg {
     Guardian,
 }
 
-#[derive(Args)]
-struct PolicyArgs {
-    /// Comma-separated scopes, or * for all
-    #[arg(long, value_delimiter = ',')]
-    scopes: Vec<String>,
-    /// Largest envelope accepted from this sender, in bytes (default 10 MB)
-    #[arg(long)]
-    max_envelope_size: Option<u64>,
-    /// Acceptances allowed in any hour, counted in whole minutes (none by default)
-    #[arg(long)]
-    max_per_hour: Option<u32>,
-    /// Acceptances allowed in any 24 hours, counted in whole minutes (none by default)
-    #[arg(long)]
-    max_per_day: Option<u32>,
-    /// Hold accepted envelopes for your consent before their executor runs
-    #[arg(long)]
-    hold: bool,
-    /// Refuse envelopes sent on behalf of someone else
-    #[arg(long)]
-    no_delegation: bool,
-    /// The sender's own submit URL: answers to its prompts go back there (reviewed first)
-    #[arg(long)]
-    reply_endpoint: Option<String>,
-    /// Scopes whose answers are sent back without review (comma-separated, or *)
-    #[arg(long, value_delimiter = ',')]
-    auto_reply: Vec<String>,
-}
-
-impl PolicyArgs {
-    fn policy(&self) -> Result<Policy, String> {
-        if self.scopes.is_empty() {
-            return Err("--scopes is required (comma-separated, or * for all)".into());
-        }
-        if let Some(u) = &self.reply_endpoint {
-            if !(u.starts_with("http://") || u.starts_with("https://")) {
-                return Err(format!("--reply-endpoint {u:?} is not an http(s) URL"));
-            }
-        }
-        if !self.auto_reply.is_empty() && self.reply_endpoint.is_none() {
-            return Err("--auto-reply needs --reply-endpoint (where the answers go)".into());
-        }
-        for s in &self.scopes {
-            if s != "*" && !gatehouse_epp::envelope::is_scope_like(s) {
-                return Err(format!("scope {s:?} must be alphanumeric characters and hyphens, or *"));
-            }
-        }
-        Ok(Policy {
-            allowed_scopes: self.scopes.clone(),
-            max_envelope_size: self.max_envelope_size.unwrap_or_else(gatehouse_store::default_max_envelope_size),
-            rate_limit: RateLimit { max_per_hour: self.max_per_hour, max_per_day: self.max_per_day },
-            hold_for_consent: self.hold,
-            allow_delegation: !self.no_delegation,
-            consent_granted_scopes: Vec::new(),
-            uamp_keys: Vec::new(),
-            reply_endpoint: self.reply_endpoint.clone(),
-            auto_reply_scopes: self.auto_reply.clone(),
-        })
-    }
-}
-
-#[derive(Subcommand)]
-enum TrustCmd {
-    /// Trust a sender: an EPP public key (64 hex) or a UAMP DID (did:key, or did:web,
-    /// whose DID document is fetched now over HTTPS)
-    Add {
-        key: String,
-        #[arg(long)]
-        name: String,
-        #[command(flatten)]
-        policy: PolicyArgs,
-    },
-    /// List trusted senders
-    List {
-        #[arg(long)]
-        json: bool,
-    },
-    /// Stop trusting a sender
-    Remove { key: String },
-    /// Turn a pending sender request into a trust entry (an ASOP agent, asop:<id>, is let
-    /// in for its own scope: see `gatehouse guardian approve`)
-    Approve {
-        key: String,
-        #[arg(long)]
-        name: Option<String>,
-        #[command(flatten)]
-        policy: PolicyArgs,
-    },
-}
-
 #[derive(Subcommand)]
 enum ExecutorCmd {
     /// Show the executor per scope
@@ -359,58 +269,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             println!("{}", o.identity.public_key);
         }
         Command::Identity => println!("{}", open(false)?.identity.public_key),
-        Command::Trust(cmd) => {
-            let store = open(false)?.store;
-            match cmd {
-                TrustCmd::Add { key, name, policy } => {
-                    let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()? };
-                    let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store, input)).map_err(|e| e.to_string())?;
-                    eprintln!("trusted {} ({})", entry.name, entry.public_key);
-                }
-                TrustCmd::Approve { key, name, policy } if key.starts_with("asop:") => {
-                    if policy.scopes.iter().any(|s| s != gatehouse_inbox::gate::consent::ASOP_SCOPE) {
-                        return Err(format!("{key} is one of your agents: it is let in for \"asop\" only"));
-                    }
-                    let entry = gatehouse_app::guardian::approve(&store, &key, name).map_err(|e| e.coded_message())?;
-                    eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", entry.name, entry.public_key);
-                }
-                TrustCmd::Approve { key, name, policy } => {
-                    let entry =
-                        gatehouse_app::trust::approve(&store, &check_key(&key)?, name, policy.policy()?, chrono::Utc::now()).map_err(|e| e.to_string())?;
-                    eprintln!("approved {} ({})", entry.name, entry.public_key);
-                }
-                TrustCmd::List { json } => {
-                    let list = store.trust_list().map_err(|e| e.to_string())?;
-                    if json {
-                        print_json(&list);
-                    } else if list.is_empty() {
-                        eprintln!("no trusted senders");
-                    } else {
-                        for t in list {
-                            let p = &t.policy;
-                            println!(
-                                "{}  {}  scopes={}  max_size={}  per_hour={}  per_day={}{}{}",
-                                t.public_key,
-                                t.name,
-                                p.allowed_scopes.join(","),
-                                p.max_envelope_size,
-                                p.rate_limit.max_per_hour.map_or("-".into(), |n| n.to_string()),
-                                p.rate_limit.max_per_day.map_or("-".into(), |n| n.to_string()),
-                                if p.hold_for_consent { "  hold" } else { "" },
-                                if p.allow_delegation { "" } else { "  no-delegation" },
-                            );
-                        }
-                    }
-                }
-                TrustCmd::Remove { key } => {
-                    match gatehouse_app::trust::remove(&store, &key, chrono::Utc::now()) {
-                        Err(ConsentError::Gone) => return Err(format!("{key} is not in the trust registry")),
-                        r => r.map_err(|e| e.to_string())?,
-                    }
-                    eprintln!("removed {key} (and revoked its UAMP tokens)");
-                }
-            }
-        }
+        Command::Trust(cmd) => trust::run(cmd, open(false)?.store)?,
         Command::Retention { rejected_body_days, rejected_receipt_days, audit_days } => {
             let store = open(false)?.store;
             let mut r = store.retention();

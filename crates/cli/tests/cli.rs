@@ -230,3 +230,44 @@ fn retention_is_shown_changed_and_audited_and_nonsense_is_refused() {
     assert_eq!(audit.iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["settings.retention"]);
     assert_eq!(store.retention().rejected_receipt_days, 30);
 }
+
+#[test]
+fn a_revoked_sender_and_a_capability_limit_are_set_from_the_cli_and_enforced_by_the_server() {
+    let inbox_dir = tempfile::tempdir().unwrap();
+    let sender_dir = tempfile::tempdir().unwrap();
+    let _c = Cleanup(vec![inbox_dir.path().into(), sender_dir.path().into()]);
+    let inbox_key = last_line(&ok(inbox_dir.path(), &["init"]));
+    let sender_key = last_line(&ok(sender_dir.path(), &["keygen"]));
+    let d = inbox_dir.path();
+    ok(
+        d,
+        &["trust", "add", &sender_key, "--name", "Shop", "--scopes", "orders", "--require-capabilities", "--allow-capabilities", r#"{"actions":["notify"]}"#],
+    );
+    let trusted: serde_json::Value = serde_json::from_str(&ok(d, &["trust", "list", "--json"])).unwrap();
+    assert_eq!(trusted[0]["policy"]["x-capabilities"], serde_json::json!({"require": true, "allowed": {"actions": ["notify"]}}));
+    let bad = gh(d, &["trust", "add", &sender_key, "--name", "x", "--scopes", "orders", "--allow-capabilities", "{nope"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--allow-capabilities is not JSON"));
+
+    let server = Server::start(d);
+    let send = || {
+        let out = gh(sender_dir.path(), &["send", "--to", &server.submit(), "--recipient", &inbox_key, "--scope", "orders", "--prompt", "shipped"]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    // It declares no capabilities, and this sender must.
+    let r = send();
+    assert_eq!(r["error"]["code"], "POLICY_DENIED", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("must declare the capabilities"), "{r}");
+
+    ok(d, &["trust", "revoke", &sender_key, "--reason", "key leaked"]);
+    let revoked: serde_json::Value = serde_json::from_str(&ok(d, &["trust", "revoked", "--json"])).unwrap();
+    assert_eq!((revoked[0]["public_key"].as_str(), revoked[0]["reason"].as_str()), (Some(sender_key.as_str()), Some("key leaked")));
+    let r = send();
+    assert_eq!(r["error"]["code"], "SENDER_REVOKED", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("key leaked"), "{r}");
+    ok(d, &["trust", "unrevoke", &sender_key]);
+    assert!(String::from_utf8_lossy(&gh(d, &["trust", "unrevoke", &sender_key]).stderr).contains("is not revoked"));
+    assert_eq!(send()["error"]["code"], "POLICY_DENIED", "back to its policy");
+    let store = gatehouse_store::Store::open(&d.join("gatehouse.db")).unwrap();
+    let actions: Vec<String> = store.audit_list(10).unwrap().into_iter().map(|a| a.action).collect();
+    assert!(actions.contains(&"trust.revoke".to_string()) && actions.contains(&"trust.unrevoke".to_string()), "{actions:?}");
+}

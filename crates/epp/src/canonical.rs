@@ -121,13 +121,20 @@ fn signing_bytes(env: &Envelope, sender: &str, recipient: &str, delegation: &str
     )
 }
 
-/// Every distinct signing payload this envelope may have been signed over, the
-/// reference form first.
-pub fn candidates(env: &Envelope) -> Vec<(Form, Vec<u8>)> {
+/// Every distinct spelling of the payload's JSON that means what was received, the
+/// reference form first: what a signature or an EPP v1.1 `integrity` hash may cover.
+pub fn payload_spellings(env: &Envelope) -> Vec<String> {
     let mut payloads = vec![reference_payload_json(env)];
     for style in [UTF8_PYTHON, SORTED_AS_SENT, SORTED_ASCII_AS_SENT, Style::REFERENCE, WIRE_ORDER] {
         push_unique(&mut payloads, to_compact(&env.payload.raw, style));
     }
+    payloads
+}
+
+/// Every distinct signing payload this envelope may have been signed over, the
+/// reference form first.
+pub fn candidates(env: &Envelope) -> Vec<(Form, Vec<u8>)> {
+    let payloads = payload_spellings(env);
 
     let mut delegations = Vec::new();
     match &env.delegation {

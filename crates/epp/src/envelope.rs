@@ -120,7 +120,7 @@ pub fn parse_utc(field: &str, s: &str) -> Result<DateTime<Utc>, Rejection> {
     Ok(t.with_timezone(&Utc))
 }
 
-fn decode_b64(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_b64(s: &str) -> Option<Vec<u8>> {
     let engine = base64::engine::general_purpose::GeneralPurpose::new(
         &base64::alphabet::STANDARD,
         base64::engine::GeneralPurposeConfig::new().with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),

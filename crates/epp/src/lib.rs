@@ -1,13 +1,15 @@
 //! EPP v1 (External Prompt Protocol), the protocol half of Gatehouse's inbox.
 //!
 //! Pure functions only: bytes in, typed values or typed [`Rejection`]s out. The clock is
-//! passed in by the caller, and nothing here touches disk or network.
+//! passed in by the caller, and nothing here touches disk or network. [`v11`] reads and
+//! checks the optional fields EPP v1.1 added (integrity, capabilities, provenance).
 
 pub mod canonical;
 pub mod crypto;
 pub mod envelope;
 pub mod json;
 pub mod receipt;
+pub mod v11;
 
 pub use canonical::Form;
 pub use crypto::{generate_signing_key, parse_public_key, public_key_hex, utc_string, verify, Draft};

@@ -18,10 +18,16 @@ pub enum ErrorCode {
     SizeExceeded,
     RateLimited,
     InternalError,
+    /// EPP v1.1: the payload does not hash to the envelope's `integrity`.
+    IntegrityMismatch,
+    /// EPP v1.1: a `provenance` attestation does not verify, or attests to other content.
+    ProvenanceInvalid,
+    /// EPP v1.1: the user revoked this sender's key.
+    SenderRevoked,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::InvalidFormat,
         ErrorCode::UnsupportedVersion,
         ErrorCode::WrongRecipient,
@@ -33,6 +39,9 @@ impl ErrorCode {
         ErrorCode::SizeExceeded,
         ErrorCode::RateLimited,
         ErrorCode::InternalError,
+        ErrorCode::IntegrityMismatch,
+        ErrorCode::ProvenanceInvalid,
+        ErrorCode::SenderRevoked,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -48,6 +57,9 @@ impl ErrorCode {
             ErrorCode::SizeExceeded => "SIZE_EXCEEDED",
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::InternalError => "INTERNAL_ERROR",
+            ErrorCode::IntegrityMismatch => "INTEGRITY_MISMATCH",
+            ErrorCode::ProvenanceInvalid => "PROVENANCE_INVALID",
+            ErrorCode::SenderRevoked => "SENDER_REVOKED",
         }
     }
 
@@ -60,7 +72,8 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidFormat | ErrorCode::UnsupportedVersion | ErrorCode::WrongRecipient | ErrorCode::Expired => 400,
             ErrorCode::InvalidSignature | ErrorCode::UntrustedSender => 401,
-            ErrorCode::PolicyDenied => 403,
+            ErrorCode::IntegrityMismatch | ErrorCode::ProvenanceInvalid => 400,
+            ErrorCode::PolicyDenied | ErrorCode::SenderRevoked => 403,
             ErrorCode::ReplayDetected => 409,
             ErrorCode::SizeExceeded => 413,
             ErrorCode::RateLimited => 429,

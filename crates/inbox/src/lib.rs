@@ -35,13 +35,17 @@ pub use service::{build, build_with_events, open, run, run_with, Opened, ServeOp
 /// sender's policy limit, not the inbox-wide one).
 pub fn verification_steps(code: Option<gatehouse_epp::ErrorCode>, parsed: bool) -> Vec<(&'static str, &'static str)> {
     use gatehouse_epp::ErrorCode::*;
-    const STEPS: [&str; 9] = ["size", "format", "version", "recipient", "expiry", "signature", "replay", "trust", "policy"];
+    const STEPS: [&str; 12] =
+        ["size", "format", "version", "recipient", "expiry", "signature", "integrity", "provenance", "replay", "trust", "revocation", "policy"];
     let failed = code.map(|c| match c {
         InvalidFormat => "format",
         UnsupportedVersion => "version",
         WrongRecipient => "recipient",
         Expired => "expiry",
         InvalidSignature => "signature",
+        IntegrityMismatch => "integrity",
+        ProvenanceInvalid => "provenance",
+        SenderRevoked => "revocation",
         ReplayDetected => "replay",
         UntrustedSender => "trust",
         PolicyDenied | RateLimited => "policy",

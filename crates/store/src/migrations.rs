@@ -374,6 +374,16 @@ const MIGRATIONS: &[&str] = &[
     // 15: MAIL messages kept although off the schema (the reference server's agents send
     // `sender_swarm: null`) say where they depart from it.
     "ALTER TABLE mail_messages ADD COLUMN odd TEXT;",
+    // 16: EPP v1.1 sender revocation. A revoked key keeps its trust entry (its history is
+    // the user's) but is refused with SENDER_REVOKED; admission reads it with the rest.
+    "CREATE TABLE revoked (
+        public_key TEXT PRIMARY KEY,
+        revoked_at TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT ''
+    ) WITHOUT ROWID;
+    CREATE TRIGGER revoked_ins AFTER INSERT ON revoked BEGIN UPDATE admission_version SET n = n + 1; END;
+    CREATE TRIGGER revoked_upd AFTER UPDATE ON revoked BEGIN UPDATE admission_version SET n = n + 1; END;
+    CREATE TRIGGER revoked_del AFTER DELETE ON revoked BEGIN UPDATE admission_version SET n = n + 1; END;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

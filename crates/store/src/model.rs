@@ -52,6 +52,9 @@ pub struct Policy {
     /// Scopes whose answers are sent back without the user reviewing them first.
     #[serde(rename = "x-auto-reply-scopes", default, skip_serializing_if = "Vec::is_empty")]
     pub auto_reply_scopes: Vec<String>,
+    /// EPP v1.1: what this sender may ask to use; absent, anything declared is shown only.
+    #[serde(rename = "x-capabilities", default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<CapabilityLimit>,
 }
 
 /// One key of a UAMP sender: the `kid` its signatures name and the key as a JWK.
@@ -83,6 +86,7 @@ impl Default for Policy {
             uamp_keys: Vec::new(),
             reply_endpoint: None,
             auto_reply_scopes: Vec::new(),
+            capabilities: None,
         }
     }
 }
@@ -284,6 +288,28 @@ pub struct BlockedSender {
     pub public_key: String,
     pub blocked_at: String,
     pub reason: String,
+}
+
+/// A key the user revoked (EPP v1.1): refused with SENDER_REVOKED, its entry kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RevokedKey {
+    pub public_key: String,
+    pub revoked_at: String,
+    pub reason: String,
+}
+
+/// What an EPP v1.1 sender may ask to use (`capabilities`), as the user set it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct CapabilityLimit {
+    /// Envelopes that declare no capabilities are refused.
+    #[serde(default)]
+    pub require: bool,
+    /// The most it may ask for, in the envelope's own `capabilities` shape
+    /// (`{filesystem: {read, write}, network: {domains}, actions, data_access}`).
+    #[serde(default)]
+    pub allowed: serde_json::Value,
 }
 
 /// One decision or change the user made, readable later.

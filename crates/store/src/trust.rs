@@ -12,6 +12,8 @@ pub(crate) const MAX_CACHED_ADMISSIONS: usize = 4096;
 #[derive(Debug, Clone)]
 pub struct Admission {
     pub blocked: bool,
+    /// Why the user revoked this key, if they did (EPP v1.1 SENDER_REVOKED).
+    pub revoked: Option<String>,
     pub trust: Option<TrustEntry>,
     /// The raw JSON of the setting the caller asked for alongside.
     pub setting: Option<String>,
@@ -184,6 +186,7 @@ impl Store {
                 }
             }
             let blocked = tx.prepare_cached("SELECT 1 FROM blocked WHERE public_key = ?1")?.query_row([&key], |_| Ok(())).optional()?.is_some();
+            let revoked = tx.prepare_cached("SELECT reason FROM revoked WHERE public_key = ?1")?.query_row([&key], |r| r.get(0)).optional()?;
             let trust = tx
                 .prepare_cached(&format!("{TRUST_SELECT} WHERE public_key = ?1"))?
                 .query_row([&key], trust_columns)
@@ -192,7 +195,7 @@ impl Store {
                 .transpose()?;
             let setting = tx.prepare_cached("SELECT value FROM settings WHERE key = ?1")?.query_row([setting], |r| r.get(0)).optional()?;
             tx.finish()?;
-            let admission = Admission { blocked, trust, setting, version };
+            let admission = Admission { blocked, revoked, trust, setting, version };
             let mut cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
             // Unknown senders can be many (each knock is a new key): stay small.
             if cache.len() >= MAX_CACHED_ADMISSIONS {
@@ -226,6 +229,27 @@ impl Store {
 
     pub fn is_blocked(&self, key: &str) -> Result<bool> {
         self.read(|c| Ok(c.query_row("SELECT 1 FROM blocked WHERE public_key = ?1", [sender_key(key)], |_| Ok(())).optional()?.is_some()))
+    }
+
+    /// Revokes a key (EPP v1.1): its envelopes are refused with SENDER_REVOKED; its trust
+    /// entry and history stay. Returns whether it was not revoked before.
+    pub fn revoke(&self, key: &str, reason: &str, now: &str) -> Result<bool> {
+        Ok(self.conn().execute(
+            "INSERT INTO revoked (public_key, revoked_at, reason) VALUES (?1, ?2, ?3) ON CONFLICT(public_key) DO NOTHING",
+            params![sender_key(key), now, reason],
+        )? > 0)
+    }
+
+    pub fn unrevoke(&self, key: &str) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM revoked WHERE public_key = ?1", [sender_key(key)])? > 0)
+    }
+
+    pub fn revoked_list(&self) -> Result<Vec<RevokedKey>> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare("SELECT public_key, revoked_at, reason FROM revoked ORDER BY revoked_at DESC")?;
+            let rows = stmt.query_map([], |r| Ok(RevokedKey { public_key: r.get(0)?, revoked_at: r.get(1)?, reason: r.get(2)? }))?;
+            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+        })
     }
 
     pub fn blocked_list(&self) -> Result<Vec<BlockedSender>> {

@@ -1,9 +1,9 @@
 // The inbox: every envelope and every rejection, newest first, with filters, full-text
 // search and keyset paging; a detail panel; the conversation thread.
-import { api, asShape, errorText, onExecProgress, type Detail, type ExecProgress, type ExecStatus, type InboxFilter_Deserialize, type InboxItem, type Reply } from '../api';
+import { api, asShape, errorText, onExecProgress, type Detail, type ExecProgress, type ExecStatus, type Extras, type InboxFilter_Deserialize, type InboxItem, type Reply } from '../api';
 import { h, replace } from '../dom';
 import { failed } from './parts';
-import { delegationLine, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
+import { delegationLine, describeAbsentStep, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
 
 // Three windowfuls at a time; "Load more" fetches the next (each row costs the webview
 // memory, and a first screen does not need a hundred).
@@ -197,10 +197,11 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
         ...field('Signed form', env.signed_form === 'reference' ? 'reference (sorted, ASCII-escaped)' : 'an accepted variant'),
         ...field('Executor', `${env.executor} — ${execLabel(env.exec_status) || env.exec_status}`, false, 'detail-exec', { executor: env.executor }),
       ] : [])),
+    d.extras ? extrasCard(d.extras) : null,
     env?.conversation_id ? h('button', { className: 'link', id: 'detail-conversation', onclick: () => openConversation(env.conversation_id!) }, 'Show the whole conversation') : null,
     h('h3', {}, 'Verification'),
     h('ol', { className: 'steps', id: 'detail-steps' }, ...d.steps.map((s) =>
-      h('li', { className: `step ${s.state}` }, h('span', { className: 'mark' }, s.state === 'passed' ? '✓' : s.state === 'failed' ? '✗' : '·'), describeStep(s.name),
+      h('li', { className: `step ${s.state}` }, h('span', { className: 'mark' }, s.state === 'passed' ? '✓' : s.state === 'failed' ? '✗' : s.state === 'absent' ? '–' : '·'), s.state === 'absent' ? describeAbsentStep(s.name) : describeStep(s.name),
         s.state === 'failed' ? h('strong', {}, ' — failed here') : null))),
     env?.exec_result ? h('details', { open: true }, h('summary', {}, 'Executor result'), h('pre', { className: 'json' }, JSON.stringify(env.exec_result, null, 2))) : null,
     env?.exec_status === 'failed' ? retryButton(env.id, refresh) : null,
@@ -208,6 +209,21 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
     d.raw ? h('details', {}, h('summary', {}, 'Raw JSON', r.body_truncated ? ' (truncated)' : ''), h('pre', { className: 'json', id: 'detail-raw' }, d.raw), copyBtn) : null,
   );
   if (env) void showReplies(el, env.id, env.conversation_id ? null : () => openConversation(env.envelope_id));
+}
+
+/** An envelope's EPP v1.1 fields, in plain words: what it asks to use, who vouched for it, payment fields that do nothing. */
+export function extrasCard(x: Extras): HTMLElement {
+  return h('div', { className: 'card extras', id: 'detail-extras' },
+    h('h3', {}, 'What the sender declared'),
+    x.capabilities.length ? h('div', {}, h('p', {}, 'It says it will ask your AI to:'),
+      h('ul', { id: 'extras-capabilities' }, ...x.capabilities.map((c) => h('li', {}, c)))) : null,
+    x.integrity ? h('p', { id: 'extras-integrity' }, `Its content matched the ${x.integrity} hash it came with.`) : null,
+    x.provenance.length ? h('div', {}, h('p', {}, 'Vouched for by (each signature checked):'),
+      h('ol', { id: 'extras-provenance' }, ...x.provenance.map((a) => h('li', {},
+        h('strong', {}, a.role), ' ', h('span', { className: 'mono', title: a.identity }, `${a.identity.slice(0, 16)}…`),
+        a.statement ? ` — “${a.statement}”` : '')))) : null,
+    x.inert.length ? h('div', { id: 'extras-inert' }, h('p', { className: 'muted' }, 'Payment fields, shown only: Gatehouse never pays or acts on them.'),
+      h('ul', {}, ...x.inert.map((i) => h('li', {}, `${i.field}: ${i.summary || i.json}`)))) : null);
 }
 
 /** What the sender's inbox said to an answer sent back (its receipt). */

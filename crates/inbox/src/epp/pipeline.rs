@@ -208,8 +208,14 @@ impl Inbox {
                 .with_envelope_id(Some(env.envelope_id.clone()));
             return Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false });
         }
-        // Steps 4–6.
-        match gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, &self.freshness, |k| self.sender_key(k)) {
+        // Steps 4–6, then EPP v1.1's integrity and provenance (covered by no signature of
+        // the sender's, so each is checked on its own; docs/interop.md).
+        let checked = gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, &self.freshness, |k| self.sender_key(k)).and_then(|form| {
+            let ext = gatehouse_epp::v11::Extensions::read(&env)?;
+            gatehouse_epp::v11::verify(&env, &ext)?;
+            Ok(form)
+        });
+        match checked {
             Ok(form) => Ok((env, form)),
             Err(r) => Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false }),
         }
@@ -221,6 +227,11 @@ impl Inbox {
         // Step 8: trust. A blocked sender is untrusted and never asks again.
         if view.blocked {
             return Err(Refusal::new(ErrorCode::UntrustedSender, "sender is blocked by the owner of this inbox".into()));
+        }
+        // EPP v1.1 revocation, before a knock: a revoked key never asks again.
+        if let Some(reason) = &view.revoked {
+            let why = if reason.is_empty() { String::new() } else { format!(": {reason}") };
+            return Err(Refusal::new(ErrorCode::SenderRevoked, format!("this sender's key was revoked by the owner of this inbox{why}")));
         }
         let Some(entry) = consent.or(view.trust.as_ref()) else {
             let sender = env.sender_key();
@@ -234,6 +245,9 @@ impl Inbox {
         }
         if env.delegation.is_some() && !policy.allow_delegation {
             return Err(Refusal::new(ErrorCode::PolicyDenied, "this sender may not send delegated envelopes".into()));
+        }
+        if let Some(limit) = &policy.capabilities {
+            capability_policy(limit, env)?;
         }
         if size as u64 > policy.max_envelope_size {
             return Err(Refusal::new(ErrorCode::SizeExceeded, format!("envelope is {size} bytes; this sender's limit is {}", policy.max_envelope_size)));
@@ -514,4 +528,26 @@ impl Inbox {
         keys.insert(hex_key.to_string(), k);
         Ok(k)
     }
+}
+
+/// A trust entry's EPP v1.1 capability limit: what the envelope declares must lie within
+/// it, and with `require` it must declare something.
+fn capability_policy(limit: &gatehouse_store::CapabilityLimit, env: &Envelope) -> Result<(), Refusal> {
+    use gatehouse_epp::v11;
+    let asked = v11::Extensions::read(env).ok().and_then(|e| e.capabilities);
+    let Some(asked) = asked else {
+        return match limit.require {
+            true => Err(Refusal::new(
+                ErrorCode::PolicyDenied,
+                "this sender must declare the capabilities it asks for (EPP v1.1 capabilities), and this envelope declares none".into(),
+            )),
+            false => Ok(()),
+        };
+    };
+    let allowed: v11::Capabilities = serde_json::from_value(limit.allowed.clone()).unwrap_or_default();
+    let over = v11::beyond(&asked, &allowed);
+    if over.is_empty() {
+        return Ok(());
+    }
+    Err(Refusal::new(ErrorCode::PolicyDenied, format!("it asks to {}, beyond what this sender may", over.join("; "))))
 }

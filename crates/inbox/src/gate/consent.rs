@@ -26,6 +26,8 @@ pub enum ConsentItem {
         envelope_id: Option<String>,
         scope: Option<String>,
         prompt: Option<String>,
+        /// What the knock declared (EPP v1.1), in plain words.
+        extras: Option<gatehouse_epp::v11::Extras>,
     },
     /// A trusted sender's envelope whose policy holds it for consent.
     Held {
@@ -38,6 +40,8 @@ pub enum ConsentItem {
         payload_type: Option<String>,
         on_behalf_of: Option<String>,
         received_at: String,
+        /// What the envelope declared (EPP v1.1), in plain words.
+        extras: Option<gatehouse_epp::v11::Extras>,
     },
     /// A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
     /// and waits.
@@ -169,6 +173,7 @@ pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
             payload_type: row.payload_type,
             on_behalf_of: row.on_behalf_of,
             received_at: row.received_at,
+            extras: gatehouse_epp::v11::Extras::from_raw(&row.raw),
         });
     }
     for p in store.pending_list()? {
@@ -178,6 +183,7 @@ pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
             source: Source::of(&p.public_key, scope.as_deref()),
             envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
             scope,
+            extras: knock.as_ref().and_then(|k| k.body.as_deref()).and_then(gatehouse_epp::v11::Extras::from_raw),
             prompt: knock.and_then(|k| k.prompt),
             public_key: p.public_key,
             first_seen: p.first_seen,

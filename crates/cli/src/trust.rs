@@ -1,0 +1,209 @@
+//! `gatehouse trust …`: who may reach the user's AI, for what, and which keys are revoked.
+
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use gatehouse_inbox::gate::consent::ConsentError;
+use gatehouse_store::{Policy, RateLimit, Store};
+
+use crate::{check_key, print_json, uamp};
+
+#[derive(Args)]
+pub struct PolicyArgs {
+    /// Comma-separated scopes, or * for all
+    #[arg(long, value_delimiter = ',')]
+    scopes: Vec<String>,
+    /// Largest envelope accepted from this sender, in bytes (default 10 MB)
+    #[arg(long)]
+    max_envelope_size: Option<u64>,
+    /// Acceptances allowed in any hour, counted in whole minutes (none by default)
+    #[arg(long)]
+    max_per_hour: Option<u32>,
+    /// Acceptances allowed in any 24 hours, counted in whole minutes (none by default)
+    #[arg(long)]
+    max_per_day: Option<u32>,
+    /// Hold accepted envelopes for your consent before their executor runs
+    #[arg(long)]
+    hold: bool,
+    /// Refuse envelopes sent on behalf of someone else
+    #[arg(long)]
+    no_delegation: bool,
+    /// The sender's own submit URL: answers to its prompts go back there (reviewed first)
+    #[arg(long)]
+    reply_endpoint: Option<String>,
+    /// Scopes whose answers are sent back without review (comma-separated, or *)
+    #[arg(long, value_delimiter = ',')]
+    auto_reply: Vec<String>,
+    /// EPP v1.1: the most this sender may ask to use, as JSON in the envelope's
+    /// `capabilities` shape, e.g. '{"actions":["notify"],"network":{"domains":["shop.example"]}}'
+    #[arg(long, value_name = "JSON")]
+    allow_capabilities: Option<String>,
+    /// EPP v1.1: refuse envelopes from this sender that declare no capabilities
+    #[arg(long)]
+    require_capabilities: bool,
+}
+
+impl PolicyArgs {
+    pub fn policy(&self) -> Result<Policy, String> {
+        if self.scopes.is_empty() {
+            return Err("--scopes is required (comma-separated, or * for all)".into());
+        }
+        if let Some(u) = &self.reply_endpoint {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                return Err(format!("--reply-endpoint {u:?} is not an http(s) URL"));
+            }
+        }
+        if !self.auto_reply.is_empty() && self.reply_endpoint.is_none() {
+            return Err("--auto-reply needs --reply-endpoint (where the answers go)".into());
+        }
+        for s in &self.scopes {
+            if s != "*" && !gatehouse_epp::envelope::is_scope_like(s) {
+                return Err(format!("scope {s:?} must be alphanumeric characters and hyphens, or *"));
+            }
+        }
+        let capabilities = match (&self.allow_capabilities, self.require_capabilities) {
+            (None, false) => None,
+            (json, require) => {
+                let allowed = match json {
+                    Some(j) => {
+                        let v: serde_json::Value = serde_json::from_str(j).map_err(|e| format!("--allow-capabilities is not JSON: {e}"))?;
+                        serde_json::from_value::<gatehouse_epp::v11::Capabilities>(v.clone()).map_err(|e| format!("--allow-capabilities: {e}"))?;
+                        v
+                    }
+                    None => serde_json::json!({}),
+                };
+                Some(gatehouse_store::CapabilityLimit { require, allowed })
+            }
+        };
+        Ok(Policy {
+            allowed_scopes: self.scopes.clone(),
+            max_envelope_size: self.max_envelope_size.unwrap_or_else(gatehouse_store::default_max_envelope_size),
+            rate_limit: RateLimit { max_per_hour: self.max_per_hour, max_per_day: self.max_per_day },
+            hold_for_consent: self.hold,
+            allow_delegation: !self.no_delegation,
+            consent_granted_scopes: Vec::new(),
+            uamp_keys: Vec::new(),
+            reply_endpoint: self.reply_endpoint.clone(),
+            auto_reply_scopes: self.auto_reply.clone(),
+            capabilities,
+        })
+    }
+}
+
+#[derive(Subcommand)]
+pub enum TrustCmd {
+    /// Trust a sender: an EPP public key (64 hex) or a UAMP DID (did:key, or did:web,
+    /// whose DID document is fetched now over HTTPS)
+    Add {
+        key: String,
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        policy: PolicyArgs,
+    },
+    /// List trusted senders
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop trusting a sender
+    Remove { key: String },
+    /// Turn a pending sender request into a trust entry (an ASOP agent, asop:<id>, is let
+    /// in for its own scope: see `gatehouse guardian approve`)
+    Approve {
+        key: String,
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        policy: PolicyArgs,
+    },
+    /// Revoke a sender's key (EPP v1.1): its envelopes are refused with SENDER_REVOKED and
+    /// it never asks again; its trust entry and history stay
+    Revoke {
+        key: String,
+        /// Why (shown in its receipts' message)
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Take a revocation back
+    Unrevoke { key: String },
+    /// Revoked keys
+    Revoked {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), String> {
+    match cmd {
+        TrustCmd::Add { key, name, policy } => {
+            let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()? };
+            let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store, input)).map_err(|e| e.to_string())?;
+            eprintln!("trusted {} ({})", entry.name, entry.public_key);
+        }
+        TrustCmd::Approve { key, name, policy } if key.starts_with("asop:") => {
+            if policy.scopes.iter().any(|s| s != gatehouse_inbox::gate::consent::ASOP_SCOPE) {
+                return Err(format!("{key} is one of your agents: it is let in for \"asop\" only"));
+            }
+            let entry = gatehouse_app::guardian::approve(&store, &key, name).map_err(|e| e.coded_message())?;
+            eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", entry.name, entry.public_key);
+        }
+        TrustCmd::Approve { key, name, policy } => {
+            let entry = gatehouse_app::trust::approve(&store, &check_key(&key)?, name, policy.policy()?, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            eprintln!("approved {} ({})", entry.name, entry.public_key);
+        }
+        TrustCmd::List { json } => {
+            let list = store.trust_list().map_err(|e| e.to_string())?;
+            if json {
+                print_json(&list);
+            } else if list.is_empty() {
+                eprintln!("no trusted senders");
+            } else {
+                for t in list {
+                    let p = &t.policy;
+                    println!(
+                        "{}  {}  scopes={}  max_size={}  per_hour={}  per_day={}{}{}",
+                        t.public_key,
+                        t.name,
+                        p.allowed_scopes.join(","),
+                        p.max_envelope_size,
+                        p.rate_limit.max_per_hour.map_or("-".into(), |n| n.to_string()),
+                        p.rate_limit.max_per_day.map_or("-".into(), |n| n.to_string()),
+                        if p.hold_for_consent { "  hold" } else { "" },
+                        if p.allow_delegation { "" } else { "  no-delegation" },
+                    );
+                }
+            }
+        }
+        TrustCmd::Remove { key } => {
+            match gatehouse_app::trust::remove(&store, &key, chrono::Utc::now()) {
+                Err(ConsentError::Gone) => return Err(format!("{key} is not in the trust registry")),
+                r => r.map_err(|e| e.to_string())?,
+            }
+            eprintln!("removed {key} (and revoked its UAMP tokens)");
+        }
+        TrustCmd::Revoke { key, reason } => {
+            let key = check_key(&key)?;
+            let new = gatehouse_app::trust::revoke(&store, &key, &reason, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            eprintln!("{} {key}: its envelopes are refused with SENDER_REVOKED", if new { "revoked" } else { "already revoked" });
+        }
+        TrustCmd::Unrevoke { key } => {
+            if !gatehouse_app::trust::unrevoke(&store, &check_key(&key)?, chrono::Utc::now()).map_err(|e| e.to_string())? {
+                return Err(format!("{key} is not revoked"));
+            }
+            eprintln!("{key} is no longer revoked");
+        }
+        TrustCmd::Revoked { json } => {
+            let list = store.revoked_list().map_err(|e| e.to_string())?;
+            if json {
+                print_json(&list);
+            } else if list.is_empty() {
+                eprintln!("no revoked keys");
+            }
+            for r in list.iter().filter(|_| !json) {
+                println!("{}  revoked {}  {}", r.public_key, r.revoked_at, r.reason);
+            }
+        }
+    }
+    Ok(())
+}
