@@ -1,0 +1,246 @@
+//! What every window test shares: the app started in its window through tauri-driver,
+//! and WebDriver calls to read, click, type, wait and take screenshots.
+
+pub use std::path::{Path, PathBuf};
+pub use std::time::{Duration, Instant};
+
+pub use ed25519_dalek::SigningKey;
+pub use serde_json::{json, Value};
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+pub const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+/// One app at a time: the app is single-instance, as it should be.
+pub static ONE_APP: Mutex<()> = Mutex::new(());
+
+/// N distinct free ports: every listener is held until all are picked, so two picks cannot
+/// be the same port (the kernel may hand a just-released port out again).
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap().port())
+}
+
+pub fn tauri_driver() -> String {
+    let on_path = std::env::var("PATH").unwrap_or_default().split(':').map(|d| format!("{d}/tauri-driver")).find(|p| Path::new(p).exists());
+    let p = on_path.unwrap_or_else(|| format!("{}/.cargo/bin/tauri-driver", std::env::var("HOME").unwrap_or_default()));
+    assert!(Path::new(&p).exists(), "tauri-driver not found: run scripts/setup.sh");
+    p
+}
+
+pub struct App {
+    driver: Child,
+    base: String,
+    sid: String,
+    http: reqwest::blocking::Client,
+    pub data: tempfile::TempDir,
+    pub watch: PathBuf,
+    pub port: u16,
+    pub uamp_port: u16,
+    pub public_key: String,
+    pub key: SigningKey,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.http.delete(format!("{}/session/{}", self.base, self.sid)).send();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        let _ = gatehouse_keys::delete(self.data.path());
+    }
+}
+
+impl App {
+    /// The app in its window with its inbox listening. Ports are picked free but another
+    /// process (WebKit's own listeners start in between) may take one before the app binds
+    /// it; the app then says it cannot listen, and the harness starts over on other ports.
+    pub fn start() -> App {
+        for attempt in 1.. {
+            match App::launch() {
+                Ok(app) => return app,
+                Err(why) if attempt < 3 => eprintln!("starting the app again on other ports: {why}"),
+                Err(why) => panic!("{why}"),
+            }
+        }
+        unreachable!()
+    }
+
+    pub fn launch() -> Result<App, String> {
+        assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
+        let data = tempfile::tempdir().unwrap();
+        let (identity, _) =
+            gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
+        let watch = data.path().join("drop");
+        let [port, uamp_port, dport, nport] = free_ports();
+        let driver = Command::new(tauri_driver())
+            .args(["--port", &dport.to_string(), "--native-port", &nport.to_string()])
+            .env("GATEHOUSE_DATA_DIR", data.path())
+            .env("GATEHOUSE_KEYSTORE", "os")
+            .env("GATEHOUSE_PORT", port.to_string())
+            .env("GATEHOUSE_UAMP_PORT", uamp_port.to_string())
+            .env("GATEHOUSE_WATCH_DIR", &watch)
+            .stdout(Stdio::null())
+            .stderr(
+                std::env::var_os("GATEHOUSE_TEST_APP_LOG").map_or_else(Stdio::null, |p| std::fs::File::create(p).map_or_else(|_| Stdio::null(), Stdio::from)),
+            )
+            .spawn()
+            .expect("start tauri-driver");
+        // WebKit can take minutes to start when four windows start at once on two busy cores.
+        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(240)).build().unwrap();
+        let base = format!("http://127.0.0.1:{dport}");
+        let t = Instant::now();
+        while http.get(format!("{base}/status")).send().is_err() {
+            assert!(t.elapsed() < Duration::from_secs(20), "tauri-driver did not come up");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let app = env!("CARGO_BIN_EXE_gatehouse-desktop");
+        let v: Value = http
+            .post(format!("{base}/session"))
+            .json(&json!({"capabilities": {"alwaysMatch": {"tauri:options": {"application": app}}}}))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        let sid = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {v}")).to_string();
+        let key = identity.signing_key().clone();
+        let app = App { driver, base, sid, http, data, watch, port, uamp_port, public_key: identity.public_key, key };
+        // The inbox is up once it answers with this app's own key, not merely once something
+        // answers on its port.
+        let info = format!("http://127.0.0.1:{}/epp/v1/inbox", app.port);
+        let ask = reqwest::blocking::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
+        let t = Instant::now();
+        let mut seen = String::from("nothing");
+        while t.elapsed() < Duration::from_secs(20) {
+            match ask.get(&info).send().and_then(|r| r.text()) {
+                Ok(body) if serde_json::from_str::<Value>(&body).unwrap_or_default()["public_key"].as_str() == Some(app.public_key.as_str()) => return Ok(app),
+                // Someone else holds the port, so the app could not bind it.
+                Ok(body) => {
+                    seen = body;
+                    break;
+                }
+                Err(e) if e.is_timeout() => {
+                    seen = "no answer".into();
+                    break;
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(150)),
+            }
+        }
+        let window = app.script("return document.body.innerText;");
+        Err(format!("port {} is not this app's inbox: it answered {seen}; the window shows: {window}", app.port))
+    }
+
+    pub fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method, format!("{}/session/{}{path}", self.base, self.sid));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let v: Value = req.send().unwrap().json().unwrap();
+        v["value"].clone()
+    }
+
+    pub fn find_all(&self, css: &str) -> Vec<String> {
+        let v = self.call(reqwest::Method::POST, "/elements", Some(json!({"using": "css selector", "value": css})));
+        v.as_array().map(|a| a.iter().filter_map(|e| e[ELEMENT].as_str().map(String::from)).collect()).unwrap_or_default()
+    }
+
+    pub fn find(&self, css: &str) -> String {
+        let mut found = Vec::new();
+        self.wait(&format!("element {css}"), || {
+            found = self.find_all(css);
+            !found.is_empty()
+        });
+        found.remove(0)
+    }
+
+    /// Clicks in the page's own event loop, so a live re-render between finding and
+    /// clicking cannot leave the click on a detached element, and retried until an
+    /// element is there to take it (a re-render can take it away for a moment).
+    pub fn click(&self, css: &str) {
+        let js = format!("const e = document.querySelector({}); if (!e) return false; e.click(); return true;", serde_json::to_string(css).unwrap());
+        self.wait(&format!("a click on {css}"), || self.script(&js).as_bool() == Some(true));
+    }
+
+    /// The element's text content (what the DOM holds, whatever CSS clips).
+    pub fn text(&self, css: &str) -> String {
+        self.find(css);
+        let js = format!("return document.querySelector({}).textContent;", serde_json::to_string(css).unwrap());
+        self.script(&js).as_str().unwrap_or("").to_string()
+    }
+
+    pub fn type_into(&self, css: &str, text: &str) {
+        let id = self.find(css);
+        self.call(reqwest::Method::POST, &format!("/element/{id}/clear"), Some(json!({})));
+        self.call(reqwest::Method::POST, &format!("/element/{id}/value"), Some(json!({"text": text})));
+    }
+
+    pub fn script(&self, js: &str) -> Value {
+        self.call(reqwest::Method::POST, "/execute/sync", Some(json!({"script": js, "args": []})))
+    }
+
+    pub fn wait(&self, what: &str, mut f: impl FnMut() -> bool) {
+        let t = Instant::now();
+        while !f() {
+            if t.elapsed() > Duration::from_secs(20) {
+                self.screenshot("timeout");
+                let body = self.script("return document.body.innerText;");
+                panic!("timed out waiting for {what}; the window shows: {body}");
+            }
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
+    pub fn wait_text(&self, css: &str, needle: &str) {
+        self.wait(&format!("{css} to contain {needle:?}"), || self.find_all(css).first().is_some_and(|_| self.text(css).contains(needle)));
+    }
+
+    pub fn screenshot(&self, name: &str) {
+        // A frame can lag a change; let the window settle first.
+        std::thread::sleep(Duration::from_millis(400));
+        if let Some(b64) = self.call(reqwest::Method::GET, "/screenshot", None).as_str() {
+            use base64::Engine as _;
+            let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+            std::fs::create_dir_all(&out).unwrap();
+            std::fs::write(out.join(format!("{name}.png")), base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap();
+        }
+    }
+
+    pub fn submit_url(&self) -> String {
+        format!("http://127.0.0.1:{}/epp/v1/submit", self.port)
+    }
+
+    pub fn envelope(&self, from: &SigningKey, scope: &str, prompt: &str) -> Value {
+        gatehouse_epp::Draft::new(&self.public_key, scope, prompt).sign(from, chrono::Utc::now())
+    }
+
+    pub fn send(&self, from: &SigningKey, scope: &str, prompt: &str) -> (u16, Value) {
+        let r = reqwest::blocking::Client::new().post(self.submit_url()).json(&self.envelope(from, scope, prompt)).send().unwrap();
+        (r.status().as_u16(), r.json().unwrap())
+    }
+
+    pub fn trust(&self, key: &SigningKey, name: &str, scopes: &[&str]) {
+        let store = gatehouse_store::Store::open(&self.data.path().join("gatehouse.db")).unwrap();
+        store
+            .trust_add(&gatehouse_store::TrustEntry {
+                public_key: gatehouse_epp::public_key_hex(key),
+                name: name.into(),
+                added_at: "2026-11-01T00:00:00Z".into(),
+                policy: gatehouse_store::Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), ..Default::default() },
+            })
+            .unwrap();
+    }
+
+    /// The inbox row whose preview contains `needle`.
+    pub fn row_with(&self, needle: &str) -> String {
+        let js = format!(
+            "const r=[...document.querySelectorAll('#inbox-rows .row')].find(r=>r.textContent.includes({})); return r ? r.dataset.receipt : null;",
+            serde_json::to_string(needle).unwrap()
+        );
+        let mut id = String::new();
+        self.wait(&format!("an inbox row with {needle:?}"), || {
+            id = self.script(&js).as_str().unwrap_or("").to_string();
+            !id.is_empty()
+        });
+        id
+    }
+}

@@ -1,0 +1,9 @@
+//! The desktop app in its real window: WebKitWebDriver through tauri-driver, under the
+//! Xvfb display that `scripts/test.sh` provides, with the real keychain (Secret Service),
+//! a real SQLite file, the inbox on a real loopback port and a real watched folder.
+//! Fails (never skips) without a display or keyring.
+
+mod epp;
+mod harness;
+mod model;
+mod peers;
