@@ -63,12 +63,7 @@ fn what_an_epp_v11_sender_declares_is_shown_before_allow_and_in_the_detail() {
 
     app.click("#nav-inbox");
     // The accepted envelope's row, not its earlier knock's (same words, refused).
-    let js = "const r=[...document.querySelectorAll('#inbox-rows .row')].find(r=>r.textContent.includes('Your order 1042') && !r.textContent.includes('not trusted')); return r ? r.dataset.receipt : null;";
-    let mut id = String::new();
-    app.wait("the accepted envelope's row", || {
-        id = app.script(js).as_str().unwrap_or("").to_string();
-        !id.is_empty()
-    });
+    let id = app.row_with_but_not("Your order 1042", "not trusted");
     app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
     app.wait_text("#detail-extras", "read files in ~/Documents/orders");
     assert!(app.text("#detail-extras").contains("payment: 0.50 USDC on solana"));

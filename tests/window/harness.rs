@@ -232,9 +232,16 @@ impl App {
 
     /// The inbox row whose preview contains `needle`.
     pub fn row_with(&self, needle: &str) -> String {
+        self.row_with_but_not(needle, "\u{0}")
+    }
+
+    /// The inbox row whose preview contains `needle` and not `unlike` (an accepted
+    /// envelope beside its earlier refused knock, with the same words).
+    pub fn row_with_but_not(&self, needle: &str, unlike: &str) -> String {
         let js = format!(
-            "const r=[...document.querySelectorAll('#inbox-rows .row')].find(r=>r.textContent.includes({})); return r ? r.dataset.receipt : null;",
-            serde_json::to_string(needle).unwrap()
+            "const r=[...document.querySelectorAll('#inbox-rows .row')].find(r=>r.textContent.includes({}) && !r.textContent.includes({})); return r ? r.dataset.receipt : null;",
+            serde_json::to_string(needle).unwrap(),
+            serde_json::to_string(unlike).unwrap()
         );
         let mut id = String::new();
         self.wait(&format!("an inbox row with {needle:?}"), || {
