@@ -113,6 +113,13 @@ fn editing_a_policy_changes_the_next_verdict() {
     let app = App::start();
     let clinic = gatehouse_epp::generate_signing_key();
     app.trust(&clinic, "City Clinic", &["support"]);
+    // A capability limit set from the CLI, which this form does not edit: kept by a save.
+    let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
+    let key = gatehouse_epp::public_key_hex(&clinic);
+    let mut policy = store.trust_get(&key).unwrap().unwrap().policy;
+    let limit = gatehouse_store::CapabilityLimit { require: false, allowed: json!({"actions": ["notify"]}) };
+    policy.capabilities = Some(limit.clone());
+    store.trust_update(&key, None, &policy).unwrap();
     let (status, r) = app.send(&clinic, "billing", "Your invoice is ready");
     assert_eq!((status, r["error"]["code"].as_str()), (403, Some("POLICY_DENIED")));
 
@@ -128,6 +135,7 @@ fn editing_a_policy_changes_the_next_verdict() {
 
     let (status, _) = app.send(&clinic, "billing", "Your invoice is ready (again)");
     assert_eq!(status, 200, "the edited policy applies to the very next envelope");
+    assert_eq!(store.trust_get(&key).unwrap().unwrap().policy.capabilities, Some(limit), "the save kept what it does not show");
     // Adding a sender by pasting a key, with a bad key first: a clear error, nothing saved.
     app.click("#trust-add-open");
     app.type_into("#trust-key", "not-a-key");

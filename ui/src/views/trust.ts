@@ -83,6 +83,8 @@ export class TrustView {
           'x-consent-granted-scopes': p?.['x-consent-granted-scopes'] ?? [],
           'x-reply-endpoint': replyTo.value.trim() || null,
           'x-auto-reply-scopes': parseScopes(autoReply.value),
+          // Set from the CLI (EPP v1.1 capability limit); this form does not edit it, so it is kept.
+          'x-capabilities': p?.['x-capabilities'] ?? null,
         };
         const input = { public_key: key.value.trim(), name: name.value.trim(), policy };
         await (existing ? api.trustUpdate(input) : api.trustAdd(input));

@@ -337,13 +337,12 @@ pub fn import_text(store: &Store, source: &str, text: &str) -> Result<ImportRepo
     let at = now();
     let mut report = ImportReport { source: source.to_string(), errors: got.errors.iter().map(ImportLineError::from).collect(), ..Default::default() };
     for entry in &got.entries {
-        let (task_id, subject) = match &entry.item {
-            import::Item::Task { task_id, .. } => (task_id.clone(), String::new()),
-            import::Item::Event(e) => (e.task_id().unwrap_or_default().to_string(), String::new()),
-            item => {
-                let m = item.message().expect("messages and wrappers are messages");
-                (m.payload.task_id.clone(), m.payload.subject)
-            }
+        let message = entry.item.message();
+        let (task_id, subject) = match (&entry.item, &message) {
+            (_, Some(m)) => (m.payload.task_id.clone(), m.payload.subject.clone()),
+            (import::Item::Task { task_id, .. }, None) => (task_id.clone(), String::new()),
+            (import::Item::Event(e), None) => (e.task_id().unwrap_or_default().to_string(), String::new()),
+            _ => continue,
         };
         if task_id.is_empty() {
             continue;
@@ -360,27 +359,9 @@ pub fn import_text(store: &Store, source: &str, text: &str) -> Result<ImportRepo
             })?;
             report.tasks.push(task_id.clone());
         }
-        match &entry.item {
-            import::Item::Task { owner, contributors, completed, .. } => {
-                if let Some(owner) = owner {
-                    store.mail_task_contributors(&task_id, owner, contributors)?;
-                }
-                if *completed == Some(true) {
-                    store.mail_task_finish(&task_id, "completed", None, &at)?;
-                }
-            }
-            import::Item::Event(e) => match &**e {
-                TaskEvent::Complete { response, .. } => store.mail_task_finish(&task_id, "completed", Some(response), &at)?,
-                TaskEvent::Failed { response, .. } => store.mail_task_finish(&task_id, "failed", Some(response), &at)?,
-                TaskEvent::Step { event, description, timestamp, data, .. } => store.mail_event_add(
-                    &task_id,
-                    &MailEventRow { event: event.clone(), at: timestamp.clone(), description: description.clone(), data: Some(data.clone()) },
-                )?,
-                TaskEvent::Message { .. } | TaskEvent::Ping { .. } => {}
-            },
-            item => {
-                let m = item.message().expect("messages and wrappers are messages");
-                if let import::Item::Interswarm(w) = item {
+        match (&entry.item, message) {
+            (_, Some(m)) => {
+                if let import::Item::Interswarm(w) = &entry.item {
                     store.mail_task_contributors(&task_id, &w.task_owner, &w.task_contributors)?;
                 }
                 if store.mail_message_add(&row_of(&m), &at)? {
@@ -393,6 +374,24 @@ pub fn import_text(store: &Store, source: &str, text: &str) -> Result<ImportRepo
                     store.mail_task_finish(&task_id, state, Some(&m.payload.body), &at)?;
                 }
             }
+            (import::Item::Task { owner, contributors, completed, .. }, None) => {
+                if let Some(owner) = owner {
+                    store.mail_task_contributors(&task_id, owner, contributors)?;
+                }
+                if *completed == Some(true) {
+                    store.mail_task_finish(&task_id, "completed", None, &at)?;
+                }
+            }
+            (import::Item::Event(e), None) => match &**e {
+                TaskEvent::Complete { response, .. } => store.mail_task_finish(&task_id, "completed", Some(response), &at)?,
+                TaskEvent::Failed { response, .. } => store.mail_task_finish(&task_id, "failed", Some(response), &at)?,
+                TaskEvent::Step { event, description, timestamp, data, .. } => store.mail_event_add(
+                    &task_id,
+                    &MailEventRow { event: event.clone(), at: timestamp.clone(), description: description.clone(), data: Some(data.clone()) },
+                )?,
+                TaskEvent::Message { .. } | TaskEvent::Ping { .. } => {}
+            },
+            _ => {}
         }
     }
     Ok(report)
