@@ -264,19 +264,28 @@ pub fn plain_words(c: &Capabilities) -> Vec<String> {
 }
 
 /// What `asked` wants beyond `allowed` (a trust entry's limit), in plain words; empty
-/// when everything asked is allowed. A path or domain is allowed when it is one the limit
-/// names or lies under it.
+/// when everything asked is allowed. A path is allowed when it is one the limit names or
+/// lies under it, component by component, and never climbs out with `..`; a domain when
+/// it is one the limit names or a subdomain of it.
 pub fn beyond(asked: &Capabilities, allowed: &Capabilities) -> Vec<String> {
-    let under =
-        |x: &str, set: &[String]| set.iter().any(|a| x == a || x.starts_with(&format!("{}/", a.trim_end_matches('/'))) || x.ends_with(&format!(".{a}")));
-    let extra = |xs: &[String], set: &[String]| xs.iter().filter(|x| !under(x, set)).cloned().collect::<Vec<_>>();
+    let path_under = |x: &str, a: &str| {
+        let parts = |p: &str| p.split('/').filter(|c| !c.is_empty() && *c != ".").map(str::to_string).collect::<Vec<_>>();
+        let (x, a) = (parts(x), parts(a));
+        !x.iter().any(|c| c == "..") && x.len() >= a.len() && x[..a.len()] == a[..]
+    };
+    let domain_under = |x: &str, a: &str| {
+        let (x, a) = (x.trim_end_matches('.').to_ascii_lowercase(), a.trim_end_matches('.').to_ascii_lowercase());
+        x == a || x.ends_with(&format!(".{a}"))
+    };
+    let extra =
+        |xs: &[String], set: &[String], under: &dyn Fn(&str, &str) -> bool| xs.iter().filter(|x| !set.iter().any(|a| under(x, a))).cloned().collect::<Vec<_>>();
     let none = FilesystemCaps::default();
     let (fa, fl) = (asked.filesystem.as_ref().unwrap_or(&none), allowed.filesystem.as_ref().unwrap_or(&none));
     let nnone = NetworkCaps::default();
     let (na, nl) = (asked.network.as_ref().unwrap_or(&nnone), allowed.network.as_ref().unwrap_or(&nnone));
     let over = Capabilities {
-        filesystem: Some(FilesystemCaps { read: extra(&fa.read, &fl.read), write: extra(&fa.write, &fl.write) }),
-        network: Some(NetworkCaps { domains: extra(&na.domains, &nl.domains), protocols: vec![], ports: vec![] }),
+        filesystem: Some(FilesystemCaps { read: extra(&fa.read, &fl.read, &path_under), write: extra(&fa.write, &fl.write, &path_under) }),
+        network: Some(NetworkCaps { domains: extra(&na.domains, &nl.domains, &domain_under), protocols: vec![], ports: vec![] }),
         actions: asked.actions.iter().filter(|a| !allowed.actions.contains(a)).cloned().collect(),
         data_access: asked.data_access.iter().filter(|a| !allowed.data_access.contains(a)).cloned().collect(),
     };

@@ -74,3 +74,25 @@ fn a_limit_names_what_is_asked_beyond_it() {
     );
     assert!(v11::beyond(&asked, &asked).is_empty());
 }
+
+#[test]
+fn a_limit_is_not_escaped_by_climbing_out_of_a_folder_or_borrowing_a_suffix() {
+    let read = |paths: &[&str]| v11::Capabilities {
+        filesystem: Some(v11::FilesystemCaps { read: paths.iter().map(|p| p.to_string()).collect(), write: vec![] }),
+        ..Default::default()
+    };
+    let net = |domains: &[&str]| v11::Capabilities {
+        network: Some(v11::NetworkCaps { domains: domains.iter().map(|d| d.to_string()).collect(), ..Default::default() }),
+        ..Default::default()
+    };
+    let allowed = read(&["~/Documents/orders"]);
+    assert!(v11::beyond(&read(&["~/Documents/orders/1042.pdf", "~/Documents/orders/"]), &allowed).is_empty());
+    for escape in ["~/Documents/orders/../../.ssh/id_ed25519", "~/Documents/orders-archive", "/etc/passwd.orders", "~/Documents"] {
+        assert_eq!(v11::beyond(&read(&[escape]), &allowed), [format!("read files in {escape}")], "{escape}");
+    }
+    let allowed = net(&["shop.example"]);
+    assert!(v11::beyond(&net(&["api.shop.example", "SHOP.example"]), &allowed).is_empty());
+    for other in ["evilshop.example", "shop.example.evil.test", "shop.example/orders"] {
+        assert_eq!(v11::beyond(&net(&[other]), &allowed), [format!("connect to {other}")], "{other}");
+    }
+}
