@@ -53,8 +53,7 @@ impl TaskEvent {
             "ping" => TaskEvent::Ping { task_id },
             "new_message" => {
                 let full = v.pointer("/extra_data/full_message").ok_or_else(|| bad(MailError::new("/extra_data/full_message", "is required")))?;
-                let message =
-                    Message::keep(full).map_err(|e| bad(MailError::new(format!("/extra_data/full_message{}", e.field.trim_end_matches('/')), e.message)))?;
+                let message = Message::keep(full).map_err(|e| bad(in_full_message(e)))?;
                 TaskEvent::Message { task_id: task_id.unwrap_or_else(|| message.payload.task_id.clone()), message: Box::new(message) }
             }
             "task_complete" => TaskEvent::Complete { task_id: need_task()?, response: response_text(&v), timestamp: s("timestamp") },
@@ -80,6 +79,12 @@ impl TaskEvent {
     pub fn is_final(&self) -> bool {
         matches!(self, TaskEvent::Complete { .. } | TaskEvent::Failed { .. })
     }
+}
+
+/// An error in the MAILMessage an event carries, its field named from the event
+/// (`/extra_data/full_message/message/task_id`).
+pub(crate) fn in_full_message(e: MailError) -> MailError {
+    MailError::new(format!("/extra_data/full_message{}", e.field.trim_end_matches('/')), e.message)
 }
 
 /// `response` is a string in the reference; anything else is shown as JSON.

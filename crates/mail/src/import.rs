@@ -10,7 +10,7 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::events::TaskEvent;
+use crate::events::{in_full_message, TaskEvent};
 use crate::model::{Interswarm, Message};
 use crate::schema::MailError;
 
@@ -113,7 +113,7 @@ fn read_sse(text: &str, out: &mut Import) {
             if name.is_empty() {
                 push(out, start, serde_json::from_str::<Value>(data).map_err(|e| MailError::new("/", format!("not JSON: {e}"))));
             } else {
-                push_event(out, start, name, data);
+                push_parsed(out, start, name, data);
             }
         }
         name.clear();
@@ -139,7 +139,17 @@ fn read_sse(text: &str, out: &mut Import) {
     flush(&mut name, &mut data, start, out);
 }
 
-fn push_event(out: &mut Import, line: usize, name: &str, data: &str) {
+/// One exported event: its `data` is JSON text (`GET /task`) or the object itself (the
+/// event dump).
+fn push_event(out: &mut Import, line: usize, name: &str, data: &Value) {
+    let text = match data {
+        Value::String(d) => std::borrow::Cow::Borrowed(d.as_str()),
+        d => std::borrow::Cow::Owned(d.to_string()),
+    };
+    push_parsed(out, line, name, &text);
+}
+
+fn push_parsed(out: &mut Import, line: usize, name: &str, data: &str) {
     match TaskEvent::parse(name, data) {
         Ok(TaskEvent::Ping { .. }) => {}
         Ok(TaskEvent::Message { message, .. }) => out.entries.push(Entry { line, item: Item::Message(message) }),
@@ -162,8 +172,7 @@ fn push(out: &mut Import, line: usize, v: Result<Value, MailError>) {
         for ev in events {
             let name = ev.get("event").and_then(Value::as_str).unwrap_or_default();
             match ev.get("data") {
-                Some(Value::String(d)) => push_event(out, line, name, d),
-                Some(d) => push_event(out, line, name, &d.to_string()),
+                Some(d) => push_event(out, line, name, d),
                 None => out.errors.push(LineError { line, error: MailError::new("/events/data", "is required") }),
             }
         }
@@ -171,11 +180,7 @@ fn push(out: &mut Import, line: usize, v: Result<Value, MailError>) {
     }
     // The event dump: `{task_id, event_type, event_id, data}`.
     if let (Some(name), Some(data)) = (v.get("event_type").and_then(Value::as_str), v.get("data")) {
-        let data = match data {
-            Value::String(d) => d.clone(),
-            d => d.to_string(),
-        };
-        return push_event(out, line, name, &data);
+        return push_event(out, line, name, data);
     }
     match item(&v) {
         Ok(item) => out.entries.push(Entry { line, item }),
@@ -191,9 +196,7 @@ fn item(v: &Value) -> Result<Item, MailError> {
         return Interswarm::from_value(v).map(|i| Item::Interswarm(Box::new(i)));
     }
     if let Some(full) = v.pointer("/extra_data/full_message") {
-        return Message::keep(full)
-            .map(|m| Item::Message(Box::new(m)))
-            .map_err(|e| MailError::new(format!("/extra_data/full_message{}", e.field.trim_end_matches('/')), e.message));
+        return Message::keep(full).map(|m| Item::Message(Box::new(m))).map_err(in_full_message);
     }
     if v.get("msg_type").is_some() || v.get("message").is_some() {
         return Message::keep(v).map(|m| Item::Message(Box::new(m)));
