@@ -39,9 +39,9 @@ test('what an EPP v1.1 sender declared is shown in plain words, payment fields a
     provenance: [{ role: 'auditor', identity: 'ca93ac1705187071'.repeat(4), statement: 'Reviewed', timestamp: '' }],
     inert: [{ field: 'payment', summary: '0.50 USDC on solana', json: '{}' }],
   });
-  expect(card.querySelector('#extras-capabilities')?.textContent).toContain('read files in ~/Documents/orders');
-  expect(card.querySelector('#extras-provenance')?.textContent).toContain('auditor');
-  expect(card.querySelector('#extras-provenance')?.textContent).toContain('Reviewed');
-  expect(card.querySelector('#extras-inert')?.textContent).toContain('never pays');
-  expect(card.querySelector('#extras-integrity')?.textContent).toContain('sha256');
+  expect(card.querySelector('.extras-capabilities')?.textContent).toContain('read files in ~/Documents/orders');
+  expect(card.querySelector('.extras-provenance')?.textContent).toContain('auditor');
+  expect(card.querySelector('.extras-provenance')?.textContent).toContain('Reviewed');
+  expect(card.querySelector('.extras-inert')?.textContent).toContain('never pays');
+  expect(card.querySelector('.extras-integrity')?.textContent).toContain('sha256');
 });

@@ -197,7 +197,7 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
         ...field('Signed form', env.signed_form === 'reference' ? 'reference (sorted, ASCII-escaped)' : 'an accepted variant'),
         ...field('Executor', `${env.executor} — ${execLabel(env.exec_status) || env.exec_status}`, false, 'detail-exec', { executor: env.executor }),
       ] : [])),
-    d.extras ? extrasCard(d.extras) : null,
+    d.extras ? extrasCard(d.extras, 'detail-extras') : null,
     env?.conversation_id ? h('button', { className: 'link', id: 'detail-conversation', onclick: () => openConversation(env.conversation_id!) }, 'Show the whole conversation') : null,
     h('h3', {}, 'Verification'),
     h('ol', { className: 'steps', id: 'detail-steps' }, ...d.steps.map((s) =>
@@ -212,17 +212,18 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
 }
 
 /** An envelope's EPP v1.1 fields, in plain words: what it asks to use, who vouched for it, payment fields that do nothing. */
-export function extrasCard(x: Extras): HTMLElement {
-  return h('div', { className: 'card extras', id: 'detail-extras' },
+export function extrasCard(x: Extras, id?: string): HTMLElement {
+  // Consent cards show one each, so the parts are named by class; only the detail's has an id.
+  return h('div', { className: 'card extras', ...(id ? { id } : {}) },
     h('h3', {}, 'What the sender declared'),
     x.capabilities.length ? h('div', {}, h('p', {}, 'It says it will ask your AI to:'),
-      h('ul', { id: 'extras-capabilities' }, ...x.capabilities.map((c) => h('li', {}, c)))) : null,
-    x.integrity ? h('p', { id: 'extras-integrity' }, `Its content matched the ${x.integrity} hash it came with.`) : null,
+      h('ul', { className: 'extras-capabilities' }, ...x.capabilities.map((c) => h('li', {}, c)))) : null,
+    x.integrity ? h('p', { className: 'extras-integrity' }, `Its content matched the ${x.integrity} hash it came with.`) : null,
     x.provenance.length ? h('div', {}, h('p', {}, 'Vouched for by (each signature checked):'),
-      h('ol', { id: 'extras-provenance' }, ...x.provenance.map((a) => h('li', {},
+      h('ol', { className: 'extras-provenance' }, ...x.provenance.map((a) => h('li', {},
         h('strong', {}, a.role), ' ', h('span', { className: 'mono', title: a.identity }, `${a.identity.slice(0, 16)}…`),
         a.statement ? ` — “${a.statement}”` : '')))) : null,
-    x.inert.length ? h('div', { id: 'extras-inert' }, h('p', { className: 'muted' }, 'Payment fields, shown only: Gatehouse never pays or acts on them.'),
+    x.inert.length ? h('div', { className: 'extras-inert' }, h('p', { className: 'muted' }, 'Payment fields, shown only: Gatehouse never pays or acts on them.'),
       h('ul', {}, ...x.inert.map((i) => h('li', {}, `${i.field}: ${i.summary || i.json}`)))) : null);
 }
 
