@@ -142,15 +142,15 @@ fn digest(alg: &str, bytes: &[u8]) -> Option<String> {
     })
 }
 
-/// Whether `hash` (hex, `alg`) is the hash of this envelope's payload, in any spelling of
-/// its JSON that means what was received (the reference hashes Python's sorted, ASCII form).
-fn payload_hashes_to(env: &Envelope, alg: &str, hash: &str) -> Option<bool> {
-    let want = hash.to_ascii_lowercase();
-    let mut any = false;
-    for p in payload_spellings(env) {
-        any |= digest(alg, p.as_bytes())? == want;
+/// Whether `hash` (hex, `alg`) is the hash of the payload in one of its `spellings` (every
+/// spelling of its JSON that means what was received; the reference hashes Python's
+/// sorted, ASCII form). None for an unknown algorithm.
+fn payload_hashes_to(spellings: &[String], alg: &str, hash: &str) -> Option<bool> {
+    if !["sha256", "sha384", "sha512"].contains(&alg.to_ascii_lowercase().as_str()) {
+        return None;
     }
-    Some(any)
+    let want = hash.to_ascii_lowercase();
+    Some(spellings.iter().any(|p| digest(alg, p.as_bytes()).is_some_and(|d| d == want)))
 }
 
 /// The chain link the reference computes for an attestation: sha256 of its fields as
@@ -185,8 +185,10 @@ fn attestation_bytes(a: &Attestation, content_hash: &str) -> Vec<u8> {
 /// content (PROVENANCE_INVALID).
 pub fn verify(env: &Envelope, ext: &Extensions) -> Result<(), Rejection> {
     let id = Some(env.envelope_id.clone());
+    // Written out once for both checks, and only for an envelope that has one.
+    let spellings = if ext.integrity.is_some() || ext.provenance.is_some() { payload_spellings(env) } else { Vec::new() };
     if let Some(i) = &ext.integrity {
-        match payload_hashes_to(env, &i.alg, &i.hash) {
+        match payload_hashes_to(&spellings, &i.alg, &i.hash) {
             None => {
                 return Err(Rejection::new(ErrorCode::InvalidFormat, format!("integrity.alg {:?} is not sha256, sha384 or sha512", i.alg)).with_envelope_id(id))
             }
@@ -205,7 +207,7 @@ pub fn verify(env: &Envelope, ext: &Extensions) -> Result<(), Rejection> {
         if p.entries.len() > MAX_ATTESTATIONS {
             return bad(format!("provenance has {} attestations; at most {MAX_ATTESTATIONS} are checked", p.entries.len()));
         }
-        if payload_hashes_to(env, "sha256", &p.content_hash) != Some(true) {
+        if payload_hashes_to(&spellings, "sha256", &p.content_hash) != Some(true) {
             return bad("provenance attests to other content: its content_hash is not this payload's sha256".into());
         }
         for (i, a) in p.entries.iter().enumerate() {
