@@ -11,6 +11,10 @@ bash scripts/setup.sh
 bash scripts/setup-peers.sh
 export GATEHOUSE_REQUIRE_PEERS=1
 export PATH="$HOME/.cargo/bin:$PATH"
+# A fresh clone gains nothing from incremental state, and it was a third of the build's
+# disk (2 GB); a CI disk that filled mid-link failed a whole run.
+export CARGO_INCREMENTAL=0
+echo "== disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free here before building"
 mkdir -p "$HOME/.local/share/keyrings"
 
 echo "== test data: unchanged since copied or recorded (tests/data/*/PROVENANCE.md)"
@@ -34,6 +38,8 @@ echo "== test"
 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
   scripts/with-keyring.sh sh -c 'timeout --foreground 45m cargo test --workspace --locked --no-fail-fast 2>&1' \
   2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
+
+echo "== disk: target/ holds $(du -sh target | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 
 echo "== fuzz (20 s per target)"
 bash scripts/fuzz.sh 20

@@ -1,6 +1,6 @@
 //! What the MAIL 1.3 reference server (mail-swarms 1.3.6) really sends, as recorded in
 //! tests/data/mail-reference-1.3.6 (see its PROVENANCE.md), read as Gatehouse reads it.
-//! The live tests against the running reference are in crates/cli/tests/mail_reference.rs.
+//! The live tests against the running reference are in crates/cli/tests/it/mail_reference.rs.
 
 use gatehouse_mail::client::ServerInfo;
 use gatehouse_mail::import::{self, Item};

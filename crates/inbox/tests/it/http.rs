@@ -1,9 +1,7 @@
 //! The inbox over loopback HTTP: every row of spec 5.2 and 7.3, the check order of 5.1,
 //! the shared vectors, pending senders, policy, the concurrent-replay race.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use gatehouse_store::{ExecStatus, Policy, RateLimit};
 
 fn code(receipt: &serde_json::Value) -> &str {

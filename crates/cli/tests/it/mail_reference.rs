@@ -2,12 +2,10 @@
 //! 1.3.6, unmodified, run offline on loopback (gatehouse_mail_testswarm::reference). Each
 //! case is one the reference broke before Gatehouse read it as the reference speaks.
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{gh, gh_in, json};
+use crate::common::{gh, gh_in, json};
 use gatehouse_mail_testswarm::reference::start;
 
 fn out(o: &std::process::Output) -> (String, String) {

@@ -2,14 +2,12 @@
 //! one serves UAMP, the other adds it by address, pins its certificate, and asks it for
 //! an image that comes back as the same file.
 
-mod common;
-
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{gh_in, json, ok, BIN};
+use crate::common::{gh_in, json, ok, BIN};
 
 /// Two distinct free ports: both listeners are held until both are picked.
 fn two_free_ports() -> (u16, u16) {

@@ -3,9 +3,7 @@
 //! code and verification step; a revoked sender refused; a trust entry's capability
 //! limit applied; the fields shown in plain words in the receipt's detail.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use gatehouse_store::CapabilityLimit;
 
 fn data() -> serde_json::Value {

@@ -1,9 +1,7 @@
 //! A conversation shows its envelopes oldest first, and one named after a standalone
 //! envelope this inbox answered starts with that envelope.
 
-mod common;
-
-use common::envelope_at;
+use crate::common::envelope_at;
 use gatehouse_store::{RateLimit, Store};
 
 const AT: i64 = 1_794_996_000_000;

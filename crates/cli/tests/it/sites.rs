@@ -3,9 +3,7 @@
 //! pins its key at first contact, reads and exports the conversation, and removes the site;
 //! each change audited like the window's.
 
-mod common;
-
-use common::{fails, json, ok, Cleanup};
+use crate::common::{fails, json, ok, Cleanup};
 use gatehouse_intentweb_testsite::{spawn, Site};
 use serde_json::Value;
 

@@ -2,12 +2,11 @@
 //! loopback port (issue 20): each test drives one attack from the outside and checks the
 //! inbox neither serves it nor keeps anything for it, and still serves its real senders.
 
-mod common;
-
+use crate::common;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use common::{eventually, key, pubhex, TestInbox};
+use crate::common::{eventually, key, pubhex, TestInbox};
 
 /// One raw HTTP/1.1 request, exactly as a browser or a script would write it; returns the
 /// status code and body.

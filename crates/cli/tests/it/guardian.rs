@@ -2,9 +2,7 @@
 //! works only from the command line: sees the agent knock, lets it in with `trust approve
 //! asop:<id>`, writes rules, reads the session and exports it, and blocks the agent.
 
-mod common;
-
-use common::{fails, json, ok, Cleanup, Server};
+use crate::common::{fails, json, ok, Cleanup, Server};
 use serde_json::{json, Value};
 
 fn context(step: &str) -> Value {

@@ -1,11 +1,9 @@
 //! The watched folder (a real directory, real inotify) and the executors.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use common::*;
+use crate::common::*;
 use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
 use gatehouse_store::ExecStatus;
 

@@ -1,8 +1,6 @@
 //! Consent decisions and the inbox list, over a real store and pipeline.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use gatehouse_inbox::gate::consent::{self, ConsentItem, ConsentTarget, Decision};
 use gatehouse_store::{ExecStatus, InboxFilter, Policy};
 

@@ -1,12 +1,10 @@
 //! `gatehouse mail …` against the repo's test swarm on loopback (real keychain): connect
 //! with a token, send a task and watch its timeline, search and show it, import a log.
 
-mod common;
-
 use std::path::Path;
 use std::process::Output;
 
-use common::gh_in as gh;
+use crate::common::gh_in as gh;
 use gatehouse_mail_testswarm::{Config, Swarm};
 
 fn text(o: &Output) -> (String, String) {

@@ -2,9 +2,7 @@
 //! may bite up to a minute early, never late; refusals never count; an upgraded store
 //! keeps counting what it accepted before.
 
-mod common;
-
-use common::{envelope_at, SENDER};
+use crate::common::{envelope_at, SENDER};
 use gatehouse_store::{AcceptRefusal, RateLimit, Store};
 
 const MINUTE: i64 = 60_000;

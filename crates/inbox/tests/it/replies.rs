@@ -5,13 +5,11 @@
 //! failure — and B accepts it. The reply's signature is in the reference implementation's
 //! canonical form.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, policy};
+use crate::common::{eventually, policy};
 use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions};
 use gatehouse_store::{ExecStatus, Policy, Store, TrustEntry};
 

@@ -5,12 +5,10 @@
 //! becomes a task in the MAIL viewer, and an unreachable or failing model or swarm leaves
 //! the envelope stored with the failure beside it.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
 use gatehouse_model_testserver::{spawn, ModelServer};
 use gatehouse_store::ExecStatus;

@@ -1,12 +1,10 @@
 //! The `gatehouse` binary as a user and an acceptance check run it: real keychain, real
 //! SQLite file, real loopback server, and a kill -9 in the middle of an ingest.
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{gh, ok, Cleanup, Server};
+use crate::common::{gh, ok, Cleanup, Server};
 use rand::Rng;
 
 fn last_line(s: &str) -> String {

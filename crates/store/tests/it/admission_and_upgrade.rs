@@ -3,9 +3,7 @@
 //! left behind keeps its nonces through the schema changes made for speed; and the WAL
 //! stays bounded while checkpoints run beside a steady stream of commits.
 
-mod common;
-
-use common::{envelope, SENDER};
+use crate::common::{envelope, SENDER};
 use gatehouse_store::{AcceptRefusal, Policy, RateLimit, Store, TrustEntry};
 
 fn entry(scopes: &[&str]) -> TrustEntry {

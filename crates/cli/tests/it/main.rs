@@ -1,0 +1,9 @@
+//! The CLI's integration tests in one binary, a module per concern (one link, not seven).
+mod cli;
+mod common;
+mod guardian;
+mod load;
+mod mail;
+mod mail_reference;
+mod sites;
+mod uamp;

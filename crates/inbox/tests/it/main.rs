@@ -1,0 +1,16 @@
+//! The inbox's integration tests in one binary, a module per concern: thirteen binaries
+//! of ~50 MB each filled a CI disk, and linked thirteen times.
+mod common;
+mod consent;
+mod folder_and_executors;
+mod guardian;
+mod hostile;
+mod http;
+mod intent;
+mod layers;
+mod mail;
+mod model;
+mod replies;
+mod uamp;
+mod uamp_client;
+mod v11;

@@ -1,0 +1,6 @@
+//! The store's integration tests in one binary, a module per concern (one link, not four).
+mod admission_and_upgrade;
+mod common;
+mod conversations;
+mod large_inbox;
+mod rate_limits;
