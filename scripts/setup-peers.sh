@@ -3,6 +3,8 @@
 # virtualenvs under ${GATEHOUSE_PEERS_DIR:-~/.cache/gatehouse/peers}:
 #   mail-1.3.6: the MAIL 1.3 reference server (PyPI mail-swarms 1.3.6) with the dependency
 #               set of its v1.3.6 lock (tests/peers/mail-1.3/requirements.txt, hashes checked).
+#   mail-2.0.1: the MAIL 2.0 reference server and daemon (PyPI mail-swarms-server/-daemon
+#               2.0.1) pinned the same way (tests/peers/mail-2.0/requirements.txt).
 # Idempotent: a virtualenv whose requirements have not changed is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,4 +43,5 @@ install_venv() { # name requirements
 }
 
 install_venv mail-1.3.6 tests/peers/mail-1.3/requirements.txt
+install_venv mail-2.0.1 tests/peers/mail-2.0/requirements.txt
 echo "setup-peers: ok ($PEERS)"

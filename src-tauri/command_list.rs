@@ -43,6 +43,7 @@ app_commands![
     mail::mail_swarm_refresh,
     mail::mail_swarm_remove,
     mail::mail_send::<tauri::Wry>,
+    mail::mail_sync::<tauri::Wry>,
     mail::mail_interswarm,
     mail::mail_tasks,
     mail::mail_task,

@@ -1,4 +1,4 @@
-//! MAIL in the window: swarm connections (token in the keychain) with what each says about
+//! MAIL in the window: swarm connections, 1.3 or 2.0 (token or login in the keychain) with what each says about
 //! itself, tasks sent and followed live (`mail://event`), the task list with search, a
 //! task's timeline, interswarm messages, and task logs imported from files. Each command
 //! is one call into gatehouse_app::swarms, which the CLI calls too.
@@ -56,6 +56,19 @@ pub async fn mail_send<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, input
         let _ = tauri_specta::Event::emit(&crate::events::MailLive(e.clone()), &app);
     })
     .await
+}
+
+/// Picks up what arrived on a MAIL 2.0 server since the last look (the window asks while
+/// the Tasks view is open); new messages are pushed as `mail://event` too.
+#[tauri::command]
+#[specta::specta]
+pub async fn mail_sync<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, name: String) -> Result<u32> {
+    let c = core.inner().clone();
+    let n = swarms::sync(c.store.clone(), &c.data_dir, &name, |e: &LiveEvent| {
+        let _ = tauri_specta::Event::emit(&crate::events::MailLive(e.clone()), &app);
+    })
+    .await?;
+    Ok(n.try_into().unwrap_or(u32::MAX))
 }
 
 #[tauri::command]

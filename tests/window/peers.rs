@@ -379,3 +379,43 @@ fn an_agent_asks_the_guardian_and_the_user_answers_in_the_window() {
     assert_eq!(post(step(4, "mallory@evil.example"))["result"]["decision"], "deny");
     assert_eq!(post(step(5, "bob@company.io"))["result"]["decision"], "allow", "the earlier rule still covers the rest");
 }
+
+#[test]
+fn the_tasks_view_follows_conversations_on_the_mail_2_reference_server() {
+    let Some(r) = gatehouse_mail_testswarm::reference::start_v2() else { return };
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    app.click("#nav-mail");
+    app.type_into("#swarm-url", &r.server.url);
+    app.type_into("#swarm-name", "Chorus");
+    app.type_into("#swarm-token", &r.password);
+    // Without the address the server's answer says what is missing.
+    app.click("#swarm-add");
+    app.wait_text("#swarm-msg", "speaks MAIL 2.0");
+    app.type_into("#swarm-address", &r.address);
+    app.type_into("#swarm-token", &r.password);
+    app.click("#swarm-add");
+    app.wait_text("#mail-swarms", "user:alice@localhost — role user");
+    let swarms = app.text("#mail-swarms");
+    assert!(swarms.contains("MAIL 2.0 · login in keychain") && swarms.contains("chorus (1 agent)"), "{swarms}");
+
+    // A message to the only agent; both of its answers join the conversation.
+    app.type_into("#mail-subject", "Plan");
+    app.type_into("#mail-body", "two steps, please");
+    app.click("#mail-send");
+    app.wait_text("#mail-live-status", "Completed: Done: two steps, please");
+    app.wait_text("#task-timeline", "Working on it.");
+    let count = |css: &str| app.script(&format!("return document.querySelectorAll({}).length;", serde_json::to_string(css).unwrap())).as_u64().unwrap();
+    assert_eq!(count("#task-timeline .mail-msg"), 3);
+    assert_eq!(app.text("#task-state"), "Completed");
+
+    // Mail written elsewhere (another client of the same account) shows up by itself
+    // while the view is open: the server pushes nothing, the view asks.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let other =
+        gatehouse_mail::v2::Client::new(&r.server.url, gatehouse_mail::v2::Credentials { address: r.address.clone(), password: r.password.clone() }).unwrap();
+    rt.block_on(other.send("Elsewhere", "written on the phone", None, std::slice::from_ref(&r.agent))).unwrap();
+    app.wait_text("#task-list", "Elsewhere");
+    app.script("document.querySelector('#mail-tasks').scrollIntoView(); return true;");
+    app.screenshot("mail-v2");
+}

@@ -71,6 +71,11 @@ export const commands = {
 	 *  as `mail://event`.
 	 */
 	mailSend: (input: SendInput_Deserialize) => __TAURI_INVOKE<Outcome>("mail_send", { input }),
+	/**
+	 *  Picks up what arrived on a MAIL 2.0 server since the last look (the window asks while
+	 *  the Tasks view is open); new messages are pushed as `mail://event` too.
+	 */
+	mailSync: (name: string) => __TAURI_INVOKE<number>("mail_sync", { name }),
 	mailInterswarm: (input: InterswarmInput_Deserialize) => __TAURI_INVOKE<MailMessageRow_Serialize>("mail_interswarm", { input }),
 	mailTasks: (query: string | null) => __TAURI_INVOKE<MailTaskRow_Serialize[]>("mail_tasks", { query }),
 	mailTask: (taskId: string) => __TAURI_INVOKE<MailTaskDetail_Serialize>("mail_task", { taskId }),
@@ -1775,13 +1780,19 @@ export type SwarmInput = SwarmInput_Serialize;
 export type SwarmInput_Deserialize = {
 	url: string,
 	name: string,
+	/**  A 1.3 swarm's token, or the password of a 2.0 server's `address`. */
 	token?: string | null,
+	/**  The address a MAIL 2.0 server is logged in with (`user:alice@example.com`). */
+	address?: string | null,
 };
 
 export type SwarmInput_Serialize = {
 	url: string,
 	name: string,
+	/**  A 1.3 swarm's token, or the password of a 2.0 server's `address`. */
 	token: string | null,
+	/**  The address a MAIL 2.0 server is logged in with (`user:alice@example.com`). */
+	address: string | null,
 };
 
 /**  A connection as the user sees it: whether it holds a token. */

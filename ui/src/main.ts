@@ -59,6 +59,7 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   for (const b of nav.querySelectorAll('.tab')) b.classList.toggle('active', (b as HTMLElement).dataset.tab === t);
   const view = { inbox, consent, trust, uamp, mail, intent, guardian, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
+  if (t !== 'mail') mail.leave();
   if (t === 'inbox') await inbox.load(false);
   // Settings change only by the user's own hand: redrawing them on every arrival would
   // wipe a port or an executor being edited.

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use gatehouse_inbox::mail::{self, ImportReport, LiveEvent};
+use gatehouse_inbox::mail::{self, Connection, ImportReport, LiveEvent};
 use gatehouse_keys::Secrets;
 use gatehouse_mail::client::{InterswarmSend, Outcome, SendMessage};
 use gatehouse_mail::{ClientError, SwarmClient};
@@ -42,7 +42,11 @@ pub struct SwarmView {
 pub struct SwarmInput {
     pub url: String,
     pub name: String,
+    /// A 1.3 swarm's token, or the password of a 2.0 server's `address`.
     pub token: Option<String>,
+    /// The address a MAIL 2.0 server is logged in with (`user:alice@example.com`).
+    #[serde(default)]
+    pub address: Option<String>,
 }
 
 /// A connection just made, with everything the swarm said about itself.
@@ -66,20 +70,22 @@ pub fn find(store: &Store, name: &str) -> Result<MailSwarmRow> {
 /// Connects to a swarm (see [`mail::swarm_add`]: asked first, token kept for this address
 /// only, audited).
 pub async fn add(store: Arc<Store>, data_dir: &Path, input: SwarmInput) -> Result<Added> {
-    let added = mail::swarm_add(store, data_dir, &input.name, &input.url, input.token).await?;
+    let added = mail::swarm_add(store, data_dir, &input.name, &input.url, input.token, input.address).await?;
     Ok(Added { view: SwarmView { swarm: added.swarm, has_token: added.has_token }, info: added.info })
 }
 
-async fn client(store: &Arc<Store>, data_dir: &Path, name: &str) -> Result<SwarmClient> {
+async fn connection(store: &Arc<Store>, data_dir: &Path, name: &str) -> Result<Connection> {
     let (s, d, n) = (store.clone(), data_dir.to_path_buf(), name.to_string());
-    blocking(move || Ok(mail::swarm_client(&s, &d, &n)?)).await
+    blocking(move || Ok(mail::connection(&s, &d, &n)?)).await
 }
 
 /// Asks a swarm again (metadata, health, identity and role, status, known swarms) and keeps
 /// what it said.
 pub async fn refresh(store: Arc<Store>, data_dir: &Path, name: &str) -> Result<serde_json::Value> {
-    let c = client(&store, data_dir, name).await?;
-    let info = mail::survey(&c).await?;
+    let info = match connection(&store, data_dir, name).await? {
+        Connection::V1(c) => mail::survey(&c).await?,
+        Connection::V2(c) => mail::v2::survey(&c).await?,
+    };
     let (i, n) = (info.clone(), name.to_string());
     blocking(move || Ok(store.mail_swarm_set_info(&n, &i)?)).await?;
     Ok(info)
@@ -113,12 +119,27 @@ pub async fn send(store: Arc<Store>, data_dir: &Path, input: SendInput, on_event
     if input.body.trim().is_empty() {
         return Err(CommandError::new(Code::Invalid, "the message is empty"));
     }
-    let mut c = client(&store, data_dir, &input.swarm).await?;
-    if let Some(secs) = input.deadline_secs.filter(|s| *s > 0) {
-        c = c.with_deadline(std::time::Duration::from_secs(secs.into()));
-    }
+    let deadline = input.deadline_secs.filter(|s| *s > 0).map(|s| std::time::Duration::from_secs(s.into()));
     let m = SendMessage { body: input.body, subject: blank(input.subject), task_id: blank(input.task_id), entrypoint: blank(input.entrypoint) };
-    mail::send(store, &c, &input.swarm, &m, on_event).await.map_err(|e| CommandError::coded(e.code(), e.to_string()))
+    let sent = match connection(&store, data_dir, &input.swarm).await? {
+        Connection::V1(mut c) => {
+            if let Some(d) = deadline {
+                c = c.with_deadline(d);
+            }
+            mail::send(store, &c, &input.swarm, &m, on_event).await
+        }
+        Connection::V2(c) => mail::v2::send(store, &c, &input.swarm, &m, deadline.unwrap_or(gatehouse_mail::client::DEADLINE), on_event).await,
+    };
+    sent.map_err(|e| CommandError::coded(e.code(), e.to_string()))
+}
+
+/// Picks up what arrived on a MAIL 2.0 server since the last look (1.3 swarms stream their
+/// tasks while they run: nothing to pick up). Returns how many messages were new.
+pub async fn sync(store: Arc<Store>, data_dir: &Path, name: &str, mut on_event: impl FnMut(&LiveEvent) + Send) -> Result<usize> {
+    match connection(&store, data_dir, name).await? {
+        Connection::V1(_) => Ok(0),
+        Connection::V2(c) => mail::v2::sync(&store, &c, name, &mut on_event).await.map_err(|e| CommandError::coded(e.code(), e.to_string())),
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -142,6 +163,12 @@ pub async fn interswarm(store: Arc<Store>, data_dir: &Path, input: InterswarmInp
     let (s, d, name) = (store.clone(), data_dir.to_path_buf(), input.swarm.clone());
     let (row, token) = blocking(move || {
         let row = find(&s, &name)?;
+        if mail::is_v2(row.info.as_ref()) {
+            return Err(CommandError::new(
+                Code::Invalid,
+                format!("{name} speaks MAIL 2.0, which has no interswarm messages: send to agent@swarm@host instead"),
+            ));
+        }
         let token = mail::swarm_token(&d, &row)?;
         Ok((row, token))
     })

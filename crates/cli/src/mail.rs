@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 #[derive(Subcommand)]
 pub enum MailCmd {
-    /// Connect to a MAIL server by its base URL; shows what it says about itself
+    /// Connect to a MAIL server (1.3 or 2.0) by its base URL; shows what it says about itself
     Add {
         url: String,
         #[arg(long)]
@@ -21,6 +21,19 @@ pub enum MailCmd {
         /// Read the bearer token from stdin (kept in the OS keychain, never in the database)
         #[arg(long)]
         token_stdin: bool,
+        /// MAIL 2.0: the address you log in with (user:alice@example.com)
+        #[arg(long, requires = "password_stdin")]
+        address: Option<String>,
+        /// MAIL 2.0: read the password from stdin (kept in the OS keychain with the address)
+        #[arg(long, conflicts_with = "token_stdin")]
+        password_stdin: bool,
+    },
+    /// Pick up what arrived on a MAIL 2.0 server since the last look, and print it
+    Sync {
+        name: String,
+        /// Print each new message as a JSON line
+        #[arg(long)]
+        json: bool,
     },
     /// Swarm connections
     List {
@@ -35,7 +48,8 @@ pub enum MailCmd {
     },
     /// Forget a connection and its token (its tasks stay)
     Remove { name: String },
-    /// Send a message to a swarm's entrypoint and follow the task live
+    /// Send a message to a swarm's entrypoint and follow the task live (on a MAIL 2.0
+    /// server: to the agent --entrypoint names, and wait for its answers)
     Send {
         swarm: String,
         body: String,
@@ -99,12 +113,23 @@ fn print_survey(name: &str, url: &str, v: &Value) {
     };
     println!("{name}  {url}");
     println!("  server:  {}", gatehouse_mail::client::ServerInfo::read(&v["root"]).summary());
-    println!("  health:  {}", show(&v["health"]));
+    // A 2.0 server has no health or status document; its swarms come as `{swarms: [...]}`.
+    if !v["health"].is_null() {
+        println!("  health:  {}", show(&v["health"]));
+    }
     match v["whoami"].get("error") {
         Some(_) => println!("  you:     {}", show(&v["whoami"])),
         None => println!("  you:     {} (role {})", v["whoami"]["id"].as_str().unwrap_or("?"), v["whoami"]["role"].as_str().unwrap_or("?")),
     }
-    println!("  status:  {}", show(&v["status"]));
+    if !v["status"].is_null() {
+        println!("  status:  {}", show(&v["status"]));
+    }
+    if let Some(list) = v["swarms"]["swarms"].as_array() {
+        for s in list {
+            println!("  swarm:   {} ({} agent(s)) {}", s["name"].as_str().unwrap_or("?"), s["num_agents"], s["description"].as_str().unwrap_or(""));
+        }
+        return;
+    }
     match v["swarms"].as_array() {
         Some(list) if list.is_empty() => println!("  swarms:  none registered"),
         Some(list) => {
@@ -128,9 +153,10 @@ fn line(m: &MailMessageRow) -> String {
 
 pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String> {
     match cmd {
-        MailCmd::Add { url, name, token_stdin } => {
-            let token = if token_stdin { Some(crate::uamp::read_token()?) } else { None };
-            let added = crate::uamp::runtime()?.block_on(swarms::add(o.store.clone(), data_dir, SwarmInput { url, name, token })).map_err(|e| e.to_string())?;
+        MailCmd::Add { url, name, token_stdin, address, password_stdin } => {
+            let token = if token_stdin || password_stdin { Some(crate::uamp::read_token()?) } else { None };
+            let input = SwarmInput { url, name, token, address };
+            let added = crate::uamp::runtime()?.block_on(swarms::add(o.store.clone(), data_dir, input)).map_err(|e| e.to_string())?;
             let info = added.info;
             print_survey(&added.view.swarm.name, &added.view.swarm.base_url, &info);
             if info["whoami"].get("error").is_some() {
@@ -161,6 +187,18 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
         MailCmd::Remove { name } => {
             swarms::remove(&o.store, data_dir, &name).map_err(|e| e.to_string())?;
             eprintln!("removed {name}; its tasks are kept");
+        }
+        MailCmd::Sync { name, json } => {
+            let n = crate::uamp::runtime()?
+                .block_on(swarms::sync(o.store.clone(), data_dir, &name, |e| match e {
+                    LiveEvent::Message { message, .. } if !json => println!("{}", line(message)),
+                    e if json => println!("{}", serde_json::to_string(e).unwrap_or_default()),
+                    _ => {}
+                }))
+                .map_err(|e| e.coded_message())?;
+            if !json {
+                eprintln!("{n} new message(s)");
+            }
         }
         MailCmd::Send { swarm, body, subject, task, entrypoint, deadline, json } => {
             let input = SendInput { swarm, body, subject, task_id: task, entrypoint, deadline_secs: deadline };

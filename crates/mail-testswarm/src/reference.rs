@@ -1,7 +1,9 @@
-//! The MAIL 1.3 reference server itself (PyPI mail-swarms 1.3.6, unmodified) for tests:
-//! started offline on loopback by tests/peers/mail-1.3/swarm.py (a stub auth service and
-//! scripted agents; keys `user-key` → alice, `admin-key` → root) from the virtualenv that
-//! scripts/setup-peers.sh makes, in its own process group, killed whole when dropped.
+//! The MAIL reference servers themselves, unmodified, for tests: 1.3 (PyPI mail-swarms
+//! 1.3.6) started offline on loopback by tests/peers/mail-1.3/swarm.py (a stub auth service
+//! and scripted agents; keys `user-key` → alice, `admin-key` → root), and 2.0 (PyPI
+//! mail-swarms-server 2.0.1) by tests/peers/mail-2.0/server.py (a memory deployment, its
+//! daemon, a scripted agent `sage`), each from the virtualenv scripts/setup-peers.sh makes,
+//! in its own process group, killed whole when dropped.
 
 use std::io::{BufRead as _, BufReader};
 use std::os::unix::process::CommandExt as _;
@@ -27,24 +29,25 @@ impl Drop for Reference {
 
 /// The virtualenv's Python, or None (the reason printed) when it is missing and the run
 /// does not require it; scripts/test.sh sets GATEHOUSE_REQUIRE_PEERS, so CI fails instead.
-fn python() -> Option<PathBuf> {
+fn python(venv: &str, what: &str) -> Option<PathBuf> {
     let venv = std::env::var_os("GATEHOUSE_PEERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"))
-        .join("mail-1.3.6/bin/python");
+        .join(venv)
+        .join("bin/python");
     if venv.exists() {
         return Some(venv);
     }
-    let why = format!("the MAIL 1.3 reference is not installed at {}; run scripts/setup-peers.sh", venv.display());
+    let why = format!("the {what} reference is not installed at {}; run scripts/setup-peers.sh", venv.display());
     assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
     eprintln!("skipped: {why}");
     None
 }
 
-/// Starts the reference and waits until it answers (at most two minutes).
-pub fn start() -> Option<Reference> {
-    let py = python()?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/mail-1.3/swarm.py");
+/// Runs `script` with `py` in its own process group and returns it with what it printed
+/// after `READY ` (at most two minutes).
+fn launch(py: PathBuf, script: &str) -> (Child, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers").join(script);
     let mut child = Command::new(py).arg(script).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0).spawn().expect("start the reference server");
     let stdout = child.stdout.take().expect("piped");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -55,13 +58,40 @@ pub fn start() -> Option<Reference> {
             }
         }
     });
-    let ready = match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(r) => r,
+    match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(r) => (child, r),
         Err(_) => {
             let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
             panic!("the reference server did not start within 120 s");
         }
-    };
+    }
+}
+
+/// Starts the 1.3 reference and waits until it answers.
+pub fn start() -> Option<Reference> {
+    let (child, ready) = launch(python("mail-1.3.6", "MAIL 1.3")?, "mail-1.3/swarm.py");
     let (port, workdir) = ready.split_once(' ').expect("READY <port> <workdir>");
     Some(Reference { child, url: format!("http://127.0.0.1:{port}"), workdir: workdir.into() })
+}
+
+/// The MAIL 2.0 reference with one user to log in as and one scripted agent.
+pub struct Reference2 {
+    pub server: Reference,
+    /// `user:alice@localhost`, and the password its deployment generated.
+    pub address: String,
+    pub password: String,
+    /// `sage@chorus@localhost`: answers "sage heard: <body>"; "two steps …" twice;
+    /// "silence …" never.
+    pub agent: String,
+}
+
+/// Starts the 2.0 reference (server, daemon, agent) and waits until it answers.
+pub fn start_v2() -> Option<Reference2> {
+    let (child, ready) = launch(python("mail-2.0.1", "MAIL 2.0")?, "mail-2.0/server.py");
+    let v: serde_json::Value = serde_json::from_str(&ready).expect("READY {json}");
+    let s = |k: &str| v[k].as_str().expect(k).to_string();
+    // The scratch HOME's parent is the launcher's own directory (its log, the deployment).
+    let workdir = PathBuf::from(s("home")).parent().expect("home has a parent").to_path_buf();
+    let server = Reference { child, url: format!("http://127.0.0.1:{}", v["port"]), workdir };
+    Some(Reference2 { server, address: s("address"), password: s("password"), agent: s("agent") })
 }

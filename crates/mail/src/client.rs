@@ -24,7 +24,7 @@ pub const IDLE: Duration = Duration::from_secs(60);
 /// pinging or talking without ever finishing does not hold the user (or a CLI) forever.
 pub const DEADLINE: Duration = Duration::from_secs(30 * 60);
 /// Bodies larger than this are refused.
-const MAX_BODY: usize = 8 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -93,7 +93,7 @@ impl ServerInfo {
         let s = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_string);
         let swarm = &root["swarm"];
         ServerInfo {
-            name: s(&root["name"]).unwrap_or_default(),
+            name: s(&root["name"]).or_else(|| s(&root["protocol_name"])).unwrap_or_default(),
             protocol_version: s(&root["protocol_version"]).or_else(|| s(&root["version"])),
             swarm: s(swarm).or_else(|| s(&swarm["name"])),
             swarm_version: s(&swarm["version"]),
@@ -236,7 +236,8 @@ impl SwarmClient {
     /// `GET /`: `{name: "mail", version, swarm, status, uptime}`.
     pub async fn root(&self) -> Result<Value, ClientError> {
         let v = self.json(reqwest::Method::GET, "/", None).await?;
-        if v.get("name").and_then(Value::as_str) != Some("mail") {
+        // MAIL 2.0 servers say `protocol_name`.
+        if v.get("name").or_else(|| v.get("protocol_name")).and_then(Value::as_str) != Some("mail") {
             return Err(ClientError::Protocol(format!("{} is not a MAIL server (GET / has no name \"mail\")", self.base)));
         }
         Ok(v)
@@ -349,7 +350,7 @@ impl SwarmClient {
     }
 }
 
-async fn check(path: &str, resp: reqwest::Response) -> Result<reqwest::Response, ClientError> {
+pub(crate) async fn check(path: &str, resp: reqwest::Response) -> Result<reqwest::Response, ClientError> {
     let status = resp.status().as_u16();
     if (200..300).contains(&status) {
         return Ok(resp);

@@ -1,17 +1,19 @@
-//! MAIL 1.3 (Multi-Agent Interface Layer) as Gatehouse reads it: a viewer and client of
-//! swarms that work on the user's behalf.
+//! MAIL (Multi-Agent Interface Layer) 1.3 and 2.0 as Gatehouse reads them: a viewer and
+//! client of swarms that work on the user's behalf.
 //!
 //! - [`schema`]: the spec's own JSON Schemas (copied byte for byte), errors naming the field.
 //! - [`model`]: typed messages, addresses, priority tiers, task owners and contributors.
 //! - [`events`]: what a swarm's `POST /message` SSE stream says, event by event.
 //! - [`import`]: task logs (JSON, JSON array or JSONL) read with line-numbered errors.
 //! - [`client`]: the REST transport (bearer token, roles), with errors a user can act on.
+//! - [`v2`]: MAIL 2.0: password login, boxes, messages and their conversations, send.
 
 pub mod client;
 pub mod events;
 pub mod import;
 pub mod model;
 pub mod schema;
+pub mod v2;
 
 pub use client::{ClientError, SendMessage, SwarmClient};
 pub use events::TaskEvent;

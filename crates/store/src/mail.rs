@@ -223,6 +223,24 @@ impl Store {
         Ok(())
     }
 
+    /// The task a kept message belongs to.
+    pub fn mail_message_task(&self, id: &str) -> Result<Option<String>> {
+        self.read(|c| Ok(c.query_row("SELECT task_id FROM mail_messages WHERE id = ?1 ORDER BY row LIMIT 1", [id], |r| r.get(0)).optional()?))
+    }
+
+    /// The newest task on `swarm` with this subject: where a MAIL 2.0 answer without a
+    /// `reply_to` belongs.
+    pub fn mail_task_by_subject(&self, swarm: &str, subject: &str) -> Result<Option<String>> {
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT task_id FROM mail_tasks WHERE swarm = ?1 AND subject = ?2 ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                params![swarm, subject],
+                |r| r.get(0),
+            )
+            .optional()?)
+        })
+    }
+
     /// Records a task's owner and adds contributors (interswarm wrappers name them).
     pub fn mail_task_contributors(&self, task_id: &str, owner: &str, contributors: &[String]) -> Result<()> {
         let mut conn = self.conn();

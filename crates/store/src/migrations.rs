@@ -384,6 +384,10 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER revoked_ins AFTER INSERT ON revoked BEGIN UPDATE admission_version SET n = n + 1; END;
     CREATE TRIGGER revoked_upd AFTER UPDATE ON revoked BEGIN UPDATE admission_version SET n = n + 1; END;
     CREATE TRIGGER revoked_del AFTER DELETE ON revoked BEGIN UPDATE admission_version SET n = n + 1; END;",
+    // 17: MAIL 2.0 conversations are found by a message they contain (an answer's
+    // reply_to) or by their subject on a swarm (an answer without one), at every sync.
+    "CREATE INDEX mail_messages_id ON mail_messages(id);
+    CREATE INDEX mail_tasks_swarm_subject ON mail_tasks(swarm, subject);",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -5,7 +5,7 @@ import { vi } from 'vitest';
 vi.mock('@tauri-apps/api/core', () => ({ invoke: () => Promise.reject({ code: 'UNMOCKED', message: '' }) }));
 vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}) }));
 
-import { messageItem } from './mail';
+import { isV2, messageItem } from './mail';
 import type { MailMessage } from '../api';
 
 const base: MailMessage = {
@@ -28,4 +28,13 @@ test('the normal finish is shown as the task completing, not as an error', () =>
   const li = messageItem({ ...base, msg_type: 'broadcast_complete', subject: '::task_complete::', recipients: ['agent:all'] });
   expect(li.className).toContain('finish');
   expect(li.className).not.toContain('system-error');
+});
+
+describe('isV2', () => {
+  const swarm = (info: unknown) => ({ name: 'c', base_url: 'http://127.0.0.1:1', added_at: '', has_token: true, info }) as Parameters<typeof isV2>[0];
+  it('is what the server said when asked, and nothing else', () => {
+    expect(isV2(swarm({ server: { name: 'mail', protocol_version: '2.0' } }))).toBe(true);
+    expect(isV2(swarm({ server: { name: 'mail', protocol_version: '1.3' } }))).toBe(false);
+    expect(isV2(swarm(null))).toBe(false);
+  });
 });

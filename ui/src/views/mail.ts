@@ -85,6 +85,12 @@ function surveyLine(label: string, v: Record<string, unknown> | undefined, f: (v
   return [h('dt', {}, label), h('dd', { className: err ? 'error' : '' }, !v ? '—' : err ? err.message ?? 'error' : f(v))];
 }
 
+/** Whether a connection is to a MAIL 2.0 server (as it said when asked). */
+export function isV2(s: MailSwarm): boolean {
+  const v = (s.info as MailSurvey | null)?.server?.protocol_version;
+  return typeof v === 'string' && v.startsWith('2.');
+}
+
 /** `mail 1.3, swarm “example” (1.3.6), entrypoint supervisor, running`. */
 function serverLine(s: ServerInfo | undefined, root: Record<string, unknown>): string {
   if (!s) return `${String(root.name)} ${String(root.version ?? root.protocol_version ?? '')}, ${String(root.status ?? '')}`;
@@ -118,14 +124,45 @@ export class MailView {
   private importPart = this.importCard();
   private searchPart = h('div', { className: 'actions' }, this.search);
 
+  // MAIL 2.0 servers push nothing to users: while this view is open (and the window is
+  // visible) it asks them every few seconds. No 2.0 server, or another view: no timer.
+  private syncTimer: number | undefined;
+  private v2: string[] = [];
+
   constructor() {
     void onMailEvent((e) => this.onEvent(e));
     this.search.addEventListener('input', () => void this.tasks.reload());
   }
 
+  /** The view is left: stop asking servers. */
+  leave(): void {
+    window.clearInterval(this.syncTimer);
+    this.syncTimer = undefined;
+  }
+
+  private watch(swarms: MailSwarm[]): void {
+    this.v2 = swarms.filter(isV2).map((s) => s.name);
+    if (!this.v2.length) return this.leave();
+    if (this.syncTimer === undefined) this.syncTimer = window.setInterval(() => void this.sync(), 5000);
+    void this.sync();
+  }
+
+  private syncing = false;
+  private async sync(): Promise<void> {
+    if (this.syncing || document.hidden || this.following) return;
+    this.syncing = true;
+    let fresh = 0;
+    for (const name of this.v2) {
+      try { fresh += await api.mailSync(name); } catch { /* shown on Refresh; try again next time */ }
+    }
+    this.syncing = false;
+    if (fresh) await this.tasks.reload();
+  }
+
   async load(): Promise<void> {
     try {
       const swarms = await api.mailSwarms();
+      this.watch(swarms);
       replace(this.el,
         h('h2', {}, 'Tasks (MAIL)'),
         this.swarmsCard(swarms),
@@ -150,7 +187,10 @@ export class MailView {
   private swarmConnect(): HTMLElement {
     const url = h('input', { id: 'swarm-url', type: 'text', placeholder: 'https://swarm.example:8000', size: 30 });
     const name = h('input', { id: 'swarm-name', type: 'text', placeholder: 'a name', size: 12 });
-    const token = h('input', { id: 'swarm-token', type: 'password', placeholder: 'bearer token', size: 22, autocomplete: 'off' });
+    // A MAIL 2.0 server takes a login instead of a token; the user need not know which
+    // one a server speaks: it says, and asks for the address if it needs one.
+    const address = h('input', { id: 'swarm-address', type: 'text', placeholder: 'address (MAIL 2.0 login)', size: 22, autocomplete: 'off' });
+    const token = h('input', { id: 'swarm-token', type: 'password', placeholder: 'token or password', size: 22, autocomplete: 'off' });
     const msg = h('p', { role: 'status', id: 'swarm-msg' });
     const connect = h('button', { className: 'primary', id: 'swarm-add', type: 'submit' }, 'Connect');
     const form = h('form', { className: 'inline', onsubmit: async (e: Event) => {
@@ -159,14 +199,14 @@ export class MailView {
       msg.className = '';
       msg.textContent = 'Asking the swarm who it is…';
       try {
-        const s = await api.mailSwarmAdd({ url: url.value, name: name.value, token: token.value || null });
+        const s = await api.mailSwarmAdd({ url: url.value, name: name.value, token: token.value || null, address: address.value.trim() || null });
         msg.className = 'notice';
         msg.textContent = `Connected to ${s.name}.`;
-        url.value = name.value = token.value = '';
+        url.value = name.value = token.value = address.value = '';
         await this.load();
       } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
       connect.disabled = false;
-    } }, url, name, token, connect);
+    } }, url, name, address, token, connect);
     return h('div', {}, form, msg);
   }
 
@@ -174,6 +214,16 @@ export class MailView {
     const info = s.info as MailSurvey | null;
     const body = h('dl', { className: 'survey' });
     const fill = (i: MailSurvey | null) => {
+      if (isV2(s)) {
+        // A 2.0 server has no health or status document; its swarms host agents.
+        const hosted = ((i?.swarms as Record<string, unknown> | undefined)?.swarms ?? []) as Record<string, unknown>[];
+        replace(body,
+          ...surveyLine('Server', i?.root, (r) => serverLine(i?.server, r)),
+          ...surveyLine('You', i?.whoami, (v) => `${v.id} — role ${v.role}`),
+          h('dt', {}, 'Swarms here'),
+          h('dd', {}, hosted.map((w) => `${w.name} (${w.num_agents} agent${w.num_agents === 1 ? '' : 's'})`).join(', ') || 'none'));
+        return;
+      }
       const swarms = Array.isArray(i?.swarms) ? (i!.swarms as Record<string, unknown>[]) : null;
       replace(body,
         ...surveyLine('Server', i?.root, (r) => serverLine(i?.server, r)),
@@ -188,7 +238,7 @@ export class MailView {
     return h('div', { className: 'swarm', 'data-swarm': s.name },
       h('div', { className: 'row-top' },
         h('span', { className: 'who' }, s.name), h('span', { className: 'mono muted' }, s.base_url),
-        h('span', { className: 'badge' }, s.has_token ? 'token in keychain' : 'no token'),
+        h('span', { className: 'badge' }, isV2(s) ? 'MAIL 2.0 · login in keychain' : s.has_token ? 'token in keychain' : 'no token'),
         h('button', { className: 'secondary small', onclick: act(async () => fill(await api.mailSwarmRefresh(s.name))) }, 'Refresh'),
         h('button', { className: 'secondary small', onclick: act(() => api.mailSwarmRemove(s.name), () => this.load(), `Forget ${s.name}? Its token is deleted from the keychain; its tasks stay.`) }, 'Remove')),
       body);
@@ -206,7 +256,7 @@ export class MailView {
     const subject = h('input', { id: 'mail-subject', type: 'text', placeholder: 'Subject', size: 24 });
     const body = h('textarea', { id: 'mail-body', rows: 2, cols: 60, placeholder: 'What should the swarm do?' });
     const task = h('input', { id: 'mail-task', type: 'text', placeholder: 'continue task (optional task id)', size: 36 });
-    const entry = h('input', { id: 'mail-entrypoint', type: 'text', placeholder: 'entrypoint (optional)', size: 16 });
+    const entry = h('input', { id: 'mail-entrypoint', type: 'text', placeholder: 'entrypoint or agent (optional)', size: 16 });
     const send = h('button', { className: 'primary', id: 'mail-send', type: 'submit' }, 'Send');
     const targets = h('input', { id: 'inter-targets', type: 'text', placeholder: 'agent@swarm, …', size: 30 });
     const interBody = h('input', { id: 'inter-body', type: 'text', placeholder: 'message', size: 40 });
@@ -230,6 +280,8 @@ export class MailView {
       this.liveStatus.textContent = 'Sent; waiting for the swarm…';
       try {
         const out = await api.mailSend({ swarm: swarm.value, body: body.value, subject: subject.value || null, task_id: task.value || null, entrypoint: entry.value || null });
+        // A MAIL 2.0 server sends no finishing event: its answer is the outcome.
+        if (out.completed) { this.liveStatus.className = 'notice'; this.liveStatus.textContent = `Completed: ${out.response}`; }
         this.tasks.selected = out.task_id;
         task.value = out.task_id;
         body.value = '';

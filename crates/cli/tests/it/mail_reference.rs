@@ -99,3 +99,48 @@ fn the_references_own_exports_import_fully() {
         assert_eq!(shown["task"]["state"], "completed", "{name}: a completed task is not marked failed");
     }
 }
+
+/// `gatehouse mail …` against the MAIL 2.0 reference (mail-swarms-server 2.0.1, its daemon
+/// and a scripted agent): the same commands as for 1.3; the server says which it speaks.
+#[test]
+fn the_same_commands_follow_a_mail_2_server() {
+    let Some(r) = gatehouse_mail_testswarm::reference::start_v2() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let url = r.server.url.as_str();
+
+    // A token alone is not enough for a 2.0 server: the user is told what it needs.
+    let o = gh_in(d, &["mail", "add", url, "--name", "chorus", "--token-stdin"], "x\n");
+    let (_, stderr) = out(&o);
+    assert!(!o.status.success() && stderr.contains("speaks MAIL 2.0") && stderr.contains("address"), "{stderr}");
+    let o = gh_in(d, &["mail", "add", url, "--name", "chorus", "--address", &r.address, "--password-stdin"], &format!("{}\n", r.password));
+    let (stdout, stderr) = out(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stdout.contains("mail 2.0"), "{stdout}");
+    assert!(stdout.contains(&format!("{} (role user)", r.address)), "{stdout}");
+    assert!(stdout.contains("swarm:   chorus (1 agent(s))"), "{stdout}");
+
+    // A send waits for the agent's answers and shows them; the conversation is a task.
+    let o = gh(d, &["mail", "send", "chorus", "two steps to go", "--subject", "Plan", "--deadline", "60"]);
+    let (stdout, stderr) = out(&o);
+    assert!(o.status.success(), "{stderr}\n{stdout}");
+    assert!(stdout.contains("Working on it.") && stdout.contains("Done: two steps to go"), "{stdout}");
+    let last = stdout.lines().last().unwrap();
+    assert!(last.contains("completed: Done: two steps to go"), "{stdout}");
+    let task = last.split_whitespace().nth(1).unwrap().to_string();
+    let shown = json(d, &["mail", "show", &task, "--json"]);
+    let senders: Vec<&str> = shown["messages"].as_array().unwrap().iter().map(|m| m["sender"].as_str().unwrap()).collect();
+    assert_eq!(senders, [r.address.as_str(), r.agent.as_str(), r.agent.as_str()], "{shown}");
+
+    // An agent that never answers: the send gives up at its deadline and says so.
+    let o = gh(d, &["mail", "send", "chorus", "silence please", "--deadline", "3"]);
+    let (_, stderr) = out(&o);
+    assert!(!o.status.success() && stderr.contains("no answer within 3 s"), "{stderr}");
+
+    // Nothing new: a sync says so; the tasks list has both conversations.
+    let o = gh(d, &["mail", "sync", "chorus"]);
+    assert!(o.status.success() && out(&o).1.contains("0 new message(s)"), "{:?}", out(&o));
+    let tasks = json(d, &["mail", "tasks", "--json"]);
+    let states: Vec<(&str, &str)> = tasks.as_array().unwrap().iter().map(|t| (t["subject"].as_str().unwrap(), t["state"].as_str().unwrap())).collect();
+    assert!(states.contains(&("Plan", "completed")) && states.contains(&("New Message", "running")), "{states:?}");
+}

@@ -5,6 +5,7 @@
 //! - [`executor`]: the swarm executor (an EPP prompt handed to a swarm), a delegate
 
 pub mod executor;
+pub mod v2;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -63,20 +64,47 @@ pub struct SwarmAdded {
 }
 
 /// Connects to a swarm, for the window and the CLI alike: what it says about itself is
-/// fetched first, a token it refuses is not kept, a token is kept for this address only
+/// fetched first (a MAIL 2.0 server then takes `address` and, in `token`, its password:
+/// a login it refuses is not kept), a token it refuses is not kept, a token is kept for this address only
 /// (re-adding the name with another address forgets the old one's token), and the change
 /// is audited.
-pub async fn swarm_add(store: Arc<Store>, data_dir: &Path, name: &str, url: &str, token: Option<String>) -> Result<SwarmAdded, SwarmError> {
+pub async fn swarm_add(
+    store: Arc<Store>,
+    data_dir: &Path,
+    name: &str,
+    url: &str,
+    token: Option<String>,
+    address: Option<String>,
+) -> Result<SwarmAdded, SwarmError> {
     let name = name.trim().to_string();
     if name.is_empty() {
         return Err(SwarmError::Invalid("give the swarm a name".into()));
     }
     let token = token.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
     let client = SwarmClient::new(url, token.clone())?;
-    let info = survey(&client).await?;
-    if let Some(why) = token.as_ref().and(token_refused(&info)) {
-        return Err(SwarmError::Invalid(format!("not added: {why}")));
-    }
+    let root = client.root().await?;
+    let (info, token) = if gatehouse_mail::v2::speaks_v2(&root) {
+        // A 2.0 server takes an address and a password; what is kept is both, as one secret.
+        let address = address.map(|a| a.trim().to_string()).filter(|a| !a.is_empty());
+        let (Some(address), Some(password)) = (address, token) else {
+            return Err(SwarmError::Invalid(
+                "this server speaks MAIL 2.0: give the address you log in with (like user:alice@example.com) and its password".into(),
+            ));
+        };
+        let creds = gatehouse_mail::v2::Credentials { address, password };
+        let c2 = gatehouse_mail::v2::Client::new(url, creds.clone())?;
+        let info = v2::survey(&c2).await.map_err(|e| match e {
+            ClientError::Unauthorized { detail, .. } => SwarmError::Invalid(format!("not added: the server refused the login ({detail})")),
+            other => other.into(),
+        })?;
+        (info, Some(serde_json::to_string(&creds).map_err(|e| SwarmError::Invalid(e.to_string()))?))
+    } else {
+        let info = survey(&client).await?;
+        if let Some(why) = token.as_ref().and(token_refused(&info)) {
+            return Err(SwarmError::Invalid(format!("not added: {why}")));
+        }
+        (info, token)
+    };
     let (base, dir, i) = (client.base().to_string(), data_dir.to_path_buf(), info.clone());
     tokio::task::spawn_blocking(move || {
         let secrets = gatehouse_keys::Secrets::open(&dir)?;
@@ -113,6 +141,31 @@ pub fn swarm_token(data_dir: &Path, swarm: &gatehouse_store::mail::MailSwarmRow)
     Ok(gatehouse_keys::Secrets::open(data_dir)?.get(&token_name(&swarm.name, &swarm.base_url))?)
 }
 
+/// A kept connection as the version it speaks.
+pub enum Connection {
+    V1(SwarmClient),
+    V2(gatehouse_mail::v2::Client),
+}
+
+/// Whether what a connection said about itself (its survey) is a MAIL 2.0 server's.
+pub fn is_v2(info: Option<&serde_json::Value>) -> bool {
+    info.and_then(|i| i["server"]["protocol_version"].as_str()).is_some_and(|v| v.starts_with("2."))
+}
+
+/// A client for a kept connection in the version it speaks, with its secret. Blocking
+/// (the keychain).
+pub fn connection(store: &Store, data_dir: &Path, name: &str) -> Result<Connection, SwarmError> {
+    let row = store.mail_swarm(name)?.ok_or_else(|| SwarmError::NotFound(name.to_string()))?;
+    let secret = swarm_token(data_dir, &row)?;
+    if !is_v2(row.info.as_ref()) {
+        return Ok(Connection::V1(SwarmClient::new(&row.base_url, secret)?));
+    }
+    let creds = secret
+        .and_then(|s| serde_json::from_str::<gatehouse_mail::v2::Credentials>(&s).ok())
+        .ok_or_else(|| SwarmError::Invalid(format!("{name} speaks MAIL 2.0 and no login is kept for it: add it again with its address and password")))?;
+    Ok(Connection::V2(gatehouse_mail::v2::Client::new(&row.base_url, creds)?))
+}
+
 /// A client for a kept connection, with its token. Blocking (the keychain).
 pub fn swarm_client(store: &Store, data_dir: &Path, name: &str) -> Result<SwarmClient, SwarmError> {
     let row = store.mail_swarm(name)?.ok_or_else(|| SwarmError::NotFound(name.to_string()))?;
@@ -120,7 +173,7 @@ pub fn swarm_client(store: &Store, data_dir: &Path, name: &str) -> Result<SwarmC
     Ok(SwarmClient::new(&row.base_url, token)?)
 }
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     gatehouse_epp::utc_string(chrono::Utc::now())
 }
 

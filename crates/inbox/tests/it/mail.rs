@@ -173,17 +173,17 @@ async fn a_swarms_token_is_kept_for_the_address_it_was_given_for() {
     let dir = tempfile::tempdir().unwrap();
     gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
     let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
-    let added = mail::swarm_add(store.clone(), dir.path(), "research", &a, Some("user-token".into())).await.unwrap();
+    let added = mail::swarm_add(store.clone(), dir.path(), "research", &a, Some("user-token".into()), None).await.unwrap();
     assert!(added.has_token);
     assert!(added.info["whoami"].get("error").is_none(), "{}", added.info);
     // The same name, another address, no token given: the old token does not follow.
-    let moved = mail::swarm_add(store.clone(), dir.path(), "research", &b, None).await.unwrap();
+    let moved = mail::swarm_add(store.clone(), dir.path(), "research", &b, None, None).await.unwrap();
     assert!(!moved.has_token);
     assert!(moved.info["whoami"].get("error").is_some(), "the survey of the new address went without a token: {}", moved.info);
     let client = mail::swarm_client(&store, dir.path(), "research").unwrap();
     assert!(client.whoami().await.is_err(), "no token is sent to the new address");
     // Moving back does not bring it back either: it was forgotten when the address changed.
-    let back = mail::swarm_add(store.clone(), dir.path(), "research", &a, None).await.unwrap();
+    let back = mail::swarm_add(store.clone(), dir.path(), "research", &a, None, None).await.unwrap();
     assert!(!back.has_token);
     // Both changes are on record, and removing forgets the connection.
     let audit = store.audit_list(10).unwrap();

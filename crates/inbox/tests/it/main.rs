@@ -9,6 +9,7 @@ mod http;
 mod intent;
 mod layers;
 mod mail;
+mod mail_v2;
 mod model;
 mod replies;
 mod uamp;
