@@ -131,6 +131,10 @@ impl Core {
             }
             Err(e) => (None, None, Some(format!("UAMP cannot listen on {uamp_addr}: {e}. Choose another UAMP port in Settings."))),
         };
+        // Mail accounts (EPP by email) are followed while the inbox runs; one whose password
+        // cannot be read is shown with that error in its state instead.
+        let (store, dir) = (self.store.clone(), self.data_dir.clone());
+        let email = tokio::task::spawn_blocking(move || gatehouse_app::email::follows(&store, &dir)).await.ok().and_then(Result::ok).unwrap_or_default();
         let (inbox, rx) = gatehouse_inbox::build_with_events(self.store.clone(), &self.public_key, self.events.clone(), self.progress.clone());
         let (tx, stop_rx) = oneshot::channel();
         *self.running.lock().unwrap() = Some(Running { inbox: inbox.clone(), stop: Some(tx) });
@@ -145,7 +149,7 @@ impl Core {
         };
         let me = self.clone();
         tauri::async_runtime::spawn(async move {
-            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp, ..Default::default() };
+            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp, email, ..Default::default() };
             let result = gatehouse_inbox::run_with(
                 inbox,
                 rx,

@@ -6,6 +6,7 @@
 //! - [`consent`]: what waits for the user, and a decision carried out by the door holding it
 //! - [`executors`]: which executor runs for which scope (validated, confirmed, audited); retry
 //! - [`peers`]: UAMP peers with their tokens in the keychain
+//! - [`email`]: mail accounts followed for envelopes, their passwords in the keychain
 //! - [`swarms`]: MAIL swarms with their tokens; tasks sent, followed, listed, imported
 //! - [`sites`]: IntentWeb sites and the conversations with them
 //! - [`guardian`]: the ASOP guardian's waiting steps, rules and sessions
@@ -14,6 +15,7 @@
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
 
 pub mod consent;
+pub mod email;
 pub mod error;
 pub mod executors;
 pub mod export;

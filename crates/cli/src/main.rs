@@ -1,6 +1,7 @@
 //! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
 
 mod bench;
+mod email;
 mod guardian;
 mod mail;
 mod sites;
@@ -67,6 +68,9 @@ enum Command {
     /// MAIL: swarms, tasks followed live, task logs imported
     #[command(subcommand)]
     Mail(mail::MailCmd),
+    /// Mail accounts followed for envelopes (EPP by email)
+    #[command(subcommand)]
+    Email(email::EmailCmd),
     /// The ASOP guardian: your agents, its rules, sessions and their decisions
     #[command(subcommand)]
     Guardian(guardian::GuardianCmd),
@@ -353,6 +357,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Uamp(cmd) => return uamp::run(cmd, &data_dir, open(true)?),
         Command::Mail(cmd) => return mail::run(cmd, &data_dir, open(true)?),
+        Command::Email(cmd) => return email::run(cmd, &data_dir, open(true)?),
         Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?.store),
         Command::Sites(cmd) => return sites::run(cmd, open(false)?),
         Command::Export { kind, file } => {
@@ -403,10 +408,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                         Some(gatehouse_inbox::UampOptions { listener: l, key: o.identity.signing_key().clone(), data_dir: data_dir.clone(), started: None })
                     }
                 };
+                let email = gatehouse_app::email::follows(&o.store, &data_dir).map_err(|e| e.coded_message())?;
+                for f in &email {
+                    eprintln!("following mail account {} ({}@{}, folder {})", f.name, f.account.user, f.account.host, f.account.folder);
+                }
                 gatehouse_inbox::run(
                     o.store,
                     o.identity.public_key.clone(),
-                    ServeOptions { listener: Some(listener), watch, uamp, public_names, ..Default::default() },
+                    ServeOptions { listener: Some(listener), watch, uamp, public_names, email, ..Default::default() },
                     shutdown,
                     |_| {},
                 )

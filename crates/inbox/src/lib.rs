@@ -9,12 +9,14 @@
 //! - [`epp`]: the EPP door: the pipeline of spec 5.1, its HTTP and watched-folder
 //!   transports, and replies sent back to senders
 //! - [`uamp`]: the UAMP 1.0 door, over TLS 1.3, streaming executor output as frames
-//! - [`mail`]: the MAIL 1.3 door: tasks followed live on swarms or imported from logs
+//! - [`email`]: EPP by email: mail accounts followed over IMAP, envelopes into the pipeline
+//! - [`mail`]: the MAIL door (1.3 and 2.0): tasks followed live on swarms or imported from logs
 //! - [`intent`]: the IntentWeb door: conversations with IntentSites, signed both ways
 //! - [`guardian`]: the ASOP door: the guardian the user's own agents ask before they act
 //! - [`service`]: the composition: which doors run, which executors exist, and where a
 //!   user's consent decision reaches the door that holds what it decides
 
+pub mod email;
 pub mod epp;
 pub mod gate;
 pub mod guardian;

@@ -15,7 +15,7 @@
 //! - [`audit`], [`settings`], [`retention`]: the audit log, settings, what is kept how long;
 //! - [`jobs`] and [`commit`]: the committer's queue and its group-commit loop;
 //! - [`migrations`]: the schema, one numbered step at a time;
-//! - one module per protocol's tables: [`uamp`], [`mail`], [`intentweb`], [`asop`],
+//! - one module per protocol's tables: [`uamp`], [`mail`], [`intentweb`], [`asop`], [`email`] (mail accounts followed for envelopes),
 //!   and [`replies`] (answers sent back to EPP senders), each reached by its own path
 //!   (`gatehouse_store::uamp::PeerRow`), never flattened into this namespace; `model`: the
 //!   row types of the gate (trust entries, envelopes, receipts).
@@ -23,6 +23,7 @@
 pub mod asop;
 mod audit;
 mod commit;
+pub mod email;
 mod inbox;
 pub mod intentweb;
 mod jobs;

@@ -388,6 +388,17 @@ const MIGRATIONS: &[&str] = &[
     // reply_to) or by their subject on a swarm (an answer without one), at every sync.
     "CREATE INDEX mail_messages_id ON mail_messages(id);
     CREATE INDEX mail_tasks_swarm_subject ON mail_tasks(swarm, subject);",
+    // 18: mail accounts followed over IMAP for envelopes, with how far each was read.
+    "CREATE TABLE email_accounts (
+        name TEXT PRIMARY KEY,
+        account TEXT NOT NULL,
+        added_at TEXT NOT NULL,
+        uid_validity INTEGER,
+        last_uid INTEGER NOT NULL DEFAULT 0,
+        state TEXT NOT NULL DEFAULT 'new',
+        last_error TEXT,
+        last_sync TEXT
+    );",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

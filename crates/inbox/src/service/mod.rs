@@ -60,6 +60,8 @@ pub struct ServeOptions {
     pub limits: crate::net::conn::Limits,
     /// UAMP over TLS 1.3 on its own listener.
     pub uamp: Option<UampOptions>,
+    /// Mail accounts followed for envelopes (EPP by email).
+    pub email: Vec<crate::email::Follow>,
 }
 
 pub struct UampOptions {
@@ -207,6 +209,17 @@ where
             })
             .await
             .map_err(|e| format!("UAMP server failed: {e}"))
+        });
+    }
+    for f in opts.email {
+        let mut stop = stop_tx.subscribe();
+        let (inbox, store) = (inbox.clone(), store.clone());
+        tasks.spawn(async move {
+            crate::email::follow(inbox, store, f, async move {
+                let _ = stop.recv().await;
+            })
+            .await;
+            Ok(())
         });
     }
     if let Some(dir) = opts.watch {

@@ -2,6 +2,7 @@
 //! of ~50 MB each filled a CI disk, and linked thirteen times.
 mod common;
 mod consent;
+mod email;
 mod folder_and_executors;
 mod guardian;
 mod hostile;

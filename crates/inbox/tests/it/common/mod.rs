@@ -54,6 +54,21 @@ impl TestInbox {
     }
 
     pub async fn start_configured(inbox_key: &str, watch: bool, executors: ExecutorConfig, setup: impl FnOnce(&Store)) -> TestInbox {
+        Self::start_full(inbox_key, watch, executors, setup, Vec::new()).await
+    }
+
+    /// Starts an inbox that also follows these mail accounts.
+    pub async fn start_email(inbox_key: &str, setup: impl FnOnce(&Store), email: Vec<gatehouse_inbox::email::Follow>) -> TestInbox {
+        Self::start_full(inbox_key, false, ExecutorConfig::default(), setup, email).await
+    }
+
+    async fn start_full(
+        inbox_key: &str,
+        watch: bool,
+        executors: ExecutorConfig,
+        setup: impl FnOnce(&Store),
+        email: Vec<gatehouse_inbox::email::Follow>,
+    ) -> TestInbox {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
         executors.save(&store).unwrap();
@@ -62,7 +77,7 @@ impl TestInbox {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let watch_dir = watch.then(|| dir.path().join("drop"));
         let (tx, rx) = oneshot::channel();
-        let opts = ServeOptions { listener: Some(listener), watch: watch_dir.clone(), uamp: None, ..Default::default() };
+        let opts = ServeOptions { listener: Some(listener), watch: watch_dir.clone(), uamp: None, email, ..Default::default() };
         let task = tokio::spawn(gatehouse_inbox::run(
             store.clone(),
             inbox_key.to_string(),

@@ -1,0 +1,202 @@
+//! One IMAP account as Gatehouse follows it: connect (implicit TLS, or plain on loopback
+//! only: a password never crosses a network in the clear), log in, make the folders mail
+//! is filed into, fetch what arrived after a UID, file a message, wait with IDLE.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_imap::extensions::idle::IdleResponse;
+use futures_util::TryStreamExt as _;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// How long one connect (TCP, TLS, greeting, login) may take.
+const CONNECT: Duration = Duration::from_secs(20);
+/// A fetched message larger than this is not downloaded (it is filed as rejected).
+pub const MAX_MAIL_BYTES: u32 = 4 * 1024 * 1024;
+
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send + Debug {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Debug> Io for T {}
+pub type Session = async_imap::Session<Box<dyn Io>>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Security {
+    /// TLS from the first byte (port 993).
+    Tls,
+    /// No TLS: only to a server on this machine.
+    Plain,
+}
+
+/// Where and as whom; the password is kept elsewhere (the keychain).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    pub host: String,
+    pub port: u16,
+    pub security: Security,
+    pub user: String,
+    /// The folder envelope mail arrives in (a filter moves `+gatehouse` mail there).
+    pub folder: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmailError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("cannot reach {0}: {1}")]
+    Unreachable(String, String),
+    #[error("the server refused the login for {user}: {detail}. Check the user name and password (an app password, where the provider asks for one)")]
+    LoginRefused { user: String, detail: String },
+    #[error("the IMAP server: {0}")]
+    Imap(String),
+}
+
+impl EmailError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            EmailError::Invalid(_) => "INVALID",
+            EmailError::Unreachable(..) => "UNREACHABLE",
+            EmailError::LoginRefused { .. } => "UNAUTHORIZED",
+            EmailError::Imap(_) => "PROTOCOL",
+        }
+    }
+
+    /// Whether trying again later can help (a refused login cannot).
+    pub fn transient(&self) -> bool {
+        matches!(self, EmailError::Unreachable(..) | EmailError::Imap(_))
+    }
+}
+
+impl From<async_imap::error::Error> for EmailError {
+    fn from(e: async_imap::error::Error) -> Self {
+        EmailError::Imap(e.to_string())
+    }
+}
+
+impl Account {
+    /// Checks what the user typed.
+    pub fn check(&self) -> Result<(), EmailError> {
+        if self.host.trim().is_empty() || self.user.trim().is_empty() || self.folder.trim().is_empty() {
+            return Err(EmailError::Invalid("give the server, the user name and the folder to follow".into()));
+        }
+        if self.security == Security::Plain && !gatehouse_http::is_loopback(&self.host) {
+            return Err(EmailError::Invalid(format!("{} is not this machine: use TLS (a password must not cross a network in the clear)", self.host)));
+        }
+        Ok(())
+    }
+}
+
+fn tls() -> tokio_rustls::TlsConnector {
+    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+/// Connects and logs in.
+pub async fn connect(a: &Account, password: &str) -> Result<Session, EmailError> {
+    a.check()?;
+    let at = format!("{}:{}", a.host, a.port);
+    let go = async {
+        let tcp = TcpStream::connect((a.host.as_str(), a.port)).await.map_err(|e| EmailError::Unreachable(at.clone(), e.to_string()))?;
+        let stream: Box<dyn Io> = match a.security {
+            Security::Plain => Box::new(tcp),
+            Security::Tls => {
+                let name = rustls::pki_types::ServerName::try_from(a.host.clone()).map_err(|e| EmailError::Invalid(format!("{}: {e}", a.host)))?;
+                Box::new(tls().connect(name, tcp).await.map_err(|e| EmailError::Unreachable(at.clone(), format!("TLS: {e}")))?)
+            }
+        };
+        let mut client = async_imap::Client::new(stream);
+        client
+            .read_response()
+            .await
+            .map_err(|e| EmailError::Imap(e.to_string()))?
+            .ok_or_else(|| EmailError::Unreachable(at.clone(), "closed before greeting".into()))?;
+        client.login(&a.user, password).await.map_err(|(e, _)| EmailError::LoginRefused { user: a.user.clone(), detail: e.to_string() })
+    };
+    tokio::time::timeout(CONNECT, go).await.map_err(|_| EmailError::Unreachable(at.clone(), format!("no answer within {} s", CONNECT.as_secs())))?
+}
+
+/// The server's folder separator, and the folders `Gatehouse<sep>Accepted` and
+/// `Gatehouse<sep>Rejected` (made when missing). Returns their names and whether the
+/// server can MOVE.
+pub async fn prepare(s: &mut Session) -> Result<(String, String, bool), EmailError> {
+    // `LIST "" ""` names the separator; some clients' parsers drop that reply, so the
+    // separator of INBOX (every server has one) is asked as well.
+    let mut sep = None;
+    for pattern in ["", "INBOX"] {
+        let names: Vec<_> = s.list(Some(""), Some(pattern)).await?.try_collect().await?;
+        sep = names.iter().find_map(|n| n.delimiter().map(str::to_string));
+        if sep.is_some() {
+            break;
+        }
+    }
+    let sep = sep.unwrap_or_else(|| "/".into());
+    let accepted = format!("Gatehouse{sep}Accepted");
+    let rejected = format!("Gatehouse{sep}Rejected");
+    for f in [&accepted, &rejected] {
+        let known: Vec<_> = s.list(Some(""), Some(f)).await?.try_collect().await?;
+        if known.is_empty() {
+            s.create(f).await?;
+        }
+    }
+    let can_move = s.capabilities().await?.has_str("MOVE");
+    Ok((accepted, rejected, can_move))
+}
+
+/// A message that arrived: its UID and its bytes (None when larger than the limit).
+pub struct Arrived {
+    pub uid: u32,
+    pub size: u32,
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// Up to `max` messages after `after_uid`, oldest first. Sizes are asked first so a huge
+/// mail is never downloaded.
+pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize) -> Result<Vec<Arrived>, EmailError> {
+    let sized: Vec<(u32, u32)> = {
+        let fetches: Vec<_> = s.uid_fetch(format!("{}:*", after_uid + 1), "(UID RFC822.SIZE)").await?.try_collect().await?;
+        let mut v: Vec<(u32, u32)> = fetches.iter().filter_map(|f| Some((f.uid?, f.size.unwrap_or(0)))).filter(|(u, _)| *u > after_uid).collect();
+        v.sort_unstable();
+        v.truncate(max);
+        v
+    };
+    let wanted: Vec<String> = sized.iter().filter(|(_, size)| *size <= MAX_MAIL_BYTES).map(|(u, _)| u.to_string()).collect();
+    let mut bodies = std::collections::HashMap::new();
+    if !wanted.is_empty() {
+        let fetches: Vec<_> = s.uid_fetch(wanted.join(","), "(UID BODY.PEEK[])").await?.try_collect().await?;
+        for f in &fetches {
+            if let (Some(uid), Some(b)) = (f.uid, f.body()) {
+                bodies.insert(uid, b.to_vec());
+            }
+        }
+    }
+    Ok(sized.into_iter().map(|(uid, size)| Arrived { uid, size, bytes: bodies.remove(&uid) }).collect())
+}
+
+/// Files a message into `folder`: moved where the server can, else copied there and
+/// flagged in place (never deleted).
+pub async fn file(s: &mut Session, uid: u32, folder: &str, can_move: bool) -> Result<(), EmailError> {
+    if can_move {
+        s.uid_mv(uid.to_string(), folder).await?;
+    } else {
+        s.uid_copy(uid.to_string(), folder).await?;
+        let _: Vec<_> = s.uid_store(uid.to_string(), "+FLAGS (\\Flagged)").await?.try_collect().await?;
+    }
+    Ok(())
+}
+
+/// Waits for the server to say something changed, at most `timeout` (servers drop an
+/// IDLE after 30 minutes). Returns the session and whether it woke for news.
+pub async fn idle(s: Session, timeout: Duration) -> Result<(Session, bool), EmailError> {
+    let mut h = s.idle();
+    h.init().await?;
+    let (wait, _stop) = h.wait_with_timeout(timeout);
+    let news = matches!(wait.await?, IdleResponse::NewData(_));
+    Ok((h.done().await?, news))
+}

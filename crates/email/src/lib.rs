@@ -1,0 +1,11 @@
+//! EPP envelopes carried by email (EPP 8.2): the mail system only carries them; the
+//! envelope's signature is checked by the same pipeline as over HTTP.
+//!
+//! - [`extract`]: where the envelope is in a mail, and what the mail says about itself.
+//! - [`imap`]: an IMAP account followed: connect, folders, fetch after a UID, file, IDLE.
+
+pub mod extract;
+pub mod imap;
+
+pub use extract::{find, Carrier, Found};
+pub use imap::{Account, EmailError, Security};

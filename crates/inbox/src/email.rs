@@ -1,0 +1,137 @@
+//! The email door (EPP 8.2): a mail account followed over IMAP. Every mail that carries an
+//! envelope goes through the same pipeline as HTTP (transport `email`); only after its
+//! receipt is committed is the mail filed (`Gatehouse/Accepted` or `Gatehouse/Rejected`,
+//! moved where the server can, else copied and flagged; never deleted) and the account's
+//! progress (UIDVALIDITY, last UID) written. A crash between the commit and the filing
+//! sees the mail again after a restart: the pipeline refuses it as a replay, so nothing is
+//! accepted twice. Mail without an envelope is never touched. The connection is kept
+//! with IDLE; a dropped one is made again with backoff; a refused login waits for the
+//! user instead of retrying.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use gatehouse_email::imap::{self, Session};
+use gatehouse_email::{Account, EmailError, Found};
+use gatehouse_epp::{ErrorCode, ReceiptStatus};
+use gatehouse_store::Store;
+
+use crate::gate::hub::Inbox;
+
+/// Mails handled per fetch; the next fetch follows at once.
+const BATCH: usize = 200;
+/// Servers end an IDLE after 30 minutes; it is renewed before that.
+const IDLE: Duration = Duration::from_secs(25 * 60);
+/// Reconnect backoff, doubling from the first to the last.
+const BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(300));
+
+/// An account to follow, with the password the caller read from the keychain.
+#[derive(Clone)]
+pub struct Follow {
+    pub name: String,
+    pub account: Account,
+    pub password: String,
+}
+
+fn now() -> String {
+    gatehouse_epp::utc_string(Utc::now())
+}
+
+async fn state(store: &Arc<Store>, name: &str, state: &'static str, error: Option<String>) {
+    let (s, n) = (store.clone(), name.to_string());
+    let _ = tokio::task::spawn_blocking(move || s.email_state(&n, state, error.as_deref(), &now())).await;
+}
+
+/// Follows one account until `stop` resolves. Never returns early: a refused login is
+/// shown as the account's state and waits for the user to change it.
+pub async fn follow(inbox: Arc<Inbox>, store: Arc<Store>, f: Follow, stop: impl std::future::Future<Output = ()>) {
+    tokio::pin!(stop);
+    let mut backoff = BACKOFF.0;
+    loop {
+        state(&store, &f.name, "connecting", None).await;
+        let r = tokio::select! {
+            _ = &mut stop => return,
+            r = run(&inbox, &store, &f) => r,
+        };
+        let e = match r {
+            Ok(()) => continue,
+            Err(e) => e,
+        };
+        tracing::warn!(account = %f.name, error = %e, "email account");
+        state(&store, &f.name, "error", Some(e.to_string())).await;
+        if !e.transient() {
+            stop.await;
+            return;
+        }
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(BACKOFF.1);
+    }
+}
+
+/// One connection: read what is new, file it, wait with IDLE, again.
+async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), EmailError> {
+    let mut s = imap::connect(&f.account, &f.password).await?;
+    let (accepted, rejected, can_move) = imap::prepare(&mut s).await?;
+    let mailbox = s.select(&f.account.folder).await?;
+    let validity = mailbox.uid_validity.unwrap_or(0);
+    let (st, n) = (store.clone(), f.name.clone());
+    let row = tokio::task::spawn_blocking(move || st.email_account(&n))
+        .await
+        .map_err(|e| EmailError::Imap(e.to_string()))?
+        .map_err(|e| EmailError::Imap(e.to_string()))?;
+    // Another UIDVALIDITY means the UIDs name other mail now: read the folder again
+    // (what was filed is gone from it; anything seen before is a replay).
+    let mut last = match row {
+        Some(r) if r.uid_validity == Some(validity) => r.last_uid,
+        _ => 0,
+    };
+    state(store, &f.name, "connected", None).await;
+    loop {
+        let batch = imap::fetch_after(&mut s, last, BATCH).await?;
+        if batch.is_empty() {
+            state(store, &f.name, "idle", None).await;
+            let (again, _) = imap::idle(s, IDLE).await?;
+            s = again;
+            continue;
+        }
+        for a in batch {
+            handle(inbox, &mut s, &a, (&accepted, &rejected, can_move)).await?;
+            last = a.uid;
+            let (st, n) = (store.clone(), f.name.clone());
+            tokio::task::spawn_blocking(move || st.email_progress(&n, validity, last, &now()))
+                .await
+                .map_err(|e| EmailError::Imap(e.to_string()))?
+                .map_err(|e| EmailError::Imap(e.to_string()))?;
+        }
+    }
+}
+
+/// One mail: its envelope through the pipeline, then the mail filed by the outcome.
+async fn handle(inbox: &Arc<Inbox>, s: &mut Session, a: &imap::Arrived, (accepted, rejected, can_move): (&str, &str, bool)) -> Result<(), EmailError> {
+    let outcome = match &a.bytes {
+        None => Some(
+            inbox
+                .submit_failure_async(
+                    ErrorCode::SizeExceeded,
+                    format!("a mail of {} bytes; at most {} are read", a.size, imap::MAX_MAIL_BYTES),
+                    "email",
+                    Utc::now(),
+                )
+                .await,
+        ),
+        Some(raw) => match gatehouse_email::find(raw).0 {
+            Found::Nothing => None,
+            Found::Envelope(bytes) => Some(inbox.submit_async(&bytes, "email", Utc::now()).await),
+            Found::Unusable(why) => Some(inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", Utc::now()).await),
+        },
+    };
+    if let Some(o) = outcome {
+        let folder = if o.receipt.status == ReceiptStatus::Accepted { accepted } else { rejected };
+        imap::file(s, a.uid, folder, can_move).await?;
+    }
+    Ok(())
+}
