@@ -83,8 +83,14 @@ async fn connection(store: &Arc<Store>, data_dir: &Path, name: &str) -> Result<C
 /// what it said.
 pub async fn refresh(store: Arc<Store>, data_dir: &Path, name: &str) -> Result<serde_json::Value> {
     let info = match connection(&store, data_dir, name).await? {
-        Connection::V1(c) => mail::survey(&c).await?,
-        Connection::V2(c) => mail::v2::survey(&c).await?,
+        Connection::V1(c) => {
+            let root = c.root().await?;
+            mail::survey(&c, root).await?
+        }
+        Connection::V2(c) => {
+            let root = c.root().await?;
+            mail::v2::survey(&c, root).await?
+        }
     };
     let (i, n) = (info.clone(), name.to_string());
     blocking(move || Ok(store.mail_swarm_set_info(&n, &i)?)).await?;

@@ -38,9 +38,16 @@ fn now() -> String {
     gatehouse_epp::utc_string(Utc::now())
 }
 
+/// Store work off the async workers; a store that fails ends the connection like a
+/// server that does (it is made again with backoff).
+async fn db<T: Send + 'static>(store: &Arc<Store>, f: impl FnOnce(&Store) -> gatehouse_store::Result<T> + Send + 'static) -> Result<T, EmailError> {
+    let s = store.clone();
+    tokio::task::spawn_blocking(move || f(&s)).await.map_err(|e| EmailError::Imap(e.to_string()))?.map_err(|e| EmailError::Imap(format!("the store: {e}")))
+}
+
 async fn state(store: &Arc<Store>, name: &str, state: &'static str, error: Option<String>) {
-    let (s, n) = (store.clone(), name.to_string());
-    let _ = tokio::task::spawn_blocking(move || s.email_state(&n, state, error.as_deref(), &now())).await;
+    let n = name.to_string();
+    let _ = db(store, move |s| s.email_state(&n, state, error.as_deref(), &now())).await;
 }
 
 /// Follows one account until `stop` resolves. Never returns early: a refused login is
@@ -78,11 +85,8 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), E
     let (accepted, rejected, can_move) = imap::prepare(&mut s).await?;
     let mailbox = s.select(&f.account.folder).await?;
     let validity = mailbox.uid_validity.unwrap_or(0);
-    let (st, n) = (store.clone(), f.name.clone());
-    let row = tokio::task::spawn_blocking(move || st.email_account(&n))
-        .await
-        .map_err(|e| EmailError::Imap(e.to_string()))?
-        .map_err(|e| EmailError::Imap(e.to_string()))?;
+    let n = f.name.clone();
+    let row = db(store, move |s| s.email_account(&n)).await?;
     // Another UIDVALIDITY means the UIDs name other mail now: read the folder again
     // (what was filed is gone from it; anything seen before is a replay).
     let mut last = match row {
@@ -101,11 +105,8 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), E
         for a in batch {
             handle(inbox, &mut s, &a, (&accepted, &rejected, can_move)).await?;
             last = a.uid;
-            let (st, n) = (store.clone(), f.name.clone());
-            tokio::task::spawn_blocking(move || st.email_progress(&n, validity, last, &now()))
-                .await
-                .map_err(|e| EmailError::Imap(e.to_string()))?
-                .map_err(|e| EmailError::Imap(e.to_string()))?;
+            let n = f.name.clone();
+            db(store, move |s| s.email_progress(&n, validity, last, &now())).await?;
         }
     }
 }

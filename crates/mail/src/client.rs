@@ -24,7 +24,7 @@ pub const IDLE: Duration = Duration::from_secs(60);
 /// pinging or talking without ever finishing does not hold the user (or a CLI) forever.
 pub const DEADLINE: Duration = Duration::from_secs(30 * 60);
 /// Bodies larger than this are refused.
-pub(crate) const MAX_BODY: usize = 8 * 1024 * 1024;
+const MAX_BODY: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -228,9 +228,7 @@ impl SwarmClient {
             r = r.json(b);
         }
         let resp = r.send().await.map_err(|e| HttpError::unreachable(&self.base, &e))?;
-        let resp = check(path, resp).await?;
-        let bytes = read_limited(&self.base, resp, MAX_BODY).await?;
-        serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol(format!("{path} did not answer JSON: {e}")))
+        read_json(&self.base, path, resp).await
     }
 
     /// `GET /`: `{name: "mail", version, swarm, status, uptime}`.
@@ -350,7 +348,14 @@ impl SwarmClient {
     }
 }
 
-pub(crate) async fn check(path: &str, resp: reqwest::Response) -> Result<reqwest::Response, ClientError> {
+/// A response as JSON: an error status explained ([`check`]), the body bounded.
+pub(crate) async fn read_json(base: &str, path: &str, resp: reqwest::Response) -> Result<Value, ClientError> {
+    let resp = check(path, resp).await?;
+    let bytes = read_limited(base, resp, MAX_BODY).await?;
+    serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol(format!("{path} did not answer JSON: {e}")))
+}
+
+async fn check(path: &str, resp: reqwest::Response) -> Result<reqwest::Response, ClientError> {
     let status = resp.status().as_u16();
     if (200..300).contains(&status) {
         return Ok(resp);

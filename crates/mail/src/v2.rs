@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use gatehouse_http::{read_limited, HttpError};
+use gatehouse_http::HttpError;
 
-use crate::client::{check, normalize_url, ClientError, MAX_BODY};
+use crate::client::{normalize_url, read_json, ClientError};
 
 /// Whether `GET /` says the server speaks MAIL 2.x.
 pub fn speaks_v2(root: &Value) -> bool {
@@ -86,6 +86,11 @@ pub fn thread_subject(subject: &str) -> String {
     }
 }
 
+/// Whether a server-given id may go into a path: the server's ids are UUIDs.
+fn uuid_like(id: &str) -> bool {
+    !id.is_empty() && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+}
+
 /// Which box a listing comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Box {
@@ -132,23 +137,17 @@ impl Client {
         &self.creds.address
     }
 
-    async fn read(&self, path: &str, resp: reqwest::Response) -> Result<Value, ClientError> {
-        let resp = check(path, resp).await?;
-        let bytes = read_limited(&self.base, resp, MAX_BODY).await?;
-        serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol(format!("{path} did not answer JSON: {e}")))
-    }
-
     /// `GET /` (no login): `{protocol_name: "mail", protocol_version: "2.0", uptime}`.
     pub async fn root(&self) -> Result<Value, ClientError> {
         let resp = self.http.get(format!("{}/", self.base)).send().await.map_err(|e| HttpError::unreachable(&self.base, &e))?;
-        self.read("/", resp).await
+        read_json(&self.base, "/", resp).await
     }
 
     /// `POST /auth/token` with the password (an OAuth2 password form); keeps the token.
     pub async fn login(&self) -> Result<String, ClientError> {
         let form = [("grant_type", "password"), ("username", self.creds.address.as_str()), ("password", self.creds.password.as_str())];
         let resp = self.http.post(format!("{}/auth/token", self.base)).form(&form).send().await.map_err(|e| HttpError::unreachable(&self.base, &e))?;
-        let v = self.read("/auth/token", resp).await.map_err(|e| match e {
+        let v = read_json(&self.base, "/auth/token", resp).await.map_err(|e| match e {
             ClientError::Unauthorized { path, status, detail } => {
                 ClientError::Unauthorized { path, status, detail: format!("{detail}: check the address ({}) and password", self.creds.address) }
             }
@@ -183,7 +182,7 @@ impl Client {
                 *self.token.lock().await = None;
                 continue;
             }
-            return self.read(path, resp).await;
+            return read_json(&self.base, path, resp).await;
         }
     }
 
@@ -214,7 +213,7 @@ impl Client {
 
     /// One message of a box, in full (opening an inbox message marks it read).
     pub async fn open(&self, which: Box, message_id: &str) -> Result<Message, ClientError> {
-        if message_id.is_empty() || !message_id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        if !uuid_like(message_id) {
             return Err(ClientError::Protocol(format!("{} listed a message id that is not a UUID: {message_id:?}", which.path())));
         }
         let path = format!("{}/{message_id}", which.path());
@@ -230,7 +229,7 @@ impl Client {
         }
         let d = self.call(reqwest::Method::POST, "/drafts", Some(&draft)).await?;
         let id = d["entry"]["draft"]["draft_id"].as_str().ok_or_else(|| ClientError::Protocol("/drafts answered without a draft_id".into()))?;
-        if !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        if !uuid_like(id) {
             return Err(ClientError::Protocol(format!("/drafts answered a draft id that is not a UUID: {id:?}")));
         }
         let path = format!("/drafts/{id}/send");

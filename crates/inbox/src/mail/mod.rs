@@ -93,13 +93,13 @@ pub async fn swarm_add(
         };
         let creds = gatehouse_mail::v2::Credentials { address, password };
         let c2 = gatehouse_mail::v2::Client::new(url, creds.clone())?;
-        let info = v2::survey(&c2).await.map_err(|e| match e {
+        let info = v2::survey(&c2, root).await.map_err(|e| match e {
             ClientError::Unauthorized { detail, .. } => SwarmError::Invalid(format!("not added: the server refused the login ({detail})")),
             other => other.into(),
         })?;
         (info, Some(serde_json::to_string(&creds).map_err(|e| SwarmError::Invalid(e.to_string()))?))
     } else {
-        let info = survey(&client).await?;
+        let info = survey(&client, root).await?;
         if let Some(why) = token.as_ref().and(token_refused(&info)) {
             return Err(SwarmError::Invalid(format!("not added: {why}")));
         }
@@ -149,7 +149,7 @@ pub enum Connection {
 
 /// Whether what a connection said about itself (its survey) is a MAIL 2.0 server's.
 pub fn is_v2(info: Option<&serde_json::Value>) -> bool {
-    info.and_then(|i| i["server"]["protocol_version"].as_str()).is_some_and(|v| v.starts_with("2."))
+    info.is_some_and(|i| gatehouse_mail::v2::speaks_v2(&i["root"]))
 }
 
 /// A client for a kept connection in the version it speaks, with its secret. Blocking
@@ -252,11 +252,11 @@ impl MailTaskError {
     }
 }
 
-/// Everything a swarm says about itself: `GET /` (which must answer: otherwise the
-/// address is wrong; `server` is it read from either shape, `root` as sent), then health, identity and role, status and registry, each either
-/// its answer or `{"error": {code, message}}` in place.
-pub async fn survey(c: &SwarmClient) -> Result<serde_json::Value, ClientError> {
-    let root = c.root().await?;
+/// Everything a swarm says about itself: its `GET /` as the caller fetched it (it must
+/// answer: otherwise the address is wrong; `server` is it read from either shape, `root`
+/// as sent), then health, identity and role, status and registry, each either its answer
+/// or `{"error": {code, message}}` in place.
+pub async fn survey(c: &SwarmClient, root: serde_json::Value) -> Result<serde_json::Value, ClientError> {
     let part = |r: Result<serde_json::Value, ClientError>| r.unwrap_or_else(|e| serde_json::json!({"error": {"code": e.code(), "message": e.to_string()}}));
     Ok(serde_json::json!({
         "server": gatehouse_mail::client::ServerInfo::read(&root),

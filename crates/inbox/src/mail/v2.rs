@@ -29,11 +29,11 @@ const QUIET: Duration = Duration::from_secs(2);
 /// How often a send looks for answers.
 const POLL: Duration = Duration::from_millis(500);
 
-/// Everything a 2.0 server says about itself and the logged-in user, in the shape the
-/// window and the CLI read for 1.3 (`server`, `root`, `whoami`, `swarms`). The login must
-/// succeed: a password the server refuses is not kept.
-pub async fn survey(c: &Client) -> Result<Value, ClientError> {
-    let root = c.root().await?;
+/// Everything a 2.0 server says about itself (its `GET /` as the caller fetched it) and
+/// about the logged-in user, in the shape the window and the CLI read for 1.3 (`server`,
+/// `root`, `whoami`, `swarms`). The login must succeed: a password the server refuses is
+/// not kept.
+pub async fn survey(c: &Client, root: Value) -> Result<Value, ClientError> {
     c.login().await?;
     let whoami = c.whoami().await?;
     let part = |r: Result<Value, ClientError>| r.unwrap_or_else(|e| json!({"error": {"code": e.code(), "message": e.to_string()}}));
@@ -127,11 +127,11 @@ pub async fn sync(store: &Arc<Store>, c: &Client, swarm: &str, on_event: &mut (i
         }
     }
     new.sort_by(|a, b| a.0.sent_at.cmp(&b.0.sent_at));
+    // A message to oneself is in both boxes: kept once, as sent.
+    let mut seen = std::collections::HashSet::new();
+    new.retain(|(m, _)| seen.insert(m.message_id.clone()));
     let mut kept = 0;
     for (m, mine) in new {
-        if store.mail_message_task(&m.message_id)?.is_some() {
-            continue; // a message to oneself is in both boxes
-        }
         let ev = keep(store, swarm, &m, mine, None)?;
         on_event(&ev);
         kept += 1;
