@@ -9,7 +9,7 @@ PKGS=(
   libayatana-appindicator3-dev librsvg2-dev
   xvfb xauth webkit2gtk-driver x11-apps imagemagick
   gnome-keyring dbus-x11 libsecret-tools
-  dovecot-imapd
+  dovecot-imapd exim4-daemon-light
 )
 
 missing=()

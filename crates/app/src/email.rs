@@ -25,18 +25,31 @@ pub fn password_name(name: &str, a: &Account) -> String {
     format!("email-password:{name}:{}@{}:{}", a.user, a.host, a.port)
 }
 
+/// The outgoing server's password, kept for that server and user only.
+pub fn smtp_password_name(name: &str, s: &gatehouse_email::smtp::Submission) -> String {
+    format!("email-smtp-password:{name}:{}@{}:{}", s.user, s.host, s.port)
+}
+
 fn account_of(row: &EmailAccountRow) -> Result<Account> {
     serde_json::from_value(row.account.clone()).map_err(|e| CommandError::new(Code::Store, format!("account {}: {e}", row.name)))
 }
 
 /// What the server said when asked: the folder's size and whether it can MOVE.
-pub async fn probe(account: &Account, password: &str) -> Result<String> {
+pub async fn probe(account: &Account, password: &str, smtp_password: Option<&str>) -> Result<String> {
     let mut s = gatehouse_email::imap::connect(account, password).await?;
     let (accepted, _, can_move) = gatehouse_email::imap::prepare(&mut s).await?;
     let m = s.examine(&account.folder).await.map_err(|e| CommandError::new(Code::NotFound, format!("the folder {:?}: {e}", account.folder)))?;
     let _ = s.logout().await;
     let filing = if can_move { format!("moved to {accepted} and its sibling") } else { "copied and flagged (the server cannot MOVE)".into() };
-    Ok(format!("logged in as {}; {} holds {} mail(s); handled mail is {filing}", account.user, account.folder, m.exists))
+    let out = match &account.smtp {
+        Some(smtp) => {
+            let p = smtp_password.ok_or_else(|| CommandError::new(Code::NoToken, "no password is kept for the outgoing server: add the account again"))?;
+            gatehouse_email::smtp::probe(smtp, p).await?;
+            format!("; mail goes out through {}:{} as {}", smtp.host, smtp.port, smtp.from)
+        }
+        None => "; no outgoing server, so no receipt is mailed back".into(),
+    };
+    Ok(format!("logged in as {}; {} holds {} mail(s); handled mail is {filing}{out}", account.user, account.folder, m.exists))
 }
 
 /// Adds (or moves) an account once the server accepts the login. Audited.
@@ -45,14 +58,23 @@ pub async fn add(store: std::sync::Arc<Store>, data_dir: &Path, name: &str, acco
     if name.is_empty() || password.is_empty() {
         return Err(CommandError::new(Code::Invalid, "give the account a name and its password"));
     }
-    let said = probe(&account, &password).await?;
+    let said = probe(&account, &password, Some(&password)).await?;
     let dir = data_dir.to_path_buf();
     let row = blocking(move || {
         let secrets = Secrets::open(&dir)?;
         if let Some(old) = store.email_account(&name)? {
-            secrets.delete(&password_name(&name, &account_of(&old)?))?;
+            let old = account_of(&old)?;
+            secrets.delete(&password_name(&name, &old))?;
+            if let Some(smtp) = &old.smtp {
+                secrets.delete(&smtp_password_name(&name, smtp))?;
+            }
         }
+        // The same password is kept once per server it was given for, so an outgoing
+        // server moved elsewhere later never receives it without the user typing it again.
         secrets.put(&password_name(&name, &account), &password)?;
+        if let Some(smtp) = &account.smtp {
+            secrets.put(&smtp_password_name(&name, smtp), &password)?;
+        }
         let value = serde_json::to_value(&account).map_err(|e| CommandError::new(Code::Internal, e.to_string()))?;
         store.email_account_put(&name, &value, &now())?;
         store.audit("email.account_add", None, &serde_json::json!({"name": name, "account": value}), &now())?;
@@ -69,7 +91,12 @@ pub fn list(store: &Store) -> Result<Vec<EmailAccountRow>> {
 /// Forgets an account and its password (its receipts stay; its mail stays where it was filed).
 pub fn remove(store: &Store, data_dir: &Path, name: &str) -> Result<()> {
     let row = store.email_account(name)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no mail account {name:?}")))?;
-    Secrets::open(data_dir)?.delete(&password_name(name, &account_of(&row)?))?;
+    let account = account_of(&row)?;
+    let secrets = Secrets::open(data_dir)?;
+    secrets.delete(&password_name(name, &account))?;
+    if let Some(smtp) = &account.smtp {
+        secrets.delete(&smtp_password_name(name, smtp))?;
+    }
     store.email_account_remove(name)?;
     store.audit("email.account_remove", None, &serde_json::json!({"name": name}), &now())?;
     Ok(())
@@ -78,16 +105,65 @@ pub fn remove(store: &Store, data_dir: &Path, name: &str) -> Result<()> {
 /// Asks the server again with the kept password.
 pub async fn test(store: std::sync::Arc<Store>, data_dir: &Path, name: &str) -> Result<String> {
     let (n, dir) = (name.to_string(), data_dir.to_path_buf());
-    let (account, password) = blocking(move || {
+    let (account, password, smtp) = blocking(move || {
         let row = store.email_account(&n)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no mail account {n:?}")))?;
         let account = account_of(&row)?;
-        let password = Secrets::open(&dir)?
-            .get(&password_name(&n, &account))?
-            .ok_or_else(|| CommandError::new(Code::NoToken, format!("no password is kept for {n}: add it again")))?;
-        Ok((account, password))
+        let secrets = Secrets::open(&dir)?;
+        let password =
+            secrets.get(&password_name(&n, &account))?.ok_or_else(|| CommandError::new(Code::NoToken, format!("no password is kept for {n}: add it again")))?;
+        let smtp = match &account.smtp {
+            Some(s) => secrets.get(&smtp_password_name(&n, s))?,
+            None => None,
+        };
+        Ok((account, password, smtp))
     })
     .await?;
-    probe(&account, &password).await
+    probe(&account, &password, smtp.as_deref()).await
+}
+
+/// Sends a signed envelope by mail through an account's outgoing server (the named one,
+/// or the only one that has an outgoing server). Audited. Returns what was done, in words.
+pub async fn send_envelope(
+    store: std::sync::Arc<Store>,
+    data_dir: &Path,
+    account: Option<&str>,
+    to: &str,
+    subject: &str,
+    envelope: &serde_json::Value,
+) -> Result<String> {
+    let (wanted, dir, st) = (account.map(str::to_string), data_dir.to_path_buf(), store.clone());
+    let (name, smtp, password) = blocking(move || {
+        let rows = st.email_accounts()?;
+        let mut with_smtp = Vec::new();
+        for r in &rows {
+            if let Some(s) = account_of(r)?.smtp {
+                with_smtp.push((r.name.clone(), s));
+            }
+        }
+        let (name, smtp) = match &wanted {
+            Some(w) => with_smtp
+                .into_iter()
+                .find(|(n, _)| n == w)
+                .ok_or_else(|| CommandError::new(Code::NotFound, format!("no mail account {w:?} with an outgoing server")))?,
+            None if with_smtp.len() == 1 => with_smtp.remove(0),
+            None if with_smtp.is_empty() => {
+                return Err(CommandError::new(Code::NotFound, "no mail account has an outgoing server: `gatehouse email add … --smtp-host …` first"))
+            }
+            None => return Err(CommandError::new(Code::Invalid, "several accounts can send: say which with --account")),
+        };
+        let password = Secrets::open(&dir)?
+            .get(&smtp_password_name(&name, &smtp))?
+            .ok_or_else(|| CommandError::new(Code::NoToken, format!("no password is kept for {name}'s outgoing server: add the account again")))?;
+        Ok((name, smtp, password))
+    })
+    .await?;
+    let to = to.strip_prefix("mailto:").unwrap_or(to).trim().to_string();
+    let json = serde_json::to_string_pretty(envelope).map_err(|e| CommandError::new(Code::Internal, e.to_string()))?;
+    let message = gatehouse_email::smtp::envelope_mail(&smtp.from, &to, subject, &json)?;
+    gatehouse_email::smtp::send(&smtp, &password, &to, &message).await?;
+    let detail = serde_json::json!({"account": name, "to": to, "envelope_id": envelope["envelope_id"]});
+    blocking(move || Ok(store.audit("email.envelope_sent", None, &detail, &now())?)).await?;
+    Ok(format!("mailed to {to} through {}:{} as {}", smtp.host, smtp.port, smtp.from))
 }
 
 /// The accounts a starting inbox follows, with their passwords. Blocking (the keychain).
@@ -98,7 +174,13 @@ pub fn follows(store: &Store, data_dir: &Path) -> Result<Vec<Follow>> {
     for row in store.email_accounts()? {
         let account = account_of(&row)?;
         match secrets.get(&password_name(&row.name, &account))? {
-            Some(password) => out.push(Follow { name: row.name, account, password }),
+            Some(password) => {
+                let smtp = match &account.smtp {
+                    Some(s) => secrets.get(&smtp_password_name(&row.name, s))?,
+                    None => None,
+                };
+                out.push(Follow::new(row.name, account, password, smtp))
+            }
             None => store.email_state(&row.name, "error", Some("no password is kept for this account: add it again"), &now())?,
         }
     }

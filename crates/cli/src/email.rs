@@ -6,8 +6,16 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use gatehouse_app::email;
+use gatehouse_email::smtp::{MailReceipts, SmtpSecurity, Submission};
 use gatehouse_email::{Account, Security};
 use gatehouse_inbox::service::Opened;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ReceiptsArg {
+    Known,
+    Everyone,
+    Off,
+}
 
 #[derive(Subcommand)]
 pub enum EmailCmd {
@@ -30,6 +38,26 @@ pub enum EmailCmd {
         /// Read the password (or app password) from stdin
         #[arg(long, required = true)]
         password_stdin: bool,
+        /// The outgoing (SMTP submission) server: receipts are mailed back through it
+        #[arg(long)]
+        smtp_host: Option<String>,
+        #[arg(long, default_value_t = 465)]
+        smtp_port: u16,
+        /// STARTTLS on a plain connection (port 587) instead of TLS from the first byte
+        #[arg(long, conflicts_with = "smtp_plain")]
+        smtp_starttls: bool,
+        /// No TLS to the outgoing server (only for a server on this machine)
+        #[arg(long)]
+        smtp_plain: bool,
+        /// The outgoing server's user name (default: the IMAP user)
+        #[arg(long)]
+        smtp_user: Option<String>,
+        /// The address mail is sent from (default: the IMAP user, when it is an address)
+        #[arg(long)]
+        from: Option<String>,
+        /// Whose receipts are mailed back: known (the trust registry), everyone (strangers too), off
+        #[arg(long, value_enum, default_value_t = ReceiptsArg::Known)]
+        receipts: ReceiptsArg,
     },
     /// The accounts and their state (connected, idle, last sync, last error)
     List {
@@ -44,9 +72,42 @@ pub enum EmailCmd {
 
 pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String> {
     match cmd {
-        EmailCmd::Add { name, host, port, plain, user, folder, password_stdin: _ } => {
+        EmailCmd::Add {
+            name,
+            host,
+            port,
+            plain,
+            user,
+            folder,
+            password_stdin: _,
+            smtp_host,
+            smtp_port,
+            smtp_starttls,
+            smtp_plain,
+            smtp_user,
+            from,
+            receipts,
+        } => {
             let password = crate::uamp::read_token()?;
-            let account = Account { host, port, security: if plain { Security::Plain } else { Security::Tls }, user, folder };
+            let smtp = smtp_host.map(|h| Submission {
+                host: h,
+                port: smtp_port,
+                security: if smtp_plain {
+                    SmtpSecurity::Plain
+                } else if smtp_starttls {
+                    SmtpSecurity::StartTls
+                } else {
+                    SmtpSecurity::Tls
+                },
+                user: smtp_user.unwrap_or_else(|| user.clone()),
+                from: from.clone().unwrap_or_else(|| user.clone()),
+            });
+            let receipts = match receipts {
+                ReceiptsArg::Known => MailReceipts::Known,
+                ReceiptsArg::Everyone => MailReceipts::Everyone,
+                ReceiptsArg::Off => MailReceipts::Off,
+            };
+            let account = Account { host, port, security: if plain { Security::Plain } else { Security::Tls }, user, folder, smtp, receipts };
             let (row, said) =
                 crate::uamp::runtime()?.block_on(email::add(o.store.clone(), data_dir, &name, account, password)).map_err(|e| e.coded_message())?;
             println!("{}: {said}", row.name);

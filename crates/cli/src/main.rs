@@ -127,11 +127,15 @@ enum Command {
         #[arg(long)]
         keep: Option<std::path::PathBuf>,
     },
-    /// Sign a prompt with your key and send it to an inbox; prints the receipt
+    /// Sign a prompt with your key and send it to an inbox (prints the receipt), or by mail
     Send {
-        /// The inbox's submit URL, e.g. http://127.0.0.1:8765/epp/v1/submit
+        /// The inbox's submit URL, e.g. http://127.0.0.1:8765/epp/v1/submit, or
+        /// mailto:someone@example.com (sent through a mail account's outgoing server)
         #[arg(long)]
         to: String,
+        /// The mail account to send through (with --to mailto:), when several can
+        #[arg(long)]
+        account: Option<String>,
         /// The inbox's public key (64 hex)
         #[arg(long)]
         recipient: String,
@@ -298,9 +302,21 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
         }
         Command::Receipts { json, limit } => {
-            let list = open(false)?.store.receipts(limit, 0).map_err(|e| e.to_string())?;
+            let store = open(false)?.store;
+            let list = store.receipts(limit, 0).map_err(|e| e.to_string())?;
             if json {
-                print_json(&list.iter().map(|r| &r.receipt).collect::<Vec<_>>());
+                // The wire receipt, with how it arrived beside it (Gatehouse's x- fields).
+                let mut out = Vec::with_capacity(list.len());
+                for r in &list {
+                    let mut v = r.receipt.clone();
+                    v["x-transport"] = r.transport.clone().into();
+                    if r.transport == "email" {
+                        let arrival = store.email_arrival_get(&r.receipt_id).map_err(|e| e.to_string())?;
+                        v["x-email"] = serde_json::to_value(arrival).map_err(|e| e.to_string())?;
+                    }
+                    out.push(v);
+                }
+                print_json(&out);
             } else {
                 for r in list {
                     println!(
@@ -425,7 +441,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Bench { envelopes, senders, concurrency, folder, keep } => {
             bench::run(bench::BenchArgs { envelopes, senders, concurrency, folder, keep })?;
         }
-        Command::Send { to, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {
+        Command::Send { to, account, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {
             let o = open(false)?;
             let mut d = gatehouse_epp::Draft::new(&check_key(&recipient)?, &scope, &prompt);
             d.payload_type = payload_type;
@@ -436,6 +452,16 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             d.context = context.map(|c| serde_json::from_str::<serde_json::Value>(&c).map_err(|e| format!("--context is not JSON: {e}"))).transpose()?;
             d.ttl = chrono::Duration::seconds(ttl);
             let envelope = d.sign(o.identity.signing_key(), chrono::Utc::now());
+            if to.starts_with("mailto:") {
+                let value = serde_json::to_value(&envelope).map_err(|e| e.to_string())?;
+                let subject = format!("EPP envelope ({scope})");
+                let said = uamp::runtime()?
+                    .block_on(gatehouse_app::email::send_envelope(o.store.clone(), &data_dir, account.as_deref(), &to, &subject, &value))
+                    .map_err(|e| e.coded_message())?;
+                println!("{}", envelope["envelope_id"].as_str().unwrap_or_default());
+                eprintln!("{said}; its receipt comes back by mail");
+                return Ok(ExitCode::SUCCESS);
+            }
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
             let (status, body) = rt.block_on(async {
                 let resp = reqwest::Client::new().post(&to).json(&envelope).send().await.map_err(|e| format!("could not reach {to}: {e}"))?;

@@ -25,6 +25,8 @@ pub enum Found {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Carrier {
     pub from: Option<String>,
+    /// Where the sender asked answers to go, when it is not From.
+    pub reply_to: Option<String>,
     pub message_id: Option<String>,
     pub subject: Option<String>,
 }
@@ -48,6 +50,7 @@ pub fn find(raw: &[u8]) -> (Found, Carrier) {
     };
     let carrier = Carrier {
         from: msg.from().and_then(|f| f.first()).and_then(|a| a.address()).map(str::to_string),
+        reply_to: msg.reply_to().and_then(|f| f.first()).and_then(|a| a.address()).map(str::to_string),
         message_id: msg.message_id().map(str::to_string),
         subject: msg.subject().map(str::to_string),
     };

@@ -39,6 +39,12 @@ pub struct Account {
     pub user: String,
     /// The folder envelope mail arrives in (a filter moves `+gatehouse` mail there).
     pub folder: String,
+    /// Where mail goes out (receipts, answers, envelopes); none: nothing is mailed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smtp: Option<crate::smtp::Submission>,
+    /// Whose receipts are mailed back.
+    #[serde(default)]
+    pub receipts: crate::smtp::MailReceipts,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +57,9 @@ pub enum EmailError {
     LoginRefused { user: String, detail: String },
     #[error("the IMAP server: {0}")]
     Imap(String),
+    /// A server refused what was asked for good (not the login): retrying cannot help.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl EmailError {
@@ -59,7 +68,7 @@ impl EmailError {
             EmailError::Invalid(_) => "INVALID",
             EmailError::Unreachable(..) => "UNREACHABLE",
             EmailError::LoginRefused { .. } => "UNAUTHORIZED",
-            EmailError::Imap(_) => "PROTOCOL",
+            EmailError::Imap(_) | EmailError::Refused(_) => "PROTOCOL",
         }
     }
 
@@ -83,6 +92,9 @@ impl Account {
         }
         if self.security == Security::Plain && !gatehouse_http::is_loopback(&self.host) {
             return Err(EmailError::Invalid(format!("{} is not this machine: use TLS (a password must not cross a network in the clear)", self.host)));
+        }
+        if let Some(s) = &self.smtp {
+            s.check()?;
         }
         Ok(())
     }

@@ -3,9 +3,11 @@
 //!
 //! - [`extract`]: where the envelope is in a mail, and what the mail says about itself.
 //! - [`imap`]: an IMAP account followed: connect, folders, fetch after a UID, file, IDLE.
+//! - [`smtp`]: mail going out: receipts mailed back, envelopes sent by mail.
 
 pub mod extract;
 pub mod imap;
+pub mod smtp;
 
 pub use extract::{find, Carrier, Found};
 pub use imap::{Account, EmailError, Security};

@@ -82,3 +82,145 @@ impl Store {
         Ok(())
     }
 }
+
+/// A mail waiting to go out, or gone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct OutboxRow {
+    pub id: i64,
+    pub account: String,
+    /// receipt, reply or envelope
+    pub kind: String,
+    pub receipt_id: Option<String>,
+    pub to_addr: String,
+    #[serde(skip)]
+    pub message: Vec<u8>,
+    /// queued, sent or failed (a server refused it for good)
+    pub state: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub created_at: String,
+    pub sent_at: Option<String>,
+}
+
+fn outbox_row(r: &Row<'_>) -> rusqlite::Result<OutboxRow> {
+    Ok(OutboxRow {
+        id: r.get(0)?,
+        account: r.get(1)?,
+        kind: r.get(2)?,
+        receipt_id: r.get(3)?,
+        to_addr: r.get(4)?,
+        message: r.get(5)?,
+        state: r.get(6)?,
+        attempts: r.get(7)?,
+        last_error: r.get(8)?,
+        created_at: r.get(9)?,
+        sent_at: r.get(10)?,
+    })
+}
+
+const OUTBOX: &str = "id, account, kind, receipt_id, to_addr, message, state, attempts, last_error, created_at, sent_at";
+
+/// What an envelope mail said about itself (unverified) and whether its receipt went back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct EmailArrivalRow {
+    pub receipt_id: String,
+    pub account: String,
+    pub from_addr: Option<String>,
+    pub message_id: Option<String>,
+    pub subject: Option<String>,
+    /// The receipt mailed back: its outbox row (state queued, sent or failed).
+    pub mailed_back: Option<OutboxRow>,
+    /// Why the receipt was not mailed back, in words.
+    pub not_mailed: Option<String>,
+}
+
+/// One arrival to record: the mail's own claims and what goes back.
+pub struct Arrival<'a> {
+    pub receipt_id: &'a str,
+    pub account: &'a str,
+    pub from_addr: Option<&'a str>,
+    pub message_id: Option<&'a str>,
+    pub subject: Option<&'a str>,
+    /// The receipt mail (recipient, formatted message), or why none is sent.
+    pub reply: std::result::Result<(String, Vec<u8>), String>,
+}
+
+fn put_outbox(c: &rusqlite::Connection, account: &str, kind: &str, receipt_id: Option<&str>, to: &str, message: &[u8], at: &str) -> rusqlite::Result<i64> {
+    c.execute(
+        "INSERT INTO email_outbox (account, kind, receipt_id, to_addr, message, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![account, kind, receipt_id, to, message, at],
+    )?;
+    Ok(c.last_insert_rowid())
+}
+
+impl Store {
+    /// Records an envelope mail and, in the same transaction, the receipt mail it gets
+    /// back: both are there, or neither (a crash before sees the mail again).
+    pub fn email_arrival(&self, a: &Arrival<'_>, at: &str) -> Result<Option<i64>> {
+        let mut c = self.conn();
+        let tx = c.transaction()?;
+        let (outbox, why) = match &a.reply {
+            Ok((to, message)) => (Some(put_outbox(&tx, a.account, "receipt", Some(a.receipt_id), to, message, at)?), None),
+            Err(why) => (None, Some(why.as_str())),
+        };
+        tx.execute(
+            "INSERT OR REPLACE INTO email_arrivals (receipt_id, account, from_addr, message_id, subject, outbox_id, not_mailed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![a.receipt_id, a.account, a.from_addr, a.message_id, a.subject, outbox, why],
+        )?;
+        tx.commit()?;
+        Ok(outbox)
+    }
+
+    pub fn email_arrival_get(&self, receipt_id: &str) -> Result<Option<EmailArrivalRow>> {
+        self.read(|c| {
+            let found = c
+                .query_row(
+                    "SELECT receipt_id, account, from_addr, message_id, subject, outbox_id, not_mailed FROM email_arrivals WHERE receipt_id = ?1",
+                    [receipt_id],
+                    |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get::<_, Option<i64>>(5)?, r.get(6)?)),
+                )
+                .optional()?;
+            let Some((receipt_id, account, from_addr, message_id, subject, outbox, not_mailed)) = found else { return Ok(None) };
+            let mailed_back = match outbox {
+                Some(id) => c.query_row(&format!("SELECT {OUTBOX} FROM email_outbox WHERE id = ?1"), [id], outbox_row).optional()?,
+                None => None,
+            };
+            Ok(Some(EmailArrivalRow { receipt_id, account, from_addr, message_id, subject, mailed_back, not_mailed }))
+        })
+    }
+
+    /// Queues a mail (an answer or an envelope) on an account's outgoing server.
+    pub fn email_outbox_put(&self, account: &str, kind: &str, to: &str, message: &[u8], at: &str) -> Result<i64> {
+        Ok(put_outbox(&self.conn(), account, kind, None, to, message, at)?)
+    }
+
+    /// The oldest mails still to go out on an account.
+    pub fn email_outbox_queued(&self, account: &str, limit: usize) -> Result<Vec<OutboxRow>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&format!("SELECT {OUTBOX} FROM email_outbox WHERE account = ?1 AND state = 'queued' ORDER BY id LIMIT ?2"))?;
+            let rows = stmt.query_map(params![account, limit as i64], outbox_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    pub fn email_outbox_get(&self, id: i64) -> Result<Option<OutboxRow>> {
+        self.read(|c| Ok(c.query_row(&format!("SELECT {OUTBOX} FROM email_outbox WHERE id = ?1"), [id], outbox_row).optional()?))
+    }
+
+    /// What became of one try: sent; failed for good (`give_up`); or still queued with
+    /// the error of this try.
+    pub fn email_outbox_tried(&self, id: i64, error: Option<&str>, give_up: bool, at: &str) -> Result<()> {
+        let state = match (error, give_up) {
+            (None, _) => "sent",
+            (Some(_), true) => "failed",
+            (Some(_), false) => "queued",
+        };
+        self.conn().execute(
+            "UPDATE email_outbox SET state = ?2, attempts = attempts + 1, last_error = ?3, sent_at = CASE WHEN ?2 = 'sent' THEN ?4 ELSE sent_at END WHERE id = ?1",
+            params![id, state, error, at],
+        )?;
+        Ok(())
+    }
+}

@@ -399,6 +399,32 @@ const MIGRATIONS: &[&str] = &[
         last_error TEXT,
         last_sync TEXT
     );",
+    // 19: mail going out (receipts mailed back, answers and envelopes sent by mail), kept
+    // until the submission server took it; and what each envelope mail said about itself
+    // (unverified: the key is the identity) with whether its receipt was mailed back.
+    "CREATE TABLE email_outbox (
+        id INTEGER PRIMARY KEY,
+        account TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        receipt_id TEXT,
+        to_addr TEXT NOT NULL,
+        message BLOB NOT NULL,
+        state TEXT NOT NULL DEFAULT 'queued',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        created_at TEXT NOT NULL,
+        sent_at TEXT
+    );
+    CREATE INDEX email_outbox_queued ON email_outbox(account, state, id);
+    CREATE TABLE email_arrivals (
+        receipt_id TEXT PRIMARY KEY,
+        account TEXT NOT NULL,
+        from_addr TEXT,
+        message_id TEXT,
+        subject TEXT,
+        outbox_id INTEGER,
+        not_mailed TEXT
+    ) WITHOUT ROWID;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -71,6 +71,9 @@ impl Store {
             out.bodies_cleared = self
                 .conn()
                 .execute("UPDATE receipts SET body = NULL, body_truncated = 0 WHERE status = 'rejected' AND body IS NOT NULL AND received_ms < ?1", [cutoff])?;
+            // Mail that went out (or was refused for good) keeps its row, not its bytes.
+            let at = chrono::DateTime::from_timestamp_millis(cutoff).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            self.conn().execute("UPDATE email_outbox SET message = x'' WHERE state != 'queued' AND length(message) > 0 AND created_at < ?1", [at])?;
         }
         if r.rejected_receipt_days > 0 {
             let cutoff = now_ms - i64::from(r.rejected_receipt_days) * DAY_MS;
@@ -98,10 +101,10 @@ impl Store {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         // Emptied again before the commit (or rolled back with it), so it starts empty.
-        tx.execute("CREATE TEMP TABLE IF NOT EXISTS pruning (seq INTEGER PRIMARY KEY, sender TEXT, prompt TEXT);", [])?;
+        tx.execute("CREATE TEMP TABLE IF NOT EXISTS pruning (seq INTEGER PRIMARY KEY, sender TEXT, prompt TEXT, receipt_id TEXT);", [])?;
         tx.execute(
-            "INSERT INTO temp.pruning (seq, sender, prompt)
-             SELECT seq, sender, prompt FROM receipts
+            "INSERT INTO temp.pruning (seq, sender, prompt, receipt_id)
+             SELECT seq, sender, prompt, receipt_id FROM receipts
              WHERE status = 'rejected' AND received_ms < ?1 AND seq <= (SELECT last_seq FROM search_progress)
              ORDER BY seq LIMIT ?2",
             params![cutoff_ms, RECEIPT_BATCH],
@@ -109,6 +112,7 @@ impl Store {
         // An external-content FTS5 table forgets a row only when told its old text.
         tx.execute("INSERT INTO receipts_fts (receipts_fts, rowid, prompt) SELECT 'delete', seq, prompt FROM temp.pruning WHERE prompt IS NOT NULL", [])?;
         tx.execute("DELETE FROM receipts_by_sender WHERE (sender, seq) IN (SELECT sender, seq FROM temp.pruning WHERE sender IS NOT NULL)", [])?;
+        tx.execute("DELETE FROM email_arrivals WHERE receipt_id IN (SELECT receipt_id FROM temp.pruning)", [])?;
         let n = tx.execute("DELETE FROM receipts WHERE seq IN (SELECT seq FROM temp.pruning)", [])?;
         tx.execute("DELETE FROM temp.pruning", [])?;
         tx.commit()?;

@@ -1,6 +1,7 @@
 //! The CLI's integration tests in one binary, a module per concern (one link, not seven).
 mod cli;
 mod common;
+mod email;
 mod guardian;
 mod load;
 mod mail;

@@ -213,6 +213,16 @@ where
     }
     for f in opts.email {
         let mut stop = stop_tx.subscribe();
+        let store2 = store.clone();
+        let f2 = f.clone();
+        tasks.spawn(async move {
+            crate::email::deliver(store2, f2, async move {
+                let _ = stop.recv().await;
+            })
+            .await;
+            Ok(())
+        });
+        let mut stop = stop_tx.subscribe();
         let (inbox, store) = (inbox.clone(), store.clone());
         tasks.spawn(async move {
             crate::email::follow(inbox, store, f, async move {

@@ -3,84 +3,20 @@
 //! mails are accepted or rejected by the same pipeline as HTTP and filed, ordinary mail is
 //! left where it is, a mail arriving while Gatehouse waits in IDLE is picked up, the same
 //! envelope mailed twice is a replay, and a wrong password is an error shown once, not a
-//! retry loop.
+//! retry loop. Receipts go back by mail through a real Exim, to known senders only unless
+//! the user allows strangers, and never to the From of a mail whose envelope did not verify.
 
-use std::os::unix::process::CommandExt as _;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::common::*;
 use gatehouse_email::imap::{self, Security};
+use gatehouse_email::smtp::{MailReceipts, SmtpSecurity, Submission};
 use gatehouse_email::Account;
+use gatehouse_email_testservers::{Dovecot, Exim};
 use gatehouse_inbox::email::Follow;
 
-struct Dovecot {
-    child: Child,
-    _dir: tempfile::TempDir,
-    port: u16,
-}
-
-impl Drop for Dovecot {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.child.id())]).status();
-        let _ = self.child.wait();
-    }
-}
-
-fn dovecot_bin() -> Option<PathBuf> {
-    let bin = ["/usr/sbin/dovecot", "/usr/local/sbin/dovecot"].into_iter().map(PathBuf::from).find(|p| p.exists());
-    if bin.is_none() {
-        let why = "Dovecot is not installed (Debian: dovecot-imapd); run scripts/setup.sh";
-        assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
-        eprintln!("skipped: {why}");
-    }
-    bin
-}
-
-/// Starts Dovecot for one user `alice` (password `secret`).
 fn dovecot() -> Option<Dovecot> {
-    let bin = dovecot_bin()?;
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    for sub in ["run", "state", "home"] {
-        std::fs::create_dir(d.join(sub)).unwrap();
-    }
-    // Dovecot will not run its login or mail processes as root: as root they run as
-    // Debian's dovecot/dovenull users (and the mail home is theirs); otherwise as us.
-    let root = unsafe { libc::geteuid() } == 0;
-    let users = if root {
-        Command::new("chown").args(["-R", "dovecot:dovecot"]).arg(d.join("home")).status().unwrap();
-        "default_internal_user = dovecot\ndefault_internal_group = dovecot\ndefault_login_user = dovenull\n".to_string()
-    } else {
-        let me = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap().trim().to_string();
-        format!("default_internal_user = {me}\ndefault_login_user = {me}\n")
-    };
-    let mail_user = if root { "uid=dovecot gid=dovecot".to_string() } else { format!("uid={} gid={}", unsafe { libc::getuid() }, unsafe { libc::getgid() }) };
-    std::fs::write(d.join("passwd"), "alice:{PLAIN}secret\n").unwrap();
-    let conf = format!(
-        "base_dir = {r}/run\nstate_dir = {r}/state\nlog_path = {r}/dovecot.log\nprotocols = imap\nlisten = 127.0.0.1\nssl = no\n\
-         disable_plaintext_auth = no\nauth_mechanisms = plain login\nfirst_valid_uid = 1\n{users}\
-         passdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {r}/passwd\n}}\n\
-         userdb {{\n  driver = static\n  args = {mail_user} home={r}/home/%u\n}}\n\
-         mail_location = maildir:~/Maildir\n\
-         service imap-login {{\n  chroot =\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n  inet_listener imaps {{\n    port = 0\n  }}\n}}\n\
-         service anvil {{\n  chroot =\n}}\nprotocol imap {{\n  mail_max_userip_connections = 50\n}}\n",
-        r = d.display()
-    );
-    std::fs::write(d.join("dovecot.conf"), conf).unwrap();
-    let child = Command::new(bin).arg("-c").arg(d.join("dovecot.conf")).arg("-F").stdout(Stdio::null()).stderr(Stdio::null()).process_group(0).spawn().unwrap();
-    let log = d.join("dovecot.log");
-    // Killed with its group when dropped, on the way out of a failed start too.
-    let dv = Dovecot { child, _dir: dir, port };
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(dv);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("Dovecot did not listen on {port}: {}", std::fs::read_to_string(log).unwrap_or_default());
+    Dovecot::start()
 }
 
 /// Waits (at most 20 s) until the account's row satisfies `ok`; says what it was if not.
@@ -95,7 +31,15 @@ async fn wait_account(store: &gatehouse_store::Store, what: &str, ok: impl Fn(&g
 }
 
 fn account(port: u16) -> Account {
-    Account { host: "127.0.0.1".into(), port, security: Security::Plain, user: "alice".into(), folder: "INBOX".into() }
+    Account {
+        host: "127.0.0.1".into(),
+        port,
+        security: Security::Plain,
+        user: "alice".into(),
+        folder: "INBOX".into(),
+        smtp: None,
+        receipts: Default::default(),
+    }
 }
 
 /// Puts a mail in alice's INBOX, as delivery would.
@@ -136,7 +80,7 @@ async fn envelopes_by_mail_are_received_filed_and_never_accepted_twice() {
     deliver(port, &envelope_mail(&second, 2)).await;
     deliver(port, &envelope_mail(&serde_json::json!({"version": "1", "sender": "x", "signature": "y"}), 3)).await;
 
-    let follow = Follow { name: "personal".into(), account: account(port), password: "secret".into() };
+    let follow = Follow::new("personal".into(), account(port), "secret".into(), None);
     let acct = serde_json::to_value(account(port)).unwrap();
     let alice_hex = pubhex(&alice);
     let inbox = TestInbox::start_email(
@@ -183,7 +127,7 @@ async fn envelopes_by_mail_are_received_filed_and_never_accepted_twice() {
 async fn a_wrong_password_is_shown_and_not_retried() {
     let Some(dv) = dovecot() else { return };
     let acct = serde_json::to_value(account(dv.port)).unwrap();
-    let follow = Follow { name: "personal".into(), account: account(dv.port), password: "wrong".into() };
+    let follow = Follow::new("personal".into(), account(dv.port), "wrong".into(), None);
     let inbox = TestInbox::start_email(&pubhex(&key(1)), |s| s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap(), vec![follow]).await;
     let store = inbox.store.clone();
     wait_account(&store, "the error shown", |a| a.state == "error").await;
@@ -192,5 +136,134 @@ async fn a_wrong_password_is_shown_and_not_retried() {
     // No second attempt: Dovecot's log would show each; the state stays as it is.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(store.email_account("personal").unwrap().unwrap().state, "error");
+    inbox.stop().await;
+}
+
+fn sending(dv: &Dovecot, ex: &Exim, receipts: MailReceipts) -> Account {
+    let mut a = account(dv.port);
+    a.smtp =
+        Some(Submission { host: "127.0.0.1".into(), port: ex.port, security: SmtpSecurity::Plain, user: "alice".into(), from: "alice@home.example".into() });
+    a.receipts = receipts;
+    a
+}
+
+fn follow_sending(a: &Account) -> Follow {
+    Follow::new("personal".into(), a.clone(), "secret".into(), Some("secret".into()))
+}
+
+/// The receipts the inbox kept for mail, by the text of the envelope's prompt.
+fn email_receipts(store: &gatehouse_store::Store) -> Vec<gatehouse_store::ReceiptRow> {
+    store.receipts(50, 0).unwrap().into_iter().filter(|r| r.transport == "email").collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipts_go_back_by_mail_to_known_senders_and_never_to_an_unverified_from() {
+    let (Some(dv), Some(ex)) = (dovecot(), Exim::start()) else { return };
+    let (alice, stranger) = (key(7), key(9));
+    let probe = TestInbox::start(&pubhex(&key(1)), false).await;
+    let known = probe.signed(&alice, "support", "lab results are in");
+    let knock = probe.signed(&stranger, "support", "may I?");
+    probe.stop().await;
+    deliver(dv.port, &envelope_mail(&known, 1)).await;
+    deliver(dv.port, &envelope_mail(&knock, 2)).await;
+    deliver(dv.port, &envelope_mail(&serde_json::json!({"version": "1", "sender": "x", "signature": "y"}), 3)).await;
+
+    let acct = sending(&dv, &ex, MailReceipts::Known);
+    let value = serde_json::to_value(&acct).unwrap();
+    let alice_hex = pubhex(&alice);
+    let inbox = TestInbox::start_email(
+        &pubhex(&key(1)),
+        |s| {
+            s.email_account_put("personal", &value, "2026-11-25T00:00:00Z").unwrap();
+            s.trust_add(&gatehouse_store::TrustEntry {
+                public_key: alice_hex,
+                name: "Alice".into(),
+                added_at: "2026-01-01T00:00:00Z".into(),
+                policy: policy(&["support"]),
+            })
+            .unwrap();
+        },
+        vec![follow_sending(&acct)],
+    )
+    .await;
+    let store = inbox.store.clone();
+    wait_account(&store, "the backlog handled", |a| a.last_uid == 3).await;
+
+    // One receipt mail: to the known sender, answering its mail, the receipt attached.
+    let mails = ex.wait_delivered(1);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(ex.delivered().len(), 1, "only the known sender's receipt is mailed");
+    let m = mail_parser::MessageParser::default().parse(&mails[0]).unwrap();
+    assert_eq!(m.to().and_then(|t| t.first()).and_then(|a| a.address()), Some("agent@clinic.example"));
+    assert_eq!(m.in_reply_to().as_text(), Some("env1@clinic.example"));
+    assert_eq!(m.subject(), Some("Re: results 1"));
+    let attached: serde_json::Value = serde_json::from_slice(m.attachments().next().expect("the receipt is attached").contents()).unwrap();
+    assert_eq!(attached["status"], "accepted");
+    assert_eq!(attached["envelope_id"], known["envelope_id"]);
+
+    // What the inbox shows about each: where it came from and whether its receipt went back.
+    let receipts = email_receipts(&store);
+    assert_eq!(receipts.len(), 3, "{receipts:?}");
+    for r in &receipts {
+        let a = store.email_arrival_get(&r.receipt_id).unwrap().expect("every envelope mail is recorded");
+        assert_eq!(a.from_addr.as_deref(), Some("agent@clinic.example"));
+        match r.code.as_deref() {
+            None => {
+                assert_eq!(attached["receipt_id"], r.receipt_id.as_str());
+                let sent = a.mailed_back.expect("queued");
+                assert_eq!((sent.state.as_str(), sent.to_addr.as_str()), ("sent", "agent@clinic.example"));
+            }
+            Some("UNTRUSTED_SENDER") => assert!(a.not_mailed.as_deref().is_some_and(|w| w.contains("not in your trust registry")), "{a:?}"),
+            Some(_) => assert!(a.not_mailed.as_deref().is_some_and(|w| w.contains("did not verify")), "{a:?}"),
+        }
+    }
+    inbox.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receipt_waits_for_an_outgoing_server_that_is_down_and_strangers_are_answered_when_allowed() {
+    let (Some(dv), Some(mut ex)) = (dovecot(), Exim::start()) else { return };
+    ex.stop();
+    let probe = TestInbox::start(&pubhex(&key(1)), false).await;
+    let knock = probe.signed(&key(9), "support", "may I?");
+    probe.stop().await;
+    deliver(dv.port, &envelope_mail(&knock, 1)).await;
+
+    let acct = sending(&dv, &ex, MailReceipts::Everyone);
+    let value = serde_json::to_value(&acct).unwrap();
+    let inbox =
+        TestInbox::start_email(&pubhex(&key(1)), |s| s.email_account_put("personal", &value, "2026-11-25T00:00:00Z").unwrap(), vec![follow_sending(&acct)])
+            .await;
+    let store = inbox.store.clone();
+    wait_account(&store, "the knock handled", |a| a.last_uid == 1).await;
+    let r = email_receipts(&store).remove(0);
+    assert_eq!(r.code.as_deref(), Some("UNTRUSTED_SENDER"));
+    // The server is down: the receipt stays queued with the reason, and is tried again.
+    let mut waited = None;
+    for _ in 0..100 {
+        let a = store.email_arrival_get(&r.receipt_id).unwrap().unwrap();
+        let m = a.mailed_back.expect("a stranger's receipt is mailed when the user allows it");
+        if m.attempts >= 1 {
+            waited = Some(m);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let waited = waited.expect("a first try");
+    assert_eq!(waited.state, "queued");
+    assert!(waited.last_error.as_deref().is_some_and(|e| e.contains("127.0.0.1")), "{waited:?}");
+
+    ex.restart();
+    let mails = ex.wait_delivered(1);
+    let m = mail_parser::MessageParser::default().parse(&mails[0]).unwrap();
+    let attached: serde_json::Value = serde_json::from_slice(m.attachments().next().unwrap().contents()).unwrap();
+    assert_eq!(attached["error"]["code"], "UNTRUSTED_SENDER");
+    for _ in 0..50 {
+        if store.email_arrival_get(&r.receipt_id).unwrap().unwrap().mailed_back.unwrap().state == "sent" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(store.email_arrival_get(&r.receipt_id).unwrap().unwrap().mailed_back.unwrap().state, "sent");
     inbox.stop().await;
 }

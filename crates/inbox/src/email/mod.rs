@@ -6,14 +6,18 @@
 //! sees the mail again after a restart: the pipeline refuses it as a replay, so nothing is
 //! accepted twice. Mail without an envelope is never touched. The connection is kept
 //! with IDLE; a dropped one is made again with backoff; a refused login waits for the
-//! user instead of retrying.
+//! user instead of retrying. Receipts go back by mail through the account's outgoing
+//! server (`outbox`), queued in the same transaction that records the arrival.
+
+mod outbox;
+pub use outbox::{deliver, mail_back};
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use gatehouse_email::imap::{self, Session};
-use gatehouse_email::{Account, EmailError, Found};
+use gatehouse_email::{Account, Carrier, EmailError, Found};
 use gatehouse_epp::{ErrorCode, ReceiptStatus};
 use gatehouse_store::Store;
 
@@ -26,12 +30,22 @@ const IDLE: Duration = Duration::from_secs(25 * 60);
 /// Reconnect backoff, doubling from the first to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(300));
 
-/// An account to follow, with the password the caller read from the keychain.
+/// An account to follow, with the passwords the caller read from the keychain.
 #[derive(Clone)]
 pub struct Follow {
     pub name: String,
     pub account: Account,
     pub password: String,
+    /// The outgoing server's password (kept for that server), when the account has one.
+    pub smtp_password: Option<String>,
+    /// Rung when a mail is queued to go out.
+    pub wake: Arc<tokio::sync::Notify>,
+}
+
+impl Follow {
+    pub fn new(name: String, account: Account, password: String, smtp_password: Option<String>) -> Self {
+        Follow { name, account, password, smtp_password, wake: Arc::new(tokio::sync::Notify::new()) }
+    }
 }
 
 fn now() -> String {
@@ -40,7 +54,7 @@ fn now() -> String {
 
 /// Store work off the async workers; a store that fails ends the connection like a
 /// server that does (it is made again with backoff).
-async fn db<T: Send + 'static>(store: &Arc<Store>, f: impl FnOnce(&Store) -> gatehouse_store::Result<T> + Send + 'static) -> Result<T, EmailError> {
+pub(crate) async fn db<T: Send + 'static>(store: &Arc<Store>, f: impl FnOnce(&Store) -> gatehouse_store::Result<T> + Send + 'static) -> Result<T, EmailError> {
     let s = store.clone();
     tokio::task::spawn_blocking(move || f(&s)).await.map_err(|e| EmailError::Imap(e.to_string()))?.map_err(|e| EmailError::Imap(format!("the store: {e}")))
 }
@@ -103,7 +117,7 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), E
             continue;
         }
         for a in batch {
-            handle(inbox, &mut s, &a, (&accepted, &rejected, can_move)).await?;
+            handle(inbox, store, f, &mut s, &a, (&accepted, &rejected, can_move)).await?;
             last = a.uid;
             let n = f.name.clone();
             db(store, move |s| s.email_progress(&n, validity, last, &now())).await?;
@@ -111,28 +125,48 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), E
     }
 }
 
-/// One mail: its envelope through the pipeline, then the mail filed by the outcome.
-async fn handle(inbox: &Arc<Inbox>, s: &mut Session, a: &imap::Arrived, (accepted, rejected, can_move): (&str, &str, bool)) -> Result<(), EmailError> {
-    let outcome = match &a.bytes {
-        None => Some(
-            inbox
-                .submit_failure_async(
-                    ErrorCode::SizeExceeded,
-                    format!("a mail of {} bytes; at most {} are read", a.size, imap::MAX_MAIL_BYTES),
-                    "email",
-                    Utc::now(),
-                )
-                .await,
-        ),
-        Some(raw) => match gatehouse_email::find(raw).0 {
-            Found::Nothing => None,
-            Found::Envelope(bytes) => Some(inbox.submit_async(&bytes, "email", Utc::now()).await),
-            Found::Unusable(why) => Some(inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", Utc::now()).await),
-        },
+/// One mail: its envelope through the pipeline, the arrival recorded with the receipt
+/// mail it gets back, then the mail filed by the outcome.
+async fn handle(
+    inbox: &Arc<Inbox>,
+    store: &Arc<Store>,
+    f: &Follow,
+    s: &mut Session,
+    a: &imap::Arrived,
+    (accepted, rejected, can_move): (&str, &str, bool),
+) -> Result<(), EmailError> {
+    let (found, carrier) = match &a.bytes {
+        None => (Found::Unusable(format!("a mail of {} bytes; at most {} are read", a.size, imap::MAX_MAIL_BYTES)), Carrier::default()),
+        Some(raw) => gatehouse_email::find(raw),
     };
-    if let Some(o) = outcome {
-        let folder = if o.receipt.status == ReceiptStatus::Accepted { accepted } else { rejected };
-        imap::file(s, a.uid, folder, can_move).await?;
+    let (outcome, envelope) = match found {
+        Found::Nothing => return Ok(()),
+        Found::Envelope(bytes) => (inbox.submit_async(&bytes, "email", Utc::now()).await, Some(bytes)),
+        Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", Utc::now()).await, None),
+    };
+    let reply = {
+        let (fo, c, r) = (f.clone(), carrier.clone(), outcome.receipt.clone());
+        db(store, move |s| Ok(mail_back(s, &fo, &r, &c, envelope.as_deref()))).await?
+    };
+    let queued = reply.is_ok();
+    let (receipt_id, name) = (outcome.receipt.receipt_id.clone(), f.name.clone());
+    db(store, move |s| {
+        s.email_arrival(
+            &gatehouse_store::email::Arrival {
+                receipt_id: &receipt_id,
+                account: &name,
+                from_addr: carrier.from.as_deref(),
+                message_id: carrier.message_id.as_deref(),
+                subject: carrier.subject.as_deref(),
+                reply,
+            },
+            &now(),
+        )
+    })
+    .await?;
+    if queued {
+        f.wake.notify_one();
     }
-    Ok(())
+    let folder = if outcome.receipt.status == ReceiptStatus::Accepted { accepted } else { rejected };
+    imap::file(s, a.uid, folder, can_move).await
 }

@@ -1,0 +1,225 @@
+//! Mail going out (EPP 8.2): receipts mailed back to senders, answers to a sender whose
+//! reply endpoint is `mailto:`, and envelopes sent by mail. One submission server per
+//! account (implicit TLS, STARTTLS, or plain to this machine only, as for IMAP), with the
+//! account's credentials. The messages are built here so every kind is formed one way.
+
+use std::time::Duration;
+
+use lettre::message::header::ContentType;
+use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Tls, TlsParameters};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use serde::{Deserialize, Serialize};
+
+use crate::{Carrier, EmailError};
+
+/// How long one submission (connect, TLS, login, the message) may take.
+const SUBMIT: Duration = Duration::from_secs(30);
+
+/// The media type an envelope travels as; receipts use the same family.
+pub const ENVELOPE_TYPE: &str = "application/epp+json";
+pub const RECEIPT_TYPE: &str = "application/epp-receipt+json";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SmtpSecurity {
+    /// TLS from the first byte (port 465).
+    Tls,
+    /// Plain first, then STARTTLS before anything else is said (port 587); a server that
+    /// does not offer it is refused.
+    StartTls,
+    /// No TLS: only to a server on this machine.
+    Plain,
+}
+
+/// Whose receipts go back by mail. A receipt mailed to whoever a mail claims to be from
+/// tells that address this one is read; so strangers get none unless the user says so, and
+/// a mail whose envelope did not verify never gets one (its From may be anyone's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MailReceipts {
+    /// Senders in the trust registry.
+    #[default]
+    Known,
+    /// Also strangers whose signature verified (a knock is answered).
+    Everyone,
+    /// Nobody.
+    Off,
+}
+
+/// The submission server mail goes out through; the password is in the keychain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submission {
+    pub host: String,
+    pub port: u16,
+    pub security: SmtpSecurity,
+    pub user: String,
+    /// The address mail is sent from (the account's own).
+    pub from: String,
+}
+
+impl Submission {
+    pub fn check(&self) -> Result<(), EmailError> {
+        if self.host.trim().is_empty() || self.user.trim().is_empty() {
+            return Err(EmailError::Invalid("give the outgoing (SMTP) server and its user name".into()));
+        }
+        if self.security == SmtpSecurity::Plain && !gatehouse_http::is_loopback(&self.host) {
+            return Err(EmailError::Invalid(format!(
+                "{} is not this machine: use TLS or STARTTLS (a password must not cross a network in the clear)",
+                self.host
+            )));
+        }
+        mailbox(&self.from, "the address mail is sent from")?;
+        Ok(())
+    }
+}
+
+/// Whether an address is one a mail may be sent to or from.
+pub fn mailbox(address: &str, what: &str) -> Result<Mailbox, EmailError> {
+    address.trim().parse::<Mailbox>().map_err(|e| EmailError::Invalid(format!("{what} {address:?} is not a mail address: {e}")))
+}
+
+fn transport(s: &Submission, password: &str) -> Result<AsyncSmtpTransport<Tokio1Executor>, EmailError> {
+    s.check()?;
+    let tls = || TlsParameters::new(s.host.clone()).map_err(|e| EmailError::Invalid(format!("{}: {e}", s.host)));
+    let tls = match s.security {
+        SmtpSecurity::Tls => Tls::Wrapper(tls()?),
+        SmtpSecurity::StartTls => Tls::Required(tls()?),
+        SmtpSecurity::Plain => Tls::None,
+    };
+    Ok(AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(s.host.clone())
+        .port(s.port)
+        .tls(tls)
+        .credentials(Credentials::new(s.user.clone(), password.to_string()))
+        .timeout(Some(SUBMIT))
+        .build())
+}
+
+fn smtp_error(s: &Submission, e: lettre::transport::smtp::Error) -> EmailError {
+    let at = format!("{}:{}", s.host, s.port);
+    let text = e.to_string();
+    // 535 and its relatives: the credentials, which retrying cannot fix.
+    if e.is_permanent() && (text.contains("535") || text.contains("534") || text.to_ascii_lowercase().contains("authentication")) {
+        return EmailError::LoginRefused { user: s.user.clone(), detail: text };
+    }
+    if e.is_permanent() {
+        return EmailError::Refused(format!("the outgoing server {at} refused the mail: {text}"));
+    }
+    EmailError::Unreachable(at, text)
+}
+
+/// Connects, logs in and says goodbye: what `test` and `add` ask before keeping anything.
+pub async fn probe(s: &Submission, password: &str) -> Result<(), EmailError> {
+    let t = transport(s, password)?;
+    match tokio::time::timeout(SUBMIT, t.test_connection()).await {
+        Ok(Ok(true)) => Ok(()),
+        Ok(Ok(false)) => Err(EmailError::Unreachable(format!("{}:{}", s.host, s.port), "the server did not answer as an SMTP server".into())),
+        Ok(Err(e)) => Err(smtp_error(s, e)),
+        Err(_) => Err(EmailError::Unreachable(format!("{}:{}", s.host, s.port), format!("no answer within {} s", SUBMIT.as_secs()))),
+    }
+}
+
+/// Sends one formatted message to `to`.
+pub async fn send(s: &Submission, password: &str, to: &str, message: &[u8]) -> Result<(), EmailError> {
+    let t = transport(s, password)?;
+    let from = mailbox(&s.from, "the address mail is sent from")?;
+    let to = mailbox(to, "the recipient")?;
+    let envelope = lettre::address::Envelope::new(Some(from.email), vec![to.email]).map_err(|e| EmailError::Invalid(e.to_string()))?;
+    match tokio::time::timeout(SUBMIT, t.send_raw(&envelope, message)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(smtp_error(s, e)),
+        Err(_) => Err(EmailError::Unreachable(format!("{}:{}", s.host, s.port), format!("no answer within {} s", SUBMIT.as_secs()))),
+    }
+}
+
+/// A Message-ID in the sender's own domain.
+fn message_id(from: &Mailbox) -> String {
+    format!("<{}@{}>", uuid::Uuid::new_v4(), from.email.domain())
+}
+
+fn built(b: Result<Message, lettre::error::Error>) -> Result<Vec<u8>, EmailError> {
+    b.map(|m| m.formatted()).map_err(|e| EmailError::Invalid(format!("the mail could not be written: {e}")))
+}
+
+/// The receipt for an envelope that came by mail, as a reply to that mail: to its
+/// Reply-To or From, In-Reply-To its Message-ID, the receipt JSON attached.
+pub fn receipt_reply(from: &str, carrier: &Carrier, receipt_json: &str, summary: &str) -> Result<(String, Vec<u8>), EmailError> {
+    let from = mailbox(from, "the address mail is sent from")?;
+    let to_addr = carrier.reply_to.as_deref().or(carrier.from.as_deref()).ok_or_else(|| EmailError::Invalid("the mail names no sender to answer".into()))?;
+    let to = mailbox(to_addr, "the sender's address")?;
+    let subject = match carrier.subject.as_deref().map(str::trim) {
+        Some(s) if s.to_ascii_lowercase().starts_with("re:") => s.to_string(),
+        Some(s) if !s.is_empty() => format!("Re: {s}"),
+        _ => "EPP receipt".to_string(),
+    };
+    let mut b = Message::builder().from(from.clone()).to(to).subject(subject).message_id(Some(message_id(&from)));
+    if let Some(id) = &carrier.message_id {
+        let id = format!("<{}>", id.trim_matches(['<', '>']));
+        b = b.in_reply_to(id.clone()).references(id);
+    }
+    let body = MultiPart::mixed().singlepart(SinglePart::plain(format!("{summary}\n\nThe EPP receipt is attached.\n"))).singlepart(
+        Attachment::new("receipt.epp-receipt.json".into()).body(receipt_json.to_string(), ContentType::parse(RECEIPT_TYPE).expect("a valid media type")),
+    );
+    Ok((to_addr.to_string(), built(b.multipart(body))?))
+}
+
+/// An envelope sent by mail: a short note and the envelope attached as
+/// `application/epp+json` (`envelope.epp.json`), which is how Gatehouse finds one.
+pub fn envelope_mail(from: &str, to: &str, subject: &str, envelope_json: &str) -> Result<Vec<u8>, EmailError> {
+    let from = mailbox(from, "the address mail is sent from")?;
+    let to = mailbox(to, "the recipient")?;
+    let body = MultiPart::mixed()
+        .singlepart(SinglePart::plain(
+            "This mail carries a signed EPP envelope (attached). The recipient's Gatehouse checks its signature; the mail itself is only the carrier.\n"
+                .to_string(),
+        ))
+        .singlepart(
+            Attachment::new("envelope.epp.json".into()).body(envelope_json.to_string(), ContentType::parse(ENVELOPE_TYPE).expect("a valid media type")),
+        );
+    built(Message::builder().from(from.clone()).to(to).subject(subject).message_id(Some(message_id(&from))).multipart(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn carrier() -> Carrier {
+        Carrier { from: Some("agent@clinic.example".into()), reply_to: None, message_id: Some("env1@clinic.example".into()), subject: Some("results".into()) }
+    }
+
+    #[test]
+    fn a_receipt_answers_the_mail_it_is_for_with_the_receipt_attached() {
+        let (to, raw) = receipt_reply("me@home.example", &carrier(), r#"{"status":"accepted"}"#, "Accepted.").unwrap();
+        assert_eq!(to, "agent@clinic.example");
+        let text = String::from_utf8(raw).unwrap();
+        assert!(text.contains("In-Reply-To: <env1@clinic.example>"), "{text}");
+        assert!(text.contains("Subject: Re: results"), "{text}");
+        assert!(text.contains(RECEIPT_TYPE), "{text}");
+        let m = mail_parser::MessageParser::default().parse(text.as_bytes()).unwrap();
+        let receipt = m.attachments().next().unwrap();
+        assert_eq!(receipt.contents(), br#"{"status":"accepted"}"#);
+    }
+
+    #[test]
+    fn a_reply_to_header_wins_over_from() {
+        let mut c = carrier();
+        c.reply_to = Some("receipts@clinic.example".into());
+        assert_eq!(receipt_reply("me@home.example", &c, "{}", "x").unwrap().0, "receipts@clinic.example");
+    }
+
+    #[test]
+    fn an_envelope_mail_is_found_again_by_the_reader() {
+        let env = r#"{"version":"1","sender":"ab","signature":"cd","payload":{}}"#;
+        let raw = envelope_mail("me@home.example", "clinic@example.org", "an order", env).unwrap();
+        assert_eq!(crate::find(&raw).0, crate::Found::Envelope(env.as_bytes().to_vec()));
+    }
+
+    #[test]
+    fn a_plain_connection_is_for_this_machine_only() {
+        let s = Submission { host: "smtp.example.com".into(), port: 25, security: SmtpSecurity::Plain, user: "me".into(), from: "me@example.com".into() };
+        assert!(matches!(s.check(), Err(EmailError::Invalid(w)) if w.contains("not this machine")));
+        let bad_from = Submission { host: "127.0.0.1".into(), from: "not an address".into(), ..s };
+        assert!(bad_from.check().is_err());
+    }
+}
