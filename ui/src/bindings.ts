@@ -57,6 +57,12 @@ export const commands = {
 	/**  Streams in both directions, newest first, with who and what opened them. */
 	uampStreams: () => __TAURI_INVOKE<StreamView_Serialize[]>("uamp_streams"),
 	uampStreamDetail: (streamId: string) => __TAURI_INVOKE<StreamDetail_Serialize>("uamp_stream_detail", { streamId }),
+	emailAccounts: () => __TAURI_INVOKE<EmailAccountRow_Serialize[]>("email_accounts"),
+	/**  Adds (or changes) an account once its servers accept the login; returns what they said. */
+	emailAdd: (input: AccountInput_Deserialize) => __TAURI_INVOKE<string>("email_add", { input }),
+	/**  Logs in again with the kept password and says what the servers hold. */
+	emailTest: (name: string) => __TAURI_INVOKE<string>("email_test", { name }),
+	emailRemove: (name: string) => __TAURI_INVOKE<null>("email_remove", { name }),
 	mailSwarms: () => __TAURI_INVOKE<SwarmView_Serialize[]>("mail_swarms"),
 	/**
 	 *  Connects to a swarm: what it says about itself is fetched first; a token it refuses is
@@ -124,6 +130,60 @@ export const events = {
 };
 
 /* Types */
+/**
+ *  A mail account as the window's form gives it (the CLI builds an [`Account`] from its
+ *  flags): where mail is read, where it goes out, whose receipts are mailed back.
+ */
+export type AccountInput = AccountInput_Serialize;
+
+/**
+ *  A mail account as the window's form gives it (the CLI builds an [`Account`] from its
+ *  flags): where mail is read, where it goes out, whose receipts are mailed back.
+ */
+export type AccountInput_Deserialize = {
+	name: string,
+	host: string,
+	port: number,
+	/**  false: no TLS (only to a server on this machine). */
+	tls: boolean,
+	user: string,
+	folder: string,
+	password: string,
+	/**  The outgoing server; empty: nothing is mailed back. */
+	smtp_host?: string | null,
+	smtp_port?: number | null,
+	/**  "tls", "starttls" or "plain". */
+	smtp_security?: string | null,
+	smtp_user?: string | null,
+	from?: string | null,
+	/**  "known", "everyone" or "off". */
+	receipts?: string | null,
+};
+
+/**
+ *  A mail account as the window's form gives it (the CLI builds an [`Account`] from its
+ *  flags): where mail is read, where it goes out, whose receipts are mailed back.
+ */
+export type AccountInput_Serialize = {
+	name: string,
+	host: string,
+	port: number,
+	/**  false: no TLS (only to a server on this machine). */
+	tls: boolean,
+	user: string,
+	folder: string,
+	password: string,
+	/**  The outgoing server; empty: nothing is mailed back. */
+	smtp_host: string | null,
+	smtp_port: number | null,
+	/**  "tls", "starttls" or "plain". */
+	smtp_security: string | null,
+	smtp_user: string | null,
+	from: string | null,
+	/**  "known", "everyone" or "off". */
+	receipts: string | null,
+};
+
 export type Action = "allow" | "deny" | "ask" | 
 /**  Redact `Rule::redact` from the step's text and string arguments, then allow. */
 "modify";
@@ -532,6 +592,11 @@ export type Detail_Deserialize = {
 	raw?: string | null,
 	/**  Its EPP v1.1 fields in plain words, if it has any. */
 	extras?: Extras_Deserialize | null,
+	/**
+	 *  For an envelope that came by mail: what the mail said about itself (unverified) and
+	 *  whether its receipt was mailed back.
+	 */
+	email?: EmailArrivalRow_Deserialize | null,
 };
 
 export type Detail_Serialize = {
@@ -544,6 +609,11 @@ export type Detail_Serialize = {
 	raw: string | null,
 	/**  Its EPP v1.1 fields in plain words, if it has any. */
 	extras: Extras_Serialize | null,
+	/**
+	 *  For an envelope that came by mail: what the mail said about itself (unverified) and
+	 *  whether its receipt was mailed back.
+	 */
+	email: EmailArrivalRow_Serialize | null,
 };
 
 /**  What the user is shown before adding a peer. */
@@ -567,6 +637,63 @@ export type Discovered_Serialize = {
 	/**  SHA-256 of the certificate the peer presented, to compare and pin. */
 	cert_sha256: string,
 	manifest: Manifest_Serialize,
+};
+
+export type EmailAccountRow = EmailAccountRow_Serialize;
+
+export type EmailAccountRow_Deserialize = {
+	name: string,
+	/**  host, port, security, user, folder. */
+	account: Value,
+	added_at: string,
+	uid_validity?: number | null,
+	last_uid: number,
+	/**  new, connecting, connected, idle, error, stopped */
+	state: string,
+	last_error?: string | null,
+	last_sync?: string | null,
+};
+
+export type EmailAccountRow_Serialize = {
+	name: string,
+	/**  host, port, security, user, folder. */
+	account: Value,
+	added_at: string,
+	uid_validity: number | null,
+	last_uid: number,
+	/**  new, connecting, connected, idle, error, stopped */
+	state: string,
+	last_error: string | null,
+	last_sync: string | null,
+};
+
+/**  What an envelope mail said about itself (unverified) and whether its receipt went back. */
+export type EmailArrivalRow = EmailArrivalRow_Serialize;
+
+/**  What an envelope mail said about itself (unverified) and whether its receipt went back. */
+export type EmailArrivalRow_Deserialize = {
+	receipt_id: string,
+	account: string,
+	from_addr?: string | null,
+	message_id?: string | null,
+	subject?: string | null,
+	/**  The receipt mailed back: its outbox row (state queued, sent or failed). */
+	mailed_back?: OutboxRow_Deserialize | null,
+	/**  Why the receipt was not mailed back, in words. */
+	not_mailed?: string | null,
+};
+
+/**  What an envelope mail said about itself (unverified) and whether its receipt went back. */
+export type EmailArrivalRow_Serialize = {
+	receipt_id: string,
+	account: string,
+	from_addr: string | null,
+	message_id: string | null,
+	subject: string | null,
+	/**  The receipt mailed back: its outbox row (state queued, sent or failed). */
+	mailed_back: OutboxRow_Serialize | null,
+	/**  Why the receipt was not mailed back, in words. */
+	not_mailed: string | null,
 };
 
 export type EnvelopeRow = EnvelopeRow_Serialize;
@@ -1266,6 +1393,41 @@ export type Manifest_Serialize = {
 };
 
 export type Op = "equals" | "not_equals" | "contains" | "not_contains" | "ends_with" | "not_ends_with" | "matches";
+
+/**  A mail waiting to go out, or gone. */
+export type OutboxRow = OutboxRow_Serialize;
+
+/**  A mail waiting to go out, or gone. */
+export type OutboxRow_Deserialize = {
+	id: number,
+	account: string,
+	/**  receipt, reply or envelope */
+	kind: string,
+	receipt_id?: string | null,
+	to_addr: string,
+	/**  queued, sent or failed (a server refused it for good) */
+	state: string,
+	attempts: number,
+	last_error?: string | null,
+	created_at: string,
+	sent_at?: string | null,
+};
+
+/**  A mail waiting to go out, or gone. */
+export type OutboxRow_Serialize = {
+	id: number,
+	account: string,
+	/**  receipt, reply or envelope */
+	kind: string,
+	receipt_id: string | null,
+	to_addr: string,
+	/**  queued, sent or failed (a server refused it for good) */
+	state: string,
+	attempts: number,
+	last_error: string | null,
+	created_at: string,
+	sent_at: string | null,
+};
 
 /**  How a streamed task ended. */
 export type Outcome = {

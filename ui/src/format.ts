@@ -73,6 +73,7 @@ export function describeStep(step: string): string {
 export function transportLabel(t: string): string {
   if (t === 'http') return 'Internet (HTTP)';
   if (t === 'consent') return 'Let in by you';
+  if (t === 'email') return 'Email';
   if (t.startsWith('folder:')) return `Folder: ${t.slice(7)}`;
   return t;
 }

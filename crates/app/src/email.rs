@@ -19,6 +19,68 @@ impl From<EmailError> for CommandError {
     }
 }
 
+/// A mail account as the window's form gives it (the CLI builds an [`Account`] from its
+/// flags): where mail is read, where it goes out, whose receipts are mailed back.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AccountInput {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    /// false: no TLS (only to a server on this machine).
+    pub tls: bool,
+    pub user: String,
+    pub folder: String,
+    pub password: String,
+    /// The outgoing server; empty: nothing is mailed back.
+    pub smtp_host: Option<String>,
+    pub smtp_port: Option<u16>,
+    /// "tls", "starttls" or "plain".
+    pub smtp_security: Option<String>,
+    pub smtp_user: Option<String>,
+    pub from: Option<String>,
+    /// "known", "everyone" or "off".
+    pub receipts: Option<String>,
+}
+
+impl AccountInput {
+    pub fn account(&self) -> Result<Account> {
+        use gatehouse_email::smtp::{MailReceipts, SmtpSecurity, Submission};
+        let word = |v: &Option<String>, default: &str| v.as_deref().map(str::trim).filter(|s| !s.is_empty()).unwrap_or(default).to_string();
+        let smtp = match self.smtp_host.as_deref().map(str::trim).filter(|h| !h.is_empty()) {
+            None => None,
+            Some(host) => {
+                let security = match word(&self.smtp_security, "tls").as_str() {
+                    "tls" => SmtpSecurity::Tls,
+                    "starttls" => SmtpSecurity::StartTls,
+                    "plain" => SmtpSecurity::Plain,
+                    other => return Err(CommandError::new(Code::Invalid, format!("unknown outgoing security {other:?} (tls, starttls or plain)"))),
+                };
+                let port = self.smtp_port.unwrap_or(if security == SmtpSecurity::StartTls { 587 } else { 465 });
+                Some(Submission { host: host.to_string(), port, security, user: word(&self.smtp_user, &self.user), from: word(&self.from, &self.user) })
+            }
+        };
+        let receipts = match word(&self.receipts, "known").as_str() {
+            "known" => MailReceipts::Known,
+            "everyone" => MailReceipts::Everyone,
+            "off" => MailReceipts::Off,
+            other => return Err(CommandError::new(Code::Invalid, format!("unknown receipts setting {other:?} (known, everyone or off)"))),
+        };
+        let security = if self.tls { gatehouse_email::Security::Tls } else { gatehouse_email::Security::Plain };
+        let account = Account {
+            host: self.host.trim().to_string(),
+            port: self.port,
+            security,
+            user: self.user.trim().to_string(),
+            folder: word(&Some(self.folder.clone()), "INBOX"),
+            smtp,
+            receipts,
+        };
+        account.check()?;
+        Ok(account)
+    }
+}
+
 /// The keychain name of an account's password: it names the server and user it was given
 /// for, so an account moved elsewhere never sends the old password there.
 pub fn password_name(name: &str, a: &Account) -> String {

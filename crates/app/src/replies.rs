@@ -45,6 +45,9 @@ pub struct Detail {
     pub raw: Option<String>,
     /// Its EPP v1.1 fields in plain words, if it has any.
     pub extras: Option<gatehouse_epp::v11::Extras>,
+    /// For an envelope that came by mail: what the mail said about itself (unverified) and
+    /// whether its receipt was mailed back.
+    pub email: Option<gatehouse_store::email::EmailArrivalRow>,
 }
 
 pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
@@ -81,7 +84,8 @@ pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
         Ok(v) => serde_json::to_string_pretty(&v).unwrap_or(t),
         Err(_) => t,
     });
-    Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras })
+    let email = if receipt.transport == "email" { store.email_arrival_get(&receipt.receipt_id)? } else { None };
+    Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras, email })
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

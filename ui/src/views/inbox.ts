@@ -3,6 +3,7 @@
 import { api, asShape, errorText, onExecProgress, type Detail, type ExecProgress, type ExecStatus, type Extras, type InboxFilter_Deserialize, type InboxItem, type Reply } from '../api';
 import { h, replace } from '../dom';
 import { failed } from './parts';
+import { arrivalFields } from './email';
 import { delegationLine, describeAbsentStep, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
 
 // Three windowfuls at a time; "Load more" fetches the next (each row costs the webview
@@ -26,7 +27,7 @@ export class InboxView {
     h('option', { value: '' }, 'All'), h('option', { value: 'accepted' }, 'Accepted'), h('option', { value: 'rejected' }, 'Rejected'),
     h('option', { value: 'held' }, 'Waiting for you'), h('option', { value: 'failed' }, 'Executor failed'));
   private transport = h('select', { id: 'inbox-transport', 'aria-label': 'Arrived by' },
-    h('option', { value: '' }, 'Any way'), h('option', { value: 'http' }, 'Internet (HTTP)'), h('option', { value: 'folder' }, 'Folder'), h('option', { value: 'consent' }, 'Let in by you'));
+    h('option', { value: '' }, 'Any way'), h('option', { value: 'http' }, 'Internet (HTTP)'), h('option', { value: 'folder' }, 'Folder'), h('option', { value: 'email' }, 'Email'), h('option', { value: 'consent' }, 'Let in by you'));
   private scope = h('input', { type: 'text', id: 'inbox-scope', placeholder: 'Scope', 'aria-label': 'Scope', size: 10 });
   private sender = h('input', { type: 'text', id: 'inbox-sender', placeholder: 'Sender key', 'aria-label': 'Sender key', size: 14 });
 
@@ -189,6 +190,7 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
       ...field('Scope', r.scope),
       ...field('Type', env?.payload_type),
       ...field('Arrived by', transportLabel(r.transport)),
+      ...(d.email ? arrivalFields(d.email).flatMap(([k, v]) => field(k, v, false, `detail-email-${k.toLowerCase().replace(/[^a-z]+/g, '-')}`)) : []),
       ...field('Received', r.received_at),
       ...field('Envelope id', r.envelope_id, true),
       ...(env ? [

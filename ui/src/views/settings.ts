@@ -1,8 +1,9 @@
-// This inbox: identity (copy, QR), endpoint, port, watched folder, executors per scope,
+// This inbox: identity (copy, QR), endpoint, port, watched folder, mail accounts, executors per scope,
 // how long history is kept, exports; and the activity (audit) log.
 import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorConfig_Deserialize, type ExecutorSpec, type ExecutorSpec_Deserialize, type Retention } from '../api';
 import { h, replace } from '../dom';
 import { failed } from './parts';
+import { mailAccounts } from './email';
 import { when } from '../format';
 
 export class SettingsView {
@@ -65,6 +66,7 @@ export class SettingsView {
           h('p', { className: 'mono', id: 'settings-endpoint' }, endpoint)),
         qr),
       form,
+      await mailAccounts(),
       await this.executors(),
       await this.retention(),
       h('div', { className: 'card' }, h('h3', {}, 'Export'), exporter('receipts', 'Export receipts (JSON)'), ' ', exporter('audit', 'Export activity log (JSON)'), ' ', exporter('conversations', 'Export IntentWeb conversations (JSON)'), ' ', exporter('guardian', 'Export guardian sessions (JSON)')),

@@ -1,0 +1,54 @@
+//! Mail accounts in the window (EPP by email): listed with their state, added after the
+//! servers accept the login (the password goes to the keychain), tested, removed. Each
+//! command is one call into gatehouse_app::email, which the CLI calls too; a change
+//! restarts the inbox's transports so the account is followed (or dropped) at once.
+
+use gatehouse_app::email::{self, AccountInput};
+use gatehouse_store::email::EmailAccountRow;
+
+use crate::commands::{blocking, CommandError, CoreState};
+
+type Result<T> = std::result::Result<T, CommandError>;
+
+#[tauri::command]
+#[specta::specta]
+pub async fn email_accounts(core: CoreState<'_>) -> Result<Vec<EmailAccountRow>> {
+    let c = core.inner().clone();
+    blocking(move || email::list(&c.store)).await
+}
+
+/// Adds (or changes) an account once its servers accept the login; returns what they said.
+#[tauri::command]
+#[specta::specta]
+pub async fn email_add(core: CoreState<'_>, input: AccountInput) -> Result<String> {
+    let c = core.inner().clone();
+    let account = input.account()?;
+    let (_, said) = email::add(c.store.clone(), &c.data_dir, &input.name, account, input.password).await?;
+    restart(&c).await;
+    Ok(said)
+}
+
+/// Logs in again with the kept password and says what the servers hold.
+#[tauri::command]
+#[specta::specta]
+pub async fn email_test(core: CoreState<'_>, name: String) -> Result<String> {
+    let c = core.inner().clone();
+    email::test(c.store.clone(), &c.data_dir, &name).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn email_remove(core: CoreState<'_>, name: String) -> Result<()> {
+    let c = core.inner().clone();
+    let (store, dir) = (c.store.clone(), c.data_dir.clone());
+    blocking(move || email::remove(&store, &dir, &name)).await?;
+    restart(&c).await;
+    Ok(())
+}
+
+/// A paused inbox stays paused; it follows the accounts as they are when resumed.
+async fn restart(c: &std::sync::Arc<crate::service::Core>) {
+    if !c.status().paused {
+        c.start().await;
+    }
+}
