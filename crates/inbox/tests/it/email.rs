@@ -30,6 +30,25 @@ async fn wait_account(store: &gatehouse_store::Store, what: &str, ok: impl Fn(&g
     panic!("timed out waiting for {what}: {:?}", store.email_account("personal").unwrap());
 }
 
+/// An inbox (key 1) following the account `personal`, with `trusted` in its registry.
+async fn following(f: Follow, trusted: Option<&ed25519_dalek::SigningKey>) -> TestInbox {
+    let acct = serde_json::to_value(&f.account).unwrap();
+    let trusted = trusted.map(pubhex);
+    TestInbox::start_email(
+        &pubhex(&key(1)),
+        |s| {
+            s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap();
+            if let Some(k) = trusted {
+                let entry =
+                    gatehouse_store::TrustEntry { public_key: k, name: "Alice".into(), added_at: "2026-01-01T00:00:00Z".into(), policy: policy(&["support"]) };
+                s.trust_add(&entry).unwrap();
+            }
+        },
+        vec![f],
+    )
+    .await
+}
+
 fn account(port: u16) -> Account {
     Account {
         host: "127.0.0.1".into(),
@@ -81,23 +100,7 @@ async fn envelopes_by_mail_are_received_filed_and_never_accepted_twice() {
     deliver(port, &envelope_mail(&serde_json::json!({"version": "1", "sender": "x", "signature": "y"}), 3)).await;
 
     let follow = Follow::new("personal".into(), account(port), "secret".into(), None);
-    let acct = serde_json::to_value(account(port)).unwrap();
-    let alice_hex = pubhex(&alice);
-    let inbox = TestInbox::start_email(
-        &pubhex(&key(1)),
-        |s| {
-            s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap();
-            s.trust_add(&gatehouse_store::TrustEntry {
-                public_key: alice_hex,
-                name: "Alice".into(),
-                added_at: "2026-01-01T00:00:00Z".into(),
-                policy: policy(&["support"]),
-            })
-            .unwrap();
-        },
-        vec![follow],
-    )
-    .await;
+    let inbox = following(follow, Some(&alice)).await;
     let store = inbox.store.clone();
     wait_account(&store, "the backlog handled", |a| a.last_uid == 4).await;
     let receipts = store.receipts(20, 0).unwrap();
@@ -126,9 +129,7 @@ async fn envelopes_by_mail_are_received_filed_and_never_accepted_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_shown_and_not_retried() {
     let Some(dv) = dovecot() else { return };
-    let acct = serde_json::to_value(account(dv.port)).unwrap();
-    let follow = Follow::new("personal".into(), account(dv.port), "wrong".into(), None);
-    let inbox = TestInbox::start_email(&pubhex(&key(1)), |s| s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap(), vec![follow]).await;
+    let inbox = following(Follow::new("personal".into(), account(dv.port), "wrong".into(), None), None).await;
     let store = inbox.store.clone();
     wait_account(&store, "the error shown", |a| a.state == "error").await;
     let a = store.email_account("personal").unwrap().unwrap();
@@ -168,24 +169,7 @@ async fn receipts_go_back_by_mail_to_known_senders_and_never_to_an_unverified_fr
     deliver(dv.port, &envelope_mail(&knock, 2)).await;
     deliver(dv.port, &envelope_mail(&serde_json::json!({"version": "1", "sender": "x", "signature": "y"}), 3)).await;
 
-    let acct = sending(&dv, &ex, MailReceipts::Known);
-    let value = serde_json::to_value(&acct).unwrap();
-    let alice_hex = pubhex(&alice);
-    let inbox = TestInbox::start_email(
-        &pubhex(&key(1)),
-        |s| {
-            s.email_account_put("personal", &value, "2026-11-25T00:00:00Z").unwrap();
-            s.trust_add(&gatehouse_store::TrustEntry {
-                public_key: alice_hex,
-                name: "Alice".into(),
-                added_at: "2026-01-01T00:00:00Z".into(),
-                policy: policy(&["support"]),
-            })
-            .unwrap();
-        },
-        vec![follow_sending(&acct)],
-    )
-    .await;
+    let inbox = following(follow_sending(&sending(&dv, &ex, MailReceipts::Known)), Some(&alice)).await;
     let store = inbox.store.clone();
     wait_account(&store, "the backlog handled", |a| a.last_uid == 3).await;
 
@@ -229,11 +213,7 @@ async fn a_receipt_waits_for_an_outgoing_server_that_is_down_and_strangers_are_a
     probe.stop().await;
     deliver(dv.port, &envelope_mail(&knock, 1)).await;
 
-    let acct = sending(&dv, &ex, MailReceipts::Everyone);
-    let value = serde_json::to_value(&acct).unwrap();
-    let inbox =
-        TestInbox::start_email(&pubhex(&key(1)), |s| s.email_account_put("personal", &value, "2026-11-25T00:00:00Z").unwrap(), vec![follow_sending(&acct)])
-            .await;
+    let inbox = following(follow_sending(&sending(&dv, &ex, MailReceipts::Everyone)), None).await;
     let store = inbox.store.clone();
     wait_account(&store, "the knock handled", |a| a.last_uid == 1).await;
     let r = email_receipts(&store).remove(0);
@@ -265,5 +245,50 @@ async fn a_receipt_waits_for_an_outgoing_server_that_is_down_and_strangers_are_a
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(store.email_arrival_get(&r.receipt_id).unwrap().unwrap().mailed_back.unwrap().state, "sent");
+    inbox.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_and_a_recreated_folder_are_followed_again_without_losing_mail() {
+    let Some(mut dv) = dovecot() else { return };
+    let alice = key(7);
+    let mut a = account(dv.port);
+    a.folder = "Gatehouse-In".into();
+    {
+        let mut s = imap::connect(&a, "secret").await.unwrap();
+        s.create("Gatehouse-In").await.unwrap();
+        s.logout().await.unwrap();
+    }
+    let put = |n: u32, env: serde_json::Value| {
+        let a = a.clone();
+        async move {
+            let mut s = imap::connect(&a, "secret").await.unwrap();
+            s.append("Gatehouse-In", None, None, envelope_mail(&env, n).replace('\n', "\r\n").as_bytes()).await.unwrap();
+            s.logout().await.unwrap();
+        }
+    };
+    let inbox = following(Follow::new("personal".into(), a.clone(), "secret".into(), None), Some(&alice)).await;
+    let store = inbox.store.clone();
+    put(1, inbox.signed(&alice, "support", "before the restart")).await;
+    wait_account(&store, "the first mail handled", |r| r.last_uid == 1 && r.state == "idle").await;
+
+    // The server goes away while Gatehouse waits in IDLE, and comes back.
+    dv.restart();
+    put(2, inbox.signed(&alice, "support", "after the restart")).await;
+    wait_account(&store, "the mail after the restart handled", |r| r.last_uid == 2).await;
+    let validity = store.email_account("personal").unwrap().unwrap().uid_validity;
+
+    // The folder is made anew (another UIDVALIDITY): its UIDs start over, and what is in
+    // it is read from the first; nothing seen before is accepted twice.
+    {
+        let mut s = imap::connect(&a, "secret").await.unwrap();
+        s.delete("Gatehouse-In").await.unwrap();
+        s.create("Gatehouse-In").await.unwrap();
+        s.logout().await.unwrap();
+    }
+    put(1, inbox.signed(&alice, "support", "in the new folder")).await;
+    wait_account(&store, "the new folder read from its first UID", |r| r.uid_validity.is_some() && r.uid_validity != validity && r.last_uid == 1).await;
+    let accepted: Vec<_> = email_receipts(&store).into_iter().filter(|r| r.status == "accepted").collect();
+    assert_eq!(accepted.len(), 3, "{accepted:?}");
     inbox.stop().await;
 }
