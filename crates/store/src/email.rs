@@ -140,6 +140,8 @@ pub struct EmailArrivalRow {
 pub struct Arrival<'a> {
     pub receipt_id: &'a str,
     pub account: &'a str,
+    pub uid_validity: u32,
+    pub uid: u32,
     pub from_addr: Option<&'a str>,
     pub message_id: Option<&'a str>,
     pub subject: Option<&'a str>,
@@ -166,8 +168,9 @@ impl Store {
             Err(why) => (None, Some(why.as_str())),
         };
         tx.execute(
-            "INSERT OR REPLACE INTO email_arrivals (receipt_id, account, from_addr, message_id, subject, outbox_id, not_mailed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![a.receipt_id, a.account, a.from_addr, a.message_id, a.subject, outbox, why],
+            "INSERT OR REPLACE INTO email_arrivals (receipt_id, account, uid_validity, uid, from_addr, message_id, subject, outbox_id, not_mailed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![a.receipt_id, a.account, a.uid_validity, a.uid, a.from_addr, a.message_id, a.subject, outbox, why],
         )?;
         tx.commit()?;
         Ok(outbox)
@@ -188,6 +191,39 @@ impl Store {
                 None => None,
             };
             Ok(Some(EmailArrivalRow { receipt_id, account, from_addr, message_id, subject, mailed_back, not_mailed }))
+        })
+    }
+
+    /// Whether this mail (by its UID under that UIDVALIDITY) was handled before, and if so
+    /// whether its envelope was accepted: after a crash between recording a mail and
+    /// filing it, the mail is filed by that outcome instead of being submitted again.
+    pub fn email_arrival_outcome(&self, account: &str, uid_validity: u32, uid: u32) -> Result<Option<bool>> {
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT r.status = 'accepted' FROM email_arrivals a LEFT JOIN receipts r ON r.receipt_id = a.receipt_id
+                 WHERE a.account = ?1 AND a.uid_validity = ?2 AND a.uid = ?3 LIMIT 1",
+                params![account, uid_validity, uid],
+                |r| Ok(r.get::<_, Option<bool>>(0)?.unwrap_or(false)),
+            )
+            .optional()?)
+        })
+    }
+
+    /// The acceptance of `envelope_id` by mail whose mail was never recorded: what a crash
+    /// between the pipeline's commit and the arrival's record leaves. Only the newest mail
+    /// receipts are looked at (the crash left at most one per account).
+    pub fn email_unrecorded_acceptance(&self, envelope_id: &str) -> Result<Option<serde_json::Value>> {
+        self.read(|c| {
+            let found: Option<String> = c
+                .query_row(
+                    "SELECT receipt FROM (SELECT receipt_id, envelope_id, status, receipt FROM receipts WHERE transport = 'email' ORDER BY seq DESC LIMIT 256) r
+                     WHERE r.envelope_id = ?1 AND r.status = 'accepted'
+                       AND NOT EXISTS (SELECT 1 FROM email_arrivals a WHERE a.receipt_id = r.receipt_id)",
+                    [envelope_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(found.and_then(|t| serde_json::from_str(&t).ok()))
         })
     }
 

@@ -401,7 +401,8 @@ const MIGRATIONS: &[&str] = &[
     );",
     // 19: mail going out (receipts mailed back, answers and envelopes sent by mail), kept
     // until the submission server took it; and what each envelope mail said about itself
-    // (unverified: the key is the identity) with whether its receipt was mailed back.
+    // (unverified: the key is the identity) with whether its receipt was mailed back, and
+    // which mail it was (a mail seen again after a crash is filed, not submitted again).
     "CREATE TABLE email_outbox (
         id INTEGER PRIMARY KEY,
         account TEXT NOT NULL,
@@ -419,12 +420,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE email_arrivals (
         receipt_id TEXT PRIMARY KEY,
         account TEXT NOT NULL,
+        uid_validity INTEGER NOT NULL,
+        uid INTEGER NOT NULL,
         from_addr TEXT,
         message_id TEXT,
         subject TEXT,
         outbox_id INTEGER,
         not_mailed TEXT
-    ) WITHOUT ROWID;",
+    ) WITHOUT ROWID;
+    CREATE INDEX email_arrivals_uid ON email_arrivals(account, uid_validity, uid);",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -97,3 +97,88 @@ fn an_envelope_sent_by_mail_is_accepted_and_its_receipt_comes_back_by_mail() {
     let audit = std::fs::read_to_string(&file).unwrap();
     assert!(audit.contains("email.envelope_sent"), "{audit}");
 }
+
+/// How many mails a folder of alice's holds.
+fn count(dv: &Dovecot, folder: &str) -> u32 {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut s = gatehouse_email::imap::connect(&account(dv), PASSWORD).await.unwrap();
+        let n = s.examine(folder).await.map(|m| m.exists).unwrap_or(0);
+        s.logout().await.unwrap();
+        n
+    })
+}
+
+fn account(dv: &Dovecot) -> gatehouse_email::Account {
+    gatehouse_email::Account {
+        host: "127.0.0.1".into(),
+        port: dv.port,
+        security: gatehouse_email::Security::Plain,
+        user: USER.into(),
+        folder: "INBOX".into(),
+        smtp: None,
+        receipts: Default::default(),
+    }
+}
+
+#[test]
+fn kill_9_in_a_backlog_of_envelope_mail_accepts_each_once_and_files_every_mail() {
+    const N: usize = 2000;
+    let Some(dv) = Dovecot::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _clean = Cleanup(vec![d.to_path_buf()]);
+    let inbox_key = last_line(&ok(d, &["init"]));
+    let sender = ed25519_dalek::SigningKey::from_bytes(&[5; 32]);
+    ok(d, &["trust", "add", &gatehouse_epp::public_key_hex(&sender), "--name", "Clinic", "--scopes", "support"]);
+    let out =
+        gh_in(d, &["email", "add", "home", "--host", "127.0.0.1", "--port", &dv.port.to_string(), "--plain", "--user", USER, "--password-stdin"], PASSWORD);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // The backlog waits in the mailbox before Gatehouse starts.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut s = gatehouse_email::imap::connect(&account(&dv), PASSWORD).await.unwrap();
+        for i in 0..N {
+            let env = gatehouse_epp::Draft::new(&inbox_key, "support", &format!("result {i}")).sign(&sender, chrono::Utc::now());
+            let mail = format!(
+                "From: agent@clinic.example\r\nMessage-ID: <m{i}@clinic.example>\r\nSubject: result {i}\r\nContent-Type: application/epp+json\r\n\r\n{}\r\n",
+                serde_json::to_string(&env).unwrap()
+            );
+            s.append("INBOX", None, None, mail.as_bytes()).await.unwrap();
+        }
+        s.logout().await.unwrap();
+    });
+    let progress = || json(d, &["email", "list", "--json"])[0]["last_uid"].as_u64().unwrap_or(0);
+
+    // Killed with -9 part way through, then started again.
+    let mut serve = Server::start(d);
+    let t = Instant::now();
+    while progress() < (N / 4) as u64 {
+        assert!(t.elapsed() < Duration::from_secs(120), "the backlog is not being read");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::process::Command::new("kill").args(["-9", &serve.0.id().to_string()]).status().unwrap();
+    let _ = serve.0.wait();
+    let at_kill = progress();
+    assert!(at_kill < N as u64, "killed before the end ({at_kill} of {N} read)");
+    drop(serve);
+    let _serve = Server::start(d);
+    let t = Instant::now();
+    while progress() < N as u64 {
+        assert!(t.elapsed() < Duration::from_secs(180), "the backlog was not finished after the restart: {} of {N}", progress());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let receipts = json(d, &["receipts", "--json", "--limit", "10000"]);
+    let mut accepted: Vec<&str> =
+        receipts.as_array().unwrap().iter().filter(|r| r["status"] == "accepted").map(|r| r["envelope_id"].as_str().unwrap()).collect();
+    accepted.sort_unstable();
+    let before = accepted.len();
+    accepted.dedup();
+    assert_eq!((before, accepted.len()), (N, N), "every envelope accepted, and each once (killed at {at_kill})");
+    let (inbox, filed, refused) = (count(&dv, "INBOX"), count(&dv, "Gatehouse.Accepted"), count(&dv, "Gatehouse.Rejected"));
+    assert_eq!(inbox, 0, "every mail filed");
+    assert_eq!(filed + refused, N as u32);
+    assert_eq!(filed, N as u32, "a mail whose envelope was accepted is filed as accepted, also when seen again after the kill");
+}

@@ -2,9 +2,11 @@
 //! envelope goes through the same pipeline as HTTP (transport `email`); only after its
 //! receipt is committed is the mail filed (`Gatehouse/Accepted` or `Gatehouse/Rejected`,
 //! moved where the server can, else copied and flagged; never deleted) and the account's
-//! progress (UIDVALIDITY, last UID) written. A crash between the commit and the filing
-//! sees the mail again after a restart: the pipeline refuses it as a replay, so nothing is
-//! accepted twice. Mail without an envelope is never touched. The connection is kept
+//! progress (UIDVALIDITY, last UID) written. A crash after the mail was recorded (its
+//! receipt, its UID) files it by that outcome after a restart without submitting it again;
+//! after a crash between the pipeline's commit and that record, the acceptance is found
+//! and recorded for the mail. Either way nothing is accepted twice, and the mail is filed
+//! as accepted. Mail without an envelope is never touched. The connection is kept
 //! with IDLE; a dropped one is made again with backoff; a refused login waits for the
 //! user instead of retrying. Receipts go back by mail through the account's outgoing
 //! server (`outbox`), queued in the same transaction that records the arrival.
@@ -108,6 +110,7 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), E
         _ => 0,
     };
     state(store, &f.name, "connected", None).await;
+    let mut first = true;
     loop {
         let batch = imap::fetch_after(&mut s, last, BATCH).await?;
         if batch.is_empty() {
@@ -117,7 +120,9 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), E
             continue;
         }
         for a in batch {
-            handle(inbox, store, f, &mut s, &a, (&accepted, &rejected, can_move)).await?;
+            // Only the first mail after connecting can be one a crash left half done.
+            let recovering = std::mem::take(&mut first);
+            handle(inbox, store, f, &mut s, &a, (validity, recovering), (&accepted, &rejected, can_move)).await?;
             last = a.uid;
             let n = f.name.clone();
             db(store, move |s| s.email_progress(&n, validity, last, &now())).await?;
@@ -133,28 +138,42 @@ async fn handle(
     f: &Follow,
     s: &mut Session,
     a: &imap::Arrived,
+    (validity, recovering): (u32, bool),
     (accepted, rejected, can_move): (&str, &str, bool),
 ) -> Result<(), EmailError> {
+    // Recorded before but not filed (a crash in between): filed by what was decided then.
+    let (name, uid) = (f.name.clone(), a.uid);
+    if recovering {
+        if let Some(was_accepted) = db(store, move |s| s.email_arrival_outcome(&name, validity, uid)).await? {
+            return imap::file(s, a.uid, if was_accepted { accepted } else { rejected }, can_move).await;
+        }
+    }
     let (found, carrier) = match &a.bytes {
         None => (Found::Unusable(format!("a mail of {} bytes; at most {} are read", a.size, imap::MAX_MAIL_BYTES)), Carrier::default()),
         Some(raw) => gatehouse_email::find(raw),
     };
-    let (outcome, envelope) = match found {
+    let (receipt, envelope) = match found {
         Found::Nothing => return Ok(()),
-        Found::Envelope(bytes) => (inbox.submit_async(&bytes, "email", Utc::now()).await, Some(bytes)),
-        Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", Utc::now()).await, None),
+        Found::Envelope(bytes) => match recovered(store, recovering, &bytes).await? {
+            // Accepted from this very mail before a crash: recorded now, not submitted again.
+            Some(receipt) => (receipt, Some(bytes)),
+            None => (inbox.submit_async(&bytes, "email", Utc::now()).await.receipt, Some(bytes)),
+        },
+        Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", Utc::now()).await.receipt, None),
     };
     let reply = {
-        let (fo, c, r) = (f.clone(), carrier.clone(), outcome.receipt.clone());
+        let (fo, c, r) = (f.clone(), carrier.clone(), receipt.clone());
         db(store, move |s| Ok(mail_back(s, &fo, &r, &c, envelope.as_deref()))).await?
     };
     let queued = reply.is_ok();
-    let (receipt_id, name) = (outcome.receipt.receipt_id.clone(), f.name.clone());
+    let (receipt_id, name) = (receipt.receipt_id.clone(), f.name.clone());
     db(store, move |s| {
         s.email_arrival(
             &gatehouse_store::email::Arrival {
                 receipt_id: &receipt_id,
                 account: &name,
+                uid_validity: validity,
+                uid,
                 from_addr: carrier.from.as_deref(),
                 message_id: carrier.message_id.as_deref(),
                 subject: carrier.subject.as_deref(),
@@ -167,6 +186,15 @@ async fn handle(
     if queued {
         f.wake.notify_one();
     }
-    let folder = if outcome.receipt.status == ReceiptStatus::Accepted { accepted } else { rejected };
+    let folder = if receipt.status == ReceiptStatus::Accepted { accepted } else { rejected };
     imap::file(s, a.uid, folder, can_move).await
+}
+
+/// The receipt of an acceptance this mail's envelope got before a crash cut its handling
+/// short (committed by the pipeline, the mail not yet recorded), when `recovering`.
+async fn recovered(store: &Arc<Store>, recovering: bool, envelope: &[u8]) -> Result<Option<gatehouse_epp::Receipt>, EmailError> {
+    let id = serde_json::from_slice::<serde_json::Value>(envelope).ok().and_then(|v| v["envelope_id"].as_str().map(str::to_string));
+    let Some(id) = id.filter(|_| recovering) else { return Ok(None) };
+    let found = db(store, move |s| s.email_unrecorded_acceptance(&id)).await?;
+    Ok(found.and_then(|v| serde_json::from_value(v).ok()))
 }
