@@ -66,6 +66,15 @@ pub struct Dovecot {
 
 impl Dovecot {
     pub fn start() -> Option<Dovecot> {
+        Self::start_with("")
+    }
+
+    /// A server that does not offer IDLE (some providers' do not).
+    pub fn start_without_idle() -> Option<Dovecot> {
+        Self::start_with("imap_capability = IMAP4rev1 SASL-IR LITERAL+ ID ENABLE UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED MOVE")
+    }
+
+    fn start_with(imap: &str) -> Option<Dovecot> {
         let bin = find("Dovecot", "dovecot-imapd", &["/usr/sbin/dovecot", "/usr/local/sbin/dovecot"])?;
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -94,7 +103,7 @@ impl Dovecot {
              userdb {{\n  driver = static\n  args = {mail_user} home={r}/home/%u\n}}\n\
              mail_location = maildir:~/Maildir\n\
              service imap-login {{\n  chroot =\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n  inet_listener imaps {{\n    port = 0\n  }}\n}}\n\
-             service anvil {{\n  chroot =\n}}\nprotocol imap {{\n  mail_max_userip_connections = 50\n}}\n",
+             service anvil {{\n  chroot =\n}}\nprotocol imap {{\n  mail_max_userip_connections = 50\n  {imap}\n}}\n",
             r = d.display()
         );
         std::fs::write(d.join("dovecot.conf"), conf).unwrap();

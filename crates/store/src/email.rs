@@ -17,7 +17,8 @@ pub struct EmailAccountRow {
     pub added_at: String,
     pub uid_validity: Option<u32>,
     pub last_uid: u32,
-    /// new, connecting, connected, idle, error, stopped
+    /// new, connecting, connected, idle (waiting with IDLE), polling (a server without
+    /// IDLE, asked again after a while), error, stopped
     pub state: String,
     pub last_error: Option<String>,
     pub last_sync: Option<String>,

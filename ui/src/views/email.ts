@@ -11,6 +11,7 @@ export function accountState(a: EmailAccountRow): string {
   const since = a.last_sync ? ` (last checked ${when(a.last_sync)})` : '';
   switch (a.state) {
     case 'idle': return `Connected, waiting for new mail${since}`;
+    case 'polling': return `Connected, checking for new mail every minute (the server cannot announce it)${since}`;
     case 'connected': return `Connected, reading new mail${since}`;
     case 'connecting': return 'Connecting…';
     case 'error': return `Not connected: ${a.last_error ?? 'an error'}`;

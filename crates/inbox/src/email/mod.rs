@@ -7,7 +7,8 @@
 //! after a crash between the pipeline's commit and that record, the acceptance is found
 //! and recorded for the mail. Either way nothing is accepted twice, and the mail is filed
 //! as accepted. Mail without an envelope is never touched. The connection is kept
-//! with IDLE; a dropped one is made again with backoff; a refused login waits for the
+//! with IDLE (a server without it is asked every minute); a dropped one is made again
+//! with backoff; a refused login waits for the
 //! user instead of retrying. Receipts go back by mail through the account's outgoing
 //! server (`outbox`), queued in the same transaction that records the arrival.
 
@@ -29,6 +30,8 @@ use crate::gate::hub::Inbox;
 const BATCH: usize = 200;
 /// Servers end an IDLE after 30 minutes; it is renewed before that.
 const IDLE: Duration = Duration::from_secs(25 * 60);
+/// How often a server without IDLE is asked for new mail.
+pub const POLL: Duration = Duration::from_secs(60);
 /// Reconnect backoff, doubling from the first to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(300));
 
@@ -42,11 +45,13 @@ pub struct Follow {
     pub smtp_password: Option<String>,
     /// Rung when a mail is queued to go out.
     pub wake: Arc<tokio::sync::Notify>,
+    /// How often a server without IDLE is asked for new mail.
+    pub poll: Duration,
 }
 
 impl Follow {
     pub fn new(name: String, account: Account, password: String, smtp_password: Option<String>) -> Self {
-        Follow { name, account, password, smtp_password, wake: Arc::new(tokio::sync::Notify::new()) }
+        Follow { name, account, password, smtp_password, wake: Arc::new(tokio::sync::Notify::new()), poll: POLL }
     }
 }
 
@@ -99,6 +104,7 @@ pub async fn follow(inbox: Arc<Inbox>, store: Arc<Store>, f: Follow, stop: impl 
 async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), EmailError> {
     let mut s = imap::connect(&f.account, &f.password).await?;
     let (accepted, rejected, can_move) = imap::prepare(&mut s).await?;
+    let can_idle = s.capabilities().await?.has_str("IDLE");
     let mailbox = s.select(&f.account.folder).await?;
     let validity = mailbox.uid_validity.unwrap_or(0);
     let n = f.name.clone();
@@ -114,9 +120,16 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), E
     loop {
         let batch = imap::fetch_after(&mut s, last, BATCH).await?;
         if batch.is_empty() {
-            state(store, &f.name, "idle", None).await;
-            let (again, _) = imap::idle(s, IDLE).await?;
-            s = again;
+            state(store, &f.name, if can_idle { "idle" } else { "polling" }, None).await;
+            if can_idle {
+                let (again, _) = imap::idle(s, IDLE).await?;
+                s = again;
+            } else {
+                // A server without IDLE is asked again after a while; NOOP lets it tell
+                // what arrived (the next fetch reads it either way).
+                tokio::time::sleep(f.poll).await;
+                s.noop().await?;
+            }
             continue;
         }
         for a in batch {

@@ -292,3 +292,22 @@ async fn a_restarted_server_and_a_recreated_folder_are_followed_again_without_lo
     assert_eq!(accepted.len(), 3, "{accepted:?}");
     inbox.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_idle_is_asked_again_after_a_while() {
+    let Some(dv) = Dovecot::start_without_idle() else { return };
+    let mut s = imap::connect(&account(dv.port), "secret").await.unwrap();
+    assert!(!s.capabilities().await.unwrap().has_str("IDLE"), "the server must not offer IDLE for this test to mean anything");
+    s.logout().await.unwrap();
+    let alice = key(7);
+    let mut f = Follow::new("personal".into(), account(dv.port), "secret".into(), None);
+    f.poll = Duration::from_millis(500);
+    let inbox = following(f, Some(&alice)).await;
+    let store = inbox.store.clone();
+    // The user sees that the account is asked now and then rather than told at once.
+    wait_account(&store, "polling for mail", |a| a.state == "polling").await;
+    deliver(dv.port, &envelope_mail(&inbox.signed(&alice, "support", "polled"), 1)).await;
+    wait_account(&store, "the mail picked up by polling", |a| a.last_uid == 1).await;
+    assert_eq!(email_receipts(&store)[0].status, "accepted");
+    inbox.stop().await;
+}
