@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes every reader of others' bytes with cargo-fuzz (libFuzzer): the EPP envelope reader
 # and canonical serialisations, UAMP envelopes/JWS/frames, ASOP JSON-RPC, MAIL events and
-# task logs, IntentWeb manifests and envelopes, and the SSE reader.
+# task logs, IntentWeb manifests and envelopes, the SSE reader, and mails (where an envelope
+# is in one).
 #   scripts/fuzz.sh [seconds-per-target]     default 30 (what CI runs); try 3600 overnight
 # Seeds come from the shared EPP vectors; findings land in fuzz/artifacts/<target>/ and
 # make this script fail. Runs on stable Rust (no sanitizer: -s none).
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-30}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 vectors="tests/data/vectors/epp/envelopes.json"
-for target in envelope canonical uamp asop mail intentweb sse; do
+for target in envelope canonical uamp asop mail intentweb sse email; do
   corpus="fuzz/corpus/$target"
   mkdir -p "$corpus"
   if [ -f "$vectors" ] && { [ "$target" = envelope ] || [ "$target" = canonical ]; }; then

@@ -6,8 +6,11 @@
 //! - [`smtp`]: mail going out: receipts mailed back, envelopes sent by mail.
 
 pub mod extract;
+#[cfg(feature = "net")]
 pub mod imap;
+#[cfg(feature = "net")]
 pub mod smtp;
 
 pub use extract::{find, Carrier, Found};
+#[cfg(feature = "net")]
 pub use imap::{Account, EmailError, Security};
