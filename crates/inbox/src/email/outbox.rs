@@ -49,8 +49,13 @@ pub fn mail_back(store: &Store, f: &Follow, receipt: &Receipt, carrier: &Carrier
     if !verified(receipt) {
         return Err("the envelope did not verify, so who sent the mail is unknown: a receipt would go to whatever address the mail names".into());
     }
-    if receipt.error.as_ref().is_some_and(|e| e.code == ErrorCode::SenderRevoked) {
-        return Err("the sender's key is revoked".into());
+    match receipt.error.as_ref().map(|e| e.code) {
+        Some(ErrorCode::SenderRevoked) => return Err("the sender's key is revoked".into()),
+        // Anyone can mail a copy of someone's envelope with their own From: answering
+        // replays would let them send mail from this account to any address. The
+        // envelope's first arrival was answered.
+        Some(ErrorCode::ReplayDetected) => return Err("a replay: the envelope's first arrival was answered".into()),
+        _ => {}
     }
     let sender = envelope.and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok()).and_then(|v| v["sender"].as_str().map(str::to_string));
     let known = match &sender {

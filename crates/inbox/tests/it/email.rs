@@ -168,10 +168,12 @@ async fn receipts_go_back_by_mail_to_known_senders_and_never_to_an_unverified_fr
     deliver(dv.port, &envelope_mail(&known, 1)).await;
     deliver(dv.port, &envelope_mail(&knock, 2)).await;
     deliver(dv.port, &envelope_mail(&serde_json::json!({"version": "1", "sender": "x", "signature": "y"}), 3)).await;
+    // A copy of the known sender's envelope, mailed by someone else: a replay, not answered.
+    deliver(dv.port, &envelope_mail(&known, 4).replace("From: Clinic <agent@clinic.example>", "From: victim@elsewhere.example")).await;
 
     let inbox = following(follow_sending(&sending(&dv, &ex, MailReceipts::Known)), Some(&alice)).await;
     let store = inbox.store.clone();
-    wait_account(&store, "the backlog handled", |a| a.last_uid == 3).await;
+    wait_account(&store, "the backlog handled", |a| a.last_uid == 4).await;
 
     // One receipt mail: to the known sender, answering its mail, the receipt attached.
     let mails = ex.wait_delivered(1);
@@ -187,9 +189,14 @@ async fn receipts_go_back_by_mail_to_known_senders_and_never_to_an_unverified_fr
 
     // What the inbox shows about each: where it came from and whether its receipt went back.
     let receipts = email_receipts(&store);
-    assert_eq!(receipts.len(), 3, "{receipts:?}");
+    assert_eq!(receipts.len(), 4, "{receipts:?}");
     for r in &receipts {
         let a = store.email_arrival_get(&r.receipt_id).unwrap().expect("every envelope mail is recorded");
+        if r.code.as_deref() == Some("REPLAY_DETECTED") {
+            assert_eq!(a.from_addr.as_deref(), Some("victim@elsewhere.example"));
+            assert!(a.not_mailed.as_deref().is_some_and(|w| w.contains("replay")), "{a:?}");
+            continue;
+        }
         assert_eq!(a.from_addr.as_deref(), Some("agent@clinic.example"));
         match r.code.as_deref() {
             None => {
