@@ -6,11 +6,11 @@
 //! receipt, its UID) files it by that outcome after a restart without submitting it again;
 //! after a crash between the pipeline's commit and that record, the acceptance is found
 //! and recorded for the mail. Either way nothing is accepted twice, and the mail is filed
-//! as accepted. Mail without an envelope is never touched. The connection is kept
-//! with IDLE (a server without it is asked every minute); a dropped one is made again
-//! with backoff; a refused login waits for the
-//! user instead of retrying. Receipts go back by mail through the account's outgoing
-//! server (`outbox`), queued in the same transaction that records the arrival.
+//! as accepted. Mail without an envelope is never touched. The connection is kept with
+//! IDLE (a server without it is asked every minute); a dropped one is made again with
+//! backoff; a refused login waits for the user instead of retrying. Receipts go back by
+//! mail through the account's outgoing server (`outbox`), queued in the same transaction
+//! that records the arrival.
 
 mod outbox;
 pub use outbox::{deliver, mail_back};
