@@ -648,7 +648,10 @@ export type EmailAccountRow_Deserialize = {
 	added_at: string,
 	uid_validity?: number | null,
 	last_uid: number,
-	/**  new, connecting, connected, idle, error, stopped */
+	/**
+	 *  new, connecting, connected, idle (waiting with IDLE), polling (a server without
+	 *  IDLE, asked again after a while), error, stopped
+	 */
 	state: string,
 	last_error?: string | null,
 	last_sync?: string | null,
@@ -661,7 +664,10 @@ export type EmailAccountRow_Serialize = {
 	added_at: string,
 	uid_validity: number | null,
 	last_uid: number,
-	/**  new, connecting, connected, idle, error, stopped */
+	/**
+	 *  new, connecting, connected, idle (waiting with IDLE), polling (a server without
+	 *  IDLE, asked again after a while), error, stopped
+	 */
 	state: string,
 	last_error: string | null,
 	last_sync: string | null,
