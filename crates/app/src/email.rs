@@ -92,6 +92,23 @@ pub fn smtp_password_name(name: &str, s: &gatehouse_email::smtp::Submission) -> 
     format!("email-smtp-password:{name}:{}@{}:{}", s.user, s.host, s.port)
 }
 
+/// The outgoing server's kept password, when the account has an outgoing server.
+fn smtp_password(secrets: &Secrets, name: &str, a: &Account) -> Result<Option<String>> {
+    Ok(match &a.smtp {
+        Some(s) => secrets.get(&smtp_password_name(name, s))?,
+        None => None,
+    })
+}
+
+/// Forgets every password kept for an account (its IMAP and its SMTP server's).
+fn forget(secrets: &Secrets, name: &str, a: &Account) -> Result<()> {
+    secrets.delete(&password_name(name, a))?;
+    if let Some(s) = &a.smtp {
+        secrets.delete(&smtp_password_name(name, s))?;
+    }
+    Ok(())
+}
+
 fn account_of(row: &EmailAccountRow) -> Result<Account> {
     serde_json::from_value(row.account.clone()).map_err(|e| CommandError::new(Code::Store, format!("account {}: {e}", row.name)))
 }
@@ -125,11 +142,7 @@ pub async fn add(store: std::sync::Arc<Store>, data_dir: &Path, name: &str, acco
     let row = blocking(move || {
         let secrets = Secrets::open(&dir)?;
         if let Some(old) = store.email_account(&name)? {
-            let old = account_of(&old)?;
-            secrets.delete(&password_name(&name, &old))?;
-            if let Some(smtp) = &old.smtp {
-                secrets.delete(&smtp_password_name(&name, smtp))?;
-            }
+            forget(&secrets, &name, &account_of(&old)?)?;
         }
         // The same password is kept once per server it was given for, so an outgoing
         // server moved elsewhere later never receives it without the user typing it again.
@@ -154,11 +167,7 @@ pub fn list(store: &Store) -> Result<Vec<EmailAccountRow>> {
 pub fn remove(store: &Store, data_dir: &Path, name: &str) -> Result<()> {
     let row = store.email_account(name)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no mail account {name:?}")))?;
     let account = account_of(&row)?;
-    let secrets = Secrets::open(data_dir)?;
-    secrets.delete(&password_name(name, &account))?;
-    if let Some(smtp) = &account.smtp {
-        secrets.delete(&smtp_password_name(name, smtp))?;
-    }
+    forget(&Secrets::open(data_dir)?, name, &account)?;
     store.email_account_remove(name)?;
     store.audit("email.account_remove", None, &serde_json::json!({"name": name}), &now())?;
     Ok(())
@@ -173,10 +182,7 @@ pub async fn test(store: std::sync::Arc<Store>, data_dir: &Path, name: &str) -> 
         let secrets = Secrets::open(&dir)?;
         let password =
             secrets.get(&password_name(&n, &account))?.ok_or_else(|| CommandError::new(Code::NoToken, format!("no password is kept for {n}: add it again")))?;
-        let smtp = match &account.smtp {
-            Some(s) => secrets.get(&smtp_password_name(&n, s))?,
-            None => None,
-        };
+        let smtp = smtp_password(&secrets, &n, &account)?;
         Ok((account, password, smtp))
     })
     .await?;
@@ -237,10 +243,7 @@ pub fn follows(store: &Store, data_dir: &Path) -> Result<Vec<Follow>> {
         let account = account_of(&row)?;
         match secrets.get(&password_name(&row.name, &account))? {
             Some(password) => {
-                let smtp = match &account.smtp {
-                    Some(s) => secrets.get(&smtp_password_name(&row.name, s))?,
-                    None => None,
-                };
+                let smtp = smtp_password(&secrets, &row.name, &account)?;
                 out.push(Follow::new(row.name, account, password, smtp))
             }
             None => store.email_state(&row.name, "error", Some("no password is kept for this account: add it again"), &now())?,
