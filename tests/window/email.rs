@@ -1,5 +1,6 @@
 //! EPP by email in the window, against a real Dovecot and Exim on loopback: a mail account
-//! added in Settings (the login tried first), its state shown, an envelope that arrives by
+//! added in Settings (the login tried first; STARTTLS to a server with its own certificate,
+//! pasted in the form), its state shown, an envelope that arrives by
 //! mail shown as "arrived by email" with what the mail says about itself, and its receipt
 //! mailed back to the sender.
 
@@ -7,17 +8,18 @@ use crate::harness::*;
 use gatehouse_email_testservers::{Dovecot, Exim, PASSWORD, USER};
 
 /// Puts a mail in alice's INBOX, as delivery would.
-fn deliver(port: u16, mail: &str) {
+fn deliver(dv: &Dovecot, mail: &str) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let account = gatehouse_email::Account {
             host: "127.0.0.1".into(),
-            port,
-            security: gatehouse_email::Security::Plain,
+            port: dv.port,
+            security: gatehouse_email::Security::StartTls,
             user: USER.into(),
             folder: "INBOX".into(),
             smtp: None,
             receipts: Default::default(),
+            certificate: dv.certificate.as_ref().map(|c| c.pem.clone()),
         };
         let mut s = gatehouse_email::imap::connect(&account, PASSWORD).await.unwrap();
         s.append("INBOX", None, None, mail.replace('\n', "\r\n").as_bytes()).await.unwrap();
@@ -28,7 +30,7 @@ fn deliver(port: u16, mail: &str) {
 #[test]
 fn a_mail_account_is_added_in_settings_and_an_envelope_by_mail_is_shown_with_its_mailed_receipt() {
     let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
-    let (Some(dv), Some(ex)) = (Dovecot::start(), Exim::start()) else { return };
+    let (Some(dv), Some(ex)) = (Dovecot::start_tls(), Exim::start()) else { return };
     let app = App::start();
     app.click("#nav-settings");
     app.find("#email-accounts");
@@ -36,8 +38,10 @@ fn a_mail_account_is_added_in_settings_and_an_envelope_by_mail_is_shown_with_its
     app.script("document.querySelector('#email-accounts details').open = true; return true;");
     app.type_into("#email-name", "personal");
     app.type_into("#email-host", "127.0.0.1");
+    app.script("document.querySelector('#email-security').value = 'starttls'; return true;");
     app.type_into("#email-port", &dv.port.to_string());
-    app.script("document.querySelector('#email-tls').checked = false; return true;");
+    let pem = serde_json::to_string(&dv.certificate.as_ref().unwrap().pem).unwrap();
+    app.script(&format!("document.querySelector('#email-certificate').value = {pem}; return true;"));
     app.type_into("#email-user", USER);
     app.type_into("#email-password", "wrong");
     app.click("#email-add");
@@ -52,6 +56,7 @@ fn a_mail_account_is_added_in_settings_and_an_envelope_by_mail_is_shown_with_its
     app.click("#email-add");
     app.wait_text("#email-msg", "mail goes out through");
     app.wait_text("#email-list", "personal");
+    assert!(app.text("#email-list").contains("over STARTTLS (its own certificate trusted)"), "{}", app.text("#email-list"));
     // Followed at once: the inbox restarted with it and waits for new mail.
     app.wait("the account to be followed", || {
         app.click("#nav-inbox");
@@ -66,7 +71,7 @@ fn a_mail_account_is_added_in_settings_and_an_envelope_by_mail_is_shown_with_its
     app.trust(&clinic, "Clinic", &["support"]);
     let env = app.envelope(&clinic, "support", "Your lab results are ready; nothing needs doing.");
     deliver(
-        dv.port,
+        &dv,
         &format!(
             "From: Clinic <agent@clinic.example>\nTo: alice+gatehouse@home.example\nMessage-ID: <lab-1@clinic.example>\nSubject: lab results\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nAttached.\n--b\nContent-Type: application/epp+json\nContent-Disposition: attachment; filename=\"e.epp.json\"\n\n{env}\n--b--\n"
         ),

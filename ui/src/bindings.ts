@@ -144,8 +144,8 @@ export type AccountInput_Deserialize = {
 	name: string,
 	host: string,
 	port: number,
-	/**  false: no TLS (only to a server on this machine). */
-	tls: boolean,
+	/**  "tls" (from the first byte), "starttls" or "plain" (only to a server on this machine). */
+	security: string,
 	user: string,
 	folder: string,
 	password: string,
@@ -158,6 +158,11 @@ export type AccountInput_Deserialize = {
 	from?: string | null,
 	/**  "known", "everyone" or "off". */
 	receipts?: string | null,
+	/**
+	 *  A certificate (PEM) to trust for this account's servers besides the public
+	 *  authorities: a self-hosted server's own.
+	 */
+	certificate?: string | null,
 };
 
 /**
@@ -168,8 +173,8 @@ export type AccountInput_Serialize = {
 	name: string,
 	host: string,
 	port: number,
-	/**  false: no TLS (only to a server on this machine). */
-	tls: boolean,
+	/**  "tls" (from the first byte), "starttls" or "plain" (only to a server on this machine). */
+	security: string,
 	user: string,
 	folder: string,
 	password: string,
@@ -182,6 +187,11 @@ export type AccountInput_Serialize = {
 	from: string | null,
 	/**  "known", "everyone" or "off". */
 	receipts: string | null,
+	/**
+	 *  A certificate (PEM) to trust for this account's servers besides the public
+	 *  authorities: a self-hosted server's own.
+	 */
+	certificate: string | null,
 };
 
 export type Action = "allow" | "deny" | "ask" | 

@@ -27,8 +27,8 @@ pub struct AccountInput {
     pub name: String,
     pub host: String,
     pub port: u16,
-    /// false: no TLS (only to a server on this machine).
-    pub tls: bool,
+    /// "tls" (from the first byte), "starttls" or "plain" (only to a server on this machine).
+    pub security: String,
     pub user: String,
     pub folder: String,
     pub password: String,
@@ -41,6 +41,9 @@ pub struct AccountInput {
     pub from: Option<String>,
     /// "known", "everyone" or "off".
     pub receipts: Option<String>,
+    /// A certificate (PEM) to trust for this account's servers besides the public
+    /// authorities: a self-hosted server's own.
+    pub certificate: Option<String>,
 }
 
 impl AccountInput {
@@ -66,7 +69,12 @@ impl AccountInput {
             "off" => MailReceipts::Off,
             other => return Err(CommandError::new(Code::Invalid, format!("unknown receipts setting {other:?} (known, everyone or off)"))),
         };
-        let security = if self.tls { gatehouse_email::Security::Tls } else { gatehouse_email::Security::Plain };
+        let security = match self.security.trim() {
+            "tls" | "" => gatehouse_email::Security::Tls,
+            "starttls" => gatehouse_email::Security::StartTls,
+            "plain" => gatehouse_email::Security::Plain,
+            other => return Err(CommandError::new(Code::Invalid, format!("unknown security {other:?} (tls, starttls or plain)"))),
+        };
         let account = Account {
             host: self.host.trim().to_string(),
             port: self.port,
@@ -75,6 +83,7 @@ impl AccountInput {
             folder: word(&Some(self.folder.clone()), "INBOX"),
             smtp,
             receipts,
+            certificate: self.certificate.as_deref().map(str::trim).filter(|c| !c.is_empty()).map(str::to_string),
         };
         account.check()?;
         Ok(account)
@@ -123,7 +132,7 @@ pub async fn probe(account: &Account, password: &str, smtp_password: Option<&str
     let out = match &account.smtp {
         Some(smtp) => {
             let p = smtp_password.ok_or_else(|| CommandError::new(Code::NoToken, "no password is kept for the outgoing server: add the account again"))?;
-            gatehouse_email::smtp::probe(smtp, p).await?;
+            gatehouse_email::smtp::probe(smtp, account.certificate.as_deref(), p).await?;
             format!("; mail goes out through {}:{} as {}", smtp.host, smtp.port, smtp.from)
         }
         None => "; no outgoing server, so no receipt is mailed back".into(),
@@ -200,15 +209,16 @@ pub async fn send_envelope(
     envelope: &serde_json::Value,
 ) -> Result<String> {
     let (wanted, dir, st) = (account.map(str::to_string), data_dir.to_path_buf(), store.clone());
-    let (name, smtp, password) = blocking(move || {
+    let (name, smtp, certificate, password) = blocking(move || {
         let rows = st.email_accounts()?;
         let mut with_smtp = Vec::new();
         for r in &rows {
-            if let Some(s) = account_of(r)?.smtp {
-                with_smtp.push((r.name.clone(), s));
+            let a = account_of(r)?;
+            if let Some(s) = a.smtp {
+                with_smtp.push((r.name.clone(), (s, a.certificate)));
             }
         }
-        let (name, smtp) = match &wanted {
+        let (name, (smtp, certificate)) = match &wanted {
             Some(w) => with_smtp
                 .into_iter()
                 .find(|(n, _)| n == w)
@@ -222,13 +232,13 @@ pub async fn send_envelope(
         let password = Secrets::open(&dir)?
             .get(&smtp_password_name(&name, &smtp))?
             .ok_or_else(|| CommandError::new(Code::NoToken, format!("no password is kept for {name}'s outgoing server: add the account again")))?;
-        Ok((name, smtp, password))
+        Ok((name, smtp, certificate, password))
     })
     .await?;
     let to = to.strip_prefix("mailto:").unwrap_or(to).trim().to_string();
     let json = serde_json::to_string_pretty(envelope).map_err(|e| CommandError::new(Code::Internal, e.to_string()))?;
     let message = gatehouse_email::smtp::envelope_mail(&smtp.from, &to, subject, &json)?;
-    gatehouse_email::smtp::send(&smtp, &password, &to, &message).await?;
+    gatehouse_email::smtp::send(&smtp, certificate.as_deref(), &password, &to, &message).await?;
     let detail = serde_json::json!({"account": name, "to": to, "envelope_id": envelope["envelope_id"]});
     blocking(move || Ok(store.audit("email.envelope_sent", None, &detail, &now())?)).await?;
     Ok(format!("mailed to {to} through {}:{} as {}", smtp.host, smtp.port, smtp.from))

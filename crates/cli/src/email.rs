@@ -6,8 +6,6 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use gatehouse_app::email;
-use gatehouse_email::smtp::{MailReceipts, SmtpSecurity, Submission};
-use gatehouse_email::{Account, Security};
 use gatehouse_inbox::service::Opened;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -25,11 +23,19 @@ pub enum EmailCmd {
         /// The IMAP server
         #[arg(long)]
         host: String,
-        #[arg(long, default_value_t = 993)]
-        port: u16,
+        /// Default: 993, or 143 with --starttls
+        #[arg(long)]
+        port: Option<u16>,
+        /// STARTTLS on a plain connection (port 143) instead of TLS from the first byte
+        #[arg(long, conflicts_with = "plain")]
+        starttls: bool,
         /// No TLS (only for a server on this machine)
         #[arg(long)]
         plain: bool,
+        /// A certificate (PEM file) to trust for this account's servers besides the public
+        /// authorities: a self-hosted server's own
+        #[arg(long)]
+        certificate: Option<std::path::PathBuf>,
         #[arg(long)]
         user: String,
         /// The folder envelope mail arrives in
@@ -76,7 +82,9 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String
             name,
             host,
             port,
+            starttls,
             plain,
+            certificate,
             user,
             folder,
             password_stdin: _,
@@ -89,25 +97,35 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String
             receipts,
         } => {
             let password = crate::uamp::read_token()?;
-            let smtp = smtp_host.map(|h| Submission {
-                host: h,
-                port: smtp_port,
-                security: if smtp_plain {
-                    SmtpSecurity::Plain
-                } else if smtp_starttls {
-                    SmtpSecurity::StartTls
-                } else {
-                    SmtpSecurity::Tls
-                },
-                user: smtp_user.unwrap_or_else(|| user.clone()),
-                from: from.clone().unwrap_or_else(|| user.clone()),
-            });
-            let receipts = match receipts {
-                ReceiptsArg::Known => MailReceipts::Known,
-                ReceiptsArg::Everyone => MailReceipts::Everyone,
-                ReceiptsArg::Off => MailReceipts::Off,
+            let certificate = match certificate {
+                Some(p) => Some(std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?),
+                None => None,
             };
-            let account = Account { host, port, security: if plain { Security::Plain } else { Security::Tls }, user, folder, smtp, receipts };
+            let word = |on: bool, w: &str| on.then(|| w.to_string());
+            let input = email::AccountInput {
+                name: name.clone(),
+                port: port.unwrap_or(if starttls { 143 } else { 993 }),
+                security: word(starttls, "starttls").or(word(plain, "plain")).unwrap_or_else(|| "tls".into()),
+                host,
+                user,
+                folder,
+                password: String::new(),
+                smtp_host,
+                smtp_port: Some(smtp_port),
+                smtp_security: word(smtp_starttls, "starttls").or(word(smtp_plain, "plain")),
+                smtp_user,
+                from,
+                receipts: Some(
+                    match receipts {
+                        ReceiptsArg::Known => "known",
+                        ReceiptsArg::Everyone => "everyone",
+                        ReceiptsArg::Off => "off",
+                    }
+                    .into(),
+                ),
+                certificate,
+            };
+            let account = input.account().map_err(|e| e.coded_message())?;
             let (row, said) =
                 crate::uamp::runtime()?.block_on(email::add(o.store.clone(), data_dir, &name, account, password)).map_err(|e| e.coded_message())?;
             println!("{}: {said}", row.name);

@@ -56,29 +56,80 @@ fn start(bin: &Path, args: &[&str]) -> Group {
     Group(Command::new(bin).args(args).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0).spawn().unwrap())
 }
 
-/// Dovecot serving IMAP (no TLS: loopback only) for `alice`.
+/// A certificate for 127.0.0.1 and localhost, made for one test server (self-signed:
+/// a client trusts it only when told to).
+pub struct Certificate {
+    /// What a client is told to trust.
+    pub pem: String,
+    key_pem: String,
+}
+
+impl Certificate {
+    pub fn new() -> Certificate {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        Certificate { pem: cert.pem(), key_pem: key.serialize_pem() }
+    }
+
+    /// Writes the certificate and its key into `dir`; returns their paths.
+    fn write(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&c, &self.pem).unwrap();
+        std::fs::write(&k, &self.key_pem).unwrap();
+        (c, k)
+    }
+}
+
+impl Default for Certificate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Dovecot serving IMAP for `alice`: without TLS (loopback only), or with TLS only.
 pub struct Dovecot {
     child: Option<Group>,
     bin: PathBuf,
     dir: tempfile::TempDir,
+    /// IMAP (plain, or STARTTLS with `start_tls`).
     pub port: u16,
+    /// IMAPS (TLS from the first byte), with `start_tls` only.
+    pub tls_port: u16,
+    /// The server's certificate, with `start_tls`.
+    pub certificate: Option<Certificate>,
 }
 
 impl Dovecot {
     pub fn start() -> Option<Dovecot> {
-        Self::start_with("")
+        Self::start_with("", None)
     }
 
     /// A server that does not offer IDLE (some providers' do not).
     pub fn start_without_idle() -> Option<Dovecot> {
-        Self::start_with("imap_capability = IMAP4rev1 SASL-IR LITERAL+ ID ENABLE UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED MOVE")
+        Self::start_with("imap_capability = IMAP4rev1 SASL-IR LITERAL+ ID ENABLE UNSELECT CHILDREN NAMESPACE UIDPLUS LIST-EXTENDED MOVE", None)
     }
 
-    fn start_with(imap: &str) -> Option<Dovecot> {
+    /// A server that takes logins over TLS only: STARTTLS on `port`, TLS from the first
+    /// byte on `tls_port`, with a certificate of its own (`certificate`).
+    pub fn start_tls() -> Option<Dovecot> {
+        Self::start_with("", Some(Certificate::new()))
+    }
+
+    fn start_with(imap: &str, certificate: Option<Certificate>) -> Option<Dovecot> {
         let bin = find("Dovecot", "dovecot-imapd", &["/usr/sbin/dovecot", "/usr/local/sbin/dovecot"])?;
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let port = free_port();
+        let tls_port = if certificate.is_some() { free_port() } else { 0 };
+        let ssl = match &certificate {
+            Some(c) => {
+                let (cert, key) = c.write(d);
+                format!("ssl = required\nssl_cert = <{}\nssl_key = <{}\n", cert.display(), key.display())
+            }
+            None => "ssl = no\ndisable_plaintext_auth = no\n".into(),
+        };
+        let imaps = if tls_port == 0 { "port = 0".to_string() } else { format!("address = 127.0.0.1\n    port = {tls_port}\n    ssl = yes") };
         for sub in ["run", "state", "home"] {
             std::fs::create_dir(d.join(sub)).unwrap();
         }
@@ -97,17 +148,17 @@ impl Dovecot {
             if is_root() { "uid=dovecot gid=dovecot".to_string() } else { format!("uid={} gid={}", unsafe { libc::getuid() }, unsafe { libc::getgid() }) };
         std::fs::write(d.join("passwd"), format!("{USER}:{{PLAIN}}{PASSWORD}\n")).unwrap();
         let conf = format!(
-            "base_dir = {r}/run\nstate_dir = {r}/state\nlog_path = {r}/dovecot.log\nprotocols = imap\nlisten = 127.0.0.1\nssl = no\n\
-             disable_plaintext_auth = no\nauth_mechanisms = plain login\nfirst_valid_uid = 1\n{users}\
+            "base_dir = {r}/run\nstate_dir = {r}/state\nlog_path = {r}/dovecot.log\nprotocols = imap\nlisten = 127.0.0.1\n{ssl}\
+             auth_mechanisms = plain login\nfirst_valid_uid = 1\n{users}\
              passdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {r}/passwd\n}}\n\
              userdb {{\n  driver = static\n  args = {mail_user} home={r}/home/%u\n}}\n\
              mail_location = maildir:~/Maildir\n\
-             service imap-login {{\n  chroot =\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n  inet_listener imaps {{\n    port = 0\n  }}\n}}\n\
+             service imap-login {{\n  chroot =\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n  inet_listener imaps {{\n    {imaps}\n  }}\n}}\n\
              service anvil {{\n  chroot =\n}}\nprotocol imap {{\n  mail_max_userip_connections = 50\n  {imap}\n}}\n",
             r = d.display()
         );
         std::fs::write(d.join("dovecot.conf"), conf).unwrap();
-        let mut dv = Dovecot { child: None, bin, dir, port };
+        let mut dv = Dovecot { child: None, bin, dir, port, tls_port, certificate };
         dv.restart();
         Some(dv)
     }
@@ -120,6 +171,9 @@ impl Dovecot {
         // Killed with its group when dropped, on the way out of a failed start too.
         self.child = Some(start(&self.bin, &["-c", conf.to_str().unwrap(), "-F"]));
         wait_listening(self.port, "Dovecot", &self.dir.path().join("dovecot.log"));
+        if self.tls_port != 0 {
+            wait_listening(self.tls_port, "Dovecot (IMAPS)", &self.dir.path().join("dovecot.log"));
+        }
     }
 
     /// Stops the server until `restart`.
@@ -139,21 +193,32 @@ pub struct Exim {
     child: Option<Group>,
     bin: PathBuf,
     dir: tempfile::TempDir,
+    /// SMTP (plain, or STARTTLS with `start_tls`).
     pub port: u16,
+    /// SMTPS (TLS from the first byte), with `start_tls` only.
+    pub tls_port: u16,
+    /// The server's certificate, with `start_tls`.
+    pub certificate: Option<Certificate>,
 }
 
 impl Exim {
     /// Delivers into a Maildir of its own (see `delivered`).
     pub fn start() -> Option<Exim> {
-        Self::start_into(None)
+        Self::start_into(None, None)
     }
 
     /// Delivers into alice's INBOX on `dovecot`, so what is sent arrives there.
     pub fn start_for(dovecot: &Dovecot) -> Option<Exim> {
-        Self::start_into(Some(dovecot))
+        Self::start_into(Some(dovecot), None)
     }
 
-    fn start_into(dovecot: Option<&Dovecot>) -> Option<Exim> {
+    /// Takes logins over TLS only: STARTTLS on `port`, TLS from the first byte on
+    /// `tls_port`, with a certificate of its own (`certificate`).
+    pub fn start_tls() -> Option<Exim> {
+        Self::start_into(None, Some(Certificate::new()))
+    }
+
+    fn start_into(dovecot: Option<&Dovecot>, certificate: Option<Certificate>) -> Option<Exim> {
         let bin = find("Exim", "exim4-daemon-light", &["/usr/sbin/exim4", "/usr/sbin/exim"])?;
         if !is_root() {
             // Exim takes another configuration file only from root (it is setuid root and
@@ -172,14 +237,28 @@ impl Exim {
         // Deliveries never run as root; Debian's package makes this user.
         Command::new("chown").args(["Debian-exim"]).arg(d.join("mail")).status().unwrap();
         std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let tls_port = if certificate.is_some() { free_port() } else { 0 };
+        let tls = match &certificate {
+            // AUTH is offered only once TLS is on.
+            Some(c) => {
+                let (cert, key) = c.write(d);
+                format!(
+                    "daemon_smtp_ports = {port} : {tls_port}\ntls_on_connect_ports = {tls_port}\ntls_advertise_hosts = *\ntls_certificate = {}\ntls_privatekey = {}\n\
+                     auth_advertise_hosts = ${{if eq{{$tls_in_cipher}}{{}}{{}}{{*}}}}\n",
+                    cert.display(),
+                    key.display()
+                )
+            }
+            None => format!("daemon_smtp_ports = {port}\ntls_advertise_hosts =\nauth_advertise_hosts = *\n"),
+        };
         let (maildir, owner) = match dovecot {
             Some(dv) => (dv.maildir(), "dovecot"),
             None => (d.join("mail/box"), "Debian-exim"),
         };
         let conf = format!(
             "primary_hostname = exim.test.localhost\ndomainlist local_domains = *\nspool_directory = {r}/spool\n\
-             log_file_path = {r}/log/%slog\npid_file_path = {r}/exim.pid\ndaemon_smtp_ports = {port}\nlocal_interfaces = 127.0.0.1\n\
-             exim_user = root\nexim_group = root\ntrusted_users = root\nauth_advertise_hosts = *\ntls_advertise_hosts =\n\
+             log_file_path = {r}/log/%slog\npid_file_path = {r}/exim.pid\n{tls}local_interfaces = 127.0.0.1\n\
+             exim_user = root\nexim_group = root\ntrusted_users = root\n\
              acl_smtp_mail = check_mail\nacl_smtp_rcpt = check_rcpt\n\
              begin acl\ncheck_mail:\n  deny message = authentication required\n       !authenticated = *\n  accept\ncheck_rcpt:\n  accept\n\
              begin routers\nall:\n  driver = accept\n  transport = maildir\n\
@@ -189,7 +268,7 @@ impl Exim {
             m = maildir.display()
         ) + &"  server_condition = ${if and {{eq{$auth2}{USER}}{eq{$auth3}{PASS}}}}\n".replace("USER", USER).replace("PASS", PASSWORD);
         std::fs::write(d.join("exim.conf"), conf).unwrap();
-        let mut ex = Exim { child: None, bin, dir, port };
+        let mut ex = Exim { child: None, bin, dir, port, tls_port, certificate };
         ex.restart();
         Some(ex)
     }
@@ -200,6 +279,9 @@ impl Exim {
         // -bdf: the daemon in the foreground (killed with its group); -odi: deliver at once.
         self.child = Some(start(&self.bin, &["-C", conf.to_str().unwrap(), "-bdf", "-odi"]));
         wait_listening(self.port, "Exim", &self.dir.path().join("log/mainlog"));
+        if self.tls_port != 0 {
+            wait_listening(self.tls_port, "Exim (SMTPS)", &self.dir.path().join("log/mainlog"));
+        }
     }
 
     /// Stops the server until `restart`.

@@ -1,5 +1,5 @@
-//! One IMAP account as Gatehouse follows it: connect (implicit TLS, or plain on loopback
-//! only: a password never crosses a network in the clear), log in, make the folders mail
+//! One IMAP account as Gatehouse follows it: connect (implicit TLS, STARTTLS, or plain on
+//! loopback only: a password never crosses a network in the clear), log in, make the folders mail
 //! is filed into, fetch what arrived after a UID, file a message, wait with IDLE.
 
 use std::fmt::Debug;
@@ -26,6 +26,9 @@ pub type Session = async_imap::Session<Box<dyn Io>>;
 pub enum Security {
     /// TLS from the first byte (port 993).
     Tls,
+    /// Plain first, then STARTTLS before the login (port 143); a server that does not
+    /// offer it is refused, never logged in to in the clear.
+    StartTls,
     /// No TLS: only to a server on this machine.
     Plain,
 }
@@ -45,6 +48,10 @@ pub struct Account {
     /// Whose receipts are mailed back.
     #[serde(default)]
     pub receipts: crate::smtp::MailReceipts,
+    /// A certificate (PEM) trusted for this account's servers besides the public
+    /// authorities: a self-hosted server's own. The server's name must still match it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +100,9 @@ impl Account {
         if self.security == Security::Plain && !gatehouse_http::is_loopback(&self.host) {
             return Err(EmailError::Invalid(format!("{} is not this machine: use TLS (a password must not cross a network in the clear)", self.host)));
         }
+        if let Some(pem) = &self.certificate {
+            certificates(pem)?;
+        }
         if let Some(s) = &self.smtp {
             s.check()?;
         }
@@ -100,14 +110,59 @@ impl Account {
     }
 }
 
-fn tls() -> tokio_rustls::TlsConnector {
-    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+/// The certificates in a PEM text (at least one).
+pub fn certificates(pem: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, EmailError> {
+    use rustls::pki_types::pem::PemObject as _;
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| EmailError::Invalid(format!("the certificate to trust is not PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(EmailError::Invalid("the certificate to trust holds no certificate (-----BEGIN CERTIFICATE-----)".into()));
+    }
+    Ok(certs)
+}
+
+fn tls(extra: Option<&str>) -> Result<tokio_rustls::TlsConnector, EmailError> {
+    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    if let Some(pem) = extra {
+        for c in certificates(pem)? {
+            roots.add(c).map_err(|e| EmailError::Invalid(format!("the certificate to trust cannot be used: {e}")))?;
+        }
+    }
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .expect("ring supports the default versions")
         .with_root_certificates(roots)
         .with_no_client_auth();
-    tokio_rustls::TlsConnector::from(Arc::new(config))
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+async fn wrap(a: &Account, at: &str, tcp: TcpStream) -> Result<Box<dyn Io>, EmailError> {
+    let name = rustls::pki_types::ServerName::try_from(a.host.clone()).map_err(|e| EmailError::Invalid(format!("{}: {e}", a.host)))?;
+    let tls = tls(a.certificate.as_deref())?
+        .connect(name, tcp)
+        .await
+        .map_err(|e| EmailError::Unreachable(at.to_string(), format!("TLS: {}", tls_hint(&e.to_string()))))?;
+    Ok(Box::new(tls))
+}
+
+/// A TLS failure in words a user can act on: a self-hosted server's own certificate is
+/// trusted only when the account is given it.
+pub fn tls_hint(error: &str) -> String {
+    if error.contains("UnknownIssuer") {
+        format!("{error}: the server's certificate is not from a public authority; if it is your own server, give the account its certificate")
+    } else {
+        error.to_string()
+    }
+}
+
+async fn greeting<T: Io>(client: &mut async_imap::Client<T>, at: &str) -> Result<(), EmailError> {
+    client
+        .read_response()
+        .await
+        .map_err(|e| EmailError::Imap(e.to_string()))?
+        .ok_or_else(|| EmailError::Unreachable(at.to_string(), "closed before greeting".into()))?;
+    Ok(())
 }
 
 /// Connects and logs in.
@@ -116,19 +171,28 @@ pub async fn connect(a: &Account, password: &str) -> Result<Session, EmailError>
     let at = format!("{}:{}", a.host, a.port);
     let go = async {
         let tcp = TcpStream::connect((a.host.as_str(), a.port)).await.map_err(|e| EmailError::Unreachable(at.clone(), e.to_string()))?;
-        let stream: Box<dyn Io> = match a.security {
-            Security::Plain => Box::new(tcp),
+        let client = match a.security {
+            Security::Plain => {
+                let mut c = async_imap::Client::new(Box::new(tcp) as Box<dyn Io>);
+                greeting(&mut c, &at).await?;
+                c
+            }
             Security::Tls => {
-                let name = rustls::pki_types::ServerName::try_from(a.host.clone()).map_err(|e| EmailError::Invalid(format!("{}: {e}", a.host)))?;
-                Box::new(tls().connect(name, tcp).await.map_err(|e| EmailError::Unreachable(at.clone(), format!("TLS: {e}")))?)
+                let mut c = async_imap::Client::new(wrap(a, &at, tcp).await?);
+                greeting(&mut c, &at).await?;
+                c
+            }
+            Security::StartTls => {
+                let mut plain = async_imap::Client::new(tcp);
+                greeting(&mut plain, &at).await?;
+                plain.run_command_and_check_ok("STARTTLS", None).await.map_err(|e| {
+                    EmailError::Refused(format!("{at} does not offer STARTTLS ({e}); the password is not sent without TLS: choose TLS (port 993)"))
+                })?;
+                // Whatever the server sent after its OK is dropped with the plain client:
+                // nothing said before TLS may be read as if it came over TLS.
+                async_imap::Client::new(wrap(a, &at, plain.into_inner()).await?)
             }
         };
-        let mut client = async_imap::Client::new(stream);
-        client
-            .read_response()
-            .await
-            .map_err(|e| EmailError::Imap(e.to_string()))?
-            .ok_or_else(|| EmailError::Unreachable(at.clone(), "closed before greeting".into()))?;
         client.login(&a.user, password).await.map_err(|(e, _)| EmailError::LoginRefused { user: a.user.clone(), detail: e.to_string() })
     };
     tokio::time::timeout(CONNECT, go).await.map_err(|_| EmailError::Unreachable(at.clone(), format!("no answer within {} s", CONNECT.as_secs())))?

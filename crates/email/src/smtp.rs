@@ -80,9 +80,20 @@ pub fn mailbox(address: &str, what: &str) -> Result<Mailbox, EmailError> {
     address.trim().parse::<Mailbox>().map_err(|e| EmailError::Invalid(format!("{what} {address:?} is not a mail address: {e}")))
 }
 
-fn transport(s: &Submission, password: &str) -> Result<AsyncSmtpTransport<Tokio1Executor>, EmailError> {
+/// `certificate`: the account's own trusted certificate (PEM), besides the public authorities.
+fn transport(s: &Submission, certificate: Option<&str>, password: &str) -> Result<AsyncSmtpTransport<Tokio1Executor>, EmailError> {
     s.check()?;
-    let tls = || TlsParameters::new(s.host.clone()).map_err(|e| EmailError::Invalid(format!("{}: {e}", s.host)));
+    let tls = || {
+        let mut b = TlsParameters::builder(s.host.clone());
+        if let Some(pem) = certificate {
+            for der in crate::imap::certificates(pem)? {
+                let c = lettre::transport::smtp::client::Certificate::from_der(der.to_vec())
+                    .map_err(|e| EmailError::Invalid(format!("the certificate to trust cannot be used: {e}")))?;
+                b = b.add_root_certificate(c);
+            }
+        }
+        b.build_rustls().map_err(|e| EmailError::Invalid(format!("{}: {e}", s.host)))
+    };
     let tls = match s.security {
         SmtpSecurity::Tls => Tls::Wrapper(tls()?),
         SmtpSecurity::StartTls => Tls::Required(tls()?),
@@ -106,12 +117,12 @@ fn smtp_error(s: &Submission, e: lettre::transport::smtp::Error) -> EmailError {
     if e.is_permanent() {
         return EmailError::Refused(format!("the outgoing server {at} refused the mail: {text}"));
     }
-    EmailError::Unreachable(at, text)
+    EmailError::Unreachable(at, crate::imap::tls_hint(&text))
 }
 
 /// Connects, logs in and says goodbye: what `test` and `add` ask before keeping anything.
-pub async fn probe(s: &Submission, password: &str) -> Result<(), EmailError> {
-    let t = transport(s, password)?;
+pub async fn probe(s: &Submission, certificate: Option<&str>, password: &str) -> Result<(), EmailError> {
+    let t = transport(s, certificate, password)?;
     match tokio::time::timeout(SUBMIT, t.test_connection()).await {
         Ok(Ok(true)) => Ok(()),
         Ok(Ok(false)) => Err(EmailError::Unreachable(format!("{}:{}", s.host, s.port), "the server did not answer as an SMTP server".into())),
@@ -121,8 +132,8 @@ pub async fn probe(s: &Submission, password: &str) -> Result<(), EmailError> {
 }
 
 /// Sends one formatted message to `to`.
-pub async fn send(s: &Submission, password: &str, to: &str, message: &[u8]) -> Result<(), EmailError> {
-    let t = transport(s, password)?;
+pub async fn send(s: &Submission, certificate: Option<&str>, password: &str, to: &str, message: &[u8]) -> Result<(), EmailError> {
+    let t = transport(s, certificate, password)?;
     let from = mailbox(&s.from, "the address mail is sent from")?;
     let to = mailbox(to, "the recipient")?;
     let envelope = lettre::address::Envelope::new(Some(from.email), vec![to.email]).map_err(|e| EmailError::Invalid(e.to_string()))?;

@@ -20,7 +20,13 @@ export function accountState(a: EmailAccountRow): string {
   }
 }
 
-interface AccountShape { host?: string; port?: number; user?: string; folder?: string; smtp?: { host: string; port: number; from: string } | null; receipts?: string }
+interface AccountShape { host?: string; port?: number; security?: string; user?: string; folder?: string; certificate?: string | null; smtp?: { host: string; port: number; from: string } | null; receipts?: string }
+
+const securityWords: Record<string, string> = {
+  tls: 'over TLS',
+  start_tls: 'over STARTTLS',
+  plain: 'without TLS (this computer)',
+};
 
 const receiptWords: Record<string, string> = {
   known: 'to senders you trust',
@@ -40,7 +46,7 @@ export async function mailAccounts(): Promise<HTMLElement> {
       const acc = a.account as AccountShape;
       const out = acc.smtp ? `receipts mailed back through ${acc.smtp.host} as ${acc.smtp.from}, ${receiptWords[acc.receipts ?? 'known']}` : 'no outgoing server: no receipt is mailed back';
       return h('li', { className: 'row', 'data-account': a.name },
-        h('strong', {}, a.name), ` — ${acc.user ?? '?'} at ${acc.host ?? '?'}, folder ${acc.folder ?? 'INBOX'}`,
+        h('strong', {}, a.name), ` — ${acc.user ?? '?'} at ${acc.host ?? '?'} ${securityWords[acc.security ?? 'tls'] ?? ''}${acc.certificate ? ' (its own certificate trusted)' : ''}, folder ${acc.folder ?? 'INBOX'}`,
         h('div', { className: `small ${a.state === 'error' ? 'error' : 'muted'}`, 'data-state': a.state }, accountState(a)),
         h('div', { className: 'muted small' }, `${a.last_uid} mail(s) read so far; ${out}`),
         h('div', { className: 'actions' },
@@ -58,7 +64,11 @@ export async function mailAccounts(): Promise<HTMLElement> {
   const name = field('email-name', 'Name', { value: 'personal', size: 14 });
   const host = field('email-host', 'IMAP server', { placeholder: 'imap.example.com', size: 24 });
   const port = field('email-port', 'Port', { type: 'number', value: 993, min: 1, max: 65535 });
-  const tls = h('input', { id: 'email-tls', type: 'checkbox', checked: true });
+  const security = h('select', { id: 'email-security', 'aria-label': 'Security' },
+    h('option', { value: 'tls' }, 'TLS'), h('option', { value: 'starttls' }, 'STARTTLS'), h('option', { value: 'plain' }, 'None (this computer only)'));
+  // The usual port follows the choice until the user types one.
+  security.addEventListener('change', () => { port.input.value = security.value === 'tls' ? '993' : '143'; });
+  const certificate = h('textarea', { id: 'email-certificate', rows: 3, cols: 48, placeholder: '-----BEGIN CERTIFICATE----- (only for your own server)' });
   const user = field('email-user', 'User name', { placeholder: 'me@example.com', size: 24 });
   const password = field('email-password', 'Password or app password', { type: 'password', autocomplete: 'off' });
   const folder = field('email-folder', 'Folder to follow', { value: 'INBOX', size: 16 });
@@ -75,19 +85,21 @@ export async function mailAccounts(): Promise<HTMLElement> {
     msg.textContent = 'Logging in…';
     try {
       const said = await api.emailAdd({
-        name: name.input.value.trim(), host: host.input.value.trim(), port: Number(port.input.value), tls: tls.checked, user: user.input.value.trim(),
+        name: name.input.value.trim(), host: host.input.value.trim(), port: Number(port.input.value), security: security.value, user: user.input.value.trim(),
         folder: folder.input.value.trim(), password: password.input.value, smtp_host: smtpHost.input.value.trim() || null, smtp_port: num(smtpPort.input),
         smtp_security: smtpSecurity.value, smtp_user: null, from: from.input.value.trim() || null, receipts: receipts.value,
+        certificate: certificate.value.trim() || null,
       });
       password.input.value = '';
       msg.textContent = `Added ${name.input.value.trim()}: ${said}`;
       await reload();
     } catch (err) { msg.textContent = errorText(err); }
   } },
-    h('div', { className: 'row-fields' }, name.label, host.label, port.label, h('label', {}, tls, h('span', {}, 'TLS'))),
+    h('div', { className: 'row-fields' }, name.label, host.label, port.label, h('label', {}, h('span', {}, 'Security'), security)),
     h('div', { className: 'row-fields' }, user.label, password.label, folder.label),
     h('div', { className: 'row-fields' }, smtpHost.label, smtpPort.label, h('label', {}, h('span', {}, 'Security'), smtpSecurity), from.label),
     h('label', {}, h('span', {}, 'Mail receipts back'), receipts),
+    h('label', {}, h('span', {}, 'Your server\'s own certificate (PEM), if it is not from a public authority'), certificate),
     h('div', { className: 'actions' }, h('button', { className: 'primary', type: 'submit', id: 'email-add' }, 'Add account')));
   replace(card,
     h('h3', {}, 'Mail accounts'),

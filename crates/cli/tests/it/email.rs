@@ -25,7 +25,8 @@ fn inbox_mail(dv: &Dovecot) -> Vec<String> {
 
 #[test]
 fn an_envelope_sent_by_mail_is_accepted_and_its_receipt_comes_back_by_mail() {
-    let Some(dv) = Dovecot::start() else { return };
+    // The IMAP server takes logins over TLS only, with a certificate of its own.
+    let Some(dv) = Dovecot::start_tls() else { return };
     let Some(ex) = Exim::start_for(&dv) else { return };
     let (sender, recipient) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (a, b) = (sender.path(), recipient.path());
@@ -33,6 +34,9 @@ fn an_envelope_sent_by_mail_is_accepted_and_its_receipt_comes_back_by_mail() {
     let a_key = last_line(&ok(a, &["keygen"]));
     let b_key = last_line(&ok(b, &["init"]));
     let (imap, smtp) = (dv.port.to_string(), ex.port.to_string());
+    let cert = a.join("server.pem");
+    std::fs::write(&cert, &dv.certificate.as_ref().unwrap().pem).unwrap();
+    let cert = cert.to_str().unwrap();
     let account = |dir, name: &str, from: &str| {
         let args = [
             "email",
@@ -42,7 +46,9 @@ fn an_envelope_sent_by_mail_is_accepted_and_its_receipt_comes_back_by_mail() {
             "127.0.0.1",
             "--port",
             &imap,
-            "--plain",
+            "--starttls",
+            "--certificate",
+            cert,
             "--user",
             USER,
             "--password-stdin",
@@ -59,14 +65,22 @@ fn an_envelope_sent_by_mail_is_accepted_and_its_receipt_comes_back_by_mail() {
         String::from_utf8(out.stdout).unwrap()
     };
     // The login and the outgoing server are tried before anything is kept.
-    let wrong = gh_in(b, &["email", "add", "x", "--host", "127.0.0.1", "--port", &imap, "--plain", "--user", USER, "--password-stdin"], "nope");
+    let wrong = gh_in(
+        b,
+        &["email", "add", "x", "--host", "127.0.0.1", "--port", &imap, "--starttls", "--certificate", cert, "--user", USER, "--password-stdin"],
+        "nope",
+    );
     assert!(!wrong.status.success() && String::from_utf8_lossy(&wrong.stderr).contains("refused the login"));
+    // Without the server's certificate it is not trusted, and the user is told what to do.
+    let untrusted = gh_in(b, &["email", "add", "x", "--host", "127.0.0.1", "--port", &imap, "--starttls", "--user", USER, "--password-stdin"], PASSWORD);
+    assert!(!untrusted.status.success() && String::from_utf8_lossy(&untrusted.stderr).contains("give the account its certificate"));
     let said = account(b, "home", "alice@home.example");
     assert!(said.contains(&format!("mail goes out through 127.0.0.1:{smtp}")), "{said}");
     account(a, "out", "agent@sender.example");
     let listed = json(b, &["email", "list", "--json"]);
     assert_eq!(listed[0]["account"]["smtp"]["from"], "alice@home.example");
     assert_eq!(listed[0]["account"]["receipts"], "known");
+    assert_eq!(listed[0]["account"]["security"], "start_tls");
 
     ok(b, &["trust", "add", &a_key, "--name", "Sender", "--scopes", "support"]);
     let _serve = Server::start(b);
@@ -118,6 +132,7 @@ fn account(dv: &Dovecot) -> gatehouse_email::Account {
         folder: "INBOX".into(),
         smtp: None,
         receipts: Default::default(),
+        certificate: None,
     }
 }
 

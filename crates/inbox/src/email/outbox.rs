@@ -99,7 +99,7 @@ pub async fn deliver(store: Arc<Store>, f: Follow, stop: impl std::future::Futur
         }
         let mut wait = None;
         for m in queued {
-            let sent = smtp::send(&out, &password, &m.to_addr, &m.message).await;
+            let sent = smtp::send(&out, f.account.certificate.as_deref(), &password, &m.to_addr, &m.message).await;
             let (error, give_up) = match &sent {
                 Ok(()) => (None, false),
                 Err(EmailError::Refused(_) | EmailError::Invalid(_)) => (sent.as_ref().err().map(ToString::to_string), true),

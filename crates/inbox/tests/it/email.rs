@@ -15,12 +15,12 @@ use gatehouse_email::Account;
 use gatehouse_email_testservers::{Dovecot, Exim};
 use gatehouse_inbox::email::Follow;
 
-fn dovecot() -> Option<Dovecot> {
+pub(crate) fn dovecot() -> Option<Dovecot> {
     Dovecot::start()
 }
 
 /// Waits (at most 20 s) until the account's row satisfies `ok`; says what it was if not.
-async fn wait_account(store: &gatehouse_store::Store, what: &str, ok: impl Fn(&gatehouse_store::email::EmailAccountRow) -> bool) {
+pub(crate) async fn wait_account(store: &gatehouse_store::Store, what: &str, ok: impl Fn(&gatehouse_store::email::EmailAccountRow) -> bool) {
     for _ in 0..200 {
         if store.email_account("personal").unwrap().is_some_and(|a| ok(&a)) {
             return;
@@ -31,7 +31,7 @@ async fn wait_account(store: &gatehouse_store::Store, what: &str, ok: impl Fn(&g
 }
 
 /// An inbox (key 1) following the account `personal`, with `trusted` in its registry.
-async fn following(f: Follow, trusted: Option<&ed25519_dalek::SigningKey>) -> TestInbox {
+pub(crate) async fn following(f: Follow, trusted: Option<&ed25519_dalek::SigningKey>) -> TestInbox {
     let acct = serde_json::to_value(&f.account).unwrap();
     let trusted = trusted.map(pubhex);
     TestInbox::start_email(
@@ -49,7 +49,7 @@ async fn following(f: Follow, trusted: Option<&ed25519_dalek::SigningKey>) -> Te
     .await
 }
 
-fn account(port: u16) -> Account {
+pub(crate) fn account(port: u16) -> Account {
     Account {
         host: "127.0.0.1".into(),
         port,
@@ -58,25 +58,26 @@ fn account(port: u16) -> Account {
         folder: "INBOX".into(),
         smtp: None,
         receipts: Default::default(),
+        certificate: None,
     }
 }
 
 /// Puts a mail in alice's INBOX, as delivery would.
-async fn deliver(port: u16, mail: &str) {
+pub(crate) async fn deliver(port: u16, mail: &str) {
     let mut s = imap::connect(&account(port), "secret").await.unwrap();
     s.append("INBOX", None, None, mail.replace('\n', "\r\n").as_bytes()).await.unwrap();
     s.logout().await.unwrap();
 }
 
 /// How many mails a folder holds.
-async fn count(port: u16, folder: &str) -> u32 {
+pub(crate) async fn count(port: u16, folder: &str) -> u32 {
     let mut s = imap::connect(&account(port), "secret").await.unwrap();
     let n = s.examine(folder).await.map(|m| m.exists).unwrap_or(0);
     s.logout().await.unwrap();
     n
 }
 
-fn envelope_mail(env: &serde_json::Value, n: u32) -> String {
+pub(crate) fn envelope_mail(env: &serde_json::Value, n: u32) -> String {
     format!(
         "From: Clinic <agent@clinic.example>\nTo: alice+gatehouse@example.com\nMessage-ID: <env{n}@clinic.example>\nSubject: results {n}\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nAttached.\n--b\nContent-Type: application/epp+json\nContent-Disposition: attachment; filename=\"e.epp.json\"\n\n{env}\n--b--\n"
     )
@@ -153,7 +154,7 @@ fn follow_sending(a: &Account) -> Follow {
 }
 
 /// The receipts the inbox kept for mail, by the text of the envelope's prompt.
-fn email_receipts(store: &gatehouse_store::Store) -> Vec<gatehouse_store::ReceiptRow> {
+pub(crate) fn email_receipts(store: &gatehouse_store::Store) -> Vec<gatehouse_store::ReceiptRow> {
     store.receipts(50, 0).unwrap().into_iter().filter(|r| r.transport == "email").collect()
 }
 
