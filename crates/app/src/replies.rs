@@ -16,13 +16,19 @@ pub async fn send(store: Arc<Store>, key: &ed25519_dalek::SigningKey, id: i64, t
         return Err(CommandError::new(Code::Invalid, "the answer is empty"));
     }
     let s = store.clone();
-    crate::blocking(move || {
+    let mail = crate::blocking(move || {
         s.reply_edit(id, &text, &crate::now())?;
         s.audit("reply.send", None, &serde_json::json!({"reply": id}), &crate::now())?;
-        Ok(())
+        // A reply by mail goes out through the user's mail accounts (their passwords are
+        // read only then).
+        let by_mail = s.reply(id)?.is_some_and(|r| r.endpoint.starts_with("mailto:"));
+        match s.data_dir() {
+            Some(dir) if by_mail => crate::email::follows(&s, dir),
+            _ => Ok(Vec::new()),
+        }
     })
     .await?;
-    gatehouse_inbox::epp::reply::send(&store, key, id).await.map_err(|e| CommandError::coded(e.code(), e.to_string()))
+    gatehouse_inbox::epp::reply::send(&store, key, id, &mail).await.map_err(|e| CommandError::coded(e.code(), e.to_string()))
 }
 
 /// One verification step of spec 5.1 and how far the envelope got.

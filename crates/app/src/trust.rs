@@ -113,9 +113,15 @@ fn validate(p: &Policy) -> std::result::Result<(), ConsentError> {
         return Err(ConsentError::Invalid(format!("scope {bad:?} may contain only letters, digits and hyphens")));
     }
     if let Some(u) = &p.reply_endpoint {
-        let ok = url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+        // An inbox's address, or a mail address answers go to by mail (EPP 8.2).
+        let ok = match u.strip_prefix("mailto:") {
+            Some(addr) => gatehouse_email::smtp::mailbox(addr, "the reply address").is_ok_and(|m| m.name.is_none()),
+            None => url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https")),
+        };
         if !ok {
-            return Err(ConsentError::Invalid(format!("{u:?} is not an inbox address (http(s)://…/epp/v1/submit)")));
+            return Err(ConsentError::Invalid(format!(
+                "{u:?} is not an inbox address (http(s)://…/epp/v1/submit) or a mail address (mailto:someone@example.com)"
+            )));
         }
     }
     if !p.auto_reply_scopes.is_empty() && p.reply_endpoint.is_none() {
@@ -223,4 +229,25 @@ pub fn fingerprint(key: &str) -> String {
         return format!("{method}:…{tail}");
     }
     key.get(..16).unwrap_or(key).as_bytes().chunks(4).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_endpoint(e: &str) -> Policy {
+        Policy { allowed_scopes: vec!["support".into()], reply_endpoint: Some(e.into()), ..Policy::default() }
+    }
+
+    #[test]
+    fn answers_go_to_an_inbox_url_or_a_bare_mail_address_only() {
+        for ok in ["https://inbox.example/epp/v1/submit", "http://127.0.0.1:8080/epp/v1/submit", "mailto:agent@clinic.example"] {
+            assert!(validate(&with_endpoint(ok)).is_ok(), "{ok}");
+        }
+        // A display name, no address, another scheme: not where answers can go.
+        for bad in ["mailto:Clinic <agent@clinic.example>", "mailto:not an address", "mailto:", "file:///etc/passwd", "ftp://x.example/"] {
+            let e = validate(&with_endpoint(bad)).unwrap_err();
+            assert!(e.to_string().contains("mail address (mailto:"), "{bad}: {e}");
+        }
+    }
 }

@@ -28,7 +28,8 @@ pub struct PolicyArgs {
     /// Refuse envelopes sent on behalf of someone else
     #[arg(long)]
     no_delegation: bool,
-    /// The sender's own submit URL: answers to its prompts go back there (reviewed first)
+    /// Where answers to the sender's prompts go back (reviewed first): its inbox's submit
+    /// URL, or mailto:ADDRESS to answer by mail through your mail account
     #[arg(long)]
     reply_endpoint: Option<String>,
     /// Scopes whose answers are sent back without review (comma-separated, or *)
@@ -47,14 +48,6 @@ impl PolicyArgs {
     pub fn policy(&self) -> Result<Policy, String> {
         if self.scopes.is_empty() {
             return Err("--scopes is required (comma-separated, or * for all)".into());
-        }
-        if let Some(u) = &self.reply_endpoint {
-            if !(u.starts_with("http://") || u.starts_with("https://")) {
-                return Err(format!("--reply-endpoint {u:?} is not an http(s) URL"));
-            }
-        }
-        if !self.auto_reply.is_empty() && self.reply_endpoint.is_none() {
-            return Err("--auto-reply needs --reply-endpoint (where the answers go)".into());
         }
         for s in &self.scopes {
             if s != "*" && !gatehouse_epp::envelope::is_scope_like(s) {

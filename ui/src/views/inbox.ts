@@ -278,7 +278,9 @@ async function showReplies(el: HTMLElement, envelopeRow: number, openThread: (()
       } }, r.state === 'failed' ? 'Send again' : 'Approve and send');
       return h('div', { className: `card reply reply-${r.state}`, 'data-reply': r.id },
         h('p', { className: 'muted small' }, r.state === 'sent'
-          ? `Sent to ${r.endpoint}, signed by you — their inbox answered: ${asShape<{ status?: string } | null>(r.receipt)?.status ?? '?'}`
+          ? r.endpoint.startsWith('mailto:')
+            ? `Mailed to ${r.endpoint.slice('mailto:'.length)}, signed by you; their receipt comes back by mail`
+            : `Sent to ${r.endpoint}, signed by you — their inbox answered: ${asShape<{ status?: string } | null>(r.receipt)?.status ?? '?'}`
           : r.state === 'failed' ? `Not delivered to ${r.endpoint}.` : `A draft: read it, change it if you like, and approve it to send it to ${r.endpoint}.`),
         r.state === 'sent' ? h('div', { className: 'prompt' }, r.text) : text,
         r.state === 'sent' ? null : h('div', { className: 'actions' }, send),

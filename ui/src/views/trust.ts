@@ -67,7 +67,7 @@ export class TrustView {
     const day = h('input', { id: 'trust-per-day', type: 'number', min: 0, value: p?.rate_limit.max_per_day ?? '', placeholder: 'no limit' });
     const hold = h('input', { id: 'trust-hold', type: 'checkbox', checked: p?.['x-hold-for-consent'] ?? false });
     const deleg = h('input', { id: 'trust-delegation', type: 'checkbox', checked: p?.['x-allow-delegation'] ?? true });
-    const replyTo = h('input', { id: 'trust-reply-endpoint', type: 'text', value: p?.['x-reply-endpoint'] ?? '', placeholder: 'http://their-inbox/epp/v1/submit (optional)', size: 40 });
+    const replyTo = h('input', { id: 'trust-reply-endpoint', type: 'text', value: p?.['x-reply-endpoint'] ?? '', placeholder: 'http://their-inbox/epp/v1/submit or mailto:agent@example.com (optional)', size: 40 });
     const autoReply = h('input', { id: 'trust-auto-reply', type: 'text', value: (p?.['x-auto-reply-scopes'] ?? []).join(', '), placeholder: 'none: you review each answer', size: 30 });
     const err = h('p', { className: 'error', role: 'alert' });
     const save = async (ev: Event) => {

@@ -13,7 +13,7 @@
 //! that records the arrival.
 
 mod outbox;
-pub use outbox::{deliver, mail_back};
+pub use outbox::{deliver, mail_back, mail_envelope};
 
 use std::sync::Arc;
 use std::time::Duration;

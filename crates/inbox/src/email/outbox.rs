@@ -76,6 +76,23 @@ pub fn mail_back(store: &Store, f: &Follow, receipt: &Receipt, carrier: &Carrier
     smtp::receipt_reply(&out.from, carrier, &json, &summary).map_err(|e| e.to_string())
 }
 
+/// Sends a signed envelope (an answer to a sender whose reply endpoint is `mailto:`) by
+/// mail at once: through the account `prefer` (the one the envelope being answered came
+/// by) when it can send, else the first account that can. Returns what was done, in words.
+pub async fn mail_envelope(mail: &[Follow], prefer: Option<&str>, to: &str, subject: &str, envelope: &serde_json::Value) -> Result<String, String> {
+    let senders: Vec<_> = mail.iter().filter_map(|f| Some((f, f.account.smtp.as_ref()?, f.smtp_password.as_ref()?))).collect();
+    let (f, out, password) = senders
+        .iter()
+        .find(|(f, ..)| Some(f.name.as_str()) == prefer)
+        .or(senders.first())
+        .copied()
+        .ok_or("no mail account can send (none has an outgoing server with its password): add one to answer by mail")?;
+    let json = serde_json::to_string_pretty(envelope).map_err(|e| e.to_string())?;
+    let message = smtp::envelope_mail(&out.from, to, subject, &json).map_err(|e| e.to_string())?;
+    smtp::send(out, f.account.certificate.as_deref(), password, to, &message).await.map_err(|e| e.to_string())?;
+    Ok(format!("mailed to {to} through {} as {}", f.name, out.from))
+}
+
 /// Hands an account's queued mail to its submission server until `stop` resolves.
 pub async fn deliver(store: Arc<Store>, f: Follow, stop: impl std::future::Future<Output = ()>) {
     tokio::pin!(stop);

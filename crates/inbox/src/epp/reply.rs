@@ -2,7 +2,9 @@
 //! answer and the sender's trust entry names its reply endpoint, the answer becomes a draft
 //! EPP envelope — same conversation, `in_reply_to` the original — signed by this inbox's key
 //! and sent at once for scopes the user marked, otherwise after the user reviews (and may
-//! edit) it. What the sender's inbox answered is kept as the reply's receipt.
+//! edit) it. What the sender's inbox answered is kept as the reply's receipt. An endpoint
+//! `mailto:ADDR` gets the reply by mail (EPP 8.2) through the user's mail account: the one
+//! the answered envelope came by, else one that can send; its receipt comes back by mail.
 
 use std::time::Duration;
 
@@ -63,8 +65,9 @@ pub fn draft_after(store: &Store, env: &EnvelopeRow, result: &Value) -> Result<O
 const MAX_RECEIPT_BYTES: usize = 64 * 1024;
 
 /// Signs and sends a reply (its current text) to the sender's endpoint; keeps what came
-/// back. A failure is kept on the reply (retry by sending again).
-pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> Result<ReplyRow, ReplyError> {
+/// back. A failure is kept on the reply (retry by sending again). `mail`: the accounts a
+/// reply to a `mailto:` endpoint can go out through.
+pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64, mail: &[crate::email::Follow]) -> Result<ReplyRow, ReplyError> {
     let s = store.clone();
     let r = tokio::task::spawn_blocking(move || s.reply(id)).await.map_err(|e| ReplyError::Key(e.to_string()))??.ok_or(ReplyError::NotFound(id))?;
     if r.state == "sent" {
@@ -77,6 +80,9 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> R
     d.conversation_id = Some(r.conversation_id.clone());
     d.in_reply_to = Some(r.in_reply_to.clone());
     let envelope = d.sign(key, chrono::Utc::now());
+    if let Some(to) = r.endpoint.strip_prefix("mailto:") {
+        return mailed(store, &r, &envelope, to, mail).await;
+    }
     let sent = async {
         // Never a redirect: a 307 would re-post the signed reply wherever the endpoint
         // pointed. The receipt is read up to a bound, not whatever the endpoint streams.
@@ -118,6 +124,31 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64) -> R
     out.ok_or(ReplyError::NotFound(id))
 }
 
+/// A reply by mail: taken by the outgoing server is `sent` (the sender's receipt comes
+/// back by mail, as a reply); not taken is `failed` with why.
+async fn mailed(store: &std::sync::Arc<Store>, r: &ReplyRow, envelope: &Value, to: &str, mail: &[crate::email::Follow]) -> Result<ReplyRow, ReplyError> {
+    let (s, row) = (store.clone(), r.envelope_row);
+    let came_by = tokio::task::spawn_blocking(move || -> Result<Option<String>, StoreError> {
+        let Some(env) = s.envelope(row)? else { return Ok(None) };
+        Ok(s.email_arrival_get(&env.receipt_id)?.map(|a| a.account))
+    })
+    .await
+    .map_err(|e| ReplyError::Key(e.to_string()))??;
+    let sent = crate::email::mail_envelope(mail, came_by.as_deref(), to, "EPP reply", envelope).await;
+    let (state, error) = match &sent {
+        Ok(_) => ("sent", None),
+        Err(e) => ("failed", Some(e.clone())),
+    };
+    let (s, id, envelope) = (store.clone(), r.id, envelope.clone());
+    tokio::task::spawn_blocking(move || {
+        s.reply_finish(id, state, Some(&envelope), None, error.as_deref(), &now())?;
+        s.reply(id)
+    })
+    .await
+    .map_err(|e| ReplyError::Key(e.to_string()))??
+    .ok_or(ReplyError::NotFound(id))
+}
+
 /// The identity key of the store's data dir (for replies sent without the user).
 pub fn key_of(store: &Store) -> Result<SigningKey, ReplyError> {
     let dir = store.data_dir().ok_or_else(|| ReplyError::Key("this inbox has no data dir".into()))?;
@@ -127,11 +158,16 @@ pub fn key_of(store: &Store) -> Result<SigningKey, ReplyError> {
 /// What the runner does after an envelope's executor succeeded: the answer goes back to a
 /// sender that takes replies, drafted for the user's review, or sent at once for the
 /// scopes the user marked.
-pub fn after_success() -> crate::gate::runner::OnSuccess {
-    std::sync::Arc::new(|store, row, result| Box::pin(async move { draft_and_send(&store, row, result).await }))
+/// `mail`: the accounts answers to `mailto:` endpoints go out through.
+pub fn after_success(mail: Vec<crate::email::Follow>) -> crate::gate::runner::OnSuccess {
+    let mail = std::sync::Arc::new(mail);
+    std::sync::Arc::new(move |store, row, result| {
+        let mail = mail.clone();
+        Box::pin(async move { draft_and_send(&store, row, result, &mail).await })
+    })
 }
 
-async fn draft_and_send(store: &std::sync::Arc<Store>, row: EnvelopeRow, result: Value) {
+async fn draft_and_send(store: &std::sync::Arc<Store>, row: EnvelopeRow, result: Value, mail: &[crate::email::Follow]) {
     let s = store.clone();
     let drafted = tokio::task::spawn_blocking(move || draft_after(&s, &row, &result)).await;
     let id = match drafted {
@@ -149,7 +185,7 @@ async fn draft_and_send(store: &std::sync::Arc<Store>, row: EnvelopeRow, result:
         }
         Err(_) => return,
     };
-    match send(store, &key, id).await {
+    match send(store, &key, id, mail).await {
         Ok(r) if r.state == "sent" => tracing::info!(reply = id, to = %r.endpoint, "reply sent"),
         Ok(r) => tracing::warn!(reply = id, error = ?r.error, "reply not delivered; it can be sent again"),
         Err(e) => tracing::error!(error = %e, reply = id, "reply not sent"),

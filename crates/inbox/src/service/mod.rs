@@ -96,11 +96,11 @@ pub fn build_with_events(
 
 /// The executors beyond the gate's own (a swarm, a peer), and what follows a successful
 /// executor (a reply to the sender): the doors that provide them are composed here.
-fn runner_hooks(store: &Arc<Store>) -> runner::Hooks {
+fn runner_hooks(store: &Arc<Store>, mail: Vec<crate::email::Follow>) -> runner::Hooks {
     let delegates = Delegates::default()
         .with("swarm", Arc::new(crate::mail::executor::SwarmExecutor { store: store.clone() }))
         .with("peer", Arc::new(crate::uamp::executor::PeerExecutor { store: store.clone() }));
-    runner::Hooks { delegates, on_success: Some(crate::epp::reply::after_success()) }
+    runner::Hooks { delegates, on_success: Some(crate::epp::reply::after_success(mail)) }
 }
 
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
@@ -137,7 +137,7 @@ where
     for id in requeue {
         inbox.execute(id);
     }
-    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store)));
+    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone())));
     let gc_store = store.clone();
     let gc_task = tokio::spawn(async move {
         let mut every = tokio::time::interval(GC_EVERY);

@@ -3,7 +3,9 @@
 //! envelope signed by A, with B's conversation_id and in_reply_to = B's envelope —
 //! automatically for a marked scope, after review (edited) otherwise, retried after a
 //! failure — and B accepts it. The reply's signature is in the reference implementation's
-//! canonical form.
+//! canonical form. A sender whose reply endpoint is `mailto:` gets the answer by mail
+//! (a real Dovecot and Exim): its envelope came by mail, the answer goes out through the
+//! account it came by.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,17 +25,24 @@ struct Node {
 }
 
 async fn node(executors: ExecutorConfig, port: Option<u16>) -> Node {
+    node_with(executors, port, Vec::new()).await
+}
+
+async fn node_with(executors: ExecutorConfig, port: Option<u16>, email: Vec<gatehouse_inbox::email::Follow>) -> Node {
     let dir = tempfile::tempdir().unwrap();
     let (identity, _) = gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
     let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
     executors.save(&store).unwrap();
+    for f in &email {
+        store.email_account_put(&f.name, &serde_json::to_value(&f.account).unwrap(), "2026-11-25T00:00:00Z").unwrap();
+    }
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port.unwrap_or(0))).await.unwrap();
     let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(gatehouse_inbox::run(
         store.clone(),
         identity.public_key.clone(),
-        ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() },
+        ServeOptions { listener: Some(listener), watch: None, uamp: None, email, ..Default::default() },
         async {
             let _ = rx.await;
         },
@@ -99,10 +108,10 @@ async fn an_answer_goes_back_signed_in_the_same_conversation() {
     let draft = a.store.reply_drafts().unwrap().remove(0);
     assert!(b.store.envelopes(10, 0).unwrap().iter().filter(|e| e.sender == a.public_key).count() == 1, "nothing went before the user approved");
     a.store.reply_edit(draft.id, "Thank you, but no.", "2026-11-22T00:00:00Z").unwrap();
-    let sent = gatehouse_inbox::epp::reply::send(&a.store, &a.key, draft.id).await.unwrap();
+    let sent = gatehouse_inbox::epp::reply::send(&a.store, &a.key, draft.id, &[]).await.unwrap();
     assert_eq!(sent.state, "sent");
     eventually("the edited answer at B", || bstore.envelopes(10, 0).unwrap().iter().any(|e| e.prompt == "Thank you, but no.")).await;
-    assert!(matches!(gatehouse_inbox::epp::reply::send(&a.store, &a.key, draft.id).await, Err(gatehouse_inbox::epp::reply::ReplyError::AlreadySent)));
+    assert!(matches!(gatehouse_inbox::epp::reply::send(&a.store, &a.key, draft.id, &[]).await, Err(gatehouse_inbox::epp::reply::ReplyError::AlreadySent)));
     let _ = (&a.dir, &b.dir);
 }
 
@@ -154,7 +163,7 @@ async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
         |_| {},
     ));
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let again = gatehouse_inbox::epp::reply::send(&a.store, &a.key, failed.id).await.unwrap();
+    let again = gatehouse_inbox::epp::reply::send(&a.store, &a.key, failed.id, &[]).await.unwrap();
     assert_eq!((again.state.as_str(), again.error), ("sent", None));
     assert_eq!(store.envelopes(10, 0).unwrap()[0].in_reply_to.as_deref(), Some(env["envelope_id"].as_str().unwrap()));
 }
@@ -189,4 +198,56 @@ async fn a_reply_endpoint_that_redirects_does_not_get_the_signed_reply_sent_else
     assert!(failed.error.as_ref().unwrap().contains("redirect"), "{failed:?}");
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(b.store.envelopes(10, 0).unwrap().iter().all(|e| e.sender != a.public_key), "the redirect was not followed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_to_a_sender_whose_reply_endpoint_is_mailto_goes_back_by_mail() {
+    use gatehouse_email::smtp::{MailReceipts, SmtpSecurity, Submission};
+    let (Some(dv), Some(ex)) = (gatehouse_email_testservers::Dovecot::start(), gatehouse_email_testservers::Exim::start()) else { return };
+    let model = gatehouse_model_testserver::spawn(gatehouse_model_testserver::ModelServer::default()).await;
+    let mut scopes = BTreeMap::new();
+    scopes
+        .insert("ask-ai".to_string(), ExecutorSpec::Model { endpoint: model, model: "m".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None });
+    // A follows a mail account that can send; receipts by mail are off, so the one mail
+    // that goes out is the answer.
+    let mut account = crate::email::account(dv.port);
+    account.smtp =
+        Some(Submission { host: "127.0.0.1".into(), port: ex.port, security: SmtpSecurity::Plain, user: "alice".into(), from: "ada@home.example".into() });
+    account.receipts = MailReceipts::Off;
+    let follow = gatehouse_inbox::email::Follow::new("personal".into(), account.clone(), "secret".into(), Some("secret".into()));
+    let a = node_with(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None, vec![follow]).await;
+    let b = node(ExecutorConfig::default(), None).await;
+    trust(
+        &a,
+        &b.public_key,
+        "Bea",
+        Policy { reply_endpoint: Some("mailto:bea@elsewhere.example".into()), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) },
+    );
+    trust(&b, &a.public_key, "Ada", policy(&["ask-ai"]));
+
+    // B's question arrives at A by mail.
+    let mut d = gatehouse_epp::Draft::new(&a.public_key, "ask-ai", "What is the capital of France?");
+    d.conversation_id = Some("7a1c0000-0000-4000-8000-00000000000b".into());
+    let asked = d.sign(&b.key, chrono::Utc::now());
+    let mail = gatehouse_email::smtp::envelope_mail("bea@elsewhere.example", "ada+gatehouse@home.example", "a question", &asked.to_string()).unwrap();
+    crate::email::deliver(dv.port, &String::from_utf8(mail).unwrap().replace("\r\n", "\n")).await;
+
+    // The answer goes out by mail, to B's address, with A's signed envelope attached.
+    let mailed = tokio::task::spawn_blocking(move || ex.wait_delivered(1)).await.unwrap();
+    let m = mail_parser::MessageParser::default().parse(&mailed[0]).unwrap();
+    assert_eq!(m.to().and_then(|t| t.first()).and_then(|a| a.address()), Some("bea@elsewhere.example"));
+    assert_eq!(m.from().and_then(|t| t.first()).and_then(|a| a.address()), Some("ada@home.example"));
+    let gatehouse_email::Found::Envelope(answer) = gatehouse_email::find(&mailed[0]).0 else { panic!("no envelope in the mail") };
+    let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!((answer["sender"].as_str(), answer["in_reply_to"].as_str()), (Some(a.public_key.as_str()), asked["envelope_id"].as_str()));
+    assert_eq!(answer["conversation_id"], "7a1c0000-0000-4000-8000-00000000000b");
+    // B takes it as it would from any transport.
+    let r: serde_json::Value = reqwest::Client::new().post(&b.submit).json(&answer).send().await.unwrap().json().await.unwrap();
+    assert_eq!(r["status"], "accepted", "{r}");
+    let kept = a.store.replies_for_conversation("7a1c0000-0000-4000-8000-00000000000b").unwrap();
+    assert_eq!((kept[0].state.as_str(), kept[0].endpoint.as_str()), ("sent", "mailto:bea@elsewhere.example"));
+
+    // With no account that can send, nothing goes and the reason is given.
+    let e = gatehouse_inbox::email::mail_envelope(&[], None, "bea@elsewhere.example", "EPP reply", &answer).await.unwrap_err();
+    assert!(e.contains("no mail account can send"), "{e}");
 }
