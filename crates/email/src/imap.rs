@@ -232,14 +232,25 @@ pub struct Arrived {
     pub bytes: Option<Vec<u8>>,
 }
 
-/// Up to `max` messages after `after_uid`, oldest first. Sizes are asked first so a huge
-/// mail is never downloaded.
-pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize) -> Result<Vec<Arrived>, EmailError> {
+/// Up to `max` messages after `after_uid`, oldest first, whose bodies together stay
+/// within `max_bytes` (the first is always taken). Sizes are asked first so a huge mail is
+/// never downloaded.
+pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize, max_bytes: u64) -> Result<Vec<Arrived>, EmailError> {
     let sized: Vec<(u32, u32)> = {
         let fetches: Vec<_> = s.uid_fetch(format!("{}:*", after_uid + 1), "(UID RFC822.SIZE)").await?.try_collect().await?;
         let mut v: Vec<(u32, u32)> = fetches.iter().filter_map(|f| Some((f.uid?, f.size.unwrap_or(0)))).filter(|(u, _)| *u > after_uid).collect();
         v.sort_unstable();
         v.truncate(max);
+        let mut total = 0u64;
+        let within = v
+            .iter()
+            .position(|(_, size)| {
+                // Mails not downloaded (too large) take no room.
+                total += if *size <= MAX_MAIL_BYTES { u64::from(*size) } else { 0 };
+                total > max_bytes
+            })
+            .unwrap_or(v.len());
+        v.truncate(within.max(1));
         v
     };
     let wanted: Vec<String> = sized.iter().filter(|(_, size)| *size <= MAX_MAIL_BYTES).map(|(u, _)| u.to_string()).collect();
@@ -255,16 +266,51 @@ pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize) -> Result<
     Ok(sized.into_iter().map(|(uid, size)| Arrived { uid, size, bytes: bodies.remove(&uid) }).collect())
 }
 
-/// Files a message into `folder`: moved where the server can, else copied there and
-/// flagged in place (never deleted).
-pub async fn file(s: &mut Session, uid: u32, folder: &str, can_move: bool) -> Result<(), EmailError> {
+/// A UID set in IMAP's form, runs written as ranges (`1:200,205`).
+pub fn uid_set(uids: &[u32]) -> String {
+    let mut sorted = uids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        while i + 1 < sorted.len() && sorted[i + 1] == sorted[i] + 1 {
+            i += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        out += &if sorted[i] == start { start.to_string() } else { format!("{start}:{}", sorted[i]) };
+        i += 1;
+    }
+    out
+}
+
+/// Files messages into `folder` with one command: moved where the server can, else copied
+/// there and flagged in place (never deleted).
+pub async fn file(s: &mut Session, uids: &[u32], folder: &str, can_move: bool) -> Result<(), EmailError> {
+    if uids.is_empty() {
+        return Ok(());
+    }
+    let set = uid_set(uids);
     if can_move {
-        s.uid_mv(uid.to_string(), folder).await?;
+        s.uid_mv(&set, folder).await?;
     } else {
-        s.uid_copy(uid.to_string(), folder).await?;
-        let _: Vec<_> = s.uid_store(uid.to_string(), "+FLAGS (\\Flagged)").await?.try_collect().await?;
+        s.uid_copy(&set, folder).await?;
+        let _: Vec<_> = s.uid_store(&set, "+FLAGS (\\Flagged)").await?.try_collect().await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uid_sets_are_written_as_ranges() {
+        assert_eq!(super::uid_set(&[5, 1, 2, 3, 9, 10, 3]), "1:3,5,9:10");
+        assert_eq!(super::uid_set(&[7]), "7");
+        assert_eq!(super::uid_set(&[]), "");
+    }
 }
 
 /// Waits for the server to say something changed, at most `timeout` (servers drop an

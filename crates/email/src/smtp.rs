@@ -131,17 +131,35 @@ pub async fn probe(s: &Submission, certificate: Option<&str>, password: &str) ->
     }
 }
 
+/// An account's outgoing server, ready to send: the mails given to one are sent over the
+/// same connection while it stays open (dropped with it).
+pub struct Outgoing {
+    t: AsyncSmtpTransport<Tokio1Executor>,
+    s: Submission,
+}
+
+impl Outgoing {
+    pub fn new(s: &Submission, certificate: Option<&str>, password: &str) -> Result<Outgoing, EmailError> {
+        Ok(Outgoing { t: transport(s, certificate, password)?, s: s.clone() })
+    }
+
+    /// Sends one formatted message to `to`.
+    pub async fn send(&self, to: &str, message: &[u8]) -> Result<(), EmailError> {
+        let s = &self.s;
+        let from = mailbox(&s.from, "the address mail is sent from")?;
+        let to = mailbox(to, "the recipient")?;
+        let envelope = lettre::address::Envelope::new(Some(from.email), vec![to.email]).map_err(|e| EmailError::Invalid(e.to_string()))?;
+        match tokio::time::timeout(SUBMIT, self.t.send_raw(&envelope, message)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(smtp_error(s, e)),
+            Err(_) => Err(EmailError::Unreachable(format!("{}:{}", s.host, s.port), format!("no answer within {} s", SUBMIT.as_secs()))),
+        }
+    }
+}
+
 /// Sends one formatted message to `to`.
 pub async fn send(s: &Submission, certificate: Option<&str>, password: &str, to: &str, message: &[u8]) -> Result<(), EmailError> {
-    let t = transport(s, certificate, password)?;
-    let from = mailbox(&s.from, "the address mail is sent from")?;
-    let to = mailbox(to, "the recipient")?;
-    let envelope = lettre::address::Envelope::new(Some(from.email), vec![to.email]).map_err(|e| EmailError::Invalid(e.to_string()))?;
-    match tokio::time::timeout(SUBMIT, t.send_raw(&envelope, message)).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(smtp_error(s, e)),
-        Err(_) => Err(EmailError::Unreachable(format!("{}:{}", s.host, s.port), format!("no answer within {} s", SUBMIT.as_secs()))),
-    }
+    Outgoing::new(s, certificate, password)?.send(to, message).await
 }
 
 /// A Message-ID in the sender's own domain.

@@ -159,22 +159,27 @@ fn put_outbox(c: &rusqlite::Connection, account: &str, kind: &str, receipt_id: O
 }
 
 impl Store {
-    /// Records an envelope mail and, in the same transaction, the receipt mail it gets
-    /// back: both are there, or neither (a crash before sees the mail again).
-    pub fn email_arrival(&self, a: &Arrival<'_>, at: &str) -> Result<Option<i64>> {
+    /// Records envelope mails and, in the same transaction, the receipt mails they get
+    /// back: all are there, or none (a crash before sees the mails again). Returns how
+    /// many receipt mails were queued.
+    pub fn email_arrivals(&self, arrivals: &[Arrival<'_>], at: &str) -> Result<usize> {
         let mut c = self.conn();
         let tx = c.transaction()?;
-        let (outbox, why) = match &a.reply {
-            Ok((to, message)) => (Some(put_outbox(&tx, a.account, "receipt", Some(a.receipt_id), to, message, at)?), None),
-            Err(why) => (None, Some(why.as_str())),
-        };
-        tx.execute(
-            "INSERT OR REPLACE INTO email_arrivals (receipt_id, account, uid_validity, uid, from_addr, message_id, subject, outbox_id, not_mailed)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![a.receipt_id, a.account, a.uid_validity, a.uid, a.from_addr, a.message_id, a.subject, outbox, why],
-        )?;
+        let mut queued = 0;
+        for a in arrivals {
+            let (outbox, why) = match &a.reply {
+                Ok((to, message)) => (Some(put_outbox(&tx, a.account, "receipt", Some(a.receipt_id), to, message, at)?), None),
+                Err(why) => (None, Some(why.as_str())),
+            };
+            queued += usize::from(outbox.is_some());
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO email_arrivals (receipt_id, account, uid_validity, uid, from_addr, message_id, subject, outbox_id, not_mailed)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![a.receipt_id, a.account, a.uid_validity, a.uid, a.from_addr, a.message_id, a.subject, outbox, why])?;
+        }
         tx.commit()?;
-        Ok(outbox)
+        Ok(queued)
     }
 
     pub fn email_arrival_get(&self, receipt_id: &str) -> Result<Option<EmailArrivalRow>> {
@@ -212,12 +217,12 @@ impl Store {
 
     /// The acceptance of `envelope_id` by mail whose mail was never recorded: what a crash
     /// between the pipeline's commit and the arrival's record leaves. Only the newest mail
-    /// receipts are looked at (the crash left at most one per account).
+    /// receipts are looked at (a crash leaves at most a batch per account unrecorded).
     pub fn email_unrecorded_acceptance(&self, envelope_id: &str) -> Result<Option<serde_json::Value>> {
         self.read(|c| {
             let found: Option<String> = c
                 .query_row(
-                    "SELECT receipt FROM (SELECT receipt_id, envelope_id, status, receipt FROM receipts WHERE transport = 'email' ORDER BY seq DESC LIMIT 256) r
+                    "SELECT receipt FROM (SELECT receipt_id, envelope_id, status, receipt FROM receipts WHERE transport = 'email' ORDER BY seq DESC LIMIT 1024) r
                      WHERE r.envelope_id = ?1 AND r.status = 'accepted'
                        AND NOT EXISTS (SELECT 1 FROM email_arrivals a WHERE a.receipt_id = r.receipt_id)",
                     [envelope_id],

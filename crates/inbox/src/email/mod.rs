@@ -19,15 +19,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use gatehouse_email::imap::{self, Session};
+use gatehouse_email::imap;
 use gatehouse_email::{Account, Carrier, EmailError, Found};
 use gatehouse_epp::{ErrorCode, ReceiptStatus};
 use gatehouse_store::Store;
 
 use crate::gate::hub::Inbox;
 
-/// Mails handled per fetch; the next fetch follows at once.
+/// Mails handled per fetch, and the bytes their bodies may take together; the next fetch
+/// follows at once. A batch's envelopes go through the pipeline together (sharing its
+/// commits), its arrivals are recorded in one transaction and its mails filed with one
+/// command per folder. A crash can leave a whole batch half done: the store looks for
+/// unrecorded acceptances among more recent receipts than a batch holds.
 const BATCH: usize = 200;
+const BATCH_BYTES: u64 = 32 * 1024 * 1024;
+/// Envelopes of a batch in the pipeline at once.
+const SUBMITTING: usize = 64;
 /// Servers end an IDLE after 30 minutes; it is renewed before that.
 const IDLE: Duration = Duration::from_secs(25 * 60);
 /// How often a server without IDLE is asked for new mail.
@@ -78,9 +85,10 @@ pub async fn follow(inbox: Arc<Inbox>, store: Arc<Store>, f: Follow, stop: impl 
     let mut backoff = BACKOFF.0;
     loop {
         state(&store, &f.name, "connecting", None).await;
+        let mut connected = false;
         let r = tokio::select! {
             _ = &mut stop => return,
-            r = run(&inbox, &store, &f) => r,
+            r = run(&inbox, &store, &f, &mut connected) => r,
         };
         let e = match r {
             Ok(()) => continue,
@@ -92,16 +100,28 @@ pub async fn follow(inbox: Arc<Inbox>, store: Arc<Store>, f: Follow, stop: impl 
             stop.await;
             return;
         }
+        let wait = next_wait(&mut backoff, connected);
         tokio::select! {
             _ = &mut stop => return,
-            _ = tokio::time::sleep(backoff) => {}
+            _ = tokio::time::sleep(wait) => {}
         }
-        backoff = (backoff * 2).min(BACKOFF.1);
     }
 }
 
+/// How long to wait before connecting again: the backoff doubles while connecting fails,
+/// and starts over after a connection that worked (a server restarted once a day is not
+/// waited for as long as one that has been down for an hour).
+fn next_wait(backoff: &mut Duration, connected: bool) -> Duration {
+    if connected {
+        *backoff = BACKOFF.0;
+    }
+    let wait = *backoff;
+    *backoff = (*backoff * 2).min(BACKOFF.1);
+    wait
+}
+
 /// One connection: read what is new, file it, wait with IDLE, again.
-async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), EmailError> {
+async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow, connected: &mut bool) -> Result<(), EmailError> {
     let mut s = imap::connect(&f.account, &f.password).await?;
     let (accepted, rejected, can_move) = imap::prepare(&mut s).await?;
     let can_idle = s.capabilities().await?.has_str("IDLE");
@@ -116,10 +136,11 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), E
         _ => 0,
     };
     state(store, &f.name, "connected", None).await;
+    *connected = true;
     let mut first = true;
     loop {
-        let batch = imap::fetch_after(&mut s, last, BATCH).await?;
-        if batch.is_empty() {
+        let batch = imap::fetch_after(&mut s, last, BATCH, BATCH_BYTES).await?;
+        let Some(newest) = batch.last().map(|a| a.uid) else {
             state(store, &f.name, if can_idle { "idle" } else { "polling" }, None).await;
             if can_idle {
                 let (again, _) = imap::idle(s, IDLE).await?;
@@ -131,34 +152,93 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow) -> Result<(), E
                 s.noop().await?;
             }
             continue;
-        }
-        for a in batch {
-            // Only the first mail after connecting can be one a crash left half done.
-            let recovering = std::mem::take(&mut first);
-            handle(inbox, store, f, &mut s, &a, (validity, recovering), (&accepted, &rejected, can_move)).await?;
-            last = a.uid;
-            let n = f.name.clone();
-            db(store, move |s| s.email_progress(&n, validity, last, &now())).await?;
-        }
+        };
+        // Only the first batch after connecting can hold mail a crash left half done.
+        let recovering = std::mem::take(&mut first);
+        let outcomes = handle(inbox, store, f, batch, validity, recovering).await?;
+        let (ok, refused): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(|(_, accepted)| *accepted);
+        imap::file(&mut s, &ok.iter().map(|(uid, _)| *uid).collect::<Vec<_>>(), &accepted, can_move).await?;
+        imap::file(&mut s, &refused.iter().map(|(uid, _)| *uid).collect::<Vec<_>>(), &rejected, can_move).await?;
+        last = newest;
+        let n = f.name.clone();
+        db(store, move |s| s.email_progress(&n, validity, last, &now())).await?;
     }
 }
 
-/// One mail: its envelope through the pipeline, the arrival recorded with the receipt
-/// mail it gets back, then the mail filed by the outcome.
+/// What became of one mail before it is filed.
+enum Decided {
+    /// No envelope in it: left where it is.
+    Leave,
+    /// Recorded before a crash: filed by what was decided then (accepted or not).
+    File(bool),
+    /// Through the pipeline now: recorded with the receipt mail it gets back, then filed.
+    Record { receipt: gatehouse_epp::Receipt, carrier: Carrier, envelope: Option<Vec<u8>> },
+}
+
+/// A batch of mails: their envelopes through the pipeline, the arrivals recorded with the
+/// receipt mails they get back (one transaction). Returns the mails to file, by UID, and
+/// whether each was accepted.
 async fn handle(
     inbox: &Arc<Inbox>,
     store: &Arc<Store>,
     f: &Follow,
-    s: &mut Session,
-    a: &imap::Arrived,
-    (validity, recovering): (u32, bool),
-    (accepted, rejected, can_move): (&str, &str, bool),
-) -> Result<(), EmailError> {
-    // Recorded before but not filed (a crash in between): filed by what was decided then.
-    let (name, uid) = (f.name.clone(), a.uid);
+    batch: Vec<imap::Arrived>,
+    validity: u32,
+    recovering: bool,
+) -> Result<Vec<(u32, bool)>, EmailError> {
+    use futures_util::{StreamExt as _, TryStreamExt as _};
+    let decided: Vec<(u32, Decided)> = futures_util::stream::iter(batch)
+        .map(|a| async move { Ok::<_, EmailError>((a.uid, decide(inbox, store, &f.name, a, validity, recovering).await?)) })
+        .buffered(SUBMITTING)
+        .try_collect()
+        .await?;
+    let mut filing = Vec::with_capacity(decided.len());
+    let mut records = Vec::new();
+    for (uid, d) in decided {
+        match d {
+            Decided::Leave => {}
+            Decided::File(accepted) => filing.push((uid, accepted)),
+            Decided::Record { receipt, carrier, envelope } => {
+                filing.push((uid, receipt.status == ReceiptStatus::Accepted));
+                records.push((uid, receipt, carrier, envelope));
+            }
+        }
+    }
+    if records.is_empty() {
+        return Ok(filing);
+    }
+    let fo = f.clone();
+    let queued = db(store, move |s| {
+        let replies: Vec<_> = records.iter().map(|(_, r, c, e)| mail_back(s, &fo, r, c, e.as_deref())).collect();
+        let arrivals: Vec<_> = records
+            .iter()
+            .zip(replies)
+            .map(|((uid, r, c, _), reply)| gatehouse_store::email::Arrival {
+                receipt_id: &r.receipt_id,
+                account: &fo.name,
+                uid_validity: validity,
+                uid: *uid,
+                from_addr: c.from.as_deref(),
+                message_id: c.message_id.as_deref(),
+                subject: c.subject.as_deref(),
+                reply,
+            })
+            .collect();
+        s.email_arrivals(&arrivals, &now())
+    })
+    .await?;
+    if queued > 0 {
+        f.wake.notify_one();
+    }
+    Ok(filing)
+}
+
+/// One mail: recorded before (when recovering), without an envelope, or through the pipeline.
+async fn decide(inbox: &Arc<Inbox>, store: &Arc<Store>, account: &str, a: imap::Arrived, validity: u32, recovering: bool) -> Result<Decided, EmailError> {
     if recovering {
+        let (name, uid) = (account.to_string(), a.uid);
         if let Some(was_accepted) = db(store, move |s| s.email_arrival_outcome(&name, validity, uid)).await? {
-            return imap::file(s, a.uid, if was_accepted { accepted } else { rejected }, can_move).await;
+            return Ok(Decided::File(was_accepted));
         }
     }
     let (found, carrier) = match &a.bytes {
@@ -166,7 +246,7 @@ async fn handle(
         Some(raw) => gatehouse_email::find(raw),
     };
     let (receipt, envelope) = match found {
-        Found::Nothing => return Ok(()),
+        Found::Nothing => return Ok(Decided::Leave),
         Found::Envelope(bytes) => match recovered(store, recovering, &bytes).await? {
             // Accepted from this very mail before a crash: recorded now, not submitted again.
             Some(receipt) => (receipt, Some(bytes)),
@@ -174,35 +254,8 @@ async fn handle(
         },
         Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", Utc::now()).await.receipt, None),
     };
-    let reply = {
-        let (fo, c, r) = (f.clone(), carrier.clone(), receipt.clone());
-        db(store, move |s| Ok(mail_back(s, &fo, &r, &c, envelope.as_deref()))).await?
-    };
-    let queued = reply.is_ok();
-    let (receipt_id, name) = (receipt.receipt_id.clone(), f.name.clone());
-    db(store, move |s| {
-        s.email_arrival(
-            &gatehouse_store::email::Arrival {
-                receipt_id: &receipt_id,
-                account: &name,
-                uid_validity: validity,
-                uid,
-                from_addr: carrier.from.as_deref(),
-                message_id: carrier.message_id.as_deref(),
-                subject: carrier.subject.as_deref(),
-                reply,
-            },
-            &now(),
-        )
-    })
-    .await?;
-    if queued {
-        f.wake.notify_one();
-    }
-    let folder = if receipt.status == ReceiptStatus::Accepted { accepted } else { rejected };
-    imap::file(s, a.uid, folder, can_move).await
+    Ok(Decided::Record { receipt, carrier, envelope })
 }
-
 /// The receipt of an acceptance this mail's envelope got before a crash cut its handling
 /// short (committed by the pipeline, the mail not yet recorded), when `recovering`.
 async fn recovered(store: &Arc<Store>, recovering: bool, envelope: &[u8]) -> Result<Option<gatehouse_epp::Receipt>, EmailError> {
@@ -210,4 +263,22 @@ async fn recovered(store: &Arc<Store>, recovering: bool, envelope: &[u8]) -> Res
     let Some(id) = id.filter(|_| recovering) else { return Ok(None) };
     let found = db(store, move |s| s.email_unrecorded_acceptance(&id)).await?;
     Ok(found.and_then(|v| serde_json::from_value(v).ok()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reconnect_backoff_doubles_while_failing_and_starts_over_after_a_connection() {
+        let mut b = BACKOFF.0;
+        let waits: Vec<u64> = (0..4).map(|_| next_wait(&mut b, false).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8]);
+        assert_eq!(next_wait(&mut b, true), BACKOFF.0, "a connection that worked starts the backoff over");
+        assert_eq!(next_wait(&mut b, false).as_secs(), 2);
+        for _ in 0..20 {
+            next_wait(&mut b, false);
+        }
+        assert_eq!(next_wait(&mut b, false), BACKOFF.1);
+    }
 }

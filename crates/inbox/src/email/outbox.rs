@@ -115,8 +115,13 @@ pub async fn deliver(store: Arc<Store>, f: Follow, stop: impl std::future::Futur
             }
         }
         let mut wait = None;
+        // One connection for the round (opened by the first mail).
+        let outgoing = smtp::Outgoing::new(&out, f.account.certificate.as_deref(), &password);
         for m in queued {
-            let sent = smtp::send(&out, f.account.certificate.as_deref(), &password, &m.to_addr, &m.message).await;
+            let sent = match &outgoing {
+                Ok(o) => o.send(&m.to_addr, &m.message).await,
+                Err(e) => Err(EmailError::Invalid(e.to_string())),
+            };
             let (error, give_up) = match &sent {
                 Ok(()) => (None, false),
                 Err(EmailError::Refused(_) | EmailError::Invalid(_)) => (sent.as_ref().err().map(ToString::to_string), true),
