@@ -258,7 +258,7 @@ impl Exim {
         let conf = format!(
             "primary_hostname = exim.test.localhost\ndomainlist local_domains = *\nspool_directory = {r}/spool\n\
              log_file_path = {r}/log/%slog\npid_file_path = {r}/exim.pid\n{tls}local_interfaces = 127.0.0.1\n\
-             exim_user = root\nexim_group = root\ntrusted_users = root\n\
+             exim_user = root\nexim_group = root\ntrusted_users = root\nsmtp_accept_queue_per_connection = 0\n\
              acl_smtp_mail = check_mail\nacl_smtp_rcpt = check_rcpt\n\
              begin acl\ncheck_mail:\n  deny message = authentication required\n       !authenticated = *\n  accept\ncheck_rcpt:\n  accept\n\
              begin routers\nall:\n  driver = accept\n  transport = maildir\n\
@@ -287,6 +287,11 @@ impl Exim {
     /// Stops the server until `restart`.
     pub fn stop(&mut self) {
         self.child = None;
+    }
+
+    /// How many mails were delivered so far.
+    pub fn delivered_count(&self) -> usize {
+        std::fs::read_dir(self.dir.path().join("mail/box/new")).map(|d| d.count()).unwrap_or(0)
     }
 
     /// Every mail delivered so far, oldest first.
