@@ -665,6 +665,8 @@ export type EmailAccountRow_Deserialize = {
 	state: string,
 	last_error?: string | null,
 	last_sync?: string | null,
+	/**  Mails in the folder not read yet, as of the last fetch. */
+	backlog: number,
 };
 
 export type EmailAccountRow_Serialize = {
@@ -681,6 +683,8 @@ export type EmailAccountRow_Serialize = {
 	state: string,
 	last_error: string | null,
 	last_sync: string | null,
+	/**  Mails in the folder not read yet, as of the last fetch. */
+	backlog: number,
 };
 
 /**  What an envelope mail said about itself (unverified) and whether its receipt went back. */

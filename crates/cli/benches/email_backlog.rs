@@ -130,7 +130,7 @@ fn main() {
         assert!(started.elapsed() < Duration::from_secs(900), "{} of {n} mails after 15 minutes ({:?})", row.last_uid, row.last_error);
         std::thread::sleep(Duration::from_millis(10));
     };
-    let (cpu_filed, _) = usage(pid);
+    let (cpu_filed, rss_filed) = usage(pid);
     let secs = filed.as_secs_f64();
     println!(
         "email: {n} envelope mails receipted and filed in {secs:.2} s = {:.0} envelopes/s (timed from the start of gatehouse serve: connect, login and Dovecot reading the folder included)",
@@ -162,7 +162,7 @@ fn main() {
         n as f64 / mailed.as_secs_f64()
     );
     println!(
-        "inbox process: peak RSS {rss:.0} MB; {cpu_filed:.2} CPU-seconds until filed = {:.0} µs per envelope; {cpu_mailed:.2} CPU-seconds with the receipt mails",
+        "inbox process: peak RSS {rss_filed:.0} MB until filed, {rss:.0} MB with the receipt mails; {cpu_filed:.2} CPU-seconds until filed = {:.0} µs per envelope; {cpu_mailed:.2} CPU-seconds with the receipt mails",
         cpu_filed * 1e6 / n as f64
     );
 }

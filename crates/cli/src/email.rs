@@ -140,8 +140,9 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String
             }
             for a in list.iter().filter(|_| !json) {
                 let err = a.last_error.as_ref().map(|e| format!("  ({e})")).unwrap_or_default();
+                let waiting = if a.backlog > 0 { format!("  {} waiting", a.backlog) } else { String::new() };
                 println!(
-                    "{}  {}@{}  {}  last uid {}  last sync {}{err}",
+                    "{}  {}@{}  {}  last uid {}{waiting}  last sync {}{err}",
                     a.name,
                     a.account["user"].as_str().unwrap_or("?"),
                     a.account["host"].as_str().unwrap_or("?"),

@@ -233,14 +233,22 @@ pub struct Arrived {
 }
 
 /// Up to `max` messages after `after_uid`, oldest first, whose bodies together stay
-/// within `max_bytes` (the first is always taken). Sizes are asked first so a huge mail is
-/// never downloaded.
-pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize, max_bytes: u64) -> Result<Vec<Arrived>, EmailError> {
+/// within `max_bytes` (the first is always taken), and how many more wait after them.
+/// Sizes are asked first so a huge mail is never downloaded, and only for the mails of
+/// this batch: the UIDs of the rest are all that is read of them (a backlog is not
+/// described again at every batch).
+pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize, max_bytes: u64) -> Result<(Vec<Arrived>, usize), EmailError> {
+    let mut uids: Vec<u32> = s.uid_search(format!("UID {}:*", after_uid + 1)).await?.into_iter().filter(|u| *u > after_uid).collect();
+    uids.sort_unstable();
+    let waiting = uids.len();
+    uids.truncate(max);
+    if uids.is_empty() {
+        return Ok((Vec::new(), 0));
+    }
     let sized: Vec<(u32, u32)> = {
-        let fetches: Vec<_> = s.uid_fetch(format!("{}:*", after_uid + 1), "(UID RFC822.SIZE)").await?.try_collect().await?;
+        let fetches: Vec<_> = s.uid_fetch(uid_set(&uids), "(UID RFC822.SIZE)").await?.try_collect().await?;
         let mut v: Vec<(u32, u32)> = fetches.iter().filter_map(|f| Some((f.uid?, f.size.unwrap_or(0)))).filter(|(u, _)| *u > after_uid).collect();
         v.sort_unstable();
-        v.truncate(max);
         let mut total = 0u64;
         let within = v
             .iter()
@@ -263,7 +271,8 @@ pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize, max_bytes:
             }
         }
     }
-    Ok(sized.into_iter().map(|(uid, size)| Arrived { uid, size, bytes: bodies.remove(&uid) }).collect())
+    let more = waiting - sized.len();
+    Ok((sized.into_iter().map(|(uid, size)| Arrived { uid, size, bytes: bodies.remove(&uid) }).collect(), more))
 }
 
 /// A UID set in IMAP's form, runs written as ranges (`1:200,205`).

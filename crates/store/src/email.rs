@@ -22,6 +22,8 @@ pub struct EmailAccountRow {
     pub state: String,
     pub last_error: Option<String>,
     pub last_sync: Option<String>,
+    /// Mails in the folder not read yet, as of the last fetch.
+    pub backlog: u32,
 }
 
 fn row(r: &Row<'_>) -> rusqlite::Result<EmailAccountRow> {
@@ -35,17 +37,18 @@ fn row(r: &Row<'_>) -> rusqlite::Result<EmailAccountRow> {
         state: r.get(5)?,
         last_error: r.get(6)?,
         last_sync: r.get(7)?,
+        backlog: r.get(8)?,
     })
 }
 
-const COLUMNS: &str = "name, account, added_at, uid_validity, last_uid, state, last_error, last_sync";
+const COLUMNS: &str = "name, account, added_at, uid_validity, last_uid, state, last_error, last_sync, backlog";
 
 impl Store {
     /// Adds an account, or changes where it is (which starts its reading over).
     pub fn email_account_put(&self, name: &str, account: &serde_json::Value, at: &str) -> Result<()> {
         self.conn().execute(
             "INSERT INTO email_accounts (name, account, added_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT(name) DO UPDATE SET account = ?2, uid_validity = NULL, last_uid = 0, state = 'new', last_error = NULL",
+             ON CONFLICT(name) DO UPDATE SET account = ?2, uid_validity = NULL, last_uid = 0, backlog = 0, state = 'new', last_error = NULL",
             params![name, account.to_string(), at],
         )?;
         Ok(())
@@ -68,10 +71,12 @@ impl Store {
     }
 
     /// How far an account was read: everything up to `last_uid` under `uid_validity` is
-    /// handled (committed and filed, or not an envelope mail).
-    pub fn email_progress(&self, name: &str, uid_validity: u32, last_uid: u32, at: &str) -> Result<()> {
-        self.conn()
-            .execute("UPDATE email_accounts SET uid_validity = ?2, last_uid = ?3, last_sync = ?4 WHERE name = ?1", params![name, uid_validity, last_uid, at])?;
+    /// handled (committed and filed, or not an envelope mail); `backlog` mails wait after it.
+    pub fn email_progress(&self, name: &str, uid_validity: u32, last_uid: u32, backlog: u32, at: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE email_accounts SET uid_validity = ?2, last_uid = ?3, backlog = ?4, last_sync = ?5 WHERE name = ?1",
+            params![name, uid_validity, last_uid, backlog, at],
+        )?;
         Ok(())
     }
 

@@ -429,6 +429,8 @@ const MIGRATIONS: &[&str] = &[
         not_mailed TEXT
     ) WITHOUT ROWID;
     CREATE INDEX email_arrivals_uid ON email_arrivals(account, uid_validity, uid);",
+    // 20: how many mails wait in an account's folder beyond those handled (Settings shows it).
+    "ALTER TABLE email_accounts ADD COLUMN backlog INTEGER NOT NULL DEFAULT 0;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

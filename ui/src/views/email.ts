@@ -12,7 +12,7 @@ export function accountState(a: EmailAccountRow): string {
   switch (a.state) {
     case 'idle': return `Connected, waiting for new mail${since}`;
     case 'polling': return `Connected, checking for new mail every minute (the server cannot announce it)${since}`;
-    case 'connected': return `Connected, reading new mail${since}`;
+    case 'connected': return a.backlog > 0 ? `Connected, reading a backlog: ${a.backlog} mail(s) still waiting${since}` : `Connected, reading new mail${since}`;
     case 'connecting': return 'Connecting…';
     case 'error': return `Not connected: ${a.last_error ?? 'an error'}`;
     case 'new': return 'Not connected yet';

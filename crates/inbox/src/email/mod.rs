@@ -139,7 +139,7 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow, connected: &mut
     *connected = true;
     let mut first = true;
     loop {
-        let batch = imap::fetch_after(&mut s, last, BATCH, BATCH_BYTES).await?;
+        let (batch, more) = imap::fetch_after(&mut s, last, BATCH, BATCH_BYTES).await?;
         let Some(newest) = batch.last().map(|a| a.uid) else {
             state(store, &f.name, if can_idle { "idle" } else { "polling" }, None).await;
             if can_idle {
@@ -161,7 +161,8 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow, connected: &mut
         imap::file(&mut s, &refused.iter().map(|(uid, _)| *uid).collect::<Vec<_>>(), &rejected, can_move).await?;
         last = newest;
         let n = f.name.clone();
-        db(store, move |s| s.email_progress(&n, validity, last, &now())).await?;
+        let more = u32::try_from(more).unwrap_or(u32::MAX);
+        db(store, move |s| s.email_progress(&n, validity, last, more, &now())).await?;
     }
 }
 
