@@ -312,16 +312,6 @@ pub async fn file(s: &mut Session, uids: &[u32], folder: &str, can_move: bool) -
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn uid_sets_are_written_as_ranges() {
-        assert_eq!(super::uid_set(&[5, 1, 2, 3, 9, 10, 3]), "1:3,5,9:10");
-        assert_eq!(super::uid_set(&[7]), "7");
-        assert_eq!(super::uid_set(&[]), "");
-    }
-}
-
 /// Waits for the server to say something changed, at most `timeout` (servers drop an
 /// IDLE after 30 minutes). Returns the session and whether it woke for news.
 pub async fn idle(s: Session, timeout: Duration) -> Result<(Session, bool), EmailError> {
@@ -330,4 +320,14 @@ pub async fn idle(s: Session, timeout: Duration) -> Result<(Session, bool), Emai
     let (wait, _stop) = h.wait_with_timeout(timeout);
     let news = matches!(wait.await?, IdleResponse::NewData(_));
     Ok((h.done().await?, news))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uid_sets_are_written_as_ranges() {
+        assert_eq!(super::uid_set(&[5, 1, 2, 3, 9, 10, 3]), "1:3,5,9:10");
+        assert_eq!(super::uid_set(&[7]), "7");
+        assert_eq!(super::uid_set(&[]), "");
+    }
 }

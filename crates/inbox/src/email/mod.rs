@@ -173,7 +173,7 @@ enum Decided {
     /// Recorded before a crash: filed by what was decided then (accepted or not).
     File(bool),
     /// Through the pipeline now: recorded with the receipt mail it gets back, then filed.
-    Record { receipt: gatehouse_epp::Receipt, carrier: Carrier, envelope: Option<Vec<u8>> },
+    Record { receipt: Box<gatehouse_epp::Receipt>, carrier: Carrier, envelope: Option<Vec<u8>> },
 }
 
 /// A batch of mails: their envelopes through the pipeline, the arrivals recorded with the
@@ -255,7 +255,7 @@ async fn decide(inbox: &Arc<Inbox>, store: &Arc<Store>, account: &str, a: imap::
         },
         Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", Utc::now()).await.receipt, None),
     };
-    Ok(Decided::Record { receipt, carrier, envelope })
+    Ok(Decided::Record { receipt: Box::new(receipt), carrier, envelope })
 }
 /// The receipt of an acceptance this mail's envelope got before a crash cut its handling
 /// short (committed by the pipeline, the mail not yet recorded), when `recovering`.
