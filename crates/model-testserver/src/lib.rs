@@ -1,5 +1,6 @@
 //! An OpenAI-compatible `POST /v1/chat/completions` for tests. It answers
-//! `"<model> read: <the user message>"`, streamed word by word as SSE chunks ending with a
+//! `"<model> read: <the user message>"` (the text inside Gatehouse's `<external_message>`
+//! wrapper, when it has one), streamed word by word as SSE chunks ending with a
 //! usage chunk and `[DONE]` (or as one JSON answer without `stream`). It keeps what it was
 //! sent, and misbehaves on demand: a user message containing `explode` gets HTTP 500,
 //! `stall` gets nothing for a minute; with a key set, a request without it gets 401.
@@ -86,7 +87,9 @@ async fn chat(State(s): State<ModelServer>, headers: HeaderMap, Json(body): Json
     if user.contains("stall") {
         tokio::time::sleep(std::time::Duration::from_secs(60)).await;
     }
-    let answer = format!("{model} read: {user}");
+    // What it read is the sender's text when Gatehouse wrapped it as data.
+    let read = user.strip_prefix("<external_message>\n").and_then(|r| r.split("\n</external_message>").next()).unwrap_or(&user);
+    let answer = format!("{model} read: {read}");
     let prompt_tokens =
         body["messages"].as_array().map(|m| m.iter().map(|x| x["content"].as_str().unwrap_or("").split_whitespace().count()).sum::<usize>()).unwrap_or(0);
     let words: Vec<String> = answer.split_inclusive(' ').map(str::to_string).collect();

@@ -247,11 +247,8 @@ pub async fn run<S: Sink>(spec: &ExecutorSpec, work: &Work, store: &Arc<Store>, 
                 None => None,
             };
             let system = super::model::system_prompt(system_prompt.as_deref(), &work.who, &work.scope);
-            // The sender's context goes with its prompt, marked as such.
-            let user = match &work.context {
-                Some(c) => format!("{}\n\nContext from the sender (JSON): {c}", work.prompt),
-                None => work.prompt.clone(),
-            };
+            // The sender's text and context go as data, never as instructions.
+            let user = super::model::external_message(&work.prompt, work.context.as_ref());
             super::model::ask(endpoint, key.as_deref(), model, &system, &user, Duration::from_secs(*timeout_secs), |t| sink.update(Update::Text(t)))
                 .await
                 .map(Done::Model)
