@@ -146,9 +146,7 @@ impl Offsets {
         let mut v = vec![0u32; text.len() + 1];
         let mut u = 0u32;
         for (i, c) in text.char_indices() {
-            for b in i..i + c.len_utf8() {
-                v[b] = u;
-            }
+            v[i..i + c.len_utf8()].fill(u);
             u += c.len_utf16() as u32;
         }
         v[text.len()] = u;
