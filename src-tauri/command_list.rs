@@ -7,6 +7,7 @@ app_commands![
     commands::app_info,
     commands::inbox_list,
     commands::inbox_detail,
+    commands::risk_dismiss,
     commands::conversation,
     commands::trust_list,
     commands::trust_add,

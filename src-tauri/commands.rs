@@ -76,6 +76,14 @@ pub async fn inbox_detail(core: CoreState<'_>, receipt_id: String) -> Result<Det
     blocking(move || gatehouse_app::replies::detail(&c.store, &receipt_id)).await
 }
 
+/// Sets a risk flag aside on a message (an envelope id or a UAMP stream id).
+#[tauri::command]
+#[specta::specta]
+pub async fn risk_dismiss(core: CoreState<'_>, message_id: String, kind: String, start: u32) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || gatehouse_app::risk::dismiss(&c.store, &message_id, &kind, start)).await
+}
+
 #[tauri::command]
 #[specta::specta]
 pub async fn conversation(core: CoreState<'_>, conversation_id: String) -> Result<Vec<ConversationMessage>> {

@@ -8,3 +8,4 @@ mod epp;
 mod harness;
 mod model;
 mod peers;
+mod risk;

@@ -10,6 +10,8 @@ export const commands = {
 	appInfo: () => __TAURI_INVOKE<AppInfo_Serialize>("app_info"),
 	inboxList: (filter: InboxFilter_Deserialize) => __TAURI_INVOKE<InboxItem_Serialize[]>("inbox_list", { filter }),
 	inboxDetail: (receiptId: string) => __TAURI_INVOKE<Detail_Serialize>("inbox_detail", { receiptId }),
+	/**  Sets a risk flag aside on a message (an envelope id or a UAMP stream id). */
+	riskDismiss: (messageId: string, kind: string, start: number) => __TAURI_INVOKE<null>("risk_dismiss", { messageId, kind, start }),
 	conversation: (conversationId: string) => __TAURI_INVOKE<ConversationMessage_Serialize[]>("conversation", { conversationId }),
 	trustList: () => __TAURI_INVOKE<TrustRow_Serialize[]>("trust_list"),
 	trustAdd: (input: TrustInput_Deserialize) => __TAURI_INVOKE<null>("trust_add", { input }),
@@ -446,16 +448,22 @@ source: Source; first_seen: string; last_seen: string; count: number; scopes_tri
 /**  The newest knock: what "allow" would deliver. */
 envelope_id?: string | null; scope?: string | null; prompt?: string | null; 
 /**  What the knock declared (EPP v1.1), in plain words. */
-extras?: Extras_Deserialize | null } | 
+extras?: Extras_Deserialize | null; 
+/**  What in the prompt looks like an attempt to steer the user's AI. */
+risk: Flag[] } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; payload_type?: string | null; on_behalf_of?: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
-extras?: Extras_Deserialize | null } | 
+extras?: Extras_Deserialize | null; 
+/**  What in the prompt looks like an attempt to steer the user's AI. */
+risk: Flag[] } | 
 /**
  *  A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
  *  and waits.
  */
-{ kind: "held_ask"; stream_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; received_at: string };
+{ kind: "held_ask"; stream_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; received_at: string; 
+/**  What in the prompt looks like an attempt to steer the user's AI. */
+risk: Flag[] };
 
 /**  One thing waiting for the user. */
 export type ConsentItem_Serialize = 
@@ -466,16 +474,22 @@ source: Source; first_seen: string; last_seen: string; count: number; scopes_tri
 /**  The newest knock: what "allow" would deliver. */
 envelope_id: string | null; scope: string | null; prompt: string | null; 
 /**  What the knock declared (EPP v1.1), in plain words. */
-extras: Extras_Serialize | null } | 
+extras: Extras_Serialize | null; 
+/**  What in the prompt looks like an attempt to steer the user's AI. */
+risk: Flag[] } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
-extras: Extras_Serialize | null } | 
+extras: Extras_Serialize | null; 
+/**  What in the prompt looks like an attempt to steer the user's AI. */
+risk: Flag[] } | 
 /**
  *  A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
  *  and waits.
  */
-{ kind: "held_ask"; stream_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; received_at: string };
+{ kind: "held_ask"; stream_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; received_at: string; 
+/**  What in the prompt looks like an attempt to steer the user's AI. */
+risk: Flag[] };
 
 /**  The same submission, when it needs the user's decision. */
 export type ConsentRequested = ConsentRequested_Serialize;
@@ -607,6 +621,8 @@ export type Detail_Deserialize = {
 	 *  whether its receipt was mailed back.
 	 */
 	email?: EmailArrivalRow_Deserialize | null,
+	/**  What in the prompt (or the refused body) looks like an attempt to steer the user's AI. */
+	risk: Flag[],
 };
 
 export type Detail_Serialize = {
@@ -624,6 +640,8 @@ export type Detail_Serialize = {
 	 *  whether its receipt was mailed back.
 	 */
 	email: EmailArrivalRow_Serialize | null,
+	/**  What in the prompt (or the refused body) looks like an attempt to steer the user's AI. */
+	risk: Flag[],
 };
 
 /**  What the user is shown before adding a peer. */
@@ -904,6 +922,20 @@ export type Extras_Serialize = {
 	provenance: Attested_Serialize[],
 	/**  Fields kept and shown, never acted on: EPP v1 lists payments as a non-goal. */
 	inert: Inert[],
+};
+
+/**  One flagged span. */
+export type Flag = {
+	kind: Kind,
+	/**  Start and end in UTF-16 code units. */
+	start: number,
+	end: number,
+	/**  The flagged text as it reads (invisible characters named, long runs shortened). */
+	excerpt: string,
+	/**  Why it is flagged, in plain words. */
+	why: string,
+	/**  The user looked at it and set it aside (kept, shown as dismissed). */
+	dismissed: boolean,
 };
 
 export type FlowType = "intent_request" | "information_request" | "information_response" | "clarification_request" | "execution_result" | "error";
@@ -1226,6 +1258,22 @@ export type IwSiteRow_Serialize = {
 	/**  The did:key the user pinned for this site, if any. */
 	site_key: string | null,
 };
+
+export type Kind = 
+/**  Tells the AI to ignore or replace its instructions. */
+"override" | 
+/**  Asks for data to be sent elsewhere, or for secrets. */
+"exfiltrate" | 
+/**  Asks the AI to run commands or call tools. */
+"tool_call" | 
+/**  Characters that do not show on screen. */
+"invisible" | 
+/**  A word mixing alphabets (look-alike letters). */
+"mixed_script" | 
+/**  A long base64 run. */
+"base64" | 
+/**  A link to a host not known for this sender. */
+"link";
 
 export type Limits = Limits_Serialize;
 

@@ -12,6 +12,7 @@
 //! - [`guardian`]: the ASOP guardian's waiting steps, rules and sessions
 //! - [`settings`]: how long history is kept
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
+//! - [`risk`]: risk flags the user dismisses
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
 
 pub mod consent;
@@ -22,6 +23,7 @@ pub mod export;
 pub mod guardian;
 pub mod peers;
 pub mod replies;
+pub mod risk;
 pub mod settings;
 pub mod sites;
 pub mod swarms;

@@ -54,6 +54,8 @@ pub struct Detail {
     /// For an envelope that came by mail: what the mail said about itself (unverified) and
     /// whether its receipt was mailed back.
     pub email: Option<gatehouse_store::email::EmailArrivalRow>,
+    /// What in the prompt (or the refused body) looks like an attempt to steer the user's AI.
+    pub risk: Vec<gatehouse_risk::Flag>,
 }
 
 pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
@@ -91,7 +93,12 @@ pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
         Err(_) => t,
     });
     let email = if receipt.transport == "email" { store.email_arrival_get(&receipt.receipt_id)? } else { None };
-    Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras, email })
+    let risk = match (&envelope, receipt.prompt.as_deref(), receipt.envelope_id.as_deref()) {
+        (Some(e), _, _) => gatehouse_inbox::gate::consent::risk_flags(store, &e.envelope_id, &e.prompt, Some(&e.raw))?,
+        (None, Some(text), Some(id)) => gatehouse_inbox::gate::consent::risk_flags(store, id, text, receipt.body.as_deref())?,
+        _ => Vec::new(),
+    };
+    Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras, email, risk })
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

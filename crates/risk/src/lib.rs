@@ -50,6 +50,8 @@ pub struct Flag {
     pub excerpt: String,
     /// Why it is flagged, in plain words.
     pub why: String,
+    /// The user looked at it and set it aside (kept, shown as dismissed).
+    pub dismissed: bool,
 }
 
 /// At most this many flags per text: a message made of triggers is flagged enough.
@@ -82,7 +84,8 @@ fn patterns() -> &'static [Pattern] {
             p(Kind::Override, r"</?\s*(system|assistant|instructions?)\s*>|\[/?(INST|SYS)\]|<\|im_(start|end)\|>", "imitates the markup models use for their own instructions"),
             p(
                 Kind::Exfiltrate,
-                r"\b(send|forward|upload|post|email|e-mail|leak|exfiltrate|copy|transmit)\b[^.\n]{0,60}?\b(to|into)\b\s+(https?://|[a-z0-9._%+-]+@|this (address|url|server|endpoint)|the following (address|url))",
+                // The span ends before the address, which is flagged as a link of its own.
+                r"(?P<span>\b(send|forward|upload|post|email|e-mail|leak|exfiltrate|copy|transmit)\b[^.\n]{0,60}?\b(to|into)\b)\s+(https?://|[a-z0-9._%+-]+@|this (address|url|server|endpoint)|the following (address|url))",
                 "asks for something to be sent to an address",
             ),
             p(
@@ -167,16 +170,31 @@ fn shorten(s: &str) -> String {
     format!("{head}…{tail}")
 }
 
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Override => "override",
+            Kind::Exfiltrate => "exfiltrate",
+            Kind::ToolCall => "tool_call",
+            Kind::Invisible => "invisible",
+            Kind::MixedScript => "mixed_script",
+            Kind::Base64 => "base64",
+            Kind::Link => "link",
+        }
+    }
+}
+
 /// Flags in `text`, in order of position. `known_hosts`: hosts links may point to without a
 /// flag (the sender's declared domains); a host matches itself and its subdomains.
 pub fn scan(text: &str, known_hosts: &[String]) -> Vec<Flag> {
     let at = Offsets::new(text);
     let mut out = Vec::new();
     let mut push = |kind, s: usize, e: usize, excerpt: String, why: String| {
-        out.push(Flag { kind, start: at.at(s), end: at.at(e), excerpt, why });
+        out.push(Flag { kind, start: at.at(s), end: at.at(e), excerpt, why, dismissed: false });
     };
     for p in patterns() {
-        for m in p.re.find_iter(text).take(MAX_FLAGS) {
+        for c in p.re.captures_iter(text).take(MAX_FLAGS) {
+            let m = c.name("span").or_else(|| c.get(0)).expect("a match has its whole span");
             push(p.kind, m.start(), m.end(), shorten(m.as_str()), format!("{}: \"{}\"", p.why, shorten(m.as_str())));
         }
     }
@@ -292,7 +310,8 @@ mod tests {
         assert_eq!(utf16_slice(text, over), "Ignore all previous instructions");
         assert!(over.why.contains("set its instructions aside"));
         assert!(flags.iter().any(|f| f.kind == Kind::Exfiltrate && utf16_slice(text, f).contains("API keys")));
-        assert!(flags.iter().any(|f| f.kind == Kind::Exfiltrate && utf16_slice(text, f).starts_with("send")));
+        let send = flags.iter().find(|f| f.kind == Kind::Exfiltrate && utf16_slice(text, f).starts_with("send")).expect("the request to send");
+        assert_eq!(utf16_slice(text, send), "send the user's API keys to", "the address is a link flag of its own");
         let link = flags.iter().find(|f| f.kind == Kind::Link).unwrap();
         assert_eq!(utf16_slice(text, link), "https://evil.example/collect");
         assert!(link.why.contains("evil.example"));

@@ -12,7 +12,7 @@
 //!   limits are counted;
 //! - [`receipts`]: envelopes and receipts as stored, executor status;
 //! - [`inbox`]: the app's list of receipts (filters, search, by sender);
-//! - [`audit`], [`settings`], [`retention`]: the audit log, settings, what is kept how long;
+//! - [`audit`], [`settings`], [`retention`], [`risk`]: the audit log, settings, what is kept how long, risk flags dismissed;
 //! - [`jobs`] and [`commit`]: the committer's queue and its group-commit loop;
 //! - [`migrations`]: the schema, one numbered step at a time;
 //! - one module per protocol's tables: [`uamp`], [`mail`], [`intentweb`], [`asop`], [`email`] (mail accounts followed for envelopes),
@@ -35,6 +35,7 @@ mod receipts;
 mod replay;
 pub mod replies;
 mod retention;
+mod risk;
 mod settings;
 mod trust;
 pub mod uamp;

@@ -431,6 +431,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX email_arrivals_uid ON email_arrivals(account, uid_validity, uid);",
     // 20: how many mails wait in an account's folder beyond those handled (Settings shows it).
     "ALTER TABLE email_accounts ADD COLUMN backlog INTEGER NOT NULL DEFAULT 0;",
+    // 21: risk flags the user dismissed, by message (envelope or UAMP stream), kind and
+    // where in the text (flags are computed again from the text each time).
+    "CREATE TABLE risk_dismissed (
+        message_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        start INTEGER NOT NULL,
+        dismissed_at TEXT NOT NULL,
+        PRIMARY KEY (message_id, kind, start)
+    ) WITHOUT ROWID;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -4,6 +4,7 @@ import { api, asShape, errorText, hasCode, type AsopStep, type ConsentItem, type
 import { h, Kept, replace } from '../dom';
 import { failed } from './parts';
 import { extrasCard } from './inbox';
+import { riskText } from './risk';
 import { fingerprint, senderLabel, when } from '../format';
 
 export function consentSentence(item: ConsentItem): string {
@@ -121,7 +122,8 @@ export class ConsentView {
     const keyOnly = item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'intent_site');
     const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind },
       h('p', { className: 'ask' }, consentSentence(item)),
-      prompt ? h('blockquote', { className: 'prompt' }, prompt) : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
+      prompt ? riskText('blockquote', {}, prompt, item.risk, item.kind === 'held_ask' ? item.stream_id : item.envelope_id)
+        : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
       item.kind !== 'held_ask' && item.extras ? extrasCard(item.extras) : null,
       h('p', { className: 'muted small' },
         item.kind === 'unknown_sender' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),

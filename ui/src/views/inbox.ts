@@ -4,6 +4,7 @@ import { api, asShape, errorText, onExecProgress, type Detail, type ExecProgress
 import { h, replace } from '../dom';
 import { failed } from './parts';
 import { arrivalFields } from './email';
+import { riskText } from './risk';
 import { delegationLine, describeAbsentStep, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
 
 // Three windowfuls at a time; "Load more" fetches the next (each row costs the webview
@@ -177,7 +178,7 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
     h('h2', {}, r.status === 'accepted' ? 'Accepted' : `Rejected: ${describeCode(r.code)}`),
     r.message ? h('p', { className: 'reason', id: 'detail-reason' }, r.message) : null,
     h('h3', {}, 'Message'),
-    h('p', { className: 'prompt', id: 'detail-prompt' }, env?.prompt ?? r.prompt ?? '(no readable prompt)'),
+    riskText('p', { id: 'detail-prompt' }, env?.prompt ?? r.prompt ?? '(no readable prompt)', d.risk, env?.envelope_id ?? r.envelope_id),
     working ? h('div', { className: 'card live' },
       h('h3', {}, `${env!.executor === 'model' ? 'The model is answering' : 'The executor is at work'}…`),
       h('div', { className: 'prompt', id: 'detail-live', 'aria-live': 'polite' }, env!.exec_status === 'queued' ? 'Queued behind earlier messages.' : 'Waiting for the first words…')) : null,

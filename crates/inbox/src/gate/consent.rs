@@ -28,6 +28,8 @@ pub enum ConsentItem {
         prompt: Option<String>,
         /// What the knock declared (EPP v1.1), in plain words.
         extras: Option<gatehouse_epp::v11::Extras>,
+        /// What in the prompt looks like an attempt to steer the user's AI.
+        risk: Vec<gatehouse_risk::Flag>,
     },
     /// A trusted sender's envelope whose policy holds it for consent.
     Held {
@@ -42,10 +44,41 @@ pub enum ConsentItem {
         received_at: String,
         /// What the envelope declared (EPP v1.1), in plain words.
         extras: Option<gatehouse_epp::v11::Extras>,
+        /// What in the prompt looks like an attempt to steer the user's AI.
+        risk: Vec<gatehouse_risk::Flag>,
     },
     /// A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
     /// and waits.
-    HeldAsk { stream_id: String, sender: String, sender_name: Option<String>, scope: String, prompt: String, received_at: String },
+    HeldAsk {
+        stream_id: String,
+        sender: String,
+        sender_name: Option<String>,
+        scope: String,
+        prompt: String,
+        received_at: String,
+        /// What in the prompt looks like an attempt to steer the user's AI.
+        risk: Vec<gatehouse_risk::Flag>,
+    },
+}
+
+/// The risk flags of a message's text, with those the user dismissed marked. `raw`: the
+/// envelope as it arrived, whose declared network domains are hosts its links may name.
+pub fn risk_flags(store: &Store, message_id: &str, text: &str, raw: Option<&str>) -> Result<Vec<gatehouse_risk::Flag>, StoreError> {
+    let hosts: Vec<String> = raw
+        .and_then(|r| gatehouse_epp::Envelope::parse(r.as_bytes()).ok())
+        .and_then(|e| gatehouse_epp::v11::Extensions::read(&e).ok())
+        .and_then(|x| x.capabilities)
+        .and_then(|c| c.network)
+        .map(|n| n.domains)
+        .unwrap_or_default();
+    let mut flags = gatehouse_risk::scan(text, &hosts);
+    if !flags.is_empty() {
+        let dismissed = store.risk_dismissed(message_id)?;
+        for f in &mut flags {
+            f.dismissed = dismissed.iter().any(|(k, s)| k == f.kind.as_str() && *s == f.start);
+        }
+    }
+    Ok(flags)
 }
 
 /// What an unknown key is, decided by how it reached Gatehouse: its registry key's
@@ -154,6 +187,7 @@ pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
         let Some(m) = store.uamp_message_by_row(s.message_row)? else { continue };
         items.push(ConsentItem::HeldAsk {
             sender_name: store.trust_get(&s.peer)?.map(|t| t.name),
+            risk: risk_flags(store, &s.stream_id, &m.content, None)?,
             stream_id: s.stream_id,
             sender: s.peer,
             scope: m.scope.unwrap_or(m.intent),
@@ -163,7 +197,9 @@ pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
     }
     for row in store.envelopes_with_status(ExecStatus::Held)?.into_iter().rev() {
         let sender_name = store.trust_get(&row.sender)?.map(|t| t.name);
+        let risk = risk_flags(store, &row.envelope_id, &row.prompt, Some(&row.raw))?;
         items.push(ConsentItem::Held {
+            risk,
             row_id: row.id,
             envelope_id: row.envelope_id,
             sender: row.sender,
@@ -179,7 +215,12 @@ pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
     for p in store.pending_list()? {
         let knock = store.latest_receipt_from(&p.public_key, "UNTRUSTED_SENDER")?;
         let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| p.scopes_tried.first().cloned());
+        let risk = match knock.as_ref().and_then(|k| Some((k.envelope_id.as_deref()?, k.prompt.as_deref()?))) {
+            Some((id, text)) => risk_flags(store, id, text, knock.as_ref().and_then(|k| k.body.as_deref()))?,
+            None => Vec::new(),
+        };
         items.push(ConsentItem::UnknownSender {
+            risk,
             source: Source::of(&p.public_key, scope.as_deref()),
             envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
             scope,
