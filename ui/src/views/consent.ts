@@ -7,6 +7,9 @@ import { extrasCard } from './inbox';
 import { riskText } from './risk';
 import { fingerprint, senderLabel, when } from '../format';
 
+/** The keys (with Alt) that decide a prompt from the keyboard. */
+export const SHORTCUTS: Record<Decision, string> = { allow_once: 'O', always_allow_scope: 'A', deny: 'D', block: 'B' };
+
 export function consentSentence(item: ConsentItem): string {
   if (item.kind === 'unknown_sender') {
     const scope = item.scope ?? item.scopes_tried[0] ?? 'something';
@@ -115,12 +118,21 @@ export class ConsentView {
         this.failed(card, result, e);
       }
     };
+    // Alt+O, Alt+A, Alt+D, Alt+B decide from the keyboard while the prompt has focus; a
+    // single key could decide by accident, so the shortcuts need Alt.
     const button = (d: Decision, label: string, cls: string, help: string) =>
-      h('button', { className: cls, 'data-decision': d, title: help, onclick: () => void decide(d) }, label);
+      h('button', { className: cls, 'data-decision': d, title: `${help} (Alt+${SHORTCUTS[d]})`, 'aria-keyshortcuts': `Alt+${SHORTCUTS[d]}`, onclick: () => void decide(d) }, label);
     const prompt = item.kind === 'unknown_sender' ? item.prompt : item.prompt;
     // Agents and IntentSites knock with their key alone: there is no message to show.
     const keyOnly = item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'intent_site');
-    const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind },
+    const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, tabindex: 0, 'aria-label': consentSentence(item),
+      onkeydown: (ev: Event) => {
+        const e = ev as KeyboardEvent;
+        if (!e.altKey || e.ctrlKey || e.metaKey) return;
+        const d = (Object.keys(SHORTCUTS) as Decision[]).find((k) => e.code === `Key${SHORTCUTS[k]}`);
+        const b = d ? card.querySelector<HTMLButtonElement>(`button[data-decision="${d}"]`) : null;
+        if (b && !b.disabled) { e.preventDefault(); b.click(); }
+      } },
       h('p', { className: 'ask' }, consentSentence(item)),
       prompt ? riskText('blockquote', {}, prompt, item.risk, item.kind === 'held_ask' ? item.stream_id : item.envelope_id)
         : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
