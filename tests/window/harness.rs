@@ -178,6 +178,11 @@ impl App {
         self.call(reqwest::Method::POST, "/execute/sync", Some(json!({"script": js, "args": []})))
     }
 
+    /// Runs `js` as an async script: it calls `arguments[arguments.length - 1]` with its result.
+    pub fn script_async(&self, js: &str) -> Value {
+        self.call(reqwest::Method::POST, "/execute/async", Some(json!({"script": js, "args": []})))
+    }
+
     pub fn wait(&self, what: &str, mut f: impl FnMut() -> bool) {
         let t = Instant::now();
         while !f() {

@@ -3,6 +3,7 @@
 //! a real SQLite file, the inbox on a real loopback port and a real watched folder.
 //! Fails (never skips) without a display or keyring.
 
+mod a11y;
 mod email;
 mod epp;
 mod harness;

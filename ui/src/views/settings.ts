@@ -106,11 +106,11 @@ export class SettingsView {
     const rows = h('tbody');
     const msg = h('p', { role: 'status' });
     const addRow = (scope: string, spec: ExecutorSpec) => {
-      const s = h('input', { type: 'text', value: scope, readonly: scope === 'default', size: 12, className: 'ex-scope' });
+      const s = h('input', { type: 'text', value: scope, readonly: scope === 'default', size: 12, className: 'ex-scope', 'aria-label': 'Scope' });
       const label: Record<string, string> = { noop: 'Only log it', 'file-queue': 'Write to a folder', command: 'Run a program', model: 'Ask my model', swarm: 'Hand to a MAIL swarm', peer: 'Ask a UAMP peer' };
-      const kind = h('select', { className: 'ex-kind' }, ...['noop', 'file-queue', 'command', 'model', 'swarm', 'peer'].map((k) => h('option', { value: k }, label[k])));
+      const kind = h('select', { className: 'ex-kind', 'aria-label': `What happens to accepted messages for ${scope || 'this scope'}` }, ...['noop', 'file-queue', 'command', 'model', 'swarm', 'peer'].map((k) => h('option', { value: k }, label[k])));
       kind.value = spec.kind;
-      const arg = h('input', { type: 'text', className: 'ex-arg', size: 40,
+      const arg = h('input', { type: 'text', className: 'ex-arg', size: 40, 'aria-label': 'Folder or program',
         value: spec.kind === 'file-queue' ? spec.dir : spec.kind === 'command' ? [spec.program, ...spec.args].join(' ') : spec.kind === 'model' ? `${spec.model} ${spec.endpoint}` : spec.kind === 'swarm' ? spec.swarm : spec.kind === 'peer' ? spec.peer : '',
         placeholder: 'folder; program and arguments; model name [endpoint]; swarm or peer name' });
       rows.append(h('tr', {}, h('td', {}, s), h('td', {}, kind), h('td', {}, arg)));
