@@ -5,6 +5,8 @@
 // for whichever runtime the app runs on.
 app_commands![
     commands::app_info,
+    commands::first_run_sample,
+    commands::first_run_finish,
     commands::inbox_list,
     commands::inbox_detail,
     commands::risk_dismiss,

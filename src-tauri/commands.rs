@@ -34,6 +34,8 @@ pub struct AppInfo {
     pub waiting: usize,
     /// Refusals and knocks a flood brought beyond what is kept per minute: only counted.
     pub unkept: gatehouse_inbox::gate::flood::Unkept,
+    /// The welcome is still to be shown (first run).
+    pub welcome: bool,
 }
 
 pub use gatehouse_app::trust::fingerprint;
@@ -55,9 +57,30 @@ pub async fn app_info(core: CoreState<'_>) -> Result<AppInfo> {
             settings: DesktopSettings::load(&c.store),
             waiting: gatehouse_app::consent::waiting_count(&c.store)?,
             unkept: c.inbox().unkept(),
+            welcome: !gatehouse_app::first_run::done(&c.store)?,
         })
     })
     .await
+}
+
+/// Sends the user a sample envelope through their own inbox (the first run's tour).
+#[tauri::command]
+#[specta::specta]
+pub async fn first_run_sample(core: CoreState<'_>) -> Result<String> {
+    let c = core.inner().clone();
+    let url = c
+        .status()
+        .listening
+        .ok_or_else(|| CommandError::new(Code::Unreachable, "your inbox is not listening (paused, or its port is taken): see the top of the window"))?;
+    gatehouse_app::first_run::send_sample(c.store.clone(), &url, &c.public_key).await
+}
+
+/// The welcome is not shown again.
+#[tauri::command]
+#[specta::specta]
+pub async fn first_run_finish(core: CoreState<'_>) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || gatehouse_app::first_run::finish(&c.store)).await
 }
 
 #[tauri::command]

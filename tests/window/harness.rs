@@ -223,6 +223,11 @@ impl App {
         (r.status().as_u16(), r.json().unwrap())
     }
 
+    /// The app's store, opened beside it (WAL: reads see what the app committed).
+    pub fn store(&self) -> gatehouse_store::Store {
+        gatehouse_store::Store::open(&self.data.path().join("gatehouse.db")).unwrap()
+    }
+
     pub fn trust(&self, key: &SigningKey, name: &str, scopes: &[&str]) {
         let store = gatehouse_store::Store::open(&self.data.path().join("gatehouse.db")).unwrap();
         store

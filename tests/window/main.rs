@@ -6,6 +6,7 @@
 mod a11y;
 mod email;
 mod epp;
+mod first_run;
 mod harness;
 mod model;
 mod peers;

@@ -8,6 +8,10 @@ import * as __TAURI_EVENT from "@tauri-apps/api/event";
 /** Commands */
 export const commands = {
 	appInfo: () => __TAURI_INVOKE<AppInfo_Serialize>("app_info"),
+	/**  Sends the user a sample envelope through their own inbox (the first run's tour). */
+	firstRunSample: () => __TAURI_INVOKE<string>("first_run_sample"),
+	/**  The welcome is not shown again. */
+	firstRunFinish: () => __TAURI_INVOKE<null>("first_run_finish"),
 	inboxList: (filter: InboxFilter_Deserialize) => __TAURI_INVOKE<InboxItem_Serialize[]>("inbox_list", { filter }),
 	inboxDetail: (receiptId: string) => __TAURI_INVOKE<Detail_Serialize>("inbox_detail", { receiptId }),
 	/**  Sets a risk flag aside on a message (an envelope id or a UAMP stream id). */
@@ -213,6 +217,8 @@ export type AppInfo_Deserialize = {
 	waiting: number,
 	/**  Refusals and knocks a flood brought beyond what is kept per minute: only counted. */
 	unkept: Unkept_Deserialize,
+	/**  The welcome is still to be shown (first run). */
+	welcome: boolean,
 };
 
 export type AppInfo_Serialize = {
@@ -226,6 +232,8 @@ export type AppInfo_Serialize = {
 	waiting: number,
 	/**  Refusals and knocks a flood brought beyond what is kept per minute: only counted. */
 	unkept: Unkept_Serialize,
+	/**  The welcome is still to be shown (first run). */
+	welcome: boolean,
 };
 
 /**  Where an ask's stream stands, reported after every frame. */

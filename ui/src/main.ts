@@ -11,6 +11,7 @@ import { GuardianView } from './views/guardian';
 import { IntentView } from './views/intent';
 import { MailView } from './views/mail';
 import { UampView } from './views/uamp';
+import { welcomeCard } from './views/welcome';
 
 type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'mail' | 'intent' | 'guardian' | 'activity' | 'settings';
 
@@ -21,6 +22,8 @@ const pauseBtn = h('button', { className: 'secondary small', id: 'pause-toggle' 
 const floodPill = h('span', { className: 'pill paused', id: 'flood-pill', hidden: true });
 const waitingBadge = h('span', { className: 'count', id: 'waiting-count' });
 const main = h('main', { id: 'content' });
+/** The first run's welcome, above the views until the user says "Got it". */
+const welcome = h('div', { id: 'welcome-slot' });
 let info: AppInfo | null = null;
 let tab: Tab = 'inbox';
 
@@ -48,6 +51,8 @@ async function refreshInfo(): Promise<void> {
     waitingBadge.textContent = info.waiting ? String(info.waiting) : '';
     floodPill.hidden = !floodText(info.unkept);
     floodPill.textContent = floodText(info.unkept);
+    if (info.welcome && !welcome.firstChild) replace(welcome, welcomeCard(info, () => { replace(welcome); void refreshInfo(); }));
+    else if (!info.welcome) replace(welcome);
   } catch (e) {
     statusPill.className = 'pill error';
     statusPill.textContent = errorText(e);
@@ -84,7 +89,7 @@ pauseBtn.addEventListener('click', async () => {
 
 replace(app,
   h('header', {}, h('h1', {}, h('img', { src: './icon.png', alt: '', width: 28, height: 28 }), 'Gatehouse'), statusPill, floodPill, pauseBtn),
-  nav, main);
+  nav, welcome, main);
 
 await refreshInfo();
 // The user may already have picked a tab while the first answer was on its way.

@@ -4,6 +4,7 @@
 //! - [`error`]: the one error [`Code`] enum and `{code, message}` errors both faces show
 //! - [`trust`]: the trust registry as the user changes it (add, approve, edit, block, tokens)
 //! - [`consent`]: what waits for the user, and a decision carried out by the door holding it
+//! - [`first_run`]: the welcome shown once, and a sample envelope sent to yourself
 //! - [`executors`]: which executor runs for which scope (validated, confirmed, audited); retry
 //! - [`peers`]: UAMP peers with their tokens in the keychain
 //! - [`email`]: mail accounts followed for envelopes, their passwords in the keychain
@@ -20,6 +21,7 @@ pub mod email;
 pub mod error;
 pub mod executors;
 pub mod export;
+pub mod first_run;
 pub mod guardian;
 pub mod peers;
 pub mod replies;

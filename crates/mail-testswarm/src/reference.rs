@@ -45,26 +45,36 @@ fn python(venv: &str, what: &str) -> Option<PathBuf> {
 }
 
 /// Runs `script` with `py` in its own process group and returns it with what it printed
-/// after `READY ` (at most two minutes).
+/// after `READY ` (at most two minutes). A script that exits before it is ready is started
+/// again (twice at most): it picks its ports itself, and another process can take one
+/// between its choice and its bind.
 fn launch(py: PathBuf, script: &str) -> (Child, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers").join(script);
-    let mut child = Command::new(py).arg(script).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0).spawn().expect("start the reference server");
-    let stdout = child.stdout.take().expect("piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("READY ") {
-                let _ = tx.send(rest.to_string());
+    for attempt in 1..=3 {
+        let mut child =
+            Command::new(&py).arg(&script).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0).spawn().expect("start the reference server");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("READY ") {
+                    let _ = tx.send(rest.to_string());
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(r) => return (child, r),
+            Err(e) => {
+                let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
+                let _ = child.wait();
+                if matches!(e, std::sync::mpsc::RecvTimeoutError::Timeout) {
+                    panic!("the reference server did not start within 120 s");
+                }
+                eprintln!("the reference server exited before it was ready (attempt {attempt} of 3)");
             }
         }
-    });
-    match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(r) => (child, r),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
-            panic!("the reference server did not start within 120 s");
-        }
     }
+    panic!("the reference server exited before it was ready, three times");
 }
 
 /// Starts the 1.3 reference and waits until it answers.
