@@ -188,11 +188,37 @@ async fn handle(
     recovering: bool,
 ) -> Result<Vec<(u32, bool)>, EmailError> {
     use futures_util::{StreamExt as _, TryStreamExt as _};
-    let decided: Vec<(u32, Decided)> = futures_util::stream::iter(batch)
-        .map(|a| async move { Ok::<_, EmailError>((a.uid, decide(inbox, store, &f.name, a, validity, recovering).await?)) })
-        .buffered(SUBMITTING)
-        .try_collect()
-        .await?;
+    let read: Vec<(u32, Found, Carrier)> = batch
+        .into_iter()
+        .map(|a| {
+            let (found, carrier) = match &a.bytes {
+                None => (Found::Unusable(format!("a mail of {} bytes; at most {} are read", a.size, imap::MAX_MAIL_BYTES)), Carrier::default()),
+                Some(raw) => gatehouse_email::find(raw),
+            };
+            (a.uid, found, carrier)
+        })
+        .collect();
+    // Copies of one envelope in a batch go through in mail order: the first mail's is
+    // accepted and a later copy (under any From) is the replay, never the other way round.
+    let mut seen = std::collections::HashSet::new();
+    let (first, copies): (Vec<_>, Vec<_>) = read.into_iter().partition(|(_, found, _)| match found {
+        Found::Envelope(b) => envelope_id(b).is_none_or(|id| seen.insert(id)),
+        _ => true,
+    });
+    let mut decided: Vec<(u32, Decided)> = Vec::new();
+    // A copy never takes over an acceptance found unrecorded: that acceptance is its
+    // first mail's, just made (or made before a crash); the copy is a replay.
+    for (part, copy) in [(first, false), (copies, true)] {
+        let done: Vec<(u32, Decided)> = futures_util::stream::iter(part)
+            .map(|(uid, found, carrier)| async move {
+                Ok::<_, EmailError>((uid, decide(inbox, store, &f.name, (uid, found, carrier), validity, (recovering, recovering && !copy)).await?))
+            })
+            .buffered(SUBMITTING)
+            .try_collect()
+            .await?;
+        decided.extend(done);
+    }
+    decided.sort_by_key(|(uid, _)| *uid);
     let mut filing = Vec::with_capacity(decided.len());
     let mut records = Vec::new();
     for (uid, d) in decided {
@@ -235,20 +261,23 @@ async fn handle(
 }
 
 /// One mail: recorded before (when recovering), without an envelope, or through the pipeline.
-async fn decide(inbox: &Arc<Inbox>, store: &Arc<Store>, account: &str, a: imap::Arrived, validity: u32, recovering: bool) -> Result<Decided, EmailError> {
+async fn decide(
+    inbox: &Arc<Inbox>,
+    store: &Arc<Store>,
+    account: &str,
+    (uid, found, carrier): (u32, Found, Carrier),
+    validity: u32,
+    (recovering, may_take_over): (bool, bool),
+) -> Result<Decided, EmailError> {
     if recovering {
-        let (name, uid) = (account.to_string(), a.uid);
+        let name = account.to_string();
         if let Some(was_accepted) = db(store, move |s| s.email_arrival_outcome(&name, validity, uid)).await? {
             return Ok(Decided::File(was_accepted));
         }
     }
-    let (found, carrier) = match &a.bytes {
-        None => (Found::Unusable(format!("a mail of {} bytes; at most {} are read", a.size, imap::MAX_MAIL_BYTES)), Carrier::default()),
-        Some(raw) => gatehouse_email::find(raw),
-    };
     let (receipt, envelope) = match found {
         Found::Nothing => return Ok(Decided::Leave),
-        Found::Envelope(bytes) => match recovered(store, recovering, &bytes).await? {
+        Found::Envelope(bytes) => match recovered(store, may_take_over, &bytes).await? {
             // Accepted from this very mail before a crash: recorded now, not submitted again.
             Some(receipt) => (receipt, Some(bytes)),
             None => (inbox.submit_async(&bytes, "email", Utc::now()).await.receipt, Some(bytes)),
@@ -257,11 +286,15 @@ async fn decide(inbox: &Arc<Inbox>, store: &Arc<Store>, account: &str, a: imap::
     };
     Ok(Decided::Record { receipt: Box::new(receipt), carrier, envelope })
 }
+/// The envelope id an envelope names, if it reads as JSON at all.
+fn envelope_id(envelope: &[u8]) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(envelope).ok().and_then(|v| v["envelope_id"].as_str().map(str::to_string))
+}
+
 /// The receipt of an acceptance this mail's envelope got before a crash cut its handling
 /// short (committed by the pipeline, the mail not yet recorded), when `recovering`.
 async fn recovered(store: &Arc<Store>, recovering: bool, envelope: &[u8]) -> Result<Option<gatehouse_epp::Receipt>, EmailError> {
-    let id = serde_json::from_slice::<serde_json::Value>(envelope).ok().and_then(|v| v["envelope_id"].as_str().map(str::to_string));
-    let Some(id) = id.filter(|_| recovering) else { return Ok(None) };
+    let Some(id) = envelope_id(envelope).filter(|_| recovering) else { return Ok(None) };
     let found = db(store, move |s| s.email_unrecorded_acceptance(&id)).await?;
     Ok(found.and_then(|v| serde_json::from_value(v).ok()))
 }

@@ -216,7 +216,15 @@ async fn receipts_go_back_by_mail_to_known_senders_and_never_to_an_unverified_fr
     // One receipt mail: to the known sender, answering its mail, the receipt attached.
     let mails = ex.wait_delivered(1);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(ex.delivered().len(), 1, "only the known sender's receipt is mailed");
+    assert_eq!(
+        ex.delivered().len(),
+        1,
+        "only the known sender's receipt is mailed: {:?}",
+        ex.delivered()
+            .iter()
+            .map(|m| String::from_utf8_lossy(m).lines().filter(|l| l.starts_with("To:") || l.starts_with("In-Reply-To:")).collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+    );
     let m = mail_parser::MessageParser::default().parse(&mails[0]).unwrap();
     assert_eq!(m.to().and_then(|t| t.first()).and_then(|a| a.address()), Some("agent@clinic.example"));
     assert_eq!(m.in_reply_to().as_text(), Some("env1@clinic.example"));
