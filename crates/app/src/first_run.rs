@@ -31,7 +31,8 @@ pub fn finish(store: &Store) -> Result<()> {
 /// Signs a sample envelope to `inbox_key` and posts it to `submit_url` (the user's own
 /// inbox on loopback). Returns what happened, in words. Audited.
 pub async fn send_sample(store: std::sync::Arc<Store>, submit_url: &str, inbox_key: &str) -> Result<String> {
-    if !gatehouse_http::is_loopback(url_host(submit_url).as_deref().unwrap_or("")) {
+    let host = url::Url::parse(submit_url).ok().and_then(|u| u.host_str().map(str::to_string));
+    if !host.is_some_and(|h| gatehouse_http::is_loopback(&h)) {
         return Err(CommandError::new(Code::Invalid, "the sample goes to this computer's own inbox only"));
     }
     let key = gatehouse_epp::generate_signing_key();
@@ -47,7 +48,10 @@ pub async fn send_sample(store: std::sync::Arc<Store>, submit_url: &str, inbox_k
         .send()
         .await
         .map_err(|e| CommandError::new(Code::Unreachable, format!("your inbox did not answer at {submit_url}: {e}")))?;
-    let receipt: serde_json::Value = resp.json().await.map_err(|e| CommandError::new(Code::Protocol, format!("your inbox answered without a receipt: {e}")))?;
+    // A receipt is a few hundred bytes: read as any answer is, within a bound.
+    let bytes = gatehouse_http::read_limited(submit_url, resp, 64 * 1024).await.map_err(|e| CommandError::new(Code::Protocol, e.to_string()))?;
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| CommandError::new(Code::Protocol, format!("your inbox answered without a receipt: {e}")))?;
     let code = receipt.pointer("/error/code").and_then(|c| c.as_str()).unwrap_or("").to_string();
     let detail = serde_json::json!({"envelope_id": envelope["envelope_id"], "receipt": receipt["status"], "code": code});
     blocking(move || Ok(store.audit("first_run.sample", None, &detail, &now())?)).await?;
@@ -56,8 +60,4 @@ pub async fn send_sample(store: std::sync::Arc<Store>, submit_url: &str, inbox_k
         (Some("accepted"), _) => "Sent, and accepted: it is in your inbox.".to_string(),
         _ => format!("Sent; your inbox refused it ({code}): see the inbox for why."),
     })
-}
-
-fn url_host(u: &str) -> Option<String> {
-    url::Url::parse(u).ok()?.host_str().map(|h| h.trim_matches(['[', ']']).to_string())
 }

@@ -188,16 +188,21 @@ async fn handle(
     recovering: bool,
 ) -> Result<Vec<(u32, bool)>, EmailError> {
     use futures_util::{StreamExt as _, TryStreamExt as _};
-    let read: Vec<(u32, Found, Carrier)> = batch
-        .into_iter()
-        .map(|a| {
-            let (found, carrier) = match &a.bytes {
-                None => (Found::Unusable(format!("a mail of {} bytes; at most {} are read", a.size, imap::MAX_MAIL_BYTES)), Carrier::default()),
-                Some(raw) => gatehouse_email::find(raw),
-            };
-            (a.uid, found, carrier)
-        })
-        .collect();
+    // Reading up to 32 MiB of MIME is not work for an async worker.
+    let read: Vec<(u32, Found, Carrier)> = tokio::task::spawn_blocking(move || {
+        batch
+            .into_iter()
+            .map(|a| {
+                let (found, carrier) = match &a.bytes {
+                    None => (Found::Unusable(format!("a mail of {} bytes; at most {} are read", a.size, imap::MAX_MAIL_BYTES)), Carrier::default()),
+                    Some(raw) => gatehouse_email::find(raw),
+                };
+                (a.uid, found, carrier)
+            })
+            .collect()
+    })
+    .await
+    .map_err(|e| EmailError::Imap(e.to_string()))?;
     // Copies of one envelope in a batch go through in mail order: the first mail's is
     // accepted and a later copy (under any From) is the replay, never the other way round.
     let mut seen = std::collections::HashSet::new();
