@@ -12,6 +12,7 @@ app_commands![
     commands::risk_dismiss,
     commands::conversation,
     commands::trust_list,
+    commands::trust_timed_grants,
     commands::trust_add,
     commands::trust_update,
     commands::trust_remove,

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gatehouse_inbox::gate::consent::{ConsentItem, ConsentTarget, Decision, DecisionOutcome};
+use gatehouse_inbox::gate::consent::{ConsentItem, ConsentTarget, Decision, DecisionOutcome, Lasting};
 use gatehouse_inbox::ExecutorConfig;
 use gatehouse_store::{AuditEntry, BlockedSender, InboxFilter, InboxItem};
 use serde::Serialize;
@@ -123,6 +123,14 @@ pub async fn trust_list(core: CoreState<'_>) -> Result<Vec<TrustRow>> {
     blocking(move || gatehouse_app::trust::list(&c.store)).await
 }
 
+/// Scopes granted for a while, ending soonest first.
+#[tauri::command]
+#[specta::specta]
+pub async fn trust_timed_grants(core: CoreState<'_>) -> Result<Vec<gatehouse_app::trust::TimedGrant>> {
+    let c = core.inner().clone();
+    blocking(move || gatehouse_app::trust::timed_grants(&c.store, gatehouse_inbox::gate::clock::now())).await
+}
+
 #[tauri::command]
 #[specta::specta]
 pub async fn trust_add(core: CoreState<'_>, input: TrustInput) -> Result<()> {
@@ -173,8 +181,14 @@ pub async fn consent_list(core: CoreState<'_>) -> Result<Vec<ConsentItem>> {
 
 #[tauri::command]
 #[specta::specta]
-pub async fn consent_decide<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, target: ConsentTarget, decision: Decision) -> Result<DecisionOutcome> {
-    let out = gatehouse_app::consent::decide_fetching(core.inbox(), target, decision).await?;
+pub async fn consent_decide<R: Runtime>(
+    app: AppHandle<R>,
+    core: CoreState<'_>,
+    target: ConsentTarget,
+    decision: Decision,
+    lasting: Option<Lasting>,
+) -> Result<DecisionOutcome> {
+    let out = gatehouse_app::consent::decide_fetching(core.inbox(), target, decision, lasting.unwrap_or_default()).await?;
     crate::tray::refresh(&app);
     Ok(out)
 }

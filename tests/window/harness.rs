@@ -29,6 +29,41 @@ pub fn tauri_driver() -> String {
     p
 }
 
+/// tauri-driver with the app in its window on `data`: (driver, its URL, session, client).
+fn open_window(data: &Path, watch: &Path, port: u16, uamp_port: u16) -> (Child, String, String, reqwest::blocking::Client) {
+    let [dport, nport] = free_ports();
+    let driver = Command::new(tauri_driver())
+        .args(["--port", &dport.to_string(), "--native-port", &nport.to_string()])
+        .env("GATEHOUSE_DATA_DIR", data)
+        .env("GATEHOUSE_KEYSTORE", "os")
+        .env("GATEHOUSE_PORT", port.to_string())
+        .env("GATEHOUSE_UAMP_PORT", uamp_port.to_string())
+        .env("GATEHOUSE_WATCH_DIR", watch)
+        .env("GATEHOUSE_TEST_CLOCK", data.join("test-clock"))
+        .stdout(Stdio::null())
+        .stderr(std::env::var_os("GATEHOUSE_TEST_APP_LOG").map_or_else(Stdio::null, |p| std::fs::File::create(p).map_or_else(|_| Stdio::null(), Stdio::from)))
+        .spawn()
+        .expect("start tauri-driver");
+    // WebKit can take minutes to start when four windows start at once on two busy cores.
+    let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(240)).build().unwrap();
+    let base = format!("http://127.0.0.1:{dport}");
+    let t = Instant::now();
+    while http.get(format!("{base}/status")).send().is_err() {
+        assert!(t.elapsed() < Duration::from_secs(20), "tauri-driver did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let app = env!("CARGO_BIN_EXE_gatehouse-desktop");
+    let v: Value = http
+        .post(format!("{base}/session"))
+        .json(&json!({"capabilities": {"alwaysMatch": {"tauri:options": {"application": app}}}}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let sid = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {v}")).to_string();
+    (driver, base, sid, http)
+}
+
 pub struct App {
     driver: Child,
     base: String,
@@ -72,48 +107,53 @@ impl App {
         let (identity, _) =
             gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
         let watch = data.path().join("drop");
-        let [port, uamp_port, dport, nport] = free_ports();
-        let driver = Command::new(tauri_driver())
-            .args(["--port", &dport.to_string(), "--native-port", &nport.to_string()])
-            .env("GATEHOUSE_DATA_DIR", data.path())
-            .env("GATEHOUSE_KEYSTORE", "os")
-            .env("GATEHOUSE_PORT", port.to_string())
-            .env("GATEHOUSE_UAMP_PORT", uamp_port.to_string())
-            .env("GATEHOUSE_WATCH_DIR", &watch)
-            .stdout(Stdio::null())
-            .stderr(
-                std::env::var_os("GATEHOUSE_TEST_APP_LOG").map_or_else(Stdio::null, |p| std::fs::File::create(p).map_or_else(|_| Stdio::null(), Stdio::from)),
-            )
-            .spawn()
-            .expect("start tauri-driver");
-        // WebKit can take minutes to start when four windows start at once on two busy cores.
-        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(240)).build().unwrap();
-        let base = format!("http://127.0.0.1:{dport}");
-        let t = Instant::now();
-        while http.get(format!("{base}/status")).send().is_err() {
-            assert!(t.elapsed() < Duration::from_secs(20), "tauri-driver did not come up");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let app = env!("CARGO_BIN_EXE_gatehouse-desktop");
-        let v: Value = http
-            .post(format!("{base}/session"))
-            .json(&json!({"capabilities": {"alwaysMatch": {"tauri:options": {"application": app}}}}))
-            .send()
-            .unwrap()
-            .json()
-            .unwrap();
-        let sid = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {v}")).to_string();
+        let [port, uamp_port] = free_ports();
         let key = identity.signing_key().clone();
+        let (driver, base, sid, http) = open_window(data.path(), &watch, port, uamp_port);
         let app = App { driver, base, sid, http, data, watch, port, uamp_port, public_key: identity.public_key, key };
-        // The inbox is up once it answers with this app's own key, not merely once something
-        // answers on its port.
-        let info = format!("http://127.0.0.1:{}/epp/v1/inbox", app.port);
+        app.inbox_up()?;
+        Ok(app)
+    }
+
+    /// Closes the app and starts it again on the same data, as a user quitting and opening
+    /// it would.
+    pub fn restart(&mut self) {
+        let _ = self.http.delete(format!("{}/session/{}", self.base, self.sid)).send();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        // Single-instance: the old process must be gone (its inbox port free) first.
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            assert!(t.elapsed() < Duration::from_secs(20), "the app did not quit");
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        let (driver, base, sid, http) = open_window(self.data.path(), &self.watch, self.port, self.uamp_port);
+        (self.driver, self.base, self.sid, self.http) = (driver, base, sid, http);
+        self.inbox_up().unwrap();
+    }
+
+    /// Moves the app's clock (debug builds read `GATEHOUSE_TEST_CLOCK`) by `secs` from the
+    /// real time; envelopes this harness signs follow it.
+    pub fn set_clock(&self, secs: i64) {
+        std::fs::write(self.data.path().join("test-clock"), secs.to_string()).unwrap();
+    }
+
+    /// The app's clock, as set with [`App::set_clock`].
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        let secs = std::fs::read_to_string(self.data.path().join("test-clock")).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+        chrono::Utc::now() + chrono::Duration::seconds(secs)
+    }
+
+    /// The inbox is up once it answers with this app's own key, not merely once something
+    /// answers on its port.
+    fn inbox_up(&self) -> Result<(), String> {
+        let info = format!("http://127.0.0.1:{}/epp/v1/inbox", self.port);
         let ask = reqwest::blocking::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
         let t = Instant::now();
         let mut seen = String::from("nothing");
         while t.elapsed() < Duration::from_secs(20) {
             match ask.get(&info).send().and_then(|r| r.text()) {
-                Ok(body) if serde_json::from_str::<Value>(&body).unwrap_or_default()["public_key"].as_str() == Some(app.public_key.as_str()) => return Ok(app),
+                Ok(body) if serde_json::from_str::<Value>(&body).unwrap_or_default()["public_key"].as_str() == Some(self.public_key.as_str()) => return Ok(()),
                 // Someone else holds the port, so the app could not bind it.
                 Ok(body) => {
                     seen = body;
@@ -126,8 +166,8 @@ impl App {
                 Err(_) => std::thread::sleep(Duration::from_millis(150)),
             }
         }
-        let window = app.script("return document.body.innerText;");
-        Err(format!("port {} is not this app's inbox: it answered {seen}; the window shows: {window}", app.port))
+        let window = self.script("return document.body.innerText;");
+        Err(format!("port {} is not this app's inbox: it answered {seen}; the window shows: {window}", self.port))
     }
 
     pub fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
@@ -215,7 +255,7 @@ impl App {
     }
 
     pub fn envelope(&self, from: &SigningKey, scope: &str, prompt: &str) -> Value {
-        gatehouse_epp::Draft::new(&self.public_key, scope, prompt).sign(from, chrono::Utc::now())
+        gatehouse_epp::Draft::new(&self.public_key, scope, prompt).sign(from, self.now())
     }
 
     pub fn send(&self, from: &SigningKey, scope: &str, prompt: &str) -> (u16, Value) {

@@ -7,6 +7,7 @@ mod a11y;
 mod email;
 mod epp;
 mod first_run;
+mod grants;
 mod harness;
 mod model;
 mod peers;

@@ -18,6 +18,8 @@ export const commands = {
 	riskDismiss: (messageId: string, kind: string, start: number) => __TAURI_INVOKE<null>("risk_dismiss", { messageId, kind, start }),
 	conversation: (conversationId: string) => __TAURI_INVOKE<ConversationMessage_Serialize[]>("conversation", { conversationId }),
 	trustList: () => __TAURI_INVOKE<TrustRow_Serialize[]>("trust_list"),
+	/**  Scopes granted for a while, ending soonest first. */
+	trustTimedGrants: () => __TAURI_INVOKE<TimedGrant[]>("trust_timed_grants"),
 	trustAdd: (input: TrustInput_Deserialize) => __TAURI_INVOKE<null>("trust_add", { input }),
 	trustUpdate: (input: TrustInput_Deserialize) => __TAURI_INVOKE<null>("trust_update", { input }),
 	trustRemove: (publicKey: string) => __TAURI_INVOKE<null>("trust_remove", { publicKey }),
@@ -25,7 +27,7 @@ export const commands = {
 	trustUnblock: (publicKey: string) => __TAURI_INVOKE<null>("trust_unblock", { publicKey }),
 	blockedList: () => __TAURI_INVOKE<BlockedSender[]>("blocked_list"),
 	consentList: () => __TAURI_INVOKE<ConsentItem_Serialize[]>("consent_list"),
-	consentDecide: (target: ConsentTarget, decision: Decision) => __TAURI_INVOKE<DecisionOutcome_Serialize>("consent_decide", { target, decision }),
+	consentDecide: (target: ConsentTarget, decision: Decision, lasting: Lasting | null) => __TAURI_INVOKE<DecisionOutcome_Serialize>("consent_decide", { target, decision, lasting }),
 	auditList: () => __TAURI_INVOKE<AuditEntry_Serialize[]>("audit_list"),
 	settingsSet: (settings: DesktopSettings_Deserialize) => __TAURI_INVOKE<InboxStatus_Serialize>("settings_set", { settings }),
 	retentionGet: () => __TAURI_INVOKE<Retention_Serialize>("retention_get"),
@@ -458,20 +460,31 @@ envelope_id?: string | null; scope?: string | null; prompt?: string | null;
 /**  What the knock declared (EPP v1.1), in plain words. */
 extras?: Extras_Deserialize | null; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[] } | 
+risk: Flag[]; 
+/**  This sender's earlier knocks in the scope: what "always allow" would have let in. */
+covered: Covered_Deserialize[]; covered_total: number; 
+/**  Until when the user put this prompt off ("ask me later"), while it is away. */
+later?: string | null } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; payload_type?: string | null; on_behalf_of?: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
 extras?: Extras_Deserialize | null; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[] } | 
+risk: Flag[]; 
+/**
+ *  This sender's other held or denied envelopes in the scope: what "always allow"
+ *  would have let through.
+ */
+covered: Covered_Deserialize[]; covered_total: number; 
+/**  When the grant for this scope ended, if it is held because one did. */
+grant_ended?: string | null; later?: string | null } | 
 /**
  *  A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
  *  and waits.
  */
 { kind: "held_ask"; stream_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; received_at: string; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[] };
+risk: Flag[]; grant_ended?: string | null; later?: string | null };
 
 /**  One thing waiting for the user. */
 export type ConsentItem_Serialize = 
@@ -484,20 +497,31 @@ envelope_id: string | null; scope: string | null; prompt: string | null;
 /**  What the knock declared (EPP v1.1), in plain words. */
 extras: Extras_Serialize | null; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[] } | 
+risk: Flag[]; 
+/**  This sender's earlier knocks in the scope: what "always allow" would have let in. */
+covered: Covered_Serialize[]; covered_total: number; 
+/**  Until when the user put this prompt off ("ask me later"), while it is away. */
+later: string | null } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
 extras: Extras_Serialize | null; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[] } | 
+risk: Flag[]; 
+/**
+ *  This sender's other held or denied envelopes in the scope: what "always allow"
+ *  would have let through.
+ */
+covered: Covered_Serialize[]; covered_total: number; 
+/**  When the grant for this scope ended, if it is held because one did. */
+grant_ended: string | null; later: string | null } | 
 /**
  *  A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
  *  and waits.
  */
 { kind: "held_ask"; stream_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; received_at: string; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[] };
+risk: Flag[]; grant_ended: string | null; later: string | null };
 
 /**  The same submission, when it needs the user's decision. */
 export type ConsentRequested = ConsentRequested_Serialize;
@@ -580,7 +604,34 @@ export type ConversationView_Serialize = {
 	messages: IwMessageRow_Serialize[],
 };
 
-export type Decision = "allow_once" | "always_allow_scope" | "deny" | "block";
+/**  One past message a grant for its sender and scope would have let through. */
+export type Covered = Covered_Serialize;
+
+/**  One past message a grant for its sender and scope would have let through. */
+export type Covered_Deserialize = {
+	envelope_id?: string | null,
+	received_at: string,
+	/**  The start of its prompt (the whole is in the inbox). */
+	excerpt?: string | null,
+	/**  What became of it: "refused" (the sender was not trusted), "held" or "denied". */
+	outcome: string,
+};
+
+/**  One past message a grant for its sender and scope would have let through. */
+export type Covered_Serialize = {
+	envelope_id: string | null,
+	received_at: string,
+	/**  The start of its prompt (the whole is in the inbox). */
+	excerpt: string | null,
+	/**  What became of it: "refused" (the sender was not trusted), "held" or "denied". */
+	outcome: string,
+};
+
+export type Decision = "allow_once" | 
+/**  Allow the scope for as long as the [`Lasting`] given with it says. */
+"always_allow_scope" | 
+/**  Neither allow nor deny yet: the prompt waits, out of the way, and asks again later. */
+"ask_later" | "deny" | "block";
 
 export type DecisionOutcome = DecisionOutcome_Serialize;
 
@@ -1283,6 +1334,13 @@ export type Kind =
 /**  A link to a host not known for this sender. */
 "link";
 
+/**  How long an "allow" for a scope lasts. */
+export type Lasting = { for: "always" } | { for: "hour" } | 
+/**  Until the end of today, on this computer's clock. */
+{ for: "tonight" } | 
+/**  Until the end of `date` (YYYY-MM-DD), on this computer's clock. */
+{ for: "until"; date: string };
+
 export type Limits = Limits_Serialize;
 
 export type Limits_Deserialize = {
@@ -1574,6 +1632,13 @@ export type Policy_Deserialize = {
 	"x-auto-reply-scopes"?: string[],
 	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */
 	"x-capabilities"?: CapabilityLimit_Deserialize | null,
+	/**
+	 *  Scopes granted for a while (an hour, until tonight, until a date), with when each
+	 *  grant ends (UTC, as the store writes times). Once it has ended, envelopes in the
+	 *  scope are kept and held for the user again: the grant asks again, never fails
+	 *  silently. A scope granted for good is not listed.
+	 */
+	"x-grant-until"?: { [key in string]: string },
 };
 
 /**  Spec 6.1 policy, with Gatehouse extensions in `x-` fields (spec 11.1). */
@@ -1598,6 +1663,13 @@ export type Policy_Serialize = {
 	"x-auto-reply-scopes"?: string[],
 	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */
 	"x-capabilities"?: CapabilityLimit_Serialize,
+	/**
+	 *  Scopes granted for a while (an hour, until tonight, until a date), with when each
+	 *  grant ends (UTC, as the store writes times). Once it has ended, envelopes in the
+	 *  scope are kept and held for the user again: the grant asks again, never fails
+	 *  silently. A scope granted for good is not listed.
+	 */
+	"x-grant-until"?: { [key in string]: string },
 };
 
 export type ProgressEvent = ProgressEvent_Serialize;
@@ -2045,6 +2117,17 @@ export type SwarmView_Deserialize = {
 export type SwarmView_Serialize = {
 	has_token: boolean,
 } & MailSwarmRow_Serialize;
+
+/**  A scope granted for a while, as the user sees it listed. */
+export type TimedGrant = {
+	public_key: string,
+	name: string,
+	scope: string,
+	/**  When it ends (UTC). */
+	until: string,
+	/**  It has ended: the sender's next message in the scope is held and asks again. */
+	ended: boolean,
+};
 
 /**  Spec 6.1 trust entry. */
 export type TrustEntry = TrustEntry_Serialize;

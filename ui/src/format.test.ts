@@ -53,6 +53,10 @@ describe('format', () => {
     expect(when('2026-11-22T11:59:50Z', now)).toBe('just now');
     expect(when('2026-11-22T11:40:00Z', now)).toBe('20 min ago');
     expect(when('not a date', now)).toBe('not a date');
+    // Times to come read forward, never "just now".
+    expect(when('2026-11-22T12:30:00Z', now)).toBe('in 30 min');
+    expect(when('2026-11-22T12:00:20Z', now)).toBe('now');
+    expect(when('2026-11-29T12:00:00Z', now)).toMatch(/^on /);
   });
 });
 

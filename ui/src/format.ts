@@ -16,6 +16,11 @@ export function when(iso: string, now: Date = new Date()): string {
   const t = new Date(iso);
   if (Number.isNaN(t.getTime())) return iso;
   const s = Math.round((now.getTime() - t.getTime()) / 1000);
+  // Times to come (a grant's end, a prompt put off) read forward.
+  if (s < 0 && s > -45) return 'now';
+  if (s < 0 && s > -3600) return `in ${Math.round(-s / 60)} min`;
+  if (s < 0 && s > -86400 && t.getDate() === now.getDate()) return `at ${t.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}`;
+  if (s < 0) return `on ${t.toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })}`;
   if (s < 45) return 'just now';
   if (s < 3600) return `${Math.round(s / 60)} min ago`;
   if (s < 86400 && t.getDate() === now.getDate()) return t.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });

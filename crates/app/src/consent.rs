@@ -4,8 +4,8 @@
 //! decision is audited.
 
 use chrono::{DateTime, Utc};
-use gatehouse_inbox::gate::consent::{grantable, now_string, ConsentError, Source};
-pub use gatehouse_inbox::gate::consent::{pending, waiting_count, ConsentItem, ConsentTarget, Decision, DecisionOutcome};
+use gatehouse_inbox::gate::consent::{grantable, now_string, ConsentError, Source, LATER};
+pub use gatehouse_inbox::gate::consent::{pending, pending_at, waiting_count, ConsentItem, ConsentTarget, Decision, DecisionOutcome, Lasting};
 use gatehouse_inbox::Inbox;
 use gatehouse_store::{ExecStatus, Policy, TrustEntry};
 
@@ -15,17 +15,34 @@ use crate::Result;
 /// The user's decision, as both faces take it: a did:web agent's keys are fetched now,
 /// when the user lets it in, never on arrival; then [`decide_with_keys`], off the async
 /// workers.
-pub async fn decide_fetching(inbox: std::sync::Arc<Inbox>, target: ConsentTarget, decision: Decision) -> Result<DecisionOutcome> {
+pub async fn decide_fetching(inbox: std::sync::Arc<Inbox>, target: ConsentTarget, decision: Decision, lasting: Lasting) -> Result<DecisionOutcome> {
     let keys = match (&target, decision) {
         (ConsentTarget::UnknownSender { public_key }, Decision::AlwaysAllowScope) => crate::trust::did_web_keys(public_key).await?,
         _ => Vec::new(),
     };
-    crate::blocking(move || Ok(decide_with_keys(&inbox, &target, decision, chrono::Utc::now(), &keys)?)).await
+    crate::blocking(move || Ok(decide_with_keys(&inbox, &target, decision, &lasting, gatehouse_inbox::gate::clock::now(), &keys)?)).await
 }
 
-/// Applies the user's decision. Blocking (SQLite).
+/// Applies the user's decision, an "allow" for good. Blocking (SQLite).
 pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: DateTime<Utc>) -> std::result::Result<DecisionOutcome, ConsentError> {
-    decide_with_keys(inbox, target, decision, now, &[])
+    decide_with_keys(inbox, target, decision, &Lasting::Always, now, &[])
+}
+
+/// Grants `scope` in `policy` until `end` (for good when `None`): a timed grant is listed
+/// with its end, a grant for good replaces it. `held_only`: the sender's envelopes are
+/// admitted already and only the hold is lifted.
+fn grant(policy: &mut Policy, scope: &str, end: Option<DateTime<Utc>>, held_only: bool) {
+    match end {
+        Some(end) => {
+            policy.grant_until.insert(scope.to_string(), now_string(end));
+        }
+        None => {
+            policy.grant_until.remove(scope);
+            if held_only && !policy.consent_granted_scopes.iter().any(|s| s == scope) {
+                policy.consent_granted_scopes.push(scope.to_string());
+            }
+        }
+    }
 }
 
 /// [`decide`], with the keys of a did:web sender fetched (by the caller, over HTTPS) when
@@ -34,6 +51,45 @@ pub fn decide_with_keys(
     inbox: &Inbox,
     target: &ConsentTarget,
     decision: Decision,
+    lasting: &Lasting,
+    now: DateTime<Utc>,
+    uamp_keys: &[gatehouse_store::UampKey],
+) -> std::result::Result<DecisionOutcome, ConsentError> {
+    let store = inbox.store();
+    let at = now_string(now);
+    let end = lasting.end(now)?;
+    let outcome = match (target, decision) {
+        (_, Decision::AskLater) => {
+            if !pending_at(store, now)?.iter().any(|i| i.target() == *target) {
+                return Err(ConsentError::Gone);
+            }
+            let until = now + LATER;
+            store.later_defer(&target.key(), &now_string(until), &at)?;
+            DecisionOutcome {
+                message: format!("Put off {}. Nothing was allowed or denied: it waits, and asks you again then.", Lasting::words(Some(until))),
+                delivered: None,
+            }
+        }
+        _ => decide_now(inbox, target, decision, end, now, uamp_keys)?,
+    };
+    if decision != Decision::AskLater {
+        store.later_forget(&target.key())?;
+    }
+    store.audit(
+        &format!("consent.{}", serde_json::to_value(decision).unwrap().as_str().unwrap_or("?")),
+        Some(&target.key()),
+        &serde_json::json!({"target": target, "until": end.map(now_string), "result": outcome.message, "delivered": outcome.delivered}),
+        &at,
+    )?;
+    Ok(outcome)
+}
+
+/// Allow, deny or block, carried out by the door that holds what is decided.
+fn decide_now(
+    inbox: &Inbox,
+    target: &ConsentTarget,
+    decision: Decision,
+    end: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
     uamp_keys: &[gatehouse_store::UampKey],
 ) -> std::result::Result<DecisionOutcome, ConsentError> {
@@ -48,6 +104,7 @@ pub fn decide_with_keys(
             let knock = store.latest_receipt_from(&key, "UNTRUSTED_SENDER")?;
             let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| request.scopes_tried.first().cloned());
             match decision {
+                Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),
                 Decision::Deny => {
                     store.pending_remove(&key)?;
                     DecisionOutcome { message: "Denied. The sender stays unknown; if it writes again you will be asked again.".into(), delivered: None }
@@ -67,12 +124,17 @@ pub fn decide_with_keys(
                 Decision::AllowOnce | Decision::AlwaysAllowScope => {
                     let scope = scope.ok_or_else(|| ConsentError::Invalid("the request has no scope to allow".into()))?;
                     grantable(&key, &scope)?;
-                    let entry = TrustEntry {
-                        public_key: key.clone(),
-                        name: default_name(&key),
-                        added_at: at.clone(),
-                        policy: Policy { allowed_scopes: vec![scope.clone()], uamp_keys: uamp_keys.to_vec(), ..Policy::default() },
-                    };
+                    let source = Source::of(&key, Some(&scope));
+                    if end.is_some() && source.fixed_scope().is_some() {
+                        return Err(ConsentError::Invalid(
+                            "an agent or an IntentSite is let in for good (it can be removed at any time); choose \"always\"".into(),
+                        ));
+                    }
+                    let mut policy = Policy { allowed_scopes: vec![scope.clone()], uamp_keys: uamp_keys.to_vec(), ..Policy::default() };
+                    if decision == Decision::AlwaysAllowScope {
+                        grant(&mut policy, &scope, end, false);
+                    }
+                    let entry = TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), policy };
                     let body = knock.as_ref().filter(|k| !k.body_truncated).and_then(|k| k.body.clone());
                     check_sender_id(&key, &entry.policy)?;
                     let delivered = if decision == Decision::AlwaysAllowScope {
@@ -87,14 +149,23 @@ pub fn decide_with_keys(
                             "Allowed, but the waiting message could not be delivered: {}",
                             o.receipt.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
                         ),
-                        (_, Decision::AlwaysAllowScope) if Source::of(&key, Some(&scope)) == Source::AsopAgent => {
+                        (_, Decision::AlwaysAllowScope) if source == Source::AsopAgent => {
                             "Registered: this agent's steps are now decided by your rules, or asked about.".to_string()
                         }
-                        (_, Decision::AlwaysAllowScope) if Source::of(&key, Some(&scope)) == Source::IntentSite => {
+                        (_, Decision::AlwaysAllowScope) if source == Source::IntentSite => {
                             "Pinned: this IntentSite's answers are now checked against its key, and answers signed by any other key are refused.".to_string()
                         }
                         (_, Decision::AlwaysAllowScope) if key.starts_with("did:") => {
-                            format!("Trusted for \"{scope}\". Issue it a token (UAMP tab) and send it the token: its messages arrive once it uses it.")
+                            format!(
+                                "Trusted for \"{scope}\" {}. Issue it a token (UAMP tab) and send it the token: its messages arrive once it uses it.",
+                                Lasting::words(end)
+                            )
+                        }
+                        (_, Decision::AlwaysAllowScope) if end.is_some() => {
+                            format!(
+                                "Allowed for \"{scope}\" {}. Its messages in that scope arrive until then; after, each asks you again.",
+                                Lasting::words(end)
+                            )
                         }
                         (_, Decision::AlwaysAllowScope) => format!("Trusted for \"{scope}\". Its messages in that scope now arrive."),
                         _ => "Allowed once. The waiting message was delivered.".into(),
@@ -116,17 +187,19 @@ pub fn decide_with_keys(
                     if decision == Decision::AlwaysAllowScope {
                         let scope = store.uamp_message_by_row(s.message_row)?.and_then(|m| m.scope);
                         if let (Some(mut t), Some(scope)) = (store.trust_get(&s.peer)?, scope) {
-                            if !t.policy.consent_granted_scopes.contains(&scope) {
-                                t.policy.consent_granted_scopes.push(scope);
-                            }
+                            grant(&mut t.policy, &scope, end, true);
                             store.trust_update(&s.peer, None, &t.policy)?;
                         }
                     }
                     if !uamp.release(stream_id, now)? {
                         return Err(ConsentError::Gone);
                     }
-                    DecisionOutcome { message: "Released: the agent's ask runs and its answer streams back.".into(), delivered: None }
+                    DecisionOutcome {
+                        message: format!("Released: the agent's ask runs and its answer streams back.{}", granted_words(decision, end)),
+                        delivered: None,
+                    }
                 }
+                Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),
                 Decision::Deny | Decision::Block => {
                     if !uamp.refuse_held(stream_id, now)? {
                         return Err(ConsentError::Gone);
@@ -146,9 +219,7 @@ pub fn decide_with_keys(
                 Decision::AllowOnce | Decision::AlwaysAllowScope => {
                     if decision == Decision::AlwaysAllowScope {
                         if let Some(mut t) = store.trust_get(&row.sender)? {
-                            if !t.policy.consent_granted_scopes.contains(&row.scope) {
-                                t.policy.consent_granted_scopes.push(row.scope.clone());
-                            }
+                            grant(&mut t.policy, &row.scope, end, true);
                             store.trust_update(&row.sender, None, &t.policy)?;
                         }
                     }
@@ -156,8 +227,9 @@ pub fn decide_with_keys(
                     if !inbox.execute(row.id) {
                         return Err(ConsentError::Invalid("the inbox is paused; the message will run when it resumes".into()));
                     }
-                    DecisionOutcome { message: "Released to its executor.".into(), delivered: None }
+                    DecisionOutcome { message: format!("Released to its executor.{}", granted_words(decision, end)), delivered: None }
                 }
+                Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),
                 Decision::Deny | Decision::Block => {
                     let note = serde_json::json!({"denied_by": "user", "at": at});
                     store.set_exec(row.id, ExecStatus::Denied, Some(&note), &at)?;
@@ -169,17 +241,18 @@ pub fn decide_with_keys(
             }
         }
     };
-    store.audit(
-        &format!("consent.{}", serde_json::to_value(decision).unwrap().as_str().unwrap_or("?")),
-        Some(&match target {
-            ConsentTarget::UnknownSender { public_key } => gatehouse_store::sender_key(public_key),
-            ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
-            ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
-        }),
-        &serde_json::json!({"target": target, "result": outcome.message, "delivered": outcome.delivered}),
-        &at,
-    )?;
     Ok(outcome)
+}
+
+/// What an "allow" for the scope granted beyond the one message, in words.
+fn granted_words(decision: Decision, end: Option<DateTime<Utc>>) -> String {
+    match (decision, end) {
+        (Decision::AlwaysAllowScope, Some(_)) => {
+            format!(" Its next messages in this scope run without asking {}; then you are asked again.", Lasting::words(end))
+        }
+        (Decision::AlwaysAllowScope, None) => " Its next messages in this scope run without asking.".into(),
+        _ => String::new(),
+    }
 }
 
 /// A short label for a sender the user has not named yet.

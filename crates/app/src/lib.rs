@@ -41,5 +41,5 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 
 }
 
 pub(crate) fn now() -> String {
-    gatehouse_epp::utc_string(chrono::Utc::now())
+    gatehouse_epp::utc_string(gatehouse_inbox::gate::clock::now())
 }

@@ -220,6 +220,39 @@ pub fn list(store: &Store) -> crate::Result<Vec<TrustRow>> {
         .collect()
 }
 
+/// A scope granted for a while, as the user sees it listed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct TimedGrant {
+    pub public_key: String,
+    pub name: String,
+    pub scope: String,
+    /// When it ends (UTC).
+    pub until: String,
+    /// It has ended: the sender's next message in the scope is held and asks again.
+    pub ended: bool,
+}
+
+/// Every grant for a while, those ending first (ended ones first of all).
+pub fn timed_grants(store: &Store, now: DateTime<Utc>) -> crate::Result<Vec<TimedGrant>> {
+    let mut out: Vec<TimedGrant> = store
+        .trust_list()?
+        .into_iter()
+        .flat_map(|t| {
+            let (key, name) = (t.public_key, t.name);
+            t.policy.grant_until.into_iter().map(move |(scope, until)| TimedGrant {
+                ended: !gatehouse_store::grant_lasts(&until, now),
+                public_key: key.clone(),
+                name: name.clone(),
+                scope,
+                until,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.until.cmp(&b.until));
+    Ok(out)
+}
+
 /// A key as people compare it: the first 16 hex digits in groups of four; a DID by its
 /// method and last characters.
 pub fn fingerprint(key: &str) -> String {

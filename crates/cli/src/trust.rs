@@ -42,6 +42,22 @@ pub struct PolicyArgs {
     /// EPP v1.1: refuse envelopes from this sender that declare no capabilities
     #[arg(long)]
     require_capabilities: bool,
+    /// How long the scopes are allowed: 1h, tonight, or until a date (YYYY-MM-DD); then each
+    /// message asks again. For good when not given.
+    #[arg(long = "for", value_name = "1h|tonight|YYYY-MM-DD")]
+    lasting: Option<String>,
+}
+
+/// `--for` as the consent prompt's choices.
+fn lasting(arg: &str) -> Result<gatehouse_app::consent::Lasting, String> {
+    use gatehouse_app::consent::Lasting;
+    Ok(match arg.trim() {
+        "1h" | "hour" => Lasting::Hour,
+        "tonight" => Lasting::Tonight,
+        "always" => Lasting::Always,
+        d if d.len() == 10 => Lasting::Until { date: d.to_string() },
+        other => return Err(format!("--for {other:?}: say 1h, tonight, always, or a date (YYYY-MM-DD)")),
+    })
 }
 
 impl PolicyArgs {
@@ -68,7 +84,19 @@ impl PolicyArgs {
                 Some(gatehouse_store::CapabilityLimit { require, allowed })
             }
         };
+        let mut grant_until = std::collections::BTreeMap::new();
+        if let Some(arg) = &self.lasting {
+            if self.scopes.iter().any(|s| s == "*") {
+                return Err("--for grants named scopes for a while; * is for good only".into());
+            }
+            if let Some(end) = lasting(arg)?.end(gatehouse_inbox::gate::clock::now()).map_err(|e| e.to_string())? {
+                for s in &self.scopes {
+                    grant_until.insert(s.clone(), gatehouse_epp::utc_string(end));
+                }
+            }
+        }
         Ok(Policy {
+            grant_until,
             allowed_scopes: self.scopes.clone(),
             max_envelope_size: self.max_envelope_size.unwrap_or_else(gatehouse_store::default_max_envelope_size),
             rate_limit: RateLimit { max_per_hour: self.max_per_hour, max_per_day: self.max_per_day },
@@ -96,6 +124,11 @@ pub enum TrustCmd {
     },
     /// List trusted senders
     List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List scopes granted for a while (1h, tonight, a date), ending soonest first
+    Grants {
         #[arg(long)]
         json: bool,
     },
@@ -155,7 +188,7 @@ pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), String> {
                 for t in list {
                     let p = &t.policy;
                     println!(
-                        "{}  {}  scopes={}  max_size={}  per_hour={}  per_day={}{}{}",
+                        "{}  {}  scopes={}  max_size={}  per_hour={}  per_day={}{}{}{}",
                         t.public_key,
                         t.name,
                         p.allowed_scopes.join(","),
@@ -164,7 +197,21 @@ pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), String> {
                         p.rate_limit.max_per_day.map_or("-".into(), |n| n.to_string()),
                         if p.hold_for_consent { "  hold" } else { "" },
                         if p.allow_delegation { "" } else { "  no-delegation" },
+                        p.grant_until.iter().map(|(s, u)| format!("  {s}-until={u}")).collect::<String>(),
                     );
+                }
+            }
+        }
+        TrustCmd::Grants { json } => {
+            let grants = gatehouse_app::trust::timed_grants(&store, gatehouse_inbox::gate::clock::now()).map_err(|e| e.to_string())?;
+            if json {
+                print_json(&grants);
+            } else if grants.is_empty() {
+                eprintln!("no grants for a while: every trusted scope is for good");
+            } else {
+                for g in grants {
+                    let state = if g.ended { "ended" } else { "until" };
+                    println!("{}  {}  {}  {state} {}", g.public_key, g.name, g.scope, g.until);
                 }
             }
         }

@@ -12,6 +12,7 @@
 //!   limits are counted;
 //! - [`receipts`]: envelopes and receipts as stored, executor status;
 //! - [`inbox`]: the app's list of receipts (filters, search, by sender);
+//! - [`later`]: prompts deferred ("ask me later"), and the past an "always allow" covers;
 //! - [`audit`], [`settings`], [`retention`], [`risk`]: the audit log, settings, what is kept how long, risk flags dismissed;
 //! - [`jobs`] and [`commit`]: the committer's queue and its group-commit loop;
 //! - [`migrations`]: the schema, one numbered step at a time;
@@ -27,6 +28,7 @@ pub mod email;
 mod inbox;
 pub mod intentweb;
 mod jobs;
+mod later;
 pub mod mail;
 mod migrations;
 mod model;
@@ -40,6 +42,7 @@ mod settings;
 mod trust;
 pub mod uamp;
 
+pub use later::{Covered, MAX_COUNTED};
 pub use model::*;
 pub use replay::AcceptRefusal;
 pub use retention::*;

@@ -440,6 +440,13 @@ const MIGRATIONS: &[&str] = &[
         dismissed_at TEXT NOT NULL,
         PRIMARY KEY (message_id, kind, start)
     ) WITHOUT ROWID;",
+    // 22: prompts the user said "ask me later" to: what waits (a sender, an envelope row, a
+    // UAMP stream, named as the audit names them) and until when it stays out of the way.
+    "CREATE TABLE consent_later (
+        target TEXT PRIMARY KEY,
+        until TEXT NOT NULL,
+        deferred_at TEXT NOT NULL
+    ) WITHOUT ROWID;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -55,6 +55,12 @@ pub struct Policy {
     /// EPP v1.1: what this sender may ask to use; absent, anything declared is shown only.
     #[serde(rename = "x-capabilities", default, skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<CapabilityLimit>,
+    /// Scopes granted for a while (an hour, until tonight, until a date), with when each
+    /// grant ends (UTC, as the store writes times). Once it has ended, envelopes in the
+    /// scope are kept and held for the user again: the grant asks again, never fails
+    /// silently. A scope granted for good is not listed.
+    #[serde(rename = "x-grant-until", default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub grant_until: std::collections::BTreeMap<String, String>,
 }
 
 /// One key of a UAMP sender: the `kid` its signatures name and the key as a JWK.
@@ -87,6 +93,7 @@ impl Default for Policy {
             reply_endpoint: None,
             auto_reply_scopes: Vec::new(),
             capabilities: None,
+            grant_until: Default::default(),
         }
     }
 }
@@ -96,10 +103,19 @@ impl Policy {
         self.allowed_scopes.iter().any(|s| s == "*" || s == scope)
     }
 
-    /// Whether an accepted envelope in `scope` waits for the user before its executor.
-    pub fn holds(&self, scope: &str) -> bool {
-        self.hold_for_consent && !self.consent_granted_scopes.iter().any(|s| s == scope)
+    /// Whether an accepted envelope in `scope` waits for the user before its executor, at
+    /// `now`: a grant for a while decides while it lasts, and holds once it has ended.
+    pub fn holds(&self, scope: &str, now: chrono::DateTime<chrono::Utc>) -> bool {
+        match self.grant_until.get(scope) {
+            Some(until) => !grant_lasts(until, now),
+            None => self.hold_for_consent && !self.consent_granted_scopes.iter().any(|s| s == scope),
+        }
     }
+}
+
+/// Whether a grant ending at `until` still lasts at `now`; an unreadable end has ended.
+pub fn grant_lasts(until: &str, now: chrono::DateTime<chrono::Utc>) -> bool {
+    chrono::DateTime::parse_from_rfc3339(until).is_ok_and(|u| u > now)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,10 +5,14 @@ import { h, Kept, replace } from '../dom';
 import { failed } from './parts';
 import { extrasCard } from './inbox';
 import { riskText } from './risk';
+import { coveredList, lastingPicker } from './grants';
 import { fingerprint, senderLabel, when } from '../format';
 
 /** The keys (with Alt) that decide a prompt from the keyboard. */
-export const SHORTCUTS: Record<Decision, string> = { allow_once: 'O', always_allow_scope: 'A', deny: 'D', block: 'B' };
+export const SHORTCUTS: Record<Decision, string> = { allow_once: 'O', always_allow_scope: 'A', ask_later: 'L', deny: 'D', block: 'B' };
+
+/** Past messages the store counts at most for "what always would have let in" (store::MAX_COUNTED). */
+const MAX_COUNTED = 1000;
 
 export function consentSentence(item: ConsentItem): string {
   if (item.kind === 'unknown_sender') {
@@ -27,10 +31,12 @@ export function consentSentence(item: ConsentItem): string {
     return `Someone you have not approved (key ${fingerprint(item.public_key)}) wants to send your AI a message about “${scope}”${times}.`;
   }
   const who = senderLabel(item.sender_name, item.sender);
+  // A grant for a while that ended asks again, and says so.
+  const why = item.grant_ended ? `Your permission for “${item.scope}” ended ${when(item.grant_ended)}, so you are asked again` : 'Your rules say to ask you';
   if (item.kind === 'held_ask') {
-    return `${who} (an AI agent, over UAMP) asked your AI about “${item.scope}”. Your rules say to ask you before it runs; the agent is waiting on its stream.`;
+    return `${who} (an AI agent, over UAMP) asked your AI about “${item.scope}”. ${why} before it runs; the agent is waiting on its stream.`;
   }
-  return `${who} sent your AI a message about “${item.scope}”. Your rules say to ask you before it is passed on.`;
+  return `${who} sent your AI a message about “${item.scope}”. ${why} before it is passed on.`;
 }
 
 export class ConsentView {
@@ -43,15 +49,33 @@ export class ConsentView {
 
   async load(): Promise<void> {
     try {
-      const [items, asks] = await Promise.all([api.consentList(), api.asopPending()]);
+      const [all, asks] = await Promise.all([api.consentList(), api.asopPending()]);
+      const items = all.filter((it) => !it.later);
+      const later = all.filter((it) => it.later);
       replace(this.el, h('h2', {}, 'Waiting for you'), this.notice,
-        items.length || asks.length ? null : h('p', { className: 'empty' }, 'Nothing is waiting. When an unknown sender knocks, a message needs your consent, or one of your agents asks before it acts, it appears here.'),
+        items.length || asks.length ? null : h('p', { className: 'empty' }, later.length
+          ? 'Nothing else is waiting: what you put off is below.'
+          : 'Nothing is waiting. When an unknown sender knocks, a message needs your consent, or one of your agents asks before it acts, it appears here.'),
         ...asks.map((a) => this.asks.get(String(a.row), () => this.askCard(a))),
-        ...items.map((it) => this.card(it)));
+        ...items.map((it) => this.card(it)),
+        later.length ? h('details', { className: 'later', id: 'consent-later' },
+          h('summary', {}, `Put off (${later.length}) — nothing was allowed or denied; each asks again when its time comes`),
+          ...later.map((it) => this.card(it))) : null);
       this.asks.sweep();
+      this.wakeAt(later.map((it) => it.later ?? '').filter(Boolean));
     } catch (e) {
       replace(this.el, failed(e));
     }
+  }
+
+  private wake: number | undefined;
+  /** A prompt put off comes back on its own: the list is drawn again when the first is due. */
+  private wakeAt(times: string[]): void {
+    window.clearTimeout(this.wake);
+    const due = Math.min(...times.map((t) => Date.parse(t)));
+    if (!Number.isFinite(due)) return;
+    // Timers past ~24.8 days overflow; a day is plenty, the list is drawn again then.
+    this.wake = window.setTimeout(() => { void this.load(); this.onChange(); }, Math.min(Math.max(due - Date.now(), 0) + 1000, 86_400_000));
   }
 
   /** The card's question is settled: it says how, buttons go, the list refreshes. */
@@ -112,19 +136,27 @@ export class ConsentView {
     const result = h('p', { className: 'result', role: 'status' });
     const decide = async (d: Decision) => {
       try {
-        const out = await api.consentDecide(target, d);
+        const length = d === 'always_allow_scope' && picker ? picker.value() : null;
+        if (d === 'always_allow_scope' && picker && !length) throw new Error('Choose the date the permission ends, or another length.');
+        const out = await api.consentDecide(target, d, length);
         this.settled(card, result, out.message);
+        // A prompt put off moves out of the way at once, to the list of those put off.
+        if (d === 'ask_later') await this.load();
       } catch (e) {
         this.failed(card, result, e);
       }
     };
     // Alt+O, Alt+A, Alt+D, Alt+B decide from the keyboard while the prompt has focus; a
     // single key could decide by accident, so the shortcuts need Alt.
-    const button = (d: Decision, label: string, cls: string, help: string) =>
+    const button = (d: Decision, label: string, cls: string, help: string): HTMLButtonElement =>
       h('button', { className: cls, 'data-decision': d, title: `${help} (Alt+${SHORTCUTS[d]})`, 'aria-keyshortcuts': `Alt+${SHORTCUTS[d]}`, onclick: () => void decide(d) }, label);
     const prompt = item.kind === 'unknown_sender' ? item.prompt : item.prompt;
     // Agents and IntentSites knock with their key alone: there is no message to show.
     const keyOnly = item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'intent_site');
+    // Agents and IntentSites are let in for good (and removed at any time); anything else
+    // may be allowed for a while.
+    const allow = button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Let this sender through for this scope, for as long as you choose.');
+    const picker = keyOnly ? null : lastingPicker(scope, allow);
     const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, tabindex: 0, 'aria-label': consentSentence(item),
       onkeydown: (ev: Event) => {
         const e = ev as KeyboardEvent;
@@ -137,13 +169,16 @@ export class ConsentView {
       prompt ? riskText('blockquote', {}, prompt, item.risk, item.kind === 'held_ask' ? item.stream_id : item.envelope_id)
         : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
       item.kind !== 'held_ask' && item.extras ? extrasCard(item.extras) : null,
+      item.kind !== 'held_ask' ? coveredList(scope, item.covered, Number(item.covered_total), MAX_COUNTED) : null,
+      item.later ? h('p', { className: 'muted small later-until' }, `Put off: asks again ${when(item.later)}.`) : null,
       h('p', { className: 'muted small' },
         item.kind === 'unknown_sender' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },
         // A UAMP agent's refused message was not kept, so there is nothing to let through once.
         item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent') ? null
           : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
-        button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Trust this sender for this scope from now on.'),
+        picker?.el, allow,
+        item.later ? null : button('ask_later', 'Ask me later', 'secondary', 'Put this off for an hour: nothing is allowed or denied meanwhile.'),
         button('deny', 'Deny', 'secondary', 'Do not let this message through.'),
         button('block', 'Block', 'danger', 'Never let this sender through or ask again.')),
       result);

@@ -1,8 +1,8 @@
 // The trust manager: who may reach your AI, for what, how often.
-import { api, errorText, type Policy_Deserialize, type TrustRow } from '../api';
+import { api, errorText, type Policy_Deserialize, type TimedGrant, type TrustRow } from '../api';
 import { h, replace } from '../dom';
 import { act, failed } from './parts';
-import { fingerprint, isSenderId, optionalNumber, parseScopes, scopesText } from '../format';
+import { fingerprint, isSenderId, optionalNumber, parseScopes, scopesText, when } from '../format';
 
 const MB = 1024 * 1024;
 
@@ -14,11 +14,12 @@ export class TrustView {
 
   async load(): Promise<void> {
     try {
-      const [rows, blocked] = await Promise.all([api.trustList(), api.blockedList()]);
+      const [rows, blocked, timed] = await Promise.all([api.trustList(), api.blockedList(), api.trustTimedGrants()]);
       replace(this.el,
         h('div', { className: 'heading' }, h('h2', {}, 'Trusted senders'),
           h('button', { className: 'primary', id: 'trust-add-open', onclick: () => this.form(null) }, 'Add a sender')),
         this.formBox,
+        timedGrants(timed),
         rows.length ? h('table', { className: 'trust-table', id: 'trust-table' },
           h('thead', {}, h('tr', {}, ...['Name', 'Key', 'May ask about', 'Limits', 'Today', ''].map((t) => h('th', {}, t)))),
           h('tbody', {}, ...rows.map((r) => this.row(r))))
@@ -44,7 +45,8 @@ export class TrustView {
     return h('tr', { 'data-key': r.public_key },
       h('td', { className: 'name' }, r.name),
       h('td', { className: 'mono', title: r.public_key }, r.fingerprint),
-      h('td', { className: 'scopes' }, scopesText(p.allowed_scopes)),
+      h('td', { className: 'scopes' }, scopesText(p.allowed_scopes),
+        ...Object.entries(p['x-grant-until'] ?? {}).map(([scope, until]) => h('div', { className: 'muted small' }, `“${scope}”: ${Date.parse(until) > Date.now() ? 'until' : 'ended'} ${when(until)}`))),
       h('td', {}, limits),
       h('td', {}, String(r.used_today)),
       h('td', { className: 'actions' },
@@ -85,6 +87,8 @@ export class TrustView {
           'x-auto-reply-scopes': parseScopes(autoReply.value),
           // Set from the CLI (EPP v1.1 capability limit); this form does not edit it, so it is kept.
           'x-capabilities': p?.['x-capabilities'] ?? null,
+          // Granted from a prompt for a while; kept until it is granted again or removed.
+          'x-grant-until': p?.['x-grant-until'] ?? {},
         };
         const input = { public_key: key.value.trim(), name: name.value.trim(), policy };
         await (existing ? api.trustUpdate(input) : api.trustAdd(input));
@@ -114,4 +118,15 @@ export class TrustView {
         h('button', { className: 'secondary', type: 'button', onclick: () => replace(this.formBox) }, 'Cancel'))));
     (existing ? name : key).focus();
   }
+}
+
+/** Scopes allowed for a while, ending first: the user sees what is about to lapse (and
+ *  what has, whose next message will ask again). */
+function timedGrants(grants: TimedGrant[]): HTMLElement | null {
+  if (!grants.length) return null;
+  return h('section', { className: 'card timed-grants', id: 'timed-grants' },
+    h('h3', {}, 'Allowed for a while'),
+    h('ul', {}, ...grants.map((g) => h('li', { 'data-key': g.public_key, 'data-scope': g.scope, className: g.ended ? 'ended' : '' },
+      h('strong', {}, g.name), ` for “${g.scope}”: `,
+      g.ended ? `ended ${when(g.until)} — its next message in this scope will ask you again.` : `ends ${when(g.until)}.`))));
 }

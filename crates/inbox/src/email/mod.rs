@@ -285,9 +285,9 @@ async fn decide(
         Found::Envelope(bytes) => match recovered(store, may_take_over, &bytes).await? {
             // Accepted from this very mail before a crash: recorded now, not submitted again.
             Some(receipt) => (receipt, Some(bytes)),
-            None => (inbox.submit_async(&bytes, "email", Utc::now()).await.receipt, Some(bytes)),
+            None => (inbox.submit_async(&bytes, "email", crate::gate::clock::now()).await.receipt, Some(bytes)),
         },
-        Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", Utc::now()).await.receipt, None),
+        Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", crate::gate::clock::now()).await.receipt, None),
     };
     Ok(Decided::Record { receipt: Box::new(receipt), carrier, envelope })
 }

@@ -306,7 +306,7 @@ fn report(r: Result<(InFlight, ChunkResults), tokio::task::JoinError>, on_proces
 fn finish_chunk(inbox: &Inbox, dir: &Path, files: Vec<(PathBuf, PathBuf)>, after_crash: bool) -> ChunkResults {
     let (mail, envelopes): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, claimed)| is_mail_log(claimed));
     let mut results: Vec<std::io::Result<Option<Processed>>> = mail.iter().map(|(_, claimed)| finish_mail(inbox, dir, claimed).map(|()| None)).collect();
-    let now = chrono::Utc::now();
+    let now = crate::gate::clock::now();
     let submissions = envelopes.iter().map(|(_, claimed)| submit_file(inbox, claimed, now, after_crash));
     // Each submission verifies when first polled and then waits for its commit, so the
     // whole chunk is verified, then committed together.

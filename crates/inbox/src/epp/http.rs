@@ -85,7 +85,7 @@ impl IntoResponse for ReceiptResponse {
 }
 
 async fn early_rejection(inbox: &Inbox, code: ErrorCode, message: String) -> ReceiptResponse {
-    ReceiptResponse(inbox.submit_failure_async(code, message, "http", chrono::Utc::now()).await)
+    ReceiptResponse(inbox.submit_failure_async(code, message, "http", crate::gate::clock::now()).await)
 }
 
 async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptResponse {
@@ -105,5 +105,5 @@ async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptR
         Err(e @ BodyError::Read(_)) => return early_rejection(&inbox, ErrorCode::InvalidFormat, e.to_string()).await,
     };
     let bytes = read.bytes;
-    ReceiptResponse(inbox.submit_async(&bytes, "http", chrono::Utc::now()).await)
+    ReceiptResponse(inbox.submit_async(&bytes, "http", crate::gate::clock::now()).await)
 }

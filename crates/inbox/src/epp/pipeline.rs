@@ -308,7 +308,7 @@ impl Inbox {
         };
         let spec = config.for_scope(&env.scope);
         let executor = spec.name().to_string();
-        let held = policy.holds(&env.scope);
+        let held = policy.holds(&env.scope, ctx.now);
         // The no-op executor has nothing to run: its outcome is stored with the envelope,
         // which spares the runner two status commits per envelope.
         let noop = !held && *spec == crate::gate::executor::ExecutorSpec::Noop;

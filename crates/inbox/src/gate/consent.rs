@@ -30,6 +30,11 @@ pub enum ConsentItem {
         extras: Option<gatehouse_epp::v11::Extras>,
         /// What in the prompt looks like an attempt to steer the user's AI.
         risk: Vec<gatehouse_risk::Flag>,
+        /// This sender's earlier knocks in the scope: what "always allow" would have let in.
+        covered: Vec<gatehouse_store::Covered>,
+        covered_total: i64,
+        /// Until when the user put this prompt off ("ask me later"), while it is away.
+        later: Option<String>,
     },
     /// A trusted sender's envelope whose policy holds it for consent.
     Held {
@@ -46,6 +51,13 @@ pub enum ConsentItem {
         extras: Option<gatehouse_epp::v11::Extras>,
         /// What in the prompt looks like an attempt to steer the user's AI.
         risk: Vec<gatehouse_risk::Flag>,
+        /// This sender's other held or denied envelopes in the scope: what "always allow"
+        /// would have let through.
+        covered: Vec<gatehouse_store::Covered>,
+        covered_total: i64,
+        /// When the grant for this scope ended, if it is held because one did.
+        grant_ended: Option<String>,
+        later: Option<String>,
     },
     /// A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
     /// and waits.
@@ -58,7 +70,34 @@ pub enum ConsentItem {
         received_at: String,
         /// What in the prompt looks like an attempt to steer the user's AI.
         risk: Vec<gatehouse_risk::Flag>,
+        grant_ended: Option<String>,
+        later: Option<String>,
     },
+}
+
+/// How many past messages a prompt lists of those a grant would have let in.
+const COVERED_SHOWN: usize = 5;
+
+impl ConsentItem {
+    /// The name the audit log and "ask me later" give what this prompt decides.
+    pub fn target(&self) -> ConsentTarget {
+        match self {
+            ConsentItem::UnknownSender { public_key, .. } => ConsentTarget::UnknownSender { public_key: public_key.clone() },
+            ConsentItem::Held { row_id, .. } => ConsentTarget::Held { row_id: *row_id },
+            ConsentItem::HeldAsk { stream_id, .. } => ConsentTarget::HeldAsk { stream_id: stream_id.clone() },
+        }
+    }
+}
+
+impl ConsentTarget {
+    /// How the audit log and the deferred prompts name it.
+    pub fn key(&self) -> String {
+        match self {
+            ConsentTarget::UnknownSender { public_key } => gatehouse_store::sender_key(public_key),
+            ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
+            ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
+        }
+    }
 }
 
 /// The risk flags of a message's text, with those the user dismissed marked. `raw`: the
@@ -134,10 +173,71 @@ impl Source {
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     AllowOnce,
+    /// Allow the scope for as long as the [`Lasting`] given with it says.
     AlwaysAllowScope,
+    /// Neither allow nor deny yet: the prompt waits, out of the way, and asks again later.
+    AskLater,
     Deny,
     Block,
 }
+
+/// How long an "allow" for a scope lasts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "for", rename_all = "snake_case")]
+pub enum Lasting {
+    #[default]
+    Always,
+    Hour,
+    /// Until the end of today, on this computer's clock.
+    Tonight,
+    /// Until the end of `date` (YYYY-MM-DD), on this computer's clock.
+    Until {
+        date: String,
+    },
+}
+
+impl Lasting {
+    /// When a grant made at `now` ends; `None` for a grant for good.
+    pub fn end(&self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, ConsentError> {
+        use chrono::{Local, NaiveDate, TimeZone};
+        // The first moment of the day after `day`, on the user's clock (the earliest
+        // reading when a clock change makes it ambiguous).
+        let end_of = |day: NaiveDate| {
+            let next = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0)).ok_or_else(|| ConsentError::Invalid("that date is out of range".into()))?;
+            Local
+                .from_local_datetime(&next)
+                .earliest()
+                .map(|t| t.with_timezone(&Utc))
+                .ok_or_else(|| ConsentError::Invalid("that day has no midnight on this computer's clock".into()))
+        };
+        match self {
+            Lasting::Always => Ok(None),
+            Lasting::Hour => Ok(Some(now + chrono::Duration::hours(1))),
+            Lasting::Tonight => end_of(now.with_timezone(&Local).date_naive()).map(Some),
+            Lasting::Until { date } => {
+                let day =
+                    NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d").map_err(|_| ConsentError::Invalid(format!("{date:?} is not a date (YYYY-MM-DD)")))?;
+                let end = end_of(day)?;
+                if end <= now {
+                    return Err(ConsentError::Invalid(format!("{date} has already passed")));
+                }
+                Ok(Some(end))
+            }
+        }
+    }
+
+    /// "for 1 hour", "until 17:30", in the user's words.
+    pub fn words(end: Option<DateTime<Utc>>) -> String {
+        match end {
+            None => "for good".into(),
+            Some(t) => format!("until {}", t.with_timezone(&chrono::Local).format("%a %-d %b, %H:%M")),
+        }
+    }
+}
+
+/// How long "ask me later" puts a prompt out of the way.
+pub const LATER: chrono::Duration = chrono::Duration::hours(1);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -180,30 +280,53 @@ pub fn now_string(now: DateTime<Utc>) -> String {
     gatehouse_epp::utc_string(now)
 }
 
+/// When a timed grant for `scope` ended, if it has (what holds the message).
+fn ended(trust: Option<&gatehouse_store::TrustEntry>, scope: &str, now: DateTime<Utc>) -> Option<String> {
+    let until = trust?.policy.grant_until.get(scope)?;
+    (!gatehouse_store::grant_lasts(until, now)).then(|| until.clone())
+}
+
 /// Everything waiting for the user, newest first.
 pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
+    pending_at(store, crate::gate::clock::now())
+}
+
+/// [`pending`] as it stands at `now` (which grants have ended, which prompts put off are back).
+pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>, ConsentError> {
+    let later: std::collections::HashMap<String, String> =
+        store.later_list()?.into_iter().filter(|(_, until)| gatehouse_store::grant_lasts(until, now)).collect();
+    let later_of = |t: ConsentTarget| later.get(&t.key()).cloned();
     let mut items = Vec::new();
     for s in store.uamp_held_streams()?.into_iter().rev() {
         let Some(m) = store.uamp_message_by_row(s.message_row)? else { continue };
+        let trust = store.trust_get(&s.peer)?;
+        let scope = m.scope.unwrap_or(m.intent);
         items.push(ConsentItem::HeldAsk {
-            sender_name: store.trust_get(&s.peer)?.map(|t| t.name),
+            grant_ended: ended(trust.as_ref(), &scope, now),
+            later: later_of(ConsentTarget::HeldAsk { stream_id: s.stream_id.clone() }),
+            sender_name: trust.map(|t| t.name),
             risk: risk_flags(store, &s.stream_id, &m.content, None)?,
             stream_id: s.stream_id,
             sender: s.peer,
-            scope: m.scope.unwrap_or(m.intent),
+            scope,
             prompt: m.content,
             received_at: m.received_at,
         });
     }
     for row in store.envelopes_with_status(ExecStatus::Held)?.into_iter().rev() {
-        let sender_name = store.trust_get(&row.sender)?.map(|t| t.name);
+        let trust = store.trust_get(&row.sender)?;
         let risk = risk_flags(store, &row.envelope_id, &row.prompt, Some(&row.raw))?;
+        let (covered, covered_total) = store.covered_by_grant(&row.sender, &row.scope, Some(&row.envelope_id), COVERED_SHOWN)?;
         items.push(ConsentItem::Held {
             risk,
+            covered,
+            covered_total,
+            grant_ended: ended(trust.as_ref(), &row.scope, now),
+            later: later_of(ConsentTarget::Held { row_id: row.id }),
+            sender_name: trust.map(|t| t.name),
             row_id: row.id,
             envelope_id: row.envelope_id,
             sender: row.sender,
-            sender_name,
             scope: row.scope,
             prompt: row.prompt,
             payload_type: row.payload_type,
@@ -219,8 +342,15 @@ pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
             Some((id, text)) => risk_flags(store, id, text, knock.as_ref().and_then(|k| k.body.as_deref()))?,
             None => Vec::new(),
         };
+        let (covered, covered_total) = match &scope {
+            Some(sc) => store.covered_by_grant(&p.public_key, sc, knock.as_ref().and_then(|k| k.envelope_id.as_deref()), COVERED_SHOWN)?,
+            None => (Vec::new(), 0),
+        };
         items.push(ConsentItem::UnknownSender {
             risk,
+            covered,
+            covered_total,
+            later: later_of(ConsentTarget::UnknownSender { public_key: p.public_key.clone() }),
             source: Source::of(&p.public_key, scope.as_deref()),
             envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
             scope,

@@ -132,7 +132,7 @@ impl UampInbox {
         };
         let opens = env.intent.opens_stream();
         // "Ask me first": the stream is opened and kept, its executor waits for the user.
-        let held = opens && trust.policy.holds(&scope);
+        let held = opens && trust.policy.holds(&scope, now);
         if opens && self.streams.active() >= MAX_ACTIVE_STREAMS {
             let mut f = fail(UampError::new(Code::BackendBusy, "busy", format!("{MAX_ACTIVE_STREAMS} streams are running; try again shortly")));
             f.retry_after = Some(BUSY_RETRY_AFTER_SECS);

@@ -86,7 +86,7 @@ fn media_type_ok(headers: &HeaderMap) -> Result<(), String> {
 }
 
 async fn messages(State(uamp): State<Arc<UampInbox>>, req: Request<Body>) -> Response {
-    let now = chrono::Utc::now();
+    let now = crate::gate::clock::now();
     let auth = transport_auth(req.headers(), req.extensions().get::<ClientKey>());
     if let Err(m) = media_type_ok(req.headers()) {
         // Recorded like any refusal, so the user sees it.

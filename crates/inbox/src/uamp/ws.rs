@@ -149,7 +149,7 @@ async fn session(uamp: Arc<UampInbox>, auth: TransportAuth, socket: WebSocket) {
             }
         };
         for item in items {
-            let answer = uamp.submit(item, &auth, chrono::Utc::now()).await;
+            let answer = uamp.submit(item, &auth, crate::gate::clock::now()).await;
             let mut body = answer.body;
             if let Some(s) = answer.retry_after {
                 body["retry_after"] = s.into();

@@ -5,6 +5,7 @@ mod consent;
 mod email;
 mod email_tls;
 mod folder_and_executors;
+mod grants;
 mod guardian;
 mod hostile;
 mod http;
