@@ -212,6 +212,27 @@ fn trust_changes_made_from_the_cli_are_audited_like_the_windows() {
 }
 
 #[test]
+fn a_scope_trusted_for_an_hour_is_listed_with_its_end_and_a_past_date_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["init"]);
+    let key = gatehouse_epp::public_key_hex(&gatehouse_epp::crypto::generate_signing_key());
+    ok(d, &["trust", "add", &key, "--name", "Courier", "--scopes", "delivery", "--for", "1h"]);
+    let grants: serde_json::Value = serde_json::from_str(&ok(d, &["trust", "grants", "--json"])).unwrap();
+    assert_eq!((grants[0]["scope"].as_str(), grants[0]["ended"].as_bool()), (Some("delivery"), Some(false)), "{grants}");
+    let end = chrono::DateTime::parse_from_rfc3339(grants[0]["until"].as_str().unwrap()).unwrap();
+    assert!((end.with_timezone(&chrono::Utc) - chrono::Utc::now() - chrono::Duration::hours(1)).num_seconds().abs() < 120, "{end}");
+    assert!(ok(d, &["trust", "list"]).contains("delivery-until="));
+    let other = gatehouse_epp::public_key_hex(&gatehouse_epp::crypto::generate_signing_key());
+    for (arg, says) in [("2020-01-01", "already passed"), ("soon", "say 1h, tonight")] {
+        let out = gh(d, &["trust", "add", &other, "--name", "x", "--scopes", "delivery", "--for", arg]);
+        assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains(says), "{arg}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = gh(d, &["trust", "add", &other, "--name", "x", "--scopes", "*", "--for", "1h"]);
+    assert!(!out.status.success(), "* is never granted for a while");
+}
+
+#[test]
 fn retention_is_shown_changed_and_audited_and_nonsense_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     ok(dir.path(), &["init"]);
