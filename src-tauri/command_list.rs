@@ -13,6 +13,8 @@ app_commands![
     commands::conversation,
     commands::trust_list,
     commands::trust_timed_grants,
+    commands::quiet_hours_get,
+    commands::quiet_hours_set,
     commands::trust_add,
     commands::trust_update,
     commands::trust_remove,

@@ -123,6 +123,25 @@ pub async fn trust_list(core: CoreState<'_>) -> Result<Vec<TrustRow>> {
     blocking(move || gatehouse_app::trust::list(&c.store)).await
 }
 
+#[tauri::command]
+#[specta::specta]
+pub async fn quiet_hours_get(core: CoreState<'_>) -> Result<gatehouse_app::quiet::QuietState> {
+    let c = core.inner().clone();
+    blocking(move || gatehouse_app::quiet::state(&c.store, gatehouse_inbox::gate::clock::now())).await
+}
+
+/// Sets quiet hours (`null`: off).
+#[tauri::command]
+#[specta::specta]
+pub async fn quiet_hours_set(core: CoreState<'_>, hours: Option<gatehouse_app::quiet::QuietHours>) -> Result<gatehouse_app::quiet::QuietState> {
+    let c = core.inner().clone();
+    blocking(move || {
+        gatehouse_app::quiet::set(&c.store, hours)?;
+        gatehouse_app::quiet::state(&c.store, gatehouse_inbox::gate::clock::now())
+    })
+    .await
+}
+
 /// Scopes granted for a while, ending soonest first.
 #[tauri::command]
 #[specta::specta]

@@ -33,3 +33,11 @@ pub struct MailLive(pub gatehouse_inbox::mail::LiveEvent);
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "uamp://progress")]
 pub struct UampProgress(pub crate::uamp::ProgressEvent);
+
+/// The user clicked a prompt's notification: the window shows what waits, that sender's
+/// prompt first (`None`: the digest of quiet hours, all of them).
+#[derive(Debug, Clone, Serialize, specta::Type, Event)]
+#[tauri_specta(event_name = "consent://open")]
+pub struct OpenPrompt {
+    pub sender: Option<String>,
+}

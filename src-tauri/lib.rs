@@ -8,6 +8,7 @@ mod grants;
 mod guardian;
 mod intent;
 mod mail;
+mod notify;
 mod service;
 mod tray;
 mod uamp;
@@ -16,7 +17,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tauri::{Manager, Runtime};
-use tauri_plugin_notification::NotificationExt;
 use tauri_specta::Event as _;
 
 pub use commands::CommandError;
@@ -43,18 +43,7 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
                     let _ = events::InboxReceived(ev.clone()).emit(&app);
                     if ev.needs_consent {
                         let _ = events::ConsentRequested(ev.clone()).emit(&app);
-                        let body = match (&ev.code, ev.transport.as_str()) {
-                            (_, "asop") => {
-                                format!("{} is waiting for your decision before it acts. Open Gatehouse to answer.", ev.sender.as_deref().unwrap_or("An agent"))
-                            }
-                            (Some(_), _) => "An unknown sender wants to reach your AI. Open Gatehouse to decide.".to_string(),
-                            (None, _) => "A message is waiting for your consent. Open Gatehouse to decide.".to_string(),
-                        };
-                        // No notification daemon (a headless session) is not an error worth
-                        // more than a log line: the prompt is in the window either way.
-                        if let Err(e) = app.notification().builder().title("Gatehouse").body(&body).show() {
-                            tracing::debug!(error = %e, "no desktop notification");
-                        }
+                        notify::prompt(&app, &core, &ev);
                     }
                     tray::refresh(&app);
                 }
@@ -96,7 +85,8 @@ pub fn bindings<R: Runtime>() -> tauri_specta::Builder<R> {
             events::StatusChanged,
             events::ExecutorProgress,
             events::MailLive,
-            events::UampProgress
+            events::UampProgress,
+            events::OpenPrompt
         ])
         // Kept by the store as checked JSON; the window reads them in these shapes.
         .typ::<gatehouse_intentweb::manifest::Manifest>()
@@ -145,6 +135,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             app.manage(grants::Grants::default());
             tauri::async_runtime::block_on(core.start());
             forward_progress(app.handle().clone(), core.clone());
+            notify::digests(app.handle().clone(), core.clone());
             forward_events(app.handle().clone(), core);
             if let Err(e) = tray::create(app.handle()) {
                 tracing::warn!(error = %e, "no tray icon; closing the window will quit");

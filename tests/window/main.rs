@@ -10,5 +10,6 @@ mod first_run;
 mod grants;
 mod harness;
 mod model;
+mod notify;
 mod peers;
 mod risk;

@@ -64,6 +64,11 @@ export function onExecProgress(f: (p: ExecProgress) => void): Promise<UnlistenFn
 export function onInboxEvent(f: () => void): Promise<UnlistenFn> {
   return events.inboxReceived.listen(() => f());
 }
+/** A prompt's notification was clicked: the sender whose prompt to show (null: any). */
+export function onOpenPrompt(f: (sender: string | null) => void): Promise<UnlistenFn> {
+  return events.consentOpen.listen((e) => f(e.payload.sender));
+}
+
 export function onStatus(f: () => void): Promise<UnlistenFn> {
   return events.inboxStatus.listen(() => f());
 }

@@ -20,6 +20,9 @@ export const commands = {
 	trustList: () => __TAURI_INVOKE<TrustRow_Serialize[]>("trust_list"),
 	/**  Scopes granted for a while, ending soonest first. */
 	trustTimedGrants: () => __TAURI_INVOKE<TimedGrant[]>("trust_timed_grants"),
+	quietHoursGet: () => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_get"),
+	/**  Sets quiet hours (`null`: off). */
+	quietHoursSet: (hours: QuietHours | null) => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_set", { hours }),
 	trustAdd: (input: TrustInput_Deserialize) => __TAURI_INVOKE<null>("trust_add", { input }),
 	trustUpdate: (input: TrustInput_Deserialize) => __TAURI_INVOKE<null>("trust_update", { input }),
 	trustRemove: (publicKey: string) => __TAURI_INVOKE<null>("trust_remove", { publicKey }),
@@ -129,6 +132,7 @@ export const commands = {
 
 /** Events */
 export const events = {
+	consentOpen: makeEvent<OpenPrompt_Serialize, OpenPrompt_Deserialize>("consent://open"),
 	consentRequested: makeEvent<ConsentRequested_Serialize, ConsentRequested_Deserialize>("consent://requested"),
 	executorProgress: makeEvent<ExecutorProgress, ExecutorProgress>("executor://progress"),
 	inboxReceived: makeEvent<InboxReceived_Serialize, InboxReceived_Deserialize>("inbox://received"),
@@ -701,6 +705,23 @@ export type Detail_Serialize = {
 	email: EmailArrivalRow_Serialize | null,
 	/**  What in the prompt (or the refused body) looks like an attempt to steer the user's AI. */
 	risk: Flag[],
+};
+
+/**  Prompts that arrived in quiet hours and were not announced. */
+export type Digest = Digest_Serialize;
+
+/**  Prompts that arrived in quiet hours and were not announced. */
+export type Digest_Deserialize = {
+	count: number,
+	/**  When the first of them arrived (UTC). */
+	since?: string | null,
+};
+
+/**  Prompts that arrived in quiet hours and were not announced. */
+export type Digest_Serialize = {
+	count: number,
+	/**  When the first of them arrived (UTC). */
+	since: string | null,
 };
 
 /**  What the user is shown before adding a peer. */
@@ -1528,6 +1549,28 @@ export type Manifest_Serialize = {
 
 export type Op = "equals" | "not_equals" | "contains" | "not_contains" | "ends_with" | "not_ends_with" | "matches";
 
+/**
+ *  The user clicked a prompt's notification: the window shows what waits, that sender's
+ *  prompt first (`None`: the digest of quiet hours, all of them).
+ */
+export type OpenPrompt = OpenPrompt_Serialize;
+
+/**
+ *  The user clicked a prompt's notification: the window shows what waits, that sender's
+ *  prompt first (`None`: the digest of quiet hours, all of them).
+ */
+export type OpenPrompt_Deserialize = {
+	sender?: string | null,
+};
+
+/**
+ *  The user clicked a prompt's notification: the window shows what waits, that sender's
+ *  prompt first (`None`: the digest of quiet hours, all of them).
+ */
+export type OpenPrompt_Serialize = {
+	sender: string | null,
+};
+
 /**  A mail waiting to go out, or gone. */
 export type OutboxRow = OutboxRow_Serialize;
 
@@ -1694,6 +1737,36 @@ export type Purpose =
 "mail_log" | 
 /**  The folder to watch. */
 "watch_folder";
+
+/**
+ *  From `from` to `to` on this computer's clock ("HH:MM"); over midnight when `to` is
+ *  earlier than `from`.
+ */
+export type QuietHours = {
+	from: string,
+	to: string,
+};
+
+/**  Quiet hours as the window shows them. */
+export type QuietState = QuietState_Serialize;
+
+/**  Quiet hours as the window shows them. */
+export type QuietState_Deserialize = {
+	hours?: QuietHours | null,
+	/**  Quiet hours are on now. */
+	active: boolean,
+	/**  Prompts collected so far and not yet given as a digest. */
+	digest: Digest_Deserialize,
+};
+
+/**  Quiet hours as the window shows them. */
+export type QuietState_Serialize = {
+	hours: QuietHours | null,
+	/**  Quiet hours are on now. */
+	active: boolean,
+	/**  Prompts collected so far and not yet given as a digest. */
+	digest: Digest_Serialize,
+};
 
 export type RateLimit = RateLimit_Serialize;
 

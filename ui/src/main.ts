@@ -1,5 +1,5 @@
 import './style.css';
-import { api, errorText, onInboxEvent, onStatus, type AppInfo } from './api';
+import { api, errorText, onInboxEvent, onOpenPrompt, onStatus, type AppInfo } from './api';
 import { afterQuiet, coalesce } from './coalesce';
 import { h, replace } from './dom';
 import { floodText } from './format';
@@ -101,6 +101,8 @@ const redraw = coalesce(async () => { await refreshInfo(); await show(tab, false
 const settle = afterQuiet(refreshInfo, 2_000);
 void onInboxEvent(() => { redraw(); settle(); });
 void onStatus(() => void refreshInfo());
+// A click on a prompt's notification opens the window on that prompt.
+void onOpenPrompt(async (sender) => { await show('consent', true); consent.focusPrompt(sender); });
 // Task logs dropped on the window are imported (and shown on the Tasks tab).
 void import('@tauri-apps/api/webview').then(({ getCurrentWebview }) => getCurrentWebview().onDragDropEvent(async (e) => {
   if (e.payload.type !== 'drop') return;

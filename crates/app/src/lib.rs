@@ -12,6 +12,7 @@
 //! - [`sites`]: IntentWeb sites and the conversations with them
 //! - [`guardian`]: the ASOP guardian's waiting steps, rules and sessions
 //! - [`settings`]: how long history is kept
+//! - [`quiet`]: quiet hours, when prompts are collected into a digest instead of announced
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
 //! - [`risk`]: risk flags the user dismisses
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
@@ -24,6 +25,7 @@ pub mod export;
 pub mod first_run;
 pub mod guardian;
 pub mod peers;
+pub mod quiet;
 pub mod replies;
 pub mod risk;
 pub mod settings;

@@ -84,6 +84,16 @@ enum Command {
         kind: ExportArg,
         file: PathBuf,
     },
+    /// Quiet hours, when the window collects requests into one digest instead of a
+    /// notification each (shows them; --from and --to set them, --off turns them off)
+    QuietHours {
+        #[arg(long, value_name = "HH:MM", requires = "to")]
+        from: Option<String>,
+        #[arg(long, value_name = "HH:MM", requires = "from")]
+        to: Option<String>,
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        off: bool,
+    },
     /// How long refused submissions' bodies and receipts and audit entries are kept
     /// (shows it; the flags change it; 0 keeps forever)
     Retention {
@@ -278,6 +288,17 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Identity => println!("{}", open(false)?.identity.public_key),
         Command::Trust(cmd) => trust::run(cmd, open(false)?.store)?,
+        Command::QuietHours { from, to, off } => {
+            let store = open(false)?.store;
+            let hours = match (from, to) {
+                (Some(from), Some(to)) => Some(gatehouse_app::quiet::QuietHours { from, to }),
+                _ => None,
+            };
+            if off || hours.is_some() {
+                gatehouse_app::quiet::set(&store, hours).map_err(|e| e.to_string())?;
+            }
+            print_json(&gatehouse_app::quiet::state(&store, gatehouse_inbox::gate::clock::now()).map_err(|e| e.to_string())?);
+        }
         Command::Retention { rejected_body_days, rejected_receipt_days, audit_days } => {
             let store = open(false)?.store;
             let mut r = store.retention();

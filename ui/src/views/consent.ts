@@ -6,6 +6,7 @@ import { failed } from './parts';
 import { extrasCard } from './inbox';
 import { riskText } from './risk';
 import { coveredList, lastingPicker } from './grants';
+import { quietBanner } from './quiet';
 import { fingerprint, senderLabel, when } from '../format';
 
 /** The keys (with Alt) that decide a prompt from the keyboard. */
@@ -49,10 +50,10 @@ export class ConsentView {
 
   async load(): Promise<void> {
     try {
-      const [all, asks] = await Promise.all([api.consentList(), api.asopPending()]);
+      const [all, asks, quiet] = await Promise.all([api.consentList(), api.asopPending(), api.quietHoursGet().catch(() => null)]);
       const items = all.filter((it) => !it.later);
       const later = all.filter((it) => it.later);
-      replace(this.el, h('h2', {}, 'Waiting for you'), this.notice,
+      replace(this.el, h('h2', {}, 'Waiting for you'), quietBanner(quiet), this.notice,
         items.length || asks.length ? null : h('p', { className: 'empty' }, later.length
           ? 'Nothing else is waiting: what you put off is below.'
           : 'Nothing is waiting. When an unknown sender knocks, a message needs your consent, or one of your agents asks before it acts, it appears here.'),
@@ -66,6 +67,18 @@ export class ConsentView {
     } catch (e) {
       replace(this.el, failed(e));
     }
+  }
+
+  /** Brings a sender's prompt into view with the keyboard on it (a notification was
+   *  clicked); without a sender, or once it is gone, the first that waits. */
+  focusPrompt(sender: string | null): void {
+    const cards = [...this.el.querySelectorAll<HTMLElement>('.consent-card:not(.decided)')];
+    const card = cards.find((c) => sender !== null && c.dataset.sender === sender) ?? cards[0];
+    if (!card) return;
+    const later = card.closest('details');
+    if (later) later.open = true;
+    card.scrollIntoView({ block: 'center' });
+    card.focus();
   }
 
   private wake: number | undefined;
@@ -157,7 +170,7 @@ export class ConsentView {
     // may be allowed for a while.
     const allow = button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Let this sender through for this scope, for as long as you choose.');
     const picker = keyOnly ? null : lastingPicker(scope, allow);
-    const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, tabindex: 0, 'aria-label': consentSentence(item),
+    const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, 'data-sender': item.kind === 'unknown_sender' ? item.public_key : item.sender, tabindex: 0, 'aria-label': consentSentence(item),
       onkeydown: (ev: Event) => {
         const e = ev as KeyboardEvent;
         if (!e.altKey || e.ctrlKey || e.metaKey) return;
@@ -177,7 +190,7 @@ export class ConsentView {
         // A UAMP agent's refused message was not kept, so there is nothing to let through once.
         item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent') ? null
           : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
-        picker?.el, allow,
+        allow, picker?.el,
         item.later ? null : button('ask_later', 'Ask me later', 'secondary', 'Put this off for an hour: nothing is allowed or denied meanwhile.'),
         button('deny', 'Deny', 'secondary', 'Do not let this message through.'),
         button('block', 'Block', 'danger', 'Never let this sender through or ask again.')),

@@ -4,6 +4,7 @@ import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorConfig_
 import { h, replace } from '../dom';
 import { failed } from './parts';
 import { mailAccounts } from './email';
+import { quietCard } from './quiet';
 import { when } from '../format';
 
 export class SettingsView {
@@ -68,6 +69,7 @@ export class SettingsView {
       form,
       await mailAccounts(),
       await this.executors(),
+      await quietCard(),
       await this.retention(),
       h('div', { className: 'card' }, h('h3', {}, 'Export'), exporter('receipts', 'Export receipts (JSON)'), ' ', exporter('audit', 'Export activity log (JSON)'), ' ', exporter('conversations', 'Export IntentWeb conversations (JSON)'), ' ', exporter('guardian', 'Export guardian sessions (JSON)')),
       h('p', { className: 'muted small' }, `Gatehouse ${info.version} · data in ${info.data_dir}`));

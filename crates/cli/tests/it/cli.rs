@@ -233,6 +233,23 @@ fn a_scope_trusted_for_an_hour_is_listed_with_its_end_and_a_past_date_is_refused
 }
 
 #[test]
+fn quiet_hours_are_set_shown_turned_off_and_audited_from_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["init"]);
+    let shown: serde_json::Value = serde_json::from_str(&ok(d, &["quiet-hours"])).unwrap();
+    assert_eq!(shown["hours"], serde_json::Value::Null);
+    let set: serde_json::Value = serde_json::from_str(&ok(d, &["quiet-hours", "--from", "22:00", "--to", "7:00"])).unwrap();
+    assert_eq!(set["hours"], serde_json::json!({"from": "22:00", "to": "07:00"}));
+    let bad = gh(d, &["quiet-hours", "--from", "22:00", "--to", "late"]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("not a time of day"));
+    let off: serde_json::Value = serde_json::from_str(&ok(d, &["quiet-hours", "--off"])).unwrap();
+    assert_eq!(off["hours"], serde_json::Value::Null);
+    let store = gatehouse_store::Store::open(&d.join("gatehouse.db")).unwrap();
+    assert_eq!(store.audit_list(10).unwrap().iter().filter(|a| a.action == "settings.quiet_hours").count(), 2);
+}
+
+#[test]
 fn retention_is_shown_changed_and_audited_and_nonsense_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     ok(dir.path(), &["init"]);
