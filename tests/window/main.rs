@@ -13,3 +13,4 @@ mod model;
 mod notify;
 mod peers;
 mod risk;
+mod zoom;
