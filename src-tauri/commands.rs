@@ -298,8 +298,10 @@ pub async fn executors_set<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, c
 #[tauri::command]
 #[specta::specta]
 pub async fn identity_qr(core: CoreState<'_>) -> Result<String> {
-    let code = qrcode::QrCode::new(core.public_key.as_bytes()).map_err(|e| CommandError::new(Code::Internal, e.to_string()))?;
-    Ok(code.render::<qrcode::render::svg::Color>().min_dimensions(200, 200).build())
+    // The QR holds the share text (key and address), which another Gatehouse pastes to
+    // verify this key.
+    let c = core.inner().clone();
+    blocking(move || Ok(crate::contacts::share_of(&c)?.qr_svg)).await
 }
 
 pub use gatehouse_app::export::ExportKind;

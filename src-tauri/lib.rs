@@ -2,6 +2,7 @@
 //! rule live in the core crates; this file wires them to a window, a tray and events.
 
 mod commands;
+mod contacts;
 mod email;
 mod events;
 mod grants;

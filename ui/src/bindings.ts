@@ -20,6 +20,16 @@ export const commands = {
 	trustList: () => __TAURI_INVOKE<TrustRow_Serialize[]>("trust_list"),
 	/**  Scopes granted for a while, ending soonest first. */
 	trustTimedGrants: () => __TAURI_INVOKE<TimedGrant[]>("trust_timed_grants"),
+	identityShare: () => __TAURI_INVOKE<Share>("identity_share"),
+	contactsList: () => __TAURI_INVOKE<ContactView_Serialize[]>("contacts_list"),
+	/**
+	 *  Marks a key verified: `pasted` is what the other side shared; without it, the user
+	 *  compared safety codes and they matched.
+	 */
+	contactVerify: (key: string, pasted: string | null) => __TAURI_INVOKE<ContactView_Serialize>("contact_verify", { key, pasted }),
+	/**  A key that knocked is a new key of this contact (the user's word). */
+	contactAddKey: (contactId: number, key: string) => __TAURI_INVOKE<string>("contact_add_key", { contactId, key }),
+	contactRename: (contactId: number, name: string) => __TAURI_INVOKE<null>("contact_rename", { contactId, name }),
 	quietHoursGet: () => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_get"),
 	/**  Sets quiet hours (`null`: off). */
 	quietHoursSet: (hours: QuietHours | null) => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_set", { hours }),
@@ -435,6 +445,15 @@ export type CapabilityLimit_Serialize = {
 	allowed: Value,
 };
 
+/**  A knock's claim to be (or act for) an existing contact. */
+export type Claim = {
+	contact_id: number,
+	contact_name: string,
+	verified: boolean,
+	/**  How it claims it, in words. */
+	how: string,
+};
+
 /**  Every error code a command can return. */
 export type Code = "ALREADY_SENT" | "ALREADY_TRUSTED" | "BAD_ENVELOPE" | "BAD_MANIFEST" | "BAD_REQUEST" | "BAD_URL" | "DID_FETCH" | "FORBIDDEN_PATH" | "GONE" | "HTTP" | "INTERNAL" | "INTERRUPTED" | "INVALID" | "IO" | "KEYCHAIN" | "NOT_ALLOWED" | "NOT_CONFIRMED" | "NOT_FOUND" | "NOT_RUNNING" | "NOT_TEXT" | "NOT_TRUSTED" | "NO_TOKEN" | "OPEN" | "PIN_MISMATCH" | "PROTOCOL" | "REFUSED" | "STORE" | "SWARM_ERROR" | "TLS" | "TOO_LARGE" | "UNAUTHORIZED" | "UNREACHABLE";
 
@@ -468,7 +487,12 @@ risk: Flag[];
 /**  This sender's earlier knocks in the scope: what "always allow" would have let in. */
 covered: Covered_Deserialize[]; covered_total: number; 
 /**  Until when the user put this prompt off ("ask me later"), while it is away. */
-later?: string | null } | 
+later?: string | null; 
+/**
+ *  Contacts this new key claims to be or act for: a change to them, never merged
+ *  but by the user's word.
+ */
+claims: Claim[] } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; payload_type?: string | null; on_behalf_of?: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
@@ -481,7 +505,12 @@ risk: Flag[];
  */
 covered: Covered_Deserialize[]; covered_total: number; 
 /**  When the grant for this scope ended, if it is held because one did. */
-grant_ended?: string | null; later?: string | null } | 
+grant_ended?: string | null; later?: string | null; 
+/**
+ *  The sender is a new key of a verified contact, not verified itself: nothing
+ *  from it can be let through until it is.
+ */
+key_change: boolean } | 
 /**
  *  A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
  *  and waits.
@@ -505,7 +534,12 @@ risk: Flag[];
 /**  This sender's earlier knocks in the scope: what "always allow" would have let in. */
 covered: Covered_Serialize[]; covered_total: number; 
 /**  Until when the user put this prompt off ("ask me later"), while it is away. */
-later: string | null } | 
+later: string | null; 
+/**
+ *  Contacts this new key claims to be or act for: a change to them, never merged
+ *  but by the user's word.
+ */
+claims: Claim[] } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
@@ -518,7 +552,12 @@ risk: Flag[];
  */
 covered: Covered_Serialize[]; covered_total: number; 
 /**  When the grant for this scope ended, if it is held because one did. */
-grant_ended: string | null; later: string | null } | 
+grant_ended: string | null; later: string | null; 
+/**
+ *  The sender is a new key of a verified contact, not verified itself: nothing
+ *  from it can be let through until it is.
+ */
+key_change: boolean } | 
 /**
  *  A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
  *  and waits.
@@ -539,6 +578,28 @@ export type ConsentRequested_Serialize = InboxEvent_Serialize;
 export type ConsentTarget = { kind: "unknown_sender"; public_key: string } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string };
 
 export type Contact = Contact_Serialize;
+
+export type ContactView = ContactView_Serialize;
+
+export type ContactView_Deserialize = {
+	id: number,
+	name: string,
+	created_at: string,
+	verified: boolean,
+	/**  A key of this contact changed and waits to be verified. */
+	key_changed: boolean,
+	keys: KeyView_Deserialize[],
+};
+
+export type ContactView_Serialize = {
+	id: number,
+	name: string,
+	created_at: string,
+	verified: boolean,
+	/**  A key of this contact changed and waits to be verified. */
+	key_changed: boolean,
+	keys: KeyView_Serialize[],
+};
 
 export type Contact_Deserialize = {
 	intent_endpoint: string,
@@ -1339,6 +1400,41 @@ export type IwSiteRow_Serialize = {
 	site_key: string | null,
 };
 
+/**  One key of a contact, with what it may do and the code to compare for it. */
+export type KeyView = KeyView_Serialize;
+
+/**  One key of a contact, with what it may do and the code to compare for it. */
+export type KeyView_Deserialize = {
+	key: string,
+	fingerprint: string,
+	source: Source,
+	scopes: string[],
+	added_at: string,
+	verified_at?: string | null,
+	/**  Joined beside this verified key: a key change. */
+	changed_from?: string | null,
+	/**  Everything from this key is held until it is verified. */
+	blocked: boolean,
+	/**  What both sides see for this key and the user's own (compare it out of band). */
+	safety_code: string,
+};
+
+/**  One key of a contact, with what it may do and the code to compare for it. */
+export type KeyView_Serialize = {
+	key: string,
+	fingerprint: string,
+	source: Source,
+	scopes: string[],
+	added_at: string,
+	verified_at: string | null,
+	/**  Joined beside this verified key: a key change. */
+	changed_from: string | null,
+	/**  Everything from this key is held until it is verified. */
+	blocked: boolean,
+	/**  What both sides see for this key and the user's own (compare it out of band). */
+	safety_code: string,
+};
+
 export type Kind = 
 /**  Tells the AI to ignore or replace its instructions. */
 "override" | 
@@ -1682,6 +1778,11 @@ export type Policy_Deserialize = {
 	 *  silently. A scope granted for good is not listed.
 	 */
 	"x-grant-until"?: { [key in string]: string },
+	/**
+	 *  This key joined a verified contact as its new key and has not been verified
+	 *  itself: everything it sends is held, and cannot be let through, until it is.
+	 */
+	"x-key-change-unverified"?: boolean,
 };
 
 /**  Spec 6.1 policy, with Gatehouse extensions in `x-` fields (spec 11.1). */
@@ -1713,6 +1814,11 @@ export type Policy_Serialize = {
 	 *  silently. A scope granted for good is not listed.
 	 */
 	"x-grant-until"?: { [key in string]: string },
+	/**
+	 *  This key joined a verified contact as its new key and has not been verified
+	 *  itself: everything it sends is held, and cannot be let through, until it is.
+	 */
+	"x-key-change-unverified"?: boolean,
 };
 
 export type ProgressEvent = ProgressEvent_Serialize;
@@ -2038,6 +2144,16 @@ export type SessionItem_Serialize = {
 	agent: string | null,
 	steps: number,
 	last: string,
+};
+
+/**  What the user shares so others can reach them and check it is them. */
+export type Share = {
+	public_key: string,
+	address: string,
+	/**  The text the QR code holds (others paste it to verify this key). */
+	text: string,
+	/**  The QR code, as SVG. */
+	qr_svg: string,
 };
 
 /**

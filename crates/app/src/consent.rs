@@ -216,6 +216,11 @@ fn decide_now(
                 return Err(ConsentError::Gone);
             };
             match decision {
+                Decision::AllowOnce | Decision::AlwaysAllowScope if store.trust_get(&row.sender)?.is_some_and(|t| t.policy.key_change_unverified) => {
+                    return Err(ConsentError::Invalid(
+                        "this is a new key of a verified contact: verify it first (Trusted senders → the contact → Verify), then decide".into(),
+                    ));
+                }
                 Decision::AllowOnce | Decision::AlwaysAllowScope => {
                     if decision == Decision::AlwaysAllowScope {
                         if let Some(mut t) = store.trust_get(&row.sender)? {

@@ -3,6 +3,7 @@
 //!
 //! - [`error`]: the one error [`Code`] enum and `{code, message}` errors both faces show
 //! - [`trust`]: the trust registry as the user changes it (add, approve, edit, block, tokens)
+//! - [`contacts`]: people and organisations with their keys; safety codes; key changes
 //! - [`consent`]: what waits for the user, and a decision carried out by the door holding it
 //! - [`first_run`]: the welcome shown once, and a sample envelope sent to yourself
 //! - [`executors`]: which executor runs for which scope (validated, confirmed, audited); retry
@@ -18,6 +19,7 @@
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
 
 pub mod consent;
+pub mod contacts;
 pub mod email;
 pub mod error;
 pub mod executors;

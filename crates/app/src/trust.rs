@@ -28,11 +28,14 @@ pub fn update(store: &Store, key: &str, name: &str, policy: &Policy, now: DateTi
     // The window edits scopes and limits; a UAMP sender's keys (learnt when it was
     // added) are kept as they are.
     let mut policy = policy.clone();
+    let stored = store.trust_get(key)?;
     if policy.uamp_keys.is_empty() {
-        if let Some(t) = store.trust_get(key)? {
-            policy.uamp_keys = t.policy.uamp_keys;
+        if let Some(t) = &stored {
+            policy.uamp_keys = t.policy.uamp_keys.clone();
         }
     }
+    // A key change waiting to be verified is lifted by verifying it, never by an edit.
+    policy.key_change_unverified = stored.is_some_and(|t| t.policy.key_change_unverified);
     store.trust_update(key, Some(name), &policy)?;
     store.audit("trust.update", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({"name": name, "policy": policy}), &now_string(now))?;
     Ok(())

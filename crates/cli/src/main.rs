@@ -1,6 +1,7 @@
 //! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
 
 mod bench;
+mod contacts;
 mod email;
 mod guardian;
 mod mail;
@@ -40,6 +41,9 @@ enum Command {
     /// Manage the trust registry
     #[command(subcommand)]
     Trust(trust::TrustCmd),
+    /// Contacts: the people behind trusted keys; safety codes; verifying a key
+    #[command(subcommand)]
+    Contacts(contacts::ContactsCmd),
     /// Unknown senders that knocked with a valid signature
     Pending {
         #[arg(long)]
@@ -288,6 +292,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Identity => println!("{}", open(false)?.identity.public_key),
         Command::Trust(cmd) => trust::run(cmd, open(false)?.store)?,
+        Command::Contacts(cmd) => contacts::run(cmd, open(false)?)?,
         Command::QuietHours { from, to, off } => {
             let store = open(false)?.store;
             let hours = match (from, to) {

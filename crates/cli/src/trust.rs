@@ -96,6 +96,7 @@ impl PolicyArgs {
             }
         }
         Ok(Policy {
+            key_change_unverified: false,
             grant_until,
             allowed_scopes: self.scopes.clone(),
             max_envelope_size: self.max_envelope_size.unwrap_or_else(gatehouse_store::default_max_envelope_size),

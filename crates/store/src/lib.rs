@@ -12,6 +12,7 @@
 //!   limits are counted;
 //! - [`receipts`]: envelopes and receipts as stored, executor status;
 //! - [`inbox`]: the app's list of receipts (filters, search, by sender);
+//! - [`contacts`]: the people and organisations behind trusted keys, verified or not;
 //! - [`later`]: prompts deferred ("ask me later"), and the past an "always allow" covers;
 //! - [`audit`], [`settings`], [`retention`], [`risk`]: the audit log, settings, what is kept how long, risk flags dismissed;
 //! - [`jobs`] and [`commit`]: the committer's queue and its group-commit loop;
@@ -24,6 +25,7 @@
 pub mod asop;
 mod audit;
 mod commit;
+pub mod contacts;
 pub mod email;
 mod inbox;
 pub mod intentweb;

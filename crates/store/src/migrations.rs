@@ -447,6 +447,25 @@ const MIGRATIONS: &[&str] = &[
         until TEXT NOT NULL,
         deferred_at TEXT NOT NULL
     ) WITHOUT ROWID;",
+    // 23: contacts: one person or organisation holding keys of any protocol (EPP keys,
+    // UAMP DIDs, IntentSite keys, guardian agents). Each trusted key belongs to one; a key
+    // joins a contact only by the user's word. A key checked out of band is verified; a
+    // key that joined a verified contact (`changed_from`) stays blocked until it is.
+    "CREATE TABLE contacts (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE contact_keys (
+        key TEXT PRIMARY KEY,
+        contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+        added_at TEXT NOT NULL,
+        verified_at TEXT,
+        changed_from TEXT
+    ) WITHOUT ROWID;
+    CREATE INDEX contact_keys_contact ON contact_keys(contact_id);
+    INSERT INTO contacts (id, name, created_at) SELECT rowid, name, added_at FROM trust;
+    INSERT INTO contact_keys (key, contact_id, added_at) SELECT public_key, rowid, added_at FROM trust;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -61,6 +61,10 @@ pub struct Policy {
     /// silently. A scope granted for good is not listed.
     #[serde(rename = "x-grant-until", default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub grant_until: std::collections::BTreeMap<String, String>,
+    /// This key joined a verified contact as its new key and has not been verified
+    /// itself: everything it sends is held, and cannot be let through, until it is.
+    #[serde(rename = "x-key-change-unverified", default, skip_serializing_if = "std::ops::Not::not")]
+    pub key_change_unverified: bool,
 }
 
 /// One key of a UAMP sender: the `kid` its signatures name and the key as a JWK.
@@ -94,6 +98,7 @@ impl Default for Policy {
             auto_reply_scopes: Vec::new(),
             capabilities: None,
             grant_until: Default::default(),
+            key_change_unverified: false,
         }
     }
 }
@@ -106,6 +111,9 @@ impl Policy {
     /// Whether an accepted envelope in `scope` waits for the user before its executor, at
     /// `now`: a grant for a while decides while it lasts, and holds once it has ended.
     pub fn holds(&self, scope: &str, now: chrono::DateTime<chrono::Utc>) -> bool {
+        if self.key_change_unverified {
+            return true;
+        }
         match self.grant_until.get(scope) {
             Some(until) => !grant_lasts(until, now),
             None => self.hold_for_consent && !self.consent_granted_scopes.iter().any(|s| s == scope),

@@ -90,6 +90,7 @@ impl Store {
         if n == 0 {
             return Err(StoreError::AlreadyTrusted(key));
         }
+        crate::contacts::ensure_contact(&conn, &key, &entry.name, &entry.added_at)?;
         conn.execute("DELETE FROM pending_senders WHERE public_key = ?1", [&key])?;
         Ok(())
     }
@@ -129,6 +130,7 @@ impl Store {
         let tx = conn.transaction()?;
         let removed = tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])? > 0;
         tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", [&key])?;
+        crate::contacts::forget_key(&tx, &key)?;
         tx.commit()?;
         Ok(removed)
     }

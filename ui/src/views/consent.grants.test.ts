@@ -5,7 +5,7 @@ import { vi } from 'vitest';
 const decided: unknown[] = [];
 const item = {
   kind: 'unknown_sender', public_key: 'ab'.repeat(32), source: 'epp_sender', first_seen: '', last_seen: '', count: 1, scopes_tried: ['support'],
-  envelope_id: 'e3', scope: 'support', prompt: 'hello', extras: null, risk: [], later: null,
+  envelope_id: 'e3', scope: 'support', prompt: 'hello', extras: null, risk: [], later: null, claims: [],
   covered: [{ envelope_id: 'e2', received_at: '2026-11-25T10:00:00Z', excerpt: 'an earlier question', outcome: 'refused' }], covered_total: 2,
 };
 vi.mock('@tauri-apps/api/core', () => ({

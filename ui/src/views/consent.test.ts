@@ -2,12 +2,12 @@ import { consentSentence } from './consent';
 
 describe('consent prompts', () => {
   it('tell a person who is asking and about what', () => {
-    const s = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), source: 'epp_sender', first_seen: '', last_seen: '', count: 3, scopes_tried: ['support'], envelope_id: null, scope: 'support', prompt: 'hi', extras: null, risk: [], covered: [], covered_total: 0, later: null });
+    const s = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), source: 'epp_sender', first_seen: '', last_seen: '', count: 3, scopes_tried: ['support'], envelope_id: null, scope: 'support', prompt: 'hi', extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [] });
     expect(s).toContain('not approved');
     expect(s).toContain('d04a b232');
     expect(s).toContain('“support”');
     expect(s).toContain('3 attempts');
-    const held = consentSentence({ kind: 'held', row_id: 1, envelope_id: 'e', sender: 'ab'.repeat(32), sender_name: 'Dr. Lee', scope: 'lab-results', prompt: 'x', payload_type: null, on_behalf_of: null, received_at: '', extras: null, risk: [], covered: [], covered_total: 0, grant_ended: null, later: null });
+    const held = consentSentence({ kind: 'held', row_id: 1, envelope_id: 'e', sender: 'ab'.repeat(32), sender_name: 'Dr. Lee', scope: 'lab-results', prompt: 'x', payload_type: null, on_behalf_of: null, received_at: '', extras: null, risk: [], covered: [], covered_total: 0, grant_ended: null, later: null, key_change: false });
     expect(held).toBe('Dr. Lee sent your AI a message about “lab-results”. Your rules say to ask you before it is passed on.');
     const agent = consentSentence({ kind: 'held_ask', stream_id: 's', sender: 'did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH', sender_name: null, scope: 'ask', prompt: 'x', received_at: '', risk: [], grant_ended: null, later: null });
     expect(agent).toContain('key did:key:…wWsdvktH');
@@ -17,7 +17,7 @@ describe('consent prompts', () => {
 
   it('word a knock by where it came from, never by the scope a sender chose', () => {
     const knock = (source: 'epp_sender' | 'uamp_agent' | 'intent_site' | 'asop_agent', public_key: string, scope: string) =>
-      consentSentence({ kind: 'unknown_sender', public_key, source, first_seen: '', last_seen: '', count: 1, scopes_tried: [scope], envelope_id: null, scope, prompt: null, extras: null, risk: [], covered: [], covered_total: 0, later: null });
+      consentSentence({ kind: 'unknown_sender', public_key, source, first_seen: '', last_seen: '', count: 1, scopes_tried: [scope], envelope_id: null, scope, prompt: null, extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [] });
     // A stranger's envelope whose scope names another door is still a stranger's message.
     for (const scope of ['asop', 'intentweb']) {
       const s = knock('epp_sender', 'ab'.repeat(32), scope);

@@ -1,6 +1,6 @@
 // Consent prompts, in plain words: who wants to reach your AI, about what, and what
 // each button does.
-import { api, asShape, errorText, hasCode, type AsopStep, type ConsentItem, type ConsentTarget, type Decision } from '../api';
+import { api, asShape, errorText, hasCode, type AsopStep, type Claim, type ConsentItem, type ConsentTarget, type Decision } from '../api';
 import { h, Kept, replace } from '../dom';
 import { failed } from './parts';
 import { extrasCard } from './inbox';
@@ -170,7 +170,7 @@ export class ConsentView {
     // may be allowed for a while.
     const allow = button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Let this sender through for this scope, for as long as you choose.');
     const picker = keyOnly ? null : lastingPicker(scope, allow);
-    const card = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, 'data-sender': item.kind === 'unknown_sender' ? item.public_key : item.sender, tabindex: 0, 'aria-label': consentSentence(item),
+    const card: HTMLElement = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, 'data-sender': item.kind === 'unknown_sender' ? item.public_key : item.sender, tabindex: 0, 'aria-label': consentSentence(item),
       onkeydown: (ev: Event) => {
         const e = ev as KeyboardEvent;
         if (!e.altKey || e.ctrlKey || e.metaKey) return;
@@ -179,6 +179,9 @@ export class ConsentView {
         if (b && !b.disabled) { e.preventDefault(); b.click(); }
       } },
       h('p', { className: 'ask' }, consentSentence(item)),
+      item.kind === 'unknown_sender' ? this.claims(item.public_key, item.claims, (): HTMLElement => card) : null,
+      item.kind === 'held' && item.key_change ? h('p', { className: 'key-change', role: 'alert' },
+        '⚠ This is a new key of a contact you verified, and it is not verified itself. Nothing from it gets through until you check it with them: Trusted senders → the contact → Verify.') : null,
       prompt ? riskText('blockquote', {}, prompt, item.risk, item.kind === 'held_ask' ? item.stream_id : item.envelope_id)
         : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
       item.kind !== 'held_ask' && item.extras ? extrasCard(item.extras) : null,
@@ -195,6 +198,31 @@ export class ConsentView {
         button('deny', 'Deny', 'secondary', 'Do not let this message through.'),
         button('block', 'Block', 'danger', 'Never let this sender through or ask again.')),
       result);
+    // A new key of a verified contact cannot be let through until it is verified.
+    if (item.kind === 'held' && item.key_change) {
+      for (const b of card.querySelectorAll<HTMLButtonElement>('button[data-decision="allow_once"], button[data-decision="always_allow_scope"]')) b.disabled = true;
+    }
     return card;
+  }
+
+  /** A new key claiming to be (or act for) a contact: a prominent warning, and the one
+   *  way to make it theirs, by the user's word. */
+  private claims(key: string, claims: Claim[], card: () => HTMLElement): HTMLElement | null {
+    if (!claims.length) return null;
+    const result = h('p', { className: 'result', role: 'status' });
+    return h('div', { className: 'claim-warning', role: 'alert' },
+      ...claims.map((c) => h('div', {},
+        h('p', {}, h('strong', {}, `⚠ This new key ${c.how}.`), ' ',
+          c.verified ? `You verified ${c.contact_name}: if they changed keys, it stays blocked until you verify the new one with them.`
+            : `If ${c.contact_name} changed keys, check with them before you trust it.`),
+        h('button', { className: 'secondary adopt', 'data-adopt': c.contact_id, onclick: async () => {
+          try {
+            result.textContent = await api.contactAddKey(c.contact_id, key);
+            this.notice.textContent = result.textContent;
+            card().classList.add('decided');
+            this.onChange();
+          } catch (e) { this.failed(card(), result, e); }
+        } }, `It is ${c.contact_name}’s new key`))),
+      result);
   }
 }

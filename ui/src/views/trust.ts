@@ -2,6 +2,7 @@
 import { api, errorText, type Policy_Deserialize, type TimedGrant, type TrustRow } from '../api';
 import { h, replace } from '../dom';
 import { act, failed } from './parts';
+import { ContactsPanel } from './contacts';
 import { fingerprint, isSenderId, optionalNumber, parseScopes, scopesText, when } from '../format';
 
 const MB = 1024 * 1024;
@@ -9,13 +10,16 @@ const MB = 1024 * 1024;
 export class TrustView {
   readonly el = h('section', { className: 'trust', id: 'view-trust' });
   private formBox = h('div', { className: 'form-box' });
+  private contacts = new ContactsPanel(() => this.onChange());
 
   constructor(private onChange: () => void) {}
 
   async load(): Promise<void> {
     try {
       const [rows, blocked, timed] = await Promise.all([api.trustList(), api.blockedList(), api.trustTimedGrants()]);
+      await this.contacts.load();
       replace(this.el,
+        this.contacts.el,
         h('div', { className: 'heading' }, h('h2', {}, 'Trusted senders'),
           h('button', { className: 'primary', id: 'trust-add-open', onclick: () => this.form(null) }, 'Add a sender')),
         this.formBox,
@@ -89,6 +93,8 @@ export class TrustView {
           'x-capabilities': p?.['x-capabilities'] ?? null,
           // Granted from a prompt for a while; kept until it is granted again or removed.
           'x-grant-until': p?.['x-grant-until'] ?? {},
+          // Lifted by verifying the key, never by this form.
+          'x-key-change-unverified': p?.['x-key-change-unverified'] ?? false,
         };
         const input = { public_key: key.value.trim(), name: name.value.trim(), policy };
         await (existing ? api.trustUpdate(input) : api.trustAdd(input));

@@ -233,6 +233,28 @@ fn a_scope_trusted_for_an_hour_is_listed_with_its_end_and_a_past_date_is_refused
 }
 
 #[test]
+fn two_gatehouses_see_the_same_safety_code_and_verify_each_other_with_what_they_shared() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    ok(a.path(), &["init"]);
+    ok(b.path(), &["init"]);
+    let key_of = |d: &std::path::Path| last_line(&ok(d, &["identity"]));
+    let (ka, kb) = (key_of(a.path()), key_of(b.path()));
+    ok(a.path(), &["trust", "add", &kb, "--name", "Bea", "--scopes", "support"]);
+    ok(b.path(), &["trust", "add", &ka, "--name", "Al", "--scopes", "support"]);
+    let code = |d: &std::path::Path| {
+        let list: serde_json::Value = serde_json::from_str(&ok(d, &["contacts", "list", "--json"])).unwrap();
+        list[0]["keys"][0]["safety_code"].as_str().unwrap().to_string()
+    };
+    assert_eq!(code(a.path()), code(b.path()), "both sides compute the same code");
+    // B verifies A with the text A shares (A's QR); a text naming another key is refused.
+    let shared = last_line(&ok(a.path(), &["contacts", "share"]));
+    let wrong = gh(b.path(), &["contacts", "verify", &ka, "--shared", &last_line(&ok(b.path(), &["contacts", "share"]))]);
+    assert!(!wrong.status.success() && String::from_utf8_lossy(&wrong.stderr).contains("for another key"));
+    ok(b.path(), &["contacts", "verify", &ka, "--shared", &shared]);
+    assert!(ok(b.path(), &["contacts", "list"]).contains("(verified)"));
+}
+
+#[test]
 fn quiet_hours_are_set_shown_turned_off_and_audited_from_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -35,6 +35,9 @@ pub enum ConsentItem {
         covered_total: i64,
         /// Until when the user put this prompt off ("ask me later"), while it is away.
         later: Option<String>,
+        /// Contacts this new key claims to be or act for: a change to them, never merged
+        /// but by the user's word.
+        claims: Vec<Claim>,
     },
     /// A trusted sender's envelope whose policy holds it for consent.
     Held {
@@ -58,6 +61,9 @@ pub enum ConsentItem {
         /// When the grant for this scope ended, if it is held because one did.
         grant_ended: Option<String>,
         later: Option<String>,
+        /// The sender is a new key of a verified contact, not verified itself: nothing
+        /// from it can be let through until it is.
+        key_change: bool,
     },
     /// A trusted UAMP agent's `ask` whose policy holds it for consent: its stream is open
     /// and waits.
@@ -280,6 +286,41 @@ pub fn now_string(now: DateTime<Utc>) -> String {
     gatehouse_epp::utc_string(now)
 }
 
+/// A knock's claim to be (or act for) an existing contact.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Claim {
+    pub contact_id: i64,
+    pub contact_name: String,
+    pub verified: bool,
+    /// How it claims it, in words.
+    pub how: String,
+}
+
+/// Which contacts a knock claims to be or act for (EPP: a delegation on behalf of a
+/// contact's key, attestations by one in its provenance). `raw`: the envelope as it came.
+pub fn claims(store: &Store, sender: &str, raw: &str) -> Result<Vec<Claim>, StoreError> {
+    let Ok(env) = gatehouse_epp::Envelope::parse(raw.as_bytes()) else { return Ok(Vec::new()) };
+    let mut named: Vec<(String, &str)> = Vec::new();
+    if let Some(d) = &env.delegation {
+        named.push((d.on_behalf_of.clone(), "says it acts on behalf of"));
+    }
+    if let Some(p) = gatehouse_epp::v11::Extensions::read(&env).ok().and_then(|x| x.provenance) {
+        for a in p.entries {
+            named.push((a.identity, "carries an attestation signed as"));
+        }
+    }
+    let mut out: Vec<Claim> = Vec::new();
+    for (key, how) in named {
+        let Some(c) = store.contact_of(&key)? else { continue };
+        if c.keys.iter().any(|k| k.key == gatehouse_store::sender_key(sender)) || out.iter().any(|o| o.contact_id == c.id) {
+            continue;
+        }
+        out.push(Claim { how: format!("{how} {}, with a key that is not theirs", c.name), verified: c.verified(), contact_id: c.id, contact_name: c.name });
+    }
+    Ok(out)
+}
+
 /// When a timed grant for `scope` ended, if it has (what holds the message).
 fn ended(trust: Option<&gatehouse_store::TrustEntry>, scope: &str, now: DateTime<Utc>) -> Option<String> {
     let until = trust?.policy.grant_until.get(scope)?;
@@ -322,6 +363,7 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
             covered,
             covered_total,
             grant_ended: ended(trust.as_ref(), &row.scope, now),
+            key_change: trust.as_ref().is_some_and(|t| t.policy.key_change_unverified),
             later: later_of(ConsentTarget::Held { row_id: row.id }),
             sender_name: trust.map(|t| t.name),
             row_id: row.id,
@@ -351,6 +393,10 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
             covered,
             covered_total,
             later: later_of(ConsentTarget::UnknownSender { public_key: p.public_key.clone() }),
+            claims: match knock.as_ref().and_then(|k| k.body.as_deref()) {
+                Some(raw) => claims(store, &p.public_key, raw)?,
+                None => Vec::new(),
+            },
             source: Source::of(&p.public_key, scope.as_deref()),
             envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
             scope,

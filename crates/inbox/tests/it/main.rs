@@ -2,6 +2,7 @@
 //! of ~50 MB each filled a CI disk, and linked thirteen times.
 mod common;
 mod consent;
+mod contacts;
 mod email;
 mod email_tls;
 mod folder_and_executors;

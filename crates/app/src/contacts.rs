@@ -1,0 +1,222 @@
+//! Contacts as the user sees them: one person or organisation with its keys of every
+//! protocol, one name, their grants; checked out of band with a safety code both sides
+//! see the same; a new key that claims to be one of them shown as a change to that contact,
+//! never merged but by the user's word, and blocked until verified when the contact was.
+
+use chrono::{DateTime, Utc};
+pub use gatehouse_inbox::gate::consent::{claims, Claim};
+use gatehouse_inbox::gate::consent::{now_string, ConsentError, Source};
+use gatehouse_inbox::Inbox;
+use gatehouse_store::contacts::Contact;
+use gatehouse_store::{Policy, Store, TrustEntry};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::{Code, CommandError, Result};
+
+/// One key of a contact, with what it may do and the code to compare for it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct KeyView {
+    pub key: String,
+    pub fingerprint: String,
+    pub source: Source,
+    pub scopes: Vec<String>,
+    pub added_at: String,
+    pub verified_at: Option<String>,
+    /// Joined beside this verified key: a key change.
+    pub changed_from: Option<String>,
+    /// Everything from this key is held until it is verified.
+    pub blocked: bool,
+    /// What both sides see for this key and the user's own (compare it out of band).
+    pub safety_code: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ContactView {
+    pub id: i64,
+    pub name: String,
+    pub created_at: String,
+    pub verified: bool,
+    /// A key of this contact changed and waits to be verified.
+    pub key_changed: bool,
+    pub keys: Vec<KeyView>,
+}
+
+/// The code two Gatehouse users compare: the same on both sides, whichever is "mine".
+/// Twenty digits in four groups, from SHA-256 over both keys in a fixed order.
+pub fn safety_code(a: &str, b: &str) -> String {
+    let (a, b) = (gatehouse_store::sender_key(a), gatehouse_store::sender_key(b));
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    let digest = Sha256::new().chain_update(b"gatehouse safety code v1\0").chain_update(lo).chain_update(b"\0").chain_update(hi).finalize();
+    digest.chunks(4).take(4).map(|c| format!("{:05}", u32::from_be_bytes([c[0], c[1], c[2], c[3]]) % 100_000)).collect::<Vec<_>>().join(" ")
+}
+
+/// What the user's QR code holds and what they paste to others: their key and address.
+pub fn share_text(own_key: &str, address: &str) -> String {
+    let mut u = url::Url::parse("gatehouse:contact").expect("a fixed URL");
+    u.query_pairs_mut().append_pair("key", own_key).append_pair("address", address);
+    u.to_string()
+}
+
+/// The key in what someone shared: their QR's text, or a bare key.
+pub fn shared_key(text: &str) -> Result<String> {
+    let text = text.trim();
+    let key = match url::Url::parse(text) {
+        Ok(u) if u.scheme() == "gatehouse" => u.query_pairs().find(|(k, _)| k == "key").map(|(_, v)| v.into_owned()),
+        _ => Some(text.to_string()),
+    };
+    match key {
+        Some(k) if (k.len() == 64 && k.bytes().all(|b| b.is_ascii_hexdigit())) || k.starts_with("did:") => Ok(gatehouse_store::sender_key(&k)),
+        _ => Err(CommandError::new(Code::Invalid, "that is not a Gatehouse key or QR code text (it starts with gatehouse:contact?key=)")),
+    }
+}
+
+fn view(store: &Store, c: Contact, own_key: &str) -> Result<ContactView> {
+    let mut keys = Vec::new();
+    for k in &c.keys {
+        let trust = store.trust_get(&k.key)?;
+        let scopes = trust.as_ref().map(|t| t.policy.allowed_scopes.clone()).unwrap_or_default();
+        keys.push(KeyView {
+            fingerprint: crate::trust::fingerprint(&k.key),
+            source: Source::of(&k.key, scopes.first().map(String::as_str)),
+            blocked: trust.is_some_and(|t| t.policy.key_change_unverified),
+            safety_code: safety_code(own_key, &k.key),
+            scopes,
+            key: k.key.clone(),
+            added_at: k.added_at.clone(),
+            verified_at: k.verified_at.clone(),
+            changed_from: k.changed_from.clone(),
+        });
+    }
+    Ok(ContactView { verified: c.verified(), key_changed: keys.iter().any(|k| k.blocked), id: c.id, name: c.name, created_at: c.created_at, keys })
+}
+
+pub fn list(store: &Store, own_key: &str) -> Result<Vec<ContactView>> {
+    store.contacts()?.into_iter().map(|c| view(store, c, own_key)).collect()
+}
+
+/// Marks a key verified: `pasted` is what the other side shared (their QR's text or key),
+/// which must be this very key; without it, the user said the safety codes match. A key
+/// change waiting on this key is lifted. Audited.
+pub fn verify(store: &Store, key: &str, pasted: Option<&str>, own_key: &str, now: DateTime<Utc>) -> Result<ContactView> {
+    let key = gatehouse_store::sender_key(key);
+    let Some(contact) = store.contact_of(&key)? else {
+        return Err(CommandError::new(Code::NotFound, format!("{key} is not a key of any contact")));
+    };
+    let how = match pasted {
+        Some(text) => {
+            let theirs = shared_key(text)?;
+            if theirs != key {
+                return Err(CommandError::new(
+                    Code::Invalid,
+                    format!(
+                        "that code is for another key ({}), not {}'s ({}): nothing was marked verified",
+                        crate::trust::fingerprint(&theirs),
+                        contact.name,
+                        crate::trust::fingerprint(&key)
+                    ),
+                ));
+            }
+            "their shared code"
+        }
+        None => "safety codes compared",
+    };
+    let at = now_string(now);
+    store.contact_key_verified(&key, &at)?;
+    if let Some(mut t) = store.trust_get(&key)?.filter(|t| t.policy.key_change_unverified) {
+        t.policy.key_change_unverified = false;
+        store.trust_update(&key, None, &t.policy)?;
+    }
+    store.audit("contact.verify", Some(&key), &serde_json::json!({"contact": contact.id, "how": how}), &at)?;
+    let c = store.contact(contact.id)?.ok_or_else(|| CommandError::new(Code::NotFound, "the contact is gone"))?;
+    view(store, c, own_key)
+}
+
+pub fn rename(store: &Store, id: i64, name: &str, now: DateTime<Utc>) -> Result<()> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(CommandError::new(Code::Invalid, "a name is required"));
+    }
+    store.contact_rename(id, name)?;
+    store.audit("contact.rename", None, &serde_json::json!({"contact": id, "name": name}), &now_string(now))?;
+    Ok(())
+}
+
+/// The user says a key that knocked is a new key of contact `id`: it is trusted for what
+/// the contact's keys may do and the knock's scope, joins the contact, and its waiting
+/// message is delivered. If the contact was verified, the new key is blocked (everything
+/// it sends is held) until it is verified too. Blocking (SQLite). Audited.
+pub fn adopt(inbox: &Inbox, id: i64, key: &str, now: DateTime<Utc>) -> std::result::Result<String, ConsentError> {
+    let store = inbox.store();
+    let key = gatehouse_store::sender_key(key);
+    let Some(contact) = store.contact(id)? else { return Err(ConsentError::Invalid(format!("there is no contact {id}"))) };
+    if !store.pending_list()?.iter().any(|p| p.public_key == key) {
+        return Err(ConsentError::Gone);
+    }
+    let knock = store.latest_receipt_from(&key, "UNTRUSTED_SENDER")?;
+    let mut scopes: Vec<String> = Vec::new();
+    for k in &contact.keys {
+        for s in store.trust_get(&k.key)?.map(|t| t.policy.allowed_scopes).unwrap_or_default() {
+            if !scopes.contains(&s) {
+                scopes.push(s);
+            }
+        }
+    }
+    if let Some(s) = knock.as_ref().and_then(|k| k.scope.clone()) {
+        gatehouse_inbox::gate::consent::grantable(&key, &s)?;
+        if !scopes.contains(&s) && !scopes.iter().any(|x| x == "*") {
+            scopes.push(s);
+        }
+    }
+    let verified_key = contact.keys.iter().find(|k| k.verified_at.is_some()).map(|k| k.key.clone());
+    let at = now_string(now);
+    let entry = TrustEntry {
+        public_key: key.clone(),
+        name: contact.name.clone(),
+        added_at: at.clone(),
+        policy: Policy { allowed_scopes: scopes, key_change_unverified: verified_key.is_some(), ..Policy::default() },
+    };
+    crate::trust::check_sender_id(&key, &entry.policy)?;
+    store.trust_add(&entry)?;
+    store.contact_add_key(id, &key, verified_key.as_deref(), &at)?;
+    let body = knock.filter(|k| !k.body_truncated).and_then(|k| k.body);
+    if let Some(b) = body {
+        inbox.submit(b.as_bytes(), "consent", now);
+    }
+    store.audit("contact.add_key", Some(&key), &serde_json::json!({"contact": id, "changed_from": verified_key}), &at)?;
+    Ok(match verified_key {
+        Some(_) => format!(
+            "Added to {} as a new key. {} was verified, so everything this key sends is held until you verify it too: compare safety codes with them.",
+            contact.name, contact.name
+        ),
+        None => format!("Added to {} as one of their keys.", contact.name),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_sides_see_the_same_code_and_another_key_changes_it() {
+        let (a, b, c) = ("aa".repeat(32), "bb".repeat(32), "cc".repeat(32));
+        let code = safety_code(&a, &b);
+        assert_eq!(code, safety_code(&b, &a));
+        assert_eq!(code, safety_code(&a.to_uppercase(), &b), "keys are compared as the registry writes them");
+        assert_ne!(code, safety_code(&a, &c));
+        assert!(code.len() == 23 && code.split(' ').all(|g| g.len() == 5 && g.bytes().all(|d| d.is_ascii_digit())), "{code}");
+    }
+
+    #[test]
+    fn a_shared_code_reads_back_as_its_key_and_nonsense_is_refused() {
+        let key = "ab".repeat(32);
+        let text = share_text(&key, "http://127.0.0.1:7777/epp/v1/submit");
+        assert!(text.starts_with("gatehouse:contact?key="), "{text}");
+        assert_eq!(shared_key(&text).unwrap(), key);
+        assert_eq!(shared_key(&format!("  {}\n", key.to_uppercase())).unwrap(), key);
+        assert!(shared_key("gatehouse:contact?key=nothex").is_err());
+        assert!(shared_key("hello").is_err());
+    }
+}

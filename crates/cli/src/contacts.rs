@@ -1,0 +1,77 @@
+//! `gatehouse contacts`: the people behind trusted keys, verified with the safety code
+//! both sides see or with what the other shared; a knock's key added to a contact only on
+//! the user's word. The same calls as the window's (gatehouse_app::contacts).
+
+use std::sync::Arc;
+
+use clap::Subcommand;
+use gatehouse_inbox::gate::clock;
+
+use crate::print_json;
+
+#[derive(Subcommand)]
+pub enum ContactsCmd {
+    /// Every contact with its keys, verified or not, and the safety code of each key
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mark a contact's key verified: with --shared, what they shared (their QR's text)
+    /// must name this key; with --codes-match, you compared safety codes and they matched
+    Verify {
+        key: String,
+        #[arg(long, value_name = "TEXT", conflicts_with = "codes_match", required_unless_present = "codes_match")]
+        shared: Option<String>,
+        #[arg(long)]
+        codes_match: bool,
+    },
+    /// A key that knocked is a new key of this contact (blocked until verified if the
+    /// contact was)
+    AddKey { contact: i64, key: String },
+    /// What to give others: your key and address, as the text your QR code holds
+    Share {
+        /// Your inbox's address as others reach it
+        #[arg(long, default_value = "http://127.0.0.1:7777/epp/v1/submit")]
+        address: String,
+    },
+}
+
+pub fn run(cmd: ContactsCmd, opened: gatehouse_inbox::service::Opened) -> Result<(), String> {
+    let own = opened.identity.public_key.clone();
+    let store = opened.store;
+    match cmd {
+        ContactsCmd::List { json } => {
+            let list = gatehouse_app::contacts::list(&store, &own).map_err(|e| e.to_string())?;
+            if json {
+                print_json(&list);
+            } else if list.is_empty() {
+                eprintln!("no contacts: each sender you trust becomes one");
+            }
+            if !json {
+                for c in list {
+                    let standing = if c.key_changed {
+                        "KEY CHANGED: verify before anything gets through"
+                    } else if c.verified {
+                        "verified"
+                    } else {
+                        "not verified"
+                    };
+                    println!("{}  {}  ({standing})", c.id, c.name);
+                    for k in c.keys {
+                        println!("    {}  safety code {}{}", k.key, k.safety_code, if k.verified_at.is_some() { "  verified" } else { "" });
+                    }
+                }
+            }
+        }
+        ContactsCmd::Verify { key, shared, codes_match: _ } => {
+            let c = gatehouse_app::contacts::verify(&store, &key, shared.as_deref(), &own, clock::now()).map_err(|e| e.to_string())?;
+            eprintln!("{}'s key is verified", c.name);
+        }
+        ContactsCmd::AddKey { contact, key } => {
+            let (inbox, _rx) = gatehouse_inbox::build(Arc::clone(&store), &own);
+            eprintln!("{}", gatehouse_app::contacts::adopt(&inbox, contact, &key, clock::now()).map_err(|e| e.to_string())?);
+        }
+        ContactsCmd::Share { address } => println!("{}", gatehouse_app::contacts::share_text(&own, &address)),
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! Contacts: a new key claiming to act for a verified contact is shown as a claim, joins
+//! the contact only by the user's word, and is held (never let through) until it is
+//! verified too; a code shared for another key verifies nothing.
+
+use crate::common::*;
+use chrono::Utc;
+use gatehouse_app::contacts;
+use gatehouse_inbox::gate::consent::{self, ConsentError, ConsentItem, ConsentTarget, Decision};
+
+#[tokio::test]
+async fn a_new_key_of_a_verified_contact_is_a_claim_then_a_change_held_until_verified() {
+    let (lee, lee2, other) = (key(3), key(4), key(5));
+    let own = pubhex(&key(2));
+    let inbox = TestInbox::start(&own, false).await;
+    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["lab-results"]));
+    let list = contacts::list(&inbox.store, &own).unwrap();
+    assert_eq!((list.len(), list[0].name.as_str(), list[0].verified), (1, "Dr. Lee", false));
+    let id = list[0].id;
+    // Verified with what Dr. Lee shared (their QR's text).
+    let shared = contacts::share_text(&pubhex(&lee), "http://127.0.0.1:1/epp/v1/submit");
+    let v = contacts::verify(&inbox.store, &pubhex(&lee), Some(&shared), &own, Utc::now()).unwrap();
+    assert!(v.verified && !v.key_changed);
+    assert_eq!(v.keys[0].safety_code, contacts::safety_code(&pubhex(&lee), &own), "the code both sides compute");
+
+    // A new key says it acts on behalf of Dr. Lee: a claim on the prompt, not a merge.
+    let env = gatehouse_epp::Draft { on_behalf_of: Some(pubhex(&lee)), ..inbox.draft("lab-results", "New results, from my new key") }.sign(&lee2, Utc::now());
+    assert_eq!(inbox.post_json(&env).await.0, 401);
+    let claims = match &consent::pending(&inbox.store).unwrap()[..] {
+        [ConsentItem::UnknownSender { claims, .. }] => claims.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(claims.len(), 1);
+    assert!(claims[0].contact_id == id && claims[0].verified && claims[0].how.contains("acts on behalf of Dr. Lee"), "{claims:?}");
+    assert_eq!(inbox.store.contact_of(&pubhex(&lee2)).unwrap(), None, "never merged on its own");
+
+    // The user says it is Dr. Lee's new key: it joins the contact, and what it sent is held.
+    let said = contacts::adopt(&i, id, &pubhex(&lee2), Utc::now()).unwrap();
+    assert!(said.contains("held until you verify it"), "{said}");
+    let c = inbox.store.contact_of(&pubhex(&lee2)).unwrap().unwrap();
+    assert_eq!((c.id, c.keys.len()), (id, 2));
+    let row_id = match &consent::pending(&inbox.store).unwrap()[..] {
+        [ConsentItem::Held { row_id, key_change: true, prompt, .. }] if prompt == "New results, from my new key" => *row_id,
+        other => panic!("{other:?}"),
+    };
+    let e = gatehouse_app::consent::decide(&i, &ConsentTarget::Held { row_id }, Decision::AllowOnce, Utc::now()).unwrap_err();
+    assert!(matches!(&e, ConsentError::Invalid(m) if m.contains("verify it first")), "{e}");
+    let (status, _, r) = inbox.post_json(&inbox.signed(&lee2, "lab-results", "and another")).await;
+    assert_eq!((status, r["x-held-for-consent"].as_bool()), (200, Some(true)), "{r}");
+    assert!(contacts::list(&inbox.store, &own).unwrap()[0].key_changed);
+
+    // A code shared for another key verifies nothing.
+    let wrong = contacts::share_text(&pubhex(&other), "http://x/");
+    assert!(contacts::verify(&inbox.store, &pubhex(&lee2), Some(&wrong), &own, Utc::now()).unwrap_err().to_string().contains("for another key"));
+    assert!(contacts::list(&inbox.store, &own).unwrap()[0].key_changed);
+
+    // Verified (the codes matched): it may now be let through, and is no longer held.
+    let v = contacts::verify(&inbox.store, &pubhex(&lee2), None, &own, Utc::now()).unwrap();
+    assert!(v.verified && !v.key_changed);
+    gatehouse_app::consent::decide(&i, &ConsentTarget::Held { row_id }, Decision::AllowOnce, Utc::now()).unwrap();
+    let (_, _, r) = inbox.post_json(&inbox.signed(&lee2, "lab-results", "after verifying")).await;
+    assert!(!r["x-held-for-consent"].as_bool().unwrap_or(false), "{r}");
+    let actions: Vec<String> = inbox.store.audit_list(20).unwrap().into_iter().map(|a| a.action).collect();
+    assert!(actions.contains(&"contact.add_key".to_string()) && actions.iter().filter(|a| *a == "contact.verify").count() == 2, "{actions:?}");
+    inbox.stop().await;
+}

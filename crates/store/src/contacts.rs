@@ -1,0 +1,120 @@
+//! Contacts: the people and organisations behind trusted keys. A key joins a contact when
+//! it is trusted (a contact of its own) or when the user says it belongs to one; the
+//! store never merges on its own.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+
+use crate::{sender_key, Result, Store, StoreError};
+
+/// One key of a contact.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ContactKey {
+    pub key: String,
+    pub added_at: String,
+    /// When the user checked this key out of band (safety code or QR).
+    pub verified_at: Option<String>,
+    /// The verified key this one joined the contact beside: a key change, blocked until
+    /// this key is verified too.
+    pub changed_from: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Contact {
+    pub id: i64,
+    pub name: String,
+    pub created_at: String,
+    pub keys: Vec<ContactKey>,
+}
+
+impl Contact {
+    pub fn verified(&self) -> bool {
+        self.keys.iter().any(|k| k.verified_at.is_some())
+    }
+}
+
+/// A newly trusted key gets a contact of its own, unless it already has one.
+pub(crate) fn ensure_contact(conn: &Connection, key: &str, name: &str, at: &str) -> Result<()> {
+    let known: Option<i64> = conn.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", [key], |r| r.get(0)).optional()?;
+    if known.is_none() {
+        conn.execute("INSERT INTO contacts (name, created_at) VALUES (?1, ?2)", params![name, at])?;
+        let id = conn.last_insert_rowid();
+        conn.execute("INSERT INTO contact_keys (key, contact_id, added_at) VALUES (?1, ?2, ?3)", params![key, id, at])?;
+    }
+    Ok(())
+}
+
+/// A key no longer trusted leaves its contact; a contact left without keys goes.
+pub(crate) fn forget_key(conn: &Connection, key: &str) -> Result<()> {
+    let id: Option<i64> = conn.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", [key], |r| r.get(0)).optional()?;
+    if let Some(id) = id {
+        conn.execute("DELETE FROM contact_keys WHERE key = ?1", [key])?;
+        conn.execute("DELETE FROM contacts WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM contact_keys WHERE contact_id = ?1)", [id])?;
+    }
+    Ok(())
+}
+
+fn keys_of(conn: &Connection, id: i64) -> Result<Vec<ContactKey>> {
+    let mut stmt = conn.prepare_cached("SELECT key, added_at, verified_at, changed_from FROM contact_keys WHERE contact_id = ?1 ORDER BY added_at, key")?;
+    let rows = stmt.query_map([id], |r| Ok(ContactKey { key: r.get(0)?, added_at: r.get(1)?, verified_at: r.get(2)?, changed_from: r.get(3)? }))?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+impl Store {
+    pub fn contacts(&self) -> Result<Vec<Contact>> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare("SELECT id, name, created_at FROM contacts ORDER BY name COLLATE NOCASE, id")?;
+            let heads = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<Vec<(i64, String, String)>>>()?;
+            heads.into_iter().map(|(id, name, created_at)| Ok(Contact { keys: keys_of(conn, id)?, id, name, created_at })).collect()
+        })
+    }
+
+    pub fn contact(&self, id: i64) -> Result<Option<Contact>> {
+        self.read(|conn| {
+            let head: Option<(String, String)> =
+                conn.query_row("SELECT name, created_at FROM contacts WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+            head.map(|(name, created_at)| Ok(Contact { keys: keys_of(conn, id)?, id, name, created_at })).transpose()
+        })
+    }
+
+    /// The contact a key belongs to.
+    pub fn contact_of(&self, key: &str) -> Result<Option<Contact>> {
+        let id: Option<i64> =
+            self.read(|c| Ok(c.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", [sender_key(key)], |r| r.get(0)).optional()?))?;
+        match id {
+            Some(id) => self.contact(id),
+            None => Ok(None),
+        }
+    }
+
+    /// The user said `key` belongs to contact `id` (it leaves the contact it had; one left
+    /// without keys goes). `changed_from`: the contact's verified key it joins beside.
+    pub fn contact_add_key(&self, id: i64, key: &str, changed_from: Option<&str>, at: &str) -> Result<()> {
+        let key = sender_key(key);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        if tx.query_row("SELECT 1 FROM contacts WHERE id = ?1", [id], |_| Ok(())).optional()?.is_none() {
+            return Err(StoreError::Invalid(format!("there is no contact {id}")));
+        }
+        forget_key(&tx, &key)?;
+        tx.execute("INSERT INTO contact_keys (key, contact_id, added_at, changed_from) VALUES (?1, ?2, ?3, ?4)", params![key, id, at, changed_from])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The user checked this key out of band.
+    pub fn contact_key_verified(&self, key: &str, at: &str) -> Result<()> {
+        let n = self.conn().execute("UPDATE contact_keys SET verified_at = ?2 WHERE key = ?1", params![sender_key(key), at])?;
+        if n == 0 {
+            return Err(StoreError::NotTrusted(sender_key(key)));
+        }
+        Ok(())
+    }
+
+    pub fn contact_rename(&self, id: i64, name: &str) -> Result<()> {
+        self.conn().execute("UPDATE contacts SET name = ?2 WHERE id = ?1", params![id, name])?;
+        Ok(())
+    }
+}

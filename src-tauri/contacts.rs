@@ -1,0 +1,69 @@
+//! Contacts in the window: each a person or organisation with its keys, verified with a
+//! safety code or the other side's shared code; a knock's new key added to a contact only
+//! when the user says so; the user's own key, address and QR to share. One call each into
+//! gatehouse_app::contacts, which the CLI calls too.
+
+use gatehouse_app::contacts::{self, ContactView};
+use serde::Serialize;
+
+use crate::commands::{blocking, CommandError, CoreState};
+use crate::service::{Core, DesktopSettings};
+
+type Result<T> = std::result::Result<T, CommandError>;
+
+/// What the user shares so others can reach them and check it is them.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+pub struct Share {
+    pub public_key: String,
+    pub address: String,
+    /// The text the QR code holds (others paste it to verify this key).
+    pub text: String,
+    /// The QR code, as SVG.
+    pub qr_svg: String,
+}
+
+pub fn share_of(c: &Core) -> Result<Share> {
+    let port = DesktopSettings::load(&c.store).port;
+    let address = c.status().listening.unwrap_or_else(|| format!("http://127.0.0.1:{port}/epp/v1/submit"));
+    let text = contacts::share_text(&c.public_key, &address);
+    let qr = qrcode::QrCode::new(text.as_bytes()).map_err(|e| CommandError::new(gatehouse_app::Code::Internal, e.to_string()))?;
+    Ok(Share { qr_svg: qr.render::<qrcode::render::svg::Color>().min_dimensions(200, 200).build(), public_key: c.public_key.clone(), address, text })
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn identity_share(core: CoreState<'_>) -> Result<Share> {
+    let c = core.inner().clone();
+    blocking(move || share_of(&c)).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn contacts_list(core: CoreState<'_>) -> Result<Vec<ContactView>> {
+    let c = core.inner().clone();
+    blocking(move || contacts::list(&c.store, &c.public_key)).await
+}
+
+/// Marks a key verified: `pasted` is what the other side shared; without it, the user
+/// compared safety codes and they matched.
+#[tauri::command]
+#[specta::specta]
+pub async fn contact_verify(core: CoreState<'_>, key: String, pasted: Option<String>) -> Result<ContactView> {
+    let c = core.inner().clone();
+    blocking(move || contacts::verify(&c.store, &key, pasted.as_deref(), &c.public_key, gatehouse_inbox::gate::clock::now())).await
+}
+
+/// A key that knocked is a new key of this contact (the user's word).
+#[tauri::command]
+#[specta::specta]
+pub async fn contact_add_key(core: CoreState<'_>, contact_id: i64, key: String) -> Result<String> {
+    let inbox = core.inbox();
+    blocking(move || Ok(contacts::adopt(&inbox, contact_id, &key, gatehouse_inbox::gate::clock::now())?)).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn contact_rename(core: CoreState<'_>, contact_id: i64, name: String) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || contacts::rename(&c.store, contact_id, &name, gatehouse_inbox::gate::clock::now())).await
+}

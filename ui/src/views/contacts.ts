@@ -1,0 +1,87 @@
+// Contacts: who is behind the trusted keys, one card each with every key they hold; a key
+// checked out of band (the same safety code on both screens, or the other side's shared
+// code pasted) is marked verified; a new key of a verified contact is a warning until it
+// is. Also the user's own key, address and QR, to share.
+import { api, errorText, type ContactView, type KeyView } from '../api';
+import { h, replace } from '../dom';
+import { when } from '../format';
+
+const SOURCE: Record<string, string> = { epp_sender: 'EPP key', uamp_agent: 'UAMP agent', intent_site: 'IntentSite key', asop_agent: 'guardian agent' };
+
+/** A contact's standing in words (and a class for its colour). */
+export function standing(c: ContactView): [string, string] {
+  if (c.key_changed) return ['Key changed — verify before anything gets through', 'changed'];
+  if (c.verified) return ['Verified', 'verified'];
+  return ['Not verified', 'unverified'];
+}
+
+export class ContactsPanel {
+  readonly el = h('section', { className: 'contacts', id: 'contacts' });
+  private panel = h('div', { id: 'contact-panel' });
+  constructor(private onChange: () => void) {}
+
+  async load(): Promise<void> {
+    let list: ContactView[];
+    try { list = await api.contactsList(); } catch (e) { replace(this.el, h('p', { className: 'error' }, errorText(e))); return; }
+    replace(this.el,
+      h('div', { className: 'heading' }, h('h2', {}, 'Contacts'),
+        h('button', { className: 'secondary', id: 'share-open', onclick: () => void this.share() }, 'Share my key')),
+      this.panel,
+      list.length ? h('div', { className: 'contact-list' }, ...list.map((c) => this.card(c)))
+        : h('p', { className: 'empty' }, 'No contacts yet: each sender you trust becomes one.'));
+  }
+
+  private card(c: ContactView): HTMLElement {
+    const [words, cls] = standing(c);
+    return h('article', { className: `card contact ${cls}`, 'data-contact': c.id },
+      h('h3', {}, c.name, ' ', h('span', { className: `badge standing ${cls}` }, words)),
+      h('ul', { className: 'contact-keys' }, ...c.keys.map((k) => h('li', { 'data-key': k.key },
+        h('span', { className: 'mono', title: k.key }, k.fingerprint), ' · ', SOURCE[k.source] ?? k.source,
+        k.scopes.length ? ` · may ask about ${k.scopes.join(', ')}` : '',
+        k.verified_at ? h('span', { className: 'muted small' }, ` · verified ${when(k.verified_at)}`) : null,
+        k.blocked ? h('strong', { className: 'error' }, ' · new key, held until verified') : null, ' ',
+        k.verified_at ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, 'Verify')))));
+  }
+
+  /** The verification screen for one key: the code to compare, or their shared code to paste. */
+  private verify(c: ContactView, k: KeyView): void {
+    const msg = h('p', { role: 'status', id: 'verify-msg' });
+    const pasted = h('textarea', { id: 'verify-paste', rows: 2, cols: 50, 'aria-label': `What ${c.name} shared`, placeholder: 'gatehouse:contact?key=…' });
+    const done = (v: ContactView) => { msg.textContent = `${v.name}’s key is verified.`; this.onChange(); void this.load(); };
+    const fail = (e: unknown) => { msg.textContent = errorText(e); msg.classList.add('error'); };
+    replace(this.panel, h('section', { className: 'card verify', id: 'verify-panel', 'aria-label': `Verify ${c.name}` },
+      h('h3', {}, `Verify ${c.name}`),
+      h('p', {}, `Compare this code with ${c.name}, face to face or on a call you trust. They open Gatehouse → Trusted senders → your contact → Verify, and read theirs out: it must be the same.`),
+      h('p', { className: 'safety-code', id: 'safety-code' }, k.safety_code),
+      h('p', { className: 'muted small' }, `For their key ${k.fingerprint} and yours. Any other key gives another code.`),
+      h('div', { className: 'actions' },
+        h('button', { className: 'primary', id: 'verify-match', onclick: () => void api.contactVerify(k.key, null).then(done, fail) }, 'The codes match'),
+        h('button', { className: 'secondary', onclick: () => replace(this.panel) }, 'Not now')),
+      h('p', {}, `Or paste what ${c.name} shared (the text of their QR code, from their “Share my key”):`),
+      pasted,
+      h('div', { className: 'actions' }, h('button', { className: 'secondary', id: 'verify-check', onclick: () => void api.contactVerify(k.key, pasted.value).then(done, fail) }, 'Check it')),
+      msg));
+    this.panel.scrollIntoView({ block: 'nearest' });
+  }
+
+  /** The user's own key, address and QR, one click from the list. */
+  private async share(): Promise<void> {
+    try {
+      const s = await api.identityShare();
+      const qr = h('img', { id: 'share-qr', alt: 'QR code of your key and address', width: 180, height: 180 });
+      qr.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(s.qr_svg)}`;
+      replace(this.panel, h('section', { className: 'card share', id: 'share-panel' },
+        h('h3', {}, 'Your key, to share'),
+        h('div', { className: 'share-body' },
+          h('dl', {},
+            h('dt', {}, 'Your key'), h('dd', { className: 'mono', id: 'share-key' }, s.public_key),
+            h('dt', {}, 'Your address'), h('dd', { className: 'mono' }, s.address),
+            h('dt', {}, 'To paste'), h('dd', { className: 'mono', id: 'share-text' }, s.text)),
+          qr),
+        h('p', { className: 'muted small' }, 'Others scan the QR code or paste the text into their Gatehouse to reach you and to check it is you.'),
+        h('button', { className: 'secondary', onclick: () => replace(this.panel) }, 'Close')));
+    } catch (e) {
+      replace(this.panel, h('p', { className: 'error' }, errorText(e)));
+    }
+  }
+}
