@@ -13,6 +13,7 @@ fn held(receipt: &Value) -> bool {
 fn an_hour_long_grant_ends_and_the_next_message_asks_again() {
     let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
+    app.click("#welcome-done");
     let stranger = gatehouse_epp::generate_signing_key();
     assert_eq!(app.send(&stranger, "support", "Can you check my order?").0, 401);
 

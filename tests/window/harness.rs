@@ -102,8 +102,25 @@ impl App {
     }
 
     pub fn launch() -> Result<App, String> {
-        assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
+        App::launch_in(tempfile::tempdir().unwrap())
+    }
+
+    /// A data dir with its identity made (in the keychain), for an app started later with
+    /// [`App::start_in`]: (the dir, its public key).
+    pub fn prepare() -> (tempfile::TempDir, String) {
         let data = tempfile::tempdir().unwrap();
+        let (identity, _) =
+            gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
+        (data, identity.public_key)
+    }
+
+    /// The app on a data dir made with [`App::prepare`] (a second Gatehouse).
+    pub fn start_in(data: tempfile::TempDir) -> App {
+        App::launch_in(data).unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    fn launch_in(data: tempfile::TempDir) -> Result<App, String> {
+        assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
         let (identity, _) =
             gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
         let watch = data.path().join("drop");
@@ -269,10 +286,14 @@ impl App {
     }
 
     pub fn trust(&self, key: &SigningKey, name: &str, scopes: &[&str]) {
+        self.trust_key(&gatehouse_epp::public_key_hex(key), name, scopes)
+    }
+
+    pub fn trust_key(&self, public_key: &str, name: &str, scopes: &[&str]) {
         let store = gatehouse_store::Store::open(&self.data.path().join("gatehouse.db")).unwrap();
         store
             .trust_add(&gatehouse_store::TrustEntry {
-                public_key: gatehouse_epp::public_key_hex(key),
+                public_key: public_key.into(),
                 name: name.into(),
                 added_at: "2026-11-01T00:00:00Z".into(),
                 policy: gatehouse_store::Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), ..Default::default() },

@@ -4,6 +4,7 @@
 //! Fails (never skips) without a display or keyring.
 
 mod a11y;
+mod contacts;
 mod email;
 mod epp;
 mod first_run;

@@ -73,3 +73,15 @@ test('ask me later puts the prompt off (Alt+L) and the past a grant covers is li
   await tick();
   expect(decided).toEqual([['ask_later', null]]);
 });
+
+test('a redraw (another arrival) keeps the choice being made on a prompt', async () => {
+  const view = new ConsentView(() => {});
+  replace(document.body, view.el);
+  await view.load();
+  const select = document.querySelector('.consent-card select.grant-for') as HTMLSelectElement;
+  select.value = 'tonight';
+  select.dispatchEvent(new Event('change'));
+  await view.load();
+  expect((document.querySelector('.consent-card select.grant-for') as HTMLSelectElement).value).toBe('tonight');
+  expect(document.querySelector('.consent-card button[data-decision="always_allow_scope"]')?.textContent).toBe('Allow “support” until tonight');
+});

@@ -46,6 +46,9 @@ export class ConsentView {
   private notice = h('p', { className: 'notice', id: 'consent-notice', role: 'status' });
   /** An agent's question is kept while it waits, so a pattern being typed survives redraws. */
   private asks = new Kept();
+  /** Prompts are kept while they stay the same, so a redraw (another arrival) does not undo
+   *  a choice being made on one (how long to allow, a date). */
+  private cards = new Kept();
   constructor(private onChange: () => void) {}
 
   async load(): Promise<void> {
@@ -58,11 +61,12 @@ export class ConsentView {
           ? 'Nothing else is waiting: what you put off is below.'
           : 'Nothing is waiting. When an unknown sender knocks, a message needs your consent, or one of your agents asks before it acts, it appears here.'),
         ...asks.map((a) => this.asks.get(String(a.row), () => this.askCard(a))),
-        ...items.map((it) => this.card(it)),
+        ...items.map((it) => this.cards.get(JSON.stringify(it), () => this.card(it))),
         later.length ? h('details', { className: 'later', id: 'consent-later' },
           h('summary', {}, `Put off (${later.length}) — nothing was allowed or denied; each asks again when its time comes`),
-          ...later.map((it) => this.card(it))) : null);
+          ...later.map((it) => this.cards.get(JSON.stringify(it), () => this.card(it)))) : null);
       this.asks.sweep();
+      this.cards.sweep();
       this.wakeAt(later.map((it) => it.later ?? '').filter(Boolean));
     } catch (e) {
       replace(this.el, failed(e));

@@ -47,7 +47,11 @@ export class ContactsPanel {
   private verify(c: ContactView, k: KeyView): void {
     const msg = h('p', { role: 'status', id: 'verify-msg' });
     const pasted = h('textarea', { id: 'verify-paste', rows: 2, cols: 50, 'aria-label': `What ${c.name} shared`, placeholder: 'gatehouse:contact?key=…' });
-    const done = (v: ContactView) => { msg.textContent = `${v.name}’s key is verified.`; this.onChange(); void this.load(); };
+    const done = (v: ContactView) => {
+      replace(this.panel, h('p', { className: 'notice', role: 'status', id: 'verify-msg' }, `${v.name}’s key is verified.`));
+      this.onChange();
+      void this.load();
+    };
     const fail = (e: unknown) => { msg.textContent = errorText(e); msg.classList.add('error'); };
     replace(this.panel, h('section', { className: 'card verify', id: 'verify-panel', 'aria-label': `Verify ${c.name}` },
       h('h3', {}, `Verify ${c.name}`),
