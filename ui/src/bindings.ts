@@ -304,6 +304,8 @@ export type AsopRuleRow_Deserialize = {
 	/**  "user" (written in the app) or "always" (an answer the user made a rule). */
 	source: string,
 	created_at: string,
+	/**  When the rule ends (UTC); none: it lasts until removed. */
+	until?: string | null,
 };
 
 export type AsopRuleRow_Serialize = {
@@ -319,6 +321,8 @@ export type AsopRuleRow_Serialize = {
 	/**  "user" (written in the app) or "always" (an answer the user made a rule). */
 	source: string,
 	created_at: string,
+	/**  When the rule ends (UTC); none: it lasts until removed. */
+	until: string | null,
 };
 
 export type AsopStepRow = AsopStepRow_Serialize;
@@ -2486,6 +2490,8 @@ export type UserAnswer_Deserialize = {
 	/**  For modify: the pattern to redact. */
 	redact?: string | null,
 	note?: string | null,
+	/**  With `always`: how long the rule lasts (for good when none). */
+	lasting?: Lasting | null,
 };
 
 /**  What the user answered to a step the guardian asked about. */
@@ -2497,6 +2503,8 @@ export type UserAnswer_Serialize = {
 	/**  For modify: the pattern to redact. */
 	redact: string | null,
 	note: string | null,
+	/**  With `always`: how long the rule lasts (for good when none). */
+	lasting: Lasting | null,
 };
 
 export type Value = null | boolean | number | string | Value[] | { [key in string]: Value };

@@ -78,6 +78,7 @@ pub fn rule_add(store: &Store, input: RuleInput) -> Result<AsopRuleRow> {
         redact: rule.redact,
         note: rule.note,
         source: "user".into(),
+        until: None,
         created_at: now(),
     };
     row.id = store.asop_rule_add(&row)?;

@@ -63,6 +63,9 @@ pub struct UserAnswer {
     pub redact: Option<String>,
     #[serde(default)]
     pub note: Option<String>,
+    /// With `always`: how long the rule lasts (for good when none).
+    #[serde(default)]
+    pub lasting: Option<crate::gate::consent::Lasting>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,12 +164,23 @@ impl Guardian {
             let p = answer.redact.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| GuardianError::Invalid("say what to redact (a pattern)".into()))?;
             regex::Regex::new(p).map_err(|e| GuardianError::Invalid(format!("not a pattern: {e}")))?;
         }
+        if let Some(l) = &answer.lasting {
+            l.end(crate::gate::clock::now()).map_err(|e| GuardianError::Invalid(e.to_string()))?;
+        }
         let (_, tx) = self.waiting().remove(&row).ok_or(GuardianError::Gone)?;
         tx.send(answer).map_err(|_| GuardianError::Gone)
     }
 
+    /// The rules in force: one made "for an hour" no longer decides once the hour is over.
     fn rules(&self) -> Result<Vec<Rule>, StoreError> {
-        Ok(self.store.asop_rules()?.into_iter().filter_map(rule_of).collect())
+        let now = crate::gate::clock::now();
+        Ok(self
+            .store
+            .asop_rules()?
+            .into_iter()
+            .filter(|r| r.until.as_deref().is_none_or(|u| gatehouse_store::grant_lasts(u, now)))
+            .filter_map(rule_of)
+            .collect())
     }
 
     /// Answers one HTTP body: a request, a batch, or garbage. None: nothing to send (only
@@ -373,8 +387,14 @@ impl Guardian {
         let a = answer.clone();
         blocking(move || {
             // "Always" is for this agent only: every step here names a registered agent.
+            let until = match a.lasting.as_ref().map(|l| l.end(crate::gate::clock::now())).transpose() {
+                Ok(end) => end.flatten().map(gatehouse_epp::utc_string),
+                // Checked when the answer was given; a date that passed since lasts no time.
+                Err(_) => Some(now()),
+            };
             let rule_id = if a.always {
                 Some(s.asop_rule_add(&AsopRuleRow {
+                    until,
                     id: 0,
                     agent,
                     method,

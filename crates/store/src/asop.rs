@@ -21,6 +21,9 @@ pub struct AsopRuleRow {
     /// "user" (written in the app) or "always" (an answer the user made a rule).
     pub source: String,
     pub created_at: String,
+    /// When the rule ends (UTC); none: it lasts until removed.
+    #[serde(default)]
+    pub until: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -79,6 +82,7 @@ fn rule_row(r: &Row<'_>) -> rusqlite::Result<AsopRuleRow> {
         note: r.get(7)?,
         source: r.get(8)?,
         created_at: r.get(9)?,
+        until: r.get(10)?,
     })
 }
 
@@ -113,15 +117,15 @@ impl Store {
     pub fn asop_rule_add(&self, r: &AsopRuleRow) -> Result<i64> {
         let conn = self.conn();
         conn.execute(
-            "INSERT INTO asop_rules (agent, method, tool, condition, action, redact, note, source, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![r.agent, r.method, r.tool, r.condition.as_ref().map(|c| c.to_string()), r.action, r.redact, r.note, r.source, r.created_at],
+            "INSERT INTO asop_rules (agent, method, tool, condition, action, redact, note, source, created_at, until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![r.agent, r.method, r.tool, r.condition.as_ref().map(|c| c.to_string()), r.action, r.redact, r.note, r.source, r.created_at, r.until],
         )?;
         Ok(conn.last_insert_rowid())
     }
 
     pub fn asop_rules(&self) -> Result<Vec<AsopRuleRow>> {
         self.read(|c| {
-            Ok(c.prepare_cached("SELECT id, agent, method, tool, condition, action, redact, note, source, created_at FROM asop_rules ORDER BY id")?
+            Ok(c.prepare_cached("SELECT id, agent, method, tool, condition, action, redact, note, source, created_at, until FROM asop_rules ORDER BY id")?
                 .query_map([], rule_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?)
         })

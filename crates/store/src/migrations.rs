@@ -466,6 +466,9 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX contact_keys_contact ON contact_keys(contact_id);
     INSERT INTO contacts (id, name, created_at) SELECT rowid, name, added_at FROM trust;
     INSERT INTO contact_keys (key, contact_id, added_at) SELECT public_key, rowid, added_at FROM trust;",
+    // 24: a guardian rule the user made from an answer "for 1 hour" or "until tonight"
+    // ends then (NULL: for good); an ended rule no longer decides, so the step asks again.
+    "ALTER TABLE asop_rules ADD COLUMN until TEXT;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

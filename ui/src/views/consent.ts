@@ -121,13 +121,17 @@ export class ConsentView {
     const params = asShape<{ params?: Record<string, unknown> } | null>(a.request)?.params ?? {};
     const inputs = ((params.toolCallRequest as { inputs?: { name: string; value: unknown }[] } | undefined)?.inputs) ?? [];
     const always = h('input', { type: 'checkbox', id: `asop-always-${a.row}`, className: 'asop-always' });
+    const length = h('select', { className: 'asop-for', 'aria-label': 'How long the rule lasts' },
+      h('option', { value: 'always' }, 'for good'), h('option', { value: 'hour' }, 'for 1 hour'), h('option', { value: 'tonight' }, 'until tonight'));
     const pattern = h('input', { type: 'text', className: 'asop-pattern', placeholder: 'pattern to redact, e.g. \\d{16}', size: 24 });
     const result = h('p', { className: 'result', role: 'status' });
     const answer = async (decision: 'allow' | 'deny' | 'modify') => {
       try {
-        await api.asopAnswer(a.row, { decision, always: always.checked, redact: decision === 'modify' ? pattern.value : null, note: null });
+        const lasting = always.checked && length.value !== 'always' ? { for: length.value as 'hour' | 'tonight' } : null;
+        await api.asopAnswer(a.row, { decision, always: always.checked, redact: decision === 'modify' ? pattern.value : null, note: null, lasting });
         const said = { allow: 'Allowed', deny: 'Denied', modify: 'Allowed with redactions' }[decision];
-        this.settled(card, result, `${said}${always.checked ? ' — and made a rule' : ''}. The agent has its answer.`);
+        const rule = lasting ? (lasting.for === 'hour' ? ' for 1 hour' : ' until tonight') : '';
+        this.settled(card, result, `${said}${always.checked ? ` — and made a rule${rule}` : ''}. The agent has its answer.`);
       } catch (e) {
         this.failed(card, result, e);
       }
@@ -141,7 +145,7 @@ export class ConsentView {
         h('button', { className: 'primary', 'data-answer': 'allow', onclick: () => void answer('allow') }, 'Allow'),
         h('button', { className: 'secondary', 'data-answer': 'deny', onclick: () => void answer('deny') }, 'Deny'),
         pattern, h('button', { className: 'secondary', 'data-answer': 'modify', onclick: () => void answer('modify') }, 'Allow, redacted'),
-        h('label', { className: 'small' }, always, ' Always (make it a rule)')),
+        h('label', { className: 'small' }, always, ' Always (make it a rule)'), length),
       result);
     return card;
   }

@@ -50,6 +50,7 @@ export class GuardianView {
   private rulesCard(rules: AsopRule[]): HTMLElement {
     replace(this.ruleList, rules.length ? h('ul', { className: 'plain', id: 'rule-list' }, ...rules.map((r) => h('li', { 'data-rule': r.id },
       h('span', {}, ruleText(r)), ' ', r.source === 'always' ? h('span', { className: 'badge' }, 'from an answer') : null, ' ',
+      r.until ? h('span', { className: 'muted small' }, `${Date.parse(r.until) > Date.now() ? 'until' : 'ended'} ${when(r.until)} `) : null,
       h('button', { className: 'secondary small', onclick: act(() => api.asopRuleRemove(r.id), () => this.load()) }, 'Remove'))))
       : h('p', { className: 'muted' }, 'No rules yet: every step is asked about.'));
     // The card itself is kept: moving the form into a new one would blur what is typed.

@@ -65,6 +65,7 @@ impl G {
                 note: None,
                 source: "user".into(),
                 created_at: "2026-11-22T00:00:00Z".into(),
+                until: None,
             })
             .unwrap()
     }
@@ -140,7 +141,7 @@ async fn a_session_is_guarded_step_by_step() {
     assert_eq!(r["result"]["decision"], "modify", "{r}");
     assert_eq!(r["result"]["modifiedRequest"]["params"]["toolCallRequest"]["inputs"][1]["value"], "card [REDACTED]");
     // Outside the domain: no rule decides, so the user is asked; the request waits.
-    let asked = g.answer_next(UserAnswer { decision: Action::Allow, always: false, redact: None, note: Some("I know Eve".into()) });
+    let asked = g.answer_next(UserAnswer { decision: Action::Allow, always: false, redact: None, note: Some("I know Eve".into()), lasting: None });
     let r = g.call(tool_call(4, "send_email", json!([{"name": "to", "value": "eve@elsewhere.example"}]))).await;
     assert_eq!((r["result"]["decision"].as_str(), r["result"]["message"].as_str()), (Some("allow"), Some("I know Eve")), "{r}");
     assert_eq!(asked.await.unwrap(), "Mail helper wants to use send_email with to = “eve@elsewhere.example”.");
@@ -184,7 +185,7 @@ async fn an_unanswered_ask_times_out_and_always_becomes_a_rule() {
     assert!(t.elapsed() >= Duration::from_millis(400) && t.elapsed() < Duration::from_secs(5));
     assert_eq!(g.store.asop_session("session-1").unwrap().last().unwrap().decided_by.as_deref(), Some("timeout"));
     // Answered with "always": the next identical step needs nobody.
-    let asked = g.answer_next(UserAnswer { decision: Action::Deny, always: true, redact: None, note: Some("No tweets".into()) });
+    let asked = g.answer_next(UserAnswer { decision: Action::Deny, always: true, redact: None, note: Some("No tweets".into()), lasting: None });
     let r = g.call(tool_call(2, "post_tweet", json!([{"name": "text", "value": "hello again"}]))).await;
     assert_eq!(r["result"]["decision"], "deny");
     asked.await.unwrap();
@@ -192,6 +193,35 @@ async fn an_unanswered_ask_times_out_and_always_becomes_a_rule() {
     assert_eq!((r["result"]["decision"].as_str(), r["result"]["message"].as_str()), (Some("deny"), Some("No tweets")));
     assert_eq!(g.store.asop_rules().unwrap().iter().filter(|r| r.source == "always").count(), 1);
     assert!(g.inbox.door::<gatehouse_inbox::guardian::Guardian>().unwrap().pending().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_always_for_an_hour_decides_for_the_hour_then_the_step_asks_again() {
+    let g = start().await;
+    register(&g).await;
+    let asked = g.answer_next(UserAnswer {
+        decision: Action::Allow,
+        always: true,
+        redact: None,
+        note: None,
+        lasting: Some(gatehouse_inbox::gate::consent::Lasting::Hour),
+    });
+    let r = g.call(tool_call(1, "send_email", json!([{"name": "to", "value": "a@example.com"}]))).await;
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    asked.await.unwrap();
+    let rule = g.store.asop_rules().unwrap().into_iter().find(|r| r.source == "always").unwrap();
+    let end = chrono::DateTime::parse_from_rfc3339(rule.until.as_deref().unwrap()).unwrap();
+    assert!((end.with_timezone(&chrono::Utc) - chrono::Utc::now() - chrono::Duration::hours(1)).num_seconds().abs() < 60, "{end}");
+    // Within the hour the rule decides, nobody is asked.
+    let r = g.call(tool_call(2, "send_email", json!([{"name": "to", "value": "b@example.com"}]))).await;
+    assert_eq!((r["result"]["decision"].as_str(), r["result"]["reasonCode"][0].as_str()), (Some("allow"), Some("rule_allow")), "{r}");
+    // The hour is over (the rule's end is moved into the past): the step asks again.
+    g.store.asop_rule_remove(rule.id).unwrap();
+    g.store.asop_rule_add(&AsopRuleRow { until: Some("2020-01-01T00:00:00Z".into()), ..rule }).unwrap();
+    let asked = g.answer_next(UserAnswer { decision: Action::Deny, always: false, redact: None, note: None, lasting: None });
+    let r = g.call(tool_call(3, "send_email", json!([{"name": "to", "value": "c@example.com"}]))).await;
+    assert_eq!(r["result"]["decision"], "deny", "the user was asked: {r}");
+    asked.await.unwrap();
 }
 
 #[tokio::test]
