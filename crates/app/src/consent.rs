@@ -125,9 +125,9 @@ fn decide_now(
                     let scope = scope.ok_or_else(|| ConsentError::Invalid("the request has no scope to allow".into()))?;
                     grantable(&key, &scope)?;
                     let source = Source::of(&key, Some(&scope));
-                    if end.is_some() && source.fixed_scope().is_some() {
+                    if end.is_some() && source == Source::AsopAgent {
                         return Err(ConsentError::Invalid(
-                            "an agent or an IntentSite is let in for good (it can be removed at any time); choose \"always\"".into(),
+                            "an agent is registered for good (it can be removed at any time); its steps can be allowed for a while".into(),
                         ));
                     }
                     let mut policy = Policy { allowed_scopes: vec![scope.clone()], uamp_keys: uamp_keys.to_vec(), ..Policy::default() };
@@ -138,7 +138,19 @@ fn decide_now(
                     let body = knock.as_ref().filter(|k| !k.body_truncated).and_then(|k| k.body.clone());
                     check_sender_id(&key, &entry.policy)?;
                     let delivered = if decision == Decision::AlwaysAllowScope {
-                        store.trust_add(&entry)?;
+                        match store.trust_get(&key)? {
+                            // Known already, its grant for this scope ended (a pin for a
+                            // while): the grant is given again.
+                            Some(mut t) => {
+                                grant(&mut t.policy, &scope, end, false);
+                                if !t.policy.allows_scope(&scope) {
+                                    t.policy.allowed_scopes.push(scope.clone());
+                                }
+                                store.trust_update(&key, None, &t.policy)?;
+                                store.pending_remove(&key)?;
+                            }
+                            None => store.trust_add(&entry)?,
+                        }
                         body.map(|b| inbox.submit(b.as_bytes(), "consent", now))
                     } else {
                         store.pending_remove(&key)?;
@@ -153,7 +165,10 @@ fn decide_now(
                             "Registered: this agent's steps are now decided by your rules, or asked about.".to_string()
                         }
                         (_, Decision::AlwaysAllowScope) if source == Source::IntentSite => {
-                            "Pinned: this IntentSite's answers are now checked against its key, and answers signed by any other key are refused.".to_string()
+                            format!(
+                                "Pinned {}: this IntentSite's answers are checked against its key, and answers signed by any other key are refused.",
+                                Lasting::words(end)
+                            )
                         }
                         (_, Decision::AlwaysAllowScope) if key.starts_with("did:") => {
                             format!(

@@ -80,9 +80,15 @@ pub async fn add_site(store: Arc<Store>, origin: &str) -> Result<IwSiteRow, Inte
 fn pinned(store: &Store, origin: &str) -> Result<Option<String>, StoreError> {
     let Some(site) = store.iw_site(origin)? else { return Ok(None) };
     Ok(match site.site_key {
-        Some(k) if store.trust_get(&k)?.is_some() => Some(k),
+        Some(k) if pin_lasts(store, &k)? => Some(k),
         _ => None,
     })
+}
+
+/// Whether `kid` is trusted as a site's key now: a pin given for a while has not ended.
+/// An ended pin asks again, as on first contact.
+fn pin_lasts(store: &Store, kid: &str) -> Result<bool, StoreError> {
+    Ok(store.trust_get(kid)?.is_some_and(|t| t.policy.grant_until.get(SCOPE).is_none_or(|u| gatehouse_store::grant_lasts(u, crate::gate::clock::now()))))
 }
 
 /// Pins `kid` as `origin`'s key: a trust entry named after the company, for [`SCOPE`].
@@ -210,7 +216,7 @@ fn receive(store: &Store, conv: &IwConversationRow, past: &[FlowType], env: &Env
     let mut verdict = attribution::verify(env, "intent_site", &conv.query_hash, pinned.as_deref());
     if let Verdict::NewKey { kid } = &verdict {
         // Trusted from "Waiting for you" (the knock of an earlier first contact): pinned now.
-        if store.trust_get(kid)?.is_some() {
+        if pin_lasts(store, kid)? {
             store.iw_site_pin(&conv.origin, Some(kid))?;
             verdict = Verdict::Verified { kid: kid.clone() };
         }

@@ -174,10 +174,10 @@ export class ConsentView {
     const prompt = item.kind === 'unknown_sender' ? item.prompt : item.prompt;
     // Agents and IntentSites knock with their key alone: there is no message to show.
     const keyOnly = item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'intent_site');
-    // Agents and IntentSites are let in for good (and removed at any time); anything else
-    // may be allowed for a while.
+    // Agents are registered for good (and removed at any time; their steps can be allowed
+    // for a while); anything else may be allowed, or an IntentSite pinned, for a while.
     const allow = button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Let this sender through for this scope, for as long as you choose.');
-    const picker = keyOnly ? null : lastingPicker(scope, allow);
+    const picker = item.kind === 'unknown_sender' && item.source === 'asop_agent' ? null : lastingPicker(scope, allow);
     const card: HTMLElement = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, 'data-sender': item.kind === 'unknown_sender' ? item.public_key : item.sender, tabindex: 0, 'aria-label': consentSentence(item),
       onkeydown: (ev: Event) => {
         const e = ev as KeyboardEvent;

@@ -91,6 +91,33 @@ async fn a_site_key_trusted_from_waiting_for_you_is_pinned() {
 }
 
 #[tokio::test]
+async fn a_pin_for_an_hour_ends_and_the_sites_next_answer_asks_again() {
+    use gatehouse_app::consent::{decide_with_keys, Lasting};
+    use gatehouse_inbox::gate::consent::{ConsentTarget, Decision};
+    let f = fixture().await;
+    let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
+    let (inbox, _rx) = gatehouse_inbox::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
+    let target = ConsentTarget::UnknownSender { public_key: f.site.did() };
+    let out = decide_with_keys(&inbox, &target, Decision::AlwaysAllowScope, &Lasting::Hour, chrono::Utc::now(), &[]).unwrap();
+    assert!(out.message.starts_with("Pinned until"), "{}", out.message);
+    let id = t.conversation.interaction_id.clone();
+    let t = intent::reply(f.store.clone(), &f.key, &id, FlowType::InformationResponse, "Grace Hopper", None).await.unwrap();
+    assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "verified");
+    // The hour is over: the site's next answer is kept, but as a first contact again, and
+    // its key asks to be pinned.
+    let mut entry = f.store.trust_get(&f.site.did()).unwrap().unwrap();
+    entry.policy.grant_until.insert(intent::SCOPE.into(), "2020-01-01T00:00:00Z".into());
+    f.store.trust_update(&entry.public_key, None, &entry.policy).unwrap();
+    let t = intent::reply(f.store.clone(), &f.key, &id, FlowType::InformationResponse, "7 pm", None).await.unwrap();
+    assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "new_key", "{:?}", t.received.verdict);
+    assert!(f.store.pending_list().unwrap().iter().any(|p| p.public_key == f.site.did()), "it asks again");
+    // Pinned again, for good: verified from then on.
+    let out = gatehouse_app::consent::decide(&inbox, &target, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert!(out.message.starts_with("Pinned for good"), "{}", out.message);
+    assert!(f.store.trust_get(&f.site.did()).unwrap().unwrap().policy.grant_until.is_empty());
+}
+
+#[tokio::test]
 async fn an_error_turn_ends_the_interaction() {
     let f = fixture().await;
     let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "A table for 25 people under Smith tomorrow at 8pm", None).await.unwrap();
