@@ -29,7 +29,7 @@ fn two_gatehouses_show_the_same_safety_code_and_a_changed_key_blocks_until_verif
     a.click("#share-open");
     let a_shared = a.text("#share-text");
     assert!(a_shared.starts_with("gatehouse:contact?key="), "{a_shared}");
-    let a_key = a.public_key.clone();
+    let (a_key, a_signing) = (a.public_key.clone(), a.key.clone());
     drop(a);
 
     // Gatehouse B knows A as "Al": the same code; B pastes what A shared and A is verified.
@@ -80,4 +80,12 @@ fn two_gatehouses_show_the_same_safety_code_and_a_changed_key_blocks_until_verif
     assert!(b.find_all(".consent-card.held .key-change").is_empty());
     b.click(".consent-card.held button[data-decision='allow_once']");
     b.wait_text("#consent-notice", "Released to its executor");
+
+    // One history: Al's messages from either key, from the contact's "Messages".
+    assert_eq!(b.send(&a_signing, "support", "From Al's first key").0, 200);
+    b.click("#nav-trust");
+    b.click("#contacts .contact .history-open");
+    b.wait_text("#inbox-contact", "From Al, all their keys");
+    b.wait_text("#inbox-rows", "From Al's first key");
+    assert!(b.text("#inbox-rows").contains("from my new laptop"));
 }

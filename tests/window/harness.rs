@@ -79,9 +79,7 @@ pub struct App {
 
 impl Drop for App {
     fn drop(&mut self) {
-        let _ = self.http.delete(format!("{}/session/{}", self.base, self.sid)).send();
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
+        self.quit();
         let _ = gatehouse_keys::delete(self.data.path());
     }
 }
@@ -135,18 +133,22 @@ impl App {
     /// Closes the app and starts it again on the same data, as a user quitting and opening
     /// it would.
     pub fn restart(&mut self) {
-        let _ = self.http.delete(format!("{}/session/{}", self.base, self.sid)).send();
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-        // Single-instance: the old process must be gone (its inbox port free) first.
-        let t = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-            assert!(t.elapsed() < Duration::from_secs(20), "the app did not quit");
-            std::thread::sleep(Duration::from_millis(150));
-        }
+        self.quit();
         let (driver, base, sid, http) = open_window(self.data.path(), &self.watch, self.port, self.uamp_port);
         (self.driver, self.base, self.sid, self.http) = (driver, base, sid, http);
         self.inbox_up().unwrap();
+    }
+
+    /// Ends the session and waits until the app has quit: it is single-instance, so an app
+    /// started while this one lingers would hand over to it and exit.
+    fn quit(&mut self) {
+        let _ = self.http.delete(format!("{}/session/{}", self.base, self.sid)).send();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(150));
+        }
     }
 
     /// Moves the app's clock (debug builds read `GATEHOUSE_TEST_CLOCK`) by `secs` from the

@@ -1141,6 +1141,11 @@ export type InboxFilter = InboxFilter_Serialize;
  */
 export type InboxFilter_Deserialize = {
 	sender?: string | null,
+	/**
+	 *  Everything from any key of this contact (one history across its keys); replaces
+	 *  `sender`.
+	 */
+	contact?: number | null,
 	scope?: string | null,
 	/**  "accepted", "rejected", or an executor state such as "held". */
 	status?: string | null,
@@ -1158,6 +1163,11 @@ export type InboxFilter_Deserialize = {
  */
 export type InboxFilter_Serialize = {
 	sender: string | null,
+	/**
+	 *  Everything from any key of this contact (one history across its keys); replaces
+	 *  `sender`.
+	 */
+	contact: number | null,
 	scope: string | null,
 	/**  "accepted", "rejected", or an executor state such as "held". */
 	status: string | null,

@@ -12,6 +12,7 @@ import { IntentView } from './views/intent';
 import { MailView } from './views/mail';
 import { UampView } from './views/uamp';
 import { welcomeCard } from './views/welcome';
+import { CONTACT_HISTORY } from './views/contacts';
 
 type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'mail' | 'intent' | 'guardian' | 'activity' | 'settings';
 
@@ -101,6 +102,12 @@ const redraw = coalesce(async () => { await refreshInfo(); await show(tab, false
 const settle = afterQuiet(refreshInfo, 2_000);
 void onInboxEvent(() => { redraw(); settle(); });
 void onStatus(() => void refreshInfo());
+// A contact's "Messages": the inbox, every key of theirs.
+window.addEventListener(CONTACT_HISTORY, (e) => {
+  const { id, name } = (e as CustomEvent<{ id: number; name: string }>).detail;
+  inbox.fromContact(id, name);
+  void show('inbox', true);
+});
 // A click on a prompt's notification opens the window on that prompt.
 void onOpenPrompt(async (sender) => { await show('consent', true); consent.focusPrompt(sender); });
 // Task logs dropped on the window are imported (and shown on the Tasks tab).

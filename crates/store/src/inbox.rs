@@ -1,4 +1,4 @@
-//! The inbox list: receipts filtered by sender, scope, status, transport and full-text
+//! The inbox list: receipts filtered by sender (or a contact's keys), scope, status, transport and full-text
 //! search, newest first.
 
 use crate::*;
@@ -20,10 +20,19 @@ impl Store {
             args.push(v);
             sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
         }
-        let sender = f.sender.as_deref().filter(|s| !s.is_empty()).map(|s| {
-            args.push(sender_key(s).into());
-            args.len()
-        });
+        // Which senders: one key, or every key of a contact. Either way the index by
+        // sender is read, one range per key.
+        let sender = match (f.contact, f.sender.as_deref().filter(|s| !s.is_empty())) {
+            (Some(c), _) => {
+                args.push(c.into());
+                Some(format!("IN (SELECT key FROM contact_keys WHERE contact_id = ?{})", args.len()))
+            }
+            (None, Some(s)) => {
+                args.push(sender_key(s).into());
+                Some(format!("= ?{}", args.len()))
+            }
+            (None, None) => None,
+        };
         if let Some(s) = f.scope.as_deref().filter(|s| !s.is_empty()) {
             arg(&mut sql, &mut args, " AND r.scope = ?", s.to_string().into());
         }
@@ -59,10 +68,10 @@ impl Store {
             // was last filled; one statement, so both halves read the same snapshot.
             Some(s) => format!(
                 "SELECT * FROM ({COLUMNS} FROM receipts_by_sender b JOIN receipts r ON r.seq = b.seq {JOINS}
-                    WHERE b.sender = ?{s}{sql} ORDER BY b.seq DESC LIMIT ?{l})
+                    WHERE b.sender {s}{sql} ORDER BY b.seq DESC LIMIT ?{l})
                  UNION ALL
                  SELECT * FROM ({COLUMNS} FROM receipts r {JOINS}
-                    WHERE r.seq > (SELECT last_seq FROM search_progress) AND r.sender = ?{s}{sql}
+                    WHERE r.seq > (SELECT last_seq FROM search_progress) AND r.sender {s}{sql}
                     ORDER BY r.seq DESC LIMIT ?{l})
                  ORDER BY 1 DESC LIMIT ?{l}"
             ),

@@ -271,6 +271,10 @@ pub struct EnvelopeRow {
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct InboxFilter {
     pub sender: Option<String>,
+    /// Everything from any key of this contact (one history across its keys); replaces
+    /// `sender`.
+    #[serde(default)]
+    pub contact: Option<i64>,
     pub scope: Option<String>,
     /// "accepted", "rejected", or an executor state such as "held".
     pub status: Option<String>,

@@ -6,6 +6,9 @@ import { api, errorText, type ContactView, type KeyView } from '../api';
 import { h, replace } from '../dom';
 import { when } from '../format';
 
+/** Asks the window to show a contact's messages (all their keys) in the inbox. */
+export const CONTACT_HISTORY = 'gatehouse:contact-history';
+
 const SOURCE: Record<string, string> = { epp_sender: 'EPP key', uamp_agent: 'UAMP agent', intent_site: 'IntentSite key', asop_agent: 'guardian agent' };
 
 /** A contact's standing in words (and a class for its colour). */
@@ -34,7 +37,8 @@ export class ContactsPanel {
   private card(c: ContactView): HTMLElement {
     const [words, cls] = standing(c);
     return h('article', { className: `card contact ${cls}`, 'data-contact': c.id },
-      h('h3', {}, c.name, ' ', h('span', { className: `badge standing ${cls}` }, words)),
+      h('h3', {}, c.name, ' ', h('span', { className: `badge standing ${cls}` }, words), ' ',
+        h('button', { className: 'link history-open', onclick: () => window.dispatchEvent(new CustomEvent(CONTACT_HISTORY, { detail: { id: c.id, name: c.name } })) }, 'Messages')),
       h('ul', { className: 'contact-keys' }, ...c.keys.map((k) => h('li', { 'data-key': k.key },
         h('span', { className: 'mono', title: k.key }, k.fingerprint), ' · ', SOURCE[k.source] ?? k.source,
         k.scopes.length ? ` · may ask about ${k.scopes.join(', ')}` : '',

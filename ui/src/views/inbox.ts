@@ -31,24 +31,39 @@ export class InboxView {
     h('option', { value: '' }, 'Any way'), h('option', { value: 'http' }, 'Internet (HTTP)'), h('option', { value: 'folder' }, 'Folder'), h('option', { value: 'email' }, 'Email'), h('option', { value: 'consent' }, 'Let in by you'));
   private scope = h('input', { type: 'text', id: 'inbox-scope', placeholder: 'Scope', 'aria-label': 'Scope', size: 10 });
   private sender = h('input', { type: 'text', id: 'inbox-sender', placeholder: 'Sender key', 'aria-label': 'Sender key', size: 14 });
+  /** A contact whose whole history (every key of theirs) is shown, from Contacts. */
+  private contact: { id: number; name: string } | null = null;
+  private contactChip = h('span', { className: 'chip', id: 'inbox-contact', hidden: true });
+  private apply = (): void => {};
 
   constructor() {
     const apply = () => {
       this.filter = {
         search: this.search.value || null, status: this.status.value || null, transport: this.transport.value || null,
-        scope: this.scope.value.trim() || null, sender: this.sender.value.trim() || null,
+        scope: this.scope.value.trim() || null, sender: this.sender.value.trim() || null, contact: this.contact?.id ?? null,
       };
+      this.contactChip.hidden = !this.contact;
+      replace(this.contactChip, this.contact ? `From ${this.contact.name}, all their keys ` : null,
+        this.contact ? h('button', { className: 'link', 'aria-label': 'Show every sender', onclick: () => { this.contact = null; apply(); } }, '✕') : null);
       void this.load(false);
     };
+    this.apply = apply;
     let t: number | undefined;
     this.search.addEventListener('input', () => { clearTimeout(t); t = window.setTimeout(apply, 200); });
     for (const el of [this.status, this.transport]) el.addEventListener('change', apply);
     for (const el of [this.scope, this.sender]) el.addEventListener('change', apply);
     void onExecProgress((p) => this.progress(p));
     this.el.append(
-      h('div', { className: 'filters' }, this.search, this.status, this.transport, this.scope, this.sender),
+      h('div', { className: 'filters' }, this.search, this.status, this.transport, this.scope, this.sender, this.contactChip),
       h('div', { className: 'split' }, h('div', { className: 'list' }, this.list, this.more), this.detail),
     );
+  }
+
+  /** Everything from a contact, whichever of their keys sent it. */
+  fromContact(id: number, name: string): void {
+    this.contact = { id, name };
+    this.sender.value = '';
+    this.apply();
   }
 
   async load(append: boolean): Promise<void> {

@@ -23,6 +23,8 @@ async fn a_new_key_of_a_verified_contact_is_a_claim_then_a_change_held_until_ver
     assert!(v.verified && !v.key_changed);
     assert_eq!(v.keys[0].safety_code, contacts::safety_code(&pubhex(&lee), &own), "the code both sides compute");
 
+    assert_eq!(inbox.post_json(&inbox.signed(&lee, "lab-results", "from the first key")).await.0, 200);
+
     // A new key says it acts on behalf of Dr. Lee: a claim on the prompt, not a merge.
     let env = gatehouse_epp::Draft { on_behalf_of: Some(pubhex(&lee)), ..inbox.draft("lab-results", "New results, from my new key") }.sign(&lee2, Utc::now());
     assert_eq!(inbox.post_json(&env).await.0, 401);
@@ -60,6 +62,12 @@ async fn a_new_key_of_a_verified_contact_is_a_claim_then_a_change_held_until_ver
     gatehouse_app::consent::decide(&i, &ConsentTarget::Held { row_id }, Decision::AllowOnce, Utc::now()).unwrap();
     let (_, _, r) = inbox.post_json(&inbox.signed(&lee2, "lab-results", "after verifying")).await;
     assert!(!r["x-held-for-consent"].as_bool().unwrap_or(false), "{r}");
+    // One history across the contact's keys.
+    let history = inbox.store.inbox(&gatehouse_store::InboxFilter { contact: Some(id), ..Default::default() }).unwrap();
+    let senders: std::collections::BTreeSet<_> = history.iter().filter_map(|r| r.sender.clone()).collect();
+    assert_eq!(senders, [pubhex(&lee), pubhex(&lee2)].into_iter().collect());
+    assert_eq!(history.len(), 5, "the first key's message, the knock, its delivery and the new key's two later messages");
+    assert!(history.windows(2).all(|w| w[0].seq > w[1].seq), "newest first");
     let actions: Vec<String> = inbox.store.audit_list(20).unwrap().into_iter().map(|a| a.action).collect();
     assert!(actions.contains(&"contact.add_key".to_string()) && actions.iter().filter(|a| *a == "contact.verify").count() == 2, "{actions:?}");
     inbox.stop().await;
