@@ -18,6 +18,7 @@ app_commands![
     contacts::contact_verify,
     contacts::contact_add_key,
     contacts::contact_rename,
+    contacts::contact_merge,
     commands::quiet_hours_get,
     commands::quiet_hours_set,
     commands::trust_add,

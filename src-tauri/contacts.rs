@@ -67,3 +67,11 @@ pub async fn contact_rename(core: CoreState<'_>, contact_id: i64, name: String) 
     let c = core.inner().clone();
     blocking(move || contacts::rename(&c.store, contact_id, &name, gatehouse_inbox::gate::clock::now())).await
 }
+
+/// The user says two contacts are the same person: `from`'s keys join `into`.
+#[tauri::command]
+#[specta::specta]
+pub async fn contact_merge(core: CoreState<'_>, from: i64, into: i64) -> Result<()> {
+    let c = core.inner().clone();
+    blocking(move || contacts::merge(&c.store, from, into, gatehouse_inbox::gate::clock::now())).await
+}

@@ -30,6 +30,8 @@ export const commands = {
 	/**  A key that knocked is a new key of this contact (the user's word). */
 	contactAddKey: (contactId: number, key: string) => __TAURI_INVOKE<string>("contact_add_key", { contactId, key }),
 	contactRename: (contactId: number, name: string) => __TAURI_INVOKE<null>("contact_rename", { contactId, name }),
+	/**  The user says two contacts are the same person: `from`'s keys join `into`. */
+	contactMerge: (from: number, into: number) => __TAURI_INVOKE<null>("contact_merge", { from, into }),
 	quietHoursGet: () => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_get"),
 	/**  Sets quiet hours (`null`: off). */
 	quietHoursSet: (hours: QuietHours | null) => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_set", { hours }),
@@ -593,6 +595,11 @@ export type ContactView_Deserialize = {
 	/**  A key of this contact changed and waits to be verified. */
 	key_changed: boolean,
 	keys: KeyView_Deserialize[],
+	/**
+	 *  Other contacts with the same name: perhaps the same person with another key, which
+	 *  only the user may merge.
+	 */
+	namesakes: number[],
 };
 
 export type ContactView_Serialize = {
@@ -603,6 +610,11 @@ export type ContactView_Serialize = {
 	/**  A key of this contact changed and waits to be verified. */
 	key_changed: boolean,
 	keys: KeyView_Serialize[],
+	/**
+	 *  Other contacts with the same name: perhaps the same person with another key, which
+	 *  only the user may merge.
+	 */
+	namesakes: number[],
 };
 
 export type Contact_Deserialize = {

@@ -42,6 +42,9 @@ pub struct ContactView {
     /// A key of this contact changed and waits to be verified.
     pub key_changed: bool,
     pub keys: Vec<KeyView>,
+    /// Other contacts with the same name: perhaps the same person with another key, which
+    /// only the user may merge.
+    pub namesakes: Vec<i64>,
 }
 
 /// The code two Gatehouse users compare: the same on both sides, whichever is "mine".
@@ -90,11 +93,50 @@ fn view(store: &Store, c: Contact, own_key: &str) -> Result<ContactView> {
             changed_from: k.changed_from.clone(),
         });
     }
-    Ok(ContactView { verified: c.verified(), key_changed: keys.iter().any(|k| k.blocked), id: c.id, name: c.name, created_at: c.created_at, keys })
+    Ok(ContactView {
+        verified: c.verified(),
+        key_changed: keys.iter().any(|k| k.blocked),
+        id: c.id,
+        name: c.name,
+        created_at: c.created_at,
+        keys,
+        namesakes: Vec::new(),
+    })
 }
 
 pub fn list(store: &Store, own_key: &str) -> Result<Vec<ContactView>> {
-    store.contacts()?.into_iter().map(|c| view(store, c, own_key)).collect()
+    let mut all: Vec<ContactView> = store.contacts()?.into_iter().map(|c| view(store, c, own_key)).collect::<Result<_>>()?;
+    let names: Vec<(i64, String)> = all.iter().map(|c| (c.id, c.name.trim().to_lowercase())).collect();
+    for c in &mut all {
+        let mine = c.name.trim().to_lowercase();
+        c.namesakes = names.iter().filter(|(id, n)| *id != c.id && *n == mine).map(|(id, _)| *id).collect();
+    }
+    Ok(all)
+}
+
+/// The user says contact `from` is the same person as `into`: its keys join `into`. If
+/// `into` was verified, each joining key is a key change, held until it is verified too.
+/// Audited.
+pub fn merge(store: &Store, from: i64, into: i64, now: DateTime<Utc>) -> Result<()> {
+    if from == into {
+        return Err(CommandError::new(Code::Invalid, "a contact is already itself"));
+    }
+    let (Some(f), Some(i)) = (store.contact(from)?, store.contact(into)?) else {
+        return Err(CommandError::new(Code::NotFound, "that contact is gone"));
+    };
+    let verified_key = i.keys.iter().find(|k| k.verified_at.is_some()).map(|k| k.key.clone());
+    let at = now_string(now);
+    for k in &f.keys {
+        store.contact_add_key(into, &k.key, verified_key.as_deref(), &at)?;
+        if verified_key.is_some() && k.verified_at.is_none() {
+            if let Some(mut t) = store.trust_get(&k.key)? {
+                t.policy.key_change_unverified = true;
+                store.trust_update(&k.key, None, &t.policy)?;
+            }
+        }
+    }
+    store.audit("contact.merge", None, &serde_json::json!({"from": from, "into": into, "keys": f.keys.iter().map(|k| &k.key).collect::<Vec<_>>()}), &at)?;
+    Ok(())
 }
 
 /// Marks a key verified: `pasted` is what the other side shared (their QR's text or key),

@@ -98,8 +98,14 @@ impl Store {
         if tx.query_row("SELECT 1 FROM contacts WHERE id = ?1", [id], |_| Ok(())).optional()?.is_none() {
             return Err(StoreError::Invalid(format!("there is no contact {id}")));
         }
+        // A key verified already stays verified where it goes, and is no key change.
+        let verified: Option<String> = tx.query_row("SELECT verified_at FROM contact_keys WHERE key = ?1", [&key], |r| r.get(0)).optional()?.flatten();
+        let changed_from = if verified.is_some() { None } else { changed_from };
         forget_key(&tx, &key)?;
-        tx.execute("INSERT INTO contact_keys (key, contact_id, added_at, changed_from) VALUES (?1, ?2, ?3, ?4)", params![key, id, at, changed_from])?;
+        tx.execute(
+            "INSERT INTO contact_keys (key, contact_id, added_at, verified_at, changed_from) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![key, id, at, verified, changed_from],
+        )?;
         tx.commit()?;
         Ok(())
     }

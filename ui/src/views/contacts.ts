@@ -30,12 +30,13 @@ export class ContactsPanel {
       h('div', { className: 'heading' }, h('h2', {}, 'Contacts'),
         h('button', { className: 'secondary', id: 'share-open', onclick: () => void this.share() }, 'Share my key')),
       this.panel,
-      list.length ? h('div', { className: 'contact-list' }, ...list.map((c) => this.card(c)))
+      list.length ? h('div', { className: 'contact-list' }, ...list.map((c) => this.card(c, list)))
         : h('p', { className: 'empty' }, 'No contacts yet: each sender you trust becomes one.'));
   }
 
-  private card(c: ContactView): HTMLElement {
+  private card(c: ContactView, all: ContactView[]): HTMLElement {
     const [words, cls] = standing(c);
+    const namesakes = all.filter((o) => c.namesakes.includes(o.id));
     return h('article', { className: `card contact ${cls}`, 'data-contact': c.id },
       h('h3', {}, c.name, ' ', h('span', { className: `badge standing ${cls}` }, words), ' ',
         h('button', { className: 'link history-open', onclick: () => window.dispatchEvent(new CustomEvent(CONTACT_HISTORY, { detail: { id: c.id, name: c.name } })) }, 'Messages')),
@@ -44,7 +45,23 @@ export class ContactsPanel {
         k.scopes.length ? ` · may ask about ${k.scopes.join(', ')}` : '',
         k.verified_at ? h('span', { className: 'muted small' }, ` · verified ${when(k.verified_at)}`) : null,
         k.blocked ? h('strong', { className: 'error' }, ' · new key, held until verified') : null, ' ',
-        k.verified_at ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, 'Verify')))));
+        k.verified_at ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, 'Verify')))),
+      ...namesakes.map((o) => h('p', { className: 'namesake' },
+        `Another contact is also called “${o.name}”, with other keys. If they are the same person, merge them`,
+        o.verified ? ` (${o.name} is verified: these keys stay held until you verify them too)` : '', '. ',
+        h('button', { className: 'secondary small merge', 'data-into': o.id, onclick: () => void this.merge(c, o) }, `These are ${o.name}’s keys`))));
+  }
+
+  /** The user's word that two contacts are one person: this one's keys join the other. */
+  private async merge(from: ContactView, into: ContactView): Promise<void> {
+    try {
+      await api.contactMerge(from.id, into.id);
+      replace(this.panel, h('p', { className: 'notice', role: 'status' }, `Merged: ${into.name} now holds ${from.keys.length} more key${from.keys.length === 1 ? '' : 's'}.`));
+      this.onChange();
+      await this.load();
+    } catch (e) {
+      replace(this.panel, h('p', { className: 'error', role: 'alert' }, errorText(e)));
+    }
   }
 
   /** The verification screen for one key: the code to compare, or their shared code to paste. */

@@ -72,3 +72,24 @@ async fn a_new_key_of_a_verified_contact_is_a_claim_then_a_change_held_until_ver
     assert!(actions.contains(&"contact.add_key".to_string()) && actions.iter().filter(|a| *a == "contact.verify").count() == 2, "{actions:?}");
     inbox.stop().await;
 }
+
+#[tokio::test]
+async fn a_namesake_is_flagged_and_joins_a_verified_contact_only_as_a_key_change() {
+    let (lee, other) = (key(3), key(6));
+    let own = pubhex(&key(2));
+    let inbox = TestInbox::start(&own, false).await;
+    inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["lab-results"]));
+    inbox.trust(&pubhex(&other), "dr. lee ", policy(&["lab-results"]));
+    let list = contacts::list(&inbox.store, &own).unwrap();
+    assert_eq!(list.len(), 2, "the same name is never merged on its own");
+    let (first, second) = (list.iter().find(|c| c.name == "Dr. Lee").unwrap().id, list.iter().find(|c| c.name != "Dr. Lee").unwrap().id);
+    assert!(list.iter().all(|c| c.namesakes.len() == 1), "{list:?}");
+    contacts::verify(&inbox.store, &pubhex(&lee), None, &own, Utc::now()).unwrap();
+    contacts::merge(&inbox.store, second, first, Utc::now()).unwrap();
+    let list = contacts::list(&inbox.store, &own).unwrap();
+    assert_eq!((list.len(), list[0].keys.len(), list[0].key_changed, list[0].verified), (1, 2, true, true));
+    let (_, _, r) = inbox.post_json(&inbox.signed(&other, "lab-results", "from the merged key")).await;
+    assert_eq!(r["x-held-for-consent"].as_bool(), Some(true), "held until verified: {r}");
+    assert!(list[0].keys.iter().any(|k| k.key == pubhex(&lee) && k.verified_at.is_some()), "the verified key stays verified");
+    inbox.stop().await;
+}
