@@ -3,7 +3,7 @@
 import { vi } from 'vitest';
 
 const calls: unknown[] = [];
-const key = (k: string, verified: boolean) => ({ key: k, fingerprint: k.slice(0, 4), source: 'epp_sender', scopes: ['support'], added_at: '', verified_at: verified ? '2026-11-25T10:00:00Z' : null, changed_from: null, blocked: false, safety_code: '00000 11111 22222 33333' });
+const key = (k: string, verified: boolean) => ({ key: k, fingerprint: k.slice(0, 4), source: 'epp_sender' as const, scopes: ['support'], added_at: '', verified_at: verified ? '2026-11-25T10:00:00Z' : null, changed_from: null, blocked: false, safety_code: '00000 11111 22222 33333' });
 const contacts = [
   { id: 1, name: 'Dr. Lee', created_at: '', verified: true, key_changed: false, keys: [key('aa'.repeat(32), true)], namesakes: [2] },
   { id: 2, name: 'Dr. Lee', created_at: '', verified: false, key_changed: false, keys: [key('bb'.repeat(32), false)], namesakes: [1] },
