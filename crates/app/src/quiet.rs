@@ -11,6 +11,10 @@ use crate::{Code, CommandError, Result};
 const SETTING: &str = "quiet_hours";
 const DIGEST: &str = "quiet_digest";
 
+/// The digest's count is read, added to and written back; prompts in a burst are counted
+/// on several threads, so one at a time (only the window's process counts).
+static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// From `from` to `to` on this computer's clock ("HH:MM"); over midnight when `to` is
 /// earlier than `from`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +95,7 @@ pub fn digest(store: &Store) -> Result<Digest> {
 /// A prompt arrived: `true` to announce it now; in quiet hours it is counted for the
 /// digest instead.
 pub fn on_prompt(store: &Store, now: DateTime<Utc>) -> Result<bool> {
+    let _one = COUNTING.lock().unwrap_or_else(|p| p.into_inner());
     match get(store)? {
         Some(q) if q.contains(now) => {
             let mut d = digest(store)?;
@@ -106,6 +111,7 @@ pub fn on_prompt(store: &Store, now: DateTime<Utc>) -> Result<bool> {
 /// Called now and then: once quiet hours are over, the digest's words (once), and the
 /// count starts again.
 pub fn due_digest(store: &Store, now: DateTime<Utc>) -> Result<Option<String>> {
+    let _one = COUNTING.lock().unwrap_or_else(|p| p.into_inner());
     let d = digest(store)?;
     if d.count == 0 || get(store)?.is_some_and(|q| q.contains(now)) {
         return Ok(None);
@@ -150,6 +156,17 @@ mod tests {
         assert_eq!(get(&store).unwrap(), None, "off, and readable as off");
         assert!(on_prompt(&store, at(23, 0)).unwrap());
         assert!(set(&store, Some(QuietHours { from: "25:00".into(), to: "07:00".into() })).is_err());
+        // A burst counted on many threads loses none.
+        set(&store, Some(QuietHours { from: "22:00".into(), to: "07:00".into() })).unwrap();
+        let store = std::sync::Arc::new(store);
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let s = store.clone();
+                std::thread::spawn(move || (0..25).for_each(|_| assert!(!on_prompt(&s, at(23, 0)).unwrap())))
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(digest(&store).unwrap().count, 200);
         assert!(set(&store, Some(QuietHours { from: "07:00".into(), to: "07:00".into() })).is_err());
     }
 }
