@@ -4,7 +4,7 @@
 use rusqlite::params;
 use serde::Serialize;
 
-use crate::receipts::RECEIPT_SELECT;
+use crate::receipts::{RECEIPT_SELECT, SEQS_OF_SENDER_1};
 use crate::{sender_key, Result, Store};
 
 /// One past message a grant for its sender and scope would have let through.
@@ -59,10 +59,7 @@ impl Store {
     pub fn covered_by_grant(&self, sender: &str, scope: &str, except: Option<&str>, limit: usize) -> Result<(Vec<Covered>, i64)> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT r.*, e.exec_status FROM ({RECEIPT_SELECT} WHERE scope = ?2 AND seq IN (
-                    SELECT seq FROM receipts_by_sender WHERE sender = ?1
-                    UNION ALL
-                    SELECT seq FROM receipts WHERE seq > (SELECT last_seq FROM search_progress) AND sender = ?1)) r
+                "SELECT r.*, e.exec_status FROM ({RECEIPT_SELECT} WHERE scope = ?2 AND seq IN ({SEQS_OF_SENDER_1})) r
                  LEFT JOIN envelopes e ON e.id = r.envelope_row
                  WHERE (r.code = 'UNTRUSTED_SENDER' OR e.exec_status IN ('held', 'denied'))
                    AND (?3 IS NULL OR r.envelope_id IS NOT ?3)

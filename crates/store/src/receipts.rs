@@ -6,6 +6,12 @@ use rusqlite::{params, Connection, OptionalExtension};
 pub(crate) const RECEIPT_SELECT: &str = "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
     transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row FROM receipts";
 
+/// The seqs of the receipts of the sender bound to `?1`: from the index by sender, and
+/// from the receipts stored since it was last filled.
+pub(crate) const SEQS_OF_SENDER_1: &str = "SELECT seq FROM receipts_by_sender WHERE sender = ?1
+    UNION ALL
+    SELECT seq FROM receipts WHERE seq > (SELECT last_seq FROM search_progress) AND sender = ?1";
+
 pub(crate) fn insert_receipt(conn: &Connection, r: &ReceiptRow) -> Result<()> {
     insert_receipt_as(conn, r, r.envelope_row, &r.receipt.to_string())
 }
@@ -199,10 +205,7 @@ impl Store {
     pub fn latest_receipt_from(&self, sender: &str, code: &str) -> Result<Option<ReceiptRow>> {
         self.read(|conn| {
             let mut stmt = conn.prepare(&format!(
-                "{RECEIPT_SELECT} WHERE code = ?2 AND seq IN (
-                    SELECT seq FROM receipts_by_sender WHERE sender = ?1
-                    UNION ALL
-                    SELECT seq FROM receipts WHERE seq > (SELECT last_seq FROM search_progress) AND sender = ?1)
+                "{RECEIPT_SELECT} WHERE code = ?2 AND seq IN ({SEQS_OF_SENDER_1})
                  ORDER BY seq DESC LIMIT 1"
             ))?;
             stmt.query_row(params![sender_key(sender), code], receipt_from_row).optional().map_err(Into::into)
