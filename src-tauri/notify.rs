@@ -68,23 +68,21 @@ fn digest_when_quiet_ends<R: Runtime>(app: AppHandle<R>, store: Arc<gatehouse_st
         loop {
             tokio::time::sleep(DIGEST_EVERY).await;
             let (app, store) = (app.clone(), store.clone());
-            let done = tauri::async_runtime::spawn_blocking(move || {
-                match gatehouse_app::quiet::due_digest(&store, gatehouse_inbox::gate::clock::now()) {
-                    Ok(Some(body)) => {
-                        // Not watching before the click is waited for: a prompt collected
-                        // meanwhile starts a watcher of its own.
-                        WATCHING.store(false, Ordering::SeqCst);
-                        show(&app, &body, OpenPrompt { sender: None });
-                        true
-                    }
-                    Ok(None) => gatehouse_app::quiet::digest(&store).map_or(true, |d| d.count == 0),
-                    Err(_) => true,
-                }
+            // Some(digest to give, if any): the watch is over; None: keep watching.
+            let over = tauri::async_runtime::spawn_blocking(move || match gatehouse_app::quiet::due_digest(&store, gatehouse_inbox::gate::clock::now()) {
+                Ok(Some(body)) => Some(Some(body)),
+                Ok(None) if gatehouse_app::quiet::digest(&store).is_ok_and(|d| d.count > 0) => None,
+                _ => Some(None),
             })
             .await
-            .unwrap_or(true);
-            if done {
+            .unwrap_or(Some(None));
+            if let Some(body) = over {
+                // Not watching before the click is waited for: a prompt collected meanwhile
+                // starts a watcher of its own.
                 WATCHING.store(false, Ordering::SeqCst);
+                if let Some(body) = body {
+                    tauri::async_runtime::spawn_blocking(move || show(&app, &body, OpenPrompt { sender: None }));
+                }
                 break;
             }
         }
