@@ -19,6 +19,7 @@ app_commands![
     contacts::contact_add_key,
     contacts::contact_rename,
     contacts::contact_merge,
+    contacts::contact_check_keys,
     commands::quiet_hours_get,
     commands::quiet_hours_set,
     commands::trust_add,

@@ -75,3 +75,11 @@ pub async fn contact_merge(core: CoreState<'_>, from: i64, into: i64) -> Result<
     let c = core.inner().clone();
     blocking(move || contacts::merge(&c.store, from, into, gatehouse_inbox::gate::clock::now())).await
 }
+
+/// A did:web contact's DID document fetched again: its keys now replace those kept (a
+/// verified contact is blocked until verified again). Answers a key change prompt.
+#[tauri::command]
+#[specta::specta]
+pub async fn contact_check_keys(core: CoreState<'_>, sender: String) -> Result<gatehouse_app::did_change::KeysChecked> {
+    gatehouse_app::did_change::check(core.inner().store.clone(), sender).await
+}

@@ -32,6 +32,10 @@ static WATCHING: AtomicBool = AtomicBool::new(false);
 fn words(ev: &InboxEvent) -> String {
     let about = ev.scope.as_deref().map(|s| format!(" about “{s}”")).unwrap_or_default();
     let text = match (&ev.code, ev.transport.as_str()) {
+        _ if ev.key_change => format!(
+            "{} signed with a key you did not trust it with: its keys may have changed. Click to check them.",
+            ev.sender.as_deref().unwrap_or("A trusted agent")
+        ),
         (_, "asop") => format!("{} is waiting for your decision before it acts. Click to answer.", ev.sender.as_deref().unwrap_or("An agent")),
         (Some(_), _) => format!("An unknown sender wants to reach your AI{about}. Click to decide."),
         (None, _) => format!("A message{about} is waiting for your consent. Click to decide."),

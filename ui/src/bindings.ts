@@ -32,6 +32,11 @@ export const commands = {
 	contactRename: (contactId: number, name: string) => __TAURI_INVOKE<null>("contact_rename", { contactId, name }),
 	/**  The user says two contacts are the same person: `from`'s keys join `into`. */
 	contactMerge: (from: number, into: number) => __TAURI_INVOKE<null>("contact_merge", { from, into }),
+	/**
+	 *  A did:web contact's DID document fetched again: its keys now replace those kept (a
+	 *  verified contact is blocked until verified again). Answers a key change prompt.
+	 */
+	contactCheckKeys: (sender: string) => __TAURI_INVOKE<KeysChecked>("contact_check_keys", { sender }),
 	quietHoursGet: () => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_get"),
 	/**  Sets quiet hours (`null`: off). */
 	quietHoursSet: (hours: QuietHours | null) => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_set", { hours }),
@@ -523,7 +528,25 @@ key_change: boolean } |
  */
 { kind: "held_ask"; stream_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; received_at: string; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[]; grant_ended?: string | null; later?: string | null };
+risk: Flag[]; grant_ended?: string | null; later?: string | null } | 
+/**
+ *  A trusted sender signed with a key not among those kept for it (a UAMP agent whose
+ *  DID document may have changed): its messages are refused until the user checks its
+ *  keys again, and a change is never taken on its own.
+ */
+{ kind: "key_change"; sender: string; sender_name?: string | null; 
+/**  The key id its signature named. */
+key_id: string; 
+/**
+ *  "unknown_key" (a key id not kept) or "invalid_signature" (a kept key id whose
+ *  key did not match).
+ */
+reason: string; first_seen: string; last_seen: string; count: number; 
+/**
+ *  The user had verified this key: whatever it changed to stays blocked until
+ *  they verify it again.
+ */
+verified: boolean; later?: string | null };
 
 /**  One thing waiting for the user. */
 export type ConsentItem_Serialize = 
@@ -570,7 +593,25 @@ key_change: boolean } |
  */
 { kind: "held_ask"; stream_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; received_at: string; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[]; grant_ended: string | null; later: string | null };
+risk: Flag[]; grant_ended: string | null; later: string | null } | 
+/**
+ *  A trusted sender signed with a key not among those kept for it (a UAMP agent whose
+ *  DID document may have changed): its messages are refused until the user checks its
+ *  keys again, and a change is never taken on its own.
+ */
+{ kind: "key_change"; sender: string; sender_name: string | null; 
+/**  The key id its signature named. */
+key_id: string; 
+/**
+ *  "unknown_key" (a key id not kept) or "invalid_signature" (a kept key id whose
+ *  key did not match).
+ */
+reason: string; first_seen: string; last_seen: string; count: number; 
+/**
+ *  The user had verified this key: whatever it changed to stays blocked until
+ *  they verify it again.
+ */
+verified: boolean; later: string | null };
 
 /**  The same submission, when it needs the user's decision. */
 export type ConsentRequested = ConsentRequested_Serialize;
@@ -581,7 +622,9 @@ export type ConsentRequested_Deserialize = InboxEvent_Deserialize;
 /**  The same submission, when it needs the user's decision. */
 export type ConsentRequested_Serialize = InboxEvent_Serialize;
 
-export type ConsentTarget = { kind: "unknown_sender"; public_key: string } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string };
+export type ConsentTarget = { kind: "unknown_sender"; public_key: string } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string } | 
+/**  A trusted sender's signature named a key not kept for it. */
+{ kind: "key_change"; sender: string };
 
 export type Contact = Contact_Serialize;
 
@@ -1459,6 +1502,20 @@ export type KeyView_Serialize = {
 	blocked: boolean,
 	/**  What both sides see for this key and the user's own (compare it out of band). */
 	safety_code: string,
+};
+
+/**  What checking an agent's DID document again found. */
+export type KeysChecked = {
+	message: string,
+	/**  Keys the document holds that were not kept (key id and fingerprint). */
+	added: string[],
+	/**  Kept keys the document no longer holds. */
+	removed: string[],
+	/**
+	 *  The contact was verified and its keys changed: nothing from it gets through until
+	 *  the user verifies it again.
+	 */
+	blocked: boolean,
 };
 
 export type Kind = 

@@ -198,6 +198,9 @@ fn decide_now(
                 return Err(ConsentError::Invalid("UAMP is not running (the inbox is paused); resume it, then decide".into()));
             };
             match decision {
+                Decision::AllowOnce | Decision::AlwaysAllowScope if store.trust_get(&s.peer)?.is_some_and(|t| t.policy.key_change_unverified) => {
+                    return Err(ConsentError::Invalid(UNVERIFIED.into()));
+                }
                 Decision::AllowOnce | Decision::AlwaysAllowScope => {
                     if decision == Decision::AlwaysAllowScope {
                         let scope = store.uamp_message_by_row(s.message_row)?.and_then(|m| m.scope);
@@ -232,9 +235,7 @@ fn decide_now(
             };
             match decision {
                 Decision::AllowOnce | Decision::AlwaysAllowScope if store.trust_get(&row.sender)?.is_some_and(|t| t.policy.key_change_unverified) => {
-                    return Err(ConsentError::Invalid(
-                        "this is a new key of a verified contact: verify it first (Trusted senders → the contact → Verify), then decide".into(),
-                    ));
+                    return Err(ConsentError::Invalid(UNVERIFIED.into()));
                 }
                 Decision::AllowOnce | Decision::AlwaysAllowScope => {
                     if decision == Decision::AlwaysAllowScope {
@@ -260,9 +261,30 @@ fn decide_now(
                 }
             }
         }
+        ConsentTarget::KeyChange { sender } => {
+            let name = store.trust_get(sender)?.map(|t| t.name).unwrap_or_else(|| sender.clone());
+            if let Decision::AllowOnce | Decision::AlwaysAllowScope | Decision::AskLater = decision {
+                return Err(ConsentError::Invalid(format!(
+                    "a new key is taken only from {name}'s DID document: check it again (the prompt's \"Check its DID document\"), never from a message"
+                )));
+            }
+            if !store.key_change_forget(sender)? {
+                return Err(ConsentError::Gone);
+            }
+            let message = if decision == Decision::Block {
+                store.block(sender, "blocked from a key change prompt", &at)?;
+                format!("Blocked {name}. Nothing from it will reach you.")
+            } else {
+                format!("Kept {name}'s keys as they are. Messages signed with another key stay refused.")
+            };
+            DecisionOutcome { message, delivered: None }
+        }
     };
     Ok(outcome)
 }
+
+/// Why nothing from a new key of a verified contact may be let through yet.
+const UNVERIFIED: &str = "this is a new key of a verified contact: verify it first (Trusted senders → the contact → Verify), then decide";
 
 /// What an "allow" for the scope granted beyond the one message, in words.
 fn granted_words(decision: Decision, end: Option<DateTime<Utc>>) -> String {

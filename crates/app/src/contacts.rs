@@ -81,11 +81,12 @@ fn view(store: &Store, c: Contact, own_key: &str) -> Result<ContactView> {
     for k in &c.keys {
         let trust = store.trust_get(&k.key)?;
         let scopes = trust.as_ref().map(|t| t.policy.allowed_scopes.clone()).unwrap_or_default();
+        let code = safety_code(own_key, &crate::did_change::code_material(&k.key, trust.as_ref().map_or(&[], |t| &t.policy.uamp_keys[..])));
         keys.push(KeyView {
             fingerprint: crate::trust::fingerprint(&k.key),
             source: Source::of(&k.key, scopes.first().map(String::as_str)),
             blocked: trust.is_some_and(|t| t.policy.key_change_unverified),
-            safety_code: safety_code(own_key, &k.key),
+            safety_code: code,
             scopes,
             key: k.key.clone(),
             added_at: k.added_at.clone(),

@@ -20,6 +20,7 @@
 
 pub mod consent;
 pub mod contacts;
+pub mod did_change;
 pub mod email;
 pub mod error;
 pub mod executors;

@@ -28,6 +28,9 @@ pub enum ContactsCmd {
     /// A key that knocked is a new key of this contact (blocked until verified if the
     /// contact was)
     AddKey { contact: i64, key: String },
+    /// Fetch a did:web contact's DID document again: the keys it now holds replace those
+    /// kept (a verified contact stays blocked until verified again); answers a key change
+    CheckKeys { did: String },
     /// What to give others: your key and address, as the text your QR code holds
     Share {
         /// Your inbox's address as others reach it
@@ -70,6 +73,10 @@ pub fn run(cmd: ContactsCmd, opened: gatehouse_inbox::service::Opened) -> Result
         ContactsCmd::AddKey { contact, key } => {
             let (inbox, _rx) = gatehouse_inbox::build(Arc::clone(&store), &own);
             eprintln!("{}", gatehouse_app::contacts::adopt(&inbox, contact, &key, clock::now()).map_err(|e| e.to_string())?);
+        }
+        ContactsCmd::CheckKeys { did } => {
+            let out = crate::uamp::runtime()?.block_on(gatehouse_app::did_change::check(store, did)).map_err(|e| e.to_string())?;
+            println!("{}", out.message);
         }
         ContactsCmd::Share { address } => println!("{}", gatehouse_app::contacts::share_text(&own, &address)),
     }

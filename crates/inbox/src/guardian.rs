@@ -128,6 +128,7 @@ impl Guardian {
                 scope: Some(SCOPE.into()),
                 transport: "asop".into(),
                 needs_consent: needs_user,
+                key_change: false,
             });
         }
     }

@@ -124,3 +124,59 @@ impl Store {
         Ok(())
     }
 }
+
+/// A trusted sender that signed with a key not among those kept for it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct KeyChangeSeen {
+    pub sender: String,
+    /// The key id its signature named.
+    pub key_id: String,
+    /// Why the signature did not check: the key id is unknown ("unknown_key"), or a known
+    /// key id did not match ("invalid_signature").
+    pub reason: String,
+    pub first_seen: String,
+    pub last_seen: String,
+    pub count: i64,
+}
+
+/// Key ids longer than this are cut (a sender chooses them).
+const MAX_KEY_ID: usize = 512;
+
+impl Store {
+    /// Notes that a trusted sender signed with a key not kept for it: one row per sender,
+    /// the newest key id, counted.
+    pub fn key_change_seen(&self, sender: &str, key_id: &str, reason: &str, at: &str) -> Result<()> {
+        let key_id: String = key_id.chars().take(MAX_KEY_ID).collect();
+        self.conn().execute(
+            "INSERT INTO key_changes (sender, key_id, reason, first_seen, last_seen, count) VALUES (?1, ?2, ?3, ?4, ?4, 1)
+             ON CONFLICT(sender) DO UPDATE SET key_id = ?2, reason = ?3, last_seen = ?4, count = count + 1",
+            params![sender_key(sender), key_id, reason, at],
+        )?;
+        Ok(())
+    }
+
+    /// Every sender noted by [`Store::key_change_seen`], newest first.
+    pub fn key_changes(&self) -> Result<Vec<KeyChangeSeen>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached("SELECT sender, key_id, reason, first_seen, last_seen, count FROM key_changes ORDER BY last_seen DESC")?;
+            let rows = stmt.query_map([], |r| {
+                Ok(KeyChangeSeen { sender: r.get(0)?, key_id: r.get(1)?, reason: r.get(2)?, first_seen: r.get(3)?, last_seen: r.get(4)?, count: r.get(5)? })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// The user looked at it (checked the sender's keys again, or kept them): returns
+    /// whether one was waiting.
+    pub fn key_change_forget(&self, sender: &str) -> Result<bool> {
+        Ok(self.conn().execute("DELETE FROM key_changes WHERE sender = ?1", [sender_key(sender)])? > 0)
+    }
+
+    /// A key changed under the user's check: it is no longer verified, and (with the
+    /// policy's hold) blocked until the user verifies it again.
+    pub fn contact_key_unverified(&self, key: &str) -> Result<()> {
+        self.conn().execute("UPDATE contact_keys SET verified_at = NULL WHERE key = ?1", [sender_key(key)])?;
+        Ok(())
+    }
+}

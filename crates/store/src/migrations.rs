@@ -469,6 +469,17 @@ const MIGRATIONS: &[&str] = &[
     // 24: a guardian rule the user made from an answer "for 1 hour" or "until tonight"
     // ends then (NULL: for good); an ended rule no longer decides, so the step asks again.
     "ALTER TABLE asop_rules ADD COLUMN until TEXT;",
+    // 25: a trusted sender signed with a key that is not among those kept for it (a
+    // did:web whose DID document may have changed): one row per sender, until the user
+    // checks its DID document again or keeps the keys as they are.
+    "CREATE TABLE key_changes (
+        sender TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        first_seen TEXT NOT NULL,
+        last_seen TEXT NOT NULL,
+        count INTEGER NOT NULL
+    ) WITHOUT ROWID;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -190,7 +190,8 @@ impl Store {
                 "SELECT (SELECT count(*) FROM envelopes WHERE exec_status = ?1)
                       + (SELECT count(*) FROM pending_senders)
                       + (SELECT count(*) FROM uamp_streams WHERE direction = 'in' AND state = 'NEW' AND detail = ?2)
-                      + (SELECT count(*) FROM asop_steps WHERE decision = 'pending')",
+                      + (SELECT count(*) FROM asop_steps WHERE decision = 'pending')
+                      + (SELECT count(*) FROM key_changes)",
                 [ExecStatus::Held.as_str(), crate::uamp::HELD_FOR_CONSENT],
                 |r| r.get(0),
             )?)

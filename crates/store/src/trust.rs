@@ -130,6 +130,7 @@ impl Store {
         let tx = conn.transaction()?;
         let removed = tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])? > 0;
         tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", [&key])?;
+        tx.execute("DELETE FROM key_changes WHERE sender = ?1", [&key])?;
         crate::contacts::forget_key(&tx, &key)?;
         tx.commit()?;
         Ok(removed)

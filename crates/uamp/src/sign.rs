@@ -34,12 +34,17 @@ pub fn draft(from: &str, to: &[&str], intent: Intent, body_type: &str, content: 
 }
 
 /// Adds `sig`: a detached EdDSA JWS over `{"sha256": canonical hash}` (spec 4.2, 6.3).
-pub fn sign(mut envelope: Value, key: &SigningKey) -> Value {
+pub fn sign(envelope: Value, key: &SigningKey) -> Value {
+    sign_as(envelope, key, &kid_of(key))
+}
+
+/// [`sign`] naming `kid` (a did:web agent names a verification method of its DID document).
+pub fn sign_as(mut envelope: Value, key: &SigningKey, kid: &str) -> Value {
     if let Some(o) = envelope.as_object_mut() {
         o.remove("sig");
     }
     let canonical = canonical::canonical(&Json::from_serde(&envelope));
-    let sig = crate::jws::sign_eddsa(&canonical::jws_payload(&canonical), key, &kid_of(key), None, true);
+    let sig = crate::jws::sign_eddsa(&canonical::jws_payload(&canonical), key, kid, None, true);
     envelope["sig"] = sig.into();
     envelope
 }

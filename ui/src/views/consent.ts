@@ -32,6 +32,10 @@ export function consentSentence(item: ConsentItem): string {
     return `Someone you have not approved (key ${fingerprint(item.public_key)}) wants to send your AI a message about “${scope}”${times}.`;
   }
   const who = senderLabel(item.sender_name, item.sender);
+  if (item.kind === 'key_change') {
+    const what = item.count > 1 ? `${item.count} messages` : 'a message';
+    return `${who} (an AI agent you trust, over UAMP) signed ${what} with a key you did not trust it with. Its keys may have changed — or someone else is using its name. Nothing signed with that key got through.`;
+  }
   // A grant for a while that ended asks again, and says so.
   const why = item.grant_ended ? `Your permission for “${item.scope}” ended ${when(item.grant_ended)}, so you are asked again` : 'Your rules say to ask you';
   if (item.kind === 'held_ask') {
@@ -152,8 +156,9 @@ export class ConsentView {
 
   private card(item: ConsentItem): HTMLElement {
     const target: ConsentTarget = item.kind === 'unknown_sender' ? { kind: 'unknown_sender', public_key: item.public_key }
-      : item.kind === 'held_ask' ? { kind: 'held_ask', stream_id: item.stream_id } : { kind: 'held', row_id: item.row_id };
-    const scope = item.kind === 'unknown_sender' ? (item.scope ?? item.scopes_tried[0] ?? '') : item.scope;
+      : item.kind === 'held_ask' ? { kind: 'held_ask', stream_id: item.stream_id }
+        : item.kind === 'key_change' ? { kind: 'key_change', sender: item.sender } : { kind: 'held', row_id: item.row_id };
+    const scope = item.kind === 'unknown_sender' ? (item.scope ?? item.scopes_tried[0] ?? '') : item.kind === 'key_change' ? '' : item.scope;
     const result = h('p', { className: 'result', role: 'status' });
     const decide = async (d: Decision) => {
       try {
@@ -171,13 +176,14 @@ export class ConsentView {
     // single key could decide by accident, so the shortcuts need Alt.
     const button = (d: Decision, label: string, cls: string, help: string): HTMLButtonElement =>
       h('button', { className: cls, 'data-decision': d, title: `${help} (Alt+${SHORTCUTS[d]})`, 'aria-keyshortcuts': `Alt+${SHORTCUTS[d]}`, onclick: () => void decide(d) }, label);
-    const prompt = item.kind === 'unknown_sender' ? item.prompt : item.prompt;
-    // Agents and IntentSites knock with their key alone: there is no message to show.
-    const keyOnly = item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'intent_site');
+    const prompt = item.kind === 'key_change' ? null : item.prompt;
+    // Agents and IntentSites knock with their key alone, and a key change is about keys:
+    // there is no message to show.
+    const keyOnly = item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'intent_site'));
     // Agents are registered for good (and removed at any time; their steps can be allowed
     // for a while); anything else may be allowed, or an IntentSite pinned, for a while.
     const allow = button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Let this sender through for this scope, for as long as you choose.');
-    const picker = item.kind === 'unknown_sender' && item.source === 'asop_agent' ? null : lastingPicker(scope, allow);
+    const picker = item.kind === 'key_change' || (item.kind === 'unknown_sender' && item.source === 'asop_agent') ? null : lastingPicker(scope, allow);
     const card: HTMLElement = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, 'data-sender': item.kind === 'unknown_sender' ? item.public_key : item.sender, tabindex: 0, 'aria-label': consentSentence(item),
       onkeydown: (ev: Event) => {
         const e = ev as KeyboardEvent;
@@ -188,22 +194,31 @@ export class ConsentView {
       } },
       h('p', { className: 'ask' }, consentSentence(item)),
       item.kind === 'unknown_sender' ? this.claims(item.public_key, item.claims, (): HTMLElement => card) : null,
+      item.kind === 'key_change' ? keyChangeWarning(item) : null,
       item.kind === 'held' && item.key_change ? h('p', { className: 'key-change', role: 'alert' },
         '⚠ This is a new key of a contact you verified, and it is not verified itself. Nothing from it gets through until you check it with them: Trusted senders → the contact → Verify.') : null,
-      prompt ? riskText('blockquote', {}, prompt, item.risk, item.kind === 'held_ask' ? item.stream_id : item.envelope_id)
+      prompt && item.kind !== 'key_change' ? riskText('blockquote', {}, prompt, item.risk, item.kind === 'held_ask' ? item.stream_id : item.envelope_id)
         : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
-      item.kind !== 'held_ask' && item.extras ? extrasCard(item.extras) : null,
-      item.kind !== 'held_ask' ? coveredList(scope, item.covered, Number(item.covered_total), MAX_COUNTED) : null,
+      (item.kind === 'held' || item.kind === 'unknown_sender') && item.extras ? extrasCard(item.extras) : null,
+      item.kind === 'held' || item.kind === 'unknown_sender' ? coveredList(scope, item.covered, Number(item.covered_total), MAX_COUNTED) : null,
       item.later ? h('p', { className: 'muted small later-until' }, `Put off: asks again ${when(item.later)}.`) : null,
       h('p', { className: 'muted small' },
-        item.kind === 'unknown_sender' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
+        item.kind === 'unknown_sender' || item.kind === 'key_change' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },
         // A UAMP agent's refused message was not kept, so there is nothing to let through once.
-        item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent') ? null
+        item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent')) ? null
           : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
-        allow, picker?.el,
+        // New keys come only from the agent's own DID document, fetched when the user asks.
+        item.kind === 'key_change' ? h('button', { className: 'primary', 'data-action': 'check-keys', onclick: async () => {
+          try {
+            const out = await api.contactCheckKeys(item.sender);
+            this.settled(card, result, out.message);
+          } catch (e) { this.failed(card, result, e); }
+        } }, 'Check its DID document') : allow,
+        picker?.el,
         item.later ? null : button('ask_later', 'Ask me later', 'secondary', 'Put this off for an hour: nothing is allowed or denied meanwhile.'),
-        button('deny', 'Deny', 'secondary', 'Do not let this message through.'),
+        item.kind === 'key_change' ? button('deny', 'Keep its keys', 'secondary', 'Keep the keys you trusted it with; messages signed with another key stay refused.')
+          : button('deny', 'Deny', 'secondary', 'Do not let this message through.'),
         button('block', 'Block', 'danger', 'Never let this sender through or ask again.')),
       result);
     // A new key of a verified contact cannot be let through until it is verified.
@@ -233,4 +248,13 @@ export class ConsentView {
         } }, `It is ${c.contact_name}’s new key`))),
       result);
   }
+}
+
+/** Why a trusted agent's key change matters, and what checking does. */
+function keyChangeWarning(item: Extract<ConsentItem, { kind: 'key_change' }>): HTMLElement {
+  const why = item.reason === 'invalid_signature' ? 'does not match the key you trusted under that name' : 'is not among the keys you trusted';
+  return h('div', { className: 'key-change', role: 'alert' },
+    h('p', {}, h('strong', {}, `⚠ The key it signed with (${item.key_id}) ${why}.`)),
+    h('p', {}, 'Gatehouse takes new keys only from its own DID document, fetched when you ask: check it, and what it now holds replaces the keys you had. ',
+      item.verified ? 'You verified this agent: after a change, nothing from it gets through until you verify it again with its owner.' : ''));
 }

@@ -45,7 +45,9 @@ export class ContactsPanel {
         k.scopes.length ? ` · may ask about ${k.scopes.join(', ')}` : '',
         k.verified_at ? h('span', { className: 'muted small' }, ` · verified ${when(k.verified_at)}`) : null,
         k.blocked ? h('strong', { className: 'error' }, ' · new key, held until verified') : null, ' ',
-        k.verified_at ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, 'Verify')))),
+        k.verified_at ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, 'Verify'),
+        // A did:web's keys live in its DID document, which its owner may change.
+        k.key.startsWith('did:web:') ? h('button', { className: 'link check-keys', onclick: () => void this.checkKeys(k) }, 'Check its DID document') : null))),
       ...namesakes.map((o) => h('p', { className: 'namesake' },
         `Another contact is also called “${o.name}”, with other keys. If they are the same person, merge them`,
         o.verified ? ` (${o.name} is verified: these keys stay held until you verify them too)` : '', '. ',
@@ -57,6 +59,19 @@ export class ContactsPanel {
     try {
       await api.contactMerge(from.id, into.id);
       replace(this.panel, h('p', { className: 'notice', role: 'status' }, `Merged: ${into.name} now holds ${from.keys.length} more key${from.keys.length === 1 ? '' : 's'}.`));
+      this.onChange();
+      await this.load();
+    } catch (e) {
+      replace(this.panel, h('p', { className: 'error', role: 'alert' }, errorText(e)));
+    }
+  }
+
+  /** Fetches a did:web's DID document again and says what changed. */
+  private async checkKeys(k: KeyView): Promise<void> {
+    replace(this.panel, h('p', { className: 'muted', role: 'status' }, `Fetching the DID document of ${k.fingerprint}…`));
+    try {
+      const out = await api.contactCheckKeys(k.key);
+      replace(this.panel, h('p', { className: out.blocked ? 'key-change' : 'notice', role: 'status', id: 'check-keys-msg' }, out.message));
       this.onChange();
       await this.load();
     } catch (e) {

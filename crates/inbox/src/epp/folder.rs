@@ -408,6 +408,7 @@ fn finish_mail(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<()> {
         scope: Some("mail".into()),
         transport: format!("folder:{name}"),
         needs_consent: false,
+        key_change: false,
     });
     Ok(())
 }

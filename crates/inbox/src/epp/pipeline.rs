@@ -513,6 +513,7 @@ impl Inbox {
             scope: env.map(|e| e.scope.clone()),
             transport: transport.to_string(),
             needs_consent,
+            key_change: false,
         });
     }
 

@@ -1,5 +1,5 @@
 //! The consent queue: what waits for the user from every door (unknown senders' knocks,
-//! held envelopes, held UAMP asks), what a decision can be, and which scope a grant may
+//! held envelopes, held UAMP asks, a trusted sender's key change), what a decision can be, and which scope a grant may
 //! name. Decisions are carried out by the application layer (`gatehouse_app::consent`),
 //! which reaches the door holding what is decided; trust changes are in the application layer (`gatehouse-app`).
 
@@ -79,6 +79,25 @@ pub enum ConsentItem {
         grant_ended: Option<String>,
         later: Option<String>,
     },
+    /// A trusted sender signed with a key not among those kept for it (a UAMP agent whose
+    /// DID document may have changed): its messages are refused until the user checks its
+    /// keys again, and a change is never taken on its own.
+    KeyChange {
+        sender: String,
+        sender_name: Option<String>,
+        /// The key id its signature named.
+        key_id: String,
+        /// "unknown_key" (a key id not kept) or "invalid_signature" (a kept key id whose
+        /// key did not match).
+        reason: String,
+        first_seen: String,
+        last_seen: String,
+        count: i64,
+        /// The user had verified this key: whatever it changed to stays blocked until
+        /// they verify it again.
+        verified: bool,
+        later: Option<String>,
+    },
 }
 
 /// How many past messages a prompt lists of those a grant would have let in.
@@ -91,6 +110,7 @@ impl ConsentItem {
             ConsentItem::UnknownSender { public_key, .. } => ConsentTarget::UnknownSender { public_key: public_key.clone() },
             ConsentItem::Held { row_id, .. } => ConsentTarget::Held { row_id: *row_id },
             ConsentItem::HeldAsk { stream_id, .. } => ConsentTarget::HeldAsk { stream_id: stream_id.clone() },
+            ConsentItem::KeyChange { sender, .. } => ConsentTarget::KeyChange { sender: sender.clone() },
         }
     }
 }
@@ -102,6 +122,7 @@ impl ConsentTarget {
             ConsentTarget::UnknownSender { public_key } => gatehouse_store::sender_key(public_key),
             ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
             ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
+            ConsentTarget::KeyChange { sender } => format!("key-change:{}", gatehouse_store::sender_key(sender)),
         }
     }
 }
@@ -249,9 +270,19 @@ pub const LATER: chrono::Duration = chrono::Duration::hours(1);
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ConsentTarget {
-    UnknownSender { public_key: String },
-    Held { row_id: i64 },
-    HeldAsk { stream_id: String },
+    UnknownSender {
+        public_key: String,
+    },
+    Held {
+        row_id: i64,
+    },
+    HeldAsk {
+        stream_id: String,
+    },
+    /// A trusted sender's signature named a key not kept for it.
+    KeyChange {
+        sender: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -375,6 +406,20 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
             on_behalf_of: row.on_behalf_of,
             received_at: row.received_at,
             extras: gatehouse_epp::v11::Extras::from_raw(&row.raw),
+        });
+    }
+    for k in store.key_changes()? {
+        let verified = store.contact_of(&k.sender)?.and_then(|c| c.keys.into_iter().find(|x| x.key == k.sender)).is_some_and(|x| x.verified_at.is_some());
+        items.push(ConsentItem::KeyChange {
+            later: later_of(ConsentTarget::KeyChange { sender: k.sender.clone() }),
+            sender_name: store.trust_get(&k.sender)?.map(|t| t.name),
+            verified,
+            sender: k.sender,
+            key_id: k.key_id,
+            reason: k.reason,
+            first_seen: k.first_seen,
+            last_seen: k.last_seen,
+            count: k.count,
         });
     }
     for p in store.pending_list()? {

@@ -25,6 +25,9 @@ pub struct InboxEvent {
     pub transport: String,
     /// The user is asked: an unknown sender knocked, or an envelope is held.
     pub needs_consent: bool,
+    /// A trusted sender signed with a key not kept for it: the user is asked to check its
+    /// keys again.
+    pub key_change: bool,
 }
 
 pub struct Inbox {

@@ -40,15 +40,16 @@ impl UampInbox {
             return Err(fail(UampError::new(Code::Unauthorized, "blocked", format!("{} is blocked", env.from))));
         }
         let known = trust_keys(adm.trust.as_ref());
+        let trusted = adm.trust.is_some();
         let key = match verify::key_for(&env, &known) {
             Ok(k) => Some(k),
             // An unknown did:web sender cannot be checked until the user adds it (its
             // DID document is fetched then); it still knocks.
-            Err(e) if e.reason == "unknown_key" && adm.trust.is_none() => None,
-            Err(e) => return Err(fail(e)),
+            Err(e) if e.reason == "unknown_key" && !trusted => None,
+            Err(e) => return Err(key_change(fail(e), &env, trusted)),
         };
         if let Some(k) = &key {
-            verify::verify(&env, k).map_err(&mut fail)?;
+            verify::verify(&env, k).map_err(|e| key_change(fail(e), &env, trusted))?;
         }
         if store.uamp_message(&env.uuid.to_string()).map_err(|e| fail(storage(e)))?.is_some() {
             return Err(fail(replay(&env)));
@@ -286,6 +287,19 @@ pub(super) fn ack_of(env: &Envelope) -> Result<i64, UampError> {
     })
 }
 
+/// A trusted did:web sender whose signature names a key id not kept for it, or whose
+/// kept key does not match: its DID document may have changed since the user trusted it.
+/// The message stays refused (no envelope makes the inbox fetch anything); the user is
+/// asked to check the DID document again. Any other refusal is returned as it is.
+fn key_change(mut f: Failure, env: &Envelope, trusted: bool) -> Failure {
+    let suspect = matches!(f.error.reason, "unknown_key" | "invalid_signature");
+    if trusted && suspect && env.from.starts_with("did:web:") {
+        f.key_change = Some(env.sig.kid.clone().unwrap_or_default());
+        f.error.message.push_str("; if its keys changed, the user has been asked to check its DID document again");
+    }
+    f
+}
+
 pub(super) fn trust_keys(trust: Option<&TrustEntry>) -> Vec<(String, PublicKey)> {
     trust.map(|t| t.policy.uamp_keys.iter().filter_map(|k| PublicKey::from_jwk(&k.jwk).ok().map(|pk| (k.kid.clone(), pk))).collect()).unwrap_or_default()
 }
@@ -330,12 +344,14 @@ pub(super) struct Failure {
     pub(super) scope: Option<String>,
     pub(super) prompt: Option<String>,
     pub(super) knock: Option<Knock>,
+    /// A trusted sender signed with a key not kept for it: the key id it named.
+    pub(super) key_change: Option<String>,
     pub(super) retry_after: Option<u64>,
 }
 
 impl From<UampError> for Failure {
     fn from(error: UampError) -> Self {
-        Failure { error, message_id: None, sender: None, scope: None, prompt: None, knock: None, retry_after: None }
+        Failure { error, message_id: None, sender: None, scope: None, prompt: None, knock: None, key_change: None, retry_after: None }
     }
 }
 
@@ -349,6 +365,7 @@ impl Failure {
             scope: Some(scope_of(env)),
             prompt: Some(env.body.content.clone()),
             knock: None,
+            key_change: None,
             retry_after,
         }
     }

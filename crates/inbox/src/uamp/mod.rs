@@ -219,6 +219,7 @@ impl UampInbox {
                     scope: Some(accepted.scope.clone()),
                     transport: "uamp".into(),
                     needs_consent: accepted.held,
+                    key_change: false,
                 });
                 let mut body = accepted.receipt.clone();
                 let (status, location) = match &accepted.stream {
@@ -272,6 +273,11 @@ impl UampInbox {
             if let Err(e) = self.store().record_rejection(&row, f.knock.as_ref()) {
                 tracing::error!(error = %e, "could not record a UAMP refusal");
             }
+            if let (Some(kid), Some(sender)) = (&f.key_change, &f.sender) {
+                if let Err(e) = self.store().key_change_seen(sender, kid, f.error.reason, &row.received_at) {
+                    tracing::error!(error = %e, "could not note a sender's key change");
+                }
+            }
         } else if !self.inbox.announce_unkept(now) {
             return body;
         }
@@ -282,7 +288,8 @@ impl UampInbox {
             sender: f.sender.clone(),
             scope: f.scope.clone(),
             transport: "uamp".into(),
-            needs_consent: f.knock.is_some(),
+            needs_consent: f.knock.is_some() || f.key_change.is_some(),
+            key_change: f.key_change.is_some(),
         });
         body
     }

@@ -13,13 +13,26 @@ pub async fn keys_for(sender: &str) -> Result<Vec<UampKey>, String> {
         did::resolve_did_key(sender).map_err(|e| format!("{sender}: {e}"))?;
         return Ok(Vec::new());
     }
+    keys_with(&client()?, sender).await
+}
+
+/// The client DID documents are fetched with: HTTPS only, no redirects, a time limit. A
+/// debug build also trusts the certificate authority `GATEHOUSE_TEST_DID_CA` names (a PEM
+/// file), so tests can serve a DID document on loopback.
+fn client() -> Result<reqwest::Client, String> {
+    #[allow(unused_mut)]
+    let mut b = reqwest::Client::builder().https_only(true).timeout(std::time::Duration::from_secs(15)).redirect(reqwest::redirect::Policy::none());
+    #[cfg(debug_assertions)]
+    if let Some(path) = std::env::var_os("GATEHOUSE_TEST_DID_CA") {
+        let pem = std::fs::read(&path).map_err(|e| format!("GATEHOUSE_TEST_DID_CA: {e}"))?;
+        b = b.add_root_certificate(reqwest::Certificate::from_pem(&pem).map_err(|e| format!("GATEHOUSE_TEST_DID_CA: {e}"))?);
+    }
+    b.build().map_err(|e| e.to_string())
+}
+
+/// A did:web's keys, read from its DID document fetched with `client`.
+pub async fn keys_with(client: &reqwest::Client, sender: &str) -> Result<Vec<UampKey>, String> {
     let url = did::did_web_url(sender)?;
-    let client = reqwest::Client::builder()
-        .https_only(true)
-        .timeout(std::time::Duration::from_secs(15))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| e.to_string())?;
     let resp = client.get(&url).send().await.map_err(|e| format!("fetching {url}: {e}"))?;
     if !resp.status().is_success() {
         return Err(format!("fetching {url}: HTTP {}", resp.status()));

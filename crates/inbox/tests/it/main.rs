@@ -3,6 +3,7 @@
 mod common;
 mod consent;
 mod contacts;
+mod did_change;
 mod email;
 mod email_tls;
 mod folder_and_executors;

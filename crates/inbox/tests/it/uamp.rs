@@ -13,24 +13,24 @@ use gatehouse_uamp::{sign, Intent};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-struct Peer {
-    key: SigningKey,
-    did: String,
-    token: Option<String>,
+pub(crate) struct Peer {
+    pub(crate) key: SigningKey,
+    pub(crate) did: String,
+    pub(crate) token: Option<String>,
 }
 
-struct Uamp {
+pub(crate) struct Uamp {
     _dir: tempfile::TempDir,
-    store: Arc<Store>,
-    inbox: Arc<UampInbox>,
-    https: String,
+    pub(crate) store: Arc<Store>,
+    pub(crate) inbox: Arc<UampInbox>,
+    pub(crate) https: String,
     plain: String,
     client: reqwest::Client,
     _stop: oneshot::Sender<()>,
 }
 
 impl Uamp {
-    async fn start(executor: ExecutorSpec) -> Uamp {
+    pub(crate) async fn start(executor: ExecutorSpec) -> Uamp {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
         ExecutorConfig { default: executor, scopes: Default::default() }.save(&store).unwrap();
@@ -63,7 +63,7 @@ impl Uamp {
     }
 
     /// A sender the user trusts for `scopes`, with the bearer token the app issued.
-    fn trusted(&self, seed: u8, scopes: &[&str], rate: RateLimit) -> Peer {
+    pub(crate) fn trusted(&self, seed: u8, scopes: &[&str], rate: RateLimit) -> Peer {
         let key = SigningKey::from_bytes(&[seed; 32]);
         let did = sign::did_of(&key);
         let policy = Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), rate_limit: rate, ..Policy::default() };
@@ -88,7 +88,7 @@ impl Uamp {
         req.send().await.unwrap()
     }
 
-    async fn post(&self, p: &Peer, env: &Value) -> (u16, Value, reqwest::header::HeaderMap) {
+    pub(crate) async fn post(&self, p: &Peer, env: &Value) -> (u16, Value, reqwest::header::HeaderMap) {
         let r = self.post_raw(p, serde_json::to_vec(env).unwrap()).await;
         let (status, headers) = (r.status().as_u16(), r.headers().clone());
         (status, r.json().await.unwrap(), headers)
@@ -129,7 +129,7 @@ impl Sse {
     }
 }
 
-fn cat() -> ExecutorSpec {
+pub(crate) fn cat() -> ExecutorSpec {
     ExecutorSpec::Command { program: "cat".into(), args: vec![], timeout_secs: 30 }
 }
 

@@ -1,0 +1,182 @@
+//! A trusted did:web agent's DID document changes: its message signed with a key the user
+//! never saw is refused and shown as a key change to that contact (never taken on its
+//! own); checking the document again (fetched over real HTTPS from a server on loopback)
+//! takes the new keys, and a verified contact stays blocked until verified again.
+
+use std::sync::{Arc, Mutex};
+
+use chrono::Utc;
+use ed25519_dalek::SigningKey;
+use gatehouse_app::{contacts, did_change};
+use gatehouse_inbox::gate::consent::{self, ConsentItem, ConsentTarget, Decision};
+use gatehouse_inbox::uamp::UampInbox;
+use gatehouse_store::{Policy, TrustEntry};
+use gatehouse_uamp::did::PublicKey;
+use gatehouse_uamp::{sign, Intent};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::uamp::{cat, Peer, Uamp};
+
+/// An HTTPS server on loopback serving one DID document (which the test changes), with a
+/// client that trusts its certificate alone.
+struct DidHost {
+    did: String,
+    doc: Arc<Mutex<Value>>,
+    client: reqwest::Client,
+}
+
+impl DidHost {
+    async fn start() -> DidHost {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let doc = Arc::new(Mutex::new(Value::Null));
+        let served = doc.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, served) = (acceptor.clone(), served.clone());
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    let mut req = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => req.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    assert!(req.starts_with(b"GET /.well-known/did.json "), "{}", String::from_utf8_lossy(&req));
+                    let body = served.lock().unwrap().to_string();
+                    let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                    let _ = tls.write_all(head.as_bytes()).await;
+                    let _ = tls.write_all(body.as_bytes()).await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        let client = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_der(cert.cert.der()).unwrap())
+            .tls_built_in_root_certs(false)
+            .https_only(true)
+            .build()
+            .unwrap();
+        DidHost { did: format!("did:web:localhost%3A{port}"), doc, client }
+    }
+
+    /// The document now lists these keys, by fragment.
+    fn publish(&self, keys: &[(&str, &SigningKey)]) {
+        let methods: Vec<Value> = keys
+            .iter()
+            .map(|(frag, k)| {
+                json!({"id": format!("#{frag}"), "type": "JsonWebKey2020", "controller": self.did, "publicKeyJwk": PublicKey::Ed25519(k.verifying_key()).to_jwk()})
+            })
+            .collect();
+        *self.doc.lock().unwrap() = json!({"id": self.did, "verificationMethod": methods});
+    }
+
+    async fn keys(&self) -> Vec<gatehouse_store::UampKey> {
+        gatehouse_inbox::uamp::peer::keys_with(&self.client, &self.did).await.unwrap()
+    }
+}
+
+fn ask(u: &Uamp, host: &DidHost, key: &SigningKey, frag: &str, text: &str) -> Value {
+    let e = sign::draft(&host.did, &[u.inbox.did()], Intent::Ask, "text/plain", text);
+    sign::sign_as(e, key, &format!("{}#{frag}", host.did))
+}
+
+fn key_changes(u: &Uamp) -> Vec<ConsentItem> {
+    consent::pending(&u.store).unwrap().into_iter().filter(|i| matches!(i, ConsentItem::KeyChange { .. })).collect()
+}
+
+#[tokio::test]
+async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_contact_stays_blocked() {
+    let u = Uamp::start(cat()).await;
+    let host = DidHost::start().await;
+    let (old, new, forger) = (SigningKey::from_bytes(&[40; 32]), SigningKey::from_bytes(&[41; 32]), SigningKey::from_bytes(&[42; 32]));
+    host.publish(&[("key-1", &old)]);
+    // Trusted as the user adds it: its keys read from its DID document then.
+    let policy = Policy { allowed_scopes: vec!["ask".into()], uamp_keys: host.keys().await, ..Policy::default() };
+    u.store.trust_add(&TrustEntry { public_key: host.did.clone(), name: "Acme agent".into(), added_at: "2026-01-01T00:00:00Z".into(), policy }).unwrap();
+    let p = Peer { key: old.clone(), did: host.did.clone(), token: Some(UampInbox::issue_token(&u.store, &host.did, Utc::now()).unwrap()) };
+    let (s, b, _) = u.post(&p, &ask(&u, &host, &old, "key-1", "hello from the first key")).await;
+    assert_eq!(s, 202, "{b}");
+    let own = u.inbox.did().to_string();
+    contacts::verify(&u.store, &host.did, None, &own, Utc::now()).unwrap();
+    let code_before = contacts::list(&u.store, &own).unwrap()[0].keys[0].safety_code.clone();
+
+    // The agent signs with a key its document did not hold: refused, and a key change waits.
+    let (s, b, _) = u.post(&p, &ask(&u, &host, &new, "key-2", "from a key you never saw")).await;
+    assert_eq!((s, b["reason"].as_str()), (401, Some("unknown_key")), "{b}");
+    assert!(b["message"].as_str().unwrap().contains("check its DID document again"), "{b}");
+    u.post(&p, &ask(&u, &host, &new, "key-2", "and again")).await;
+    let kid = format!("{}#key-2", host.did);
+    match &key_changes(&u)[..] {
+        [ConsentItem::KeyChange { sender, sender_name, key_id, reason, count: 2, verified: true, .. }] => {
+            assert_eq!((sender, sender_name.as_deref(), key_id, reason.as_str()), (&host.did, Some("Acme agent"), &kid, "unknown_key"));
+        }
+        other => panic!("one key change, counted twice, for a verified contact: {other:?}"),
+    }
+    assert_eq!(consent::waiting_count(&u.store).unwrap(), 1);
+    // A message cannot make it allowed: only the document can.
+    let inbox = u.inbox.inbox().clone();
+    let target = ConsentTarget::KeyChange { sender: host.did.clone() };
+    assert!(gatehouse_app::consent::decide(&inbox, &target, Decision::AlwaysAllowScope, Utc::now()).is_err());
+
+    // Checked while the document is unchanged: nothing changes, the messages stay refused.
+    let out = did_change::apply(&u.store, &host.did, &host.keys().await, Utc::now()).unwrap();
+    assert!(out.added.is_empty() && !out.blocked, "{out:?}");
+    assert!(out.message.contains("not signed by Acme agent"), "{}", out.message);
+    assert!(key_changes(&u).is_empty());
+
+    // The owner rotates its key; the agent writes again and the user checks the document.
+    host.publish(&[("key-2", &new)]);
+    assert_eq!(u.post(&p, &ask(&u, &host, &new, "key-2", "after the rotation")).await.0, 401, "nothing is fetched on arrival");
+    assert_eq!(key_changes(&u).len(), 1);
+    let out = did_change::apply(&u.store, &host.did, &host.keys().await, Utc::now()).unwrap();
+    assert_eq!((out.added.len(), out.removed.len(), out.blocked), (1, 1, true), "{out:?}");
+    assert!(out.message.contains("verify it again"), "{}", out.message);
+    assert!(key_changes(&u).is_empty());
+    let c = &contacts::list(&u.store, &own).unwrap()[0];
+    assert!(c.key_changed && !c.verified, "{c:?}");
+    assert_ne!(c.keys[0].safety_code, code_before, "the code follows the keys in the document");
+
+    // Signed with the new key it arrives, but is held and cannot be allowed until verified.
+    let (s, b, _) = u.post(&p, &ask(&u, &host, &new, "key-2", "held until verified")).await;
+    assert_eq!((s, b["held_for_consent"].as_bool()), (202, Some(true)), "{b}");
+    let sid = b["stream_id"].as_str().unwrap().to_string();
+    let held = ConsentTarget::HeldAsk { stream_id: sid };
+    let e = gatehouse_app::consent::decide(&inbox, &held, Decision::AllowOnce, Utc::now()).unwrap_err();
+    assert!(e.to_string().contains("verify it first"), "{e}");
+    contacts::verify(&u.store, &host.did, None, &own, Utc::now()).unwrap();
+    gatehouse_app::consent::decide(&inbox, &held, Decision::AllowOnce, Utc::now()).unwrap();
+
+    // A signature by another key under a kept key id: a key change too; kept as it is.
+    let (s, b, _) = u.post(&p, &ask(&u, &host, &forger, "key-2", "not really Acme")).await;
+    assert_eq!((s, b["reason"].as_str()), (401, Some("invalid_signature")), "{b}");
+    assert!(matches!(&key_changes(&u)[..], [ConsentItem::KeyChange { reason, .. }] if reason == "invalid_signature"));
+    let out = gatehouse_app::consent::decide(&inbox, &target, Decision::Deny, Utc::now()).unwrap();
+    assert!(out.message.contains("Kept Acme agent's keys"), "{}", out.message);
+    assert!(key_changes(&u).is_empty());
+    assert!(matches!(gatehouse_app::consent::decide(&inbox, &target, Decision::Deny, Utc::now()), Err(consent::ConsentError::Gone)));
+}
+
+#[tokio::test]
+async fn an_untrusted_or_did_key_sender_with_a_bad_signature_is_no_key_change() {
+    let u = Uamp::start(cat()).await;
+    let p = u.trusted(43, &["ask"], Default::default());
+    // A did:key carries its key: a bad signature there is just a bad signature.
+    let forged =
+        sign::sign_as(sign::draft(&p.did, &[u.inbox.did()], Intent::Ask, "text/plain", "x"), &SigningKey::from_bytes(&[44; 32]), &sign::kid_of(&p.key));
+    let (s, b, _) = u.post(&p, &forged).await;
+    assert_eq!(s, 401, "{b}");
+    assert!(key_changes(&u).is_empty());
+}
