@@ -20,6 +20,7 @@ app_commands![
     contacts::contact_rename,
     contacts::contact_merge,
     contacts::contact_check_keys,
+    contacts::contact_read_qr,
     commands::quiet_hours_get,
     commands::quiet_hours_set,
     commands::trust_add,

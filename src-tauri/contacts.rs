@@ -83,3 +83,11 @@ pub async fn contact_merge(core: CoreState<'_>, from: i64, into: i64) -> Result<
 pub async fn contact_check_keys(core: CoreState<'_>, sender: String) -> Result<gatehouse_app::did_change::KeysChecked> {
     gatehouse_app::did_change::check(core.inner().store.clone(), sender).await
 }
+
+/// The Gatehouse contact text in a picture of a QR code (its bytes, base64), to verify
+/// with like a pasted code.
+#[tauri::command]
+#[specta::specta]
+pub async fn contact_read_qr(picture: String) -> Result<String> {
+    blocking(move || gatehouse_app::qr::read_base64(&picture)).await
+}

@@ -89,3 +89,49 @@ fn two_gatehouses_show_the_same_safety_code_and_a_changed_key_blocks_until_verif
     b.wait_text("#inbox-rows", "From Al's first key");
     assert!(b.text("#inbox-rows").contains("from my new laptop"));
 }
+
+#[test]
+fn a_picture_of_their_qr_code_verifies_them() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let (b_data, _) = App::prepare();
+
+    // A's QR code as its screen shows it (a screenshot of the code, as A would send it).
+    let a = App::start();
+    a.click("#nav-trust");
+    a.click("#share-open");
+    let qr = a.find("#share-qr");
+    a.script("document.querySelector('#share-qr').scrollIntoView({block: 'center'}); return true;");
+    a.screenshot("share");
+    let png = a.call(reqwest::Method::GET, &format!("/element/{qr}/screenshot"), None);
+    let png = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.decode(png.as_str().expect("a screenshot of the QR code")).unwrap()
+    };
+    let a_key = a.public_key.clone();
+    drop(a);
+    let dir = tempfile::tempdir().unwrap();
+    let picture = dir.path().join("al-qr.png");
+    std::fs::write(&picture, &png).unwrap();
+    let shots = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    std::fs::write(shots.join("share-qr.png"), &png).unwrap();
+
+    // B opens that picture on Al's verification screen: read, checked, verified.
+    let b = App::start_in(b_data);
+    b.click("#welcome-done");
+    b.trust_key(&a_key, "Al", &["support"]);
+    open_verify(&b, "Al");
+    let input = b.find("#verify-picture");
+    b.call(reqwest::Method::POST, &format!("/element/{input}/value"), Some(serde_json::json!({"text": picture.to_str().unwrap()})));
+    b.wait_text("#verify-msg", "Al’s key is verified");
+    b.wait_text("#contacts .contact[data-contact] .standing", "Verified");
+
+    // A picture of some other code verifies nothing, and says why.
+    b.trust_key(&"cd".repeat(32), "Cy", &["support"]);
+    open_verify(&b, "Cy");
+    let input = b.find("#verify-picture");
+    b.call(reqwest::Method::POST, &format!("/element/{input}/value"), Some(serde_json::json!({"text": picture.to_str().unwrap()})));
+    b.wait_text("#verify-msg", "that code is for another key");
+    b.script("document.querySelector('#verify-panel').scrollIntoView(); return true;");
+    b.screenshot("verify-picture");
+}

@@ -37,6 +37,11 @@ export const commands = {
 	 *  verified contact is blocked until verified again). Answers a key change prompt.
 	 */
 	contactCheckKeys: (sender: string) => __TAURI_INVOKE<KeysChecked>("contact_check_keys", { sender }),
+	/**
+	 *  The Gatehouse contact text in a picture of a QR code (its bytes, base64), to verify
+	 *  with like a pasted code.
+	 */
+	contactReadQr: (picture: string) => __TAURI_INVOKE<string>("contact_read_qr", { picture }),
 	quietHoursGet: () => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_get"),
 	/**  Sets quiet hours (`null`: off). */
 	quietHoursSet: (hours: QuietHours | null) => __TAURI_INVOKE<QuietState_Serialize>("quiet_hours_set", { hours }),
@@ -1170,6 +1175,11 @@ export type InboxEvent_Deserialize = {
 	transport: string,
 	/**  The user is asked: an unknown sender knocked, or an envelope is held. */
 	needs_consent: boolean,
+	/**
+	 *  A trusted sender signed with a key not kept for it: the user is asked to check its
+	 *  keys again.
+	 */
+	key_change: boolean,
 };
 
 /**  What the inbox tells whoever listens (the desktop shell) as it happens. */
@@ -1182,6 +1192,11 @@ export type InboxEvent_Serialize = {
 	transport: string,
 	/**  The user is asked: an unknown sender knocked, or an envelope is held. */
 	needs_consent: boolean,
+	/**
+	 *  A trusted sender signed with a key not kept for it: the user is asked to check its
+	 *  keys again.
+	 */
+	key_change: boolean,
 };
 
 /**

@@ -28,6 +28,7 @@ pub mod export;
 pub mod first_run;
 pub mod guardian;
 pub mod peers;
+pub mod qr;
 pub mod quiet;
 pub mod replies;
 pub mod risk;

@@ -12,6 +12,8 @@ vi.mock('@tauri-apps/api/core', () => ({
   invoke: (cmd: string, args: unknown) => {
     if (cmd === 'contacts_list') return Promise.resolve(contacts);
     if (cmd === 'contact_merge') { calls.push(args); return Promise.resolve(null); }
+    if (cmd === 'contact_read_qr') { calls.push(['read', args]); return Promise.resolve(`gatehouse:contact?key=${'bb'.repeat(32)}&address=x`); }
+    if (cmd === 'contact_verify') { calls.push(['verify', args]); return Promise.resolve({ ...contacts[1], verified: true }); }
     return Promise.reject({ code: 'INTERNAL', message: `unmocked ${cmd}` });
   },
 }));
@@ -36,4 +38,23 @@ test('namesakes are flagged, and merged only by the button', async () => {
   (unverified.querySelector('button.merge') as HTMLButtonElement).click();
   await new Promise((r) => setTimeout(r, 0));
   expect(calls).toEqual([{ from: 2, into: 1 }]);
+});
+
+test('a picture of their QR code is read and checked like pasted text', async () => {
+  calls.length = 0;
+  // jsdom lays nothing out, so it has no scrolling to do.
+  Element.prototype.scrollIntoView = () => {};
+  const panel = new ContactsPanel(() => {});
+  replace(document.body, panel.el);
+  await panel.load();
+  (document.querySelector('.contact[data-contact="2"] .verify-open') as HTMLButtonElement).click();
+  const input = document.querySelector('#verify-picture') as HTMLInputElement;
+  expect(input.accept).toBe('image/png,image/jpeg');
+  const png = new File([new Uint8Array([0x89, 0x50, 0x4e, 0x47])], 'qr.png', { type: 'image/png' });
+  Object.defineProperty(input, 'files', { value: [png] });
+  input.dispatchEvent(new Event('change'));
+  await vi.waitFor(() => expect(calls).toHaveLength(2));
+  expect(calls[0]).toEqual(['read', { picture: 'iVBORw==' }]);
+  expect(calls[1]).toEqual(['verify', { key: 'bb'.repeat(32), pasted: `gatehouse:contact?key=${'bb'.repeat(32)}&address=x` }]);
+  await vi.waitFor(() => expect(document.querySelector('#verify-msg')?.textContent).toContain('key is verified'));
 });

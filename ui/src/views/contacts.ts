@@ -6,6 +6,19 @@ import { api, errorText, type ContactView, type KeyView } from '../api';
 import { h, replace } from '../dom';
 import { when } from '../format';
 
+/** Pictures of a QR code larger than this are refused (qr::MAX_PICTURE_BYTES). */
+const MAX_PICTURE_BYTES = 8 * 1024 * 1024;
+
+/** A file's bytes as base64 (how a picture crosses to Rust). */
+export function base64Of(f: Blob): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => resolve(String(r.result).replace(/^data:[^,]*,/, ''));
+    r.onerror = () => reject(new Error('The picture could not be read.'));
+    r.readAsDataURL(f);
+  });
+}
+
 /** Asks the window to show a contact's messages (all their keys) in the inbox. */
 export const CONTACT_HISTORY = 'gatehouse:contact-history';
 
@@ -89,6 +102,23 @@ export class ContactsPanel {
       void this.load();
     };
     const fail = (e: unknown) => { msg.textContent = errorText(e); msg.classList.add('error'); };
+    // A picture of their QR code (a screenshot they sent, a photo) says what pasting would.
+    const readPicture = async (f: File) => {
+      msg.classList.remove('error');
+      if (f.size > MAX_PICTURE_BYTES) { fail(new Error('That picture is larger than 8 MB: crop it to the QR code.')); return; }
+      msg.textContent = 'Reading the QR code…';
+      try {
+        const text = await api.contactReadQr(await base64Of(f));
+        pasted.value = text;
+        msg.textContent = 'Read their QR code; checking it…';
+        done(await api.contactVerify(k.key, text));
+      } catch (e) { fail(e); }
+    };
+    const picture = h('input', { type: 'file', id: 'verify-picture', accept: 'image/png,image/jpeg', hidden: true,
+      onchange: () => { const f = picture.files?.[0]; if (f) void readPicture(f); } });
+    const pictureButton = h('button', { className: 'secondary', id: 'verify-picture-open', onclick: () => picture.click() }, 'Open a picture of their QR code');
+    const imageIn = (d: DataTransfer | null): File | undefined => [...(d?.files ?? [])].find((f) => f.type.startsWith('image/'));
+    pasted.addEventListener('paste', (ev) => { const f = imageIn(ev.clipboardData); if (f) { ev.preventDefault(); void readPicture(f); } });
     replace(this.panel, h('section', { className: 'card verify', id: 'verify-panel', 'aria-label': `Verify ${c.name}` },
       h('h3', {}, `Verify ${c.name}`),
       h('p', {}, `Compare this code with ${c.name}, face to face or on a call you trust. They open Gatehouse → Trusted senders → your contact → Verify, and read theirs out: it must be the same.`),
@@ -97,10 +127,14 @@ export class ContactsPanel {
       h('div', { className: 'actions' },
         h('button', { className: 'primary', id: 'verify-match', onclick: () => void api.contactVerify(k.key, null).then(done, fail) }, 'The codes match'),
         h('button', { className: 'secondary', onclick: () => replace(this.panel) }, 'Not now')),
-      h('p', {}, `Or paste what ${c.name} shared (the text of their QR code, from their “Share my key”):`),
+      h('p', {}, `Or paste what ${c.name} shared (the text of their QR code, from their “Share my key”), or a picture of their QR code:`),
       pasted,
-      h('div', { className: 'actions' }, h('button', { className: 'secondary', id: 'verify-check', onclick: () => void api.contactVerify(k.key, pasted.value).then(done, fail) }, 'Check it')),
+      h('div', { className: 'actions' }, h('button', { className: 'secondary', id: 'verify-check', onclick: () => void api.contactVerify(k.key, pasted.value).then(done, fail) }, 'Check it'),
+        pictureButton, picture),
       msg));
+    const panel = this.panel.querySelector<HTMLElement>('#verify-panel');
+    panel?.addEventListener('dragover', (ev) => ev.preventDefault());
+    panel?.addEventListener('drop', (ev) => { const f = imageIn(ev.dataTransfer); if (f) { ev.preventDefault(); void readPicture(f); } });
     this.panel.scrollIntoView({ block: 'nearest' });
   }
 

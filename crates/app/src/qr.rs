@@ -1,0 +1,113 @@
+//! Reading the other side's QR code from a picture of it (a screenshot, a photo): the text
+//! it holds is what they would have pasted, and is checked like it
+//! ([`crate::contacts::verify`]). Decoding happens here, in safe Rust, bounded in bytes and
+//! pixels; the window sends the picture's bytes, never a path.
+
+use base64::Engine as _;
+
+use crate::{Code, CommandError, Result};
+
+/// Pictures larger than this are refused (a phone photo fits).
+pub const MAX_PICTURE_BYTES: usize = 8 * 1024 * 1024;
+/// Wider or taller pictures are refused, which bounds memory and the decoder's work.
+const MAX_SIDE: u32 = 6000;
+
+/// The Gatehouse contact text in a picture of a QR code (PNG or JPEG).
+pub fn read(picture: &[u8]) -> Result<String> {
+    let invalid = |m: String| CommandError::new(Code::Invalid, m);
+    if picture.len() > MAX_PICTURE_BYTES {
+        return Err(invalid(format!("that picture is larger than {} MB: crop it to the QR code", MAX_PICTURE_BYTES / 1024 / 1024)));
+    }
+    let mut reader =
+        image::ImageReader::new(std::io::Cursor::new(picture)).with_guessed_format().map_err(|e| invalid(format!("that picture could not be read: {e}")))?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(256 * 1024 * 1024);
+    reader.limits(limits);
+    let img = reader.decode().map_err(|e| match e {
+        image::ImageError::Limits(_) => invalid(format!("that picture is larger than {MAX_SIDE} pixels a side: crop it to the QR code")),
+        e => invalid(format!("that is not a PNG or JPEG picture Gatehouse can read ({e})")),
+    })?;
+    let grey = img.to_luma8();
+    let mut prepared = rqrr::PreparedImage::prepare_from_greyscale(grey.width() as usize, grey.height() as usize, |x, y| grey.get_pixel(x as u32, y as u32)[0]);
+    let grids = prepared.detect_grids();
+    if grids.is_empty() {
+        return Err(invalid("no QR code was found in that picture: try one that is sharper, or closer to the code".into()));
+    }
+    let mut other = None;
+    for g in grids {
+        match g.decode() {
+            Ok((_, text)) if crate::contacts::shared_key(&text).is_ok() => return Ok(text),
+            Ok((_, text)) => other = Some(text),
+            Err(_) => {}
+        }
+    }
+    Err(invalid(match other {
+        Some(text) => {
+            format!("that QR code is not a Gatehouse key (it holds {:?}); ask them for the code under Share my key", text.chars().take(60).collect::<String>())
+        }
+        None => "a QR code is there but could not be read: try a sharper picture".into(),
+    }))
+}
+
+/// [`read`], the picture given as base64 (how the window sends it).
+pub fn read_base64(picture: &str) -> Result<String> {
+    // Four base64 characters carry three bytes: refuse what would decode past the limit.
+    if picture.len() > MAX_PICTURE_BYTES / 3 * 4 + 4 {
+        return Err(CommandError::new(Code::Invalid, format!("that picture is larger than {} MB: crop it to the QR code", MAX_PICTURE_BYTES / 1024 / 1024)));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(picture.trim())
+        .map_err(|_| CommandError::new(Code::Invalid, "the picture did not arrive whole (not base64)"))?;
+    read(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A PNG of `text`'s QR code, `scale` pixels a module, with the quiet zone.
+    fn qr_png(text: &str, scale: u32) -> Vec<u8> {
+        let code = qrcode::QrCode::new(text.as_bytes()).unwrap();
+        let (w, colors) = (code.width() as u32, code.to_colors());
+        let side = (w + 8) * scale;
+        let img = image::GrayImage::from_fn(side, side, |x, y| {
+            let (mx, my) = ((x / scale) as i64 - 4, (y / scale) as i64 - 4);
+            let dark = mx >= 0 && my >= 0 && mx < w as i64 && my < w as i64 && colors[(my as u32 * w + mx as u32) as usize] == qrcode::Color::Dark;
+            image::Luma([if dark { 0 } else { 255 }])
+        });
+        let mut out = Vec::new();
+        img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_picture_of_a_shared_code_reads_back_as_its_text() {
+        let text = crate::contacts::share_text(&"ab".repeat(32), "http://127.0.0.1:7777/epp/v1/submit");
+        assert_eq!(read(&qr_png(&text, 4)).unwrap(), text);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(qr_png(&text, 3));
+        assert_eq!(read_base64(&b64).unwrap(), text);
+    }
+
+    #[test]
+    fn other_pictures_get_a_reason() {
+        let e = read(&qr_png("https://example.com/menu", 4)).unwrap_err();
+        assert!(e.message.contains("not a Gatehouse key") && e.message.contains("example.com/menu"), "{}", e.message);
+        let blank = {
+            let mut out = Vec::new();
+            image::GrayImage::from_pixel(200, 200, image::Luma([255])).write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png).unwrap();
+            out
+        };
+        assert!(read(&blank).unwrap_err().message.contains("no QR code was found"));
+        let wide = {
+            let mut out = Vec::new();
+            image::GrayImage::from_pixel(MAX_SIDE + 1, 1, image::Luma([255])).write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png).unwrap();
+            out
+        };
+        assert!(read(&wide).unwrap_err().message.contains("pixels a side"));
+        assert!(read(b"not a picture").unwrap_err().message.contains("not a PNG or JPEG"));
+        assert!(read(&vec![0; MAX_PICTURE_BYTES + 1]).unwrap_err().message.contains("larger than 8 MB"));
+        assert!(read_base64("%%%").unwrap_err().message.contains("not base64"));
+    }
+}
