@@ -5,7 +5,7 @@ import { h, Kept, replace } from '../dom';
 import { failed } from './parts';
 import { extrasCard } from './inbox';
 import { riskText } from './risk';
-import { coveredList, lastingPicker } from './grants';
+import { coveredList, lasting as lastingOf, lastingPicker, type LastingChoice } from './grants';
 import { quietBanner } from './quiet';
 import { fingerprint, senderLabel, when } from '../format';
 
@@ -125,16 +125,20 @@ export class ConsentView {
     const params = asShape<{ params?: Record<string, unknown> } | null>(a.request)?.params ?? {};
     const inputs = ((params.toolCallRequest as { inputs?: { name: string; value: unknown }[] } | undefined)?.inputs) ?? [];
     const always = h('input', { type: 'checkbox', id: `asop-always-${a.row}`, className: 'asop-always' });
-    const length = h('select', { className: 'asop-for', 'aria-label': 'How long the rule lasts' },
-      h('option', { value: 'always' }, 'for good'), h('option', { value: 'hour' }, 'for 1 hour'), h('option', { value: 'tonight' }, 'until tonight'));
+    const untilDate = h('input', { type: 'date', className: 'asop-until', 'aria-label': 'The rule lasts until this date', hidden: true });
+    const length = h('select', { className: 'asop-for', 'aria-label': 'How long the rule lasts', onchange: () => { untilDate.hidden = length.value !== 'until'; } },
+      h('option', { value: 'always' }, 'for good'), h('option', { value: 'hour' }, 'for 1 hour'), h('option', { value: 'tonight' }, 'until tonight'),
+      h('option', { value: 'until' }, 'until a date…'));
     const pattern = h('input', { type: 'text', className: 'asop-pattern', placeholder: 'pattern to redact, e.g. \\d{16}', size: 24 });
     const result = h('p', { className: 'result', role: 'status' });
     const answer = async (decision: 'allow' | 'deny' | 'modify') => {
       try {
-        const lasting = always.checked && length.value !== 'always' ? { for: length.value as 'hour' | 'tonight' } : null;
+        const choice = length.value as LastingChoice;
+        const lasting = always.checked && choice !== 'always' ? lastingOf(choice, untilDate.value) : null;
+        if (always.checked && choice === 'until' && !lasting) throw new Error('Choose the date the rule ends, or another length.');
         await api.asopAnswer(a.row, { decision, always: always.checked, redact: decision === 'modify' ? pattern.value : null, note: null, lasting });
         const said = { allow: 'Allowed', deny: 'Denied', modify: 'Allowed with redactions' }[decision];
-        const rule = lasting ? (lasting.for === 'hour' ? ' for 1 hour' : ' until tonight') : '';
+        const rule = lasting ? { always: '', hour: ' for 1 hour', tonight: ' until tonight', until: ` until ${untilDate.value}` }[lasting.for] : '';
         this.settled(card, result, `${said}${always.checked ? ` — and made a rule${rule}` : ''}. The agent has its answer.`);
       } catch (e) {
         this.failed(card, result, e);
@@ -149,7 +153,7 @@ export class ConsentView {
         h('button', { className: 'primary', 'data-answer': 'allow', onclick: () => void answer('allow') }, 'Allow'),
         h('button', { className: 'secondary', 'data-answer': 'deny', onclick: () => void answer('deny') }, 'Deny'),
         pattern, h('button', { className: 'secondary', 'data-answer': 'modify', onclick: () => void answer('modify') }, 'Allow, redacted'),
-        h('label', { className: 'small' }, always, ' Always (make it a rule)'), length),
+        h('label', { className: 'small' }, always, ' Always (make it a rule)'), length, untilDate),
       result);
     return card;
   }

@@ -125,3 +125,43 @@ async fn before_always_the_prompt_lists_what_it_would_have_let_in() {
     assert!(covered.iter().all(|c| c.outcome == "refused"));
     inbox.stop().await;
 }
+
+#[tokio::test]
+async fn a_uamp_agents_grant_for_an_hour_runs_its_asks_for_the_hour_then_holds_them_and_asks_again() {
+    use crate::uamp::{cat, Uamp};
+    use gatehouse_uamp::Intent;
+    let u = Uamp::start(cat()).await;
+    let p = u.trusted(45, &["ask"], Default::default());
+    let mut t = u.store.trust_get(&p.did).unwrap().unwrap();
+    t.policy.hold_for_consent = true;
+    u.store.trust_update(&p.did, None, &t.policy).unwrap();
+    let inbox = u.inbox.inbox().clone();
+    let ask = |text: &str| u.envelope(&p, Intent::Ask, text, serde_json::json!({}));
+
+    // Held, then allowed for an hour from the prompt.
+    let (s, b, _) = u.post(&p, &ask("first")).await;
+    assert_eq!((s, b["held_for_consent"].as_bool()), (202, Some(true)), "{b}");
+    let held = ConsentTarget::HeldAsk { stream_id: b["stream_id"].as_str().unwrap().into() };
+    let out = decide_with_keys(&inbox, &held, Decision::AlwaysAllowScope, &Lasting::Hour, Utc::now(), &[]).unwrap();
+    assert!(out.message.contains("then you are asked again"), "{}", out.message);
+    let until = u.store.trust_get(&p.did).unwrap().unwrap().policy.grant_until["ask"].clone();
+    let end = chrono::DateTime::parse_from_rfc3339(&until).unwrap().with_timezone(&Utc);
+    assert!((end - Utc::now() - Duration::hours(1)).num_seconds().abs() < 60, "{until}");
+
+    // Within the hour its asks run without asking.
+    let (s, b, _) = u.post(&p, &ask("within the hour")).await;
+    assert_eq!((s, b.get("held_for_consent")), (202, None), "{b}");
+
+    // The hour is over (its end moved into the past): the next ask is kept and held, and
+    // the prompt says the permission ended.
+    let mut t = u.store.trust_get(&p.did).unwrap().unwrap();
+    t.policy.grant_until.insert("ask".into(), "2020-01-01T00:00:00Z".into());
+    u.store.trust_update(&p.did, None, &t.policy).unwrap();
+    let (s, b, _) = u.post(&p, &ask("after the hour")).await;
+    assert_eq!((s, b["held_for_consent"].as_bool()), (202, Some(true)), "{b}");
+    let items = consent::pending(&u.store).unwrap();
+    assert!(
+        matches!(&items[..], [ConsentItem::HeldAsk { prompt, grant_ended: Some(e), .. }] if prompt == "after the hour" && e == "2020-01-01T00:00:00Z"),
+        "{items:?}"
+    );
+}

@@ -225,6 +225,25 @@ async fn an_always_for_an_hour_decides_for_the_hour_then_the_step_asks_again() {
 }
 
 #[tokio::test]
+async fn an_always_until_a_date_ends_at_the_end_of_that_day() {
+    use chrono::TimeZone as _;
+    let g = start().await;
+    register(&g).await;
+    let day = (chrono::Local::now() + chrono::Duration::days(3)).date_naive();
+    let until = gatehouse_inbox::gate::consent::Lasting::Until { date: day.format("%Y-%m-%d").to_string() };
+    let asked = g.answer_next(UserAnswer { decision: Action::Allow, always: true, redact: None, note: None, lasting: Some(until) });
+    let r = g.call(tool_call(1, "send_email", json!([{"name": "to", "value": "a@example.com"}]))).await;
+    assert_eq!(r["result"]["decision"], "allow", "{r}");
+    asked.await.unwrap();
+    let rule = g.store.asop_rules().unwrap().into_iter().find(|r| r.source == "always").unwrap();
+    let end = chrono::DateTime::parse_from_rfc3339(rule.until.as_deref().unwrap()).unwrap();
+    let midnight = chrono::Local.from_local_datetime(&day.succ_opt().unwrap().and_hms_opt(0, 0, 0).unwrap()).earliest().unwrap();
+    assert_eq!(end, midnight, "the rule lasts to the end of the chosen day, on this computer's clock");
+    let r = g.call(tool_call(2, "send_email", json!([{"name": "to", "value": "b@example.com"}]))).await;
+    assert_eq!(r["result"]["reasonCode"][0], "rule_allow", "{r}");
+}
+
+#[tokio::test]
 async fn every_json_rpc_error_code_and_batches() {
     let g = start().await;
     register(&g).await;

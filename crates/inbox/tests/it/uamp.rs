@@ -72,7 +72,7 @@ impl Uamp {
         Peer { key, did, token: Some(token) }
     }
 
-    fn envelope(&self, p: &Peer, intent: Intent, content: &str, extra: Value) -> Value {
+    pub(crate) fn envelope(&self, p: &Peer, intent: Intent, content: &str, extra: Value) -> Value {
         let mut e = sign::draft(&p.did, &[self.inbox.did()], intent, "text/plain", content);
         if let (Some(o), Some(x)) = (e.as_object_mut(), extra.as_object()) {
             o.extend(x.clone());
