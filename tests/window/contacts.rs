@@ -6,7 +6,7 @@
 use crate::harness::*;
 
 /// Opens the verification screen for the contact named `name`'s first unverified key.
-fn open_verify(app: &App, name: &str) -> String {
+pub(crate) fn open_verify(app: &App, name: &str) -> String {
     app.click("#nav-trust");
     app.wait_text("#contacts", name);
     app.script(&format!(

@@ -40,6 +40,7 @@ fn open_window(data: &Path, watch: &Path, port: u16, uamp_port: u16) -> (Child, 
         .env("GATEHOUSE_UAMP_PORT", uamp_port.to_string())
         .env("GATEHOUSE_WATCH_DIR", watch)
         .env("GATEHOUSE_TEST_CLOCK", data.join("test-clock"))
+        .env("GATEHOUSE_TEST_DID_CA", data.join("test-did-ca.pem"))
         .stdout(Stdio::null())
         .stderr(std::env::var_os("GATEHOUSE_TEST_APP_LOG").map_or_else(Stdio::null, |p| std::fs::File::create(p).map_or_else(|_| Stdio::null(), Stdio::from)))
         .spawn()

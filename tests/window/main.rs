@@ -10,6 +10,7 @@ mod epp;
 mod first_run;
 mod grants;
 mod harness;
+mod keys;
 mod model;
 mod notify;
 mod peers;

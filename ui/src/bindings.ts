@@ -533,7 +533,12 @@ key_change: boolean } |
  */
 { kind: "held_ask"; stream_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; received_at: string; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[]; grant_ended?: string | null; later?: string | null } | 
+risk: Flag[]; grant_ended?: string | null; later?: string | null; 
+/**
+ *  The agent's keys changed after the user verified it, and it is not verified
+ *  again: nothing from it can be let through until it is.
+ */
+key_change: boolean } | 
 /**
  *  A trusted sender signed with a key not among those kept for it (a UAMP agent whose
  *  DID document may have changed): its messages are refused until the user checks its
@@ -598,7 +603,12 @@ key_change: boolean } |
  */
 { kind: "held_ask"; stream_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; received_at: string; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
-risk: Flag[]; grant_ended: string | null; later: string | null } | 
+risk: Flag[]; grant_ended: string | null; later: string | null; 
+/**
+ *  The agent's keys changed after the user verified it, and it is not verified
+ *  again: nothing from it can be let through until it is.
+ */
+key_change: boolean } | 
 /**
  *  A trusted sender signed with a key not among those kept for it (a UAMP agent whose
  *  DID document may have changed): its messages are refused until the user checks its

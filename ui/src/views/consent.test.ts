@@ -9,7 +9,7 @@ describe('consent prompts', () => {
     expect(s).toContain('3 attempts');
     const held = consentSentence({ kind: 'held', row_id: 1, envelope_id: 'e', sender: 'ab'.repeat(32), sender_name: 'Dr. Lee', scope: 'lab-results', prompt: 'x', payload_type: null, on_behalf_of: null, received_at: '', extras: null, risk: [], covered: [], covered_total: 0, grant_ended: null, later: null, key_change: false });
     expect(held).toBe('Dr. Lee sent your AI a message about “lab-results”. Your rules say to ask you before it is passed on.');
-    const agent = consentSentence({ kind: 'held_ask', stream_id: 's', sender: 'did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH', sender_name: null, scope: 'ask', prompt: 'x', received_at: '', risk: [], grant_ended: null, later: null });
+    const agent = consentSentence({ kind: 'held_ask', stream_id: 's', sender: 'did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH', sender_name: null, scope: 'ask', prompt: 'x', received_at: '', risk: [], grant_ended: null, later: null, key_change: false });
     expect(agent).toContain('key did:key:…wWsdvktH');
     expect(agent).toContain('over UAMP');
     expect(agent).toContain('“ask”');

@@ -201,6 +201,8 @@ export class ConsentView {
       item.kind === 'key_change' ? keyChangeWarning(item) : null,
       item.kind === 'held' && item.key_change ? h('p', { className: 'key-change', role: 'alert' },
         '⚠ This is a new key of a contact you verified, and it is not verified itself. Nothing from it gets through until you check it with them: Trusted senders → the contact → Verify.') : null,
+      item.kind === 'held_ask' && item.key_change ? h('p', { className: 'key-change', role: 'alert' },
+        '⚠ This agent’s keys changed after you verified it. Nothing from it gets through until you verify it again: Trusted senders → the contact → Verify.') : null,
       prompt && item.kind !== 'key_change' ? riskText('blockquote', {}, prompt, item.risk, item.kind === 'held_ask' ? item.stream_id : item.envelope_id)
         : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
       (item.kind === 'held' || item.kind === 'unknown_sender') && item.extras ? extrasCard(item.extras) : null,
@@ -226,7 +228,7 @@ export class ConsentView {
         button('block', 'Block', 'danger', 'Never let this sender through or ask again.')),
       result);
     // A new key of a verified contact cannot be let through until it is verified.
-    if (item.kind === 'held' && item.key_change) {
+    if ((item.kind === 'held' || item.kind === 'held_ask') && item.key_change) {
       for (const b of card.querySelectorAll<HTMLButtonElement>('button[data-decision="allow_once"], button[data-decision="always_allow_scope"]')) b.disabled = true;
     }
     return card;

@@ -78,6 +78,9 @@ pub enum ConsentItem {
         risk: Vec<gatehouse_risk::Flag>,
         grant_ended: Option<String>,
         later: Option<String>,
+        /// The agent's keys changed after the user verified it, and it is not verified
+        /// again: nothing from it can be let through until it is.
+        key_change: bool,
     },
     /// A trusted sender signed with a key not among those kept for it (a UAMP agent whose
     /// DID document may have changed): its messages are refused until the user checks its
@@ -375,6 +378,7 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
         let scope = m.scope.unwrap_or(m.intent);
         items.push(ConsentItem::HeldAsk {
             grant_ended: ended(trust.as_ref(), &scope, now),
+            key_change: trust.as_ref().is_some_and(|t| t.policy.key_change_unverified),
             later: later_of(ConsentTarget::HeldAsk { stream_id: s.stream_id.clone() }),
             sender_name: trust.map(|t| t.name),
             risk: risk_flags(store, &s.stream_id, &m.content, None)?,

@@ -3,94 +3,44 @@
 //! own); checking the document again (fetched over real HTTPS from a server on loopback)
 //! takes the new keys, and a verified contact stays blocked until verified again.
 
-use std::sync::{Arc, Mutex};
-
 use chrono::Utc;
 use ed25519_dalek::SigningKey;
 use gatehouse_app::{contacts, did_change};
+use gatehouse_did_testhost::DidHost;
 use gatehouse_inbox::gate::consent::{self, ConsentItem, ConsentTarget, Decision};
 use gatehouse_inbox::uamp::UampInbox;
 use gatehouse_store::{Policy, TrustEntry};
-use gatehouse_uamp::did::PublicKey;
 use gatehouse_uamp::{sign, Intent};
-use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use serde_json::Value;
 
 use crate::uamp::{cat, Peer, Uamp};
 
-/// An HTTPS server on loopback serving one DID document (which the test changes), with a
-/// client that trusts its certificate alone.
-struct DidHost {
-    did: String,
-    doc: Arc<Mutex<Value>>,
+/// The agent's host, and a client that trusts its certificate alone.
+struct Host {
+    web: DidHost,
     client: reqwest::Client,
 }
 
-impl DidHost {
-    async fn start() -> DidHost {
-        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.cert.der().clone()], key)
-            .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let doc = Arc::new(Mutex::new(Value::Null));
-        let served = doc.clone();
-        tokio::spawn(async move {
-            while let Ok((tcp, _)) = listener.accept().await {
-                let (acceptor, served) = (acceptor.clone(), served.clone());
-                tokio::spawn(async move {
-                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
-                    let mut req = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match tls.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => req.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    assert!(req.starts_with(b"GET /.well-known/did.json "), "{}", String::from_utf8_lossy(&req));
-                    let body = served.lock().unwrap().to_string();
-                    let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
-                    let _ = tls.write_all(head.as_bytes()).await;
-                    let _ = tls.write_all(body.as_bytes()).await;
-                    let _ = tls.shutdown().await;
-                });
-            }
-        });
+impl Host {
+    fn start() -> Host {
+        let web = DidHost::start();
         let client = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_der(cert.cert.der()).unwrap())
+            .add_root_certificate(reqwest::Certificate::from_der(web.ca_der()).unwrap())
             .tls_built_in_root_certs(false)
             .https_only(true)
             .build()
             .unwrap();
-        DidHost { did: format!("did:web:localhost%3A{port}"), doc, client }
-    }
-
-    /// The document now lists these keys, by fragment.
-    fn publish(&self, keys: &[(&str, &SigningKey)]) {
-        let methods: Vec<Value> = keys
-            .iter()
-            .map(|(frag, k)| {
-                json!({"id": format!("#{frag}"), "type": "JsonWebKey2020", "controller": self.did, "publicKeyJwk": PublicKey::Ed25519(k.verifying_key()).to_jwk()})
-            })
-            .collect();
-        *self.doc.lock().unwrap() = json!({"id": self.did, "verificationMethod": methods});
+        Host { web, client }
     }
 
     async fn keys(&self) -> Vec<gatehouse_store::UampKey> {
-        gatehouse_inbox::uamp::peer::keys_with(&self.client, &self.did).await.unwrap()
+        gatehouse_inbox::uamp::peer::keys_with(&self.client, self.web.did()).await.unwrap()
     }
 }
 
-fn ask(u: &Uamp, host: &DidHost, key: &SigningKey, frag: &str, text: &str) -> Value {
-    let e = sign::draft(&host.did, &[u.inbox.did()], Intent::Ask, "text/plain", text);
-    sign::sign_as(e, key, &format!("{}#{frag}", host.did))
+fn ask(u: &Uamp, host: &Host, key: &SigningKey, frag: &str, text: &str) -> Value {
+    let e = sign::draft(host.web.did(), &[u.inbox.did()], Intent::Ask, "text/plain", text);
+    sign::sign_as(e, key, &host.web.kid(frag))
 }
 
 fn key_changes(u: &Uamp) -> Vec<ConsentItem> {
@@ -100,17 +50,19 @@ fn key_changes(u: &Uamp) -> Vec<ConsentItem> {
 #[tokio::test]
 async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_contact_stays_blocked() {
     let u = Uamp::start(cat()).await;
-    let host = DidHost::start().await;
+    let host = Host::start();
     let (old, new, forger) = (SigningKey::from_bytes(&[40; 32]), SigningKey::from_bytes(&[41; 32]), SigningKey::from_bytes(&[42; 32]));
-    host.publish(&[("key-1", &old)]);
+    host.web.publish(&[("key-1", &old)]);
     // Trusted as the user adds it: its keys read from its DID document then.
     let policy = Policy { allowed_scopes: vec!["ask".into()], uamp_keys: host.keys().await, ..Policy::default() };
-    u.store.trust_add(&TrustEntry { public_key: host.did.clone(), name: "Acme agent".into(), added_at: "2026-01-01T00:00:00Z".into(), policy }).unwrap();
-    let p = Peer { key: old.clone(), did: host.did.clone(), token: Some(UampInbox::issue_token(&u.store, &host.did, Utc::now()).unwrap()) };
+    u.store
+        .trust_add(&TrustEntry { public_key: host.web.did().to_string(), name: "Acme agent".into(), added_at: "2026-01-01T00:00:00Z".into(), policy })
+        .unwrap();
+    let p = Peer { key: old.clone(), did: host.web.did().to_string(), token: Some(UampInbox::issue_token(&u.store, host.web.did(), Utc::now()).unwrap()) };
     let (s, b, _) = u.post(&p, &ask(&u, &host, &old, "key-1", "hello from the first key")).await;
     assert_eq!(s, 202, "{b}");
     let own = u.inbox.did().to_string();
-    contacts::verify(&u.store, &host.did, None, &own, Utc::now()).unwrap();
+    contacts::verify(&u.store, host.web.did(), None, &own, Utc::now()).unwrap();
     let code_before = contacts::list(&u.store, &own).unwrap()[0].keys[0].safety_code.clone();
 
     // The agent signs with a key its document did not hold: refused, and a key change waits.
@@ -118,30 +70,30 @@ async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_c
     assert_eq!((s, b["reason"].as_str()), (401, Some("unknown_key")), "{b}");
     assert!(b["message"].as_str().unwrap().contains("check its DID document again"), "{b}");
     u.post(&p, &ask(&u, &host, &new, "key-2", "and again")).await;
-    let kid = format!("{}#key-2", host.did);
+    let kid = host.web.kid("key-2");
     match &key_changes(&u)[..] {
         [ConsentItem::KeyChange { sender, sender_name, key_id, reason, count: 2, verified: true, .. }] => {
-            assert_eq!((sender, sender_name.as_deref(), key_id, reason.as_str()), (&host.did, Some("Acme agent"), &kid, "unknown_key"));
+            assert_eq!((sender.as_str(), sender_name.as_deref(), key_id, reason.as_str()), (host.web.did(), Some("Acme agent"), &kid, "unknown_key"));
         }
         other => panic!("one key change, counted twice, for a verified contact: {other:?}"),
     }
     assert_eq!(consent::waiting_count(&u.store).unwrap(), 1);
     // A message cannot make it allowed: only the document can.
     let inbox = u.inbox.inbox().clone();
-    let target = ConsentTarget::KeyChange { sender: host.did.clone() };
+    let target = ConsentTarget::KeyChange { sender: host.web.did().to_string() };
     assert!(gatehouse_app::consent::decide(&inbox, &target, Decision::AlwaysAllowScope, Utc::now()).is_err());
 
     // Checked while the document is unchanged: nothing changes, the messages stay refused.
-    let out = did_change::apply(&u.store, &host.did, &host.keys().await, Utc::now()).unwrap();
+    let out = did_change::apply(&u.store, host.web.did(), &host.keys().await, Utc::now()).unwrap();
     assert!(out.added.is_empty() && !out.blocked, "{out:?}");
     assert!(out.message.contains("not signed by Acme agent"), "{}", out.message);
     assert!(key_changes(&u).is_empty());
 
     // The owner rotates its key; the agent writes again and the user checks the document.
-    host.publish(&[("key-2", &new)]);
+    host.web.publish(&[("key-2", &new)]);
     assert_eq!(u.post(&p, &ask(&u, &host, &new, "key-2", "after the rotation")).await.0, 401, "nothing is fetched on arrival");
     assert_eq!(key_changes(&u).len(), 1);
-    let out = did_change::apply(&u.store, &host.did, &host.keys().await, Utc::now()).unwrap();
+    let out = did_change::apply(&u.store, host.web.did(), &host.keys().await, Utc::now()).unwrap();
     assert_eq!((out.added.len(), out.removed.len(), out.blocked), (1, 1, true), "{out:?}");
     assert!(out.message.contains("verify it again"), "{}", out.message);
     assert!(key_changes(&u).is_empty());
@@ -156,7 +108,7 @@ async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_c
     let held = ConsentTarget::HeldAsk { stream_id: sid };
     let e = gatehouse_app::consent::decide(&inbox, &held, Decision::AllowOnce, Utc::now()).unwrap_err();
     assert!(e.to_string().contains("verify it first"), "{e}");
-    contacts::verify(&u.store, &host.did, None, &own, Utc::now()).unwrap();
+    contacts::verify(&u.store, host.web.did(), None, &own, Utc::now()).unwrap();
     gatehouse_app::consent::decide(&inbox, &held, Decision::AllowOnce, Utc::now()).unwrap();
 
     // A signature by another key under a kept key id: a key change too; kept as it is.
