@@ -553,8 +553,8 @@ key_id: string;
  */
 reason: string; first_seen: string; last_seen: string; count: number; 
 /**
- *  The user had verified this key: whatever it changed to stays blocked until
- *  they verify it again.
+ *  The user had verified this contact: whatever the key changed to stays
+ *  blocked until they verify it again.
  */
 verified: boolean; later?: string | null };
 
@@ -623,8 +623,8 @@ key_id: string;
  */
 reason: string; first_seen: string; last_seen: string; count: number; 
 /**
- *  The user had verified this key: whatever it changed to stays blocked until
- *  they verify it again.
+ *  The user had verified this contact: whatever the key changed to stays
+ *  blocked until they verify it again.
  */
 verified: boolean; later: string | null };
 

@@ -263,10 +263,14 @@ fn decide_now(
         }
         ConsentTarget::KeyChange { sender } => {
             let name = store.trust_get(sender)?.map(|t| t.name).unwrap_or_else(|| sender.clone());
-            if let Decision::AllowOnce | Decision::AlwaysAllowScope | Decision::AskLater = decision {
-                return Err(ConsentError::Invalid(format!(
-                    "a new key is taken only from {name}'s DID document: check it again (the prompt's \"Check its DID document\"), never from a message"
-                )));
+            match decision {
+                Decision::AllowOnce | Decision::AlwaysAllowScope => {
+                    return Err(ConsentError::Invalid(format!(
+                        "a new key is taken only from {name}'s DID document: check it again (the prompt's \"Check its DID document\"), never from a message"
+                    )))
+                }
+                Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),
+                Decision::Deny | Decision::Block => {}
             }
             if !store.key_change_forget(sender)? {
                 return Err(ConsentError::Gone);

@@ -108,3 +108,31 @@ fn add_a_peer_by_address_pin_it_and_ask_it_for_an_image() {
     let end = json(my_dir.path(), &["uamp", "send", "imagegen", "once more, by certificate", "--json"]);
     assert_eq!(end["state"], "COMPLETED", "{end}");
 }
+
+#[test]
+fn a_did_web_agents_keys_are_checked_again_from_the_cli() {
+    use ed25519_dalek::SigningKey;
+    let host = gatehouse_did_testhost::DidHost::start();
+    host.publish(&[("key-1", &SigningKey::from_bytes(&[70; 32]))]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["init"]);
+    // The debug build trusts the test host's certificate through this file.
+    let ca = d.join("did-ca.pem");
+    std::fs::write(&ca, host.ca_pem()).unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(BIN).arg("--data-dir").arg(d).args(args).env("GATEHOUSE_TEST_DID_CA", &ca).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (okay, _, err) = run(&["trust", "add", host.did(), "--name", "Acme agent", "--scopes", "ask"]);
+    assert!(okay, "{err}");
+    let (okay, out, err) = run(&["contacts", "check-keys", host.did()]);
+    assert!(okay && out.contains("holds the same keys as before"), "{out}{err}");
+    // Its owner rotates the key: checking again takes the new one and says so.
+    host.publish(&[("key-2", &SigningKey::from_bytes(&[71; 32]))]);
+    let (okay, out, err) = run(&["contacts", "check-keys", host.did()]);
+    assert!(okay, "{err}");
+    assert!(out.contains("Acme agent's keys changed") && out.contains(&host.kid("key-2")) && out.contains("no longer"), "{out}");
+    let (okay, _, err) = run(&["contacts", "check-keys", "did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH"]);
+    assert!(!okay && err.contains("not a did:web"), "{err}");
+}

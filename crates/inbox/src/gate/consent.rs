@@ -1,6 +1,6 @@
 //! The consent queue: what waits for the user from every door (unknown senders' knocks,
-//! held envelopes, held UAMP asks, a trusted sender's key change), what a decision can be, and which scope a grant may
-//! name. Decisions are carried out by the application layer (`gatehouse_app::consent`),
+//! held envelopes, held UAMP asks, a trusted sender's key change), what a decision can
+//! be, and which scope a grant may name. Decisions are carried out by the application layer (`gatehouse_app::consent`),
 //! which reaches the door holding what is decided; trust changes are in the application layer (`gatehouse-app`).
 
 use chrono::{DateTime, Utc};
@@ -96,8 +96,8 @@ pub enum ConsentItem {
         first_seen: String,
         last_seen: String,
         count: i64,
-        /// The user had verified this key: whatever it changed to stays blocked until
-        /// they verify it again.
+        /// The user had verified this contact: whatever the key changed to stays
+        /// blocked until they verify it again.
         verified: bool,
         later: Option<String>,
     },
@@ -413,7 +413,8 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
         });
     }
     for k in store.key_changes()? {
-        let verified = store.contact_of(&k.sender)?.and_then(|c| c.keys.into_iter().find(|x| x.key == k.sender)).is_some_and(|x| x.verified_at.is_some());
+        // As when the new keys are taken: a change to a verified contact blocks.
+        let verified = store.contact_of(&k.sender)?.is_some_and(|c| c.verified());
         items.push(ConsentItem::KeyChange {
             later: later_of(ConsentTarget::KeyChange { sender: k.sender.clone() }),
             sender_name: store.trust_get(&k.sender)?.map(|t| t.name),
