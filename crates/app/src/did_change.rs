@@ -74,7 +74,7 @@ pub fn apply(store: &Store, sender: &str, keys: &[UampKey], now: DateTime<Utc>) 
     }
     store.trust_update(&sender, None, &trust.policy)?;
     store.audit("contact.key_change", Some(&sender), &serde_json::json!({"added": added, "removed": removed, "blocked": verified}), &at)?;
-    let mut message = format!("{name}'s keys changed: its DID document now has {}.", words(&added, &removed));
+    let mut message = format!("{name}'s keys changed: {}.", words(&added, &removed));
     if let Some(w) = waited.filter(|w| !keys.iter().any(|k| k.kid == w.key_id)) {
         message.push_str(&format!(" The key its refused messages named ({}) is still not among them.", w.key_id));
     }
@@ -95,14 +95,15 @@ fn label(k: &UampKey) -> String {
     format!("{} ({fp})", k.kid)
 }
 
+/// What changed, as a clause: "its DID document now holds 1 new key: …, and no longer …".
 fn words(added: &[String], removed: &[String]) -> String {
     let new = match added.len() {
         0 => None,
-        1 => Some(format!("1 new key, {}", added[0])),
-        n => Some(format!("{n} new keys, {}", added.join(", "))),
+        1 => Some(format!("now holds 1 new key: {}", added[0])),
+        n => Some(format!("now holds {n} new keys: {}", added.join(", "))),
     };
-    let gone = (!removed.is_empty()).then(|| format!("no longer {}", removed.join(", ")));
-    [new, gone].into_iter().flatten().collect::<Vec<_>>().join(", and ")
+    let gone = (!removed.is_empty()).then(|| format!("no longer holds {}", removed.join(", ")));
+    format!("its DID document {}", [new, gone].into_iter().flatten().collect::<Vec<_>>().join(", and "))
 }
 
 /// What a did:web's safety code is computed over: the DID and the keys its document held
@@ -115,4 +116,17 @@ pub fn code_material(key: &str, keys: &[UampKey]) -> String {
     dids.sort();
     dids.dedup();
     format!("{key}#{}", dids.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_is_said_whichever_way_it_went() {
+        let (a, b) = (vec!["#k2 (did:key:…x)".to_string()], vec!["#k1 (did:key:…y)".to_string()]);
+        assert_eq!(words(&a, &b), "its DID document now holds 1 new key: #k2 (did:key:…x), and no longer holds #k1 (did:key:…y)");
+        assert_eq!(words(&[], &b), "its DID document no longer holds #k1 (did:key:…y)");
+        assert_eq!(words(&[a[0].clone(), b[0].clone()], &[]), "its DID document now holds 2 new keys: #k2 (did:key:…x), #k1 (did:key:…y)");
+    }
 }
