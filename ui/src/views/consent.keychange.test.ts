@@ -17,7 +17,7 @@ vi.mock('@tauri-apps/api/core', () => ({
 }));
 vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}) }));
 
-import { ConsentView, consentSentence } from './consent';
+import { ConsentView, consentSentence, keyChangeWarning } from './consent';
 import { replace } from '../dom';
 
 test('a key change warns, cannot be allowed, and is answered by checking the DID document', async () => {
@@ -37,4 +37,10 @@ test('a key change warns, cannot be allowed, and is answered by checking the DID
   expect(calls).toContainEqual(['contact_check_keys', { sender: 'did:web:acme.example' }]);
   expect(card.classList.contains('decided')).toBe(true);
   expect(card.querySelector('.result')?.textContent).toContain('verify it again');
+});
+
+test('a signature under a kept key that does not match, or naming no key id, is worded as such', () => {
+  const w = keyChangeWarning({ ...item, kind: 'key_change', key_id: '', reason: 'invalid_signature', verified: false });
+  expect(w.textContent).toContain('⚠ The key it signed with does not match the key you trusted under that name.');
+  expect(w.textContent).not.toContain('You verified');
 });

@@ -257,10 +257,11 @@ export class ConsentView {
 }
 
 /** Why a trusted agent's key change matters, and what checking does. */
-function keyChangeWarning(item: Extract<ConsentItem, { kind: 'key_change' }>): HTMLElement {
+export function keyChangeWarning(item: Extract<ConsentItem, { kind: 'key_change' }>): HTMLElement {
   const why = item.reason === 'invalid_signature' ? 'does not match the key you trusted under that name' : 'is not among the keys you trusted';
   return h('div', { className: 'key-change', role: 'alert' },
-    h('p', {}, h('strong', {}, `⚠ The key it signed with (${item.key_id}) ${why}.`)),
+    // A signature may name no key id at all (its one kept key was meant, and did not match).
+    h('p', {}, h('strong', {}, `⚠ The key it signed with${item.key_id ? ` (${item.key_id})` : ''} ${why}.`)),
     h('p', {}, 'Gatehouse takes new keys only from its own DID document, fetched when you ask: check it, and what it now holds replaces the keys you had. ',
       item.verified ? 'You verified this agent: after a change, nothing from it gets through until you verify it again with its owner.' : ''));
 }
