@@ -272,7 +272,7 @@ fn decide_now(
                 Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),
                 Decision::Deny | Decision::Block => {}
             }
-            if !store.key_change_forget(sender)? {
+            if store.key_change_take(sender)?.is_none() {
                 return Err(ConsentError::Gone);
             }
             let message = if decision == Decision::Block {

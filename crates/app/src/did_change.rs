@@ -52,8 +52,7 @@ pub fn apply(store: &Store, sender: &str, keys: &[UampKey], now: DateTime<Utc>) 
     let name = trust.name.clone();
     let added: Vec<String> = keys.iter().filter(|k| !trust.policy.uamp_keys.iter().any(|o| same(o, k))).map(label).collect();
     let removed: Vec<String> = trust.policy.uamp_keys.iter().filter(|o| !keys.iter().any(|k| same(o, k))).map(label).collect();
-    let waited = store.key_changes()?.into_iter().find(|k| k.sender == sender);
-    store.key_change_forget(&sender)?;
+    let waited = store.key_change_take(&sender)?;
     let at = now_string(now);
     if added.is_empty() && removed.is_empty() {
         store.audit("contact.check_keys", Some(&sender), &serde_json::json!({"changed": false}), &at)?;

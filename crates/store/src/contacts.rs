@@ -140,6 +140,12 @@ pub struct KeyChangeSeen {
     pub count: i64,
 }
 
+const KEY_CHANGE_COLUMNS: &str = "sender, key_id, reason, first_seen, last_seen, count";
+
+fn key_change_from_row(r: &rusqlite::Row) -> rusqlite::Result<KeyChangeSeen> {
+    Ok(KeyChangeSeen { sender: r.get(0)?, key_id: r.get(1)?, reason: r.get(2)?, first_seen: r.get(3)?, last_seen: r.get(4)?, count: r.get(5)? })
+}
+
 /// Key ids longer than this are cut (a sender chooses them).
 const MAX_KEY_ID: usize = 512;
 
@@ -159,18 +165,17 @@ impl Store {
     /// Every sender noted by [`Store::key_change_seen`], newest first.
     pub fn key_changes(&self) -> Result<Vec<KeyChangeSeen>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached("SELECT sender, key_id, reason, first_seen, last_seen, count FROM key_changes ORDER BY last_seen DESC")?;
-            let rows = stmt.query_map([], |r| {
-                Ok(KeyChangeSeen { sender: r.get(0)?, key_id: r.get(1)?, reason: r.get(2)?, first_seen: r.get(3)?, last_seen: r.get(4)?, count: r.get(5)? })
-            })?;
+            let mut stmt = c.prepare_cached(&format!("SELECT {KEY_CHANGE_COLUMNS} FROM key_changes ORDER BY last_seen DESC"))?;
+            let rows = stmt.query_map([], key_change_from_row)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
     }
 
-    /// The user looked at it (checked the sender's keys again, or kept them): returns
-    /// whether one was waiting.
-    pub fn key_change_forget(&self, sender: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM key_changes WHERE sender = ?1", [sender_key(sender)])? > 0)
+    /// The user looked at it (checked the sender's keys again, or kept them): the key
+    /// change that was waiting, if one was.
+    pub fn key_change_take(&self, sender: &str) -> Result<Option<KeyChangeSeen>> {
+        let sql = format!("DELETE FROM key_changes WHERE sender = ?1 RETURNING {KEY_CHANGE_COLUMNS}");
+        Ok(self.conn().query_row(&sql, [sender_key(sender)], key_change_from_row).optional()?)
     }
 
     /// A key changed under the user's check: it is no longer verified, and (with the
