@@ -48,6 +48,12 @@ if ! command -v tauri-driver >/dev/null 2>&1; then
   echo "setup: installing tauri-driver"
   cargo install tauri-driver --locked --quiet
 fi
+# cargo-deny audits the dependencies (scripts/audit.sh); its version fixes where it keeps
+# the advisory database.
+if ! cargo deny --version 2>/dev/null | grep -q "^cargo-deny 0.20.2$"; then
+  echo "setup: installing cargo-deny"
+  cargo install cargo-deny --version 0.20.2 --locked --quiet
+fi
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   echo "setup: installing cargo-fuzz"
   cargo install cargo-fuzz --locked --quiet

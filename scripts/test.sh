@@ -29,6 +29,9 @@ echo "== format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+echo "== dependency audit (advisories, licences, bans, sources)"
+bash scripts/audit.sh
+
 echo "== build"
 cargo build --workspace --all-targets --locked
 
