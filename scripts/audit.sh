@@ -16,6 +16,8 @@ cargo fetch --locked --quiet
 if [ -d "$snapshot" ]; then
   rm -rf target/advisory-dbs && mkdir -p "$db"
   cp -r "$snapshot"/. "$db"/
+  # CI lays ../shared without write bits; the copy is ours to write in.
+  chmod -R u+w "$db"
   # cargo-deny reads the database as a git repository.
   (cd "$db" && git init -q && git add -A && git -c user.name=audit -c user.email=audit@localhost commit -q -m "RustSec snapshot from ../shared/advisory-db")
   echo "audit: advisories from the RustSec snapshot in $snapshot ($(grep -o 'commit [0-9a-f]*' ../shared/advisory-db.md 2>/dev/null | head -1 || echo 'no provenance file'))"
