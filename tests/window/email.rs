@@ -19,6 +19,7 @@ fn deliver(dv: &Dovecot, mail: &str) {
             folder: "INBOX".into(),
             smtp: None,
             receipts: Default::default(),
+            receipt_rate: Default::default(),
             certificate: dv.certificate.as_ref().map(|c| c.pem.clone()),
         };
         let mut s = gatehouse_email::imap::connect(&account, PASSWORD).await.unwrap();
@@ -69,6 +70,12 @@ fn a_mail_account_is_added_in_settings_and_an_envelope_by_mail_is_shown_with_its
     // A trusted sender's envelope arrives by mail.
     let clinic = SigningKey::from_bytes(&[42; 32]);
     app.trust(&clinic, "Clinic", &["support"]);
+    // Let in from the clinic's mail: its receipts go to that address, and only there.
+    let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
+    let key = gatehouse_epp::public_key_hex(&clinic);
+    let mut entry = store.trust_get(&key).unwrap().unwrap();
+    entry.policy.mail_address = Some("agent@clinic.example".into());
+    store.trust_update(&key, None, &entry.policy).unwrap();
     let env = app.envelope(&clinic, "support", "Your lab results are ready; nothing needs doing.");
     deliver(
         &dv,

@@ -1511,6 +1511,8 @@ export type KeyView_Deserialize = {
 	blocked: boolean,
 	/**  What both sides see for this key and the user's own (compare it out of band). */
 	safety_code: string,
+	/**  Why this key's verification should be made again (it stays verified meanwhile). */
+	reverify?: string | null,
 };
 
 /**  One key of a contact, with what it may do and the code to compare for it. */
@@ -1527,6 +1529,8 @@ export type KeyView_Serialize = {
 	blocked: boolean,
 	/**  What both sides see for this key and the user's own (compare it out of band). */
 	safety_code: string,
+	/**  Why this key's verification should be made again (it stays verified meanwhile). */
+	reverify: string | null,
 };
 
 /**  What checking an agent's DID document again found. */
@@ -1875,6 +1879,12 @@ export type Policy_Deserialize = {
 	"x-uamp-keys"?: UampKey[],
 	/**  Where this sender takes EPP envelopes (its submit URL): answers go back there. */
 	"x-reply-endpoint"?: string | null,
+	/**
+	 *  The mail address this sender's receipts go to: the From of the mail the user let
+	 *  its key in from (or one the user wrote). Receipt mails go only here or to a
+	 *  `mailto:` reply endpoint, never to whatever a later mail's headers name.
+	 */
+	"x-mail-address"?: string | null,
 	/**  Scopes whose answers are sent back without the user reviewing them first. */
 	"x-auto-reply-scopes"?: string[],
 	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */
@@ -1911,6 +1921,12 @@ export type Policy_Serialize = {
 	"x-uamp-keys"?: UampKey[],
 	/**  Where this sender takes EPP envelopes (its submit URL): answers go back there. */
 	"x-reply-endpoint"?: string,
+	/**
+	 *  The mail address this sender's receipts go to: the From of the mail the user let
+	 *  its key in from (or one the user wrote). Receipt mails go only here or to a
+	 *  `mailto:` reply endpoint, never to whatever a later mail's headers name.
+	 */
+	"x-mail-address"?: string,
 	/**  Scopes whose answers are sent back without the user reviewing them first. */
 	"x-auto-reply-scopes"?: string[],
 	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */

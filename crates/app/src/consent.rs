@@ -130,7 +130,14 @@ fn decide_now(
                             "an agent is registered for good (it can be removed at any time); its steps can be allowed for a while".into(),
                         ));
                     }
-                    let mut policy = Policy { allowed_scopes: vec![scope.clone()], uamp_keys: uamp_keys.to_vec(), ..Policy::default() };
+                    // A knock that came by mail: its From is where this sender's receipts
+                    // go from now on (the address the user let it in under).
+                    let mail_from = match &knock {
+                        Some(k) => store.email_arrival_get(&k.receipt_id)?.and_then(|a| a.from_addr),
+                        None => None,
+                    };
+                    let mut policy =
+                        Policy { allowed_scopes: vec![scope.clone()], uamp_keys: uamp_keys.to_vec(), mail_address: mail_from.clone(), ..Policy::default() };
                     if decision == Decision::AlwaysAllowScope {
                         grant(&mut policy, &scope, end, false);
                     }
@@ -145,6 +152,9 @@ fn decide_now(
                                 grant(&mut t.policy, &scope, end, false);
                                 if !t.policy.allows_scope(&scope) {
                                     t.policy.allowed_scopes.push(scope.clone());
+                                }
+                                if t.policy.mail_address.is_none() {
+                                    t.policy.mail_address = mail_from;
                                 }
                                 store.trust_update(&key, None, &t.policy)?;
                                 store.pending_remove(&key)?;

@@ -10,7 +10,7 @@ use gatehouse_inbox::Inbox;
 use gatehouse_store::contacts::Contact;
 use gatehouse_store::{Policy, Store, TrustEntry};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha512};
 
 use crate::{Code, CommandError, Result};
 
@@ -30,6 +30,8 @@ pub struct KeyView {
     pub blocked: bool,
     /// What both sides see for this key and the user's own (compare it out of band).
     pub safety_code: String,
+    /// Why this key's verification should be made again (it stays verified meanwhile).
+    pub reverify: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -47,13 +49,28 @@ pub struct ContactView {
     pub namesakes: Vec<i64>,
 }
 
-/// The code two Gatehouse users compare: the same on both sides, whichever is "mine".
-/// Twenty digits in four groups, from SHA-256 over both keys in a fixed order.
+/// How many times each side's half is hashed: as Signal's safety numbers, it makes a
+/// search for a key whose half matches a given one cost thousands of hashes a try.
+const HALF_ITERATIONS: usize = 5200;
+
+/// One side's half of the safety code: 30 digits from its own key alone (iterated
+/// SHA-512). A man in the middle must find a key whose half equals the real key's, a
+/// second preimage of about 2^100 work, not a pair of colliding codes.
+pub fn safety_half(key: &str) -> String {
+    let key = gatehouse_store::sender_key(key);
+    let mut h = Sha512::new().chain_update(b"gatehouse safety code v2\0").chain_update(key.as_bytes()).finalize();
+    for _ in 1..HALF_ITERATIONS {
+        h = Sha512::new().chain_update(h).chain_update(key.as_bytes()).finalize();
+    }
+    h.chunks_exact(5).take(6).map(|c| format!("{:05}", c.iter().fold(0u64, |n, b| (n << 8) | u64::from(*b)) % 100_000)).collect::<Vec<_>>().join(" ")
+}
+
+/// The code two Gatehouse users compare: both halves, the lower first, so it is the same
+/// on both sides whichever is "mine". Sixty digits in twelve groups.
 pub fn safety_code(a: &str, b: &str) -> String {
-    let (a, b) = (gatehouse_store::sender_key(a), gatehouse_store::sender_key(b));
+    let (a, b) = (safety_half(a), safety_half(b));
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    let digest = Sha256::new().chain_update(b"gatehouse safety code v1\0").chain_update(lo).chain_update(b"\0").chain_update(hi).finalize();
-    digest.chunks(4).take(4).map(|c| format!("{:05}", u32::from_be_bytes([c[0], c[1], c[2], c[3]]) % 100_000)).collect::<Vec<_>>().join(" ")
+    format!("{lo} {hi}")
 }
 
 /// What the user's QR code holds and what they paste to others: their key and address.
@@ -71,7 +88,11 @@ pub fn shared_key(text: &str) -> Result<String> {
         _ => Some(text.to_string()),
     };
     match key {
-        Some(k) if (k.len() == 64 && k.bytes().all(|b| b.is_ascii_hexdigit())) || k.starts_with("did:") => Ok(gatehouse_store::sender_key(&k)),
+        Some(k) if k.starts_with("did:web:") => Err(CommandError::new(
+            Code::Invalid,
+            "a did:web names a web address, not a key (anyone can paste it): paste one of its keys (did:key:…) or compare the safety code",
+        )),
+        Some(k) if (k.len() == 64 && k.bytes().all(|b| b.is_ascii_hexdigit())) || k.starts_with("did:key:") => Ok(gatehouse_store::sender_key(&k)),
         _ => Err(CommandError::new(Code::Invalid, "that is not a Gatehouse key or QR code text (it starts with gatehouse:contact?key=)")),
     }
 }
@@ -92,6 +113,7 @@ fn view(store: &Store, c: Contact, own_key: &str) -> Result<ContactView> {
             added_at: k.added_at.clone(),
             verified_at: k.verified_at.clone(),
             changed_from: k.changed_from.clone(),
+            reverify: k.reverify.clone(),
         });
     }
     Ok(ContactView {
@@ -151,7 +173,15 @@ pub fn verify(store: &Store, key: &str, pasted: Option<&str>, own_key: &str, now
     let how = match pasted {
         Some(text) => {
             let theirs = shared_key(text)?;
-            if theirs != key {
+            // A did:web is verified by a key its DID document holds now (as kept when it
+            // was last checked), never by its DID, which anyone can read.
+            let names_it = match key.starts_with("did:web:") {
+                true => store.trust_get(&key)?.is_some_and(|t| {
+                    t.policy.uamp_keys.iter().filter_map(|k| gatehouse_uamp::did::PublicKey::from_jwk(&k.jwk).ok()).any(|p| p.did_key() == theirs)
+                }),
+                false => theirs == key,
+            };
+            if !names_it {
                 return Err(CommandError::new(
                     Code::Invalid,
                     format!(
@@ -168,6 +198,7 @@ pub fn verify(store: &Store, key: &str, pasted: Option<&str>, own_key: &str, now
     };
     let at = now_string(now);
     store.contact_key_verified(&key, &at)?;
+    store.contact_key_reverify(&key, None)?;
     if let Some(mut t) = store.trust_get(&key)?.filter(|t| t.policy.key_change_unverified) {
         t.policy.key_change_unverified = false;
         store.trust_update(&key, None, &t.policy)?;
@@ -243,13 +274,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn both_sides_see_the_same_code_and_another_key_changes_it() {
+    fn both_sides_see_the_same_code_and_each_half_is_one_key_alone() {
         let (a, b, c) = ("aa".repeat(32), "bb".repeat(32), "cc".repeat(32));
         let code = safety_code(&a, &b);
         assert_eq!(code, safety_code(&b, &a));
         assert_eq!(code, safety_code(&a.to_uppercase(), &b), "keys are compared as the registry writes them");
         assert_ne!(code, safety_code(&a, &c));
-        assert!(code.len() == 23 && code.split(' ').all(|g| g.len() == 5 && g.bytes().all(|d| d.is_ascii_digit())), "{code}");
+        assert!(code.len() == 71 && code.split(' ').all(|g| g.len() == 5 && g.bytes().all(|d| d.is_ascii_digit())), "{code}");
+        // Each side's half depends on its own key only: a substitution must match a given
+        // half, not just make two codes collide.
+        let (ha, hb) = (safety_half(&a), safety_half(&b));
+        assert_eq!(ha.len(), 35);
+        assert!(code == format!("{ha} {hb}") || code == format!("{hb} {ha}"), "{code}");
+        assert!(safety_code(&a, &c).contains(&ha), "A's half is the same with anyone");
+    }
+
+    #[test]
+    fn a_did_web_is_never_verified_by_its_own_did() {
+        let err = shared_key("did:web:agent.example").unwrap_err();
+        assert!(err.message.contains("names a web address, not a key"), "{}", err.message);
+        assert!(shared_key("did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK").is_ok());
     }
 
     #[test]

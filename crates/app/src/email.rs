@@ -83,6 +83,7 @@ impl AccountInput {
             folder: word(&Some(self.folder.clone()), "INBOX"),
             smtp,
             receipts,
+            receipt_rate: Default::default(),
             certificate: self.certificate.as_deref().map(str::trim).filter(|c| !c.is_empty()).map(str::to_string),
         };
         account.check()?;

@@ -64,6 +64,13 @@ pub enum EmailCmd {
         /// Whose receipts are mailed back: known (the trust registry), everyone (strangers too), off
         #[arg(long, value_enum, default_value_t = ReceiptsArg::Known)]
         receipts: ReceiptsArg,
+        /// At most this many receipt mails an hour from this account (past it receipts are
+        /// kept, not mailed)
+        #[arg(long, value_name = "N", default_value_t = gatehouse_email::smtp::ReceiptRate::default().per_account_per_hour)]
+        receipts_per_hour: u32,
+        /// At most this many receipt mails an hour to any one sender
+        #[arg(long, value_name = "N", default_value_t = gatehouse_email::smtp::ReceiptRate::default().per_sender_per_hour)]
+        receipts_per_sender: u32,
     },
     /// The accounts and their state (connected, idle, last sync, last error)
     List {
@@ -95,6 +102,8 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String
             smtp_user,
             from,
             receipts,
+            receipts_per_hour,
+            receipts_per_sender,
         } => {
             let password = crate::uamp::read_token()?;
             let certificate = match certificate {
@@ -125,7 +134,8 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String
                 ),
                 certificate,
             };
-            let account = input.account().map_err(|e| e.coded_message())?;
+            let mut account = input.account().map_err(|e| e.coded_message())?;
+            account.receipt_rate = gatehouse_email::smtp::ReceiptRate { per_sender_per_hour: receipts_per_sender, per_account_per_hour: receipts_per_hour };
             let (row, said) =
                 crate::uamp::runtime()?.block_on(email::add(o.store.clone(), data_dir, &name, account, password)).map_err(|e| e.coded_message())?;
             println!("{}: {said}", row.name);

@@ -32,6 +32,10 @@ pub struct PolicyArgs {
     /// URL, or mailto:ADDRESS to answer by mail through your mail account
     #[arg(long)]
     reply_endpoint: Option<String>,
+    /// The sender's mail address: receipts of envelopes it mails go there (and nowhere a
+    /// mail's headers name)
+    #[arg(long, value_name = "ADDRESS")]
+    mail_address: Option<String>,
     /// Scopes whose answers are sent back without review (comma-separated, or *)
     #[arg(long, value_delimiter = ',')]
     auto_reply: Vec<String>,
@@ -106,6 +110,7 @@ impl PolicyArgs {
             consent_granted_scopes: Vec::new(),
             uamp_keys: Vec::new(),
             reply_endpoint: self.reply_endpoint.clone(),
+            mail_address: self.mail_address.clone(),
             auto_reply_scopes: self.auto_reply.clone(),
             capabilities,
         })

@@ -48,6 +48,9 @@ pub struct Account {
     /// Whose receipts are mailed back.
     #[serde(default)]
     pub receipts: crate::smtp::MailReceipts,
+    /// How many receipt mails go out per hour, per sender and in all.
+    #[serde(default)]
+    pub receipt_rate: crate::smtp::ReceiptRate,
     /// A certificate (PEM) trusted for this account's servers besides the public
     /// authorities: a self-hosted server's own. The server's name must still match it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -48,6 +48,21 @@ pub enum MailReceipts {
     Off,
 }
 
+/// How many receipt mails an account sends in an hour: to any one sender, and in all.
+/// Past either, a receipt is kept and shown but not mailed (a sender that floods, or keys
+/// made by the thousand under "everyone", cannot make the account a mail cannon).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiptRate {
+    pub per_sender_per_hour: u32,
+    pub per_account_per_hour: u32,
+}
+
+impl Default for ReceiptRate {
+    fn default() -> Self {
+        ReceiptRate { per_sender_per_hour: 30, per_account_per_hour: 300 }
+    }
+}
+
 /// The submission server mail goes out through; the password is in the keychain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Submission {
@@ -173,16 +188,12 @@ fn built(b: Result<Message, lettre::error::Error>) -> Result<Vec<u8>, EmailError
 
 /// The receipt for an envelope that came by mail, as a reply to that mail: to its
 /// Reply-To or From, In-Reply-To its Message-ID, the receipt JSON attached.
-pub fn receipt_reply(from: &str, carrier: &Carrier, receipt_json: &str, summary: &str) -> Result<(String, Vec<u8>), EmailError> {
+pub fn receipt_reply(from: &str, to_addr: &str, carrier: &Carrier, receipt_json: &str, summary: &str) -> Result<(String, Vec<u8>), EmailError> {
     let from = mailbox(from, "the address mail is sent from")?;
-    let to_addr = carrier.reply_to.as_deref().or(carrier.from.as_deref()).ok_or_else(|| EmailError::Invalid("the mail names no sender to answer".into()))?;
     let to = mailbox(to_addr, "the sender's address")?;
-    let subject = match carrier.subject.as_deref().map(str::trim) {
-        Some(s) if s.to_ascii_lowercase().starts_with("re:") => s.to_string(),
-        Some(s) if !s.is_empty() => format!("Re: {s}"),
-        _ => "EPP receipt".to_string(),
-    };
-    let mut b = Message::builder().from(from.clone()).to(to).subject(subject).message_id(Some(message_id(&from)));
+    // The subject is ours: the mail's own was written by whoever sent it, which a receipt
+    // must not carry to another address.
+    let mut b = Message::builder().from(from.clone()).to(to).subject("EPP receipt").message_id(Some(message_id(&from)));
     if let Some(id) = &carrier.message_id {
         let id = format!("<{}>", id.trim_matches(['<', '>']));
         b = b.in_reply_to(id.clone()).references(id);
@@ -219,22 +230,16 @@ mod tests {
 
     #[test]
     fn a_receipt_answers_the_mail_it_is_for_with_the_receipt_attached() {
-        let (to, raw) = receipt_reply("me@home.example", &carrier(), r#"{"status":"accepted"}"#, "Accepted.").unwrap();
+        let (to, raw) = receipt_reply("me@home.example", "agent@clinic.example", &carrier(), r#"{"status":"accepted"}"#, "Accepted.").unwrap();
         assert_eq!(to, "agent@clinic.example");
         let text = String::from_utf8(raw).unwrap();
         assert!(text.contains("In-Reply-To: <env1@clinic.example>"), "{text}");
-        assert!(text.contains("Subject: Re: results"), "{text}");
+        assert!(text.contains("Subject: EPP receipt"), "the subject is ours, not the sender's: {text}");
+        assert!(!text.contains("results"), "{text}");
         assert!(text.contains(RECEIPT_TYPE), "{text}");
         let m = mail_parser::MessageParser::default().parse(text.as_bytes()).unwrap();
         let receipt = m.attachments().next().unwrap();
         assert_eq!(receipt.contents(), br#"{"status":"accepted"}"#);
-    }
-
-    #[test]
-    fn a_reply_to_header_wins_over_from() {
-        let mut c = carrier();
-        c.reply_to = Some("receipts@clinic.example".into());
-        assert_eq!(receipt_reply("me@home.example", &c, "{}", "x").unwrap().0, "receipts@clinic.example");
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod crypto;
 pub mod envelope;
 pub mod json;
 pub mod receipt;
+pub mod shapes;
 pub mod v11;
 
 pub use canonical::Form;

@@ -119,6 +119,14 @@ impl Extensions {
     /// Reads the v1.1 fields; a malformed one is INVALID_FORMAT, as the reference's own
     /// model refuses it.
     pub fn read(env: &Envelope) -> Result<Extensions, Rejection> {
+        for (name, v) in env.unsigned_extensions.iter().filter(|(_, v)| !matches!(v, Json::Null)) {
+            if let Some(check) = crate::shapes::of(name) {
+                check(&v.to_serde()).map_err(|why| {
+                    Rejection::new(ErrorCode::InvalidFormat, format!("{why} (EPP v1.1, malformed as the reference's model reads it)"))
+                        .with_envelope_id(Some(env.envelope_id.clone()))
+                })?;
+            }
+        }
         let inert = env
             .unsigned_extensions
             .iter()

@@ -31,14 +31,15 @@ pub use gate::executor::{ExecutorConfig, ExecutorSpec};
 pub use gate::hub::Inbox;
 pub use service::{build, build_with_events, open, run, run_with, Opened, ServeOptions, UampOptions};
 
-/// The verification steps of spec 5.1 in order, and how far an envelope got: the steps
+/// The verification steps of spec 5.1 in order (EPP v1.1's unsigned fields after replay
+/// and revocation: docs/threat-model.md 17), and how far an envelope got: the steps
 /// before the failing one passed, the failing one is named, the rest were not reached.
 /// `parsed`: whether the envelope could be read (a size failure after parsing is the
 /// sender's policy limit, not the inbox-wide one).
 pub fn verification_steps(code: Option<gatehouse_epp::ErrorCode>, parsed: bool) -> Vec<(&'static str, &'static str)> {
     use gatehouse_epp::ErrorCode::*;
     const STEPS: [&str; 12] =
-        ["size", "format", "version", "recipient", "expiry", "signature", "integrity", "provenance", "replay", "trust", "revocation", "policy"];
+        ["size", "format", "version", "recipient", "expiry", "signature", "replay", "revocation", "integrity", "provenance", "trust", "policy"];
     let failed = code.map(|c| match c {
         InvalidFormat => "format",
         UnsupportedVersion => "version",

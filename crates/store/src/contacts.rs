@@ -18,6 +18,8 @@ pub struct ContactKey {
     /// The verified key this one joined the contact beside: a key change, blocked until
     /// this key is verified too.
     pub changed_from: Option<String>,
+    /// Why its verification should be made again (it stays verified meanwhile).
+    pub reverify: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -57,8 +59,10 @@ pub(crate) fn forget_key(conn: &Connection, key: &str) -> Result<()> {
 }
 
 fn keys_of(conn: &Connection, id: i64) -> Result<Vec<ContactKey>> {
-    let mut stmt = conn.prepare_cached("SELECT key, added_at, verified_at, changed_from FROM contact_keys WHERE contact_id = ?1 ORDER BY added_at, key")?;
-    let rows = stmt.query_map([id], |r| Ok(ContactKey { key: r.get(0)?, added_at: r.get(1)?, verified_at: r.get(2)?, changed_from: r.get(3)? }))?;
+    let mut stmt =
+        conn.prepare_cached("SELECT key, added_at, verified_at, changed_from, reverify FROM contact_keys WHERE contact_id = ?1 ORDER BY added_at, key")?;
+    let rows =
+        stmt.query_map([id], |r| Ok(ContactKey { key: r.get(0)?, added_at: r.get(1)?, verified_at: r.get(2)?, changed_from: r.get(3)?, reverify: r.get(4)? }))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
@@ -116,6 +120,12 @@ impl Store {
         if n == 0 {
             return Err(StoreError::NotTrusted(sender_key(key)));
         }
+        Ok(())
+    }
+
+    /// Says why a key's verification should be made again, or (None) that it stands.
+    pub fn contact_key_reverify(&self, key: &str, why: Option<&str>) -> Result<()> {
+        self.conn().execute("UPDATE contact_keys SET reverify = ?2 WHERE key = ?1", params![sender_key(key), why])?;
         Ok(())
     }
 

@@ -153,7 +153,14 @@ pub struct Arrival<'a> {
     pub subject: Option<&'a str>,
     /// The receipt mail (recipient, formatted message), or why none is sent.
     pub reply: std::result::Result<(String, Vec<u8>), String>,
+    /// The envelope a mailed receipt answers (sender, envelope id): it is never answered
+    /// by mail again, and it counts against the rate of receipt mails.
+    pub answers: Option<(&'a str, &'a str)>,
 }
+
+/// How long an answered envelope is remembered: longer than any envelope this inbox
+/// takes stays valid (30 days by default), so a copy is never answered again.
+const ANSWERED_KEPT_MS: i64 = 32 * 24 * 3600 * 1000;
 
 fn put_outbox(c: &rusqlite::Connection, account: &str, kind: &str, receipt_id: Option<&str>, to: &str, message: &[u8], at: &str) -> rusqlite::Result<i64> {
     c.execute(
@@ -168,8 +175,10 @@ impl Store {
     /// back: all are there, or none (a crash before sees the mails again). Returns how
     /// many receipt mails were queued.
     pub fn email_arrivals(&self, arrivals: &[Arrival<'_>], at: &str) -> Result<usize> {
+        let now_ms = chrono::Utc::now().timestamp_millis();
         let mut c = self.conn();
         let tx = c.transaction()?;
+        tx.prepare_cached("DELETE FROM email_answered WHERE at_ms < ?1")?.execute([now_ms - ANSWERED_KEPT_MS])?;
         let mut queued = 0;
         for a in arrivals {
             let (outbox, why) = match &a.reply {
@@ -177,6 +186,14 @@ impl Store {
                 Err(why) => (None, Some(why.as_str())),
             };
             queued += usize::from(outbox.is_some());
+            if let (Some(_), Some((sender, envelope_id))) = (outbox, a.answers) {
+                tx.prepare_cached("INSERT OR IGNORE INTO email_answered (sender, envelope_id, account, at_ms) VALUES (?1, ?2, ?3, ?4)")?.execute(params![
+                    sender,
+                    envelope_id,
+                    a.account,
+                    now_ms
+                ])?;
+            }
             tx.prepare_cached(
                 "INSERT OR REPLACE INTO email_arrivals (receipt_id, account, uid_validity, uid, from_addr, message_id, subject, outbox_id, not_mailed)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -185,6 +202,26 @@ impl Store {
         }
         tx.commit()?;
         Ok(queued)
+    }
+
+    /// Whether a receipt for this envelope of this sender was mailed before (by any
+    /// account): an envelope is answered by mail once, on its first arrival.
+    pub fn email_answered(&self, sender: &str, envelope_id: &str) -> Result<bool> {
+        self.read(|c| Ok(c.prepare_cached("SELECT 1 FROM email_answered WHERE sender = ?1 AND envelope_id = ?2")?.exists(params![sender, envelope_id])?))
+    }
+
+    /// Receipt mails queued since `since_ms`: by `account` in all, and to `sender` by any
+    /// account.
+    pub fn email_answers_since(&self, account: &str, sender: &str, since_ms: i64) -> Result<(u32, u32)> {
+        self.read(|c| {
+            let mine: u32 = c
+                .prepare_cached("SELECT COUNT(*) FROM email_answered WHERE account = ?1 AND at_ms >= ?2")?
+                .query_row(params![account, since_ms], |r| r.get(0))?;
+            let theirs: u32 = c
+                .prepare_cached("SELECT COUNT(*) FROM email_answered WHERE sender = ?1 AND at_ms >= ?2")?
+                .query_row(params![sender, since_ms], |r| r.get(0))?;
+            Ok((mine, theirs))
+        })
     }
 
     pub fn email_arrival_get(&self, receipt_id: &str) -> Result<Option<EmailArrivalRow>> {

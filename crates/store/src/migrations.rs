@@ -480,6 +480,29 @@ const MIGRATIONS: &[&str] = &[
         last_seen TEXT NOT NULL,
         count INTEGER NOT NULL
     ) WITHOUT ROWID;",
+    // 26: envelopes whose receipt went back by mail (sender, envelope id): each is
+    // answered once, on its first arrival, and they are what the per-sender and
+    // per-account rate of receipt mails counts. Kept a little longer than an envelope
+    // can stay valid.
+    "CREATE TABLE email_answered (
+        sender TEXT NOT NULL,
+        envelope_id TEXT NOT NULL,
+        account TEXT NOT NULL,
+        at_ms INTEGER NOT NULL,
+        PRIMARY KEY (sender, envelope_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX email_answered_account ON email_answered(account, at_ms);
+    CREATE INDEX email_answered_sender ON email_answered(sender, at_ms);
+    CREATE INDEX email_answered_age ON email_answered(at_ms);",
+    // 27: safety codes now have a half per side (a substitution needs a second preimage,
+    // not a collision); a key verified by comparing the old 20-digit code, or a did:web
+    // verified by pasting its own DID (which names no key), keeps its mark but says why
+    // it should be verified again, until it is.
+    "ALTER TABLE contact_keys ADD COLUMN reverify TEXT;
+    UPDATE contact_keys SET reverify = 'verified with the old 20-digit safety code, which a man in the middle could match by precomputation: compare the new code to keep it verified'
+     WHERE verified_at IS NOT NULL AND EXISTS (SELECT 1 FROM audit WHERE action = 'contact.verify' AND subject = contact_keys.key AND json_extract(detail, '$.how') = 'safety codes compared');
+    UPDATE contact_keys SET reverify = 'verified by pasting its DID, which names no key: compare the safety code, or paste one of its keys (did:key:…)'
+     WHERE verified_at IS NOT NULL AND reverify IS NULL AND key LIKE 'did:web:%';",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -49,6 +49,11 @@ pub struct Policy {
     /// Where this sender takes EPP envelopes (its submit URL): answers go back there.
     #[serde(rename = "x-reply-endpoint", default, skip_serializing_if = "Option::is_none")]
     pub reply_endpoint: Option<String>,
+    /// The mail address this sender's receipts go to: the From of the mail the user let
+    /// its key in from (or one the user wrote). Receipt mails go only here or to a
+    /// `mailto:` reply endpoint, never to whatever a later mail's headers name.
+    #[serde(rename = "x-mail-address", default, skip_serializing_if = "Option::is_none")]
+    pub mail_address: Option<String>,
     /// Scopes whose answers are sent back without the user reviewing them first.
     #[serde(rename = "x-auto-reply-scopes", default, skip_serializing_if = "Vec::is_empty")]
     pub auto_reply_scopes: Vec<String>,
@@ -95,6 +100,7 @@ impl Default for Policy {
             consent_granted_scopes: Vec::new(),
             uamp_keys: Vec::new(),
             reply_endpoint: None,
+            mail_address: None,
             auto_reply_scopes: Vec::new(),
             capabilities: None,
             grant_until: Default::default(),
@@ -104,6 +110,13 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// Where this sender's receipts may be mailed: the address the user let it in from,
+    /// else its `mailto:` reply endpoint.
+    pub fn mail_address(&self) -> Option<String> {
+        let endpoint = self.reply_endpoint.as_deref().and_then(|e| e.strip_prefix("mailto:")).map(|a| a.split('?').next().unwrap_or(a).to_string());
+        self.mail_address.clone().or(endpoint).filter(|a| !a.trim().is_empty())
+    }
+
     pub fn allows_scope(&self, scope: &str) -> bool {
         self.allowed_scopes.iter().any(|s| s == "*" || s == scope)
     }

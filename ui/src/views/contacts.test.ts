@@ -3,7 +3,7 @@
 import { vi } from 'vitest';
 
 const calls: unknown[] = [];
-const key = (k: string, verified: boolean) => ({ key: k, fingerprint: k.slice(0, 4), source: 'epp_sender' as const, scopes: ['support'], added_at: '', verified_at: verified ? '2026-11-25T10:00:00Z' : null, changed_from: null, blocked: false, safety_code: '00000 11111 22222 33333' });
+const key = (k: string, verified: boolean) => ({ key: k, fingerprint: k.slice(0, 4), source: 'epp_sender' as const, scopes: ['support'], added_at: '', verified_at: verified ? '2026-11-25T10:00:00Z' : null, changed_from: null, blocked: false, safety_code: '00000 11111 22222 33333', reverify: null as string | null });
 const contacts = [
   { id: 1, name: 'Dr. Lee', created_at: '', verified: true, key_changed: false, keys: [key('aa'.repeat(32), true)], namesakes: [2] },
   { id: 2, name: 'Dr. Lee', created_at: '', verified: false, key_changed: false, keys: [key('bb'.repeat(32), false)], namesakes: [1] },
@@ -57,4 +57,16 @@ test('a picture of their QR code is read and checked like pasted text', async ()
   expect(calls[0]).toEqual(['read', { picture: 'iVBORw==' }]);
   expect(calls[1]).toEqual(['verify', { key: 'bb'.repeat(32), pasted: `gatehouse:contact?key=${'bb'.repeat(32)}&address=x` }]);
   await vi.waitFor(() => expect(document.querySelector('#verify-msg')?.textContent).toContain('key is verified'));
+});
+
+test('a key verified with the old safety code says so and offers to verify again', async () => {
+  const old = 'verified with the old 20-digit safety code, which a man in the middle could match by precomputation: compare the new code to keep it verified';
+  contacts[0].keys = [{ ...key('aa'.repeat(32), true), reverify: old }];
+  const panel = new ContactsPanel(() => {});
+  replace(document.body, panel.el);
+  await panel.load();
+  const lee = document.querySelector('.contact[data-contact="1"]') as HTMLElement;
+  expect(lee.querySelector('.reverify')?.textContent).toContain('old 20-digit safety code');
+  expect(lee.querySelector('button.verify-open')?.textContent).toBe('Verify again');
+  contacts[0].keys = [key('aa'.repeat(32), true)];
 });

@@ -58,7 +58,9 @@ export class ContactsPanel {
         k.scopes.length ? ` · may ask about ${k.scopes.join(', ')}` : '',
         k.verified_at ? h('span', { className: 'muted small' }, ` · verified ${when(k.verified_at)}`) : null,
         k.blocked ? h('strong', { className: 'error' }, ' · new key, held until verified') : null, ' ',
-        k.verified_at ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, 'Verify'),
+        // Verified in a way that no longer holds (the old 20-digit code): said, with a way to do it again.
+        k.reverify ? h('p', { className: 'reverify warning small' }, `Verify again: ${k.reverify}. `) : null,
+        k.verified_at && !k.reverify ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, k.reverify ? 'Verify again' : 'Verify'),
         // A did:web's keys live in its DID document, which its owner may change.
         k.key.startsWith('did:web:') ? h('button', { className: 'link check-keys', onclick: () => void this.checkKeys(k) }, 'Check its DID document') : null))),
       ...namesakes.map((o) => h('p', { className: 'namesake' },

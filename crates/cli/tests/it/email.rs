@@ -132,6 +132,7 @@ fn account(dv: &Dovecot) -> gatehouse_email::Account {
         folder: "INBOX".into(),
         smtp: None,
         receipts: Default::default(),
+        receipt_rate: Default::default(),
         certificate: None,
     }
 }

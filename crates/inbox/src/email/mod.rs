@@ -173,7 +173,9 @@ enum Decided {
     /// Recorded before a crash: filed by what was decided then (accepted or not).
     File(bool),
     /// Through the pipeline now: recorded with the receipt mail it gets back, then filed.
-    Record { receipt: Box<gatehouse_epp::Receipt>, carrier: Carrier, envelope: Option<Vec<u8>> },
+    /// `sender` is the key the envelope names (it is only trusted where the receipt says
+    /// the signature verified).
+    Record { receipt: Box<gatehouse_epp::Receipt>, carrier: Carrier, sender: Option<String> },
 }
 
 /// A batch of mails: their envelopes through the pipeline, the arrivals recorded with the
@@ -230,9 +232,9 @@ async fn handle(
         match d {
             Decided::Leave => {}
             Decided::File(accepted) => filing.push((uid, accepted)),
-            Decided::Record { receipt, carrier, envelope } => {
+            Decided::Record { receipt, carrier, sender } => {
                 filing.push((uid, receipt.status == ReceiptStatus::Accepted));
-                records.push((uid, receipt, carrier, envelope));
+                records.push((uid, receipt, carrier, sender));
             }
         }
     }
@@ -241,11 +243,13 @@ async fn handle(
     }
     let fo = f.clone();
     let queued = db(store, move |s| {
-        let replies: Vec<_> = records.iter().map(|(_, r, c, e)| mail_back(s, &fo, r, c, e.as_deref())).collect();
+        let mut budget = outbox::Budget::default();
+        let replies: Vec<_> = records.iter().map(|(_, r, c, sender)| mail_back(s, &fo, &mut budget, r, c, sender.as_deref())).collect();
         let arrivals: Vec<_> = records
             .iter()
             .zip(replies)
-            .map(|((uid, r, c, _), reply)| gatehouse_store::email::Arrival {
+            .map(|((uid, r, c, sender), reply)| gatehouse_store::email::Arrival {
+                answers: reply.as_ref().ok().and(sender.as_deref().zip(r.envelope_id.as_deref())),
                 receipt_id: &r.receipt_id,
                 account: &fo.name,
                 uid_validity: validity,
@@ -280,16 +284,21 @@ async fn decide(
             return Ok(Decided::File(was_accepted));
         }
     }
-    let (receipt, envelope) = match found {
+    let (receipt, sender) = match found {
         Found::Nothing => return Ok(Decided::Leave),
         Found::Envelope(bytes) => match recovered(store, may_take_over, &bytes).await? {
             // Accepted from this very mail before a crash: recorded now, not submitted again.
-            Some(receipt) => (receipt, Some(bytes)),
-            None => (inbox.submit_async(&bytes, "email", crate::gate::clock::now()).await.receipt, Some(bytes)),
+            Some(receipt) => (receipt, sender_of(&bytes)),
+            None => (inbox.submit_async(&bytes, "email", crate::gate::clock::now()).await.receipt, sender_of(&bytes)),
         },
         Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", crate::gate::clock::now()).await.receipt, None),
     };
-    Ok(Decided::Record { receipt: Box::new(receipt), carrier, envelope })
+    Ok(Decided::Record { receipt: Box::new(receipt), carrier, sender })
+}
+
+/// The sender key an envelope names, as the registry writes it.
+fn sender_of(envelope: &[u8]) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(envelope).ok().and_then(|v| v["sender"].as_str().map(gatehouse_store::sender_key))
 }
 /// The envelope id an envelope names, if it reads as JSON at all.
 fn envelope_id(envelope: &[u8]) -> Option<String> {

@@ -19,26 +19,52 @@ const BATCH: usize = 50;
 /// Backoff while the server cannot be reached, doubling from the first to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_secs(2), Duration::from_secs(600));
 
-/// Codes given before the signature was checked: the envelope's sender is unknown, so the
-/// mail's From is only a claim and a receipt there could go to anyone (backscatter).
-fn verified(receipt: &Receipt) -> bool {
-    !matches!(
-        receipt.error.as_ref().map(|e| e.code),
-        Some(
-            ErrorCode::InvalidFormat
-                | ErrorCode::UnsupportedVersion
-                | ErrorCode::WrongRecipient
-                | ErrorCode::Expired
-                | ErrorCode::InvalidSignature
-                | ErrorCode::SizeExceeded
-                | ErrorCode::InternalError
-        )
-    )
+/// The receipts that are mailed at all (an allow-list): an acceptance, a knock, and a
+/// trusted sender's scope or policy refusal. Each comes only after the sender's
+/// signature, freshness, replay and revocation were judged and passed, so the envelope is
+/// the sender's own and this is its first arrival. Every other outcome (a replay, a
+/// revoked key, an unsigned v1.1 field that failed, a flood, anything before the
+/// signature) could be made by whoever relays a copy, and is never answered by mail.
+fn answerable(receipt: &Receipt) -> bool {
+    match (receipt.status, receipt.error.as_ref().map(|e| e.code)) {
+        (ReceiptStatus::Accepted, _) => true,
+        (_, Some(code)) => matches!(code, ErrorCode::UntrustedSender | ErrorCode::PolicyDenied),
+        _ => false,
+    }
+}
+
+/// What a receipt mail says, by outcome only: never text from the envelope or the mail
+/// (a scope, a capability, an attestation's role), which the sender or a relay chose.
+fn summary(receipt: &Receipt) -> &'static str {
+    match (receipt.status, receipt.error.as_ref().map(|e| e.code)) {
+        (ReceiptStatus::Accepted, _) if receipt.held_for_consent => "Your envelope was accepted and is held until the recipient looks at it.",
+        (ReceiptStatus::Accepted, _) => "Your envelope was accepted.",
+        (_, Some(ErrorCode::UntrustedSender)) => "Your envelope is waiting: the recipient has not let your key in yet.",
+        (_, Some(ErrorCode::PolicyDenied)) => "Your envelope was refused: the recipient's policy for your key does not allow it (POLICY_DENIED).",
+        _ => "Your envelope was refused.",
+    }
+}
+
+/// Receipt mails already counted in this batch, beside what the store has counted: the
+/// batch's arrivals are recorded together, after every mail was decided.
+#[derive(Default)]
+pub struct Budget {
+    account: Option<u32>,
+    senders: std::collections::HashMap<String, u32>,
+    answered: std::collections::HashSet<(String, String)>,
 }
 
 /// The receipt mail for an envelope that came by mail (recipient, formatted message), or
-/// why none is sent, in words the inbox shows.
-pub fn mail_back(store: &Store, f: &Follow, receipt: &Receipt, carrier: &Carrier, envelope: Option<&[u8]>) -> Result<(String, Vec<u8>), String> {
+/// why none is sent, in words the inbox shows. `answers` is set to the envelope it
+/// answers when one is sent.
+pub fn mail_back<'r>(
+    store: &Store,
+    f: &Follow,
+    budget: &mut Budget,
+    receipt: &'r Receipt,
+    carrier: &Carrier,
+    sender: Option<&'r str>,
+) -> Result<(String, Vec<u8>), String> {
     let Some(out) = &f.account.smtp else { return Err("no outgoing (SMTP) server is set for this account".into()) };
     if f.smtp_password.is_none() {
         return Err("no password is kept for the outgoing server".into());
@@ -46,34 +72,61 @@ pub fn mail_back(store: &Store, f: &Follow, receipt: &Receipt, carrier: &Carrier
     if f.account.receipts == MailReceipts::Off {
         return Err("receipts by mail are off for this account".into());
     }
-    if !verified(receipt) {
-        return Err("the envelope did not verify, so who sent the mail is unknown: a receipt would go to whatever address the mail names".into());
-    }
-    match receipt.error.as_ref().map(|e| e.code) {
-        Some(ErrorCode::SenderRevoked) => return Err("the sender's key is revoked".into()),
-        // Anyone can mail a copy of someone's envelope with their own From: answering
-        // replays would let them send mail from this account to any address. The
-        // envelope's first arrival was answered.
-        Some(ErrorCode::ReplayDetected) => return Err("a replay: the envelope's first arrival was answered".into()),
-        _ => {}
-    }
-    let sender = envelope.and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok()).and_then(|v| v["sender"].as_str().map(str::to_string));
-    let known = match &sender {
-        Some(k) => store.trust_get(k).map_err(|e| e.to_string())?.is_some(),
-        None => false,
+    let (Some(sender), Some(envelope_id)) = (sender, receipt.envelope_id.as_deref()) else {
+        return Err("the envelope did not verify, so who sent it is unknown: a receipt would go to whatever address the mail names".into());
     };
-    if !known && f.account.receipts == MailReceipts::Known {
-        return Err("the sender is not in your trust registry; receipts by mail go to strangers only if you allow it".into());
+    if !answerable(receipt) {
+        return Err(match receipt.error.as_ref().map(|e| e.code) {
+            Some(ErrorCode::ReplayDetected) => "a replay: the envelope's first arrival was answered".into(),
+            Some(ErrorCode::SenderRevoked) => "the sender's key is revoked".into(),
+            Some(
+                ErrorCode::InvalidFormat
+                | ErrorCode::UnsupportedVersion
+                | ErrorCode::WrongRecipient
+                | ErrorCode::Expired
+                | ErrorCode::InvalidSignature
+                | ErrorCode::SizeExceeded
+                | ErrorCode::InternalError,
+            ) => "the envelope did not verify, so who sent it is unknown: a receipt would go to whatever address the mail names".into(),
+            Some(c) => format!("{} is not answered by mail: anyone relaying a copy of the envelope could cause it", c.as_str()),
+            None => "nothing to answer".into(),
+        });
     }
-    let summary = match (&receipt.status, &receipt.error) {
-        (ReceiptStatus::Accepted, _) if receipt.held_for_consent => "Your envelope was accepted and is held until the recipient looks at it.".to_string(),
-        (ReceiptStatus::Accepted, _) => "Your envelope was accepted.".to_string(),
-        (_, Some(e)) if e.code == ErrorCode::UntrustedSender => "Your envelope is waiting: the recipient has not let your key in yet.".to_string(),
-        (_, Some(e)) => format!("Your envelope was rejected: {} ({}).", e.message, e.code.as_str()),
-        (_, None) => "Your envelope was rejected.".to_string(),
+    // Where it goes: an address bound to the sender in the user's own entries; only a
+    // stranger's knock, when the user asked for strangers to be answered, goes to the
+    // mail's From (never Reply-To), once.
+    let trust = store.trust_get(sender).map_err(|e| e.to_string())?;
+    let to = match &trust {
+        Some(t) => t
+            .policy
+            .mail_address()
+            .ok_or("no mail address of this sender's is in your trust registry (the From of the mail you let it in from, or a mailto: reply endpoint)")?,
+        None if f.account.receipts != MailReceipts::Everyone => {
+            return Err("the sender is not in your trust registry; receipts by mail go to strangers only if you allow it".into())
+        }
+        None => carrier.from.clone().ok_or("the mail names no sender to answer")?,
     };
+    let key = (sender.to_string(), envelope_id.to_string());
+    if budget.answered.contains(&key) || store.email_answered(sender, envelope_id).map_err(|e| e.to_string())? {
+        return Err("this envelope was answered by mail already (on its first arrival)".into());
+    }
+    let since = chrono::Utc::now().timestamp_millis() - 3600 * 1000;
+    let (account_sent, sender_sent) = store.email_answers_since(&f.name, sender, since).map_err(|e| e.to_string())?;
+    let account_now = budget.account.get_or_insert(account_sent);
+    let sender_now = budget.senders.entry(sender.to_string()).or_insert(sender_sent);
+    let rate = f.account.receipt_rate;
+    if *sender_now >= rate.per_sender_per_hour {
+        return Err(format!("{} receipt mails went to this sender in the last hour (at most {})", sender_now, rate.per_sender_per_hour));
+    }
+    if *account_now >= rate.per_account_per_hour {
+        return Err(format!("this account mailed {} receipts in the last hour (at most {})", account_now, rate.per_account_per_hour));
+    }
     let json = serde_json::to_string_pretty(receipt).map_err(|e| e.to_string())?;
-    smtp::receipt_reply(&out.from, carrier, &json, &summary).map_err(|e| e.to_string())
+    let mail = smtp::receipt_reply(&out.from, &to, carrier, &json, summary(receipt)).map_err(|e| e.to_string())?;
+    *account_now += 1;
+    *sender_now += 1;
+    budget.answered.insert(key);
+    Ok(mail)
 }
 
 /// Sends a signed envelope (an answer to a sender whose reply endpoint is `mailto:`) by

@@ -62,7 +62,8 @@ impl Inbox {
         let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent };
         let failure = match self.check(&ctx) {
             Ok((env, form)) => {
-                let mut admitted = self.admit(&ctx, env, form, false);
+                let unsigned = Box::new(unsigned(&env));
+                let mut admitted = self.admit(&ctx, env, form, unsigned, false);
                 let mut tries = 0;
                 loop {
                     let (record, limits, p) = match admitted {
@@ -73,7 +74,7 @@ impl Inbox {
                     match self.settle(&ctx, p, stored, &mut tries) {
                         Settled::Done(outcome) => return outcome,
                         Settled::Failed(f) => break f,
-                        Settled::Stale(p) => admitted = self.admit(&ctx, p.env, p.form, true),
+                        Settled::Stale(p) => admitted = self.admit(&ctx, p.env, p.form, p.unsigned, true),
                     }
                 }
             }
@@ -99,7 +100,8 @@ impl Inbox {
         let checked = if bytes.len() > INLINE_CHECK_BYTES && multi_thread { tokio::task::block_in_place(|| self.check(&ctx)) } else { self.check(&ctx) };
         let failure = match checked {
             Ok((env, form)) => {
-                let mut admitted = self.admit(&ctx, env, form, false);
+                let unsigned = Box::new(unsigned(&env));
+                let mut admitted = self.admit(&ctx, env, form, unsigned, false);
                 let mut tries = 0;
                 loop {
                     let (record, limits, p) = match admitted {
@@ -110,7 +112,7 @@ impl Inbox {
                     match self.settle(&ctx, p, stored, &mut tries) {
                         Settled::Done(outcome) => return outcome,
                         Settled::Failed(f) => break f,
-                        Settled::Stale(p) => admitted = self.admit(&ctx, p.env, p.form, true),
+                        Settled::Stale(p) => admitted = self.admit(&ctx, p.env, p.form, p.unsigned, true),
                     }
                 }
             }
@@ -208,13 +210,11 @@ impl Inbox {
                 .with_envelope_id(Some(env.envelope_id.clone()));
             return Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false });
         }
-        // Steps 4–6, then EPP v1.1's integrity and provenance (covered by no signature of
-        // the sender's, so each is checked on its own; docs/interop.md).
-        let checked = gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, &self.freshness, |k| self.sender_key(k)).and_then(|form| {
-            let ext = gatehouse_epp::v11::Extensions::read(&env)?;
-            gatehouse_epp::v11::verify(&env, &ext)?;
-            Ok(form)
-        });
+        // Steps 4–6: what the sender signed, and its freshness. EPP v1.1's fields are
+        // covered by no signature of the sender's: they are judged in `judge`, after
+        // replay and revocation, so a copy with a field changed on the way is still
+        // told apart as a replay or a revoked key (docs/threat-model.md 17).
+        let checked = gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, &self.freshness, |k| self.sender_key(k));
         match checked {
             Ok(form) => Ok((env, form)),
             Err(r) => Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false }),
@@ -222,8 +222,9 @@ impl Inbox {
     }
 
     /// Steps 8–9 on one view of the registry: the entry that admits the envelope, or why
-    /// it is refused.
-    fn judge<'v>(consent: Option<&'v TrustEntry>, view: &'v Admission, env: &Envelope, size: usize) -> Result<&'v TrustEntry, Refusal> {
+    /// it is refused. The unsigned v1.1 fields (`unsigned`, read and checked once) are
+    /// judged after revocation, never before anything signed, and only ever refuse.
+    fn judge<'v>(consent: Option<&'v TrustEntry>, view: &'v Admission, env: &Envelope, size: usize, unsigned: &Unsigned) -> Result<&'v TrustEntry, Refusal> {
         // Step 8: trust. A blocked sender is untrusted and never asks again.
         if view.blocked {
             return Err(Refusal::new(ErrorCode::UntrustedSender, "sender is blocked by the owner of this inbox".into()));
@@ -233,6 +234,12 @@ impl Inbox {
             let why = if reason.is_empty() { String::new() } else { format!(": {reason}") };
             return Err(Refusal::new(ErrorCode::SenderRevoked, format!("this sender's key was revoked by the owner of this inbox{why}")));
         }
+        // EPP v1.1: a malformed field, an integrity hash the payload does not match, an
+        // attestation that does not verify. Such an envelope does not knock either.
+        let ext = match unsigned {
+            Ok(ext) => ext,
+            Err(r) => return Err(Refusal::new(r.code, r.message.clone())),
+        };
         let Some(entry) = consent.or(view.trust.as_ref()) else {
             let sender = env.sender_key();
             let message = format!("sender {}… is not in this inbox's trust registry; the owner has been asked", &sender[..16]);
@@ -247,7 +254,7 @@ impl Inbox {
             return Err(Refusal::new(ErrorCode::PolicyDenied, "this sender may not send delegated envelopes".into()));
         }
         if let Some(limit) = &policy.capabilities {
-            capability_policy(limit, env)?;
+            capability_policy(limit, ext.capabilities.as_ref())?;
         }
         if size as u64 > policy.max_envelope_size {
             return Err(Refusal::new(ErrorCode::SizeExceeded, format!("envelope is {size} bytes; this sender's limit is {}", policy.max_envelope_size)));
@@ -262,7 +269,14 @@ impl Inbox {
     // A Failure is built once per refused request and becomes its receipt; boxing it
     // would cost an allocation on the path floods take and save nothing.
     #[allow(clippy::result_large_err)]
-    fn admit(&self, ctx: &Ctx<'_>, env: Envelope, form: Form, fresh: bool) -> Result<(NewEnvelope, gatehouse_store::RateLimit, Prepared), Failure> {
+    fn admit(
+        &self,
+        ctx: &Ctx<'_>,
+        env: Envelope,
+        form: Form,
+        unsigned: Box<Unsigned>,
+        fresh: bool,
+    ) -> Result<(NewEnvelope, gatehouse_store::RateLimit, Prepared), Failure> {
         let fail = |env: Envelope, code: ErrorCode, msg: String| Failure {
             rejection: Rejection::new(code, msg).with_envelope_id(Some(env.envelope_id.clone())),
             env: Some(env),
@@ -278,7 +292,7 @@ impl Inbox {
             }
         };
         let view = match read(fresh) {
-            Ok(v) if fresh || Self::judge(ctx.consent, &v, &env, ctx.bytes.len()).is_ok() => Ok(v),
+            Ok(v) if fresh || Self::judge(ctx.consent, &v, &env, ctx.bytes.len(), &unsigned).is_ok() => Ok(v),
             Ok(_) => read(true),
             Err(e) => Err(e),
         };
@@ -286,7 +300,7 @@ impl Inbox {
             Ok(v) => v,
             Err(e) => return Err(fail(env, ErrorCode::InternalError, e.to_string())),
         };
-        let entry = match Self::judge(ctx.consent, &view, &env, ctx.bytes.len()) {
+        let entry = match Self::judge(ctx.consent, &view, &env, ctx.bytes.len(), &unsigned) {
             Ok(entry) => entry,
             Err(r) => {
                 // Step 7, replay, is decided inside the accepting transaction. An envelope
@@ -349,7 +363,7 @@ impl Inbox {
             receipt: ctx.receipt_row(&receipt, Some(&env), None),
             admission_version: Some(view.version),
         };
-        Ok((record, policy.rate_limit.clone(), Prepared { env, form, receipt, held, noop }))
+        Ok((record, policy.rate_limit.clone(), Prepared { env, form, unsigned, receipt, held, noop }))
     }
 
     /// Turns the store's answer into the sender's outcome. `tries` counts the commits
@@ -421,6 +435,7 @@ impl Refusal {
 struct Prepared {
     env: Envelope,
     form: Form,
+    unsigned: Box<Unsigned>,
     receipt: Receipt,
     held: bool,
     noop: bool,
@@ -531,11 +546,22 @@ impl Inbox {
     }
 }
 
+/// An envelope's EPP v1.1 fields, read and checked once: what they claim, or why they are
+/// refused (malformed, an integrity hash that does not match, a forged attestation).
+type Unsigned = Result<gatehouse_epp::v11::Extensions, Rejection>;
+
+fn unsigned(env: &Envelope) -> Unsigned {
+    let ext = gatehouse_epp::v11::Extensions::read(env)?;
+    gatehouse_epp::v11::verify(env, &ext)?;
+    Ok(ext)
+}
+
 /// A trust entry's EPP v1.1 capability limit: what the envelope declares must lie within
-/// it, and with `require` it must declare something.
-fn capability_policy(limit: &gatehouse_store::CapabilityLimit, env: &Envelope) -> Result<(), Refusal> {
+/// it, and with `require` it must declare something. The declaration is unsigned, so it
+/// can only refuse: asking beyond the limit is refused, asking within it admits nothing
+/// the sender's trust entry did not already.
+fn capability_policy(limit: &gatehouse_store::CapabilityLimit, asked: Option<&gatehouse_epp::v11::Capabilities>) -> Result<(), Refusal> {
     use gatehouse_epp::v11;
-    let asked = v11::Extensions::read(env).ok().and_then(|e| e.capabilities);
     let Some(asked) = asked else {
         return match limit.require {
             true => Err(Refusal::new(
@@ -546,7 +572,7 @@ fn capability_policy(limit: &gatehouse_store::CapabilityLimit, env: &Envelope) -
         };
     };
     let allowed: v11::Capabilities = serde_json::from_value(limit.allowed.clone()).unwrap_or_default();
-    let over = v11::beyond(&asked, &allowed);
+    let over = v11::beyond(asked, &allowed);
     if over.is_empty() {
         return Ok(());
     }

@@ -108,7 +108,14 @@ async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_c
     let held = ConsentTarget::HeldAsk { stream_id: sid };
     let e = gatehouse_app::consent::decide(&inbox, &held, Decision::AllowOnce, Utc::now()).unwrap_err();
     assert!(e.to_string().contains("verify it first"), "{e}");
-    contacts::verify(&u.store, host.web.did(), None, &own, Utc::now()).unwrap();
+    // Its DID names no key and anyone can read it: pasting it verifies nothing; nor does
+    // the key the document no longer holds. One of the keys it holds now does.
+    let did_key = |k: &SigningKey| gatehouse_uamp::did::PublicKey::Ed25519(k.verifying_key()).did_key();
+    for wrong in [host.web.did().to_string(), did_key(&old)] {
+        assert!(contacts::verify(&u.store, host.web.did(), Some(&wrong), &own, Utc::now()).is_err(), "{wrong} verifies nothing");
+        assert!(contacts::list(&u.store, &own).unwrap()[0].key_changed, "still blocked after pasting {wrong}");
+    }
+    contacts::verify(&u.store, host.web.did(), Some(&did_key(&new)), &own, Utc::now()).unwrap();
     gatehouse_app::consent::decide(&inbox, &held, Decision::AllowOnce, Utc::now()).unwrap();
 
     // A signature by another key under a kept key id: a key change too; kept as it is.

@@ -39,8 +39,9 @@ pub(crate) async fn following(f: Follow, trusted: Option<&ed25519_dalek::Signing
         |s| {
             s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap();
             if let Some(k) = trusted {
-                let entry =
-                    gatehouse_store::TrustEntry { public_key: k, name: "Alice".into(), added_at: "2026-01-01T00:00:00Z".into(), policy: policy(&["support"]) };
+                // Let in from the clinic's mail: receipts go to that address.
+                let policy = gatehouse_store::Policy { mail_address: Some("agent@clinic.example".into()), ..policy(&["support"]) };
+                let entry = gatehouse_store::TrustEntry { public_key: k, name: "Alice".into(), added_at: "2026-01-01T00:00:00Z".into(), policy };
                 s.trust_add(&entry).unwrap();
             }
         },
@@ -58,6 +59,7 @@ pub(crate) fn account(port: u16) -> Account {
         folder: "INBOX".into(),
         smtp: None,
         receipts: Default::default(),
+        receipt_rate: Default::default(),
         certificate: None,
     }
 }
@@ -228,7 +230,7 @@ async fn receipts_go_back_by_mail_to_known_senders_and_never_to_an_unverified_fr
     let m = mail_parser::MessageParser::default().parse(&mails[0]).unwrap();
     assert_eq!(m.to().and_then(|t| t.first()).and_then(|a| a.address()), Some("agent@clinic.example"));
     assert_eq!(m.in_reply_to().as_text(), Some("env1@clinic.example"));
-    assert_eq!(m.subject(), Some("Re: results 1"));
+    assert_eq!(m.subject(), Some("EPP receipt"), "the subject is ours, never what the mail said");
     let attached: serde_json::Value = serde_json::from_slice(m.attachments().next().expect("the receipt is attached").contents()).unwrap();
     assert_eq!(attached["status"], "accepted");
     assert_eq!(attached["envelope_id"], known["envelope_id"]);
@@ -362,5 +364,124 @@ async fn a_server_without_idle_is_asked_again_after_a_while() {
     deliver(dv.port, &envelope_mail(&inbox.signed(&alice, "support", "polled"), 1)).await;
     wait_account(&store, "the mail picked up by polling", |a| a.last_uid == 1).await;
     assert_eq!(email_receipts(&store)[0].status, "accepted");
+    inbox.stop().await;
+}
+
+/// A mail with an envelope, its headers as the test says (a relay writes From, Reply-To
+/// and Subject as it likes).
+fn relayed(env: &serde_json::Value, n: u32, from: &str, reply_to: &str, subject: &str) -> String {
+    envelope_mail(env, n)
+        .replace("From: Clinic <agent@clinic.example>", &format!("From: {from}\nReply-To: {reply_to}"))
+        .replace(&format!("Subject: results {n}"), &format!("Subject: {subject}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_copy_is_judged_as_a_replay_or_a_revoked_key_and_no_mail_goes_where_a_relay_says() {
+    let (Some(dv), Some(ex)) = (dovecot(), Exim::start()) else { return };
+    let (alice, bob, stranger) = (key(7), key(8), key(9));
+    let probe = TestInbox::start(&pubhex(&key(1)), false).await;
+    let known = probe.signed(&alice, "support", "lab results are in");
+    let from_bob = probe.signed(&bob, "support", "bob again");
+    let knock = probe.signed(&stranger, "support", "may I?");
+    probe.stop().await;
+    // A field no signature covers, changed on the way: a made-up integrity hash, an
+    // attestation whose role is an advert.
+    let with = |env: &serde_json::Value, field: &str, v: serde_json::Value| {
+        let mut e = env.clone();
+        e[field] = v;
+        e
+    };
+    let bogus_integrity = serde_json::json!({"alg": "sha256", "hash": "00".repeat(32)});
+    let bogus_provenance = serde_json::json!({"content_hash": "00", "entries": [{"role": "Buy-now-at-evil-example", "identity": "ab".repeat(32), "timestamp": "2026-01-01T00:00:00Z", "signature": "AAAA"}]});
+    let spam = "BUY NOW cheap pills";
+    deliver(dv.port, &envelope_mail(&known, 1)).await;
+    deliver(dv.port, &relayed(&with(&known, "integrity", bogus_integrity.clone()), 2, "victim@elsewhere.example", "victim2@elsewhere.example", spam)).await;
+    deliver(dv.port, &relayed(&with(&known, "provenance", bogus_provenance), 3, "victim@elsewhere.example", "victim2@elsewhere.example", spam)).await;
+    deliver(dv.port, &relayed(&with(&from_bob, "integrity", bogus_integrity), 4, "victim@elsewhere.example", "victim2@elsewhere.example", spam)).await;
+    // A stranger's knock: answered (the user allows strangers) at its From, never its
+    // Reply-To; the same knock mailed again is not answered again.
+    deliver(dv.port, &relayed(&knock, 5, "stranger@agents.example", "victim3@elsewhere.example", spam)).await;
+    deliver(dv.port, &relayed(&knock, 6, "victim4@elsewhere.example", "victim4@elsewhere.example", spam)).await;
+
+    let f = follow_sending(&sending(&dv, &ex, MailReceipts::Everyone));
+    let acct = serde_json::to_value(&f.account).unwrap();
+    let (alice_key, bob_key) = (pubhex(&alice), pubhex(&bob));
+    let inbox = TestInbox::start_email(
+        &pubhex(&key(1)),
+        |s| {
+            s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap();
+            let entry = |k: &str, name: &str, mail: Option<&str>| gatehouse_store::TrustEntry {
+                public_key: k.into(),
+                name: name.into(),
+                added_at: "2026-01-01T00:00:00Z".into(),
+                policy: gatehouse_store::Policy { mail_address: mail.map(str::to_string), ..policy(&["support"]) },
+            };
+            s.trust_add(&entry(&alice_key, "Alice", Some("agent@clinic.example"))).unwrap();
+            // Bob was trusted, then revoked: a copy of his envelope is refused for that first.
+            s.trust_add(&entry(&bob_key, "Bob", Some("bob@clinic.example"))).unwrap();
+            s.revoke(&bob_key, "lost laptop", "2026-01-02T00:00:00Z").unwrap();
+        },
+        vec![f],
+    )
+    .await;
+    let store = inbox.store.clone();
+    wait_account(&store, "the mails handled", |a| a.last_uid == 6).await;
+
+    let by_uid = |uid: u32| {
+        let r = email_receipts(&store)
+            .into_iter()
+            .find(|r| store.email_arrival_get(&r.receipt_id).unwrap().is_some_and(|a| a.message_id.as_deref() == Some(&format!("env{uid}@clinic.example"))));
+        r.unwrap_or_else(|| panic!("no receipt for mail {uid}"))
+    };
+    assert_eq!(by_uid(1).status, "accepted");
+    assert_eq!(by_uid(2).code.as_deref(), Some("REPLAY_DETECTED"), "a copy with a made-up integrity hash is a replay, judged before the hash");
+    assert_eq!(by_uid(3).code.as_deref(), Some("REPLAY_DETECTED"), "a copy with a forged attestation is a replay");
+    assert_eq!(by_uid(4).code.as_deref(), Some("SENDER_REVOKED"), "a revoked key is refused as revoked, whatever was added to its envelope");
+    assert_eq!(by_uid(5).code.as_deref(), Some("UNTRUSTED_SENDER"));
+    assert_eq!(by_uid(6).code.as_deref(), Some("UNTRUSTED_SENDER"));
+    for uid in [2, 3, 4, 6] {
+        let a = store.email_arrival_get(&by_uid(uid).receipt_id).unwrap().unwrap();
+        assert!(a.mailed_back.is_none() && a.not_mailed.is_some(), "mail {uid} gets no receipt mail: {a:?}");
+    }
+    assert!(store.email_arrival_get(&by_uid(6).receipt_id).unwrap().unwrap().not_mailed.unwrap().contains("answered by mail already"));
+
+    // Two mails went out: Alice's receipt to the address she was let in from, and the
+    // stranger's to its From; nothing to a relay's addresses, nothing of its text.
+    ex.wait_delivered(2);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mails: Vec<_> = ex.delivered().iter().map(|m| mail_parser::MessageParser::default().parse(m).unwrap().into_owned()).collect();
+    let mut to: Vec<String> = mails.iter().filter_map(|m| m.to().and_then(|t| t.first()).and_then(|a| a.address()).map(str::to_string)).collect();
+    to.sort();
+    assert_eq!(to, ["agent@clinic.example", "stranger@agents.example"]);
+    for raw in ex.delivered() {
+        let text = String::from_utf8_lossy(&raw);
+        assert!(!text.contains("BUY NOW") && !text.contains("evil"), "a relay's text is never carried: {text}");
+    }
+    inbox.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_let_in_from_a_mail_gets_its_receipts_at_that_address_whatever_later_mails_say() {
+    let (Some(dv), Some(ex)) = (dovecot(), Exim::start()) else { return };
+    let lee = key(11);
+    let probe = TestInbox::start(&pubhex(&key(1)), false).await;
+    let knock = probe.signed(&lee, "support", "Dr. Lee's office here, may we write?");
+    let later = probe.signed(&lee, "support", "your appointment moved");
+    probe.stop().await;
+    deliver(dv.port, &relayed(&knock, 1, "office@lee.example", "office@lee.example", "hello")).await;
+    let inbox = following(follow_sending(&sending(&dv, &ex, MailReceipts::Known)), None).await;
+    let store = inbox.store.clone();
+    wait_account(&store, "the knock handled", |a| a.last_uid == 1).await;
+    // The user lets the key in from the prompt: the mail's From is where its receipts go.
+    let target = gatehouse_inbox::gate::consent::ConsentTarget::UnknownSender { public_key: pubhex(&lee) };
+    let (gate, _rx) = gatehouse_inbox::build(store.clone(), &inbox.public_key);
+    gatehouse_app::consent::decide(&gate, &target, gatehouse_inbox::gate::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert_eq!(store.trust_get(&pubhex(&lee)).unwrap().unwrap().policy.mail_address.as_deref(), Some("office@lee.example"));
+    // Its next envelope comes through another relay, which names other addresses.
+    deliver(dv.port, &relayed(&later, 2, "someone@relay.example", "victim@elsewhere.example", "hello")).await;
+    wait_account(&store, "the second mail handled", |a| a.last_uid == 2).await;
+    let mails = ex.wait_delivered(1);
+    let m = mail_parser::MessageParser::default().parse(&mails[0]).unwrap();
+    assert_eq!(m.to().and_then(|t| t.first()).and_then(|a| a.address()), Some("office@lee.example"));
     inbox.stop().await;
 }

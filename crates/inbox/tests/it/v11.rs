@@ -146,3 +146,61 @@ async fn a_trust_entry_limits_or_requires_capabilities() {
     assert_eq!(status, 200, "{r}");
     inbox.stop().await;
 }
+
+/// The envelope with one field no signature covers set to `v`.
+fn with(env: &serde_json::Value, field: &str, v: serde_json::Value) -> serde_json::Value {
+    let mut e = env.clone();
+    e[field] = v;
+    e
+}
+
+#[tokio::test]
+async fn a_copy_with_unsigned_fields_changed_is_judged_by_what_was_signed_first() {
+    let d = data();
+    let inbox = inbox(&d).await;
+    let plain = envelope(&d, "plain");
+    let (status, _, r) = inbox.post_json(plain).await;
+    assert_eq!(status, 200, "{r}");
+    // Captured and posted again with a made-up hash, or an attestation that verifies
+    // nothing, or a malformed field: still the same signed envelope, so a replay.
+    let bogus_integrity = serde_json::json!({"alg": "sha256", "hash": "00".repeat(32)});
+    let bogus_provenance = serde_json::json!({"content_hash": "00", "entries": [{"role": "author", "identity": "ab".repeat(32), "timestamp": "2026-01-01T00:00:00Z", "signature": "AAAA"}]});
+    for (field, v) in
+        [("integrity", bogus_integrity.clone()), ("provenance", bogus_provenance), ("capabilities", serde_json::json!({"network": {"protocols": ["gopher"]}}))]
+    {
+        let (status, _, r) = inbox.post_json(&with(plain, field, v)).await;
+        assert_eq!((status, code(&r)), (409, "REPLAY_DETECTED"), "{field}: {r}");
+    }
+    // A revoked key is refused as revoked, whatever was added to its envelope.
+    let sender = d["keys"]["sender"]["public_hex"].as_str().unwrap();
+    assert!(gatehouse_app::trust::revoke(&inbox.store, sender, "key leaked", chrono::Utc::now()).unwrap());
+    let (status, _, r) = inbox.post_json(&with(envelope(&d, "integrity"), "integrity", bogus_integrity)).await;
+    assert_eq!((status, code(&r)), (403, "SENDER_REVOKED"), "{r}");
+    inbox.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_v11_fields_are_invalid_format_as_the_reference_model_says() {
+    let d = data();
+    let inbox = inbox(&d).await;
+    let plain = envelope(&d, "plain");
+    for (field, v, part) in [
+        ("capabilities", serde_json::json!({"network": {"protocols": ["gopher"]}}), "capabilities.network.protocols[0]"),
+        ("payment", serde_json::json!({"amount": "-5", "currency": "USDC", "recipient": "0xabc", "chain": "base"}), "payment.amount"),
+        ("stake", serde_json::json!({"contract": "c1", "chain": "base", "amount": "1", "currency": "ETH", "staker": "not-hex"}), "stake.staker"),
+        ("integrity", serde_json::json!({"alg": "sha256", "hash": "zz"}), "integrity.hash"),
+        (
+            "provenance",
+            serde_json::json!({"content_hash": "ab", "entries": [{"role": "author", "identity": "nothex", "timestamp": "2026-01-01T00:00:00Z", "signature": "AAAA"}]}),
+            "provenance.entries[0].identity",
+        ),
+    ] {
+        let (status, _, r) = inbox.post_json(&with(plain, field, v)).await;
+        assert_eq!((status, code(&r)), (400, "INVALID_FORMAT"), "{field}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains(part), "names the part: {r}");
+    }
+    // None of them used the envelope up: the envelope as signed is accepted afterwards.
+    let (status, _, r) = inbox.post_json(plain).await;
+    assert_eq!(status, 200, "{r}");
+    inbox.stop().await;
+}

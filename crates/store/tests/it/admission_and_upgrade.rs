@@ -311,3 +311,42 @@ fn refused_receipts_go_after_their_retention_with_their_search_and_sender_entrie
     let by_sender: i64 = db.query_row("SELECT count(*) FROM receipts_by_sender", [], |r| r.get(0)).unwrap();
     assert_eq!(by_sender, 2);
 }
+
+#[test]
+fn keys_verified_with_the_old_safety_code_or_a_did_web_s_own_did_are_asked_to_verify_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    let (by_code, by_shared, web, unverified) = ("aa".repeat(32), "bb".repeat(32), "did:web:agent.example", "cc".repeat(32));
+    {
+        // Schema 26, as the previous release left it: three verified keys, one not.
+        let old = gatehouse_store::create_at_schema(&path, 26).unwrap();
+        for (i, k) in [&by_code, &by_shared, &web.to_string(), &unverified].into_iter().enumerate() {
+            old.execute("INSERT INTO contacts (id, name, created_at) VALUES (?1, 'c', 't')", [i as i64 + 1]).unwrap();
+            let verified = (i < 3).then_some("2026-11-25T00:00:00Z");
+            old.execute(
+                "INSERT INTO contact_keys (key, contact_id, added_at, verified_at) VALUES (?1, ?2, 't', ?3)",
+                rusqlite::params![k, i as i64 + 1, verified],
+            )
+            .unwrap();
+        }
+        let audit = |k: &str, how: &str| {
+            old.execute(
+                "INSERT INTO audit (at, action, subject, detail) VALUES ('t', 'contact.verify', ?1, ?2)",
+                rusqlite::params![k, serde_json::json!({"contact": 1, "how": how}).to_string()],
+            )
+            .unwrap();
+        };
+        audit(&by_code, "safety codes compared");
+        audit(&by_shared, "their shared code");
+        audit(web, "their shared code");
+    }
+    let store = Store::open(&path).unwrap();
+    let reverify = |k: &str| store.contacts().unwrap().into_iter().flat_map(|c| c.keys).find(|x| x.key == k).unwrap().reverify;
+    assert!(reverify(&by_code).is_some_and(|w| w.contains("old 20-digit safety code")));
+    assert_eq!(reverify(&by_shared), None, "their shared code named the very key: it stands");
+    assert!(reverify(web).is_some_and(|w| w.contains("pasting its DID")));
+    assert_eq!(reverify(&unverified), None);
+    // Verifying again clears it.
+    store.contact_key_reverify(&by_code, None).unwrap();
+    assert_eq!(reverify(&by_code), None);
+}
