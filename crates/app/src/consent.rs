@@ -313,10 +313,25 @@ fn granted_words(decision: Decision, end: Option<DateTime<Utc>>) -> String {
 
 /// A short label for a sender the user has not named yet.
 fn default_name(key: &str) -> String {
-    if key.starts_with("did:") {
+    // A did:web is a name its owner chose (did:web:evil-mybank.com): shown whole, since
+    // any part of it could be chosen to look like another. Other ids begin with key
+    // material; cut by characters, never bytes (an asop: id is the agent's own text).
+    if key.starts_with("did:web:") {
+        format!("Agent {key}")
+    } else if key.starts_with("did:") {
         let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
         format!("Agent …{tail}")
     } else {
-        format!("Sender {}", &key[..8.min(key.len())])
+        format!("Sender {}", key.chars().take(8).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_default_name_never_cuts_a_character_and_shows_a_did_web_whole() {
+        assert_eq!(super::default_name("asop:ééééééééé"), "Sender asop:ééé");
+        assert_eq!(super::default_name("did:web:evil-mybank.com"), "Agent did:web:evil-mybank.com");
+        assert_eq!(super::default_name(&"ab".repeat(32)), "Sender abababab");
     }
 }

@@ -259,6 +259,10 @@ pub fn timed_grants(store: &Store, now: DateTime<Utc>) -> crate::Result<Vec<Time
 /// A key as people compare it: the first 16 hex digits in groups of four; a DID by its
 /// method and last characters.
 pub fn fingerprint(key: &str) -> String {
+    // A did:web's name was chosen by its owner: only the whole of it says who it is.
+    if key.starts_with("did:web:") {
+        return key.to_string();
+    }
     if key.starts_with("did:") {
         let method = key.splitn(3, ':').take(2).collect::<Vec<_>>().join(":");
         let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();

@@ -364,7 +364,15 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             } else {
                 for e in list {
                     let prompt: String = e.prompt.chars().take(60).map(|c| if c.is_control() { ' ' } else { c }).collect();
-                    println!("{}  {}  {}…  {}  {:9}  {}", e.received_at, e.envelope_id, &e.sender[..12], e.scope, e.exec_status.as_str(), prompt);
+                    println!(
+                        "{}  {}  {}…  {}  {:9}  {}",
+                        e.received_at,
+                        e.envelope_id,
+                        e.sender.get(..12).unwrap_or(&e.sender),
+                        e.scope,
+                        e.exec_status.as_str(),
+                        prompt
+                    );
                 }
             }
         }

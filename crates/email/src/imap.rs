@@ -241,7 +241,9 @@ pub struct Arrived {
 /// this batch: the UIDs of the rest are all that is read of them (a backlog is not
 /// described again at every batch).
 pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize, max_bytes: u64) -> Result<(Vec<Arrived>, usize), EmailError> {
-    let mut uids: Vec<u32> = s.uid_search(format!("UID {}:*", after_uid + 1)).await?.into_iter().filter(|u| *u > after_uid).collect();
+    // A server that said its last UID was u32::MAX has nothing after it (never a wrap to 0).
+    let Some(next) = after_uid.checked_add(1) else { return Ok((Vec::new(), 0)) };
+    let mut uids: Vec<u32> = s.uid_search(format!("UID {next}:*")).await?.into_iter().filter(|u| *u > after_uid).collect();
     uids.sort_unstable();
     let waiting = uids.len();
     uids.truncate(max);
@@ -274,7 +276,8 @@ pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize, max_bytes:
             }
         }
     }
-    let more = waiting - sized.len();
+    // The server's FETCH may answer UIDs its SEARCH did not name: never a wrap.
+    let more = waiting.saturating_sub(sized.len());
     Ok((sized.into_iter().map(|(uid, size)| Arrived { uid, size, bytes: bodies.remove(&uid) }).collect(), more))
 }
 
@@ -287,7 +290,7 @@ pub fn uid_set(uids: &[u32]) -> String {
     let mut i = 0;
     while i < sorted.len() {
         let start = sorted[i];
-        while i + 1 < sorted.len() && sorted[i + 1] == sorted[i] + 1 {
+        while i + 1 < sorted.len() && sorted[i].checked_add(1) == Some(sorted[i + 1]) {
             i += 1;
         }
         if !out.is_empty() {
@@ -332,5 +335,6 @@ mod tests {
         assert_eq!(super::uid_set(&[5, 1, 2, 3, 9, 10, 3]), "1:3,5,9:10");
         assert_eq!(super::uid_set(&[7]), "7");
         assert_eq!(super::uid_set(&[]), "");
+        assert_eq!(super::uid_set(&[u32::MAX - 1, u32::MAX]), format!("{}:{}", u32::MAX - 1, u32::MAX), "the last UID does not wrap");
     }
 }
