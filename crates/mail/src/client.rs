@@ -65,9 +65,11 @@ pub fn normalize_url(input: &str) -> Result<String, ClientError> {
     Ok(base_url(input, &Rules { what: "a swarm", plain: Plain::OnLoopback, document: None, path: true })?)
 }
 
-/// `GET /whoami`.
+/// `GET /whoami`. openapi.yaml names the identity `id`; the spec's text (and a swarm
+/// written from it) `username`: either is read (docs/interop.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Whoami {
+    #[serde(alias = "username")]
     pub id: String,
     pub role: String,
 }
@@ -376,4 +378,17 @@ async fn check(path: &str, resp: reqwest::Response) -> Result<reqwest::Response,
         500..=599 => ClientError::Server { path, status, detail },
         _ => ClientError::Http { path, status, detail },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Whoami;
+
+    #[test]
+    fn whoami_is_read_as_openapi_and_as_the_spec_text_word_it() {
+        let by_id: Whoami = serde_json::from_value(serde_json::json!({"id": "alice", "role": "user"})).unwrap();
+        let by_name: Whoami = serde_json::from_value(serde_json::json!({"username": "alice", "role": "user"})).unwrap();
+        assert_eq!(by_id, by_name);
+        assert_eq!(by_name.id, "alice");
+    }
 }

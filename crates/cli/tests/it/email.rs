@@ -82,7 +82,8 @@ fn an_envelope_sent_by_mail_is_accepted_and_its_receipt_comes_back_by_mail() {
     assert_eq!(listed[0]["account"]["receipts"], "known");
     assert_eq!(listed[0]["account"]["security"], "start_tls");
 
-    ok(b, &["trust", "add", &a_key, "--name", "Sender", "--scopes", "support"]);
+    // Its receipts go to the address it writes from, which the user gives.
+    ok(b, &["trust", "add", &a_key, "--name", "Sender", "--scopes", "support", "--mail-address", "agent@sender.example"]);
     let _serve = Server::start(b);
     let sent = ok(a, &["send", "--to", "mailto:alice@home.example", "--recipient", &b_key, "--scope", "support", "--prompt", "hello by mail"]);
     let envelope_id = last_line(&sent);
