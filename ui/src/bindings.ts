@@ -52,7 +52,7 @@ export const commands = {
 	trustUnblock: (publicKey: string) => __TAURI_INVOKE<null>("trust_unblock", { publicKey }),
 	blockedList: () => __TAURI_INVOKE<BlockedSender[]>("blocked_list"),
 	consentList: () => __TAURI_INVOKE<ConsentItem_Serialize[]>("consent_list"),
-	consentDecide: (target: ConsentTarget, decision: Decision, lasting: Lasting | null) => __TAURI_INVOKE<DecisionOutcome_Serialize>("consent_decide", { target, decision, lasting }),
+	consentDecide: (target: ConsentTarget_Deserialize, decision: Decision, lasting: Lasting | null) => __TAURI_INVOKE<DecisionOutcome_Serialize>("consent_decide", { target, decision, lasting }),
 	auditList: () => __TAURI_INVOKE<AuditEntry_Serialize[]>("audit_list"),
 	settingsSet: (settings: DesktopSettings_Deserialize) => __TAURI_INVOKE<InboxStatus_Serialize>("settings_set", { settings }),
 	retentionGet: () => __TAURI_INVOKE<Retention_Serialize>("retention_get"),
@@ -471,7 +471,9 @@ export type Claim = {
 };
 
 /**  Every error code a command can return. */
-export type Code = "ALREADY_SENT" | "ALREADY_TRUSTED" | "BAD_ENVELOPE" | "BAD_MANIFEST" | "BAD_REQUEST" | "BAD_URL" | "DID_FETCH" | "FORBIDDEN_PATH" | "GONE" | "HTTP" | "INTERNAL" | "INTERRUPTED" | "INVALID" | "IO" | "KEYCHAIN" | "NOT_ALLOWED" | "NOT_CONFIRMED" | "NOT_FOUND" | "NOT_RUNNING" | "NOT_TEXT" | "NOT_TRUSTED" | "NO_TOKEN" | "OPEN" | "PIN_MISMATCH" | "PROTOCOL" | "REFUSED" | "STORE" | "SWARM_ERROR" | "TLS" | "TOO_LARGE" | "UNAUTHORIZED" | "UNREACHABLE";
+export type Code = "ALREADY_SENT" | "ALREADY_TRUSTED" | "BAD_ENVELOPE" | "BAD_MANIFEST" | "BAD_REQUEST" | "BAD_URL" | 
+/**  What the user decided on changed since it was shown (a sender knocked again). */
+"CHANGED" | "DID_FETCH" | "FORBIDDEN_PATH" | "GONE" | "HTTP" | "INTERNAL" | "INTERRUPTED" | "INVALID" | "IO" | "KEYCHAIN" | "NOT_ALLOWED" | "NOT_CONFIRMED" | "NOT_FOUND" | "NOT_RUNNING" | "NOT_TEXT" | "NOT_TRUSTED" | "NO_TOKEN" | "OPEN" | "PIN_MISMATCH" | "PROTOCOL" | "REFUSED" | "STORE" | "SWARM_ERROR" | "TLS" | "TOO_LARGE" | "UNAUTHORIZED" | "UNREACHABLE";
 
 export type CommandError = {
 	code: Code,
@@ -494,6 +496,11 @@ export type ConsentItem_Deserialize =
 { kind: "unknown_sender"; public_key: string; 
 /**  What is knocking, from where it arrived (never from what it wrote). */
 source: Source; first_seen: string; last_seen: string; count: number; scopes_tried: string[]; 
+/**
+ *  The newest knock's receipt id: a decision names it, and is carried out on it
+ *  alone.
+ */
+knock?: string | null; 
 /**  The newest knock: what "allow" would deliver. */
 envelope_id?: string | null; scope?: string | null; prompt?: string | null; 
 /**  What the knock declared (EPP v1.1), in plain words. */
@@ -564,6 +571,11 @@ export type ConsentItem_Serialize =
 { kind: "unknown_sender"; public_key: string; 
 /**  What is knocking, from where it arrived (never from what it wrote). */
 source: Source; first_seen: string; last_seen: string; count: number; scopes_tried: string[]; 
+/**
+ *  The newest knock's receipt id: a decision names it, and is carried out on it
+ *  alone.
+ */
+knock: string | null; 
 /**  The newest knock: what "allow" would deliver. */
 envelope_id: string | null; scope: string | null; prompt: string | null; 
 /**  What the knock declared (EPP v1.1), in plain words. */
@@ -637,7 +649,23 @@ export type ConsentRequested_Deserialize = InboxEvent_Deserialize;
 /**  The same submission, when it needs the user's decision. */
 export type ConsentRequested_Serialize = InboxEvent_Serialize;
 
-export type ConsentTarget = { kind: "unknown_sender"; public_key: string } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string } | 
+export type ConsentTarget = ConsentTarget_Serialize;
+
+export type ConsentTarget_Deserialize = { kind: "unknown_sender"; public_key: string; 
+/**
+ *  The knock the prompt showed (its receipt id): the decision is carried out
+ *  only on that one. A sender that knocked again since is asked about anew.
+ */
+knock?: string | null } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string } | 
+/**  A trusted sender's signature named a key not kept for it. */
+{ kind: "key_change"; sender: string };
+
+export type ConsentTarget_Serialize = { kind: "unknown_sender"; public_key: string; 
+/**
+ *  The knock the prompt showed (its receipt id): the decision is carried out
+ *  only on that one. A sender that knocked again since is asked about anew.
+ */
+knock: string | null } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string } | 
 /**  A trusted sender's signature named a key not kept for it. */
 { kind: "key_change"; sender: string };
 

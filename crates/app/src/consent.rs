@@ -17,7 +17,7 @@ use crate::Result;
 /// workers.
 pub async fn decide_fetching(inbox: std::sync::Arc<Inbox>, target: ConsentTarget, decision: Decision, lasting: Lasting) -> Result<DecisionOutcome> {
     let keys = match (&target, decision) {
-        (ConsentTarget::UnknownSender { public_key }, Decision::AlwaysAllowScope) => crate::trust::did_web_keys(public_key).await?,
+        (ConsentTarget::UnknownSender { public_key, .. }, Decision::AlwaysAllowScope) => crate::trust::did_web_keys(public_key).await?,
         _ => Vec::new(),
     };
     crate::blocking(move || Ok(decide_with_keys(&inbox, &target, decision, &lasting, gatehouse_inbox::gate::clock::now(), &keys)?)).await
@@ -96,12 +96,20 @@ fn decide_now(
     let store = inbox.store();
     let at = now_string(now);
     let outcome = match target {
-        ConsentTarget::UnknownSender { public_key } => {
+        ConsentTarget::UnknownSender { public_key, knock: shown } => {
             let key = gatehouse_store::sender_key(public_key);
             let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
                 return Err(ConsentError::Gone);
             };
             let knock = store.latest_receipt_from(&key, "UNTRUSTED_SENDER")?;
+            // The decision is on the knock the user saw: if the sender knocked again in
+            // between (another scope, other words), nothing is decided and the newer one
+            // is shown instead.
+            if knock.as_ref().map(|k| &k.receipt_id) != shown.as_ref() && decision != Decision::Block {
+                return Err(ConsentError::Changed(
+                    "this sender knocked again since the prompt was shown: look at what it sends now, then decide (nothing was decided)".into(),
+                ));
+            }
             let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| request.scopes_tried.first().cloned());
             match decision {
                 Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),

@@ -15,6 +15,8 @@ pub enum Code {
     BadManifest,
     BadRequest,
     BadUrl,
+    /// What the user decided on changed since it was shown (a sender knocked again).
+    Changed,
     DidFetch,
     ForbiddenPath,
     Gone,

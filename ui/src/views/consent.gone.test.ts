@@ -3,10 +3,13 @@
 import { vi } from 'vitest';
 
 const failures = new Map<string, unknown>();
+const decided: unknown[] = [];
+let prompt = 'hello';
 vi.mock('@tauri-apps/api/core', () => ({
-  invoke: (cmd: string) => {
+  invoke: (cmd: string, args: unknown) => {
+    if (cmd === 'consent_decide') decided.push(args);
     if (failures.has(cmd)) return Promise.reject(failures.get(cmd));
-    if (cmd === 'consent_list') return Promise.resolve([{ kind: 'unknown_sender', public_key: 'ab'.repeat(32), source: 'epp_sender', first_seen: '', last_seen: '', count: 1, scopes_tried: ['support'], envelope_id: null, scope: 'support', prompt: 'hello', extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [] }]);
+    if (cmd === 'consent_list') return Promise.resolve([{ kind: 'unknown_sender', public_key: 'ab'.repeat(32), source: 'epp_sender', first_seen: '', last_seen: '', count: 1, scopes_tried: ['support'], knock: `r-${prompt}`, envelope_id: null, scope: 'support', prompt, extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [] }]);
     if (cmd === 'asop_pending') return Promise.resolve([]);
     return Promise.reject({ code: 'INTERNAL', message: `unmocked ${cmd}` });
   },
@@ -34,6 +37,18 @@ describe('a consent decision that fails', () => {
     expect(card.querySelector('.result')?.textContent).toContain('Already decided');
     expect([...card.querySelectorAll('button')].every((b) => (b as HTMLButtonElement).disabled)).toBe(true);
     expect(refreshed).toBe(1);
+  });
+
+  it('because the sender knocked again redraws the prompt with what it asks now', async () => {
+    decided.length = 0;
+    const waiting = decideWith({ code: 'CHANGED', message: 'this sender knocked again since the prompt was shown' });
+    prompt = 'now send me the card number';
+    const { card } = await waiting;
+    await new Promise((r) => setTimeout(r, 0));
+    expect(JSON.stringify(decided[0])).toContain('"knock":"r-hello"');
+    expect(document.querySelector('.consent-card')?.textContent).toContain('now send me the card number');
+    expect(card.classList.contains('decided')).toBe(false);
+    prompt = 'hello';
   });
 
   it('for any other reason keeps the card open to try again', async () => {

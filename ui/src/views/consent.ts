@@ -116,6 +116,12 @@ export class ConsentView {
       this.settled(card, result, 'Already decided or withdrawn — nothing is waiting here any more.');
       return;
     }
+    if (hasCode(e, 'CHANGED')) {
+      // The sender asked again meanwhile: the card is redrawn with what it asks now.
+      this.notice.textContent = errorText(e);
+      void this.load();
+      return;
+    }
     result.textContent = errorText(e);
     result.classList.add('error');
   }
@@ -159,7 +165,9 @@ export class ConsentView {
   }
 
   private card(item: ConsentItem): HTMLElement {
-    const target: ConsentTarget = item.kind === 'unknown_sender' ? { kind: 'unknown_sender', public_key: item.public_key }
+    // A stranger's prompt names the knock it shows: if the sender knocks again before the
+    // click, nothing is decided and the newer knock is shown.
+    const target: ConsentTarget = item.kind === 'unknown_sender' ? { kind: 'unknown_sender', public_key: item.public_key, knock: item.knock }
       : item.kind === 'held_ask' ? { kind: 'held_ask', stream_id: item.stream_id }
         : item.kind === 'key_change' ? { kind: 'key_change', sender: item.sender } : { kind: 'held', row_id: item.row_id };
     const scope = item.kind === 'unknown_sender' ? (item.scope ?? item.scopes_tried[0] ?? '') : item.kind === 'key_change' ? '' : item.scope;

@@ -22,6 +22,9 @@ pub enum ConsentItem {
         last_seen: String,
         count: i64,
         scopes_tried: Vec<String>,
+        /// The newest knock's receipt id: a decision names it, and is carried out on it
+        /// alone.
+        knock: Option<String>,
         /// The newest knock: what "allow" would deliver.
         envelope_id: Option<String>,
         scope: Option<String>,
@@ -110,7 +113,7 @@ impl ConsentItem {
     /// The name the audit log and "ask me later" give what this prompt decides.
     pub fn target(&self) -> ConsentTarget {
         match self {
-            ConsentItem::UnknownSender { public_key, .. } => ConsentTarget::UnknownSender { public_key: public_key.clone() },
+            ConsentItem::UnknownSender { public_key, knock, .. } => ConsentTarget::UnknownSender { public_key: public_key.clone(), knock: knock.clone() },
             ConsentItem::Held { row_id, .. } => ConsentTarget::Held { row_id: *row_id },
             ConsentItem::HeldAsk { stream_id, .. } => ConsentTarget::HeldAsk { stream_id: stream_id.clone() },
             ConsentItem::KeyChange { sender, .. } => ConsentTarget::KeyChange { sender: sender.clone() },
@@ -122,7 +125,7 @@ impl ConsentTarget {
     /// How the audit log and the deferred prompts name it.
     pub fn key(&self) -> String {
         match self {
-            ConsentTarget::UnknownSender { public_key } => gatehouse_store::sender_key(public_key),
+            ConsentTarget::UnknownSender { public_key, .. } => gatehouse_store::sender_key(public_key),
             ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
             ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
             ConsentTarget::KeyChange { sender } => format!("key-change:{}", gatehouse_store::sender_key(sender)),
@@ -275,6 +278,10 @@ pub const LATER: chrono::Duration = chrono::Duration::hours(1);
 pub enum ConsentTarget {
     UnknownSender {
         public_key: String,
+        /// The knock the prompt showed (its receipt id): the decision is carried out
+        /// only on that one. A sender that knocked again since is asked about anew.
+        #[serde(default)]
+        knock: Option<String>,
     },
     Held {
         row_id: i64,
@@ -302,6 +309,9 @@ pub enum ConsentError {
     Store(#[from] StoreError),
     #[error("nothing is waiting for that decision any more")]
     Gone,
+    /// What the prompt showed is no longer what waits: the sender knocked again.
+    #[error("{0}")]
+    Changed(String),
     #[error("{0}")]
     Invalid(String),
 }
@@ -311,6 +321,7 @@ impl ConsentError {
         match self {
             ConsentError::Store(_) => "STORE",
             ConsentError::Gone => "GONE",
+            ConsentError::Changed(_) => "CHANGED",
             ConsentError::Invalid(_) => "INVALID",
         }
     }
@@ -442,13 +453,14 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
             risk,
             covered,
             covered_total,
-            later: later_of(ConsentTarget::UnknownSender { public_key: p.public_key.clone() }),
+            later: later_of(ConsentTarget::UnknownSender { public_key: p.public_key.clone(), knock: None }),
             claims: match knock.as_ref().and_then(|k| k.body.as_deref()) {
                 Some(raw) => claims(store, &p.public_key, raw)?,
                 None => Vec::new(),
             },
             source: Source::of(&p.public_key, scope.as_deref()),
             envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
+            knock: knock.as_ref().map(|k| k.receipt_id.clone()),
             scope,
             extras: knock.as_ref().and_then(|k| k.body.as_deref()).and_then(gatehouse_epp::v11::Extras::from_raw),
             prompt: knock.and_then(|k| k.prompt),

@@ -13,7 +13,7 @@ async fn unknown_sender_allow_once_delivers_only_the_waiting_message() {
     assert_eq!(inbox.post_json(&env).await.0, 401);
     let items = consent::pending(&inbox.store).unwrap();
     assert!(matches!(&items[0], ConsentItem::UnknownSender { prompt: Some(p), .. } if p == "please look at this"));
-    let target = ConsentTarget::UnknownSender { public_key: pubhex(&stranger) };
+    let target = shown(&i, &pubhex(&stranger));
     let out = gatehouse_app::consent::decide(&i, &target, Decision::AllowOnce, chrono::Utc::now()).unwrap();
     assert_eq!(out.delivered.unwrap().envelope_id.as_deref(), env["envelope_id"].as_str());
     // Once: the sender is still unknown for the next message, and nothing is pending.
@@ -36,15 +36,15 @@ async fn always_allow_trusts_the_scope_and_block_silences_the_sender() {
     let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
     inbox.post_json(&inbox.signed(&a, "support", "hi")).await;
     inbox.post_json(&inbox.signed(&b, "support", "spam")).await;
-    gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&a) }, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&a)), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(inbox.post_json(&inbox.signed(&a, "support", "next")).await.0, 200);
     assert_eq!(inbox.post_json(&inbox.signed(&a, "billing", "other scope")).await.0, 403);
-    gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&b) }, Decision::Block, chrono::Utc::now()).unwrap();
+    gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&b)), Decision::Block, chrono::Utc::now()).unwrap();
     let (status, _, r) = inbox.post_json(&inbox.signed(&b, "support", "spam again")).await;
     assert_eq!((status, r["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")));
     assert!(consent::pending(&inbox.store).unwrap().is_empty(), "a blocked sender never asks again");
     // A decision on something already decided is a clear error.
-    let again = gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&b) }, Decision::Deny, chrono::Utc::now());
+    let again = gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&b)), Decision::Deny, chrono::Utc::now());
     assert!(matches!(again, Err(consent::ConsentError::Gone)));
     inbox.stop().await;
 }
@@ -143,15 +143,36 @@ async fn a_sender_cannot_knock_dressed_as_an_agent_or_a_company_nor_be_granted_e
     // A knock recorded for all scopes (an old store, a bug elsewhere) is never granted as such.
     let other = key(8);
     inbox.store.pending_record(&pubhex(&other), "*", "x", "2026-11-24T00:00:00Z").unwrap();
-    let e = gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&other) }, Decision::AlwaysAllowScope, chrono::Utc::now())
-        .unwrap_err();
+    let e = gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&other)), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap_err();
     assert!(e.to_string().contains("never all"), "{e}");
     assert!(inbox.store.trust_get(&pubhex(&other)).unwrap().is_none());
     // Nor a reserved scope to a bare key that did not come from IntentWeb or the guardian.
     inbox.store.pending_remove(&pubhex(&other)).unwrap();
     inbox.store.pending_record(&pubhex(&other), "asop", "x", "2026-11-24T00:00:00Z").unwrap();
-    let e = gatehouse_app::consent::decide(&i, &ConsentTarget::UnknownSender { public_key: pubhex(&other) }, Decision::AlwaysAllowScope, chrono::Utc::now())
-        .unwrap_err();
+    let e = gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&other)), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap_err();
     assert!(e.to_string().contains("reserved"), "{e}");
+    inbox.stop().await;
+}
+
+#[tokio::test]
+async fn a_decision_is_carried_out_on_the_knock_the_user_saw_and_a_newer_one_stays_waiting() {
+    let s = key(7);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    inbox.post_json(&inbox.signed(&s, "support", "a question about my order")).await;
+    // The window shows this knock; before the click, the sender knocks again for more.
+    let seen = shown(&i, &pubhex(&s));
+    inbox.post_json(&inbox.signed(&s, "payments", "now send me the card number")).await;
+    for d in [Decision::AlwaysAllowScope, Decision::AllowOnce, Decision::Deny] {
+        let e = gatehouse_app::consent::decide(&i, &seen, d, chrono::Utc::now()).unwrap_err();
+        assert!(matches!(&e, consent::ConsentError::Changed(m) if m.contains("knocked again")), "{d:?}: {e}");
+    }
+    assert!(inbox.store.trust_get(&pubhex(&s)).unwrap().is_none(), "nothing was allowed");
+    // The newer knock waits, and is what the prompt shows now.
+    let items = consent::pending(&inbox.store).unwrap();
+    assert!(matches!(&items[..], [ConsentItem::UnknownSender { scope: Some(sc), .. }] if sc == "payments"), "{items:?}");
+    // Decided on what is shown now, it is that one that is let in, and only it.
+    gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&s)), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert_eq!(inbox.store.trust_get(&pubhex(&s)).unwrap().unwrap().policy.allowed_scopes, ["payments"]);
     inbox.stop().await;
 }

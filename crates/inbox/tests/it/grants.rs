@@ -13,7 +13,7 @@ async fn an_hour_long_grant_lets_messages_in_for_the_hour_then_holds_them_and_as
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
     let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
     assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "first")).await.0, 401);
-    let target = ConsentTarget::UnknownSender { public_key: pubhex(&stranger) };
+    let target = shown(&i, &pubhex(&stranger));
     let out = decide_with_keys(&i, &target, Decision::AlwaysAllowScope, &Lasting::Hour, Utc::now(), &[]).unwrap();
     assert!(out.message.contains("Allowed for \"support\" until"), "{}", out.message);
     assert!(out.delivered.unwrap().code().is_none(), "the waiting message is delivered");
@@ -89,7 +89,7 @@ async fn ask_me_later_puts_a_prompt_off_without_deciding_it_and_it_comes_back() 
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
     let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
     inbox.post_json(&inbox.signed(&stranger, "support", "can you help")).await;
-    let target = ConsentTarget::UnknownSender { public_key: pubhex(&stranger) };
+    let target = shown(&i, &pubhex(&stranger));
     let now = Utc::now();
     let out = gatehouse_app::consent::decide(&i, &target, Decision::AskLater, now).unwrap();
     assert!(out.message.starts_with("Put off until"), "{}", out.message);

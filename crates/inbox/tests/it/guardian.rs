@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::shown;
 use gatehouse_asop::rules::Action;
-use gatehouse_inbox::gate::consent::{ConsentTarget, Decision};
+use gatehouse_inbox::gate::consent::Decision;
 use gatehouse_inbox::guardian::{agent_key, UserAnswer};
 use gatehouse_inbox::ServeOptions;
 use gatehouse_store::asop::AsopRuleRow;
@@ -104,13 +105,7 @@ async fn register(g: &G) {
     let r = g.call(json!({"jsonrpc": "2.0", "id": 0, "method": "steps/agentTrigger", "params": {"context": context("step-0"), "trigger": {"type": "autonomous", "content": [{"kind": "text", "text": "new mail"}], "event": {"id": "e-1", "type": "email"}}}})).await;
     assert_eq!(r["error"]["code"], -32001, "an unknown agent is refused: {r}");
     assert!(g.store.pending_list().unwrap().iter().any(|p| p.public_key == agent_key("mailer-1")), "and knocks for the user");
-    let out = gatehouse_app::consent::decide(
-        &g.inbox,
-        &ConsentTarget::UnknownSender { public_key: agent_key("mailer-1") },
-        Decision::AlwaysAllowScope,
-        chrono::Utc::now(),
-    )
-    .unwrap();
+    let out = gatehouse_app::consent::decide(&g.inbox, &shown(&g.inbox, &agent_key("mailer-1")), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert!(out.message.starts_with("Registered"), "{}", out.message);
 }
 

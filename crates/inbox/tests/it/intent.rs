@@ -77,13 +77,12 @@ async fn a_booking_resolves_step_by_step_to_a_confirmation_with_an_external_id()
 
 #[tokio::test]
 async fn a_site_key_trusted_from_waiting_for_you_is_pinned() {
-    use gatehouse_inbox::gate::consent::{ConsentTarget, Decision};
+    use crate::common::shown;
+    use gatehouse_inbox::gate::consent::Decision;
     let f = fixture().await;
     let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
     let (inbox, _rx) = gatehouse_inbox::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
-    let out =
-        gatehouse_app::consent::decide(&inbox, &ConsentTarget::UnknownSender { public_key: f.site.did() }, Decision::AlwaysAllowScope, chrono::Utc::now())
-            .unwrap();
+    let out = gatehouse_app::consent::decide(&inbox, &shown(&inbox, &f.site.did()), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert!(out.message.starts_with("Pinned"), "{}", out.message);
     let t = intent::reply(f.store.clone(), &f.key, &t.conversation.interaction_id, FlowType::InformationResponse, "Grace Hopper", None).await.unwrap();
     assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "verified");
@@ -92,12 +91,13 @@ async fn a_site_key_trusted_from_waiting_for_you_is_pinned() {
 
 #[tokio::test]
 async fn a_pin_for_an_hour_ends_and_the_sites_next_answer_asks_again() {
+    use crate::common::shown;
     use gatehouse_app::consent::{decide_with_keys, Lasting};
-    use gatehouse_inbox::gate::consent::{ConsentTarget, Decision};
+    use gatehouse_inbox::gate::consent::Decision;
     let f = fixture().await;
     let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
     let (inbox, _rx) = gatehouse_inbox::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
-    let target = ConsentTarget::UnknownSender { public_key: f.site.did() };
+    let target = shown(&inbox, &f.site.did());
     let out = decide_with_keys(&inbox, &target, Decision::AlwaysAllowScope, &Lasting::Hour, chrono::Utc::now(), &[]).unwrap();
     assert!(out.message.starts_with("Pinned until"), "{}", out.message);
     let id = t.conversation.interaction_id.clone();

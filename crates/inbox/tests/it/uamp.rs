@@ -571,7 +571,7 @@ async fn an_unknown_agents_capability_token_does_not_decide_what_the_prompt_gran
     let items = gatehouse_inbox::gate::consent::pending(&u.store).unwrap();
     let Some(gatehouse_inbox::gate::consent::ConsentItem::UnknownSender { source, scope, .. }) = items.first() else { panic!("{items:?}") };
     assert_eq!((*source, scope.as_deref()), (gatehouse_inbox::gate::consent::Source::UampAgent, Some("ask")));
-    let target = gatehouse_inbox::gate::consent::ConsentTarget::UnknownSender { public_key: did.clone() };
+    let target = crate::common::shown(u.inbox.inbox(), &did);
     gatehouse_app::consent::decide(u.inbox.inbox(), &target, gatehouse_inbox::gate::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(u.store.trust_get(&did).unwrap().unwrap().policy.allowed_scopes, vec!["ask".to_string()], "only what the prompt showed");
 }

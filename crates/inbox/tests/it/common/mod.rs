@@ -151,3 +151,16 @@ pub async fn eventually<F: FnMut() -> bool>(what: &str, mut f: F) {
     }
     panic!("timed out waiting for: {what}");
 }
+
+/// What a decision on a stranger's prompt names, as the window sends it: the sender and
+/// the knock the prompt showed (its newest).
+pub fn shown(inbox: &gatehouse_inbox::Inbox, key: &str) -> gatehouse_inbox::gate::consent::ConsentTarget {
+    use gatehouse_inbox::gate::consent::ConsentTarget;
+    let key = gatehouse_store::sender_key(key);
+    gatehouse_inbox::gate::consent::pending(inbox.store())
+        .unwrap()
+        .into_iter()
+        .map(|i| i.target())
+        .find(|t| matches!(t, ConsentTarget::UnknownSender { public_key, .. } if *public_key == key))
+        .unwrap_or(ConsentTarget::UnknownSender { public_key: key, knock: None })
+}
