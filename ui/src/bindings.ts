@@ -928,6 +928,11 @@ export type EmailAccountRow_Deserialize = {
 	last_sync?: string | null,
 	/**  Mails in the folder not read yet, as of the last fetch. */
 	backlog: number,
+	/**
+	 *  Mails too large to read (over 4 MiB) whose structure shows an envelope part: left
+	 *  where they are, unread.
+	 */
+	left_large: number,
 };
 
 export type EmailAccountRow_Serialize = {
@@ -946,6 +951,11 @@ export type EmailAccountRow_Serialize = {
 	last_sync: string | null,
 	/**  Mails in the folder not read yet, as of the last fetch. */
 	backlog: number,
+	/**
+	 *  Mails too large to read (over 4 MiB) whose structure shows an envelope part: left
+	 *  where they are, unread.
+	 */
+	left_large: number,
 };
 
 /**  What an envelope mail said about itself (unverified) and whether its receipt went back. */

@@ -150,7 +150,10 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String
             }
             for a in list.iter().filter(|_| !json) {
                 let err = a.last_error.as_ref().map(|e| format!("  ({e})")).unwrap_or_default();
-                let waiting = if a.backlog > 0 { format!("  {} waiting", a.backlog) } else { String::new() };
+                let mut waiting = if a.backlog > 0 { format!("  {} waiting", a.backlog) } else { String::new() };
+                if a.left_large > 0 {
+                    waiting += &format!("  {} over 4 MiB left unread (they may carry an envelope)", a.left_large);
+                }
                 println!(
                     "{}  {}@{}  {}  last uid {}{waiting}  last sync {}{err}",
                     a.name,

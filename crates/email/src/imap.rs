@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 /// How long one connect (TCP, TLS, greeting, login) may take.
 const CONNECT: Duration = Duration::from_secs(20);
-/// A fetched message larger than this is not downloaded (it is filed as rejected).
+/// A message larger than this is not downloaded: it is left where it is, never filed.
 pub const MAX_MAIL_BYTES: u32 = 4 * 1024 * 1024;
 
 pub trait Io: AsyncRead + AsyncWrite + Unpin + Send + Debug {}
@@ -233,6 +233,26 @@ pub struct Arrived {
     pub uid: u32,
     pub size: u32,
     pub bytes: Option<Vec<u8>>,
+    /// For a mail too large to download: whether its structure (read from the server,
+    /// not downloaded) shows a part that may be an envelope.
+    pub may_carry_envelope: bool,
+}
+
+/// Whether a mail's MIME structure has a part typed `application/epp+json` or named
+/// `*.epp.json`: the only way an envelope is found in a mail (`crate::find`).
+fn may_carry_envelope(b: &async_imap::imap_proto::BodyStructure<'_>) -> bool {
+    use async_imap::imap_proto::BodyStructure as B;
+    let (common, children): (_, &[B<'_>]) = match b {
+        B::Basic { common, .. } | B::Text { common, .. } => (common, &[]),
+        B::Message { common, body, .. } => (common, std::slice::from_ref(body.as_ref())),
+        B::Multipart { common, bodies, .. } => (common, bodies.as_slice()),
+    };
+    let typed = common.ty.ty.eq_ignore_ascii_case("application") && common.ty.subtype.eq_ignore_ascii_case("epp+json");
+    let params = common.ty.params.iter().flatten().chain(common.disposition.iter().flat_map(|d| d.params.iter().flatten()));
+    let named = params
+        .filter(|(k, _)| k.eq_ignore_ascii_case("name") || k.eq_ignore_ascii_case("filename"))
+        .any(|(_, v)| v.to_ascii_lowercase().ends_with(".epp.json"));
+    typed || named || children.iter().any(may_carry_envelope)
 }
 
 /// Up to `max` messages after `after_uid`, oldest first, whose bodies together stay
@@ -267,6 +287,14 @@ pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize, max_bytes:
         v
     };
     let wanted: Vec<String> = sized.iter().filter(|(_, size)| *size <= MAX_MAIL_BYTES).map(|(u, _)| u.to_string()).collect();
+    // A mail too large to read is never downloaded; its structure says whether it may
+    // carry an envelope (then it is counted for the user), without its bytes.
+    let large: Vec<String> = sized.iter().filter(|(_, size)| *size > MAX_MAIL_BYTES).map(|(u, _)| u.to_string()).collect();
+    let mut carrying = std::collections::HashSet::new();
+    if !large.is_empty() {
+        let fetches: Vec<_> = s.uid_fetch(large.join(","), "(UID BODYSTRUCTURE)").await?.try_collect().await?;
+        carrying.extend(fetches.iter().filter(|f| f.bodystructure().is_some_and(may_carry_envelope)).filter_map(|f| f.uid));
+    }
     let mut bodies = std::collections::HashMap::new();
     if !wanted.is_empty() {
         let fetches: Vec<_> = s.uid_fetch(wanted.join(","), "(UID BODY.PEEK[])").await?.try_collect().await?;
@@ -278,7 +306,7 @@ pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize, max_bytes:
     }
     // The server's FETCH may answer UIDs its SEARCH did not name: never a wrap.
     let more = waiting.saturating_sub(sized.len());
-    Ok((sized.into_iter().map(|(uid, size)| Arrived { uid, size, bytes: bodies.remove(&uid) }).collect(), more))
+    Ok((sized.into_iter().map(|(uid, size)| Arrived { uid, size, bytes: bodies.remove(&uid), may_carry_envelope: carrying.contains(&uid) }).collect(), more))
 }
 
 /// A UID set in IMAP's form, runs written as ranges (`1:200,205`).

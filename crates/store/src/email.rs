@@ -24,6 +24,9 @@ pub struct EmailAccountRow {
     pub last_sync: Option<String>,
     /// Mails in the folder not read yet, as of the last fetch.
     pub backlog: u32,
+    /// Mails too large to read (over 4 MiB) whose structure shows an envelope part: left
+    /// where they are, unread.
+    pub left_large: u32,
 }
 
 fn row(r: &Row<'_>) -> rusqlite::Result<EmailAccountRow> {
@@ -38,17 +41,18 @@ fn row(r: &Row<'_>) -> rusqlite::Result<EmailAccountRow> {
         last_error: r.get(6)?,
         last_sync: r.get(7)?,
         backlog: r.get(8)?,
+        left_large: r.get(9)?,
     })
 }
 
-const COLUMNS: &str = "name, account, added_at, uid_validity, last_uid, state, last_error, last_sync, backlog";
+const COLUMNS: &str = "name, account, added_at, uid_validity, last_uid, state, last_error, last_sync, backlog, left_large";
 
 impl Store {
     /// Adds an account, or changes where it is (which starts its reading over).
     pub fn email_account_put(&self, name: &str, account: &serde_json::Value, at: &str) -> Result<()> {
         self.conn().execute(
             "INSERT INTO email_accounts (name, account, added_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT(name) DO UPDATE SET account = ?2, uid_validity = NULL, last_uid = 0, backlog = 0, state = 'new', last_error = NULL",
+             ON CONFLICT(name) DO UPDATE SET account = ?2, uid_validity = NULL, last_uid = 0, backlog = 0, left_large = 0, state = 'new', last_error = NULL",
             params![name, account.to_string(), at],
         )?;
         Ok(())
@@ -71,11 +75,14 @@ impl Store {
     }
 
     /// How far an account was read: everything up to `last_uid` under `uid_validity` is
-    /// handled (committed and filed, or not an envelope mail); `backlog` mails wait after it.
-    pub fn email_progress(&self, name: &str, uid_validity: u32, last_uid: u32, backlog: u32, at: &str) -> Result<()> {
+    /// handled (committed and filed, or not an envelope mail); `backlog` mails wait after it;
+    /// `left_large` more mails too large to read were left in place (a folder read again
+    /// under a new UIDVALIDITY counts from nothing).
+    pub fn email_progress(&self, name: &str, uid_validity: u32, last_uid: u32, backlog: u32, left_large: u32, at: &str) -> Result<()> {
         self.conn().execute(
-            "UPDATE email_accounts SET uid_validity = ?2, last_uid = ?3, backlog = ?4, last_sync = ?5 WHERE name = ?1",
-            params![name, uid_validity, last_uid, backlog, at],
+            "UPDATE email_accounts SET left_large = CASE WHEN uid_validity IS ?2 THEN left_large ELSE 0 END + ?6,
+             uid_validity = ?2, last_uid = ?3, backlog = ?4, last_sync = ?5 WHERE name = ?1",
+            params![name, uid_validity, last_uid, backlog, at, left_large],
         )?;
         Ok(())
     }

@@ -503,6 +503,9 @@ const MIGRATIONS: &[&str] = &[
      WHERE verified_at IS NOT NULL AND EXISTS (SELECT 1 FROM audit WHERE action = 'contact.verify' AND subject = contact_keys.key AND json_extract(detail, '$.how') = 'safety codes compared');
     UPDATE contact_keys SET reverify = 'verified by pasting its DID, which names no key: compare the safety code, or paste one of its keys (did:key:…)'
      WHERE verified_at IS NOT NULL AND reverify IS NULL AND key LIKE 'did:web:%';",
+    // 28: mails too large to read (over 4 MiB) are left where they are, never filed; those
+    // whose structure shows an envelope part are counted for the user.
+    "ALTER TABLE email_accounts ADD COLUMN left_large INTEGER NOT NULL DEFAULT 0;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -9,7 +9,7 @@ import type { EmailAccountRow } from '../api';
 
 const base: EmailAccountRow = {
   name: 'personal', account: {}, added_at: '2026-11-25T00:00:00Z', uid_validity: 1, last_uid: 200,
-  state: 'connected', last_error: null, last_sync: null, backlog: 0,
+  state: 'connected', last_error: null, last_sync: null, backlog: 0, left_large: 0,
 };
 
 test('a backlog being read says how many mails still wait', () => {

@@ -49,6 +49,8 @@ export async function mailAccounts(): Promise<HTMLElement> {
         h('strong', {}, a.name), ` — ${acc.user ?? '?'} at ${acc.host ?? '?'} ${securityWords[acc.security ?? 'tls'] ?? ''}${acc.certificate ? ' (its own certificate trusted)' : ''}, folder ${acc.folder ?? 'INBOX'}`,
         h('div', { className: `small ${a.state === 'error' ? 'error' : 'muted'}`, 'data-state': a.state }, accountState(a)),
         h('div', { className: 'muted small' }, `${a.last_uid} mail(s) read so far; ${out}`),
+        a.left_large > 0 ? h('div', { className: 'warning small', 'data-left-large': a.left_large },
+          `${a.left_large} mail(s) over 4 MB seem to carry an envelope: they were left in ${acc.folder ?? 'INBOX'} unread (Gatehouse reads at most 4 MB; ask the sender for a smaller one).`) : null,
         h('div', { className: 'actions' },
           h('button', { className: 'secondary', 'data-test': a.name, onclick: async () => {
             msg.textContent = `Testing ${a.name}…`;

@@ -6,7 +6,8 @@
 //! receipt, its UID) files it by that outcome after a restart without submitting it again;
 //! after a crash between the pipeline's commit and that record, the acceptance is found
 //! and recorded for the mail. Either way nothing is accepted twice, and the mail is filed
-//! as accepted. Mail without an envelope is never touched. The connection is kept with
+//! as accepted. Mail without an envelope is never touched, nor is mail too large to read
+//! (over 4 MiB: left where it is; counted when its structure shows an envelope part). The connection is kept with
 //! IDLE (a server without it is asked every minute); a dropped one is made again with
 //! backoff; a refused login waits for the user instead of retrying. Receipts go back by
 //! mail through the account's outgoing server (`outbox`), queued in the same transaction
@@ -155,14 +156,14 @@ async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow, connected: &mut
         };
         // Only the first batch after connecting can hold mail a crash left half done.
         let recovering = std::mem::take(&mut first);
-        let outcomes = handle(inbox, store, f, batch, validity, recovering).await?;
+        let (outcomes, left_large) = handle(inbox, store, f, batch, validity, recovering).await?;
         let (ok, refused): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(|(_, accepted)| *accepted);
         imap::file(&mut s, &ok.iter().map(|(uid, _)| *uid).collect::<Vec<_>>(), &accepted, can_move).await?;
         imap::file(&mut s, &refused.iter().map(|(uid, _)| *uid).collect::<Vec<_>>(), &rejected, can_move).await?;
         last = newest;
         let n = f.name.clone();
         let more = u32::try_from(more).unwrap_or(u32::MAX);
-        db(store, move |s| s.email_progress(&n, validity, last, more, &now())).await?;
+        db(store, move |s| s.email_progress(&n, validity, last, more, left_large, &now())).await?;
     }
 }
 
@@ -180,7 +181,7 @@ enum Decided {
 
 /// A batch of mails: their envelopes through the pipeline, the arrivals recorded with the
 /// receipt mails they get back (one transaction). Returns the mails to file, by UID, and
-/// whether each was accepted.
+/// whether each was accepted; and how many mails too large to read may carry an envelope.
 async fn handle(
     inbox: &Arc<Inbox>,
     store: &Arc<Store>,
@@ -188,15 +189,19 @@ async fn handle(
     batch: Vec<imap::Arrived>,
     validity: u32,
     recovering: bool,
-) -> Result<Vec<(u32, bool)>, EmailError> {
+) -> Result<(Vec<(u32, bool)>, u32), EmailError> {
     use futures_util::{StreamExt as _, TryStreamExt as _};
+    // A mail too large to read is the user's, whatever it holds: it is left where it is,
+    // never moved or answered; one whose structure may hold an envelope is counted, so
+    // the user is told.
+    let left_large = batch.iter().filter(|a| a.bytes.is_none() && a.may_carry_envelope).count();
     // Reading up to 32 MiB of MIME is not work for an async worker.
     let read: Vec<(u32, Found, Carrier)> = tokio::task::spawn_blocking(move || {
         batch
             .into_iter()
             .map(|a| {
                 let (found, carrier) = match &a.bytes {
-                    None => (Found::Unusable(format!("a mail of {} bytes; at most {} are read", a.size, imap::MAX_MAIL_BYTES)), Carrier::default()),
+                    None => (Found::Nothing, Carrier::default()),
                     Some(raw) => gatehouse_email::find(raw),
                 };
                 (a.uid, found, carrier)
@@ -238,8 +243,9 @@ async fn handle(
             }
         }
     }
+    let left_large = u32::try_from(left_large).unwrap_or(u32::MAX);
     if records.is_empty() {
-        return Ok(filing);
+        return Ok((filing, left_large));
     }
     let fo = f.clone();
     let queued = db(store, move |s| {
@@ -266,7 +272,7 @@ async fn handle(
     if queued > 0 {
         f.wake.notify_one();
     }
-    Ok(filing)
+    Ok((filing, left_large))
 }
 
 /// One mail: recorded before (when recovering), without an envelope, or through the pipeline.
@@ -291,6 +297,7 @@ async fn decide(
             Some(receipt) => (receipt, sender_of(&bytes)),
             None => (inbox.submit_async(&bytes, "email", crate::gate::clock::now()).await.receipt, sender_of(&bytes)),
         },
+        // An envelope part too large to be one: the mail is an envelope mail, refused.
         Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", crate::gate::clock::now()).await.receipt, None),
     };
     Ok(Decided::Record { receipt: Box::new(receipt), carrier, sender })
