@@ -93,6 +93,9 @@ pub struct Reference2 {
     /// `sage@chorus@localhost`: answers "sage heard: <body>"; "two steps …" twice;
     /// "silence …" never.
     pub agent: String,
+    /// `user:bob@localhost` and its password: another user of the same server.
+    pub other_address: String,
+    pub other_password: String,
 }
 
 /// Starts the 2.0 reference (server, daemon, agent) and waits until it answers.
@@ -103,5 +106,12 @@ pub fn start_v2() -> Option<Reference2> {
     // The scratch HOME's parent is the launcher's own directory (its log, the deployment).
     let workdir = PathBuf::from(s("home")).parent().expect("home has a parent").to_path_buf();
     let server = Reference { child, url: format!("http://127.0.0.1:{}", v["port"]), workdir };
-    Some(Reference2 { server, address: s("address"), password: s("password"), agent: s("agent") })
+    Some(Reference2 {
+        server,
+        address: s("address"),
+        password: s("password"),
+        agent: s("agent"),
+        other_address: s("other_address"),
+        other_password: s("other_password"),
+    })
 }

@@ -10,7 +10,8 @@ through the server's HTTP API like any agent and answers by the body it receives
   anything else     one answer, "sage heard: <body>"
 
 Every answer is a reply (reply_to = the message answered, subject "Re: ...").
-Prints one line, `READY {"port":..,"address":..,"password":..,"agent":..,"home":..}`, then
+Prints one line, `READY {"port":..,"address":..,"password":..,"agent":..,"home":..,
+"other_address":..,"other_password":..}` (another user of the same server), then
 serves until killed (the test harness kills the whole process group).
 
 Run with the mail-2.0.1 virtualenv that scripts/setup-peers.sh makes.
@@ -153,7 +154,9 @@ def main() -> None:
     threading.Thread(target=daemon.daemon_loop, args=(0.3,), daemon=True).start()
     threading.Thread(target=agent_loop, args=(base, creds[AGENT]), daemon=True).start()
 
-    ready = {"port": port, "address": USER, "password": creds[USER], "agent": AGENT, "home": str(home)}
+    other = f"user:bob@{HOST}"
+    ready = {"port": port, "address": USER, "password": creds[USER], "agent": AGENT, "home": str(home),
+             "other_address": other, "other_password": creds[other]}
     print("READY " + json.dumps(ready), flush=True)
     while True:
         time.sleep(3600)

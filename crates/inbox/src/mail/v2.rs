@@ -7,7 +7,8 @@
 //! Where an answer belongs: the message its `reply_to` names; without one (the released
 //! 2.0.1 server drops the field) the newest conversation on that server with the same
 //! subject once `Re:`/`Fwd:` are taken off — only for a subject that had such a prefix,
-//! so two separate messages that happen to share a subject stay two conversations.
+//! so two separate messages that happen to share a subject stay two conversations. Either
+//! way only when its sender already takes part in that conversation.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,15 +65,27 @@ fn row(task_id: &str, m: &Message) -> MailMessageRow {
     }
 }
 
-/// The conversation `m` belongs to on `swarm` (see the module's note).
+/// The conversation `m` belongs to on `swarm` (see the module's note). Anyone with an
+/// account on the server can write "Re:" or name a message in `reply_to`: a message joins
+/// a conversation only when its sender already takes part in it (wrote in it, or was
+/// written to), so a stranger cannot slot an answer into the user's conversation, nor
+/// complete it.
 fn conversation(store: &Store, swarm: &str, m: &Message) -> Result<String, gatehouse_store::StoreError> {
+    let takes_part = |task: &str| -> Result<bool, gatehouse_store::StoreError> {
+        Ok(store.mail_task(task)?.is_some_and(|t| t.messages.iter().any(|x| x.sender == m.sender || x.recipients.contains(&m.sender))))
+    };
     if let Some(parent) = &m.reply_to {
-        return Ok(store.mail_message_task(parent)?.unwrap_or_else(|| parent.clone()));
+        return Ok(match store.mail_message_task(parent)? {
+            Some(t) if takes_part(&t)? => t,
+            _ => m.message_id.clone(),
+        });
     }
     let base = thread_subject(&m.subject);
     if base != m.subject.trim() {
         if let Some(t) = store.mail_task_by_subject(swarm, &base)? {
-            return Ok(t);
+            if takes_part(&t)? {
+                return Ok(t);
+            }
         }
     }
     Ok(m.message_id.clone())

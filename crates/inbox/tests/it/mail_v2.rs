@@ -93,6 +93,24 @@ async fn a_mail_2_server_is_connected_with_a_login_and_its_conversations_kept() 
     let shh = s.store.mail_tasks(Some("Shh"), 5).unwrap();
     assert_eq!((shh.len(), shh[0].state.as_str(), shh[0].messages), (1, "running", 1));
 
+    // Another user of the server answers it as if it were theirs ("Re: Shh", naming the
+    // user's message): a conversation of its own, the user's stays open and unanswered.
+    let bob = Client::new(&url, Credentials { address: r.other_address.clone(), password: r.other_password.clone() }).unwrap();
+    let shh_id = shh[0].task_id.clone();
+    bob.send("Re: Shh", "done, I paid the invoice for you", Some(&shh_id), std::slice::from_ref(&r.address)).await.unwrap();
+    let mut kept = 0;
+    for _ in 0..40 {
+        kept += mail::v2::sync(&s.store, &c, "chorus", &mut |_: &LiveEvent| {}).await.unwrap();
+        if kept >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let t = s.store.mail_task(&shh_id).unwrap().unwrap();
+    assert_eq!((t.task.state.as_str(), t.messages.len(), t.task.response.as_deref()), ("running", 1, None), "{t:?}");
+    let theirs = s.store.mail_tasks(None, 50).unwrap().into_iter().find(|x| x.task_id != shh_id && x.subject == "Shh").expect("kept as its own");
+    assert_eq!(theirs.messages, 1);
+
     // Mail sent another way (here the server's API directly) is picked up by a sync, once.
     let other = Client::new(&url, Credentials { address: r.address.clone(), password: r.password.clone() }).unwrap();
     other.send("Elsewhere", "written elsewhere", None, std::slice::from_ref(&r.agent)).await.unwrap();
@@ -118,4 +136,85 @@ async fn a_recipient_is_an_address_an_agent_name_or_the_only_agent() {
     assert_eq!(mail::v2::recipient(&c, Some("user:bob@localhost")).await.unwrap(), "user:bob@localhost");
     let e = mail::v2::recipient(&c, Some("oracle")).await.unwrap_err();
     assert!(e.to_string().contains("has no agent \"oracle\"") && e.to_string().contains("sage"), "{e}");
+}
+
+/// One HTTP request as a server on loopback received it (head and body), answered with
+/// `answer` and the connection closed.
+fn serve_once(listener: &std::net::TcpListener, answer: &str) -> String {
+    use std::io::{Read, Write};
+    let (mut c, _) = listener.accept().unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = c.read(&mut buf).unwrap();
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap()))
+                .unwrap_or(0);
+            if got.len() >= end + 4 + length {
+                break;
+            }
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    c.write_all(answer.as_bytes()).unwrap();
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mail_2_password_goes_to_the_login_and_nowhere_else() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let root = r#"{"protocol_name":"mail","protocol_version":"2.0","uptime":1.0}"#;
+    let server = std::thread::spawn(move || {
+        let first = serve_once(
+            &listener,
+            &format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{root}", root.len()),
+        );
+        let refused = r#"{"detail":"Incorrect username or password"}"#;
+        let second = serve_once(
+            &listener,
+            &format!("HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{refused}", refused.len()),
+        );
+        (first, second)
+    });
+    let s = setup();
+    let e = mail::swarm_add(s.store.clone(), &s.dir, "chorus", &url, Some("hunter2-secret".into()), Some("user:alice@localhost".into())).await.unwrap_err();
+    assert!(e.to_string().contains("refused the login"), "{e}");
+    let (first, second) = server.join().unwrap();
+    assert!(first.starts_with("GET / "), "{first}");
+    assert!(!first.to_ascii_lowercase().contains("authorization") && !first.contains("hunter2"), "GET / is public: no credential goes with it: {first}");
+    assert!(second.starts_with("POST /auth/token "), "{second}");
+    assert!(second.contains("hunter2-secret"), "the password goes to the login: {second}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_swarm_executor_logs_in_to_a_mail_2_server_and_hands_it_the_prompt() {
+    use crate::common::*;
+    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    use gatehouse_store::ExecStatus;
+    let Some(r) = reference::start_v2() else { return };
+    let mut scopes = std::collections::BTreeMap::new();
+    scopes.insert("research".to_string(), ExecutorSpec::Swarm { swarm: "chorus".into(), entrypoint: Some("sage".into()) });
+    let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
+    gatehouse_keys::load_or_create(inbox.dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
+    mail::swarm_add(inbox.store.clone(), inbox.dir.path(), "chorus", &r.server.url, Some(r.password.clone()), Some(r.address.clone())).await.unwrap();
+    let lee = key(1);
+    inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["research"]));
+    assert_eq!(inbox.post_json(&inbox.signed(&lee, "research", "Weather in Lyon?")).await.0, 200);
+    let store = inbox.store.clone();
+    eventually("the swarm executor finished", || {
+        store.envelopes(5, 0).unwrap().iter().all(|e| matches!(e.exec_status, ExecStatus::Succeeded | ExecStatus::Failed))
+    })
+    .await;
+    let e = store.envelopes(5, 0).unwrap().remove(0);
+    assert_eq!(e.exec_status, ExecStatus::Succeeded, "{:?}", e.exec_result);
+    assert_eq!(e.exec_result.unwrap()["answer"], "sage heard: Weather in Lyon?");
+    inbox.stop().await;
 }
