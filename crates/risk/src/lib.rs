@@ -116,6 +116,13 @@ fn invisible(c: char) -> Option<&'static str> {
         '\u{00AD}' => "soft hyphen",
         '\u{180E}' => "Mongolian vowel separator",
         '\u{E0000}'..='\u{E007F}' => "Unicode tag character",
+        // One selector after an emoji is ordinary (U+FE0F); text can be smuggled in runs
+        // of them, and the supplement has no use in Latin text.
+        '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' => "variation selector",
+        '\u{034F}' => "combining grapheme joiner",
+        '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' => "Hangul filler",
+        '\u{17B4}' | '\u{17B5}' => "Khmer invisible vowel",
+        '\u{1D173}'..='\u{1D17A}' => "musical formatting control",
         _ => return None,
     })
 }
@@ -185,7 +192,8 @@ impl Kind {
 }
 
 /// Flags in `text`, in order of position. `known_hosts`: hosts links may point to without a
-/// flag (the sender's declared domains); a host matches itself and its subdomains.
+/// flag (those the user's own entry allows the sender); a host matches itself and its
+/// subdomains.
 pub fn scan(text: &str, known_hosts: &[String]) -> Vec<Flag> {
     let at = Offsets::new(text);
     let mut out = Vec::new();
@@ -211,6 +219,10 @@ pub fn scan(text: &str, known_hosts: &[String]) -> Vec<Flag> {
             (Some(name), None) => run = Some((i, i + c.len_utf8(), vec![name])),
             (None, Some(_)) => {
                 let (s, e, names) = run.take().expect("matched Some");
+                // The emoji presentation selector alone, as every phone writes ❤️: no flag.
+                if &text[s..e] == "\u{FE0F}" {
+                    continue;
+                }
                 let n = text[s..e].chars().count();
                 push(
                     Kind::Invisible,
@@ -273,7 +285,7 @@ pub fn scan(text: &str, known_hosts: &[String]) -> Vec<Flag> {
                 m.start(),
                 m.end(),
                 shorten(m.as_str()),
-                format!("a link to {host}, a host this sender has not declared: check where it leads before anything follows it"),
+                format!("a link to {host}, a host you have not allowed this sender: check where it leads before anything follows it"),
             );
         }
     }
@@ -337,6 +349,16 @@ mod tests {
     }
 
     #[test]
+    fn variation_selectors_hiding_text_are_flagged_and_stripped_but_an_emoji_is_not() {
+        // Bytes smuggled as variation selectors after one emoji (one per byte).
+        let smuggled = "Hello 😀\u{E0148}\u{E0149}\u{FE01}\u{E0150} there";
+        assert_eq!(kinds(smuggled), [Kind::Invisible]);
+        assert_eq!(strip_invisible(smuggled), "Hello 😀 there");
+        assert!(kinds("I \u{2764}\u{FE0F} this").is_empty(), "one emoji presentation selector is ordinary");
+        assert_eq!(strip_invisible("a\u{3164}b\u{034F}c"), "abc");
+    }
+
+    #[test]
     fn look_alike_words_and_long_base64_are_flagged() {
         // "pаypal" with a Cyrillic а.
         let text = "Log in at your p\u{0430}ypal account.";
@@ -350,7 +372,7 @@ mod tests {
     }
 
     #[test]
-    fn links_to_the_senders_declared_hosts_are_not_flagged() {
+    fn links_to_hosts_the_user_allowed_are_not_flagged() {
         let known = vec!["shop.example".to_string()];
         assert!(scan("Track it at https://track.shop.example/o/1", &known).is_empty());
         assert_eq!(scan("Track it at https://shop.example.evil.test/o/1", &known).len(), 1);

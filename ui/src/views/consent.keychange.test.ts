@@ -28,7 +28,8 @@ test('a key change warns, cannot be allowed, and is answered by checking the DID
   expect(card.dataset.sender).toBe('did:web:acme.example');
   expect(consentSentence(item as never)).toContain('Acme agent (an AI agent you trust, over UAMP) signed 2 messages with a key you did not trust it with');
   const alert = card.querySelector('[role="alert"]')?.textContent ?? '';
-  expect(alert).toContain('did:web:acme.example#key-2');
+  expect(alert).toContain('The message calls that key “#key-2” (its own words, not checked).');
+  expect(alert).toContain('⚠ The key it signed with is not among the keys you trusted.');
   expect(alert).toContain('You verified this agent');
   expect(card.querySelector('button[data-decision="allow_once"], button[data-decision="always_allow_scope"]')).toBeNull();
   expect(card.querySelector('button[data-decision="deny"]')?.textContent).toBe('Keep its keys');
@@ -42,5 +43,8 @@ test('a key change warns, cannot be allowed, and is answered by checking the DID
 test('a signature under a kept key that does not match, or naming no key id, is worded as such', () => {
   const w = keyChangeWarning({ ...item, kind: 'key_change', key_id: '', reason: 'invalid_signature', verified: false });
   expect(w.textContent).toContain('⚠ The key it signed with does not match the key you trusted under that name.');
+  expect(w.textContent).not.toContain('calls that key');
+  const long = keyChangeWarning({ ...item, kind: 'key_change', key_id: `did:web:acme.example#${'verified-by-gatehouse-'.repeat(5)}` });
+  expect(long.textContent).toContain('“#verified-by-gatehouse-verified-by-gateh…” (its own words');
   expect(w.textContent).not.toContain('You verified');
 });

@@ -267,9 +267,14 @@ export class ConsentView {
 /** Why a trusted agent's key change matters, and what checking does. */
 export function keyChangeWarning(item: Extract<ConsentItem, { kind: 'key_change' }>): HTMLElement {
   const why = item.reason === 'invalid_signature' ? 'does not match the key you trusted under that name' : 'is not among the keys you trusted';
+  // The key id is what the refused message said (a forger chooses it): shown as its words,
+  // quoted and cut short, never as part of Gatehouse's own sentence.
+  const named = item.key_id.includes('#') ? item.key_id.slice(item.key_id.indexOf('#')) : item.key_id;
+  const shown = named.length > 40 ? `${named.slice(0, 40)}…` : named;
   return h('div', { className: 'key-change', role: 'alert' },
+    h('p', {}, h('strong', {}, `⚠ The key it signed with ${why}.`)),
     // A signature may name no key id at all (its one kept key was meant, and did not match).
-    h('p', {}, h('strong', {}, `⚠ The key it signed with${item.key_id ? ` (${item.key_id})` : ''} ${why}.`)),
+    item.key_id ? h('p', { className: 'claim small' }, `The message calls that key “${shown}” (its own words, not checked).`) : null,
     h('p', {}, 'Gatehouse takes new keys only from its own DID document, fetched when you ask: check it, and what it now holds replaces the keys you had. ',
       item.verified ? 'You verified this agent: after a change, nothing from it gets through until you verify it again with its owner.' : ''));
 }

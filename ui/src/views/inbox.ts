@@ -229,18 +229,20 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
   if (env) void showReplies(el, env.id, env.conversation_id ? null : () => openConversation(env.envelope_id));
 }
 
-/** An envelope's EPP v1.1 fields, in plain words: what it asks to use, who vouched for it, payment fields that do nothing. */
+/** An envelope's EPP v1.1 fields, in plain words and as claims (none is signed by the sender): what it says it will use, who attests to it, payment fields that do nothing. */
 export function extrasCard(x: Extras, id?: string): HTMLElement {
   // Consent cards show one each, so the parts are named by class; only the detail's has an id.
   return h('div', { className: 'card extras', ...(id ? { id } : {}) },
-    h('h3', {}, 'What the sender declared'),
+    h('h3', {}, 'What the envelope says about itself'),
+    // EPP v1.1's fields are outside the sender's signature: claims, whoever added them.
+    h('p', { className: 'muted small extras-unsigned' }, 'Not signed by the sender: anyone who passed the envelope on could have added, changed or removed this.'),
     x.capabilities.length ? h('div', {}, h('p', {}, 'It says it will ask your AI to:'),
       h('ul', { className: 'extras-capabilities' }, ...x.capabilities.map((c) => h('li', {}, c)))) : null,
     x.integrity ? h('p', { className: 'extras-integrity' }, `Its content matched the ${x.integrity} hash it came with.`) : null,
-    x.provenance.length ? h('div', {}, h('p', {}, 'Vouched for by (each signature checked):'),
+    x.provenance.length ? h('div', {}, h('p', {}, 'Attestations (each signed by its own key; a key you have not verified vouches for nothing):'),
       h('ol', { className: 'extras-provenance' }, ...x.provenance.map((a) => h('li', {},
-        h('strong', {}, a.role), ' ', h('span', { className: 'mono', title: a.identity }, `${a.identity.slice(0, 16)}…`),
-        a.statement ? ` — “${a.statement}”` : '')))) : null,
+        'key ', h('span', { className: 'mono', title: a.identity }, `${a.identity.slice(0, 16)}…`), ' says it is the ', h('strong', {}, `“${a.role}”`),
+        a.statement ? ` and writes “${a.statement}”` : '')))) : null,
     x.inert.length ? h('div', { className: 'extras-inert' }, h('p', { className: 'muted' }, 'Payment fields, shown only: Gatehouse never pays or acts on them.'),
       h('ul', {}, ...x.inert.map((i) => h('li', {}, `${i.field}: ${i.summary || i.json}`)))) : null);
 }

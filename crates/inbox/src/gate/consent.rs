@@ -133,16 +133,21 @@ impl ConsentTarget {
     }
 }
 
-/// The risk flags of a message's text, with those the user dismissed marked. `raw`: the
-/// envelope as it arrived, whose declared network domains are hosts its links may name.
-pub fn risk_flags(store: &Store, message_id: &str, text: &str, raw: Option<&str>) -> Result<Vec<gatehouse_risk::Flag>, StoreError> {
-    let hosts: Vec<String> = raw
-        .and_then(|r| gatehouse_epp::Envelope::parse(r.as_bytes()).ok())
-        .and_then(|e| gatehouse_epp::v11::Extensions::read(&e).ok())
-        .and_then(|x| x.capabilities)
-        .and_then(|c| c.network)
-        .map(|n| n.domains)
-        .unwrap_or_default();
+/// The risk flags of a message's text, with those the user dismissed marked. Links to the
+/// hosts the user's own trust entry for `sender` allows (`x-capabilities`) are not
+/// flagged; what the message itself declares never relaxes a flag (it is unsigned: a
+/// sender or relay declaring `com` would silence every .com link).
+pub fn risk_flags(store: &Store, message_id: &str, text: &str, sender: Option<&str>) -> Result<Vec<gatehouse_risk::Flag>, StoreError> {
+    let hosts: Vec<String> = match sender {
+        Some(k) => store
+            .trust_get(k)?
+            .and_then(|t| t.policy.capabilities)
+            .and_then(|c| serde_json::from_value::<gatehouse_epp::v11::Capabilities>(c.allowed).ok())
+            .and_then(|c| c.network)
+            .map(|n| n.domains)
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
     let mut flags = gatehouse_risk::scan(text, &hosts);
     if !flags.is_empty() {
         let dismissed = store.risk_dismissed(message_id)?;
@@ -392,7 +397,7 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
             key_change: trust.as_ref().is_some_and(|t| t.policy.key_change_unverified),
             later: later_of(ConsentTarget::HeldAsk { stream_id: s.stream_id.clone() }),
             sender_name: trust.map(|t| t.name),
-            risk: risk_flags(store, &s.stream_id, &m.content, None)?,
+            risk: risk_flags(store, &s.stream_id, &m.content, Some(&s.peer))?,
             stream_id: s.stream_id,
             sender: s.peer,
             scope,
@@ -402,7 +407,7 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
     }
     for row in store.envelopes_with_status(ExecStatus::Held)?.into_iter().rev() {
         let trust = store.trust_get(&row.sender)?;
-        let risk = risk_flags(store, &row.envelope_id, &row.prompt, Some(&row.raw))?;
+        let risk = risk_flags(store, &row.envelope_id, &row.prompt, Some(&row.sender))?;
         let (covered, covered_total) = store.covered_by_grant(&row.sender, &row.scope, Some(&row.envelope_id), COVERED_SHOWN)?;
         items.push(ConsentItem::Held {
             risk,
@@ -442,7 +447,8 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
         let knock = store.latest_receipt_from(&p.public_key, "UNTRUSTED_SENDER")?;
         let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| p.scopes_tried.first().cloned());
         let risk = match knock.as_ref().and_then(|k| Some((k.envelope_id.as_deref()?, k.prompt.as_deref()?))) {
-            Some((id, text)) => risk_flags(store, id, text, knock.as_ref().and_then(|k| k.body.as_deref()))?,
+            // A stranger has no entry of the user's: every link of its is flagged.
+            Some((id, text)) => risk_flags(store, id, text, None)?,
             None => Vec::new(),
         };
         let (covered, covered_total) = match &scope {

@@ -176,3 +176,30 @@ async fn a_decision_is_carried_out_on_the_knock_the_user_saw_and_a_newer_one_sta
     assert_eq!(inbox.store.trust_get(&pubhex(&s)).unwrap().unwrap().policy.allowed_scopes, ["payments"]);
     inbox.stop().await;
 }
+
+#[tokio::test]
+async fn only_the_users_own_entry_lets_a_link_go_unflagged_never_what_the_message_declares() {
+    let (stranger, shop) = (key(7), key(8));
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    // Declaring `com` (unsigned: anyone on the way can add it) would have silenced every
+    // .com link.
+    let mut knock = inbox.signed(&stranger, "support", "Pay here: https://evil-pay.com/x");
+    knock["capabilities"] = serde_json::json!({"network": {"domains": ["com"]}});
+    assert_eq!(inbox.post_json(&knock).await.0, 401);
+    let items = consent::pending(&inbox.store).unwrap();
+    let ConsentItem::UnknownSender { risk, .. } = &items[0] else { panic!("{items:?}") };
+    assert!(risk.iter().any(|f| f.kind == gatehouse_risk::Kind::Link && f.excerpt.contains("evil-pay.com")), "{risk:?}");
+
+    // A trusted shop whose entry (the user's) allows shop.example: its tracking link is
+    // not flagged, another host is, whatever its envelope declares.
+    let limit = gatehouse_store::CapabilityLimit { require: false, allowed: serde_json::json!({"network": {"domains": ["shop.example"]}}) };
+    inbox.trust(&pubhex(&shop), "Shop", Policy { hold_for_consent: true, capabilities: Some(limit), ..policy(&["orders"]) });
+    let mut held = inbox.signed(&shop, "orders", "Track: https://track.shop.example/1 or https://evil-pay.com/x");
+    held["capabilities"] = serde_json::json!({"network": {"domains": ["shop.example"]}});
+    assert_eq!(inbox.post_json(&held).await.0, 200);
+    let items = consent::pending(&inbox.store).unwrap();
+    let risk = items.iter().find_map(|i| if let ConsentItem::Held { risk, .. } = i { Some(risk.clone()) } else { None }).unwrap();
+    let links: Vec<&str> = risk.iter().filter(|f| f.kind == gatehouse_risk::Kind::Link).map(|f| f.excerpt.as_str()).collect();
+    assert!(links.len() == 1 && links[0].contains("evil-pay.com"), "{links:?}");
+    inbox.stop().await;
+}
