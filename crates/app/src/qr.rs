@@ -7,48 +7,17 @@ use base64::Engine as _;
 
 use crate::{Code, CommandError, Result};
 
-/// Pictures larger than this are refused (a phone photo fits).
-pub const MAX_PICTURE_BYTES: usize = 8 * 1024 * 1024;
-/// Wider or taller pictures are refused, which bounds memory and the decoder's work.
-const MAX_SIDE: u32 = 6000;
+pub use gatehouse_qr::MAX_PICTURE_BYTES;
 
-/// The Gatehouse contact text in a picture of a QR code (PNG or JPEG).
+/// The Gatehouse contact text in a picture of a QR code (PNG or JPEG); the picture is read
+/// by `gatehouse-qr`, bounded in bytes, pixels and the work it can cause.
 pub fn read(picture: &[u8]) -> Result<String> {
-    let invalid = |m: String| CommandError::new(Code::Invalid, m);
-    if picture.len() > MAX_PICTURE_BYTES {
-        return Err(invalid(format!("that picture is larger than {} MB: crop it to the QR code", MAX_PICTURE_BYTES / 1024 / 1024)));
+    let texts = gatehouse_qr::texts(picture).map_err(|e| CommandError::new(Code::Invalid, e.to_string()))?;
+    if let Some(t) = texts.iter().find(|t| crate::contacts::shared_key(t).is_ok()) {
+        return Ok(t.clone());
     }
-    let mut reader =
-        image::ImageReader::new(std::io::Cursor::new(picture)).with_guessed_format().map_err(|e| invalid(format!("that picture could not be read: {e}")))?;
-    let mut limits = image::Limits::default();
-    limits.max_image_width = Some(MAX_SIDE);
-    limits.max_image_height = Some(MAX_SIDE);
-    limits.max_alloc = Some(256 * 1024 * 1024);
-    reader.limits(limits);
-    let img = reader.decode().map_err(|e| match e {
-        image::ImageError::Limits(_) => invalid(format!("that picture is larger than {MAX_SIDE} pixels a side: crop it to the QR code")),
-        e => invalid(format!("that is not a PNG or JPEG picture Gatehouse can read ({e})")),
-    })?;
-    let grey = img.to_luma8();
-    let mut prepared = rqrr::PreparedImage::prepare_from_greyscale(grey.width() as usize, grey.height() as usize, |x, y| grey.get_pixel(x as u32, y as u32)[0]);
-    let grids = prepared.detect_grids();
-    if grids.is_empty() {
-        return Err(invalid("no QR code was found in that picture: try one that is sharper, or closer to the code".into()));
-    }
-    let mut other = None;
-    for g in grids {
-        match g.decode() {
-            Ok((_, text)) if crate::contacts::shared_key(&text).is_ok() => return Ok(text),
-            Ok((_, text)) => other = Some(text),
-            Err(_) => {}
-        }
-    }
-    Err(invalid(match other {
-        Some(text) => {
-            format!("that QR code is not a Gatehouse key (it holds {:?}); ask them for the code under Share my key", text.chars().take(60).collect::<String>())
-        }
-        None => "a QR code is there but could not be read: try a sharper picture".into(),
-    }))
+    let other = texts.first().map(|t| t.chars().take(60).collect::<String>()).unwrap_or_default();
+    Err(CommandError::new(Code::Invalid, format!("that QR code is not a Gatehouse key (it holds {other:?}); ask them for the code under Share my key")))
 }
 
 /// [`read`], the picture given as base64 (how the window sends it).
@@ -102,7 +71,9 @@ mod tests {
         assert!(read(&blank).unwrap_err().message.contains("no QR code was found"));
         let wide = {
             let mut out = Vec::new();
-            image::GrayImage::from_pixel(MAX_SIDE + 1, 1, image::Luma([255])).write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png).unwrap();
+            image::GrayImage::from_pixel(gatehouse_qr::MAX_SIDE + 1, 1, image::Luma([255]))
+                .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+                .unwrap();
             out
         };
         assert!(read(&wide).unwrap_err().message.contains("pixels a side"));

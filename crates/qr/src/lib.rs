@@ -1,0 +1,184 @@
+//! The texts of the QR codes in a picture: a screenshot or photo of the other side's code.
+//! Everything here reads a stranger's bytes, so what they can make it do is bounded:
+//! at most [`MAX_PICTURE_BYTES`] and [`MAX_SIDE`] pixels a side are decoded, the picture
+//! is scaled down to [`WORK_SIDE`] before the QR reader sees it, and a picture that holds
+//! more than [`MAX_FINDERS`] finder patterns (the squares in a code's corners) is refused
+//! before the reader tries them: rqrr tries every pair of neighbours of every finder and
+//! copies the whole picture for each, so a 45 KB PNG of 1,600 finders took minutes.
+
+/// Pictures larger than this are refused (a phone photo fits).
+pub const MAX_PICTURE_BYTES: usize = 8 * 1024 * 1024;
+/// Wider or taller pictures are refused, which bounds memory and the decoder's work.
+pub const MAX_SIDE: u32 = 6000;
+/// The longest side the QR reader works on: a code that fills a tenth of a phone photo
+/// still has modules of a few pixels at this size.
+pub const WORK_SIDE: u32 = 1600;
+/// The most finder patterns a picture may hold: three per code, a few codes.
+pub const MAX_FINDERS: f64 = 12.0;
+
+/// Why no text came out of a picture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unread {
+    TooLarge,
+    TooManyPixels,
+    NotAPicture(String),
+    /// More finder patterns than a picture of a few codes holds.
+    TooBusy,
+    NoCode,
+    /// A code is there, but none could be decoded.
+    Unreadable,
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unread::TooLarge => write!(f, "that picture is larger than {} MB: crop it to the QR code", MAX_PICTURE_BYTES / 1024 / 1024),
+            Unread::TooManyPixels => write!(f, "that picture is larger than {MAX_SIDE} pixels a side: crop it to the QR code"),
+            Unread::NotAPicture(e) => write!(f, "that is not a PNG or JPEG picture Gatehouse can read ({e})"),
+            Unread::TooBusy => write!(f, "that picture holds too many QR-like squares to search: crop it to the one QR code"),
+            Unread::NoCode => write!(f, "no QR code was found in that picture: try one that is sharper, or closer to the code"),
+            Unread::Unreadable => write!(f, "a QR code is there but could not be read: try a sharper picture"),
+        }
+    }
+}
+
+/// The texts of the QR codes in a picture (PNG or JPEG), in the order found.
+pub fn texts(picture: &[u8]) -> Result<Vec<String>, Unread> {
+    if picture.len() > MAX_PICTURE_BYTES {
+        return Err(Unread::TooLarge);
+    }
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(picture)).with_guessed_format().map_err(|e| Unread::NotAPicture(e.to_string()))?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(256 * 1024 * 1024);
+    reader.limits(limits);
+    let img = reader.decode().map_err(|e| match e {
+        image::ImageError::Limits(_) => Unread::TooManyPixels,
+        e => Unread::NotAPicture(e.to_string()),
+    })?;
+    let mut grey = img.to_luma8();
+    let (w, h) = grey.dimensions();
+    if w.max(h) > WORK_SIDE {
+        let k = f64::from(WORK_SIDE) / f64::from(w.max(h));
+        let (nw, nh) = (((f64::from(w) * k) as u32).max(1), ((f64::from(h) * k) as u32).max(1));
+        grey = image::imageops::resize(&grey, nw, nh, image::imageops::FilterType::Triangle);
+    }
+    let mut prepared = rqrr::PreparedImage::prepare_from_greyscale(grey.width() as usize, grey.height() as usize, |x, y| grey.get_pixel(x as u32, y as u32)[0]);
+    // rqrr names its pixel colours in a private module: white is what a white picture's
+    // pixel is after the same preparation.
+    let white = rqrr::PreparedImage::prepare_from_greyscale(1, 1, |_, _| 255).get_pixel_at(0, 0);
+    if finders(prepared.width(), prepared.height(), |x, y| prepared.get_pixel_at(x, y) == white) > MAX_FINDERS {
+        return Err(Unread::TooBusy);
+    }
+    let grids = prepared.detect_grids();
+    if grids.is_empty() {
+        return Err(Unread::NoCode);
+    }
+    let texts: Vec<String> = grids.iter().filter_map(|g| g.decode().ok()).map(|(_, t)| t).collect();
+    if texts.is_empty() {
+        return Err(Unread::Unreadable);
+    }
+    Ok(texts)
+}
+
+/// How many finder patterns the picture holds, estimated in one pass over its pixels as
+/// the reader will see them (its own black and white): every row crossing a pattern's
+/// centre shows runs of 1:1:3:1:1 (with the reader's tolerance), and a pattern `w` pixels
+/// wide is crossed so by about 3w/7 rows. Counts a little high, never low.
+fn finders(width: usize, height: usize, is_white: impl Fn(usize, usize) -> bool) -> f64 {
+    let mut estimate = 0.0;
+    for y in 0..height {
+        let mut runs = [0usize; 5];
+        let mut last = width == 0 || is_white(0, y);
+        let mut run = 1usize;
+        let mut changes = 0usize;
+        for x in 1..=width {
+            // A white pixel past the end closes a pattern on the picture's edge.
+            let white = x >= width || is_white(x, y);
+            if white == last {
+                run += 1;
+                continue;
+            }
+            last = white;
+            runs.rotate_left(1);
+            runs[4] = run;
+            run = 1;
+            changes += 1;
+            if white && changes >= 5 && one_one_three_one_one(&runs) {
+                let width: usize = runs.iter().sum();
+                estimate += 7.0 / (3.0 * width.max(1) as f64);
+            }
+        }
+    }
+    estimate
+}
+
+/// The reader's own test for a finder's row: runs within 75% of 1:1:3:1:1.
+fn one_one_three_one_one(runs: &[usize; 5]) -> bool {
+    const CHECK: [usize; 5] = [1, 1, 3, 1, 1];
+    let avg = (runs[0] + runs[1] + runs[3] + runs[4]) / 4;
+    let err = avg * 3 / 4;
+    runs.iter().zip(CHECK).all(|(r, c)| *r + err >= c * avg && *r <= c * avg + err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A PNG of `text`'s QR code, `scale` pixels a module, with the quiet zone.
+    fn qr_png(text: &str, scale: u32) -> Vec<u8> {
+        let code = qrcode::QrCode::new(text.as_bytes()).unwrap();
+        let (w, colors) = (code.width() as u32, code.to_colors());
+        let side = (w + 8) * scale;
+        let img = image::GrayImage::from_fn(side, side, |x, y| {
+            let (mx, my) = ((x / scale) as i64 - 4, (y / scale) as i64 - 4);
+            let dark = mx >= 0 && my >= 0 && mx < w as i64 && my < w as i64 && colors[(my as u32 * w + mx as u32) as usize] == qrcode::Color::Dark;
+            image::Luma([if dark { 0 } else { 255 }])
+        });
+        png(&img)
+    }
+
+    fn png(img: &image::GrayImage) -> Vec<u8> {
+        let mut out = Vec::new();
+        img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png).unwrap();
+        out
+    }
+
+    /// A picture full of finder patterns, `n` a side, `scale` pixels a module.
+    fn finders_png(n: u32, scale: u32) -> Vec<u8> {
+        let cell = 10 * scale;
+        png(&image::GrayImage::from_fn(n * cell, n * cell, |x, y| {
+            let (mx, my) = ((x % cell) / scale, (y % cell) / scale);
+            let dark = mx < 7 && my < 7 && (mx == 0 || mx == 6 || my == 0 || my == 6 || ((2..=4).contains(&mx) && (2..=4).contains(&my)));
+            image::Luma([if dark { 0 } else { 255 }])
+        }))
+    }
+
+    #[test]
+    fn a_code_is_read_at_any_size_up_to_the_limit() {
+        for scale in [2, 4, 40] {
+            assert_eq!(texts(&qr_png("gatehouse:contact?key=ab", scale)).unwrap(), ["gatehouse:contact?key=ab"], "{scale} px a module");
+        }
+    }
+
+    #[test]
+    fn a_picture_of_many_finder_patterns_is_refused_before_the_reader_tries_them() {
+        for (n, scale) in [(4, 4), (40, 4), (150, 1)] {
+            let t = std::time::Instant::now();
+            assert_eq!(texts(&finders_png(n, scale)), Err(Unread::TooBusy), "{n}x{n} finders");
+            // Generous for a debug build: the reader alone took minutes on the 40x40 one.
+            assert!(t.elapsed() < std::time::Duration::from_secs(20), "{n}x{n}: {:?}", t.elapsed());
+        }
+        // Three finders and a few more are still searched (a few codes in one screenshot).
+        assert_ne!(texts(&finders_png(2, 4)), Err(Unread::TooBusy));
+    }
+
+    #[test]
+    fn other_pictures_get_a_reason() {
+        assert_eq!(texts(&png(&image::GrayImage::from_pixel(200, 200, image::Luma([255])))), Err(Unread::NoCode));
+        assert_eq!(texts(&png(&image::GrayImage::from_pixel(MAX_SIDE + 1, 1, image::Luma([255])))), Err(Unread::TooManyPixels));
+        assert!(matches!(texts(b"not a picture"), Err(Unread::NotAPicture(_))));
+        assert_eq!(texts(&vec![0; MAX_PICTURE_BYTES + 1]), Err(Unread::TooLarge));
+    }
+}
