@@ -18,6 +18,10 @@
 //! - [`risk`]: risk flags the user dismisses
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 pub mod consent;
 pub mod contacts;
 pub mod did_change;

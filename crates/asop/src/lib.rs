@@ -8,6 +8,10 @@
 //!   and which one decides a step.
 //! - [`redact`]: the `modify` decision: a pattern redacted from text and arguments.
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 pub mod jsonrpc;
 pub mod redact;
 pub mod rules;

@@ -66,7 +66,7 @@ pub fn check(method: &str, request: &Value) -> Result<(), RpcError> {
     if matches!(method, "protocols/A2A" | "protocols/MCP") {
         return match request.pointer("/params/message") {
             Some(Value::Object(_)) => Ok(()),
-            Some(_) => Err(invalid("/params/message".into(), format!("the {} message must be an object", &method[10..]))),
+            Some(_) => Err(invalid("/params/message".into(), format!("the {} message must be an object", method.trim_start_matches("protocols/")))),
             None => Err(invalid("/params/message".into(), "is required".into())),
         };
     }

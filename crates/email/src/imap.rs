@@ -279,7 +279,7 @@ pub async fn fetch_after(s: &mut Session, after_uid: u32, max: usize, max_bytes:
             .iter()
             .position(|(_, size)| {
                 // Mails not downloaded (too large) take no room.
-                total += if *size <= MAX_MAIL_BYTES { u64::from(*size) } else { 0 };
+                total = total.saturating_add(if *size <= MAX_MAIL_BYTES { u64::from(*size) } else { 0 });
                 total > max_bytes
             })
             .unwrap_or(v.len());
@@ -314,20 +314,15 @@ pub fn uid_set(uids: &[u32]) -> String {
     let mut sorted = uids.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        while i + 1 < sorted.len() && sorted[i].checked_add(1) == Some(sorted[i + 1]) {
-            i += 1;
+    // Runs of consecutive UIDs, as (first, last); a UID of u32::MAX ends its run.
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for uid in sorted {
+        match runs.last_mut() {
+            Some((_, last)) if last.checked_add(1) == Some(uid) => *last = uid,
+            _ => runs.push((uid, uid)),
         }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        out += &if sorted[i] == start { start.to_string() } else { format!("{start}:{}", sorted[i]) };
-        i += 1;
     }
-    out
+    runs.iter().map(|(a, b)| if a == b { a.to_string() } else { format!("{a}:{b}") }).collect::<Vec<_>>().join(",")
 }
 
 /// Files messages into `folder` with one command: moved where the server can, else copied

@@ -5,6 +5,13 @@
 //! - [`imap`]: an IMAP account followed: connect, folders, fetch after a UID, file, IDLE.
 //! - [`smtp`]: mail going out: receipts mailed back, envelopes sent by mail.
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+// A server's numbers (UIDs, sizes, lengths) never wrap an addition, and no index is
+// trusted to be in range.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
+
 pub mod extract;
 #[cfg(feature = "net")]
 pub mod imap;

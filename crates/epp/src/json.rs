@@ -246,7 +246,9 @@ impl<'a> Parser<'a> {
                 return Err(self.err("invalid number: digits expected in exponent"));
             }
         }
-        Ok(Json::Number(self.text[start..self.pos].to_string()))
+        // Both ends are at ASCII bytes the number grammar matched: character boundaries.
+        let number = self.text.get(start..self.pos).ok_or_else(|| self.err("invalid number"))?;
+        Ok(Json::Number(number.to_string()))
     }
 
     fn hex4(&mut self) -> Result<u16, JsonError> {
@@ -271,7 +273,9 @@ impl<'a> Parser<'a> {
                 }
                 self.pos += 1;
             }
-            out.push_str(&self.text[run_start..self.pos]);
+            // The run stops at a quote, a backslash or a control byte (ASCII), or at the end:
+            // a character boundary on both ends.
+            out.push_str(self.text.get(run_start..self.pos).ok_or_else(|| self.err("unterminated string"))?);
             match self.s.get(self.pos) {
                 None => return Err(self.err("unterminated string")),
                 Some(b'"') => {

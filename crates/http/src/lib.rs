@@ -4,6 +4,13 @@
 //! innermost cause ("connection refused", "certificate expired") rather than reqwest's
 //! "error sending request".
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+// A server's numbers (UIDs, sizes, lengths) never wrap an addition, and no index is
+// trusted to be in range.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
+
 /// What the doors' client errors share; each door's own error wraps it.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -106,7 +113,7 @@ pub async fn read_limited(url: &str, mut resp: reqwest::Response, max: usize) ->
     }
     let mut out = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(|e| HttpError::unreachable(url, &e))? {
-        if out.len() + chunk.len() > max {
+        if out.len().saturating_add(chunk.len()) > max {
             return Err(too_large());
         }
         out.extend_from_slice(&chunk);

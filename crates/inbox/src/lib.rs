@@ -16,6 +16,10 @@
 //! - [`service`]: the composition: which doors run, which executors exist, and where a
 //!   user's consent decision reaches the door that holds what it decides
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 pub mod email;
 pub mod epp;
 pub mod gate;

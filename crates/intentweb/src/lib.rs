@@ -11,6 +11,10 @@
 //! - [`render`]: markdown messages (§4) to sanitized HTML.
 //! - [`client`]: fetching manifests and talking to intent endpoints over HTTPS.
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 pub mod attribution;
 pub mod bounded_yaml;
 pub mod client;

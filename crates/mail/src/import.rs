@@ -61,7 +61,8 @@ pub struct Import {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
+    // Bytes, not a str slice: an offset inside a character must not panic.
+    text.as_bytes().iter().take(offset).filter(|b| **b == b'\n').count() + 1
 }
 
 /// Reads `text`; never fails as a whole (an unreadable file is one error on line 1).

@@ -8,6 +8,10 @@
 //! - [`client`]: the REST transport (bearer token, roles), with errors a user can act on.
 //! - [`v2`]: MAIL 2.0: password login, boxes, messages and their conversations, send.
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 pub mod client;
 pub mod events;
 pub mod import;

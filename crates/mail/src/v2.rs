@@ -82,7 +82,8 @@ pub fn thread_subject(subject: &str) -> String {
         let Some(cut) = ["re:", "fwd:", "fw:"].iter().find(|p| lower.starts_with(*p)).map(|p| p.len()) else {
             return s.to_string();
         };
-        s = s[cut..].trim_start();
+        // `cut` is the length of an ASCII prefix: a character boundary.
+        s = s.get(cut..).unwrap_or_default().trim_start();
     }
 }
 

@@ -6,6 +6,10 @@
 //! before the reader tries them: rqrr tries every pair of neighbours of every finder and
 //! copies the whole picture for each, so a 45 KB PNG of 1,600 finders took minutes.
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 /// Pictures larger than this are refused (a phone photo fits).
 pub const MAX_PICTURE_BYTES: usize = 8 * 1024 * 1024;
 /// Wider or taller pictures are refused, which bounds memory and the decoder's work.

@@ -13,6 +13,10 @@
 //!
 //! [`strip_invisible`] removes the invisible characters before text reaches a model.
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 use std::sync::OnceLock;
 
 use regex::{Regex, RegexBuilder};
@@ -220,10 +224,12 @@ pub fn scan(text: &str, known_hosts: &[String]) -> Vec<Flag> {
             (None, Some(_)) => {
                 let (s, e, names) = run.take().expect("matched Some");
                 // The emoji presentation selector alone, as every phone writes ❤️: no flag.
-                if &text[s..e] == "\u{FE0F}" {
+                // s and e come from char_indices: character boundaries.
+                let run_text = text.get(s..e).unwrap_or_default();
+                if run_text == "\u{FE0F}" {
                     continue;
                 }
-                let n = text[s..e].chars().count();
+                let n = run_text.chars().count();
                 push(
                     Kind::Invisible,
                     s,
@@ -243,7 +249,7 @@ pub fn scan(text: &str, known_hosts: &[String]) -> Vec<Flag> {
             (true, None) => word_start = Some(i),
             (false, Some(s)) => {
                 word_start = None;
-                let w = &text[s..i];
+                let w = text.get(s..i).unwrap_or_default();
                 let scripts: Vec<Script> = w.chars().filter_map(script).fold(Vec::new(), |mut v, sc| {
                     if !v.contains(&sc) {
                         v.push(sc);

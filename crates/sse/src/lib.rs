@@ -10,6 +10,10 @@
 //! `\n`, `event` names the event, `id` is kept, `retry` and comments are ignored, and an
 //! event is dispatched at a blank line when it has data.
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt as _};
 

@@ -12,6 +12,10 @@
 //!
 //! Where the spec is ambiguous the reading is recorded in docs/interop.md.
 
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
+#![cfg_attr(not(test), deny(clippy::string_slice))]
+
 pub mod canonical;
 pub mod captoken;
 pub mod delta;

@@ -242,7 +242,7 @@ impl Inbox {
         };
         let Some(entry) = consent.or(view.trust.as_ref()) else {
             let sender = env.sender_key();
-            let message = format!("sender {}… is not in this inbox's trust registry; the owner has been asked", &sender[..16]);
+            let message = format!("sender {}… is not in this inbox's trust registry; the owner has been asked", sender.chars().take(16).collect::<String>());
             return Err(Refusal { knock: true, ..Refusal::new(ErrorCode::UntrustedSender, message) });
         };
         // Step 9: policy for (sender, scope).

@@ -194,7 +194,7 @@ type Finished = (i64, ExecStatus, Option<Value>);
 fn work(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option<&str>) -> Work {
     let envelope = || serde_json::from_str::<Value>(&env.raw).ok();
     let mut w = Work {
-        who: sender_name.map(str::to_string).unwrap_or_else(|| format!("the sender {}", &env.sender[..16.min(env.sender.len())])),
+        who: sender_name.map(str::to_string).unwrap_or_else(|| format!("the sender {}", env.sender.chars().take(16).collect::<String>())),
         scope: env.scope.clone(),
         prompt: env.prompt.clone(),
         context: None,
