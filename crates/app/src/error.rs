@@ -117,3 +117,22 @@ impl From<gatehouse_inbox::uamp::client::ClientError> for CommandError {
         CommandError::coded(e.code(), e.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gatehouse_inbox::gate::consent::ConsentError;
+
+    #[test]
+    fn a_consent_error_keeps_its_code_across_the_boundary() {
+        for (e, code, wire) in [
+            (ConsentError::Gone, Code::Gone, "GONE"),
+            (ConsentError::Changed("knocked again".into()), Code::Changed, "CHANGED"),
+            (ConsentError::Invalid("no".into()), Code::Invalid, "INVALID"),
+        ] {
+            let c = CommandError::from(e);
+            assert_eq!(c.code, code);
+            assert_eq!(serde_json::to_value(&c).unwrap()["code"], wire, "as the window reads it");
+        }
+    }
+}
