@@ -8,7 +8,7 @@
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
-#![cfg_attr(not(test), deny(clippy::string_slice))]
+#![cfg_attr(not(test), deny(clippy::string_slice, clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 /// Pictures larger than this are refused (a phone photo fits).
 pub const MAX_PICTURE_BYTES: usize = 8 * 1024 * 1024;
@@ -101,16 +101,16 @@ fn finders(width: usize, height: usize, is_white: impl Fn(usize, usize) -> bool)
             // A white pixel past the end closes a pattern on the picture's edge.
             let white = x >= width || is_white(x, y);
             if white == last {
-                run += 1;
+                run = run.saturating_add(1);
                 continue;
             }
             last = white;
             runs.rotate_left(1);
             runs[4] = run;
             run = 1;
-            changes += 1;
+            changes = changes.saturating_add(1);
             if white && changes >= 5 && one_one_three_one_one(&runs) {
-                let width: usize = runs.iter().sum();
+                let width = runs.iter().fold(0usize, |a, r| a.saturating_add(*r));
                 estimate += 7.0 / (3.0 * width.max(1) as f64);
             }
         }
@@ -121,9 +121,10 @@ fn finders(width: usize, height: usize, is_white: impl Fn(usize, usize) -> bool)
 /// The reader's own test for a finder's row: runs within 75% of 1:1:3:1:1.
 fn one_one_three_one_one(runs: &[usize; 5]) -> bool {
     const CHECK: [usize; 5] = [1, 1, 3, 1, 1];
-    let avg = (runs[0] + runs[1] + runs[3] + runs[4]) / 4;
-    let err = avg * 3 / 4;
-    runs.iter().zip(CHECK).all(|(r, c)| *r + err >= c * avg && *r <= c * avg + err)
+    let [a, b, _, d, e] = *runs;
+    let avg = a.saturating_add(b).saturating_add(d).saturating_add(e) / 4;
+    let err = avg.saturating_mul(3) / 4;
+    runs.iter().zip(CHECK).all(|(r, c)| r.saturating_add(err) >= c.saturating_mul(avg) && *r <= c.saturating_mul(avg).saturating_add(err))
 }
 
 #[cfg(test)]

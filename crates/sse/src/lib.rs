@@ -12,7 +12,7 @@
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
-#![cfg_attr(not(test), deny(clippy::string_slice))]
+#![cfg_attr(not(test), deny(clippy::string_slice, clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt as _};
@@ -71,15 +71,16 @@ where
 {
     async fn next_event(&mut self) -> Option<Result<Event, SseError>> {
         loop {
-            while let Some(at) = self.buf[self.scanned..].iter().position(|b| *b == b'\n').map(|i| i + self.scanned) {
+            // start <= scanned <= buf.len() holds throughout; every index is still checked.
+            while let Some(at) = self.buf.get(self.scanned..).unwrap_or_default().iter().position(|b| *b == b'\n').map(|i| i.saturating_add(self.scanned)) {
                 let mut end = at;
-                if end > self.start && self.buf[end - 1] == b'\r' {
-                    end -= 1;
+                if end > self.start && end.checked_sub(1).and_then(|i| self.buf.get(i)) == Some(&b'\r') {
+                    end = end.saturating_sub(1);
                 }
                 let (from, line) = (self.start, std::mem::take(&mut self.buf));
-                let result = self.line(&line[from..end]);
+                let result = self.line(line.get(from..end).unwrap_or_default());
                 self.buf = line;
-                self.start = at + 1;
+                self.start = at.saturating_add(1);
                 self.scanned = self.start;
                 match result {
                     Ok(Some(ev)) => return Some(Ok(ev)),
@@ -88,7 +89,7 @@ where
                 }
             }
             self.scanned = self.buf.len();
-            if self.buf.len() - self.start > self.max_event {
+            if self.buf.len().saturating_sub(self.start) > self.max_event {
                 return self.fail(SseError::TooLarge(self.max_event));
             }
             if self.done {
@@ -98,7 +99,7 @@ where
                 Some(Ok(chunk)) => {
                     // Lines already taken go once per chunk, not once per line.
                     self.buf.drain(..self.start);
-                    self.scanned -= self.start;
+                    self.scanned = self.scanned.saturating_sub(self.start);
                     self.start = 0;
                     self.buf.extend_from_slice(&chunk);
                 }
@@ -127,10 +128,10 @@ where
             self.size = 0;
             return Ok(had.then_some(ev));
         }
-        if line[0] == b':' {
+        if line.first() == Some(&b':') {
             return Ok(None);
         }
-        self.size += line.len();
+        self.size = self.size.saturating_add(line.len());
         if self.size > self.max_event {
             return Err(SseError::TooLarge(self.max_event));
         }
