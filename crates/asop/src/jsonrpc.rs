@@ -32,11 +32,13 @@ impl RpcError {
     }
 
     pub fn to_json(&self) -> Value {
-        let mut e = json!({"code": self.code, "message": self.message});
+        let mut e = serde_json::Map::new();
+        e.insert("code".into(), json!(self.code));
+        e.insert("message".into(), json!(self.message));
         if let Some(d) = &self.data {
-            e["data"] = d.clone();
+            e.insert("data".into(), d.clone());
         }
-        e
+        Value::Object(e)
     }
 }
 

@@ -10,7 +10,7 @@
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
-#![cfg_attr(not(test), deny(clippy::string_slice))]
+#![cfg_attr(not(test), deny(clippy::string_slice, clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 pub mod jsonrpc;
 pub mod redact;

@@ -12,7 +12,7 @@ fn walk(v: &mut Value, re: &Regex, n: &mut usize) {
         Value::String(s) => {
             let count = re.find_iter(s).count();
             if count > 0 {
-                *n += count;
+                *n = n.saturating_add(count);
                 *s = re.replace_all(s, MASK).into_owned();
             }
         }

@@ -37,8 +37,10 @@ fn validators() -> &'static HashMap<&'static str, Validator> {
         let mut doc: Value = serde_json::from_str(SCHEMA).expect("the embedded schema is JSON");
         // Some references of the published schema point at `#/definitions/…`, a name the
         // document does not have (its definitions are under `$defs`): an alias resolves them.
-        let defs = doc["$defs"].clone();
-        doc["definitions"] = defs;
+        if let Some(o) = doc.as_object_mut() {
+            let defs = o.get("$defs").cloned().unwrap_or_default();
+            o.insert("definitions".into(), defs);
+        }
         let registry = Registry::new().add(BASE, doc).and_then(|r| r.prepare()).expect("the schema registers");
         crate::METHODS
             .iter()
@@ -79,7 +81,9 @@ pub fn check(method: &str, request: &Value) -> Result<(), RpcError> {
             return Err(invalid("/params/timestamp".into(), "is required".into()));
         };
         let mut r = request.clone();
-        r["timestamp"] = ts;
+        if let Some(o) = r.as_object_mut() {
+            o.insert("timestamp".into(), ts);
+        }
         pinged = r;
         &pinged
     } else {
@@ -93,7 +97,7 @@ pub fn check(method: &str, request: &Value) -> Result<(), RpcError> {
     let normalized;
     let request = if text_form {
         let mut r = request.clone();
-        let p = r["params"].as_object_mut().expect("checked above");
+        let Some(p) = r.get_mut("params").and_then(Value::as_object_mut) else { return Err(invalid("/params".into(), "must be an object".into())) };
         let mut inner = serde_json::Map::new();
         for k in ["executionId", "result"] {
             if let Some(x) = p.remove(k) {

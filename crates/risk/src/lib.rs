@@ -15,7 +15,7 @@
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
-#![cfg_attr(not(test), deny(clippy::string_slice))]
+#![cfg_attr(not(test), deny(clippy::string_slice, clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 use std::sync::OnceLock;
 
@@ -157,18 +157,20 @@ struct Offsets(Vec<u32>);
 
 impl Offsets {
     fn new(text: &str) -> Offsets {
-        let mut v = vec![0u32; text.len() + 1];
+        let mut v = Vec::with_capacity(text.len().saturating_add(1));
         let mut u = 0u32;
-        for (i, c) in text.char_indices() {
-            v[i..i + c.len_utf8()].fill(u);
-            u += c.len_utf16() as u32;
+        for c in text.chars() {
+            // Every byte of a character maps to where the character starts.
+            v.extend(std::iter::repeat_n(u, c.len_utf8()));
+            u = u.saturating_add(c.len_utf16() as u32);
         }
-        v[text.len()] = u;
+        v.push(u);
         Offsets(v)
     }
 
+    /// The UTF-16 offset of a byte offset (the text's length past its end).
     fn at(&self, byte: usize) -> u32 {
-        self.0[byte]
+        self.0.get(byte).or(self.0.last()).copied().unwrap_or_default()
     }
 }
 
@@ -215,12 +217,12 @@ pub fn scan(text: &str, known_hosts: &[String]) -> Vec<Flag> {
     for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
         match (invisible(c), &mut run) {
             (Some(name), Some((_, end, names))) => {
-                *end = i + c.len_utf8();
+                *end = i.saturating_add(c.len_utf8());
                 if !names.contains(&name) {
                     names.push(name);
                 }
             }
-            (Some(name), None) => run = Some((i, i + c.len_utf8(), vec![name])),
+            (Some(name), None) => run = Some((i, i.saturating_add(c.len_utf8()), vec![name])),
             (None, Some(_)) => {
                 let (s, e, names) = run.take().expect("matched Some");
                 // The emoji presentation selector alone, as every phone writes ❤️: no flag.
