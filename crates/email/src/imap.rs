@@ -125,7 +125,7 @@ pub fn certificates(pem: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'
     Ok(certs)
 }
 
-fn tls(extra: Option<&str>) -> Result<tokio_rustls::TlsConnector, EmailError> {
+pub(crate) fn tls(extra: Option<&str>) -> Result<tokio_rustls::TlsConnector, EmailError> {
     let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
     if let Some(pem) = extra {
         for c in certificates(pem)? {

@@ -152,6 +152,9 @@ pub async fn deliver(store: Arc<Store>, f: Follow, stop: impl std::future::Futur
     // The service ends when any of its tasks does: an account with nothing to send waits.
     let (Some(out), Some(password)) = (f.account.smtp.clone(), f.smtp_password.clone()) else { return stop.await };
     let mut backoff = BACKOFF.0;
+    // One connection for as long as mail keeps coming (made by the first mail, made again
+    // when the server has closed it).
+    let outgoing = smtp::Outgoing::new(&out, f.account.certificate.as_deref(), &password);
     loop {
         let name = f.name.clone();
         let queued = match db(&store, move |s| s.email_outbox_queued(&name, BATCH)).await {
@@ -168,8 +171,6 @@ pub async fn deliver(store: Arc<Store>, f: Follow, stop: impl std::future::Futur
             }
         }
         let mut wait = None;
-        // One connection for the round (opened by the first mail).
-        let outgoing = smtp::Outgoing::new(&out, f.account.certificate.as_deref(), &password);
         for m in queued {
             let sent = match &outgoing {
                 Ok(o) => o.send(&m.to_addr, &m.message).await,

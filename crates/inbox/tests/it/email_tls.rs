@@ -63,10 +63,18 @@ async fn smtp_submission_over_starttls_and_tls_trusts_the_accounts_own_certifica
         assert_eq!(ex.wait_delivered(n + 1).len(), n + 1);
         let e = smtp::probe(&s, None, "secret").await.expect_err("a self-signed server is not trusted by default");
         assert!(e.to_string().contains("give the account its certificate"), "{security:?}: {e}");
+        // Sending (over a connection of Gatehouse's own) trusts no more than the probe.
+        let e = smtp::send(&s, None, "secret", "agent@clinic.example", &mail).await.expect_err("not trusted when sending either");
+        assert!(e.to_string().contains("give the account its certificate"), "{security:?}: {e}");
+        let e = smtp::send(&s, pem.as_deref(), "wrong", "agent@clinic.example", &mail).await.expect_err("a wrong password");
+        assert!(matches!(e, gatehouse_email::EmailError::LoginRefused { .. }), "{security:?}: {e}");
     }
     // The server offers AUTH only over TLS: a plain submission cannot log in.
     let plain = submission(&ex, SmtpSecurity::Plain);
     assert!(smtp::probe(&plain, None, "secret").await.is_err());
+    let mail = smtp::envelope_mail(&plain.from, "agent@clinic.example", "in the clear", r#"{"version":"1"}"#).unwrap();
+    assert!(smtp::send(&plain, None, "secret", "agent@clinic.example", &mail).await.is_err(), "no login without TLS");
+    assert_eq!(ex.delivered().len(), 2, "nothing more was delivered");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
