@@ -109,3 +109,16 @@ async fn deliver_tls(a: &Account, mail: &str) {
     s.append("INBOX", None, None, mail.replace('\n', "\r\n").as_bytes()).await.unwrap();
     s.logout().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_server_without_starttls_gets_no_password_and_no_mail() {
+    // Exim without a certificate offers no STARTTLS.
+    let Some(ex) = Exim::start() else { return };
+    let s = Submission { host: "127.0.0.1".into(), port: ex.port, security: SmtpSecurity::StartTls, user: "alice".into(), from: "alice@home.example".into() };
+    let mail = smtp::envelope_mail(&s.from, "agent@clinic.example", "must not leave", r#"{"version":"1"}"#).unwrap();
+    let e = smtp::send(&s, None, "secret", "agent@clinic.example", &mail).await.unwrap_err();
+    assert!(matches!(&e, gatehouse_email::EmailError::Refused(w) if w.contains("does not offer STARTTLS")), "{e}");
+    assert!(!e.transient(), "nothing to retry: the account must change");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(ex.delivered().is_empty());
+}
