@@ -149,9 +149,11 @@ pub fn candidates(env: &Envelope) -> Vec<(Form, Vec<u8>)> {
         }
     }
 
-    let mut headers = vec![(env.sender_key(), env.recipient_key())];
-    if (env.sender.clone(), env.recipient.clone()) != headers[0] {
-        headers.push((env.sender.clone(), env.recipient.clone()));
+    let keys = (env.sender_key(), env.recipient_key());
+    let as_sent = (env.sender.clone(), env.recipient.clone());
+    let mut headers = vec![keys.clone()];
+    if as_sent != keys {
+        headers.push(as_sent);
     }
 
     let mut out: Vec<(Form, Vec<u8>)> = Vec::new();

@@ -132,7 +132,7 @@ impl Draft {
             "sender": public_key_hex(key),
             "recipient": self.recipient,
             "timestamp": utc_string(now),
-            "expires_at": utc_string(now + self.ttl),
+            "expires_at": utc_string(now.checked_add_signed(self.ttl).unwrap_or(DateTime::<Utc>::MAX_UTC)),
             "nonce": b64.encode(nonce),
             "scope": self.scope,
             "payload": payload,

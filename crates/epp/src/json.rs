@@ -108,9 +108,20 @@ impl<'a> Parser<'a> {
         JsonError { message: message.to_string(), offset: self.pos }
     }
 
+    /// Moves past `n` bytes the caller has looked at: `pos` never passes the input's
+    /// length, so the addition cannot wrap.
+    fn bump(&mut self, n: usize) {
+        self.pos = self.pos.saturating_add(n);
+    }
+
+    /// What is left to read.
+    fn rest(&self) -> &'a [u8] {
+        self.s.get(self.pos..).unwrap_or_default()
+    }
+
     fn skip_ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.pos) {
-            self.pos += 1;
+            self.bump(1);
         }
     }
 
@@ -132,8 +143,8 @@ impl<'a> Parser<'a> {
     }
 
     fn literal(&mut self, word: &str, v: Json) -> Result<Json, JsonError> {
-        if self.s[self.pos..].starts_with(word.as_bytes()) {
-            self.pos += word.len();
+        if self.rest().starts_with(word.as_bytes()) {
+            self.bump(word.len());
             Ok(v)
         } else {
             Err(self.err("invalid literal"))
@@ -141,14 +152,14 @@ impl<'a> Parser<'a> {
     }
 
     fn object(&mut self, depth: usize) -> Result<Json, JsonError> {
-        self.pos += 1;
+        self.bump(1);
         let mut members: Vec<(String, Json)> = Vec::new();
         // Small objects (every envelope) are checked by scanning; past that a hash set
         // keeps the duplicate check linear in the object's size, whatever a sender sends.
         let mut seen: Option<std::collections::HashSet<String>> = None;
         self.skip_ws();
         if self.s.get(self.pos) == Some(&b'}') {
-            self.pos += 1;
+            self.bump(1);
             return Ok(Json::Object(members));
         }
         loop {
@@ -173,15 +184,15 @@ impl<'a> Parser<'a> {
             if self.s.get(self.pos) != Some(&b':') {
                 return Err(self.err("expected ':'"));
             }
-            self.pos += 1;
+            self.bump(1);
             self.skip_ws();
-            let v = self.value(depth + 1)?;
+            let v = self.value(depth.saturating_add(1))?;
             members.push((key, v));
             self.skip_ws();
             match self.s.get(self.pos) {
-                Some(b',') => self.pos += 1,
+                Some(b',') => self.bump(1),
                 Some(b'}') => {
-                    self.pos += 1;
+                    self.bump(1);
                     return Ok(Json::Object(members));
                 }
                 _ => return Err(self.err("expected ',' or '}'")),
@@ -190,21 +201,21 @@ impl<'a> Parser<'a> {
     }
 
     fn array(&mut self, depth: usize) -> Result<Json, JsonError> {
-        self.pos += 1;
+        self.bump(1);
         let mut items = Vec::new();
         self.skip_ws();
         if self.s.get(self.pos) == Some(&b']') {
-            self.pos += 1;
+            self.bump(1);
             return Ok(Json::Array(items));
         }
         loop {
             self.skip_ws();
-            items.push(self.value(depth + 1)?);
+            items.push(self.value(depth.saturating_add(1))?);
             self.skip_ws();
             match self.s.get(self.pos) {
-                Some(b',') => self.pos += 1,
+                Some(b',') => self.bump(1),
                 Some(b']') => {
-                    self.pos += 1;
+                    self.bump(1);
                     return Ok(Json::Array(items));
                 }
                 _ => return Err(self.err("expected ',' or ']'")),
@@ -217,30 +228,30 @@ impl<'a> Parser<'a> {
         let digits = |p: &mut Self| {
             let from = p.pos;
             while let Some(b'0'..=b'9') = p.s.get(p.pos) {
-                p.pos += 1;
+                p.bump(1);
             }
             p.pos > from
         };
         if self.s.get(self.pos) == Some(&b'-') {
-            self.pos += 1;
+            self.bump(1);
         }
         match self.s.get(self.pos) {
-            Some(b'0') => self.pos += 1,
+            Some(b'0') => self.bump(1),
             Some(b'1'..=b'9') => {
                 digits(self);
             }
             _ => return Err(self.err("invalid number")),
         }
         if self.s.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
+            self.bump(1);
             if !digits(self) {
                 return Err(self.err("invalid number: digits expected after '.'"));
             }
         }
         if let Some(b'e' | b'E') = self.s.get(self.pos) {
-            self.pos += 1;
+            self.bump(1);
             if let Some(b'+' | b'-') = self.s.get(self.pos) {
-                self.pos += 1;
+                self.bump(1);
             }
             if !digits(self) {
                 return Err(self.err("invalid number: digits expected in exponent"));
@@ -252,18 +263,18 @@ impl<'a> Parser<'a> {
     }
 
     fn hex4(&mut self) -> Result<u16, JsonError> {
-        let h = self.s.get(self.pos..self.pos + 4).ok_or_else(|| self.err("truncated \\u escape"))?;
+        let h = self.s.get(self.pos..self.pos.saturating_add(4)).ok_or_else(|| self.err("truncated \\u escape"))?;
         let h = std::str::from_utf8(h).map_err(|_| self.err("invalid \\u escape"))?;
         let v = u16::from_str_radix(h, 16).map_err(|_| self.err("invalid \\u escape"))?;
         if !h.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(self.err("invalid \\u escape"));
         }
-        self.pos += 4;
+        self.bump(4);
         Ok(v)
     }
 
     fn string(&mut self) -> Result<String, JsonError> {
-        self.pos += 1; // opening quote
+        self.bump(1); // opening quote
         let mut out = String::new();
         loop {
             let run_start = self.pos;
@@ -271,7 +282,7 @@ impl<'a> Parser<'a> {
                 if b == b'"' || b == b'\\' || b < 0x20 {
                     break;
                 }
-                self.pos += 1;
+                self.bump(1);
             }
             // The run stops at a quote, a backslash or a control byte (ASCII), or at the end:
             // a character boundary on both ends.
@@ -279,13 +290,13 @@ impl<'a> Parser<'a> {
             match self.s.get(self.pos) {
                 None => return Err(self.err("unterminated string")),
                 Some(b'"') => {
-                    self.pos += 1;
+                    self.bump(1);
                     return Ok(out);
                 }
                 Some(b'\\') => {
-                    self.pos += 1;
+                    self.bump(1);
                     let c = *self.s.get(self.pos).ok_or_else(|| self.err("unterminated escape"))?;
-                    self.pos += 1;
+                    self.bump(1);
                     match c {
                         b'"' => out.push('"'),
                         b'\\' => out.push('\\'),
@@ -298,15 +309,16 @@ impl<'a> Parser<'a> {
                         b'u' => {
                             let hi = self.hex4()?;
                             let ch = if (0xD800..0xDC00).contains(&hi) {
-                                if !self.s[self.pos..].starts_with(b"\\u") {
+                                if !self.rest().starts_with(b"\\u") {
                                     return Err(self.err("unpaired surrogate in \\u escape"));
                                 }
-                                self.pos += 2;
+                                self.bump(2);
                                 let lo = self.hex4()?;
                                 if !(0xDC00..0xE000).contains(&lo) {
                                     return Err(self.err("unpaired surrogate in \\u escape"));
                                 }
-                                let cp = 0x10000 + (((hi as u32) - 0xD800) << 10) + ((lo as u32) - 0xDC00);
+                                // hi is D800–DBFF and lo DC00–DFFF: their low ten bits are the code point's.
+                                let cp = 0x10000 | (u32::from(hi & 0x3FF) << 10) | u32::from(lo & 0x3FF);
                                 char::from_u32(cp)
                             } else if (0xDC00..0xE000).contains(&hi) {
                                 None
@@ -316,7 +328,7 @@ impl<'a> Parser<'a> {
                             out.push(ch.ok_or_else(|| self.err("unpaired surrogate in \\u escape"))?);
                         }
                         _ => {
-                            self.pos -= 1;
+                            self.pos = self.pos.saturating_sub(1);
                             return Err(self.err("invalid escape"));
                         }
                     }
@@ -461,13 +473,13 @@ pub fn python_float_repr(f: f64) -> String {
     let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
     let sign = if neg { "-" } else { "" };
     // Decimal point position relative to the digit string (CPython's `decpt`).
-    let decpt = exp + 1;
+    let decpt = exp.saturating_add(1);
     if (-4 < decpt) && (decpt <= 16) {
         let n = digits.len() as i32;
         if decpt <= 0 {
-            format!("{sign}0.{}{}", "0".repeat((-decpt) as usize), digits)
+            format!("{sign}0.{}{}", "0".repeat(decpt.unsigned_abs() as usize), digits)
         } else if decpt >= n {
-            format!("{sign}{}{}.0", digits, "0".repeat((decpt - n) as usize))
+            format!("{sign}{}{}.0", digits, "0".repeat(decpt.saturating_sub(n) as usize))
         } else {
             let (a, b) = digits.split_at(decpt as usize);
             format!("{sign}{a}.{b}")
@@ -475,7 +487,7 @@ pub fn python_float_repr(f: f64) -> String {
     } else {
         let (first, rest) = digits.split_at(1);
         let mant = if rest.is_empty() { first.to_string() } else { format!("{first}.{rest}") };
-        let e = decpt - 1;
+        let e = decpt.saturating_sub(1);
         format!("{sign}{mant}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
     }
 }

@@ -7,6 +7,9 @@
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
 #![cfg_attr(not(test), deny(clippy::string_slice))]
+// The JSON parser and the checks run on a stranger's bytes: no offset or count wraps and
+// no index is trusted to be in range.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 pub mod canonical;
 pub mod crypto;
@@ -58,11 +61,11 @@ impl Freshness {
     pub const DEFAULT: Freshness = Freshness { max_clock_skew_secs: 300, max_lifetime_secs: 30 * 24 * 3600 };
 
     fn check(&self, env: &Envelope, now: DateTime<Utc>) -> Result<(), String> {
-        let ahead = (env.timestamp_utc - now).num_seconds();
+        let ahead = env.timestamp_utc.signed_duration_since(now).num_seconds();
         if ahead > 0 && ahead as u64 > self.max_clock_skew_secs {
             return Err(format!("timestamp {} is {ahead} s ahead of this inbox's clock (at most {} s is allowed)", env.timestamp, self.max_clock_skew_secs));
         }
-        let lifetime = (env.expires_at_utc - env.timestamp_utc).num_seconds().max(0) as u64;
+        let lifetime = env.expires_at_utc.signed_duration_since(env.timestamp_utc).num_seconds().max(0) as u64;
         if self.max_lifetime_secs > 0 && lifetime > self.max_lifetime_secs {
             return Err(format!("valid for {lifetime} s (timestamp to expires_at); this inbox takes envelopes valid for at most {} s", self.max_lifetime_secs));
         }

@@ -219,8 +219,8 @@ pub fn verify(env: &Envelope, ext: &Extensions) -> Result<(), Rejection> {
             return bad("provenance attests to other content: its content_hash is not this payload's sha256".into());
         }
         for (i, a) in p.entries.iter().enumerate() {
-            let who = format!("attestation {} ({} {}…)", i + 1, a.role, a.identity.get(..16).unwrap_or(&a.identity));
-            let expected_parent = if i == 0 { None } else { Some(link_hash(&p.entries[i - 1])) };
+            let who = format!("attestation {} ({} {}…)", i.saturating_add(1), a.role, a.identity.get(..16).unwrap_or(&a.identity));
+            let expected_parent = i.checked_sub(1).and_then(|j| p.entries.get(j)).map(link_hash);
             let linked = match (&expected_parent, a.parent_hash.as_deref().map(str::to_ascii_lowercase)) {
                 (None, None) => true,
                 (None, Some(ph)) => ph == p.content_hash.to_ascii_lowercase(),
@@ -281,7 +281,7 @@ pub fn beyond(asked: &Capabilities, allowed: &Capabilities) -> Vec<String> {
     let path_under = |x: &str, a: &str| {
         let parts = |p: &str| p.split('/').filter(|c| !c.is_empty() && *c != ".").map(str::to_string).collect::<Vec<_>>();
         let (x, a) = (parts(x), parts(a));
-        !x.iter().any(|c| c == "..") && x.len() >= a.len() && x[..a.len()] == a[..]
+        !x.iter().any(|c| c == "..") && x.starts_with(&a)
     };
     let domain_under = |x: &str, a: &str| {
         let (x, a) = (x.trim_end_matches('.').to_ascii_lowercase(), a.trim_end_matches('.').to_ascii_lowercase());

@@ -30,12 +30,11 @@ struct Budget {
 
 impl Budget {
     fn take<E: de::Error>(&self, text: usize) -> Result<(), E> {
-        let (n, t) = (self.nodes.get(), self.text.get());
-        if n == 0 || t < text {
+        let (Some(n), Some(t)) = (self.nodes.get().checked_sub(1), self.text.get().checked_sub(text)) else {
             return Err(E::custom(format!("the document expands to more than {MAX_NODES} nodes or {MAX_TEXT} bytes of text (YAML aliases?)")));
-        }
-        self.nodes.set(n - 1);
-        self.text.set(t - text);
+        };
+        self.nodes.set(n);
+        self.text.set(t);
         Ok(())
     }
 }

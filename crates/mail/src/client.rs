@@ -289,17 +289,20 @@ impl SwarmClient {
     }
 
     async fn stream(&self, m: &SendMessage, mut on_event: impl FnMut(Result<TaskEvent, BadEvent>) + Send) -> Result<Outcome, ClientError> {
-        let mut body = json!({"body": m.body, "stream": true});
+        let mut body = serde_json::Map::new();
+        body.insert("body".into(), m.body.clone().into());
+        body.insert("stream".into(), true.into());
         for (k, v) in [("subject", &m.subject), ("task_id", &m.task_id), ("entrypoint", &m.entrypoint)] {
             if let Some(v) = v {
-                body[k] = v.clone().into();
+                body.insert(k.into(), v.clone().into());
             }
         }
         if m.task_id.is_some() {
             // The reference resumes a task only when told how; without this it treats the
             // message as a new task under the old id and the stream never ends.
-            body["resume_from"] = "user_response".into();
+            body.insert("resume_from".into(), "user_response".into());
         }
+        let body = Value::Object(body);
         let resp = self
             .request(reqwest::Method::POST, "/message")
             .header(reqwest::header::ACCEPT, "text/event-stream")
@@ -347,12 +350,16 @@ impl SwarmClient {
     /// `POST /interswarm/message`: a message to agents of another swarm, routed by this one.
     /// Returns the routed MAILMessage (validated) and any events the swarm included.
     pub async fn interswarm(&self, m: &InterswarmSend) -> Result<(Message, Vec<Value>), ClientError> {
-        let mut body = json!({"user_token": m.user_token, "body": m.body, "targets": m.targets});
+        let mut body = serde_json::Map::new();
+        body.insert("user_token".into(), m.user_token.clone().into());
+        body.insert("body".into(), m.body.clone().into());
+        body.insert("targets".into(), json!(m.targets));
         for (k, v) in [("subject", &m.subject), ("msg_type", &m.msg_type), ("task_id", &m.task_id)] {
             if let Some(v) = v {
-                body[k] = v.clone().into();
+                body.insert(k.into(), v.clone().into());
             }
         }
+        let body = Value::Object(body);
         let v = self.json(reqwest::Method::POST, "/interswarm/message", Some(&body)).await?;
         let response = v.get("response").ok_or_else(|| ClientError::Protocol("/interswarm/message answered without `response`".into()))?;
         let msg = Message::from_value(response).map_err(|e| ClientError::Protocol(format!("/interswarm/message response {e}")))?;

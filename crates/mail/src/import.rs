@@ -62,7 +62,7 @@ pub struct Import {
 
 fn line_of(text: &str, offset: usize) -> usize {
     // Bytes, not a str slice: an offset inside a character must not panic.
-    text.as_bytes().iter().take(offset).filter(|b| **b == b'\n').count() + 1
+    text.as_bytes().iter().take(offset).filter(|b| **b == b'\n').count().saturating_add(1)
 }
 
 /// Reads `text`; never fails as a whole (an unreadable file is one error on line 1).
@@ -75,13 +75,13 @@ pub fn read(text: &str) -> Import {
     }
     if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(text) {
         for raw in items {
-            let line = line_of(text, raw.get().as_ptr() as usize - text.as_ptr() as usize);
+            let line = line_of(text, (raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize));
             push(&mut out, line, serde_json::from_str(raw.get()).map_err(|e| MailError::new("/", e.to_string())));
         }
         return out;
     }
     if let Ok(v) = serde_json::from_str::<Value>(text) {
-        let start = text.len() - text.trim_start().len();
+        let start = text.len().saturating_sub(text.trim_start().len());
         push(&mut out, line_of(text, start), Ok(v));
         return out;
     }
@@ -89,7 +89,7 @@ pub fn read(text: &str) -> Import {
         if l.trim().is_empty() {
             continue;
         }
-        push(&mut out, i + 1, serde_json::from_str::<Value>(l).map_err(|e| MailError::new("/", format!("not JSON: {e}"))));
+        push(&mut out, i.saturating_add(1), serde_json::from_str::<Value>(l).map_err(|e| MailError::new("/", format!("not JSON: {e}"))));
     }
     finish(out)
 }
@@ -126,10 +126,10 @@ fn read_sse(text: &str, out: &mut Import) {
             flush(&mut name, &mut data, start, out);
         } else if let Some(v) = line.strip_prefix("event:") {
             name = v.trim().to_string();
-            start = i + 1;
+            start = i.saturating_add(1);
         } else if let Some(v) = line.strip_prefix("data:") {
             if data.is_empty() && name.is_empty() {
-                start = i + 1;
+                start = i.saturating_add(1);
             }
             if !data.is_empty() {
                 data.push('\n');
@@ -167,7 +167,8 @@ fn push(out: &mut Import, line: usize, v: Result<Value, MailError>) {
     // `GET /task`: the task, then each of its events.
     if let (Some(task_id), Some(events)) = (v.get("task_id").and_then(Value::as_str), v.get("events").and_then(Value::as_array)) {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        let contributors = v["task_contributors"].as_array().map(|a| a.iter().filter_map(|c| c.as_str().map(str::to_string)).collect()).unwrap_or_default();
+        let contributors =
+            v.get("task_contributors").and_then(Value::as_array).map(|a| a.iter().filter_map(|c| c.as_str().map(str::to_string)).collect()).unwrap_or_default();
         let item = Item::Task { task_id: task_id.to_string(), owner: s("task_owner"), contributors, completed: v.get("completed").and_then(Value::as_bool) };
         out.entries.push(Entry { line, item });
         for ev in events {

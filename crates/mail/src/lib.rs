@@ -11,6 +11,9 @@
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
 #![cfg_attr(not(test), deny(clippy::string_slice))]
+// A peer's numbers and lengths never wrap an addition, and no index is trusted to be in
+// range (a JSON value is read with get(), written through as_object_mut()).
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 pub mod client;
 pub mod events;

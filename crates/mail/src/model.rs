@@ -164,7 +164,7 @@ impl Message {
         if !v["message"].is_object() {
             return Err(MailError::new("/message", "is required and must be an object"));
         }
-        if v["message"]["task_id"].as_str().is_none_or(str::is_empty) {
+        if v.pointer("/message/task_id").and_then(Value::as_str).is_none_or(str::is_empty) {
             return Err(MailError::new("/message/task_id", "is required"));
         }
         Ok(Message { odd: Some(odd), ..Self::read(v) })

@@ -219,23 +219,24 @@ impl Client {
         }
         let path = format!("{}/{message_id}", which.path());
         let v = self.call(reqwest::Method::GET, &path, None).await?;
-        Message::read(&v["entry"]["message"]).map_err(|e| ClientError::Protocol(format!("{path}: {e}")))
+        Message::read(v.pointer("/entry/message").unwrap_or(&Value::Null)).map_err(|e| ClientError::Protocol(format!("{path}: {e}")))
     }
 
     /// Writes a draft and sends it (`POST /drafts`, then `POST /drafts/{id}/send`).
     pub async fn send(&self, subject: &str, body: &str, reply_to: Option<&str>, recipients: &[String]) -> Result<Message, ClientError> {
         let mut draft = json!({"subject": subject, "body": body});
-        if let Some(r) = reply_to {
-            draft["reply_to"] = r.into();
+        if let (Some(r), Some(d)) = (reply_to, draft.as_object_mut()) {
+            d.insert("reply_to".into(), r.into());
         }
         let d = self.call(reqwest::Method::POST, "/drafts", Some(&draft)).await?;
-        let id = d["entry"]["draft"]["draft_id"].as_str().ok_or_else(|| ClientError::Protocol("/drafts answered without a draft_id".into()))?;
+        let id =
+            d.pointer("/entry/draft/draft_id").and_then(Value::as_str).ok_or_else(|| ClientError::Protocol("/drafts answered without a draft_id".into()))?;
         if !uuid_like(id) {
             return Err(ClientError::Protocol(format!("/drafts answered a draft id that is not a UUID: {id:?}")));
         }
         let path = format!("/drafts/{id}/send");
         let sent = self.call(reqwest::Method::POST, &path, Some(&json!({"recipients": recipients}))).await?;
-        let mut m = Message::read(&sent["message"]).map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
+        let mut m = Message::read(sent.get("message").unwrap_or(&Value::Null)).map_err(|e| ClientError::Protocol(format!("{path}: {e}")))?;
         if m.reply_to.is_none() {
             // What we asked for is what the conversation is, whether or not it came back.
             m.reply_to = reply_to.map(str::to_string);

@@ -68,10 +68,10 @@ impl Delta {
         obj.entry("ts").or_insert_with(|| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into());
         crate::schema::check("delta", &v)?;
         let delta = Delta {
-            delta_seq: v["delta_seq"].as_u64().unwrap_or_default(),
-            stream_id: v["stream_id"].as_str().unwrap_or_default().to_string(),
-            ts: v["ts"].as_str().unwrap_or_default().to_string(),
-            kind: DeltaType::parse(v["type"].as_str().unwrap_or_default()).expect("schema checked the type"),
+            delta_seq: v.get("delta_seq").and_then(|v| v.as_u64()).unwrap_or_default(),
+            stream_id: v.get("stream_id").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+            ts: v.get("ts").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+            kind: DeltaType::parse(v.get("type").and_then(|v| v.as_str()).unwrap_or_default()).expect("schema checked the type"),
             payload: v.get("payload").cloned(),
         };
         if delta.stream_id != stream_id {

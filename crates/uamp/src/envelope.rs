@@ -146,8 +146,9 @@ impl Envelope {
         let ts_text = s("ts").unwrap_or_default();
         let ts =
             DateTime::parse_from_rfc3339(&ts_text).map_err(|e| UampError::invalid("/ts", format!("is not an RFC 3339 date-time: {e}")))?.with_timezone(&Utc);
-        let intent = Intent::parse(value["intent"].as_str().unwrap_or_default()).ok_or_else(|| UampError::invalid("/intent", "is not a UAMP intent"))?;
-        let to = value["to"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
+        let intent = Intent::parse(value.get("intent").and_then(|v| v.as_str()).unwrap_or_default())
+            .ok_or_else(|| UampError::invalid("/intent", "is not a UAMP intent"))?;
+        let to = value.get("to").and_then(|v| v.as_array()).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
         let context = value
             .get("context")
             .and_then(|c| c.as_array())
@@ -161,7 +162,7 @@ impl Envelope {
             None => crate::DEFAULT_DELTA_WINDOW,
             Some(n) => u32::try_from(n).map_err(|_| UampError::invalid("/delta_window", "is larger than 4294967295"))?,
         };
-        let b = &value["body"];
+        let b = value.get("body").unwrap_or(&serde_json::Value::Null);
         let bs = |k: &str, d: &str| b.get(k).and_then(|v| v.as_str()).unwrap_or(d).to_string();
         let body = Body { media_type: bs("type", ""), content: bs("content", ""), encoding: bs("encoding", "utf-8"), compression: bs("compression", "none") };
         let sig = Compact::parse(&s("sig").unwrap_or_default()).map_err(|e| UampError::invalid("/sig", e))?;

@@ -90,8 +90,8 @@ impl UampError {
             "message": self.message,
             "retry": self.code.retryable(),
         });
-        if let Some(f) = &self.field {
-            v["field"] = f.clone().into();
+        if let (Some(f), Some(o)) = (&self.field, v.as_object_mut()) {
+            o.insert("field".into(), f.clone().into());
         }
         v
     }

@@ -42,10 +42,10 @@ fn b64(part: &str, what: &str) -> Result<Vec<u8>, String> {
 impl Compact {
     pub fn parse(s: &str) -> Result<Compact, String> {
         let parts: Vec<&str> = s.split('.').collect();
-        if parts.len() != 3 {
+        let [header_b64, payload_b64, signature_b64] = parts[..] else {
             return Err(format!("a compact JWS has 3 dot-separated parts; this has {}", parts.len()));
-        }
-        let header_bytes = b64(parts[0], "JWS header")?;
+        };
+        let header_bytes = b64(header_b64, "JWS header")?;
         let header: serde_json::Value = serde_json::from_slice(&header_bytes).map_err(|_| "the JWS header is not JSON".to_string())?;
         let obj = header.as_object().ok_or("the JWS header is not a JSON object")?;
         let alg = match obj.get("alg").and_then(|a| a.as_str()) {
@@ -60,11 +60,11 @@ impl Compact {
             return Err("the JWS header lists critical extensions (crit), which this inbox does not support".into());
         }
         let text = |k: &str| obj.get(k).and_then(|v| v.as_str()).map(str::to_string);
-        let signature = b64(parts[2], "JWS signature")?;
-        if !parts[1].is_empty() {
-            b64(parts[1], "JWS payload")?;
+        let signature = b64(signature_b64, "JWS signature")?;
+        if !payload_b64.is_empty() {
+            b64(payload_b64, "JWS payload")?;
         }
-        Ok(Compact { header_b64: parts[0].to_string(), alg, kid: text("kid"), typ: text("typ"), payload_b64: parts[1].to_string(), signature })
+        Ok(Compact { header_b64: header_b64.to_string(), alg, kid: text("kid"), typ: text("typ"), payload_b64: payload_b64.to_string(), signature })
     }
 
     /// The attached payload (empty for a detached JWS).
@@ -94,11 +94,13 @@ fn signing_input(header_b64: &str, payload: &[u8]) -> String {
 /// Signs `payload` with Ed25519 under a header `{"alg":"EdDSA","kid":kid,...extra}`;
 /// `detached` leaves the payload part empty.
 pub fn sign_eddsa(payload: &[u8], key: &SigningKey, kid: &str, typ: Option<&str>, detached: bool) -> String {
-    let mut header = serde_json::json!({"alg": "EdDSA", "kid": kid});
+    let mut header = serde_json::Map::new();
+    header.insert("alg".into(), "EdDSA".into());
+    header.insert("kid".into(), kid.into());
     if let Some(t) = typ {
-        header["typ"] = t.into();
+        header.insert("typ".into(), t.into());
     }
-    let header_b64 = URL_SAFE_NO_PAD.encode(header.to_string());
+    let header_b64 = URL_SAFE_NO_PAD.encode(serde_json::Value::Object(header).to_string());
     let input = signing_input(&header_b64, payload);
     let sig = key.sign(input.as_bytes());
     let payload_part = if detached { String::new() } else { URL_SAFE_NO_PAD.encode(payload) };

@@ -45,6 +45,8 @@ pub fn sign_as(mut envelope: Value, key: &SigningKey, kid: &str) -> Value {
     }
     let canonical = canonical::canonical(&Json::from_serde(&envelope));
     let sig = crate::jws::sign_eddsa(&canonical::jws_payload(&canonical), key, kid, None, true);
-    envelope["sig"] = sig.into();
+    if let Some(o) = envelope.as_object_mut() {
+        o.insert("sig".into(), sig.into());
+    }
     envelope
 }

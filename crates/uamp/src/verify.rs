@@ -13,7 +13,7 @@ pub fn key_for(env: &Envelope, known: &[(String, PublicKey)]) -> Result<PublicKe
     let unauth = |reason, msg: String| UampError::new(Code::Unauthenticated, reason, msg);
     let kid = match &env.sig.kid {
         Some(k) => k.clone(),
-        None if known.len() == 1 => return Ok(known[0].1.clone()),
+        None if known.len() == 1 => return known.first().map(|(_, k)| k.clone()).ok_or_else(|| unauth("no_kid", String::new())),
         None if env.from.starts_with("did:key:") => env.from.clone(),
         None => return Err(unauth("no_kid", format!("the signature names no kid and {} has {} known keys", env.from, known.len()))),
     };

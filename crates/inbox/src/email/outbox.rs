@@ -203,7 +203,12 @@ pub async fn deliver(store: Arc<Store>, f: Follow, stop: impl std::future::Futur
 /// Sends one connection's share of a round, one mail after another, and records each
 /// outcome. `Some(None)`: the login was refused; `Some(Some(()))`: the server cannot be
 /// reached now (the rest of the share waits for the next round).
-async fn send_share(store: &Arc<Store>, account: &str, outgoing: &Result<smtp::Outgoing, EmailError>, share: Vec<gatehouse_store::email::OutboxRow>) -> Option<Option<()>> {
+async fn send_share(
+    store: &Arc<Store>,
+    account: &str,
+    outgoing: &Result<smtp::Outgoing, EmailError>,
+    share: Vec<gatehouse_store::email::OutboxRow>,
+) -> Option<Option<()>> {
     for m in share {
         let sent = match outgoing {
             Ok(o) => o.send(&m.to_addr, &m.message).await,
