@@ -249,3 +249,39 @@ fn a_script_in_the_window_cannot_aim_commands_at_paths_or_programs() {
     // cannot answer (tests/shell.rs checks what is asked). The dialog itself stays out of
     // this test: nothing here can answer it.
 }
+
+#[test]
+fn a_decision_is_on_the_knock_shown_and_a_newer_one_stays_waiting() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    let stranger = gatehouse_epp::generate_signing_key();
+    let key = gatehouse_epp::public_key_hex(&stranger);
+    let (status, _) = app.send(&stranger, "weather", "Weather bot here: may I send you the morning forecast?");
+    assert_eq!(status, 401);
+    app.click("#nav-consent");
+    app.wait_text(".consent-card", "morning forecast");
+    // The button the user is about to press, on the card as it is drawn now.
+    app.script("window.seenAllow = document.querySelector(\".consent-card button[data-decision='always_allow_scope']\"); return true;");
+
+    // The sender asks again, for something else, before the click lands.
+    let (status, _) = app.send(&stranger, "payments", "Now let me move money from your account.");
+    assert_eq!(status, 401);
+    // The click on what was shown (whether or not the card was redrawn meanwhile).
+    app.script("window.seenAllow.click(); return true;");
+    app.wait_text("#consent-notice", "knocked again since the prompt was shown");
+    assert!(app.find_all("#consent-notice.warning").len() == 1, "the notice says nothing was decided as a warning");
+    app.wait_text(".consent-card", "move money");
+    app.screenshot("consent-knocked-again");
+
+    // Nothing was decided: the sender is not trusted for either scope, and still waits.
+    let store = app.store();
+    assert!(store.trust_get(&key).unwrap().is_none(), "a click on the older knock let the sender in");
+    let (status, receipt) = app.send(&stranger, "weather", "Forecast: rain.");
+    assert_eq!((status, receipt["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")));
+    // A decision on the card now shown is taken, for what it shows.
+    app.wait_text(".consent-card", "Forecast: rain");
+    app.click(".consent-card button[data-decision='always_allow_scope']");
+    app.wait_text("#consent-notice", "Trusted for");
+    let entry = store.trust_get(&key).unwrap().expect("trusted after the decision on the card shown");
+    assert!(entry.policy.allowed_scopes.iter().any(|s| s == "weather"), "{:?}", entry.policy.allowed_scopes);
+}

@@ -107,7 +107,7 @@ fn decide_now(
             // is shown instead.
             if knock.as_ref().map(|k| &k.receipt_id) != shown.as_ref() && decision != Decision::Block {
                 return Err(ConsentError::Changed(
-                    "this sender knocked again since the prompt was shown: look at what it sends now, then decide (nothing was decided)".into(),
+                    "Nothing was decided: this sender knocked again since the prompt was shown. Look at what it sends now, then decide.".into(),
                 ));
             }
             let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| request.scopes_tried.first().cloned());

@@ -103,6 +103,7 @@ export class ConsentView {
   private settled(card: HTMLElement, result: HTMLElement, text: string): void {
     result.textContent = text;
     this.notice.textContent = text;
+    this.notice.classList.remove('warning');
     card.classList.add('decided');
     for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
     this.onChange();
@@ -119,6 +120,8 @@ export class ConsentView {
     if (hasCode(e, 'CHANGED')) {
       // The sender asked again meanwhile: the card is redrawn with what it asks now.
       this.notice.textContent = errorText(e);
+      // Nothing was decided: said as a warning, not in a decision's green.
+      this.notice.classList.add('warning');
       void this.load();
       return;
     }
@@ -256,6 +259,7 @@ export class ConsentView {
           try {
             result.textContent = await api.contactAddKey(c.contact_id, key);
             this.notice.textContent = result.textContent;
+            this.notice.classList.remove('warning');
             card().classList.add('decided');
             this.onChange();
           } catch (e) { this.failed(card(), result, e); }
