@@ -118,7 +118,7 @@ fn validate(p: &Policy) -> std::result::Result<(), ConsentError> {
     if let Some(u) = &p.reply_endpoint {
         // An inbox's address, or a mail address answers go to by mail (EPP 8.2).
         let ok = match u.strip_prefix("mailto:") {
-            Some(addr) => gatehouse_email::smtp::mailbox(addr, "the reply address").is_ok_and(|m| m.name.is_none()),
+            Some(addr) => bare_mail_address(addr),
             None => url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https")),
         };
         if !ok {
@@ -127,10 +127,22 @@ fn validate(p: &Policy) -> std::result::Result<(), ConsentError> {
             )));
         }
     }
+    if let Some(a) = &p.mail_address {
+        // Receipts are mailed to this one address, as it is written (never a display
+        // name, a list, or anything a mail reader would re-interpret).
+        if !bare_mail_address(a) {
+            return Err(ConsentError::Invalid(format!("{a:?} is not a mail address (someone@example.com): receipts are mailed only to a plain address")));
+        }
+    }
     if !p.auto_reply_scopes.is_empty() && p.reply_endpoint.is_none() {
         return Err(ConsentError::Invalid("answers can go back without review only to an address: fill in where to send them".into()));
     }
     Ok(())
+}
+
+/// One address and nothing else: the reading `Policy::mail_address` relies on.
+fn bare_mail_address(a: &str) -> bool {
+    gatehouse_email::smtp::mailbox(a, "the mail address").is_ok_and(|m| m.name.is_none())
 }
 
 /// An EPP public key (64 hex), a did:key, or a did:web whose keys were fetched.
@@ -288,6 +300,16 @@ mod tests {
         for bad in ["mailto:Clinic <agent@clinic.example>", "mailto:not an address", "mailto:", "file:///etc/passwd", "ftp://x.example/"] {
             let e = validate(&with_endpoint(bad)).unwrap_err();
             assert!(e.to_string().contains("mail address (mailto:"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn receipts_are_bound_to_a_plain_mail_address_only() {
+        let with = |a: &str| Policy { allowed_scopes: vec!["support".into()], mail_address: Some(a.into()), ..Policy::default() };
+        assert!(validate(&with("agent@clinic.example")).is_ok());
+        for bad in ["Clinic <agent@clinic.example>", "a@x.example, b@y.example", "agent@clinic.example?cc=me@evil.example", "not an address", ""] {
+            let e = validate(&with(bad)).unwrap_err();
+            assert!(e.to_string().contains("is not a mail address"), "{bad}: {e}");
         }
     }
 }

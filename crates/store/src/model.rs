@@ -113,7 +113,9 @@ impl Policy {
     /// Where this sender's receipts may be mailed: the address the user let it in from,
     /// else its `mailto:` reply endpoint.
     pub fn mail_address(&self) -> Option<String> {
-        let endpoint = self.reply_endpoint.as_deref().and_then(|e| e.strip_prefix("mailto:")).map(|a| a.split('?').next().unwrap_or(a).to_string());
+        // As the reply sender reads it: the whole rest is the address (a trust entry's
+        // endpoint is checked to be one plain address when it is set).
+        let endpoint = self.reply_endpoint.as_deref().and_then(|e| e.strip_prefix("mailto:")).map(str::to_string);
         self.mail_address.clone().or(endpoint).filter(|a| !a.trim().is_empty())
     }
 

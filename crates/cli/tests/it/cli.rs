@@ -209,6 +209,10 @@ fn trust_changes_made_from_the_cli_are_audited_like_the_windows() {
     // A scope the window would refuse is refused here too.
     let out = gh(dir.path(), &["trust", "add", &key, "--name", "x", "--scopes", "no spaces"]);
     assert!(!out.status.success());
+    // Receipts are mailed only to one plain address.
+    let out = gh(dir.path(), &["trust", "add", &key, "--name", "x", "--scopes", "a", "--mail-address", "Agent <a@x.example>, b@evil.example"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("is not a mail address"), "{out:?}");
+    assert!(store.trust_get(&key).unwrap().is_none());
 }
 
 #[test]
