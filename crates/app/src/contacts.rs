@@ -176,9 +176,7 @@ pub fn verify(store: &Store, key: &str, pasted: Option<&str>, own_key: &str, now
             // A did:web is verified by a key its DID document holds now (as kept when it
             // was last checked), never by its DID, which anyone can read.
             let names_it = match key.starts_with("did:web:") {
-                true => store.trust_get(&key)?.is_some_and(|t| {
-                    t.policy.uamp_keys.iter().filter_map(|k| gatehouse_uamp::did::PublicKey::from_jwk(&k.jwk).ok()).any(|p| p.did_key() == theirs)
-                }),
+                true => store.trust_get(&key)?.is_some_and(|t| crate::did_change::did_keys(&t.policy.uamp_keys).contains(&theirs)),
                 false => theirs == key,
             };
             if !names_it {

@@ -111,10 +111,16 @@ pub fn code_material(key: &str, keys: &[UampKey]) -> String {
     if !key.starts_with("did:web:") || keys.is_empty() {
         return key.to_string();
     }
+    format!("{key}#{}", did_keys(keys).join(","))
+}
+
+/// The keys a did:web's document held when last checked, as did:keys (sorted, once each):
+/// what it is verified by and what its code covers.
+pub fn did_keys(keys: &[UampKey]) -> Vec<String> {
     let mut dids: Vec<String> = keys.iter().filter_map(|k| PublicKey::from_jwk(&k.jwk).ok()).map(|p| p.did_key()).collect();
     dids.sort();
     dids.dedup();
-    format!("{key}#{}", dids.join(","))
+    dids
 }
 
 #[cfg(test)]

@@ -35,21 +35,7 @@ pub fn read_base64(picture: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A PNG of `text`'s QR code, `scale` pixels a module, with the quiet zone.
-    fn qr_png(text: &str, scale: u32) -> Vec<u8> {
-        let code = qrcode::QrCode::new(text.as_bytes()).unwrap();
-        let (w, colors) = (code.width() as u32, code.to_colors());
-        let side = (w + 8) * scale;
-        let img = image::GrayImage::from_fn(side, side, |x, y| {
-            let (mx, my) = ((x / scale) as i64 - 4, (y / scale) as i64 - 4);
-            let dark = mx >= 0 && my >= 0 && mx < w as i64 && my < w as i64 && colors[(my as u32 * w + mx as u32) as usize] == qrcode::Color::Dark;
-            image::Luma([if dark { 0 } else { 255 }])
-        });
-        let mut out = Vec::new();
-        img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png).unwrap();
-        out
-    }
+    use gatehouse_qr::pictures::{blank_png, qr_png};
 
     #[test]
     fn a_picture_of_a_shared_code_reads_back_as_its_text() {
@@ -63,20 +49,8 @@ mod tests {
     fn other_pictures_get_a_reason() {
         let e = read(&qr_png("https://example.com/menu", 4)).unwrap_err();
         assert!(e.message.contains("not a Gatehouse key") && e.message.contains("example.com/menu"), "{}", e.message);
-        let blank = {
-            let mut out = Vec::new();
-            image::GrayImage::from_pixel(200, 200, image::Luma([255])).write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png).unwrap();
-            out
-        };
-        assert!(read(&blank).unwrap_err().message.contains("no QR code was found"));
-        let wide = {
-            let mut out = Vec::new();
-            image::GrayImage::from_pixel(gatehouse_qr::MAX_SIDE + 1, 1, image::Luma([255]))
-                .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
-                .unwrap();
-            out
-        };
-        assert!(read(&wide).unwrap_err().message.contains("pixels a side"));
+        assert!(read(&blank_png(200, 200)).unwrap_err().message.contains("no QR code was found"));
+        assert!(read(&blank_png(gatehouse_qr::MAX_SIDE + 1, 1)).unwrap_err().message.contains("pixels a side"));
         assert!(read(b"not a picture").unwrap_err().message.contains("not a PNG or JPEG"));
         assert!(read(&vec![0; MAX_PICTURE_BYTES + 1]).unwrap_err().message.contains("larger than 8 MB"));
         assert!(read_base64("%%%").unwrap_err().message.contains("not base64"));

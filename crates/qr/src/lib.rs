@@ -10,6 +10,11 @@
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
 #![cfg_attr(not(test), deny(clippy::string_slice, clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
+// Drawn from the tests' own numbers, never from a picture read.
+#[cfg(any(test, feature = "pictures"))]
+#[allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+pub mod pictures;
+
 /// Pictures larger than this are refused (a phone photo fits).
 pub const MAX_PICTURE_BYTES: usize = 8 * 1024 * 1024;
 /// Wider or taller pictures are refused, which bounds memory and the decoder's work.
@@ -129,26 +134,8 @@ fn one_one_three_one_one(runs: &[usize; 5]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::pictures::{blank_png, png, qr_png};
     use super::*;
-
-    /// A PNG of `text`'s QR code, `scale` pixels a module, with the quiet zone.
-    fn qr_png(text: &str, scale: u32) -> Vec<u8> {
-        let code = qrcode::QrCode::new(text.as_bytes()).unwrap();
-        let (w, colors) = (code.width() as u32, code.to_colors());
-        let side = (w + 8) * scale;
-        let img = image::GrayImage::from_fn(side, side, |x, y| {
-            let (mx, my) = ((x / scale) as i64 - 4, (y / scale) as i64 - 4);
-            let dark = mx >= 0 && my >= 0 && mx < w as i64 && my < w as i64 && colors[(my as u32 * w + mx as u32) as usize] == qrcode::Color::Dark;
-            image::Luma([if dark { 0 } else { 255 }])
-        });
-        png(&img)
-    }
-
-    fn png(img: &image::GrayImage) -> Vec<u8> {
-        let mut out = Vec::new();
-        img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png).unwrap();
-        out
-    }
 
     /// A picture full of finder patterns, `n` a side, `scale` pixels a module.
     fn finders_png(n: u32, scale: u32) -> Vec<u8> {
@@ -181,8 +168,8 @@ mod tests {
 
     #[test]
     fn other_pictures_get_a_reason() {
-        assert_eq!(texts(&png(&image::GrayImage::from_pixel(200, 200, image::Luma([255])))), Err(Unread::NoCode));
-        assert_eq!(texts(&png(&image::GrayImage::from_pixel(MAX_SIDE + 1, 1, image::Luma([255])))), Err(Unread::TooManyPixels));
+        assert_eq!(texts(&blank_png(200, 200)), Err(Unread::NoCode));
+        assert_eq!(texts(&blank_png(MAX_SIDE + 1, 1)), Err(Unread::TooManyPixels));
         assert!(matches!(texts(b"not a picture"), Err(Unread::NotAPicture(_))));
         assert_eq!(texts(&vec![0; MAX_PICTURE_BYTES + 1]), Err(Unread::TooLarge));
     }
