@@ -195,8 +195,9 @@ async fn handle(
     // never moved or answered; one whose structure may hold an envelope is counted, so
     // the user is told.
     let left_large = batch.iter().filter(|a| a.bytes.is_none() && a.may_carry_envelope).count();
-    // Reading up to 32 MiB of MIME is not work for an async worker.
-    let read: Vec<(u32, Found, Carrier)> = tokio::task::spawn_blocking(move || {
+    // Reading up to 32 MiB of MIME, and each envelope's names, is not work for an async
+    // worker; each envelope is read for them once.
+    let read: Vec<Mail> = tokio::task::spawn_blocking(move || {
         batch
             .into_iter()
             .map(|a| {
@@ -204,7 +205,11 @@ async fn handle(
                     None => (Found::Nothing, Carrier::default()),
                     Some(raw) => gatehouse_email::find(raw),
                 };
-                (a.uid, found, carrier)
+                let names = match &found {
+                    Found::Envelope(b) => Names::of(b),
+                    _ => Names::default(),
+                };
+                Mail { uid: a.uid, found, carrier, names }
             })
             .collect()
     })
@@ -213,18 +218,13 @@ async fn handle(
     // Copies of one envelope in a batch go through in mail order: the first mail's is
     // accepted and a later copy (under any From) is the replay, never the other way round.
     let mut seen = std::collections::HashSet::new();
-    let (first, copies): (Vec<_>, Vec<_>) = read.into_iter().partition(|(_, found, _)| match found {
-        Found::Envelope(b) => envelope_id(b).is_none_or(|id| seen.insert(id)),
-        _ => true,
-    });
+    let (first, copies): (Vec<_>, Vec<_>) = read.into_iter().partition(|m| m.names.envelope_id.clone().is_none_or(|id| seen.insert(id)));
     let mut decided: Vec<(u32, Decided)> = Vec::new();
     // A copy never takes over an acceptance found unrecorded: that acceptance is its
     // first mail's, just made (or made before a crash); the copy is a replay.
     for (part, copy) in [(first, false), (copies, true)] {
         let done: Vec<(u32, Decided)> = futures_util::stream::iter(part)
-            .map(|(uid, found, carrier)| async move {
-                Ok::<_, EmailError>((uid, decide(inbox, store, &f.name, (uid, found, carrier), validity, (recovering, recovering && !copy)).await?))
-            })
+            .map(|m| async move { Ok::<_, EmailError>((m.uid, decide(inbox, store, &f.name, m, validity, (recovering, recovering && !copy)).await?)) })
             .buffered(SUBMITTING)
             .try_collect()
             .await?;
@@ -280,7 +280,7 @@ async fn decide(
     inbox: &Arc<Inbox>,
     store: &Arc<Store>,
     account: &str,
-    (uid, found, carrier): (u32, Found, Carrier),
+    Mail { uid, found, carrier, names }: Mail,
     validity: u32,
     (recovering, may_take_over): (bool, bool),
 ) -> Result<Decided, EmailError> {
@@ -292,10 +292,10 @@ async fn decide(
     }
     let (receipt, sender) = match found {
         Found::Nothing => return Ok(Decided::Leave),
-        Found::Envelope(bytes) => match recovered(store, may_take_over, &bytes).await? {
+        Found::Envelope(bytes) => match recovered(store, may_take_over, names.envelope_id).await? {
             // Accepted from this very mail before a crash: recorded now, not submitted again.
-            Some(receipt) => (receipt, sender_of(&bytes)),
-            None => (inbox.submit_async(&bytes, "email", crate::gate::clock::now()).await.receipt, sender_of(&bytes)),
+            Some(receipt) => (receipt, names.sender),
+            None => (inbox.submit_async(&bytes, "email", crate::gate::clock::now()).await.receipt, names.sender),
         },
         // An envelope part too large to be one: the mail is an envelope mail, refused.
         Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", crate::gate::clock::now()).await.receipt, None),
@@ -303,19 +303,43 @@ async fn decide(
     Ok(Decided::Record { receipt: Box::new(receipt), carrier, sender })
 }
 
-/// The sender key an envelope names, as the registry writes it.
-fn sender_of(envelope: &[u8]) -> Option<String> {
-    serde_json::from_slice::<serde_json::Value>(envelope).ok().and_then(|v| v["sender"].as_str().map(gatehouse_store::sender_key))
+/// One mail of a batch, read.
+struct Mail {
+    uid: u32,
+    found: Found,
+    carrier: Carrier,
+    names: Names,
 }
-/// The envelope id an envelope names, if it reads as JSON at all.
-fn envelope_id(envelope: &[u8]) -> Option<String> {
-    serde_json::from_slice::<serde_json::Value>(envelope).ok().and_then(|v| v["envelope_id"].as_str().map(str::to_string))
+
+/// What an envelope names, read before the pipeline judges it (claims until then): its
+/// id, which orders copies of one envelope in a batch, and its sender key as the registry
+/// writes it, trusted only where the receipt says the signature verified.
+#[derive(Default)]
+struct Names {
+    envelope_id: Option<String>,
+    sender: Option<String>,
+}
+
+impl Names {
+    fn of(envelope: &[u8]) -> Names {
+        // Only the two names are kept; the rest (the payload) is skipped, not built.
+        #[derive(serde::Deserialize)]
+        struct Raw<'a> {
+            #[serde(borrow)]
+            envelope_id: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow)]
+            sender: Option<&'a serde_json::value::RawValue>,
+        }
+        let Ok(raw) = serde_json::from_slice::<Raw>(envelope) else { return Names::default() };
+        let text = |v: Option<&serde_json::value::RawValue>| v.and_then(|v| serde_json::from_str::<String>(v.get()).ok());
+        Names { envelope_id: text(raw.envelope_id), sender: text(raw.sender).as_deref().map(gatehouse_store::sender_key) }
+    }
 }
 
 /// The receipt of an acceptance this mail's envelope got before a crash cut its handling
 /// short (committed by the pipeline, the mail not yet recorded), when `recovering`.
-async fn recovered(store: &Arc<Store>, recovering: bool, envelope: &[u8]) -> Result<Option<gatehouse_epp::Receipt>, EmailError> {
-    let Some(id) = envelope_id(envelope).filter(|_| recovering) else { return Ok(None) };
+async fn recovered(store: &Arc<Store>, recovering: bool, envelope_id: Option<String>) -> Result<Option<gatehouse_epp::Receipt>, EmailError> {
+    let Some(id) = envelope_id.filter(|_| recovering) else { return Ok(None) };
     let found = db(store, move |s| s.email_unrecorded_acceptance(&id)).await?;
     Ok(found.and_then(|v| serde_json::from_value(v).ok()))
 }
@@ -323,6 +347,16 @@ async fn recovered(store: &Arc<Store>, recovering: bool, envelope: &[u8]) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_envelope_is_read_for_its_id_and_sender_only_as_text() {
+        let key = "AB".repeat(32);
+        let n = Names::of(format!(r#"{{"payload":{{"prompt":"x"}},"envelope_id":"id-\u0031","sender":"{key}"}}"#).as_bytes());
+        assert_eq!((n.envelope_id.as_deref(), n.sender), (Some("id-1"), Some(gatehouse_store::sender_key(&key))));
+        let n = Names::of(br#"{"envelope_id":7,"sender":["a"]}"#);
+        assert_eq!((n.envelope_id, n.sender), (None, None));
+        assert!(Names::of(b"not json").envelope_id.is_none());
+    }
 
     #[test]
     fn the_reconnect_backoff_doubles_while_failing_and_starts_over_after_a_connection() {
