@@ -61,8 +61,7 @@ impl Inbox {
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent };
         let failure = match self.check(&ctx) {
-            Ok((env, form)) => {
-                let unsigned = Box::new(unsigned(&env));
+            Ok((env, form, unsigned)) => {
                 let mut admitted = self.admit(&ctx, env, form, unsigned, false);
                 let mut tries = 0;
                 loop {
@@ -99,8 +98,7 @@ impl Inbox {
         let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         let checked = if bytes.len() > INLINE_CHECK_BYTES && multi_thread { tokio::task::block_in_place(|| self.check(&ctx)) } else { self.check(&ctx) };
         let failure = match checked {
-            Ok((env, form)) => {
-                let unsigned = Box::new(unsigned(&env));
+            Ok((env, form, unsigned)) => {
                 let mut admitted = self.admit(&ctx, env, form, unsigned, false);
                 let mut tries = 0;
                 loop {
@@ -189,11 +187,13 @@ impl Inbox {
         r.outcome
     }
 
-    /// Steps 1–6: size, structure, version, recipient, expiry, signature.
+    /// Steps 1–6: size, structure, version, recipient, expiry, signature; then the
+    /// unsigned v1.1 fields are read (judged later, in `judge`). All the work on the body
+    /// is here, so a large one is done in one place off the async worker.
     // A Failure is built once per refused request and becomes its receipt; boxing it
     // would cost an allocation on the path floods take and save nothing.
     #[allow(clippy::result_large_err)]
-    fn check(&self, ctx: &Ctx<'_>) -> Result<(Envelope, Form), Failure> {
+    fn check(&self, ctx: &Ctx<'_>) -> Result<(Envelope, Form, Box<Unsigned>), Failure> {
         // Inbox-wide size limit before parsing anything.
         if ctx.bytes.len() > MAX_ENVELOPE_BYTES {
             return Err(Failure::new(Rejection::new(
@@ -216,7 +216,10 @@ impl Inbox {
         // told apart as a replay or a revoked key (docs/threat-model.md 17).
         let checked = gatehouse_epp::check_parsed_with(&env, &self.public_key, ctx.now, &self.freshness, |k| self.sender_key(k));
         match checked {
-            Ok(form) => Ok((env, form)),
+            Ok(form) => {
+                let unsigned = Box::new(unsigned(&env));
+                Ok((env, form, unsigned))
+            }
             Err(r) => Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false }),
         }
     }
