@@ -93,9 +93,13 @@ pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
         Err(_) => t,
     });
     let email = if receipt.transport == "email" { store.email_arrival_get(&receipt.receipt_id)? } else { None };
+    let entry = match envelope.as_ref().map(|e| e.sender.as_str()).or(receipt.sender.as_deref()) {
+        Some(k) => store.trust_get(k)?,
+        None => None,
+    };
     let risk = match (&envelope, receipt.prompt.as_deref(), receipt.envelope_id.as_deref()) {
-        (Some(e), _, _) => gatehouse_inbox::gate::consent::risk_flags(store, &e.envelope_id, &e.prompt, Some(&e.sender), Some(&receipt.receipt_id))?,
-        (None, Some(text), Some(id)) => gatehouse_inbox::gate::consent::risk_flags(store, id, text, receipt.sender.as_deref(), Some(&receipt.receipt_id))?,
+        (Some(e), _, _) => gatehouse_inbox::gate::consent::risk_flags(store, &e.envelope_id, &e.prompt, entry.as_ref(), Some(&receipt.receipt_id))?,
+        (None, Some(text), Some(id)) => gatehouse_inbox::gate::consent::risk_flags(store, id, text, entry.as_ref(), Some(&receipt.receipt_id))?,
         _ => Vec::new(),
     };
     Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras, email, risk })

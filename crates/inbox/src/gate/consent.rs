@@ -134,24 +134,26 @@ impl ConsentTarget {
 }
 
 /// The risk flags of a message's text, with those the user dismissed marked. Links to the
-/// hosts the user's own trust entry for `sender` allows (`x-capabilities`) are not
+/// hosts the user's own trust entry for the sender (`entry`) allows (`x-capabilities`) are not
 /// flagged; what the message itself declares never relaxes a flag (it is unsigned: a
 /// sender or relay declaring `com` would silence every .com link).
 ///
 /// `ours` names the message by a receipt id Gatehouse gave it (random, never reused),
 /// under which its text never changes: the scan (17 ms for a 1 MiB text) is kept under
 /// it, so a list of 256 waiting prompts is not scanned again at every redraw.
-pub fn risk_flags(store: &Store, message_id: &str, text: &str, sender: Option<&str>, ours: Option<&str>) -> Result<Vec<gatehouse_risk::Flag>, StoreError> {
-    let hosts: Vec<String> = match sender {
-        Some(k) => store
-            .trust_get(k)?
-            .and_then(|t| t.policy.capabilities)
-            .and_then(|c| serde_json::from_value::<gatehouse_epp::v11::Capabilities>(c.allowed).ok())
-            .and_then(|c| c.network)
-            .map(|n| n.domains)
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
+pub fn risk_flags(
+    store: &Store,
+    message_id: &str,
+    text: &str,
+    entry: Option<&gatehouse_store::TrustEntry>,
+    ours: Option<&str>,
+) -> Result<Vec<gatehouse_risk::Flag>, StoreError> {
+    let hosts: Vec<String> = entry
+        .and_then(|t| t.policy.capabilities.as_ref())
+        .and_then(|c| serde_json::from_value::<gatehouse_epp::v11::Capabilities>(c.allowed.clone()).ok())
+        .and_then(|c| c.network)
+        .map(|n| n.domains)
+        .unwrap_or_default();
     let mut flags = match ours {
         Some(id) => scanned(id, text, &hosts),
         None => gatehouse_risk::scan(text, &hosts),
@@ -419,14 +421,15 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
     for s in store.uamp_held_streams()?.into_iter().rev() {
         let Some(m) = store.uamp_message_by_row(s.message_row)? else { continue };
         let trust = store.trust_get(&s.peer)?;
+        // A stream id may be the agent's own choice: not a key to keep a scan under.
+        let risk = risk_flags(store, &s.stream_id, &m.content, trust.as_ref(), None)?;
         let scope = m.scope.unwrap_or(m.intent);
         items.push(ConsentItem::HeldAsk {
             grant_ended: ended(trust.as_ref(), &scope, now),
             key_change: trust.as_ref().is_some_and(|t| t.policy.key_change_unverified),
             later: later_of(ConsentTarget::HeldAsk { stream_id: s.stream_id.clone() }),
             sender_name: trust.map(|t| t.name),
-            // A stream id may be the agent's own choice: not a key to keep a scan under.
-            risk: risk_flags(store, &s.stream_id, &m.content, Some(&s.peer), None)?,
+            risk,
             stream_id: s.stream_id,
             sender: s.peer,
             scope,
@@ -436,7 +439,7 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
     }
     for row in store.envelopes_with_status(ExecStatus::Held)?.into_iter().rev() {
         let trust = store.trust_get(&row.sender)?;
-        let risk = risk_flags(store, &row.envelope_id, &row.prompt, Some(&row.sender), Some(&row.receipt_id))?;
+        let risk = risk_flags(store, &row.envelope_id, &row.prompt, trust.as_ref(), Some(&row.receipt_id))?;
         let (covered, covered_total) = store.covered_by_grant(&row.sender, &row.scope, Some(&row.envelope_id), COVERED_SHOWN)?;
         items.push(ConsentItem::Held {
             risk,
