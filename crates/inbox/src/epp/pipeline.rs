@@ -224,45 +224,39 @@ impl Inbox {
         }
     }
 
-    /// Steps 8–9 on one view of the registry: the entry that admits the envelope, or why
-    /// it is refused. The unsigned v1.1 fields (`unsigned`, read and checked once) are
-    /// judged after revocation, never before anything signed, and only ever refuse.
-    fn judge<'v>(consent: Option<&'v TrustEntry>, view: &'v Admission, env: &Envelope, size: usize, unsigned: &Unsigned) -> Result<&'v TrustEntry, Refusal> {
-        // Step 8: trust. A blocked sender is untrusted and never asks again.
-        if view.blocked {
-            return Err(Refusal::new(ErrorCode::UntrustedSender, "sender is blocked by the owner of this inbox".into()));
+    /// Steps 8–9 on one view of the registry, decided by the gate: the entry that admits
+    /// the envelope and whether it is held, or why it is refused. The unsigned v1.1 fields
+    /// (`unsigned`, read and checked once) are the door's claims and capability limits.
+    fn judge<'v>(
+        consent: Option<&'v TrustEntry>,
+        view: &'v Admission,
+        env: &Envelope,
+        size: usize,
+        unsigned: &Unsigned,
+        now: DateTime<Utc>,
+    ) -> Result<(&'v TrustEntry, bool), Refusal> {
+        let scopes = [env.scope.clone()];
+        let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: size as u64, delegated: env.delegation.is_some(), at: now };
+        match gatehouse_gate::admit(view, consent, &arrival, &EppChecks(unsigned)) {
+            gatehouse_gate::Verdict::Accept { entry, held } => Ok((entry, held)),
+            gatehouse_gate::Verdict::Knock => {
+                let sender = env.sender_key();
+                let message =
+                    format!("sender {}… is not in this inbox's trust registry; the owner has been asked", sender.chars().take(16).collect::<String>());
+                Err(Refusal { knock: true, ..Refusal::new(ErrorCode::UntrustedSender, message) })
+            }
+            gatehouse_gate::Verdict::Refuse(r) => Err(match r {
+                GateRefusal::Blocked => Refusal::new(ErrorCode::UntrustedSender, "sender is blocked by the owner of this inbox".into()),
+                GateRefusal::Revoked(reason) => {
+                    let why = if reason.is_empty() { String::new() } else { format!(": {reason}") };
+                    Refusal::new(ErrorCode::SenderRevoked, format!("this sender's key was revoked by the owner of this inbox{why}"))
+                }
+                GateRefusal::Door(r) => r,
+                GateRefusal::Scope(s) => Refusal::new(ErrorCode::PolicyDenied, format!("scope {s:?} is not allowed for this sender")),
+                GateRefusal::Delegation => Refusal::new(ErrorCode::PolicyDenied, "this sender may not send delegated envelopes".into()),
+                GateRefusal::Size { size, limit } => Refusal::new(ErrorCode::SizeExceeded, format!("envelope is {size} bytes; this sender's limit is {limit}")),
+            }),
         }
-        // EPP v1.1 revocation, before a knock: a revoked key never asks again.
-        if let Some(reason) = &view.revoked {
-            let why = if reason.is_empty() { String::new() } else { format!(": {reason}") };
-            return Err(Refusal::new(ErrorCode::SenderRevoked, format!("this sender's key was revoked by the owner of this inbox{why}")));
-        }
-        // EPP v1.1: a malformed field, an integrity hash the payload does not match, an
-        // attestation that does not verify. Such an envelope does not knock either.
-        let ext = match unsigned {
-            Ok(ext) => ext,
-            Err(r) => return Err(Refusal::new(r.code, r.message.clone())),
-        };
-        let Some(entry) = consent.or(view.trust.as_ref()) else {
-            let sender = env.sender_key();
-            let message = format!("sender {}… is not in this inbox's trust registry; the owner has been asked", sender.chars().take(16).collect::<String>());
-            return Err(Refusal { knock: true, ..Refusal::new(ErrorCode::UntrustedSender, message) });
-        };
-        // Step 9: policy for (sender, scope).
-        let policy = &entry.policy;
-        if !policy.allows_scope(&env.scope) {
-            return Err(Refusal::new(ErrorCode::PolicyDenied, format!("scope {:?} is not allowed for this sender", env.scope)));
-        }
-        if env.delegation.is_some() && !policy.allow_delegation {
-            return Err(Refusal::new(ErrorCode::PolicyDenied, "this sender may not send delegated envelopes".into()));
-        }
-        if let Some(limit) = &policy.capabilities {
-            capability_policy(limit, ext.capabilities.as_ref())?;
-        }
-        if size as u64 > policy.max_envelope_size {
-            return Err(Refusal::new(ErrorCode::SizeExceeded, format!("envelope is {size} bytes; this sender's limit is {}", policy.max_envelope_size)));
-        }
-        Ok(entry)
     }
 
     /// Steps 7–10 for a checked envelope: the record to store, or the failure. `fresh`
@@ -295,7 +289,7 @@ impl Inbox {
             }
         };
         let view = match read(fresh) {
-            Ok(v) if fresh || Self::judge(ctx.consent, &v, &env, ctx.bytes.len(), &unsigned).is_ok() => Ok(v),
+            Ok(v) if fresh || Self::judge(ctx.consent, &v, &env, ctx.bytes.len(), &unsigned, ctx.now).is_ok() => Ok(v),
             Ok(_) => read(true),
             Err(e) => Err(e),
         };
@@ -303,8 +297,8 @@ impl Inbox {
             Ok(v) => v,
             Err(e) => return Err(fail(env, ErrorCode::InternalError, e.to_string())),
         };
-        let entry = match Self::judge(ctx.consent, &view, &env, ctx.bytes.len(), &unsigned) {
-            Ok(entry) => entry,
+        let (entry, held) = match Self::judge(ctx.consent, &view, &env, ctx.bytes.len(), &unsigned, ctx.now) {
+            Ok(admitted) => admitted,
             Err(r) => {
                 // Step 7, replay, is decided inside the accepting transaction. An envelope
                 // about to be refused for trust or policy is looked up here first, so the
@@ -325,7 +319,6 @@ impl Inbox {
         };
         let spec = config.for_scope(&env.scope);
         let executor = spec.name().to_string();
-        let held = policy.holds(&env.scope, ctx.now);
         // The no-op executor has nothing to run: its outcome is stored with the envelope,
         // which spares the runner two status commits per envelope.
         let noop = !held && *spec == crate::gate::executor::ExecutorSpec::Noop;
@@ -552,6 +545,25 @@ impl Inbox {
 /// An envelope's EPP v1.1 fields, read and checked once: what they claim, or why they are
 /// refused (malformed, an integrity hash that does not match, a forged attestation).
 type Unsigned = Result<gatehouse_epp::v11::Extensions, Rejection>;
+type GateRefusal = gatehouse_gate::Refusal<Refusal>;
+
+/// What only the EPP door can check, at the gate's places for it: the v1.1 fields, which
+/// no signature covers (claims: a malformed one refuses and never knocks), and a trust
+/// entry's limit on the capabilities an envelope declares.
+struct EppChecks<'a>(&'a Unsigned);
+
+impl gatehouse_gate::Checks for EppChecks<'_> {
+    type Refusal = Refusal;
+    fn claims(&self) -> Result<(), Refusal> {
+        self.0.as_ref().map(|_| ()).map_err(|r| Refusal::new(r.code, r.message.clone()))
+    }
+    fn limits(&self, entry: &TrustEntry) -> Result<(), Refusal> {
+        match (&entry.policy.capabilities, self.0) {
+            (Some(limit), Ok(ext)) => capability_policy(limit, ext.capabilities.as_ref()),
+            _ => Ok(()),
+        }
+    }
+}
 
 fn unsigned(env: &Envelope) -> Unsigned {
     let ext = gatehouse_epp::v11::Extensions::read(env)?;
