@@ -36,9 +36,6 @@ impl UampInbox {
         }
         let store = self.store();
         let adm = store.admission(&env.from, crate::gate::executor::SETTINGS_KEY).map_err(|e| fail(storage(e)))?;
-        if adm.blocked {
-            return Err(fail(UampError::new(Code::Unauthorized, "blocked", format!("{} is blocked", env.from))));
-        }
         let known = trust_keys(adm.trust.as_ref());
         let trusted = adm.trust.is_some();
         let key = match verify::key_for(&env, &known) {
@@ -55,73 +52,46 @@ impl UampInbox {
             return Err(fail(replay(&env)));
         }
         let scope = scope_of(&env);
-        let Some(trust) = adm.trust else {
-            let mut f = fail(UampError::new(
-                Code::Unauthorized,
-                "untrusted_sender",
-                format!("{} is not in this inbox's trust registry; the user has been asked", env.from),
-            ));
-            // The knock asks for its signed intent: a capability token's scope is not checked
-            // until the sender is trusted, so it must not decide what the prompt grants.
-            let asked = env.intent.as_str().to_string();
-            f.scope = Some(asked.clone());
-            f.knock = Some(Knock { sender: env.from.clone(), scope: asked, envelope_id: env.id.clone(), at: gatehouse_epp::utc_string(now) });
-            return Err(f);
-        };
-        // A trusted sender also proves itself at the transport: the bearer token the user
-        // issued to it, or a client certificate on one of its keys. A token that is sent
-        // must be good: a revoked one is refused even beside a good certificate, so
-        // revoking is never silently undone.
-        let by_cert = auth.client_key.as_ref().is_some_and(|k| key_speaks_for(k, &env.from, Some(&trust)));
-        match &auth.bearer {
-            None if by_cert => {}
-            None => {
-                let e = match &auth.client_key {
-                    Some(k) => UampError::new(
-                        Code::Unauthenticated,
-                        "client_cert_mismatch",
-                        format!(
-                            "the client certificate's key {} is not a key of {}; present that sender's certificate or its bearer token",
-                            k.did_key(),
-                            env.from
-                        ),
-                    ),
-                    None => UampError::new(
-                        Code::Unauthenticated,
-                        "no_credentials",
-                        "present a client certificate on your key (mTLS) or the bearer token this inbox issued to you (Authorization: Bearer …)",
-                    ),
-                };
-                return Err(fail(e));
-            }
-            Some(t) => match store.uamp_token_sender(&crate::epp::pipeline::sha256_hex(t.as_bytes())).map_err(|e| fail(storage(e)))? {
-                Some(s) if s == gatehouse_store::sender_key(&env.from) => {}
-                Some(_) => return Err(fail(UampError::new(Code::Unauthenticated, "token_sender_mismatch", "the bearer token was issued to another sender"))),
-                None => return Err(fail(UampError::new(Code::Unauthenticated, "unknown_token", "the bearer token is unknown or revoked"))),
-            },
-        }
-        let mut scopes = vec![scope.clone()];
-        if let Some(tok) = &env.cap_token {
-            let mut keys: Vec<PublicKey> = key.iter().cloned().collect();
-            keys.push(PublicKey::Ed25519(self.key.verifying_key()));
-            let claims = captoken::check(tok, &[&self.did], now.timestamp(), &keys).map_err(&mut fail)?;
-            if !claims.scopes.is_empty() {
-                scopes = claims.scopes;
-            }
-        }
         // Acknowledging or cancelling one's own stream needs no scope of its own: it only
         // steers what the `ask` that opened the stream was allowed to start.
         let steers = matches!(env.intent, Intent::Progress | Intent::Cancel);
-        if let Some(s) = scopes.iter().find(|s| !steers && !trust.policy.allows_scope(s)) {
-            return Err(fail(UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", env.from))));
-        }
-        if bytes.len() as u64 > trust.policy.max_envelope_size {
-            return Err(fail(UampError::new(
-                Code::PayloadTooLarge,
-                "too_large",
-                format!("{} allows this sender {} bytes", "policy", trust.policy.max_envelope_size),
-            )));
-        }
+        let scopes = if steers { Vec::new() } else { vec![scope.clone()] };
+        let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: bytes.len() as u64, delegated: false, at: now };
+        let checks = UampChecks { inbox: self, store, env: &env, auth, key: key.as_ref(), steers, now };
+        let (trust, held) = match gatehouse_gate::admit(&adm, None, &arrival, &checks) {
+            gatehouse_gate::Verdict::Accept { entry, held } => (entry, held),
+            gatehouse_gate::Verdict::Knock => {
+                let mut f = fail(UampError::new(
+                    Code::Unauthorized,
+                    "untrusted_sender",
+                    format!("{} is not in this inbox's trust registry; the user has been asked", env.from),
+                ));
+                // The knock asks for its signed intent: a capability token's scope is not checked
+                // until the sender is trusted, so it must not decide what the prompt grants.
+                let asked = env.intent.as_str().to_string();
+                f.scope = Some(asked.clone());
+                f.knock = Some(Knock { sender: env.from.clone(), scope: asked, envelope_id: env.id.clone(), at: gatehouse_epp::utc_string(now) });
+                return Err(f);
+            }
+            gatehouse_gate::Verdict::Refuse(r) => {
+                return Err(fail(match r {
+                    gatehouse_gate::Refusal::Blocked => UampError::new(Code::Unauthorized, "blocked", format!("{} is blocked", env.from)),
+                    gatehouse_gate::Refusal::Revoked(reason) => {
+                        let why = if reason.is_empty() { String::new() } else { format!(": {reason}") };
+                        UampError::new(Code::Unauthorized, "revoked", format!("{}'s key was revoked by the user of this inbox{why}", env.from))
+                    }
+                    gatehouse_gate::Refusal::Door(e) => e,
+                    gatehouse_gate::Refusal::Scope(s) => {
+                        UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", env.from))
+                    }
+                    // UAMP carries no delegation.
+                    gatehouse_gate::Refusal::Delegation => UampError::new(Code::Unauthorized, "policy_denied", "delegated messages are not allowed"),
+                    gatehouse_gate::Refusal::Size { limit, .. } => {
+                        UampError::new(Code::PayloadTooLarge, "too_large", format!("policy allows this sender {limit} bytes"))
+                    }
+                }));
+            }
+        };
         // What the intent does to an existing stream is checked before anything is stored.
         let effect_target = match env.intent {
             Intent::Cancel | Intent::Progress => Some(self.target_stream(&env).map_err(&mut fail)?),
@@ -133,7 +103,7 @@ impl UampInbox {
         };
         let opens = env.intent.opens_stream();
         // "Ask me first": the stream is opened and kept, its executor waits for the user.
-        let held = opens && trust.policy.holds(&scope, now);
+        let held = opens && held;
         if opens && self.streams.active() >= MAX_ACTIVE_STREAMS {
             let mut f = fail(UampError::new(Code::BackendBusy, "busy", format!("{MAX_ACTIVE_STREAMS} streams are running; try again shortly")));
             f.retry_after = Some(BUSY_RETRY_AFTER_SECS);
@@ -258,6 +228,63 @@ impl UampInbox {
         match s {
             Some(s) if s.direction == "in" && s.peer == gatehouse_store::sender_key(&env.from) => Ok(id),
             _ => Err(UampError::invalid("/stream_id", format!("{id:?} is not a stream {} opened here", env.from)).with_reason("unknown_stream")),
+        }
+    }
+}
+
+/// What only the UAMP door checks, at the gate's places for it.
+struct UampChecks<'a> {
+    inbox: &'a UampInbox,
+    store: &'a Store,
+    env: &'a Envelope,
+    auth: &'a TransportAuth,
+    key: Option<&'a PublicKey>,
+    steers: bool,
+    now: DateTime<Utc>,
+}
+
+impl gatehouse_gate::Checks for UampChecks<'_> {
+    type Refusal = UampError;
+
+    /// A trusted sender also proves itself at the transport: the bearer token the user
+    /// issued to it, or a client certificate on one of its keys. A token that is sent
+    /// must be good: a revoked one is refused even beside a good certificate, so
+    /// revoking is never silently undone.
+    fn credentials(&self, trust: &TrustEntry) -> Result<(), UampError> {
+        let (env, auth) = (self.env, self.auth);
+        let by_cert = auth.client_key.as_ref().is_some_and(|k| key_speaks_for(k, &env.from, Some(trust)));
+        match &auth.bearer {
+            None if by_cert => Ok(()),
+            None => Err(match &auth.client_key {
+                Some(k) => UampError::new(
+                    Code::Unauthenticated,
+                    "client_cert_mismatch",
+                    format!("the client certificate's key {} is not a key of {}; present that sender's certificate or its bearer token", k.did_key(), env.from),
+                ),
+                None => UampError::new(
+                    Code::Unauthenticated,
+                    "no_credentials",
+                    "present a client certificate on your key (mTLS) or the bearer token this inbox issued to you (Authorization: Bearer …)",
+                ),
+            }),
+            Some(t) => match self.store.uamp_token_sender(&crate::epp::pipeline::sha256_hex(t.as_bytes())).map_err(storage)? {
+                Some(s) if s == gatehouse_store::sender_key(&env.from) => Ok(()),
+                Some(_) => Err(UampError::new(Code::Unauthenticated, "token_sender_mismatch", "the bearer token was issued to another sender")),
+                None => Err(UampError::new(Code::Unauthenticated, "unknown_token", "the bearer token is unknown or revoked")),
+            },
+        }
+    }
+
+    /// A capability token narrows or names the scopes asked for: it must verify (issued
+    /// by the sender's key or this inbox's), and every scope it names must be allowed.
+    fn limits(&self, trust: &TrustEntry) -> Result<(), UampError> {
+        let Some(tok) = &self.env.cap_token else { return Ok(()) };
+        let mut keys: Vec<PublicKey> = self.key.into_iter().cloned().collect();
+        keys.push(PublicKey::Ed25519(self.inbox.key.verifying_key()));
+        let claims = captoken::check(tok, &[&self.inbox.did], self.now.timestamp(), &keys)?;
+        match claims.scopes.iter().find(|s| !self.steers && !trust.policy.allows_scope(s)) {
+            Some(s) => Err(UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", self.env.from))),
+            None => Ok(()),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The inbox's integration tests in one binary, a module per concern: thirteen binaries
 //! of ~50 MB each filled a CI disk, and linked thirteen times.
 mod common;
+mod conformance;
 mod consent;
 mod contacts;
 mod did_change;

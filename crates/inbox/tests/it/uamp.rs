@@ -24,7 +24,7 @@ pub(crate) struct Uamp {
     pub(crate) store: Arc<Store>,
     pub(crate) inbox: Arc<UampInbox>,
     pub(crate) https: String,
-    plain: String,
+    pub(crate) plain: String,
     client: reqwest::Client,
     _stop: oneshot::Sender<()>,
 }

@@ -1,0 +1,145 @@
+//! The same trust states through every door, with the same verdicts, each in its
+//! protocol's words: the gate decides once (crates/gate), the doors only carry.
+//! Rows are trust states; columns are doors. EPP over HTTP and UAMP over TLS run on one
+//! inbox here; the guardian and IntentWeb rows are in their own files (guardian.rs,
+//! intent.rs), which use the same decision.
+
+use ed25519_dalek::SigningKey;
+use gatehouse_inbox::ExecutorSpec;
+use gatehouse_store::{Policy, RateLimit, Store, TrustEntry};
+use gatehouse_uamp::{sign, Intent};
+use serde_json::{json, Value};
+
+use crate::uamp::{Peer, Uamp};
+
+/// A trust state, as the user's registry holds it for a sender.
+#[derive(Clone, Copy, Debug)]
+enum State {
+    Unknown,
+    Trusted,
+    Blocked,
+    Revoked,
+    GrantEnded,
+    KeyChanged,
+    OverScope,
+    OverSize,
+    OverRate,
+}
+
+/// The gate's verdict as a door told it.
+#[derive(Debug, PartialEq, Eq)]
+enum Told {
+    Accepted {
+        held: bool,
+    },
+    /// Refused, and the user asked (something is waiting).
+    Knock,
+    /// Refused, in the door's words.
+    Refused(&'static str),
+}
+
+fn enter(store: &Store, id: &str, state: State) {
+    let now = chrono::Utc::now();
+    let mut policy = Policy { allowed_scopes: vec!["ask".into(), "support".into()], ..Policy::default() };
+    match state {
+        State::Unknown => return,
+        State::Blocked => {
+            store.block(id, "test", &gatehouse_epp::utc_string(now)).unwrap();
+            return;
+        }
+        State::Revoked => {
+            store.revoke(id, "lost laptop", &gatehouse_epp::utc_string(now)).unwrap();
+        }
+        State::GrantEnded => {
+            for s in ["ask", "support"] {
+                policy.grant_until.insert(s.into(), gatehouse_epp::utc_string(now - chrono::Duration::hours(1)));
+            }
+        }
+        State::KeyChanged => policy.key_change_unverified = true,
+        State::OverScope => policy.allowed_scopes = vec!["billing".into()],
+        State::OverSize => policy.max_envelope_size = 200,
+        State::OverRate => policy.rate_limit = RateLimit { max_per_hour: Some(1), max_per_day: None },
+        State::Trusted => {}
+    }
+    store.trust_add(&TrustEntry { public_key: id.into(), name: format!("{state:?}"), added_at: gatehouse_epp::utc_string(now), policy }).unwrap();
+}
+
+fn waiting(store: &Store, id: &str) -> bool {
+    store.pending_list().unwrap().iter().any(|p| p.public_key == gatehouse_store::sender_key(id))
+}
+
+async fn through_epp(u: &Uamp, key: &SigningKey, state: State) -> Told {
+    let id = gatehouse_epp::public_key_hex(key);
+    enter(&u.store, &id, state);
+    let inbox_key = gatehouse_epp::public_key_hex(&SigningKey::from_bytes(&[3; 32]));
+    let client = reqwest::Client::new();
+    let send = |n: u32| {
+        let env = gatehouse_epp::Draft::new(&inbox_key, "support", &format!("prompt number {n} for the conformance table")).sign(key, chrono::Utc::now());
+        client.post(format!("{}/epp/v1/submit", u.plain)).json(&env).send()
+    };
+    if matches!(state, State::OverRate) {
+        assert_eq!(send(0).await.unwrap().status(), 200, "the first within the rate");
+    }
+    let r: Value = send(1).await.unwrap().json().await.unwrap();
+    match (r["status"].as_str(), r.pointer("/error/code").and_then(Value::as_str)) {
+        (Some("accepted"), _) => Told::Accepted { held: r["x-held-for-consent"] == true },
+        (_, Some("UNTRUSTED_SENDER")) if waiting(&u.store, &id) => Told::Knock,
+        (_, Some(code)) => Told::Refused(leak(code)),
+        _ => panic!("{r}"),
+    }
+}
+
+async fn through_uamp(u: &Uamp, seed: u8, state: State) -> Told {
+    let key = SigningKey::from_bytes(&[seed; 32]);
+    let did = sign::did_of(&key);
+    enter(&u.store, &did, state);
+    let token = matches!(state, State::Unknown | State::Blocked)
+        .then_some(())
+        .map_or_else(|| Some(gatehouse_inbox::uamp::UampInbox::issue_token(&u.store, &did, chrono::Utc::now()).unwrap()), |_| None);
+    let p = Peer { key, did: did.clone(), token };
+    let body = "x".repeat(if matches!(state, State::OverSize) { 400 } else { 10 });
+    if matches!(state, State::OverRate) {
+        assert!((200..300).contains(&u.post(&p, &u.envelope(&p, Intent::Ask, &body, json!({}))).await.0), "the first within the rate");
+    }
+    let (status, r, _) = u.post(&p, &u.envelope(&p, Intent::Ask, &body, json!({}))).await;
+    match (status, r["reason"].as_str()) {
+        (200..=299, _) => Told::Accepted { held: r["held_for_consent"] == true },
+        (_, Some("untrusted_sender")) if waiting(&u.store, &did) => Told::Knock,
+        (_, Some(reason)) => Told::Refused(leak(reason)),
+        _ => panic!("{status} {r}"),
+    }
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+#[tokio::test]
+async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_words() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    // (state, EPP over HTTP, UAMP over TLS)
+    let table = [
+        (State::Unknown, Told::Knock, Told::Knock),
+        (State::Trusted, Told::Accepted { held: false }, Told::Accepted { held: false }),
+        (State::Blocked, Told::Refused("UNTRUSTED_SENDER"), Told::Refused("blocked")),
+        (State::Revoked, Told::Refused("SENDER_REVOKED"), Told::Refused("revoked")),
+        (State::GrantEnded, Told::Accepted { held: true }, Told::Accepted { held: true }),
+        (State::KeyChanged, Told::Accepted { held: true }, Told::Accepted { held: true }),
+        (State::OverScope, Told::Refused("POLICY_DENIED"), Told::Refused("policy_denied")),
+        (State::OverSize, Told::Refused("SIZE_EXCEEDED"), Told::Refused("too_large")),
+        (State::OverRate, Told::Refused("RATE_LIMITED"), Told::Refused("rate_limited")),
+    ];
+    let mut wrong = Vec::new();
+    for (i, (state, epp, uamp)) in table.into_iter().enumerate() {
+        let seed = 100 + i as u8;
+        let got_epp = through_epp(&u, &SigningKey::from_bytes(&[seed; 32]), state).await;
+        let got_uamp = through_uamp(&u, seed + 50, state).await;
+        if got_epp != epp {
+            wrong.push(format!("{state:?} through EPP: {got_epp:?}, wanted {epp:?}"));
+        }
+        if got_uamp != uamp {
+            wrong.push(format!("{state:?} through UAMP: {got_uamp:?}, wanted {uamp:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
