@@ -260,7 +260,9 @@ impl Guardian {
             if let Some(agent) = req.params.pointer("/metadata/agentId").and_then(Value::as_str).map(str::to_string) {
                 let s = self.store.clone();
                 blocking(move || {
-                    if s.trust_get(&agent_key(&agent))?.is_some() && !s.is_blocked(&agent_key(&agent))? {
+                    let scopes = [SCOPE.to_string()];
+                    let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: 0, delegated: false, at: chrono::Utc::now() };
+                    if gatehouse_gate::admit(&s.admission(&agent_key(&agent), "")?, None, &arrival, &gatehouse_gate::NoChecks).accepted() {
                         s.asop_agent_ping(&agent, timeout, &now())?;
                     }
                     Ok(())
@@ -292,42 +294,59 @@ impl Guardian {
         let Some(agent) = &step.agent_id else {
             return Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, "The step names no agent (context.agent); only registered agents are guarded"));
         };
-        {
+        // Who may be guarded is the gate's decision, as for every door: a blocked or
+        // revoked agent is refused, an unknown one knocks, and a registration whose grant
+        // ended (or whose key changed unverified) has every step asked of the user.
+        let held = {
             let (s, key) = (self.store.clone(), agent_key(agent));
-            let (trusted, blocked) = blocking(move || Ok((s.trust_get(&key)?.is_some(), s.is_blocked(&key)?))).await?;
-            if blocked {
-                let e = RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user blocked agent {agent}"));
-                let (s, r) = (self.store.clone(), record("error", Some(e.message.clone()), None, "blocked"));
-                blocking(move || s.asop_step_add(&r)).await?;
-                return Err(e);
+            let view = blocking(move || s.admission(&key, "")).await?;
+            let scopes = [SCOPE.to_string()];
+            let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: 0, delegated: false, at: chrono::Utc::now() };
+            let refused = match gatehouse_gate::admit(&view, None, &arrival, &gatehouse_gate::NoChecks) {
+                gatehouse_gate::Verdict::Accept { held, .. } => Ok(held),
+                gatehouse_gate::Verdict::Knock => Err(None),
+                gatehouse_gate::Verdict::Refuse(gatehouse_gate::Refusal::Blocked) => Err(Some(format!("The user blocked agent {agent}"))),
+                gatehouse_gate::Verdict::Refuse(gatehouse_gate::Refusal::Revoked(_)) => Err(Some(format!("The user revoked agent {agent}'s registration"))),
+                // An entry for this key that does not register it as an agent.
+                gatehouse_gate::Verdict::Refuse(_) => Err(None),
+            };
+            match refused {
+                Ok(held) => held,
+                Err(Some(why)) => {
+                    let e = RpcError::new(jsonrpc::AGENT_BLOCKED, why);
+                    let (s, r) = (self.store.clone(), record("error", Some(e.message.clone()), None, "blocked"));
+                    blocking(move || s.asop_step_add(&r)).await?;
+                    return Err(e);
+                }
+                Err(None) => {
+                    let name = step.agent_name.clone().unwrap_or_else(|| agent.clone());
+                    let e = RpcError::new(
+                        jsonrpc::AGENT_NOT_REGISTERED,
+                        format!("Agent {name} is not registered with this guardian; the user has been asked to let it in"),
+                    )
+                    .with_data(json!({"agentId": agent}));
+                    let (s, key, sid, r) = (
+                        self.store.clone(),
+                        agent_key(agent),
+                        step.step_id.clone().unwrap_or_default(),
+                        record("error", Some(e.message.clone()), None, "unregistered"),
+                    );
+                    let row = blocking(move || {
+                        s.pending_record(&key, SCOPE, &sid, &now())?;
+                        s.asop_step_add(&r)
+                    })
+                    .await?;
+                    self.announce(row, Some(name), true);
+                    return Err(e);
+                }
             }
-            if !trusted {
-                let name = step.agent_name.clone().unwrap_or_else(|| agent.clone());
-                let e = RpcError::new(
-                    jsonrpc::AGENT_NOT_REGISTERED,
-                    format!("Agent {name} is not registered with this guardian; the user has been asked to let it in"),
-                )
-                .with_data(json!({"agentId": agent}));
-                let (s, key, sid, r) = (
-                    self.store.clone(),
-                    agent_key(agent),
-                    step.step_id.clone().unwrap_or_default(),
-                    record("error", Some(e.message.clone()), None, "unregistered"),
-                );
-                let row = blocking(move || {
-                    s.pending_record(&key, SCOPE, &sid, &now())?;
-                    s.asop_step_add(&r)
-                })
-                .await?;
-                self.announce(row, Some(name), true);
-                return Err(e);
-            }
-        }
+        };
         let rules = {
             let g = self.clone();
             blocking(move || g.rules()).await?
         };
-        let decided = rules::decide(&rules, &step).cloned();
+        // A held registration asks the user at every step, whatever the rules say.
+        let decided = if held { None } else { rules::decide(&rules, &step).cloned() };
         let (action, rule_id, note, pattern) = match &decided {
             Some(r) => (r.action, Some(r.id), r.note.clone(), r.redact.clone()),
             None => (Action::Ask, None, None, None),

@@ -344,3 +344,25 @@ async fn nothing_reaches_the_users_queue_or_settings_without_a_registered_agent(
         w.abort();
     }
 }
+
+#[tokio::test]
+async fn the_gate_decides_who_is_guarded_a_revoked_agent_is_refused_and_an_ended_registration_asks() {
+    let g = start().await;
+    register(&g).await;
+    g.rule("*", "*", "*", None, "allow", None);
+    assert_eq!(g.call(tool_call(1, "send", json!([]))).await["result"]["decision"], "allow");
+    // The registration given for a while has ended: the rule no longer decides, the user does.
+    let key = agent_key("mailer-1");
+    let mut entry = g.store.trust_get(&key).unwrap().unwrap();
+    entry.policy.grant_until.insert(gatehouse_inbox::guardian::SCOPE.into(), "2026-01-01T00:00:00Z".into());
+    g.store.trust_update(&key, None, &entry.policy).unwrap();
+    let asked = g.answer_next(UserAnswer { decision: Action::Deny, always: false, redact: None, note: None, lasting: None });
+    assert_eq!(g.call(tool_call(2, "send", json!([]))).await["result"]["decision"], "deny");
+    assert!(asked.await.unwrap().contains("send"));
+    // Its key revoked: refused as blocked, whatever the rules say, and nothing asks.
+    g.store.revoke(&key, "its laptop was stolen", "2026-11-26T00:00:00Z").unwrap();
+    let r = g.call(tool_call(3, "send", json!([]))).await;
+    assert_eq!(r["error"]["code"], -32003, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("revoked"), "{r}");
+    assert!(!g.store.pending_list().unwrap().iter().any(|p| p.public_key == key));
+}
