@@ -80,15 +80,34 @@ pub async fn add_site(store: Arc<Store>, origin: &str) -> Result<IwSiteRow, Inte
 fn pinned(store: &Store, origin: &str) -> Result<Option<String>, StoreError> {
     let Some(site) = store.iw_site(origin)? else { return Ok(None) };
     Ok(match site.site_key {
-        Some(k) if pin_lasts(store, &k)? => Some(k),
+        Some(k) if pin_of(store, &k)? == Pin::Lasts => Some(k),
         _ => None,
     })
 }
 
-/// Whether `kid` is trusted as a site's key now: a pin given for a while has not ended.
-/// An ended pin asks again, as on first contact.
-fn pin_lasts(store: &Store, kid: &str) -> Result<bool, StoreError> {
-    Ok(store.trust_get(kid)?.is_some_and(|t| t.policy.grant_until.get(SCOPE).is_none_or(|u| gatehouse_store::grant_lasts(u, crate::gate::clock::now()))))
+/// What the gate says of a site's key.
+#[derive(Debug, PartialEq)]
+enum Pin {
+    /// Pinned, and the pin has not ended.
+    Lasts,
+    /// Not pinned, or pinned for a while that has ended: it asks, as on first contact.
+    Ask,
+    /// The user blocked or revoked it: its answers are refused, and it never asks.
+    Refused(&'static str),
+}
+
+fn pin_of(store: &Store, kid: &str) -> Result<Pin, StoreError> {
+    let view = store.admission(kid, "")?;
+    let scopes = [SCOPE.to_string()];
+    let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: 0, delegated: false, at: crate::gate::clock::now() };
+    Ok(match gatehouse_gate::admit(&view, None, &arrival, &gatehouse_gate::NoChecks) {
+        gatehouse_gate::Verdict::Accept { held: false, .. } => Pin::Lasts,
+        gatehouse_gate::Verdict::Refuse(gatehouse_gate::Refusal::Blocked) => Pin::Refused("you blocked"),
+        gatehouse_gate::Verdict::Refuse(gatehouse_gate::Refusal::Revoked(_)) => Pin::Refused("you revoked"),
+        // Held (its pin ended, or its key changed unverified), unknown, or trusted for
+        // something else than being a site's key.
+        _ => Pin::Ask,
+    })
 }
 
 /// Pins `kid` as `origin`'s key: a trust entry named after the company, for [`SCOPE`].
@@ -215,10 +234,14 @@ fn receive(store: &Store, conv: &IwConversationRow, past: &[FlowType], env: &Env
     let pinned = pinned(store, &conv.origin)?;
     let mut verdict = attribution::verify(env, "intent_site", &conv.query_hash, pinned.as_deref());
     if let Verdict::NewKey { kid } = &verdict {
-        // Trusted from "Waiting for you" (the knock of an earlier first contact): pinned now.
-        if pin_lasts(store, kid)? {
-            store.iw_site_pin(&conv.origin, Some(kid))?;
-            verdict = Verdict::Verified { kid: kid.clone() };
+        match pin_of(store, kid)? {
+            // Trusted from "Waiting for you" (the knock of an earlier first contact): pinned now.
+            Pin::Lasts => {
+                store.iw_site_pin(&conv.origin, Some(kid))?;
+                verdict = Verdict::Verified { kid: kid.clone() };
+            }
+            Pin::Refused(how) => return refuse(format!("Signed by {kid}, a key {how}: refused."), Some(&verdict)),
+            Pin::Ask => {}
         }
     }
     let warning = match &verdict {

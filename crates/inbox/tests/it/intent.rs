@@ -196,3 +196,25 @@ async fn a_markdown_answer_with_script_payloads_is_kept_inert() {
         assert!(!tag.split_whitespace().skip(1).any(|a| a.starts_with("on")) && !tag.contains("javascript:"), "<{tag}>");
     }
 }
+
+#[tokio::test]
+async fn a_site_key_the_user_blocked_or_revoked_is_refused_and_never_asks() {
+    let f = fixture().await;
+    let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
+    intent::pin(&f.store, &f.origin, &f.site.did()).unwrap();
+    let id = t.conversation.interaction_id.clone();
+    let t = intent::reply(f.store.clone(), &f.key, &id, FlowType::InformationResponse, "Grace Hopper", None).await.unwrap();
+    assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "verified");
+    for (how, act) in [("revoked", 0), ("blocked", 1)] {
+        if act == 0 {
+            f.store.revoke(&f.site.did(), "leaked", "2026-11-26T00:00:00Z").unwrap();
+        } else {
+            f.store.unrevoke(&f.site.did()).unwrap();
+            f.store.block(&f.site.did(), "spam", "2026-11-26T00:00:00Z").unwrap();
+        }
+        let t = intent::reply(f.store.clone(), &f.key, &id, FlowType::InformationResponse, "7 pm", None).await.unwrap();
+        assert!(!t.received.accepted, "{how}: {:?}", t.received);
+        assert!(t.received.warning.as_deref().unwrap_or_default().contains(&format!("a key you {how}")), "{:?}", t.received.warning);
+        assert!(!f.store.pending_list().unwrap().iter().any(|p| p.public_key == f.site.did()), "{how}: it does not ask");
+    }
+}
