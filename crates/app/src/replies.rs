@@ -144,6 +144,7 @@ pub fn conversation(store: &Store, own_key: &str, conversation_id: &str) -> Resu
             exec_status: gatehouse_store::ExecStatus::Succeeded,
             exec_result: r.receipt.clone(),
             exec_updated_at: Some(r.updated_at.clone()),
+            executor_spec: None,
         });
     }
     let mut out = Vec::new();

@@ -506,6 +506,9 @@ const MIGRATIONS: &[&str] = &[
     // 28: mails too large to read (over 4 MiB) are left where they are, never filed; those
     // whose structure shows an envelope part are counted for the user.
     "ALTER TABLE email_accounts ADD COLUMN left_large INTEGER NOT NULL DEFAULT 0;",
+    // 29: the executor admission chose, whole (JSON), so the runner runs that one or says
+    // it changed, never another under the name the receipt gave.
+    "ALTER TABLE envelopes ADD COLUMN executor_spec TEXT;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

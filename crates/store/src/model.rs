@@ -244,6 +244,8 @@ pub struct NewEnvelope {
     pub raw: String,
     pub raw_sha256: String,
     pub executor: String,
+    /// The executor chosen, whole (JSON): what the runner runs.
+    pub executor_spec: Option<String>,
     pub exec_status: ExecStatus,
     /// Set when the outcome is known at acceptance (the no-op executor).
     pub exec_result: Option<serde_json::Value>,
@@ -278,6 +280,9 @@ pub struct EnvelopeRow {
     pub exec_status: ExecStatus,
     pub exec_result: Option<serde_json::Value>,
     pub exec_updated_at: Option<String>,
+    /// The executor admission chose, whole (JSON); none on envelopes kept before it was.
+    #[serde(skip)]
+    pub executor_spec: Option<String>,
 }
 
 /// What the inbox list asks for. Every filter is optional; paging is by `before_seq`

@@ -66,7 +66,7 @@ pub(crate) fn receipt_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Receip
 
 pub(crate) const ENVELOPE_SELECT: &str = "SELECT id, envelope_id, sender, recipient, scope, payload_type, conversation_id,
     in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, transport, signed_form, raw,
-    receipt_id, executor, exec_status, exec_result, exec_updated_at FROM envelopes";
+    receipt_id, executor, exec_status, exec_result, exec_updated_at, executor_spec FROM envelopes";
 
 pub(crate) fn envelope_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EnvelopeRow> {
     let exec_result: Option<String> = r.get(19)?;
@@ -93,6 +93,7 @@ pub(crate) fn envelope_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Envel
         exec_status: ExecStatus::parse(&status).unwrap_or(ExecStatus::Failed),
         exec_result: exec_result.and_then(|s| serde_json::from_str(&s).ok()),
         exec_updated_at: r.get(20)?,
+        executor_spec: r.get(21)?,
     })
 }
 
@@ -167,6 +168,16 @@ impl Store {
         self.conn().execute(
             "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
             params![id, status.as_str(), result.map(|r| r.to_string()), now],
+        )?;
+        Ok(())
+    }
+
+    /// Queues a failed envelope again under the executor chosen now (the user asked to
+    /// run it again).
+    pub fn requeue(&self, id: i64, executor: &str, executor_spec: &str, now: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE envelopes SET exec_status = 'queued', exec_result = NULL, exec_updated_at = ?4, executor = ?2, executor_spec = ?3 WHERE id = ?1",
+            params![id, executor, executor_spec, now],
         )?;
         Ok(())
     }

@@ -68,9 +68,9 @@ pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit,
         "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
             in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
             transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
-            exec_updated_at)
+            exec_updated_at, executor_spec)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-            ?21, CASE WHEN ?21 IS NULL THEN NULL ELSE ?12 END)",
+            ?21, CASE WHEN ?21 IS NULL THEN NULL ELSE ?12 END, ?22)",
     )?
     .execute(params![
         rec.envelope_id,
@@ -94,6 +94,7 @@ pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit,
         rec.executor,
         rec.exec_status.as_str(),
         json.exec_result,
+        rec.executor_spec,
     ])?;
     let id = tx.last_insert_rowid();
     tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_row) VALUES (?1, ?2, ?3)")?.execute(params![rec.nonce, rec.expires_at_ms, id])?;

@@ -348,6 +348,7 @@ impl Inbox {
             raw: String::from_utf8_lossy(ctx.bytes).into_owned(),
             raw_sha256: sha256_hex(ctx.bytes),
             executor,
+            executor_spec: serde_json::to_string(spec).ok(),
             exec_status: if held {
                 ExecStatus::Held
             } else if noop {

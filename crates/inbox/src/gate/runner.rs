@@ -33,7 +33,9 @@ pub fn retry(inbox: &crate::gate::hub::Inbox, row_id: i64) -> Result<bool, Retry
     if row.exec_status != ExecStatus::Failed {
         return Err(RetryError::NotFailed(row.exec_status.as_str().to_string()));
     }
-    store.set_exec(row_id, ExecStatus::Queued, None, &now_string())?;
+    // Run again under the executor set now, which the row then names.
+    let spec = ExecutorConfig::load(store)?.for_scope(&row.scope).clone();
+    store.requeue(row_id, spec.name(), &serde_json::to_string(&spec).unwrap_or_default(), &now_string())?;
     Ok(inbox.execute(row_id))
 }
 
@@ -119,22 +121,33 @@ async fn blocking<T: Send + 'static>(store: &Arc<Store>, f: impl FnOnce(&Store) 
 async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress, hooks: &Hooks) {
     let loaded = blocking(store, move |s| {
         let config = ExecutorConfig::load(s)?;
-        let mut rows = Vec::new();
+        let (mut rows, mut changed) = (Vec::new(), Vec::new());
         for id in ids {
             if let Some(r) = s.envelope(id)? {
                 // Only what is queued runs: never a held envelope, never one twice.
-                if r.exec_status == ExecStatus::Queued {
-                    let name = s.trust_get(&r.sender)?.map(|t| t.name);
-                    rows.push((config.for_scope(&r.scope).clone(), r, name));
+                if r.exec_status != ExecStatus::Queued {
+                    continue;
+                }
+                match chosen(&r, config.for_scope(&r.scope)) {
+                    Ok(spec) => {
+                        let name = s.trust_get(&r.sender)?.map(|t| t.name);
+                        rows.push((spec, r, name));
+                    }
+                    Err(note) => changed.push((r.id, ExecStatus::Failed, Some(note))),
                 }
             }
         }
-        let running: Vec<_> = rows.iter().map(|(_, r, _)| (r.id, ExecStatus::Running, None)).collect();
-        s.set_exec_many(&running, &now_string())?;
-        Ok(rows)
+        let mut updates: Vec<_> = rows.iter().map(|(_, r, _)| (r.id, ExecStatus::Running, None)).collect();
+        let not_run: Vec<_> = changed.iter().map(|(id, st, _)| ExecProgress::Finished { envelope_row: *id, status: *st }).collect();
+        updates.extend(changed);
+        s.set_exec_many(&updates, &now_string())?;
+        Ok((rows, not_run))
     })
     .await;
-    let Some(rows) = loaded else { return };
+    let Some((rows, not_run)) = loaded else { return };
+    for f in not_run {
+        let _ = progress.send(f);
+    }
     let mut done = Vec::new();
     for (spec, row, name) in rows {
         // Executors that wait on a program, a model, a swarm or a peer run side by side
@@ -154,6 +167,27 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress, hooks
     }
     if !done.is_empty() {
         commit(store, done, progress).await;
+    }
+}
+
+/// The executor admission chose for `row`, which runs only while it is still the one
+/// set for its scope (`now`): the receipt named it, and a user who changed it (a command
+/// they no longer want run) is not overruled. A changed one fails with why; running the
+/// envelope again uses the executor set now.
+fn chosen(row: &EnvelopeRow, now: &ExecutorSpec) -> Result<ExecutorSpec, Value> {
+    let Some(spec) = row.executor_spec.as_deref() else {
+        // Accepted before the choice was kept whole: the setting decides, as it did then.
+        return Ok(now.clone());
+    };
+    match serde_json::from_str::<ExecutorSpec>(spec) {
+        Ok(spec) if spec == *now => Ok(spec),
+        _ => Err(serde_json::json!({
+            "executor": row.executor,
+            "error": format!(
+                "the executor for “{}” was changed after this envelope was accepted (for {}); it was not run. Run it again to use the executor set now ({})",
+                row.scope, row.executor, now.name()
+            ),
+        })),
     }
 }
 

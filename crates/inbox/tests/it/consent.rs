@@ -203,3 +203,45 @@ async fn only_the_users_own_entry_lets_a_link_go_unflagged_never_what_the_messag
     assert!(links.len() == 1 && links[0].contains("evil-pay.com"), "{links:?}");
     inbox.stop().await;
 }
+
+#[tokio::test]
+async fn a_held_envelope_runs_the_executor_its_receipt_named_or_says_it_changed() {
+    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    let u = crate::uamp::Uamp::start(ExecutorSpec::Noop).await;
+    let queue = tempfile::tempdir().unwrap();
+    ExecutorConfig { default: ExecutorSpec::FileQueue { dir: queue.path().to_path_buf() }, scopes: Default::default() }.save(&u.store).unwrap();
+    let bob = key(41);
+    u.store
+        .trust_add(&gatehouse_store::TrustEntry {
+            public_key: pubhex(&bob),
+            name: "Bob".into(),
+            added_at: "2026-11-26T00:00:00Z".into(),
+            policy: Policy { hold_for_consent: true, ..policy(&["support"]) },
+        })
+        .unwrap();
+    let inbox_key = pubhex(&key(3));
+    let env = gatehouse_epp::Draft::new(&inbox_key, "support", "file this for me").sign(&bob, chrono::Utc::now());
+    let r: serde_json::Value = reqwest::Client::new().post(format!("{}/epp/v1/submit", u.plain)).json(&env).send().await.unwrap().json().await.unwrap();
+    assert_eq!((r["status"].as_str(), r["executor"].as_str()), (Some("accepted"), Some("file-queue")), "{r}");
+    let row = u.store.envelopes_with_status(ExecStatus::Held).unwrap()[0].id;
+
+    // While it waits, the user changes the executor: the one the receipt named is not
+    // swapped for it behind the user's back, and nothing runs.
+    ExecutorConfig { default: ExecutorSpec::Command { program: "cat".into(), args: vec![], timeout_secs: 30 }, scopes: Default::default() }
+        .save(&u.store)
+        .unwrap();
+    gatehouse_app::consent::decide(u.inbox.inbox(), &ConsentTarget::Held { row_id: row }, Decision::AllowOnce, chrono::Utc::now()).unwrap();
+    eventually("the held envelope settles", || u.store.envelope(row).unwrap().unwrap().exec_status == ExecStatus::Failed).await;
+    let e = u.store.envelope(row).unwrap().unwrap();
+    let why = e.exec_result.as_ref().and_then(|v| v["error"].as_str()).unwrap_or_default().to_string();
+    assert!(why.contains("was changed after this envelope was accepted") && why.contains("Run it again"), "{why}");
+    assert_eq!(e.executor, "file-queue");
+    assert_eq!(std::fs::read_dir(queue.path()).unwrap().count(), 0, "the old executor did not run either");
+
+    // Run again: under the executor set now, which the row then names.
+    assert!(gatehouse_inbox::gate::runner::retry(u.inbox.inbox(), row).unwrap());
+    eventually("it runs again", || u.store.envelope(row).unwrap().unwrap().exec_status == ExecStatus::Succeeded).await;
+    let e = u.store.envelope(row).unwrap().unwrap();
+    assert_eq!(e.executor, "command");
+    assert!(e.exec_result.unwrap().to_string().contains("file this for me"));
+}

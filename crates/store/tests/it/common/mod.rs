@@ -34,6 +34,7 @@ pub fn envelope_at(nonce: &[u8], n: usize, received_ms: i64) -> NewEnvelope {
         raw: "{}".into(),
         raw_sha256: "00".repeat(32),
         executor: "noop".into(),
+        executor_spec: None,
         exec_status: ExecStatus::Succeeded,
         exec_result: None,
         receipt: ReceiptRow {
