@@ -15,6 +15,8 @@ const SETTINGS_KEY: &str = "desktop";
 pub const DEFAULT_PORT: u16 = 8765;
 pub const DEFAULT_UAMP_PORT: u16 = 8766;
 
+// The starting values below may come from the environment (README, "The first start"):
+// documented settings, read only until Settings are saved.
 fn default_uamp_port() -> u16 {
     std::env::var("GATEHOUSE_UAMP_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_UAMP_PORT)
 }
