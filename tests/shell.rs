@@ -28,6 +28,7 @@ fn env(id: i64, envelope_id: &str, reply_to: Option<&str>) -> EnvelopeRow {
         exec_status: ExecStatus::Succeeded,
         exec_result: None,
         exec_updated_at: None,
+        executor_spec: None,
     }
 }
 

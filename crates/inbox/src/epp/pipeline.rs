@@ -121,24 +121,14 @@ impl Inbox {
         self.rejected(r, stored)
     }
 
-    /// [`Inbox::submit_failure`] for async transports.
+    /// Records a rejection decided by a transport before the pipeline could run (body
+    /// too large, unreadable file, ...), so it shows up like every other receipt.
     pub async fn submit_failure_async(&self, code: ErrorCode, message: String, transport: &str, now: DateTime<Utc>) -> Outcome {
         let received_at = gatehouse_epp::crypto::utc_string_ms(now);
         let receipt_id = receipt_id();
         let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
         let r = self.rejection(&ctx, Failure::new(Rejection::new(code, message)));
         let stored = self.record_async(&r).await;
-        self.rejected(r, stored)
-    }
-
-    /// Records a rejection decided by a transport before the pipeline could run (body
-    /// too large, unreadable file, ...), so it shows up like every other receipt.
-    pub fn submit_failure(&self, code: ErrorCode, message: String, transport: &str, now: DateTime<Utc>) -> Outcome {
-        let received_at = gatehouse_epp::crypto::utc_string_ms(now);
-        let receipt_id = receipt_id();
-        let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
-        let r = self.rejection(&ctx, Failure::new(Rejection::new(code, message)));
-        let stored = self.record(&r);
         self.rejected(r, stored)
     }
 
