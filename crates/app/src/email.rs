@@ -15,7 +15,7 @@ use crate::{blocking, now, Code, CommandError, Result};
 
 impl From<EmailError> for CommandError {
     fn from(e: EmailError) -> Self {
-        CommandError::coded(e.code(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 

@@ -4,59 +4,7 @@
 
 use serde::Serialize;
 
-/// Every error code a command can return.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Code {
-    AlreadySent,
-    AlreadyTrusted,
-    BadEnvelope,
-    BadManifest,
-    BadRequest,
-    BadUrl,
-    /// What the user decided on changed since it was shown (a sender knocked again).
-    Changed,
-    DidFetch,
-    ForbiddenPath,
-    Gone,
-    Http,
-    Internal,
-    Interrupted,
-    Invalid,
-    Io,
-    Keychain,
-    NotAllowed,
-    NotConfirmed,
-    NotFound,
-    NotRunning,
-    NotText,
-    NotTrusted,
-    NoToken,
-    Open,
-    PinMismatch,
-    Protocol,
-    Refused,
-    Store,
-    SwarmError,
-    Tls,
-    TooLarge,
-    Unauthorized,
-    Unreachable,
-}
-
-impl Code {
-    /// The code a core crate names by string (their errors' `code()`); a string this
-    /// enum does not know is a bug, reported as `INTERNAL` rather than lost.
-    pub fn parse(code: &str) -> Code {
-        serde_json::from_value(serde_json::Value::String(code.to_string())).unwrap_or(Code::Internal)
-    }
-
-    /// The code as it crosses the boundary (`NOT_FOUND`).
-    pub fn name(self) -> String {
-        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
-    }
-}
+pub use gatehouse_code::Code;
 
 #[derive(Debug, Clone, Serialize, thiserror::Error)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -74,11 +22,6 @@ impl CommandError {
     /// The message with its code, as the CLI prints it (`… [NOT_FOUND]`).
     pub fn coded_message(&self) -> String {
         format!("{} [{}]", self.message, self.code.name())
-    }
-
-    /// An error of a core crate, whose `code()` is a string.
-    pub fn coded(code: &str, message: impl Into<String>) -> Self {
-        CommandError::new(Code::parse(code), message)
     }
 }
 
@@ -102,19 +45,19 @@ impl From<gatehouse_keys::KeyError> for CommandError {
 
 impl From<gatehouse_inbox::gate::consent::ConsentError> for CommandError {
     fn from(e: gatehouse_inbox::gate::consent::ConsentError) -> Self {
-        CommandError::coded(e.code(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 
 impl From<gatehouse_inbox::intent::IntentError> for CommandError {
     fn from(e: gatehouse_inbox::intent::IntentError) -> Self {
-        CommandError::coded(e.code(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 
 impl From<gatehouse_inbox::uamp::client::ClientError> for CommandError {
     fn from(e: gatehouse_inbox::uamp::client::ClientError) -> Self {
-        CommandError::coded(e.code(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 

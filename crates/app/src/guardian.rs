@@ -13,7 +13,7 @@ use crate::{now, Code, CommandError, Result};
 
 impl From<gatehouse_inbox::guardian::GuardianError> for CommandError {
     fn from(e: gatehouse_inbox::guardian::GuardianError) -> Self {
-        CommandError::coded(e.code(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 

@@ -28,7 +28,7 @@ pub async fn send(store: Arc<Store>, key: &ed25519_dalek::SigningKey, id: i64, t
         }
     })
     .await?;
-    gatehouse_inbox::epp::reply::send(&store, key, id, &mail).await.map_err(|e| CommandError::coded(e.code(), e.to_string()))
+    gatehouse_inbox::epp::reply::send(&store, key, id, &mail).await.map_err(|e| CommandError::new(e.code(), e.to_string()))
 }
 
 /// One verification step of spec 5.1 and how far the envelope got.

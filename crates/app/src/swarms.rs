@@ -18,13 +18,13 @@ use crate::{blocking, now, Code, CommandError, Result};
 
 impl From<ClientError> for CommandError {
     fn from(e: ClientError) -> Self {
-        CommandError::coded(e.code(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 
 impl From<mail::SwarmError> for CommandError {
     fn from(e: mail::SwarmError) -> Self {
-        CommandError::coded(e.code(), e.to_string())
+        CommandError::new(e.code(), e.to_string())
     }
 }
 
@@ -136,7 +136,7 @@ pub async fn send(store: Arc<Store>, data_dir: &Path, input: SendInput, on_event
         }
         Connection::V2(c) => mail::v2::send(store, &c, &input.swarm, &m, deadline.unwrap_or(gatehouse_mail::client::DEADLINE), on_event).await,
     };
-    sent.map_err(|e| CommandError::coded(e.code(), e.to_string()))
+    sent.map_err(|e| CommandError::new(e.code(), e.to_string()))
 }
 
 /// Picks up what arrived on a MAIL 2.0 server since the last look (1.3 swarms stream their
@@ -144,7 +144,7 @@ pub async fn send(store: Arc<Store>, data_dir: &Path, input: SendInput, on_event
 pub async fn sync(store: Arc<Store>, data_dir: &Path, name: &str, mut on_event: impl FnMut(&LiveEvent) + Send) -> Result<usize> {
     match connection(&store, data_dir, name).await? {
         Connection::V1(_) => Ok(0),
-        Connection::V2(c) => mail::v2::sync(&store, &c, name, &mut on_event).await.map_err(|e| CommandError::coded(e.code(), e.to_string())),
+        Connection::V2(c) => mail::v2::sync(&store, &c, name, &mut on_event).await.map_err(|e| CommandError::new(e.code(), e.to_string())),
     }
 }
 
@@ -216,5 +216,5 @@ pub fn task(store: &Store, task_id: &str) -> Result<MailTaskDetail> {
 
 /// Imports a task log (a file the user named, picked or dropped).
 pub fn import(store: &Store, path: &Path) -> Result<ImportReport> {
-    mail::import_file(store, path, true).map_err(|e| CommandError::coded(e.code(), e.to_string()))
+    mail::import_file(store, path, true).map_err(|e| CommandError::new(e.code(), e.to_string()))
 }

@@ -73,12 +73,12 @@ pub enum EmailError {
 }
 
 impl EmailError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
-            EmailError::Invalid(_) => "INVALID",
-            EmailError::Unreachable(..) => "UNREACHABLE",
-            EmailError::LoginRefused { .. } => "UNAUTHORIZED",
-            EmailError::Imap(_) | EmailError::Refused(_) => "PROTOCOL",
+            EmailError::Invalid(_) => gatehouse_code::Code::Invalid,
+            EmailError::Unreachable(..) => gatehouse_code::Code::Unreachable,
+            EmailError::LoginRefused { .. } => gatehouse_code::Code::Unauthorized,
+            EmailError::Imap(_) | EmailError::Refused(_) => gatehouse_code::Code::Protocol,
         }
     }
 

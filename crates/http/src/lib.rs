@@ -24,11 +24,11 @@ pub enum HttpError {
 
 impl HttpError {
     /// The stable code this error crosses a boundary with (the app's `{code, message}`).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
-            HttpError::BadUrl(_) => "BAD_URL",
-            HttpError::Unreachable { .. } => "UNREACHABLE",
-            HttpError::TooLarge { .. } => "TOO_LARGE",
+            HttpError::BadUrl(_) => gatehouse_code::Code::BadUrl,
+            HttpError::Unreachable { .. } => gatehouse_code::Code::Unreachable,
+            HttpError::TooLarge { .. } => gatehouse_code::Code::TooLarge,
         }
     }
 

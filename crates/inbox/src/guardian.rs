@@ -79,11 +79,11 @@ pub enum GuardianError {
 }
 
 impl GuardianError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
-            GuardianError::Gone => "GONE",
-            GuardianError::Invalid(_) => "INVALID",
-            GuardianError::Store(_) => "STORE",
+            GuardianError::Gone => gatehouse_code::Code::Gone,
+            GuardianError::Invalid(_) => gatehouse_code::Code::Invalid,
+            GuardianError::Store(_) => gatehouse_code::Code::Store,
         }
     }
 }

@@ -36,12 +36,12 @@ pub enum IntentError {
 }
 
 impl IntentError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
             IntentError::Client(c) => c.code(),
-            IntentError::Store(_) => "STORE",
-            IntentError::Rule(_) => "NOT_ALLOWED",
-            IntentError::NotFound(_) => "NOT_FOUND",
+            IntentError::Store(_) => gatehouse_code::Code::Store,
+            IntentError::Rule(_) => gatehouse_code::Code::NotAllowed,
+            IntentError::NotFound(_) => gatehouse_code::Code::NotFound,
         }
     }
 }

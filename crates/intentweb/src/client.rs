@@ -23,12 +23,12 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
             ClientError::Transport(e) => e.code(),
-            ClientError::Http { .. } => "HTTP",
-            ClientError::Manifest { .. } => "BAD_MANIFEST",
-            ClientError::Envelope(_) => "BAD_ENVELOPE",
+            ClientError::Http { .. } => gatehouse_code::Code::Http,
+            ClientError::Manifest { .. } => gatehouse_code::Code::BadManifest,
+            ClientError::Envelope(_) => gatehouse_code::Code::BadEnvelope,
         }
     }
 }

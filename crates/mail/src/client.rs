@@ -46,15 +46,15 @@ pub enum ClientError {
 
 impl ClientError {
     /// The stable code this error crosses a boundary with (the app's `{code, message}`).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
             ClientError::Transport(e) => e.code(),
-            ClientError::Unauthorized { .. } => "UNAUTHORIZED",
-            ClientError::BadRequest { .. } => "BAD_REQUEST",
-            ClientError::Server { .. } => "SWARM_ERROR",
-            ClientError::Http { .. } => "HTTP",
-            ClientError::Protocol(_) => "PROTOCOL",
-            ClientError::Interrupted(_) => "INTERRUPTED",
+            ClientError::Unauthorized { .. } => gatehouse_code::Code::Unauthorized,
+            ClientError::BadRequest { .. } => gatehouse_code::Code::BadRequest,
+            ClientError::Server { .. } => gatehouse_code::Code::SwarmError,
+            ClientError::Http { .. } => gatehouse_code::Code::Http,
+            ClientError::Protocol(_) => gatehouse_code::Code::Protocol,
+            ClientError::Interrupted(_) => gatehouse_code::Code::Interrupted,
         }
     }
 }

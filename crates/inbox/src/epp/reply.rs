@@ -28,13 +28,13 @@ pub enum ReplyError {
 }
 
 impl ReplyError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
-            ReplyError::NotFound(_) => "NOT_FOUND",
-            ReplyError::AlreadySent => "ALREADY_SENT",
-            ReplyError::Empty => "INVALID",
-            ReplyError::Key(_) => "KEYCHAIN",
-            ReplyError::Store(_) => "STORE",
+            ReplyError::NotFound(_) => gatehouse_code::Code::NotFound,
+            ReplyError::AlreadySent => gatehouse_code::Code::AlreadySent,
+            ReplyError::Empty => gatehouse_code::Code::Invalid,
+            ReplyError::Key(_) => gatehouse_code::Code::Keychain,
+            ReplyError::Store(_) => gatehouse_code::Code::Store,
         }
     }
 }

@@ -352,12 +352,12 @@ pub enum ConsentError {
 }
 
 impl ConsentError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
-            ConsentError::Store(_) => "STORE",
-            ConsentError::Gone => "GONE",
-            ConsentError::Changed(_) => "CHANGED",
-            ConsentError::Invalid(_) => "INVALID",
+            ConsentError::Store(_) => gatehouse_code::Code::Store,
+            ConsentError::Gone => gatehouse_code::Code::Gone,
+            ConsentError::Changed(_) => gatehouse_code::Code::Changed,
+            ConsentError::Invalid(_) => gatehouse_code::Code::Invalid,
         }
     }
 }

@@ -44,13 +44,13 @@ pub enum SwarmError {
 }
 
 impl SwarmError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
-            SwarmError::Invalid(_) => "INVALID",
-            SwarmError::NotFound(_) => "NOT_FOUND",
+            SwarmError::Invalid(_) => gatehouse_code::Code::Invalid,
+            SwarmError::NotFound(_) => gatehouse_code::Code::NotFound,
             SwarmError::Client(e) => e.code(),
-            SwarmError::Keychain(_) => "KEYCHAIN",
-            SwarmError::Store(_) => "STORE",
+            SwarmError::Keychain(_) => gatehouse_code::Code::Keychain,
+            SwarmError::Store(_) => gatehouse_code::Code::Store,
         }
     }
 }
@@ -244,10 +244,10 @@ pub enum MailTaskError {
 }
 
 impl MailTaskError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
             MailTaskError::Client(c) => c.code(),
-            MailTaskError::Store(_) => "STORE",
+            MailTaskError::Store(_) => gatehouse_code::Code::Store,
         }
     }
 }
@@ -463,12 +463,12 @@ pub enum ImportError {
 }
 
 impl ImportError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
-            ImportError::Io { .. } => "IO",
-            ImportError::TooLarge { .. } => "TOO_LARGE",
-            ImportError::NotText { .. } => "NOT_TEXT",
-            ImportError::Store(_) => "STORE",
+            ImportError::Io { .. } => gatehouse_code::Code::Io,
+            ImportError::TooLarge { .. } => gatehouse_code::Code::TooLarge,
+            ImportError::NotText { .. } => gatehouse_code::Code::NotText,
+            ImportError::Store(_) => gatehouse_code::Code::Store,
         }
     }
 }

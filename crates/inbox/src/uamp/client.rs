@@ -62,15 +62,15 @@ pub enum ClientError {
 
 impl ClientError {
     /// The stable code this error crosses a boundary with (the app's `{code, message}`).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> gatehouse_code::Code {
         match self {
             ClientError::Transport(e) => e.code(),
-            ClientError::PinMismatch { .. } => "PIN_MISMATCH",
-            ClientError::Manifest(_) => "BAD_MANIFEST",
-            ClientError::Refused { .. } => "REFUSED",
-            ClientError::Protocol(_) | ClientError::Interrupted(_) => "PROTOCOL",
-            ClientError::Io { .. } => "IO",
-            ClientError::Store(_) => "STORE",
+            ClientError::PinMismatch { .. } => gatehouse_code::Code::PinMismatch,
+            ClientError::Manifest(_) => gatehouse_code::Code::BadManifest,
+            ClientError::Refused { .. } => gatehouse_code::Code::Refused,
+            ClientError::Protocol(_) | ClientError::Interrupted(_) => gatehouse_code::Code::Protocol,
+            ClientError::Io { .. } => gatehouse_code::Code::Io,
+            ClientError::Store(_) => gatehouse_code::Code::Store,
         }
     }
 }

@@ -67,7 +67,7 @@ async fn a_booking_resolves_step_by_step_to_a_confirmation_with_an_external_id()
     assert!(c.external_id.as_deref().unwrap().starts_with("RES-"));
     // Terminal: nothing more may be said in this interaction.
     let e = intent::reply(f.store.clone(), &f.key, &id, FlowType::InformationResponse, "one more thing", None).await.unwrap_err();
-    assert_eq!(e.code(), "NOT_ALLOWED");
+    assert_eq!(e.code().name(), "NOT_ALLOWED");
     let view = intent::view(&f.store, &id).unwrap().unwrap();
     assert_eq!(view.messages.len(), 10, "five turns, both ways");
     assert!(view.messages.iter().all(|m| m.accepted));
@@ -178,7 +178,7 @@ async fn an_invalid_manifest_is_refused_naming_the_field() {
     site.set(|s| s.bad_manifest = true);
     let origin = spawn(site).await;
     let e = intent::add_site(store.clone(), &origin).await.unwrap_err();
-    assert_eq!(e.code(), "BAD_MANIFEST");
+    assert_eq!(e.code().name(), "BAD_MANIFEST");
     assert!(e.to_string().contains("/capabilities/0/description"), "{e}");
     assert!(store.iw_sites().unwrap().is_empty());
 }
