@@ -37,6 +37,25 @@ impl From<gatehouse_store::StoreError> for CommandError {
     }
 }
 
+impl From<std::io::Error> for CommandError {
+    fn from(e: std::io::Error) -> Self {
+        CommandError::new(Code::Io, e.to_string())
+    }
+}
+
+/// Writing our own values as JSON: only a bug fails it.
+impl From<serde_json::Error> for CommandError {
+    fn from(e: serde_json::Error) -> Self {
+        CommandError::new(Code::Internal, e.to_string())
+    }
+}
+
+impl From<gatehouse_inbox::uamp::tls::TlsError> for CommandError {
+    fn from(e: gatehouse_inbox::uamp::tls::TlsError) -> Self {
+        CommandError::new(Code::Tls, e.to_string())
+    }
+}
+
 impl From<gatehouse_keys::KeyError> for CommandError {
     fn from(e: gatehouse_keys::KeyError) -> Self {
         CommandError::new(Code::Keychain, e.to_string())

@@ -2,6 +2,7 @@
 //! both sides see or with what the other shared; a knock's key added to a contact only on
 //! the user's word. The same calls as the window's (gatehouse_app::contacts).
 
+use crate::CommandError;
 use std::sync::Arc;
 
 use clap::Subcommand;
@@ -39,12 +40,12 @@ pub enum ContactsCmd {
     },
 }
 
-pub fn run(cmd: ContactsCmd, opened: gatehouse_inbox::service::Opened) -> Result<(), String> {
+pub fn run(cmd: ContactsCmd, opened: gatehouse_inbox::service::Opened) -> Result<(), CommandError> {
     let own = opened.identity.public_key.clone();
     let store = opened.store;
     match cmd {
         ContactsCmd::List { json } => {
-            let list = gatehouse_app::contacts::list(&store, &own).map_err(|e| e.to_string())?;
+            let list = gatehouse_app::contacts::list(&store, &own)?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
@@ -67,15 +68,15 @@ pub fn run(cmd: ContactsCmd, opened: gatehouse_inbox::service::Opened) -> Result
             }
         }
         ContactsCmd::Verify { key, shared, codes_match: _ } => {
-            let c = gatehouse_app::contacts::verify(&store, &key, shared.as_deref(), &own, clock::now()).map_err(|e| e.to_string())?;
+            let c = gatehouse_app::contacts::verify(&store, &key, shared.as_deref(), &own, clock::now())?;
             eprintln!("{}'s key is verified", c.name);
         }
         ContactsCmd::AddKey { contact, key } => {
             let (inbox, _rx) = gatehouse_inbox::build(Arc::clone(&store), &own);
-            eprintln!("{}", gatehouse_app::contacts::adopt(&inbox, contact, &key, clock::now()).map_err(|e| e.to_string())?);
+            eprintln!("{}", gatehouse_app::contacts::adopt(&inbox, contact, &key, clock::now())?);
         }
         ContactsCmd::CheckKeys { did } => {
-            let out = crate::uamp::runtime()?.block_on(gatehouse_app::did_change::check(store, did)).map_err(|e| e.to_string())?;
+            let out = crate::uamp::runtime()?.block_on(gatehouse_app::did_change::check(store, did))?;
             println!("{}", out.message);
         }
         ContactsCmd::Share { address } => println!("{}", gatehouse_app::contacts::share_text(&own, &address)),

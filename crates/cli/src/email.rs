@@ -1,6 +1,7 @@
 //! `gatehouse email …`: mail accounts followed for envelopes (EPP by email) while
 //! `gatehouse serve` runs.
 
+use crate::{io_error, CommandError};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -83,7 +84,7 @@ pub enum EmailCmd {
     Remove { name: String },
 }
 
-pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String> {
+pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, CommandError> {
     match cmd {
         EmailCmd::Add {
             name,
@@ -107,7 +108,7 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String
         } => {
             let password = crate::uamp::read_token()?;
             let certificate = match certificate {
-                Some(p) => Some(std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?),
+                Some(p) => Some(std::fs::read_to_string(&p).map_err(|e| io_error(format!("{}: {e}", p.display())))?),
                 None => None,
             };
             let word = |on: bool, w: &str| on.then(|| w.to_string());
@@ -134,15 +135,14 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String
                 ),
                 certificate,
             };
-            let mut account = input.account().map_err(|e| e.coded_message())?;
+            let mut account = input.account()?;
             account.receipt_rate = gatehouse_email::smtp::ReceiptRate { per_sender_per_hour: receipts_per_sender, per_account_per_hour: receipts_per_hour };
-            let (row, said) =
-                crate::uamp::runtime()?.block_on(email::add(o.store.clone(), data_dir, &name, account, password)).map_err(|e| e.coded_message())?;
+            let (row, said) = crate::uamp::runtime()?.block_on(email::add(o.store.clone(), data_dir, &name, account, password))?;
             println!("{}: {said}", row.name);
             eprintln!("added; `gatehouse serve` (or the app) follows it from its next start");
         }
         EmailCmd::List { json } => {
-            let list = email::list(&o.store).map_err(|e| e.to_string())?;
+            let list = email::list(&o.store)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -166,11 +166,11 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String
             }
         }
         EmailCmd::Test { name } => {
-            let said = crate::uamp::runtime()?.block_on(email::test(o.store.clone(), data_dir, &name)).map_err(|e| e.coded_message())?;
+            let said = crate::uamp::runtime()?.block_on(email::test(o.store.clone(), data_dir, &name))?;
             println!("{name}: {said}");
         }
         EmailCmd::Remove { name } => {
-            email::remove(&o.store, data_dir, &name).map_err(|e| e.coded_message())?;
+            email::remove(&o.store, data_dir, &name)?;
             eprintln!("removed {name}; its receipts are kept");
         }
     }

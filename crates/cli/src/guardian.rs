@@ -2,6 +2,7 @@
 //! application layer as the window: your agents (registered, waiting, blocked), letting one
 //! in or blocking it, the rules, sessions and their steps, and an export of every decision.
 
+use crate::{invalid, CommandError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -87,8 +88,9 @@ pub enum RulesCmd {
 
 /// A value of the guardian's own vocabulary by its name (`ends-with` or `ends_with`), so
 /// the CLI accepts exactly what a rule can say.
-fn named<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
-    serde_json::from_value(serde_json::Value::String(s.trim().replace('-', "_"))).map_err(|_| format!("{s:?} is not one of the names listed in --help"))
+fn named<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, CommandError> {
+    serde_json::from_value(serde_json::Value::String(s.trim().replace('-', "_")))
+        .map_err(|_| invalid(format!("{s:?} is not one of the names listed in --help")))
 }
 
 fn step_line(s: &AsopStepRow) -> String {
@@ -96,11 +98,10 @@ fn step_line(s: &AsopStepRow) -> String {
     format!("{}  {:<8} by {by:<6} {}  {}  {}", s.created_at, s.decision, s.method, s.summary, s.message.as_deref().unwrap_or(""))
 }
 
-pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, String> {
-    let err = |e: gatehouse_app::CommandError| e.coded_message();
+pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, CommandError> {
     match cmd {
         GuardianCmd::Agents { json } => {
-            let list = guardian::agents(store).map_err(err)?;
+            let list = guardian::agents(store)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -111,15 +112,15 @@ pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, String> {
             }
         }
         GuardianCmd::Approve { agent, name } => {
-            let e = guardian::approve(store, &agent, name).map_err(err)?;
+            let e = guardian::approve(store, &agent, name)?;
             eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", e.name, e.public_key);
         }
         GuardianCmd::Block { agent } => {
-            guardian::block(store, &agent).map_err(err)?;
+            guardian::block(store, &agent)?;
             eprintln!("blocked {agent}: its steps are refused");
         }
         GuardianCmd::Rules(RulesCmd::List { json }) => {
-            let rules = guardian::rules(store).map_err(err)?;
+            let rules = guardian::rules(store)?;
             if json {
                 crate::print_json(&rules);
             } else if rules.is_empty() {
@@ -142,16 +143,16 @@ pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, String> {
                 (Some(argument), Some(op), Some(value)) => Some(Condition { argument, op, value }),
                 _ => None,
             };
-            let row = guardian::rule_add(store, RuleInput { agent, method, tool, condition, action, redact, note }).map_err(err)?;
+            let row = guardian::rule_add(store, RuleInput { agent, method, tool, condition, action, redact, note })?;
             println!("{}", row.id);
             eprintln!("added rule {}", row.id);
         }
         GuardianCmd::Rules(RulesCmd::Remove { id }) => {
-            guardian::rule_remove(store, id).map_err(err)?;
+            guardian::rule_remove(store, id)?;
             eprintln!("removed rule {id}");
         }
         GuardianCmd::Sessions { json, limit } => {
-            let list = guardian::sessions(store, limit).map_err(err)?;
+            let list = guardian::sessions(store, limit)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -162,9 +163,9 @@ pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, String> {
             }
         }
         GuardianCmd::Session { session_id, json } => {
-            let steps = guardian::session(store, &session_id).map_err(err)?;
+            let steps = guardian::session(store, &session_id)?;
             if steps.is_empty() {
-                return Err(format!("no session {session_id} [NOT_FOUND]"));
+                return Err(invalid(format!("no session {session_id} [NOT_FOUND]")));
             }
             if json {
                 crate::print_json(&steps);

@@ -1,6 +1,7 @@
 //! `gatehouse mail …`: MAIL swarms the user connects to, tasks sent and followed live,
 //! task logs imported, and the task history.
 
+use crate::CommandError;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -151,12 +152,12 @@ fn line(m: &MailMessageRow) -> String {
     format!("{time}  T{}  {:<18} {} → {}{flag}  {:?}: {body}{odd}", m.tier, m.msg_type, m.sender, m.recipients.join(", "), m.subject)
 }
 
-pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String> {
+pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, CommandError> {
     match cmd {
         MailCmd::Add { url, name, token_stdin, address, password_stdin } => {
             let token = if token_stdin || password_stdin { Some(crate::uamp::read_token()?) } else { None };
             let input = SwarmInput { url, name, token, address };
-            let added = crate::uamp::runtime()?.block_on(swarms::add(o.store.clone(), data_dir, input)).map_err(|e| e.to_string())?;
+            let added = crate::uamp::runtime()?.block_on(swarms::add(o.store.clone(), data_dir, input))?;
             let info = added.info;
             print_survey(&added.view.swarm.name, &added.view.swarm.base_url, &info);
             if info["whoami"].get("error").is_some() {
@@ -164,7 +165,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::List { json } => {
-            let list = swarms::list(&o.store, data_dir).map_err(|e| e.to_string())?;
+            let list = swarms::list(&o.store, data_dir)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -176,8 +177,8 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::Info { name, json } => {
-            let s = swarms::find(&o.store, &name).map_err(|e| e.to_string())?;
-            let info = crate::uamp::runtime()?.block_on(swarms::refresh(o.store.clone(), data_dir, &name)).map_err(|e| e.to_string())?;
+            let s = swarms::find(&o.store, &name)?;
+            let info = crate::uamp::runtime()?.block_on(swarms::refresh(o.store.clone(), data_dir, &name))?;
             if json {
                 crate::print_json(&info);
             } else {
@@ -185,37 +186,33 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::Remove { name } => {
-            swarms::remove(&o.store, data_dir, &name).map_err(|e| e.to_string())?;
+            swarms::remove(&o.store, data_dir, &name)?;
             eprintln!("removed {name}; its tasks are kept");
         }
         MailCmd::Sync { name, json } => {
-            let n = crate::uamp::runtime()?
-                .block_on(swarms::sync(o.store.clone(), data_dir, &name, |e| match e {
-                    LiveEvent::Message { message, .. } if !json => println!("{}", line(message)),
-                    e if json => println!("{}", serde_json::to_string(e).unwrap_or_default()),
-                    _ => {}
-                }))
-                .map_err(|e| e.coded_message())?;
+            let n = crate::uamp::runtime()?.block_on(swarms::sync(o.store.clone(), data_dir, &name, |e| match e {
+                LiveEvent::Message { message, .. } if !json => println!("{}", line(message)),
+                e if json => println!("{}", serde_json::to_string(e).unwrap_or_default()),
+                _ => {}
+            }))?;
             if !json {
                 eprintln!("{n} new message(s)");
             }
         }
         MailCmd::Send { swarm, body, subject, task, entrypoint, deadline, json } => {
             let input = SendInput { swarm, body, subject, task_id: task, entrypoint, deadline_secs: deadline };
-            let out = crate::uamp::runtime()?
-                .block_on(swarms::send(o.store.clone(), data_dir, input, |e| {
-                    if json {
-                        println!("{}", serde_json::to_string(e).unwrap_or_default());
-                        return;
-                    }
-                    match e {
-                        LiveEvent::Message { message, .. } => println!("{}", line(message)),
-                        LiveEvent::Step { event, description, .. } => println!("          ·   {event}: {}", description.lines().next().unwrap_or("")),
-                        LiveEvent::Unreadable { event, field, message } => eprintln!("          !   unreadable {event} event: {field}: {message}"),
-                        LiveEvent::Ping { .. } | LiveEvent::Finished { .. } => {}
-                    }
-                }))
-                .map_err(|e| e.coded_message())?;
+            let out = crate::uamp::runtime()?.block_on(swarms::send(o.store.clone(), data_dir, input, |e| {
+                if json {
+                    println!("{}", serde_json::to_string(e).unwrap_or_default());
+                    return;
+                }
+                match e {
+                    LiveEvent::Message { message, .. } => println!("{}", line(message)),
+                    LiveEvent::Step { event, description, .. } => println!("          ·   {event}: {}", description.lines().next().unwrap_or("")),
+                    LiveEvent::Unreadable { event, field, message } => eprintln!("          !   unreadable {event} event: {field}: {message}"),
+                    LiveEvent::Ping { .. } | LiveEvent::Finished { .. } => {}
+                }
+            }))?;
             if !json {
                 println!("task {} {}: {}", out.task_id, if out.completed { "completed" } else { "FAILED" }, out.response);
             }
@@ -225,7 +222,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
         }
         MailCmd::Interswarm { swarm, body, to, subject, task, json } => {
             let input = InterswarmInput { swarm, body, targets: to, subject, task_id: task };
-            let row = crate::uamp::runtime()?.block_on(swarms::interswarm(o.store.clone(), data_dir, input)).map_err(|e| e.coded_message())?;
+            let row = crate::uamp::runtime()?.block_on(swarms::interswarm(o.store.clone(), data_dir, input))?;
             if json {
                 crate::print_json(&row);
             } else {
@@ -233,7 +230,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::Tasks { search, limit, json } => {
-            let tasks = swarms::tasks(&o.store, search.as_deref(), limit).map_err(|e| e.to_string())?;
+            let tasks = swarms::tasks(&o.store, search.as_deref(), limit)?;
             if json {
                 crate::print_json(&tasks);
             } else {
@@ -246,7 +243,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         MailCmd::Show { task_id, json } => {
-            let t = swarms::task(&o.store, &task_id).map_err(|e| e.to_string())?;
+            let t = swarms::task(&o.store, &task_id)?;
             if json {
                 crate::print_json(&t);
             } else {

@@ -248,28 +248,50 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            // A script asked for JSON gets the error as JSON too, its code a field.
+            if std::env::args().any(|a| a == "--json") {
+                eprintln!("{}", serde_json::json!({"error": e}));
+            } else {
+                eprintln!("error: {}", e.coded_message());
+            }
             ExitCode::from(1)
         }
     }
+}
+
+pub(crate) use gatehouse_app::error::{Code, CommandError};
+
+/// A command given something it cannot use: said with the code `INVALID`.
+pub(crate) fn invalid(message: impl Into<String>) -> CommandError {
+    CommandError::new(Code::Invalid, message)
+}
+
+/// A file, the terminal or the disk failed.
+pub(crate) fn io_error(message: impl Into<String>) -> CommandError {
+    CommandError::new(Code::Io, message)
+}
+
+/// Another machine (or a port) could not be reached.
+pub(crate) fn unreachable(message: impl Into<String>) -> CommandError {
+    CommandError::new(Code::Unreachable, message)
 }
 
 fn default_data_dir() -> PathBuf {
     dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("gatehouse")
 }
 
-fn check_key(key: &str) -> Result<String, String> {
+fn check_key(key: &str) -> Result<String, CommandError> {
     if key.starts_with("did:key:") || key.starts_with("did:web:") || key.starts_with("asop:") {
         // A UAMP sender; did:key was checked when its keys were looked up.
         return Ok(key.to_string());
     }
-    gatehouse_epp::parse_public_key(key).map_err(|e| format!("{key:?} is not a usable public key: {e}"))?;
+    gatehouse_epp::parse_public_key(key).map_err(|e| invalid(format!("{key:?} is not a usable public key: {e}")))?;
     Ok(key.to_ascii_lowercase())
 }
 
 /// Writes an export to the file the user named and says how many records it holds.
-fn export(store: &gatehouse_store::Store, kind: gatehouse_app::export::ExportKind, file: &std::path::Path) -> Result<(), String> {
-    let n = gatehouse_app::export::write(store, kind, file).map_err(|e| e.coded_message())?;
+fn export(store: &gatehouse_store::Store, kind: gatehouse_app::export::ExportKind, file: &std::path::Path) -> Result<(), CommandError> {
+    let n = gatehouse_app::export::write(store, kind, file)?;
     eprintln!("wrote {n} record(s) to {}", file.display());
     Ok(())
 }
@@ -278,10 +300,10 @@ fn print_json<T: serde::Serialize>(v: &T) {
     println!("{}", serde_json::to_string_pretty(v).expect("serialises"));
 }
 
-fn run(cli: Cli) -> Result<ExitCode, String> {
+fn run(cli: Cli) -> Result<ExitCode, CommandError> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     let ks = cli.keystore;
-    let open = |create: bool| gatehouse_inbox::open(&data_dir, ks, create).map_err(|e| e.to_string());
+    let open = |create: bool| gatehouse_inbox::open(&data_dir, ks, create).map_err(|e| CommandError::new(Code::Open, e.to_string()));
     match cli.command {
         Command::Init | Command::Keygen => {
             let o = open(true)?;
@@ -300,9 +322,9 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 _ => None,
             };
             if off || hours.is_some() {
-                gatehouse_app::quiet::set(&store, hours).map_err(|e| e.to_string())?;
+                gatehouse_app::quiet::set(&store, hours)?;
             }
-            print_json(&gatehouse_app::quiet::state(&store, gatehouse_inbox::gate::clock::now()).map_err(|e| e.to_string())?);
+            print_json(&gatehouse_app::quiet::state(&store, gatehouse_inbox::gate::clock::now())?);
         }
         Command::Retention { rejected_body_days, rejected_receipt_days, audit_days } => {
             let store = open(false)?.store;
@@ -311,12 +333,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 r.rejected_body_days = rejected_body_days.unwrap_or(r.rejected_body_days);
                 r.rejected_receipt_days = rejected_receipt_days.unwrap_or(r.rejected_receipt_days);
                 r.audit_days = audit_days.unwrap_or(r.audit_days);
-                r = gatehouse_app::settings::set_retention(&store, &r).map_err(|e| e.to_string())?;
+                r = gatehouse_app::settings::set_retention(&store, &r)?;
             }
             print_json(&r);
         }
         Command::Pending { json } => {
-            let list = open(false)?.store.pending_list().map_err(|e| e.to_string())?;
+            let list = open(false)?.store.pending_list()?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
@@ -329,7 +351,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Receipts { json, limit } => {
             let store = open(false)?.store;
-            let list = store.receipts(limit, 0).map_err(|e| e.to_string())?;
+            let list = store.receipts(limit, 0)?;
             if json {
                 // The wire receipt, with how it arrived beside it (Gatehouse's x- fields).
                 let mut out = Vec::with_capacity(list.len());
@@ -337,8 +359,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     let mut v = r.receipt.clone();
                     v["x-transport"] = r.transport.clone().into();
                     if r.transport == "email" {
-                        let arrival = store.email_arrival_get(&r.receipt_id).map_err(|e| e.to_string())?;
-                        v["x-email"] = serde_json::to_value(arrival).map_err(|e| e.to_string())?;
+                        let arrival = store.email_arrival_get(&r.receipt_id)?;
+                        v["x-email"] = serde_json::to_value(arrival)?;
                     }
                     out.push(v);
                 }
@@ -358,7 +380,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
         }
         Command::Envelopes { json, limit } => {
-            let list = open(false)?.store.envelopes(limit, 0).map_err(|e| e.to_string())?;
+            let list = open(false)?.store.envelopes(limit, 0)?;
             if json {
                 print_json(&list);
             } else {
@@ -379,7 +401,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Executor(cmd) => {
             let store = open(false)?.store;
             match cmd {
-                ExecutorCmd::List => print_json(&gatehouse_app::executors::get(&store).map_err(|e| e.to_string())?),
+                ExecutorCmd::List => print_json(&gatehouse_app::executors::get(&store)?),
                 ExecutorCmd::Set { scope, spec } => {
                     let spec = match spec {
                         SpecCmd::Noop => ExecutorSpec::Noop,
@@ -388,7 +410,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                             let api_key_secret = if api_key_stdin {
                                 let name = format!("model-api-key:{scope}");
                                 let k = uamp::read_token()?;
-                                gatehouse_keys::Secrets::open(&data_dir).and_then(|s| s.put(&name, &k)).map_err(|e| e.to_string())?;
+                                gatehouse_keys::Secrets::open(&data_dir).and_then(|s| s.put(&name, &k))?;
                                 Some(name)
                             } else {
                                 None
@@ -400,7 +422,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                         SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command { program: argv[0].clone(), args: argv[1..].to_vec(), timeout_secs },
                     };
                     // The user typed the program or folder here: that is the confirmation.
-                    let cfg = uamp::runtime()?.block_on(gatehouse_app::executors::set_scope(store, &scope, spec)).map_err(|e| e.to_string())?;
+                    let cfg = uamp::runtime()?.block_on(gatehouse_app::executors::set_scope(store, &scope, spec))?;
                     print_json(&cfg);
                 }
             }
@@ -422,10 +444,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Serve { listen, watch, uamp_listen, public_names } => {
             let o = open(true)?;
-            let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+            let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-                let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| unreachable(format!("cannot listen on {listen}: {e}")))?;
+                let addr = listener.local_addr()?;
                 if !addr.ip().is_loopback() {
                     eprintln!("warning: listening on {addr}, which is reachable from other machines");
                 }
@@ -444,12 +466,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 let uamp = match uamp_listen {
                     None => None,
                     Some(a) => {
-                        let l = tokio::net::TcpListener::bind(&a).await.map_err(|e| format!("cannot listen on {a}: {e}"))?;
-                        let addr = l.local_addr().map_err(|e| e.to_string())?;
+                        let l = tokio::net::TcpListener::bind(&a).await.map_err(|e| unreachable(format!("cannot listen on {a}: {e}")))?;
+                        let addr = l.local_addr()?;
                         if !addr.ip().is_loopback() {
                             eprintln!("warning: UAMP listening on {addr}, which is reachable from other machines");
                         }
-                        let cert = gatehouse_inbox::uamp::tls::load_or_create(&data_dir, o.identity.signing_key()).map_err(|e| e.to_string())?;
+                        let cert = gatehouse_inbox::uamp::tls::load_or_create(&data_dir, o.identity.signing_key())?;
                         eprintln!(
                             "UAMP {} on https://{addr}/v1/messages (certificate SHA-256 {})",
                             gatehouse_uamp::sign::did_of(o.identity.signing_key()),
@@ -458,7 +480,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                         Some(gatehouse_inbox::UampOptions { listener: l, key: o.identity.signing_key().clone(), data_dir: data_dir.clone(), started: None })
                     }
                 };
-                let email = gatehouse_app::email::follows(&o.store, &data_dir).map_err(|e| e.coded_message())?;
+                let email = gatehouse_app::email::follows(&o.store, &data_dir)?;
                 for f in &email {
                     eprintln!("following mail account {} ({}@{}, folder {})", f.name, f.account.user, f.account.host, f.account.folder);
                 }
@@ -470,10 +492,11 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     |_| {},
                 )
                 .await
+                .map_err(|e| CommandError::new(Code::Internal, e))
             })?;
         }
         Command::Bench { envelopes, senders, concurrency, folder, keep } => {
-            bench::run(bench::BenchArgs { envelopes, senders, concurrency, folder, keep })?;
+            bench::run(bench::BenchArgs { envelopes, senders, concurrency, folder, keep }).map_err(|e| CommandError::new(Code::Internal, e))?;
         }
         Command::Send { to, account, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {
             let o = open(false)?;
@@ -483,25 +506,25 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             d.in_reply_to = in_reply_to;
             d.on_behalf_of = on_behalf_of.map(|k| check_key(&k)).transpose()?;
             d.authorization = authorization;
-            d.context = context.map(|c| serde_json::from_str::<serde_json::Value>(&c).map_err(|e| format!("--context is not JSON: {e}"))).transpose()?;
+            d.context =
+                context.map(|c| serde_json::from_str::<serde_json::Value>(&c).map_err(|e| invalid(format!("--context is not JSON: {e}")))).transpose()?;
             d.ttl = chrono::Duration::seconds(ttl);
             let envelope = d.sign(o.identity.signing_key(), chrono::Utc::now());
             if to.starts_with("mailto:") {
-                let value = serde_json::to_value(&envelope).map_err(|e| e.to_string())?;
+                let value = serde_json::to_value(&envelope)?;
                 let subject = format!("EPP envelope ({scope})");
-                let said = uamp::runtime()?
-                    .block_on(gatehouse_app::email::send_envelope(o.store.clone(), &data_dir, account.as_deref(), &to, &subject, &value))
-                    .map_err(|e| e.coded_message())?;
+                let said =
+                    uamp::runtime()?.block_on(gatehouse_app::email::send_envelope(o.store.clone(), &data_dir, account.as_deref(), &to, &subject, &value))?;
                 println!("{}", envelope["envelope_id"].as_str().unwrap_or_default());
                 eprintln!("{said}; its receipt comes back by mail");
                 return Ok(ExitCode::SUCCESS);
             }
-            let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+            let rt = tokio::runtime::Runtime::new()?;
             let (status, body) = rt.block_on(async {
-                let resp = reqwest::Client::new().post(&to).json(&envelope).send().await.map_err(|e| format!("could not reach {to}: {e}"))?;
+                let resp = reqwest::Client::new().post(&to).json(&envelope).send().await.map_err(|e| unreachable(format!("could not reach {to}: {e}")))?;
                 let status = resp.status();
-                let body = resp.text().await.map_err(|e| e.to_string())?;
-                Ok::<_, String>((status, body))
+                let body = resp.text().await.map_err(|e| unreachable(format!("{to} stopped answering: {e}")))?;
+                Ok::<_, CommandError>((status, body))
             })?;
             match serde_json::from_str::<serde_json::Value>(&body) {
                 Ok(v) => print_json(&v),

@@ -2,6 +2,7 @@
 //! layer as the window: sites added by origin, conversations started and answered (the
 //! site's checklist answered with `--need NAME=VALUE`), a site's key pinned, exports.
 
+use crate::{invalid, CommandError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -103,30 +104,29 @@ fn print_turn(t: &Turn) {
 }
 
 /// `NAME=VALUE` pairs as the lines the site reads (the window's checklist writes the same).
-fn needs_text(needs: &[String]) -> Result<String, String> {
+fn needs_text(needs: &[String]) -> Result<String, CommandError> {
     let mut lines = Vec::new();
     for n in needs {
-        let (name, value) = n.split_once('=').ok_or_else(|| format!("--need {n:?}: write it as NAME=VALUE"))?;
+        let (name, value) = n.split_once('=').ok_or_else(|| invalid(format!("--need {n:?}: write it as NAME=VALUE")))?;
         lines.push(format!("{}: {}", name.trim(), value.trim()));
     }
     Ok(lines.join("\n"))
 }
 
-pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, String> {
+pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, CommandError> {
     let store = o.store.clone();
     let key = o.identity.signing_key().clone();
     let rt = crate::uamp::runtime;
-    let err = |e: gatehouse_app::CommandError| e.coded_message();
     match cmd {
         SitesCmd::Add { origin } => {
-            let s = rt()?.block_on(sites::add(store, &origin)).map_err(err)?;
+            let s = rt()?.block_on(sites::add(store, &origin))?;
             println!("{}  {}", s.origin, s.company);
             for c in s.manifest["capabilities"].as_array().into_iter().flatten() {
                 println!("  can: {}  {}", c["intent"].as_str().unwrap_or("?"), c["description"].as_str().unwrap_or(""));
             }
         }
         SitesCmd::List { json } => {
-            let list = sites::list(&store).map_err(err)?;
+            let list = sites::list(&store)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -138,11 +138,11 @@ pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, String> {
             }
         }
         SitesCmd::Remove { origin } => {
-            sites::remove(&store, &origin).map_err(err)?;
+            sites::remove(&store, &origin)?;
             eprintln!("removed {origin}; its conversations are kept");
         }
         SitesCmd::Talk { origin, intent, capability, json } => {
-            let t = rt()?.block_on(sites::start(store, &key, StartInput { origin, capability, message: intent })).map_err(err)?;
+            let t = rt()?.block_on(sites::start(store, &key, StartInput { origin, capability, message: intent }))?;
             if json {
                 crate::print_json(&t);
             } else {
@@ -152,7 +152,7 @@ pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, String> {
         SitesCmd::Answer { interaction_id, message, needs, ask, json } => {
             let text = [needs_text(&needs)?, message.unwrap_or_default()].into_iter().filter(|s| !s.trim().is_empty()).collect::<Vec<_>>().join("\n");
             let flow_type = Some(if ask { FlowType::ClarificationRequest } else { FlowType::InformationResponse });
-            let t = rt()?.block_on(sites::reply(store, &key, ReplyInput { interaction_id, message: text, flow_type })).map_err(err)?;
+            let t = rt()?.block_on(sites::reply(store, &key, ReplyInput { interaction_id, message: text, flow_type }))?;
             if json {
                 crate::print_json(&t);
             } else {
@@ -160,11 +160,11 @@ pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, String> {
             }
         }
         SitesCmd::Pin { origin, kid } => {
-            sites::pin(&store, &origin, &kid).map_err(err)?;
+            sites::pin(&store, &origin, &kid)?;
             eprintln!("pinned {kid} for {origin}: its answers are now checked against this key");
         }
         SitesCmd::Conversations { json } => {
-            let list = sites::conversations(&store, 500).map_err(err)?;
+            let list = sites::conversations(&store, 500)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -176,7 +176,7 @@ pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, String> {
             }
         }
         SitesCmd::Show { interaction_id, json } => {
-            let v = sites::conversation(&store, &interaction_id).map_err(err)?;
+            let v = sites::conversation(&store, &interaction_id)?;
             if json {
                 crate::print_json(&v);
             } else {

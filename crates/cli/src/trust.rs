@@ -1,5 +1,6 @@
 //! `gatehouse trust …`: who may reach the user's AI, for what, and which keys are revoked.
 
+use crate::{invalid, CommandError};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
@@ -53,25 +54,25 @@ pub struct PolicyArgs {
 }
 
 /// `--for` as the consent prompt's choices.
-fn lasting(arg: &str) -> Result<gatehouse_app::consent::Lasting, String> {
+fn lasting(arg: &str) -> Result<gatehouse_app::consent::Lasting, CommandError> {
     use gatehouse_app::consent::Lasting;
     Ok(match arg.trim() {
         "1h" | "hour" => Lasting::Hour,
         "tonight" => Lasting::Tonight,
         "always" => Lasting::Always,
         d if d.len() == 10 => Lasting::Until { date: d.to_string() },
-        other => return Err(format!("--for {other:?}: say 1h, tonight, always, or a date (YYYY-MM-DD)")),
+        other => return Err(invalid(format!("--for {other:?}: say 1h, tonight, always, or a date (YYYY-MM-DD)"))),
     })
 }
 
 impl PolicyArgs {
-    pub fn policy(&self) -> Result<Policy, String> {
+    pub fn policy(&self) -> Result<Policy, CommandError> {
         if self.scopes.is_empty() {
-            return Err("--scopes is required (comma-separated, or * for all)".into());
+            return Err(invalid("--scopes is required (comma-separated, or * for all)"));
         }
         for s in &self.scopes {
             if s != "*" && !gatehouse_epp::envelope::is_scope_like(s) {
-                return Err(format!("scope {s:?} must be alphanumeric characters and hyphens, or *"));
+                return Err(invalid(format!("scope {s:?} must be alphanumeric characters and hyphens, or *")));
             }
         }
         let capabilities = match (&self.allow_capabilities, self.require_capabilities) {
@@ -79,8 +80,8 @@ impl PolicyArgs {
             (json, require) => {
                 let allowed = match json {
                     Some(j) => {
-                        let v: serde_json::Value = serde_json::from_str(j).map_err(|e| format!("--allow-capabilities is not JSON: {e}"))?;
-                        serde_json::from_value::<gatehouse_epp::v11::Capabilities>(v.clone()).map_err(|e| format!("--allow-capabilities: {e}"))?;
+                        let v: serde_json::Value = serde_json::from_str(j).map_err(|e| invalid(format!("--allow-capabilities is not JSON: {e}")))?;
+                        serde_json::from_value::<gatehouse_epp::v11::Capabilities>(v.clone()).map_err(|e| invalid(format!("--allow-capabilities: {e}")))?;
                         v
                     }
                     None => serde_json::json!({}),
@@ -91,9 +92,9 @@ impl PolicyArgs {
         let mut grant_until = std::collections::BTreeMap::new();
         if let Some(arg) = &self.lasting {
             if self.scopes.iter().any(|s| s == "*") {
-                return Err("--for grants named scopes for a while; * is for good only".into());
+                return Err(invalid("--for grants named scopes for a while; * is for good only"));
             }
-            if let Some(end) = lasting(arg)?.end(gatehouse_inbox::gate::clock::now()).map_err(|e| e.to_string())? {
+            if let Some(end) = lasting(arg)?.end(gatehouse_inbox::gate::clock::now())? {
                 for s in &self.scopes {
                     grant_until.insert(s.clone(), gatehouse_epp::utc_string(end));
                 }
@@ -166,26 +167,26 @@ pub enum TrustCmd {
     },
 }
 
-pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), String> {
+pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), CommandError> {
     match cmd {
         TrustCmd::Add { key, name, policy } => {
             let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()? };
-            let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store, input)).map_err(|e| e.to_string())?;
+            let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store, input))?;
             eprintln!("trusted {} ({})", entry.name, entry.public_key);
         }
         TrustCmd::Approve { key, name, policy } if key.starts_with("asop:") => {
             if policy.scopes.iter().any(|s| s != gatehouse_inbox::gate::consent::ASOP_SCOPE) {
-                return Err(format!("{key} is one of your agents: it is let in for \"asop\" only"));
+                return Err(invalid(format!("{key} is one of your agents: it is let in for \"asop\" only")));
             }
-            let entry = gatehouse_app::guardian::approve(&store, &key, name).map_err(|e| e.coded_message())?;
+            let entry = gatehouse_app::guardian::approve(&store, &key, name)?;
             eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", entry.name, entry.public_key);
         }
         TrustCmd::Approve { key, name, policy } => {
-            let entry = gatehouse_app::trust::approve(&store, &check_key(&key)?, name, policy.policy()?, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            let entry = gatehouse_app::trust::approve(&store, &check_key(&key)?, name, policy.policy()?, chrono::Utc::now())?;
             eprintln!("approved {} ({})", entry.name, entry.public_key);
         }
         TrustCmd::List { json } => {
-            let list = store.trust_list().map_err(|e| e.to_string())?;
+            let list = store.trust_list()?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
@@ -209,7 +210,7 @@ pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), String> {
             }
         }
         TrustCmd::Grants { json } => {
-            let grants = gatehouse_app::trust::timed_grants(&store, gatehouse_inbox::gate::clock::now()).map_err(|e| e.to_string())?;
+            let grants = gatehouse_app::trust::timed_grants(&store, gatehouse_inbox::gate::clock::now())?;
             if json {
                 print_json(&grants);
             } else if grants.is_empty() {
@@ -223,24 +224,24 @@ pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), String> {
         }
         TrustCmd::Remove { key } => {
             match gatehouse_app::trust::remove(&store, &key, chrono::Utc::now()) {
-                Err(ConsentError::Gone) => return Err(format!("{key} is not in the trust registry")),
-                r => r.map_err(|e| e.to_string())?,
+                Err(ConsentError::Gone) => return Err(CommandError::new(gatehouse_app::Code::NotFound, format!("{key} is not in the trust registry"))),
+                r => r?,
             }
             eprintln!("removed {key} (and revoked its UAMP tokens)");
         }
         TrustCmd::Revoke { key, reason } => {
             let key = check_key(&key)?;
-            let new = gatehouse_app::trust::revoke(&store, &key, &reason, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            let new = gatehouse_app::trust::revoke(&store, &key, &reason, chrono::Utc::now())?;
             eprintln!("{} {key}: its envelopes are refused with SENDER_REVOKED", if new { "revoked" } else { "already revoked" });
         }
         TrustCmd::Unrevoke { key } => {
-            if !gatehouse_app::trust::unrevoke(&store, &check_key(&key)?, chrono::Utc::now()).map_err(|e| e.to_string())? {
-                return Err(format!("{key} is not revoked"));
+            if !gatehouse_app::trust::unrevoke(&store, &check_key(&key)?, chrono::Utc::now())? {
+                return Err(invalid(format!("{key} is not revoked")));
             }
             eprintln!("{key} is no longer revoked");
         }
         TrustCmd::Revoked { json } => {
-            let list = store.revoked_list().map_err(|e| e.to_string())?;
+            let list = store.revoked_list()?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {

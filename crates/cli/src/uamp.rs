@@ -1,6 +1,7 @@
 //! `gatehouse uamp …`: this inbox's UAMP identity and certificate, tokens for senders,
 //! and the peers it sends to.
 
+use crate::{invalid, io_error, CommandError};
 use std::io::{IsTerminal as _, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -80,16 +81,16 @@ pub enum PeerCmd {
     },
 }
 
-pub(crate) fn read_token() -> Result<String, String> {
+pub(crate) fn read_token() -> Result<String, CommandError> {
     if std::io::stdin().is_terminal() {
         eprint!("paste the token and press Enter: ");
         let _ = std::io::stderr().flush();
     }
     let mut s = String::new();
-    std::io::stdin().read_to_string(&mut s).map_err(|e| format!("reading the token: {e}"))?;
+    std::io::stdin().read_to_string(&mut s).map_err(|e| io_error(format!("reading the token: {e}")))?;
     let t = s.lines().next().unwrap_or("").trim().to_string();
     if t.is_empty() {
-        return Err("no token on stdin".into());
+        return Err(invalid("no token on stdin"));
     }
     Ok(t)
 }
@@ -101,22 +102,19 @@ fn confirm(question: &str) -> bool {
     std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
 }
 
-fn peer_of(o: &Opened, name: &str) -> Result<PeerRow, String> {
-    o.store
-        .uamp_peer(name)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("no peer {name:?}; add it with `gatehouse uamp peer add https://host:port --name {name}`"))
+fn peer_of(o: &Opened, name: &str) -> Result<PeerRow, CommandError> {
+    o.store.uamp_peer(name)?.ok_or_else(|| invalid(format!("no peer {name:?}; add it with `gatehouse uamp peer add https://host:port --name {name}`")))
 }
 
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Runtime::new().map_err(|e| e.to_string())
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
+    Ok(tokio::runtime::Runtime::new()?)
 }
 
-pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String> {
+pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, CommandError> {
     let key = o.identity.signing_key().clone();
     match cmd {
         UampCmd::Info { json } => {
-            let cert = gatehouse_inbox::uamp::tls::load_or_create(data_dir, &key).map_err(|e| e.to_string())?;
+            let cert = gatehouse_inbox::uamp::tls::load_or_create(data_dir, &key)?;
             let did = gatehouse_uamp::sign::did_of(&key);
             if json {
                 crate::print_json(&serde_json::json!({"did": did, "certificate_sha256": cert.fingerprint, "certificate_pem": cert.pem}));
@@ -126,19 +124,19 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         UampCmd::Token { sender } => {
-            if o.store.trust_get(&sender).map_err(|e| e.to_string())?.is_none() {
-                return Err(format!("{sender} is not trusted; run `gatehouse trust add {sender} --name … --scope ask` first"));
+            if o.store.trust_get(&sender)?.is_none() {
+                return Err(invalid(format!("{sender} is not trusted; run `gatehouse trust add {sender} --name … --scope ask` first")));
             }
-            let token = gatehouse_app::trust::token_issue(&o.store, &sender, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            let token = gatehouse_app::trust::token_issue(&o.store, &sender, chrono::Utc::now())?;
             eprintln!("give this token to {sender}; it is not shown again:");
             println!("{token}");
         }
         UampCmd::Revoke { sender } => {
-            let n = gatehouse_app::trust::token_revoke(&o.store, &sender, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            let n = gatehouse_app::trust::token_revoke(&o.store, &sender, chrono::Utc::now())?;
             eprintln!("revoked {n} token(s) of {sender}");
         }
         UampCmd::Peer(PeerCmd::Add { url, name, pin, token_stdin }) => {
-            let found = runtime()?.block_on(client::discover(&url, pin.as_deref())).map_err(|e| e.to_string())?;
+            let found = runtime()?.block_on(client::discover(&url, pin.as_deref()))?;
             eprintln!("peer:                 {}", found.did);
             eprintln!("address:              {}", found.url);
             eprintln!("certificate SHA-256:  {}", found.cert_sha256);
@@ -147,27 +145,27 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             if pin.is_none() {
                 // Nothing is kept until the user has compared the fingerprint.
                 if !std::io::stdin().is_terminal() || token_stdin {
-                    return Err(format!(
+                    return Err(invalid(format!(
                         "compare the fingerprint above with the one the peer's owner sees (`gatehouse uamp info` there), then run again with --pin {}",
                         found.cert_sha256
-                    ));
+                    )));
                 }
                 if !confirm("Does this fingerprint match the one the peer's owner sees?") {
-                    return Err("not added".into());
+                    return Err(invalid("not added"));
                 }
             }
             let token = if token_stdin { Some(read_token()?) } else { None };
             let pin = found.cert_sha256.clone();
-            let row = runtime()?.block_on(gatehouse_app::peers::add(o.store.clone(), data_dir, &url, &name, &pin, token)).map_err(|e| e.to_string())?;
+            let row = runtime()?.block_on(gatehouse_app::peers::add(o.store.clone(), data_dir, &url, &name, &pin, token))?;
             eprintln!("added {} ({}); this inbox is {} to it", row.name, row.did, gatehouse_uamp::sign::did_of(&key));
         }
         UampCmd::Peer(PeerCmd::Token { peer }) => {
             let t = read_token()?;
-            let row = gatehouse_app::peers::set_token(&o.store, data_dir, &peer, &t).map_err(|e| e.to_string())?;
+            let row = gatehouse_app::peers::set_token(&o.store, data_dir, &peer, &t)?;
             eprintln!("kept the token for {} in the keychain", row.name);
         }
         UampCmd::Peer(PeerCmd::List { json }) => {
-            let peers = o.store.uamp_peers().map_err(|e| e.to_string())?;
+            let peers = o.store.uamp_peers()?;
             if json {
                 crate::print_json(&peers);
             } else {
@@ -177,17 +175,17 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
             }
         }
         UampCmd::Peer(PeerCmd::Remove { peer }) => {
-            let row = gatehouse_app::peers::remove(&o.store, data_dir, &peer).map_err(|e| e.to_string())?;
+            let row = gatehouse_app::peers::remove(&o.store, data_dir, &peer)?;
             eprintln!("removed {}", row.name);
         }
         UampCmd::Send { peer, text, body_file, body_type, window, out, json } => {
             let row = peer_of(&o, &peer)?;
             let content = match (text, body_file) {
                 (Some(t), _) => t,
-                (None, Some(f)) => std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?,
-                (None, None) => return Err("say what to ask: `gatehouse uamp send PEER \"…\"` or --body-file FILE".into()),
+                (None, Some(f)) => std::fs::read_to_string(&f).map_err(|e| io_error(format!("{}: {e}", f.display())))?,
+                (None, None) => return Err(invalid("say what to ask: `gatehouse uamp send PEER \"…\"` or --body-file FILE")),
             };
-            let token = Secrets::open(data_dir).and_then(|s| s.get(&client::token_name(&row.did))).map_err(|e| e.to_string())?;
+            let token = Secrets::open(data_dir).and_then(|s| s.get(&client::token_name(&row.did)))?;
             let c = Client { key, store: o.store.clone(), files_dir: client::files_dir(data_dir) };
             let ask = Ask { body_type, content, delta_window: window };
             let bar = progress_bar();
@@ -199,13 +197,13 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, String>
                 bar.set_message(format!("{} · {} frames · {}", p.state, p.frames, human_bytes(p.bytes)));
             }));
             bar.finish_and_clear();
-            let end = result.map_err(|e| e.to_string())?;
+            let end = result?;
             if let (Some(dest), Some(file)) = (&out, &end.file) {
                 if dest.as_os_str() == "-" {
-                    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
-                    std::io::stdout().write_all(&bytes).map_err(|e| e.to_string())?;
+                    let bytes = std::fs::read(file).map_err(|e| io_error(format!("{}: {e}", file.display())))?;
+                    std::io::stdout().write_all(&bytes)?;
                 } else {
-                    std::fs::copy(file, dest).map_err(|e| format!("copying to {}: {e}", dest.display()))?;
+                    std::fs::copy(file, dest).map_err(|e| io_error(format!("copying to {}: {e}", dest.display())))?;
                 }
             }
             if json {

@@ -66,6 +66,24 @@ fn init_identity_trust_pending_send_end_to_end() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("gatehouse init"));
 }
 
+#[test]
+fn an_error_carries_its_code_in_words_and_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    let out = gh(dir.path(), &["trust", "add", "xyz", "--name", "X", "--scopes", "a"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("not a usable public key") && said.trim_end().ends_with("[INVALID]"), "{said}");
+    let key = gatehouse_epp::public_key_hex(&gatehouse_epp::crypto::generate_signing_key());
+    let said = String::from_utf8_lossy(&gh(dir.path(), &["trust", "remove", &key]).stderr).to_string();
+    assert!(said.contains("is not in the trust registry") && said.trim_end().ends_with("[NOT_FOUND]"), "{said}");
+    // A script that asked for JSON gets the error as JSON, its code a field.
+    let out = gh(tempfile::tempdir().unwrap().path(), &["pending", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(!out.status.success());
+    assert_eq!(v["error"]["code"], "OPEN", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("gatehouse init"), "{v}");
+}
+
 /// Posts `todo` (indexes into `envelopes`) over 8 connections until all are answered or
 /// the server dies; returns each answered index with its HTTP status.
 fn post_until_gone(url: &str, envelopes: &[String], todo: &[usize], kill: Option<(usize, &Server)>) -> Vec<(usize, u16)> {
