@@ -87,7 +87,7 @@ pub async fn first_run_finish(core: CoreState<'_>) -> Result<()> {
 #[specta::specta]
 pub async fn inbox_list(core: CoreState<'_>, filter: InboxFilter) -> Result<Vec<InboxItem>> {
     let c = core.inner().clone();
-    blocking(move || Ok(c.store.inbox(&filter)?)).await
+    blocking(move || gatehouse_app::history::inbox(&c.store, &filter)).await
 }
 
 pub use gatehouse_app::replies::{ConversationMessage, Detail};
@@ -188,7 +188,7 @@ pub async fn trust_unblock(core: CoreState<'_>, public_key: String) -> Result<()
 #[specta::specta]
 pub async fn blocked_list(core: CoreState<'_>) -> Result<Vec<BlockedSender>> {
     let c = core.inner().clone();
-    blocking(move || Ok(c.store.blocked_list()?)).await
+    blocking(move || gatehouse_app::history::blocked(&c.store)).await
 }
 
 #[tauri::command]
@@ -216,37 +216,17 @@ pub async fn consent_decide<R: Runtime>(
 #[specta::specta]
 pub async fn audit_list(core: CoreState<'_>) -> Result<Vec<AuditEntry>> {
     let c = core.inner().clone();
-    blocking(move || Ok(c.store.audit_list(500)?)).await
+    blocking(move || gatehouse_app::history::audit(&c.store)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn settings_set(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, settings: DesktopSettings) -> Result<InboxStatus> {
-    if settings.port == 0 || settings.uamp_port == 0 {
-        return Err(CommandError::new(Code::Invalid, "choose ports between 1 and 65535"));
-    }
-    if settings.port == settings.uamp_port {
-        return Err(CommandError::new(Code::Invalid, "EPP and UAMP need two different ports"));
-    }
-    if !settings.watch_dir.is_absolute() {
-        return Err(CommandError::new(Code::Invalid, "the watched folder must be an absolute path"));
-    }
     let c = core.inner().clone();
-    let before = DesktopSettings::load(&c.store);
-    // Files dropped there are read and moved: the folder is one the user chose here.
-    if settings.watch_dir != before.watch_dir {
-        grants.check(crate::grants::Purpose::WatchFolder, &settings.watch_dir)?;
-    }
-    {
-        let c = c.clone();
-        let s = settings.clone();
-        blocking(move || {
-            s.save(&c.store)?;
-            c.store.audit("settings.update", None, &serde_json::json!({"before": before, "after": s}), &gatehouse_epp::utc_string(chrono::Utc::now()))?;
-            Ok(())
-        })
-        .await?;
-    }
+    // The window's path grants, held in this process: asked now, used if the folder changed.
+    let may_watch = grants.check(crate::grants::Purpose::WatchFolder, &settings.watch_dir);
+    let s = c.store.clone();
+    blocking(move || gatehouse_app::settings::set_desktop(&s, &settings, |_| may_watch)).await?;
     c.start().await;
     Ok(c.status())
 }
@@ -320,7 +300,7 @@ pub async fn export_json(core: CoreState<'_>, grants: tauri::State<'_, crate::gr
 #[specta::specta]
 pub async fn replies_for(core: CoreState<'_>, envelope_row: i64) -> Result<Vec<gatehouse_store::replies::ReplyRow>> {
     let c = core.inner().clone();
-    blocking(move || Ok(c.store.replies_for_envelope(envelope_row)?)).await
+    blocking(move || gatehouse_app::history::replies_for(&c.store, envelope_row)).await
 }
 
 /// Sends a reply with the text the user approved (edited or not), signed by this inbox.

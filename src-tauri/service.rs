@@ -8,43 +8,10 @@ use std::sync::{Arc, Mutex};
 use gatehouse_inbox::{Inbox, ServeOptions};
 use gatehouse_keys::KeystoreKind;
 use gatehouse_store::Store;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::sync::{broadcast, oneshot};
 
-const SETTINGS_KEY: &str = "desktop";
-pub const DEFAULT_PORT: u16 = 8765;
-pub const DEFAULT_UAMP_PORT: u16 = 8766;
-
-// The starting values below may come from the environment (README, "The first start"):
-// documented settings, read only until Settings are saved.
-fn default_uamp_port() -> u16 {
-    std::env::var("GATEHOUSE_UAMP_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_UAMP_PORT)
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
-pub struct DesktopSettings {
-    pub port: u16,
-    pub watch_dir: PathBuf,
-    /// UAMP over TLS 1.3 (settings saved before UAMP existed get the default).
-    #[serde(default = "default_uamp_port")]
-    pub uamp_port: u16,
-}
-
-impl DesktopSettings {
-    pub fn load(store: &Store) -> Self {
-        store.setting(SETTINGS_KEY).ok().flatten().unwrap_or_else(|| DesktopSettings {
-            port: std::env::var("GATEHOUSE_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PORT),
-            watch_dir: std::env::var_os("GATEHOUSE_WATCH_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| dirs::home_dir().unwrap_or_else(|| PathBuf::from(".")).join("Gatehouse").join("inbox")),
-            uamp_port: default_uamp_port(),
-        })
-    }
-
-    pub fn save(&self, store: &Store) -> gatehouse_store::Result<()> {
-        store.set_setting(SETTINGS_KEY, self)
-    }
-}
+pub use gatehouse_app::settings::DesktopSettings;
 
 /// What the window shows about the running inbox.
 #[derive(Debug, Clone, Default, Serialize, specta::Type)]

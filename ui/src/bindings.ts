@@ -814,8 +814,10 @@ export type DecisionOutcome_Serialize = {
 	delivered: Receipt_Serialize | null,
 };
 
+/**  Where the desktop's inbox listens and which folder it watches. */
 export type DesktopSettings = DesktopSettings_Serialize;
 
+/**  Where the desktop's inbox listens and which folder it watches. */
 export type DesktopSettings_Deserialize = {
 	port: number,
 	watch_dir: string,
@@ -823,6 +825,7 @@ export type DesktopSettings_Deserialize = {
 	uamp_port?: number,
 };
 
+/**  Where the desktop's inbox listens and which folder it watches. */
 export type DesktopSettings_Serialize = {
 	port: number,
 	watch_dir: string,

@@ -12,6 +12,7 @@
 //! - [`swarms`]: MAIL swarms with their tokens; tasks sent, followed, listed, imported
 //! - [`sites`]: IntentWeb sites and the conversations with them
 //! - [`guardian`]: the ASOP guardian's waiting steps, rules and sessions
+//! - [`history`]: what arrived and what was done: inbox, receipts, envelopes, audit
 //! - [`settings`]: how long history is kept
 //! - [`quiet`]: quiet hours, when prompts are collected into a digest instead of announced
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
@@ -31,6 +32,7 @@ pub mod executors;
 pub mod export;
 pub mod first_run;
 pub mod guardian;
+pub mod history;
 pub mod peers;
 pub mod qr;
 pub mod quiet;

@@ -1,9 +1,73 @@
 //! Settings both faces change: how long history is kept (refused bodies and receipts,
-//! the audit log), bounded and audited by the store's one path.
+//! the audit log), bounded and audited by the store's one path; where the desktop's
+//! inbox listens and which folder it watches.
+
+use std::path::{Path, PathBuf};
 
 use gatehouse_store::{Retention, Store};
+use serde::{Deserialize, Serialize};
 
-use crate::Result;
+use crate::{Code, CommandError, Result};
+
+const SETTINGS_KEY: &str = "desktop";
+pub const DEFAULT_PORT: u16 = 8765;
+pub const DEFAULT_UAMP_PORT: u16 = 8766;
+
+// The starting values below may come from the environment (README, "The first start"):
+// documented settings, read only until Settings are saved.
+fn default_uamp_port() -> u16 {
+    std::env::var("GATEHOUSE_UAMP_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_UAMP_PORT)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+/// Where the desktop's inbox listens and which folder it watches.
+pub struct DesktopSettings {
+    pub port: u16,
+    pub watch_dir: PathBuf,
+    /// UAMP over TLS 1.3 (settings saved before UAMP existed get the default).
+    #[serde(default = "default_uamp_port")]
+    pub uamp_port: u16,
+}
+
+impl DesktopSettings {
+    pub fn load(store: &Store) -> Self {
+        store.setting(SETTINGS_KEY).ok().flatten().unwrap_or_else(|| DesktopSettings {
+            port: std::env::var("GATEHOUSE_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PORT),
+            watch_dir: std::env::var_os("GATEHOUSE_WATCH_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| dirs::home_dir().unwrap_or_else(|| PathBuf::from(".")).join("Gatehouse").join("inbox")),
+            uamp_port: default_uamp_port(),
+        })
+    }
+
+    pub fn save(&self, store: &Store) -> crate::Result<()> {
+        Ok(store.set_setting(SETTINGS_KEY, self)?)
+    }
+}
+
+/// Changes where the desktop's inbox listens and what it watches, checked and audited.
+/// `may_watch` is asked about a new folder (the window: a folder the user chose in its
+/// own dialog); the caller restarts the inbox on what is saved.
+pub fn set_desktop(store: &Store, settings: &DesktopSettings, may_watch: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    if settings.port == 0 || settings.uamp_port == 0 {
+        return Err(CommandError::new(Code::Invalid, "choose ports between 1 and 65535"));
+    }
+    if settings.port == settings.uamp_port {
+        return Err(CommandError::new(Code::Invalid, "EPP and UAMP need two different ports"));
+    }
+    if !settings.watch_dir.is_absolute() {
+        return Err(CommandError::new(Code::Invalid, "the watched folder must be an absolute path"));
+    }
+    let before = DesktopSettings::load(store);
+    // Files dropped there are read and moved: the folder is one the user chose.
+    if settings.watch_dir != before.watch_dir {
+        may_watch(&settings.watch_dir)?;
+    }
+    settings.save(store)?;
+    store.audit("settings.update", None, &serde_json::json!({"before": before, "after": settings}), &crate::now())?;
+    Ok(())
+}
 
 pub fn retention(store: &Store) -> Retention {
     store.retention()
@@ -13,4 +77,34 @@ pub fn retention(store: &Store) -> Retention {
 pub fn set_retention(store: &Store, retention: &Retention) -> Result<Retention> {
     store.set_retention(retention, &crate::now())?;
     Ok(store.retention())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listening_settings_are_checked_asked_about_a_new_folder_and_audited() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("g.db")).unwrap();
+        let good = DesktopSettings { port: 9001, watch_dir: dir.path().join("drop"), uamp_port: 9002 };
+        for (bad, why) in [
+            (DesktopSettings { port: 0, ..good.clone() }, "between 1 and 65535"),
+            (DesktopSettings { uamp_port: 9001, ..good.clone() }, "two different ports"),
+            (DesktopSettings { watch_dir: "drop".into(), ..good.clone() }, "absolute path"),
+        ] {
+            let e = set_desktop(&store, &bad, |_| Ok(())).unwrap_err();
+            assert!(e.code == Code::Invalid && e.message.contains(why), "{e:?}");
+        }
+        // A folder the window did not let the user choose is refused; nothing is saved.
+        let refused = set_desktop(&store, &good, |_| Err(CommandError::new(Code::ForbiddenPath, "not chosen"))).unwrap_err();
+        assert_eq!(refused.code, Code::ForbiddenPath);
+        assert_ne!(DesktopSettings::load(&store), good);
+        set_desktop(&store, &good, |d| if d == good.watch_dir { Ok(()) } else { Err(CommandError::new(Code::ForbiddenPath, "other")) }).unwrap();
+        assert_eq!(DesktopSettings::load(&store), good);
+        // The same folder again is not asked about.
+        set_desktop(&store, &DesktopSettings { port: 9003, ..good.clone() }, |_| Err(CommandError::new(Code::ForbiddenPath, "asked"))).unwrap();
+        let audit = store.audit_list(10).unwrap();
+        assert_eq!(audit.iter().filter(|a| a.action == "settings.update").count(), 2);
+    }
 }

@@ -338,7 +338,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             print_json(&r);
         }
         Command::Pending { json } => {
-            let list = open(false)?.store.pending_list()?;
+            let list = gatehouse_app::history::pending_senders(&open(false)?.store)?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
@@ -351,22 +351,11 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         }
         Command::Receipts { json, limit } => {
             let store = open(false)?.store;
-            let list = store.receipts(limit, 0)?;
             if json {
                 // The wire receipt, with how it arrived beside it (Gatehouse's x- fields).
-                let mut out = Vec::with_capacity(list.len());
-                for r in &list {
-                    let mut v = r.receipt.clone();
-                    v["x-transport"] = r.transport.clone().into();
-                    if r.transport == "email" {
-                        let arrival = store.email_arrival_get(&r.receipt_id)?;
-                        v["x-email"] = serde_json::to_value(arrival)?;
-                    }
-                    out.push(v);
-                }
-                print_json(&out);
+                print_json(&gatehouse_app::history::receipts(&store, limit)?);
             } else {
-                for r in list {
+                for r in gatehouse_app::history::receipt_rows(&store, limit)? {
                     println!(
                         "{}  {:8}  {:18}  {}  {}  {}",
                         r.received_at,
@@ -380,7 +369,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             }
         }
         Command::Envelopes { json, limit } => {
-            let list = open(false)?.store.envelopes(limit, 0)?;
+            let list = gatehouse_app::history::envelopes(&open(false)?.store, limit)?;
             if json {
                 print_json(&list);
             } else {
