@@ -317,8 +317,9 @@ impl<'a> Parser<'a> {
                                 if !(0xDC00..0xE000).contains(&lo) {
                                     return Err(self.err("unpaired surrogate in \\u escape"));
                                 }
-                                // hi is D800–DBFF and lo DC00–DFFF: their low ten bits are the code point's.
-                                let cp = 0x10000 | (u32::from(hi & 0x3FF) << 10) | u32::from(lo & 0x3FF);
+                                // hi is D800–DBFF and lo DC00–DFFF: their low ten bits are the code
+                                // point's, less 0x10000 (at most 0xFFFFF: the sum stays within u32).
+                                let cp = ((u32::from(hi & 0x3FF) << 10) | u32::from(lo & 0x3FF)).saturating_add(0x10000);
                                 char::from_u32(cp)
                             } else if (0xDC00..0xE000).contains(&hi) {
                                 None
@@ -560,6 +561,15 @@ mod tests {
         }
         let deep = "[".repeat(MAX_DEPTH + 2) + &"]".repeat(MAX_DEPTH + 2);
         assert!(parse(deep.as_bytes()).unwrap_err().message.contains("too deep"));
+    }
+
+    #[test]
+    fn a_surrogate_pair_past_the_first_plane_decodes_to_its_own_character() {
+        // U+20411: its high surrogate carries a bit the 0x10000 offset overlaps (a fuzz
+        // finding: OR-ing the offset in read it as U+10411).
+        assert_eq!(parse(br#""\ud841\udc11""#).unwrap(), Json::String("\u{20411}".into()));
+        assert_eq!(parse(br#""\udbff\udfff""#).unwrap(), Json::String("\u{10FFFF}".into()));
+        assert_eq!(parse(br#""\ud800\udc00""#).unwrap(), Json::String("\u{10000}".into()));
     }
 
     #[test]
