@@ -1,7 +1,7 @@
 //! The same trust states through every door, with the same verdicts, each in its
 //! protocol's words: the gate decides once (crates/gate), the doors only carry.
-//! Rows are trust states; columns are doors. EPP over HTTP and UAMP over TLS run on one
-//! inbox here; the guardian and IntentWeb rows are in their own files (guardian.rs,
+//! Rows are trust states; columns are doors. EPP over HTTP and from the watched folder,
+//! and UAMP over TLS, run on one inbox here; the guardian and IntentWeb rows are in their own files (guardian.rs,
 //! intent.rs), which use the same decision.
 
 use ed25519_dalek::SigningKey;
@@ -89,6 +89,47 @@ async fn through_epp(u: &Uamp, key: &SigningKey, state: State) -> Told {
     }
 }
 
+/// An envelope file dropped into the watched folder; its receipt is filed beside it.
+async fn through_folder(u: &Uamp, key: &SigningKey, state: State) -> Told {
+    let id = gatehouse_epp::public_key_hex(key);
+    enter(&u.store, &id, state);
+    let inbox_key = gatehouse_epp::public_key_hex(&SigningKey::from_bytes(&[3; 32]));
+    let drop = |n: u32| {
+        let env = gatehouse_epp::Draft::new(&inbox_key, "support", &format!("file number {n} for the conformance table")).sign(key, chrono::Utc::now());
+        let name = format!("{}-{n}.json", &id[..8]);
+        // Written aside and renamed in, as a careful sender does: never read half-written.
+        let tmp = u.watch.join(format!(".{name}.part"));
+        std::fs::write(&tmp, env.to_string()).unwrap();
+        std::fs::rename(&tmp, u.watch.join(&name)).unwrap();
+        name
+    };
+    let receipt = |name: &str| {
+        ["accepted", "rejected"]
+            .iter()
+            .find_map(|d| std::fs::read(u.watch.join(d).join(format!("{name}.receipt.json"))).ok())
+            .map(|b| serde_json::from_slice::<Value>(&b).unwrap())
+    };
+    let filed = |name: String| async move {
+        for _ in 0..200 {
+            if let Some(r) = receipt(&name) {
+                return r;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("{name} was not filed");
+    };
+    if matches!(state, State::OverRate) {
+        assert_eq!(filed(drop(0)).await["status"], "accepted", "the first within the rate");
+    }
+    let r = filed(drop(1)).await;
+    match (r["status"].as_str(), r.pointer("/error/code").and_then(Value::as_str)) {
+        (Some("accepted"), _) => Told::Accepted { held: r["x-held-for-consent"] == true },
+        (_, Some("UNTRUSTED_SENDER")) if waiting(&u.store, &id) => Told::Knock,
+        (_, Some(code)) => Told::Refused(leak(code)),
+        _ => panic!("{r}"),
+    }
+}
+
 async fn through_uamp(u: &Uamp, seed: u8, state: State) -> Told {
     let key = SigningKey::from_bytes(&[seed; 32]);
     let did = sign::did_of(&key);
@@ -117,7 +158,13 @@ fn leak(s: &str) -> &'static str {
 #[tokio::test]
 async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_words() {
     let u = Uamp::start(ExecutorSpec::Noop).await;
-    // (state, EPP over HTTP, UAMP over TLS)
+    for _ in 0..200 {
+        if u.watch.join("accepted").exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    // (state, EPP over HTTP and from the watched folder, UAMP over TLS)
     let table = [
         (State::Unknown, Told::Knock, Told::Knock),
         (State::Trusted, Told::Accepted { held: false }, Told::Accepted { held: false }),
@@ -134,8 +181,12 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
         let seed = 100 + i as u8;
         let got_epp = through_epp(&u, &SigningKey::from_bytes(&[seed; 32]), state).await;
         let got_uamp = through_uamp(&u, seed + 50, state).await;
+        let got_folder = through_folder(&u, &SigningKey::from_bytes(&[seed + 100; 32]), state).await;
         if got_epp != epp {
             wrong.push(format!("{state:?} through EPP: {got_epp:?}, wanted {epp:?}"));
+        }
+        if got_folder != epp {
+            wrong.push(format!("{state:?} through the folder: {got_folder:?}, wanted {epp:?}"));
         }
         if got_uamp != uamp {
             wrong.push(format!("{state:?} through UAMP: {got_uamp:?}, wanted {uamp:?}"));

@@ -25,6 +25,8 @@ pub(crate) struct Uamp {
     pub(crate) inbox: Arc<UampInbox>,
     pub(crate) https: String,
     pub(crate) plain: String,
+    /// The folder EPP envelope files are dropped into.
+    pub(crate) watch: std::path::PathBuf,
     client: reqwest::Client,
     _stop: oneshot::Sender<()>,
 }
@@ -40,9 +42,10 @@ impl Uamp {
         let (plain_addr, tls_addr) = (plain.local_addr().unwrap(), tls.local_addr().unwrap());
         let (started_tx, started_rx) = oneshot::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let watch = dir.path().join("drop");
         let opts = ServeOptions {
             listener: Some(plain),
-            watch: None,
+            watch: Some(watch.clone()),
             uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
             ..Default::default()
         };
@@ -59,7 +62,7 @@ impl Uamp {
         let pem = std::fs::read(dir.path().join(gatehouse_inbox::uamp::tls::CERT_FILE)).unwrap();
         let client =
             reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap()).tls_built_in_root_certs(false).build().unwrap();
-        Uamp { _dir: dir, store, inbox, https: format!("https://{tls_addr}"), plain: format!("http://{plain_addr}"), client, _stop: stop_tx }
+        Uamp { _dir: dir, store, inbox, https: format!("https://{tls_addr}"), plain: format!("http://{plain_addr}"), watch, client, _stop: stop_tx }
     }
 
     /// A sender the user trusts for `scopes`, with the bearer token the app issued.
