@@ -378,17 +378,15 @@ pub struct Claim {
 }
 
 /// Which contacts a knock claims to be or act for (EPP: a delegation on behalf of a
-/// contact's key, attestations by one in its provenance). `raw`: the envelope as it came.
-pub fn claims(store: &Store, sender: &str, raw: &str) -> Result<Vec<Claim>, StoreError> {
-    let Ok(env) = gatehouse_epp::Envelope::parse(raw.as_bytes()) else { return Ok(Vec::new()) };
+/// contact's key, attestations by one in its provenance), from the envelope and its v1.1
+/// fields as read once for the prompt.
+pub fn claims(store: &Store, sender: &str, env: &gatehouse_epp::Envelope, ext: Option<&gatehouse_epp::v11::Extensions>) -> Result<Vec<Claim>, StoreError> {
     let mut named: Vec<(String, &str)> = Vec::new();
     if let Some(d) = &env.delegation {
         named.push((d.on_behalf_of.clone(), "says it acts on behalf of"));
     }
-    if let Some(p) = gatehouse_epp::v11::Extensions::read(&env).ok().and_then(|x| x.provenance) {
-        for a in p.entries {
-            named.push((a.identity, "carries an attestation signed as"));
-        }
+    for a in ext.and_then(|x| x.provenance.as_ref()).iter().flat_map(|p| &p.entries) {
+        named.push((a.identity.clone(), "carries an attestation signed as"));
     }
     let mut out: Vec<Claim> = Vec::new();
     for (key, how) in named {
@@ -477,6 +475,9 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
     }
     for p in store.pending_list()? {
         let knock = store.latest_receipt_from(&p.public_key, "UNTRUSTED_SENDER")?;
+        // The knock as it came, read once for what it claims and its v1.1 fields.
+        let read = knock.as_ref().and_then(|k| k.body.as_deref()).and_then(|raw| gatehouse_epp::Envelope::parse(raw.as_bytes()).ok());
+        let ext = read.as_ref().and_then(|e| gatehouse_epp::v11::Extensions::read(e).ok());
         let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| p.scopes_tried.first().cloned());
         let risk = match knock.as_ref().and_then(|k| Some((k.envelope_id.as_deref()?, k.prompt.as_deref()?, &k.receipt_id))) {
             // A stranger has no entry of the user's: every link of its is flagged.
@@ -492,15 +493,15 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
             covered,
             covered_total,
             later: later_of(ConsentTarget::UnknownSender { public_key: p.public_key.clone(), knock: None }),
-            claims: match knock.as_ref().and_then(|k| k.body.as_deref()) {
-                Some(raw) => claims(store, &p.public_key, raw)?,
+            claims: match &read {
+                Some(env) => claims(store, &p.public_key, env, ext.as_ref())?,
                 None => Vec::new(),
             },
             source: Source::of(&p.public_key, scope.as_deref()),
             envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
             knock: knock.as_ref().map(|k| k.receipt_id.clone()),
             scope,
-            extras: knock.as_ref().and_then(|k| k.body.as_deref()).and_then(gatehouse_epp::v11::Extras::from_raw),
+            extras: ext.as_ref().filter(|x| !x.is_empty()).map(gatehouse_epp::v11::Extras::of),
             prompt: knock.and_then(|k| k.prompt),
             public_key: p.public_key,
             first_seen: p.first_seen,
