@@ -118,7 +118,7 @@ impl Core {
         };
         let me = self.clone();
         tauri::async_runtime::spawn(async move {
-            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp, email, ..Default::default() };
+            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp, email, key: Some(me.key.clone()), ..Default::default() };
             let result = gatehouse_inbox::run_with(
                 inbox,
                 rx,

@@ -476,7 +476,15 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                 gatehouse_inbox::run(
                     o.store,
                     o.identity.public_key.clone(),
-                    ServeOptions { listener: Some(listener), watch, uamp, public_names, email, ..Default::default() },
+                    ServeOptions {
+                        listener: Some(listener),
+                        watch,
+                        uamp,
+                        public_names,
+                        email,
+                        key: Some(o.identity.signing_key().clone()),
+                        ..Default::default()
+                    },
                     shutdown,
                     |_| {},
                 )

@@ -159,15 +159,16 @@ pub fn key_of(store: &Store) -> Result<SigningKey, ReplyError> {
 /// sender that takes replies, drafted for the user's review, or sent at once for the
 /// scopes the user marked.
 /// `mail`: the accounts answers to `mailto:` endpoints go out through.
-pub fn after_success(mail: Vec<crate::email::Follow>) -> crate::gate::runner::OnSuccess {
+/// `key`: the identity key the caller holds (else read from the keychain for each reply).
+pub fn after_success(mail: Vec<crate::email::Follow>, key: Option<SigningKey>) -> crate::gate::runner::OnSuccess {
     let mail = std::sync::Arc::new(mail);
     std::sync::Arc::new(move |store, row, result| {
-        let mail = mail.clone();
-        Box::pin(async move { draft_and_send(&store, row, result, &mail).await })
+        let (mail, key) = (mail.clone(), key.clone());
+        Box::pin(async move { draft_and_send(&store, row, result, &mail, key).await })
     })
 }
 
-async fn draft_and_send(store: &std::sync::Arc<Store>, row: EnvelopeRow, result: Value, mail: &[crate::email::Follow]) {
+async fn draft_and_send(store: &std::sync::Arc<Store>, row: EnvelopeRow, result: Value, mail: &[crate::email::Follow], held: Option<SigningKey>) {
     let s = store.clone();
     let drafted = tokio::task::spawn_blocking(move || draft_after(&s, &row, &result)).await;
     let id = match drafted {
@@ -177,7 +178,7 @@ async fn draft_and_send(store: &std::sync::Arc<Store>, row: EnvelopeRow, result:
         Err(e) => return tracing::error!(error = %e, "drafting a reply failed"),
     };
     let s = store.clone();
-    let key = match tokio::task::spawn_blocking(move || key_of(&s)).await {
+    let key = match tokio::task::spawn_blocking(move || held.map_or_else(|| key_of(&s), Ok)).await {
         Ok(Ok(k)) => k,
         Ok(Err(e)) => {
             tracing::error!(error = %e, reply = id, "automatic reply left as a draft");

@@ -62,6 +62,10 @@ pub struct ServeOptions {
     pub uamp: Option<UampOptions>,
     /// Mail accounts followed for envelopes (EPP by email).
     pub email: Vec<crate::email::Follow>,
+    /// The identity key, held by the caller that opened the data dir: replies and asks of
+    /// UAMP peers are signed with it (without it, with the key the data dir records, read
+    /// from the keychain for each).
+    pub key: Option<ed25519_dalek::SigningKey>,
 }
 
 pub struct UampOptions {
@@ -96,11 +100,11 @@ pub fn build_with_events(
 
 /// The executors beyond the gate's own (a swarm, a peer), and what follows a successful
 /// executor (a reply to the sender): the doors that provide them are composed here.
-fn runner_hooks(store: &Arc<Store>, mail: Vec<crate::email::Follow>) -> runner::Hooks {
+fn runner_hooks(store: &Arc<Store>, mail: Vec<crate::email::Follow>, key: Option<ed25519_dalek::SigningKey>) -> runner::Hooks {
     let delegates = Delegates::default()
         .with("swarm", Arc::new(crate::mail::executor::SwarmExecutor { store: store.clone() }))
-        .with("peer", Arc::new(crate::uamp::executor::PeerExecutor { store: store.clone() }));
-    runner::Hooks { delegates, on_success: Some(crate::epp::reply::after_success(mail)) }
+        .with("peer", Arc::new(crate::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }));
+    runner::Hooks { delegates, on_success: Some(crate::epp::reply::after_success(mail, key)) }
 }
 
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
@@ -137,7 +141,8 @@ where
     for id in requeue {
         inbox.execute(id);
     }
-    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone())));
+    let key = opts.key.clone().or_else(|| opts.uamp.as_ref().map(|u| u.key.clone()));
+    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone(), key)));
     let gc_store = store.clone();
     let gc_task = tokio::spawn(async move {
         let mut every = tokio::time::interval(GC_EVERY);

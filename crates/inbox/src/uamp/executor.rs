@@ -15,22 +15,34 @@ use crate::gate::executor::{secret, Delegate, ExecutorSpec, Update, Work};
 
 pub struct PeerExecutor {
     pub store: Arc<Store>,
+    /// The identity key the asks are signed with (read from the keychain when absent).
+    pub key: Option<ed25519_dalek::SigningKey>,
 }
 
 impl Delegate for PeerExecutor {
     fn run<'a>(&'a self, spec: &'a ExecutorSpec, work: &'a Work, on_update: &'a mut (dyn FnMut(Update<'_>) + Send)) -> BoxFuture<'a, Result<Value, Value>> {
         Box::pin(async move {
             let ExecutorSpec::Peer { peer, timeout_secs } = spec else { return Err(json!({"executor": "peer", "error": "not a peer executor"})) };
-            ask(&self.store, peer, Duration::from_secs(*timeout_secs), &work.prompt, on_update).await
+            ask(&self.store, self.key.as_ref(), peer, Duration::from_secs(*timeout_secs), &work.prompt, on_update).await
         })
     }
 }
 
-async fn ask(store: &Arc<Store>, peer: &str, timeout: Duration, prompt: &str, on_update: &mut (dyn FnMut(Update<'_>) + Send)) -> Result<Value, Value> {
+async fn ask(
+    store: &Arc<Store>,
+    key: Option<&ed25519_dalek::SigningKey>,
+    peer: &str,
+    timeout: Duration,
+    prompt: &str,
+    on_update: &mut (dyn FnMut(Update<'_>) + Send),
+) -> Result<Value, Value> {
     let fail = |e: String| json!({"executor": "peer", "peer": peer, "error": e});
     let row = store.uamp_peer(peer).map_err(|e| fail(e.to_string()))?.ok_or_else(|| fail(format!("no UAMP peer {peer:?} was added")))?;
     let token = secret(store, &client::token_name(&row.did)).map_err(fail)?;
-    let key = crate::epp::reply::key_of(store).map_err(|e| fail(e.to_string()))?;
+    let key = match key {
+        Some(k) => k.clone(),
+        None => crate::epp::reply::key_of(store).map_err(|e| fail(e.to_string()))?,
+    };
     let data_dir = store.data_dir().ok_or_else(|| fail("this inbox has no data dir".into()))?;
     let c = client::Client { key, store: store.clone(), files_dir: client::files_dir(data_dir) };
     let ask = client::Ask { body_type: "text/plain".into(), content: prompt.to_string(), delta_window: client::DEFAULT_WINDOW };

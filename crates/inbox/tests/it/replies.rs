@@ -29,6 +29,11 @@ async fn node(executors: ExecutorConfig, port: Option<u16>) -> Node {
 }
 
 async fn node_with(executors: ExecutorConfig, port: Option<u16>, email: Vec<gatehouse_inbox::email::Follow>) -> Node {
+    node_keyed(executors, port, email, false).await
+}
+
+/// `hold_key`: the key is handed to the inbox as the CLI and the window do.
+async fn node_keyed(executors: ExecutorConfig, port: Option<u16>, email: Vec<gatehouse_inbox::email::Follow>, hold_key: bool) -> Node {
     let dir = tempfile::tempdir().unwrap();
     let (identity, _) = gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
     let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
@@ -42,7 +47,7 @@ async fn node_with(executors: ExecutorConfig, port: Option<u16>, email: Vec<gate
     tokio::spawn(gatehouse_inbox::run(
         store.clone(),
         identity.public_key.clone(),
-        ServeOptions { listener: Some(listener), watch: None, uamp: None, email, ..Default::default() },
+        ServeOptions { listener: Some(listener), watch: None, uamp: None, email, key: hold_key.then(|| identity.signing_key().clone()), ..Default::default() },
         async {
             let _ = rx.await;
         },
@@ -113,6 +118,22 @@ async fn an_answer_goes_back_signed_in_the_same_conversation() {
     eventually("the edited answer at B", || bstore.envelopes(10, 0).unwrap().iter().any(|e| e.prompt == "Thank you, but no.")).await;
     assert!(matches!(gatehouse_inbox::epp::reply::send(&a.store, &a.key, draft.id, &[]).await, Err(gatehouse_inbox::epp::reply::ReplyError::AlreadySent)));
     let _ = (&a.dir, &b.dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_are_signed_with_the_key_the_inbox_was_started_with_not_read_again_for_each() {
+    let model = gatehouse_model_testserver::spawn(gatehouse_model_testserver::ModelServer::default()).await;
+    let spec = ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None };
+    let a = node_keyed(ExecutorConfig { default: spec, scopes: BTreeMap::new() }, None, Vec::new(), true).await;
+    let b = node(ExecutorConfig::default(), None).await;
+    trust(&a, &b.public_key, "Bea", Policy { reply_endpoint: Some(b.submit.clone()), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) });
+    trust(&b, &a.public_key, "Ada", policy(&["ask-ai"]));
+    // The key store becomes unreadable after the start (a keychain locked with the
+    // session, a key file moved away): answers still go out.
+    std::fs::remove_file(a.dir.path().join("identity.key")).unwrap();
+    send(&b, &a, "ask-ai", "Still there?", "7a1c0000-0000-4000-8000-000000000011").await;
+    let bstore = b.store.clone();
+    eventually("the answer to reach B", || bstore.envelopes(10, 0).unwrap().iter().any(|e| e.sender == a.public_key)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
