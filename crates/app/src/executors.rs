@@ -111,7 +111,7 @@ pub async fn set_scope(store: Arc<Store>, scope: &str, spec: ExecutorSpec) -> Re
 /// Runs a failed executor again (the model was unreachable, the swarm refused its token…),
 /// audited. A paused inbox keeps it queued until it resumes.
 pub fn retry(inbox: &gatehouse_inbox::Inbox, envelope_row: i64) -> Result<()> {
-    let queued = gatehouse_inbox::gate::runner::retry(inbox, envelope_row).map_err(|e| CommandError::new(Code::NotAllowed, e.to_string()))?;
+    let queued = inbox.retry(envelope_row).map_err(|e| CommandError::new(Code::NotAllowed, e.to_string()))?;
     if !queued {
         return Err(CommandError::new(Code::NotRunning, "queued; it runs when the inbox is resumed"));
     }

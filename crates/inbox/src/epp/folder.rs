@@ -60,11 +60,7 @@ fn is_candidate(path: &Path) -> bool {
     !name.starts_with('.') && (lower.ends_with(".json") || lower.ends_with(".jsonl"))
 }
 
-/// A MAIL task log rather than an EPP envelope, by its name.
-fn is_mail_log(path: &Path) -> bool {
-    let lower = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
-    lower.ends_with(".mail.json") || lower.ends_with(".mail.jsonl") || lower.ends_with(".jsonl")
-}
+pub use crate::net::dropped::{OtherFiles, Others};
 
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
@@ -304,8 +300,11 @@ fn report(r: Result<(InFlight, ChunkResults), tokio::task::JoinError>, on_proces
 /// receipt. `files`: (the name it was dropped as, where it was claimed to).
 /// `after_crash`: the files may already have been accepted just before a crash.
 fn finish_chunk(inbox: &Inbox, dir: &Path, files: Vec<(PathBuf, PathBuf)>, after_crash: bool) -> ChunkResults {
-    let (mail, envelopes): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, claimed)| is_mail_log(claimed));
-    let mut results: Vec<std::io::Result<Option<Processed>>> = mail.iter().map(|(_, claimed)| finish_mail(inbox, dir, claimed).map(|()| None)).collect();
+    let others = inbox.door::<Others>();
+    let reader_of = |p: &Path| others.as_ref().and_then(|o| o.0.iter().find(|r| r.claims(p)).cloned());
+    let (other, envelopes): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, claimed)| reader_of(claimed).is_some());
+    let mut results: Vec<std::io::Result<Option<Processed>>> =
+        other.iter().filter_map(|(_, claimed)| Some(finish_other(inbox, dir, claimed, reader_of(claimed)?.as_ref()).map(|()| None))).collect();
     let now = crate::gate::clock::now();
     let submissions = envelopes.iter().map(|(_, claimed)| submit_file(inbox, claimed, now, after_crash));
     // Each submission verifies when first polled and then waits for its commit, so the
@@ -379,15 +378,12 @@ fn file_away(dir: &Path, file: &Path, outcome: Outcome) -> std::io::Result<Proce
     Ok(Processed { file: file.to_path_buf(), moved_to, receipt_path, outcome })
 }
 
-/// Imports a claimed MAIL task log and files it: `accepted/` when any message was kept
-/// (invalid lines are listed in the report), `rejected/` when none was, with
-/// `<name>.import.json` beside it either way.
-fn finish_mail(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<()> {
-    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("task.jsonl").to_string();
-    let (kept, report) = match crate::mail::import_file(inbox.store(), file, false) {
-        Ok(r) => (r.imported + r.duplicates > 0, serde_json::json!(r)),
-        Err(e) => (false, serde_json::json!({"source": name, "error": {"code": e.code(), "message": e.to_string()}})),
-    };
+/// Hands a claimed file to the door that reads it and files it: `accepted/` when
+/// anything was kept, `rejected/` when nothing was, with `<name>.import.json` beside it
+/// either way.
+fn finish_other(inbox: &Inbox, dir: &Path, file: &Path, reader: &dyn OtherFiles) -> std::io::Result<()> {
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("file.json").to_string();
+    let (kept, report) = reader.import(inbox.store(), file);
     let dest_dir = dir.join(if kept { ACCEPTED } else { REJECTED });
     {
         let _g = FILING.lock().unwrap_or_else(|p| p.into_inner());
@@ -397,15 +393,15 @@ fn finish_mail(inbox: &Inbox, dir: &Path, file: &Path) -> std::io::Result<()> {
         std::fs::write(&tmp, serde_json::to_vec_pretty(&report).expect("reports serialise"))?;
         std::fs::rename(&tmp, &report_path)?;
         std::fs::rename(file, &moved_to)?;
-        tracing::info!(file = %name, to = %moved_to.display(), kept, "imported a MAIL task log");
+        tracing::info!(file = %name, to = %moved_to.display(), kept, kind = reader.kind(), "imported a dropped file");
     }
     // The window refreshes on inbox events; this one is no envelope, so it has no receipt.
     inbox.emit_event(crate::gate::hub::InboxEvent {
-        receipt_id: format!("mail-import:{name}"),
+        receipt_id: format!("{}-import:{name}", reader.kind()),
         status: if kept { gatehouse_epp::ReceiptStatus::Accepted } else { gatehouse_epp::ReceiptStatus::Rejected },
         code: None,
         sender: None,
-        scope: Some("mail".into()),
+        scope: Some(reader.kind().into()),
         transport: format!("folder:{name}"),
         needs_consent: false,
         key_change: false,

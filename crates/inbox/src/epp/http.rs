@@ -1,7 +1,6 @@
 //! The HTTP transport (spec 8.1): `POST /epp/v1/submit`, answered with a receipt.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -16,45 +15,10 @@ use crate::gate::hub::Inbox;
 use crate::net::body::BodyError;
 
 pub use crate::net::body::BODY_TIMEOUT;
-/// Request headers must arrive within this time, and an idle keep-alive connection is
-/// closed after it: a slow-loris client cannot hold a connection open by trickling.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Serves `app` on `listener` until `shutdown` resolves, admitting connections within
-/// `limits` ([`crate::net::conn`]); then stops accepting, lets requests in progress finish,
-/// and closes idle connections. Only requests naming this listener (its address or one
-/// of `public_names`) and sent by no web page are routed ([`crate::net::host_check`]).
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    app: Router,
-    public_names: &[String],
-    limits: crate::net::conn::Limits,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    let app = crate::net::host_check::layer(app, crate::net::host_check::Allowed::new(listener.local_addr()?, false, public_names));
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(256 * 1024);
-    crate::net::conn::serve(listener, limits, shutdown, move |stream, stopped| {
-        let activity = crate::net::conn::Activity::new();
-        let service = hyper_util::service::TowerToHyperService::new(crate::net::conn::tracked(app.clone(), activity.clone()));
-        let conn = http.serve_connection(TokioIo::new(stream), service);
-        crate::net::conn::drive(conn, activity, limits.idle, stopped)
-    })
-    .await;
-    Ok(())
-}
+pub use crate::net::plain::HEADER_TIMEOUT;
 
 pub fn router(inbox: Arc<Inbox>) -> Router {
-    Router::new()
-        .route("/epp/v1/submit", post(submit))
-        .route("/epp/v1/inbox", get(inbox_info))
-        .route("/health", get(health))
-        .route("/v1/messages", axum::routing::any(crate::uamp::http::tls_required))
-        .route("/v1/stream/{*rest}", axum::routing::any(crate::uamp::http::tls_required))
-        .route("/uamp/1/ws", axum::routing::any(crate::uamp::http::tls_required))
-        .route("/.well-known/agent-manifest.json", axum::routing::any(crate::uamp::http::tls_required))
-        .with_state(inbox)
+    Router::new().route("/epp/v1/submit", post(submit)).route("/epp/v1/inbox", get(inbox_info)).route("/health", get(health)).with_state(inbox)
 }
 
 async fn health() -> Json<serde_json::Value> {

@@ -149,12 +149,6 @@ async fn mailed(store: &std::sync::Arc<Store>, r: &ReplyRow, envelope: &Value, t
     .ok_or(ReplyError::NotFound(id))
 }
 
-/// The identity key of the store's data dir (for replies sent without the user).
-pub fn key_of(store: &Store) -> Result<SigningKey, ReplyError> {
-    let dir = store.data_dir().ok_or_else(|| ReplyError::Key("this inbox has no data dir".into()))?;
-    gatehouse_keys::load_recorded(dir).map(|i| i.signing_key().clone()).map_err(|e| ReplyError::Key(e.to_string()))
-}
-
 /// What the runner does after an envelope's executor succeeded: the answer goes back to a
 /// sender that takes replies, drafted for the user's review, or sent at once for the
 /// scopes the user marked.
@@ -178,7 +172,7 @@ async fn draft_and_send(store: &std::sync::Arc<Store>, row: EnvelopeRow, result:
         Err(e) => return tracing::error!(error = %e, "drafting a reply failed"),
     };
     let s = store.clone();
-    let key = match tokio::task::spawn_blocking(move || held.map_or_else(|| key_of(&s), Ok)).await {
+    let key = match tokio::task::spawn_blocking(move || held.map_or_else(|| crate::gate::hub::identity_key(&s).map_err(ReplyError::Key), Ok)).await {
         Ok(Ok(k)) => k,
         Ok(Err(e)) => {
             tracing::error!(error = %e, reply = id, "automatic reply left as a draft");

@@ -96,6 +96,13 @@ impl Inbox {
         doors.push(weak);
     }
 
+    /// Runs a failed envelope's executor again (the user asked), under the executor set
+    /// now; false when this inbox's runner is not running (paused).
+    pub fn retry(&self, row_id: i64) -> Result<bool, crate::gate::runner::RetryError> {
+        crate::gate::runner::requeue_failed(self.store(), row_id)?;
+        Ok(self.execute(row_id))
+    }
+
     /// The running door of type `T` (the newest registered), if any.
     pub fn door<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
         let doors = self.doors.lock().unwrap_or_else(|p| p.into_inner());
@@ -162,4 +169,11 @@ impl Inbox {
         *cached = Some((raw.map(str::to_string), config.clone()));
         Ok(config)
     }
+}
+
+/// The identity key of the store's data dir, read from where the data dir records it
+/// (the keychain, or the key file): for work done without a caller that holds the key.
+pub fn identity_key(store: &gatehouse_store::Store) -> Result<ed25519_dalek::SigningKey, String> {
+    let dir = store.data_dir().ok_or("this inbox has no data dir")?;
+    gatehouse_keys::load_recorded(dir).map(|i| i.signing_key().clone()).map_err(|e| e.to_string())
 }

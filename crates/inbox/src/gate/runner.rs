@@ -24,19 +24,17 @@ pub fn recover(store: &Store) -> gatehouse_store::Result<Vec<i64>> {
     Ok(store.envelopes_with_status(ExecStatus::Queued)?.into_iter().map(|r| r.id).collect())
 }
 
-/// Runs a failed envelope's executor again (the user asked: a model that was unreachable, a
-/// swarm that refused its token). Only failed envelopes; false when the inbox's runner is
-/// not running (paused).
-pub fn retry(inbox: &crate::gate::hub::Inbox, row_id: i64) -> Result<bool, RetryError> {
-    let store = inbox.store();
+/// Queues a failed envelope again under the executor set now, which the row then names
+/// (the user asked: a model that was unreachable, a swarm that refused its token). Only
+/// failed envelopes. The caller hands it to the runner ([`crate::gate::hub::Inbox::retry`]).
+pub fn requeue_failed(store: &Store, row_id: i64) -> Result<(), RetryError> {
     let row = store.envelope(row_id)?.ok_or(RetryError::NotFound)?;
     if row.exec_status != ExecStatus::Failed {
         return Err(RetryError::NotFailed(row.exec_status.as_str().to_string()));
     }
-    // Run again under the executor set now, which the row then names.
     let spec = ExecutorConfig::load(store)?.for_scope(&row.scope).clone();
     store.requeue(row_id, spec.name(), &serde_json::to_string(&spec).unwrap_or_default(), &now_string())?;
-    Ok(inbox.execute(row_id))
+    Ok(())
 }
 
 #[derive(Debug, thiserror::Error)]

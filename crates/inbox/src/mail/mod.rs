@@ -489,3 +489,26 @@ pub fn import_file(store: &Store, path: &Path, follow_links: bool) -> Result<Imp
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("import").to_string();
     Ok(import_text(store, &name, &text)?)
 }
+
+/// MAIL task logs dropped into the watched folder (`*.mail.json`, `*.mail.jsonl`,
+/// `*.jsonl`): the composition registers this with the folder, which names no door.
+pub struct TaskLogs;
+
+impl crate::net::dropped::OtherFiles for TaskLogs {
+    fn claims(&self, path: &Path) -> bool {
+        let lower = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+        lower.ends_with(".mail.json") || lower.ends_with(".mail.jsonl") || lower.ends_with(".jsonl")
+    }
+
+    fn import(&self, store: &Store, path: &Path) -> (bool, serde_json::Value) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("task.jsonl").to_string();
+        match import_file(store, path, false) {
+            Ok(r) => (r.imported + r.duplicates > 0, serde_json::json!(r)),
+            Err(e) => (false, serde_json::json!({"source": name, "error": {"code": e.code(), "message": e.to_string()}})),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        "mail"
+    }
+}

@@ -3,9 +3,13 @@
 //! - [`conn`]: which connections are admitted (slots, per-address share, idle close)
 //! - [`host_check`]: which requests a listener serves at all (Host, no web page's Origin)
 //! - [`body`]: request bodies read within a shared budget, charged as bytes arrive
+//! - [`dropped`]: files in the watched folder another door reads (MAIL task logs)
 //! - [`regular_file`]: reading files others put where Gatehouse looks (regular, bounded)
+//! - [`plain`]: the plain HTTP listener (header deadline, the checks above)
 
 pub mod body;
 pub mod conn;
+pub mod dropped;
 pub mod host_check;
+pub mod plain;
 pub mod regular_file;

@@ -177,12 +177,12 @@ where
         let mut stop = stop_tx.subscribe();
         let guardian = crate::guardian::Guardian::new(&inbox, crate::guardian::DEFAULT_TIMEOUT);
         inbox.register_door(&guardian);
-        let app = crate::epp::http::router(inbox.clone()).merge(crate::guardian::router(guardian));
+        let app = crate::epp::http::router(inbox.clone()).merge(crate::guardian::router(guardian)).merge(crate::uamp::http::plain_router());
         tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");
         let names = opts.public_names.clone();
         let limits = opts.limits;
         tasks.spawn(async move {
-            crate::epp::http::serve(listener, app, &names, limits, async move {
+            crate::net::plain::serve(listener, app, &names, limits, async move {
                 let _ = stop.recv().await;
             })
             .await
@@ -237,6 +237,9 @@ where
             Ok(())
         });
     }
+    // Kept for as long as the doors run: the folder finds the other files it takes here.
+    let others = Arc::new(folder::Others(vec![Arc::new(crate::mail::TaskLogs)]));
+    inbox.register_door(&others);
     if let Some(dir) = opts.watch {
         let mut stop = stop_tx.subscribe();
         let inbox = inbox.clone();

@@ -267,7 +267,7 @@ impl gatehouse_gate::Checks for UampChecks<'_> {
                     "present a client certificate on your key (mTLS) or the bearer token this inbox issued to you (Authorization: Bearer …)",
                 ),
             }),
-            Some(t) => match self.store.uamp_token_sender(&crate::epp::pipeline::sha256_hex(t.as_bytes())).map_err(storage)? {
+            Some(t) => match self.store.uamp_token_sender(&gatehouse_uamp::canonical::sha256_hex(t.as_bytes())).map_err(storage)? {
                 Some(s) if s == gatehouse_store::sender_key(&env.from) => Ok(()),
                 Some(_) => Err(UampError::new(Code::Unauthenticated, "token_sender_mismatch", "the bearer token was issued to another sender")),
                 None => Err(UampError::new(Code::Unauthenticated, "unknown_token", "the bearer token is unknown or revoked")),

@@ -41,7 +41,7 @@ async fn ask(
     let token = secret(store, &client::token_name(&row.did)).map_err(fail)?;
     let key = match key {
         Some(k) => k.clone(),
-        None => crate::epp::reply::key_of(store).map_err(|e| fail(e.to_string()))?,
+        None => crate::gate::hub::identity_key(store).map_err(fail)?,
     };
     let data_dir = store.data_dir().ok_or_else(|| fail("this inbox has no data dir".into()))?;
     let c = client::Client { key, store: store.clone(), files_dir: client::files_dir(data_dir) };

@@ -30,6 +30,15 @@ pub fn router(uamp: Arc<UampInbox>) -> Router {
 
 /// What the plain-HTTP listener answers on UAMP paths: UAMP 6.1 forbids unencrypted
 /// connections, so nothing is read and the caller is told where to go.
+/// UAMP's paths on the plain listener: each says UAMP is served only over TLS.
+pub fn plain_router() -> axum::Router {
+    axum::Router::new()
+        .route("/v1/messages", axum::routing::any(tls_required))
+        .route("/v1/stream/{*rest}", axum::routing::any(tls_required))
+        .route("/uamp/1/ws", axum::routing::any(tls_required))
+        .route("/.well-known/agent-manifest.json", axum::routing::any(tls_required))
+}
+
 pub async fn tls_required() -> Response {
     let e = UampError::new(Code::Unauthorized, "tls_required", "UAMP is served only over TLS 1.3 (https) on this inbox's UAMP port");
     (StatusCode::FORBIDDEN, Json(e.body())).into_response()
@@ -160,7 +169,7 @@ async fn stream(State(uamp): State<Arc<UampInbox>>, Path(id): Path<String>, head
                 ),
             ));
         };
-        match store.uamp_token_sender(&crate::epp::pipeline::sha256_hex(t.as_bytes())).map_err(storage)? {
+        match store.uamp_token_sender(&gatehouse_uamp::canonical::sha256_hex(t.as_bytes())).map_err(storage)? {
             Some(sender) if sender == s.peer => Ok(()),
             Some(_) => Err((403, UampError::new(Code::Unauthorized, "not_your_stream", "this stream belongs to another sender"))),
             None => Err((401, UampError::new(Code::Unauthenticated, "unknown_token", "the bearer token is unknown or revoked"))),

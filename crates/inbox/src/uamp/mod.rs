@@ -185,7 +185,7 @@ impl UampInbox {
         let mut bytes = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut bytes);
         let token = format!("ghu_{}", hex::encode(bytes));
-        store.uamp_token_add(&crate::epp::pipeline::sha256_hex(token.as_bytes()), sender, &gatehouse_epp::utc_string(now))?;
+        store.uamp_token_add(&gatehouse_uamp::canonical::sha256_hex(token.as_bytes()), sender, &gatehouse_epp::utc_string(now))?;
         Ok(token)
     }
 

@@ -191,7 +191,7 @@ pub async fn serve(
     let app = crate::net::host_check::layer(app, crate::net::host_check::Allowed::new(listener.local_addr()?, true, public_names));
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::epp::http::HEADER_TIMEOUT);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::net::plain::HEADER_TIMEOUT);
     // Streams per connection are bounded, so connections × streams × body budget is too.
     builder
         .http2()

@@ -77,7 +77,7 @@ pub async fn upgrade(
     // or a client certificate); unknown senders knock over plain HTTP, which holds nothing.
     let known_token = match &auth.bearer {
         Some(t) => {
-            let (u, hash) = (uamp.clone(), crate::epp::pipeline::sha256_hex(t.as_bytes()));
+            let (u, hash) = (uamp.clone(), gatehouse_uamp::canonical::sha256_hex(t.as_bytes()));
             tokio::task::spawn_blocking(move || u.store().uamp_token_sender(&hash)).await.ok().and_then(Result::ok).flatten().is_some()
         }
         None => false,

@@ -239,7 +239,7 @@ async fn a_held_envelope_runs_the_executor_its_receipt_named_or_says_it_changed(
     assert_eq!(std::fs::read_dir(queue.path()).unwrap().count(), 0, "the old executor did not run either");
 
     // Run again: under the executor set now, which the row then names.
-    assert!(gatehouse_inbox::gate::runner::retry(u.inbox.inbox(), row).unwrap());
+    assert!(u.inbox.inbox().retry(row).unwrap());
     eventually("it runs again", || u.store.envelope(row).unwrap().unwrap().exec_status == ExecStatus::Succeeded).await;
     let e = u.store.envelope(row).unwrap().unwrap();
     assert_eq!(e.executor, "command");

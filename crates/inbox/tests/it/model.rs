@@ -179,11 +179,11 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     eventually("the model call to fail", || store.envelopes(1, 0).unwrap()[0].exec_status == ExecStatus::Failed).await;
     let id = store.envelopes(1, 0).unwrap()[0].id;
     // Not failed: nothing to run again.
-    assert!(gatehouse_inbox::gate::runner::retry(&inbox, id + 1000).is_err());
+    assert!(inbox.retry(id + 1000).is_err());
     // The model is back (slow, so its answer can be watched); the user runs the executor again.
     server.set_down(false);
     let mut progress = inbox.subscribe_progress();
-    assert!(gatehouse_inbox::gate::runner::retry(&inbox, id).unwrap());
+    assert!(inbox.retry(id).unwrap());
     // The answer is passed on as it grows, each time whole; the end comes once it is stored.
     use gatehouse_inbox::gate::runner::ExecProgress;
     let mut partials: Vec<String> = Vec::new();
@@ -208,7 +208,7 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     assert!(partials.windows(2).all(|w| w[1].starts_with(&w[0]) && w[1].len() > w[0].len()), "{partials:?}");
     let answer = store.envelope(id).unwrap().unwrap().exec_result.unwrap()["answer"].as_str().unwrap().to_string();
     assert!(answer.starts_with("m read: Is my result in?") && answer.starts_with(partials.last().unwrap().as_str()), "{answer:?} {partials:?}");
-    assert!(matches!(gatehouse_inbox::gate::runner::retry(&inbox, id), Err(gatehouse_inbox::gate::runner::RetryError::NotFailed(_))));
+    assert!(matches!(inbox.retry(id), Err(gatehouse_inbox::gate::runner::RetryError::NotFailed(_))));
     let user = server.requests().last().unwrap()["messages"][1]["content"].as_str().unwrap().to_string();
     // The sender's text and context reach the model as data, in a wrapper the system prompt names.
     assert_eq!(
