@@ -75,7 +75,6 @@ app_commands![
     intent::iw_conversations,
     intent::iw_conversation,
     intent::iw_open_link::<tauri::Wry>,
-    guardian::asop_pending,
     guardian::asop_answer::<tauri::Wry>,
     guardian::asop_rules,
     guardian::asop_rule_add,

@@ -1,5 +1,5 @@
-//! The ASOP guardian in the window: steps waiting for the user (answered here, held by the
-//! guardian until then), the rules, and each session's timeline. Each command is one call
+//! The ASOP guardian in the window: the answer to a step waiting for the user (listed with
+//! everything else that waits, `consent_list`), the rules, and each session's timeline. Each command is one call
 //! into gatehouse_app::guardian, which the CLI calls too.
 
 use gatehouse_app::guardian::{self, RuleInput, SessionItem};
@@ -10,14 +10,6 @@ use tauri::{AppHandle, Runtime};
 use crate::commands::{blocking, CommandError, CoreState};
 
 type Result<T> = std::result::Result<T, CommandError>;
-
-/// Steps an agent is waiting on the user for.
-#[tauri::command]
-#[specta::specta]
-pub async fn asop_pending(core: CoreState<'_>) -> Result<Vec<AsopStepRow>> {
-    let c = core.inner().clone();
-    blocking(move || guardian::pending(c.inbox().door::<Guardian>().as_deref())).await
-}
 
 #[tauri::command]
 #[specta::specta]

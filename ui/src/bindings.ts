@@ -135,8 +135,6 @@ export const commands = {
 	 *  confirmed. Only http and https.
 	 */
 	iwOpenLink: (url: string) => __TAURI_INVOKE<null>("iw_open_link", { url }),
-	/**  Steps an agent is waiting on the user for. */
-	asopPending: () => __TAURI_INVOKE<AsopStepRow_Serialize[]>("asop_pending"),
 	asopAnswer: (row: number, answer: UserAnswer_Deserialize) => __TAURI_INVOKE<null>("asop_answer", { row, answer }),
 	asopRules: () => __TAURI_INVOKE<AsopRuleRow_Serialize[]>("asop_rules"),
 	/**  Adds a rule after checking it (a usable pattern for modify and for `matches`). */
@@ -563,7 +561,12 @@ reason: string; first_seen: string; last_seen: string; count: number;
  *  The user had verified this contact: whatever the key changed to stays
  *  blocked until they verify it again.
  */
-verified: boolean; later?: string | null };
+verified: boolean; later?: string | null } | 
+/**
+ *  One of the user's own agents (the guardian) waits, its request held, for a decision
+ *  on a step.
+ */
+{ kind: "guardian_step"; step: AsopStepRow_Deserialize };
 
 /**  One thing waiting for the user. */
 export type ConsentItem_Serialize = 
@@ -638,7 +641,12 @@ reason: string; first_seen: string; last_seen: string; count: number;
  *  The user had verified this contact: whatever the key changed to stays
  *  blocked until they verify it again.
  */
-verified: boolean; later: string | null };
+verified: boolean; later: string | null } | 
+/**
+ *  One of the user's own agents (the guardian) waits, its request held, for a decision
+ *  on a step.
+ */
+{ kind: "guardian_step"; step: AsopStepRow_Serialize };
 
 /**  The same submission, when it needs the user's decision. */
 export type ConsentRequested = ConsentRequested_Serialize;

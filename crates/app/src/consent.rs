@@ -60,7 +60,7 @@ pub fn decide_with_keys(
     let end = lasting.end(now)?;
     let outcome = match (target, decision) {
         (_, Decision::AskLater) => {
-            if !pending_at(store, now)?.iter().any(|i| i.target() == *target) {
+            if !pending_at(store, now)?.iter().any(|i| i.target().as_ref() == Some(target)) {
                 return Err(ConsentError::Gone);
             }
             let until = now + LATER;

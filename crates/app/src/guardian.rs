@@ -17,15 +17,6 @@ impl From<gatehouse_inbox::guardian::GuardianError> for CommandError {
     }
 }
 
-/// Steps an agent is waiting on the user for (none while the inbox is paused: nothing is
-/// held then).
-pub fn pending(guardian: Option<&Guardian>) -> Result<Vec<AsopStepRow>> {
-    match guardian {
-        Some(g) => Ok(g.pending()?),
-        None => Ok(Vec::new()),
-    }
-}
-
 /// Answers a waiting step; the agent hears it at once. Audited.
 pub fn answer(store: &Store, guardian: Option<&Guardian>, row: i64, answer: UserAnswer) -> Result<()> {
     let g = guardian.ok_or_else(|| CommandError::new(Code::NotRunning, "the inbox is paused; the agent's request is gone"))?;

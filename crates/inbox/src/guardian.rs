@@ -108,6 +108,19 @@ pub struct Guardian {
     pub events: broadcast::Sender<GuardianEvent>,
 }
 
+/// A guardian that stops (the inbox paused or stopped) closes the steps it held: their
+/// agents' requests end with it, and nothing is left waiting that no one can answer.
+impl Drop for Guardian {
+    fn drop(&mut self) {
+        let held: Vec<i64> = self.waiting.get_mut().unwrap_or_else(|p| p.into_inner()).keys().copied().collect();
+        for row in held {
+            if let Err(e) = self.store.asop_step_decide(row, "error", Some("The guardian stopped before the user answered"), None, "abandoned", &now()) {
+                tracing::error!(error = %e, row, "could not close a step left waiting");
+            }
+        }
+    }
+}
+
 impl Guardian {
     /// A guardian for `inbox`'s store; steps a previous guardian left waiting are closed.
     pub fn new(inbox: &Arc<crate::gate::hub::Inbox>, default_timeout: Duration) -> Arc<Guardian> {

@@ -10,7 +10,6 @@ vi.mock('@tauri-apps/api/core', () => ({
     if (cmd === 'consent_decide') decided.push(args);
     if (failures.has(cmd)) return Promise.reject(failures.get(cmd));
     if (cmd === 'consent_list') return Promise.resolve([{ kind: 'unknown_sender', public_key: 'ab'.repeat(32), source: 'epp_sender', first_seen: '', last_seen: '', count: 1, scopes_tried: ['support'], knock: `r-${prompt}`, envelope_id: null, scope: 'support', prompt, extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [] }]);
-    if (cmd === 'asop_pending') return Promise.resolve([]);
     return Promise.reject({ code: 'INTERNAL', message: `unmocked ${cmd}` });
   },
 }));

@@ -11,7 +11,6 @@ const item = {
 vi.mock('@tauri-apps/api/core', () => ({
   invoke: (cmd: string, args: { decision?: unknown; lasting?: unknown }) => {
     if (cmd === 'consent_list') return Promise.resolve([item]);
-    if (cmd === 'asop_pending') return Promise.resolve([]);
     if (cmd === 'consent_decide') { decided.push([args.decision, args.lasting]); return Promise.resolve({ message: 'done', receipt: null }); }
     return Promise.reject({ code: 'INTERNAL', message: `unmocked ${cmd}` });
   },

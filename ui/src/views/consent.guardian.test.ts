@@ -7,8 +7,7 @@ const step = { row: 7, session_id: 's1', turn_id: null, step_id: 'st', agent_id:
   summary: 'Mail helper wants to use send_email.', reasoning: null, request: {}, decision: 'pending', message: null, rule_id: null, decided_by: null, created_at: '', decided_at: null };
 vi.mock('@tauri-apps/api/core', () => ({
   invoke: (cmd: string, args: { answer?: unknown }) => {
-    if (cmd === 'consent_list') return Promise.resolve([]);
-    if (cmd === 'asop_pending') return Promise.resolve([step]);
+    if (cmd === 'consent_list') return Promise.resolve([{ kind: 'guardian_step', step }]);
     if (cmd === 'asop_answer') { answered.push(args.answer); return Promise.resolve(null); }
     return Promise.reject({ code: 'INTERNAL', message: `unmocked ${cmd}` });
   },

@@ -8,7 +8,6 @@ vi.mock('@tauri-apps/api/core', () => ({
   invoke: (cmd: string, args: unknown) => {
     calls.push([cmd, args]);
     if (cmd === 'consent_list') return Promise.resolve([item]);
-    if (cmd === 'asop_pending') return Promise.resolve([]);
     if (cmd === 'quiet_hours_get') return Promise.resolve({ hours: null, quiet_now: false, collected: 0 });
     if (cmd === 'contact_check_keys') return Promise.resolve({ message: 'Acme agent’s keys changed: verify it again.', added: ['k2'], removed: ['k1'], blocked: true });
     if (cmd === 'consent_decide') return Promise.resolve({ message: 'Kept Acme agent’s keys as they are.', delivered: null });

@@ -6,7 +6,6 @@ const decided: unknown[] = [];
 vi.mock('@tauri-apps/api/core', () => ({
   invoke: (cmd: string, args: { decision?: unknown }) => {
     if (cmd === 'consent_list') return Promise.resolve([{ kind: 'unknown_sender', public_key: 'ab'.repeat(32), source: 'epp_sender', first_seen: '', last_seen: '', count: 1, scopes_tried: ['support'], envelope_id: null, scope: 'support', prompt: 'hello', extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [] }]);
-    if (cmd === 'asop_pending') return Promise.resolve([]);
     if (cmd === 'consent_decide') { decided.push(args.decision); return Promise.resolve({ message: 'done', receipt: null }); }
     return Promise.reject({ code: 'INTERNAL', message: `unmocked ${cmd}` });
   },

@@ -12,10 +12,13 @@ import { fingerprint, senderLabel, when } from '../format';
 /** The keys (with Alt) that decide a prompt from the keyboard. */
 export const SHORTCUTS: Record<Decision, string> = { allow_once: 'O', always_allow_scope: 'A', ask_later: 'L', deny: 'D', block: 'B' };
 
+/** What waits, other than an agent's step (decided in its own card, `askCard`). */
+type Prompt = Exclude<ConsentItem, { kind: 'guardian_step' }>;
+
 /** Past messages the store counts at most for "what always would have let in" (store::MAX_COUNTED). */
 const MAX_COUNTED = 1000;
 
-export function consentSentence(item: ConsentItem): string {
+export function consentSentence(item: Prompt): string {
   if (item.kind === 'unknown_sender') {
     const scope = item.scope ?? item.scopes_tried[0] ?? 'something';
     const times = item.count > 1 ? ` (${item.count} attempts so far)` : '';
@@ -57,9 +60,12 @@ export class ConsentView {
 
   async load(): Promise<void> {
     try {
-      const [all, asks, quiet] = await Promise.all([api.consentList(), api.asopPending(), api.quietHoursGet().catch(() => null)]);
-      const items = all.filter((it) => !it.later);
-      const later = all.filter((it) => it.later);
+      // One list of everything that waits (the count on the tab is its length).
+      const [all, quiet] = await Promise.all([api.consentList(), api.quietHoursGet().catch(() => null)]);
+      const asks = all.flatMap((it) => (it.kind === 'guardian_step' ? [it.step] : []));
+      const prompts = all.filter((it): it is Prompt => it.kind !== 'guardian_step');
+      const items = prompts.filter((it) => !it.later);
+      const later = prompts.filter((it) => it.later);
       replace(this.el, h('h2', {}, 'Waiting for you'), quietBanner(quiet), this.notice,
         items.length || asks.length ? null : h('p', { className: 'empty' }, later.length
           ? 'Nothing else is waiting: what you put off is below.'
@@ -167,7 +173,7 @@ export class ConsentView {
     return card;
   }
 
-  private card(item: ConsentItem): HTMLElement {
+  private card(item: Prompt): HTMLElement {
     // A stranger's prompt names the knock it shows: if the sender knocks again before the
     // click, nothing is decided and the newer knock is shown.
     const target: ConsentTarget = item.kind === 'unknown_sender' ? { kind: 'unknown_sender', public_key: item.public_key, knock: item.knock }

@@ -147,8 +147,8 @@ describe('a redraw keeps', () => {
   });
 
   it("a redaction pattern typed for an agent's waiting step, until that step is decided", async () => {
-    answers.set('consent_list', []);
-    answers.set('asop_pending', [step(7), step(8)]);
+    const waiting = (...rows: number[]) => rows.map((r) => ({ kind: 'guardian_step', step: step(r) }));
+    answers.set('consent_list', waiting(7, 8));
     const view = await opened(new ConsentView(() => {}));
     const pattern = q<HTMLInputElement>('[data-row="8"] .asop-pattern');
     pattern.focus();
@@ -159,10 +159,10 @@ describe('a redraw keeps', () => {
     expect(q<HTMLInputElement>('#asop-always-8').checked).toBe(true);
     expect(document.activeElement).toBe(pattern);
     // Step 8 decided elsewhere: it leaves, and a new step 8 would start blank.
-    answers.set('asop_pending', [step(7)]);
+    answers.set('consent_list', waiting(7));
     await view.load();
     expect(q('[data-row="8"]')).toBeNull();
-    answers.set('asop_pending', [step(7), step(8)]);
+    answers.set('consent_list', waiting(7, 8));
     await view.load();
     expect(q<HTMLInputElement>('[data-row="8"] .asop-pattern').value).toBe('');
   });

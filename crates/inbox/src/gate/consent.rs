@@ -104,20 +104,25 @@ pub enum ConsentItem {
         verified: bool,
         later: Option<String>,
     },
+    /// One of the user's own agents (the guardian) waits, its request held, for a decision
+    /// on a step.
+    GuardianStep { step: gatehouse_store::asop::AsopStepRow },
 }
 
 /// How many past messages a prompt lists of those a grant would have let in.
 const COVERED_SHOWN: usize = 5;
 
 impl ConsentItem {
-    /// The name the audit log and "ask me later" give what this prompt decides.
-    pub fn target(&self) -> ConsentTarget {
-        match self {
+    /// The name the audit log and "ask me later" give what this prompt decides; none for
+    /// a guardian step, which its agent's door decides (allow, deny, redact, a rule).
+    pub fn target(&self) -> Option<ConsentTarget> {
+        Some(match self {
             ConsentItem::UnknownSender { public_key, knock, .. } => ConsentTarget::UnknownSender { public_key: public_key.clone(), knock: knock.clone() },
             ConsentItem::Held { row_id, .. } => ConsentTarget::Held { row_id: *row_id },
             ConsentItem::HeldAsk { stream_id, .. } => ConsentTarget::HeldAsk { stream_id: stream_id.clone() },
             ConsentItem::KeyChange { sender, .. } => ConsentTarget::KeyChange { sender: sender.clone() },
-        }
+            ConsentItem::GuardianStep { .. } => return None,
+        })
     }
 }
 
@@ -405,7 +410,9 @@ fn ended(trust: Option<&gatehouse_store::TrustEntry>, scope: &str, now: DateTime
     (!gatehouse_store::grant_lasts(until, now)).then(|| until.clone())
 }
 
-/// Everything waiting for the user, newest first.
+/// Everything waiting for the user: the one meaning of "waiting" (the list the window
+/// shows and, counted, its badge and the tray): the user's own agents' steps first (each
+/// holds an agent's request open), then newest first.
 pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
     pending_at(store, crate::gate::clock::now())
 }
@@ -415,7 +422,9 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
     let later: std::collections::HashMap<String, String> =
         store.later_list()?.into_iter().filter(|(_, until)| gatehouse_store::grant_lasts(until, now)).collect();
     let later_of = |t: ConsentTarget| later.get(&t.key()).cloned();
-    let mut items = Vec::new();
+    // A step is 'pending' only while its guardian holds the request: steps a stopped
+    // guardian held are marked abandoned when it starts again.
+    let mut items: Vec<ConsentItem> = store.asop_pending()?.into_iter().map(|step| ConsentItem::GuardianStep { step }).collect();
     for s in store.uamp_held_streams()?.into_iter().rev() {
         let Some(m) = store.uamp_message_by_row(s.message_row)? else { continue };
         let trust = store.trust_get(&s.peer)?;

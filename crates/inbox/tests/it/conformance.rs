@@ -194,3 +194,82 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// "Waiting for you" has one meaning: the list the window shows and the count on its
+/// badge and in the tray are the same things, of every kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_waits_is_one_list_of_every_kind_and_its_count() {
+    use gatehouse_inbox::gate::consent::{self, ConsentItem};
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let inbox_key = gatehouse_epp::public_key_hex(&SigningKey::from_bytes(&[3; 32]));
+    let client = reqwest::Client::new();
+    let post = |key: &SigningKey| {
+        let env = gatehouse_epp::Draft::new(&inbox_key, "support", "please look").sign(key, chrono::Utc::now());
+        client.post(format!("{}/epp/v1/submit", u.plain)).json(&env).send()
+    };
+    // A stranger knocks.
+    assert_eq!(post(&SigningKey::from_bytes(&[201; 32])).await.unwrap().status(), 401);
+    // A sender the user asked to be asked about first.
+    let held = SigningKey::from_bytes(&[202; 32]);
+    let mut policy = Policy { allowed_scopes: vec!["support".into()], hold_for_consent: true, ..Policy::default() };
+    u.store
+        .trust_add(&TrustEntry {
+            public_key: gatehouse_epp::public_key_hex(&held),
+            name: "Held".into(),
+            added_at: "2026-11-26T00:00:00Z".into(),
+            policy: policy.clone(),
+        })
+        .unwrap();
+    assert_eq!(post(&held).await.unwrap().status(), 200);
+    // A UAMP agent's ask, held the same way.
+    let p = u.trusted(203, &["ask"], RateLimit::default());
+    policy.allowed_scopes = vec!["ask".into()];
+    u.store.trust_update(&p.did, None, &policy).unwrap();
+    assert_eq!(u.post(&p, &u.envelope(&p, Intent::Ask, "hold me", json!({}))).await.0, 202);
+    // A trusted sender's signature named a key not kept for it.
+    u.store.key_change_seen(&p.did, "#k2", "unknown_key", "2026-11-26T00:00:00Z").unwrap();
+    // One of the user's agents asks before it acts (its request stays open meanwhile).
+    let agent = gatehouse_inbox::guardian::agent_key("helper-1");
+    let asop = Policy { allowed_scopes: vec![gatehouse_inbox::guardian::SCOPE.into()], ..Policy::default() };
+    u.store.trust_add(&TrustEntry { public_key: agent, name: "Helper".into(), added_at: "2026-11-26T00:00:00Z".into(), policy: asop }).unwrap();
+    let step = json!({"jsonrpc": "2.0", "id": 1, "method": "steps/toolCallRequest", "params": {
+        "context": {"agent": {"id": "helper-1", "name": "Helper", "instructions": "help", "version": "1", "provider": {"name": "Me", "url": "https://me.example"}},
+            "session": {"id": "s-1"}, "turnId": "t-1", "stepId": "step-1", "timestamp": "2026-11-26T00:00:00.000Z", "user": {"id": "u", "organization": {"id": "o"}}},
+        "reasoning": "the user asked", "toolCallRequest": {"executionId": "e-1", "toolId": "send", "inputs": []}}});
+    let url = format!("{}/asop/v1", u.plain);
+    let asked = tokio::spawn(async move { reqwest::Client::new().post(url).json(&step).send().await.unwrap().json::<Value>().await.unwrap() });
+
+    let kinds = |items: &[ConsentItem]| {
+        let mut k: Vec<&'static str> = items
+            .iter()
+            .map(|i| match i {
+                ConsentItem::UnknownSender { .. } => "knock",
+                ConsentItem::Held { .. } => "held",
+                ConsentItem::HeldAsk { .. } => "held ask",
+                ConsentItem::KeyChange { .. } => "key change",
+                ConsentItem::GuardianStep { .. } => "guardian step",
+            })
+            .collect();
+        k.sort();
+        k
+    };
+    let mut items = Vec::new();
+    for _ in 0..200 {
+        items = consent::pending(&u.store).unwrap();
+        if items.len() == 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(kinds(&items), ["guardian step", "held", "held ask", "key change", "knock"]);
+    assert_eq!(consent::waiting_count(&u.store).unwrap(), items.len());
+    // The step answered: gone from both.
+    let ConsentItem::GuardianStep { step } = &items[0] else { panic!("the agent's step comes first: {items:?}") };
+    let guardian = u.inbox.inbox().door::<gatehouse_inbox::guardian::Guardian>().unwrap();
+    let answer =
+        gatehouse_inbox::guardian::UserAnswer { decision: gatehouse_asop::rules::Action::Allow, always: false, redact: None, note: None, lasting: None };
+    guardian.answer(step.row, answer).unwrap();
+    assert_eq!(asked.await.unwrap()["result"]["decision"], "allow");
+    let items = consent::pending(&u.store).unwrap();
+    assert_eq!((items.len(), consent::waiting_count(&u.store).unwrap()), (4, 4));
+}

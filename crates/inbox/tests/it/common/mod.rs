@@ -160,7 +160,7 @@ pub fn shown(inbox: &gatehouse_inbox::Inbox, key: &str) -> gatehouse_inbox::gate
     gatehouse_inbox::gate::consent::pending(inbox.store())
         .unwrap()
         .into_iter()
-        .map(|i| i.target())
+        .filter_map(|i| i.target())
         .find(|t| matches!(t, ConsentTarget::UnknownSender { public_key, .. } if *public_key == key))
         .unwrap_or(ConsentTarget::UnknownSender { public_key: key, knock: None })
 }
