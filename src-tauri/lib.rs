@@ -34,9 +34,15 @@ fn keystore() -> gatehouse_keys::KeystoreKind {
     }
 }
 
+/// How often the tray's count is taken again while events keep coming: a burst of
+/// thousands of arrivals a second costs four counts, not one per arrival.
+const TRAY_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Forwards inbox events to the window, the tray and (for consent) a notification.
 fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
     let mut rx = core.events.subscribe();
+    // Set while a count of the tray is due: events meanwhile do not ask for another.
+    let due = Arc::new(std::sync::atomic::AtomicBool::new(false));
     tauri::async_runtime::spawn(async move {
         loop {
             match rx.recv().await {
@@ -46,7 +52,15 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
                         let _ = events::ConsentRequested(ev.clone()).emit(&app);
                         notify::prompt(&app, &core, &ev);
                     }
-                    tray::refresh(&app);
+                    if !due.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                        let (app, due) = (app.clone(), due.clone());
+                        // No timer runs while nothing arrives: one is made per burst.
+                        tauri::async_runtime::spawn(async move {
+                            tokio::time::sleep(TRAY_EVERY).await;
+                            due.store(false, std::sync::atomic::Ordering::Release);
+                            tray::refresh(&app);
+                        });
+                    }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(_) => break,
