@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use gatehouse_inbox::{Inbox, ServeOptions};
+use gatehouse_inbox::Inbox;
 use gatehouse_keys::KeystoreKind;
 use gatehouse_store::Store;
 use serde::Serialize;
@@ -81,36 +81,33 @@ impl Core {
     pub async fn start(self: &Arc<Self>) {
         self.stop().await;
         let settings = DesktopSettings::load(&self.store);
-        let addr = format!("127.0.0.1:{}", settings.port);
-        let listener = match tokio::net::TcpListener::bind(&addr).await {
-            Ok(l) => l,
+        let doors = gatehouse_app::serve::Doors {
+            epp: format!("127.0.0.1:{}", settings.port),
+            uamp: Some(format!("127.0.0.1:{}", settings.uamp_port)),
+            watch: Some(settings.watch_dir.clone()),
+            public_names: Vec::new(),
+        };
+        let bound = match gatehouse_app::serve::bind(&self.store, &self.data_dir, &self.key, doors).await {
+            Ok(b) => b,
             Err(e) => {
                 *self.status.lock().unwrap() =
-                    InboxStatus { error: Some(format!("cannot listen on {addr}: {e}. Choose another port in Settings.")), ..InboxStatus::default() };
+                    InboxStatus { error: Some(format!("{}. Choose another port in Settings.", e.message)), ..InboxStatus::default() };
                 return;
             }
         };
         // UAMP is a second door: if its port is taken, EPP still runs and the status says why.
-        let uamp_addr = format!("127.0.0.1:{}", settings.uamp_port);
-        let (uamp, uamp_listening, uamp_error) = match tokio::net::TcpListener::bind(&uamp_addr).await {
-            Ok(l) => {
-                let at = l.local_addr().map(|a| format!("https://{a}")).unwrap_or_default();
-                let opts = gatehouse_inbox::UampOptions { listener: l, key: self.key.clone(), data_dir: self.data_dir.clone(), started: None };
-                (Some(opts), Some(at), None)
-            }
-            Err(e) => (None, None, Some(format!("UAMP cannot listen on {uamp_addr}: {e}. Choose another UAMP port in Settings."))),
+        // A mail account whose password cannot be read shows that error in its own state.
+        let (uamp_listening, uamp_error) = match &bound.uamp {
+            Ok(u) => (u.as_ref().map(|u| format!("https://{}", u.at)), None),
+            Err(e) => (None, Some(format!("{}. Choose another UAMP port in Settings.", e.message))),
         };
-        // Mail accounts (EPP by email) are followed while the inbox runs; one whose password
-        // cannot be read is shown with that error in its state instead.
-        let (store, dir) = (self.store.clone(), self.data_dir.clone());
-        let email = tokio::task::spawn_blocking(move || gatehouse_app::email::follows(&store, &dir)).await.ok().and_then(Result::ok).unwrap_or_default();
         let (inbox, rx) = gatehouse_inbox::build_with_events(self.store.clone(), &self.public_key, self.events.clone(), self.progress.clone());
         let (tx, stop_rx) = oneshot::channel();
         *self.running.lock().unwrap() = Some(Running { inbox: inbox.clone(), stop: Some(tx) });
         *self.status.lock().unwrap() = InboxStatus {
             running: true,
             paused: false,
-            listening: Some(format!("http://{addr}/epp/v1/submit")),
+            listening: Some(format!("http://{}/epp/v1/submit", bound.epp)),
             watching: Some(settings.watch_dir.display().to_string()),
             error: None,
             uamp_listening,
@@ -118,11 +115,10 @@ impl Core {
         };
         let me = self.clone();
         tauri::async_runtime::spawn(async move {
-            let opts = ServeOptions { listener: Some(listener), watch: Some(settings.watch_dir), uamp, email, key: Some(me.key.clone()), ..Default::default() };
             let result = gatehouse_inbox::run_with(
                 inbox,
                 rx,
-                opts,
+                bound.options,
                 async {
                     let _ = stop_rx.await;
                 },

@@ -17,6 +17,7 @@
 //! - [`quiet`]: quiet hours, when prompts are collected into a digest instead of announced
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
 //! - [`risk`]: risk flags the user dismisses
+//! - [`serve`]: where the doors listen, bound once for both faces
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
@@ -38,6 +39,7 @@ pub mod qr;
 pub mod quiet;
 pub mod replies;
 pub mod risk;
+pub mod serve;
 pub mod settings;
 pub mod sites;
 pub mod swarms;

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use gatehouse_inbox::{ExecutorSpec, ServeOptions};
+use gatehouse_inbox::ExecutorSpec;
 use gatehouse_keys::KeystoreKind;
 
 #[derive(Parser)]
@@ -435,14 +435,24 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             let o = open(true)?;
             let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| unreachable(format!("cannot listen on {listen}: {e}")))?;
-                let addr = listener.local_addr()?;
-                if !addr.ip().is_loopback() {
-                    eprintln!("warning: listening on {addr}, which is reachable from other machines");
+                let doors = gatehouse_app::serve::Doors { epp: listen, uamp: uamp_listen, watch, public_names };
+                let bound = gatehouse_app::serve::bind(&o.store, &data_dir, o.identity.signing_key(), doors).await?;
+                if !bound.epp.ip().is_loopback() {
+                    eprintln!("warning: listening on {}, which is reachable from other machines", bound.epp);
                 }
-                eprintln!("Gatehouse inbox {} listening on http://{addr}/epp/v1/submit", o.identity.public_key);
-                if let Some(w) = &watch {
+                eprintln!("Gatehouse inbox {} listening on http://{}/epp/v1/submit", o.identity.public_key, bound.epp);
+                if let Some(w) = &bound.options.watch {
                     eprintln!("watching {}", w.display());
+                }
+                // Asked for on the command line: UAMP that cannot listen stops the command.
+                if let Some(u) = bound.uamp? {
+                    if !u.at.ip().is_loopback() {
+                        eprintln!("warning: UAMP listening on {}, which is reachable from other machines", u.at);
+                    }
+                    eprintln!("UAMP {} on https://{}/v1/messages (certificate SHA-256 {})", u.did, u.at, u.certificate);
+                }
+                for account in bound.email? {
+                    eprintln!("following mail account {account}");
                 }
                 let shutdown = async {
                     let _ = tokio::signal::ctrl_c().await;
@@ -452,44 +462,9 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
                     tokio::select! { _ = shutdown => {}, _ = term.recv() => {} }
                 };
-                let uamp = match uamp_listen {
-                    None => None,
-                    Some(a) => {
-                        let l = tokio::net::TcpListener::bind(&a).await.map_err(|e| unreachable(format!("cannot listen on {a}: {e}")))?;
-                        let addr = l.local_addr()?;
-                        if !addr.ip().is_loopback() {
-                            eprintln!("warning: UAMP listening on {addr}, which is reachable from other machines");
-                        }
-                        let cert = gatehouse_inbox::uamp::tls::load_or_create(&data_dir, o.identity.signing_key())?;
-                        eprintln!(
-                            "UAMP {} on https://{addr}/v1/messages (certificate SHA-256 {})",
-                            gatehouse_uamp::sign::did_of(o.identity.signing_key()),
-                            cert.fingerprint
-                        );
-                        Some(gatehouse_inbox::UampOptions { listener: l, key: o.identity.signing_key().clone(), data_dir: data_dir.clone(), started: None })
-                    }
-                };
-                let email = gatehouse_app::email::follows(&o.store, &data_dir)?;
-                for f in &email {
-                    eprintln!("following mail account {} ({}@{}, folder {})", f.name, f.account.user, f.account.host, f.account.folder);
-                }
-                gatehouse_inbox::run(
-                    o.store,
-                    o.identity.public_key.clone(),
-                    ServeOptions {
-                        listener: Some(listener),
-                        watch,
-                        uamp,
-                        public_names,
-                        email,
-                        key: Some(o.identity.signing_key().clone()),
-                        ..Default::default()
-                    },
-                    shutdown,
-                    |_| {},
-                )
-                .await
-                .map_err(|e| CommandError::new(Code::Internal, e))
+                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), bound.options, shutdown, |_| {})
+                    .await
+                    .map_err(|e| CommandError::new(Code::Internal, e))
             })?;
         }
         Command::Bench { envelopes, senders, concurrency, folder, keep } => {

@@ -1,0 +1,118 @@
+//! Where the gate's doors listen, composed once for both faces: the CLI's `serve` and the
+//! window's inbox bind through here, then run what is bound (`gatehouse_inbox::run_with`).
+//! A face decides only what a failure means to it (the CLI stops; the window says why in
+//! its status and stays usable).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gatehouse_inbox::{ServeOptions, UampOptions};
+use gatehouse_store::Store;
+
+use crate::{Code, CommandError, Result};
+
+/// Where the doors should listen.
+pub struct Doors {
+    /// EPP over HTTP (and the guardian): `host:port`.
+    pub epp: String,
+    /// UAMP over TLS 1.3, if it runs.
+    pub uamp: Option<String>,
+    /// The folder envelope files are dropped into, if one is watched.
+    pub watch: Option<PathBuf>,
+    /// Host names other machines use for this inbox (besides its own address).
+    pub public_names: Vec<String>,
+}
+
+/// The doors bound, ready to run.
+pub struct Bound {
+    pub options: ServeOptions,
+    pub epp: SocketAddr,
+    /// Where UAMP listens, or why it cannot (EPP runs regardless).
+    pub uamp: std::result::Result<Option<Uamp>, CommandError>,
+    /// The mail accounts followed (EPP by email), or why they cannot be read.
+    pub email: std::result::Result<Vec<String>, CommandError>,
+}
+
+pub struct Uamp {
+    pub at: SocketAddr,
+    pub did: String,
+    /// SHA-256 of the TLS certificate peers pin.
+    pub certificate: String,
+}
+
+/// Binds the doors for `doors`: EPP's listener (a failure is the caller's error), UAMP's
+/// (its failure is kept in [`Bound::uamp`]), the mail accounts followed, and the identity
+/// key every door signs with.
+pub async fn bind(store: &Arc<Store>, data_dir: &Path, key: &ed25519_dalek::SigningKey, doors: Doors) -> Result<Bound> {
+    let listener =
+        tokio::net::TcpListener::bind(&doors.epp).await.map_err(|e| CommandError::new(Code::Unreachable, format!("cannot listen on {}: {e}", doors.epp)))?;
+    let epp = listener.local_addr()?;
+    let (uamp_options, uamp) = match doors.uamp {
+        None => (None, Ok(None)),
+        Some(a) => match uamp_listener(&a, data_dir, key).await {
+            Ok((opts, u)) => (Some(opts), Ok(Some(u))),
+            Err(e) => (None, Err(e)),
+        },
+    };
+    let (s, dir) = (store.clone(), data_dir.to_path_buf());
+    let follows = crate::blocking(move || crate::email::follows(&s, &dir)).await;
+    let (follows, email) = match follows {
+        Ok(f) => {
+            let names = f.iter().map(|f| format!("{} ({}@{}, folder {})", f.name, f.account.user, f.account.host, f.account.folder)).collect();
+            (f, Ok(names))
+        }
+        Err(e) => (Vec::new(), Err(e)),
+    };
+    let options = ServeOptions {
+        listener: Some(listener),
+        watch: doors.watch,
+        uamp: uamp_options,
+        public_names: doors.public_names,
+        email: follows,
+        key: Some(key.clone()),
+        ..Default::default()
+    };
+    Ok(Bound { options, epp, uamp, email })
+}
+
+async fn uamp_listener(addr: &str, data_dir: &Path, key: &ed25519_dalek::SigningKey) -> Result<(UampOptions, Uamp)> {
+    let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| CommandError::new(Code::Unreachable, format!("UAMP cannot listen on {addr}: {e}")))?;
+    let at = l.local_addr()?;
+    let cert = gatehouse_inbox::uamp::tls::load_or_create(data_dir, key)?;
+    let u = Uamp { at, did: gatehouse_uamp::sign::did_of(key), certificate: cert.fingerprint };
+    Ok((UampOptions { listener: l, key: key.clone(), data_dir: data_dir.to_path_buf(), started: None }, u))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_taken_port_is_the_callers_error_for_epp_and_a_kept_reason_for_uamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(&dir.path().join("g.db")).unwrap());
+        let (identity, _) = gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
+        let key = identity.signing_key().clone();
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken_at = taken.local_addr().unwrap().to_string();
+        let doors = |epp: &str, uamp: &str| Doors { epp: epp.into(), uamp: Some(uamp.into()), watch: None, public_names: Vec::new() };
+
+        let Err(e) = bind(&store, dir.path(), &key, doors(&taken_at, "127.0.0.1:0")).await else { panic!("bound a taken port") };
+        assert!(e.code == Code::Unreachable && e.message.contains(&format!("cannot listen on {taken_at}")), "{e:?}");
+
+        // UAMP's port taken: EPP still binds, and why UAMP does not is kept for the face.
+        let b = bind(&store, dir.path(), &key, doors("127.0.0.1:0", &taken_at)).await.unwrap();
+        assert!(b.options.listener.is_some() && b.options.uamp.is_none());
+        let e = b.uamp.err().unwrap();
+        assert!(e.message.starts_with("UAMP cannot listen on"), "{e:?}");
+        assert_eq!(b.email.unwrap(), Vec::<String>::new());
+
+        // Both free: UAMP names its DID and the certificate peers pin.
+        let b = bind(&store, dir.path(), &key, doors("127.0.0.1:0", "127.0.0.1:0")).await.unwrap();
+        let u = b.uamp.unwrap().unwrap();
+        assert_eq!(u.did, gatehouse_uamp::sign::did_of(&key));
+        assert_eq!(u.certificate.split(':').count(), 32, "{}", u.certificate);
+        assert_eq!(b.options.key.as_ref().map(|k| k.to_bytes()), Some(key.to_bytes()));
+    }
+}
