@@ -214,21 +214,14 @@ impl Inbox {
         }
     }
 
-    /// Steps 8–9 on one view of the registry, decided by the gate: the entry that admits
-    /// the envelope and whether it is held, or why it is refused. The unsigned v1.1 fields
+    /// Steps 8–9 on one view of the registry, decided by the gate: whether the admitted
+    /// envelope is held, or why it is refused. The unsigned v1.1 fields
     /// (`unsigned`, read and checked once) are the door's claims and capability limits.
-    fn judge<'v>(
-        consent: Option<&'v TrustEntry>,
-        view: &'v Admission,
-        env: &Envelope,
-        size: usize,
-        unsigned: &Unsigned,
-        now: DateTime<Utc>,
-    ) -> Result<(&'v TrustEntry, bool), Refusal> {
+    fn judge(consent: Option<&TrustEntry>, view: &Admission, env: &Envelope, size: usize, unsigned: &Unsigned, now: DateTime<Utc>) -> Result<bool, Refusal> {
         let scopes = [env.scope.clone()];
         let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: size as u64, delegated: env.delegation.is_some(), at: now };
         match gatehouse_gate::admit(view, consent, &arrival, &EppChecks(unsigned)) {
-            gatehouse_gate::Verdict::Accept { entry, held } => Ok((entry, held)),
+            gatehouse_gate::Verdict::Accept { held, .. } => Ok(held),
             gatehouse_gate::Verdict::Knock => {
                 let sender = env.sender_key();
                 let message =
@@ -278,17 +271,25 @@ impl Inbox {
                 self.store.admission_cached(&sender, crate::gate::executor::SETTINGS_KEY)
             }
         };
-        let view = match read(fresh) {
-            Ok(v) if fresh || Self::judge(ctx.consent, &v, &env, ctx.bytes.len(), &unsigned, ctx.now).is_ok() => Ok(v),
-            Ok(_) => read(true),
-            Err(e) => Err(e),
-        };
-        let view = match view {
-            Ok(v) => v,
+        // Judged once per view read: a refusal on the cached view is judged again on a
+        // fresh one (a refusal never rests on a cached view), an acceptance is not.
+        let judged = |v: &Admission| Self::judge(ctx.consent, v, &env, ctx.bytes.len(), &unsigned, ctx.now);
+        let (view, verdict) = match read(fresh) {
+            Ok(v) => match judged(&v) {
+                Ok(held) => (v, Ok(held)),
+                Err(r) if fresh => (v, Err(r)),
+                Err(_) => match read(true) {
+                    Ok(v) => {
+                        let verdict = judged(&v);
+                        (v, verdict)
+                    }
+                    Err(e) => return Err(fail(env, ErrorCode::InternalError, e.to_string())),
+                },
+            },
             Err(e) => return Err(fail(env, ErrorCode::InternalError, e.to_string())),
         };
-        let (entry, held) = match Self::judge(ctx.consent, &view, &env, ctx.bytes.len(), &unsigned, ctx.now) {
-            Ok(admitted) => admitted,
+        let held = match verdict {
+            Ok(held) => held,
             Err(r) => {
                 // Step 7, replay, is decided inside the accepting transaction. An envelope
                 // about to be refused for trust or policy is looked up here first, so the
@@ -300,6 +301,10 @@ impl Inbox {
                     Err(e) => fail(env, ErrorCode::InternalError, e.to_string()),
                 });
             }
+        };
+        // The entry the gate admitted it under: the user's one-time consent, or their entry.
+        let Some(entry) = ctx.consent.or(view.trust.as_ref()) else {
+            return Err(fail(env, ErrorCode::InternalError, "admitted without a trust entry".into()));
         };
         let policy = &entry.policy;
         // Step 10: store nonce + envelope + receipt durably, then answer.
