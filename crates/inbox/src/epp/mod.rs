@@ -5,8 +5,10 @@
 //! - [`http`]: the HTTP transport (axum router)
 //! - [`folder`]: the watched-folder transport
 //! - [`reply`]: answers sent back to senders as signed EPP envelopes in their conversation
+//! - [`work`]: an accepted envelope as its executor sees it (for the gate's runner)
 
 pub mod folder;
 pub mod http;
 pub mod pipeline;
 pub mod reply;
+pub mod work;

@@ -77,10 +77,17 @@ type Progress = tokio::sync::broadcast::Sender<ExecProgress>;
 /// What runs after an envelope's executor succeeded (the EPP door drafts or sends a reply).
 pub type OnSuccess = Arc<dyn Fn(Arc<Store>, EnvelopeRow, Value) -> BoxFuture<'static, ()> + Send + Sync>;
 
-/// What the service gives the runner: the delegate executors and what follows success.
-#[derive(Clone, Default)]
+/// How the door that accepted an envelope describes it to its executor (who, the prompt,
+/// the facts a command finds in its environment, the file-queue record): the runner
+/// knows no protocol.
+pub type Describe = Arc<dyn Fn(&ExecutorSpec, &EnvelopeRow, Option<&str>) -> Work + Send + Sync>;
+
+/// What the service gives the runner: the delegate executors, how an envelope is
+/// described to them, and what follows success.
+#[derive(Clone)]
 pub struct Hooks {
     pub delegates: Delegates,
+    pub describe: Describe,
     pub on_success: Option<OnSuccess>,
 }
 
@@ -201,7 +208,7 @@ static SLOW: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(SLOW_AT_
 /// Runs one envelope's executor (progress passed on, throttled) and says how it ended.
 async fn run_one(store: &Arc<Store>, spec: &ExecutorSpec, row: &EnvelopeRow, name: Option<&str>, progress: &Progress, hooks: &Hooks) -> Finished {
     let mut sink = Passing { envelope_row: row.id, progress, last: None };
-    let out = executor::run(spec, &work(spec, row, name), store, &hooks.delegates, &mut sink).await;
+    let out = executor::run(spec, &(hooks.describe)(spec, row, name), store, &hooks.delegates, &mut sink).await;
     let (status, result) = match executor::record(spec, out) {
         Ok(v) => {
             if let Some(after) = &hooks.on_success {
@@ -218,49 +225,6 @@ async fn run_one(store: &Arc<Store>, spec: &ExecutorSpec, row: &EnvelopeRow, nam
 }
 
 type Finished = (i64, ExecStatus, Option<Value>);
-
-/// An accepted envelope as its executor sees it: the prompt on stdin or to the model, the
-/// envelope's facts in EPP_* variables for a command, the whole envelope in a file-queue
-/// record. Only what `spec` uses is built: most envelopes in a burst go to instant
-/// executors, which read none of it.
-fn work(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option<&str>) -> Work {
-    let envelope = || serde_json::from_str::<Value>(&env.raw).ok();
-    let mut w = Work {
-        who: sender_name.map(str::to_string).unwrap_or_else(|| format!("the sender {}", env.sender.chars().take(16).collect::<String>())),
-        scope: env.scope.clone(),
-        prompt: env.prompt.clone(),
-        context: None,
-        env: Vec::new(),
-        queue_file: (String::new(), Value::Null),
-        cancel: None,
-    };
-    match spec {
-        ExecutorSpec::Model { .. } => w.context = envelope().and_then(|v| v.pointer("/payload/context").cloned()).filter(|c| !c.is_null()),
-        ExecutorSpec::Command { .. } => {
-            w.env = vec![
-                ("EPP_ENVELOPE_ID", env.envelope_id.clone()),
-                ("EPP_SENDER", env.sender.clone()),
-                ("EPP_SCOPE", env.scope.clone()),
-                ("EPP_RECEIPT_ID", env.receipt_id.clone()),
-                ("EPP_CONVERSATION_ID", env.conversation_id.clone().unwrap_or_default()),
-                ("EPP_PAYLOAD_TYPE", env.payload_type.clone().unwrap_or_default()),
-            ]
-        }
-        ExecutorSpec::FileQueue { .. } => {
-            let safe_id: String = env.envelope_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
-            w.queue_file = (
-                format!("{:010}-{safe_id}.json", env.id),
-                serde_json::json!({
-                    "envelope": envelope().unwrap_or(Value::String(env.raw.clone())),
-                    "received_at": env.received_at,
-                    "receipt_id": env.receipt_id,
-                }),
-            );
-        }
-        ExecutorSpec::Noop | ExecutorSpec::Swarm { .. } | ExecutorSpec::Peer { .. } => {}
-    }
-    w
-}
 
 /// Output is kept in the record by the executor; the sink passes progress on to the
 /// window, at most every [`PROGRESS_EVERY`].

@@ -104,7 +104,7 @@ fn runner_hooks(store: &Arc<Store>, mail: Vec<crate::email::Follow>, key: Option
     let delegates = Delegates::default()
         .with("swarm", Arc::new(crate::mail::executor::SwarmExecutor { store: store.clone() }))
         .with("peer", Arc::new(crate::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }));
-    runner::Hooks { delegates, on_success: Some(crate::epp::reply::after_success(mail, key)) }
+    runner::Hooks { delegates, describe: Arc::new(crate::epp::work::describe), on_success: Some(crate::epp::reply::after_success(mail, key)) }
 }
 
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
