@@ -1,7 +1,7 @@
 //! The same trust states through every door, with the same verdicts, each in its
 //! protocol's words: the gate decides once (crates/gate), the doors only carry.
 //! Rows are trust states; columns are doors. EPP over HTTP and from the watched folder,
-//! and UAMP over TLS, run on one inbox here; the guardian and IntentWeb rows are in their own files (guardian.rs,
+//! and UAMP over TLS, run on one inbox here, EPP by mail on another (a real Dovecot); the guardian and IntentWeb rows are in their own files (guardian.rs,
 //! intent.rs), which use the same decision.
 
 use ed25519_dalek::SigningKey;
@@ -155,6 +155,21 @@ fn leak(s: &str) -> &'static str {
     Box::leak(s.to_string().into_boxed_str())
 }
 
+/// (state, what EPP says, what UAMP says): the rows every door is driven through.
+fn table() -> [(State, Told, Told); 9] {
+    [
+        (State::Unknown, Told::Knock, Told::Knock),
+        (State::Trusted, Told::Accepted { held: false }, Told::Accepted { held: false }),
+        (State::Blocked, Told::Refused("UNTRUSTED_SENDER"), Told::Refused("blocked")),
+        (State::Revoked, Told::Refused("SENDER_REVOKED"), Told::Refused("revoked")),
+        (State::GrantEnded, Told::Accepted { held: true }, Told::Accepted { held: true }),
+        (State::KeyChanged, Told::Accepted { held: true }, Told::Accepted { held: true }),
+        (State::OverScope, Told::Refused("POLICY_DENIED"), Told::Refused("policy_denied")),
+        (State::OverSize, Told::Refused("SIZE_EXCEEDED"), Told::Refused("too_large")),
+        (State::OverRate, Told::Refused("RATE_LIMITED"), Told::Refused("rate_limited")),
+    ]
+}
+
 #[tokio::test]
 async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_words() {
     let u = Uamp::start(ExecutorSpec::Noop).await;
@@ -165,17 +180,7 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     // (state, EPP over HTTP and from the watched folder, UAMP over TLS)
-    let table = [
-        (State::Unknown, Told::Knock, Told::Knock),
-        (State::Trusted, Told::Accepted { held: false }, Told::Accepted { held: false }),
-        (State::Blocked, Told::Refused("UNTRUSTED_SENDER"), Told::Refused("blocked")),
-        (State::Revoked, Told::Refused("SENDER_REVOKED"), Told::Refused("revoked")),
-        (State::GrantEnded, Told::Accepted { held: true }, Told::Accepted { held: true }),
-        (State::KeyChanged, Told::Accepted { held: true }, Told::Accepted { held: true }),
-        (State::OverScope, Told::Refused("POLICY_DENIED"), Told::Refused("policy_denied")),
-        (State::OverSize, Told::Refused("SIZE_EXCEEDED"), Told::Refused("too_large")),
-        (State::OverRate, Told::Refused("RATE_LIMITED"), Told::Refused("rate_limited")),
-    ];
+    let table = table();
     let mut wrong = Vec::new();
     for (i, (state, epp, uamp)) in table.into_iter().enumerate() {
         let seed = 100 + i as u8;
@@ -190,6 +195,52 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
         }
         if got_uamp != uamp {
             wrong.push(format!("{state:?} through UAMP: {got_uamp:?}, wanted {uamp:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The EPP column once more, by mail: each envelope mailed to a followed account (a real
+/// Dovecot) gets the verdict it gets over HTTP, in its receipt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envelopes_by_mail_meet_each_trust_state_with_the_epp_verdicts() {
+    use crate::email::{account, deliver, dovecot, envelope_mail, following};
+    let Some(dv) = dovecot() else { return };
+    let follow = gatehouse_inbox::email::Follow::new("personal".into(), account(dv.port), "secret".into(), None);
+    let inbox = following(follow, None).await;
+    let inbox_key = gatehouse_epp::public_key_hex(&crate::common::key(1));
+    let mut wrong = Vec::new();
+    let mut n = 0;
+    for (i, (state, epp, _)) in table().into_iter().enumerate() {
+        let key = SigningKey::from_bytes(&[180 + i as u8; 32]);
+        let id = gatehouse_epp::public_key_hex(&key);
+        enter(&inbox.store, &id, state);
+        let sends = if matches!(state, State::OverRate) { 2 } else { 1 };
+        let mut last = Value::Null;
+        for _ in 0..sends {
+            n += 1;
+            let env = gatehouse_epp::Draft::new(&inbox_key, "support", &format!("mail number {n} for the conformance table")).sign(&key, chrono::Utc::now());
+            deliver(dv.port, &envelope_mail(&env, n)).await;
+            last = env;
+        }
+        let envelope_id = last["envelope_id"].as_str().unwrap().to_string();
+        let mut receipt = None;
+        for _ in 0..400 {
+            receipt = inbox.store.receipts(100, 0).unwrap().into_iter().find(|r| r.envelope_id.as_deref() == Some(envelope_id.as_str()));
+            if receipt.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        let r = receipt.unwrap_or_else(|| panic!("{state:?}: no receipt for the mailed envelope")).receipt;
+        let got = match (r["status"].as_str(), r.pointer("/error/code").and_then(Value::as_str)) {
+            (Some("accepted"), _) => Told::Accepted { held: r["x-held-for-consent"] == true },
+            (_, Some("UNTRUSTED_SENDER")) if waiting(&inbox.store, &id) => Told::Knock,
+            (_, Some(code)) => Told::Refused(leak(code)),
+            _ => panic!("{r}"),
+        };
+        if got != epp {
+            wrong.push(format!("{state:?} by mail: {got:?}, wanted {epp:?}"));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
