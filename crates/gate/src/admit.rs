@@ -102,6 +102,19 @@ pub fn admit<'v, C: Checks>(view: &'v Admission, consent: Option<&'v TrustEntry>
     }
 }
 
+/// A key's standing for one scope when nothing else arrives with it to judge (an agent
+/// registered with the guardian, an IntentSite's key): the same decision, no door checks.
+pub fn standing<'v>(view: &'v Admission, scope: &str, at: DateTime<Utc>) -> Verdict<'v, std::convert::Infallible> {
+    let scopes = [scope.to_string()];
+    admit(view, None, &Arrival { scopes: &scopes, size: 0, delegated: false, at }, &NoChecks)
+}
+
+/// The entry an admitted arrival is let in under: the user's one-time consent, or their
+/// trust entry. None: unknown, it knocks.
+pub fn admitted_under<'v>(view: &'v Admission, consent: Option<&'v TrustEntry>) -> Option<&'v TrustEntry> {
+    consent.or(view.trust.as_ref())
+}
+
 fn decide<'v, C: Checks>(
     view: &'v Admission,
     consent: Option<&'v TrustEntry>,
@@ -115,7 +128,7 @@ fn decide<'v, C: Checks>(
         return Err(Refusal::Revoked(reason.clone()));
     }
     checks.claims().map_err(Refusal::Door)?;
-    let Some(entry) = consent.or(view.trust.as_ref()) else { return Ok(None) };
+    let Some(entry) = admitted_under(view, consent) else { return Ok(None) };
     checks.credentials(entry).map_err(Refusal::Door)?;
     let policy = &entry.policy;
     if let Some(s) = a.scopes.iter().find(|s| !policy.allows_scope(s)) {

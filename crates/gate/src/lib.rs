@@ -15,4 +15,4 @@
 
 pub mod admit;
 
-pub use admit::{admit, Arrival, Checks, NoChecks, Refusal, Verdict};
+pub use admit::{admit, admitted_under, standing, Arrival, Checks, NoChecks, Refusal, Verdict};

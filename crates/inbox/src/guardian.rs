@@ -273,9 +273,7 @@ impl Guardian {
             if let Some(agent) = req.params.pointer("/metadata/agentId").and_then(Value::as_str).map(str::to_string) {
                 let s = self.store.clone();
                 blocking(move || {
-                    let scopes = [SCOPE.to_string()];
-                    let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: 0, delegated: false, at: chrono::Utc::now() };
-                    if gatehouse_gate::admit(&s.admission(&agent_key(&agent), "")?, None, &arrival, &gatehouse_gate::NoChecks).accepted() {
+                    if gatehouse_gate::standing(&s.admission(&agent_key(&agent), "")?, SCOPE, chrono::Utc::now()).accepted() {
                         s.asop_agent_ping(&agent, timeout, &now())?;
                     }
                     Ok(())
@@ -313,9 +311,7 @@ impl Guardian {
         let held = {
             let (s, key) = (self.store.clone(), agent_key(agent));
             let view = blocking(move || s.admission(&key, "")).await?;
-            let scopes = [SCOPE.to_string()];
-            let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: 0, delegated: false, at: chrono::Utc::now() };
-            let refused = match gatehouse_gate::admit(&view, None, &arrival, &gatehouse_gate::NoChecks) {
+            let refused = match gatehouse_gate::standing(&view, SCOPE, chrono::Utc::now()) {
                 gatehouse_gate::Verdict::Accept { held, .. } => Ok(held),
                 gatehouse_gate::Verdict::Knock => Err(None),
                 gatehouse_gate::Verdict::Refuse(gatehouse_gate::Refusal::Blocked) => Err(Some(format!("The user blocked agent {agent}"))),

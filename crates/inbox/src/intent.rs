@@ -98,9 +98,7 @@ enum Pin {
 
 fn pin_of(store: &Store, kid: &str) -> Result<Pin, StoreError> {
     let view = store.admission(kid, "")?;
-    let scopes = [SCOPE.to_string()];
-    let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: 0, delegated: false, at: crate::gate::clock::now() };
-    Ok(match gatehouse_gate::admit(&view, None, &arrival, &gatehouse_gate::NoChecks) {
+    Ok(match gatehouse_gate::standing(&view, SCOPE, crate::gate::clock::now()) {
         gatehouse_gate::Verdict::Accept { held: false, .. } => Pin::Lasts,
         gatehouse_gate::Verdict::Refuse(gatehouse_gate::Refusal::Blocked) => Pin::Refused("you blocked"),
         gatehouse_gate::Verdict::Refuse(gatehouse_gate::Refusal::Revoked(_)) => Pin::Refused("you revoked"),

@@ -302,8 +302,7 @@ impl Inbox {
                 });
             }
         };
-        // The entry the gate admitted it under: the user's one-time consent, or their entry.
-        let Some(entry) = ctx.consent.or(view.trust.as_ref()) else {
+        let Some(entry) = gatehouse_gate::admitted_under(&view, ctx.consent) else {
             return Err(fail(env, ErrorCode::InternalError, "admitted without a trust entry".into()));
         };
         let policy = &entry.policy;
