@@ -55,9 +55,24 @@ impl UampInbox {
         // Acknowledging or cancelling one's own stream needs no scope of its own: it only
         // steers what the `ask` that opened the stream was allowed to start.
         let steers = matches!(env.intent, Intent::Progress | Intent::Cancel);
-        let scopes = if steers { Vec::new() } else { vec![scope.clone()] };
+        // A capability token names the scopes asked for once the sender is known: it must
+        // verify (issued by the sender's key or this inbox's). An unknown sender's token is
+        // not read: its knock asks for its signed intent.
+        let token = match (&env.cap_token, adm.trust.is_some()) {
+            (Some(tok), true) => {
+                let mut keys: Vec<PublicKey> = key.iter().cloned().collect();
+                keys.push(PublicKey::Ed25519(self.key.verifying_key()));
+                Some(captoken::check(tok, &[&self.did], now.timestamp(), &keys))
+            }
+            _ => None,
+        };
+        let scopes = match &token {
+            _ if steers => Vec::new(),
+            Some(Ok(claims)) if !claims.scopes.is_empty() => claims.scopes.clone(),
+            _ => vec![scope.clone()],
+        };
         let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: bytes.len() as u64, delegated: false, at: now };
-        let checks = UampChecks { inbox: self, store, env: &env, auth, key: key.as_ref(), steers, now };
+        let checks = UampChecks { store, env: &env, auth, token: token.as_ref().and_then(|t| t.as_ref().err()) };
         let (trust, held) = match gatehouse_gate::admit(&adm, None, &arrival, &checks) {
             gatehouse_gate::Verdict::Accept { entry, held } => (entry, held),
             gatehouse_gate::Verdict::Knock => {
@@ -234,13 +249,11 @@ impl UampInbox {
 
 /// What only the UAMP door checks, at the gate's places for it.
 struct UampChecks<'a> {
-    inbox: &'a UampInbox,
     store: &'a Store,
     env: &'a Envelope,
     auth: &'a TransportAuth,
-    key: Option<&'a PublicKey>,
-    steers: bool,
-    now: DateTime<Utc>,
+    /// Why the capability token sent does not verify, if it does not.
+    token: Option<&'a UampError>,
 }
 
 impl gatehouse_gate::Checks for UampChecks<'_> {
@@ -249,8 +262,15 @@ impl gatehouse_gate::Checks for UampChecks<'_> {
     /// A trusted sender also proves itself at the transport: the bearer token the user
     /// issued to it, or a client certificate on one of its keys. A token that is sent
     /// must be good: a revoked one is refused even beside a good certificate, so
-    /// revoking is never silently undone.
+    /// revoking is never silently undone. Then its capability token, if it sent one.
     fn credentials(&self, trust: &TrustEntry) -> Result<(), UampError> {
+        self.transport(trust)?;
+        self.token.map_or(Ok(()), |e| Err(e.clone()))
+    }
+}
+
+impl UampChecks<'_> {
+    fn transport(&self, trust: &TrustEntry) -> Result<(), UampError> {
         let (env, auth) = (self.env, self.auth);
         let by_cert = auth.client_key.as_ref().is_some_and(|k| key_speaks_for(k, &env.from, Some(trust)));
         match &auth.bearer {
@@ -272,19 +292,6 @@ impl gatehouse_gate::Checks for UampChecks<'_> {
                 Some(_) => Err(UampError::new(Code::Unauthenticated, "token_sender_mismatch", "the bearer token was issued to another sender")),
                 None => Err(UampError::new(Code::Unauthenticated, "unknown_token", "the bearer token is unknown or revoked")),
             },
-        }
-    }
-
-    /// A capability token narrows or names the scopes asked for: it must verify (issued
-    /// by the sender's key or this inbox's), and every scope it names must be allowed.
-    fn limits(&self, trust: &TrustEntry) -> Result<(), UampError> {
-        let Some(tok) = &self.env.cap_token else { return Ok(()) };
-        let mut keys: Vec<PublicKey> = self.key.into_iter().cloned().collect();
-        keys.push(PublicKey::Ed25519(self.inbox.key.verifying_key()));
-        let claims = captoken::check(tok, &[&self.inbox.did], self.now.timestamp(), &keys)?;
-        match claims.scopes.iter().find(|s| !self.steers && !trust.policy.allows_scope(s)) {
-            Some(s) => Err(UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", self.env.from))),
-            None => Ok(()),
         }
     }
 }

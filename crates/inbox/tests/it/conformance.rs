@@ -324,3 +324,28 @@ async fn what_waits_is_one_list_of_every_kind_and_its_count() {
     let items = consent::pending(&u.store).unwrap();
     assert_eq!((items.len(), consent::waiting_count(&u.store).unwrap()), (4, 4));
 }
+
+/// A trusted UAMP agent's capability token names the scopes it asks for: each must be
+/// allowed by the user's entry (the gate's scope rule), and a token that does not verify
+/// refuses, after the transport's proof of who is sending.
+#[tokio::test]
+async fn a_capability_tokens_scopes_meet_the_same_scope_rule() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let p = u.trusted(240, &["ask", "inform"], RateLimit::default());
+    let token =
+        |scope: &str, exp: i64| gatehouse_uamp::captoken::issue(&p.key, &format!("{}#key", p.did), &json!({"aud": u.inbox.did(), "scope": scope, "exp": exp}));
+    let later = chrono::Utc::now().timestamp() + 3600;
+    let envelope = |tok: String| u.envelope(&p, Intent::Ask, "with a token", json!({"cap_token": tok}));
+    let (status, _, _) = u.post(&p, &envelope(token("ask inform", later))).await;
+    assert!((200..300).contains(&status), "every scope allowed: {status}");
+    let (status, body, _) = u.post(&p, &envelope(token("ask admin", later))).await;
+    assert_eq!((status, body["reason"].as_str()), (403, Some("policy_denied")), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("\"admin\""), "{body}");
+    let (_, body, _) = u.post(&p, &envelope(token("ask", chrono::Utc::now().timestamp() - 60))).await;
+    assert_eq!(body["reason"], "cap_token_expired", "{body}");
+    // Without its bearer token, the transport's proof is asked for first.
+    let bare = Peer { key: p.key.clone(), did: p.did.clone(), token: None };
+    let (_, body, _) =
+        u.post(&bare, &u.envelope(&bare, Intent::Ask, "no token", json!({"cap_token": token("ask", chrono::Utc::now().timestamp() - 60)}))).await;
+    assert_eq!(body["reason"], "no_credentials", "{body}");
+}
