@@ -342,7 +342,8 @@ impl Inbox {
             raw: String::from_utf8_lossy(ctx.bytes).into_owned(),
             raw_sha256: sha256_hex(ctx.bytes),
             executor,
-            executor_spec: serde_json::to_string(spec).ok(),
+            // Kept for the runner; a no-op done at acceptance never reaches it.
+            executor_spec: if noop { None } else { serde_json::to_string(spec).ok() },
             exec_status: if held {
                 ExecStatus::Held
             } else if noop {
