@@ -30,7 +30,13 @@ impl ImagePeer {
             let opts = gatehouse_inbox::ServeOptions {
                 listener: None,
                 watch: None,
-                uamp: Some(gatehouse_inbox::UampOptions { listener: l, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
+                uamp: Some(gatehouse_inbox::UampOptions {
+                    listener: l,
+                    key: key.clone(),
+                    data_dir: dir.path().to_path_buf(),
+                    certificate: None,
+                    started: Some(started_tx),
+                }),
                 ..Default::default()
             };
             tokio::spawn(gatehouse_inbox::run(

@@ -80,8 +80,9 @@ async fn uamp_listener(addr: &str, data_dir: &Path, key: &ed25519_dalek::Signing
     let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| CommandError::new(Code::Unreachable, format!("UAMP cannot listen on {addr}: {e}")))?;
     let at = l.local_addr()?;
     let cert = gatehouse_inbox::uamp::tls::load_or_create(data_dir, key)?;
-    let u = Uamp { at, did: gatehouse_uamp::sign::did_of(key), certificate: cert.fingerprint };
-    Ok((UampOptions { listener: l, key: key.clone(), data_dir: data_dir.to_path_buf(), started: None }, u))
+    let u = Uamp { at, did: gatehouse_uamp::sign::did_of(key), certificate: cert.fingerprint.clone() };
+    // Read once: the UAMP door serves with this one.
+    Ok((UampOptions { listener: l, key: key.clone(), data_dir: data_dir.to_path_buf(), certificate: Some(cert), started: None }, u))
 }
 
 #[cfg(test)]

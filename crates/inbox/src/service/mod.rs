@@ -74,6 +74,8 @@ pub struct UampOptions {
     pub key: ed25519_dalek::SigningKey,
     /// Where the certificate is kept.
     pub data_dir: PathBuf,
+    /// The certificate, when the caller has already read it (else read from `data_dir`).
+    pub certificate: Option<crate::uamp::tls::Certificate>,
     /// Receives the UAMP inbox once it runs (the app uses it to show streams).
     pub started: Option<tokio::sync::oneshot::Sender<Arc<crate::uamp::UampInbox>>>,
 }
@@ -190,7 +192,10 @@ where
         });
     }
     if let Some(u) = opts.uamp {
-        let cert = crate::uamp::tls::load_or_create(&u.data_dir, &u.key).map_err(|e| e.to_string())?;
+        let cert = match u.certificate {
+            Some(c) => c,
+            None => crate::uamp::tls::load_or_create(&u.data_dir, &u.key).map_err(|e| e.to_string())?,
+        };
         let tls = crate::uamp::tls::config(&cert.der, &u.key).map_err(|e| e.to_string())?;
         let uamp = crate::uamp::UampInbox::new(inbox.clone(), u.key);
         if let Ok(addr) = u.listener.local_addr() {

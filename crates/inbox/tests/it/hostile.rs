@@ -361,7 +361,8 @@ async fn idle_http2_connections_give_their_slots_back() {
     let addr = tls.local_addr().unwrap();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
     let limits = gatehouse_inbox::net::conn::Limits { max: 4, per_client: 8, idle: Duration::from_secs(1) };
-    let uamp = gatehouse_inbox::UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) };
+    let uamp =
+        gatehouse_inbox::UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), certificate: None, started: Some(started_tx) };
     let opts = gatehouse_inbox::ServeOptions { uamp: Some(uamp), limits, ..Default::default() };
     tokio::spawn(gatehouse_inbox::run(store.clone(), pubhex(&key), opts, std::future::pending(), |_| {}));
     let _ = started_rx.await.unwrap();

@@ -238,7 +238,13 @@ async fn a_prompt_handed_to_a_uamp_peer_comes_back_as_its_answer() {
     let opts = gatehouse_inbox::ServeOptions {
         listener: None,
         watch: None,
-        uamp: Some(gatehouse_inbox::UampOptions { listener: tls, key: pkey.clone(), data_dir: pdir.path().to_path_buf(), started: Some(started_tx) }),
+        uamp: Some(gatehouse_inbox::UampOptions {
+            listener: tls,
+            key: pkey.clone(),
+            data_dir: pdir.path().to_path_buf(),
+            certificate: None,
+            started: Some(started_tx),
+        }),
         ..Default::default()
     };
     tokio::spawn(gatehouse_inbox::run(pstore.clone(), gatehouse_epp::public_key_hex(&pkey), opts, std::future::pending(), |_| {}));

@@ -46,7 +46,7 @@ impl Uamp {
         let opts = ServeOptions {
             listener: Some(plain),
             watch: Some(watch.clone()),
-            uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
+            uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), certificate: None, started: Some(started_tx) }),
             ..Default::default()
         };
         tokio::spawn(gatehouse_inbox::run(

@@ -35,7 +35,7 @@ async fn peer(executor: ExecutorSpec) -> PeerInbox {
     let opts = ServeOptions {
         listener: None,
         watch: None,
-        uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), started: Some(started_tx) }),
+        uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), certificate: None, started: Some(started_tx) }),
         ..Default::default()
     };
     tokio::spawn(gatehouse_inbox::run(
