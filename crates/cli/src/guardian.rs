@@ -165,7 +165,7 @@ pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, CommandError> {
         GuardianCmd::Session { session_id, json } => {
             let steps = guardian::session(store, &session_id)?;
             if steps.is_empty() {
-                return Err(invalid(format!("no session {session_id} [NOT_FOUND]")));
+                return Err(CommandError::new(crate::Code::NotFound, format!("no session {session_id}")));
             }
             if json {
                 crate::print_json(&steps);
