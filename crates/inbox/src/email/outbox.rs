@@ -184,12 +184,12 @@ pub async fn deliver(store: Arc<Store>, f: Follow, stop: impl std::future::Futur
         }
         let sent = lanes.iter().zip(shares).filter(|(_, share)| !share.is_empty()).map(|(lane, share)| send_share(&store, &f.name, lane, share));
         // A refused login outweighs an unreachable server: nothing is tried until the user acts.
-        let wait = futures_util::future::join_all(sent).await.into_iter().flatten().min_by_key(|w| w.is_some());
-        match wait {
+        let stopped = futures_util::future::join_all(sent).await.into_iter().flatten().min();
+        match stopped {
             None => backoff = BACKOFF.0,
             // A refused login: nothing is tried again until the user changes the account.
-            Some(None) => return stop.await,
-            Some(Some(())) => {
+            Some(Stopped::LoginRefused) => return stop.await,
+            Some(Stopped::Unreachable) => {
                 tokio::select! {
                     _ = &mut stop => return,
                     _ = tokio::time::sleep(backoff) => {}
@@ -200,15 +200,23 @@ pub async fn deliver(store: Arc<Store>, f: Follow, stop: impl std::future::Futur
     }
 }
 
+/// Why a connection's share of a round stopped short (the rest waits), the weightier first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stopped {
+    /// The server refused the login: nothing more until the user changes the account.
+    LoginRefused,
+    /// The server cannot be reached now: tried again after a backoff.
+    Unreachable,
+}
+
 /// Sends one connection's share of a round, one mail after another, and records each
-/// outcome. `Some(None)`: the login was refused; `Some(Some(()))`: the server cannot be
-/// reached now (the rest of the share waits for the next round).
+/// outcome; why it stopped short, if it did.
 async fn send_share(
     store: &Arc<Store>,
     account: &str,
     outgoing: &Result<smtp::Outgoing, EmailError>,
     share: Vec<gatehouse_store::email::OutboxRow>,
-) -> Option<Option<()>> {
+) -> Option<Stopped> {
     for m in share {
         let sent = match outgoing {
             Ok(o) => o.send(&m.to_addr, &m.message).await,
@@ -225,11 +233,11 @@ async fn send_share(
             Ok(()) => tracing::info!(account = %account, to = %m.to_addr, kind = %m.kind, "mail sent"),
             Err(e @ EmailError::LoginRefused { .. }) => {
                 tracing::warn!(account = %account, error = %e, "the outgoing server refused the login");
-                return Some(None);
+                return Some(Stopped::LoginRefused);
             }
             Err(e) if !give_up => {
                 tracing::warn!(account = %account, error = %e, "the outgoing server cannot be reached; trying again later");
-                return Some(Some(()));
+                return Some(Stopped::Unreachable);
             }
             Err(e) => tracing::warn!(account = %account, error = %e, "a mail was refused for good"),
         }
