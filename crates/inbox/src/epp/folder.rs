@@ -300,11 +300,17 @@ fn report(r: Result<(InFlight, ChunkResults), tokio::task::JoinError>, on_proces
 /// receipt. `files`: (the name it was dropped as, where it was claimed to).
 /// `after_crash`: the files may already have been accepted just before a crash.
 fn finish_chunk(inbox: &Inbox, dir: &Path, files: Vec<(PathBuf, PathBuf)>, after_crash: bool) -> ChunkResults {
+    // Each file goes to the door that reads it (a MAIL task log), or is an envelope.
     let others = inbox.door::<Others>();
-    let reader_of = |p: &Path| others.as_ref().and_then(|o| o.0.iter().find(|r| r.claims(p)).cloned());
-    let (other, envelopes): (Vec<_>, Vec<_>) = files.into_iter().partition(|(_, claimed)| reader_of(claimed).is_some());
+    let (mut other, mut envelopes) = (Vec::new(), Vec::new());
+    for (dropped, claimed) in files {
+        match others.as_ref().and_then(|o| o.0.iter().find(|r| r.claims(&claimed))) {
+            Some(reader) => other.push((claimed, reader.clone())),
+            None => envelopes.push((dropped, claimed)),
+        }
+    }
     let mut results: Vec<std::io::Result<Option<Processed>>> =
-        other.iter().filter_map(|(_, claimed)| Some(finish_other(inbox, dir, claimed, reader_of(claimed)?.as_ref()).map(|()| None))).collect();
+        other.iter().map(|(claimed, reader)| finish_other(inbox, dir, claimed, reader.as_ref()).map(|()| None)).collect();
     let now = crate::gate::clock::now();
     let submissions = envelopes.iter().map(|(_, claimed)| submit_file(inbox, claimed, now, after_crash));
     // Each submission verifies when first polled and then waits for its commit, so the
