@@ -499,9 +499,9 @@ async fn rpc(State(g): State<Arc<Guardian>>, req: axum::extract::Request) -> Res
     // The body must arrive in time (a slow sender holds no connection forever); the answer
     // may then take as long as the user does.
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
-    let read = match crate::net::body::read(req.into_body(), declared, MAX_BODY).await {
+    let read = match gatehouse_net::body::read(req.into_body(), declared, MAX_BODY).await {
         Ok(r) => r,
-        Err(crate::net::body::BodyError::TooLarge(_)) => {
+        Err(gatehouse_net::body::BodyError::TooLarge(_)) => {
             return json_response(jsonrpc::failure(
                 &Value::Null,
                 &RpcError::new(jsonrpc::INVALID_REQUEST, format!("Invalid JSON-RPC Request: larger than {MAX_BODY} bytes")),

@@ -4,8 +4,6 @@
 //!
 //! - [`gate`]: the core every door shares: the inbox state, the consent queue, trust
 //!   changes, the executors and their runner, the flood gate. It imports no door.
-//! - [`net`]: what every listener shares: connection admission, Host/Origin checks,
-//!   bounded request bodies, bounded reads of files others put where we look
 //! - [`epp`]: the EPP door: the pipeline of spec 5.1, its HTTP and watched-folder
 //!   transports, and replies sent back to senders
 //! - [`uamp`]: the UAMP 1.0 door, over TLS 1.3, streaming executor output as frames
@@ -26,7 +24,6 @@ pub mod gate;
 pub mod guardian;
 pub mod intent;
 pub mod mail;
-pub mod net;
 pub mod service;
 pub mod uamp;
 

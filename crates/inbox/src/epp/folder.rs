@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::epp::pipeline::{sha256_hex, Outcome};
 use crate::gate::hub::Inbox;
-use crate::net::regular_file::ReadFailure;
+use gatehouse_net::regular_file::ReadFailure;
 
 pub const ACCEPTED: &str = "accepted";
 pub const REJECTED: &str = "rejected";
@@ -60,7 +60,7 @@ fn is_candidate(path: &Path) -> bool {
     !name.starts_with('.') && (lower.ends_with(".json") || lower.ends_with(".jsonl"))
 }
 
-pub use crate::net::dropped::{OtherFiles, Others};
+pub use gatehouse_net::dropped::{OtherFiles, Others};
 
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
@@ -333,7 +333,7 @@ fn transport_of(file: &Path) -> (String, String) {
 
 async fn submit_file(inbox: &Inbox, file: &Path, now: chrono::DateTime<chrono::Utc>, after_crash: bool) -> Outcome {
     let (_, transport) = transport_of(file);
-    match crate::net::regular_file::read(file, MAX_ENVELOPE_BYTES as u64, false) {
+    match gatehouse_net::regular_file::read(file, MAX_ENVELOPE_BYTES as u64, false) {
         Ok(bytes) => {
             let outcome = inbox.submit_async(&bytes, &transport, now).await;
             if after_crash {

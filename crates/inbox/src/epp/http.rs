@@ -12,10 +12,10 @@ use gatehouse_epp::{ErrorCode, MAX_ENVELOPE_BYTES};
 
 use crate::epp::pipeline::Outcome;
 use crate::gate::hub::Inbox;
-use crate::net::body::BodyError;
+use gatehouse_net::body::BodyError;
 
-pub use crate::net::body::BODY_TIMEOUT;
-pub use crate::net::plain::HEADER_TIMEOUT;
+pub use gatehouse_net::body::BODY_TIMEOUT;
+pub use gatehouse_net::plain::HEADER_TIMEOUT;
 
 pub fn router(inbox: Arc<Inbox>) -> Router {
     Router::new().route("/epp/v1/submit", post(submit)).route("/epp/v1/inbox", get(inbox_info)).route("/health", get(health)).with_state(inbox)
@@ -57,8 +57,8 @@ async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptR
     if let Some(n) = declared.filter(|n| *n > MAX_ENVELOPE_BYTES as u64) {
         return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}")).await;
     }
-    // Charged against the shared budget as it arrives (crate::net::body).
-    let read = match crate::net::body::read(req.into_body(), declared.map(|n| n as usize), MAX_ENVELOPE_BYTES).await {
+    // Charged against the shared budget as it arrives (gatehouse_net::body).
+    let read = match gatehouse_net::body::read(req.into_body(), declared.map(|n| n as usize), MAX_ENVELOPE_BYTES).await {
         Ok(r) => r,
         Err(BodyError::TooLarge(_)) => {
             return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope exceeds this inbox's limit of {MAX_ENVELOPE_BYTES} bytes")).await

@@ -480,9 +480,9 @@ pub fn import_file(store: &Store, path: &Path, follow_links: bool) -> Result<Imp
     // A path the user picked may be a link; a dropped one may not (the folder moved the
     // link itself aside, so it arrives here only by name). Either way only a regular
     // file is read, and never past the bound.
-    let bytes = crate::net::regular_file::read(path, MAX_IMPORT_BYTES, follow_links).map_err(|e| match e {
-        crate::net::regular_file::ReadFailure::TooBig(size) => ImportError::TooLarge { path: shown.clone(), size },
-        crate::net::regular_file::ReadFailure::Io(source) => io(source),
+    let bytes = gatehouse_net::regular_file::read(path, MAX_IMPORT_BYTES, follow_links).map_err(|e| match e {
+        gatehouse_net::regular_file::ReadFailure::TooBig(size) => ImportError::TooLarge { path: shown.clone(), size },
+        gatehouse_net::regular_file::ReadFailure::Io(source) => io(source),
         other => io(std::io::Error::other(other.to_string())),
     })?;
     let text = String::from_utf8(bytes).map_err(|_| ImportError::NotText { path: shown.clone() })?;
@@ -494,7 +494,7 @@ pub fn import_file(store: &Store, path: &Path, follow_links: bool) -> Result<Imp
 /// `*.jsonl`): the composition registers this with the folder, which names no door.
 pub struct TaskLogs;
 
-impl crate::net::dropped::OtherFiles for TaskLogs {
+impl gatehouse_net::dropped::OtherFiles for TaskLogs {
     fn claims(&self, path: &Path) -> bool {
         let lower = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
         lower.ends_with(".mail.json") || lower.ends_with(".mail.jsonl") || lower.ends_with(".jsonl")

@@ -57,7 +57,7 @@ pub struct ServeOptions {
     pub public_names: Vec<String>,
     pub watch: Option<PathBuf>,
     /// Connection slots, per-client share and idle close for both listeners.
-    pub limits: crate::net::conn::Limits,
+    pub limits: gatehouse_net::conn::Limits,
     /// UAMP over TLS 1.3 on its own listener.
     pub uamp: Option<UampOptions>,
     /// Mail accounts followed for envelopes (EPP by email).
@@ -184,7 +184,7 @@ where
         let names = opts.public_names.clone();
         let limits = opts.limits;
         tasks.spawn(async move {
-            crate::net::plain::serve(listener, app, &names, limits, async move {
+            gatehouse_net::plain::serve(listener, app, &names, limits, async move {
                 let _ = stop.recv().await;
             })
             .await

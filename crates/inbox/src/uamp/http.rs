@@ -111,14 +111,14 @@ async fn messages(State(uamp): State<Arc<UampInbox>>, req: Request<Body>) -> Res
         );
         return refuse(&uamp, e, now).await;
     }
-    let read = match crate::net::body::read(req.into_body(), declared, MAX_ENVELOPE_BYTES).await {
+    let read = match gatehouse_net::body::read(req.into_body(), declared, MAX_ENVELOPE_BYTES).await {
         Ok(r) => r,
-        Err(crate::net::body::BodyError::TooLarge(_)) => {
+        Err(gatehouse_net::body::BodyError::TooLarge(_)) => {
             let e = UampError::new(Code::PayloadTooLarge, "too_large", format!("the envelope exceeds this inbox's limit of {MAX_ENVELOPE_BYTES} bytes"));
             return refuse(&uamp, e, now).await;
         }
-        Err(e @ crate::net::body::BodyError::Timeout) => return refuse(&uamp, UampError::invalid("/", e.to_string()).with_reason("body_timeout"), now).await,
-        Err(e @ crate::net::body::BodyError::Read(_)) => {
+        Err(e @ gatehouse_net::body::BodyError::Timeout) => return refuse(&uamp, UampError::invalid("/", e.to_string()).with_reason("body_timeout"), now).await,
+        Err(e @ gatehouse_net::body::BodyError::Read(_)) => {
             return refuse(&uamp, UampError::invalid("/", e.to_string()).with_reason("body_unreadable"), now).await
         }
     };

@@ -177,21 +177,21 @@ pub fn config(cert_der: &[u8], key: &SigningKey) -> Result<Arc<rustls::ServerCon
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, admitting connections
-/// within `limits` ([`crate::net::conn`]). A client that does not complete a TLS 1.3
+/// within `limits` ([`gatehouse_net::conn`]). A client that does not complete a TLS 1.3
 /// handshake (plain HTTP, TLS 1.2) is disconnected without a response.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     public_names: &[String],
-    limits: crate::net::conn::Limits,
+    limits: gatehouse_net::conn::Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    let app = crate::net::host_check::layer(app, crate::net::host_check::Allowed::new(listener.local_addr()?, true, public_names));
+    let app = gatehouse_net::host_check::layer(app, gatehouse_net::host_check::Allowed::new(listener.local_addr()?, true, public_names));
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(crate::net::plain::HEADER_TIMEOUT);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(gatehouse_net::plain::HEADER_TIMEOUT);
     // Streams per connection are bounded, so connections × streams × body budget is too.
     builder
         .http2()
@@ -200,7 +200,7 @@ pub async fn serve(
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
         .enable_connect_protocol();
     let builder = Arc::new(builder);
-    crate::net::conn::serve(listener, limits, shutdown, move |tcp, stopped| {
+    gatehouse_net::conn::serve(listener, limits, shutdown, move |tcp, stopped| {
         let (acceptor, app, builder) = (acceptor.clone(), app.clone(), builder.clone());
         async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
@@ -214,10 +214,10 @@ pub async fn serve(
             // Verified above; what the handlers need is the key.
             let client = ClientKey(tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(|c| PublicKey::from_certificate(c).ok()));
             let app = app.layer(axum::Extension(client));
-            let activity = crate::net::conn::Activity::new();
-            let service = hyper_util::service::TowerToHyperService::new(crate::net::conn::tracked(app, activity.clone()));
+            let activity = gatehouse_net::conn::Activity::default();
+            let service = hyper_util::service::TowerToHyperService::new(gatehouse_net::conn::tracked(app, activity.clone()));
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-            crate::net::conn::drive(conn, activity, limits.idle, stopped).await;
+            gatehouse_net::conn::drive(conn, activity, limits.idle, stopped).await;
         }
     })
     .await;

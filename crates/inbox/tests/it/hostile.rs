@@ -294,7 +294,7 @@ async fn a_slow_executor_does_not_hold_up_the_envelopes_behind_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_address_cannot_hold_every_connection_slot() {
-    use gatehouse_inbox::net::conn::MAX_PER_CLIENT;
+    use gatehouse_net::conn::MAX_PER_CLIENT;
     use std::net::{Ipv4Addr, SocketAddr};
     let alice = key(1);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
@@ -360,7 +360,7 @@ async fn idle_http2_connections_give_their_slots_back() {
     let tls = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = tls.local_addr().unwrap();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let limits = gatehouse_inbox::net::conn::Limits { max: 4, per_client: 8, idle: Duration::from_secs(1) };
+    let limits = gatehouse_net::conn::Limits { max: 4, per_client: 8, idle: Duration::from_secs(1) };
     let uamp =
         gatehouse_inbox::UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), certificate: None, started: Some(started_tx) };
     let opts = gatehouse_inbox::ServeOptions { uamp: Some(uamp), limits, ..Default::default() };

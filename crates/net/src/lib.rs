@@ -1,4 +1,5 @@
-//! What every listener and file reader shares, whichever door it serves.
+//! What every listener and file reader shares, whichever door it serves (a crate below
+//! every door: doors never import each other, so what they share sits here).
 //!
 //! - [`conn`]: which connections are admitted (slots, per-address share, idle close)
 //! - [`host_check`]: which requests a listener serves at all (Host, no web page's Origin)
@@ -6,6 +7,10 @@
 //! - [`dropped`]: files in the watched folder another door reads (MAIL task logs)
 //! - [`regular_file`]: reading files others put where Gatehouse looks (regular, bounded)
 //! - [`plain`]: the plain HTTP listener (header deadline, the checks above)
+
+// Code here reads others' bytes: slicing a str at a byte offset panics inside a
+// character (docs/threat-model.md 1).
+#![cfg_attr(not(test), deny(clippy::string_slice))]
 
 pub mod body;
 pub mod conn;

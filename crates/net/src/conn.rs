@@ -114,7 +114,7 @@ impl Admission {
 
 /// What is in progress on one connection, and since when nothing has been.
 #[derive(Clone)]
-pub(crate) struct Activity(Arc<ActivityInner>);
+pub struct Activity(Arc<ActivityInner>);
 
 struct ActivityInner {
     open: AtomicUsize,
@@ -131,10 +131,13 @@ impl Drop for Busy {
     }
 }
 
-impl Activity {
-    pub(crate) fn new() -> Self {
+impl Default for Activity {
+    fn default() -> Self {
         Activity(Arc::new(ActivityInner { open: AtomicUsize::new(0), since: Mutex::new(Instant::now()) }))
     }
+}
+
+impl Activity {
 
     fn touch(&self) {
         *self.0.since.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
@@ -162,7 +165,7 @@ impl Activity {
 
 /// `app` with every request counted on `activity` until its response body is done (a
 /// streamed response keeps the connection busy).
-pub(crate) fn tracked(
+pub fn tracked(
     app: Router,
     activity: Activity,
 ) -> impl tower::Service<Request<hyper::body::Incoming>, Response = axum::response::Response, Error = std::convert::Infallible, Future = impl Send> + Clone + Send
@@ -185,7 +188,7 @@ pub(crate) fn tracked(
 
 /// Drives `conn` until it ends, asking it to close once it has been idle for `idle` or
 /// the server stops (`stop`); then waits for what is in progress to finish.
-pub(crate) async fn drive<C: GracefulConnection>(conn: C, activity: Activity, idle: Duration, mut stop: watch::Receiver<bool>) {
+pub async fn drive<C: GracefulConnection>(conn: C, activity: Activity, idle: Duration, mut stop: watch::Receiver<bool>) {
     tokio::pin!(conn);
     tokio::select! {
         // Errors here are the client's (reset, timed out headers): nothing to report.
@@ -210,7 +213,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// driven by `per_conn` (given the stream and the stop signal) on its own task holding
 /// its slot; then every connection is told to close and waited for. The plain and the
 /// TLS listeners differ only in `per_conn`.
-pub(crate) async fn serve<F, Fut>(listener: TcpListener, limits: Limits, shutdown: impl std::future::Future<Output = ()>, per_conn: F)
+pub async fn serve<F, Fut>(listener: TcpListener, limits: Limits, shutdown: impl std::future::Future<Output = ()>, per_conn: F)
 where
     F: Fn(TcpStream, watch::Receiver<bool>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,

@@ -11,25 +11,25 @@ use axum::Router;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves `app` on `listener` until `shutdown` resolves, admitting connections within
-/// `limits` ([`crate::net::conn`]); then stops accepting, lets requests in progress finish,
+/// `limits` ([`crate::conn`]); then stops accepting, lets requests in progress finish,
 /// and closes idle connections. Only requests naming this listener (its address or one
-/// of `public_names`) and sent by no web page are routed ([`crate::net::host_check`]).
+/// of `public_names`) and sent by no web page are routed ([`crate::host_check`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     public_names: &[String],
-    limits: crate::net::conn::Limits,
+    limits: crate::conn::Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    let app = crate::net::host_check::layer(app, crate::net::host_check::Allowed::new(listener.local_addr()?, false, public_names));
+    let app = crate::host_check::layer(app, crate::host_check::Allowed::new(listener.local_addr()?, false, public_names));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(256 * 1024);
-    crate::net::conn::serve(listener, limits, shutdown, move |stream, stopped| {
-        let activity = crate::net::conn::Activity::new();
-        let service = hyper_util::service::TowerToHyperService::new(crate::net::conn::tracked(app.clone(), activity.clone()));
+    crate::conn::serve(listener, limits, shutdown, move |stream, stopped| {
+        let activity = crate::conn::Activity::default();
+        let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app.clone(), activity.clone()));
         let conn = http.serve_connection(TokioIo::new(stream), service);
-        crate::net::conn::drive(conn, activity, limits.idle, stopped)
+        crate::conn::drive(conn, activity, limits.idle, stopped)
     })
     .await;
     Ok(())
