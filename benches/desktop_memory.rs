@@ -17,6 +17,7 @@
 //!
 //! (Numbers, not a test: they go in docs/performance.md.)
 
+use gatehouse_inbox::Submit as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gatehouse_inbox::gate::consent::{ConsentItem, ConsentTarget, Decision, DecisionOutcome, Lasting};
+use gatehouse_app::consent::{ConsentItem, ConsentTarget, Decision, DecisionOutcome, Lasting};
 use gatehouse_inbox::ExecutorConfig;
 use gatehouse_store::{AuditEntry, BlockedSender, InboxFilter, InboxItem};
 use serde::Serialize;

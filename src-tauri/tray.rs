@@ -59,7 +59,7 @@ pub fn show_window<R: Runtime>(app: &AppHandle<R>) {
 /// Updates the tooltip and title with the number of items waiting, and the pause label.
 pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     let Some(core) = app.try_state::<Arc<Core>>() else { return };
-    let waiting = gatehouse_inbox::gate::consent::waiting_count(&core.store).unwrap_or(0);
+    let waiting = gatehouse_app::consent::waiting_count(&core.store).unwrap_or(0);
     let status = core.status();
     let text = match (waiting, status.running) {
         (_, false) => format!("Gatehouse — inbox paused — {waiting} waiting"),

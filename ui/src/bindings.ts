@@ -1227,8 +1227,9 @@ export type InboxEvent = InboxEvent_Serialize;
 /**  What the inbox tells whoever listens (the desktop shell) as it happens. */
 export type InboxEvent_Deserialize = {
 	receipt_id: string,
-	status: ReceiptStatus,
-	code?: ErrorCode | null,
+	status: Status,
+	/**  Why it was refused or knocks, in its door's words (`UNTRUSTED_SENDER`). */
+	code?: string | null,
 	sender?: string | null,
 	scope?: string | null,
 	transport: string,
@@ -1244,8 +1245,9 @@ export type InboxEvent_Deserialize = {
 /**  What the inbox tells whoever listens (the desktop shell) as it happens. */
 export type InboxEvent_Serialize = {
 	receipt_id: string,
-	status: ReceiptStatus,
-	code: ErrorCode | null,
+	status: Status,
+	/**  Why it was refused or knocks, in its door's words (`UNTRUSTED_SENDER`). */
+	code: string | null,
 	sender: string | null,
 	scope: string | null,
 	transport: string,
@@ -2351,6 +2353,9 @@ export type StartInput_Serialize = {
 	capability: string | null,
 	message: string,
 };
+
+/**  Whether an arrival was taken in (held for the user included) or refused. */
+export type Status = "accepted" | "rejected";
 
 /**  The inbox started, paused or failed to listen. */
 export type StatusChanged = StatusChanged_Serialize;

@@ -3,13 +3,26 @@
 //! held envelope goes to the runner, a held UAMP ask is released into its stream. Every
 //! decision is audited.
 
+pub use crate::waiting::{pending, pending_at, waiting_count, ConsentItem};
 use chrono::{DateTime, Utc};
-use gatehouse_inbox::gate::consent::{grantable, now_string, ConsentError, Source, LATER};
-pub use gatehouse_inbox::gate::consent::{pending, pending_at, waiting_count, ConsentItem, ConsentTarget, Decision, DecisionOutcome, Lasting};
+use gatehouse_inbox::gate::consent::{grantable, now_string, LATER};
+pub use gatehouse_inbox::gate::consent::{ConsentError, Source};
+pub use gatehouse_inbox::gate::consent::{ConsentTarget, Decision, Lasting};
 use gatehouse_inbox::Inbox;
+use gatehouse_inbox::Submit as _;
 use gatehouse_store::{ExecStatus, Policy, TrustEntry};
+use serde::Serialize;
 
 use crate::trust::check_sender_id;
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct DecisionOutcome {
+    pub message: String,
+    /// The receipt of the envelope the decision delivered, if any.
+    pub delivered: Option<gatehouse_epp::Receipt>,
+}
+
 use crate::Result;
 
 /// The user's decision, as both faces take it: a did:web agent's keys are fetched now,

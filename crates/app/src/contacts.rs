@@ -3,10 +3,11 @@
 //! see the same; a new key that claims to be one of them shown as a change to that contact,
 //! never merged but by the user's word, and blocked until verified when the contact was.
 
+pub use crate::waiting::{claims, Claim};
 use chrono::{DateTime, Utc};
-pub use gatehouse_inbox::gate::consent::{claims, Claim};
 use gatehouse_inbox::gate::consent::{now_string, ConsentError, Source};
 use gatehouse_inbox::Inbox;
+use gatehouse_inbox::Submit as _;
 use gatehouse_store::contacts::Contact;
 use gatehouse_store::{Policy, Store, TrustEntry};
 use serde::Serialize;

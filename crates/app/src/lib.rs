@@ -44,6 +44,7 @@ pub mod settings;
 pub mod sites;
 pub mod swarms;
 pub mod trust;
+pub mod waiting;
 
 pub use error::{Code, CommandError};
 

@@ -8,6 +8,9 @@
 //! limits only its door can read, and its size. An accepted arrival is held for the user
 //! when its scope's grant has ended or the sender's key changed unverified.
 
+// Others' numbers reach the decision (sizes): nothing here wraps or indexes.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
+
 use chrono::{DateTime, Utc};
 use gatehouse_store::{Admission, TrustEntry};
 

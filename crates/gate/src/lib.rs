@@ -10,9 +10,34 @@
 //!
 //! [`Admission`]: gatehouse_store::Admission
 
-// Others' numbers reach the decision (sizes): nothing here wraps or indexes.
-#![cfg_attr(not(test), deny(clippy::string_slice, clippy::arithmetic_side_effects, clippy::indexing_slicing))]
+//! Around the decision, what every door shares and that names no protocol either:
+//!
+//! - [`admit`]: the decision itself
+//! - [`clock`]: what "now" is for grants, deferrals and freshness (a test may move it)
+//! - [`hub`]: the inbox state every door shares (store, events, executor queue, registered doors)
+//! - [`consent`]: what a decision on a waiting item can be, which scope a grant may name,
+//!   and the risk flags a prompt shows
+//! - [`flood`]: how many refusals and knocks are kept per minute; the rest is counted
+//! - [`executor`]: what runs for accepted work (spec 9), one implementation with output sinks;
+//!   executors that hand work to another agent are delegates a door registers
+//! - [`model`]: the user's own model behind an OpenAI-compatible API (the model executor)
+//! - [`process`]: programs executors start, killed with their whole process group
+//! - [`runner`]: runs accepted work's executors off the request path and after restarts
+
+// Code here reads others' bytes (a kept message's text, an executor's output): slicing
+// a str at a byte offset panics inside a character (docs/threat-model.md 1).
+#![cfg_attr(not(test), deny(clippy::string_slice))]
 
 pub mod admit;
+pub mod clock;
+pub mod consent;
+pub mod executor;
+pub mod flood;
+pub mod hub;
+pub mod model;
+pub mod process;
+pub mod runner;
 
 pub use admit::{admit, admitted_under, standing, Arrival, Checks, NoChecks, Refusal, Verdict};
+pub use executor::{ExecutorConfig, ExecutorSpec};
+pub use hub::Inbox;

@@ -3,6 +3,7 @@
 //! prompt is scanned for risk (17 ms a MiB); the scan is kept under the knock's receipt id,
 //! so only the first load pays it.
 
+use gatehouse_inbox::Submit as _;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -28,12 +29,12 @@ fn benches(c: &mut Criterion) {
         assert_eq!(out.receipt.code(), Some(gatehouse_epp::ErrorCode::UntrustedSender));
     }
     let t = std::time::Instant::now();
-    let first = gatehouse_inbox::gate::consent::pending(&store).unwrap();
+    let first = gatehouse_app::consent::pending(&store).unwrap();
     eprintln!("first load: {} prompts in {:?} (each knock scanned once)", first.len(), t.elapsed());
     assert_eq!(first.len(), KNOCKS);
     let mut g = c.benchmark_group("consent_list");
     g.sample_size(10);
-    g.bench_function("256 knocks of 1 MiB, loaded again", |b| b.iter(|| gatehouse_inbox::gate::consent::pending(&store).unwrap().len()));
+    g.bench_function("256 knocks of 1 MiB, loaded again", |b| b.iter(|| gatehouse_app::consent::pending(&store).unwrap().len()));
     g.finish();
 }
 

@@ -2,6 +2,7 @@
 //! a search and a conversation, over 100,000 envelopes accepted through the real pipeline
 //! (ten senders, one in ten rejected).
 
+use gatehouse_inbox::Submit as _;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -1,6 +1,7 @@
 //! The whole pipeline in-process against a SQLite file (criterion): parse, verify,
 //! replay check, trust, policy, durable accept.
 
+use gatehouse_inbox::Submit as _;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};

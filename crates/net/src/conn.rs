@@ -138,7 +138,6 @@ impl Default for Activity {
 }
 
 impl Activity {
-
     fn touch(&self) {
         *self.0.since.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
     }

@@ -250,7 +250,7 @@ async fn envelopes_by_mail_meet_each_trust_state_with_the_epp_verdicts() {
 /// badge and in the tray are the same things, of every kind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_waits_is_one_list_of_every_kind_and_its_count() {
-    use gatehouse_inbox::gate::consent::{self, ConsentItem};
+    use gatehouse_app::consent::{self, ConsentItem};
     let u = Uamp::start(ExecutorSpec::Noop).await;
     let inbox_key = gatehouse_epp::public_key_hex(&SigningKey::from_bytes(&[3; 32]));
     let client = reqwest::Client::new();

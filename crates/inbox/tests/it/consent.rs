@@ -1,7 +1,7 @@
 //! Consent decisions and the inbox list, over a real store and pipeline.
 
 use crate::common::*;
-use gatehouse_inbox::gate::consent::{self, ConsentItem, ConsentTarget, Decision};
+use gatehouse_app::consent::{self, ConsentItem, ConsentTarget, Decision};
 use gatehouse_store::{ExecStatus, InboxFilter, Policy};
 
 #[tokio::test]

@@ -4,8 +4,8 @@
 
 use crate::common::*;
 use chrono::Utc;
+use gatehouse_app::consent::{self, ConsentError, ConsentItem, ConsentTarget, Decision};
 use gatehouse_app::contacts;
-use gatehouse_inbox::gate::consent::{self, ConsentError, ConsentItem, ConsentTarget, Decision};
 
 #[tokio::test]
 async fn a_new_key_of_a_verified_contact_is_a_claim_then_a_change_held_until_verified() {

@@ -5,9 +5,9 @@
 
 use chrono::Utc;
 use ed25519_dalek::SigningKey;
+use gatehouse_app::consent::{self, ConsentItem, ConsentTarget, Decision};
 use gatehouse_app::{contacts, did_change};
 use gatehouse_did_testhost::DidHost;
-use gatehouse_inbox::gate::consent::{self, ConsentItem, ConsentTarget, Decision};
 use gatehouse_inbox::uamp::UampInbox;
 use gatehouse_store::{Policy, TrustEntry};
 use gatehouse_uamp::{sign, Intent};

@@ -473,7 +473,7 @@ async fn a_sender_let_in_from_a_mail_gets_its_receipts_at_that_address_whatever_
     // The user lets the key in from the prompt: the mail's From is where its receipts go.
     let (gate, _rx) = gatehouse_inbox::build(store.clone(), &inbox.public_key);
     let target = shown(&gate, &pubhex(&lee));
-    gatehouse_app::consent::decide(&gate, &target, gatehouse_inbox::gate::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    gatehouse_app::consent::decide(&gate, &target, gatehouse_app::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(store.trust_get(&pubhex(&lee)).unwrap().unwrap().policy.mail_address.as_deref(), Some("office@lee.example"));
     // Its next envelope comes through another relay, which names other addresses.
     deliver(dv.port, &relayed(&later, 2, "someone@relay.example", "victim@elsewhere.example", "hello")).await;

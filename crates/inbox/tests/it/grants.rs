@@ -3,8 +3,8 @@
 
 use crate::common::*;
 use chrono::{Duration, Utc};
+use gatehouse_app::consent::{self, ConsentError, ConsentItem, ConsentTarget, Decision};
 use gatehouse_app::consent::{decide_with_keys, Lasting};
-use gatehouse_inbox::gate::consent::{self, ConsentError, ConsentItem, ConsentTarget, Decision};
 use gatehouse_store::ExecStatus;
 
 #[tokio::test]

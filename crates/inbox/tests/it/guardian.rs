@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::shown;
+use gatehouse_app::consent::Decision;
 use gatehouse_asop::rules::Action;
-use gatehouse_inbox::gate::consent::Decision;
 use gatehouse_inbox::guardian::{agent_key, UserAnswer};
 use gatehouse_inbox::ServeOptions;
 use gatehouse_store::asop::AsopRuleRow;
@@ -194,13 +194,8 @@ async fn an_unanswered_ask_times_out_and_always_becomes_a_rule() {
 async fn an_always_for_an_hour_decides_for_the_hour_then_the_step_asks_again() {
     let g = start().await;
     register(&g).await;
-    let asked = g.answer_next(UserAnswer {
-        decision: Action::Allow,
-        always: true,
-        redact: None,
-        note: None,
-        lasting: Some(gatehouse_inbox::gate::consent::Lasting::Hour),
-    });
+    let asked =
+        g.answer_next(UserAnswer { decision: Action::Allow, always: true, redact: None, note: None, lasting: Some(gatehouse_app::consent::Lasting::Hour) });
     let r = g.call(tool_call(1, "send_email", json!([{"name": "to", "value": "a@example.com"}]))).await;
     assert_eq!(r["result"]["decision"], "allow", "{r}");
     asked.await.unwrap();
@@ -225,7 +220,7 @@ async fn an_always_until_a_date_ends_at_the_end_of_that_day() {
     let g = start().await;
     register(&g).await;
     let day = (chrono::Local::now() + chrono::Duration::days(3)).date_naive();
-    let until = gatehouse_inbox::gate::consent::Lasting::Until { date: day.format("%Y-%m-%d").to_string() };
+    let until = gatehouse_app::consent::Lasting::Until { date: day.format("%Y-%m-%d").to_string() };
     let asked = g.answer_next(UserAnswer { decision: Action::Allow, always: true, redact: None, note: None, lasting: Some(until) });
     let r = g.call(tool_call(1, "send_email", json!([{"name": "to", "value": "a@example.com"}]))).await;
     assert_eq!(r["result"]["decision"], "allow", "{r}");

@@ -78,7 +78,7 @@ async fn a_booking_resolves_step_by_step_to_a_confirmation_with_an_external_id()
 #[tokio::test]
 async fn a_site_key_trusted_from_waiting_for_you_is_pinned() {
     use crate::common::shown;
-    use gatehouse_inbox::gate::consent::Decision;
+    use gatehouse_app::consent::Decision;
     let f = fixture().await;
     let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
     let (inbox, _rx) = gatehouse_inbox::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
@@ -92,8 +92,8 @@ async fn a_site_key_trusted_from_waiting_for_you_is_pinned() {
 #[tokio::test]
 async fn a_pin_for_an_hour_ends_and_the_sites_next_answer_asks_again() {
     use crate::common::shown;
+    use gatehouse_app::consent::Decision;
     use gatehouse_app::consent::{decide_with_keys, Lasting};
-    use gatehouse_inbox::gate::consent::Decision;
     let f = fixture().await;
     let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
     let (inbox, _rx) = gatehouse_inbox::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));

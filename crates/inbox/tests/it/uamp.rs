@@ -490,7 +490,7 @@ async fn the_websocket_binding_carries_the_same_envelopes_and_deltas_length_pref
 
 #[tokio::test]
 async fn an_ask_held_for_consent_waits_on_its_stream_until_the_user_decides() {
-    use gatehouse_inbox::gate::consent::{self, ConsentItem, ConsentTarget, Decision};
+    use gatehouse_app::consent::{self, ConsentItem, ConsentTarget, Decision};
     let u = Uamp::start(cat()).await;
     let p = u.trusted(15, &["ask"], RateLimit::default());
     let mut t = u.store.trust_get(&p.did).unwrap().unwrap();
@@ -571,11 +571,11 @@ async fn an_unknown_agents_capability_token_does_not_decide_what_the_prompt_gran
     let env = u.envelope(&p, Intent::Ask, "let me in", json!({"cap_token": tok}));
     let (status, body, _) = u.post(&p, &env).await;
     assert_eq!((status, body["reason"].as_str()), (403, Some("untrusted_sender")), "{body}");
-    let items = gatehouse_inbox::gate::consent::pending(&u.store).unwrap();
-    let Some(gatehouse_inbox::gate::consent::ConsentItem::UnknownSender { source, scope, .. }) = items.first() else { panic!("{items:?}") };
-    assert_eq!((*source, scope.as_deref()), (gatehouse_inbox::gate::consent::Source::UampAgent, Some("ask")));
+    let items = gatehouse_app::consent::pending(&u.store).unwrap();
+    let Some(gatehouse_app::consent::ConsentItem::UnknownSender { source, scope, .. }) = items.first() else { panic!("{items:?}") };
+    assert_eq!((*source, scope.as_deref()), (gatehouse_app::consent::Source::UampAgent, Some("ask")));
     let target = crate::common::shown(u.inbox.inbox(), &did);
-    gatehouse_app::consent::decide(u.inbox.inbox(), &target, gatehouse_inbox::gate::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    gatehouse_app::consent::decide(u.inbox.inbox(), &target, gatehouse_app::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(u.store.trust_get(&did).unwrap().unwrap().policy.allowed_scopes, vec!["ask".to_string()], "only what the prompt showed");
 }
 

@@ -1,0 +1,626 @@
+//! The one pipeline every envelope goes through, whatever its transport (spec 5.1).
+//! Each rule lives in exactly one place: format, version, recipient, expiry and signature
+//! in `gatehouse_epp::check`; replay, trust and policy here; durability in the store.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_BYTES};
+use gatehouse_store::{AcceptRefusal, Admission, ExecStatus, Knock, NewEnvelope, ReceiptRow, TrustEntry};
+use sha2::{Digest, Sha256};
+
+pub use gatehouse_gate::hub::FRESHNESS_SETTING;
+use gatehouse_gate::hub::{Inbox, InboxEvent};
+
+/// Bodies up to this size are read and verified on the async worker (tens of
+/// microseconds); larger ones off it.
+const INLINE_CHECK_BYTES: usize = 64 * 1024;
+
+/// Rejected input is kept for the user up to this many bytes.
+const KEEP_REJECTED_BYTES: usize = 64 * 1024;
+/// A correctly signed knock from an unknown sender is kept whole up to this size, so the
+/// user's "allow" can still deliver it (a prompt is at most 1 MiB).
+const KEEP_KNOCK_BYTES: usize = 2 * 1024 * 1024;
+
+/// What the transport needs to answer the sender.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub receipt: Receipt,
+    /// Seconds until the sender may try again (RATE_LIMITED only).
+    pub retry_after: Option<u64>,
+    /// The stored envelope's row id when accepted.
+    pub row_id: Option<i64>,
+}
+
+impl Outcome {
+    pub fn http_status(&self) -> u16 {
+        self.receipt.http_status()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Keys(#[from] gatehouse_keys::KeyError),
+    #[error("cannot open the store {path}: {source}")]
+    Store { path: PathBuf, source: gatehouse_store::StoreError },
+    #[error("cannot create the data dir {path}: {source}")]
+    DataDir { path: PathBuf, source: std::io::Error },
+}
+
+/// The EPP door's way in, on the gate's inbox: an envelope's bytes through the pipeline
+/// of spec 5.1, its receipt recorded.
+pub trait Submit {
+    /// Runs the whole pipeline on one submission and records its receipt. Blocking (SQLite).
+    fn submit(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>) -> Outcome {
+        self.submit_as(bytes, transport, now, None)
+    }
+
+    /// Like [`Submit::submit`], but with the user's one-time consent standing in for a
+    /// trust entry (the "allow once" of an unknown sender). Every other check still runs.
+    fn submit_as(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>, consent: Option<&TrustEntry>) -> Outcome;
+
+    /// [`Submit::submit`] for async transports: the same pipeline, but waiting for the
+    /// commit does not hold a thread (the checks themselves take microseconds).
+    fn submit_async(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>) -> impl std::future::Future<Output = Outcome> + Send;
+
+    /// Records a rejection decided by a transport before the pipeline could run (body
+    /// too large, unreadable file, ...), so it shows up like every other receipt.
+    fn submit_failure_async(&self, code: ErrorCode, message: String, transport: &str, now: DateTime<Utc>) -> impl std::future::Future<Output = Outcome> + Send;
+}
+
+impl Submit for Inbox {
+    fn submit_as(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>, consent: Option<&TrustEntry>) -> Outcome {
+        Pipeline(self).submit_as(bytes, transport, now, consent)
+    }
+
+    #[allow(clippy::manual_async_fn)]
+    fn submit_async(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>) -> impl std::future::Future<Output = Outcome> + Send {
+        async move { Pipeline(self).submit_async(bytes, transport, now).await }
+    }
+
+    #[allow(clippy::manual_async_fn)]
+    fn submit_failure_async(&self, code: ErrorCode, message: String, transport: &str, now: DateTime<Utc>) -> impl std::future::Future<Output = Outcome> + Send {
+        async move { Pipeline(self).submit_failure_async(code, message, transport, now).await }
+    }
+}
+
+/// The pipeline's steps, on the gate's inbox.
+struct Pipeline<'a>(&'a Inbox);
+
+impl std::ops::Deref for Pipeline<'_> {
+    type Target = Inbox;
+    fn deref(&self) -> &Inbox {
+        self.0
+    }
+}
+
+impl Pipeline<'_> {
+    fn submit_as(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>, consent: Option<&TrustEntry>) -> Outcome {
+        let received_at = gatehouse_epp::crypto::utc_string_ms(now);
+        let receipt_id = receipt_id();
+        let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent };
+        let failure = match self.check(&ctx) {
+            Ok((env, form, unsigned)) => {
+                let mut admitted = self.admit(&ctx, env, form, unsigned, false);
+                let mut tries = 0;
+                loop {
+                    let (record, limits, p) = match admitted {
+                        Ok(a) => a,
+                        Err(f) => break f,
+                    };
+                    let stored = self.store().accept(record, &limits);
+                    match self.settle(&ctx, p, stored, &mut tries) {
+                        Settled::Done(outcome) => return outcome,
+                        Settled::Failed(f) => break f,
+                        Settled::Stale(p) => admitted = self.admit(&ctx, p.env, p.form, p.unsigned, true),
+                    }
+                }
+            }
+            Err(f) => f,
+        };
+        let r = self.rejection(&ctx, failure);
+        let stored = self.record(&r);
+        self.rejected(r, stored)
+    }
+
+    // A Failure is built once per refused request and becomes its receipt; boxing it
+    // would cost an allocation on the path floods take and save nothing.
+    #[allow(clippy::result_large_err)]
+    async fn submit_async(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>) -> Outcome {
+        let received_at = gatehouse_epp::crypto::utc_string_ms(now);
+        let receipt_id = receipt_id();
+        let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
+        // Reading and verifying a large body takes milliseconds: the worker hands its other
+        // tasks (health checks, other senders) to the rest of the pool meanwhile.
+        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let checked = if bytes.len() > INLINE_CHECK_BYTES && multi_thread { tokio::task::block_in_place(|| self.check(&ctx)) } else { self.check(&ctx) };
+        let failure = match checked {
+            Ok((env, form, unsigned)) => {
+                let mut admitted = self.admit(&ctx, env, form, unsigned, false);
+                let mut tries = 0;
+                loop {
+                    let (record, limits, p) = match admitted {
+                        Ok(a) => a,
+                        Err(f) => break f,
+                    };
+                    let stored = self.store().accept_async(record, &limits).await;
+                    match self.settle(&ctx, p, stored, &mut tries) {
+                        Settled::Done(outcome) => return outcome,
+                        Settled::Failed(f) => break f,
+                        Settled::Stale(p) => admitted = self.admit(&ctx, p.env, p.form, p.unsigned, true),
+                    }
+                }
+            }
+            Err(f) => f,
+        };
+        let r = self.rejection(&ctx, failure);
+        let stored = self.record_async(&r).await;
+        self.rejected(r, stored)
+    }
+
+    async fn submit_failure_async(&self, code: ErrorCode, message: String, transport: &str, now: DateTime<Utc>) -> Outcome {
+        let received_at = gatehouse_epp::crypto::utc_string_ms(now);
+        let receipt_id = receipt_id();
+        let ctx = Ctx { bytes: &[], transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
+        let r = self.rejection(&ctx, Failure::new(Rejection::new(code, message)));
+        let stored = self.record_async(&r).await;
+        self.rejected(r, stored)
+    }
+
+    /// The receipt of a failure, and (for an unknown sender's knock) the request to ask
+    /// the user about, to be stored together.
+    fn rejection(&self, ctx: &Ctx<'_>, Failure { rejection, env, retry_after, knock }: Failure) -> Rejected {
+        let receipt = Receipt::rejected(&rejection, ctx.received_at.to_string(), ctx.receipt_id.to_string());
+        let row = ctx.receipt_row(&receipt, env.as_ref(), Some(&rejection));
+        let knock = knock.then_some(env.as_ref()).flatten().map(|e| Knock {
+            sender: e.sender_key(),
+            scope: e.scope.clone(),
+            envelope_id: e.envelope_id.clone(),
+            at: ctx.received_at.to_string(),
+        });
+        let kind = if knock.is_some() { gatehouse_gate::flood::Kind::Knock } else { gatehouse_gate::flood::Kind::Refusal };
+        let kept = self.keep(kind, ctx.now);
+        Rejected { outcome: Outcome { receipt, retry_after, row_id: None }, row, env, knock, transport: ctx.transport.to_string(), kept }
+    }
+
+    /// Stores a rejection within the flood budget; one past it is only counted.
+    fn record(&self, r: &Rejected) -> gatehouse_store::Result<()> {
+        if r.kept {
+            self.store().record_rejection(&r.row, r.knock.as_ref())
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn record_async(&self, r: &Rejected) -> gatehouse_store::Result<()> {
+        if r.kept {
+            self.store().record_rejection_async(&r.row, r.knock.as_ref()).await
+        } else {
+            Ok(())
+        }
+    }
+
+    fn rejected(&self, r: Rejected, stored: gatehouse_store::Result<()>) -> Outcome {
+        if let Err(e) = stored {
+            tracing::error!(error = %e, "could not record a rejection receipt");
+        }
+        // A flood's uncounted rest is announced at most once a second (so the window's
+        // count keeps up), not one by one.
+        if r.kept || self.announce_unkept(chrono::Utc::now()) {
+            self.emit(&r.outcome.receipt, r.env.as_ref(), &r.transport, r.knock.is_some());
+        }
+        r.outcome
+    }
+
+    /// Steps 1–6: size, structure, version, recipient, expiry, signature; then the
+    /// unsigned v1.1 fields are read (judged later, in `judge`). All the work on the body
+    /// is here, so a large one is done in one place off the async worker.
+    // A Failure is built once per refused request and becomes its receipt; boxing it
+    // would cost an allocation on the path floods take and save nothing.
+    #[allow(clippy::result_large_err)]
+    fn check(&self, ctx: &Ctx<'_>) -> Result<(Envelope, Form, Box<Unsigned>), Failure> {
+        // Inbox-wide size limit before parsing anything.
+        if ctx.bytes.len() > MAX_ENVELOPE_BYTES {
+            return Err(Failure::new(Rejection::new(
+                ErrorCode::SizeExceeded,
+                format!("envelope is {} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}", ctx.bytes.len()),
+            )));
+        }
+        // Steps 2–3.
+        let env = Envelope::parse(ctx.bytes).map_err(Failure::new)?;
+        // Scopes Gatehouse keeps for its own doors (guardian agents, IntentSite keys): an
+        // envelope in one could knock dressed as an agent or a company.
+        if gatehouse_gate::consent::RESERVED_SCOPES.contains(&env.scope.as_str()) {
+            let r = Rejection::new(ErrorCode::InvalidFormat, format!("scope \"{}\" is reserved for Gatehouse's own agents and sites", env.scope))
+                .with_envelope_id(Some(env.envelope_id.clone()));
+            return Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false });
+        }
+        // Steps 4–6: what the sender signed, and its freshness. EPP v1.1's fields are
+        // covered by no signature of the sender's: they are judged in `judge`, after
+        // replay and revocation, so a copy with a field changed on the way is still
+        // told apart as a replay or a revoked key (docs/threat-model.md 17).
+        let checked = gatehouse_epp::check_parsed_with(&env, self.public_key(), ctx.now, &freshness(self.freshness()), |k| {
+            self.verifying_key(k, gatehouse_epp::parse_public_key)
+        });
+        match checked {
+            Ok(form) => {
+                let unsigned = Box::new(unsigned(&env));
+                Ok((env, form, unsigned))
+            }
+            Err(r) => Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false }),
+        }
+    }
+
+    /// Steps 8–9 on one view of the registry, decided by the gate: whether the admitted
+    /// envelope is held, or why it is refused. The unsigned v1.1 fields
+    /// (`unsigned`, read and checked once) are the door's claims and capability limits.
+    fn judge(consent: Option<&TrustEntry>, view: &Admission, env: &Envelope, size: usize, unsigned: &Unsigned, now: DateTime<Utc>) -> Result<bool, Refusal> {
+        let scopes = [env.scope.clone()];
+        let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: size as u64, delegated: env.delegation.is_some(), at: now };
+        match gatehouse_gate::admit(view, consent, &arrival, &EppChecks(unsigned)) {
+            gatehouse_gate::Verdict::Accept { held, .. } => Ok(held),
+            gatehouse_gate::Verdict::Knock => {
+                let sender = env.sender_key();
+                let message =
+                    format!("sender {}… is not in this inbox's trust registry; the owner has been asked", sender.chars().take(16).collect::<String>());
+                Err(Refusal { knock: true, ..Refusal::new(ErrorCode::UntrustedSender, message) })
+            }
+            gatehouse_gate::Verdict::Refuse(r) => Err(match r {
+                GateRefusal::Blocked => Refusal::new(ErrorCode::UntrustedSender, "sender is blocked by the owner of this inbox".into()),
+                GateRefusal::Revoked(reason) => {
+                    let why = if reason.is_empty() { String::new() } else { format!(": {reason}") };
+                    Refusal::new(ErrorCode::SenderRevoked, format!("this sender's key was revoked by the owner of this inbox{why}"))
+                }
+                GateRefusal::Door(r) => r,
+                GateRefusal::Scope(s) => Refusal::new(ErrorCode::PolicyDenied, format!("scope {s:?} is not allowed for this sender")),
+                GateRefusal::Delegation => Refusal::new(ErrorCode::PolicyDenied, "this sender may not send delegated envelopes".into()),
+                GateRefusal::Size { size, limit } => Refusal::new(ErrorCode::SizeExceeded, format!("envelope is {size} bytes; this sender's limit is {limit}")),
+            }),
+        }
+    }
+
+    /// Steps 7–10 for a checked envelope: the record to store, or the failure. `fresh`
+    /// reads the registry first; otherwise the view last read is used and the commit
+    /// refuses the record if the registry has changed since ([`AcceptRefusal::Stale`]).
+    /// A refusal is only ever decided on a fresh view.
+    // A Failure is built once per refused request and becomes its receipt; boxing it
+    // would cost an allocation on the path floods take and save nothing.
+    #[allow(clippy::result_large_err)]
+    fn admit(
+        &self,
+        ctx: &Ctx<'_>,
+        env: Envelope,
+        form: Form,
+        unsigned: Box<Unsigned>,
+        fresh: bool,
+    ) -> Result<(NewEnvelope, gatehouse_store::RateLimit, Prepared), Failure> {
+        let fail = |env: Envelope, code: ErrorCode, msg: String| Failure {
+            rejection: Rejection::new(code, msg).with_envelope_id(Some(env.envelope_id.clone())),
+            env: Some(env),
+            retry_after: None,
+            knock: false,
+        };
+        let sender = env.sender_key();
+        let read = |fresh: bool| {
+            if fresh {
+                self.store().admission(&sender, gatehouse_gate::executor::SETTINGS_KEY)
+            } else {
+                self.store().admission_cached(&sender, gatehouse_gate::executor::SETTINGS_KEY)
+            }
+        };
+        // Judged once per view read: a refusal on the cached view is judged again on a
+        // fresh one (a refusal never rests on a cached view), an acceptance is not.
+        let judged = |v: &Admission| Self::judge(ctx.consent, v, &env, ctx.bytes.len(), &unsigned, ctx.now);
+        let (view, verdict) = match read(fresh) {
+            Ok(v) => match judged(&v) {
+                Ok(held) => (v, Ok(held)),
+                Err(r) if fresh => (v, Err(r)),
+                Err(_) => match read(true) {
+                    Ok(v) => {
+                        let verdict = judged(&v);
+                        (v, verdict)
+                    }
+                    Err(e) => return Err(fail(env, ErrorCode::InternalError, e.to_string())),
+                },
+            },
+            Err(e) => return Err(fail(env, ErrorCode::InternalError, e.to_string())),
+        };
+        let held = match verdict {
+            Ok(held) => held,
+            Err(r) => {
+                // Step 7, replay, is decided inside the accepting transaction. An envelope
+                // about to be refused for trust or policy is looked up here first, so the
+                // code follows the spec's order without a read per accepted envelope.
+                return Err(match self.store().nonce_seen(&env.nonce_bytes) {
+                    Ok(true) => fail(env, ErrorCode::ReplayDetected, "this nonce has been used before".into()),
+                    // A replay never asks the user; a fresh knock does (stored with its receipt).
+                    Ok(false) => Failure { knock: r.knock, ..fail(env, r.code, r.message) },
+                    Err(e) => fail(env, ErrorCode::InternalError, e.to_string()),
+                });
+            }
+        };
+        let Some(entry) = gatehouse_gate::admitted_under(&view, ctx.consent) else {
+            return Err(fail(env, ErrorCode::InternalError, "admitted without a trust entry".into()));
+        };
+        let policy = &entry.policy;
+        // Step 10: store nonce + envelope + receipt durably, then answer.
+        let config = match self.executor_config(view.setting.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return Err(fail(env, ErrorCode::InternalError, format!("the executor setting is unreadable: {e}"))),
+        };
+        let spec = config.for_scope(&env.scope);
+        let executor = spec.name().to_string();
+        // The no-op executor has nothing to run: its outcome is stored with the envelope,
+        // which spares the runner two status commits per envelope.
+        let noop = !held && *spec == gatehouse_gate::executor::ExecutorSpec::Noop;
+        let receipt = Receipt::accepted(env.envelope_id.clone(), ctx.received_at.to_string(), ctx.receipt_id.to_string(), executor.clone(), held);
+        let record = NewEnvelope {
+            envelope_id: env.envelope_id.clone(),
+            sender,
+            recipient: env.recipient_key(),
+            scope: env.scope.clone(),
+            payload_type: env.payload.payload_type.clone(),
+            conversation_id: env.conversation_id.clone(),
+            in_reply_to: env.in_reply_to.clone(),
+            on_behalf_of: env.delegation.as_ref().map(|d| d.on_behalf_of.to_ascii_lowercase()),
+            prompt: env.payload.prompt.clone(),
+            timestamp: env.timestamp.clone(),
+            expires_at: env.expires_at.clone(),
+            expires_at_ms: env.expires_at_utc.timestamp_millis(),
+            nonce: env.nonce_bytes.clone(),
+            received_at: ctx.received_at.to_string(),
+            received_ms: ctx.now.timestamp_millis(),
+            transport: ctx.transport.to_string(),
+            signed_form: match form {
+                Form::Reference => "reference",
+                Form::Variant => "variant",
+            }
+            .to_string(),
+            raw: String::from_utf8_lossy(ctx.bytes).into_owned(),
+            raw_sha256: sha256_hex(ctx.bytes),
+            executor,
+            // Kept for the runner; a no-op done at acceptance never reaches it.
+            executor_spec: if noop { None } else { serde_json::to_string(spec).ok() },
+            exec_status: if held {
+                ExecStatus::Held
+            } else if noop {
+                ExecStatus::Succeeded
+            } else {
+                ExecStatus::Queued
+            },
+            exec_result: noop.then(gatehouse_gate::executor::noop_result),
+            receipt: ctx.receipt_row(&receipt, Some(&env), None),
+            admission_version: Some(view.version),
+        };
+        Ok((record, policy.rate_limit.clone(), Prepared { env, form, unsigned, receipt, held, noop }))
+    }
+
+    /// Turns the store's answer into the sender's outcome. `tries` counts the commits
+    /// refused because the registry changed under them.
+    fn settle(&self, ctx: &Ctx<'_>, p: Prepared, stored: gatehouse_store::Result<Result<i64, AcceptRefusal>>, tries: &mut u32) -> Settled {
+        let fail = |p: Prepared, code: ErrorCode, msg: String| Failure {
+            rejection: Rejection::new(code, msg).with_envelope_id(Some(p.env.envelope_id.clone())),
+            env: Some(p.env),
+            retry_after: None,
+            knock: false,
+        };
+        match stored {
+            Err(e) => Settled::Failed(fail(p, ErrorCode::InternalError, format!("could not store the envelope: {e}"))),
+            Ok(Err(AcceptRefusal::Replay)) => Settled::Failed(fail(p, ErrorCode::ReplayDetected, "this nonce has been used before".into())),
+            Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs })) => Settled::Failed(Failure {
+                retry_after: Some(retry_after_secs),
+                ..fail(p, ErrorCode::RateLimited, format!("this sender may send {limit} envelopes per {window}; try again in {retry_after_secs} s"))
+            }),
+            // Each retry reads the registry first; it only fails again if the registry
+            // changes again before the commit, so a bound is only a guard.
+            Ok(Err(AcceptRefusal::Stale)) if *tries < MAX_STALE_RETRIES => {
+                *tries += 1;
+                Settled::Stale(p)
+            }
+            Ok(Err(AcceptRefusal::Stale)) => Settled::Failed(fail(
+                p,
+                ErrorCode::InternalError,
+                "the trust registry kept changing while this envelope was being stored; send it again".into(),
+            )),
+            Ok(Ok(row_id)) => {
+                let Prepared { env, receipt, held, noop, .. } = p;
+                if !held && !noop {
+                    self.execute(row_id);
+                }
+                self.emit(&receipt, Some(&env), ctx.transport, held);
+                Settled::Done(Outcome { receipt, retry_after: None, row_id: Some(row_id) })
+            }
+        }
+    }
+}
+
+/// How many times an envelope is decided again because the registry changed before its
+/// commit.
+const MAX_STALE_RETRIES: u32 = 8;
+
+/// What became of a record handed to the store.
+enum Settled {
+    Done(Outcome),
+    Failed(Failure),
+    /// The registry changed after the envelope was admitted: decide again.
+    Stale(Prepared),
+}
+
+/// Why steps 8–9 refuse an envelope.
+struct Refusal {
+    code: ErrorCode,
+    message: String,
+    /// An unknown sender: the user is asked.
+    knock: bool,
+}
+
+impl Refusal {
+    fn new(code: ErrorCode, message: String) -> Self {
+        Refusal { code, message, knock: false }
+    }
+}
+
+/// An envelope that passed every check, while its record is being stored.
+struct Prepared {
+    env: Envelope,
+    form: Form,
+    unsigned: Box<Unsigned>,
+    receipt: Receipt,
+    held: bool,
+    noop: bool,
+}
+
+/// A rejection's receipt, ready to be stored, and what to tell listeners afterwards.
+struct Rejected {
+    outcome: Outcome,
+    row: ReceiptRow,
+    env: Option<Envelope>,
+    knock: Option<Knock>,
+    transport: String,
+    /// Within the per-minute budget: stored and announced.
+    kept: bool,
+}
+
+/// Receipt ids are UUIDv7: unique like v4, but time-ordered, so the indexes over them
+/// grow at one end instead of touching a random page per receipt.
+fn receipt_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Where the store lives inside a data dir.
+pub fn store_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("gatehouse.db")
+}
+
+struct Ctx<'a> {
+    bytes: &'a [u8],
+    transport: &'a str,
+    now: DateTime<Utc>,
+    received_at: &'a str,
+    receipt_id: &'a str,
+    consent: Option<&'a TrustEntry>,
+}
+
+impl Ctx<'_> {
+    fn receipt_row(&self, receipt: &Receipt, env: Option<&Envelope>, rejection: Option<&Rejection>) -> ReceiptRow {
+        let keep = rejection.is_some();
+        let knock = rejection.is_some_and(|r| r.code == ErrorCode::UntrustedSender);
+        let cut = self.bytes.len().min(if knock { KEEP_KNOCK_BYTES } else { KEEP_REJECTED_BYTES });
+        ReceiptRow {
+            receipt_id: receipt.receipt_id.clone(),
+            envelope_id: receipt.envelope_id.clone(),
+            status: if keep { "rejected" } else { "accepted" }.into(),
+            code: rejection.map(|r| r.code.as_str().to_string()),
+            message: rejection.map(|r| r.message.clone()),
+            received_at: self.received_at.to_string(),
+            received_ms: self.now.timestamp_millis(),
+            transport: self.transport.to_string(),
+            sender: env.map(Envelope::sender_key),
+            scope: env.map(|e| e.scope.clone()),
+            body: (keep && !self.bytes.is_empty()).then(|| String::from_utf8_lossy(&self.bytes[..cut]).into_owned()),
+            body_truncated: keep && cut < self.bytes.len(),
+            receipt: serde_json::to_value(receipt).expect("receipts serialise"),
+            prompt: env.map(|e| e.payload.prompt.clone()),
+            envelope_row: None,
+        }
+    }
+}
+
+struct Failure {
+    rejection: Rejection,
+    env: Option<Envelope>,
+    retry_after: Option<u64>,
+    /// An unknown sender knocked with a valid signature: the user is asked.
+    knock: bool,
+}
+
+impl Failure {
+    fn new(rejection: Rejection) -> Self {
+        Failure { rejection, env: None, retry_after: None, knock: false }
+    }
+}
+
+/// The gate's freshness setting, as EPP reads an envelope's times by it.
+pub fn freshness(f: gatehouse_gate::hub::Freshness) -> gatehouse_epp::Freshness {
+    gatehouse_epp::Freshness { max_clock_skew_secs: f.max_clock_skew_secs, max_lifetime_secs: f.max_lifetime_secs }
+}
+
+impl Pipeline<'_> {
+    fn emit(&self, receipt: &Receipt, env: Option<&Envelope>, transport: &str, needs_consent: bool) {
+        self.emit_event(InboxEvent {
+            receipt_id: receipt.receipt_id.clone(),
+            status: status(receipt.status),
+            code: receipt.code().map(|c| c.as_str().to_string()),
+            sender: env.map(Envelope::sender_key),
+            scope: env.map(|e| e.scope.clone()),
+            transport: transport.to_string(),
+            needs_consent,
+            key_change: false,
+        });
+    }
+}
+
+/// A receipt's status, as the gate's events say it.
+pub fn status(s: gatehouse_epp::ReceiptStatus) -> gatehouse_gate::hub::Status {
+    match s {
+        gatehouse_epp::ReceiptStatus::Accepted => gatehouse_gate::hub::Status::Accepted,
+        gatehouse_epp::ReceiptStatus::Rejected => gatehouse_gate::hub::Status::Rejected,
+    }
+}
+
+/// An envelope's EPP v1.1 fields, read and checked once: what they claim, or why they are
+/// refused (malformed, an integrity hash that does not match, a forged attestation).
+type Unsigned = Result<gatehouse_epp::v11::Extensions, Rejection>;
+type GateRefusal = gatehouse_gate::Refusal<Refusal>;
+
+/// What only the EPP door can check, at the gate's places for it: the v1.1 fields, which
+/// no signature covers (claims: a malformed one refuses and never knocks), and a trust
+/// entry's limit on the capabilities an envelope declares.
+struct EppChecks<'a>(&'a Unsigned);
+
+impl gatehouse_gate::Checks for EppChecks<'_> {
+    type Refusal = Refusal;
+    fn claims(&self) -> Result<(), Refusal> {
+        self.0.as_ref().map(|_| ()).map_err(|r| Refusal::new(r.code, r.message.clone()))
+    }
+    fn limits(&self, entry: &TrustEntry) -> Result<(), Refusal> {
+        match (&entry.policy.capabilities, self.0) {
+            (Some(limit), Ok(ext)) => capability_policy(limit, ext.capabilities.as_ref()),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn unsigned(env: &Envelope) -> Unsigned {
+    let ext = gatehouse_epp::v11::Extensions::read(env)?;
+    gatehouse_epp::v11::verify(env, &ext)?;
+    Ok(ext)
+}
+
+/// A trust entry's EPP v1.1 capability limit: what the envelope declares must lie within
+/// it, and with `require` it must declare something. The declaration is unsigned, so it
+/// can only refuse: asking beyond the limit is refused, asking within it admits nothing
+/// the sender's trust entry did not already.
+fn capability_policy(limit: &gatehouse_store::CapabilityLimit, asked: Option<&gatehouse_epp::v11::Capabilities>) -> Result<(), Refusal> {
+    use gatehouse_epp::v11;
+    let Some(asked) = asked else {
+        return match limit.require {
+            true => Err(Refusal::new(
+                ErrorCode::PolicyDenied,
+                "this sender must declare the capabilities it asks for (EPP v1.1 capabilities), and this envelope declares none".into(),
+            )),
+            false => Ok(()),
+        };
+    };
+    let allowed: v11::Capabilities = serde_json::from_value(limit.allowed.clone()).unwrap_or_default();
+    let over = v11::beyond(asked, &allowed);
+    if over.is_empty() {
+        return Ok(());
+    }
+    Err(Refusal::new(ErrorCode::PolicyDenied, format!("it asks to {}, beyond what this sender may", over.join("; "))))
+}

@@ -1,0 +1,265 @@
+//! Consent: what a decision on something waiting can be and how long it lasts, how a
+//! prompt is named, which scope a grant may name, and the risk flags a prompt shows. What
+//! waits, as one list, is read by the application layer (`gatehouse_app::waiting`), which
+//! knows each door's messages; decisions are carried out there too, and reach the door
+//! holding what is decided.
+
+use chrono::{DateTime, Utc};
+use gatehouse_store::{Store, StoreError};
+use serde::{Deserialize, Serialize};
+
+impl ConsentTarget {
+    /// How the audit log and the deferred prompts name it.
+    pub fn key(&self) -> String {
+        match self {
+            ConsentTarget::UnknownSender { public_key, .. } => gatehouse_store::sender_key(public_key),
+            ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
+            ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
+            ConsentTarget::KeyChange { sender } => format!("key-change:{}", gatehouse_store::sender_key(sender)),
+        }
+    }
+}
+
+/// The risk flags of a message's text, with those the user dismissed marked. Links to the
+/// hosts the user's own trust entry for the sender (`entry`) allows (`x-capabilities`) are not
+/// flagged; what the message itself declares never relaxes a flag (it is unsigned: a
+/// sender or relay declaring `com` would silence every .com link).
+///
+/// `ours` names the message by a receipt id Gatehouse gave it (random, never reused),
+/// under which its text never changes: the scan (17 ms for a 1 MiB text) is kept under
+/// it, so a list of 256 waiting prompts is not scanned again at every redraw.
+pub fn risk_flags(
+    store: &Store,
+    message_id: &str,
+    text: &str,
+    entry: Option<&gatehouse_store::TrustEntry>,
+    ours: Option<&str>,
+) -> Result<Vec<gatehouse_risk::Flag>, StoreError> {
+    let hosts: Vec<String> = entry
+        .and_then(|t| t.policy.capabilities.as_ref())
+        .and_then(|c| c.allowed.get("network")?.get("domains")?.as_array().cloned())
+        .map(|d| d.into_iter().filter_map(|h| h.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let mut flags = match ours {
+        Some(id) => scanned(id, text, &hosts),
+        None => gatehouse_risk::scan(text, &hosts),
+    };
+    if !flags.is_empty() {
+        let dismissed = store.risk_dismissed(message_id)?;
+        for f in &mut flags {
+            f.dismissed = dismissed.iter().any(|(k, s)| k == f.kind.as_str() && *s == f.start);
+        }
+    }
+    Ok(flags)
+}
+
+/// Scans kept, by our id for the message and the hosts its links were judged against.
+const SCANS_KEPT: usize = 4096;
+
+type Scans = std::collections::HashMap<(String, Vec<String>), Vec<gatehouse_risk::Flag>>;
+
+fn scanned(ours: &str, text: &str, hosts: &[String]) -> Vec<gatehouse_risk::Flag> {
+    static SCANS: std::sync::OnceLock<std::sync::Mutex<Scans>> = std::sync::OnceLock::new();
+    let scans = SCANS.get_or_init(Default::default);
+    let key = (ours.to_string(), hosts.to_vec());
+    if let Some(f) = scans.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return f.clone();
+    }
+    let flags = gatehouse_risk::scan(text, hosts);
+    let mut kept = scans.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.len() >= SCANS_KEPT {
+        kept.clear();
+    }
+    kept.insert(key, flags.clone());
+    flags
+}
+
+/// What an unknown key is, decided by how it reached Gatehouse: its registry key's
+/// namespace (`asop:` for agents at the guardian, `did:` for UAMP) and the one scope only
+/// Gatehouse itself records (an IntentSite's answer signed by a key not yet pinned). Senders cannot
+/// choose it: EPP envelopes in the reserved scopes are refused before they can knock, and
+/// a UAMP knock's scope is its signed intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    EppSender,
+    UampAgent,
+    IntentSite,
+    AsopAgent,
+}
+
+/// Scopes Gatehouse records for its own doors; no EPP envelope may use them.
+pub const RESERVED_SCOPES: [&str; 2] = [ASOP_SCOPE, INTENT_SCOPE];
+
+/// The scope under which the user's own agents are registered with the ASOP guardian.
+pub const ASOP_SCOPE: &str = "asop";
+/// The scope under which IntentSites' keys are pinned.
+pub const INTENT_SCOPE: &str = "intentweb";
+
+impl Source {
+    pub fn of(key: &str, scope: Option<&str>) -> Source {
+        if key.starts_with("asop:") {
+            Source::AsopAgent
+        } else if scope == Some(INTENT_SCOPE) {
+            // IntentSite keys are DIDs too; only intent.rs records this scope (EPP refuses
+            // it, and a UAMP knock asks for its intent).
+            Source::IntentSite
+        } else if key.starts_with("did:") {
+            Source::UampAgent
+        } else {
+            Source::EppSender
+        }
+    }
+
+    /// The one scope a grant for this source may name, when it is fixed.
+    pub fn fixed_scope(self) -> Option<&'static str> {
+        match self {
+            Source::AsopAgent => Some(ASOP_SCOPE),
+            Source::IntentSite => Some(INTENT_SCOPE),
+            Source::EppSender | Source::UampAgent => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    AllowOnce,
+    /// Allow the scope for as long as the [`Lasting`] given with it says.
+    AlwaysAllowScope,
+    /// Neither allow nor deny yet: the prompt waits, out of the way, and asks again later.
+    AskLater,
+    Deny,
+    Block,
+}
+
+/// How long an "allow" for a scope lasts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "for", rename_all = "snake_case")]
+pub enum Lasting {
+    #[default]
+    Always,
+    Hour,
+    /// Until the end of today, on this computer's clock.
+    Tonight,
+    /// Until the end of `date` (YYYY-MM-DD), on this computer's clock.
+    Until {
+        date: String,
+    },
+}
+
+impl Lasting {
+    /// When a grant made at `now` ends; `None` for a grant for good.
+    pub fn end(&self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, ConsentError> {
+        use chrono::{Local, NaiveDate, TimeZone};
+        // The first moment of the day after `day`, on the user's clock (the earliest
+        // reading when a clock change makes it ambiguous).
+        let end_of = |day: NaiveDate| {
+            let next = day.succ_opt().and_then(|d| d.and_hms_opt(0, 0, 0)).ok_or_else(|| ConsentError::Invalid("that date is out of range".into()))?;
+            Local
+                .from_local_datetime(&next)
+                .earliest()
+                .map(|t| t.with_timezone(&Utc))
+                .ok_or_else(|| ConsentError::Invalid("that day has no midnight on this computer's clock".into()))
+        };
+        match self {
+            Lasting::Always => Ok(None),
+            Lasting::Hour => Ok(Some(now + chrono::Duration::hours(1))),
+            Lasting::Tonight => end_of(now.with_timezone(&Local).date_naive()).map(Some),
+            Lasting::Until { date } => {
+                let day =
+                    NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d").map_err(|_| ConsentError::Invalid(format!("{date:?} is not a date (YYYY-MM-DD)")))?;
+                let end = end_of(day)?;
+                if end <= now {
+                    return Err(ConsentError::Invalid(format!("{date} has already passed")));
+                }
+                Ok(Some(end))
+            }
+        }
+    }
+
+    /// "for 1 hour", "until 17:30", in the user's words.
+    pub fn words(end: Option<DateTime<Utc>>) -> String {
+        match end {
+            None => "for good".into(),
+            Some(t) => format!("until {}", t.with_timezone(&chrono::Local).format("%a %-d %b, %H:%M")),
+        }
+    }
+}
+
+/// How long "ask me later" puts a prompt out of the way.
+pub const LATER: chrono::Duration = chrono::Duration::hours(1);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ConsentTarget {
+    UnknownSender {
+        public_key: String,
+        /// The knock the prompt showed (its receipt id): the decision is carried out
+        /// only on that one. A sender that knocked again since is asked about anew.
+        #[serde(default)]
+        knock: Option<String>,
+    },
+    Held {
+        row_id: i64,
+    },
+    HeldAsk {
+        stream_id: String,
+    },
+    /// A trusted sender's signature named a key not kept for it.
+    KeyChange {
+        sender: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsentError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("nothing is waiting for that decision any more")]
+    Gone,
+    /// What the prompt showed is no longer what waits: the sender knocked again.
+    #[error("{0}")]
+    Changed(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ConsentError {
+    pub fn code(&self) -> gatehouse_code::Code {
+        match self {
+            ConsentError::Store(_) => gatehouse_code::Code::Store,
+            ConsentError::Gone => gatehouse_code::Code::Gone,
+            ConsentError::Changed(_) => gatehouse_code::Code::Changed,
+            ConsentError::Invalid(_) => gatehouse_code::Code::Invalid,
+        }
+    }
+}
+
+pub fn now_string(now: DateTime<Utc>) -> String {
+    crate::clock::utc_string(now)
+}
+
+/// A scope as every door names one: letters, digits and hyphens, at most 128 (EPP's rule,
+/// which the other doors' scopes are held to as well).
+pub fn is_scope_like(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// A consent prompt grants exactly the one scope it showed, and only a scope that fits
+/// what is knocking: never `*`, never a reserved scope to anything but its own door.
+pub fn grantable(key: &str, scope: &str) -> Result<(), ConsentError> {
+    if !is_scope_like(scope) {
+        return Err(ConsentError::Invalid(format!("{scope:?} is not a single scope; a prompt grants one scope, never all")));
+    }
+    let source = Source::of(key, Some(scope));
+    match source.fixed_scope() {
+        Some(fixed) if fixed != scope => Err(ConsentError::Invalid(format!("this knock can only be let in for \"{fixed}\""))),
+        None if RESERVED_SCOPES.contains(&scope) => Err(ConsentError::Invalid(format!("\"{scope}\" is reserved for Gatehouse's own agents and sites"))),
+        _ => Ok(()),
+    }
+}
