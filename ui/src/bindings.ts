@@ -2381,7 +2381,7 @@ export type StreamDetail_Deserialize = {
 	frames: Value[],
 	/**  Text the stream produced, when it is text. */
 	text?: string | null,
-	/**  An image the stream produced, as a data: URL the CSP allows. */
+	/**  An image the stream produced, as a data: URL the window's CSP allows. */
 	image?: string | null,
 } & StreamView_Deserialize;
 
@@ -2392,7 +2392,7 @@ export type StreamDetail_Serialize = {
 	frames: Value[],
 	/**  Text the stream produced, when it is text. */
 	text: string | null,
-	/**  An image the stream produced, as a data: URL the CSP allows. */
+	/**  An image the stream produced, as a data: URL the window's CSP allows. */
 	image: string | null,
 } & StreamView_Serialize;
 

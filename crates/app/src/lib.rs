@@ -42,6 +42,7 @@ pub mod risk;
 pub mod serve;
 pub mod settings;
 pub mod sites;
+pub mod streams;
 pub mod swarms;
 pub mod trust;
 pub mod waiting;

@@ -328,7 +328,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         }
         Command::Retention { rejected_body_days, rejected_receipt_days, audit_days } => {
             let store = open(false)?.store;
-            let mut r = store.retention();
+            let mut r = gatehouse_app::settings::retention(&store);
             if rejected_body_days.is_some() || rejected_receipt_days.is_some() || audit_days.is_some() {
                 r.rejected_body_days = rejected_body_days.unwrap_or(r.rejected_body_days);
                 r.rejected_receipt_days = rejected_receipt_days.unwrap_or(r.rejected_receipt_days);

@@ -114,13 +114,12 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, Command
     let key = o.identity.signing_key().clone();
     match cmd {
         UampCmd::Info { json } => {
-            let cert = gatehouse_inbox::uamp::tls::load_or_create(data_dir, &key)?;
-            let did = gatehouse_uamp::sign::did_of(&key);
+            let id = gatehouse_app::streams::identity(data_dir, &key)?;
             if json {
-                crate::print_json(&serde_json::json!({"did": did, "certificate_sha256": cert.fingerprint, "certificate_pem": cert.pem}));
+                crate::print_json(&serde_json::json!({"did": id.did, "certificate_sha256": id.cert_sha256, "certificate_pem": id.cert_pem}));
             } else {
-                println!("DID:                  {did}");
-                println!("certificate SHA-256:  {}", cert.fingerprint);
+                println!("DID:                  {}", id.did);
+                println!("certificate SHA-256:  {}", id.cert_sha256);
             }
         }
         UampCmd::Token { sender } => {

@@ -48,7 +48,11 @@ fn a_door_names_no_other_door_and_not_the_composition() {
         let manifest = std::fs::read_to_string(crates.join(format!("door-{door}/Cargo.toml"))).unwrap();
         let deps = gatehouse_dependencies(&manifest);
         assert!(deps.contains(&"gatehouse-gate".to_string()), "door-{door}'s manifest was not read: {deps:?}");
-        found.extend(deps.into_iter().filter(|d| d.starts_with("gatehouse-door-") || d == "gatehouse-inbox" || d == "gatehouse-app").map(|d| format!("door-{door} -> {d}")));
+        found.extend(
+            deps.into_iter()
+                .filter(|d| d.starts_with("gatehouse-door-") || d == "gatehouse-inbox" || d == "gatehouse-app")
+                .map(|d| format!("door-{door} -> {d}")),
+        );
     }
     assert!(found.is_empty(), "a door names another door or the composition: {found:?}");
 }
