@@ -9,7 +9,6 @@ use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_
 use gatehouse_store::{AcceptRefusal, Admission, ExecStatus, Knock, NewEnvelope, ReceiptRow, TrustEntry};
 use sha2::{Digest, Sha256};
 
-pub use gatehouse_gate::hub::FRESHNESS_SETTING;
 use gatehouse_gate::hub::{Inbox, InboxEvent};
 
 /// Bodies up to this size are read and verified on the async worker (tens of
@@ -546,7 +545,7 @@ impl Failure {
 }
 
 /// The gate's freshness setting, as EPP reads an envelope's times by it.
-pub fn freshness(f: gatehouse_gate::hub::Freshness) -> gatehouse_epp::Freshness {
+fn freshness(f: gatehouse_gate::hub::Freshness) -> gatehouse_epp::Freshness {
     gatehouse_epp::Freshness { max_clock_skew_secs: f.max_clock_skew_secs, max_lifetime_secs: f.max_lifetime_secs }
 }
 
@@ -566,7 +565,7 @@ impl Pipeline<'_> {
 }
 
 /// A receipt's status, as the gate's events say it.
-pub fn status(s: gatehouse_epp::ReceiptStatus) -> gatehouse_gate::hub::Status {
+fn status(s: gatehouse_epp::ReceiptStatus) -> gatehouse_gate::hub::Status {
     match s {
         gatehouse_epp::ReceiptStatus::Accepted => gatehouse_gate::hub::Status::Accepted,
         gatehouse_epp::ReceiptStatus::Rejected => gatehouse_gate::hub::Status::Rejected,

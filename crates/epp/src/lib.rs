@@ -46,7 +46,7 @@ pub fn check_parsed(env: &Envelope, inbox_key: &str, now: DateTime<Utc>) -> Resu
 /// inbox keep its nonce that long; these bounds keep replay state finite while every
 /// envelope that can still be accepted has its nonce kept (nonces are kept until
 /// `expires_at`). See docs/interop.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Freshness {
     /// How far `timestamp` may be ahead of this machine's clock, in seconds.
     pub max_clock_skew_secs: u64,
@@ -57,8 +57,6 @@ pub struct Freshness {
 impl Freshness {
     /// Only what the spec requires: nothing beyond `expires_at`.
     pub const SPEC: Freshness = Freshness { max_clock_skew_secs: u64::MAX, max_lifetime_secs: 0 };
-    /// Gatehouse's default: five minutes of skew, thirty days of validity.
-    pub const DEFAULT: Freshness = Freshness { max_clock_skew_secs: 300, max_lifetime_secs: 30 * 24 * 3600 };
 
     fn check(&self, env: &Envelope, now: DateTime<Utc>) -> Result<(), String> {
         let ahead = env.timestamp_utc.signed_duration_since(now).num_seconds();
@@ -70,12 +68,6 @@ impl Freshness {
             return Err(format!("valid for {lifetime} s (timestamp to expires_at); this inbox takes envelopes valid for at most {} s", self.max_lifetime_secs));
         }
         Ok(())
-    }
-}
-
-impl Default for Freshness {
-    fn default() -> Self {
-        Freshness::DEFAULT
     }
 }
 

@@ -43,7 +43,6 @@ pub enum Status {
 /// How far ahead of this machine's clock a message's time may be, and how long it may
 /// say it lasts (the `freshness` setting; each door reads its protocol's times by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
 pub struct Freshness {
     /// How far a message's time may be ahead of this machine's clock, in seconds.
     pub max_clock_skew_secs: u64,
