@@ -125,11 +125,12 @@ impl UampInbox {
             return Err(f);
         }
         let stream_id = opens.then(|| env.stream_id.clone().unwrap_or_else(|| format!("str-{}", uuid::Uuid::now_v7())));
+        let received_at = gatehouse_gate::clock::utc_string(now);
         let mut receipt = json!({
             "receipt_id": receipt_id,
             "status": "accepted",
             "message_id": env.id,
-            "received_at": gatehouse_gate::clock::utc_string(now),
+            "received_at": received_at,
         });
         if let Some(s) = &stream_id {
             receipt["stream_id"] = s.clone().into();
@@ -143,7 +144,7 @@ impl UampInbox {
             status: "accepted".into(),
             code: None,
             message: None,
-            received_at: gatehouse_gate::clock::utc_string(now),
+            received_at: received_at.clone(),
             received_ms: now.timestamp_millis(),
             transport: "uamp".into(),
             sender: Some(env.from.clone()),
@@ -166,7 +167,7 @@ impl UampInbox {
             body_type: env.body.media_type.clone(),
             content: env.body.content.clone(),
             ts: env.ts.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            received_at: gatehouse_gate::clock::utc_string(now),
+            received_at: received_at.clone(),
             received_ms: now.timestamp_millis(),
             raw: String::from_utf8_lossy(bytes).into_owned(),
             receipt_id: receipt_id.to_string(),
@@ -187,7 +188,7 @@ impl UampInbox {
             }
         }
         if let (true, Some(s)) = (held, &stream_id) {
-            store.uamp_hold(s, &gatehouse_gate::clock::utc_string(now)).map_err(|e| fail(storage(e)))?;
+            store.uamp_hold(s, &received_at).map_err(|e| fail(storage(e)))?;
         }
         let mut effect = None;
         if let Some(target) = effect_target {
@@ -203,7 +204,8 @@ impl UampInbox {
                 }
             });
         }
-        let executor = ExecutorConfig::from_setting(adm.setting.as_deref()).unwrap_or_default();
+        // Parsed once per change of the setting, as for EPP, not once per envelope.
+        let executor = self.inbox.executor_config(adm.setting.as_deref()).unwrap_or_default();
         let job = stream_id.clone().map(|s| {
             (
                 s,
