@@ -46,7 +46,7 @@ pub async fn uamp_info(core: CoreState<'_>) -> Result<UampInfo> {
     blocking(move || {
         let id = gatehouse_app::streams::identity(&c.data_dir, &c.key)?;
         let st = c.status();
-        Ok(UampInfo { did: id.did, cert_sha256: id.cert_sha256, listening: st.uamp_listening, error: st.uamp_error })
+        Ok(UampInfo { did: id.did, cert_sha256: id.certificate.fingerprint, listening: st.uamp_listening, error: st.uamp_error })
     })
     .await
 }

@@ -79,10 +79,10 @@ pub async fn bind(store: &Arc<Store>, data_dir: &Path, key: &ed25519_dalek::Sign
 async fn uamp_listener(addr: &str, data_dir: &Path, key: &ed25519_dalek::SigningKey) -> Result<(UampOptions, Uamp)> {
     let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| CommandError::new(Code::Unreachable, format!("UAMP cannot listen on {addr}: {e}")))?;
     let at = l.local_addr()?;
-    let cert = gatehouse_inbox::uamp::tls::load_or_create(data_dir, key)?;
-    let u = Uamp { at, did: gatehouse_uamp::sign::did_of(key), certificate: cert.fingerprint.clone() };
+    let id = crate::streams::identity(data_dir, key)?;
+    let u = Uamp { at, did: id.did, certificate: id.certificate.fingerprint.clone() };
     // Read once: the UAMP door serves with this one.
-    Ok((UampOptions { listener: l, key: key.clone(), data_dir: data_dir.to_path_buf(), certificate: Some(cert), started: None }, u))
+    Ok((UampOptions { listener: l, key: key.clone(), data_dir: data_dir.to_path_buf(), certificate: Some(id.certificate), started: None }, u))
 }
 
 #[cfg(test)]

@@ -23,13 +23,11 @@ const LISTED: u32 = 200;
 /// This inbox as UAMP peers see it: its DID and its TLS certificate (made on first use).
 pub struct Identity {
     pub did: String,
-    pub cert_sha256: String,
-    pub cert_pem: String,
+    pub certificate: gatehouse_inbox::uamp::tls::Certificate,
 }
 
 pub fn identity(data_dir: &Path, key: &SigningKey) -> Result<Identity> {
-    let cert = gatehouse_inbox::uamp::tls::load_or_create(data_dir, key).map_err(|e| CommandError::new(Code::Tls, e.to_string()))?;
-    Ok(Identity { did: gatehouse_uamp::sign::did_of(key), cert_sha256: cert.fingerprint, cert_pem: cert.pem })
+    Ok(Identity { did: gatehouse_uamp::sign::did_of(key), certificate: gatehouse_inbox::uamp::tls::load_or_create(data_dir, key)? })
 }
 
 #[derive(Debug, Serialize)]

@@ -116,10 +116,10 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, Command
         UampCmd::Info { json } => {
             let id = gatehouse_app::streams::identity(data_dir, &key)?;
             if json {
-                crate::print_json(&serde_json::json!({"did": id.did, "certificate_sha256": id.cert_sha256, "certificate_pem": id.cert_pem}));
+                crate::print_json(&serde_json::json!({"did": id.did, "certificate_sha256": id.certificate.fingerprint, "certificate_pem": id.certificate.pem}));
             } else {
                 println!("DID:                  {}", id.did);
-                println!("certificate SHA-256:  {}", id.cert_sha256);
+                println!("certificate SHA-256:  {}", id.certificate.fingerprint);
             }
         }
         UampCmd::Token { sender } => {
