@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a command with a real, unlocked Secret Service (gnome-keyring) on the current
-# D-Bus session bus, then stops that keyring. Meant to be run inside dbus-run-session.
+# D-Bus session bus, then stops that keyring and removes what it kept. Meant to be run inside dbus-run-session.
 #
 # Why not just `echo pw | gnome-keyring-daemon --unlock`: that forks and returns before
 # the daemon owns org.freedesktop.secrets; a keychain call made in that gap makes D-Bus
@@ -10,11 +10,14 @@
 # is owned and the default collection answers unlocked.
 set -euo pipefail
 [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] || { echo "with-keyring: no D-Bus session (run under dbus-run-session)" >&2; exit 2; }
-mkdir -p "$HOME/.local/share/keyrings"
 
-gnome-keyring-daemon --foreground --unlock --components=secrets <<<"pw" >/dev/null &
+# The keyring lives in a directory of its own, made here and removed at the end: tests
+# never write into (or depend on) the login keyring of whoever runs them, and each run
+# starts from an empty keyring rather than one grown by every run before it.
+keyrings=$(mktemp -d)
+XDG_DATA_HOME="$keyrings" gnome-keyring-daemon --foreground --unlock --components=secrets <<<"pw" >/dev/null &
 daemon=$!
-trap 'kill "$daemon" 2>/dev/null || true' EXIT
+trap 'kill "$daemon" 2>/dev/null || true; rm -rf "$keyrings"' EXIT
 
 unlocked() {
   gdbus call --session --dest org.freedesktop.secrets \
