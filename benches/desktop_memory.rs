@@ -205,7 +205,7 @@ fn fill(data: &Path) -> Senders {
             })
             .unwrap();
     }
-    let inbox = std::sync::Arc::new(gatehouse_inbox::Inbox::new(store, &opened.identity.public_key));
+    let inbox = std::sync::Arc::new(gatehouse_inbox::Gate::new(store, &opened.identity.public_key));
     let now = chrono::Utc::now();
     std::thread::scope(|s| {
         for t in 0..32 {

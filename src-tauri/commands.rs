@@ -1,13 +1,14 @@
 //! The commands the window may call. Each is one call into the application layer
-//! (`gatehouse-app`, shared with the CLI) or a read of the store; errors cross the
-//! boundary as `{code, message}`.
+//! (`gatehouse-app`, shared with the CLI); errors cross the boundary as `{code, message}`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use gatehouse_app::consent::{ConsentItem, ConsentTarget, Decision, DecisionOutcome, Lasting};
-use gatehouse_inbox::ExecutorConfig;
-use gatehouse_store::{AuditEntry, BlockedSender, InboxFilter, InboxItem};
+use gatehouse_app::executors::ExecutorConfig;
+use gatehouse_app::history::{AuditEntry, BlockedSender, InboxFilter, InboxItem};
+use gatehouse_app::replies::ReplyRow;
+use gatehouse_app::settings::Retention;
 use serde::Serialize;
 use tauri::{AppHandle, Runtime, State};
 
@@ -33,7 +34,7 @@ pub struct AppInfo {
     pub settings: DesktopSettings,
     pub waiting: usize,
     /// Refusals and knocks a flood brought beyond what is kept per minute: only counted.
-    pub unkept: gatehouse_inbox::gate::flood::Unkept,
+    pub unkept: gatehouse_app::serve::Unkept,
     /// The welcome is still to be shown (first run).
     pub welcome: bool,
 }
@@ -56,7 +57,7 @@ pub async fn app_info(core: CoreState<'_>) -> Result<AppInfo> {
             status: c.status(),
             settings: DesktopSettings::load(&c.store),
             waiting: gatehouse_app::consent::waiting_count(&c.store)?,
-            unkept: c.inbox().unkept(),
+            unkept: c.gate().unkept(),
             welcome: !gatehouse_app::first_run::done(&c.store)?,
         })
     })
@@ -127,7 +128,7 @@ pub async fn trust_list(core: CoreState<'_>) -> Result<Vec<TrustRow>> {
 #[specta::specta]
 pub async fn quiet_hours_get(core: CoreState<'_>) -> Result<gatehouse_app::quiet::QuietState> {
     let c = core.inner().clone();
-    blocking(move || gatehouse_app::quiet::state(&c.store, gatehouse_inbox::gate::clock::now())).await
+    blocking(move || gatehouse_app::quiet::state(&c.store, gatehouse_app::clock::now())).await
 }
 
 /// Sets quiet hours (`null`: off).
@@ -137,7 +138,7 @@ pub async fn quiet_hours_set(core: CoreState<'_>, hours: Option<gatehouse_app::q
     let c = core.inner().clone();
     blocking(move || {
         gatehouse_app::quiet::set(&c.store, hours)?;
-        gatehouse_app::quiet::state(&c.store, gatehouse_inbox::gate::clock::now())
+        gatehouse_app::quiet::state(&c.store, gatehouse_app::clock::now())
     })
     .await
 }
@@ -147,7 +148,7 @@ pub async fn quiet_hours_set(core: CoreState<'_>, hours: Option<gatehouse_app::q
 #[specta::specta]
 pub async fn trust_timed_grants(core: CoreState<'_>) -> Result<Vec<gatehouse_app::trust::TimedGrant>> {
     let c = core.inner().clone();
-    blocking(move || gatehouse_app::trust::timed_grants(&c.store, gatehouse_inbox::gate::clock::now())).await
+    blocking(move || gatehouse_app::trust::timed_grants(&c.store, gatehouse_app::clock::now())).await
 }
 
 #[tauri::command]
@@ -207,7 +208,7 @@ pub async fn consent_decide<R: Runtime>(
     decision: Decision,
     lasting: Option<Lasting>,
 ) -> Result<DecisionOutcome> {
-    let out = gatehouse_app::consent::decide_fetching(core.inbox(), target, decision, lasting.unwrap_or_default()).await?;
+    let out = gatehouse_app::consent::decide_fetching(core.gate(), target, decision, lasting.unwrap_or_default()).await?;
     crate::tray::refresh(&app);
     Ok(out)
 }
@@ -233,7 +234,7 @@ pub async fn settings_set(core: CoreState<'_>, grants: tauri::State<'_, crate::g
 
 #[tauri::command]
 #[specta::specta]
-pub async fn retention_get(core: CoreState<'_>) -> Result<gatehouse_store::Retention> {
+pub async fn retention_get(core: CoreState<'_>) -> Result<Retention> {
     let c = core.inner().clone();
     blocking(move || Ok(gatehouse_app::settings::retention(&c.store))).await
 }
@@ -241,7 +242,7 @@ pub async fn retention_get(core: CoreState<'_>) -> Result<gatehouse_store::Reten
 /// Applied by the inbox's next clean-up (every 10 minutes), not at once.
 #[tauri::command]
 #[specta::specta]
-pub async fn retention_set(core: CoreState<'_>, retention: gatehouse_store::Retention) -> Result<gatehouse_store::Retention> {
+pub async fn retention_set(core: CoreState<'_>, retention: Retention) -> Result<Retention> {
     let c = core.inner().clone();
     blocking(move || gatehouse_app::settings::set_retention(&c.store, &retention)).await
 }
@@ -298,7 +299,7 @@ pub async fn export_json(core: CoreState<'_>, grants: tauri::State<'_, crate::gr
 /// Answers to the sender of an envelope: drafts, sent and failed.
 #[tauri::command]
 #[specta::specta]
-pub async fn replies_for(core: CoreState<'_>, envelope_row: i64) -> Result<Vec<gatehouse_store::replies::ReplyRow>> {
+pub async fn replies_for(core: CoreState<'_>, envelope_row: i64) -> Result<Vec<ReplyRow>> {
     let c = core.inner().clone();
     blocking(move || gatehouse_app::history::replies_for(&c.store, envelope_row)).await
 }
@@ -306,7 +307,7 @@ pub async fn replies_for(core: CoreState<'_>, envelope_row: i64) -> Result<Vec<g
 /// Sends a reply with the text the user approved (edited or not), signed by this inbox.
 #[tauri::command]
 #[specta::specta]
-pub async fn reply_send(core: CoreState<'_>, id: i64, text: String) -> Result<gatehouse_store::replies::ReplyRow> {
+pub async fn reply_send(core: CoreState<'_>, id: i64, text: String) -> Result<ReplyRow> {
     gatehouse_app::replies::send(core.store.clone(), &core.key, id, &text).await
 }
 
@@ -315,5 +316,5 @@ pub async fn reply_send(core: CoreState<'_>, id: i64, text: String) -> Result<ga
 #[specta::specta]
 pub async fn executor_retry(core: CoreState<'_>, envelope_row: i64) -> Result<()> {
     let c = core.inner().clone();
-    blocking(move || gatehouse_app::executors::retry(&c.inbox(), envelope_row)).await
+    blocking(move || gatehouse_app::executors::retry(&c.gate(), envelope_row)).await
 }

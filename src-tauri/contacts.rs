@@ -50,22 +50,22 @@ pub async fn contacts_list(core: CoreState<'_>) -> Result<Vec<ContactView>> {
 #[specta::specta]
 pub async fn contact_verify(core: CoreState<'_>, key: String, pasted: Option<String>) -> Result<ContactView> {
     let c = core.inner().clone();
-    blocking(move || contacts::verify(&c.store, &key, pasted.as_deref(), &c.public_key, gatehouse_inbox::gate::clock::now())).await
+    blocking(move || contacts::verify(&c.store, &key, pasted.as_deref(), &c.public_key, gatehouse_app::clock::now())).await
 }
 
 /// A key that knocked is a new key of this contact (the user's word).
 #[tauri::command]
 #[specta::specta]
 pub async fn contact_add_key(core: CoreState<'_>, contact_id: i64, key: String) -> Result<String> {
-    let inbox = core.inbox();
-    blocking(move || Ok(contacts::adopt(&inbox, contact_id, &key, gatehouse_inbox::gate::clock::now())?)).await
+    let inbox = core.gate();
+    blocking(move || Ok(contacts::adopt(&inbox, contact_id, &key, gatehouse_app::clock::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn contact_rename(core: CoreState<'_>, contact_id: i64, name: String) -> Result<()> {
     let c = core.inner().clone();
-    blocking(move || contacts::rename(&c.store, contact_id, &name, gatehouse_inbox::gate::clock::now())).await
+    blocking(move || contacts::rename(&c.store, contact_id, &name, gatehouse_app::clock::now())).await
 }
 
 /// The user says two contacts are the same person: `from`'s keys join `into`.
@@ -73,7 +73,7 @@ pub async fn contact_rename(core: CoreState<'_>, contact_id: i64, name: String) 
 #[specta::specta]
 pub async fn contact_merge(core: CoreState<'_>, from: i64, into: i64) -> Result<()> {
     let c = core.inner().clone();
-    blocking(move || contacts::merge(&c.store, from, into, gatehouse_inbox::gate::clock::now())).await
+    blocking(move || contacts::merge(&c.store, from, into, gatehouse_app::clock::now())).await
 }
 
 /// A did:web contact's DID document fetched again: its keys now replace those kept (a

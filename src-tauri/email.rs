@@ -3,8 +3,7 @@
 //! command is one call into gatehouse_app::email, which the CLI calls too; a change
 //! restarts the inbox's transports so the account is followed (or dropped) at once.
 
-use gatehouse_app::email::{self, AccountInput};
-use gatehouse_store::email::EmailAccountRow;
+use gatehouse_app::email::{self, AccountInput, EmailAccountRow};
 
 use crate::commands::{blocking, CommandError, CoreState};
 

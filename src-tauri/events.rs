@@ -7,12 +7,12 @@ use tauri_specta::Event;
 /// A submission was answered (accepted or refused); the window redraws what it shows.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "inbox://received")]
-pub struct InboxReceived(pub gatehouse_inbox::gate::hub::InboxEvent);
+pub struct InboxReceived(pub gatehouse_app::serve::InboxEvent);
 
 /// The same submission, when it needs the user's decision.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "consent://requested")]
-pub struct ConsentRequested(pub gatehouse_inbox::gate::hub::InboxEvent);
+pub struct ConsentRequested(pub gatehouse_app::serve::InboxEvent);
 
 /// The inbox started, paused or failed to listen.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
@@ -22,12 +22,12 @@ pub struct StatusChanged(pub crate::service::InboxStatus);
 /// An executor at work: the answer so far, a note, or its stored end.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "executor://progress")]
-pub struct ExecutorProgress(pub gatehouse_inbox::gate::runner::ExecProgress);
+pub struct ExecutorProgress(pub gatehouse_app::serve::ExecProgress);
 
 /// One event of a MAIL task followed live.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "mail://event")]
-pub struct MailLive(pub gatehouse_inbox::mail::LiveEvent);
+pub struct MailLive(pub gatehouse_app::swarms::LiveEvent);
 
 /// Where an ask to a UAMP peer stands.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]

@@ -2,9 +2,7 @@
 //! everything else that waits, `consent_list`), the rules, and each session's timeline. Each command is one call
 //! into gatehouse_app::guardian, which the CLI calls too.
 
-use gatehouse_app::guardian::{self, RuleInput, SessionItem};
-use gatehouse_inbox::guardian::{Guardian, UserAnswer};
-use gatehouse_store::asop::{AsopRuleRow, AsopStepRow};
+use gatehouse_app::guardian::{self, AsopRuleRow, AsopStepRow, Guardian, RuleInput, SessionItem, UserAnswer};
 use tauri::{AppHandle, Runtime};
 
 use crate::commands::{blocking, CommandError, CoreState};
@@ -15,7 +13,7 @@ type Result<T> = std::result::Result<T, CommandError>;
 #[specta::specta]
 pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, row: i64, answer: UserAnswer) -> Result<()> {
     let c = core.inner().clone();
-    blocking(move || guardian::answer(&c.store, c.inbox().door::<Guardian>().as_deref(), row, answer)).await?;
+    blocking(move || guardian::answer(&c.store, c.gate().door::<Guardian>().as_deref(), row, answer)).await?;
     crate::tray::refresh(&app);
     Ok(())
 }

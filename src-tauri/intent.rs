@@ -3,9 +3,7 @@
 //! pinned (each one call into gatehouse_app::sites, which the CLI calls too), and links
 //! from a site's answers opened in the browser only when clicked.
 
-use gatehouse_app::sites::{self, ConversationItem, ReplyInput, StartInput};
-use gatehouse_inbox::intent::{ConversationView, Turn};
-use gatehouse_store::intentweb::IwSiteRow;
+use gatehouse_app::sites::{self, ConversationItem, ConversationView, IwSiteRow, ReplyInput, StartInput, Turn};
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_opener::OpenerExt;
 

@@ -27,10 +27,10 @@ fn data_dir() -> PathBuf {
     std::env::var_os("GATEHOUSE_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("gatehouse"))
 }
 
-fn keystore() -> gatehouse_keys::KeystoreKind {
+fn keystore() -> gatehouse_app::context::KeystoreKind {
     match std::env::var("GATEHOUSE_KEYSTORE").as_deref() {
-        Ok("file") => gatehouse_keys::KeystoreKind::File,
-        _ => gatehouse_keys::KeystoreKind::Os,
+        Ok("file") => gatehouse_app::context::KeystoreKind::File,
+        _ => gatehouse_app::context::KeystoreKind::Os,
     }
 }
 
@@ -40,7 +40,7 @@ const TRAY_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Forwards inbox events to the window, the tray and (for consent) a notification.
 fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
-    let mut rx = core.events.subscribe();
+    let mut rx = core.events.events.subscribe();
     // Set while a count of the tray is due: events meanwhile do not ask for another.
     let due = Arc::new(std::sync::atomic::AtomicBool::new(false));
     tauri::async_runtime::spawn(async move {
@@ -71,7 +71,7 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
 
 /// Passes executors' progress to the window (a model's answer as it is written).
 fn forward_progress<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
-    let mut rx = core.progress.subscribe();
+    let mut rx = core.events.progress.subscribe();
     tauri::async_runtime::spawn(async move {
         loop {
             match rx.recv().await {

@@ -5,10 +5,8 @@
 
 use std::path::PathBuf;
 
-use gatehouse_app::swarms::{self, InterswarmInput, SendInput, SwarmInput, SwarmView};
-use gatehouse_inbox::mail::{ImportReport, LiveEvent};
+use gatehouse_app::swarms::{self, ImportReport, InterswarmInput, LiveEvent, MailMessageRow, MailTaskDetail, MailTaskRow, SendInput, SwarmInput, SwarmView};
 use gatehouse_mail::client::Outcome;
-use gatehouse_store::mail::{MailMessageRow, MailTaskDetail, MailTaskRow};
 use tauri::{AppHandle, Runtime};
 
 use crate::commands::{blocking, CommandError, CoreState};

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_inbox::gate::hub::InboxEvent;
+use gatehouse_app::serve::InboxEvent;
 use tauri::{AppHandle, Runtime};
 use tauri_specta::Event;
 
@@ -45,11 +45,11 @@ fn words(ev: &InboxEvent) -> String {
 
 /// A prompt arrived: announced, unless quiet hours collect it.
 pub fn prompt<R: Runtime>(app: &AppHandle<R>, core: &Arc<Core>, ev: &InboxEvent) {
-    let (app, store, body) = (app.clone(), core.store.clone(), words(ev));
+    let (app, core, body) = (app.clone(), core.clone(), words(ev));
     let open = OpenPrompt { sender: ev.sender.clone() };
     tauri::async_runtime::spawn_blocking(move || {
-        match gatehouse_app::quiet::on_prompt(&store, gatehouse_inbox::gate::clock::now()) {
-            Ok(false) => digest_when_quiet_ends(app, store),
+        match gatehouse_app::quiet::on_prompt(&core.store, gatehouse_app::clock::now()) {
+            Ok(false) => digest_when_quiet_ends(app, core),
             // Better announced in quiet hours than not at all.
             Ok(true) | Err(_) => show(&app, &body, open),
         }
@@ -59,23 +59,23 @@ pub fn prompt<R: Runtime>(app: &AppHandle<R>, core: &Arc<Core>, ev: &InboxEvent)
 /// At start: prompts collected before a restart still get their digest.
 pub fn digests<R: Runtime>(app: AppHandle<R>, core: Arc<Core>) {
     if gatehouse_app::quiet::digest(&core.store).is_ok_and(|d| d.count > 0) {
-        digest_when_quiet_ends(app, core.store.clone());
+        digest_when_quiet_ends(app, core);
     }
 }
 
 /// Gives the digest once quiet hours are over (one watcher at a time).
-fn digest_when_quiet_ends<R: Runtime>(app: AppHandle<R>, store: Arc<gatehouse_store::Store>) {
+fn digest_when_quiet_ends<R: Runtime>(app: AppHandle<R>, core: Arc<Core>) {
     if WATCHING.swap(true, Ordering::SeqCst) {
         return;
     }
     tauri::async_runtime::spawn(async move {
         loop {
             tokio::time::sleep(DIGEST_EVERY).await;
-            let (app, store) = (app.clone(), store.clone());
+            let (app, core) = (app.clone(), core.clone());
             // Some(digest to give, if any): the watch is over; None: keep watching.
-            let over = tauri::async_runtime::spawn_blocking(move || match gatehouse_app::quiet::due_digest(&store, gatehouse_inbox::gate::clock::now()) {
+            let over = tauri::async_runtime::spawn_blocking(move || match gatehouse_app::quiet::due_digest(&core.store, gatehouse_app::clock::now()) {
                 Ok(Some(body)) => Some(Some(body)),
-                Ok(None) if gatehouse_app::quiet::digest(&store).is_ok_and(|d| d.count > 0) => None,
+                Ok(None) if gatehouse_app::quiet::digest(&core.store).is_ok_and(|d| d.count > 0) => None,
                 _ => Some(None),
             })
             .await

@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use gatehouse_inbox::Inbox;
-use gatehouse_keys::KeystoreKind;
-use gatehouse_store::Store;
+use gatehouse_app::context::KeystoreKind;
+use gatehouse_app::serve::{Events, Gate};
+use gatehouse_app::Context;
 use serde::Serialize;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 
 pub use gatehouse_app::settings::DesktopSettings;
 
@@ -27,40 +27,31 @@ pub struct InboxStatus {
 }
 
 pub struct Running {
-    pub inbox: Arc<Inbox>,
+    pub gate: Arc<Gate>,
     stop: Option<oneshot::Sender<()>>,
 }
 
+/// The app's one context (the data dir opened) and the doors' life with the window: the
+/// events are kept across pauses and restarts, so the window listens once.
 pub struct Core {
-    pub data_dir: PathBuf,
-    /// The identity key, held for signing UAMP envelopes and as the TLS key; it never
-    /// leaves the process (no command returns it, Debug of Core does not exist).
-    pub key: ed25519_dalek::SigningKey,
-    pub keystore: KeystoreKind,
-    pub public_key: String,
-    pub store: Arc<Store>,
-    pub events: broadcast::Sender<gatehouse_inbox::gate::hub::InboxEvent>,
-    /// Executors at work (a model's answer as it streams), kept across pauses like `events`.
-    pub progress: broadcast::Sender<gatehouse_inbox::gate::runner::ExecProgress>,
+    pub ctx: Context,
+    pub events: Events,
     pub running: Mutex<Option<Running>>,
     pub status: Mutex<InboxStatus>,
+}
+
+impl std::ops::Deref for Core {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        &self.ctx
+    }
 }
 
 impl Core {
     /// First run creates the identity (OS keychain) and the store in the data dir.
     pub fn open(data_dir: PathBuf, keystore: KeystoreKind) -> Result<Core, String> {
-        let opened = gatehouse_inbox::open(&data_dir, keystore, true).map_err(|e| e.to_string())?;
-        Ok(Core {
-            key: opened.identity.signing_key().clone(),
-            data_dir,
-            keystore,
-            public_key: opened.identity.public_key.clone(),
-            store: opened.store,
-            events: broadcast::channel(1024).0,
-            progress: broadcast::channel(256).0,
-            running: Mutex::new(None),
-            status: Mutex::new(InboxStatus::default()),
-        })
+        let ctx = Context::open(data_dir, keystore, true).map_err(|e| e.message)?;
+        Ok(Core { ctx, events: Events::default(), running: Mutex::new(None), status: Mutex::new(InboxStatus::default()) })
     }
 
     pub fn status(&self) -> InboxStatus {
@@ -69,10 +60,10 @@ impl Core {
 
     /// The inbox for consent decisions: the running one, or a detached one while paused
     /// (decisions still apply; released envelopes run when the inbox resumes).
-    pub fn inbox(&self) -> Arc<Inbox> {
+    pub fn gate(&self) -> Arc<Gate> {
         match &*self.running.lock().unwrap() {
-            Some(r) => r.inbox.clone(),
-            None => Arc::new(Inbox::new(self.store.clone(), &self.public_key).with_events(self.events.clone())),
+            Some(r) => r.gate.clone(),
+            None => gatehouse_app::serve::detached(&self.ctx, &self.events),
         }
     }
 
@@ -87,7 +78,7 @@ impl Core {
             watch: Some(settings.watch_dir.clone()),
             public_names: Vec::new(),
         };
-        let bound = match gatehouse_app::serve::bind(&self.store, &self.data_dir, &self.key, doors).await {
+        let bound = match gatehouse_app::serve::bind(&self.ctx, doors).await {
             Ok(b) => b,
             Err(e) => {
                 *self.status.lock().unwrap() =
@@ -101,9 +92,9 @@ impl Core {
             Ok(u) => (u.as_ref().map(|u| format!("https://{}", u.at)), None),
             Err(e) => (None, Some(format!("{}. Choose another UAMP port in Settings.", e.message))),
         };
-        let (inbox, rx) = gatehouse_inbox::build_with_events(self.store.clone(), &self.public_key, self.events.clone(), self.progress.clone());
+        let serving = gatehouse_app::serve::open(&self.ctx, bound.options, &self.events);
         let (tx, stop_rx) = oneshot::channel();
-        *self.running.lock().unwrap() = Some(Running { inbox: inbox.clone(), stop: Some(tx) });
+        *self.running.lock().unwrap() = Some(Running { gate: serving.gate(), stop: Some(tx) });
         *self.status.lock().unwrap() = InboxStatus {
             running: true,
             paused: false,
@@ -115,21 +106,16 @@ impl Core {
         };
         let me = self.clone();
         tauri::async_runtime::spawn(async move {
-            let result = gatehouse_inbox::run_with(
-                inbox,
-                rx,
-                bound.options,
-                async {
+            let result = serving
+                .run(async {
                     let _ = stop_rx.await;
-                },
-                |_| {},
-            )
-            .await;
+                })
+                .await;
             if let Err(e) = result {
                 tracing::error!(error = %e, "inbox stopped");
                 let mut st = me.status.lock().unwrap();
                 st.running = false;
-                st.error = Some(e);
+                st.error = Some(e.message);
             }
         });
     }

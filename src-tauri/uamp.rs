@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use gatehouse_inbox::uamp::client::{self, Ask, AskProgress, Client, Discovered};
-use gatehouse_keys::Secrets;
-use gatehouse_store::uamp::PeerRow;
+use gatehouse_app::peers::{self, Ask, AskProgress, Discovered, PeerRow};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime};
 
@@ -14,22 +12,6 @@ use crate::commands::{blocking, Code, CommandError, CoreState};
 use crate::service::Core;
 
 type Result<T> = std::result::Result<T, CommandError>;
-
-/// A peer (by DID or name) and the token it issued to this inbox, from the keychain.
-async fn peer_with_token(c: &Arc<Core>, peer: String) -> Result<(PeerRow, Option<String>)> {
-    let c = c.clone();
-    blocking(move || {
-        let row = gatehouse_app::peers::find(&c.store, &peer)?;
-        let token = Secrets::open(&c.data_dir).and_then(|s| s.get(&client::token_name(&row.did)))?;
-        Ok((row, token))
-    })
-    .await
-}
-
-/// Sends as this inbox's identity, keeping answers under the data dir.
-fn sender(c: &Core) -> Client {
-    Client { key: c.key.clone(), store: c.store.clone(), files_dir: client::files_dir(&c.data_dir) }
-}
 
 #[derive(Serialize, specta::Type)]
 pub struct UampInfo {
@@ -56,13 +38,7 @@ pub async fn uamp_info(core: CoreState<'_>) -> Result<UampInfo> {
 #[specta::specta]
 pub async fn uamp_token_issue(core: CoreState<'_>, sender: String) -> Result<String> {
     let c = core.inner().clone();
-    blocking(move || {
-        if c.store.trust_get(&sender)?.is_none() {
-            return Err(CommandError::new(Code::NotTrusted, format!("{sender} is not a trusted sender")));
-        }
-        Ok(gatehouse_app::trust::token_issue(&c.store, &sender, chrono::Utc::now())?)
-    })
-    .await
+    blocking(move || gatehouse_app::trust::token_issue(&c.store, &sender, chrono::Utc::now())).await
 }
 
 /// Revokes every bearer token issued to a sender (it must then present a new one).
@@ -77,7 +53,7 @@ pub async fn uamp_token_revoke(core: CoreState<'_>, sender: String) -> Result<us
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_discover(url: String) -> Result<Discovered> {
-    Ok(client::discover(&url, None).await?)
+    peers::discover(&url, None).await
 }
 
 #[derive(Deserialize, specta::Type)]
@@ -128,28 +104,28 @@ pub struct ProgressEvent {
 #[specta::specta]
 pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, peer: String, content: String, body_type: Option<String>) -> Result<String> {
     let c: Arc<Core> = core.inner().clone();
-    let (row, token) = peer_with_token(&c, peer).await?;
+    let row = {
+        let c = c.clone();
+        blocking(move || peers::find(&c.store, &peer)).await?
+    };
     let (first_tx, first_rx) = tokio::sync::oneshot::channel::<Result<String>>();
-    let ask = Ask { body_type: body_type.unwrap_or_else(|| "text/plain".into()), content, delta_window: client::DEFAULT_WINDOW };
+    let ask = Ask { body_type: body_type.unwrap_or_else(|| "text/plain".into()), content, delta_window: peers::DEFAULT_WINDOW };
     tauri::async_runtime::spawn(async move {
-        let sender = sender(&c);
         let mut first = Some(first_tx);
         let name = row.name.clone();
         let emit = |p: &AskProgress, error: Option<CommandError>| {
             let _ = tauri_specta::Event::emit(&crate::events::UampProgress(ProgressEvent { peer: name.clone(), progress: p.clone(), error }), &app);
         };
-        let result = sender
-            .ask(&row, token.as_deref(), &ask, |p| {
-                if let Some(tx) = first.take() {
-                    let _ = tx.send(Ok(p.stream_id.clone()));
-                }
-                emit(p, None);
-            })
-            .await;
+        let result = peers::ask(&c, &row.did, &ask, |p| {
+            if let Some(tx) = first.take() {
+                let _ = tx.send(Ok(p.stream_id.clone()));
+            }
+            emit(p, None);
+        })
+        .await;
         match result {
             Ok(_) => {}
-            Err(e) => {
-                let err = CommandError::from(e);
+            Err(err) => {
                 match first.take() {
                     // Refused before a stream existed: the caller gets the error itself.
                     Some(tx) => {
@@ -166,13 +142,7 @@ pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, peer: 
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_cancel(core: CoreState<'_>, stream_id: String) -> Result<()> {
-    let c = core.inner().clone();
-    let peer = {
-        let (c, stream_id) = (c.clone(), stream_id.clone());
-        blocking(move || gatehouse_app::streams::peer_of(&c.store, &stream_id)).await?
-    };
-    let (row, token) = peer_with_token(&c, peer).await?;
-    Ok(sender(&c).cancel(&row, token.as_deref(), &stream_id).await?)
+    peers::cancel(&core, &stream_id).await
 }
 
 pub use gatehouse_app::streams::{StreamDetail, StreamView};

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use gatehouse_inbox::gate::consent::{grantable, now_string, LATER};
 pub use gatehouse_inbox::gate::consent::{ConsentError, Source};
 pub use gatehouse_inbox::gate::consent::{ConsentTarget, Decision, Lasting};
-use gatehouse_inbox::Inbox;
+use gatehouse_inbox::Gate;
 use gatehouse_inbox::Submit as _;
 use gatehouse_store::{ExecStatus, Policy, TrustEntry};
 use serde::Serialize;
@@ -28,7 +28,7 @@ use crate::Result;
 /// The user's decision, as both faces take it: a did:web agent's keys are fetched now,
 /// when the user lets it in, never on arrival; then [`decide_with_keys`], off the async
 /// workers.
-pub async fn decide_fetching(inbox: std::sync::Arc<Inbox>, target: ConsentTarget, decision: Decision, lasting: Lasting) -> Result<DecisionOutcome> {
+pub async fn decide_fetching(inbox: std::sync::Arc<Gate>, target: ConsentTarget, decision: Decision, lasting: Lasting) -> Result<DecisionOutcome> {
     let keys = match (&target, decision) {
         (ConsentTarget::UnknownSender { public_key, .. }, Decision::AlwaysAllowScope) => crate::trust::did_web_keys(public_key).await?,
         _ => Vec::new(),
@@ -37,7 +37,7 @@ pub async fn decide_fetching(inbox: std::sync::Arc<Inbox>, target: ConsentTarget
 }
 
 /// Applies the user's decision, an "allow" for good. Blocking (SQLite).
-pub fn decide(inbox: &Inbox, target: &ConsentTarget, decision: Decision, now: DateTime<Utc>) -> std::result::Result<DecisionOutcome, ConsentError> {
+pub fn decide(inbox: &Gate, target: &ConsentTarget, decision: Decision, now: DateTime<Utc>) -> std::result::Result<DecisionOutcome, ConsentError> {
     decide_with_keys(inbox, target, decision, &Lasting::Always, now, &[])
 }
 
@@ -61,7 +61,7 @@ fn grant(policy: &mut Policy, scope: &str, end: Option<DateTime<Utc>>, held_only
 /// [`decide`], with the keys of a did:web sender fetched (by the caller, over HTTPS) when
 /// the user approves it.
 pub fn decide_with_keys(
-    inbox: &Inbox,
+    inbox: &Gate,
     target: &ConsentTarget,
     decision: Decision,
     lasting: &Lasting,
@@ -99,7 +99,7 @@ pub fn decide_with_keys(
 
 /// Allow, deny or block, carried out by the door that holds what is decided.
 fn decide_now(
-    inbox: &Inbox,
+    inbox: &Gate,
     target: &ConsentTarget,
     decision: Decision,
     end: Option<DateTime<Utc>>,

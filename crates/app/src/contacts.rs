@@ -6,7 +6,7 @@
 pub use crate::waiting::{claims, Claim};
 use chrono::{DateTime, Utc};
 use gatehouse_inbox::gate::consent::{now_string, ConsentError, Source};
-use gatehouse_inbox::Inbox;
+use gatehouse_inbox::Gate;
 use gatehouse_inbox::Submit as _;
 use gatehouse_store::contacts::Contact;
 use gatehouse_store::{Policy, Store, TrustEntry};
@@ -221,7 +221,7 @@ pub fn rename(store: &Store, id: i64, name: &str, now: DateTime<Utc>) -> Result<
 /// the contact's keys may do and the knock's scope, joins the contact, and its waiting
 /// message is delivered. If the contact was verified, the new key is blocked (everything
 /// it sends is held) until it is verified too. Blocking (SQLite). Audited.
-pub fn adopt(inbox: &Inbox, id: i64, key: &str, now: DateTime<Utc>) -> std::result::Result<String, ConsentError> {
+pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::result::Result<String, ConsentError> {
     let store = inbox.store();
     let key = gatehouse_store::sender_key(key);
     let Some(contact) = store.contact(id)? else { return Err(ConsentError::Invalid(format!("there is no contact {id}"))) };

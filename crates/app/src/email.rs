@@ -8,7 +8,7 @@ use std::path::Path;
 use gatehouse_email::{Account, EmailError};
 use gatehouse_inbox::email::Follow;
 use gatehouse_keys::Secrets;
-use gatehouse_store::email::EmailAccountRow;
+pub use gatehouse_store::email::EmailAccountRow;
 use gatehouse_store::Store;
 
 use crate::{blocking, now, Code, CommandError, Result};

@@ -5,10 +5,20 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
 use gatehouse_store::Store;
 
 use crate::{blocking, Code, CommandError, Result};
+
+pub use gatehouse_inbox::gate::model::DEFAULT_ENDPOINT as DEFAULT_MODEL_ENDPOINT;
+pub use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+
+/// Keeps a cloud model's API key for `scope` in the keychain; the executor names it by
+/// the name returned (the setting never holds the key).
+pub fn keep_model_api_key(data_dir: &std::path::Path, scope: &str, key: &str) -> Result<String> {
+    let name = format!("model-api-key:{scope}");
+    gatehouse_keys::Secrets::open(data_dir).and_then(|s| s.put(&name, key))?;
+    Ok(name)
+}
 
 pub fn get(store: &Store) -> Result<ExecutorConfig> {
     Ok(ExecutorConfig::load(store)?)
@@ -110,7 +120,7 @@ pub async fn set_scope(store: Arc<Store>, scope: &str, spec: ExecutorSpec) -> Re
 
 /// Runs a failed executor again (the model was unreachable, the swarm refused its token…),
 /// audited. A paused inbox keeps it queued until it resumes.
-pub fn retry(inbox: &gatehouse_inbox::Inbox, envelope_row: i64) -> Result<()> {
+pub fn retry(inbox: &gatehouse_inbox::Gate, envelope_row: i64) -> Result<()> {
     let queued = inbox.retry(envelope_row).map_err(|e| CommandError::new(Code::NotAllowed, e.to_string()))?;
     if !queued {
         return Err(CommandError::new(Code::NotRunning, "queued; it runs when the inbox is resumed"));

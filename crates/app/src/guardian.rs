@@ -4,12 +4,13 @@
 
 use gatehouse_asop::rules::{Action, Condition, Rule};
 use gatehouse_inbox::gate::consent::ASOP_SCOPE;
-use gatehouse_inbox::guardian::{Guardian, UserAnswer};
-use gatehouse_store::asop::{AsopRuleRow, AsopStepRow};
 use gatehouse_store::Store;
 use serde::{Deserialize, Serialize};
 
 use crate::{now, Code, CommandError, Result};
+
+pub use gatehouse_inbox::guardian::{Guardian, UserAnswer};
+pub use gatehouse_store::asop::{AsopRuleRow, AsopStepRow};
 
 impl From<gatehouse_inbox::guardian::GuardianError> for CommandError {
     fn from(e: gatehouse_inbox::guardian::GuardianError) -> Self {

@@ -2,7 +2,9 @@
 //! how they came), accepted envelopes, the senders waiting to be let in, the blocked list,
 //! the audit log and the answers to an envelope. Reads only; each is one call.
 
-use gatehouse_store::{AuditEntry, BlockedSender, EnvelopeRow, InboxFilter, InboxItem, PendingSender, Store};
+use gatehouse_store::Store;
+
+pub use gatehouse_store::{AuditEntry, BlockedSender, EnvelopeRow, InboxFilter, InboxItem, PendingSender, ReceiptRow};
 
 use crate::Result;
 
@@ -30,7 +32,7 @@ pub fn receipts(store: &Store, limit: u32) -> Result<Vec<serde_json::Value>> {
 }
 
 /// The newest `limit` receipts as stored (status, code, transport, message).
-pub fn receipt_rows(store: &Store, limit: u32) -> Result<Vec<gatehouse_store::ReceiptRow>> {
+pub fn receipt_rows(store: &Store, limit: u32) -> Result<Vec<ReceiptRow>> {
     Ok(store.receipts(limit, 0)?)
 }
 

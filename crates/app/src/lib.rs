@@ -1,6 +1,7 @@
 //! What a Gatehouse user can do, one layer for both faces: the window's commands and the
 //! CLI call these (one call each), so both validate, behave and audit alike. No Tauri here.
 //!
+//! - [`context`]: the one [`Context`] both faces hold: a data dir opened (identity, store)
 //! - [`error`]: the one error [`Code`] enum and `{code, message}` errors both faces show
 //! - [`trust`]: the trust registry as the user changes it (add, approve, edit, block, tokens)
 //! - [`contacts`]: people and organisations with their keys; safety codes; key changes
@@ -17,7 +18,7 @@
 //! - [`quiet`]: quiet hours, when prompts are collected into a digest instead of announced
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
 //! - [`risk`]: risk flags the user dismisses
-//! - [`serve`]: where the doors listen, bound once for both faces
+//! - [`serve`]: where the doors listen and the gate they open onto, composed once for both faces
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
@@ -26,6 +27,7 @@
 
 pub mod consent;
 pub mod contacts;
+pub mod context;
 pub mod did_change;
 pub mod email;
 pub mod error;
@@ -47,7 +49,10 @@ pub mod swarms;
 pub mod trust;
 pub mod waiting;
 
+pub use context::Context;
 pub use error::{Code, CommandError};
+/// The gate's clock, which the decisions a face passes on are made at.
+pub use gatehouse_inbox::gate::clock;
 
 pub type Result<T> = std::result::Result<T, CommandError>;
 

@@ -4,12 +4,14 @@
 
 use std::path::Path;
 
-use gatehouse_inbox::uamp::client;
+use gatehouse_inbox::uamp::client::{self, Client};
 use gatehouse_keys::Secrets;
-use gatehouse_store::uamp::PeerRow;
 use gatehouse_store::Store;
 
-use crate::{Code, CommandError, Result};
+use crate::{Code, CommandError, Context, Result};
+
+pub use gatehouse_inbox::uamp::client::{Ask, AskProgress, Discovered, DEFAULT_WINDOW};
+pub use gatehouse_store::uamp::PeerRow;
 
 /// A peer as the user sees it: whether it gave this inbox a token.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -74,4 +76,41 @@ pub fn remove(store: &Store, data_dir: &Path, peer: &str) -> Result<PeerRow> {
     Secrets::open(data_dir).and_then(|s| s.delete(&client::token_name(&row.did)))?;
     store.audit("uamp.peer_remove", Some(&row.did), &serde_json::json!({}), &crate::now())?;
     Ok(row)
+}
+
+/// Step one of adding a peer: what it is, for the user to check before trusting it (with
+/// `pin`, only if it presents that certificate).
+pub async fn discover(url: &str, pin: Option<&str>) -> Result<Discovered> {
+    Ok(client::discover(url, pin).await?)
+}
+
+/// A peer (by DID or name) and the token it issued to this inbox, from the keychain.
+async fn with_token(ctx: &Context, peer: &str) -> Result<(PeerRow, Option<String>)> {
+    let (store, data_dir, peer) = (ctx.store.clone(), ctx.data_dir.clone(), peer.to_string());
+    crate::blocking(move || {
+        let row = find(&store, &peer)?;
+        let token = Secrets::open(&data_dir).and_then(|s| s.get(&client::token_name(&row.did)))?;
+        Ok((row, token))
+    })
+    .await
+}
+
+/// Sends as this inbox's identity, keeping answers under the data dir.
+fn sender(ctx: &Context) -> Client {
+    Client { key: ctx.key.clone(), store: ctx.store.clone(), files_dir: client::files_dir(&ctx.data_dir) }
+}
+
+/// Sends `ask` to a peer (by DID or name) and follows its stream to its final state;
+/// `on_progress` sees every step. A refusal or an unreachable peer is an error.
+pub async fn ask(ctx: &Context, peer: &str, ask: &Ask, on_progress: impl FnMut(&AskProgress) + Send) -> Result<AskProgress> {
+    let (row, token) = with_token(ctx, peer).await?;
+    Ok(sender(ctx).ask(&row, token.as_deref(), ask, on_progress).await?)
+}
+
+/// Asks the peer of one of this inbox's asks to stop its stream.
+pub async fn cancel(ctx: &Context, stream_id: &str) -> Result<()> {
+    let (store, id) = (ctx.store.clone(), stream_id.to_string());
+    let peer = crate::blocking(move || crate::streams::peer_of(&store, &id)).await?;
+    let (row, token) = with_token(ctx, &peer).await?;
+    Ok(sender(ctx).cancel(&row, token.as_deref(), stream_id).await?)
 }

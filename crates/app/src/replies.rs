@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use gatehouse_store::replies::ReplyRow;
 use gatehouse_store::{EnvelopeRow, ReceiptRow, Store};
+
+pub use gatehouse_store::replies::ReplyRow;
 
 use crate::{Code, CommandError, Result};
 

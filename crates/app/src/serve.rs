@@ -1,16 +1,22 @@
-//! Where the gate's doors listen, composed once for both faces: the CLI's `serve` and the
-//! window's inbox bind through here, then run what is bound (`gatehouse_inbox::run_with`).
-//! A face decides only what a failure means to it (the CLI stops; the window says why in
-//! its status and stays usable).
+//! Where the gate's doors listen and the gate they open onto, composed once for both
+//! faces: the CLI's `serve` and the window's inbox [`bind`], [`open`] and
+//! [`Serving::run`] through here. A face decides only what a failure means to it (the CLI
+//! stops; the window says why in its status and stays usable).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use gatehouse_inbox::{ServeOptions, UampOptions};
-use gatehouse_store::Store;
+use tokio::sync::{broadcast, mpsc};
 
-use crate::{Code, CommandError, Result};
+use crate::{Code, CommandError, Context, Result};
+
+pub use gatehouse_inbox::gate::flood::Unkept;
+pub use gatehouse_inbox::gate::hub::{InboxEvent, Status};
+pub use gatehouse_inbox::gate::runner::ExecProgress;
+/// The gate: what every door shares, and where the user's decisions are carried out.
+pub use gatehouse_inbox::Gate;
 
 /// Where the doors should listen.
 pub struct Doors {
@@ -44,7 +50,8 @@ pub struct Uamp {
 /// Binds the doors for `doors`: EPP's listener (a failure is the caller's error), UAMP's
 /// (its failure is kept in [`Bound::uamp`]), the mail accounts followed, and the identity
 /// key every door signs with.
-pub async fn bind(store: &Arc<Store>, data_dir: &Path, key: &ed25519_dalek::SigningKey, doors: Doors) -> Result<Bound> {
+pub async fn bind(ctx: &Context, doors: Doors) -> Result<Bound> {
+    let (store, data_dir, key) = (&ctx.store, ctx.data_dir.as_path(), &ctx.key);
     let listener =
         tokio::net::TcpListener::bind(&doors.epp).await.map_err(|e| CommandError::new(Code::Unreachable, format!("cannot listen on {}: {e}", doors.epp)))?;
     let epp = listener.local_addr()?;
@@ -76,6 +83,52 @@ pub async fn bind(store: &Arc<Store>, data_dir: &Path, key: &ed25519_dalek::Sign
     Ok(Bound { options, epp, uamp, email })
 }
 
+/// Where what the gate does is told: kept by a face across pauses and restarts (the window
+/// listens for the whole session), or made for one run.
+#[derive(Clone)]
+pub struct Events {
+    pub events: broadcast::Sender<InboxEvent>,
+    /// Executors at work (a model's answer as it streams).
+    pub progress: broadcast::Sender<ExecProgress>,
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Events { events: broadcast::channel(1024).0, progress: broadcast::channel(256).0 }
+    }
+}
+
+/// The gate, open to the doors bound, not yet running.
+pub struct Serving {
+    inbox: Arc<Gate>,
+    queue: mpsc::UnboundedReceiver<i64>,
+    options: ServeOptions,
+}
+
+/// The gate the doors bound (`Bound::options`) open onto, telling `events` what it does.
+pub fn open(ctx: &Context, options: ServeOptions, events: &Events) -> Serving {
+    let (inbox, queue) = gatehouse_inbox::build_with_events(ctx.store.clone(), &ctx.public_key, events.events.clone(), events.progress.clone());
+    Serving { inbox, queue, options }
+}
+
+impl Serving {
+    /// The running gate, for decisions the user makes while it runs.
+    pub fn gate(&self) -> Arc<Gate> {
+        self.inbox.clone()
+    }
+
+    /// Runs the doors, the executors and the upkeep until `shutdown` resolves.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
+        gatehouse_inbox::run_with(self.inbox, self.queue, self.options, shutdown, |_| {}).await.map_err(|e| CommandError::new(Code::Internal, e))
+    }
+}
+
+/// The gate while no door runs (the window paused): decisions still apply, and what they
+/// release runs when the doors open again.
+pub fn detached(ctx: &Context, events: &Events) -> Arc<Gate> {
+    Arc::new(Gate::new(ctx.store.clone(), &ctx.public_key).with_events(events.events.clone()))
+}
+
 async fn uamp_listener(addr: &str, data_dir: &Path, key: &ed25519_dalek::SigningKey) -> Result<(UampOptions, Uamp)> {
     let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| CommandError::new(Code::Unreachable, format!("UAMP cannot listen on {addr}: {e}")))?;
     let at = l.local_addr()?;
@@ -92,25 +145,24 @@ mod tests {
     #[tokio::test]
     async fn a_taken_port_is_the_callers_error_for_epp_and_a_kept_reason_for_uamp() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(&dir.path().join("g.db")).unwrap());
-        let (identity, _) = gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
-        let key = identity.signing_key().clone();
+        let ctx = Context::open(dir.path().to_path_buf(), crate::context::KeystoreKind::File, true).unwrap();
+        let key = ctx.key.clone();
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let taken_at = taken.local_addr().unwrap().to_string();
         let doors = |epp: &str, uamp: &str| Doors { epp: epp.into(), uamp: Some(uamp.into()), watch: None, public_names: Vec::new() };
 
-        let Err(e) = bind(&store, dir.path(), &key, doors(&taken_at, "127.0.0.1:0")).await else { panic!("bound a taken port") };
+        let Err(e) = bind(&ctx, doors(&taken_at, "127.0.0.1:0")).await else { panic!("bound a taken port") };
         assert!(e.code == Code::Unreachable && e.message.contains(&format!("cannot listen on {taken_at}")), "{e:?}");
 
         // UAMP's port taken: EPP still binds, and why UAMP does not is kept for the face.
-        let b = bind(&store, dir.path(), &key, doors("127.0.0.1:0", &taken_at)).await.unwrap();
+        let b = bind(&ctx, doors("127.0.0.1:0", &taken_at)).await.unwrap();
         assert!(b.options.listener.is_some() && b.options.uamp.is_none());
         let e = b.uamp.err().unwrap();
         assert!(e.message.starts_with("UAMP cannot listen on"), "{e:?}");
         assert_eq!(b.email.unwrap(), Vec::<String>::new());
 
         // Both free: UAMP names its DID and the certificate peers pin.
-        let b = bind(&store, dir.path(), &key, doors("127.0.0.1:0", "127.0.0.1:0")).await.unwrap();
+        let b = bind(&ctx, doors("127.0.0.1:0", "127.0.0.1:0")).await.unwrap();
         let u = b.uamp.unwrap().unwrap();
         assert_eq!(u.did, gatehouse_uamp::sign::did_of(&key));
         assert_eq!(u.certificate.split(':').count(), 32, "{}", u.certificate);

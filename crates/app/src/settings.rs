@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use gatehouse_store::{Retention, Store};
+use gatehouse_store::Store;
+
+pub use gatehouse_store::Retention;
 use serde::{Deserialize, Serialize};
 
 use crate::{Code, CommandError, Result};

@@ -5,13 +5,16 @@
 use std::sync::Arc;
 
 use ed25519_dalek::SigningKey;
-use gatehouse_inbox::intent::{self, ConversationView, Turn};
+use gatehouse_inbox::intent;
 use gatehouse_intentweb::FlowType;
-use gatehouse_store::intentweb::{IwConversationRow, IwSiteRow};
+use gatehouse_store::intentweb::IwConversationRow;
 use gatehouse_store::Store;
 use serde::{Deserialize, Serialize};
 
 use crate::{blocking, now, Code, CommandError, Result};
+
+pub use gatehouse_inbox::intent::{ConversationView, Turn};
+pub use gatehouse_store::intentweb::{IwMessageRow, IwSiteRow};
 
 pub fn list(store: &Store) -> Result<Vec<IwSiteRow>> {
     Ok(store.iw_sites()?)

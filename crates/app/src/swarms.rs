@@ -6,15 +6,18 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use gatehouse_inbox::mail::{self, Connection, ImportReport, LiveEvent};
+use gatehouse_inbox::mail::{self, Connection};
 use gatehouse_keys::Secrets;
 use gatehouse_mail::client::{InterswarmSend, Outcome, SendMessage};
 use gatehouse_mail::{ClientError, SwarmClient};
-use gatehouse_store::mail::{MailMessageRow, MailSwarmRow, MailTaskDetail, MailTaskRow, NewMailTask};
+use gatehouse_store::mail::{MailSwarmRow, NewMailTask};
 use gatehouse_store::Store;
 use serde::{Deserialize, Serialize};
 
 use crate::{blocking, now, Code, CommandError, Result};
+
+pub use gatehouse_inbox::mail::{ImportReport, LiveEvent};
+pub use gatehouse_store::mail::{MailMessageRow, MailTaskDetail, MailTaskRow};
 
 impl From<ClientError> for CommandError {
     fn from(e: ClientError) -> Self {

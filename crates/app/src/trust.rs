@@ -3,7 +3,10 @@
 //! call these; neither validates on its own.
 
 use chrono::{DateTime, Utc};
-use gatehouse_store::{Policy, Store, TrustEntry};
+use gatehouse_store::Store;
+
+pub use gatehouse_inbox::gate::consent::ASOP_SCOPE;
+pub use gatehouse_store::{default_max_envelope_size, CapabilityLimit, Policy, RateLimit, RevokedKey, TrustEntry};
 
 use gatehouse_inbox::gate::consent::{grantable, now_string, ConsentError, Source};
 
@@ -50,9 +53,12 @@ pub fn remove(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Resu
 }
 
 /// Issues a bearer token for a trusted UAMP sender (shown once; only its hash is kept).
-pub fn token_issue(store: &Store, sender: &str, now: DateTime<Utc>) -> std::result::Result<String, ConsentError> {
+pub fn token_issue(store: &Store, sender: &str, now: DateTime<Utc>) -> crate::Result<String> {
     if store.trust_get(sender)?.is_none() {
-        return Err(ConsentError::Invalid(format!("{sender} is not a trusted sender; trust it first")));
+        return Err(crate::CommandError::new(
+            crate::Code::NotTrusted,
+            format!("{sender} is not a trusted sender; trust it first (Trusted senders, or `gatehouse trust add {sender} --name … --scopes ask`)"),
+        ));
     }
     let token = gatehouse_inbox::uamp::UampInbox::issue_token(store, sender, now)?;
     store.audit("uamp.token_issue", Some(&gatehouse_store::sender_key(sender)), &serde_json::json!({}), &now_string(now))?;
@@ -235,6 +241,11 @@ pub fn list(store: &Store) -> crate::Result<Vec<TrustRow>> {
         .collect()
 }
 
+/// Keys revoked, newest first: their envelopes are refused with SENDER_REVOKED.
+pub fn revoked(store: &Store) -> crate::Result<Vec<RevokedKey>> {
+    Ok(store.revoked_list()?)
+}
+
 /// A scope granted for a while, as the user sees it listed.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -286,6 +297,22 @@ pub fn fingerprint(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_is_issued_to_a_trusted_sender_only_and_the_refusal_says_how_to_trust_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("g.db")).unwrap();
+        let key = "a".repeat(64);
+        let e = token_issue(&store, &key, Utc::now()).unwrap_err();
+        assert_eq!(e.code, crate::Code::NotTrusted, "{e:?}");
+        assert!(e.message.contains("trust it first") && e.message.contains("gatehouse trust add"), "{}", e.message);
+        assert!(store.audit_list(10).unwrap().is_empty(), "a refused issue is not audited");
+        let policy = Policy { allowed_scopes: vec!["ask".into()], ..Policy::default() };
+        let entry = TrustEntry { public_key: key.clone(), name: "a".into(), added_at: "2026-11-26T00:00:00Z".into(), policy };
+        add(&store, &entry, Utc::now()).unwrap();
+        let token = token_issue(&store, &key, Utc::now()).unwrap();
+        assert!(token.len() >= 32, "{token}");
+    }
 
     fn with_endpoint(e: &str) -> Policy {
         Policy { allowed_scopes: vec!["support".into()], reply_endpoint: Some(e.into()), ..Policy::default() }

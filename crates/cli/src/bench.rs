@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ed25519_dalek::{Signer, SigningKey};
-use gatehouse_store::{Policy, Store, TrustEntry};
+use gatehouse_app::trust::{Policy, TrustEntry};
 
 pub struct BenchArgs {
     pub envelopes: usize,
@@ -222,7 +222,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     let inbox_pub = String::from_utf8_lossy(&init.stdout).trim().to_string();
     let senders: Vec<SigningKey> = (0..args.senders.max(1)).map(|_| gatehouse_epp::generate_signing_key()).collect();
     {
-        let store = Store::open(&gatehouse_inbox::epp::pipeline::store_path(&data)).map_err(|e| e.to_string())?;
+        let ctx = gatehouse_app::Context::open(data.clone(), gatehouse_app::context::KeystoreKind::File, false).map_err(|e| e.to_string())?;
         for (i, s) in senders.iter().enumerate() {
             let entry = TrustEntry {
                 public_key: gatehouse_epp::public_key_hex(s),
@@ -230,7 +230,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
                 added_at: gatehouse_epp::utc_string(chrono::Utc::now()),
                 policy: Policy { allowed_scopes: vec!["*".into()], ..Policy::default() },
             };
-            store.trust_add(&entry).map_err(|e| e.to_string())?;
+            gatehouse_app::trust::add(&ctx.store, &entry, chrono::Utc::now()).map_err(|e| e.to_string())?;
         }
     }
     println!("signing {} envelopes from {} senders…", args.envelopes, senders.len());

@@ -3,10 +3,9 @@
 //! the user's word. The same calls as the window's (gatehouse_app::contacts).
 
 use crate::CommandError;
-use std::sync::Arc;
 
 use clap::Subcommand;
-use gatehouse_inbox::gate::clock;
+use gatehouse_app::{clock, Context};
 
 use crate::print_json;
 
@@ -40,12 +39,11 @@ pub enum ContactsCmd {
     },
 }
 
-pub fn run(cmd: ContactsCmd, opened: gatehouse_inbox::service::Opened) -> Result<(), CommandError> {
-    let own = opened.identity.public_key.clone();
-    let store = opened.store;
+pub fn run(cmd: ContactsCmd, ctx: &Context) -> Result<(), CommandError> {
+    let (own, store) = (&ctx.public_key, &ctx.store);
     match cmd {
         ContactsCmd::List { json } => {
-            let list = gatehouse_app::contacts::list(&store, &own)?;
+            let list = gatehouse_app::contacts::list(store, own)?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
@@ -68,18 +66,19 @@ pub fn run(cmd: ContactsCmd, opened: gatehouse_inbox::service::Opened) -> Result
             }
         }
         ContactsCmd::Verify { key, shared, codes_match: _ } => {
-            let c = gatehouse_app::contacts::verify(&store, &key, shared.as_deref(), &own, clock::now())?;
+            let c = gatehouse_app::contacts::verify(store, &key, shared.as_deref(), own, clock::now())?;
             eprintln!("{}'s key is verified", c.name);
         }
         ContactsCmd::AddKey { contact, key } => {
-            let (inbox, _rx) = gatehouse_inbox::build(Arc::clone(&store), &own);
-            eprintln!("{}", gatehouse_app::contacts::adopt(&inbox, contact, &key, clock::now())?);
+            // Released envelopes run when the doors next open (`gatehouse serve`).
+            let gate = gatehouse_app::serve::detached(ctx, &gatehouse_app::serve::Events::default());
+            eprintln!("{}", gatehouse_app::contacts::adopt(&gate, contact, &key, clock::now())?);
         }
         ContactsCmd::CheckKeys { did } => {
-            let out = crate::uamp::runtime()?.block_on(gatehouse_app::did_change::check(store, did))?;
+            let out = crate::uamp::runtime()?.block_on(gatehouse_app::did_change::check(store.clone(), did))?;
             println!("{}", out.message);
         }
-        ContactsCmd::Share { address } => println!("{}", gatehouse_app::contacts::share_text(&own, &address)),
+        ContactsCmd::Share { address } => println!("{}", gatehouse_app::contacts::share_text(own, &address)),
     }
     Ok(())
 }

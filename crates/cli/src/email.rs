@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use gatehouse_app::email;
-use gatehouse_inbox::service::Opened;
+use gatehouse_app::Context;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum ReceiptsArg {
@@ -84,7 +84,7 @@ pub enum EmailCmd {
     Remove { name: String },
 }
 
-pub fn run(cmd: EmailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, CommandError> {
+pub fn run(cmd: EmailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, CommandError> {
     match cmd {
         EmailCmd::Add {
             name,

@@ -7,10 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use gatehouse_app::guardian::{self, RuleInput};
+use gatehouse_app::guardian::{self, AsopStepRow, RuleInput};
+use gatehouse_app::Context;
 use gatehouse_asop::rules::{Action, Condition, Op};
-use gatehouse_store::asop::AsopStepRow;
-use gatehouse_store::Store;
 
 #[derive(Subcommand)]
 pub enum GuardianCmd {
@@ -98,7 +97,8 @@ fn step_line(s: &AsopStepRow) -> String {
     format!("{}  {:<8} by {by:<6} {}  {}  {}", s.created_at, s.decision, s.method, s.summary, s.message.as_deref().unwrap_or(""))
 }
 
-pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, CommandError> {
+pub fn run(cmd: GuardianCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
+    let store = &ctx.store;
     match cmd {
         GuardianCmd::Agents { json } => {
             let list = guardian::agents(store)?;
@@ -174,7 +174,7 @@ pub fn run(cmd: GuardianCmd, store: &Store) -> Result<ExitCode, CommandError> {
                 println!("{}", step_line(s));
             }
         }
-        GuardianCmd::Export { file } => crate::export(store, gatehouse_app::export::ExportKind::Guardian, &file)?,
+        GuardianCmd::Export { file } => crate::export(ctx, gatehouse_app::export::ExportKind::Guardian, &file)?,
     }
     Ok(ExitCode::SUCCESS)
 }

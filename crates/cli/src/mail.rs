@@ -7,9 +7,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use gatehouse_app::swarms::{self, InterswarmInput, SendInput, SwarmInput};
-use gatehouse_inbox::mail::LiveEvent;
-use gatehouse_inbox::service::Opened;
-use gatehouse_store::mail::MailMessageRow;
+use gatehouse_app::swarms::{LiveEvent, MailMessageRow};
+use gatehouse_app::Context;
 use serde_json::{json, Value};
 
 #[derive(Subcommand)]
@@ -152,7 +151,7 @@ fn line(m: &MailMessageRow) -> String {
     format!("{time}  T{}  {:<18} {} → {}{flag}  {:?}: {body}{odd}", m.tier, m.msg_type, m.sender, m.recipients.join(", "), m.subject)
 }
 
-pub fn run(cmd: MailCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, CommandError> {
+pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, CommandError> {
     match cmd {
         MailCmd::Add { url, name, token_stdin, address, password_stdin } => {
             let token = if token_stdin || password_stdin { Some(crate::uamp::read_token()?) } else { None };

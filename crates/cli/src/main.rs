@@ -13,8 +13,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use gatehouse_inbox::ExecutorSpec;
-use gatehouse_keys::KeystoreKind;
+use gatehouse_app::context::KeystoreKind;
+use gatehouse_app::executors::ExecutorSpec;
+use gatehouse_app::Context;
 
 #[derive(Parser)]
 #[command(name = "gatehouse", version, about = "Your own gate for messages from AI agents (EPP v1 inbox)")]
@@ -214,7 +215,7 @@ enum SpecCmd {
     Model {
         /// The model's name at the server (e.g. llama3.2)
         model: String,
-        #[arg(long, default_value = gatehouse_inbox::gate::model::DEFAULT_ENDPOINT)]
+        #[arg(long, default_value = gatehouse_app::executors::DEFAULT_MODEL_ENDPOINT)]
         endpoint: String,
         /// Said to the model before the sender's text
         #[arg(long)]
@@ -290,8 +291,8 @@ fn check_key(key: &str) -> Result<String, CommandError> {
 }
 
 /// Writes an export to the file the user named and says how many records it holds.
-fn export(store: &gatehouse_store::Store, kind: gatehouse_app::export::ExportKind, file: &std::path::Path) -> Result<(), CommandError> {
-    let n = gatehouse_app::export::write(store, kind, file)?;
+fn export(ctx: &Context, kind: gatehouse_app::export::ExportKind, file: &std::path::Path) -> Result<(), CommandError> {
+    let n = gatehouse_app::export::write(&ctx.store, kind, file)?;
     eprintln!("wrote {n} record(s) to {}", file.display());
     Ok(())
 }
@@ -303,18 +304,18 @@ fn print_json<T: serde::Serialize>(v: &T) {
 fn run(cli: Cli) -> Result<ExitCode, CommandError> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     let ks = cli.keystore;
-    let open = |create: bool| gatehouse_inbox::open(&data_dir, ks, create).map_err(|e| CommandError::new(Code::Open, e.to_string()));
+    let open = |create: bool| Context::open(data_dir.clone(), ks, create);
     match cli.command {
         Command::Init | Command::Keygen => {
             let o = open(true)?;
             if o.created {
-                eprintln!("created a new identity in the {} keystore; data dir {}", o.identity.keystore, data_dir.display());
+                eprintln!("created a new identity in the {} keystore; data dir {}", o.keystore, data_dir.display());
             }
-            println!("{}", o.identity.public_key);
+            println!("{}", o.public_key);
         }
-        Command::Identity => println!("{}", open(false)?.identity.public_key),
-        Command::Trust(cmd) => trust::run(cmd, open(false)?.store)?,
-        Command::Contacts(cmd) => contacts::run(cmd, open(false)?)?,
+        Command::Identity => println!("{}", open(false)?.public_key),
+        Command::Trust(cmd) => trust::run(cmd, &open(false)?)?,
+        Command::Contacts(cmd) => contacts::run(cmd, &open(false)?)?,
         Command::QuietHours { from, to, off } => {
             let store = open(false)?.store;
             let hours = match (from, to) {
@@ -324,7 +325,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             if off || hours.is_some() {
                 gatehouse_app::quiet::set(&store, hours)?;
             }
-            print_json(&gatehouse_app::quiet::state(&store, gatehouse_inbox::gate::clock::now())?);
+            print_json(&gatehouse_app::quiet::state(&store, gatehouse_app::clock::now())?);
         }
         Command::Retention { rejected_body_days, rejected_receipt_days, audit_days } => {
             let store = open(false)?.store;
@@ -396,14 +397,8 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                         SpecCmd::Noop => ExecutorSpec::Noop,
                         SpecCmd::FileQueue { dir } => ExecutorSpec::FileQueue { dir: std::path::absolute(&dir).unwrap_or(dir) },
                         SpecCmd::Model { model, endpoint, system_prompt, timeout_secs, api_key_stdin } => {
-                            let api_key_secret = if api_key_stdin {
-                                let name = format!("model-api-key:{scope}");
-                                let k = uamp::read_token()?;
-                                gatehouse_keys::Secrets::open(&data_dir).and_then(|s| s.put(&name, &k))?;
-                                Some(name)
-                            } else {
-                                None
-                            };
+                            let api_key_secret =
+                                if api_key_stdin { Some(gatehouse_app::executors::keep_model_api_key(&data_dir, &scope, &uamp::read_token()?)?) } else { None };
                             ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, api_key_secret }
                         }
                         SpecCmd::Peer { peer, timeout_secs } => ExecutorSpec::Peer { peer, timeout_secs },
@@ -419,7 +414,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         Command::Uamp(cmd) => return uamp::run(cmd, &data_dir, open(true)?),
         Command::Mail(cmd) => return mail::run(cmd, &data_dir, open(true)?),
         Command::Email(cmd) => return email::run(cmd, &data_dir, open(true)?),
-        Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?.store),
+        Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?),
         Command::Sites(cmd) => return sites::run(cmd, open(false)?),
         Command::Export { kind, file } => {
             use gatehouse_app::export::ExportKind;
@@ -429,18 +424,18 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                 ExportArg::Conversations => ExportKind::Conversations,
                 ExportArg::Guardian => ExportKind::Guardian,
             };
-            export(&open(false)?.store, kind, &file)?;
+            export(&open(false)?, kind, &file)?;
         }
         Command::Serve { listen, watch, uamp_listen, public_names } => {
             let o = open(true)?;
             let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(async move {
                 let doors = gatehouse_app::serve::Doors { epp: listen, uamp: uamp_listen, watch, public_names };
-                let bound = gatehouse_app::serve::bind(&o.store, &data_dir, o.identity.signing_key(), doors).await?;
+                let bound = gatehouse_app::serve::bind(&o, doors).await?;
                 if !bound.epp.ip().is_loopback() {
                     eprintln!("warning: listening on {}, which is reachable from other machines", bound.epp);
                 }
-                eprintln!("Gatehouse inbox {} listening on http://{}/epp/v1/submit", o.identity.public_key, bound.epp);
+                eprintln!("Gatehouse inbox {} listening on http://{}/epp/v1/submit", o.public_key, bound.epp);
                 if let Some(w) = &bound.options.watch {
                     eprintln!("watching {}", w.display());
                 }
@@ -462,9 +457,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
                     tokio::select! { _ = shutdown => {}, _ = term.recv() => {} }
                 };
-                gatehouse_inbox::run(o.store, o.identity.public_key.clone(), bound.options, shutdown, |_| {})
-                    .await
-                    .map_err(|e| CommandError::new(Code::Internal, e))
+                gatehouse_app::serve::open(&o, bound.options, &gatehouse_app::serve::Events::default()).run(shutdown).await
             })?;
         }
         Command::Bench { envelopes, senders, concurrency, folder, keep } => {
@@ -481,7 +474,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             d.context =
                 context.map(|c| serde_json::from_str::<serde_json::Value>(&c).map_err(|e| invalid(format!("--context is not JSON: {e}")))).transpose()?;
             d.ttl = chrono::Duration::seconds(ttl);
-            let envelope = d.sign(o.identity.signing_key(), chrono::Utc::now());
+            let envelope = d.sign(&o.key, chrono::Utc::now());
             if to.starts_with("mailto:") {
                 let value = serde_json::to_value(&envelope)?;
                 let subject = format!("EPP envelope ({scope})");

@@ -8,10 +8,9 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use gatehouse_app::sites::{self, ReplyInput, StartInput};
-use gatehouse_inbox::intent::Turn;
-use gatehouse_inbox::service::Opened;
+use gatehouse_app::sites::{IwMessageRow, Turn};
+use gatehouse_app::Context;
 use gatehouse_intentweb::FlowType;
-use gatehouse_store::intentweb::IwMessageRow;
 
 #[derive(Subcommand)]
 pub enum SitesCmd {
@@ -113,9 +112,9 @@ fn needs_text(needs: &[String]) -> Result<String, CommandError> {
     Ok(lines.join("\n"))
 }
 
-pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, CommandError> {
+pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
     let store = o.store.clone();
-    let key = o.identity.signing_key().clone();
+    let key = &o.key.clone();
     let rt = crate::uamp::runtime;
     match cmd {
         SitesCmd::Add { origin } => {
@@ -142,7 +141,7 @@ pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, CommandError> {
             eprintln!("removed {origin}; its conversations are kept");
         }
         SitesCmd::Talk { origin, intent, capability, json } => {
-            let t = rt()?.block_on(sites::start(store, &key, StartInput { origin, capability, message: intent }))?;
+            let t = rt()?.block_on(sites::start(store, key, StartInput { origin, capability, message: intent }))?;
             if json {
                 crate::print_json(&t);
             } else {
@@ -152,7 +151,7 @@ pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, CommandError> {
         SitesCmd::Answer { interaction_id, message, needs, ask, json } => {
             let text = [needs_text(&needs)?, message.unwrap_or_default()].into_iter().filter(|s| !s.trim().is_empty()).collect::<Vec<_>>().join("\n");
             let flow_type = Some(if ask { FlowType::ClarificationRequest } else { FlowType::InformationResponse });
-            let t = rt()?.block_on(sites::reply(store, &key, ReplyInput { interaction_id, message: text, flow_type }))?;
+            let t = rt()?.block_on(sites::reply(store, key, ReplyInput { interaction_id, message: text, flow_type }))?;
             if json {
                 crate::print_json(&t);
             } else {
@@ -188,7 +187,7 @@ pub fn run(cmd: SitesCmd, o: Opened) -> Result<ExitCode, CommandError> {
                 v.messages.iter().for_each(print_message);
             }
         }
-        SitesCmd::Export { file } => crate::export(&store, gatehouse_app::export::ExportKind::Conversations, &file)?,
+        SitesCmd::Export { file } => crate::export(&o, gatehouse_app::export::ExportKind::Conversations, &file)?,
     }
     Ok(ExitCode::SUCCESS)
 }

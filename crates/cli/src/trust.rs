@@ -1,11 +1,11 @@
 //! `gatehouse trust …`: who may reach the user's AI, for what, and which keys are revoked.
 
 use crate::{invalid, CommandError};
-use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use gatehouse_inbox::gate::consent::ConsentError;
-use gatehouse_store::{Policy, RateLimit, Store};
+use gatehouse_app::consent::ConsentError;
+use gatehouse_app::trust::{Policy, RateLimit};
+use gatehouse_app::Context;
 
 use crate::{check_key, print_json, uamp};
 
@@ -86,7 +86,7 @@ impl PolicyArgs {
                     }
                     None => serde_json::json!({}),
                 };
-                Some(gatehouse_store::CapabilityLimit { require, allowed })
+                Some(gatehouse_app::trust::CapabilityLimit { require, allowed })
             }
         };
         let mut grant_until = std::collections::BTreeMap::new();
@@ -94,7 +94,7 @@ impl PolicyArgs {
             if self.scopes.iter().any(|s| s == "*") {
                 return Err(invalid("--for grants named scopes for a while; * is for good only"));
             }
-            if let Some(end) = lasting(arg)?.end(gatehouse_inbox::gate::clock::now())? {
+            if let Some(end) = lasting(arg)?.end(gatehouse_app::clock::now())? {
                 for s in &self.scopes {
                     grant_until.insert(s.clone(), gatehouse_epp::utc_string(end));
                 }
@@ -104,7 +104,7 @@ impl PolicyArgs {
             key_change_unverified: false,
             grant_until,
             allowed_scopes: self.scopes.clone(),
-            max_envelope_size: self.max_envelope_size.unwrap_or_else(gatehouse_store::default_max_envelope_size),
+            max_envelope_size: self.max_envelope_size.unwrap_or_else(gatehouse_app::trust::default_max_envelope_size),
             rate_limit: RateLimit { max_per_hour: self.max_per_hour, max_per_day: self.max_per_day },
             hold_for_consent: self.hold,
             allow_delegation: !self.no_delegation,
@@ -167,32 +167,33 @@ pub enum TrustCmd {
     },
 }
 
-pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), CommandError> {
+pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
+    let store = &ctx.store;
     match cmd {
         TrustCmd::Add { key, name, policy } => {
             let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()? };
-            let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store, input))?;
+            let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store.clone(), input))?;
             eprintln!("trusted {} ({})", entry.name, entry.public_key);
         }
         TrustCmd::Approve { key, name, policy } if key.starts_with("asop:") => {
-            if policy.scopes.iter().any(|s| s != gatehouse_inbox::gate::consent::ASOP_SCOPE) {
+            if policy.scopes.iter().any(|s| s != gatehouse_app::trust::ASOP_SCOPE) {
                 return Err(invalid(format!("{key} is one of your agents: it is let in for \"asop\" only")));
             }
-            let entry = gatehouse_app::guardian::approve(&store, &key, name)?;
+            let entry = gatehouse_app::guardian::approve(store, &key, name)?;
             eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", entry.name, entry.public_key);
         }
         TrustCmd::Approve { key, name, policy } => {
-            let entry = gatehouse_app::trust::approve(&store, &check_key(&key)?, name, policy.policy()?, chrono::Utc::now())?;
+            let entry = gatehouse_app::trust::approve(store, &check_key(&key)?, name, policy.policy()?, chrono::Utc::now())?;
             eprintln!("approved {} ({})", entry.name, entry.public_key);
         }
         TrustCmd::List { json } => {
-            let list = store.trust_list()?;
+            let list = gatehouse_app::trust::list(store)?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
                 eprintln!("no trusted senders");
             } else {
-                for t in list {
+                for t in list.into_iter().map(|t| t.entry) {
                     let p = &t.policy;
                     println!(
                         "{}  {}  scopes={}  max_size={}  per_hour={}  per_day={}{}{}{}",
@@ -210,7 +211,7 @@ pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), CommandError> {
             }
         }
         TrustCmd::Grants { json } => {
-            let grants = gatehouse_app::trust::timed_grants(&store, gatehouse_inbox::gate::clock::now())?;
+            let grants = gatehouse_app::trust::timed_grants(store, gatehouse_app::clock::now())?;
             if json {
                 print_json(&grants);
             } else if grants.is_empty() {
@@ -223,7 +224,7 @@ pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), CommandError> {
             }
         }
         TrustCmd::Remove { key } => {
-            match gatehouse_app::trust::remove(&store, &key, chrono::Utc::now()) {
+            match gatehouse_app::trust::remove(store, &key, chrono::Utc::now()) {
                 Err(ConsentError::Gone) => return Err(CommandError::new(gatehouse_app::Code::NotFound, format!("{key} is not in the trust registry"))),
                 r => r?,
             }
@@ -231,17 +232,17 @@ pub fn run(cmd: TrustCmd, store: Arc<Store>) -> Result<(), CommandError> {
         }
         TrustCmd::Revoke { key, reason } => {
             let key = check_key(&key)?;
-            let new = gatehouse_app::trust::revoke(&store, &key, &reason, chrono::Utc::now())?;
+            let new = gatehouse_app::trust::revoke(store, &key, &reason, chrono::Utc::now())?;
             eprintln!("{} {key}: its envelopes are refused with SENDER_REVOKED", if new { "revoked" } else { "already revoked" });
         }
         TrustCmd::Unrevoke { key } => {
-            if !gatehouse_app::trust::unrevoke(&store, &check_key(&key)?, chrono::Utc::now())? {
+            if !gatehouse_app::trust::unrevoke(store, &check_key(&key)?, chrono::Utc::now())? {
                 return Err(invalid(format!("{key} is not revoked")));
             }
             eprintln!("{key} is no longer revoked");
         }
         TrustCmd::Revoked { json } => {
-            let list = store.revoked_list()?;
+            let list = gatehouse_app::trust::revoked(store)?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {

@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use gatehouse_inbox::service::Opened;
-use gatehouse_inbox::uamp::client::{self, Ask, Client};
-use gatehouse_keys::Secrets;
-use gatehouse_store::uamp::PeerRow;
+use gatehouse_app::peers::{Ask, DEFAULT_WINDOW};
+use gatehouse_app::Context;
 
 #[derive(Subcommand)]
 pub enum UampCmd {
@@ -39,7 +37,7 @@ pub enum UampCmd {
         #[arg(long, default_value = "text/plain")]
         body_type: String,
         /// Frames the peer may send before this side acknowledges
-        #[arg(long, default_value_t = client::DEFAULT_WINDOW)]
+        #[arg(long, default_value_t = DEFAULT_WINDOW)]
         window: u32,
         /// Also copy the answer here (`-` writes it to stdout)
         #[arg(long)]
@@ -102,19 +100,15 @@ fn confirm(question: &str) -> bool {
     std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
 }
 
-fn peer_of(o: &Opened, name: &str) -> Result<PeerRow, CommandError> {
-    o.store.uamp_peer(name)?.ok_or_else(|| invalid(format!("no peer {name:?}; add it with `gatehouse uamp peer add https://host:port --name {name}`")))
-}
-
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
     Ok(tokio::runtime::Runtime::new()?)
 }
 
-pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, CommandError> {
-    let key = o.identity.signing_key().clone();
+pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, CommandError> {
+    let key = &o.key;
     match cmd {
         UampCmd::Info { json } => {
-            let id = gatehouse_app::streams::identity(data_dir, &key)?;
+            let id = gatehouse_app::streams::identity(data_dir, key)?;
             if json {
                 crate::print_json(&serde_json::json!({"did": id.did, "certificate_sha256": id.certificate.fingerprint, "certificate_pem": id.certificate.pem}));
             } else {
@@ -123,9 +117,6 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, Command
             }
         }
         UampCmd::Token { sender } => {
-            if o.store.trust_get(&sender)?.is_none() {
-                return Err(invalid(format!("{sender} is not trusted; run `gatehouse trust add {sender} --name … --scope ask` first")));
-            }
             let token = gatehouse_app::trust::token_issue(&o.store, &sender, chrono::Utc::now())?;
             eprintln!("give this token to {sender}; it is not shown again:");
             println!("{token}");
@@ -135,7 +126,7 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, Command
             eprintln!("revoked {n} token(s) of {sender}");
         }
         UampCmd::Peer(PeerCmd::Add { url, name, pin, token_stdin }) => {
-            let found = runtime()?.block_on(client::discover(&url, pin.as_deref()))?;
+            let found = runtime()?.block_on(gatehouse_app::peers::discover(&url, pin.as_deref()))?;
             eprintln!("peer:                 {}", found.did);
             eprintln!("address:              {}", found.url);
             eprintln!("certificate SHA-256:  {}", found.cert_sha256);
@@ -156,7 +147,7 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, Command
             let token = if token_stdin { Some(read_token()?) } else { None };
             let pin = found.cert_sha256.clone();
             let row = runtime()?.block_on(gatehouse_app::peers::add(o.store.clone(), data_dir, &url, &name, &pin, token))?;
-            eprintln!("added {} ({}); this inbox is {} to it", row.name, row.did, gatehouse_uamp::sign::did_of(&key));
+            eprintln!("added {} ({}); this inbox is {} to it", row.name, row.did, gatehouse_uamp::sign::did_of(key));
         }
         UampCmd::Peer(PeerCmd::Token { peer }) => {
             let t = read_token()?;
@@ -164,11 +155,11 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, Command
             eprintln!("kept the token for {} in the keychain", row.name);
         }
         UampCmd::Peer(PeerCmd::List { json }) => {
-            let peers = o.store.uamp_peers()?;
+            let peers = gatehouse_app::peers::list(&o.store, data_dir)?;
             if json {
                 crate::print_json(&peers);
             } else {
-                for p in peers {
+                for p in peers.into_iter().map(|p| p.peer) {
                     println!("{}\t{}\t{}\t{}", p.name, p.did, p.url, p.cert_sha256);
                 }
             }
@@ -178,17 +169,14 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Opened) -> Result<ExitCode, Command
             eprintln!("removed {}", row.name);
         }
         UampCmd::Send { peer, text, body_file, body_type, window, out, json } => {
-            let row = peer_of(&o, &peer)?;
             let content = match (text, body_file) {
                 (Some(t), _) => t,
                 (None, Some(f)) => std::fs::read_to_string(&f).map_err(|e| io_error(format!("{}: {e}", f.display())))?,
                 (None, None) => return Err(invalid("say what to ask: `gatehouse uamp send PEER \"…\"` or --body-file FILE")),
             };
-            let token = Secrets::open(data_dir).and_then(|s| s.get(&client::token_name(&row.did)))?;
-            let c = Client { key, store: o.store.clone(), files_dir: client::files_dir(data_dir) };
             let ask = Ask { body_type, content, delta_window: window };
             let bar = progress_bar();
-            let result = runtime()?.block_on(c.ask(&row, token.as_deref(), &ask, |p| {
+            let result = runtime()?.block_on(gatehouse_app::peers::ask(&o, &peer, &ask, |p| {
                 match p.pct {
                     Some(pct) => bar.set_position(pct.round() as u64),
                     None => bar.tick(),

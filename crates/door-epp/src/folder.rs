@@ -22,7 +22,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::pipeline::{sha256_hex, Outcome};
-use gatehouse_gate::hub::Inbox;
+use gatehouse_gate::hub::Gate;
 use gatehouse_net::regular_file::ReadFailure;
 
 pub const ACCEPTED: &str = "accepted";
@@ -78,7 +78,7 @@ fn stat(path: &Path) -> Option<(u64, Option<SystemTime>)> {
 }
 
 /// Watches `dir` until `shutdown` resolves. `on_processed` sees every file handled.
-pub async fn watch<F>(dir: PathBuf, inbox: Arc<Inbox>, shutdown: impl std::future::Future<Output = ()>, on_processed: F) -> Result<(), FolderError>
+pub async fn watch<F>(dir: PathBuf, inbox: Arc<Gate>, shutdown: impl std::future::Future<Output = ()>, on_processed: F) -> Result<(), FolderError>
 where
     F: Fn(&Processed) + Send + Sync + 'static,
 {
@@ -300,7 +300,7 @@ fn report(r: Result<(InFlight, ChunkResults), tokio::task::JoinError>, on_proces
 /// Verifies and submits a chunk of claimed files together, then files each with its
 /// receipt. `files`: (the name it was dropped as, where it was claimed to).
 /// `after_crash`: the files may already have been accepted just before a crash.
-fn finish_chunk(inbox: &Inbox, dir: &Path, files: Vec<(PathBuf, PathBuf)>, after_crash: bool) -> ChunkResults {
+fn finish_chunk(inbox: &Gate, dir: &Path, files: Vec<(PathBuf, PathBuf)>, after_crash: bool) -> ChunkResults {
     // Each file goes to the door that reads it (a MAIL task log), or is an envelope.
     let others = inbox.door::<Others>();
     let (mut other, mut envelopes) = (Vec::new(), Vec::new());
@@ -332,7 +332,7 @@ fn transport_of(file: &Path) -> (String, String) {
     (name, transport)
 }
 
-async fn submit_file(inbox: &Inbox, file: &Path, now: chrono::DateTime<chrono::Utc>, after_crash: bool) -> Outcome {
+async fn submit_file(inbox: &Gate, file: &Path, now: chrono::DateTime<chrono::Utc>, after_crash: bool) -> Outcome {
     let (_, transport) = transport_of(file);
     match gatehouse_net::regular_file::read(file, MAX_ENVELOPE_BYTES as u64, false) {
         Ok(bytes) => {
@@ -388,7 +388,7 @@ fn file_away(dir: &Path, file: &Path, outcome: Outcome) -> std::io::Result<Proce
 /// Hands a claimed file to the door that reads it and files it: `accepted/` when
 /// anything was kept, `rejected/` when nothing was, with `<name>.import.json` beside it
 /// either way.
-fn finish_other(inbox: &Inbox, dir: &Path, file: &Path, reader: &dyn OtherFiles) -> std::io::Result<()> {
+fn finish_other(inbox: &Gate, dir: &Path, file: &Path, reader: &dyn OtherFiles) -> std::io::Result<()> {
     let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("file.json").to_string();
     let (kept, report) = reader.import(inbox.store(), file);
     let dest_dir = dir.join(if kept { ACCEPTED } else { REJECTED });
@@ -420,7 +420,7 @@ fn finish_other(inbox: &Inbox, dir: &Path, file: &Path, reader: &dyn OtherFiles)
 /// replay; if its exact bytes are an accepted envelope, it is filed as accepted with
 /// the original receipt instead of being mislabelled. Only for files found in
 /// `.processing/` at start-up: a file dropped twice is a replay like any other.
-fn recover_accepted(inbox: &Inbox, bytes: &[u8], outcome: Outcome) -> Outcome {
+fn recover_accepted(inbox: &Gate, bytes: &[u8], outcome: Outcome) -> Outcome {
     if outcome.receipt.code() != Some(ErrorCode::ReplayDetected) {
         return outcome;
     }

@@ -12,13 +12,13 @@ use axum::{Json, Router};
 use gatehouse_epp::{ErrorCode, MAX_ENVELOPE_BYTES};
 
 use crate::pipeline::Outcome;
-use gatehouse_gate::hub::Inbox;
+use gatehouse_gate::hub::Gate;
 use gatehouse_net::body::BodyError;
 
 pub use gatehouse_net::body::BODY_TIMEOUT;
 pub use gatehouse_net::plain::HEADER_TIMEOUT;
 
-pub fn router(inbox: Arc<Inbox>) -> Router {
+pub fn router(inbox: Arc<Gate>) -> Router {
     Router::new().route("/epp/v1/submit", post(submit)).route("/epp/v1/inbox", get(inbox_info)).route("/health", get(health)).with_state(inbox)
 }
 
@@ -26,7 +26,7 @@ async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({"status": "ok"}))
 }
 
-async fn inbox_info(State(inbox): State<Arc<Inbox>>) -> Json<serde_json::Value> {
+async fn inbox_info(State(inbox): State<Arc<Gate>>) -> Json<serde_json::Value> {
     Json(serde_json::json!({
         "protocol": "EPP",
         "version": "1",
@@ -49,11 +49,11 @@ impl IntoResponse for ReceiptResponse {
     }
 }
 
-async fn early_rejection(inbox: &Inbox, code: ErrorCode, message: String) -> ReceiptResponse {
+async fn early_rejection(inbox: &Gate, code: ErrorCode, message: String) -> ReceiptResponse {
     ReceiptResponse(inbox.submit_failure_async(code, message, "http", gatehouse_gate::clock::now()).await)
 }
 
-async fn submit(State(inbox): State<Arc<Inbox>>, req: Request<Body>) -> ReceiptResponse {
+async fn submit(State(inbox): State<Arc<Gate>>, req: Request<Body>) -> ReceiptResponse {
     let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if let Some(n) = declared.filter(|n| *n > MAX_ENVELOPE_BYTES as u64) {
         return early_rejection(&inbox, ErrorCode::SizeExceeded, format!("envelope is {n} bytes; this inbox accepts at most {MAX_ENVELOPE_BYTES}")).await;

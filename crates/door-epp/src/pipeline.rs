@@ -9,7 +9,7 @@ use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_
 use gatehouse_store::{AcceptRefusal, Admission, ExecStatus, Knock, NewEnvelope, ReceiptRow, TrustEntry};
 use sha2::{Digest, Sha256};
 
-use gatehouse_gate::hub::{Inbox, InboxEvent};
+use gatehouse_gate::hub::{Gate, InboxEvent};
 
 /// Bodies up to this size are read and verified on the async worker (tens of
 /// microseconds); larger ones off it.
@@ -68,7 +68,7 @@ pub trait Submit {
     fn submit_failure_async(&self, code: ErrorCode, message: String, transport: &str, now: DateTime<Utc>) -> impl std::future::Future<Output = Outcome> + Send;
 }
 
-impl Submit for Inbox {
+impl Submit for Gate {
     fn submit_as(&self, bytes: &[u8], transport: &str, now: DateTime<Utc>, consent: Option<&TrustEntry>) -> Outcome {
         Pipeline(self).submit_as(bytes, transport, now, consent)
     }
@@ -85,11 +85,11 @@ impl Submit for Inbox {
 }
 
 /// The pipeline's steps, on the gate's inbox.
-struct Pipeline<'a>(&'a Inbox);
+struct Pipeline<'a>(&'a Gate);
 
 impl std::ops::Deref for Pipeline<'_> {
-    type Target = Inbox;
-    fn deref(&self) -> &Inbox {
+    type Target = Gate;
+    fn deref(&self) -> &Gate {
         self.0
     }
 }

@@ -105,7 +105,7 @@ pub enum GuardianEvent {
 pub struct Guardian {
     store: Arc<Store>,
     /// Where "the user is asked" is announced (the window refreshes, a notification shows).
-    inbox: std::sync::Weak<gatehouse_gate::hub::Inbox>,
+    inbox: std::sync::Weak<gatehouse_gate::hub::Gate>,
     /// Steps waiting for the user: their agent and where the answer goes.
     waiting: Mutex<HashMap<i64, (String, oneshot::Sender<UserAnswer>)>>,
     default_timeout: Duration,
@@ -127,7 +127,7 @@ impl Drop for Guardian {
 
 impl Guardian {
     /// A guardian for `inbox`'s store; steps a previous guardian left waiting are closed.
-    pub fn new(inbox: &Arc<gatehouse_gate::hub::Inbox>, default_timeout: Duration) -> Arc<Guardian> {
+    pub fn new(inbox: &Arc<gatehouse_gate::hub::Gate>, default_timeout: Duration) -> Arc<Guardian> {
         let store = inbox.store().clone();
         if let Err(e) = store.asop_abandon_pending(&now()) {
             tracing::error!(error = %e, "could not close steps left waiting");

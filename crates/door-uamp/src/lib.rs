@@ -38,7 +38,7 @@ use serde_json::{json, Value};
 
 use admit::{internal, scope_of, trust_keys, Failure, Start};
 use gatehouse_gate::executor::ExecutorConfig;
-use gatehouse_gate::hub::{Inbox, InboxEvent};
+use gatehouse_gate::hub::{Gate, InboxEvent};
 
 /// Streams running at once; beyond this an `ask` is answered 5.04 with Retry-After.
 pub const MAX_ACTIVE_STREAMS: usize = 64;
@@ -75,7 +75,7 @@ pub fn key_speaks_for(key: &PublicKey, sender: &str, trust: Option<&TrustEntry>)
 }
 
 pub struct UampInbox {
-    inbox: Arc<Inbox>,
+    inbox: Arc<Gate>,
     key: SigningKey,
     did: String,
     pub streams: streams::Streams,
@@ -84,7 +84,7 @@ pub struct UampInbox {
 }
 
 impl UampInbox {
-    pub fn new(inbox: Arc<Inbox>, key: SigningKey) -> Arc<UampInbox> {
+    pub fn new(inbox: Arc<Gate>, key: SigningKey) -> Arc<UampInbox> {
         let did = sign::did_of(&key);
         let uamp = Arc::new(UampInbox { inbox, key, did, streams: streams::Streams::default(), tls_addr: Default::default() });
         // Consent decisions reach held asks through the inbox.
@@ -92,7 +92,7 @@ impl UampInbox {
         uamp
     }
 
-    pub fn inbox(&self) -> &Arc<Inbox> {
+    pub fn inbox(&self) -> &Arc<Gate> {
         &self.inbox
     }
 

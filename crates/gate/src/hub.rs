@@ -1,7 +1,7 @@
 //! The inbox every door shares: the store, this inbox's key, the events the window hears,
 //! the executor queue, the flood gate, caches of what is read per envelope, and the doors
 //! the service registered. Doors reach the store, events and executors through this; the
-//! gate never names a door (whoever knows a door's type finds it with [`Inbox::door`]).
+//! gate never names a door (whoever knows a door's type finds it with [`Gate::door`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -57,7 +57,7 @@ impl Default for Freshness {
     }
 }
 
-pub struct Inbox {
+pub struct Gate {
     pub(crate) store: Arc<Store>,
     pub(crate) public_key: String,
     pub(crate) executions: Option<mpsc::UnboundedSender<i64>>,
@@ -81,9 +81,9 @@ const KEY_CACHE_ENTRIES: usize = 4096;
 /// The setting that bounds clock skew and message lifetime ([`Freshness`]).
 pub const FRESHNESS_SETTING: &str = "freshness";
 
-impl Inbox {
+impl Gate {
     pub fn new(store: Arc<Store>, public_key: &str) -> Self {
-        Inbox {
+        Gate {
             public_key: public_key.to_ascii_lowercase(),
             executions: None,
             events: tokio::sync::broadcast::channel(256).0,

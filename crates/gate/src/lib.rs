@@ -40,4 +40,4 @@ pub mod runner;
 
 pub use admit::{admit, admitted_under, standing, Arrival, Checks, NoChecks, Refusal, Verdict};
 pub use executor::{ExecutorConfig, ExecutorSpec};
-pub use hub::Inbox;
+pub use hub::Gate;

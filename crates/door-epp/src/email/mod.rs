@@ -26,7 +26,7 @@ use gatehouse_email::{Account, Carrier, EmailError, Found};
 use gatehouse_epp::{ErrorCode, ReceiptStatus};
 use gatehouse_store::Store;
 
-use gatehouse_gate::hub::Inbox;
+use gatehouse_gate::hub::Gate;
 
 /// Mails handled per fetch, and the bytes their bodies may take together; the next fetch
 /// follows at once. A batch's envelopes go through the pipeline together (sharing its
@@ -82,7 +82,7 @@ async fn state(store: &Arc<Store>, name: &str, state: &'static str, error: Optio
 
 /// Follows one account until `stop` resolves. Never returns early: a refused login is
 /// shown as the account's state and waits for the user to change it.
-pub async fn follow(inbox: Arc<Inbox>, store: Arc<Store>, f: Follow, stop: impl std::future::Future<Output = ()>) {
+pub async fn follow(inbox: Arc<Gate>, store: Arc<Store>, f: Follow, stop: impl std::future::Future<Output = ()>) {
     tokio::pin!(stop);
     let mut backoff = BACKOFF.0;
     loop {
@@ -123,7 +123,7 @@ fn next_wait(backoff: &mut Duration, connected: bool) -> Duration {
 }
 
 /// One connection: read what is new, file it, wait with IDLE, again.
-async fn run(inbox: &Arc<Inbox>, store: &Arc<Store>, f: &Follow, connected: &mut bool) -> Result<(), EmailError> {
+async fn run(inbox: &Arc<Gate>, store: &Arc<Store>, f: &Follow, connected: &mut bool) -> Result<(), EmailError> {
     let mut s = imap::connect(&f.account, &f.password).await?;
     let (accepted, rejected, can_move) = imap::prepare(&mut s).await?;
     let can_idle = s.capabilities().await?.has_str("IDLE");
@@ -184,7 +184,7 @@ enum Decided {
 /// receipt mails they get back (one transaction). Returns the mails to file, by UID, and
 /// whether each was accepted; and how many mails too large to read may carry an envelope.
 async fn handle(
-    inbox: &Arc<Inbox>,
+    inbox: &Arc<Gate>,
     store: &Arc<Store>,
     f: &Follow,
     batch: Vec<imap::Arrived>,
@@ -278,7 +278,7 @@ async fn handle(
 
 /// One mail: recorded before (when recovering), without an envelope, or through the pipeline.
 async fn decide(
-    inbox: &Arc<Inbox>,
+    inbox: &Arc<Gate>,
     store: &Arc<Store>,
     account: &str,
     Mail { uid, found, carrier, names }: Mail,

@@ -15,7 +15,7 @@ use crate::epp::folder::{self, Processed};
 use crate::epp::pipeline::{store_path, OpenError};
 use crate::gate::executor::Delegates;
 use crate::gate::runner;
-use crate::Inbox;
+use crate::Gate;
 
 pub struct Opened {
     pub identity: Identity,
@@ -84,7 +84,7 @@ pub struct UampOptions {
 const GC_EVERY: Duration = Duration::from_secs(600);
 
 /// An inbox wired to an executor queue; [`run_with`] drains the queue.
-pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Inbox>, mpsc::UnboundedReceiver<i64>) {
+pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Gate>, mpsc::UnboundedReceiver<i64>) {
     build_with_events(store, public_key, tokio::sync::broadcast::channel(256).0, tokio::sync::broadcast::channel(256).0)
 }
 
@@ -95,9 +95,9 @@ pub fn build_with_events(
     public_key: &str,
     events: tokio::sync::broadcast::Sender<crate::gate::hub::InboxEvent>,
     progress: tokio::sync::broadcast::Sender<crate::gate::runner::ExecProgress>,
-) -> (Arc<Inbox>, mpsc::UnboundedReceiver<i64>) {
+) -> (Arc<Gate>, mpsc::UnboundedReceiver<i64>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (Arc::new(Inbox::new(store, public_key).with_executions(tx).with_events(events).with_progress(progress)), rx)
+    (Arc::new(Gate::new(store, public_key).with_executions(tx).with_events(events).with_progress(progress)), rx)
 }
 
 /// The executors beyond the gate's own (a swarm, a peer), and what follows a successful
@@ -126,7 +126,7 @@ where
 
 /// [`run`] for an inbox the caller built (and keeps, to submit consented envelopes).
 pub async fn run_with<F>(
-    inbox: Arc<Inbox>,
+    inbox: Arc<Gate>,
     rx: mpsc::UnboundedReceiver<i64>,
     opts: ServeOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 struct G {
     _dir: tempfile::TempDir,
     store: Arc<Store>,
-    inbox: Arc<gatehouse_inbox::gate::hub::Inbox>,
+    inbox: Arc<gatehouse_inbox::gate::hub::Gate>,
     url: String,
     http: reqwest::Client,
 }

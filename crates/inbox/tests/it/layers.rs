@@ -56,3 +56,43 @@ fn a_door_names_no_other_door_and_not_the_composition() {
     }
     assert!(found.is_empty(), "a door names another door or the composition: {found:?}");
 }
+
+/// What a face (the window's crate, the CLI) may not name: everything below the application
+/// layer but the pure protocol crates (whose types it shows).
+fn below_the_app_layer(dep: &str) -> bool {
+    matches!(dep, "gatehouse-store" | "gatehouse-keys" | "gatehouse-gate" | "gatehouse-inbox" | "gatehouse-net") || dep.starts_with("gatehouse-door-")
+}
+
+#[test]
+fn the_faces_stand_on_the_application_layer_only() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (face, manifest) in [("the window", crates.join("../Cargo.toml")), ("the CLI", crates.join("cli/Cargo.toml"))] {
+        let deps = gatehouse_dependencies(&std::fs::read_to_string(&manifest).unwrap());
+        assert!(deps.contains(&"gatehouse-app".to_string()), "{face}'s manifest was not read: {deps:?}");
+        let below: Vec<&String> = deps.iter().filter(|d| below_the_app_layer(d)).collect();
+        assert!(below.is_empty(), "{face} depends on {below:?} beside the application layer");
+    }
+    assert!(below_the_app_layer("gatehouse-door-uamp") && below_the_app_layer("gatehouse-store") && !below_the_app_layer("gatehouse-epp"));
+}
+
+#[test]
+fn no_test_server_is_in_a_release_build() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let mut manifests = vec![root.join("Cargo.toml")];
+    for dir in std::fs::read_dir(root.join("crates")).unwrap() {
+        let m = dir.unwrap().path().join("Cargo.toml");
+        if m.exists() {
+            manifests.push(m);
+        }
+    }
+    assert!(manifests.len() > 20 && workspace.contains("gatehouse-mail-testswarm"), "{} manifests", manifests.len());
+    let test_server = |d: &str| ["-testswarm", "-testsite", "-testserver", "-testservers", "-testhost"].iter().any(|t| d.ends_with(t));
+    assert!(test_server("gatehouse-email-testservers") && !test_server("gatehouse-email"));
+    let mut found = Vec::new();
+    for m in &manifests {
+        let deps = gatehouse_dependencies(&std::fs::read_to_string(m).unwrap());
+        found.extend(deps.into_iter().filter(|d| test_server(d)).map(|d| format!("{} -> {d}", m.display())));
+    }
+    assert!(found.is_empty(), "a release build carries a test server: {found:?}");
+}

@@ -155,7 +155,7 @@ pub async fn eventually<F: FnMut() -> bool>(what: &str, mut f: F) {
 
 /// What a decision on a stranger's prompt names, as the window sends it: the sender and
 /// the knock the prompt showed (its newest).
-pub fn shown(inbox: &gatehouse_inbox::Inbox, key: &str) -> gatehouse_app::consent::ConsentTarget {
+pub fn shown(inbox: &gatehouse_inbox::Gate, key: &str) -> gatehouse_app::consent::ConsentTarget {
     use gatehouse_app::consent::ConsentTarget;
     let key = gatehouse_store::sender_key(key);
     gatehouse_app::consent::pending(inbox.store())

@@ -1,0 +1,59 @@
+//! The one context both faces hold: a data dir opened once (its identity key and its
+//! store). Every window command and CLI command reads what it needs from here and makes one
+//! call into this crate; neither face opens the store or the keychain itself.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gatehouse_store::Store;
+
+use crate::{Code, CommandError, Result};
+
+pub use gatehouse_keys::KeystoreKind;
+
+/// A data dir opened: who this gate is and what it keeps.
+pub struct Context {
+    pub data_dir: PathBuf,
+    pub keystore: KeystoreKind,
+    /// The identity key: it signs replies, asks and UAMP envelopes and is the TLS key. It
+    /// never leaves the process (no command returns it; `Context` has no `Debug`).
+    pub key: ed25519_dalek::SigningKey,
+    pub public_key: String,
+    pub store: Arc<Store>,
+    /// This open made the identity (a first run).
+    pub created: bool,
+}
+
+impl Context {
+    /// Loads the identity and opens the store; `create` makes both on a first run.
+    pub fn open(data_dir: PathBuf, keystore: KeystoreKind, create: bool) -> Result<Context> {
+        let o = gatehouse_inbox::open(&data_dir, keystore, create).map_err(|e| CommandError::new(Code::Open, e.to_string()))?;
+        Ok(Context {
+            data_dir,
+            keystore: o.identity.keystore,
+            key: o.identity.signing_key().clone(),
+            public_key: o.identity.public_key.clone(),
+            store: o.store,
+            created: o.created,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_data_dir_without_an_identity_is_an_open_error_until_one_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("g");
+        let e = Context::open(d.clone(), KeystoreKind::File, false).err().expect("no identity yet");
+        assert_eq!(e.code, Code::Open, "{e:?}");
+        let made = Context::open(d.clone(), KeystoreKind::File, true).unwrap();
+        assert!(made.created && made.public_key.len() == 64, "{}", made.public_key);
+        let again = Context::open(d, KeystoreKind::File, false).unwrap();
+        assert!(!again.created);
+        assert_eq!(again.public_key, made.public_key);
+        assert_eq!(again.key.to_bytes(), made.key.to_bytes());
+    }
+}
