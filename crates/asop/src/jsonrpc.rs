@@ -12,6 +12,12 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const AGENT_NOT_REGISTERED: i64 = -32001;
 pub const USER_DID_NOT_ANSWER: i64 = -32002;
 pub const AGENT_BLOCKED: i64 = -32003;
+/// Gatehouse's own (docs/interop.md): what the user's registration of the agent does not
+/// allow (the guardian's scope taken away), a step larger than it allows, and more steps
+/// than its rate limit (`data.retryAfter`, seconds).
+pub const POLICY_DENIED: i64 = -32004;
+pub const TOO_LARGE: i64 = -32005;
+pub const RATE_LIMITED: i64 = -32006;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code}: {message}")]

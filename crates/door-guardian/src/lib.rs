@@ -310,24 +310,46 @@ impl Guardian {
             return Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, "The step names no agent (context.agent); only registered agents are guarded"));
         };
         // Who may be guarded is the gate's decision, as for every door: a blocked or
-        // revoked agent is refused, an unknown one knocks, and a registration whose grant
+        // revoked agent is refused, an unknown one knocks, a registration that does not
+        // allow the step (its scope, its size, its rate) refuses it, and one whose grant
         // ended (or whose key changed unverified) has every step asked of the user.
         let held = {
-            let (s, key) = (self.store.clone(), agent_key(agent));
-            let view = blocking(move || s.admission(&key, "")).await?;
-            let refused = match gatehouse_gate::standing(&view, SCOPE, chrono::Utc::now()) {
-                gatehouse_gate::Verdict::Accept { held, .. } => Ok(held),
-                gatehouse_gate::Verdict::Knock => Err(None),
-                gatehouse_gate::Verdict::Refuse(gatehouse_gate::Refusal::Blocked) => Err(Some(format!("The user blocked agent {agent}"))),
-                gatehouse_gate::Verdict::Refuse(gatehouse_gate::Refusal::Revoked(_)) => Err(Some(format!("The user revoked agent {agent}'s registration"))),
-                // An entry for this key that does not register it as an agent.
-                gatehouse_gate::Verdict::Refuse(_) => Err(None),
-            };
-            match refused {
+            let (s, key, who) = (self.store.clone(), agent_key(agent), agent.clone());
+            let size = req.raw.to_string().len() as u64;
+            let at = chrono::Utc::now();
+            let verdict = blocking(move || {
+                let view = s.admission(&key, "")?;
+                let scopes = [SCOPE.to_string()];
+                let arrival = gatehouse_gate::Arrival { scopes: &scopes, size, delegated: false, at };
+                Ok(match gatehouse_gate::admit(&view, None, &arrival, &gatehouse_gate::NoChecks) {
+                    gatehouse_gate::Verdict::Accept { entry, held } => match s.take_rate(&key, at.timestamp_millis(), &entry.policy.rate_limit)? {
+                        Ok(()) => Ok(held),
+                        Err(gatehouse_store::AcceptRefusal::RateLimited { window, limit, retry_after_secs }) => Err(Some(
+                            RpcError::new(jsonrpc::RATE_LIMITED, format!("The user allows agent {who} {limit} steps per {window}; try again later"))
+                                .with_data(json!({"retryAfter": retry_after_secs})),
+                        )),
+                        // Only a rate is counted here: nothing else refuses.
+                        Err(other) => Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {other:?}")))),
+                    },
+                    gatehouse_gate::Verdict::Knock => Err(None),
+                    gatehouse_gate::Verdict::Refuse(r) => Err(Some(match r {
+                        gatehouse_gate::Refusal::Blocked => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user blocked agent {who}")),
+                        gatehouse_gate::Refusal::Revoked(_) => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user revoked agent {who}'s registration")),
+                        gatehouse_gate::Refusal::Size { size, limit } => {
+                            RpcError::new(jsonrpc::TOO_LARGE, format!("The step is {size} bytes; the user allows agent {who} {limit}"))
+                        }
+                        gatehouse_gate::Refusal::Scope(_) | gatehouse_gate::Refusal::Delegation | gatehouse_gate::Refusal::Door(_) => {
+                            RpcError::new(jsonrpc::POLICY_DENIED, format!("The user's registration of agent {who} does not let it ask the guardian"))
+                        }
+                    })),
+                })
+            })
+            .await?;
+            match verdict {
                 Ok(held) => held,
-                Err(Some(why)) => {
-                    let e = RpcError::new(jsonrpc::AGENT_BLOCKED, why);
-                    let (s, r) = (self.store.clone(), record("error", Some(e.message.clone()), None, "blocked"));
+                Err(Some(e)) => {
+                    let by = if e.code == jsonrpc::AGENT_BLOCKED { "blocked" } else { "policy" };
+                    let (s, r) = (self.store.clone(), record("error", Some(e.message.clone()), None, by));
                     blocking(move || s.asop_step_add(&r)).await?;
                     return Err(e);
                 }

@@ -48,21 +48,8 @@ pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit,
     if epp_nonce_used(tx, &rec.nonce)? {
         return Ok(Err(AcceptRefusal::Replay));
     }
-    let minute = minute_of(rec.received_ms);
-    for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
-        let Some(limit) = limit else { continue };
-        // Whole minutes: the minute the window starts in counts in full, so a limit may
-        // bite up to a minute early but never lets more through (docs/interop.md).
-        let since = minute_of(rec.received_ms - secs * 1000);
-        let (count, oldest): (u32, Option<i64>) = tx
-            .prepare_cached("SELECT coalesce(sum(n), 0), min(minute) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2")?
-            .query_row(params![rec.sender, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        if count >= limit {
-            // The window frees a slot when its oldest minute falls out of it.
-            let frees_at = oldest.map_or(rec.received_ms, |m| (m + 1) * MINUTE_MS) + secs * 1000;
-            let retry_after_secs = ((frees_at - rec.received_ms).max(1000) as u64).div_ceil(1000);
-            return Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs }));
-        }
+    if let Some(over) = over_rate(tx, &rec.sender, rec.received_ms, limits)? {
+        return Ok(Err(over));
     }
     tx.prepare_cached(
         "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
@@ -99,12 +86,40 @@ pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit,
     let id = tx.last_insert_rowid();
     tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_row) VALUES (?1, ?2, ?3)")?.execute(params![rec.nonce, rec.expires_at_ms, id])?;
     insert_receipt_as(tx, &rec.receipt, Some(id), &json.receipt)?;
+    count_use(tx, &rec.sender, rec.received_ms)?;
+    Ok(Ok(id))
+}
+
+/// A sender's rate limits against what the gate let in from it, counted per minute
+/// (`usage_minutes`): the refusal, if one more now would be over a limit. Run inside the
+/// transaction that then counts it ([`count_use`]), so racing arrivals cannot both pass.
+pub(crate) fn over_rate(tx: &Connection, sender: &str, received_ms: i64, limits: &RateLimit) -> Result<Option<AcceptRefusal>> {
+    for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
+        let Some(limit) = limit else { continue };
+        // Whole minutes: the minute the window starts in counts in full, so a limit may
+        // bite up to a minute early but never lets more through (docs/interop.md).
+        let since = minute_of(received_ms - secs * 1000);
+        let (count, oldest): (u32, Option<i64>) = tx
+            .prepare_cached("SELECT coalesce(sum(n), 0), min(minute) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2")?
+            .query_row(params![sender, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        if count >= limit {
+            // The window frees a slot when its oldest minute falls out of it.
+            let frees_at = oldest.map_or(received_ms, |m| (m + 1) * MINUTE_MS) + secs * 1000;
+            let retry_after_secs = ((frees_at - received_ms).max(1000) as u64).div_ceil(1000);
+            return Ok(Some(AcceptRefusal::RateLimited { window, limit, retry_after_secs }));
+        }
+    }
+    Ok(None)
+}
+
+/// One more let in from `sender` this minute.
+pub(crate) fn count_use(tx: &Connection, sender: &str, received_ms: i64) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO usage_minutes (sender, minute, n) VALUES (?1, ?2, 1)
          ON CONFLICT (sender, minute) DO UPDATE SET n = n + 1",
     )?
-    .execute(params![rec.sender, minute])?;
-    Ok(Ok(id))
+    .execute(params![sender, minute_of(received_ms)])?;
+    Ok(())
 }
 
 /// How long per-minute usage is kept: the day window, and "today" on a 25-hour day.
@@ -138,6 +153,20 @@ impl Store {
         let (reply, answer) = asynchronous();
         self.enqueue(Job::accept(rec, limits, reply));
         answer.await.unwrap_or_else(|_| Err(closing()))
+    }
+
+    /// Counts one arrival the gate let in from `sender` against its rate limits, for a
+    /// door that keeps nothing else per arrival (the guardian's steps); the refusal if it
+    /// is over one (nothing is counted then).
+    pub fn take_rate(&self, sender: &str, received_ms: i64, limits: &RateLimit) -> Result<std::result::Result<(), AcceptRefusal>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if let Some(over) = over_rate(&tx, sender, received_ms, limits)? {
+            return Ok(Err(over));
+        }
+        count_use(&tx, sender, received_ms)?;
+        tx.commit()?;
+        Ok(Ok(()))
     }
 
     pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {

@@ -1,8 +1,8 @@
 //! The same trust states through every door, with the same verdicts, each in its
 //! protocol's words: the gate decides once (crates/gate), the doors only carry.
 //! Rows are trust states; columns are doors. EPP over HTTP and from the watched folder,
-//! and UAMP over TLS, run on one inbox here, EPP by mail on another (a real Dovecot); the guardian and IntentWeb rows are in their own files (guardian.rs,
-//! intent.rs), which use the same decision.
+//! UAMP over TLS and the ASOP guardian run on one inbox here, EPP by mail on another (a
+//! real Dovecot); the IntentWeb rows are in intent.rs, which uses the same decision.
 
 use ed25519_dalek::SigningKey;
 use gatehouse_inbox::ExecutorSpec;
@@ -38,9 +38,14 @@ enum Told {
     Refused(&'static str),
 }
 
+/// The sender's entry for `state`, allowing the scopes its door asks for.
 fn enter(store: &Store, id: &str, state: State) {
+    enter_for(store, id, state, &["ask", "support"])
+}
+
+fn enter_for(store: &Store, id: &str, state: State, scopes: &[&str]) {
     let now = chrono::Utc::now();
-    let mut policy = Policy { allowed_scopes: vec!["ask".into(), "support".into()], ..Policy::default() };
+    let mut policy = Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), ..Policy::default() };
     match state {
         State::Unknown => return,
         State::Blocked => {
@@ -51,8 +56,8 @@ fn enter(store: &Store, id: &str, state: State) {
             store.revoke(id, "lost laptop", &gatehouse_epp::utc_string(now)).unwrap();
         }
         State::GrantEnded => {
-            for s in ["ask", "support"] {
-                policy.grant_until.insert(s.into(), gatehouse_epp::utc_string(now - chrono::Duration::hours(1)));
+            for s in scopes {
+                policy.grant_until.insert(s.to_string(), gatehouse_epp::utc_string(now - chrono::Duration::hours(1)));
             }
         }
         State::KeyChanged => policy.key_change_unverified = true,
@@ -151,22 +156,72 @@ async fn through_uamp(u: &Uamp, seed: u8, state: State) -> Told {
     }
 }
 
+/// One of the user's agents asks the guardian before a tool call. The user's rule lets every
+/// step through, so only the trust state decides; a held step waits for the user, who is
+/// then seen to be asked.
+async fn through_asop(u: &Uamp, n: u8, state: State) -> Told {
+    use gatehouse_inbox::guardian::{agent_key, Guardian, UserAnswer, SCOPE};
+    let agent = format!("agent-{n}");
+    let (key, id) = (agent_key(&agent), agent.clone());
+    enter_for(&u.store, &key, state, &[SCOPE]);
+    let url = format!("{}/asop/v1", u.plain);
+    let step = move |i: u32| {
+        json!({"jsonrpc": "2.0", "id": i, "method": "steps/toolCallRequest", "params": {
+            "context": {"agent": {"id": agent, "name": "Helper", "instructions": "help", "version": "1", "provider": {"name": "Me", "url": "https://me.example"}},
+                "session": {"id": format!("s-{n}")}, "turnId": "t-1", "stepId": format!("step-{i}"), "timestamp": "2026-11-26T00:00:00.000Z", "user": {"id": "u", "organization": {"id": "o"}}},
+            "reasoning": "the user asked", "toolCallRequest": {"executionId": format!("e-{i}"), "toolId": "send", "inputs": []}}})
+    };
+    let call = |i: u32| {
+        let (url, body) = (url.clone(), step(i));
+        tokio::spawn(async move { reqwest::Client::new().post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap() })
+    };
+    if matches!(state, State::OverRate) {
+        assert_eq!(call(0).await.unwrap()["result"]["decision"], "allow", "the first within the rate");
+    }
+    let asked = call(1);
+    let guardian = u.inbox.inbox().door::<Guardian>().unwrap();
+    let mut held = false;
+    for _ in 0..100 {
+        if asked.is_finished() {
+            break;
+        }
+        if let Some(s) = guardian.pending().unwrap().into_iter().find(|s| s.agent_id.as_deref() == Some(id.as_str())) {
+            held = true;
+            guardian
+                .answer(s.row, UserAnswer { decision: gatehouse_asop::rules::Action::Deny, always: false, redact: None, note: None, lasting: None })
+                .unwrap();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let r = asked.await.unwrap();
+    match (r["result"]["decision"].as_str(), r["error"]["code"].as_i64()) {
+        (Some(_), _) if held => Told::Accepted { held: true },
+        (Some("allow"), _) => Told::Accepted { held: false },
+        (_, Some(-32001)) if waiting(&u.store, &key) => Told::Knock,
+        (_, Some(-32003)) => Told::Refused(if r["error"]["message"].as_str().unwrap().contains("revoked") { "-32003 revoked" } else { "-32003 blocked" }),
+        (_, Some(code)) => Told::Refused(leak(&code.to_string())),
+        _ => panic!("{state:?}: {r}"),
+    }
+}
+
 fn leak(s: &str) -> &'static str {
     Box::leak(s.to_string().into_boxed_str())
 }
 
-/// (state, what EPP says, what UAMP says): the rows every door is driven through.
-fn table() -> [(State, Told, Told); 9] {
+/// (state, what EPP says, what UAMP says, what the ASOP guardian says): the rows every
+/// door is driven through.
+fn table() -> [(State, Told, Told, Told); 9] {
+    const HELD: Told = Told::Accepted { held: true };
     [
-        (State::Unknown, Told::Knock, Told::Knock),
-        (State::Trusted, Told::Accepted { held: false }, Told::Accepted { held: false }),
-        (State::Blocked, Told::Refused("UNTRUSTED_SENDER"), Told::Refused("blocked")),
-        (State::Revoked, Told::Refused("SENDER_REVOKED"), Told::Refused("revoked")),
-        (State::GrantEnded, Told::Accepted { held: true }, Told::Accepted { held: true }),
-        (State::KeyChanged, Told::Accepted { held: true }, Told::Accepted { held: true }),
-        (State::OverScope, Told::Refused("POLICY_DENIED"), Told::Refused("policy_denied")),
-        (State::OverSize, Told::Refused("SIZE_EXCEEDED"), Told::Refused("too_large")),
-        (State::OverRate, Told::Refused("RATE_LIMITED"), Told::Refused("rate_limited")),
+        (State::Unknown, Told::Knock, Told::Knock, Told::Knock),
+        (State::Trusted, Told::Accepted { held: false }, Told::Accepted { held: false }, Told::Accepted { held: false }),
+        (State::Blocked, Told::Refused("UNTRUSTED_SENDER"), Told::Refused("blocked"), Told::Refused("-32003 blocked")),
+        (State::Revoked, Told::Refused("SENDER_REVOKED"), Told::Refused("revoked"), Told::Refused("-32003 revoked")),
+        (State::GrantEnded, HELD, HELD, HELD),
+        (State::KeyChanged, HELD, HELD, HELD),
+        (State::OverScope, Told::Refused("POLICY_DENIED"), Told::Refused("policy_denied"), Told::Refused("-32004")),
+        (State::OverSize, Told::Refused("SIZE_EXCEEDED"), Told::Refused("too_large"), Told::Refused("-32005")),
+        (State::OverRate, Told::Refused("RATE_LIMITED"), Told::Refused("rate_limited"), Told::Refused("-32006")),
     ]
 }
 
@@ -179,10 +234,26 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
-    // (state, EPP over HTTP and from the watched folder, UAMP over TLS)
+    // The user's one rule for their agents: every step is allowed (the trust state decides).
+    u.store
+        .asop_rule_add(&gatehouse_store::asop::AsopRuleRow {
+            id: 0,
+            agent: "*".into(),
+            method: "*".into(),
+            tool: "*".into(),
+            condition: None,
+            action: "allow".into(),
+            redact: None,
+            note: None,
+            source: "user".into(),
+            created_at: "2026-11-26T00:00:00Z".into(),
+            until: None,
+        })
+        .unwrap();
+    // (state, EPP over HTTP and from the watched folder, UAMP over TLS, the ASOP guardian)
     let table = table();
     let mut wrong = Vec::new();
-    for (i, (state, epp, uamp)) in table.into_iter().enumerate() {
+    for (i, (state, epp, uamp, asop)) in table.into_iter().enumerate() {
         let seed = 100 + i as u8;
         let got_epp = through_epp(&u, &SigningKey::from_bytes(&[seed; 32]), state).await;
         let got_uamp = through_uamp(&u, seed + 50, state).await;
@@ -195,6 +266,10 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
         }
         if got_uamp != uamp {
             wrong.push(format!("{state:?} through UAMP: {got_uamp:?}, wanted {uamp:?}"));
+        }
+        let got_asop = through_asop(&u, seed, state).await;
+        if got_asop != asop {
+            wrong.push(format!("{state:?} through the guardian: {got_asop:?}, wanted {asop:?}"));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
@@ -211,7 +286,7 @@ async fn envelopes_by_mail_meet_each_trust_state_with_the_epp_verdicts() {
     let inbox_key = gatehouse_epp::public_key_hex(&crate::common::key(1));
     let mut wrong = Vec::new();
     let mut n = 0;
-    for (i, (state, epp, _)) in table().into_iter().enumerate() {
+    for (i, (state, epp, _, _)) in table().into_iter().enumerate() {
         let key = SigningKey::from_bytes(&[180 + i as u8; 32]);
         let id = gatehouse_epp::public_key_hex(&key);
         enter(&inbox.store, &id, state);
