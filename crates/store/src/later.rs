@@ -57,13 +57,15 @@ impl Store {
     /// and envelopes held for consent or denied. `except`: the message the prompt is about.
     /// Also returns how many there are in all, up to [`MAX_COUNTED`] + 1.
     pub fn covered_by_grant(&self, sender: &str, scope: &str, except: Option<&str>, limit: usize) -> Result<(Vec<Covered>, i64)> {
+        // Two arrivals in one millisecond are told apart by the order they were kept in.
+        let with_seq = RECEIPT_SELECT.replace(" FROM receipts", ", seq FROM receipts");
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT r.*, e.exec_status FROM ({RECEIPT_SELECT} WHERE scope = ?2 AND seq IN ({SEQS_OF_SENDER_1})) r
+                "SELECT r.*, e.exec_status FROM ({with_seq} WHERE scope = ?2 AND seq IN ({SEQS_OF_SENDER_1})) r
                  LEFT JOIN envelopes e ON e.id = r.envelope_row
                  WHERE (r.code = 'UNTRUSTED_SENDER' OR e.exec_status IN ('held', 'denied'))
                    AND (?3 IS NULL OR r.envelope_id IS NOT ?3)
-                 ORDER BY r.received_ms DESC LIMIT ?4"
+                 ORDER BY r.received_ms DESC, r.seq DESC LIMIT ?4"
             ))?;
             let mut rows = stmt.query(params![sender_key(sender), scope, except, MAX_COUNTED + 1])?;
             let (mut out, mut total) = (Vec::new(), 0i64);
@@ -73,7 +75,7 @@ impl Store {
                     continue;
                 }
                 let receipt = crate::receipts::receipt_from_row(row)?;
-                let status: Option<String> = row.get(15)?;
+                let status: Option<String> = row.get(16)?;
                 out.push(Covered {
                     envelope_id: receipt.envelope_id,
                     received_at: receipt.received_at,

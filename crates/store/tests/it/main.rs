@@ -2,5 +2,6 @@
 mod admission_and_upgrade;
 mod common;
 mod conversations;
+mod knocks;
 mod large_inbox;
 mod rate_limits;
