@@ -4,24 +4,13 @@ use gatehouse_store::{ReceiptRow, Store};
 
 use crate::common::SENDER;
 
+/// Knock number `n` from [`SENDER`]: refused because it is not trusted, nothing kept but
+/// its receipt.
 fn knock(n: usize, received_ms: i64) -> ReceiptRow {
-    ReceiptRow {
-        receipt_id: format!("0190f0a0-0000-7000-8000-{n:012}"),
-        envelope_id: Some(format!("env-{n}")),
-        status: "rejected".into(),
-        code: Some("UNTRUSTED_SENDER".into()),
-        message: None,
-        received_at: "2026-11-23T09:00:01Z".into(),
-        received_ms,
-        transport: "http".into(),
-        sender: Some(SENDER.into()),
-        scope: Some("support".into()),
-        body: None,
-        body_truncated: false,
-        receipt: serde_json::json!({"status": "rejected"}),
-        prompt: Some(format!("try {n}")),
-        envelope_row: None,
-    }
+    let mut r = crate::common::envelope_at(&[], n, received_ms).receipt;
+    (r.status, r.code, r.prompt) = ("rejected".into(), Some("UNTRUSTED_SENDER".into()), Some(format!("try {n}")));
+    r.receipt = serde_json::json!({"status": "rejected"});
+    r
 }
 
 #[test]
