@@ -100,26 +100,26 @@ impl Default for Events {
 
 /// The gate, open to the doors bound, not yet running.
 pub struct Serving {
-    inbox: Arc<Gate>,
+    gate: Arc<Gate>,
     queue: mpsc::UnboundedReceiver<i64>,
     options: ServeOptions,
 }
 
 /// The gate the doors bound (`Bound::options`) open onto, telling `events` what it does.
 pub fn open(ctx: &Context, options: ServeOptions, events: &Events) -> Serving {
-    let (inbox, queue) = gatehouse_inbox::build_with_events(ctx.store.clone(), &ctx.public_key, events.events.clone(), events.progress.clone());
-    Serving { inbox, queue, options }
+    let (gate, queue) = gatehouse_inbox::build_with_events(ctx.store.clone(), &ctx.public_key, events.events.clone(), events.progress.clone());
+    Serving { gate, queue, options }
 }
 
 impl Serving {
     /// The running gate, for decisions the user makes while it runs.
     pub fn gate(&self) -> Arc<Gate> {
-        self.inbox.clone()
+        self.gate.clone()
     }
 
     /// Runs the doors, the executors and the upkeep until `shutdown` resolves.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
-        gatehouse_inbox::run_with(self.inbox, self.queue, self.options, shutdown, |_| {}).await.map_err(|e| CommandError::new(Code::Internal, e))
+        gatehouse_inbox::run_with(self.gate, self.queue, self.options, shutdown, |_| {}).await.map_err(|e| CommandError::new(Code::Internal, e))
     }
 }
 
