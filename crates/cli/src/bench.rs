@@ -14,6 +14,9 @@ pub struct BenchArgs {
     pub concurrency: usize,
     pub folder: bool,
     pub keep: Option<std::path::PathBuf>,
+    /// The EPP reference inbox to measure beside this one: its source and the Python that
+    /// runs it.
+    pub reference: Option<crate::reference::Reference>,
 }
 
 /// Single-core Ed25519 verifications per second on this machine, by the check the inbox
@@ -81,14 +84,13 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// The inbox under test: a separate `gatehouse serve` process, so the load generator's
 /// CPU and memory are not counted as the server's (and the server gets no help from
 /// sharing a runtime with its client).
-struct Server {
+pub(crate) struct Server {
     child: std::process::Child,
     addr: String,
 }
 
 impl Server {
     fn start(data_dir: &std::path::Path, watch: Option<&std::path::Path>) -> Result<Server, String> {
-        use std::io::BufRead;
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut cmd = std::process::Command::new(exe);
         cmd.args(["serve", "--listen", "127.0.0.1:0"])
@@ -100,25 +102,33 @@ impl Server {
         if let Some(w) = watch {
             cmd.arg("--watch").arg(w);
         }
-        let mut child = cmd.spawn().map_err(|e| format!("cannot start the inbox: {e}"))?;
+        let child = cmd.spawn().map_err(|e| format!("cannot start the inbox: {e}"))?;
+        Server::listening(child, "listening on http://", "inbox")
+    }
+
+    /// A started server, once a line of its stderr says where it listens (after `marker`:
+    /// `host:port`); its further lines are passed on, marked with `who`.
+    pub(crate) fn listening(mut child: std::process::Child, marker: &str, who: &'static str) -> Result<Server, String> {
+        use std::io::BufRead;
         let mut lines = std::io::BufReader::new(child.stderr.take().expect("piped")).lines();
         let addr = loop {
             match lines.next() {
                 Some(Ok(line)) => {
-                    if let Some(rest) = line.split("listening on http://").nth(1) {
-                        break rest.split('/').next().unwrap_or_default().to_string();
+                    if let Some(rest) = line.split(marker).nth(1) {
+                        break rest.split(|c: char| c == '/' || c.is_whitespace()).next().unwrap_or_default().to_string();
                     }
                 }
                 _ => {
                     let _ = child.kill();
-                    return Err("the inbox exited before it listened".into());
+                    return Err(format!("the {who} exited before it listened"));
                 }
             }
         };
-        // Keep draining its stderr so it never blocks on a full pipe.
+        // Keep draining its stderr so it never blocks on a full pipe; a line per request
+        // (the reference logs each envelope at INFO) would bury the figures.
         std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                eprintln!("  inbox: {line}");
+            for line in lines.map_while(Result::ok).filter(|l| !l.contains("INFO")) {
+                eprintln!("  {who}: {line}");
             }
         });
         Ok(Server { child, addr })
@@ -203,6 +213,9 @@ impl Drop for Server {
 }
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
+    if let Some(r) = &args.reference {
+        r.check()?;
+    }
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     println!("measuring this machine's limits…");
     let verify_rate = ed25519_verify_rate();
@@ -234,22 +247,13 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }
     }
     println!("signing {} envelopes from {} senders…", args.envelopes, senders.len());
-    let now = chrono::Utc::now();
-    let bodies: Vec<String> = (0..args.envelopes)
-        .map(|i| {
-            let mut d = gatehouse_epp::Draft::new(&inbox_pub, "bench", &format!("benchmark prompt number {i}: please summarise the attached ticket"));
-            d.context = Some(serde_json::json!({"ticket": i, "priority": "normal"}));
-            d.sign(&senders[i % senders.len()], now).to_string()
-        })
-        .collect();
+    let bodies = sign_all(&inbox_pub, &senders, args.envelopes);
 
     let watch = dir.path().join("drop");
     let server = Server::start(&data, args.folder.then_some(watch.as_path()))?;
-    let (_, cpu_before) = server.usage();
-    let written_before = server.written();
-    let (machine_before, generator_before, measured) = (MachineCpu::now(), cpu_seconds("self"), Instant::now());
     let total = bodies.len();
-    let (secs, summary) = if args.folder {
+    let ours = if args.folder {
+        let m = Measuring::start(&server);
         while !watch.join("rejected").exists() {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -274,53 +278,23 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }
         let secs = start.elapsed().as_secs_f64();
         let accepted = count("accepted");
-        (secs, format!("folder: {total} files receipted ({accepted} accepted) in {secs:.2} s = {:.0} files/s", total as f64 / secs))
+        println!("folder: {total} files receipted ({accepted} accepted) in {secs:.2} s = {:.0} files/s", total as f64 / secs);
+        m.report(&server, total, secs, "inbox")
     } else {
-        let url = format!("http://{}/epp/v1/submit", server.addr);
-        println!("posting to {url} with {} connections…", args.concurrency);
-        let (accepted, lat, secs) = post_all(url, bodies, args.concurrency)?;
-        (
-            secs,
-            format!(
-                "http: {accepted} of {total} accepted in {secs:.2} s = {:.0} accepted/s; p50 {:.2} ms, p99 {:.2} ms",
-                accepted as f64 / secs,
-                percentile(&lat, 0.50).as_secs_f64() * 1000.0,
-                percentile(&lat, 0.99).as_secs_f64() * 1000.0,
-            ),
-        )
+        measure_http(&server, bodies, args.concurrency, "inbox")?
     };
-    let (rss, cpu_after) = server.usage();
-    let inbox = cpu_after - cpu_before;
-    let machine = MachineCpu::now().since(machine_before);
-    let generator = cpu_seconds("self") - generator_before;
-    let wall = measured.elapsed().as_secs_f64();
-    let written = server.written().saturating_sub(written_before);
-    println!("{summary}");
-    if machine.total > 0.0 {
-        let pct = |v: f64| 100.0 * v / machine.total;
+    drop(server);
+    if let Some(r) = &args.reference {
+        let (reference, reference_pub) = r.start(dir.path(), &senders)?;
+        let bodies = sign_all(&reference_pub, &senders, args.envelopes);
+        let theirs = measure_http(&reference, bodies, args.concurrency, "reference")?;
+        drop(reference);
         println!(
-            "machine: {:.0} cores {:.0}% busy (inbox {:.2} cores, this load generator {:.2}, the rest {:.2}); I/O wait {:.0}%, stolen by the host {:.0}%",
-            machine.total / wall,
-            pct(machine.busy),
-            inbox / wall,
-            generator / wall,
-            ((machine.busy - inbox - generator) / wall).max(0.0),
-            pct(machine.iowait),
-            pct(machine.stolen),
+            "Gatehouse / the EPP reference, same client, same machine, same run: {:.1}× the accepted/s, {:.1}× less CPU per envelope",
+            ours.rate / theirs.rate.max(f64::MIN_POSITIVE),
+            theirs.cpu_us / ours.cpu_us.max(f64::MIN_POSITIVE),
         );
     }
-    println!(
-        "inbox process: peak RSS {rss:.0} MB; {inbox:.2} CPU-seconds = {:.0} µs per envelope ({:.2} cores busy)",
-        inbox * 1e6 / total as f64,
-        inbox / secs,
-    );
-    println!(
-        "inbox process wrote {:.0} MB to disk = {:.1} KB per envelope ({:.0} MB/s)",
-        written as f64 / 1e6,
-        written as f64 / 1e3 / total as f64,
-        written as f64 / 1e6 / secs,
-    );
-    drop(server);
     if let Some(keep) = args.keep {
         // A rename within one filesystem, or a copy of the store where it cannot be one.
         if std::fs::rename(&data, &keep).is_err() {
@@ -334,6 +308,93 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         println!("the inbox's data is kept in {}", keep.display());
     }
     Ok(())
+}
+
+/// `n` envelopes to `inbox_pub`, from the senders in turn, signed before anything is timed.
+fn sign_all(inbox_pub: &str, senders: &[SigningKey], n: usize) -> Vec<String> {
+    let now = chrono::Utc::now();
+    (0..n)
+        .map(|i| {
+            let mut d = gatehouse_epp::Draft::new(inbox_pub, "bench", &format!("benchmark prompt number {i}: please summarise the attached ticket"));
+            d.context = Some(serde_json::json!({"ticket": i, "priority": "normal"}));
+            d.sign(&senders[i % senders.len()], now).to_string()
+        })
+        .collect()
+}
+
+/// What one server did under the load, for comparing two.
+struct Figures {
+    /// Accepted (or receipted, for the folder) per second.
+    rate: f64,
+    cpu_us: f64,
+}
+
+/// The server's and the machine's counters at the start of a measurement.
+struct Measuring {
+    cpu: f64,
+    written: u64,
+    machine: MachineCpu,
+    generator: f64,
+    at: Instant,
+}
+
+impl Measuring {
+    fn start(server: &Server) -> Measuring {
+        Measuring { cpu: server.usage().1, written: server.written(), machine: MachineCpu::now(), generator: cpu_seconds("self"), at: Instant::now() }
+    }
+
+    /// Prints what `server` (called `who`) used for `total` envelopes over `secs`.
+    fn report(self, server: &Server, total: usize, secs: f64, who: &str) -> Figures {
+        let (rss, cpu_after) = server.usage();
+        let used = cpu_after - self.cpu;
+        let machine = MachineCpu::now().since(self.machine);
+        let generator = cpu_seconds("self") - self.generator;
+        let wall = self.at.elapsed().as_secs_f64();
+        let written = server.written().saturating_sub(self.written);
+        if machine.total > 0.0 {
+            let pct = |v: f64| 100.0 * v / machine.total;
+            println!(
+                "machine: {:.0} cores {:.0}% busy ({who} {:.2} cores, this load generator {:.2}, the rest {:.2}); I/O wait {:.0}%, stolen by the host {:.0}%",
+                machine.total / wall,
+                pct(machine.busy),
+                used / wall,
+                generator / wall,
+                ((machine.busy - used - generator) / wall).max(0.0),
+                pct(machine.iowait),
+                pct(machine.stolen),
+            );
+        }
+        let cpu_us = used * 1e6 / total as f64;
+        println!("{who} process: peak RSS {rss:.0} MB; {used:.2} CPU-seconds = {cpu_us:.0} µs per envelope ({:.2} cores busy)", used / secs);
+        println!(
+            "{who} process wrote {:.0} MB to disk = {:.1} KB per envelope ({:.0} MB/s)",
+            written as f64 / 1e6,
+            written as f64 / 1e3 / total as f64,
+            written as f64 / 1e6 / secs,
+        );
+        Figures { rate: total as f64 / secs, cpu_us }
+    }
+}
+
+/// Posts `bodies` to `server`'s EPP submit route and prints what it did.
+fn measure_http(server: &Server, bodies: Vec<String>, concurrency: usize, who: &str) -> Result<Figures, String> {
+    let total = bodies.len();
+    let url = format!("http://{}/epp/v1/submit", server.addr);
+    println!("{who}: posting to {url} with {concurrency} connections…");
+    let m = Measuring::start(server);
+    let (accepted, lat, secs) = post_all(url, bodies, concurrency)?;
+    println!(
+        "{who} http: {accepted} of {total} accepted in {secs:.2} s = {:.0} accepted/s; p50 {:.2} ms, p99 {:.2} ms",
+        accepted as f64 / secs,
+        percentile(&lat, 0.50).as_secs_f64() * 1000.0,
+        percentile(&lat, 0.99).as_secs_f64() * 1000.0,
+    );
+    if accepted < total {
+        return Err(format!("{who} accepted {accepted} of {total}: the figures would not be of the same work"));
+    }
+    let mut f = m.report(server, total, secs, who);
+    f.rate = accepted as f64 / secs;
+    Ok(f)
 }
 
 /// Posts every body once over `concurrency` keep-alive connections; returns how many

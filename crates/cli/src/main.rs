@@ -5,6 +5,7 @@ mod contacts;
 mod email;
 mod guardian;
 mod mail;
+mod reference;
 mod sites;
 mod trust;
 mod uamp;
@@ -141,6 +142,13 @@ enum Command {
         /// Keep the throwaway inbox's data in this (new) directory, to inspect its store
         #[arg(long)]
         keep: Option<std::path::PathBuf>,
+        /// Measure the EPP reference inbox beside this one, same client, same run: a
+        /// checkout of github.com/elliptic1/external-prompt-protocol
+        #[arg(long, value_name = "DIR", conflicts_with = "folder")]
+        reference: Option<std::path::PathBuf>,
+        /// The Python that runs the reference (with its dependencies installed)
+        #[arg(long, value_name = "PYTHON", default_value = "python3", requires = "reference")]
+        reference_python: std::path::PathBuf,
     },
     /// Sign a prompt with your key and send it to an inbox (prints the receipt), or by mail
     Send {
@@ -460,8 +468,9 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                 gatehouse_app::serve::open(&o, bound.options, &gatehouse_app::serve::Events::default()).run(shutdown).await
             })?;
         }
-        Command::Bench { envelopes, senders, concurrency, folder, keep } => {
-            bench::run(bench::BenchArgs { envelopes, senders, concurrency, folder, keep }).map_err(|e| CommandError::new(Code::Internal, e))?;
+        Command::Bench { envelopes, senders, concurrency, folder, keep, reference, reference_python } => {
+            let reference = reference.map(|source| reference::Reference { source, python: reference_python });
+            bench::run(bench::BenchArgs { envelopes, senders, concurrency, folder, keep, reference }).map_err(|e| CommandError::new(Code::Internal, e))?;
         }
         Command::Send { to, account, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {
             let o = open(false)?;
