@@ -2,7 +2,8 @@
 //! protocol's words: the gate decides once (crates/gate), the doors only carry.
 //! Rows are trust states; columns are doors. EPP over HTTP and from the watched folder,
 //! UAMP over TLS and the ASOP guardian run on one inbox here, EPP by mail on another (a
-//! real Dovecot); the IntentWeb rows are in intent.rs, which uses the same decision.
+//! real Dovecot), and IntentWeb against the repo's IntentSite with a store of its own per
+//! row (the test site always signs with one key).
 
 use ed25519_dalek::SigningKey;
 use gatehouse_inbox::ExecutorSpec;
@@ -204,24 +205,66 @@ async fn through_asop(u: &Uamp, n: u8, state: State) -> Told {
     }
 }
 
+/// The user asks an IntentSite; its signed answer is judged by its key's standing. A site
+/// answers the user's own request, so no size or rate limit of a sender applies to it (the
+/// client bounds what it reads): those rows are let in as trusted.
+async fn through_intentweb(state: State) -> Told {
+    use gatehouse_inbox::intent;
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    let site = gatehouse_intentweb_testsite::Site::new();
+    let origin = gatehouse_intentweb_testsite::spawn(site.clone()).await;
+    intent::add_site(store.clone(), &origin).await.unwrap();
+    let kid = site.did();
+    enter_for(&store, &kid, state, &[intent::SCOPE]);
+    if !matches!(state, State::Unknown | State::Blocked) {
+        intent::pin(&store, &origin, &kid).unwrap();
+    }
+    let me = SigningKey::from_bytes(&[6; 32]);
+    let t = intent::start(store.clone(), &me, &origin, None, "Book a table for 3", None).await.unwrap();
+    let r = t.received;
+    let warning = r.warning.clone().unwrap_or_default();
+    match (r.accepted, r.verdict.as_ref().and_then(|v| v["kind"].as_str())) {
+        (true, Some("verified")) => Told::Accepted { held: false },
+        (true, Some("new_key")) if waiting(&store, &kid) => Told::Knock,
+        (false, _) if warning.contains("a key you blocked") => Told::Refused("you blocked"),
+        (false, _) if warning.contains("a key you revoked") => Told::Refused("you revoked"),
+        _ => panic!("{state:?}: {r:?}"),
+    }
+}
+
 fn leak(s: &str) -> &'static str {
     Box::leak(s.to_string().into_boxed_str())
 }
 
-/// (state, what EPP says, what UAMP says, what the ASOP guardian says): the rows every
-/// door is driven through.
-fn table() -> [(State, Told, Told, Told); 9] {
-    const HELD: Told = Told::Accepted { held: true };
+/// A row: a trust state and what each door says to it.
+struct Row {
+    state: State,
+    epp: Told,
+    uamp: Told,
+    asop: Told,
+    /// An IntentSite's answer: nothing of it runs, so nothing is held; a site key whose pin
+    /// does not stand (ended, its key changed, pinned for another scope) asks as on first
+    /// contact.
+    intentweb: Told,
+}
+
+/// The rows every door is driven through.
+fn table() -> [Row; 9] {
+    use Told::{Accepted, Knock, Refused};
+    const HELD: Told = Accepted { held: true };
+    const LET_IN: Told = Accepted { held: false };
+    let row = |state, epp, uamp, asop, intentweb| Row { state, epp, uamp, asop, intentweb };
     [
-        (State::Unknown, Told::Knock, Told::Knock, Told::Knock),
-        (State::Trusted, Told::Accepted { held: false }, Told::Accepted { held: false }, Told::Accepted { held: false }),
-        (State::Blocked, Told::Refused("UNTRUSTED_SENDER"), Told::Refused("blocked"), Told::Refused("-32003 blocked")),
-        (State::Revoked, Told::Refused("SENDER_REVOKED"), Told::Refused("revoked"), Told::Refused("-32003 revoked")),
-        (State::GrantEnded, HELD, HELD, HELD),
-        (State::KeyChanged, HELD, HELD, HELD),
-        (State::OverScope, Told::Refused("POLICY_DENIED"), Told::Refused("policy_denied"), Told::Refused("-32004")),
-        (State::OverSize, Told::Refused("SIZE_EXCEEDED"), Told::Refused("too_large"), Told::Refused("-32005")),
-        (State::OverRate, Told::Refused("RATE_LIMITED"), Told::Refused("rate_limited"), Told::Refused("-32006")),
+        row(State::Unknown, Knock, Knock, Knock, Knock),
+        row(State::Trusted, LET_IN, LET_IN, LET_IN, LET_IN),
+        row(State::Blocked, Refused("UNTRUSTED_SENDER"), Refused("blocked"), Refused("-32003 blocked"), Refused("you blocked")),
+        row(State::Revoked, Refused("SENDER_REVOKED"), Refused("revoked"), Refused("-32003 revoked"), Refused("you revoked")),
+        row(State::GrantEnded, HELD, HELD, HELD, Knock),
+        row(State::KeyChanged, HELD, HELD, HELD, Knock),
+        row(State::OverScope, Refused("POLICY_DENIED"), Refused("policy_denied"), Refused("-32004"), Knock),
+        row(State::OverSize, Refused("SIZE_EXCEEDED"), Refused("too_large"), Refused("-32005"), LET_IN),
+        row(State::OverRate, Refused("RATE_LIMITED"), Refused("rate_limited"), Refused("-32006"), LET_IN),
     ]
 }
 
@@ -250,10 +293,8 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
             until: None,
         })
         .unwrap();
-    // (state, EPP over HTTP and from the watched folder, UAMP over TLS, the ASOP guardian)
-    let table = table();
     let mut wrong = Vec::new();
-    for (i, (state, epp, uamp, asop)) in table.into_iter().enumerate() {
+    for (i, Row { state, epp, uamp, asop, intentweb }) in table().into_iter().enumerate() {
         let seed = 100 + i as u8;
         let got_epp = through_epp(&u, &SigningKey::from_bytes(&[seed; 32]), state).await;
         let got_uamp = through_uamp(&u, seed + 50, state).await;
@@ -271,6 +312,10 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
         if got_asop != asop {
             wrong.push(format!("{state:?} through the guardian: {got_asop:?}, wanted {asop:?}"));
         }
+        let got_intentweb = through_intentweb(state).await;
+        if got_intentweb != intentweb {
+            wrong.push(format!("{state:?} through IntentWeb: {got_intentweb:?}, wanted {intentweb:?}"));
+        }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
@@ -286,7 +331,7 @@ async fn envelopes_by_mail_meet_each_trust_state_with_the_epp_verdicts() {
     let inbox_key = gatehouse_epp::public_key_hex(&crate::common::key(1));
     let mut wrong = Vec::new();
     let mut n = 0;
-    for (i, (state, epp, _, _)) in table().into_iter().enumerate() {
+    for (i, Row { state, epp, .. }) in table().into_iter().enumerate() {
         let key = SigningKey::from_bytes(&[180 + i as u8; 32]);
         let id = gatehouse_epp::public_key_hex(&key);
         enter(&inbox.store, &id, state);
