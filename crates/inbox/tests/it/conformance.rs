@@ -1,9 +1,10 @@
 //! The same trust states through every door, with the same verdicts, each in its
 //! protocol's words: the gate decides once (crates/gate), the doors only carry.
 //! Rows are trust states; columns are doors. EPP over HTTP and from the watched folder,
-//! UAMP over TLS and the ASOP guardian run on one inbox here, EPP by mail on another (a
-//! real Dovecot), and IntentWeb against the repo's IntentSite with a store of its own per
-//! row (the test site always signs with one key).
+//! UAMP over TLS and the ASOP guardian run on one inbox here; EPP delegated to a MAIL
+//! swarm on another (the repo's test swarm), EPP by mail on a third (a real Dovecot), and
+//! IntentWeb against the repo's IntentSite with a store of its own per row (the test site
+//! always signs with one key).
 
 use ed25519_dalek::SigningKey;
 use gatehouse_inbox::ExecutorSpec;
@@ -233,6 +234,67 @@ async fn through_intentweb(state: State) -> Told {
     }
 }
 
+/// An inbox whose executor for "support" is a MAIL swarm (the repo's test swarm): what the
+/// gate lets in is delegated there as a task, what it holds or refuses is not.
+struct Delegating {
+    inbox: crate::common::TestInbox,
+}
+
+async fn delegating() -> Delegating {
+    use gatehouse_mail_testswarm::{spawn, Config, Swarm};
+    let url = spawn(Swarm::new(Config::new("swarm-a"))).await;
+    let mut scopes = std::collections::BTreeMap::new();
+    scopes.insert("support".to_string(), ExecutorSpec::Swarm { swarm: "helpers".into(), entrypoint: None });
+    let inbox_key = gatehouse_epp::public_key_hex(&SigningKey::from_bytes(&[3; 32]));
+    let inbox = crate::common::TestInbox::start_with(&inbox_key, false, gatehouse_inbox::ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
+    gatehouse_keys::load_or_create(inbox.dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
+    gatehouse_keys::Secrets::open(inbox.dir.path()).unwrap().put(&gatehouse_inbox::mail::token_name("helpers", &url), "user-token").unwrap();
+    inbox.store.mail_swarm_put("helpers", &url, "2026-11-26T00:00:00Z").unwrap();
+    Delegating { inbox }
+}
+
+/// An envelope whose executor delegates to the swarm: let in, it becomes a task there
+/// (answered); held, nothing reaches the swarm until the user decides; refused, nothing.
+async fn through_mail_delegation(d: &Delegating, key: &SigningKey, state: State) -> Told {
+    let (store, id) = (&d.inbox.store, gatehouse_epp::public_key_hex(key));
+    enter(store, &id, state);
+    let tasks_before = store.mail_tasks(None, 1000).unwrap().len();
+    if matches!(state, State::OverRate) {
+        let first = d.inbox.signed(key, "support", "the first within the rate");
+        assert_eq!(d.inbox.post_json(&first).await.0, 200);
+        crate::common::eventually("the first was delegated", || store.mail_tasks(None, 1000).unwrap().len() > tasks_before).await;
+    }
+    let tasks_before = store.mail_tasks(None, 1000).unwrap().len();
+    let env = d.inbox.signed(key, "support", "Weather in Lyon?");
+    let (_, _, r) = d.inbox.post_json(&env).await;
+    match (r["status"].as_str(), r.pointer("/error/code").and_then(Value::as_str)) {
+        (Some("accepted"), _) => {
+            let envelope_id = env["envelope_id"].as_str().unwrap().to_string();
+            let row = || store.envelopes(100, 0).unwrap().into_iter().find(|e| e.envelope_id == envelope_id).unwrap();
+            if row().exec_status == gatehouse_store::ExecStatus::Held {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                assert_eq!(store.mail_tasks(None, 1000).unwrap().len(), tasks_before, "{state:?}: a held prompt reached the swarm");
+                return Told::Accepted { held: true };
+            }
+            crate::common::eventually("the executor finished", || {
+                matches!(row().exec_status, gatehouse_store::ExecStatus::Succeeded | gatehouse_store::ExecStatus::Failed)
+            })
+            .await;
+            let task = row().exec_result.and_then(|r| r["task_id"].as_str().map(str::to_string));
+            match task.and_then(|t| store.mail_task(&t).unwrap()) {
+                Some(t) if t.task.state == "completed" => Told::Accepted { held: false },
+                other => panic!("{state:?}: let in but not delegated: {other:?} {:?}", row().exec_result),
+            }
+        }
+        (_, Some("UNTRUSTED_SENDER")) if waiting(store, &id) => Told::Knock,
+        (_, Some(code)) => {
+            assert_eq!(store.mail_tasks(None, 1000).unwrap().len(), tasks_before, "{state:?}: a refused prompt reached the swarm");
+            Told::Refused(leak(code))
+        }
+        _ => panic!("{r}"),
+    }
+}
+
 fn leak(s: &str) -> &'static str {
     Box::leak(s.to_string().into_boxed_str())
 }
@@ -293,6 +355,7 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
             until: None,
         })
         .unwrap();
+    let delegating = delegating().await;
     let mut wrong = Vec::new();
     for (i, Row { state, epp, uamp, asop, intentweb }) in table().into_iter().enumerate() {
         let seed = 100 + i as u8;
@@ -311,6 +374,10 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
         let got_asop = through_asop(&u, seed, state).await;
         if got_asop != asop {
             wrong.push(format!("{state:?} through the guardian: {got_asop:?}, wanted {asop:?}"));
+        }
+        let got_mail = through_mail_delegation(&delegating, &SigningKey::from_bytes(&[seed + 120; 32]), state).await;
+        if got_mail != epp {
+            wrong.push(format!("{state:?} through MAIL delegation: {got_mail:?}, wanted {epp:?}"));
         }
         let got_intentweb = through_intentweb(state).await;
         if got_intentweb != intentweb {
