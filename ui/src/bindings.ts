@@ -1285,6 +1285,11 @@ export type InboxFilter_Deserialize = {
 	/**  Full-text search over prompts. */
 	search?: string | null,
 	before_seq?: number | null,
+	/**
+	 *  Only what arrived after this row (the newest a view shows): what a view patches in
+	 *  when something arrives, instead of reading its page again.
+	 */
+	after_seq?: number | null,
 	limit?: number | null,
 };
 
@@ -1307,6 +1312,11 @@ export type InboxFilter_Serialize = {
 	/**  Full-text search over prompts. */
 	search: string | null,
 	before_seq: number | null,
+	/**
+	 *  Only what arrived after this row (the newest a view shows): what a view patches in
+	 *  when something arrives, instead of reading its page again.
+	 */
+	after_seq: number | null,
 	limit: number | null,
 };
 

@@ -66,7 +66,8 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   const view = { inbox, consent, trust, uamp, mail, intent, guardian, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
   if (t !== 'mail') mail.leave();
-  if (t === 'inbox') await inbox.load(false);
+  // Opened: its page; redrawn because something arrived: what is new, on top.
+  if (t === 'inbox') await (fresh ? inbox.load(false) : inbox.patch());
   // Settings change only by the user's own hand: redrawing them on every arrival would
   // wipe a port or an executor being edited.
   else if (t === 'settings') { if (info && fresh) await settings.load(info); }

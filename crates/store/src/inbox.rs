@@ -59,6 +59,9 @@ impl Store {
         if let Some(b) = f.before_seq {
             arg(&mut sql, &mut args, " AND r.seq < ?", b.into());
         }
+        if let Some(a) = f.after_seq {
+            arg(&mut sql, &mut args, " AND r.seq > ?", a.into());
+        }
         let limit = f.limit.unwrap_or(100).clamp(1, 500);
         args.push((limit as i64).into());
         let l = args.len();

@@ -303,6 +303,10 @@ pub struct InboxFilter {
     /// Full-text search over prompts.
     pub search: Option<String>,
     pub before_seq: Option<i64>,
+    /// Only what arrived after this row (the newest a view shows): what a view patches in
+    /// when something arrives, instead of reading its page again.
+    #[serde(default)]
+    pub after_seq: Option<i64>,
     pub limit: Option<u32>,
 }
 

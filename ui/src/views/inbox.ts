@@ -22,6 +22,8 @@ export class InboxView {
   // Each click starts a fetch; only the latest may draw, or a slow answer to an earlier
   // click would cover the view the user asked for last.
   private drawing = 0;
+  // The same for the list: a patch answered after a reload began draws nothing.
+  private listing = 0;
   private showing: 'detail' | 'conversation' = 'detail';
   private search = h('input', { type: 'search', id: 'inbox-search', placeholder: 'Search prompts…', 'aria-label': 'Search prompts' });
   private status = h('select', { id: 'inbox-status', 'aria-label': 'Status' },
@@ -68,8 +70,10 @@ export class InboxView {
 
   async load(append: boolean): Promise<void> {
     const before = append && this.items.length ? this.items[this.items.length - 1].seq : null;
+    const turn = ++this.listing;
     try {
       const page = await api.inboxList({ ...this.filter, before_seq: before, limit: PAGE });
+      if (turn !== this.listing) return;
       this.items = append ? this.items.concat(page) : page;
       if (!append) replace(this.list);
       for (const item of page) this.list.append(this.row(item));
@@ -77,6 +81,31 @@ export class InboxView {
       this.more.hidden = page.length < PAGE;
     } catch (e) {
       replace(this.list, h('li', { className: 'error' }, errorText(e)));
+    }
+  }
+
+  /** Something arrived: only what is newer than the top row is read and put on top, the
+   *  list kept to the length it had (a burst of arrivals redraws a few rows, not the
+   *  page). More new rows than a page, or nothing shown yet: the page is read again. */
+  async patch(): Promise<void> {
+    const newest = this.items[0]?.seq;
+    if (newest === undefined) return this.load(false);
+    const turn = ++this.listing;
+    try {
+      const fresh = await api.inboxList({ ...this.filter, before_seq: null, after_seq: newest, limit: PAGE });
+      if (turn !== this.listing || !fresh.length) return;
+      if (fresh.length >= PAGE) return this.load(false);
+      const keep = Math.max(PAGE, this.items.length);
+      this.list.querySelector('.empty')?.remove();
+      this.list.prepend(...fresh.map((item) => this.row(item)));
+      this.items = fresh.concat(this.items);
+      if (this.items.length > keep) {
+        const gone = new Set(this.items.splice(keep).map((i) => i.receipt_id));
+        for (const r of this.list.querySelectorAll<HTMLElement>('.row')) if (gone.has(r.dataset.receipt ?? '')) r.remove();
+        this.more.hidden = false;
+      }
+    } catch (e) {
+      if (turn === this.listing) replace(this.list, h('li', { className: 'error' }, errorText(e)));
     }
   }
 

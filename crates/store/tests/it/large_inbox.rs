@@ -97,3 +97,25 @@ fn pages_by_sender_are_exact_across_indexed_and_newly_stored_receipts() {
     store.inbox(&InboxFilter { search: Some("routine".into()), limit: Some(1), ..Default::default() }).unwrap();
     assert_eq!(walk(InboxFilter { sender: Some(sender), ..Default::default() }), expected);
 }
+
+#[test]
+fn what_arrived_after_the_newest_row_shown_is_read_alone_with_the_views_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("after.db")).unwrap();
+    let rows: Vec<ReceiptRow> = (0..1_000).map(row).collect();
+    store.record_receipts(&rows[..900]).unwrap();
+    // Part of it indexed by sender, the rest not: both halves of the sender form are read.
+    store.inbox(&InboxFilter { search: Some("routine".into()), limit: Some(1), ..Default::default() }).unwrap();
+    let sender = format!("{:064x}", 7);
+    let shown = store.inbox(&InboxFilter { limit: Some(50), ..Default::default() }).unwrap();
+    let shown_by_sender = store.inbox(&InboxFilter { sender: Some(sender.clone()), limit: Some(5), ..Default::default() }).unwrap();
+    store.record_receipts(&rows[900..]).unwrap();
+
+    let newer = store.inbox(&InboxFilter { after_seq: Some(shown[0].seq), limit: Some(500), ..Default::default() }).unwrap();
+    let ids: Vec<String> = newer.iter().map(|r| r.receipt_id.clone()).collect();
+    assert_eq!(ids, (900..1_000).rev().map(|i| format!("r-{i:06}")).collect::<Vec<_>>(), "only the hundred new ones, newest first");
+    let newer = store.inbox(&InboxFilter { sender: Some(sender.clone()), after_seq: Some(shown_by_sender[0].seq), ..Default::default() }).unwrap();
+    let ids: Vec<String> = newer.iter().map(|r| r.receipt_id.clone()).collect();
+    assert_eq!(ids, (900..1_000).rev().filter(|i| i % 50 == 7).map(|i| format!("r-{i:06}")).collect::<Vec<_>>());
+    assert!(store.inbox(&InboxFilter { after_seq: Some(newer[0].seq.max(shown[0].seq) + 1_000), ..Default::default() }).unwrap().is_empty());
+}
