@@ -470,6 +470,10 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         }
         Command::Bench { envelopes, senders, concurrency, folder, keep, reference, reference_python } => {
             let reference = reference.map(|source| reference::Reference { source, python: reference_python });
+            // A wrong directory is said before anything is measured.
+            if let Some(r) = &reference {
+                r.check().map_err(|e| CommandError::new(Code::Invalid, e))?;
+            }
             bench::run(bench::BenchArgs { envelopes, senders, concurrency, folder, keep, reference }).map_err(|e| CommandError::new(Code::Internal, e))?;
         }
         Command::Send { to, account, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {
