@@ -183,6 +183,12 @@ fn bench_reports_its_figures_next_to_what_the_machine_had_left() {
     let busy = number_before("% busy");
     assert!(cores >= 1.0, "{machine}");
     assert!(busy > 0.0 && busy <= 100.0, "{machine}");
+    // Beside the EPP reference: a directory that is not it is said before anything runs.
+    let t = std::time::Instant::now();
+    let out = gh(dir.path(), &["bench", "--reference", dir.path().to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("is not a checkout of the EPP reference") && said.trim_end().ends_with("[INVALID]"), "{said}");
+    assert!(out.stdout.is_empty() && t.elapsed() < std::time::Duration::from_secs(5), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 #[test]
