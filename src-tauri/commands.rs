@@ -12,10 +12,10 @@ use gatehouse_app::settings::Retention;
 use serde::Serialize;
 use tauri::{AppHandle, Runtime, State};
 
-use crate::service::{Core, DesktopSettings, InboxStatus};
+use crate::shell::{DesktopSettings, InboxStatus, Shell};
 pub use gatehouse_app::{Code, CommandError};
 
-pub type CoreState<'a> = State<'a, Arc<Core>>;
+pub type ShellState<'a> = State<'a, Arc<Shell>>;
 pub(crate) type Result<T> = std::result::Result<T, CommandError>;
 
 /// Runs blocking store work off the async runtime's threads.
@@ -43,10 +43,10 @@ pub use gatehouse_app::trust::fingerprint;
 
 #[tauri::command]
 #[specta::specta]
-pub async fn app_info(core: CoreState<'_>) -> Result<AppInfo> {
+pub async fn app_info(shell: ShellState<'_>) -> Result<AppInfo> {
     // The window asks this once per redraw: the desktop bench counts these lines.
     tracing::debug!(target: "gatehouse::window", "app_info");
-    let c = core.inner().clone();
+    let c = shell.inner().clone();
     blocking(move || {
         Ok(AppInfo {
             version: env!("CARGO_PKG_VERSION").into(),
@@ -67,8 +67,8 @@ pub async fn app_info(core: CoreState<'_>) -> Result<AppInfo> {
 /// Sends the user a sample envelope through their own inbox (the first run's tour).
 #[tauri::command]
 #[specta::specta]
-pub async fn first_run_sample(core: CoreState<'_>) -> Result<String> {
-    let c = core.inner().clone();
+pub async fn first_run_sample(shell: ShellState<'_>) -> Result<String> {
+    let c = shell.inner().clone();
     let url = c
         .status()
         .listening
@@ -79,15 +79,15 @@ pub async fn first_run_sample(core: CoreState<'_>) -> Result<String> {
 /// The welcome is not shown again.
 #[tauri::command]
 #[specta::specta]
-pub async fn first_run_finish(core: CoreState<'_>) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn first_run_finish(shell: ShellState<'_>) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::first_run::finish(&c.store)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn inbox_list(core: CoreState<'_>, filter: InboxFilter) -> Result<Vec<InboxItem>> {
-    let c = core.inner().clone();
+pub async fn inbox_list(shell: ShellState<'_>, filter: InboxFilter) -> Result<Vec<InboxItem>> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::history::inbox(&c.store, &filter)).await
 }
 
@@ -95,23 +95,23 @@ pub use gatehouse_app::replies::{ConversationMessage, Detail};
 
 #[tauri::command]
 #[specta::specta]
-pub async fn inbox_detail(core: CoreState<'_>, receipt_id: String) -> Result<Detail> {
-    let c = core.inner().clone();
+pub async fn inbox_detail(shell: ShellState<'_>, receipt_id: String) -> Result<Detail> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::replies::detail(&c.store, &receipt_id)).await
 }
 
 /// Sets a risk flag aside on a message (an envelope id or a UAMP stream id).
 #[tauri::command]
 #[specta::specta]
-pub async fn risk_dismiss(core: CoreState<'_>, message_id: String, kind: String, start: u32) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn risk_dismiss(shell: ShellState<'_>, message_id: String, kind: String, start: u32) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::risk::dismiss(&c.store, &message_id, &kind, start)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn conversation(core: CoreState<'_>, conversation_id: String) -> Result<Vec<ConversationMessage>> {
-    let c = core.inner().clone();
+pub async fn conversation(shell: ShellState<'_>, conversation_id: String) -> Result<Vec<ConversationMessage>> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::replies::conversation(&c.store, &c.public_key, &conversation_id)).await
 }
 
@@ -119,23 +119,23 @@ pub use gatehouse_app::trust::{TrustInput, TrustRow};
 
 #[tauri::command]
 #[specta::specta]
-pub async fn trust_list(core: CoreState<'_>) -> Result<Vec<TrustRow>> {
-    let c = core.inner().clone();
+pub async fn trust_list(shell: ShellState<'_>) -> Result<Vec<TrustRow>> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::trust::list(&c.store)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn quiet_hours_get(core: CoreState<'_>) -> Result<gatehouse_app::quiet::QuietState> {
-    let c = core.inner().clone();
+pub async fn quiet_hours_get(shell: ShellState<'_>) -> Result<gatehouse_app::quiet::QuietState> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::quiet::state(&c.store, gatehouse_app::clock::now())).await
 }
 
 /// Sets quiet hours (`null`: off).
 #[tauri::command]
 #[specta::specta]
-pub async fn quiet_hours_set(core: CoreState<'_>, hours: Option<gatehouse_app::quiet::QuietHours>) -> Result<gatehouse_app::quiet::QuietState> {
-    let c = core.inner().clone();
+pub async fn quiet_hours_set(shell: ShellState<'_>, hours: Option<gatehouse_app::quiet::QuietHours>) -> Result<gatehouse_app::quiet::QuietState> {
+    let c = shell.inner().clone();
     blocking(move || {
         gatehouse_app::quiet::set(&c.store, hours)?;
         gatehouse_app::quiet::state(&c.store, gatehouse_app::clock::now())
@@ -146,56 +146,56 @@ pub async fn quiet_hours_set(core: CoreState<'_>, hours: Option<gatehouse_app::q
 /// Scopes granted for a while, ending soonest first.
 #[tauri::command]
 #[specta::specta]
-pub async fn trust_timed_grants(core: CoreState<'_>) -> Result<Vec<gatehouse_app::trust::TimedGrant>> {
-    let c = core.inner().clone();
+pub async fn trust_timed_grants(shell: ShellState<'_>) -> Result<Vec<gatehouse_app::trust::TimedGrant>> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::trust::timed_grants(&c.store, gatehouse_app::clock::now())).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn trust_add(core: CoreState<'_>, input: TrustInput) -> Result<()> {
-    gatehouse_app::trust::add_input(core.store.clone(), input).await.map(|_| ())
+pub async fn trust_add(shell: ShellState<'_>, input: TrustInput) -> Result<()> {
+    gatehouse_app::trust::add_input(shell.store.clone(), input).await.map(|_| ())
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn trust_update(core: CoreState<'_>, input: TrustInput) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn trust_update(shell: ShellState<'_>, input: TrustInput) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || Ok(gatehouse_app::trust::update(&c.store, &input.public_key, &input.name, &input.policy, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn trust_remove(core: CoreState<'_>, public_key: String) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn trust_remove(shell: ShellState<'_>, public_key: String) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || Ok(gatehouse_app::trust::remove(&c.store, &public_key, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn trust_block(core: CoreState<'_>, public_key: String) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn trust_block(shell: ShellState<'_>, public_key: String) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || Ok(gatehouse_app::trust::block(&c.store, &public_key, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn trust_unblock(core: CoreState<'_>, public_key: String) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn trust_unblock(shell: ShellState<'_>, public_key: String) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || Ok(gatehouse_app::trust::unblock(&c.store, &public_key, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn blocked_list(core: CoreState<'_>) -> Result<Vec<BlockedSender>> {
-    let c = core.inner().clone();
+pub async fn blocked_list(shell: ShellState<'_>) -> Result<Vec<BlockedSender>> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::history::blocked(&c.store)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn consent_list(core: CoreState<'_>) -> Result<Vec<ConsentItem>> {
-    let c = core.inner().clone();
+pub async fn consent_list(shell: ShellState<'_>) -> Result<Vec<ConsentItem>> {
+    let c = shell.inner().clone();
     blocking(move || Ok(gatehouse_app::consent::pending(&c.store)?)).await
 }
 
@@ -203,27 +203,27 @@ pub async fn consent_list(core: CoreState<'_>) -> Result<Vec<ConsentItem>> {
 #[specta::specta]
 pub async fn consent_decide<R: Runtime>(
     app: AppHandle<R>,
-    core: CoreState<'_>,
+    shell: ShellState<'_>,
     target: ConsentTarget,
     decision: Decision,
     lasting: Option<Lasting>,
 ) -> Result<DecisionOutcome> {
-    let out = gatehouse_app::consent::decide_fetching(core.gate(), target, decision, lasting.unwrap_or_default()).await?;
+    let out = gatehouse_app::consent::decide_fetching(shell.gate(), target, decision, lasting.unwrap_or_default()).await?;
     crate::tray::refresh(&app);
     Ok(out)
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn audit_list(core: CoreState<'_>) -> Result<Vec<AuditEntry>> {
-    let c = core.inner().clone();
+pub async fn audit_list(shell: ShellState<'_>) -> Result<Vec<AuditEntry>> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::history::audit(&c.store)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn settings_set(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, settings: DesktopSettings) -> Result<InboxStatus> {
-    let c = core.inner().clone();
+pub async fn settings_set(shell: ShellState<'_>, grants: tauri::State<'_, crate::grants::Grants>, settings: DesktopSettings) -> Result<InboxStatus> {
+    let c = shell.inner().clone();
     // The window's path grants, held in this process: asked now, used if the folder changed.
     let may_watch = grants.check(crate::grants::Purpose::WatchFolder, &settings.watch_dir);
     let s = c.store.clone();
@@ -234,23 +234,23 @@ pub async fn settings_set(core: CoreState<'_>, grants: tauri::State<'_, crate::g
 
 #[tauri::command]
 #[specta::specta]
-pub async fn retention_get(core: CoreState<'_>) -> Result<Retention> {
-    let c = core.inner().clone();
+pub async fn retention_get(shell: ShellState<'_>) -> Result<Retention> {
+    let c = shell.inner().clone();
     blocking(move || Ok(gatehouse_app::settings::retention(&c.store))).await
 }
 
 /// Applied by the inbox's next clean-up (every 10 minutes), not at once.
 #[tauri::command]
 #[specta::specta]
-pub async fn retention_set(core: CoreState<'_>, retention: Retention) -> Result<Retention> {
-    let c = core.inner().clone();
+pub async fn retention_set(shell: ShellState<'_>, retention: Retention) -> Result<Retention> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::settings::set_retention(&c.store, &retention)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn inbox_pause<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, paused: bool) -> Result<InboxStatus> {
-    let c = core.inner().clone();
+pub async fn inbox_pause<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, paused: bool) -> Result<InboxStatus> {
+    let c = shell.inner().clone();
     if paused {
         c.pause().await;
     } else {
@@ -262,26 +262,26 @@ pub async fn inbox_pause<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, pau
 
 #[tauri::command]
 #[specta::specta]
-pub async fn executors_get(core: CoreState<'_>) -> Result<ExecutorConfig> {
-    let c = core.inner().clone();
+pub async fn executors_get(shell: ShellState<'_>) -> Result<ExecutorConfig> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::executors::get(&c.store)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn executors_set<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, config: ExecutorConfig) -> Result<()> {
+pub async fn executors_set<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, config: ExecutorConfig) -> Result<()> {
     // A program to run, or a folder to write into, is confirmed by the user in a native
     // dialog the page cannot answer: the page may only propose it.
-    gatehouse_app::executors::set(core.store.clone(), config, |asks| async move { crate::grants::confirm(&app, &asks).await }).await
+    gatehouse_app::executors::set(shell.store.clone(), config, |asks| async move { crate::grants::confirm(&app, &asks).await }).await
 }
 
 /// The public key as a QR code (SVG text; rendered as an image, never as markup).
 #[tauri::command]
 #[specta::specta]
-pub async fn identity_qr(core: CoreState<'_>) -> Result<String> {
+pub async fn identity_qr(shell: ShellState<'_>) -> Result<String> {
     // The QR holds the share text (key and address), which another Gatehouse pastes to
     // verify this key.
-    let c = core.inner().clone();
+    let c = shell.inner().clone();
     blocking(move || Ok(crate::contacts::share_of(&c)?.qr_svg)).await
 }
 
@@ -290,31 +290,31 @@ pub use gatehouse_app::export::ExportKind;
 /// Writes every receipt or the whole audit log as JSON to a path the user chose.
 #[tauri::command]
 #[specta::specta]
-pub async fn export_json(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, kind: ExportKind, path: PathBuf) -> Result<usize> {
+pub async fn export_json(shell: ShellState<'_>, grants: tauri::State<'_, crate::grants::Grants>, kind: ExportKind, path: PathBuf) -> Result<usize> {
     grants.check(crate::grants::Purpose::Export, &path)?;
-    let c = core.inner().clone();
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::export::write(&c.store, kind, &path)).await
 }
 
 /// Answers to the sender of an envelope: drafts, sent and failed.
 #[tauri::command]
 #[specta::specta]
-pub async fn replies_for(core: CoreState<'_>, envelope_row: i64) -> Result<Vec<ReplyRow>> {
-    let c = core.inner().clone();
+pub async fn replies_for(shell: ShellState<'_>, envelope_row: i64) -> Result<Vec<ReplyRow>> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::history::replies_for(&c.store, envelope_row)).await
 }
 
 /// Sends a reply with the text the user approved (edited or not), signed by this inbox.
 #[tauri::command]
 #[specta::specta]
-pub async fn reply_send(core: CoreState<'_>, id: i64, text: String) -> Result<ReplyRow> {
-    gatehouse_app::replies::send(core.store.clone(), &core.key, id, &text).await
+pub async fn reply_send(shell: ShellState<'_>, id: i64, text: String) -> Result<ReplyRow> {
+    gatehouse_app::replies::send(shell.store.clone(), &shell.key, id, &text).await
 }
 
 /// Runs a failed executor again (the model was unreachable, the swarm refused its token…).
 #[tauri::command]
 #[specta::specta]
-pub async fn executor_retry(core: CoreState<'_>, envelope_row: i64) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn executor_retry(shell: ShellState<'_>, envelope_row: i64) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::executors::retry(&c.gate(), envelope_row)).await
 }

@@ -6,8 +6,8 @@
 use gatehouse_app::contacts::{self, ContactView};
 use serde::Serialize;
 
-use crate::commands::{blocking, CommandError, CoreState};
-use crate::service::{Core, DesktopSettings};
+use crate::commands::{blocking, CommandError, ShellState};
+use crate::shell::{DesktopSettings, Shell};
 
 type Result<T> = std::result::Result<T, CommandError>;
 
@@ -22,7 +22,7 @@ pub struct Share {
     pub qr_svg: String,
 }
 
-pub fn share_of(c: &Core) -> Result<Share> {
+pub fn share_of(c: &Shell) -> Result<Share> {
     let port = DesktopSettings::load(&c.store).port;
     let address = c.status().listening.unwrap_or_else(|| format!("http://127.0.0.1:{port}/epp/v1/submit"));
     let text = contacts::share_text(&c.public_key, &address);
@@ -32,15 +32,15 @@ pub fn share_of(c: &Core) -> Result<Share> {
 
 #[tauri::command]
 #[specta::specta]
-pub async fn identity_share(core: CoreState<'_>) -> Result<Share> {
-    let c = core.inner().clone();
+pub async fn identity_share(shell: ShellState<'_>) -> Result<Share> {
+    let c = shell.inner().clone();
     blocking(move || share_of(&c)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn contacts_list(core: CoreState<'_>) -> Result<Vec<ContactView>> {
-    let c = core.inner().clone();
+pub async fn contacts_list(shell: ShellState<'_>) -> Result<Vec<ContactView>> {
+    let c = shell.inner().clone();
     blocking(move || contacts::list(&c.store, &c.public_key)).await
 }
 
@@ -48,31 +48,31 @@ pub async fn contacts_list(core: CoreState<'_>) -> Result<Vec<ContactView>> {
 /// compared safety codes and they matched.
 #[tauri::command]
 #[specta::specta]
-pub async fn contact_verify(core: CoreState<'_>, key: String, pasted: Option<String>) -> Result<ContactView> {
-    let c = core.inner().clone();
+pub async fn contact_verify(shell: ShellState<'_>, key: String, pasted: Option<String>) -> Result<ContactView> {
+    let c = shell.inner().clone();
     blocking(move || contacts::verify(&c.store, &key, pasted.as_deref(), &c.public_key, gatehouse_app::clock::now())).await
 }
 
 /// A key that knocked is a new key of this contact (the user's word).
 #[tauri::command]
 #[specta::specta]
-pub async fn contact_add_key(core: CoreState<'_>, contact_id: i64, key: String) -> Result<String> {
-    let inbox = core.gate();
+pub async fn contact_add_key(shell: ShellState<'_>, contact_id: i64, key: String) -> Result<String> {
+    let inbox = shell.gate();
     blocking(move || Ok(contacts::adopt(&inbox, contact_id, &key, gatehouse_app::clock::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn contact_rename(core: CoreState<'_>, contact_id: i64, name: String) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn contact_rename(shell: ShellState<'_>, contact_id: i64, name: String) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || contacts::rename(&c.store, contact_id, &name, gatehouse_app::clock::now())).await
 }
 
 /// The user says two contacts are the same person: `from`'s keys join `into`.
 #[tauri::command]
 #[specta::specta]
-pub async fn contact_merge(core: CoreState<'_>, from: i64, into: i64) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn contact_merge(shell: ShellState<'_>, from: i64, into: i64) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || contacts::merge(&c.store, from, into, gatehouse_app::clock::now())).await
 }
 
@@ -80,8 +80,8 @@ pub async fn contact_merge(core: CoreState<'_>, from: i64, into: i64) -> Result<
 /// verified contact is blocked until verified again). Answers a key change prompt.
 #[tauri::command]
 #[specta::specta]
-pub async fn contact_check_keys(core: CoreState<'_>, sender: String) -> Result<gatehouse_app::did_change::KeysChecked> {
-    gatehouse_app::did_change::check(core.inner().store.clone(), sender).await
+pub async fn contact_check_keys(shell: ShellState<'_>, sender: String) -> Result<gatehouse_app::did_change::KeysChecked> {
+    gatehouse_app::did_change::check(shell.inner().store.clone(), sender).await
 }
 
 /// The Gatehouse contact text in a picture of a QR code (its bytes, base64), to verify

@@ -5,22 +5,22 @@
 
 use gatehouse_app::email::{self, AccountInput, EmailAccountRow};
 
-use crate::commands::{blocking, CommandError, CoreState};
+use crate::commands::{blocking, CommandError, ShellState};
 
 type Result<T> = std::result::Result<T, CommandError>;
 
 #[tauri::command]
 #[specta::specta]
-pub async fn email_accounts(core: CoreState<'_>) -> Result<Vec<EmailAccountRow>> {
-    let c = core.inner().clone();
+pub async fn email_accounts(shell: ShellState<'_>) -> Result<Vec<EmailAccountRow>> {
+    let c = shell.inner().clone();
     blocking(move || email::list(&c.store)).await
 }
 
 /// Adds (or changes) an account once its servers accept the login; returns what they said.
 #[tauri::command]
 #[specta::specta]
-pub async fn email_add(core: CoreState<'_>, input: AccountInput) -> Result<String> {
-    let c = core.inner().clone();
+pub async fn email_add(shell: ShellState<'_>, input: AccountInput) -> Result<String> {
+    let c = shell.inner().clone();
     let account = input.account()?;
     let (_, said) = email::add(c.store.clone(), &c.data_dir, &input.name, account, input.password).await?;
     restart(&c).await;
@@ -30,15 +30,15 @@ pub async fn email_add(core: CoreState<'_>, input: AccountInput) -> Result<Strin
 /// Logs in again with the kept password and says what the servers hold.
 #[tauri::command]
 #[specta::specta]
-pub async fn email_test(core: CoreState<'_>, name: String) -> Result<String> {
-    let c = core.inner().clone();
+pub async fn email_test(shell: ShellState<'_>, name: String) -> Result<String> {
+    let c = shell.inner().clone();
     email::test(c.store.clone(), &c.data_dir, &name).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn email_remove(core: CoreState<'_>, name: String) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn email_remove(shell: ShellState<'_>, name: String) -> Result<()> {
+    let c = shell.inner().clone();
     let (store, dir) = (c.store.clone(), c.data_dir.clone());
     blocking(move || email::remove(&store, &dir, &name)).await?;
     restart(&c).await;
@@ -46,7 +46,7 @@ pub async fn email_remove(core: CoreState<'_>, name: String) -> Result<()> {
 }
 
 /// A paused inbox stays paused; it follows the accounts as they are when resumed.
-async fn restart(c: &std::sync::Arc<crate::service::Core>) {
+async fn restart(c: &std::sync::Arc<crate::shell::Shell>) {
     if !c.status().paused {
         c.start().await;
     }

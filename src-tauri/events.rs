@@ -7,17 +7,17 @@ use tauri_specta::Event;
 /// A submission was answered (accepted or refused); the window redraws what it shows.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "inbox://received")]
-pub struct InboxReceived(pub gatehouse_app::serve::InboxEvent);
+pub struct InboxReceived(pub gatehouse_app::serve::ArrivalEvent);
 
 /// The same submission, when it needs the user's decision.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "consent://requested")]
-pub struct ConsentRequested(pub gatehouse_app::serve::InboxEvent);
+pub struct ConsentRequested(pub gatehouse_app::serve::ArrivalEvent);
 
 /// The inbox started, paused or failed to listen.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "inbox://status")]
-pub struct StatusChanged(pub crate::service::InboxStatus);
+pub struct StatusChanged(pub crate::shell::InboxStatus);
 
 /// An executor at work: the answer so far, a note, or its stored end.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]

@@ -5,14 +5,14 @@
 use gatehouse_app::guardian::{self, AsopRuleRow, AsopStepRow, Guardian, RuleInput, SessionItem, UserAnswer};
 use tauri::{AppHandle, Runtime};
 
-use crate::commands::{blocking, CommandError, CoreState};
+use crate::commands::{blocking, CommandError, ShellState};
 
 type Result<T> = std::result::Result<T, CommandError>;
 
 #[tauri::command]
 #[specta::specta]
-pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, row: i64, answer: UserAnswer) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, row: i64, answer: UserAnswer) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || guardian::answer(&c.store, c.gate().door::<Guardian>().as_deref(), row, answer)).await?;
     crate::tray::refresh(&app);
     Ok(())
@@ -20,36 +20,36 @@ pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, row
 
 #[tauri::command]
 #[specta::specta]
-pub async fn asop_rules(core: CoreState<'_>) -> Result<Vec<AsopRuleRow>> {
-    let c = core.inner().clone();
+pub async fn asop_rules(shell: ShellState<'_>) -> Result<Vec<AsopRuleRow>> {
+    let c = shell.inner().clone();
     blocking(move || guardian::rules(&c.store)).await
 }
 
 /// Adds a rule after checking it (a usable pattern for modify and for `matches`).
 #[tauri::command]
 #[specta::specta]
-pub async fn asop_rule_add(core: CoreState<'_>, input: RuleInput) -> Result<AsopRuleRow> {
-    let c = core.inner().clone();
+pub async fn asop_rule_add(shell: ShellState<'_>, input: RuleInput) -> Result<AsopRuleRow> {
+    let c = shell.inner().clone();
     blocking(move || guardian::rule_add(&c.store, input)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn asop_rule_remove(core: CoreState<'_>, id: i64) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn asop_rule_remove(shell: ShellState<'_>, id: i64) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || guardian::rule_remove(&c.store, id)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn asop_sessions(core: CoreState<'_>) -> Result<Vec<SessionItem>> {
-    let c = core.inner().clone();
+pub async fn asop_sessions(shell: ShellState<'_>) -> Result<Vec<SessionItem>> {
+    let c = shell.inner().clone();
     blocking(move || guardian::sessions(&c.store, 200)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn asop_session(core: CoreState<'_>, session_id: String) -> Result<Vec<AsopStepRow>> {
-    let c = core.inner().clone();
+pub async fn asop_session(shell: ShellState<'_>, session_id: String) -> Result<Vec<AsopStepRow>> {
+    let c = shell.inner().clone();
     blocking(move || guardian::session(&c.store, &session_id)).await
 }

@@ -7,62 +7,62 @@ use gatehouse_app::sites::{self, ConversationItem, ConversationView, IwSiteRow, 
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_opener::OpenerExt;
 
-use crate::commands::{blocking, Code, CommandError, CoreState};
+use crate::commands::{blocking, Code, CommandError, ShellState};
 
 type Result<T> = std::result::Result<T, CommandError>;
 
 #[tauri::command]
 #[specta::specta]
-pub async fn iw_sites(core: CoreState<'_>) -> Result<Vec<IwSiteRow>> {
-    let c = core.inner().clone();
+pub async fn iw_sites(shell: ShellState<'_>) -> Result<Vec<IwSiteRow>> {
+    let c = shell.inner().clone();
     blocking(move || sites::list(&c.store)).await
 }
 
 /// Adds (or refreshes) a site: its manifest is fetched and checked first.
 #[tauri::command]
 #[specta::specta]
-pub async fn iw_site_add(core: CoreState<'_>, origin: String) -> Result<IwSiteRow> {
-    sites::add(core.store.clone(), &origin).await
+pub async fn iw_site_add(shell: ShellState<'_>, origin: String) -> Result<IwSiteRow> {
+    sites::add(shell.store.clone(), &origin).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn iw_site_remove(core: CoreState<'_>, origin: String) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn iw_site_remove(shell: ShellState<'_>, origin: String) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || sites::remove(&c.store, &origin)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn iw_start(core: CoreState<'_>, input: StartInput) -> Result<Turn> {
-    sites::start(core.store.clone(), &core.key, input).await
+pub async fn iw_start(shell: ShellState<'_>, input: StartInput) -> Result<Turn> {
+    sites::start(shell.store.clone(), &shell.key, input).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn iw_reply(core: CoreState<'_>, input: ReplyInput) -> Result<Turn> {
-    sites::reply(core.store.clone(), &core.key, input).await
+pub async fn iw_reply(shell: ShellState<'_>, input: ReplyInput) -> Result<Turn> {
+    sites::reply(shell.store.clone(), &shell.key, input).await
 }
 
 /// Pins the key a site signed its first answer with.
 #[tauri::command]
 #[specta::specta]
-pub async fn iw_pin(core: CoreState<'_>, origin: String, kid: String) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn iw_pin(shell: ShellState<'_>, origin: String, kid: String) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || sites::pin(&c.store, &origin, &kid)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn iw_conversations(core: CoreState<'_>) -> Result<Vec<ConversationItem>> {
-    let c = core.inner().clone();
+pub async fn iw_conversations(shell: ShellState<'_>) -> Result<Vec<ConversationItem>> {
+    let c = shell.inner().clone();
     blocking(move || sites::conversations(&c.store, 500)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn iw_conversation(core: CoreState<'_>, interaction_id: String) -> Result<ConversationView> {
-    let c = core.inner().clone();
+pub async fn iw_conversation(shell: ShellState<'_>, interaction_id: String) -> Result<ConversationView> {
+    let c = shell.inner().clone();
     blocking(move || sites::conversation(&c.store, &interaction_id)).await
 }
 

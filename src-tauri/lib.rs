@@ -1,5 +1,5 @@
 //! The Gatehouse desktop shell: thin by design. The inbox, the store and every protocol
-//! rule live in the core crates; this file wires them to a window, a tray and events.
+//! rule live in the library crates; this file wires them to a window, a tray and events.
 
 mod commands;
 mod contacts;
@@ -10,7 +10,7 @@ mod guardian;
 mod intent;
 mod mail;
 mod notify;
-mod service;
+mod shell;
 mod tray;
 mod uamp;
 
@@ -21,7 +21,7 @@ use tauri::{Manager, Runtime};
 use tauri_specta::Event as _;
 
 pub use commands::CommandError;
-pub use service::{Core, DesktopSettings};
+pub use shell::{DesktopSettings, Shell};
 
 fn data_dir() -> PathBuf {
     std::env::var_os("GATEHOUSE_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("gatehouse"))
@@ -39,8 +39,8 @@ fn keystore() -> gatehouse_app::context::KeystoreKind {
 const TRAY_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Forwards inbox events to the window, the tray and (for consent) a notification.
-fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
-    let mut rx = core.events.events.subscribe();
+fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, shell: Arc<Shell>) {
+    let mut rx = shell.events.events.subscribe();
     // Set while a count of the tray is due: events meanwhile do not ask for another.
     let due = Arc::new(std::sync::atomic::AtomicBool::new(false));
     tauri::async_runtime::spawn(async move {
@@ -50,7 +50,7 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
                     let _ = events::InboxReceived(ev.clone()).emit(&app);
                     if ev.needs_consent {
                         let _ = events::ConsentRequested(ev.clone()).emit(&app);
-                        notify::prompt(&app, &core, &ev);
+                        notify::prompt(&app, &shell, &ev);
                     }
                     if !due.swap(true, std::sync::atomic::Ordering::AcqRel) {
                         let (app, due) = (app.clone(), due.clone());
@@ -70,8 +70,8 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
 }
 
 /// Passes executors' progress to the window (a model's answer as it is written).
-fn forward_progress<R: Runtime>(app: tauri::AppHandle<R>, core: Arc<Core>) {
-    let mut rx = core.events.progress.subscribe();
+fn forward_progress<R: Runtime>(app: tauri::AppHandle<R>, shell: Arc<Shell>) {
+    let mut rx = shell.events.progress.subscribe();
     tauri::async_runtime::spawn(async move {
         loop {
             match rx.recv().await {
@@ -145,13 +145,13 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
         .plugin(tauri_plugin_opener::init())
         .setup(move |app| {
             specta.mount_events(app);
-            let core = Arc::new(Core::open(data_dir(), keystore()).map_err(|e| format!("Gatehouse cannot start: {e}"))?);
-            app.manage(core.clone());
+            let shell = Arc::new(Shell::open(data_dir(), keystore()).map_err(|e| format!("Gatehouse cannot start: {e}"))?);
+            app.manage(shell.clone());
             app.manage(grants::Grants::default());
-            tauri::async_runtime::block_on(core.start());
-            forward_progress(app.handle().clone(), core.clone());
-            notify::digests(app.handle().clone(), core.clone());
-            forward_events(app.handle().clone(), core);
+            tauri::async_runtime::block_on(shell.start());
+            forward_progress(app.handle().clone(), shell.clone());
+            notify::digests(app.handle().clone(), shell.clone());
+            forward_events(app.handle().clone(), shell);
             if let Err(e) = tray::create(app.handle()) {
                 tracing::warn!(error = %e, "no tray icon; closing the window will quit");
             }

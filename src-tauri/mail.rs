@@ -9,14 +9,14 @@ use gatehouse_app::swarms::{self, ImportReport, InterswarmInput, LiveEvent, Mail
 use gatehouse_mail::client::Outcome;
 use tauri::{AppHandle, Runtime};
 
-use crate::commands::{blocking, CommandError, CoreState};
+use crate::commands::{blocking, CommandError, ShellState};
 
 type Result<T> = std::result::Result<T, CommandError>;
 
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_swarms(core: CoreState<'_>) -> Result<Vec<SwarmView>> {
-    let c = core.inner().clone();
+pub async fn mail_swarms(shell: ShellState<'_>) -> Result<Vec<SwarmView>> {
+    let c = shell.inner().clone();
     blocking(move || swarms::list(&c.store, &c.data_dir)).await
 }
 
@@ -24,23 +24,23 @@ pub async fn mail_swarms(core: CoreState<'_>) -> Result<Vec<SwarmView>> {
 /// not kept.
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_swarm_add(core: CoreState<'_>, input: SwarmInput) -> Result<SwarmView> {
-    let c = core.inner().clone();
+pub async fn mail_swarm_add(shell: ShellState<'_>, input: SwarmInput) -> Result<SwarmView> {
+    let c = shell.inner().clone();
     Ok(swarms::add(c.store.clone(), &c.data_dir, input).await?.view)
 }
 
 /// Asks the swarm again: metadata, health, identity and role, status, known swarms.
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_swarm_refresh(core: CoreState<'_>, name: String) -> Result<serde_json::Value> {
-    let c = core.inner().clone();
+pub async fn mail_swarm_refresh(shell: ShellState<'_>, name: String) -> Result<serde_json::Value> {
+    let c = shell.inner().clone();
     swarms::refresh(c.store.clone(), &c.data_dir, &name).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_swarm_remove(core: CoreState<'_>, name: String) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn mail_swarm_remove(shell: ShellState<'_>, name: String) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || swarms::remove(&c.store, &c.data_dir, &name)).await
 }
 
@@ -48,8 +48,8 @@ pub async fn mail_swarm_remove(core: CoreState<'_>, name: String) -> Result<()> 
 /// as `mail://event`.
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_send<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, input: SendInput) -> Result<Outcome> {
-    let c = core.inner().clone();
+pub async fn mail_send<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, input: SendInput) -> Result<Outcome> {
+    let c = shell.inner().clone();
     swarms::send(c.store.clone(), &c.data_dir, input, |e: &LiveEvent| {
         let _ = tauri_specta::Event::emit(&crate::events::MailLive(e.clone()), &app);
     })
@@ -60,8 +60,8 @@ pub async fn mail_send<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, input
 /// the Tasks view is open); new messages are pushed as `mail://event` too.
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_sync<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, name: String) -> Result<u32> {
-    let c = core.inner().clone();
+pub async fn mail_sync<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, name: String) -> Result<u32> {
+    let c = shell.inner().clone();
     let n = swarms::sync(c.store.clone(), &c.data_dir, &name, |e: &LiveEvent| {
         let _ = tauri_specta::Event::emit(&crate::events::MailLive(e.clone()), &app);
     })
@@ -71,30 +71,30 @@ pub async fn mail_sync<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, name:
 
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_interswarm(core: CoreState<'_>, input: InterswarmInput) -> Result<MailMessageRow> {
-    let c = core.inner().clone();
+pub async fn mail_interswarm(shell: ShellState<'_>, input: InterswarmInput) -> Result<MailMessageRow> {
+    let c = shell.inner().clone();
     swarms::interswarm(c.store.clone(), &c.data_dir, input).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_tasks(core: CoreState<'_>, query: Option<String>) -> Result<Vec<MailTaskRow>> {
-    let c = core.inner().clone();
+pub async fn mail_tasks(shell: ShellState<'_>, query: Option<String>) -> Result<Vec<MailTaskRow>> {
+    let c = shell.inner().clone();
     blocking(move || swarms::tasks(&c.store, query.as_deref(), 500)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_task(core: CoreState<'_>, task_id: String) -> Result<MailTaskDetail> {
-    let c = core.inner().clone();
+pub async fn mail_task(shell: ShellState<'_>, task_id: String) -> Result<MailTaskDetail> {
+    let c = shell.inner().clone();
     blocking(move || swarms::task(&c.store, &task_id)).await
 }
 
 /// Imports a task log the user picked or dropped.
 #[tauri::command]
 #[specta::specta]
-pub async fn mail_import(core: CoreState<'_>, grants: tauri::State<'_, crate::grants::Grants>, path: PathBuf) -> Result<ImportReport> {
+pub async fn mail_import(shell: ShellState<'_>, grants: tauri::State<'_, crate::grants::Grants>, path: PathBuf) -> Result<ImportReport> {
     grants.check(crate::grants::Purpose::MailLog, &path)?;
-    let c = core.inner().clone();
+    let c = shell.inner().clone();
     blocking(move || swarms::import(&c.store, &path)).await
 }

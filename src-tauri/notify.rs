@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_app::serve::InboxEvent;
+use gatehouse_app::serve::ArrivalEvent;
 use tauri::{AppHandle, Runtime};
 use tauri_specta::Event;
 
 use crate::events::OpenPrompt;
-use crate::service::Core;
+use crate::shell::Shell;
 
 /// Notifications whose click is waited for at once (each holds a blocking thread until it
 /// is clicked or closed); past this, notifications still show but a click only dismisses.
@@ -29,7 +29,7 @@ static WATCHING: AtomicBool = AtomicBool::new(false);
 
 /// What the notification says. Notification servers read a little HTML in a body, so what
 /// a sender chose (an agent's name) goes in escaped.
-fn words(ev: &InboxEvent) -> String {
+fn words(ev: &ArrivalEvent) -> String {
     let about = ev.scope.as_deref().map(|s| format!(" about “{s}”")).unwrap_or_default();
     let text = match (&ev.code, ev.transport.as_str()) {
         _ if ev.key_change => format!(
@@ -44,12 +44,12 @@ fn words(ev: &InboxEvent) -> String {
 }
 
 /// A prompt arrived: announced, unless quiet hours collect it.
-pub fn prompt<R: Runtime>(app: &AppHandle<R>, core: &Arc<Core>, ev: &InboxEvent) {
-    let (app, core, body) = (app.clone(), core.clone(), words(ev));
+pub fn prompt<R: Runtime>(app: &AppHandle<R>, shell: &Arc<Shell>, ev: &ArrivalEvent) {
+    let (app, shell, body) = (app.clone(), shell.clone(), words(ev));
     let open = OpenPrompt { sender: ev.sender.clone() };
     tauri::async_runtime::spawn_blocking(move || {
-        match gatehouse_app::quiet::on_prompt(&core.store, gatehouse_app::clock::now()) {
-            Ok(false) => digest_when_quiet_ends(app, core),
+        match gatehouse_app::quiet::on_prompt(&shell.store, gatehouse_app::clock::now()) {
+            Ok(false) => digest_when_quiet_ends(app, shell),
             // Better announced in quiet hours than not at all.
             Ok(true) | Err(_) => show(&app, &body, open),
         }
@@ -57,25 +57,25 @@ pub fn prompt<R: Runtime>(app: &AppHandle<R>, core: &Arc<Core>, ev: &InboxEvent)
 }
 
 /// At start: prompts collected before a restart still get their digest.
-pub fn digests<R: Runtime>(app: AppHandle<R>, core: Arc<Core>) {
-    if gatehouse_app::quiet::digest(&core.store).is_ok_and(|d| d.count > 0) {
-        digest_when_quiet_ends(app, core);
+pub fn digests<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>) {
+    if gatehouse_app::quiet::digest(&shell.store).is_ok_and(|d| d.count > 0) {
+        digest_when_quiet_ends(app, shell);
     }
 }
 
 /// Gives the digest once quiet hours are over (one watcher at a time).
-fn digest_when_quiet_ends<R: Runtime>(app: AppHandle<R>, core: Arc<Core>) {
+fn digest_when_quiet_ends<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>) {
     if WATCHING.swap(true, Ordering::SeqCst) {
         return;
     }
     tauri::async_runtime::spawn(async move {
         loop {
             tokio::time::sleep(DIGEST_EVERY).await;
-            let (app, core) = (app.clone(), core.clone());
+            let (app, shell) = (app.clone(), shell.clone());
             // Some(digest to give, if any): the watch is over; None: keep watching.
-            let over = tauri::async_runtime::spawn_blocking(move || match gatehouse_app::quiet::due_digest(&core.store, gatehouse_app::clock::now()) {
+            let over = tauri::async_runtime::spawn_blocking(move || match gatehouse_app::quiet::due_digest(&shell.store, gatehouse_app::clock::now()) {
                 Ok(Some(body)) => Some(Some(body)),
-                Ok(None) if gatehouse_app::quiet::digest(&core.store).is_ok_and(|d| d.count > 0) => None,
+                Ok(None) if gatehouse_app::quiet::digest(&shell.store).is_ok_and(|d| d.count > 0) => None,
                 _ => Some(None),
             })
             .await

@@ -8,7 +8,7 @@ use tauri::menu::{Menu, MenuItem};
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, Runtime};
 
-use crate::service::Core;
+use crate::shell::Shell;
 
 const TRAY_ID: &str = "gatehouse";
 
@@ -27,14 +27,14 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             "pause" => {
                 let app = app.clone();
                 tauri::async_runtime::spawn(async move {
-                    let core = app.state::<Arc<Core>>().inner().clone();
-                    if core.status().running {
-                        core.pause().await;
+                    let shell = app.state::<Arc<Shell>>().inner().clone();
+                    if shell.status().running {
+                        shell.pause().await;
                     } else {
-                        core.start().await;
+                        shell.start().await;
                     }
                     refresh(&app);
-                    let _ = tauri_specta::Event::emit(&crate::events::StatusChanged(core.status()), &app);
+                    let _ = tauri_specta::Event::emit(&crate::events::StatusChanged(shell.status()), &app);
                 });
             }
             "quit" => app.exit(0),
@@ -58,9 +58,9 @@ pub fn show_window<R: Runtime>(app: &AppHandle<R>) {
 
 /// Updates the tooltip and title with the number of items waiting, and the pause label.
 pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
-    let Some(core) = app.try_state::<Arc<Core>>() else { return };
-    let waiting = gatehouse_app::consent::waiting_count(&core.store).unwrap_or(0);
-    let status = core.status();
+    let Some(shell) = app.try_state::<Arc<Shell>>() else { return };
+    let waiting = gatehouse_app::consent::waiting_count(&shell.store).unwrap_or(0);
+    let status = shell.status();
     let text = match (waiting, status.running) {
         (_, false) => format!("Gatehouse — inbox paused — {waiting} waiting"),
         (0, true) => "Gatehouse — nothing waiting".to_string(),

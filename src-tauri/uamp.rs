@@ -8,8 +8,8 @@ use gatehouse_app::peers::{self, Ask, AskProgress, Discovered, PeerRow};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime};
 
-use crate::commands::{blocking, Code, CommandError, CoreState};
-use crate::service::Core;
+use crate::commands::{blocking, Code, CommandError, ShellState};
+use crate::shell::Shell;
 
 type Result<T> = std::result::Result<T, CommandError>;
 
@@ -23,8 +23,8 @@ pub struct UampInfo {
 
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_info(core: CoreState<'_>) -> Result<UampInfo> {
-    let c = core.inner().clone();
+pub async fn uamp_info(shell: ShellState<'_>) -> Result<UampInfo> {
+    let c = shell.inner().clone();
     blocking(move || {
         let id = gatehouse_app::streams::identity(&c.data_dir, &c.key)?;
         let st = c.status();
@@ -36,16 +36,16 @@ pub async fn uamp_info(core: CoreState<'_>) -> Result<UampInfo> {
 /// Issues a bearer token for a trusted UAMP sender; the window shows it once.
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_token_issue(core: CoreState<'_>, sender: String) -> Result<String> {
-    let c = core.inner().clone();
+pub async fn uamp_token_issue(shell: ShellState<'_>, sender: String) -> Result<String> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::trust::token_issue(&c.store, &sender, chrono::Utc::now())).await
 }
 
 /// Revokes every bearer token issued to a sender (it must then present a new one).
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_token_revoke(core: CoreState<'_>, sender: String) -> Result<usize> {
-    let c = core.inner().clone();
+pub async fn uamp_token_revoke(shell: ShellState<'_>, sender: String) -> Result<usize> {
+    let c = shell.inner().clone();
     blocking(move || Ok(gatehouse_app::trust::token_revoke(&c.store, &sender, chrono::Utc::now())?)).await
 }
 
@@ -69,23 +69,23 @@ pub struct PeerInput {
 /// (its token in the keychain).
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_peer_add(core: CoreState<'_>, input: PeerInput) -> Result<PeerRow> {
-    gatehouse_app::peers::add(core.store.clone(), &core.data_dir, &input.url, &input.name, &input.cert_sha256, input.token).await
+pub async fn uamp_peer_add(shell: ShellState<'_>, input: PeerInput) -> Result<PeerRow> {
+    gatehouse_app::peers::add(shell.store.clone(), &shell.data_dir, &input.url, &input.name, &input.cert_sha256, input.token).await
 }
 
 pub use gatehouse_app::peers::PeerView;
 
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_peers(core: CoreState<'_>) -> Result<Vec<PeerView>> {
-    let c = core.inner().clone();
+pub async fn uamp_peers(shell: ShellState<'_>) -> Result<Vec<PeerView>> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::peers::list(&c.store, &c.data_dir)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_peer_remove(core: CoreState<'_>, did: String) -> Result<()> {
-    let c = core.inner().clone();
+pub async fn uamp_peer_remove(shell: ShellState<'_>, did: String) -> Result<()> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::peers::remove(&c.store, &c.data_dir, &did).map(|_| ())).await
 }
 
@@ -102,8 +102,8 @@ pub struct ProgressEvent {
 /// progress arrives as `uamp://progress` events until its final state.
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, peer: String, content: String, body_type: Option<String>) -> Result<String> {
-    let c: Arc<Core> = core.inner().clone();
+pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, peer: String, content: String, body_type: Option<String>) -> Result<String> {
+    let c: Arc<Shell> = shell.inner().clone();
     let row = {
         let c = c.clone();
         blocking(move || peers::find(&c.store, &peer)).await?
@@ -141,8 +141,8 @@ pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, core: CoreState<'_>, peer: 
 
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_cancel(core: CoreState<'_>, stream_id: String) -> Result<()> {
-    peers::cancel(&core, &stream_id).await
+pub async fn uamp_cancel(shell: ShellState<'_>, stream_id: String) -> Result<()> {
+    peers::cancel(&shell, &stream_id).await
 }
 
 pub use gatehouse_app::streams::{StreamDetail, StreamView};
@@ -150,14 +150,14 @@ pub use gatehouse_app::streams::{StreamDetail, StreamView};
 /// Streams in both directions, newest first, with who and what opened them.
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_streams(core: CoreState<'_>) -> Result<Vec<StreamView>> {
-    let c = core.inner().clone();
+pub async fn uamp_streams(shell: ShellState<'_>) -> Result<Vec<StreamView>> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::streams::list(&c.store)).await
 }
 
 #[tauri::command]
 #[specta::specta]
-pub async fn uamp_stream_detail(core: CoreState<'_>, stream_id: String) -> Result<StreamDetail> {
-    let c = core.inner().clone();
+pub async fn uamp_stream_detail(shell: ShellState<'_>, stream_id: String) -> Result<StreamDetail> {
+    let c = shell.inner().clone();
     blocking(move || gatehouse_app::streams::detail(&c.store, &stream_id)).await
 }

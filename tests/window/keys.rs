@@ -52,7 +52,7 @@ fn a_did_web_agents_rotated_key_is_a_key_change_taken_only_from_its_document() {
     open_verify(&app, "Acme agent");
     app.click("#verify-match");
     app.wait_text("#contacts .contact .standing", "Verified");
-    let token = gatehouse_inbox::uamp::UampInbox::issue_token(&app.store(), host.did(), chrono::Utc::now()).unwrap();
+    let token = gatehouse_inbox::uamp::UampDoor::issue_token(&app.store(), host.did(), chrono::Utc::now()).unwrap();
     let (s, b) = ask(&app, &host, &token, &old, "key-1", "from the key you trusted");
     assert_eq!(s, 202, "{b}");
 

@@ -90,7 +90,7 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
             policy: gatehouse_store::Policy { allowed_scopes: vec!["ask".into()], ..Default::default() },
         })
         .unwrap();
-    let token = gatehouse_inbox::uamp::UampInbox::issue_token(&peer.store, &my_did, chrono::Utc::now()).unwrap();
+    let token = gatehouse_inbox::uamp::UampDoor::issue_token(&peer.store, &my_did, chrono::Utc::now()).unwrap();
 
     app.click("#nav-uamp");
     app.wait_text("#uamp-did", &my_did);

@@ -262,6 +262,45 @@ export type AppInfo_Serialize = {
 	welcome: boolean,
 };
 
+/**  An arrival answered, told to whoever listens (the desktop shell) as it happens. */
+export type ArrivalEvent = ArrivalEvent_Serialize;
+
+/**  An arrival answered, told to whoever listens (the desktop shell) as it happens. */
+export type ArrivalEvent_Deserialize = {
+	receipt_id: string,
+	status: Status,
+	/**  Why it was refused or knocks, in its door's words (`UNTRUSTED_SENDER`). */
+	code?: string | null,
+	sender?: string | null,
+	scope?: string | null,
+	transport: string,
+	/**  The user is asked: an unknown sender knocked, or an envelope is held. */
+	needs_consent: boolean,
+	/**
+	 *  A trusted sender signed with a key not kept for it: the user is asked to check its
+	 *  keys again.
+	 */
+	key_change: boolean,
+};
+
+/**  An arrival answered, told to whoever listens (the desktop shell) as it happens. */
+export type ArrivalEvent_Serialize = {
+	receipt_id: string,
+	status: Status,
+	/**  Why it was refused or knocks, in its door's words (`UNTRUSTED_SENDER`). */
+	code: string | null,
+	sender: string | null,
+	scope: string | null,
+	transport: string,
+	/**  The user is asked: an unknown sender knocked, or an envelope is held. */
+	needs_consent: boolean,
+	/**
+	 *  A trusted sender signed with a key not kept for it: the user is asked to check its
+	 *  keys again.
+	 */
+	key_change: boolean,
+};
+
 /**  Where an ask's stream stands, reported after every frame. */
 export type AskProgress = AskProgress_Serialize;
 
@@ -652,10 +691,10 @@ verified: boolean; later: string | null } |
 export type ConsentRequested = ConsentRequested_Serialize;
 
 /**  The same submission, when it needs the user's decision. */
-export type ConsentRequested_Deserialize = InboxEvent_Deserialize;
+export type ConsentRequested_Deserialize = ArrivalEvent_Deserialize;
 
 /**  The same submission, when it needs the user's decision. */
-export type ConsentRequested_Serialize = InboxEvent_Serialize;
+export type ConsentRequested_Serialize = ArrivalEvent_Serialize;
 
 export type ConsentTarget = ConsentTarget_Serialize;
 
@@ -1221,45 +1260,6 @@ export type ImportReport = {
 	errors: ImportLineError[],
 };
 
-/**  What the inbox tells whoever listens (the desktop shell) as it happens. */
-export type InboxEvent = InboxEvent_Serialize;
-
-/**  What the inbox tells whoever listens (the desktop shell) as it happens. */
-export type InboxEvent_Deserialize = {
-	receipt_id: string,
-	status: Status,
-	/**  Why it was refused or knocks, in its door's words (`UNTRUSTED_SENDER`). */
-	code?: string | null,
-	sender?: string | null,
-	scope?: string | null,
-	transport: string,
-	/**  The user is asked: an unknown sender knocked, or an envelope is held. */
-	needs_consent: boolean,
-	/**
-	 *  A trusted sender signed with a key not kept for it: the user is asked to check its
-	 *  keys again.
-	 */
-	key_change: boolean,
-};
-
-/**  What the inbox tells whoever listens (the desktop shell) as it happens. */
-export type InboxEvent_Serialize = {
-	receipt_id: string,
-	status: Status,
-	/**  Why it was refused or knocks, in its door's words (`UNTRUSTED_SENDER`). */
-	code: string | null,
-	sender: string | null,
-	scope: string | null,
-	transport: string,
-	/**  The user is asked: an unknown sender knocked, or an envelope is held. */
-	needs_consent: boolean,
-	/**
-	 *  A trusted sender signed with a key not kept for it: the user is asked to check its
-	 *  keys again.
-	 */
-	key_change: boolean,
-};
-
 /**
  *  What the inbox list asks for. Every filter is optional; paging is by `before_seq`
  *  (keyset), so a page costs the same at row 10 and at row 100,000.
@@ -1371,10 +1371,10 @@ export type InboxItem_Serialize = {
 export type InboxReceived = InboxReceived_Serialize;
 
 /**  A submission was answered (accepted or refused); the window redraws what it shows. */
-export type InboxReceived_Deserialize = InboxEvent_Deserialize;
+export type InboxReceived_Deserialize = ArrivalEvent_Deserialize;
 
 /**  A submission was answered (accepted or refused); the window redraws what it shows. */
-export type InboxReceived_Serialize = InboxEvent_Serialize;
+export type InboxReceived_Serialize = ArrivalEvent_Serialize;
 
 /**  What the window shows about the running inbox. */
 export type InboxStatus = InboxStatus_Serialize;

@@ -225,7 +225,7 @@ fn decide_now(
             else {
                 return Err(ConsentError::Gone);
             };
-            let Some(uamp) = inbox.door::<gatehouse_inbox::uamp::UampInbox>() else {
+            let Some(uamp) = inbox.door::<gatehouse_inbox::uamp::UampDoor>() else {
                 return Err(ConsentError::Invalid("UAMP is not running (the inbox is paused); resume it, then decide".into()));
             };
             match decision {

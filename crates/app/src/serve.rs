@@ -13,8 +13,8 @@ use tokio::sync::{broadcast, mpsc};
 use crate::{Code, CommandError, Context, Result};
 
 pub use gatehouse_inbox::gate::flood::Unkept;
-pub use gatehouse_inbox::gate::hub::{InboxEvent, Status};
 pub use gatehouse_inbox::gate::runner::ExecProgress;
+pub use gatehouse_inbox::gate::state::{ArrivalEvent, Status};
 /// The gate: what every door shares, and where the user's decisions are carried out.
 pub use gatehouse_inbox::Gate;
 
@@ -87,7 +87,7 @@ pub async fn bind(ctx: &Context, doors: Doors) -> Result<Bound> {
 /// listens for the whole session), or made for one run.
 #[derive(Clone)]
 pub struct Events {
-    pub events: broadcast::Sender<InboxEvent>,
+    pub events: broadcast::Sender<ArrivalEvent>,
     /// Executors at work (a model's answer as it streams).
     pub progress: broadcast::Sender<ExecProgress>,
 }

@@ -60,7 +60,7 @@ pub fn token_issue(store: &Store, sender: &str, now: DateTime<Utc>) -> crate::Re
             format!("{sender} is not a trusted sender; trust it first (Trusted senders, or `gatehouse trust add {sender} --name … --scopes ask`)"),
         ));
     }
-    let token = gatehouse_inbox::uamp::UampInbox::issue_token(store, sender, now)?;
+    let token = gatehouse_inbox::uamp::UampDoor::issue_token(store, sender, now)?;
     store.audit("uamp.token_issue", Some(&gatehouse_store::sender_key(sender)), &serde_json::json!({}), &now_string(now))?;
     Ok(token)
 }

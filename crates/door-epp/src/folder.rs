@@ -22,7 +22,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::pipeline::{sha256_hex, Outcome};
-use gatehouse_gate::hub::Gate;
+use gatehouse_gate::state::Gate;
 use gatehouse_net::regular_file::ReadFailure;
 
 pub const ACCEPTED: &str = "accepted";
@@ -403,9 +403,9 @@ fn finish_other(inbox: &Gate, dir: &Path, file: &Path, reader: &dyn OtherFiles) 
         tracing::info!(file = %name, to = %moved_to.display(), kept, kind = reader.kind(), "imported a dropped file");
     }
     // The window refreshes on inbox events; this one is no envelope, so it has no receipt.
-    inbox.emit_event(gatehouse_gate::hub::InboxEvent {
+    inbox.emit_event(gatehouse_gate::state::ArrivalEvent {
         receipt_id: format!("{}-import:{name}", reader.kind()),
-        status: if kept { gatehouse_gate::hub::Status::Accepted } else { gatehouse_gate::hub::Status::Rejected },
+        status: if kept { gatehouse_gate::state::Status::Accepted } else { gatehouse_gate::state::Status::Rejected },
         code: None,
         sender: None,
         scope: Some(reader.kind().into()),

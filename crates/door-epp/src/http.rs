@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use gatehouse_epp::{ErrorCode, MAX_ENVELOPE_BYTES};
 
 use crate::pipeline::Outcome;
-use gatehouse_gate::hub::Gate;
+use gatehouse_gate::state::Gate;
 use gatehouse_net::body::BodyError;
 
 pub use gatehouse_net::body::BODY_TIMEOUT;

@@ -9,7 +9,7 @@ use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_
 use gatehouse_store::{AcceptRefusal, Admission, ExecStatus, Knock, NewEnvelope, ReceiptRow, TrustEntry};
 use sha2::{Digest, Sha256};
 
-use gatehouse_gate::hub::{Gate, InboxEvent};
+use gatehouse_gate::state::{ArrivalEvent, Gate};
 
 /// Bodies up to this size are read and verified on the async worker (tens of
 /// microseconds); larger ones off it.
@@ -545,13 +545,13 @@ impl Failure {
 }
 
 /// The gate's freshness setting, as EPP reads an envelope's times by it.
-fn freshness(f: gatehouse_gate::hub::Freshness) -> gatehouse_epp::Freshness {
+fn freshness(f: gatehouse_gate::state::Freshness) -> gatehouse_epp::Freshness {
     gatehouse_epp::Freshness { max_clock_skew_secs: f.max_clock_skew_secs, max_lifetime_secs: f.max_lifetime_secs }
 }
 
 impl Pipeline<'_> {
     fn emit(&self, receipt: &Receipt, env: Option<&Envelope>, transport: &str, needs_consent: bool) {
-        self.emit_event(InboxEvent {
+        self.emit_event(ArrivalEvent {
             receipt_id: receipt.receipt_id.clone(),
             status: status(receipt.status),
             code: receipt.code().map(|c| c.as_str().to_string()),
@@ -565,10 +565,10 @@ impl Pipeline<'_> {
 }
 
 /// A receipt's status, as the gate's events say it.
-fn status(s: gatehouse_epp::ReceiptStatus) -> gatehouse_gate::hub::Status {
+fn status(s: gatehouse_epp::ReceiptStatus) -> gatehouse_gate::state::Status {
     match s {
-        gatehouse_epp::ReceiptStatus::Accepted => gatehouse_gate::hub::Status::Accepted,
-        gatehouse_epp::ReceiptStatus::Rejected => gatehouse_gate::hub::Status::Rejected,
+        gatehouse_epp::ReceiptStatus::Accepted => gatehouse_gate::state::Status::Accepted,
+        gatehouse_epp::ReceiptStatus::Rejected => gatehouse_gate::state::Status::Rejected,
     }
 }
 

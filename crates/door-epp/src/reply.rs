@@ -172,7 +172,7 @@ async fn draft_and_send(store: &std::sync::Arc<Store>, row: EnvelopeRow, result:
         Err(e) => return tracing::error!(error = %e, "drafting a reply failed"),
     };
     let s = store.clone();
-    let key = match tokio::task::spawn_blocking(move || held.map_or_else(|| gatehouse_gate::hub::identity_key(&s).map_err(ReplyError::Key), Ok)).await {
+    let key = match tokio::task::spawn_blocking(move || held.map_or_else(|| gatehouse_gate::state::identity_key(&s).map_err(ReplyError::Key), Ok)).await {
         Ok(Ok(k)) => k,
         Ok(Err(e)) => {
             tracing::error!(error = %e, reply = id, "automatic reply left as a draft");

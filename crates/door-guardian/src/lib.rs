@@ -105,7 +105,7 @@ pub enum GuardianEvent {
 pub struct Guardian {
     store: Arc<Store>,
     /// Where "the user is asked" is announced (the window refreshes, a notification shows).
-    inbox: std::sync::Weak<gatehouse_gate::hub::Gate>,
+    inbox: std::sync::Weak<gatehouse_gate::state::Gate>,
     /// Steps waiting for the user: their agent and where the answer goes.
     waiting: Mutex<HashMap<i64, (String, oneshot::Sender<UserAnswer>)>>,
     default_timeout: Duration,
@@ -127,7 +127,7 @@ impl Drop for Guardian {
 
 impl Guardian {
     /// A guardian for `inbox`'s store; steps a previous guardian left waiting are closed.
-    pub fn new(inbox: &Arc<gatehouse_gate::hub::Gate>, default_timeout: Duration) -> Arc<Guardian> {
+    pub fn new(inbox: &Arc<gatehouse_gate::state::Gate>, default_timeout: Duration) -> Arc<Guardian> {
         let store = inbox.store().clone();
         if let Err(e) = store.asop_abandon_pending(&now()) {
             tracing::error!(error = %e, "could not close steps left waiting");
@@ -137,9 +137,9 @@ impl Guardian {
 
     fn announce(&self, row: i64, agent: Option<String>, needs_user: bool) {
         if let Some(i) = self.inbox.upgrade() {
-            i.emit_event(gatehouse_gate::hub::InboxEvent {
+            i.emit_event(gatehouse_gate::state::ArrivalEvent {
                 receipt_id: format!("asop-step:{row}"),
-                status: gatehouse_gate::hub::Status::Accepted,
+                status: gatehouse_gate::state::Status::Accepted,
                 code: None,
                 sender: agent,
                 scope: Some(SCOPE.into()),

@@ -5,7 +5,7 @@
 
 use super::*;
 
-impl UampInbox {
+impl UampDoor {
     // A Failure is built once per refused request and becomes its receipt; boxing it
     // would cost an allocation on the path floods take and save nothing.
     #[allow(clippy::result_large_err)]

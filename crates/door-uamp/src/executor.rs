@@ -41,7 +41,7 @@ async fn ask(
     let token = secret(store, &client::token_name(&row.did)).map_err(fail)?;
     let key = match key {
         Some(k) => k.clone(),
-        None => gatehouse_gate::hub::identity_key(store).map_err(fail)?,
+        None => gatehouse_gate::state::identity_key(store).map_err(fail)?,
     };
     let data_dir = store.data_dir().ok_or_else(|| fail("this inbox has no data dir".into()))?;
     let c = client::Client { key, store: store.clone(), files_dir: client::files_dir(data_dir) };

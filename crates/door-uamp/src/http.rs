@@ -15,9 +15,9 @@ use gatehouse_uamp::{Code, UampError, MAX_ENVELOPE_BYTES};
 use tokio::sync::{broadcast, mpsc};
 
 use super::tls::ClientKey;
-use super::{Answer, TransportAuth, UampInbox};
+use super::{Answer, TransportAuth, UampDoor};
 
-pub fn router(uamp: Arc<UampInbox>) -> Router {
+pub fn router(uamp: Arc<UampDoor>) -> Router {
     Router::new()
         .route("/v1/messages", post(messages))
         .route("/v1/stream/{id}", get(stream))
@@ -94,7 +94,7 @@ fn media_type_ok(headers: &HeaderMap) -> Result<(), String> {
     Ok(())
 }
 
-async fn messages(State(uamp): State<Arc<UampInbox>>, req: Request<Body>) -> Response {
+async fn messages(State(uamp): State<Arc<UampDoor>>, req: Request<Body>) -> Response {
     let now = gatehouse_gate::clock::now();
     let auth = transport_auth(req.headers(), req.extensions().get::<ClientKey>());
     if let Err(m) = media_type_ok(req.headers()) {
@@ -128,7 +128,7 @@ async fn messages(State(uamp): State<Arc<UampInbox>>, req: Request<Body>) -> Res
 }
 
 /// A refusal before the envelope could be read: still a receipt for the user.
-async fn refuse(uamp: &Arc<UampInbox>, e: UampError, now: chrono::DateTime<chrono::Utc>) -> Response {
+async fn refuse(uamp: &Arc<UampDoor>, e: UampError, now: chrono::DateTime<chrono::Utc>) -> Response {
     let this = uamp.clone();
     let status = e.code.http_status();
     let body = tokio::task::spawn_blocking(move || {
@@ -140,14 +140,14 @@ async fn refuse(uamp: &Arc<UampInbox>, e: UampError, now: chrono::DateTime<chron
     (StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST), Json(body)).into_response()
 }
 
-async fn manifest(State(uamp): State<Arc<UampInbox>>) -> Response {
+async fn manifest(State(uamp): State<Arc<UampDoor>>) -> Response {
     ([(header::CONTENT_TYPE, gatehouse_uamp::MANIFEST_MEDIA_TYPE)], uamp.signed_manifest()).into_response()
 }
 
 /// Serves a stream's frames as SSE (`id:` = delta_seq, `data:` = the frame), from
 /// `Last-Event-ID` + 1 when the consumer resumes, until the terminal frame. Only the
 /// sender that opened the stream may read it (its client certificate or bearer token).
-async fn stream(State(uamp): State<Arc<UampInbox>>, Path(id): Path<String>, headers: HeaderMap, client: Option<Extension<ClientKey>>) -> Response {
+async fn stream(State(uamp): State<Arc<UampDoor>>, Path(id): Path<String>, headers: HeaderMap, client: Option<Extension<ClientKey>>) -> Response {
     let store = uamp.store().clone();
     let (sid, auth) = (id.clone(), transport_auth(&headers, client.as_ref().map(|c| &c.0)));
     let checked = tokio::task::spawn_blocking(move || -> Result<(), (u16, UampError)> {
@@ -200,7 +200,7 @@ fn is_terminal(frame: &str) -> bool {
 }
 
 /// Feeds one SSE reader: stored frames first, then live ones, without gaps or repeats.
-pub(super) async fn follow(uamp: Arc<UampInbox>, id: String, mut next: u64, tx: mpsc::Sender<(u64, String)>) {
+pub(super) async fn follow(uamp: Arc<UampDoor>, id: String, mut next: u64, tx: mpsc::Sender<(u64, String)>) {
     // Subscribe before reading the store, so a frame stored in between is not missed.
     let mut live = uamp.streams.get(&id).map(|l| l.frames.subscribe());
     loop {

@@ -1,7 +1,7 @@
 //! UAMP 1.0 on the same inbox: the same trust registry, pending senders, block list,
 //! executors and receipts as EPP, over its own TLS 1.3 listener.
 //!
-//! - [`UampInbox::submit`]: one envelope from bytes to an answer; `admit`: its checks
+//! - [`UampDoor::submit`]: one envelope from bytes to an answer; `admit`: its checks
 //!   (their order is documented in docs/interop.md) and the transaction that stores it
 //! - [`streams`]: streams opened by `ask` / `subscribe`, their executor and back-pressure
 //! - [`http`]: the HTTP/2 + SSE binding and the signed manifest
@@ -38,7 +38,7 @@ use serde_json::{json, Value};
 
 use admit::{internal, scope_of, trust_keys, Failure, Start};
 use gatehouse_gate::executor::ExecutorConfig;
-use gatehouse_gate::hub::{Gate, InboxEvent};
+use gatehouse_gate::state::{ArrivalEvent, Gate};
 
 /// Streams running at once; beyond this an `ask` is answered 5.04 with Retry-After.
 pub const MAX_ACTIVE_STREAMS: usize = 64;
@@ -74,7 +74,7 @@ pub fn key_speaks_for(key: &PublicKey, sender: &str, trust: Option<&TrustEntry>)
     did == gatehouse_uamp::did::split_kid(sender).0 || trust_keys(trust).iter().any(|(_, k)| k.did_key() == did)
 }
 
-pub struct UampInbox {
+pub struct UampDoor {
     inbox: Arc<Gate>,
     key: SigningKey,
     did: String,
@@ -83,10 +83,10 @@ pub struct UampInbox {
     pub tls_addr: std::sync::OnceLock<std::net::SocketAddr>,
 }
 
-impl UampInbox {
-    pub fn new(inbox: Arc<Gate>, key: SigningKey) -> Arc<UampInbox> {
+impl UampDoor {
+    pub fn new(inbox: Arc<Gate>, key: SigningKey) -> Arc<UampDoor> {
         let did = sign::did_of(&key);
-        let uamp = Arc::new(UampInbox { inbox, key, did, streams: streams::Streams::default(), tls_addr: Default::default() });
+        let uamp = Arc::new(UampDoor { inbox, key, did, streams: streams::Streams::default(), tls_addr: Default::default() });
         // Consent decisions reach held asks through the inbox.
         uamp.inbox.register_door(&uamp);
         uamp
@@ -215,9 +215,9 @@ impl UampInbox {
         let receipt_id = uuid::Uuid::now_v7().to_string();
         match self.check_and_store(bytes, auth, now, &receipt_id) {
             Ok(accepted) => {
-                self.inbox.emit_event(InboxEvent {
+                self.inbox.emit_event(ArrivalEvent {
                     receipt_id: receipt_id.clone(),
-                    status: gatehouse_gate::hub::Status::Accepted,
+                    status: gatehouse_gate::state::Status::Accepted,
                     code: None,
                     sender: Some(accepted.sender.clone()),
                     scope: Some(accepted.scope.clone()),
@@ -285,9 +285,9 @@ impl UampInbox {
         } else if !self.inbox.announce_unkept(now) {
             return body;
         }
-        self.inbox.emit_event(InboxEvent {
+        self.inbox.emit_event(ArrivalEvent {
             receipt_id: receipt_id.to_string(),
-            status: gatehouse_gate::hub::Status::Rejected,
+            status: gatehouse_gate::state::Status::Rejected,
             code: None,
             sender: f.sender.clone(),
             scope: f.scope.clone(),

@@ -16,7 +16,7 @@ use gatehouse_uamp::{Delta, DeltaType};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch};
 
-use super::UampInbox;
+use super::UampDoor;
 use gatehouse_gate::executor::{self, command, Delegates, Done, ExecutorSpec, Failed, Sink, Work};
 
 /// Bytes of executor output per `chunk` frame.
@@ -71,7 +71,7 @@ impl Streams {
     }
 
     /// Ends a held stream the user refused: one `cancel` frame, state CANCELLED.
-    pub async fn refuse(&self, uamp: Arc<UampInbox>, stream_id: String) {
+    pub async fn refuse(&self, uamp: Arc<UampDoor>, stream_id: String) {
         let live = self.map().entry(stream_id.clone()).or_insert_with(new_live).clone();
         let mut p = Producer { uamp, stream_id: stream_id.clone(), live, next_seq: 0, window: 1 };
         if let Err(e) = p.emit(DeltaType::Cancel, json!({"reason": "the user did not allow this ask"}), Some("CANCELLED")).await {
@@ -81,7 +81,7 @@ impl Streams {
     }
 
     /// Starts the executor of a stream stored as NEW (just now, or released by the user).
-    pub fn start(&self, uamp: Arc<UampInbox>, stream_id: String, job: Job) {
+    pub fn start(&self, uamp: Arc<UampDoor>, stream_id: String, job: Job) {
         // A held stream's readers already listen on its place: keep it.
         let live = self.map().entry(stream_id.clone()).or_insert_with(new_live).clone();
         tokio::spawn(async move {
@@ -136,7 +136,7 @@ enum End {
 }
 
 struct Producer {
-    uamp: Arc<UampInbox>,
+    uamp: Arc<UampDoor>,
     stream_id: String,
     live: Arc<Live>,
     next_seq: u64,

@@ -19,7 +19,7 @@ use futures_util::{SinkExt as _, StreamExt as _};
 use gatehouse_uamp::{UampError, MAX_ENVELOPE_BYTES};
 use tokio::sync::{mpsc, Semaphore};
 
-use super::{TransportAuth, UampInbox};
+use super::{TransportAuth, UampDoor};
 
 /// The path of the binding.
 pub const PATH: &str = "/uamp/1/ws";
@@ -67,7 +67,7 @@ pub const IDLE: Duration = Duration::from_secs(300);
 static SESSIONS: Semaphore = Semaphore::const_new(MAX_SESSIONS);
 
 pub async fn upgrade(
-    State(uamp): State<Arc<UampInbox>>,
+    State(uamp): State<Arc<UampDoor>>,
     headers: HeaderMap,
     client: Option<axum::Extension<super::tls::ClientKey>>,
     ws: WebSocketUpgrade,
@@ -100,7 +100,7 @@ pub async fn upgrade(
     })
 }
 
-async fn session(uamp: Arc<UampInbox>, auth: TransportAuth, socket: WebSocket) {
+async fn session(uamp: Arc<UampDoor>, auth: TransportAuth, socket: WebSocket) {
     let (mut sink, mut source) = socket.split();
     let (out, mut outgoing) = mpsc::channel::<Vec<u8>>(64);
     // When anything last went either way (ms since `opened`).

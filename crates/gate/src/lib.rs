@@ -14,7 +14,7 @@
 //!
 //! - [`admit`]: the decision itself
 //! - [`clock`]: what "now" is for grants, deferrals and freshness (a test may move it)
-//! - [`hub`]: the inbox state every door shares (store, events, executor queue, registered doors)
+//! - [`state`]: the gate's state every door shares ([`Gate`]: store, events, executor queue, registered doors)
 //! - [`consent`]: what a decision on a waiting item can be, which scope a grant may name,
 //!   and the risk flags a prompt shows
 //! - [`flood`]: how many refusals and knocks are kept per minute; the rest is counted
@@ -33,11 +33,11 @@ pub mod clock;
 pub mod consent;
 pub mod executor;
 pub mod flood;
-pub mod hub;
 pub mod model;
 pub mod process;
 pub mod runner;
+pub mod state;
 
 pub use admit::{admit, admitted_under, standing, Arrival, Checks, NoChecks, Refusal, Verdict};
 pub use executor::{ExecutorConfig, ExecutorSpec};
-pub use hub::Gate;
+pub use state::Gate;

@@ -26,7 +26,7 @@ pub fn recover(store: &Store) -> gatehouse_store::Result<Vec<i64>> {
 
 /// Queues a failed envelope again under the executor set now, which the row then names
 /// (the user asked: a model that was unreachable, a swarm that refused its token). Only
-/// failed envelopes. The caller hands it to the runner ([`crate::hub::Gate::retry`]).
+/// failed envelopes. The caller hands it to the runner ([`crate::state::Gate::retry`]).
 pub fn requeue_failed(store: &Store, row_id: i64) -> Result<(), RetryError> {
     let row = store.envelope(row_id)?.ok_or(RetryError::NotFound)?;
     if row.exec_status != ExecStatus::Failed {

@@ -26,5 +26,5 @@ pub use gatehouse_gate as gate;
 pub use epp::pipeline::{OpenError, Outcome, Submit};
 pub use epp::verification_steps;
 pub use gate::executor::{ExecutorConfig, ExecutorSpec};
-pub use gate::hub::Gate;
+pub use gate::state::Gate;
 pub use service::{build, build_with_events, open, run, run_with, Opened, ServeOptions, UampOptions};

@@ -26,7 +26,7 @@ use gatehouse_email::{Account, Carrier, EmailError, Found};
 use gatehouse_epp::{ErrorCode, ReceiptStatus};
 use gatehouse_store::Store;
 
-use gatehouse_gate::hub::Gate;
+use gatehouse_gate::state::Gate;
 
 /// Mails handled per fetch, and the bytes their bodies may take together; the next fetch
 /// follows at once. A batch's envelopes go through the pipeline together (sharing its

@@ -77,7 +77,7 @@ pub struct UampOptions {
     /// The certificate, when the caller has already read it (else read from `data_dir`).
     pub certificate: Option<crate::uamp::tls::Certificate>,
     /// Receives the UAMP inbox once it runs (the app uses it to show streams).
-    pub started: Option<tokio::sync::oneshot::Sender<Arc<crate::uamp::UampInbox>>>,
+    pub started: Option<tokio::sync::oneshot::Sender<Arc<crate::uamp::UampDoor>>>,
 }
 
 /// How often expired nonces and per-minute usage older than any window are dropped.
@@ -93,7 +93,7 @@ pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Gate>, mpsc::Unbounded
 pub fn build_with_events(
     store: Arc<Store>,
     public_key: &str,
-    events: tokio::sync::broadcast::Sender<crate::gate::hub::InboxEvent>,
+    events: tokio::sync::broadcast::Sender<crate::gate::state::ArrivalEvent>,
     progress: tokio::sync::broadcast::Sender<crate::gate::runner::ExecProgress>,
 ) -> (Arc<Gate>, mpsc::UnboundedReceiver<i64>) {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -197,7 +197,7 @@ where
             None => crate::uamp::tls::load_or_create(&u.data_dir, &u.key).map_err(|e| e.to_string())?,
         };
         let tls = crate::uamp::tls::config(&cert.der, &u.key).map_err(|e| e.to_string())?;
-        let uamp = crate::uamp::UampInbox::new(inbox.clone(), u.key);
+        let uamp = crate::uamp::UampDoor::new(inbox.clone(), u.key);
         if let Ok(addr) = u.listener.local_addr() {
             let _ = uamp.tls_addr.set(addr);
         }

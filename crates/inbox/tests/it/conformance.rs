@@ -143,7 +143,7 @@ async fn through_uamp(u: &Uamp, seed: u8, state: State) -> Told {
     enter(&u.store, &did, state);
     let token = matches!(state, State::Unknown | State::Blocked)
         .then_some(())
-        .map_or_else(|| Some(gatehouse_inbox::uamp::UampInbox::issue_token(&u.store, &did, chrono::Utc::now()).unwrap()), |_| None);
+        .map_or_else(|| Some(gatehouse_inbox::uamp::UampDoor::issue_token(&u.store, &did, chrono::Utc::now()).unwrap()), |_| None);
     let p = Peer { key, did: did.clone(), token };
     let body = "x".repeat(if matches!(state, State::OverSize) { 400 } else { 10 });
     if matches!(state, State::OverRate) {

@@ -8,7 +8,7 @@ use ed25519_dalek::SigningKey;
 use gatehouse_app::consent::{self, ConsentItem, ConsentTarget, Decision};
 use gatehouse_app::{contacts, did_change};
 use gatehouse_did_testhost::DidHost;
-use gatehouse_inbox::uamp::UampInbox;
+use gatehouse_inbox::uamp::UampDoor;
 use gatehouse_store::{Policy, TrustEntry};
 use gatehouse_uamp::{sign, Intent};
 use serde_json::Value;
@@ -58,7 +58,7 @@ async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_c
     u.store
         .trust_add(&TrustEntry { public_key: host.web.did().to_string(), name: "Acme agent".into(), added_at: "2026-01-01T00:00:00Z".into(), policy })
         .unwrap();
-    let p = Peer { key: old.clone(), did: host.web.did().to_string(), token: Some(UampInbox::issue_token(&u.store, host.web.did(), Utc::now()).unwrap()) };
+    let p = Peer { key: old.clone(), did: host.web.did().to_string(), token: Some(UampDoor::issue_token(&u.store, host.web.did(), Utc::now()).unwrap()) };
     let (s, b, _) = u.post(&p, &ask(&u, &host, &old, "key-1", "hello from the first key")).await;
     assert_eq!(s, 202, "{b}");
     let own = u.inbox.did().to_string();

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 struct G {
     _dir: tempfile::TempDir,
     store: Arc<Store>,
-    inbox: Arc<gatehouse_inbox::gate::hub::Gate>,
+    inbox: Arc<gatehouse_inbox::gate::state::Gate>,
     url: String,
     http: reqwest::Client,
 }

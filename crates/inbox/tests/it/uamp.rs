@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use ed25519_dalek::SigningKey;
-use gatehouse_inbox::uamp::UampInbox;
+use gatehouse_inbox::uamp::UampDoor;
 use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions, UampOptions};
 use gatehouse_store::{Policy, RateLimit, Store, TrustEntry};
 use gatehouse_uamp::{sign, Intent};
@@ -22,7 +22,7 @@ pub(crate) struct Peer {
 pub(crate) struct Uamp {
     _dir: tempfile::TempDir,
     pub(crate) store: Arc<Store>,
-    pub(crate) inbox: Arc<UampInbox>,
+    pub(crate) inbox: Arc<UampDoor>,
     pub(crate) https: String,
     pub(crate) plain: String,
     /// The folder EPP envelope files are dropped into.
@@ -71,7 +71,7 @@ impl Uamp {
         let did = sign::did_of(&key);
         let policy = Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), rate_limit: rate, ..Policy::default() };
         self.store.trust_add(&TrustEntry { public_key: did.clone(), name: format!("peer {seed}"), added_at: "2026-01-01T00:00:00Z".into(), policy }).unwrap();
-        let token = UampInbox::issue_token(&self.store, &did, chrono::Utc::now()).unwrap();
+        let token = UampDoor::issue_token(&self.store, &did, chrono::Utc::now()).unwrap();
         Peer { key, did, token: Some(token) }
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ed25519_dalek::SigningKey;
 use gatehouse_inbox::uamp::client::{self, Ask, Client, ClientError};
-use gatehouse_inbox::uamp::UampInbox;
+use gatehouse_inbox::uamp::UampDoor;
 use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions, UampOptions};
 use gatehouse_store::uamp::PeerRow;
 use gatehouse_store::{Policy, Store, TrustEntry};
@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 struct PeerInbox {
     dir: tempfile::TempDir,
     store: Arc<Store>,
-    inbox: Arc<UampInbox>,
+    inbox: Arc<UampDoor>,
     url: String,
     _stop: oneshot::Sender<()>,
 }
@@ -60,7 +60,7 @@ impl PeerInbox {
     fn trust(&self, did: &str) -> String {
         let policy = Policy { allowed_scopes: vec!["ask".into()], ..Policy::default() };
         self.store.trust_add(&TrustEntry { public_key: did.into(), name: "gatehouse".into(), added_at: "2026-01-01T00:00:00Z".into(), policy }).unwrap();
-        UampInbox::issue_token(&self.store, did, chrono::Utc::now()).unwrap()
+        UampDoor::issue_token(&self.store, did, chrono::Utc::now()).unwrap()
     }
 }
 

@@ -48,8 +48,11 @@ impl TestInbox {
     /// inbox that takes envelopes valid for any time (the `freshness` setting).
     pub async fn start_for_vectors(inbox_key: &str) -> TestInbox {
         Self::start_configured(inbox_key, false, ExecutorConfig::default(), |s| {
-            s.set_setting(gatehouse_inbox::gate::hub::FRESHNESS_SETTING, &gatehouse_inbox::gate::hub::Freshness { max_lifetime_secs: 0, ..Default::default() })
-                .unwrap()
+            s.set_setting(
+                gatehouse_inbox::gate::state::FRESHNESS_SETTING,
+                &gatehouse_inbox::gate::state::Freshness { max_lifetime_secs: 0, ..Default::default() },
+            )
+            .unwrap()
         })
         .await
     }

@@ -1,6 +1,6 @@
-//! The inbox every door shares: the store, this inbox's key, the events the window hears,
-//! the executor queue, the flood gate, caches of what is read per envelope, and the doors
-//! the service registered. Doors reach the store, events and executors through this; the
+//! The gate's state every door shares: the store, this inbox's key, the events the window
+//! hears, the executor queue, the flood gate, caches of what is read per envelope, and the
+//! doors the composition registered. Doors reach the store, events and executors through this; the
 //! gate never names a door (whoever knows a door's type finds it with [`Gate::door`]).
 
 use std::collections::HashMap;
@@ -13,10 +13,10 @@ use tokio::sync::mpsc;
 
 use crate::executor::ExecutorConfig;
 
-/// What the inbox tells whoever listens (the desktop shell) as it happens.
+/// An arrival answered, told to whoever listens (the desktop shell) as it happens.
 #[derive(Debug, Clone, serde::Serialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct InboxEvent {
+pub struct ArrivalEvent {
     pub receipt_id: String,
     pub status: Status,
     /// Why it was refused or knocks, in its door's words (`UNTRUSTED_SENDER`).
@@ -61,7 +61,7 @@ pub struct Gate {
     pub(crate) store: Arc<Store>,
     pub(crate) public_key: String,
     pub(crate) executions: Option<mpsc::UnboundedSender<i64>>,
-    pub(crate) events: tokio::sync::broadcast::Sender<InboxEvent>,
+    pub(crate) events: tokio::sync::broadcast::Sender<ArrivalEvent>,
     pub(crate) progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>,
     /// Senders' decompressed public keys (decompressing is a fifth of a verification).
     keys: Mutex<HashMap<String, VerifyingKey>>,
@@ -155,17 +155,17 @@ impl Gate {
     }
 
     /// Every receipt, as it is recorded.
-    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<InboxEvent> {
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<ArrivalEvent> {
         self.events.subscribe()
     }
 
     /// Shares an existing event channel (so listeners survive a transport restart).
     /// Tells the app something arrived through another protocol's transport (UAMP).
-    pub fn emit_event(&self, ev: InboxEvent) {
+    pub fn emit_event(&self, ev: ArrivalEvent) {
         let _ = self.events.send(ev);
     }
 
-    pub fn with_events(mut self, events: tokio::sync::broadcast::Sender<InboxEvent>) -> Self {
+    pub fn with_events(mut self, events: tokio::sync::broadcast::Sender<ArrivalEvent>) -> Self {
         self.events = events;
         self
     }

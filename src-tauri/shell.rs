@@ -1,6 +1,7 @@
-//! The inbox running inside the app: started at launch, paused and resumed from the tray,
-//! restarted when the user changes its port or folder. All protocol work is in the core
-//! crates; this only wires them to the app's lifetime and events.
+//! The desktop shell's state: the app's one context, and the gate's doors running inside
+//! the app (started at launch, paused and resumed from the tray, restarted when the user
+//! changes a port or the folder). All protocol work is in the library crates; this only
+//! wires them to the app's lifetime and events.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -33,25 +34,25 @@ pub struct Running {
 
 /// The app's one context (the data dir opened) and the doors' life with the window: the
 /// events are kept across pauses and restarts, so the window listens once.
-pub struct Core {
+pub struct Shell {
     pub ctx: Context,
     pub events: Events,
     pub running: Mutex<Option<Running>>,
     pub status: Mutex<InboxStatus>,
 }
 
-impl std::ops::Deref for Core {
+impl std::ops::Deref for Shell {
     type Target = Context;
     fn deref(&self) -> &Context {
         &self.ctx
     }
 }
 
-impl Core {
+impl Shell {
     /// First run creates the identity (OS keychain) and the store in the data dir.
-    pub fn open(data_dir: PathBuf, keystore: KeystoreKind) -> Result<Core, String> {
+    pub fn open(data_dir: PathBuf, keystore: KeystoreKind) -> Result<Shell, String> {
         let ctx = Context::open(data_dir, keystore, true).map_err(|e| e.message)?;
-        Ok(Core { ctx, events: Events::default(), running: Mutex::new(None), status: Mutex::new(InboxStatus::default()) })
+        Ok(Shell { ctx, events: Events::default(), running: Mutex::new(None), status: Mutex::new(InboxStatus::default()) })
     }
 
     pub fn status(&self) -> InboxStatus {
