@@ -144,11 +144,20 @@ pub fn agents(store: &Store) -> Result<Vec<AgentItem>> {
 /// Registers an agent that asked to (it must be waiting): its steps are then decided by the
 /// rules, or asked about. The same as letting it in from the consent prompt; audited.
 pub fn approve(store: &Store, agent: &str, name: Option<String>) -> Result<gatehouse_store::TrustEntry> {
+    approve_with(store, agent, name, gatehouse_store::Policy::default())
+}
+
+/// [`approve`] with the limits the user gave (steps per hour or day, their size, every
+/// step asked, registered only for a while): the gate applies them to the agent as to any
+/// sender. It is registered for
+/// the guardian's scope whatever `policy` names.
+pub fn approve_with(store: &Store, agent: &str, name: Option<String>, policy: gatehouse_store::Policy) -> Result<gatehouse_store::TrustEntry> {
     let agent = agent.trim().trim_start_matches("asop:");
     if agent.is_empty() {
         return Err(CommandError::new(Code::Invalid, "name the agent (its id)"));
     }
-    let policy = gatehouse_store::Policy { allowed_scopes: vec![ASOP_SCOPE.into()], ..gatehouse_store::Policy::default() };
+    let grant_until = policy.grant_until.into_iter().filter(|(s, _)| s == ASOP_SCOPE).collect();
+    let policy = gatehouse_store::Policy { allowed_scopes: vec![ASOP_SCOPE.into()], grant_until, ..policy };
     let name = name.or_else(|| Some(format!("agent {agent}")));
     crate::trust::approve(store, &format!("asop:{agent}"), name, policy, chrono::Utc::now())
 }

@@ -179,7 +179,9 @@ pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
             if policy.scopes.iter().any(|s| s != gatehouse_app::trust::ASOP_SCOPE) {
                 return Err(invalid(format!("{key} is one of your agents: it is let in for \"asop\" only")));
             }
-            let entry = gatehouse_app::guardian::approve(store, &key, name)?;
+            // Its limits (per hour or day, size, --hold, --for) apply to its steps; its scope is the guardian's.
+            let policy = PolicyArgs { scopes: vec![gatehouse_app::trust::ASOP_SCOPE.into()], ..policy };
+            let entry = gatehouse_app::guardian::approve_with(store, &key, name, policy.policy()?)?;
             eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", entry.name, entry.public_key);
         }
         TrustCmd::Approve { key, name, policy } => {

@@ -42,7 +42,9 @@ fn an_agent_is_let_in_ruled_reviewed_exported_and_blocked_from_the_cli() {
     // An agent is let in for its own scope only, and then exactly as from the window.
     assert!(fails(d, &["trust", "approve", "asop:mailer-1", "--scopes", "support"]).contains("\"asop\" only"));
     assert!(fails(d, &["trust", "add", "asop:mailer-1", "--name", "M", "--scopes", "support"]).contains("can only be let in for \"asop\""));
-    ok(d, &["trust", "approve", "asop:mailer-1", "--name", "Mail helper"]);
+    ok(d, &["trust", "approve", "asop:mailer-1", "--name", "Mail helper", "--max-per-day", "1000"]);
+    let entry = json(d, &["trust", "list", "--json"]);
+    assert_eq!(entry[0]["policy"]["rate_limit"]["max_per_day"], 1000, "the limit given is the agent's: {entry}");
     let agents = json(d, &["guardian", "agents", "--json"]);
     assert_eq!((agents[0]["state"].as_str(), agents[0]["name"].as_str()), (Some("registered"), Some("Mail helper")), "{agents}");
 
