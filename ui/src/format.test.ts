@@ -5,6 +5,10 @@ describe('format', () => {
     expect(fingerprint('d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737')).toBe('d04a b232 742b b4ab');
     expect(fingerprint(null)).toBe('unknown');
     expect(fingerprint('did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK')).toBe('did:key:…EGta2doK');
+    // Two did:web senders that end alike stay apart: a name is shown whole.
+    expect(fingerprint('did:web:evil-bank.example')).toBe('did:web:evil-bank.example');
+    expect(fingerprint('did:web:bank.example')).not.toBe(fingerprint('did:web:evil-bank.example'));
+    expect(fingerprint('asop:mailer-1')).toBe('agent mailer-1');
   });
   it('accepts EPP keys and UAMP DIDs as sender ids, nothing else', () => {
     expect(isSenderId('ab'.repeat(32))).toBe(true);

@@ -2,7 +2,11 @@
 
 export function fingerprint(key: string | null | undefined): string {
   if (!key) return 'unknown';
-  // A DID (a UAMP agent) reads by its method and its last characters.
+  // A did:web's name was chosen by its owner: only the whole of it says who it is (as the
+  // core's trust::fingerprint). An agent of the user's is its id.
+  if (key.startsWith('did:web:')) return key;
+  if (key.startsWith('asop:')) return `agent ${key.slice(5)}`;
+  // Another DID (a UAMP agent's did:key) reads by its method and its last characters.
   if (key.startsWith('did:')) return `${key.split(':').slice(0, 2).join(':')}:…${key.slice(-8)}`;
   return (key.slice(0, 16).match(/.{1,4}/g) ?? []).join(' ');
 }

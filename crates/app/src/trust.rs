@@ -282,9 +282,13 @@ pub fn timed_grants(store: &Store, now: DateTime<Utc>) -> crate::Result<Vec<Time
 /// A key as people compare it: the first 16 hex digits in groups of four; a DID by its
 /// method and last characters.
 pub fn fingerprint(key: &str) -> String {
-    // A did:web's name was chosen by its owner: only the whole of it says who it is.
+    // A did:web's name was chosen by its owner: only the whole of it says who it is. An
+    // agent of the user's is its id, whole (cut in fours it read "asop :mai ler- 1").
     if key.starts_with("did:web:") {
         return key.to_string();
+    }
+    if let Some(agent) = key.strip_prefix("asop:") {
+        return format!("agent {agent}");
     }
     if key.starts_with("did:") {
         let method = key.splitn(3, ':').take(2).collect::<Vec<_>>().join(":");
@@ -297,6 +301,14 @@ pub fn fingerprint(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fingerprint_cuts_only_what_reads_as_well_cut() {
+        assert_eq!(fingerprint(&"d04ab232742bb4ab".repeat(4)), "d04a b232 742b b4ab");
+        assert_eq!(fingerprint("did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"), "did:key:…EGta2doK");
+        assert_eq!(fingerprint("did:web:evil-bank.example"), "did:web:evil-bank.example");
+        assert_eq!(fingerprint("asop:mailer-1"), "agent mailer-1");
+    }
 
     #[test]
     fn a_token_is_issued_to_a_trusted_sender_only_and_the_refusal_says_how_to_trust_it() {
