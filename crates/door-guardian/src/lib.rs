@@ -49,8 +49,10 @@ pub fn agent_key(agent_id: &str) -> String {
     gatehouse_store::sender_key(&format!("asop:{agent_id}"))
 }
 
+/// The gate's clock, as every door reads it: a grant's end and a rule's are decided by one
+/// "now".
 fn now() -> String {
-    gatehouse_gate::clock::utc_string(chrono::Utc::now())
+    gatehouse_gate::clock::now_string()
 }
 
 /// What the user answered to a step the guardian asked about.
@@ -277,7 +279,7 @@ impl Guardian {
             if let Some(agent) = req.params.pointer("/metadata/agentId").and_then(Value::as_str).map(str::to_string) {
                 let s = self.store.clone();
                 blocking(move || {
-                    if gatehouse_gate::standing(&s.admission(&agent_key(&agent), "")?, SCOPE, chrono::Utc::now()).accepted() {
+                    if gatehouse_gate::standing(&s.admission(&agent_key(&agent), "")?, SCOPE, gatehouse_gate::clock::now()).accepted() {
                         s.asop_agent_ping(&agent, timeout, &now())?;
                     }
                     Ok(())
@@ -316,7 +318,7 @@ impl Guardian {
         let held = {
             let (s, key, who) = (self.store.clone(), agent_key(agent), agent.clone());
             let size = req.raw.to_string().len() as u64;
-            let at = chrono::Utc::now();
+            let at = gatehouse_gate::clock::now();
             let verdict = blocking(move || {
                 let view = s.admission(&key, "")?;
                 let scopes = [SCOPE.to_string()];

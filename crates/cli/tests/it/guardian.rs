@@ -131,3 +131,29 @@ fn an_agent_is_let_in_ruled_reviewed_exported_and_blocked_from_the_cli() {
         assert!(actions.contains(&a), "{a} not in {actions:?}");
     }
 }
+
+/// An agent let in for an hour is guarded by the gate's clock like every other grant: when
+/// the hour is over, its steps are asked of the user again whatever the rules say.
+#[test]
+fn an_agent_let_in_for_an_hour_is_asked_about_again_when_the_hour_is_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _c = Cleanup(vec![d.into()]);
+    ok(d, &["init"]);
+    let clock = d.join("test-clock");
+    std::fs::write(&clock, "0").unwrap();
+    let server = Server::start_with(d, Some(&clock));
+    let asop = format!("{}/asop/v1", server.1);
+    let http = reqwest::blocking::Client::new();
+    let call = |v: Value| -> Value { http.post(&asop).json(&v).send().unwrap().json().unwrap() };
+    assert_eq!(call(trigger(1))["error"]["code"], -32001);
+    ok(d, &["trust", "approve", "asop:mailer-1", "--for", "1h"]);
+    ok(d, &["guardian", "rules", "add", "--method", "steps/toolCallRequest", "--action", "allow"]);
+    // A step asked of the user waits half a second, then is answered "did not answer".
+    let ping = json!({"jsonrpc": "2.0", "id": "p", "method": "ping", "params": {"timestamp": "2026-11-26T10:00:00Z", "timeout": 500, "metadata": {"agentId": "mailer-1"}}});
+    assert_eq!(call(ping)["result"]["status"], "connected");
+    assert_eq!(call(tool_call(2, "send"))["result"]["decision"], "allow", "within the hour the rule decides");
+    std::fs::write(&clock, "7200").unwrap();
+    let r = call(tool_call(3, "send"));
+    assert_eq!(r["error"]["code"], -32002, "the hour is over: the user is asked, whatever the rule says: {r}");
+}

@@ -60,8 +60,18 @@ pub struct Server(pub Child, pub String);
 
 impl Server {
     pub fn start(dir: &Path) -> Server {
+        Server::start_with(dir, None)
+    }
+
+    /// [`Server::start`] whose clock is moved by the seconds written in `clock` (a debug
+    /// build reads `GATEHOUSE_TEST_CLOCK`; the commands the test runs keep the real clock).
+    pub fn start_with(dir: &Path, clock: Option<&Path>) -> Server {
         let port = free_port();
-        let child = Command::new(BIN)
+        let mut cmd = Command::new(BIN);
+        if let Some(c) = clock {
+            cmd.env("GATEHOUSE_TEST_CLOCK", c);
+        }
+        let child = cmd
             .arg("--data-dir")
             .arg(dir)
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
