@@ -5,6 +5,8 @@ import { vi } from 'vitest';
 type Filter = { after_seq?: number | null; before_seq?: number | null; limit?: number | null };
 const asked: Filter[] = [];
 let rows: number[] = [];
+/** Set: a "Load more" (a page before a row) answers only when the test calls it. */
+let holdOlder: ((answer: () => void) => void) | null = null;
 
 vi.mock('@tauri-apps/api/core', () => ({
   invoke: (cmd: string, args: { filter: Filter }) => {
@@ -15,6 +17,10 @@ vi.mock('@tauri-apps/api/core', () => ({
       .filter((s) => (f.after_seq == null || s > f.after_seq) && (f.before_seq == null || s < f.before_seq))
       .sort((a, b) => b - a)
       .slice(0, f.limit ?? 100);
+    if (f.before_seq != null && holdOlder) {
+      const hold = holdOlder;
+      return new Promise((resolve) => hold(() => resolve(page.map(item))));
+    }
     return Promise.resolve(page.map(item));
   },
 }));
@@ -33,7 +39,7 @@ function item(seq: number) {
 const shown = () => [...document.querySelectorAll<HTMLElement>('#inbox-rows .row')].map((r) => r.dataset.receipt);
 const upTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
-beforeEach(() => { asked.length = 0; rows = []; });
+beforeEach(() => { asked.length = 0; rows = []; holdOlder = null; });
 
 async function opened(): Promise<InboxView> {
   const view = new InboxView();
@@ -85,5 +91,23 @@ describe('the inbox when something arrives', () => {
     expect(shown()).toHaveLength(50);
     expect(shown()[0]).toBe('r-200');
     expect(asked.map((f) => f.after_seq ?? null)).toEqual([2, null]);
+  });
+
+  it('loses no row and no "Load more" when something arrives while older rows are on their way', async () => {
+    rows = upTo(80);
+    const view = await opened();
+    let answerOlder: () => void = () => {};
+    holdOlder = (answer) => { answerOlder = answer; };
+    const more = view.load(true);
+    rows = upTo(82);
+    await view.patch();
+    answerOlder();
+    await more;
+    const ids = shown();
+    expect(ids.slice(0, 3)).toEqual(['r-82', 'r-81', 'r-80']);
+    // Every row from the newest down to the oldest shown, none missing in between.
+    const seqs = ids.map((id) => Number(id!.slice(2)));
+    expect(seqs).toEqual(seqs.map((_, i) => 82 - i));
+    expect(seqs[seqs.length - 1]).toBeLessThanOrEqual(31);
   });
 });

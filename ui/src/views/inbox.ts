@@ -22,8 +22,11 @@ export class InboxView {
   // Each click starts a fetch; only the latest may draw, or a slow answer to an earlier
   // click would cover the view the user asked for last.
   private drawing = 0;
-  // The same for the list: a patch answered after a reload began draws nothing.
+  // The same for the list: a page asked for later wins over an older page or patch. A
+  // patch (what arrived) never cancels a page, and trims nothing while older rows are on
+  // their way (they attach after the last row shown).
   private listing = 0;
+  private appending = false;
   private showing: 'detail' | 'conversation' = 'detail';
   private search = h('input', { type: 'search', id: 'inbox-search', placeholder: 'Search prompts…', 'aria-label': 'Search prompts' });
   private status = h('select', { id: 'inbox-status', 'aria-label': 'Status' },
@@ -71,6 +74,7 @@ export class InboxView {
   async load(append: boolean): Promise<void> {
     const before = append && this.items.length ? this.items[this.items.length - 1].seq : null;
     const turn = ++this.listing;
+    this.appending = append;
     try {
       const page = await api.inboxList({ ...this.filter, before_seq: before, limit: PAGE });
       if (turn !== this.listing) return;
@@ -81,6 +85,8 @@ export class InboxView {
       this.more.hidden = page.length < PAGE;
     } catch (e) {
       replace(this.list, h('li', { className: 'error' }, errorText(e)));
+    } finally {
+      if (turn === this.listing) this.appending = false;
     }
   }
 
@@ -90,7 +96,7 @@ export class InboxView {
   async patch(): Promise<void> {
     const newest = this.items[0]?.seq;
     if (newest === undefined) return this.load(false);
-    const turn = ++this.listing;
+    const turn = this.listing;
     try {
       const fresh = await api.inboxList({ ...this.filter, before_seq: null, after_seq: newest, limit: PAGE });
       if (turn !== this.listing || !fresh.length) return;
@@ -99,7 +105,7 @@ export class InboxView {
       this.list.querySelector('.empty')?.remove();
       this.list.prepend(...fresh.map((item) => this.row(item)));
       this.items = fresh.concat(this.items);
-      if (this.items.length > keep) {
+      if (this.items.length > keep && !this.appending) {
         const gone = new Set(this.items.splice(keep).map((i) => i.receipt_id));
         for (const r of this.list.querySelectorAll<HTMLElement>('.row')) if (gone.has(r.dataset.receipt ?? '')) r.remove();
         this.more.hidden = false;
