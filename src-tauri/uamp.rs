@@ -116,7 +116,7 @@ pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, peer
         let emit = |p: &AskProgress, error: Option<CommandError>| {
             let _ = tauri_specta::Event::emit(&crate::events::UampProgress(ProgressEvent { peer: name.clone(), progress: p.clone(), error }), &app);
         };
-        let result = peers::ask(&c, &row.did, &ask, |p| {
+        let result = peers::ask(&c, &row, &ask, |p| {
             if let Some(tx) = first.take() {
                 let _ = tx.send(Ok(p.stream_id.clone()));
             }

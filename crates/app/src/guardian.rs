@@ -149,8 +149,7 @@ pub fn approve(store: &Store, agent: &str, name: Option<String>) -> Result<gateh
 
 /// [`approve`] with the limits the user gave (steps per hour or day, their size, every
 /// step asked, registered only for a while): the gate applies them to the agent as to any
-/// sender. It is registered for
-/// the guardian's scope whatever `policy` names.
+/// sender. It is registered for the guardian's scope whatever `policy` names.
 pub fn approve_with(store: &Store, agent: &str, name: Option<String>, policy: gatehouse_store::Policy) -> Result<gatehouse_store::TrustEntry> {
     let agent = agent.trim().trim_start_matches("asop:");
     if agent.is_empty() {

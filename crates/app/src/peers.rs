@@ -84,15 +84,10 @@ pub async fn discover(url: &str, pin: Option<&str>) -> Result<Discovered> {
     Ok(client::discover(url, pin).await?)
 }
 
-/// A peer (by DID or name) and the token it issued to this inbox, from the keychain.
-async fn with_token(ctx: &Context, peer: &str) -> Result<(PeerRow, Option<String>)> {
-    let (store, data_dir, peer) = (ctx.store.clone(), ctx.data_dir.clone(), peer.to_string());
-    crate::blocking(move || {
-        let row = find(&store, &peer)?;
-        let token = Secrets::open(&data_dir).and_then(|s| s.get(&client::token_name(&row.did)))?;
-        Ok((row, token))
-    })
-    .await
+/// The token `peer` issued to this inbox, from the keychain.
+async fn token_of(ctx: &Context, peer: &PeerRow) -> Result<Option<String>> {
+    let (data_dir, name) = (ctx.data_dir.clone(), client::token_name(&peer.did));
+    crate::blocking(move || Ok(Secrets::open(&data_dir).and_then(|s| s.get(&name))?)).await
 }
 
 /// Sends as this inbox's identity, keeping answers under the data dir.
@@ -100,17 +95,17 @@ fn sender(ctx: &Context) -> Client {
     Client { key: ctx.key.clone(), store: ctx.store.clone(), files_dir: client::files_dir(&ctx.data_dir) }
 }
 
-/// Sends `ask` to a peer (by DID or name) and follows its stream to its final state;
+/// Sends `ask` to a peer ([`find`] it first) and follows its stream to its final state;
 /// `on_progress` sees every step. A refusal or an unreachable peer is an error.
-pub async fn ask(ctx: &Context, peer: &str, ask: &Ask, on_progress: impl FnMut(&AskProgress) + Send) -> Result<AskProgress> {
-    let (row, token) = with_token(ctx, peer).await?;
-    Ok(sender(ctx).ask(&row, token.as_deref(), ask, on_progress).await?)
+pub async fn ask(ctx: &Context, peer: &PeerRow, ask: &Ask, on_progress: impl FnMut(&AskProgress) + Send) -> Result<AskProgress> {
+    let token = token_of(ctx, peer).await?;
+    Ok(sender(ctx).ask(peer, token.as_deref(), ask, on_progress).await?)
 }
 
 /// Asks the peer of one of this inbox's asks to stop its stream.
 pub async fn cancel(ctx: &Context, stream_id: &str) -> Result<()> {
     let (store, id) = (ctx.store.clone(), stream_id.to_string());
-    let peer = crate::blocking(move || crate::streams::peer_of(&store, &id)).await?;
-    let (row, token) = with_token(ctx, &peer).await?;
+    let row = crate::blocking(move || find(&store, &crate::streams::peer_of(&store, &id)?)).await?;
+    let token = token_of(ctx, &row).await?;
     Ok(sender(ctx).cancel(&row, token.as_deref(), stream_id).await?)
 }

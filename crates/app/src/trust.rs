@@ -279,8 +279,8 @@ pub fn timed_grants(store: &Store, now: DateTime<Utc>) -> crate::Result<Vec<Time
     Ok(out)
 }
 
-/// A key as people compare it: the first 16 hex digits in groups of four; a DID by its
-/// method and last characters.
+/// A key as people compare it: the first 16 hex digits in groups of four; a did:key by its
+/// method and last characters; a did:web (a name its owner chose) and an agent's id whole.
 pub fn fingerprint(key: &str) -> String {
     // A did:web's name was chosen by its owner: only the whole of it says who it is. An
     // agent of the user's is its id, whole (cut in fours it read "asop :mai ler- 1").

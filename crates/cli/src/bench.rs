@@ -389,9 +389,7 @@ fn measure_http(server: &Server, bodies: Vec<String>, concurrency: usize, who: &
     if accepted < total {
         return Err(format!("{who} accepted {accepted} of {total}: the figures would not be of the same work"));
     }
-    let mut f = m.report(server, total, secs, who);
-    f.rate = accepted as f64 / secs;
-    Ok(f)
+    Ok(m.report(server, total, secs, who))
 }
 
 /// Posts every body once over `concurrency` keep-alive connections; returns how many

@@ -176,7 +176,8 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             };
             let ask = Ask { body_type, content, delta_window: window };
             let bar = progress_bar();
-            let result = runtime()?.block_on(gatehouse_app::peers::ask(&o, &peer, &ask, |p| {
+            let row = gatehouse_app::peers::find(&o.store, &peer)?;
+            let result = runtime()?.block_on(gatehouse_app::peers::ask(&o, &row, &ask, |p| {
                 match p.pct {
                     Some(pct) => bar.set_position(pct.round() as u64),
                     None => bar.tick(),
