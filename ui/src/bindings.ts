@@ -696,8 +696,10 @@ export type ConsentRequested_Deserialize = ArrivalEvent_Deserialize;
 /**  The same submission, when it needs the user's decision. */
 export type ConsentRequested_Serialize = ArrivalEvent_Serialize;
 
+/**  What a prompt decides on. */
 export type ConsentTarget = ConsentTarget_Serialize;
 
+/**  What a prompt decides on. */
 export type ConsentTarget_Deserialize = { kind: "unknown_sender"; public_key: string; 
 /**
  *  The knock the prompt showed (its receipt id): the decision is carried out
@@ -707,6 +709,7 @@ knock?: string | null } | { kind: "held"; row_id: number } | { kind: "held_ask";
 /**  A trusted sender's signature named a key not kept for it. */
 { kind: "key_change"; sender: string };
 
+/**  What a prompt decides on. */
 export type ConsentTarget_Serialize = { kind: "unknown_sender"; public_key: string; 
 /**
  *  The knock the prompt showed (its receipt id): the decision is carried out
@@ -860,6 +863,14 @@ export type DecisionOutcome_Serialize = {
 	/**  The receipt of the envelope the decision delivered, if any. */
 	delivered: Receipt_Serialize | null,
 };
+
+/**
+ *  Work handed to another agent: `kind` names the delegate a door registered, the other
+ *  fields are that door's to read ([`Delegation::read`]).
+ */
+export type Delegation = {
+	kind: string,
+} & { [key in string]: Value };
 
 /**  Where the desktop's inbox listens and which folder it watches. */
 export type DesktopSettings = DesktopSettings_Serialize;
@@ -1134,65 +1145,55 @@ export type ExecutorSpec = ExecutorSpec_Serialize;
 
 export type ExecutorSpec_Deserialize = 
 /**  Accepts and logs; no action. */
-{ kind: "noop" } | 
+({ kind: "noop" }) & { api_key_secret?: never; args?: never; dir?: never; endpoint?: never; model?: never; program?: never; system_prompt?: never; timeout_secs?: never } | 
 /**  Writes each accepted envelope as a JSON file into `dir` for later processing. */
-{ kind: "file-queue"; dir: string } | 
+({ kind: "file-queue"; dir: string }) & { api_key_secret?: never; args?: never; endpoint?: never; model?: never; program?: never; system_prompt?: never; timeout_secs?: never } | 
 /**
  *  Runs `program` with `args` (no shell), the prompt on stdin, envelope facts in
  *  EPP_* environment variables; killed after `timeout_secs`.
  */
-{ kind: "command"; program: string; args?: string[]; timeout_secs?: number } | 
+({ kind: "command"; program: string; args?: string[]; timeout_secs?: number }) & { api_key_secret?: never; dir?: never; endpoint?: never; model?: never; system_prompt?: never } | 
 /**
  *  Asks the user's own model (an OpenAI-compatible chat completions API; Ollama on
  *  this machine by default) and keeps its answer, with a system prompt that says the
  *  text is an external, untrusted prompt and from whom.
  */
-{ kind: "model"; endpoint?: string; model: string; 
+({ kind: "model"; endpoint?: string; model: string; 
 /**  Said to the model before the sender's text (per scope). */
 system_prompt?: string | null; timeout_secs?: number; 
 /**  The keychain name of the API key, for a cloud endpoint (never the key itself). */
-api_key_secret?: string | null } | 
+api_key_secret?: string | null }) & { args?: never; dir?: never; program?: never } | 
 /**
- *  Hands the prompt to a MAIL swarm the user connected (by its connection name) and
- *  follows the task, which also shows in the MAIL task viewer.
+ *  Hands the work to another agent through the door that registered a delegate under
+ *  this kind (a MAIL swarm, a UAMP peer: [`Delegates`]).
  */
-{ kind: "swarm"; swarm: string; entrypoint?: string | null } | 
-/**
- *  Asks a UAMP peer the user added (by DID or name) and follows its stream; the answer
- *  (text, or the file it returned) is kept, and the stream shows under Agents (UAMP).
- */
-{ kind: "peer"; peer: string; timeout_secs?: number };
+Delegation;
 
 export type ExecutorSpec_Serialize = 
 /**  Accepts and logs; no action. */
-{ kind: "noop" } | 
+({ kind: "noop" }) & { api_key_secret?: never; args?: never; dir?: never; endpoint?: never; model?: never; program?: never; system_prompt?: never; timeout_secs?: never } | 
 /**  Writes each accepted envelope as a JSON file into `dir` for later processing. */
-{ kind: "file-queue"; dir: string } | 
+({ kind: "file-queue"; dir: string }) & { api_key_secret?: never; args?: never; endpoint?: never; model?: never; program?: never; system_prompt?: never; timeout_secs?: never } | 
 /**
  *  Runs `program` with `args` (no shell), the prompt on stdin, envelope facts in
  *  EPP_* environment variables; killed after `timeout_secs`.
  */
-{ kind: "command"; program: string; args: string[]; timeout_secs: number } | 
+({ kind: "command"; program: string; args: string[]; timeout_secs: number }) & { api_key_secret?: never; dir?: never; endpoint?: never; model?: never; system_prompt?: never } | 
 /**
  *  Asks the user's own model (an OpenAI-compatible chat completions API; Ollama on
  *  this machine by default) and keeps its answer, with a system prompt that says the
  *  text is an external, untrusted prompt and from whom.
  */
-{ kind: "model"; endpoint: string; model: string; 
+({ kind: "model"; endpoint: string; model: string; 
 /**  Said to the model before the sender's text (per scope). */
 system_prompt: string | null; timeout_secs: number; 
 /**  The keychain name of the API key, for a cloud endpoint (never the key itself). */
-api_key_secret?: string } | 
+api_key_secret?: string }) & { args?: never; dir?: never; program?: never } | 
 /**
- *  Hands the prompt to a MAIL swarm the user connected (by its connection name) and
- *  follows the task, which also shows in the MAIL task viewer.
+ *  Hands the work to another agent through the door that registered a delegate under
+ *  this kind (a MAIL swarm, a UAMP peer: [`Delegates`]).
  */
-{ kind: "swarm"; swarm: string; entrypoint: string | null } | 
-/**
- *  Asks a UAMP peer the user added (by DID or name) and follows its stream; the answer
- *  (text, or the file it returned) is kept, and the stream shows under Agents (UAMP).
- */
-{ kind: "peer"; peer: string; timeout_secs: number };
+Delegation;
 
 export type ExportKind = "receipts" | "audit" | 
 /**  Every IntentWeb conversation with all its messages. */
@@ -2342,11 +2343,10 @@ export type Share = {
 };
 
 /**
- *  What an unknown key is, decided by how it reached Gatehouse: its registry key's
- *  namespace (`asop:` for agents at the guardian, `did:` for UAMP) and the one scope only
- *  Gatehouse itself records (an IntentSite's answer signed by a key not yet pinned). Senders cannot
- *  choose it: EPP envelopes in the reserved scopes are refused before they can knock, and
- *  a UAMP knock's scope is its signed intent.
+ *  What an unknown key is. For a knock, the door it knocked at says (each door records
+ *  its own name with the knock); senders cannot choose it. For a key already in the
+ *  registry, which no door recorded, the form of the key says: only the guardian names
+ *  agents `asop:…`, only IntentWeb pins keys for its scope, a DID is a UAMP agent's.
  */
 export type Source = "epp_sender" | "uamp_agent" | "intent_site" | "asop_agent";
 

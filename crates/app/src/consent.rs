@@ -3,11 +3,13 @@
 //! held envelope goes to the runner, a held UAMP ask is released into its stream. Every
 //! decision is audited.
 
+use crate::target::grantable;
+pub use crate::target::{ConsentTarget, Source};
 pub use crate::waiting::{pending, pending_at, waiting_count, ConsentItem};
 use chrono::{DateTime, Utc};
-use gatehouse_inbox::gate::consent::{grantable, now_string, LATER};
-pub use gatehouse_inbox::gate::consent::{ConsentError, Source};
-pub use gatehouse_inbox::gate::consent::{ConsentTarget, Decision, Lasting};
+pub use gatehouse_inbox::gate::consent::ConsentError;
+use gatehouse_inbox::gate::consent::{now_string, LATER};
+pub use gatehouse_inbox::gate::consent::{Decision, Lasting};
 use gatehouse_inbox::Gate;
 use gatehouse_inbox::Submit as _;
 use gatehouse_store::{ExecStatus, Policy, TrustEntry};
@@ -124,6 +126,8 @@ fn decide_now(
                 ));
             }
             let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| request.scopes_tried.first().cloned());
+            // What knocked, by the door it knocked at.
+            let source = Source::at(&request.door);
             match decision {
                 Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),
                 Decision::Deny => {
@@ -134,18 +138,22 @@ fn decide_now(
                     store.block(&key, "blocked from a consent prompt", &at)?;
                     DecisionOutcome { message: "Blocked. Nothing from this sender will reach you or ask again.".into(), delivered: None }
                 }
-                Decision::AllowOnce if key.starts_with("asop:") => {
+                Decision::AllowOnce if source == Source::AsopAgent => {
                     return Err(ConsentError::Invalid("an agent is registered by letting it in for good; it then asks again and your rules decide".into()));
                 }
-                Decision::AllowOnce if key.starts_with("did:") => {
+                Decision::AllowOnce if source == Source::UampAgent => {
                     return Err(ConsentError::Invalid(
                         "a UAMP agent is let in by trusting it for the scope and issuing it a token; nothing of its message was kept to deliver once".into(),
                     ));
                 }
+                Decision::AllowOnce if source == Source::IntentSite => {
+                    return Err(ConsentError::Invalid(
+                        "a site's key is pinned, for good or for a while; nothing of its answer waits to be delivered once".into(),
+                    ));
+                }
                 Decision::AllowOnce | Decision::AlwaysAllowScope => {
                     let scope = scope.ok_or_else(|| ConsentError::Invalid("the request has no scope to allow".into()))?;
-                    grantable(&key, &scope)?;
-                    let source = Source::of(&key, Some(&scope));
+                    grantable(source, &scope)?;
                     if end.is_some() && source == Source::AsopAgent {
                         return Err(ConsentError::Invalid(
                             "an agent is registered for good (it can be removed at any time); its steps can be allowed for a while".into(),

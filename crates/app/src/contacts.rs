@@ -3,9 +3,10 @@
 //! see the same; a new key that claims to be one of them shown as a change to that contact,
 //! never merged but by the user's word, and blocked until verified when the contact was.
 
+use crate::target::Source;
 pub use crate::waiting::{claims, Claim};
 use chrono::{DateTime, Utc};
-use gatehouse_inbox::gate::consent::{now_string, ConsentError, Source};
+use gatehouse_inbox::gate::consent::{now_string, ConsentError};
 use gatehouse_inbox::Gate;
 use gatehouse_inbox::Submit as _;
 use gatehouse_store::contacts::Contact;
@@ -106,7 +107,7 @@ fn view(store: &Store, c: Contact, own_key: &str) -> Result<ContactView> {
         let code = safety_code(own_key, &crate::did_change::code_material(&k.key, trust.as_ref().map_or(&[], |t| &t.policy.uamp_keys[..])));
         keys.push(KeyView {
             fingerprint: crate::trust::fingerprint(&k.key),
-            source: Source::of(&k.key, scopes.first().map(String::as_str)),
+            source: Source::of_key(&k.key, scopes.first().map(String::as_str)),
             blocked: trust.is_some_and(|t| t.policy.key_change_unverified),
             safety_code: code,
             scopes,
@@ -225,9 +226,9 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     let store = inbox.store();
     let key = gatehouse_store::sender_key(key);
     let Some(contact) = store.contact(id)? else { return Err(ConsentError::Invalid(format!("there is no contact {id}"))) };
-    if !store.pending_list()?.iter().any(|p| p.public_key == key) {
+    let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
         return Err(ConsentError::Gone);
-    }
+    };
     let knock = store.latest_receipt_from(&key, "UNTRUSTED_SENDER")?;
     let mut scopes: Vec<String> = Vec::new();
     for k in &contact.keys {
@@ -238,7 +239,7 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
         }
     }
     if let Some(s) = knock.as_ref().and_then(|k| k.scope.clone()) {
-        gatehouse_inbox::gate::consent::grantable(&key, &s)?;
+        crate::target::grantable(Source::at(&request.door), &s)?;
         if !scopes.contains(&s) && !scopes.iter().any(|x| x == "*") {
             scopes.push(s);
         }

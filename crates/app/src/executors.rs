@@ -10,6 +10,8 @@ use gatehouse_store::Store;
 use crate::{blocking, Code, CommandError, Result};
 
 pub use gatehouse_inbox::gate::model::DEFAULT_ENDPOINT as DEFAULT_MODEL_ENDPOINT;
+use gatehouse_inbox::mail::executor::{SwarmSpec, KIND as SWARM};
+use gatehouse_inbox::uamp::executor::{PeerSpec, KIND as PEER};
 pub use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
 
 /// Keeps a cloud model's API key for `scope` in the keychain; the executor names it by
@@ -24,6 +26,16 @@ pub fn get(store: &Store) -> Result<ExecutorConfig> {
     Ok(ExecutorConfig::load(store)?)
 }
 
+/// Hands the prompt to a MAIL swarm the user connected and follows its task.
+pub fn swarm(swarm: &str, entrypoint: Option<&str>) -> ExecutorSpec {
+    SwarmSpec::executor(swarm, entrypoint)
+}
+
+/// Asks a UAMP peer the user added and follows its stream.
+pub fn peer(peer: &str, timeout_secs: u64) -> ExecutorSpec {
+    PeerSpec::executor(peer, timeout_secs)
+}
+
 /// Refuses a configuration that could not run as the user means it.
 pub fn validate(store: &Store, config: &ExecutorConfig) -> Result<()> {
     let invalid = |m: String| Err(CommandError::new(Code::Invalid, m));
@@ -33,12 +45,19 @@ pub fn validate(store: &Store, config: &ExecutorConfig) -> Result<()> {
         }
         match spec {
             ExecutorSpec::Command { program, .. } if program.trim().is_empty() => return invalid(format!("the command for {scope} needs a program")),
-            ExecutorSpec::Swarm { swarm, .. } if store.mail_swarm(swarm)?.is_none() => {
-                return invalid(format!("no MAIL swarm named {swarm:?}: connect it under Tasks (MAIL) or with `gatehouse mail add` first"))
+            ExecutorSpec::Delegated(d) if d.kind == SWARM => {
+                let SwarmSpec { swarm, .. } = d.read().map_err(|e| CommandError::new(Code::Invalid, e))?;
+                if store.mail_swarm(&swarm)?.is_none() {
+                    return invalid(format!("no MAIL swarm named {swarm:?}: connect it under Tasks (MAIL) or with `gatehouse mail add` first"));
+                }
             }
-            ExecutorSpec::Peer { peer, .. } if store.uamp_peer(peer)?.is_none() => {
-                return invalid(format!("no UAMP peer named {peer:?}: add it under Agents (UAMP) or with `gatehouse uamp peer add` first"))
+            ExecutorSpec::Delegated(d) if d.kind == PEER => {
+                let PeerSpec { peer, .. } = d.read().map_err(|e| CommandError::new(Code::Invalid, e))?;
+                if store.uamp_peer(&peer)?.is_none() {
+                    return invalid(format!("no UAMP peer named {peer:?}: add it under Agents (UAMP) or with `gatehouse uamp peer add` first"));
+                }
             }
+            ExecutorSpec::Delegated(d) => return invalid(format!("there is no {:?} executor (a swarm, a peer, a model, a command, a folder or none)", d.kind)),
             ExecutorSpec::Model { model, endpoint, .. } => {
                 if model.trim().is_empty() {
                     return invalid(format!("the model for {scope} needs a name (e.g. llama3.2)"));

@@ -2,8 +2,8 @@
 //! steps waiting for the user (answered to the running guardian that holds them), the rules
 //! (checked before they are kept), and each session's timeline. Every change is audited.
 
+use crate::trust::ASOP_SCOPE;
 use gatehouse_asop::rules::{Action, Condition, Rule};
-use gatehouse_inbox::gate::consent::ASOP_SCOPE;
 use gatehouse_store::Store;
 use serde::{Deserialize, Serialize};
 

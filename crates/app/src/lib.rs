@@ -6,6 +6,7 @@
 //! - [`trust`]: the trust registry as the user changes it (add, approve, edit, block, tokens)
 //! - [`contacts`]: people and organisations with their keys; safety codes; key changes
 //! - [`consent`]: what waits for the user, and a decision carried out by the door holding it
+//! - [`target`]: what a decision names and what is knocking, by the door it knocked at
 //! - [`first_run`]: the welcome shown once, and a sample envelope sent to yourself
 //! - [`executors`]: which executor runs for which scope (validated, confirmed, audited); retry
 //! - [`peers`]: UAMP peers with their tokens in the keychain
@@ -46,6 +47,7 @@ pub mod settings;
 pub mod sites;
 pub mod streams;
 pub mod swarms;
+pub mod target;
 pub mod trust;
 pub mod waiting;
 

@@ -126,7 +126,7 @@ impl Serving {
 /// The gate while no door runs (the window paused): decisions still apply, and what they
 /// release runs when the doors open again.
 pub fn detached(ctx: &Context, events: &Events) -> Arc<Gate> {
-    Arc::new(Gate::new(ctx.store.clone(), &ctx.public_key).with_events(events.events.clone()))
+    Arc::new(gatehouse_inbox::compose_gate(ctx.store.clone(), &ctx.public_key).with_events(events.events.clone()))
 }
 
 async fn uamp_listener(addr: &str, data_dir: &Path, key: &ed25519_dalek::SigningKey) -> Result<(UampOptions, Uamp)> {

@@ -5,10 +5,12 @@
 use chrono::{DateTime, Utc};
 use gatehouse_store::Store;
 
-pub use gatehouse_inbox::gate::consent::ASOP_SCOPE;
+/// The scope under which the user's own agents are registered with the guardian.
+pub const ASOP_SCOPE: &str = gatehouse_inbox::guardian::SCOPE;
 pub use gatehouse_store::{default_max_envelope_size, CapabilityLimit, Policy, RateLimit, RevokedKey, TrustEntry};
 
-use gatehouse_inbox::gate::consent::{grantable, now_string, ConsentError, Source};
+use crate::target::{grantable, Source};
+use gatehouse_inbox::gate::consent::{now_string, ConsentError};
 
 pub fn add(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
     validate(&entry.policy)?;
@@ -105,10 +107,11 @@ pub fn unrevoke(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Re
 /// only for its own scope, anyone else never for those.
 fn scopes_grantable(key: &str, policy: &Policy) -> std::result::Result<(), ConsentError> {
     for scope in &policy.allowed_scopes {
-        match Source::of(key, Some(scope)).fixed_scope() {
+        let source = Source::of_key(key, Some(scope));
+        match source.fixed_scope() {
             Some(fixed) if scope != fixed => return Err(ConsentError::Invalid(format!("{key} can only be let in for \"{fixed}\""))),
             _ if scope == "*" => {}
-            _ => grantable(key, scope)?,
+            _ => grantable(source, scope)?,
         }
     }
     Ok(())

@@ -3,8 +3,9 @@
 //! gate names no protocol, so each door's waiting messages are read here, where the
 //! application knows the doors (an EPP knock's declared v1.1 fields, who it claims to be).
 
+use crate::target::{ConsentTarget, Source};
 use chrono::{DateTime, Utc};
-use gatehouse_inbox::gate::consent::{risk_flags, ConsentError, ConsentTarget, Source};
+use gatehouse_inbox::gate::consent::{risk_flags, ConsentError};
 use gatehouse_store::{ExecStatus, Store, StoreError};
 use serde::Serialize;
 
@@ -261,7 +262,7 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
                 Some(env) => claims(store, &p.public_key, env, ext.as_ref())?,
                 None => Vec::new(),
             },
-            source: Source::of(&p.public_key, scope.as_deref()),
+            source: Source::at(&p.door),
             envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
             knock: knock.as_ref().map(|k| k.receipt_id.clone()),
             scope,

@@ -409,8 +409,8 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                                 if api_key_stdin { Some(gatehouse_app::executors::keep_model_api_key(&data_dir, &scope, &uamp::read_token()?)?) } else { None };
                             ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, api_key_secret }
                         }
-                        SpecCmd::Peer { peer, timeout_secs } => ExecutorSpec::Peer { peer, timeout_secs },
-                        SpecCmd::Swarm { swarm, entrypoint } => ExecutorSpec::Swarm { swarm, entrypoint },
+                        SpecCmd::Peer { peer, timeout_secs } => gatehouse_app::executors::peer(&peer, timeout_secs),
+                        SpecCmd::Swarm { swarm, entrypoint } => gatehouse_app::executors::swarm(&swarm, entrypoint.as_deref()),
                         SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command { program: argv[0].clone(), args: argv[1..].to_vec(), timeout_secs },
                     };
                     // The user typed the program or folder here: that is the confirmation.

@@ -18,6 +18,9 @@ pub mod pipeline;
 pub mod reply;
 pub mod work;
 
+/// This door's name, where it records what knocked at it.
+pub const DOOR: &str = "epp";
+
 /// The verification steps of spec 5.1 in order (EPP v1.1's unsigned fields after replay
 /// and revocation: docs/threat-model.md 17), and how far an envelope got: the steps
 /// before the failing one passed, the failing one is named, the rest were not reached.

@@ -173,6 +173,7 @@ impl Pipeline<'_> {
         let receipt = Receipt::rejected(&rejection, ctx.received_at.to_string(), ctx.receipt_id.to_string());
         let row = ctx.receipt_row(&receipt, env.as_ref(), Some(&rejection));
         let knock = knock.then_some(env.as_ref()).flatten().map(|e| Knock {
+            door: crate::DOOR,
             sender: e.sender_key(),
             scope: e.scope.clone(),
             envelope_id: e.envelope_id.clone(),
@@ -229,8 +230,8 @@ impl Pipeline<'_> {
         // Steps 2–3.
         let env = Envelope::parse(ctx.bytes).map_err(Failure::new)?;
         // Scopes Gatehouse keeps for its own doors (guardian agents, IntentSite keys): an
-        // envelope in one could knock dressed as an agent or a company.
-        if gatehouse_gate::consent::RESERVED_SCOPES.contains(&env.scope.as_str()) {
+        // envelope in one could ask for what only those doors record.
+        if self.reserved_scope(&env.scope) {
             let r = Rejection::new(ErrorCode::InvalidFormat, format!("scope \"{}\" is reserved for Gatehouse's own agents and sites", env.scope))
                 .with_envelope_id(Some(env.envelope_id.clone()));
             return Err(Failure { rejection: r, env: Some(env), retry_after: None, knock: false });

@@ -44,7 +44,7 @@ pub fn describe(spec: &ExecutorSpec, env: &EnvelopeRow, sender_name: Option<&str
                 }),
             );
         }
-        ExecutorSpec::Noop | ExecutorSpec::Swarm { .. } | ExecutorSpec::Peer { .. } => {}
+        ExecutorSpec::Noop | ExecutorSpec::Delegated(_) => {}
     }
     w
 }

@@ -30,7 +30,9 @@ use tokio::sync::{broadcast, oneshot};
 
 pub const PATH: &str = "/asop/v1";
 /// The trust-registry scope of a registered agent.
-pub const SCOPE: &str = gatehouse_gate::consent::ASOP_SCOPE;
+pub const SCOPE: &str = "asop";
+/// This door's name, where it records what knocked at it.
+pub const DOOR: &str = "guardian";
 /// How long an undecided step waits for the user when its agent set no timeout (ping).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Requests larger than this are refused (-32600).
@@ -369,7 +371,7 @@ impl Guardian {
                         record("error", Some(e.message.clone()), None, "unregistered"),
                     );
                     let row = blocking(move || {
-                        s.pending_record(&key, SCOPE, &sid, &now())?;
+                        s.pending_record(DOOR, &key, SCOPE, &sid, &now())?;
                         s.asop_step_add(&r)
                     })
                     .await?;

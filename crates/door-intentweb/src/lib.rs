@@ -25,7 +25,9 @@ use serde::Serialize;
 use serde_json::json;
 
 /// The scope a site's key is pinned for in the trust registry.
-pub const SCOPE: &str = gatehouse_gate::consent::INTENT_SCOPE;
+pub const SCOPE: &str = "intentweb";
+/// This door's name, where it records what knocked at it.
+pub const DOOR: &str = "intentweb";
 
 #[derive(Debug, thiserror::Error)]
 pub enum IntentError {
@@ -250,7 +252,7 @@ fn receive(store: &Store, conv: &IwConversationRow, past: &[FlowType], env: &Env
         Verdict::Verified { .. } => None,
         Verdict::NewKey { kid } => {
             // First contact: the key knocks like an unknown sender; the user pins it.
-            store.pending_record(kid, SCOPE, &conv.interaction_id, &at)?;
+            store.pending_record(DOOR, kid, SCOPE, &conv.interaction_id, &at)?;
             Some(format!("First contact: this site signs with {kid}. Pin its key to check its answers from now on."))
         }
         Verdict::Unsigned => Some("The site did not sign this answer; it cannot be checked.".to_string()),

@@ -8,17 +8,36 @@ use futures_util::future::BoxFuture;
 use gatehouse_store::Store;
 use serde_json::{json, Value};
 
-use gatehouse_gate::executor::{secret, Delegate, ExecutorSpec, Update, Work};
+use gatehouse_gate::executor::{secret, Delegate, Delegation, ExecutorSpec, Update, Work};
+use serde::{Deserialize, Serialize};
+
+/// The kind this door's executor is registered under.
+pub const KIND: &str = "swarm";
+
+/// Hands the prompt to a MAIL swarm the user connected (by its connection name) and
+/// follows the task, which also shows in the MAIL task viewer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwarmSpec {
+    pub swarm: String,
+    #[serde(default)]
+    pub entrypoint: Option<String>,
+}
+
+impl SwarmSpec {
+    pub fn executor(swarm: &str, entrypoint: Option<&str>) -> ExecutorSpec {
+        Delegation::of(KIND, &SwarmSpec { swarm: swarm.to_string(), entrypoint: entrypoint.map(str::to_string) })
+    }
+}
 
 pub struct SwarmExecutor {
     pub store: Arc<Store>,
 }
 
 impl Delegate for SwarmExecutor {
-    fn run<'a>(&'a self, spec: &'a ExecutorSpec, work: &'a Work, _on_update: &'a mut (dyn FnMut(Update<'_>) + Send)) -> BoxFuture<'a, Result<Value, Value>> {
+    fn run<'a>(&'a self, spec: &'a Delegation, work: &'a Work, _on_update: &'a mut (dyn FnMut(Update<'_>) + Send)) -> BoxFuture<'a, Result<Value, Value>> {
         Box::pin(async move {
-            let ExecutorSpec::Swarm { swarm, entrypoint } = spec else { return Err(json!({"executor": "swarm", "error": "not a swarm executor"})) };
-            hand_over(&self.store, swarm, entrypoint.as_deref(), work).await
+            let SwarmSpec { swarm, entrypoint } = spec.read().map_err(|e| json!({"executor": KIND, "error": e}))?;
+            hand_over(&self.store, &swarm, entrypoint.as_deref(), work).await
         })
     }
 }

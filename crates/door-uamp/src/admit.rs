@@ -85,7 +85,13 @@ impl UampDoor {
                 // until the sender is trusted, so it must not decide what the prompt grants.
                 let asked = env.intent.as_str().to_string();
                 f.scope = Some(asked.clone());
-                f.knock = Some(Knock { sender: env.from.clone(), scope: asked, envelope_id: env.id.clone(), at: gatehouse_gate::clock::utc_string(now) });
+                f.knock = Some(Knock {
+                    door: crate::DOOR,
+                    sender: env.from.clone(),
+                    scope: asked,
+                    envelope_id: env.id.clone(),
+                    at: gatehouse_gate::clock::utc_string(now),
+                });
                 return Err(f);
             }
             gatehouse_gate::Verdict::Refuse(r) => {

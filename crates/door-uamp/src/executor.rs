@@ -11,7 +11,26 @@ use serde_json::{json, Value};
 
 use super::client;
 use gatehouse_gate::executor::command::KEEP_OUTPUT_BYTES;
-use gatehouse_gate::executor::{secret, Delegate, ExecutorSpec, Update, Work};
+use gatehouse_gate::executor::{default_model_timeout, secret, Delegate, Delegation, ExecutorSpec, Update, Work};
+use serde::{Deserialize, Serialize};
+
+/// The kind this door's executor is registered under.
+pub const KIND: &str = "peer";
+
+/// Asks a UAMP peer the user added (by DID or name) and follows its stream; the answer
+/// (text, or the file it returned) is kept, and the stream shows under Agents (UAMP).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerSpec {
+    pub peer: String,
+    #[serde(default = "default_model_timeout")]
+    pub timeout_secs: u64,
+}
+
+impl PeerSpec {
+    pub fn executor(peer: &str, timeout_secs: u64) -> ExecutorSpec {
+        Delegation::of(KIND, &PeerSpec { peer: peer.to_string(), timeout_secs })
+    }
+}
 
 pub struct PeerExecutor {
     pub store: Arc<Store>,
@@ -20,10 +39,10 @@ pub struct PeerExecutor {
 }
 
 impl Delegate for PeerExecutor {
-    fn run<'a>(&'a self, spec: &'a ExecutorSpec, work: &'a Work, on_update: &'a mut (dyn FnMut(Update<'_>) + Send)) -> BoxFuture<'a, Result<Value, Value>> {
+    fn run<'a>(&'a self, spec: &'a Delegation, work: &'a Work, on_update: &'a mut (dyn FnMut(Update<'_>) + Send)) -> BoxFuture<'a, Result<Value, Value>> {
         Box::pin(async move {
-            let ExecutorSpec::Peer { peer, timeout_secs } = spec else { return Err(json!({"executor": "peer", "error": "not a peer executor"})) };
-            ask(&self.store, self.key.as_ref(), peer, Duration::from_secs(*timeout_secs), &work.prompt, on_update).await
+            let PeerSpec { peer, timeout_secs } = spec.read().map_err(|e| json!({"executor": KIND, "error": e}))?;
+            ask(&self.store, self.key.as_ref(), &peer, Duration::from_secs(timeout_secs), &work.prompt, on_update).await
         })
     }
 }

@@ -26,6 +26,9 @@ pub mod streams;
 pub mod tls;
 pub mod ws;
 
+/// This door's name, where it records what knocked at it.
+pub const DOOR: &str = "uamp";
+
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};

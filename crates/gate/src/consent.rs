@@ -1,24 +1,12 @@
-//! Consent: what a decision on something waiting can be and how long it lasts, how a
-//! prompt is named, which scope a grant may name, and the risk flags a prompt shows. What
-//! waits, as one list, is read by the application layer (`gatehouse_app::waiting`), which
-//! knows each door's messages; decisions are carried out there too, and reach the door
-//! holding what is decided.
+//! Consent: what a decision on something waiting can be and how long it lasts, what a
+//! scope looks like, and the risk flags a prompt shows. What waits, as one list, what a
+//! decision names and what is knocking are read by the application layer
+//! (`gatehouse_app::waiting`, `gatehouse_app::target`), which knows the doors; decisions
+//! are carried out there too, and reach the door holding what is decided.
 
 use chrono::{DateTime, Utc};
 use gatehouse_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
-
-impl ConsentTarget {
-    /// How the audit log and the deferred prompts name it.
-    pub fn key(&self) -> String {
-        match self {
-            ConsentTarget::UnknownSender { public_key, .. } => gatehouse_store::sender_key(public_key),
-            ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
-            ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
-            ConsentTarget::KeyChange { sender } => format!("key-change:{}", gatehouse_store::sender_key(sender)),
-        }
-    }
-}
 
 /// The risk flags of a message's text, with those the user dismissed marked. Links to the
 /// hosts the user's own trust entry for the sender (`entry`) allows (`x-capabilities`) are not
@@ -72,54 +60,6 @@ fn scanned(ours: &str, text: &str, hosts: &[String]) -> Vec<gatehouse_risk::Flag
     }
     kept.insert(key, flags.clone());
     flags
-}
-
-/// What an unknown key is, decided by how it reached Gatehouse: its registry key's
-/// namespace (`asop:` for agents at the guardian, `did:` for UAMP) and the one scope only
-/// Gatehouse itself records (an IntentSite's answer signed by a key not yet pinned). Senders cannot
-/// choose it: EPP envelopes in the reserved scopes are refused before they can knock, and
-/// a UAMP knock's scope is its signed intent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    EppSender,
-    UampAgent,
-    IntentSite,
-    AsopAgent,
-}
-
-/// Scopes Gatehouse records for its own doors; no EPP envelope may use them.
-pub const RESERVED_SCOPES: [&str; 2] = [ASOP_SCOPE, INTENT_SCOPE];
-
-/// The scope under which the user's own agents are registered with the ASOP guardian.
-pub const ASOP_SCOPE: &str = "asop";
-/// The scope under which IntentSites' keys are pinned.
-pub const INTENT_SCOPE: &str = "intentweb";
-
-impl Source {
-    pub fn of(key: &str, scope: Option<&str>) -> Source {
-        if key.starts_with("asop:") {
-            Source::AsopAgent
-        } else if scope == Some(INTENT_SCOPE) {
-            // IntentSite keys are DIDs too; only intent.rs records this scope (EPP refuses
-            // it, and a UAMP knock asks for its intent).
-            Source::IntentSite
-        } else if key.starts_with("did:") {
-            Source::UampAgent
-        } else {
-            Source::EppSender
-        }
-    }
-
-    /// The one scope a grant for this source may name, when it is fixed.
-    pub fn fixed_scope(self) -> Option<&'static str> {
-        match self {
-            Source::AsopAgent => Some(ASOP_SCOPE),
-            Source::IntentSite => Some(INTENT_SCOPE),
-            Source::EppSender | Source::UampAgent => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,29 +133,6 @@ impl Lasting {
 /// How long "ask me later" puts a prompt out of the way.
 pub const LATER: chrono::Duration = chrono::Duration::hours(1);
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ConsentTarget {
-    UnknownSender {
-        public_key: String,
-        /// The knock the prompt showed (its receipt id): the decision is carried out
-        /// only on that one. A sender that knocked again since is asked about anew.
-        #[serde(default)]
-        knock: Option<String>,
-    },
-    Held {
-        row_id: i64,
-    },
-    HeldAsk {
-        stream_id: String,
-    },
-    /// A trusted sender's signature named a key not kept for it.
-    KeyChange {
-        sender: String,
-    },
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ConsentError {
     #[error(transparent)]
@@ -248,18 +165,4 @@ pub fn now_string(now: DateTime<Utc>) -> String {
 /// which the other doors' scopes are held to as well).
 pub fn is_scope_like(s: &str) -> bool {
     !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-}
-
-/// A consent prompt grants exactly the one scope it showed, and only a scope that fits
-/// what is knocking: never `*`, never a reserved scope to anything but its own door.
-pub fn grantable(key: &str, scope: &str) -> Result<(), ConsentError> {
-    if !is_scope_like(scope) {
-        return Err(ConsentError::Invalid(format!("{scope:?} is not a single scope; a prompt grants one scope, never all")));
-    }
-    let source = Source::of(key, Some(scope));
-    match source.fixed_scope() {
-        Some(fixed) if fixed != scope => Err(ConsentError::Invalid(format!("this knock can only be let in for \"{fixed}\""))),
-        None if RESERVED_SCOPES.contains(&scope) => Err(ConsentError::Invalid(format!("\"{scope}\" is reserved for Gatehouse's own agents and sites"))),
-        _ => Ok(()),
-    }
 }

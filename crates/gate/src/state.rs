@@ -73,6 +73,9 @@ pub struct Gate {
     pub(crate) freshness: Freshness,
     /// How many refusals and knocks are kept per minute (the rest is counted).
     pub(crate) flood: crate::flood::Gate,
+    /// Scopes doors record for themselves (the composition names them): no sender may
+    /// ask for one at a door that takes any scope.
+    reserved: Vec<&'static str>,
 }
 
 /// Distinct sender keys kept decompressed; past this the cache starts over.
@@ -93,8 +96,21 @@ impl Gate {
             doors: Mutex::new(Vec::new()),
             freshness: store.setting(FRESHNESS_SETTING).ok().flatten().unwrap_or_default(),
             flood: crate::flood::Gate::default(),
+            reserved: Vec::new(),
             store,
         }
+    }
+
+    /// The scopes doors keep for what they record themselves (an agent registered, a site
+    /// pinned): a door whose senders name their scope refuses these.
+    pub fn with_reserved_scopes(mut self, scopes: &[&'static str]) -> Self {
+        self.reserved = scopes.to_vec();
+        self
+    }
+
+    /// Whether `scope` is one a door keeps for itself ([`Gate::with_reserved_scopes`]).
+    pub fn reserved_scope(&self, scope: &str) -> bool {
+        self.reserved.contains(&scope)
     }
 
     /// Whether one more refusal or knock may be kept now (see [`crate::flood`]).

@@ -7,7 +7,6 @@ use gatehouse_inbox::Submit as _;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use gatehouse_inbox::Gate;
 use gatehouse_store::Store;
 
 const KNOCKS: usize = 256;
@@ -16,7 +15,7 @@ fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("bench.db")).unwrap());
     let me = gatehouse_epp::generate_signing_key();
-    let inbox = Gate::new(store.clone(), &gatehouse_epp::public_key_hex(&me));
+    let inbox = gatehouse_inbox::compose_gate(store.clone(), &gatehouse_epp::public_key_hex(&me));
     let prompt = "Please look at the attached order, thank you. ".repeat(1000 * 1024 / 46);
     let now = chrono::Utc::now();
     eprintln!("{KNOCKS} strangers knock with {} bytes each…", prompt.len());

@@ -6,7 +6,6 @@ use gatehouse_inbox::Submit as _;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use gatehouse_inbox::Gate;
 use gatehouse_store::{InboxFilter, Policy, Store, TrustEntry};
 
 const ENVELOPES: usize = 100_000;
@@ -26,7 +25,7 @@ fn benches(c: &mut Criterion) {
             })
             .unwrap();
     }
-    let inbox = Arc::new(Gate::new(store.clone(), &inbox_pub));
+    let inbox = Arc::new(gatehouse_inbox::compose_gate(store.clone(), &inbox_pub));
     let now = chrono::Utc::now();
     eprintln!("filling the store with {ENVELOPES} envelopes…");
     std::thread::scope(|s| {

@@ -5,7 +5,6 @@ use gatehouse_inbox::Submit as _;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use gatehouse_inbox::Gate;
 use gatehouse_store::{Policy, Store, TrustEntry};
 
 fn benches(c: &mut Criterion) {
@@ -21,7 +20,7 @@ fn benches(c: &mut Criterion) {
             policy: Policy { allowed_scopes: vec!["*".into()], ..Policy::default() },
         })
         .unwrap();
-    let inbox = Gate::new(store, &inbox_pub);
+    let inbox = gatehouse_inbox::compose_gate(store, &inbox_pub);
     let now = chrono::Utc::now();
     c.bench_function("pipeline_accept_durable", |b| {
         b.iter_batched(

@@ -509,6 +509,13 @@ const MIGRATIONS: &[&str] = &[
     // 29: the executor admission chose, whole (JSON), so the runner runs that one or says
     // it changed, never another under the name the receipt gave.
     "ALTER TABLE envelopes ADD COLUMN executor_spec TEXT;",
+    // 30: the door an unknown sender knocked at, recorded by that door: what the prompt
+    // says it is follows from where it arrived, never from the shape of its key. Rows
+    // from before are named by the rule that decided it until now.
+    "ALTER TABLE pending_senders ADD COLUMN door TEXT NOT NULL DEFAULT 'epp';
+    UPDATE pending_senders SET door = 'guardian' WHERE public_key LIKE 'asop:%';
+    UPDATE pending_senders SET door = 'intentweb' WHERE door = 'epp' AND EXISTS (SELECT 1 FROM json_each(pending_senders.scopes) WHERE value = 'intentweb');
+    UPDATE pending_senders SET door = 'uamp' WHERE door = 'epp' AND public_key LIKE 'did:%';",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

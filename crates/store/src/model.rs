@@ -159,6 +159,8 @@ pub struct PendingSender {
     pub count: i64,
     pub scopes_tried: Vec<String>,
     pub last_envelope_id: Option<String>,
+    /// The door it knocked at last.
+    pub door: String,
 }
 
 /// Where the executor of an accepted envelope stands.

@@ -25,6 +25,8 @@ pub struct Admission {
 /// the user can be asked.
 #[derive(Debug, Clone)]
 pub struct Knock {
+    /// The door it knocked at (its name as the composition registered it).
+    pub door: &'static str,
     pub sender: String,
     pub scope: String,
     pub envelope_id: String,
@@ -59,11 +61,11 @@ pub(crate) fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
         .execute([MAX_PENDING as i64])?;
     }
     conn.prepare_cached(
-        "INSERT INTO pending_senders (public_key, first_seen, last_seen, count, scopes, last_envelope_id)
-         VALUES (?1, ?2, ?2, 1, ?3, ?4)
-         ON CONFLICT(public_key) DO UPDATE SET last_seen = ?2, count = count + 1, scopes = ?3, last_envelope_id = ?4",
+        "INSERT INTO pending_senders (public_key, first_seen, last_seen, count, scopes, last_envelope_id, door)
+         VALUES (?1, ?2, ?2, 1, ?3, ?4, ?5)
+         ON CONFLICT(public_key) DO UPDATE SET last_seen = ?2, count = count + 1, scopes = ?3, last_envelope_id = ?4, door = ?5",
     )?
-    .execute(params![key, k.at, serde_json::to_string(&scopes)?, k.envelope_id])?;
+    .execute(params![key, k.at, serde_json::to_string(&scopes)?, k.envelope_id, k.door])?;
     Ok(())
 }
 
@@ -137,18 +139,21 @@ impl Store {
     }
 
     /// Records that an unknown (but correctly signing) sender knocked.
-    pub fn pending_record(&self, key: &str, scope: &str, envelope_id: &str, now: &str) -> Result<()> {
-        upsert_pending(&self.conn(), &Knock { sender: key.to_string(), scope: scope.to_string(), envelope_id: envelope_id.to_string(), at: now.to_string() })
+    pub fn pending_record(&self, door: &'static str, key: &str, scope: &str, envelope_id: &str, now: &str) -> Result<()> {
+        upsert_pending(
+            &self.conn(),
+            &Knock { door, sender: key.to_string(), scope: scope.to_string(), envelope_id: envelope_id.to_string(), at: now.to_string() },
+        )
     }
 
     pub fn pending_list(&self) -> Result<Vec<PendingSender>> {
         self.read(|conn| {
             let mut stmt =
-                conn.prepare("SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id FROM pending_senders ORDER BY last_seen DESC")?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?)))?;
+                conn.prepare("SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id, door FROM pending_senders ORDER BY last_seen DESC")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?, r.get(6)?)))?;
             rows.map(|row| {
-                let (public_key, first_seen, last_seen, count, scopes, last_envelope_id) = row?;
-                Ok(PendingSender { public_key, first_seen, last_seen, count, scopes_tried: serde_json::from_str(&scopes)?, last_envelope_id })
+                let (public_key, first_seen, last_seen, count, scopes, last_envelope_id, door) = row?;
+                Ok(PendingSender { public_key, first_seen, last_seen, count, scopes_tried: serde_json::from_str(&scopes)?, last_envelope_id, door })
             })
             .collect()
         })

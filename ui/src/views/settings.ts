@@ -7,6 +7,17 @@ import { mailAccounts } from './email';
 import { quietCard } from './quiet';
 import { when } from '../format';
 
+/** What the one text field shows of an executor: its folder, program, model, swarm or peer.
+ * A swarm's and a peer's fields are their doors' own (the gate's type says only their kind). */
+function argOf(spec: ExecutorSpec): string {
+  const f = spec as Record<string, unknown>;
+  const str = (k: string) => (typeof f[k] === 'string' ? (f[k] as string) : '');
+  if (spec.kind === 'command') return [str('program'), ...(Array.isArray(f.args) ? f.args.map(String) : [])].join(' ');
+  if (spec.kind === 'model') return `${str('model')} ${str('endpoint')}`;
+  const field: Record<string, string> = { 'file-queue': 'dir', swarm: 'swarm', peer: 'peer' };
+  return field[spec.kind] ? str(field[spec.kind]) : '';
+}
+
 export class SettingsView {
   readonly el = h('section', { className: 'settings', id: 'view-settings' });
   constructor(private refreshApp: () => Promise<void>) {}
@@ -113,7 +124,7 @@ export class SettingsView {
       const kind = h('select', { className: 'ex-kind', 'aria-label': `What happens to accepted messages for ${scope || 'this scope'}` }, ...['noop', 'file-queue', 'command', 'model', 'swarm', 'peer'].map((k) => h('option', { value: k }, label[k])));
       kind.value = spec.kind;
       const arg = h('input', { type: 'text', className: 'ex-arg', size: 40, 'aria-label': 'Folder or program',
-        value: spec.kind === 'file-queue' ? spec.dir : spec.kind === 'command' ? [spec.program, ...spec.args].join(' ') : spec.kind === 'model' ? `${spec.model} ${spec.endpoint}` : spec.kind === 'swarm' ? spec.swarm : spec.kind === 'peer' ? spec.peer : '',
+        value: argOf(spec),
         placeholder: 'folder; program and arguments; model name [endpoint]; swarm or peer name' });
       rows.append(h('tr', {}, h('td', {}, s), h('td', {}, kind), h('td', {}, arg)));
     };

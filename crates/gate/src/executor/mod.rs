@@ -58,27 +58,65 @@ pub enum ExecutorSpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         api_key_secret: Option<String>,
     },
-    /// Hands the prompt to a MAIL swarm the user connected (by its connection name) and
-    /// follows the task, which also shows in the MAIL task viewer.
-    Swarm {
-        swarm: String,
-        #[serde(default)]
-        entrypoint: Option<String>,
-    },
-    /// Asks a UAMP peer the user added (by DID or name) and follows its stream; the answer
-    /// (text, or the file it returned) is kept, and the stream shows under Agents (UAMP).
-    Peer {
-        peer: String,
-        #[serde(default = "default_model_timeout")]
-        timeout_secs: u64,
-    },
+    /// Hands the work to another agent through the door that registered a delegate under
+    /// this kind (a MAIL swarm, a UAMP peer: [`Delegates`]).
+    #[serde(untagged)]
+    Delegated(Delegation),
+}
+
+/// The executors the gate runs itself; every other kind is a [`Delegation`].
+const OWN_KINDS: [&str; 4] = ["noop", "file-queue", "command", "model"];
+
+/// Work handed to another agent: `kind` names the delegate a door registered, the other
+/// fields are that door's to read ([`Delegation::read`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Delegation {
+    pub kind: String,
+    #[serde(flatten)]
+    pub fields: serde_json::Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for Delegation {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            kind: String,
+            #[serde(flatten)]
+            fields: serde_json::Map<String, Value>,
+        }
+        let Raw { kind, fields } = Raw::deserialize(d)?;
+        // One of the gate's own kinds that did not read as itself is a mistake in its
+        // fields, never work for someone else.
+        if OWN_KINDS.contains(&kind.as_str()) {
+            return Err(serde::de::Error::custom(format!("the {kind} executor's fields are not valid")));
+        }
+        Ok(Delegation { kind, fields })
+    }
+}
+
+impl Delegation {
+    /// A door's executor: its kind and its own fields.
+    pub fn of<T: Serialize>(kind: &str, spec: &T) -> ExecutorSpec {
+        let fields = match serde_json::to_value(spec) {
+            Ok(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        ExecutorSpec::Delegated(Delegation { kind: kind.to_string(), fields })
+    }
+
+    /// The door's own fields, as the door reads them.
+    pub fn read<T: serde::de::DeserializeOwned>(&self) -> Result<T, String> {
+        serde_json::from_value(Value::Object(self.fields.clone())).map_err(|e| format!("the {} executor's settings: {e}", self.kind))
+    }
 }
 
 fn default_endpoint() -> String {
     crate::model::DEFAULT_ENDPOINT.to_string()
 }
 
-fn default_model_timeout() -> u64 {
+/// How long a model (or an agent asked on the user's behalf) may take by default.
+pub fn default_model_timeout() -> u64 {
     300
 }
 
@@ -87,14 +125,13 @@ fn default_timeout() -> u64 {
 }
 
 impl ExecutorSpec {
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             ExecutorSpec::Noop => "noop",
             ExecutorSpec::FileQueue { .. } => "file-queue",
             ExecutorSpec::Command { .. } => "command",
             ExecutorSpec::Model { .. } => "model",
-            ExecutorSpec::Swarm { .. } => "swarm",
-            ExecutorSpec::Peer { .. } => "peer",
+            ExecutorSpec::Delegated(d) => &d.kind,
         }
     }
 }
@@ -203,17 +240,17 @@ pub enum Failed<S> {
     },
     Delegated(Value),
     /// This kind of executor is not available to this door.
-    Unavailable(&'static str),
+    Unavailable(String),
     Stopped(S),
 }
 
 /// An executor that hands the work to another agent and follows it; registered by the
 /// service for the doors that may use it (EPP).
 pub trait Delegate: Send + Sync {
-    fn run<'a>(&'a self, spec: &'a ExecutorSpec, work: &'a Work, on_update: &'a mut (dyn FnMut(Update<'_>) + Send)) -> BoxFuture<'a, Result<Value, Value>>;
+    fn run<'a>(&'a self, spec: &'a Delegation, work: &'a Work, on_update: &'a mut (dyn FnMut(Update<'_>) + Send)) -> BoxFuture<'a, Result<Value, Value>>;
 }
 
-/// The delegates a door may use, by executor kind (`swarm`, `peer`).
+/// The delegates a door may use, by executor kind (the name each door gives its own).
 #[derive(Clone, Default)]
 pub struct Delegates(HashMap<&'static str, Arc<dyn Delegate>>);
 
@@ -254,8 +291,8 @@ pub async fn run<S: Sink>(spec: &ExecutorSpec, work: &Work, store: &Arc<Store>, 
                 .map(Done::Model)
                 .map_err(|e| fail(e.to_string()))
         }
-        ExecutorSpec::Swarm { .. } | ExecutorSpec::Peer { .. } => {
-            let Some(d) = delegates.0.get(spec.name()) else { return Err(Failed::Unavailable(spec.name())) };
+        ExecutorSpec::Delegated(spec) => {
+            let Some(d) = delegates.0.get(spec.kind.as_str()) else { return Err(Failed::Unavailable(spec.kind.clone())) };
             let mut on_update = |u: Update<'_>| sink.update(u);
             d.run(spec, work, &mut on_update).await.map(Done::Delegated).map_err(Failed::Delegated)
         }
@@ -311,4 +348,32 @@ pub fn record(spec: &ExecutorSpec, out: Result<Done, Failed<std::convert::Infall
 pub fn secret(store: &Store, name: &str) -> Result<Option<String>, String> {
     let dir = store.data_dir().ok_or("this inbox has no data dir to find its keychain by")?;
     gatehouse_keys::Secrets::open(dir).and_then(|s| s.get(name)).map_err(|e| format!("the keychain: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_door_s_executor_is_kept_as_it_was_written_and_a_broken_own_one_is_an_error() {
+        // As settings written before delegations were the doors' own still read.
+        for raw in [r#"{"kind":"swarm","swarm":"helpers","entrypoint":null}"#, r#"{"kind":"peer","peer":"did:web:a.example","timeout_secs":20}"#] {
+            let spec: ExecutorSpec = serde_json::from_str(raw).unwrap();
+            let ExecutorSpec::Delegated(d) = &spec else { panic!("{spec:?}") };
+            assert_eq!(d.kind, serde_json::from_str::<Value>(raw).unwrap()["kind"]);
+            assert_eq!(serde_json::to_value(&spec).unwrap(), serde_json::from_str::<Value>(raw).unwrap());
+        }
+        // A command without its program is a mistake, not work for a delegate named "command".
+        let e = serde_json::from_str::<ExecutorSpec>(r#"{"kind":"command","args":["x"]}"#).unwrap_err();
+        assert!(!e.to_string().is_empty());
+        assert_eq!(serde_json::from_str::<ExecutorSpec>(r#"{"kind":"noop"}"#).unwrap(), ExecutorSpec::Noop);
+        // A door reads its own fields; another door's are an error in words.
+        let d = Delegation { kind: "swarm".into(), fields: serde_json::from_str(r#"{"swarm":"helpers"}"#).unwrap() };
+        #[derive(Debug, Deserialize)]
+        struct Peer {
+            #[allow(dead_code)]
+            peer: String,
+        }
+        assert!(d.read::<Peer>().unwrap_err().contains("the swarm executor's settings"));
+    }
 }

@@ -83,6 +83,15 @@ pub struct UampOptions {
 /// How often expired nonces and per-minute usage older than any window are dropped.
 const GC_EVERY: Duration = Duration::from_secs(600);
 
+/// The scopes the guardian and IntentWeb record for themselves (an agent registered, a
+/// site pinned), which no EPP sender may ask for.
+pub const RESERVED_SCOPES: [&str; 2] = [crate::guardian::SCOPE, crate::intent::SCOPE];
+
+/// The gate over a store, with what the doors composed here keep for themselves.
+pub fn gate(store: Arc<Store>, public_key: &str) -> Gate {
+    Gate::new(store, public_key).with_reserved_scopes(&RESERVED_SCOPES)
+}
+
 /// An inbox wired to an executor queue; [`run_with`] drains the queue.
 pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Gate>, mpsc::UnboundedReceiver<i64>) {
     build_with_events(store, public_key, tokio::sync::broadcast::channel(256).0, tokio::sync::broadcast::channel(256).0)
@@ -97,15 +106,15 @@ pub fn build_with_events(
     progress: tokio::sync::broadcast::Sender<crate::gate::runner::ExecProgress>,
 ) -> (Arc<Gate>, mpsc::UnboundedReceiver<i64>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (Arc::new(Gate::new(store, public_key).with_executions(tx).with_events(events).with_progress(progress)), rx)
+    (Arc::new(gate(store, public_key).with_executions(tx).with_events(events).with_progress(progress)), rx)
 }
 
 /// The executors beyond the gate's own (a swarm, a peer), and what follows a successful
 /// executor (a reply to the sender): the doors that provide them are composed here.
 fn runner_hooks(store: &Arc<Store>, mail: Vec<crate::email::Follow>, key: Option<ed25519_dalek::SigningKey>) -> runner::Hooks {
     let delegates = Delegates::default()
-        .with("swarm", Arc::new(crate::mail::executor::SwarmExecutor { store: store.clone() }))
-        .with("peer", Arc::new(crate::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }));
+        .with(crate::mail::executor::KIND, Arc::new(crate::mail::executor::SwarmExecutor { store: store.clone() }))
+        .with(crate::uamp::executor::KIND, Arc::new(crate::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }));
     runner::Hooks { delegates, describe: Arc::new(crate::epp::work::describe), on_success: Some(crate::epp::reply::after_success(mail, key)) }
 }
 

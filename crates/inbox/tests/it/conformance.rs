@@ -244,7 +244,7 @@ async fn delegating() -> Delegating {
     use gatehouse_mail_testswarm::{spawn, Config, Swarm};
     let url = spawn(Swarm::new(Config::new("swarm-a"))).await;
     let mut scopes = std::collections::BTreeMap::new();
-    scopes.insert("support".to_string(), ExecutorSpec::Swarm { swarm: "helpers".into(), entrypoint: None });
+    scopes.insert("support".to_string(), gatehouse_app::executors::swarm("helpers", None));
     let inbox_key = gatehouse_epp::public_key_hex(&SigningKey::from_bytes(&[3; 32]));
     let inbox = crate::common::TestInbox::start_with(&inbox_key, false, gatehouse_inbox::ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
     gatehouse_keys::load_or_create(inbox.dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();

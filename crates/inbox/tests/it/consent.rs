@@ -142,15 +142,37 @@ async fn a_sender_cannot_knock_dressed_as_an_agent_or_a_company_nor_be_granted_e
     assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::EppSender, scope: Some(s), .. } if s == "support"), "{items:?}");
     // A knock recorded for all scopes (an old store, a bug elsewhere) is never granted as such.
     let other = key(8);
-    inbox.store.pending_record(&pubhex(&other), "*", "x", "2026-11-24T00:00:00Z").unwrap();
+    inbox.store.pending_record("epp", &pubhex(&other), "*", "x", "2026-11-24T00:00:00Z").unwrap();
     let e = gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&other)), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap_err();
     assert!(e.to_string().contains("never all"), "{e}");
     assert!(inbox.store.trust_get(&pubhex(&other)).unwrap().is_none());
     // Nor a reserved scope to a bare key that did not come from IntentWeb or the guardian.
     inbox.store.pending_remove(&pubhex(&other)).unwrap();
-    inbox.store.pending_record(&pubhex(&other), "asop", "x", "2026-11-24T00:00:00Z").unwrap();
+    inbox.store.pending_record("epp", &pubhex(&other), "asop", "x", "2026-11-24T00:00:00Z").unwrap();
     let e = gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&other)), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap_err();
     assert!(e.to_string().contains("reserved"), "{e}");
+    inbox.stop().await;
+}
+
+#[tokio::test]
+async fn what_knocks_is_named_by_the_door_it_knocked_at_not_by_the_form_of_its_key() {
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let site = "did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH";
+    // A DID that knocked at IntentWeb is a site whose key is not pinned, not a UAMP agent,
+    // and letting it in "once" is said in a site's words.
+    inbox.store.pending_record(gatehouse_inbox::intent::DOOR, site, gatehouse_inbox::intent::SCOPE, "conv-1", "2026-11-24T00:00:00Z").unwrap();
+    let items = consent::pending(&inbox.store).unwrap();
+    assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::IntentSite, .. }), "{items:?}");
+    let e = gatehouse_app::consent::decide(&i, &shown(&i, site), Decision::AllowOnce, chrono::Utc::now()).unwrap_err();
+    assert!(e.to_string().contains("site's key is pinned"), "{e}");
+    // The same DID at the UAMP door is an agent, asked about in UAMP's words.
+    inbox.store.pending_remove(site).unwrap();
+    inbox.store.pending_record(gatehouse_inbox::uamp::DOOR, site, "ask", "m-1", "2026-11-24T00:00:01Z").unwrap();
+    let items = consent::pending(&inbox.store).unwrap();
+    assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::UampAgent, .. }), "{items:?}");
+    let e = gatehouse_app::consent::decide(&i, &shown(&i, site), Decision::AllowOnce, chrono::Utc::now()).unwrap_err();
+    assert!(e.to_string().contains("UAMP agent"), "{e}");
     inbox.stop().await;
 }
 

@@ -201,7 +201,7 @@ async fn the_swarm_executor_logs_in_to_a_mail_2_server_and_hands_it_the_prompt()
     use gatehouse_store::ExecStatus;
     let Some(r) = reference::start_v2() else { return };
     let mut scopes = std::collections::BTreeMap::new();
-    scopes.insert("research".to_string(), ExecutorSpec::Swarm { swarm: "chorus".into(), entrypoint: Some("sage".into()) });
+    scopes.insert("research".to_string(), gatehouse_app::executors::swarm("chorus", Some("sage")));
     let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
     gatehouse_keys::load_or_create(inbox.dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
     mail::swarm_add(inbox.store.clone(), inbox.dir.path(), "chorus", &r.server.url, Some(r.password.clone()), Some(r.address.clone())).await.unwrap();

@@ -100,8 +100,8 @@ async fn a_cloud_key_comes_from_the_keystore_and_a_swarm_takes_prompts_as_tasks(
             api_key_secret: Some("model-api-key:cloud".into()),
         },
     );
-    scopes.insert("research".to_string(), ExecutorSpec::Swarm { swarm: "research".into(), entrypoint: None });
-    scopes.insert("locked".to_string(), ExecutorSpec::Swarm { swarm: "locked".into(), entrypoint: None });
+    scopes.insert("research".to_string(), gatehouse_app::executors::swarm("research", None));
+    scopes.insert("locked".to_string(), gatehouse_app::executors::swarm("locked", None));
     let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
     // This data dir's keystore (a file store here; the OS keychain for a desktop user).
     gatehouse_keys::load_or_create(inbox.dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
@@ -251,7 +251,7 @@ async fn a_prompt_handed_to_a_uamp_peer_comes_back_as_its_answer() {
     started_rx.await.unwrap();
 
     let mut scopes = BTreeMap::new();
-    scopes.insert("shout".to_string(), ExecutorSpec::Peer { peer: "Shouter".into(), timeout_secs: 20 });
+    scopes.insert("shout".to_string(), gatehouse_app::executors::peer("Shouter", 20));
     let inbox = TestInbox::start_with(&pubhex(&key(2)), false, ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
     let (identity, _) = gatehouse_keys::load_or_create(inbox.dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
     let my_did = gatehouse_uamp::sign::did_of(identity.signing_key());

@@ -205,16 +205,16 @@ fn the_queue_of_unknown_senders_is_bounded_and_drops_the_longest_silent_first() 
     let n = gatehouse_store::MAX_PENDING + 40;
     for i in 0..n {
         let key = format!("{i:064x}");
-        store.pending_record(&key, "support", "e", &format!("2026-11-24T00:{:02}:{:02}Z", i / 60, i % 60)).unwrap();
+        store.pending_record("epp", &key, "support", "e", &format!("2026-11-24T00:{:02}:{:02}Z", i / 60, i % 60)).unwrap();
     }
     // The first one knocks again: it is no longer the longest silent.
-    store.pending_record(&format!("{:064x}", 0), "other", "e", "2026-11-24T23:00:00Z").unwrap();
+    store.pending_record("epp", &format!("{:064x}", 0), "other", "e", "2026-11-24T23:00:00Z").unwrap();
     let list = store.pending_list().unwrap();
     assert_eq!(list.len(), gatehouse_store::MAX_PENDING);
     assert!(list.iter().any(|p| p.public_key == format!("{:064x}", n - 1)), "the newest is kept");
     // A knock that came back after eviction starts over; scopes stay bounded per sender.
     for s in 0..40 {
-        store.pending_record(&format!("{:064x}", n - 1), &format!("scope-{s}"), "e", "2026-11-24T23:30:00Z").unwrap();
+        store.pending_record("epp", &format!("{:064x}", n - 1), &format!("scope-{s}"), "e", "2026-11-24T23:30:00Z").unwrap();
     }
     let last = store.pending_list().unwrap().into_iter().find(|p| p.public_key == format!("{:064x}", n - 1)).unwrap();
     assert_eq!(last.scopes_tried.len(), gatehouse_store::MAX_SCOPES_TRIED);
@@ -349,4 +349,37 @@ fn keys_verified_with_the_old_safety_code_or_a_did_web_s_own_did_are_asked_to_ve
     // Verifying again clears it.
     store.contact_key_reverify(&by_code, None).unwrap();
     assert_eq!(reverify(&by_code), None);
+}
+
+#[test]
+fn knocks_waiting_from_before_the_upgrade_keep_the_door_they_came_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    {
+        // Schema 29: knocks recorded without their door.
+        let old = gatehouse_store::create_at_schema(&path, 29).unwrap();
+        for (key, scopes) in [
+            ("asop:mailer", r#"["asop"]"#),
+            ("did:key:z6MkSite", r#"["intentweb"]"#),
+            ("did:key:z6MkAgent", r#"["ask"]"#),
+            (&"ab".repeat(32)[..], r#"["support"]"#),
+        ] {
+            old.execute(
+                "INSERT INTO pending_senders (public_key, first_seen, last_seen, count, scopes, last_envelope_id) VALUES (?1, 't', 't', 1, ?2, 'e')",
+                rusqlite::params![key, scopes],
+            )
+            .unwrap();
+        }
+    }
+    let store = Store::open(&path).unwrap();
+    let mut doors: Vec<(String, String)> = store.pending_list().unwrap().into_iter().map(|p| (p.public_key, p.door)).collect();
+    doors.sort();
+    assert_eq!(
+        doors,
+        [("ab".repeat(32), "epp"), ("asop:mailer".into(), "guardian"), ("did:key:z6MkAgent".into(), "uamp"), ("did:key:z6MkSite".into(), "intentweb")]
+            .map(|(k, d)| (k, d.to_string()))
+    );
+    // A knock recorded now names its door, and the newest knock's door is kept.
+    store.pending_record("uamp", "did:key:z6MkSite", "ask", "m", "t2").unwrap();
+    assert_eq!(store.pending_list().unwrap().into_iter().find(|p| p.public_key == "did:key:z6MkSite").unwrap().door, "uamp");
 }

@@ -1,0 +1,108 @@
+//! What a consent decision names, and what is knocking: both depend on the doors (where a
+//! knock arrived, the form of a door's keys, the scopes a door keeps for itself), so they
+//! are decided here, where the application knows the doors, and never in the gate.
+
+use gatehouse_inbox::gate::consent::{is_scope_like, ConsentError};
+use gatehouse_inbox::{guardian, intent};
+use serde::{Deserialize, Serialize};
+
+/// What a prompt decides on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ConsentTarget {
+    UnknownSender {
+        public_key: String,
+        /// The knock the prompt showed (its receipt id): the decision is carried out
+        /// only on that one. A sender that knocked again since is asked about anew.
+        #[serde(default)]
+        knock: Option<String>,
+    },
+    Held {
+        row_id: i64,
+    },
+    HeldAsk {
+        stream_id: String,
+    },
+    /// A trusted sender's signature named a key not kept for it.
+    KeyChange {
+        sender: String,
+    },
+}
+
+impl ConsentTarget {
+    /// How the audit log and the deferred prompts name it.
+    pub fn key(&self) -> String {
+        match self {
+            ConsentTarget::UnknownSender { public_key, .. } => gatehouse_store::sender_key(public_key),
+            ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
+            ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
+            ConsentTarget::KeyChange { sender } => format!("key-change:{}", gatehouse_store::sender_key(sender)),
+        }
+    }
+}
+
+/// What an unknown key is. For a knock, the door it knocked at says (each door records
+/// its own name with the knock); senders cannot choose it. For a key already in the
+/// registry, which no door recorded, the form of the key says: only the guardian names
+/// agents `asop:…`, only IntentWeb pins keys for its scope, a DID is a UAMP agent's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    EppSender,
+    UampAgent,
+    IntentSite,
+    AsopAgent,
+}
+
+/// Scopes Gatehouse records for its own doors; no EPP envelope may use them.
+pub const RESERVED_SCOPES: [&str; 2] = gatehouse_inbox::RESERVED_SCOPES;
+
+impl Source {
+    /// What knocked, by the door that recorded the knock.
+    pub fn at(door: &str) -> Source {
+        match door {
+            guardian::DOOR => Source::AsopAgent,
+            intent::DOOR => Source::IntentSite,
+            gatehouse_inbox::uamp::DOOR => Source::UampAgent,
+            _ => Source::EppSender,
+        }
+    }
+
+    /// What a key in the registry is, by its form and the scope it is kept for.
+    pub fn of_key(key: &str, scope: Option<&str>) -> Source {
+        if key.starts_with("asop:") {
+            Source::AsopAgent
+        } else if scope == Some(intent::SCOPE) {
+            // IntentSite keys are DIDs too; only IntentWeb records this scope.
+            Source::IntentSite
+        } else if key.starts_with("did:") {
+            Source::UampAgent
+        } else {
+            Source::EppSender
+        }
+    }
+
+    /// The one scope a grant for this source may name, when it is fixed.
+    pub fn fixed_scope(self) -> Option<&'static str> {
+        match self {
+            Source::AsopAgent => Some(guardian::SCOPE),
+            Source::IntentSite => Some(intent::SCOPE),
+            Source::EppSender | Source::UampAgent => None,
+        }
+    }
+}
+
+/// A consent prompt grants exactly the one scope it showed, and only a scope that fits
+/// what is knocking: never `*`, never a reserved scope to anything but its own door.
+pub fn grantable(source: Source, scope: &str) -> Result<(), ConsentError> {
+    if !is_scope_like(scope) {
+        return Err(ConsentError::Invalid(format!("{scope:?} is not a single scope; a prompt grants one scope, never all")));
+    }
+    match source.fixed_scope() {
+        Some(fixed) if fixed != scope => Err(ConsentError::Invalid(format!("this knock can only be let in for \"{fixed}\""))),
+        None if RESERVED_SCOPES.contains(&scope) => Err(ConsentError::Invalid(format!("\"{scope}\" is reserved for Gatehouse's own agents and sites"))),
+        _ => Ok(()),
+    }
+}
