@@ -17,7 +17,7 @@
 //!
 //! (Numbers, not a test: they go in docs/performance.md.)
 
-use gatehouse_inbox::Submit as _;
+use gatehouse_app::doors::Submit as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -192,7 +192,7 @@ fn burst(mut app: Command, port: u16, log: &Path, senders: &Senders) -> (f64, f6
 }
 
 fn fill(data: &Path) -> Senders {
-    let opened = gatehouse_inbox::open(data, gatehouse_keys::KeystoreKind::File, true).expect("a data dir");
+    let opened = gatehouse_app::doors::open(data, gatehouse_keys::KeystoreKind::File, true).expect("a data dir");
     let store = opened.store.clone();
     let senders: Vec<_> = (0..10).map(|_| gatehouse_epp::generate_signing_key()).collect();
     for (i, s) in senders.iter().enumerate() {
@@ -205,7 +205,7 @@ fn fill(data: &Path) -> Senders {
             })
             .unwrap();
     }
-    let inbox = std::sync::Arc::new(gatehouse_inbox::Gate::new(store, &opened.identity.public_key));
+    let inbox = std::sync::Arc::new(gatehouse_app::doors::Gate::new(store, &opened.identity.public_key));
     let now = chrono::Utc::now();
     std::thread::scope(|s| {
         for t in 0..32 {

@@ -55,7 +55,7 @@ fn fingerprints_group_the_first_sixteen_hex_digits() {
 
 #[test]
 fn a_new_program_or_queue_folder_is_put_to_the_user_and_nothing_else_is() {
-    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    use gatehouse_app::doors::{ExecutorConfig, ExecutorSpec};
     let mut before = ExecutorConfig::default();
     before.scopes.insert("support".into(), ExecutorSpec::Command { program: "/usr/bin/agent".into(), args: vec!["--fast".into()], timeout_secs: 30 });
     let same = before.clone();

@@ -14,7 +14,7 @@ use crate::harness::*;
 
 /// Sends the app an `ask` from the agent, signed with `key` under `kid`, over the app's TLS.
 fn ask(app: &App, host: &DidHost, token: &str, key: &SigningKey, frag: &str, text: &str) -> (u16, Value) {
-    let pem = std::fs::read(app.data.path().join(gatehouse_inbox::uamp::tls::CERT_FILE)).unwrap();
+    let pem = std::fs::read(app.data.path().join(gatehouse_app::doors::uamp::tls::CERT_FILE)).unwrap();
     let client = reqwest::blocking::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
         .tls_built_in_root_certs(false)
@@ -52,7 +52,7 @@ fn a_did_web_agents_rotated_key_is_a_key_change_taken_only_from_its_document() {
     open_verify(&app, "Acme agent");
     app.click("#verify-match");
     app.wait_text("#contacts .contact .standing", "Verified");
-    let token = gatehouse_inbox::uamp::UampDoor::issue_token(&app.store(), host.did(), chrono::Utc::now()).unwrap();
+    let token = gatehouse_app::doors::uamp::UampDoor::issue_token(&app.store(), host.did(), chrono::Utc::now()).unwrap();
     let (s, b) = ask(&app, &host, &token, &old, "key-1", "from the key you trusted");
     assert_eq!(s, 202, "{b}");
 

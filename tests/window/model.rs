@@ -25,8 +25,8 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/epp/v1/submit", l.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let opts = gatehouse_inbox::ServeOptions { listener: Some(l), watch: None, uamp: None, ..Default::default() };
-        tokio::spawn(gatehouse_inbox::run(
+        let opts = gatehouse_app::doors::ServeOptions { listener: Some(l), watch: None, uamp: None, ..Default::default() };
+        tokio::spawn(gatehouse_app::doors::run(
             bea_store.clone(),
             gatehouse_epp::public_key_hex(&bea),
             opts,
@@ -50,9 +50,9 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
     let mut scopes = std::collections::BTreeMap::new();
     scopes.insert(
         "ask-ai".to_string(),
-        gatehouse_inbox::ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None },
+        gatehouse_app::doors::ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None },
     );
-    gatehouse_inbox::ExecutorConfig { default: gatehouse_inbox::ExecutorSpec::Noop, scopes }.save(&store).unwrap();
+    gatehouse_app::doors::ExecutorConfig { default: gatehouse_app::doors::ExecutorSpec::Noop, scopes }.save(&store).unwrap();
 
     let (status, _) = app.send(&bea, "ask-ai", "Which day is the team lunch?");
     assert_eq!(status, 200);
@@ -120,9 +120,9 @@ fn a_failed_model_is_run_again_and_its_answer_is_written_live_in_the_window() {
     let mut scopes = std::collections::BTreeMap::new();
     scopes.insert(
         "ask-ai".to_string(),
-        gatehouse_inbox::ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 20, api_key_secret: None },
+        gatehouse_app::doors::ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 20, api_key_secret: None },
     );
-    gatehouse_inbox::ExecutorConfig { default: gatehouse_inbox::ExecutorSpec::Noop, scopes }.save(&store).unwrap();
+    gatehouse_app::doors::ExecutorConfig { default: gatehouse_app::doors::ExecutorSpec::Noop, scopes }.save(&store).unwrap();
 
     let (status, _) = app.send(&cy, "ask-ai", "Where did we leave the spare keys last winter?");
     assert_eq!(status, 200);

@@ -19,18 +19,18 @@ impl ImagePeer {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
-        let exec = gatehouse_inbox::ExecutorSpec::Command { program: "cat".into(), args: vec![png.to_string_lossy().into()], timeout_secs: 30 };
-        gatehouse_inbox::ExecutorConfig { default: exec, scopes: Default::default() }.save(&store).unwrap();
+        let exec = gatehouse_app::doors::ExecutorSpec::Command { program: "cat".into(), args: vec![png.to_string_lossy().into()], timeout_secs: 30 };
+        gatehouse_app::doors::ExecutorConfig { default: exec, scopes: Default::default() }.save(&store).unwrap();
         let key = SigningKey::from_bytes(&[77; 32]);
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let url = rt.block_on(async {
             let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let url = format!("https://{}", l.local_addr().unwrap());
             let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-            let opts = gatehouse_inbox::ServeOptions {
+            let opts = gatehouse_app::doors::ServeOptions {
                 listener: None,
                 watch: None,
-                uamp: Some(gatehouse_inbox::UampOptions {
+                uamp: Some(gatehouse_app::doors::UampOptions {
                     listener: l,
                     key: key.clone(),
                     data_dir: dir.path().to_path_buf(),
@@ -39,7 +39,7 @@ impl ImagePeer {
                 }),
                 ..Default::default()
             };
-            tokio::spawn(gatehouse_inbox::run(
+            tokio::spawn(gatehouse_app::doors::run(
                 store.clone(),
                 gatehouse_epp::public_key_hex(&key),
                 opts,
@@ -55,7 +55,7 @@ impl ImagePeer {
     }
 
     fn fingerprint(&self) -> String {
-        gatehouse_inbox::uamp::tls::load_or_create(self.dir.path(), &self.key).unwrap().fingerprint
+        gatehouse_app::doors::uamp::tls::load_or_create(self.dir.path(), &self.key).unwrap().fingerprint
     }
 }
 
@@ -90,7 +90,7 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
             policy: gatehouse_store::Policy { allowed_scopes: vec!["ask".into()], ..Default::default() },
         })
         .unwrap();
-    let token = gatehouse_inbox::uamp::UampDoor::issue_token(&peer.store, &my_did, chrono::Utc::now()).unwrap();
+    let token = gatehouse_app::doors::uamp::UampDoor::issue_token(&peer.store, &my_did, chrono::Utc::now()).unwrap();
 
     app.click("#nav-uamp");
     app.wait_text("#uamp-did", &my_did);

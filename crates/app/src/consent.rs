@@ -3,15 +3,15 @@
 //! held envelope goes to the runner, a held UAMP ask is released into its stream. Every
 //! decision is audited.
 
+pub use crate::doors::gate::consent::ConsentError;
+use crate::doors::gate::consent::{now_string, LATER};
+pub use crate::doors::gate::consent::{Decision, Lasting};
+use crate::doors::Gate;
+use crate::doors::Submit as _;
 use crate::target::grantable;
 pub use crate::target::{ConsentTarget, Source};
 pub use crate::waiting::{pending, pending_at, waiting_count, ConsentItem};
 use chrono::{DateTime, Utc};
-pub use gatehouse_inbox::gate::consent::ConsentError;
-use gatehouse_inbox::gate::consent::{now_string, LATER};
-pub use gatehouse_inbox::gate::consent::{Decision, Lasting};
-use gatehouse_inbox::Gate;
-use gatehouse_inbox::Submit as _;
 use gatehouse_store::{ExecStatus, Policy, TrustEntry};
 use serde::Serialize;
 
@@ -35,7 +35,7 @@ pub async fn decide_fetching(inbox: std::sync::Arc<Gate>, target: ConsentTarget,
         (ConsentTarget::UnknownSender { public_key, .. }, Decision::AlwaysAllowScope) => crate::trust::did_web_keys(public_key).await?,
         _ => Vec::new(),
     };
-    crate::blocking(move || Ok(decide_with_keys(&inbox, &target, decision, &lasting, gatehouse_inbox::gate::clock::now(), &keys)?)).await
+    crate::blocking(move || Ok(decide_with_keys(&inbox, &target, decision, &lasting, crate::doors::gate::clock::now(), &keys)?)).await
 }
 
 /// Applies the user's decision, an "allow" for good. Blocking (SQLite).
@@ -233,7 +233,7 @@ fn decide_now(
             else {
                 return Err(ConsentError::Gone);
             };
-            let Some(uamp) = inbox.door::<gatehouse_inbox::uamp::UampDoor>() else {
+            let Some(uamp) = inbox.door::<crate::doors::uamp::UampDoor>() else {
                 return Err(ConsentError::Invalid("UAMP is not running (the inbox is paused); resume it, then decide".into()));
             };
             match decision {

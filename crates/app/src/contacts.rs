@@ -3,12 +3,12 @@
 //! see the same; a new key that claims to be one of them shown as a change to that contact,
 //! never merged but by the user's word, and blocked until verified when the contact was.
 
+use crate::doors::gate::consent::{now_string, ConsentError};
+use crate::doors::Gate;
+use crate::doors::Submit as _;
 use crate::target::Source;
 pub use crate::waiting::{claims, Claim};
 use chrono::{DateTime, Utc};
-use gatehouse_inbox::gate::consent::{now_string, ConsentError};
-use gatehouse_inbox::Gate;
-use gatehouse_inbox::Submit as _;
 use gatehouse_store::contacts::Contact;
 use gatehouse_store::{Policy, Store, TrustEntry};
 use serde::Serialize;

@@ -27,7 +27,7 @@ pub struct Context {
 impl Context {
     /// Loads the identity and opens the store; `create` makes both on a first run.
     pub fn open(data_dir: PathBuf, keystore: KeystoreKind, create: bool) -> Result<Context> {
-        let o = gatehouse_inbox::open(&data_dir, keystore, create).map_err(|e| CommandError::new(Code::Open, e.to_string()))?;
+        let o = crate::doors::open(&data_dir, keystore, create).map_err(|e| CommandError::new(Code::Open, e.to_string()))?;
         Ok(Context {
             data_dir,
             keystore: o.identity.keystore,

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
+use crate::doors::gate::consent::now_string;
 use chrono::{DateTime, Utc};
-use gatehouse_inbox::gate::consent::now_string;
 use gatehouse_store::{Store, UampKey};
 use gatehouse_uamp::did::PublicKey;
 use serde::Serialize;
@@ -39,7 +39,7 @@ pub async fn check(store: Arc<Store>, sender: String) -> Result<KeysChecked> {
         return Err(CommandError::new(Code::NotFound, format!("{sender} is not a trusted sender")));
     }
     let keys = crate::trust::did_web_keys(&sender).await?;
-    crate::blocking(move || apply(&store, &sender, &keys, gatehouse_inbox::gate::clock::now())).await
+    crate::blocking(move || apply(&store, &sender, &keys, crate::doors::gate::clock::now())).await
 }
 
 /// The keys `sender`'s DID document holds now replace those kept for it; the key change

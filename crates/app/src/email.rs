@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
+use crate::doors::email::Follow;
 use gatehouse_email::{Account, EmailError};
-use gatehouse_inbox::email::Follow;
 use gatehouse_keys::Secrets;
 pub use gatehouse_store::email::EmailAccountRow;
 use gatehouse_store::Store;

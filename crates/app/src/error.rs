@@ -50,8 +50,8 @@ impl From<serde_json::Error> for CommandError {
     }
 }
 
-impl From<gatehouse_inbox::uamp::tls::TlsError> for CommandError {
-    fn from(e: gatehouse_inbox::uamp::tls::TlsError) -> Self {
+impl From<crate::doors::uamp::tls::TlsError> for CommandError {
+    fn from(e: crate::doors::uamp::tls::TlsError) -> Self {
         CommandError::new(Code::Tls, e.to_string())
     }
 }
@@ -62,20 +62,20 @@ impl From<gatehouse_keys::KeyError> for CommandError {
     }
 }
 
-impl From<gatehouse_inbox::gate::consent::ConsentError> for CommandError {
-    fn from(e: gatehouse_inbox::gate::consent::ConsentError) -> Self {
+impl From<crate::doors::gate::consent::ConsentError> for CommandError {
+    fn from(e: crate::doors::gate::consent::ConsentError) -> Self {
         CommandError::new(e.code(), e.to_string())
     }
 }
 
-impl From<gatehouse_inbox::intent::IntentError> for CommandError {
-    fn from(e: gatehouse_inbox::intent::IntentError) -> Self {
+impl From<crate::doors::intent::IntentError> for CommandError {
+    fn from(e: crate::doors::intent::IntentError) -> Self {
         CommandError::new(e.code(), e.to_string())
     }
 }
 
-impl From<gatehouse_inbox::uamp::client::ClientError> for CommandError {
-    fn from(e: gatehouse_inbox::uamp::client::ClientError) -> Self {
+impl From<crate::doors::uamp::client::ClientError> for CommandError {
+    fn from(e: crate::doors::uamp::client::ClientError) -> Self {
         CommandError::new(e.code(), e.to_string())
     }
 }
@@ -83,7 +83,7 @@ impl From<gatehouse_inbox::uamp::client::ClientError> for CommandError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gatehouse_inbox::gate::consent::ConsentError;
+    use crate::doors::gate::consent::ConsentError;
 
     #[test]
     fn a_consent_error_keeps_its_code_across_the_boundary() {

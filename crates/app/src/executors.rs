@@ -9,10 +9,10 @@ use gatehouse_store::Store;
 
 use crate::{blocking, Code, CommandError, Result};
 
-pub use gatehouse_inbox::gate::model::DEFAULT_ENDPOINT as DEFAULT_MODEL_ENDPOINT;
-use gatehouse_inbox::mail::executor::{SwarmSpec, KIND as SWARM};
-use gatehouse_inbox::uamp::executor::{PeerSpec, KIND as PEER};
-pub use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+pub use crate::doors::gate::model::DEFAULT_ENDPOINT as DEFAULT_MODEL_ENDPOINT;
+use crate::doors::mail::executor::{SwarmSpec, KIND as SWARM};
+use crate::doors::uamp::executor::{PeerSpec, KIND as PEER};
+pub use crate::doors::{ExecutorConfig, ExecutorSpec};
 
 /// Keeps a cloud model's API key for `scope` in the keychain; the executor names it by
 /// the name returned (the setting never holds the key).
@@ -139,7 +139,7 @@ pub async fn set_scope(store: Arc<Store>, scope: &str, spec: ExecutorSpec) -> Re
 
 /// Runs a failed executor again (the model was unreachable, the swarm refused its token…),
 /// audited. A paused inbox keeps it queued until it resumes.
-pub fn retry(inbox: &gatehouse_inbox::Gate, envelope_row: i64) -> Result<()> {
+pub fn retry(inbox: &crate::doors::Gate, envelope_row: i64) -> Result<()> {
     let queued = inbox.retry(envelope_row).map_err(|e| CommandError::new(Code::NotAllowed, e.to_string()))?;
     if !queued {
         return Err(CommandError::new(Code::NotRunning, "queued; it runs when the inbox is resumed"));

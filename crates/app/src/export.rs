@@ -35,7 +35,7 @@ pub fn collect(store: &Store, kind: ExportKind) -> Result<(serde_json::Value, us
         ExportKind::Conversations => {
             let mut all = Vec::new();
             for conv in store.iw_conversations(usize::MAX >> 1)? {
-                if let Some(v) = gatehouse_inbox::intent::view(store, &conv.interaction_id)? {
+                if let Some(v) = crate::doors::intent::view(store, &conv.interaction_id)? {
                     all.push(v);
                 }
             }

@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::{now, Code, CommandError, Result};
 
-pub use gatehouse_inbox::guardian::{Guardian, UserAnswer};
+pub use crate::doors::guardian::{Guardian, UserAnswer};
 pub use gatehouse_store::asop::{AsopRuleRow, AsopStepRow};
 
-impl From<gatehouse_inbox::guardian::GuardianError> for CommandError {
-    fn from(e: gatehouse_inbox::guardian::GuardianError) -> Self {
+impl From<crate::doors::guardian::GuardianError> for CommandError {
+    fn from(e: crate::doors::guardian::GuardianError) -> Self {
         CommandError::new(e.code(), e.to_string())
     }
 }
@@ -164,5 +164,5 @@ pub fn approve_with(store: &Store, agent: &str, name: Option<String>, policy: ga
 /// Blocks an agent: the guardian refuses its steps and it is never asked about again.
 pub fn block(store: &Store, agent: &str) -> Result<()> {
     let agent = agent.trim().trim_start_matches("asop:");
-    Ok(crate::trust::block(store, &gatehouse_inbox::guardian::agent_key(agent), chrono::Utc::now())?)
+    Ok(crate::trust::block(store, &crate::doors::guardian::agent_key(agent), chrono::Utc::now())?)
 }

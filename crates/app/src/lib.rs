@@ -19,7 +19,8 @@
 //! - [`quiet`]: quiet hours, when prompts are collected into a digest instead of announced
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
 //! - [`risk`]: risk flags the user dismisses
-//! - [`serve`]: where the doors listen and the gate they open onto, composed once for both faces
+//! - [`serve`]: where the doors listen and the gate they open onto, for both faces
+//! - [`doors`]: the gate and its five doors (each its own crate), composed once
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
@@ -30,6 +31,7 @@ pub mod consent;
 pub mod contacts;
 pub mod context;
 pub mod did_change;
+pub mod doors;
 pub mod email;
 pub mod error;
 pub mod executors;
@@ -51,10 +53,10 @@ pub mod target;
 pub mod trust;
 pub mod waiting;
 
+/// The gate's clock, which the decisions a face passes on are made at.
+pub use crate::doors::gate::clock;
 pub use context::Context;
 pub use error::{Code, CommandError};
-/// The gate's clock, which the decisions a face passes on are made at.
-pub use gatehouse_inbox::gate::clock;
 
 pub type Result<T> = std::result::Result<T, CommandError>;
 
@@ -64,5 +66,5 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 
 }
 
 pub(crate) fn now() -> String {
-    gatehouse_epp::utc_string(gatehouse_inbox::gate::clock::now())
+    gatehouse_epp::utc_string(crate::doors::gate::clock::now())
 }

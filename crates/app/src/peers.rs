@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use gatehouse_inbox::uamp::client::{self, Client};
+use crate::doors::uamp::client::{self, Client};
 use gatehouse_keys::Secrets;
 use gatehouse_store::Store;
 
 use crate::{Code, CommandError, Context, Result};
 
-pub use gatehouse_inbox::uamp::client::{Ask, AskProgress, Discovered, DEFAULT_WINDOW};
+pub use crate::doors::uamp::client::{Ask, AskProgress, Discovered, DEFAULT_WINDOW};
 pub use gatehouse_store::uamp::PeerRow;
 
 /// A peer as the user sees it: whether it gave this inbox a token.

@@ -29,7 +29,7 @@ pub async fn send(store: Arc<Store>, key: &ed25519_dalek::SigningKey, id: i64, t
         }
     })
     .await?;
-    gatehouse_inbox::epp::reply::send(&store, key, id, &mail).await.map_err(|e| CommandError::new(e.code(), e.to_string()))
+    crate::doors::epp::reply::send(&store, key, id, &mail).await.map_err(|e| CommandError::new(e.code(), e.to_string()))
 }
 
 /// One verification step of spec 5.1 and how far the envelope got.
@@ -67,7 +67,7 @@ pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
     };
     let code = receipt.code.as_deref().and_then(gatehouse_epp::ErrorCode::parse);
     let extras = envelope.as_ref().and_then(|e| gatehouse_epp::v11::Extras::from_raw(&e.raw));
-    let steps = gatehouse_inbox::verification_steps(code, receipt.sender.is_some())
+    let steps = crate::doors::verification_steps(code, receipt.sender.is_some())
         .into_iter()
         .map(|(name, state)| {
             // An envelope that carries no integrity hash or provenance passed nothing there.
@@ -99,8 +99,8 @@ pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
         None => None,
     };
     let risk = match (&envelope, receipt.prompt.as_deref(), receipt.envelope_id.as_deref()) {
-        (Some(e), _, _) => gatehouse_inbox::gate::consent::risk_flags(store, &e.envelope_id, &e.prompt, entry.as_ref(), Some(&receipt.receipt_id))?,
-        (None, Some(text), Some(id)) => gatehouse_inbox::gate::consent::risk_flags(store, id, text, entry.as_ref(), Some(&receipt.receipt_id))?,
+        (Some(e), _, _) => crate::doors::gate::consent::risk_flags(store, &e.envelope_id, &e.prompt, entry.as_ref(), Some(&receipt.receipt_id))?,
+        (None, Some(text), Some(id)) => crate::doors::gate::consent::risk_flags(store, id, text, entry.as_ref(), Some(&receipt.receipt_id))?,
         _ => Vec::new(),
     };
     Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras, email, risk })

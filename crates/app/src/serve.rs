@@ -7,16 +7,16 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gatehouse_inbox::{ServeOptions, UampOptions};
+use crate::doors::{ServeOptions, UampOptions};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::{Code, CommandError, Context, Result};
 
-pub use gatehouse_inbox::gate::flood::Unkept;
-pub use gatehouse_inbox::gate::runner::ExecProgress;
-pub use gatehouse_inbox::gate::state::{ArrivalEvent, Status};
+pub use crate::doors::gate::flood::Unkept;
+pub use crate::doors::gate::runner::ExecProgress;
+pub use crate::doors::gate::state::{ArrivalEvent, Status};
 /// The gate: what every door shares, and where the user's decisions are carried out.
-pub use gatehouse_inbox::Gate;
+pub use crate::doors::Gate;
 
 /// Where the doors should listen.
 pub struct Doors {
@@ -107,7 +107,7 @@ pub struct Serving {
 
 /// The gate the doors bound (`Bound::options`) open onto, telling `events` what it does.
 pub fn open(ctx: &Context, options: ServeOptions, events: &Events) -> Serving {
-    let (gate, queue) = gatehouse_inbox::build_with_events(ctx.store.clone(), &ctx.public_key, events.events.clone(), events.progress.clone());
+    let (gate, queue) = crate::doors::build_with_events(ctx.store.clone(), &ctx.public_key, events.events.clone(), events.progress.clone());
     Serving { gate, queue, options }
 }
 
@@ -119,14 +119,14 @@ impl Serving {
 
     /// Runs the doors, the executors and the upkeep until `shutdown` resolves.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<()> {
-        gatehouse_inbox::run_with(self.gate, self.queue, self.options, shutdown, |_| {}).await.map_err(|e| CommandError::new(Code::Internal, e))
+        crate::doors::run_with(self.gate, self.queue, self.options, shutdown, |_| {}).await.map_err(|e| CommandError::new(Code::Internal, e))
     }
 }
 
 /// The gate while no door runs (the window paused): decisions still apply, and what they
 /// release runs when the doors open again.
 pub fn detached(ctx: &Context, events: &Events) -> Arc<Gate> {
-    Arc::new(gatehouse_inbox::compose_gate(ctx.store.clone(), &ctx.public_key).with_events(events.events.clone()))
+    Arc::new(crate::doors::compose_gate(ctx.store.clone(), &ctx.public_key).with_events(events.events.clone()))
 }
 
 async fn uamp_listener(addr: &str, data_dir: &Path, key: &ed25519_dalek::SigningKey) -> Result<(UampOptions, Uamp)> {

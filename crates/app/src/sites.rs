@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
+use crate::doors::intent;
 use ed25519_dalek::SigningKey;
-use gatehouse_inbox::intent;
 use gatehouse_intentweb::FlowType;
 use gatehouse_store::intentweb::IwConversationRow;
 use gatehouse_store::Store;
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{blocking, now, Code, CommandError, Result};
 
-pub use gatehouse_inbox::intent::{ConversationView, Turn};
+pub use crate::doors::intent::{ConversationView, Turn};
 pub use gatehouse_store::intentweb::{IwMessageRow, IwSiteRow};
 
 pub fn list(store: &Store) -> Result<Vec<IwSiteRow>> {

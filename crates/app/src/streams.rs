@@ -23,11 +23,11 @@ const LISTED: u32 = 200;
 /// This inbox as UAMP peers see it: its DID and its TLS certificate (made on first use).
 pub struct Identity {
     pub did: String,
-    pub certificate: gatehouse_inbox::uamp::tls::Certificate,
+    pub certificate: crate::doors::uamp::tls::Certificate,
 }
 
 pub fn identity(data_dir: &Path, key: &SigningKey) -> Result<Identity> {
-    Ok(Identity { did: gatehouse_uamp::sign::did_of(key), certificate: gatehouse_inbox::uamp::tls::load_or_create(data_dir, key)? })
+    Ok(Identity { did: gatehouse_uamp::sign::did_of(key), certificate: crate::doors::uamp::tls::load_or_create(data_dir, key)? })
 }
 
 #[derive(Debug, Serialize)]

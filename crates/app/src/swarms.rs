@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use gatehouse_inbox::mail::{self, Connection};
+use crate::doors::mail::{self, Connection};
 use gatehouse_keys::Secrets;
 use gatehouse_mail::client::{InterswarmSend, Outcome, SendMessage};
 use gatehouse_mail::{ClientError, SwarmClient};
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{blocking, now, Code, CommandError, Result};
 
-pub use gatehouse_inbox::mail::{ImportReport, LiveEvent};
+pub use crate::doors::mail::{ImportReport, LiveEvent};
 pub use gatehouse_store::mail::{MailMessageRow, MailTaskDetail, MailTaskRow};
 
 impl From<ClientError> for CommandError {

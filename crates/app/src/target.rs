@@ -2,8 +2,8 @@
 //! knock arrived, the form of a door's keys, the scopes a door keeps for itself), so they
 //! are decided here, where the application knows the doors, and never in the gate.
 
-use gatehouse_inbox::gate::consent::{is_scope_like, ConsentError};
-use gatehouse_inbox::{guardian, intent};
+use crate::doors::gate::consent::{is_scope_like, ConsentError};
+use crate::doors::{guardian, intent};
 use serde::{Deserialize, Serialize};
 
 /// What a prompt decides on.
@@ -57,7 +57,7 @@ pub enum Source {
 }
 
 /// Scopes Gatehouse records for its own doors; no EPP envelope may use them.
-pub const RESERVED_SCOPES: [&str; 2] = gatehouse_inbox::RESERVED_SCOPES;
+pub const RESERVED_SCOPES: [&str; 2] = crate::doors::RESERVED_SCOPES;
 
 impl Source {
     /// What knocked, by the door that recorded the knock.
@@ -65,7 +65,7 @@ impl Source {
         match door {
             guardian::DOOR => Source::AsopAgent,
             intent::DOOR => Source::IntentSite,
-            gatehouse_inbox::uamp::DOOR => Source::UampAgent,
+            crate::doors::uamp::DOOR => Source::UampAgent,
             _ => Source::EppSender,
         }
     }

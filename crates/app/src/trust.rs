@@ -6,11 +6,11 @@ use chrono::{DateTime, Utc};
 use gatehouse_store::Store;
 
 /// The scope under which the user's own agents are registered with the guardian.
-pub const ASOP_SCOPE: &str = gatehouse_inbox::guardian::SCOPE;
+pub const ASOP_SCOPE: &str = crate::doors::guardian::SCOPE;
 pub use gatehouse_store::{default_max_envelope_size, CapabilityLimit, Policy, RateLimit, RevokedKey, TrustEntry};
 
+use crate::doors::gate::consent::{now_string, ConsentError};
 use crate::target::{grantable, Source};
-use gatehouse_inbox::gate::consent::{now_string, ConsentError};
 
 pub fn add(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
     validate(&entry.policy)?;
@@ -62,7 +62,7 @@ pub fn token_issue(store: &Store, sender: &str, now: DateTime<Utc>) -> crate::Re
             format!("{sender} is not a trusted sender; trust it first (Trusted senders, or `gatehouse trust add {sender} --name … --scopes ask`)"),
         ));
     }
-    let token = gatehouse_inbox::uamp::UampDoor::issue_token(store, sender, now)?;
+    let token = crate::doors::uamp::UampDoor::issue_token(store, sender, now)?;
     store.audit("uamp.token_issue", Some(&gatehouse_store::sender_key(sender)), &serde_json::json!({}), &now_string(now))?;
     Ok(token)
 }
@@ -204,7 +204,7 @@ pub async fn did_web_keys(key: &str) -> crate::Result<Vec<gatehouse_store::UampK
     if !key.starts_with("did:web:") {
         return Ok(Vec::new());
     }
-    gatehouse_inbox::uamp::peer::keys_for(key).await.map_err(|e| crate::CommandError::new(crate::Code::DidFetch, e))
+    crate::doors::uamp::peer::keys_for(key).await.map_err(|e| crate::CommandError::new(crate::Code::DidFetch, e))
 }
 
 /// Trusts a sender that knocked (it must be waiting for consent), under `name` or a

@@ -3,9 +3,9 @@
 //! gate names no protocol, so each door's waiting messages are read here, where the
 //! application knows the doors (an EPP knock's declared v1.1 fields, who it claims to be).
 
+use crate::doors::gate::consent::{risk_flags, ConsentError};
 use crate::target::{ConsentTarget, Source};
 use chrono::{DateTime, Utc};
-use gatehouse_inbox::gate::consent::{risk_flags, ConsentError};
 use gatehouse_store::{ExecStatus, Store, StoreError};
 use serde::Serialize;
 
@@ -170,7 +170,7 @@ fn ended(trust: Option<&gatehouse_store::TrustEntry>, scope: &str, now: DateTime
 /// shows and, counted, its badge and the tray): the user's own agents' steps first (each
 /// holds an agent's request open), then newest first.
 pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
-    pending_at(store, gatehouse_inbox::gate::clock::now())
+    pending_at(store, crate::doors::gate::clock::now())
 }
 
 /// [`pending`] as it stands at `now` (which grants have ended, which prompts put off are back).

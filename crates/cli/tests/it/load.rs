@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use gatehouse_inbox::epp::http::{BODY_TIMEOUT, HEADER_TIMEOUT};
+use gatehouse_app::doors::epp::http::{BODY_TIMEOUT, HEADER_TIMEOUT};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gatehouse");
 

@@ -6,9 +6,9 @@
 use chrono::Utc;
 use ed25519_dalek::SigningKey;
 use gatehouse_app::consent::{self, ConsentItem, ConsentTarget, Decision};
+use gatehouse_app::doors::uamp::UampDoor;
 use gatehouse_app::{contacts, did_change};
 use gatehouse_did_testhost::DidHost;
-use gatehouse_inbox::uamp::UampDoor;
 use gatehouse_store::{Policy, TrustEntry};
 use gatehouse_uamp::{sign, Intent};
 use serde_json::Value;
@@ -34,7 +34,7 @@ impl Host {
     }
 
     async fn keys(&self) -> Vec<gatehouse_store::UampKey> {
-        gatehouse_inbox::uamp::peer::keys_with(&self.client, self.web.did()).await.unwrap()
+        gatehouse_app::doors::uamp::peer::keys_with(&self.client, self.web.did()).await.unwrap()
     }
 }
 

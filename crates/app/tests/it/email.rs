@@ -9,11 +9,11 @@
 use std::time::Duration;
 
 use crate::common::*;
+use gatehouse_app::doors::email::Follow;
 use gatehouse_email::imap::{self, Security};
 use gatehouse_email::smtp::{MailReceipts, SmtpSecurity, Submission};
 use gatehouse_email::Account;
 use gatehouse_email_testservers::{Dovecot, Exim};
-use gatehouse_inbox::email::Follow;
 
 pub(crate) fn dovecot() -> Option<Dovecot> {
     Dovecot::start()
@@ -471,7 +471,7 @@ async fn a_sender_let_in_from_a_mail_gets_its_receipts_at_that_address_whatever_
     let store = inbox.store.clone();
     wait_account(&store, "the knock handled", |a| a.last_uid == 1).await;
     // The user lets the key in from the prompt: the mail's From is where its receipts go.
-    let (gate, _rx) = gatehouse_inbox::build(store.clone(), &inbox.public_key);
+    let (gate, _rx) = gatehouse_app::doors::build(store.clone(), &inbox.public_key);
     let target = shown(&gate, &pubhex(&lee));
     gatehouse_app::consent::decide(&gate, &target, gatehouse_app::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(store.trust_get(&pubhex(&lee)).unwrap().unwrap().policy.mail_address.as_deref(), Some("office@lee.example"));

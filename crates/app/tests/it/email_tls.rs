@@ -5,11 +5,11 @@
 //! the clear. An account followed over STARTTLS receives an envelope and mails its receipt
 //! back over STARTTLS.
 
+use gatehouse_app::doors::email::Follow;
 use gatehouse_email::imap::{self, Security};
 use gatehouse_email::smtp::{self, MailReceipts, SmtpSecurity, Submission};
 use gatehouse_email::{Account, EmailError};
 use gatehouse_email_testservers::{Dovecot, Exim};
-use gatehouse_inbox::email::Follow;
 
 use super::email::{account, dovecot, envelope_mail, following, wait_account};
 use crate::common::*;

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ed25519_dalek::SigningKey;
-use gatehouse_inbox::uamp::client::{self, Ask, Client, ClientError};
-use gatehouse_inbox::uamp::UampDoor;
-use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions, UampOptions};
+use gatehouse_app::doors::uamp::client::{self, Ask, Client, ClientError};
+use gatehouse_app::doors::uamp::UampDoor;
+use gatehouse_app::doors::{ExecutorConfig, ExecutorSpec, ServeOptions, UampOptions};
 use gatehouse_store::uamp::PeerRow;
 use gatehouse_store::{Policy, Store, TrustEntry};
 use tokio::sync::oneshot;
@@ -38,7 +38,7 @@ async fn peer(executor: ExecutorSpec) -> PeerInbox {
         uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), certificate: None, started: Some(started_tx) }),
         ..Default::default()
     };
-    tokio::spawn(gatehouse_inbox::run(
+    tokio::spawn(gatehouse_app::doors::run(
         store.clone(),
         gatehouse_epp::public_key_hex(&key),
         opts,
@@ -53,7 +53,7 @@ async fn peer(executor: ExecutorSpec) -> PeerInbox {
 
 impl PeerInbox {
     fn fingerprint(&self) -> String {
-        gatehouse_inbox::uamp::tls::load_or_create(self.dir.path(), &SigningKey::from_bytes(&[42; 32])).unwrap().fingerprint
+        gatehouse_app::doors::uamp::tls::load_or_create(self.dir.path(), &SigningKey::from_bytes(&[42; 32])).unwrap().fingerprint
     }
 
     /// The peer's user trusts `did` for asks and issues it a token.
@@ -109,7 +109,7 @@ async fn an_ask_to_a_peer_added_by_url_comes_back_as_the_same_png() {
     let img_dir = tempfile::tempdir().unwrap();
     let png_path = img_dir.path().join("cat.png");
     let png = write_png(&png_path, 160, 120);
-    assert!(png.len() > 3 * gatehouse_inbox::uamp::streams::CHUNK_BYTES, "the image spans several chunks");
+    assert!(png.len() > 3 * gatehouse_app::doors::uamp::streams::CHUNK_BYTES, "the image spans several chunks");
     let p = peer(ExecutorSpec::Command { program: "cat".into(), args: vec![png_path.to_string_lossy().into()], timeout_secs: 30 }).await;
 
     // Adding the peer: its manifest is verified against its DID and its certificate shown.
@@ -134,7 +134,7 @@ async fn an_ask_to_a_peer_added_by_url_comes_back_as_the_same_png() {
     assert_eq!(file.extension().unwrap(), "png");
     assert_eq!(std::fs::read(&file).unwrap(), png, "the chunks reassemble into the very same image");
     // The progress the user watched only moved forward and ended at 100 %.
-    assert!(seen.len() as u64 > png.len() as u64 / gatehouse_inbox::uamp::streams::CHUNK_BYTES as u64);
+    assert!(seen.len() as u64 > png.len() as u64 / gatehouse_app::doors::uamp::streams::CHUNK_BYTES as u64);
     assert!(seen.windows(2).all(|w| w[1].bytes >= w[0].bytes && w[1].frames >= w[0].frames));
     assert_eq!(seen.last().unwrap().pct, Some(100.0));
     // Both sides remember the stream: the peer saw acknowledgements (the window of 2 let
@@ -205,8 +205,8 @@ async fn hostile_peer(stream_id: &'static str, mime: &'static str) -> (PeerRow, 
     use axum::routing::{get, post};
     let dir = tempfile::tempdir().unwrap();
     let key = SigningKey::from_bytes(&[99; 32]);
-    let cert = gatehouse_inbox::uamp::tls::load_or_create(dir.path(), &key).unwrap();
-    let tls = gatehouse_inbox::uamp::tls::config(&cert.der, &key).unwrap();
+    let cert = gatehouse_app::doors::uamp::tls::load_or_create(dir.path(), &key).unwrap();
+    let tls = gatehouse_app::doors::uamp::tls::config(&cert.der, &key).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("https://{}", listener.local_addr().unwrap());
     let exe = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00");
@@ -228,7 +228,7 @@ async fn hostile_peer(stream_id: &'static str, mime: &'static str) -> (PeerRow, 
             }),
         );
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    tokio::spawn(gatehouse_inbox::uamp::tls::serve(listener, tls, app, &[], Default::default(), async {
+    tokio::spawn(gatehouse_app::doors::uamp::tls::serve(listener, tls, app, &[], Default::default(), async {
         let _ = stop_rx.await;
     }));
     let row = PeerRow {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_inbox::mail::{self, LiveEvent};
+use gatehouse_app::doors::mail::{self, LiveEvent};
 use gatehouse_mail::client::SendMessage;
 use gatehouse_mail::SwarmClient;
 use gatehouse_mail_testswarm::{spawn, Config, Remote, Swarm};
@@ -127,9 +127,9 @@ async fn task_logs_dropped_into_the_watched_folder_are_imported_and_filed_with_a
     let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
     let watch = dir.path().join("drop");
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(watch.clone()), uamp: None, ..Default::default() };
+    let opts = gatehouse_app::doors::ServeOptions { listener: None, watch: Some(watch.clone()), uamp: None, ..Default::default() };
     let key = ed25519_dalek::SigningKey::from_bytes(&[5; 32]);
-    tokio::spawn(gatehouse_inbox::run(
+    tokio::spawn(gatehouse_app::doors::run(
         store.clone(),
         gatehouse_epp::public_key_hex(&key),
         opts,

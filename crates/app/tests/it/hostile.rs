@@ -147,7 +147,7 @@ fn alive(pid: i32) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_and_everything_it_started_die_at_its_timeout() {
-    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    use gatehouse_app::doors::{ExecutorConfig, ExecutorSpec};
     use gatehouse_store::ExecStatus;
     let alice = key(1);
     let pids = tempfile::tempdir().unwrap();
@@ -232,15 +232,15 @@ async fn slow_uploads_of_unknown_length_do_not_make_a_small_submission_wait() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_garbage_and_fresh_keys_is_answered_but_only_a_bounded_part_is_kept() {
-    use gatehouse_inbox::gate::flood::{KNOCKS_PER_MINUTE, REFUSALS_PER_MINUTE};
+    use gatehouse_app::doors::gate::flood::{KNOCKS_PER_MINUTE, REFUSALS_PER_MINUTE};
     let dir = tempfile::tempdir().unwrap();
     let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
     let me = pubhex(&key(2));
-    let (inbox, rx) = gatehouse_inbox::service::build(store.clone(), &me);
+    let (inbox, rx) = gatehouse_app::doors::service::build(store.clone(), &me);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
-    let opts = gatehouse_inbox::ServeOptions { listener: Some(listener), ..Default::default() };
-    tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, opts, std::future::pending(), |_| {}));
+    let opts = gatehouse_app::doors::ServeOptions { listener: Some(listener), ..Default::default() };
+    tokio::spawn(gatehouse_app::doors::service::run_with(inbox.clone(), rx, opts, std::future::pending(), |_| {}));
     tokio::time::sleep(Duration::from_millis(100)).await;
     let http = reqwest::Client::new();
     let (g, k) = (REFUSALS_PER_MINUTE as usize + 80, KNOCKS_PER_MINUTE as usize + 20);
@@ -272,7 +272,7 @@ async fn a_flood_of_garbage_and_fresh_keys_is_answered_but_only_a_bounded_part_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_executor_does_not_hold_up_the_envelopes_behind_it() {
-    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    use gatehouse_app::doors::{ExecutorConfig, ExecutorSpec};
     use gatehouse_store::ExecStatus;
     let alice = key(1);
     let mut scopes = std::collections::BTreeMap::new();
@@ -332,7 +332,7 @@ async fn one_address_cannot_hold_every_connection_slot() {
 }
 
 /// A TLS connection to the UAMP listener that speaks HTTP/2 and then nothing more.
-async fn idle_h2(addr: std::net::SocketAddr, cert: &gatehouse_inbox::uamp::tls::Certificate) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+async fn idle_h2(addr: std::net::SocketAddr, cert: &gatehouse_app::doors::uamp::tls::Certificate) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     use tokio::io::AsyncWriteExt;
     let mut roots = rustls::RootCertStore::empty();
     roots.add(rustls::pki_types::CertificateDer::from(cert.der.clone())).unwrap();
@@ -362,12 +362,12 @@ async fn idle_http2_connections_give_their_slots_back() {
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
     let limits = gatehouse_net::conn::Limits { max: 4, per_client: 8, idle: Duration::from_secs(1) };
     let uamp =
-        gatehouse_inbox::UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), certificate: None, started: Some(started_tx) };
-    let opts = gatehouse_inbox::ServeOptions { uamp: Some(uamp), limits, ..Default::default() };
-    tokio::spawn(gatehouse_inbox::run(store.clone(), pubhex(&key), opts, std::future::pending(), |_| {}));
+        gatehouse_app::doors::UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), certificate: None, started: Some(started_tx) };
+    let opts = gatehouse_app::doors::ServeOptions { uamp: Some(uamp), limits, ..Default::default() };
+    tokio::spawn(gatehouse_app::doors::run(store.clone(), pubhex(&key), opts, std::future::pending(), |_| {}));
     let _ = started_rx.await.unwrap();
     // The certificate the listener serves (created at start, read back here).
-    let cert = gatehouse_inbox::uamp::tls::load_or_create(dir.path(), &key).unwrap();
+    let cert = gatehouse_app::doors::uamp::tls::load_or_create(dir.path(), &key).unwrap();
     // Every slot taken by a client that opens HTTP/2 and then sits there.
     let mut idle = Vec::new();
     for _ in 0..limits.max {

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use ed25519_dalek::SigningKey;
-use gatehouse_inbox::uamp::UampDoor;
-use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions, UampOptions};
+use gatehouse_app::doors::uamp::UampDoor;
+use gatehouse_app::doors::{ExecutorConfig, ExecutorSpec, ServeOptions, UampOptions};
 use gatehouse_store::{Policy, RateLimit, Store, TrustEntry};
 use gatehouse_uamp::{sign, Intent};
 use serde_json::{json, Value};
@@ -49,7 +49,7 @@ impl Uamp {
             uamp: Some(UampOptions { listener: tls, key: key.clone(), data_dir: dir.path().to_path_buf(), certificate: None, started: Some(started_tx) }),
             ..Default::default()
         };
-        tokio::spawn(gatehouse_inbox::run(
+        tokio::spawn(gatehouse_app::doors::run(
             store.clone(),
             gatehouse_epp::public_key_hex(&key),
             opts,
@@ -59,7 +59,7 @@ impl Uamp {
             |_| {},
         ));
         let inbox = started_rx.await.unwrap();
-        let pem = std::fs::read(dir.path().join(gatehouse_inbox::uamp::tls::CERT_FILE)).unwrap();
+        let pem = std::fs::read(dir.path().join(gatehouse_app::doors::uamp::tls::CERT_FILE)).unwrap();
         let client =
             reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap()).tls_built_in_root_certs(false).build().unwrap();
         Uamp { _dir: dir, store, inbox, https: format!("https://{tls_addr}"), plain: format!("http://{plain_addr}"), watch, client, _stop: stop_tx }
@@ -324,7 +324,7 @@ async fn plain_http_is_refused_and_tls_below_1_3_cannot_connect() {
     let tls_as_plain = u.https.replace("https://", "http://");
     assert!(plain.get(format!("{tls_as_plain}/health")).send().await.is_err());
     // Nor does TLS 1.2.
-    let pem = std::fs::read(u._dir.path().join(gatehouse_inbox::uamp::tls::CERT_FILE)).unwrap();
+    let pem = std::fs::read(u._dir.path().join(gatehouse_app::doors::uamp::tls::CERT_FILE)).unwrap();
     let old = reqwest::Client::builder()
         .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
         .max_tls_version(reqwest::tls::Version::TLS_1_2)
@@ -350,10 +350,10 @@ async fn the_manifest_is_served_signed_by_the_inbox() {
 /// An HTTPS client that trusts exactly the inbox's certificate and presents a client
 /// certificate on `key` (mTLS).
 fn mtls_client(u: &Uamp, key: &SigningKey) -> reqwest::Client {
-    let cert = gatehouse_inbox::uamp::tls::load_or_create(u._dir.path(), &SigningKey::from_bytes(&[3; 32])).unwrap();
+    let cert = gatehouse_app::doors::uamp::tls::load_or_create(u._dir.path(), &SigningKey::from_bytes(&[3; 32])).unwrap();
     let mut roots = rustls::RootCertStore::empty();
     roots.add(rustls::pki_types::CertificateDer::from(cert.der)).unwrap();
-    let (chain, private) = gatehouse_inbox::uamp::tls::client_identity(key).unwrap();
+    let (chain, private) = gatehouse_app::doors::uamp::tls::client_identity(key).unwrap();
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap()
@@ -404,9 +404,9 @@ async fn a_client_certificate_on_the_senders_key_stands_in_for_the_bearer_token(
     };
     let pk = gatehouse_uamp::did::PublicKey::Ed25519(other.verifying_key());
     let held = gatehouse_store::UampKey { kid: format!("{web}#k1"), jwk: pk.to_jwk() };
-    assert!(gatehouse_inbox::uamp::key_speaks_for(&pk, web, Some(&entry(vec![held]))));
-    assert!(!gatehouse_inbox::uamp::key_speaks_for(&pk, web, Some(&entry(vec![]))));
-    assert!(!gatehouse_inbox::uamp::key_speaks_for(&pk, web, None));
+    assert!(gatehouse_app::doors::uamp::key_speaks_for(&pk, web, Some(&entry(vec![held]))));
+    assert!(!gatehouse_app::doors::uamp::key_speaks_for(&pk, web, Some(&entry(vec![]))));
+    assert!(!gatehouse_app::doors::uamp::key_speaks_for(&pk, web, None));
 }
 
 /// A WebSocket client that trusts exactly the inbox's certificate.
@@ -419,7 +419,7 @@ async fn ws_try(
     token: Option<&str>,
 ) -> Result<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>, tokio_tungstenite::tungstenite::Error> {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
-    let cert = gatehouse_inbox::uamp::tls::load_or_create(u._dir.path(), &SigningKey::from_bytes(&[3; 32])).unwrap();
+    let cert = gatehouse_app::doors::uamp::tls::load_or_create(u._dir.path(), &SigningKey::from_bytes(&[3; 32])).unwrap();
     let der = rustls::pki_types::CertificateDer::from(cert.der);
     let mut roots = rustls::RootCertStore::empty();
     roots.add(der).unwrap();
@@ -442,7 +442,7 @@ async fn ws_next(ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::
     use futures_util::StreamExt as _;
     let msg = tokio::time::timeout(Duration::from_secs(10), ws.next()).await.expect("a message in time").unwrap().unwrap();
     let bytes = msg.into_data();
-    let items = gatehouse_inbox::uamp::ws::unframe(&bytes).unwrap();
+    let items = gatehouse_app::doors::uamp::ws::unframe(&bytes).unwrap();
     assert_eq!(items.len(), 1);
     serde_json::from_slice(items[0]).unwrap()
 }
@@ -455,7 +455,7 @@ async fn the_websocket_binding_carries_the_same_envelopes_and_deltas_length_pref
     let p = u.trusted(14, &["ask"], RateLimit::default());
     let mut ws = ws_connect(&u, p.token.as_deref()).await;
     let env = u.envelope(&p, Intent::Ask, "over a websocket", json!({"delta_window": 4}));
-    ws.send(Message::Binary(gatehouse_inbox::uamp::ws::frame(&serde_json::to_vec(&env).unwrap()).into())).await.unwrap();
+    ws.send(Message::Binary(gatehouse_app::doors::uamp::ws::frame(&serde_json::to_vec(&env).unwrap()).into())).await.unwrap();
     let receipt = ws_next(&mut ws).await;
     assert_eq!(receipt["status"], "accepted", "{receipt}");
     let sid = receipt["stream_id"].as_str().unwrap().to_string();
@@ -466,7 +466,7 @@ async fn the_websocket_binding_carries_the_same_envelopes_and_deltas_length_pref
     let done = ws_next(&mut ws).await;
     assert_eq!((done["delta_seq"].as_u64(), done["type"].as_str()), (Some(1), Some("done")));
     // The same checks as over HTTP: a replay is refused with its code.
-    ws.send(Message::Binary(gatehouse_inbox::uamp::ws::frame(&serde_json::to_vec(&env).unwrap()).into())).await.unwrap();
+    ws.send(Message::Binary(gatehouse_app::doors::uamp::ws::frame(&serde_json::to_vec(&env).unwrap()).into())).await.unwrap();
     let refused = ws_next(&mut ws).await;
     assert_eq!((refused["code"].as_str(), refused["reason"].as_str()), (Some("4.03"), Some("replay")), "{refused}");
     // Bad framing is answered, not dropped, and the socket stays usable.

@@ -7,7 +7,7 @@
 //! always signs with one key).
 
 use ed25519_dalek::SigningKey;
-use gatehouse_inbox::ExecutorSpec;
+use gatehouse_app::doors::ExecutorSpec;
 use gatehouse_store::{Policy, RateLimit, Store, TrustEntry};
 use gatehouse_uamp::{sign, Intent};
 use serde_json::{json, Value};
@@ -143,7 +143,7 @@ async fn through_uamp(u: &Uamp, seed: u8, state: State) -> Told {
     enter(&u.store, &did, state);
     let token = matches!(state, State::Unknown | State::Blocked)
         .then_some(())
-        .map_or_else(|| Some(gatehouse_inbox::uamp::UampDoor::issue_token(&u.store, &did, chrono::Utc::now()).unwrap()), |_| None);
+        .map_or_else(|| Some(gatehouse_app::doors::uamp::UampDoor::issue_token(&u.store, &did, chrono::Utc::now()).unwrap()), |_| None);
     let p = Peer { key, did: did.clone(), token };
     let body = "x".repeat(if matches!(state, State::OverSize) { 400 } else { 10 });
     if matches!(state, State::OverRate) {
@@ -162,7 +162,7 @@ async fn through_uamp(u: &Uamp, seed: u8, state: State) -> Told {
 /// step through, so only the trust state decides; a held step waits for the user, who is
 /// then seen to be asked.
 async fn through_asop(u: &Uamp, n: u8, state: State) -> Told {
-    use gatehouse_inbox::guardian::{agent_key, Guardian, UserAnswer, SCOPE};
+    use gatehouse_app::doors::guardian::{agent_key, Guardian, UserAnswer, SCOPE};
     let agent = format!("agent-{n}");
     let (key, id) = (agent_key(&agent), agent.clone());
     enter_for(&u.store, &key, state, &[SCOPE]);
@@ -210,7 +210,7 @@ async fn through_asop(u: &Uamp, n: u8, state: State) -> Told {
 /// answers the user's own request, so no size or rate limit of a sender applies to it (the
 /// client bounds what it reads): those rows are let in as trusted.
 async fn through_intentweb(state: State) -> Told {
-    use gatehouse_inbox::intent;
+    use gatehouse_app::doors::intent;
     let dir = tempfile::tempdir().unwrap();
     let store = std::sync::Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
     let site = gatehouse_intentweb_testsite::Site::new();
@@ -246,9 +246,9 @@ async fn delegating() -> Delegating {
     let mut scopes = std::collections::BTreeMap::new();
     scopes.insert("support".to_string(), gatehouse_app::executors::swarm("helpers", None));
     let inbox_key = gatehouse_epp::public_key_hex(&SigningKey::from_bytes(&[3; 32]));
-    let inbox = crate::common::TestInbox::start_with(&inbox_key, false, gatehouse_inbox::ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
+    let inbox = crate::common::TestInbox::start_with(&inbox_key, false, gatehouse_app::doors::ExecutorConfig { default: ExecutorSpec::Noop, scopes }).await;
     gatehouse_keys::load_or_create(inbox.dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
-    gatehouse_keys::Secrets::open(inbox.dir.path()).unwrap().put(&gatehouse_inbox::mail::token_name("helpers", &url), "user-token").unwrap();
+    gatehouse_keys::Secrets::open(inbox.dir.path()).unwrap().put(&gatehouse_app::doors::mail::token_name("helpers", &url), "user-token").unwrap();
     inbox.store.mail_swarm_put("helpers", &url, "2026-11-26T00:00:00Z").unwrap();
     Delegating { inbox }
 }
@@ -393,7 +393,7 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
 async fn envelopes_by_mail_meet_each_trust_state_with_the_epp_verdicts() {
     use crate::email::{account, deliver, dovecot, envelope_mail, following};
     let Some(dv) = dovecot() else { return };
-    let follow = gatehouse_inbox::email::Follow::new("personal".into(), account(dv.port), "secret".into(), None);
+    let follow = gatehouse_app::doors::email::Follow::new("personal".into(), account(dv.port), "secret".into(), None);
     let inbox = following(follow, None).await;
     let inbox_key = gatehouse_epp::public_key_hex(&crate::common::key(1));
     let mut wrong = Vec::new();
@@ -467,8 +467,8 @@ async fn what_waits_is_one_list_of_every_kind_and_its_count() {
     // A trusted sender's signature named a key not kept for it.
     u.store.key_change_seen(&p.did, "#k2", "unknown_key", "2026-11-26T00:00:00Z").unwrap();
     // One of the user's agents asks before it acts (its request stays open meanwhile).
-    let agent = gatehouse_inbox::guardian::agent_key("helper-1");
-    let asop = Policy { allowed_scopes: vec![gatehouse_inbox::guardian::SCOPE.into()], ..Policy::default() };
+    let agent = gatehouse_app::doors::guardian::agent_key("helper-1");
+    let asop = Policy { allowed_scopes: vec![gatehouse_app::doors::guardian::SCOPE.into()], ..Policy::default() };
     u.store.trust_add(&TrustEntry { public_key: agent, name: "Helper".into(), added_at: "2026-11-26T00:00:00Z".into(), policy: asop }).unwrap();
     let step = json!({"jsonrpc": "2.0", "id": 1, "method": "steps/toolCallRequest", "params": {
         "context": {"agent": {"id": "helper-1", "name": "Helper", "instructions": "help", "version": "1", "provider": {"name": "Me", "url": "https://me.example"}},
@@ -503,9 +503,9 @@ async fn what_waits_is_one_list_of_every_kind_and_its_count() {
     assert_eq!(consent::waiting_count(&u.store).unwrap(), items.len());
     // The step answered: gone from both.
     let ConsentItem::GuardianStep { step } = &items[0] else { panic!("the agent's step comes first: {items:?}") };
-    let guardian = u.inbox.inbox().door::<gatehouse_inbox::guardian::Guardian>().unwrap();
+    let guardian = u.inbox.inbox().door::<gatehouse_app::doors::guardian::Guardian>().unwrap();
     let answer =
-        gatehouse_inbox::guardian::UserAnswer { decision: gatehouse_asop::rules::Action::Allow, always: false, redact: None, note: None, lasting: None };
+        gatehouse_app::doors::guardian::UserAnswer { decision: gatehouse_asop::rules::Action::Allow, always: false, redact: None, note: None, lasting: None };
     guardian.answer(step.row, answer).unwrap();
     assert_eq!(asked.await.unwrap()["result"]["decision"], "allow");
     let items = consent::pending(&u.store).unwrap();

@@ -48,11 +48,7 @@ fn a_door_names_no_other_door_and_not_the_composition() {
         let manifest = std::fs::read_to_string(crates.join(format!("door-{door}/Cargo.toml"))).unwrap();
         let deps = gatehouse_dependencies(&manifest);
         assert!(deps.contains(&"gatehouse-gate".to_string()), "door-{door}'s manifest was not read: {deps:?}");
-        found.extend(
-            deps.into_iter()
-                .filter(|d| d.starts_with("gatehouse-door-") || d == "gatehouse-inbox" || d == "gatehouse-app")
-                .map(|d| format!("door-{door} -> {d}")),
-        );
+        found.extend(deps.into_iter().filter(|d| d.starts_with("gatehouse-door-") || d == "gatehouse-app").map(|d| format!("door-{door} -> {d}")));
     }
     assert!(found.is_empty(), "a door names another door or the composition: {found:?}");
 }
@@ -60,7 +56,7 @@ fn a_door_names_no_other_door_and_not_the_composition() {
 /// What a face (the window's crate, the CLI) may not name: everything below the application
 /// layer but the pure protocol crates (whose types it shows).
 fn below_the_app_layer(dep: &str) -> bool {
-    matches!(dep, "gatehouse-store" | "gatehouse-keys" | "gatehouse-gate" | "gatehouse-inbox" | "gatehouse-net") || dep.starts_with("gatehouse-door-")
+    matches!(dep, "gatehouse-store" | "gatehouse-keys" | "gatehouse-gate" | "gatehouse-net") || dep.starts_with("gatehouse-door-")
 }
 
 #[test]

@@ -11,7 +11,7 @@ use gatehouse_store::ExecStatus;
 async fn an_hour_long_grant_lets_messages_in_for_the_hour_then_holds_them_and_asks_again() {
     let stranger = key(7);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
-    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "first")).await.0, 401);
     let target = shown(&i, &pubhex(&stranger));
     let out = decide_with_keys(&i, &target, Decision::AlwaysAllowScope, &Lasting::Hour, Utc::now(), &[]).unwrap();
@@ -55,7 +55,7 @@ async fn an_hour_long_grant_lets_messages_in_for_the_hour_then_holds_them_and_as
 async fn a_grant_for_good_after_a_timed_one_lasts_and_a_past_date_is_refused() {
     let bob = key(3);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
-    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     inbox.trust(&pubhex(&bob), "Bob", gatehouse_store::Policy { hold_for_consent: true, ..policy(&["support"]) });
     inbox.post_json(&inbox.signed(&bob, "support", "one")).await;
     let row = inbox.store.envelopes_with_status(ExecStatus::Held).unwrap()[0].id;
@@ -87,7 +87,7 @@ async fn a_grant_for_good_after_a_timed_one_lasts_and_a_past_date_is_refused() {
 async fn ask_me_later_puts_a_prompt_off_without_deciding_it_and_it_comes_back() {
     let stranger = key(7);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
-    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     inbox.post_json(&inbox.signed(&stranger, "support", "can you help")).await;
     let target = shown(&i, &pubhex(&stranger));
     let now = Utc::now();

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use crate::common::*;
-use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+use gatehouse_app::doors::{ExecutorConfig, ExecutorSpec};
 use gatehouse_store::ExecStatus;
 
 fn read_json(p: &std::path::Path) -> serde_json::Value {
@@ -119,10 +119,10 @@ async fn files_waiting_at_start_up_are_processed() {
     let env = gatehouse_epp::Draft::new(&inbox_key, "support", "waiting").sign(&alice, chrono::Utc::now());
     std::fs::write(drop.join("waiting.json"), env.to_string()).unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(gatehouse_inbox::run(
+    let task = tokio::spawn(gatehouse_app::doors::run(
         store.clone(),
         inbox_key,
-        gatehouse_inbox::ServeOptions { listener: None, watch: Some(drop.clone()), uamp: None, ..Default::default() },
+        gatehouse_app::doors::ServeOptions { listener: None, watch: Some(drop.clone()), uamp: None, ..Default::default() },
         async {
             let _ = rx.await;
         },
@@ -303,8 +303,8 @@ async fn files_claimed_before_a_crash_are_filed_at_the_next_start() {
     std::fs::write(drop.join(".processing/b.json"), never_seen.to_string()).unwrap();
 
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let opts = gatehouse_inbox::ServeOptions { listener: None, watch: Some(drop.clone()), uamp: None, ..Default::default() };
-    let task = tokio::spawn(gatehouse_inbox::run(
+    let opts = gatehouse_app::doors::ServeOptions { listener: None, watch: Some(drop.clone()), uamp: None, ..Default::default() };
+    let task = tokio::spawn(gatehouse_app::doors::run(
         store.clone(),
         key_hex,
         opts,

@@ -11,11 +11,11 @@ use gatehouse_store::Store;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use crate::epp::folder::{self, Processed};
-use crate::epp::pipeline::{store_path, OpenError};
-use crate::gate::executor::Delegates;
-use crate::gate::runner;
-use crate::Gate;
+use super::epp::folder::{self, Processed};
+use super::epp::pipeline::{store_path, OpenError};
+use super::gate::executor::Delegates;
+use super::gate::runner;
+use super::Gate;
 
 pub struct Opened {
     pub identity: Identity,
@@ -61,7 +61,7 @@ pub struct ServeOptions {
     /// UAMP over TLS 1.3 on its own listener.
     pub uamp: Option<UampOptions>,
     /// Mail accounts followed for envelopes (EPP by email).
-    pub email: Vec<crate::email::Follow>,
+    pub email: Vec<super::email::Follow>,
     /// The identity key, held by the caller that opened the data dir: replies and asks of
     /// UAMP peers are signed with it (without it, with the key the data dir records, read
     /// from the keychain for each).
@@ -75,9 +75,9 @@ pub struct UampOptions {
     /// Where the certificate is kept.
     pub data_dir: PathBuf,
     /// The certificate, when the caller has already read it (else read from `data_dir`).
-    pub certificate: Option<crate::uamp::tls::Certificate>,
+    pub certificate: Option<super::uamp::tls::Certificate>,
     /// Receives the UAMP inbox once it runs (the app uses it to show streams).
-    pub started: Option<tokio::sync::oneshot::Sender<Arc<crate::uamp::UampDoor>>>,
+    pub started: Option<tokio::sync::oneshot::Sender<Arc<super::uamp::UampDoor>>>,
 }
 
 /// How often expired nonces and per-minute usage older than any window are dropped.
@@ -85,7 +85,7 @@ const GC_EVERY: Duration = Duration::from_secs(600);
 
 /// The scopes the guardian and IntentWeb record for themselves (an agent registered, a
 /// site pinned), which no EPP sender may ask for.
-pub const RESERVED_SCOPES: [&str; 2] = [crate::guardian::SCOPE, crate::intent::SCOPE];
+pub const RESERVED_SCOPES: [&str; 2] = [super::guardian::SCOPE, super::intent::SCOPE];
 
 /// The gate over a store, with what the doors composed here keep for themselves.
 pub fn gate(store: Arc<Store>, public_key: &str) -> Gate {
@@ -102,8 +102,8 @@ pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Gate>, mpsc::Unbounded
 pub fn build_with_events(
     store: Arc<Store>,
     public_key: &str,
-    events: tokio::sync::broadcast::Sender<crate::gate::state::ArrivalEvent>,
-    progress: tokio::sync::broadcast::Sender<crate::gate::runner::ExecProgress>,
+    events: tokio::sync::broadcast::Sender<super::gate::state::ArrivalEvent>,
+    progress: tokio::sync::broadcast::Sender<super::gate::runner::ExecProgress>,
 ) -> (Arc<Gate>, mpsc::UnboundedReceiver<i64>) {
     let (tx, rx) = mpsc::unbounded_channel();
     (Arc::new(gate(store, public_key).with_executions(tx).with_events(events).with_progress(progress)), rx)
@@ -111,11 +111,11 @@ pub fn build_with_events(
 
 /// The executors beyond the gate's own (a swarm, a peer), and what follows a successful
 /// executor (a reply to the sender): the doors that provide them are composed here.
-fn runner_hooks(store: &Arc<Store>, mail: Vec<crate::email::Follow>, key: Option<ed25519_dalek::SigningKey>) -> runner::Hooks {
+fn runner_hooks(store: &Arc<Store>, mail: Vec<super::email::Follow>, key: Option<ed25519_dalek::SigningKey>) -> runner::Hooks {
     let delegates = Delegates::default()
-        .with(crate::mail::executor::KIND, Arc::new(crate::mail::executor::SwarmExecutor { store: store.clone() }))
-        .with(crate::uamp::executor::KIND, Arc::new(crate::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }));
-    runner::Hooks { delegates, describe: Arc::new(crate::epp::work::describe), on_success: Some(crate::epp::reply::after_success(mail, key)) }
+        .with(super::mail::executor::KIND, Arc::new(super::mail::executor::SwarmExecutor { store: store.clone() }))
+        .with(super::uamp::executor::KIND, Arc::new(super::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }));
+    runner::Hooks { delegates, describe: Arc::new(super::epp::work::describe), on_success: Some(super::epp::reply::after_success(mail, key)) }
 }
 
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
@@ -186,9 +186,9 @@ where
     let mut tasks: tokio::task::JoinSet<Result<(), String>> = tokio::task::JoinSet::new();
     if let Some(listener) = opts.listener {
         let mut stop = stop_tx.subscribe();
-        let guardian = crate::guardian::Guardian::new(&inbox, crate::guardian::DEFAULT_TIMEOUT);
+        let guardian = super::guardian::Guardian::new(&inbox, super::guardian::DEFAULT_TIMEOUT);
         inbox.register_door(&guardian);
-        let app = crate::epp::http::router(inbox.clone()).merge(crate::guardian::router(guardian)).merge(crate::uamp::http::plain_router());
+        let app = super::epp::http::router(inbox.clone()).merge(super::guardian::router(guardian)).merge(super::uamp::http::plain_router());
         tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");
         let names = opts.public_names.clone();
         let limits = opts.limits;
@@ -203,10 +203,10 @@ where
     if let Some(u) = opts.uamp {
         let cert = match u.certificate {
             Some(c) => c,
-            None => crate::uamp::tls::load_or_create(&u.data_dir, &u.key).map_err(|e| e.to_string())?,
+            None => super::uamp::tls::load_or_create(&u.data_dir, &u.key).map_err(|e| e.to_string())?,
         };
-        let tls = crate::uamp::tls::config(&cert.der, &u.key).map_err(|e| e.to_string())?;
-        let uamp = crate::uamp::UampDoor::new(inbox.clone(), u.key);
+        let tls = super::uamp::tls::config(&cert.der, &u.key).map_err(|e| e.to_string())?;
+        let uamp = super::uamp::UampDoor::new(inbox.clone(), u.key);
         if let Ok(addr) = u.listener.local_addr() {
             let _ = uamp.tls_addr.set(addr);
         }
@@ -215,7 +215,7 @@ where
             tokio::task::spawn_blocking(move || uamp.recover()).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
         }
         tracing::info!(addr = %uamp.tls_addr.get().map(|a| a.to_string()).unwrap_or_default(), fingerprint = %cert.fingerprint, did = %uamp.did(), "UAMP listening (TLS 1.3)");
-        let app = crate::uamp::http::router(uamp.clone());
+        let app = super::uamp::http::router(uamp.clone());
         if let Some(tx) = u.started {
             let _ = tx.send(uamp);
         }
@@ -223,7 +223,7 @@ where
         let names = opts.public_names.clone();
         let limits = opts.limits;
         tasks.spawn(async move {
-            crate::uamp::tls::serve(u.listener, tls, app, &names, limits, async move {
+            super::uamp::tls::serve(u.listener, tls, app, &names, limits, async move {
                 let _ = stop.recv().await;
             })
             .await
@@ -235,7 +235,7 @@ where
         let store2 = store.clone();
         let f2 = f.clone();
         tasks.spawn(async move {
-            crate::email::deliver(store2, f2, async move {
+            super::email::deliver(store2, f2, async move {
                 let _ = stop.recv().await;
             })
             .await;
@@ -244,7 +244,7 @@ where
         let mut stop = stop_tx.subscribe();
         let (inbox, store) = (inbox.clone(), store.clone());
         tasks.spawn(async move {
-            crate::email::follow(inbox, store, f, async move {
+            super::email::follow(inbox, store, f, async move {
                 let _ = stop.recv().await;
             })
             .await;
@@ -252,7 +252,7 @@ where
         });
     }
     // Kept for as long as the doors run: the folder finds the other files it takes here.
-    let others = Arc::new(folder::Others(vec![Arc::new(crate::mail::TaskLogs)]));
+    let others = Arc::new(folder::Others(vec![Arc::new(super::mail::TaskLogs)]));
     inbox.register_door(&others);
     if let Some(dir) = opts.watch {
         let mut stop = stop_tx.subscribe();

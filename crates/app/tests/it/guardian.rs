@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use crate::common::shown;
 use gatehouse_app::consent::Decision;
+use gatehouse_app::doors::guardian::{agent_key, UserAnswer};
+use gatehouse_app::doors::ServeOptions;
 use gatehouse_asop::rules::Action;
-use gatehouse_inbox::guardian::{agent_key, UserAnswer};
-use gatehouse_inbox::ServeOptions;
 use gatehouse_store::asop::AsopRuleRow;
 use gatehouse_store::Store;
 use serde_json::{json, Value};
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 struct G {
     _dir: tempfile::TempDir,
     store: Arc<Store>,
-    inbox: Arc<gatehouse_inbox::gate::state::Gate>,
+    inbox: Arc<gatehouse_app::doors::gate::state::Gate>,
     url: String,
     http: reqwest::Client,
 }
@@ -27,13 +27,13 @@ async fn start() -> G {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
     let key = ed25519_dalek::SigningKey::from_bytes(&[4; 32]);
-    let (inbox, rx) = gatehouse_inbox::service::build(store.clone(), &gatehouse_epp::public_key_hex(&key));
+    let (inbox, rx) = gatehouse_app::doors::service::build(store.clone(), &gatehouse_epp::public_key_hex(&key));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/asop/v1", listener.local_addr().unwrap());
     let opts = ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() };
-    tokio::spawn(gatehouse_inbox::service::run_with(inbox.clone(), rx, opts, std::future::pending(), |_| {}));
+    tokio::spawn(gatehouse_app::doors::service::run_with(inbox.clone(), rx, opts, std::future::pending(), |_| {}));
     for _ in 0..100 {
-        if inbox.door::<gatehouse_inbox::guardian::Guardian>().is_some() {
+        if inbox.door::<gatehouse_app::doors::guardian::Guardian>().is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -73,7 +73,7 @@ impl G {
 
     /// Answers the next step that waits for the user, as the window would.
     fn answer_next(&self, answer: UserAnswer) -> tokio::task::JoinHandle<String> {
-        let g = self.inbox.door::<gatehouse_inbox::guardian::Guardian>().unwrap();
+        let g = self.inbox.door::<gatehouse_app::doors::guardian::Guardian>().unwrap();
         tokio::spawn(async move {
             for _ in 0..200 {
                 if let Some(s) = g.pending().unwrap().first().cloned() {
@@ -187,7 +187,7 @@ async fn an_unanswered_ask_times_out_and_always_becomes_a_rule() {
     let r = g.call(tool_call(3, "post_tweet", json!([{"name": "text", "value": "third"}]))).await;
     assert_eq!((r["result"]["decision"].as_str(), r["result"]["message"].as_str()), (Some("deny"), Some("No tweets")));
     assert_eq!(g.store.asop_rules().unwrap().iter().filter(|r| r.source == "always").count(), 1);
-    assert!(g.inbox.door::<gatehouse_inbox::guardian::Guardian>().unwrap().pending().unwrap().is_empty());
+    assert!(g.inbox.door::<gatehouse_app::doors::guardian::Guardian>().unwrap().pending().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -292,7 +292,7 @@ async fn nothing_reaches_the_users_queue_or_settings_without_a_registered_agent(
         let r = g.call(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": {"jsonrpc": "2.0", "method": "tools/call"}}})).await;
         assert_eq!(r["error"]["code"], -32001, "{method}: {r}");
     }
-    assert!(g.inbox.door::<gatehouse_inbox::guardian::Guardian>().unwrap().pending().unwrap().is_empty());
+    assert!(g.inbox.door::<gatehouse_app::doors::guardian::Guardian>().unwrap().pending().unwrap().is_empty());
     assert!(g.store.pending_list().unwrap().is_empty(), "no knock either: there is nobody to let in");
     assert!(g.store.asop_session("session-1").unwrap().is_empty());
     // An anonymous or unregistered ping sets no timeout, for nobody.
@@ -306,22 +306,22 @@ async fn nothing_reaches_the_users_queue_or_settings_without_a_registered_agent(
     // Registered, its own ping is bounded to the guardian's longest wait.
     register(&g).await;
     g.call(json!({"jsonrpc": "2.0", "id": "p", "method": "ping", "params": {"timestamp": "2025-01-24T15:30:45Z", "timeout": 86_400_000u64, "metadata": {"agentId": "mailer-1"}}})).await;
-    assert_eq!(g.store.asop_agent_timeout("mailer-1").unwrap(), Some(gatehouse_inbox::guardian::MAX_ASK_TIMEOUT.as_millis() as u64));
+    assert_eq!(g.store.asop_agent_timeout("mailer-1").unwrap(), Some(gatehouse_app::doors::guardian::MAX_ASK_TIMEOUT.as_millis() as u64));
     assert_eq!(g.store.asop_agent_timeout("*").unwrap(), None);
     // A batch larger than the bound is refused whole: nothing decided, nothing queued.
-    let big: Vec<Value> = (0..gatehouse_inbox::guardian::MAX_BATCH as i64 + 1).map(|i| tool_call(100 + i, "send", json!([]))).collect();
+    let big: Vec<Value> = (0..gatehouse_app::doors::guardian::MAX_BATCH as i64 + 1).map(|i| tool_call(100 + i, "send", json!([]))).collect();
     let r = g.call(Value::Array(big)).await;
     assert_eq!(r["error"]["code"], -32600, "{r}");
     assert_eq!(g.store.asop_session("session-1").unwrap().len(), 1, "only the registration knock is on record");
     // One agent cannot fill the user's queue: past its share, a step is refused at once.
-    let share = gatehouse_inbox::guardian::MAX_WAITING_PER_AGENT;
+    let share = gatehouse_app::doors::guardian::MAX_WAITING_PER_AGENT;
     let mut waiting = Vec::new();
     for i in 0..share as i64 {
         let http = g.http.clone();
         let (url, body) = (g.url.clone(), tool_call(200 + i, "send", json!([])).to_string());
         waiting.push(tokio::spawn(async move { http.post(url).header("content-type", "application/json").body(body).send().await }));
     }
-    let guardian = g.inbox.door::<gatehouse_inbox::guardian::Guardian>().unwrap();
+    let guardian = g.inbox.door::<gatehouse_app::doors::guardian::Guardian>().unwrap();
     for _ in 0..200 {
         if guardian.pending().unwrap().len() == share {
             break;
@@ -349,7 +349,7 @@ async fn the_gate_decides_who_is_guarded_a_revoked_agent_is_refused_and_an_ended
     // The registration given for a while has ended: the rule no longer decides, the user does.
     let key = agent_key("mailer-1");
     let mut entry = g.store.trust_get(&key).unwrap().unwrap();
-    entry.policy.grant_until.insert(gatehouse_inbox::guardian::SCOPE.into(), "2026-01-01T00:00:00Z".into());
+    entry.policy.grant_until.insert(gatehouse_app::doors::guardian::SCOPE.into(), "2026-01-01T00:00:00Z".into());
     g.store.trust_update(&key, None, &entry.policy).unwrap();
     let asked = g.answer_next(UserAnswer { decision: Action::Deny, always: false, redact: None, note: None, lasting: None });
     assert_eq!(g.call(tool_call(2, "send", json!([]))).await["result"]["decision"], "deny");

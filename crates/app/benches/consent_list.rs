@@ -3,7 +3,7 @@
 //! prompt is scanned for risk (17 ms a MiB); the scan is kept under the knock's receipt id,
 //! so only the first load pays it.
 
-use gatehouse_inbox::Submit as _;
+use gatehouse_app::doors::Submit as _;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -15,7 +15,7 @@ fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("bench.db")).unwrap());
     let me = gatehouse_epp::generate_signing_key();
-    let inbox = gatehouse_inbox::compose_gate(store.clone(), &gatehouse_epp::public_key_hex(&me));
+    let inbox = gatehouse_app::doors::compose_gate(store.clone(), &gatehouse_epp::public_key_hex(&me));
     let prompt = "Please look at the attached order, thank you. ".repeat(1000 * 1024 / 46);
     let now = chrono::Utc::now();
     eprintln!("{KNOCKS} strangers knock with {} bytes each…", prompt.len());

@@ -1,7 +1,7 @@
 //! The whole pipeline in-process against a SQLite file (criterion): parse, verify,
 //! replay check, trust, policy, durable accept.
 
-use gatehouse_inbox::Submit as _;
+use gatehouse_app::doors::Submit as _;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -20,7 +20,7 @@ fn benches(c: &mut Criterion) {
             policy: Policy { allowed_scopes: vec!["*".into()], ..Policy::default() },
         })
         .unwrap();
-    let inbox = gatehouse_inbox::compose_gate(store, &inbox_pub);
+    let inbox = gatehouse_app::doors::compose_gate(store, &inbox_pub);
     let now = chrono::Utc::now();
     c.bench_function("pipeline_accept_durable", |b| {
         b.iter_batched(

@@ -2,7 +2,7 @@
 //! a search and a conversation, over 100,000 envelopes accepted through the real pipeline
 //! (ten senders, one in ten rejected).
 
-use gatehouse_inbox::Submit as _;
+use gatehouse_app::doors::Submit as _;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -25,7 +25,7 @@ fn benches(c: &mut Criterion) {
             })
             .unwrap();
     }
-    let inbox = Arc::new(gatehouse_inbox::compose_gate(store.clone(), &inbox_pub));
+    let inbox = Arc::new(gatehouse_app::doors::compose_gate(store.clone(), &inbox_pub));
     let now = chrono::Utc::now();
     eprintln!("filling the store with {ENVELOPES} envelopes…");
     std::thread::scope(|s| {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::{eventually, policy};
-use gatehouse_inbox::{ExecutorConfig, ExecutorSpec, ServeOptions};
+use gatehouse_app::doors::{ExecutorConfig, ExecutorSpec, ServeOptions};
 use gatehouse_store::{ExecStatus, Policy, Store, TrustEntry};
 
 struct Node {
@@ -28,12 +28,12 @@ async fn node(executors: ExecutorConfig, port: Option<u16>) -> Node {
     node_with(executors, port, Vec::new()).await
 }
 
-async fn node_with(executors: ExecutorConfig, port: Option<u16>, email: Vec<gatehouse_inbox::email::Follow>) -> Node {
+async fn node_with(executors: ExecutorConfig, port: Option<u16>, email: Vec<gatehouse_app::doors::email::Follow>) -> Node {
     node_keyed(executors, port, email, false).await
 }
 
 /// `hold_key`: the key is handed to the inbox as the CLI and the window do.
-async fn node_keyed(executors: ExecutorConfig, port: Option<u16>, email: Vec<gatehouse_inbox::email::Follow>, hold_key: bool) -> Node {
+async fn node_keyed(executors: ExecutorConfig, port: Option<u16>, email: Vec<gatehouse_app::doors::email::Follow>, hold_key: bool) -> Node {
     let dir = tempfile::tempdir().unwrap();
     let (identity, _) = gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
     let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
@@ -44,7 +44,7 @@ async fn node_keyed(executors: ExecutorConfig, port: Option<u16>, email: Vec<gat
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port.unwrap_or(0))).await.unwrap();
     let submit = format!("http://{}/epp/v1/submit", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(gatehouse_inbox::run(
+    tokio::spawn(gatehouse_app::doors::run(
         store.clone(),
         identity.public_key.clone(),
         ServeOptions { listener: Some(listener), watch: None, uamp: None, email, key: hold_key.then(|| identity.signing_key().clone()), ..Default::default() },
@@ -113,10 +113,13 @@ async fn an_answer_goes_back_signed_in_the_same_conversation() {
     let draft = a.store.reply_drafts().unwrap().remove(0);
     assert!(b.store.envelopes(10, 0).unwrap().iter().filter(|e| e.sender == a.public_key).count() == 1, "nothing went before the user approved");
     a.store.reply_edit(draft.id, "Thank you, but no.", "2026-11-22T00:00:00Z").unwrap();
-    let sent = gatehouse_inbox::epp::reply::send(&a.store, &a.key, draft.id, &[]).await.unwrap();
+    let sent = gatehouse_app::doors::epp::reply::send(&a.store, &a.key, draft.id, &[]).await.unwrap();
     assert_eq!(sent.state, "sent");
     eventually("the edited answer at B", || bstore.envelopes(10, 0).unwrap().iter().any(|e| e.prompt == "Thank you, but no.")).await;
-    assert!(matches!(gatehouse_inbox::epp::reply::send(&a.store, &a.key, draft.id, &[]).await, Err(gatehouse_inbox::epp::reply::ReplyError::AlreadySent)));
+    assert!(matches!(
+        gatehouse_app::doors::epp::reply::send(&a.store, &a.key, draft.id, &[]).await,
+        Err(gatehouse_app::doors::epp::reply::ReplyError::AlreadySent)
+    ));
     let _ = (&a.dir, &b.dir);
 }
 
@@ -174,7 +177,7 @@ async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
         .unwrap();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
     let (_tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(gatehouse_inbox::run(
+    tokio::spawn(gatehouse_app::doors::run(
         store.clone(),
         b_pub.clone(),
         ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() },
@@ -184,7 +187,7 @@ async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
         |_| {},
     ));
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let again = gatehouse_inbox::epp::reply::send(&a.store, &a.key, failed.id, &[]).await.unwrap();
+    let again = gatehouse_app::doors::epp::reply::send(&a.store, &a.key, failed.id, &[]).await.unwrap();
     assert_eq!((again.state.as_str(), again.error), ("sent", None));
     assert_eq!(store.envelopes(10, 0).unwrap()[0].in_reply_to.as_deref(), Some(env["envelope_id"].as_str().unwrap()));
 }
@@ -235,7 +238,7 @@ async fn an_answer_to_a_sender_whose_reply_endpoint_is_mailto_goes_back_by_mail(
     account.smtp =
         Some(Submission { host: "127.0.0.1".into(), port: ex.port, security: SmtpSecurity::Plain, user: "alice".into(), from: "ada@home.example".into() });
     account.receipts = MailReceipts::Off;
-    let follow = gatehouse_inbox::email::Follow::new("personal".into(), account.clone(), "secret".into(), Some("secret".into()));
+    let follow = gatehouse_app::doors::email::Follow::new("personal".into(), account.clone(), "secret".into(), Some("secret".into()));
     let a = node_with(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None, vec![follow]).await;
     let b = node(ExecutorConfig::default(), None).await;
     trust(
@@ -269,6 +272,6 @@ async fn an_answer_to_a_sender_whose_reply_endpoint_is_mailto_goes_back_by_mail(
     assert_eq!((kept[0].state.as_str(), kept[0].endpoint.as_str()), ("sent", "mailto:bea@elsewhere.example"));
 
     // With no account that can send, nothing goes and the reason is given.
-    let e = gatehouse_inbox::email::mail_envelope(&[], None, "bea@elsewhere.example", "EPP reply", &answer).await.unwrap_err();
+    let e = gatehouse_app::doors::email::mail_envelope(&[], None, "bea@elsewhere.example", "EPP reply", &answer).await.unwrap_err();
     assert!(e.contains("no mail account can send"), "{e}");
 }

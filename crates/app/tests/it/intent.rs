@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use ed25519_dalek::SigningKey;
-use gatehouse_inbox::intent;
+use gatehouse_app::doors::intent;
 use gatehouse_intentweb::FlowType;
 use gatehouse_intentweb_testsite::{spawn, Site};
 use gatehouse_store::Store;
@@ -81,7 +81,7 @@ async fn a_site_key_trusted_from_waiting_for_you_is_pinned() {
     use gatehouse_app::consent::Decision;
     let f = fixture().await;
     let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
-    let (inbox, _rx) = gatehouse_inbox::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
+    let (inbox, _rx) = gatehouse_app::doors::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
     let out = gatehouse_app::consent::decide(&inbox, &shown(&inbox, &f.site.did()), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert!(out.message.starts_with("Pinned"), "{}", out.message);
     let t = intent::reply(f.store.clone(), &f.key, &t.conversation.interaction_id, FlowType::InformationResponse, "Grace Hopper", None).await.unwrap();
@@ -96,7 +96,7 @@ async fn a_pin_for_an_hour_ends_and_the_sites_next_answer_asks_again() {
     use gatehouse_app::consent::{decide_with_keys, Lasting};
     let f = fixture().await;
     let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 3", None).await.unwrap();
-    let (inbox, _rx) = gatehouse_inbox::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
+    let (inbox, _rx) = gatehouse_app::doors::service::build(f.store.clone(), &gatehouse_epp::public_key_hex(&f.key));
     let target = shown(&inbox, &f.site.did());
     let out = decide_with_keys(&inbox, &target, Decision::AlwaysAllowScope, &Lasting::Hour, chrono::Utc::now(), &[]).unwrap();
     assert!(out.message.starts_with("Pinned until"), "{}", out.message);

@@ -12,7 +12,7 @@ async fn a_new_key_of_a_verified_contact_is_a_claim_then_a_change_held_until_ver
     let (lee, lee2, other) = (key(3), key(4), key(5));
     let own = pubhex(&key(2));
     let inbox = TestInbox::start(&own, false).await;
-    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["lab-results"]));
     let list = contacts::list(&inbox.store, &own).unwrap();
     assert_eq!((list.len(), list[0].name.as_str(), list[0].verified), (1, "Dr. Lee", false));

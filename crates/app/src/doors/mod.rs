@@ -1,6 +1,6 @@
-//! The Gatehouse inbox: the gate and its five doors, composed. Each door is its own crate
-//! (they never import each other: Cargo holds it) and the gate names none of them; this
-//! crate is where they meet, once.
+//! The gate and its five doors, composed. Each door is its own crate (they never import
+//! each other: Cargo holds it) and the gate names none of them; this module is where they
+//! meet, once, under the application layer both faces call.
 //!
 //! - [`gate`]: the gate (`gatehouse-gate`): the decision, the inbox state every door
 //!   shares, consent, the executors and their runner

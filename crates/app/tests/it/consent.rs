@@ -8,7 +8,7 @@ use gatehouse_store::{ExecStatus, InboxFilter, Policy};
 async fn unknown_sender_allow_once_delivers_only_the_waiting_message() {
     let stranger = key(7);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
-    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     let env = inbox.signed(&stranger, "support", "please look at this");
     assert_eq!(inbox.post_json(&env).await.0, 401);
     let items = consent::pending(&inbox.store).unwrap();
@@ -33,7 +33,7 @@ async fn always_allow_trusts_the_scope_and_block_silences_the_sender() {
     let a = key(7);
     let b = key(8);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
-    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     inbox.post_json(&inbox.signed(&a, "support", "hi")).await;
     inbox.post_json(&inbox.signed(&b, "support", "spam")).await;
     gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&a)), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
@@ -53,7 +53,7 @@ async fn always_allow_trusts_the_scope_and_block_silences_the_sender() {
 async fn held_envelopes_run_or_are_denied_on_the_users_word() {
     let bob = key(3);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
-    let (i, mut rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, mut rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     inbox.trust(&pubhex(&bob), "Bob", Policy { hold_for_consent: true, ..policy(&["*"]) });
     inbox.post_json(&inbox.signed(&bob, "support", "run me")).await;
     inbox.post_json(&inbox.signed(&bob, "billing", "not me")).await;
@@ -116,19 +116,19 @@ async fn inbox_list_filters_searches_and_pages() {
 #[test]
 fn verification_steps_name_the_failing_one() {
     use gatehouse_epp::ErrorCode;
-    let steps = gatehouse_inbox::verification_steps(Some(ErrorCode::InvalidSignature), true);
+    let steps = gatehouse_app::doors::verification_steps(Some(ErrorCode::InvalidSignature), true);
     let state = |n: &str| steps.iter().find(|(s, _)| *s == n).unwrap().1;
     assert_eq!((state("expiry"), state("signature"), state("trust")), ("passed", "failed", "not-checked"));
-    let size = gatehouse_inbox::verification_steps(Some(ErrorCode::SizeExceeded), true);
+    let size = gatehouse_app::doors::verification_steps(Some(ErrorCode::SizeExceeded), true);
     assert_eq!(size.iter().find(|(s, _)| *s == "policy").unwrap().1, "failed");
-    assert!(gatehouse_inbox::verification_steps(None, true).iter().all(|(_, s)| *s == "passed"));
+    assert!(gatehouse_app::doors::verification_steps(None, true).iter().all(|(_, s)| *s == "passed"));
 }
 
 #[tokio::test]
 async fn a_sender_cannot_knock_dressed_as_an_agent_or_a_company_nor_be_granted_everything() {
     let stranger = key(7);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
-    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     // The guardian's and IntentWeb's scopes are Gatehouse's own: refused before any knock.
     for scope in ["asop", "intentweb"] {
         let (status, _, r) = inbox.post_json(&inbox.signed(&stranger, scope, "let me in")).await;
@@ -157,18 +157,18 @@ async fn a_sender_cannot_knock_dressed_as_an_agent_or_a_company_nor_be_granted_e
 #[tokio::test]
 async fn what_knocks_is_named_by_the_door_it_knocked_at_not_by_the_form_of_its_key() {
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
-    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     let site = "did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH";
     // A DID that knocked at IntentWeb is a site whose key is not pinned, not a UAMP agent,
     // and letting it in "once" is said in a site's words.
-    inbox.store.pending_record(gatehouse_inbox::intent::DOOR, site, gatehouse_inbox::intent::SCOPE, "conv-1", "2026-11-24T00:00:00Z").unwrap();
+    inbox.store.pending_record(gatehouse_app::doors::intent::DOOR, site, gatehouse_app::doors::intent::SCOPE, "conv-1", "2026-11-24T00:00:00Z").unwrap();
     let items = consent::pending(&inbox.store).unwrap();
     assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::IntentSite, .. }), "{items:?}");
     let e = gatehouse_app::consent::decide(&i, &shown(&i, site), Decision::AllowOnce, chrono::Utc::now()).unwrap_err();
     assert!(e.to_string().contains("site's key is pinned"), "{e}");
     // The same DID at the UAMP door is an agent, asked about in UAMP's words.
     inbox.store.pending_remove(site).unwrap();
-    inbox.store.pending_record(gatehouse_inbox::uamp::DOOR, site, "ask", "m-1", "2026-11-24T00:00:01Z").unwrap();
+    inbox.store.pending_record(gatehouse_app::doors::uamp::DOOR, site, "ask", "m-1", "2026-11-24T00:00:01Z").unwrap();
     let items = consent::pending(&inbox.store).unwrap();
     assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::UampAgent, .. }), "{items:?}");
     let e = gatehouse_app::consent::decide(&i, &shown(&i, site), Decision::AllowOnce, chrono::Utc::now()).unwrap_err();
@@ -180,7 +180,7 @@ async fn what_knocks_is_named_by_the_door_it_knocked_at_not_by_the_form_of_its_k
 async fn a_decision_is_carried_out_on_the_knock_the_user_saw_and_a_newer_one_stays_waiting() {
     let s = key(7);
     let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
-    let (i, _rx) = gatehouse_inbox::build(inbox.store.clone(), &inbox.public_key);
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     inbox.post_json(&inbox.signed(&s, "support", "a question about my order")).await;
     // The window shows this knock; before the click, the sender knocks again for more.
     let seen = shown(&i, &pubhex(&s));
@@ -228,7 +228,7 @@ async fn only_the_users_own_entry_lets_a_link_go_unflagged_never_what_the_messag
 
 #[tokio::test]
 async fn a_held_envelope_runs_the_executor_its_receipt_named_or_says_it_changed() {
-    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    use gatehouse_app::doors::{ExecutorConfig, ExecutorSpec};
     let u = crate::uamp::Uamp::start(ExecutorSpec::Noop).await;
     let queue = tempfile::tempdir().unwrap();
     ExecutorConfig { default: ExecutorSpec::FileQueue { dir: queue.path().to_path_buf() }, scopes: Default::default() }.save(&u.store).unwrap();

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_inbox::mail::{self, Connection, LiveEvent};
+use gatehouse_app::doors::mail::{self, Connection, LiveEvent};
 use gatehouse_mail::client::SendMessage;
 use gatehouse_mail::v2::{Client, Credentials};
 use gatehouse_mail_testswarm::reference;
@@ -197,7 +197,7 @@ async fn a_mail_2_password_goes_to_the_login_and_nowhere_else() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_swarm_executor_logs_in_to_a_mail_2_server_and_hands_it_the_prompt() {
     use crate::common::*;
-    use gatehouse_inbox::{ExecutorConfig, ExecutorSpec};
+    use gatehouse_app::doors::{ExecutorConfig, ExecutorSpec};
     use gatehouse_store::ExecStatus;
     let Some(r) = reference::start_v2() else { return };
     let mut scopes = std::collections::BTreeMap::new();

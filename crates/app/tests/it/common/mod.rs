@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use ed25519_dalek::SigningKey;
+use gatehouse_app::doors::{ExecutorConfig, ServeOptions};
 use gatehouse_epp::Draft;
-use gatehouse_inbox::{ExecutorConfig, ServeOptions};
 use gatehouse_store::{Policy, Store, TrustEntry};
 use tokio::sync::oneshot;
 
@@ -49,8 +49,8 @@ impl TestInbox {
     pub async fn start_for_vectors(inbox_key: &str) -> TestInbox {
         Self::start_configured(inbox_key, false, ExecutorConfig::default(), |s| {
             s.set_setting(
-                gatehouse_inbox::gate::state::FRESHNESS_SETTING,
-                &gatehouse_inbox::gate::state::Freshness { max_lifetime_secs: 0, ..Default::default() },
+                gatehouse_app::doors::gate::state::FRESHNESS_SETTING,
+                &gatehouse_app::doors::gate::state::Freshness { max_lifetime_secs: 0, ..Default::default() },
             )
             .unwrap()
         })
@@ -62,7 +62,7 @@ impl TestInbox {
     }
 
     /// Starts an inbox that also follows these mail accounts.
-    pub async fn start_email(inbox_key: &str, setup: impl FnOnce(&Store), email: Vec<gatehouse_inbox::email::Follow>) -> TestInbox {
+    pub async fn start_email(inbox_key: &str, setup: impl FnOnce(&Store), email: Vec<gatehouse_app::doors::email::Follow>) -> TestInbox {
         Self::start_full(inbox_key, false, ExecutorConfig::default(), setup, email).await
     }
 
@@ -71,7 +71,7 @@ impl TestInbox {
         watch: bool,
         executors: ExecutorConfig,
         setup: impl FnOnce(&Store),
-        email: Vec<gatehouse_inbox::email::Follow>,
+        email: Vec<gatehouse_app::doors::email::Follow>,
     ) -> TestInbox {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
@@ -82,7 +82,7 @@ impl TestInbox {
         let watch_dir = watch.then(|| dir.path().join("drop"));
         let (tx, rx) = oneshot::channel();
         let opts = ServeOptions { listener: Some(listener), watch: watch_dir.clone(), uamp: None, email, ..Default::default() };
-        let task = tokio::spawn(gatehouse_inbox::run(
+        let task = tokio::spawn(gatehouse_app::doors::run(
             store.clone(),
             inbox_key.to_string(),
             opts,
@@ -158,7 +158,7 @@ pub async fn eventually<F: FnMut() -> bool>(what: &str, mut f: F) {
 
 /// What a decision on a stranger's prompt names, as the window sends it: the sender and
 /// the knock the prompt showed (its newest).
-pub fn shown(inbox: &gatehouse_inbox::Gate, key: &str) -> gatehouse_app::consent::ConsentTarget {
+pub fn shown(inbox: &gatehouse_app::doors::Gate, key: &str) -> gatehouse_app::consent::ConsentTarget {
     use gatehouse_app::consent::ConsentTarget;
     let key = gatehouse_store::sender_key(key);
     gatehouse_app::consent::pending(inbox.store())
