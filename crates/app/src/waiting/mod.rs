@@ -1,12 +1,22 @@
 //! What waits for the user: the one list (and, counted, the window's badge and the tray)
 //! of everything from every door that a decision of the user's would let through. The
 //! gate names no protocol, so each door's waiting messages are read here, where the
-//! application knows the doors (an EPP knock's declared v1.1 fields, who it claims to be).
+//! application knows the doors (an EPP knock's declared v1.1 fields, who it claims to be):
+//! each kind has its [`Holds`], which describes what it holds and settles a decision on it
+//! (knocks at any door, held envelopes, held UAMP asks, key changes, guardian steps).
 
-use crate::doors::gate::consent::{risk_flags, ConsentError};
+mod asks;
+mod held;
+mod key_changes;
+mod knocks;
+mod steps;
+
+use crate::consent::{Decision, DecisionOutcome};
+use crate::doors::gate::consent::ConsentError;
+use crate::doors::Gate;
 use crate::target::{ConsentTarget, Source};
 use chrono::{DateTime, Utc};
-use gatehouse_store::{ExecStatus, Store, StoreError};
+use gatehouse_store::{Store, StoreError};
 use serde::Serialize;
 
 /// One thing waiting for the user.
@@ -111,7 +121,7 @@ pub enum ConsentItem {
 }
 
 /// How many past messages a prompt lists of those a grant would have let in.
-const COVERED_SHOWN: usize = 5;
+pub(crate) const COVERED_SHOWN: usize = 5;
 
 impl ConsentItem {
     /// The name the audit log and "ask me later" give what this prompt decides; none for
@@ -161,119 +171,62 @@ pub fn claims(store: &Store, sender: &str, env: &gatehouse_epp::Envelope, ext: O
 }
 
 /// When a timed grant for `scope` ended, if it has (what holds the message).
-fn ended(trust: Option<&gatehouse_store::TrustEntry>, scope: &str, now: DateTime<Utc>) -> Option<String> {
+pub(crate) fn ended(trust: Option<&gatehouse_store::TrustEntry>, scope: &str, now: DateTime<Utc>) -> Option<String> {
     let until = trust?.policy.grant_until.get(scope)?;
     (!gatehouse_store::grant_lasts(until, now)).then(|| until.clone())
 }
 
+/// A door's part of what waits: it describes what it holds (as the prompt shows it) and
+/// carries out the user's decision on it. The one list is theirs together, in this order.
+pub(crate) trait Holds: Sync {
+    fn describe(&self, store: &Store, now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError>;
+    /// Whether a decision on `target` is this holder's to carry out.
+    fn holds(&self, target: &ConsentTarget) -> bool;
+    fn settle(&self, d: &Decided<'_>, target: &ConsentTarget) -> Result<DecisionOutcome, ConsentError>;
+}
+
+/// Everything that holds something for the user: the user's own agents' steps first (each
+/// holds an agent's request open), then newest first by kind.
+pub(crate) const HOLDERS: [&dyn Holds; 5] = [&steps::Steps, &asks::HeldAsks, &held::HeldEnvelopes, &key_changes::KeyChanges, &knocks::Knocks];
+
+/// A decision as a holder carries it out.
+#[derive(Clone, Copy)]
+pub(crate) struct Decided<'a> {
+    pub gate: &'a Gate,
+    pub decision: Decision,
+    /// When a grant it gives ends (`None`: for good).
+    pub end: Option<DateTime<Utc>>,
+    pub now: DateTime<Utc>,
+    /// A did:web agent's keys, fetched when the user lets it in.
+    pub uamp_keys: &'a [gatehouse_store::UampKey],
+}
+
+/// The prompts put off ("ask me later") that are still away.
+pub(crate) struct Later(std::collections::HashMap<String, String>);
+
+impl Later {
+    fn read(store: &Store, now: DateTime<Utc>) -> Result<Later, ConsentError> {
+        Ok(Later(store.later_list()?.into_iter().filter(|(_, until)| gatehouse_store::grant_lasts(until, now)).collect()))
+    }
+
+    /// Until when the prompt deciding `t` is put off, while it is.
+    pub fn of(&self, t: ConsentTarget) -> Option<String> {
+        self.0.get(&t.key()).cloned()
+    }
+}
+
 /// Everything waiting for the user: the one meaning of "waiting" (the list the window
-/// shows and, counted, its badge and the tray): the user's own agents' steps first (each
-/// holds an agent's request open), then newest first.
+/// shows and, counted, its badge and the tray), as [`HOLDERS`] describe it.
 pub fn pending(store: &Store) -> Result<Vec<ConsentItem>, ConsentError> {
     pending_at(store, crate::doors::gate::clock::now())
 }
 
 /// [`pending`] as it stands at `now` (which grants have ended, which prompts put off are back).
 pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>, ConsentError> {
-    let later: std::collections::HashMap<String, String> =
-        store.later_list()?.into_iter().filter(|(_, until)| gatehouse_store::grant_lasts(until, now)).collect();
-    let later_of = |t: ConsentTarget| later.get(&t.key()).cloned();
-    // A step is 'pending' only while its guardian holds the request: steps a stopped
-    // guardian held are marked abandoned when it starts again.
-    let mut items: Vec<ConsentItem> = store.asop_pending()?.into_iter().map(|step| ConsentItem::GuardianStep { step }).collect();
-    for s in store.uamp_held_streams()?.into_iter().rev() {
-        let Some(m) = store.uamp_message_by_row(s.message_row)? else { continue };
-        let trust = store.trust_get(&s.peer)?;
-        // A stream id may be the agent's own choice: not a key to keep a scan under.
-        let risk = risk_flags(store, &s.stream_id, &m.content, trust.as_ref(), None)?;
-        let scope = m.scope.unwrap_or(m.intent);
-        items.push(ConsentItem::HeldAsk {
-            grant_ended: ended(trust.as_ref(), &scope, now),
-            key_change: trust.as_ref().is_some_and(|t| t.policy.key_change_unverified),
-            later: later_of(ConsentTarget::HeldAsk { stream_id: s.stream_id.clone() }),
-            sender_name: trust.map(|t| t.name),
-            risk,
-            stream_id: s.stream_id,
-            sender: s.peer,
-            scope,
-            prompt: m.content,
-            received_at: m.received_at,
-        });
-    }
-    for row in store.envelopes_with_status(ExecStatus::Held)?.into_iter().rev() {
-        let trust = store.trust_get(&row.sender)?;
-        let risk = risk_flags(store, &row.envelope_id, &row.prompt, trust.as_ref(), Some(&row.receipt_id))?;
-        let (covered, covered_total) = store.covered_by_grant(&row.sender, &row.scope, Some(&row.envelope_id), COVERED_SHOWN)?;
-        items.push(ConsentItem::Held {
-            risk,
-            covered,
-            covered_total,
-            grant_ended: ended(trust.as_ref(), &row.scope, now),
-            key_change: trust.as_ref().is_some_and(|t| t.policy.key_change_unverified),
-            later: later_of(ConsentTarget::Held { row_id: row.id }),
-            sender_name: trust.map(|t| t.name),
-            row_id: row.id,
-            envelope_id: row.envelope_id,
-            sender: row.sender,
-            scope: row.scope,
-            prompt: row.prompt,
-            payload_type: row.payload_type,
-            on_behalf_of: row.on_behalf_of,
-            received_at: row.received_at,
-            extras: gatehouse_epp::v11::Extras::from_raw(&row.raw),
-        });
-    }
-    for k in store.key_changes()? {
-        // As when the new keys are taken: a change to a verified contact blocks.
-        let verified = store.contact_of(&k.sender)?.is_some_and(|c| c.verified());
-        items.push(ConsentItem::KeyChange {
-            later: later_of(ConsentTarget::KeyChange { sender: k.sender.clone() }),
-            sender_name: store.trust_get(&k.sender)?.map(|t| t.name),
-            verified,
-            sender: k.sender,
-            key_id: k.key_id,
-            reason: k.reason,
-            first_seen: k.first_seen,
-            last_seen: k.last_seen,
-            count: k.count,
-        });
-    }
-    for p in store.pending_list()? {
-        let knock = store.latest_receipt_from(&p.public_key, "UNTRUSTED_SENDER")?;
-        // The knock as it came, read once for what it claims and its v1.1 fields.
-        let read = knock.as_ref().and_then(|k| k.body.as_deref()).and_then(|raw| gatehouse_epp::Envelope::parse(raw.as_bytes()).ok());
-        let ext = read.as_ref().and_then(|e| gatehouse_epp::v11::Extensions::read(e).ok());
-        let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| p.scopes_tried.first().cloned());
-        let risk = match knock.as_ref().and_then(|k| Some((k.envelope_id.as_deref()?, k.prompt.as_deref()?, &k.receipt_id))) {
-            // A stranger has no entry of the user's: every link of its is flagged.
-            Some((id, text, ours)) => risk_flags(store, id, text, None, Some(ours))?,
-            None => Vec::new(),
-        };
-        let (covered, covered_total) = match &scope {
-            Some(sc) => store.covered_by_grant(&p.public_key, sc, knock.as_ref().and_then(|k| k.envelope_id.as_deref()), COVERED_SHOWN)?,
-            None => (Vec::new(), 0),
-        };
-        items.push(ConsentItem::UnknownSender {
-            risk,
-            covered,
-            covered_total,
-            later: later_of(ConsentTarget::UnknownSender { public_key: p.public_key.clone(), knock: None }),
-            claims: match &read {
-                Some(env) => claims(store, &p.public_key, env, ext.as_ref())?,
-                None => Vec::new(),
-            },
-            source: Source::at(&p.door),
-            envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
-            knock: knock.as_ref().map(|k| k.receipt_id.clone()),
-            scope,
-            extras: ext.as_ref().filter(|x| !x.is_empty()).map(gatehouse_epp::v11::Extras::of),
-            prompt: knock.and_then(|k| k.prompt),
-            public_key: p.public_key,
-            first_seen: p.first_seen,
-            last_seen: p.last_seen,
-            count: p.count,
-            scopes_tried: p.scopes_tried,
-        });
+    let later = Later::read(store, now)?;
+    let mut items = Vec::new();
+    for h in HOLDERS {
+        h.describe(store, now, &later, &mut items)?;
     }
     Ok(items)
 }

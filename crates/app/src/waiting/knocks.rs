@@ -1,0 +1,205 @@
+//! Unknown senders' knocks, at any door: what knocked is the door it knocked at
+//! ([`Source::at`]); letting one in is that door's way (an EPP sender's waiting envelope
+//! delivered, a UAMP agent trusted for a token, an agent registered with the guardian, a
+//! site's key pinned).
+
+use crate::doors::gate::consent::{risk_flags, ConsentError, Lasting};
+use crate::doors::Submit as _;
+use chrono::{DateTime, Utc};
+use gatehouse_store::{Policy, Store, TrustEntry};
+
+use super::{claims, Decided, Holds, Later, COVERED_SHOWN};
+use crate::consent::{grant, ConsentItem, ConsentTarget, Decision, DecisionOutcome};
+use crate::target::{grantable, Source};
+use crate::trust::check_sender_id;
+
+pub(super) struct Knocks;
+
+impl Holds for Knocks {
+    fn describe(&self, store: &Store, _now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError> {
+        for p in store.pending_list()? {
+            let knock = store.latest_receipt_from(&p.public_key, "UNTRUSTED_SENDER")?;
+            // The knock as it came, read once for what it claims and its v1.1 fields.
+            let read = knock.as_ref().and_then(|k| k.body.as_deref()).and_then(|raw| gatehouse_epp::Envelope::parse(raw.as_bytes()).ok());
+            let ext = read.as_ref().and_then(|e| gatehouse_epp::v11::Extensions::read(e).ok());
+            let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| p.scopes_tried.first().cloned());
+            let risk = match knock.as_ref().and_then(|k| Some((k.envelope_id.as_deref()?, k.prompt.as_deref()?, &k.receipt_id))) {
+                // A stranger has no entry of the user's: every link of its is flagged.
+                Some((id, text, ours)) => risk_flags(store, id, text, None, Some(ours))?,
+                None => Vec::new(),
+            };
+            let (covered, covered_total) = match &scope {
+                Some(sc) => store.covered_by_grant(&p.public_key, sc, knock.as_ref().and_then(|k| k.envelope_id.as_deref()), COVERED_SHOWN)?,
+                None => (Vec::new(), 0),
+            };
+            items.push(ConsentItem::UnknownSender {
+                risk,
+                covered,
+                covered_total,
+                later: later.of(ConsentTarget::UnknownSender { public_key: p.public_key.clone(), knock: None }),
+                claims: match &read {
+                    Some(env) => claims(store, &p.public_key, env, ext.as_ref())?,
+                    None => Vec::new(),
+                },
+                source: Source::at(&p.door),
+                envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
+                knock: knock.as_ref().map(|k| k.receipt_id.clone()),
+                scope,
+                extras: ext.as_ref().filter(|x| !x.is_empty()).map(gatehouse_epp::v11::Extras::of),
+                prompt: knock.and_then(|k| k.prompt),
+                public_key: p.public_key,
+                first_seen: p.first_seen,
+                last_seen: p.last_seen,
+                count: p.count,
+                scopes_tried: p.scopes_tried,
+            });
+        }
+        Ok(())
+    }
+
+    fn holds(&self, target: &ConsentTarget) -> bool {
+        matches!(target, ConsentTarget::UnknownSender { .. })
+    }
+
+    fn settle(&self, d: &Decided<'_>, target: &ConsentTarget) -> Result<DecisionOutcome, ConsentError> {
+        let ConsentTarget::UnknownSender { public_key, knock: shown } = target else { return Err(ConsentError::Gone) };
+        let Decided { gate, decision, end, now, uamp_keys } = *d;
+        let store = gate.store();
+        let at = crate::doors::gate::consent::now_string(now);
+        let key = gatehouse_store::sender_key(public_key);
+        let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
+            return Err(ConsentError::Gone);
+        };
+        let knock = store.latest_receipt_from(&key, "UNTRUSTED_SENDER")?;
+        // The decision is on the knock the user saw: if the sender knocked again in
+        // between (another scope, other words), nothing is decided and the newer one
+        // is shown instead.
+        if knock.as_ref().map(|k| &k.receipt_id) != shown.as_ref() && decision != Decision::Block {
+            return Err(ConsentError::Changed(
+                "Nothing was decided: this sender knocked again since the prompt was shown. Look at what it sends now, then decide.".into(),
+            ));
+        }
+        let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| request.scopes_tried.first().cloned());
+        // What knocked, by the door it knocked at.
+        let source = Source::at(&request.door);
+        Ok(match decision {
+            Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),
+            Decision::Deny => {
+                store.pending_remove(&key)?;
+                DecisionOutcome { message: "Denied. The sender stays unknown; if it writes again you will be asked again.".into(), delivered: None }
+            }
+            Decision::Block => {
+                store.block(&key, "blocked from a consent prompt", &at)?;
+                DecisionOutcome { message: "Blocked. Nothing from this sender will reach you or ask again.".into(), delivered: None }
+            }
+            Decision::AllowOnce if source == Source::AsopAgent => {
+                return Err(ConsentError::Invalid("an agent is registered by letting it in for good; it then asks again and your rules decide".into()));
+            }
+            Decision::AllowOnce if source == Source::UampAgent => {
+                return Err(ConsentError::Invalid(
+                    "a UAMP agent is let in by trusting it for the scope and issuing it a token; nothing of its message was kept to deliver once".into(),
+                ));
+            }
+            Decision::AllowOnce if source == Source::IntentSite => {
+                return Err(ConsentError::Invalid("a site's key is pinned, for good or for a while; nothing of its answer waits to be delivered once".into()));
+            }
+            Decision::AllowOnce | Decision::AlwaysAllowScope => {
+                let scope = scope.ok_or_else(|| ConsentError::Invalid("the request has no scope to allow".into()))?;
+                grantable(source, &scope)?;
+                if end.is_some() && source == Source::AsopAgent {
+                    return Err(ConsentError::Invalid(
+                        "an agent is registered for good (it can be removed at any time); its steps can be allowed for a while".into(),
+                    ));
+                }
+                // A knock that came by mail: its From is where this sender's receipts
+                // go from now on (the address the user let it in under).
+                let mail_from = match &knock {
+                    Some(k) => store.email_arrival_get(&k.receipt_id)?.and_then(|a| a.from_addr),
+                    None => None,
+                };
+                let mut policy =
+                    Policy { allowed_scopes: vec![scope.clone()], uamp_keys: uamp_keys.to_vec(), mail_address: mail_from.clone(), ..Policy::default() };
+                if decision == Decision::AlwaysAllowScope {
+                    grant(&mut policy, &scope, end, false);
+                }
+                let entry = TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), policy };
+                let body = knock.as_ref().filter(|k| !k.body_truncated).and_then(|k| k.body.clone());
+                check_sender_id(&key, &entry.policy)?;
+                let delivered = if decision == Decision::AlwaysAllowScope {
+                    match store.trust_get(&key)? {
+                        // Known already, its grant for this scope ended (a pin for a
+                        // while): the grant is given again.
+                        Some(mut t) => {
+                            grant(&mut t.policy, &scope, end, false);
+                            if !t.policy.allows_scope(&scope) {
+                                t.policy.allowed_scopes.push(scope.clone());
+                            }
+                            if t.policy.mail_address.is_none() {
+                                t.policy.mail_address = mail_from;
+                            }
+                            store.trust_update(&key, None, &t.policy)?;
+                            store.pending_remove(&key)?;
+                        }
+                        None => store.trust_add(&entry)?,
+                    }
+                    body.map(|b| gate.submit(b.as_bytes(), "consent", now))
+                } else {
+                    store.pending_remove(&key)?;
+                    body.map(|b| gate.submit_as(b.as_bytes(), "consent", now, Some(&entry)))
+                };
+                let message = match (&delivered, decision) {
+                    (Some(o), _) if o.receipt.code().is_some() => format!(
+                        "Allowed, but the waiting message could not be delivered: {}",
+                        o.receipt.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
+                    ),
+                    (_, Decision::AlwaysAllowScope) if source == Source::AsopAgent => {
+                        "Registered: this agent's steps are now decided by your rules, or asked about.".to_string()
+                    }
+                    (_, Decision::AlwaysAllowScope) if source == Source::IntentSite => {
+                        format!(
+                            "Pinned {}: this IntentSite's answers are checked against its key, and answers signed by any other key are refused.",
+                            Lasting::words(end)
+                        )
+                    }
+                    (_, Decision::AlwaysAllowScope) if source == Source::UampAgent => {
+                        format!(
+                            "Trusted for \"{scope}\" {}. Issue it a token (UAMP tab) and send it the token: its messages arrive once it uses it.",
+                            Lasting::words(end)
+                        )
+                    }
+                    (_, Decision::AlwaysAllowScope) if end.is_some() => {
+                        format!("Allowed for \"{scope}\" {}. Its messages in that scope arrive until then; after, each asks you again.", Lasting::words(end))
+                    }
+                    (_, Decision::AlwaysAllowScope) => format!("Trusted for \"{scope}\". Its messages in that scope now arrive."),
+                    _ => "Allowed once. The waiting message was delivered.".into(),
+                };
+                DecisionOutcome { message, delivered: delivered.map(|o| o.receipt) }
+            }
+        })
+    }
+}
+
+/// A short label for a sender the user has not named yet.
+fn default_name(key: &str) -> String {
+    // A did:web is a name its owner chose (did:web:evil-mybank.com): shown whole, since
+    // any part of it could be chosen to look like another. Other ids begin with key
+    // material; cut by characters, never bytes (an asop: id is the agent's own text).
+    if key.starts_with("did:web:") {
+        format!("Agent {key}")
+    } else if key.starts_with("did:") {
+        let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("Agent …{tail}")
+    } else {
+        format!("Sender {}", key.chars().take(8).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_default_name_never_cuts_a_character_and_shows_a_did_web_whole() {
+        assert_eq!(super::default_name("asop:ééééééééé"), "Sender asop:ééé");
+        assert_eq!(super::default_name("did:web:evil-mybank.com"), "Agent did:web:evil-mybank.com");
+        assert_eq!(super::default_name(&"ab".repeat(32)), "Sender abababab");
+    }
+}
