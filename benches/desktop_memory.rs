@@ -12,7 +12,8 @@
 //! Last, a burst: GATEHOUSE_BENCH_BURST envelopes (default 10,000) posted to the running
 //! app's inbox as fast as it takes them (16 connections; aimed at 10,000/s) while the
 //! window shows the inbox, and how many times the window redrew meanwhile (each redraw
-//! asks for `app_info` once; the app logs it at debug level under `gatehouse::window`).
+//! asks for `app_info` once; the app names every command the window calls at debug level
+//! under `gatehouse::window`).
 //! GATEHOUSE_BENCH_BURST_ONLY=1 measures only the burst.
 //!
 //! (Numbers, not a test: they go in docs/performance.md.)
@@ -165,7 +166,7 @@ fn burst(mut app: Command, port: u16, log: &Path, senders: &Senders) -> (f64, f6
     }
     // The window drawn and settled before the burst.
     std::thread::sleep(Duration::from_secs(8));
-    let redraws = || std::fs::read_to_string(log).unwrap_or_default().lines().filter(|l| l.contains("app_info")).count();
+    let redraws = || std::fs::read_to_string(log).unwrap_or_default().lines().filter(|l| l.contains("\"app_info\"")).count();
     let before = redraws();
     let started = Instant::now();
     let accepted = std::sync::atomic::AtomicUsize::new(0);

@@ -44,8 +44,6 @@ pub use gatehouse_app::trust::fingerprint;
 #[tauri::command]
 #[specta::specta]
 pub async fn app_info(shell: ShellState<'_>) -> Result<AppInfo> {
-    // The window asks this once per redraw: the desktop bench counts these lines.
-    tracing::debug!(target: "gatehouse::window", "app_info");
     let c = shell.inner().clone();
     blocking(move || {
         Ok(AppInfo {

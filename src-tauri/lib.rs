@@ -171,7 +171,12 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
                 }
             }
         })
-        .invoke_handler(handler)
+        // Every command the window calls, named at debug level (RUST_LOG=gatehouse::window=debug):
+        // what the window asked for, and how often, is then visible without a debugger.
+        .invoke_handler(move |invoke| {
+            tracing::debug!(target: "gatehouse::window", command = invoke.message.command(), "window command");
+            handler(invoke)
+        })
         .build(tauri::generate_context!())
         .expect("error while building the Gatehouse app")
 }
