@@ -41,8 +41,7 @@ impl Holds for HeldAsks {
     fn settle(&self, d: &Decided<'_>, target: &ConsentTarget) -> Result<DecisionOutcome, ConsentError> {
         let ConsentTarget::HeldAsk { stream_id } = target else { return Err(ConsentError::Gone) };
         let Decided { gate, decision, end, now, .. } = *d;
-        let store = gate.store();
-        let at = crate::doors::gate::consent::now_string(now);
+        let (store, at) = (gate.store(), d.at());
         let Some(s) = store.uamp_stream(stream_id)?.filter(|s| s.state == "NEW" && s.detail.as_deref() == Some(gatehouse_store::uamp::HELD_FOR_CONSENT)) else {
             return Err(ConsentError::Gone);
         };

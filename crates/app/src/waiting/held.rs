@@ -44,9 +44,8 @@ impl Holds for HeldEnvelopes {
 
     fn settle(&self, d: &Decided<'_>, target: &ConsentTarget) -> Result<DecisionOutcome, ConsentError> {
         let ConsentTarget::Held { row_id } = target else { return Err(ConsentError::Gone) };
-        let Decided { gate, decision, end, now, .. } = *d;
-        let store = gate.store();
-        let at = crate::doors::gate::consent::now_string(now);
+        let Decided { gate, decision, end, .. } = *d;
+        let (store, at) = (gate.store(), d.at());
         let Some(row) = store.envelope(*row_id)?.filter(|r| r.exec_status == ExecStatus::Held) else {
             return Err(ConsentError::Gone);
         };

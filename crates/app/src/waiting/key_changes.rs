@@ -36,9 +36,8 @@ impl Holds for KeyChanges {
 
     fn settle(&self, d: &Decided<'_>, target: &ConsentTarget) -> Result<DecisionOutcome, ConsentError> {
         let ConsentTarget::KeyChange { sender } = target else { return Err(ConsentError::Gone) };
-        let Decided { gate, decision, now, .. } = *d;
-        let store = gate.store();
-        let at = crate::doors::gate::consent::now_string(now);
+        let Decided { gate, decision, .. } = *d;
+        let (store, at) = (gate.store(), d.at());
         let name = store.trust_get(sender)?.map(|t| t.name).unwrap_or_else(|| sender.clone());
         match decision {
             Decision::AllowOnce | Decision::AlwaysAllowScope => {

@@ -64,8 +64,7 @@ impl Holds for Knocks {
     fn settle(&self, d: &Decided<'_>, target: &ConsentTarget) -> Result<DecisionOutcome, ConsentError> {
         let ConsentTarget::UnknownSender { public_key, knock: shown } = target else { return Err(ConsentError::Gone) };
         let Decided { gate, decision, end, now, uamp_keys } = *d;
-        let store = gate.store();
-        let at = crate::doors::gate::consent::now_string(now);
+        let (store, at) = (gate.store(), d.at());
         let key = gatehouse_store::sender_key(public_key);
         let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
             return Err(ConsentError::Gone);

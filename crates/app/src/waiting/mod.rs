@@ -201,6 +201,13 @@ pub(crate) struct Decided<'a> {
     pub uamp_keys: &'a [gatehouse_store::UampKey],
 }
 
+impl Decided<'_> {
+    /// When it was decided, as the store and the audit log write it.
+    pub fn at(&self) -> String {
+        crate::doors::gate::consent::now_string(self.now)
+    }
+}
+
 /// The prompts put off ("ask me later") that are still away.
 pub(crate) struct Later(std::collections::HashMap<String, String>);
 
