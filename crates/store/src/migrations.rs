@@ -516,6 +516,14 @@ const MIGRATIONS: &[&str] = &[
     UPDATE pending_senders SET door = 'guardian' WHERE public_key LIKE 'asop:%';
     UPDATE pending_senders SET door = 'intentweb' WHERE door = 'epp' AND EXISTS (SELECT 1 FROM json_each(pending_senders.scopes) WHERE value = 'intentweb');
     UPDATE pending_senders SET door = 'uamp' WHERE door = 'epp' AND public_key LIKE 'did:%';",
+    // 31: UAMP messages count against their sender's rate limits as every other door's
+    // arrivals do, per minute in usage_minutes (they were counted by a query of their own
+    // over uamp_messages). The last three days are carried over, as in 14.
+    "INSERT INTO usage_minutes (sender, minute, n)
+        SELECT sender, received_ms / 60000, count(*) FROM uamp_messages
+        WHERE direction = 'in' AND intent NOT IN ('progress', 'cancel') AND received_ms >= (unixepoch() - 3 * 86400) * 1000
+        GROUP BY 1, 2
+        ON CONFLICT (sender, minute) DO UPDATE SET n = n + excluded.n;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -229,20 +229,14 @@ impl Store {
                 return Ok(Err(UampRefusal::StreamExists));
             }
         }
+        // The sender's rate limits, counted as every door counts them (per minute, in
+        // `usage_minutes`): acknowledging or cancelling a stream steers it and is not counted.
         let sender = sender_key(&msg.sender);
-        for (max, window_ms) in [(limits.max_per_hour, 3_600_000i64), (limits.max_per_day, 86_400_000)] {
-            let Some(max) = max else { continue };
-            let since = msg.received_ms - window_ms;
-            let (n, oldest): (i64, Option<i64>) = tx.query_row(
-                "SELECT count(*), min(received_ms) FROM uamp_messages WHERE sender = ?1 AND direction = 'in' AND intent NOT IN ('progress', 'cancel') AND received_ms > ?2",
-                params![sender, since],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            if n >= i64::from(max) {
-                let free_at = oldest.unwrap_or(msg.received_ms) + window_ms;
-                let retry_after_secs = ((free_at - msg.received_ms).max(1000) as u64).div_ceil(1000);
-                return Ok(Err(UampRefusal::RateLimited { retry_after_secs }));
-            }
+        if let Some(crate::AcceptRefusal::RateLimited { retry_after_secs, .. }) = crate::replay::over_rate(&tx, &sender, msg.received_ms, limits)? {
+            return Ok(Err(UampRefusal::RateLimited { retry_after_secs }));
+        }
+        if msg.direction == "in" && !matches!(msg.intent.as_str(), "progress" | "cancel") {
+            crate::replay::count_use(&tx, &sender, msg.received_ms)?;
         }
         let row = insert_message(&tx, msg)?;
         if let Some(s) = stream {

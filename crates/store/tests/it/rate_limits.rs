@@ -98,3 +98,29 @@ fn acceptances_made_before_the_upgrade_still_count() {
     let refused = store.accept(envelope_at(b"fresh nonce", 4, now), &limits).unwrap();
     assert!(matches!(refused, Err(AcceptRefusal::RateLimited { window: "hour", limit: 2, .. })), "{refused:?}");
 }
+
+#[test]
+fn uamp_messages_from_before_the_upgrade_count_where_every_door_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let agent = "did:key:z6MkAgent";
+    {
+        // Schema 30: UAMP's limits counted over uamp_messages by a query of their own.
+        let old = gatehouse_store::create_at_schema(&path, 30).unwrap();
+        for (n, intent, at) in
+            [(1, "inform", now - 10 * MINUTE), (2, "ask", now - 9 * MINUTE), (3, "progress", now - 8 * MINUTE), (4, "inform", now - 4 * 24 * HOUR)]
+        {
+            old.execute(
+                "INSERT INTO uamp_messages (message_id, direction, sender, recipients, intent, thread, body_type, content, ts, received_at, received_ms, raw, receipt_id)
+                 VALUES (?1, 'in', ?2, '[]', ?3, ?1, 'text/plain', 'c', 't', 'r', ?4, '{}', ?1)",
+                rusqlite::params![format!("m-{n}"), agent, intent, at],
+            )
+            .unwrap();
+        }
+    }
+    let store = Store::open(&path).unwrap();
+    // The two counted in the last day (a progress steers its stream and is not counted;
+    // four days ago is beyond every window).
+    assert_eq!(store.accepted_since(agent, now - 24 * HOUR).unwrap(), 2);
+}
