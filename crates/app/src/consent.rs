@@ -8,19 +8,10 @@ use crate::doors::gate::consent::{now_string, LATER};
 pub use crate::doors::gate::consent::{Decision, Lasting};
 use crate::doors::Gate;
 pub use crate::target::{ConsentTarget, Source};
+pub use crate::waiting::DecisionOutcome;
 pub use crate::waiting::{pending, pending_at, waiting_count, ConsentItem};
 use crate::waiting::{Decided, HOLDERS};
 use chrono::{DateTime, Utc};
-use gatehouse_store::Policy;
-use serde::Serialize;
-
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct DecisionOutcome {
-    pub message: String,
-    /// The receipt of the envelope the decision delivered, if any.
-    pub delivered: Option<gatehouse_epp::Receipt>,
-}
 
 use crate::Result;
 
@@ -38,23 +29,6 @@ pub async fn decide_fetching(inbox: std::sync::Arc<Gate>, target: ConsentTarget,
 /// Applies the user's decision, an "allow" for good. Blocking (SQLite).
 pub fn decide(inbox: &Gate, target: &ConsentTarget, decision: Decision, now: DateTime<Utc>) -> std::result::Result<DecisionOutcome, ConsentError> {
     decide_with_keys(inbox, target, decision, &Lasting::Always, now, &[])
-}
-
-/// Grants `scope` in `policy` until `end` (for good when `None`): a timed grant is listed
-/// with its end, a grant for good replaces it. `held_only`: the sender's envelopes are
-/// admitted already and only the hold is lifted.
-pub(crate) fn grant(policy: &mut Policy, scope: &str, end: Option<DateTime<Utc>>, held_only: bool) {
-    match end {
-        Some(end) => {
-            policy.grant_until.insert(scope.to_string(), now_string(end));
-        }
-        None => {
-            policy.grant_until.remove(scope);
-            if held_only && !policy.consent_granted_scopes.iter().any(|s| s == scope) {
-                policy.consent_granted_scopes.push(scope.to_string());
-            }
-        }
-    }
 }
 
 /// [`decide`], with the keys of a did:web sender fetched (by the caller, over HTTPS) when
@@ -101,19 +75,5 @@ fn decide_now(d: &Decided<'_>, target: &ConsentTarget) -> std::result::Result<De
     match HOLDERS.iter().find(|h| h.holds(target)) {
         Some(h) => h.settle(d, target),
         None => Err(ConsentError::Gone),
-    }
-}
-
-/// Why nothing from a new key of a verified contact may be let through yet.
-pub(crate) const UNVERIFIED: &str = "this is a new key of a verified contact: verify it first (Trusted senders → the contact → Verify), then decide";
-
-/// What an "allow" for the scope granted beyond the one message, in words.
-pub(crate) fn granted_words(decision: Decision, end: Option<DateTime<Utc>>) -> String {
-    match (decision, end) {
-        (Decision::AlwaysAllowScope, Some(_)) => {
-            format!(" Its next messages in this scope run without asking {}; then you are asked again.", Lasting::words(end))
-        }
-        (Decision::AlwaysAllowScope, None) => " Its next messages in this scope run without asking.".into(),
-        _ => String::new(),
     }
 }

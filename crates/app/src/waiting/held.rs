@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use gatehouse_store::{ExecStatus, Store};
 
 use super::{ended, Decided, Holds, Later, COVERED_SHOWN};
-use crate::consent::{grant, granted_words, ConsentItem, ConsentTarget, Decision, DecisionOutcome, UNVERIFIED};
+use super::{grant, granted_words, ConsentItem, ConsentTarget, Decision, DecisionOutcome, UNVERIFIED};
 
 pub(super) struct HeldEnvelopes;
 

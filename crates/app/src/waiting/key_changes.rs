@@ -5,8 +5,8 @@ use crate::doors::gate::consent::ConsentError;
 use chrono::{DateTime, Utc};
 use gatehouse_store::Store;
 
+use super::{ConsentItem, ConsentTarget, Decision, DecisionOutcome};
 use super::{Decided, Holds, Later};
-use crate::consent::{ConsentItem, ConsentTarget, Decision, DecisionOutcome};
 
 pub(super) struct KeyChanges;
 

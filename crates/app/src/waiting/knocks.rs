@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use gatehouse_store::{Policy, Store, TrustEntry};
 
 use super::{claims, Decided, Holds, Later, COVERED_SHOWN};
-use crate::consent::{grant, ConsentItem, ConsentTarget, Decision, DecisionOutcome};
+use super::{grant, ConsentItem, ConsentTarget, Decision, DecisionOutcome};
 use crate::target::{grantable, Source};
 use crate::trust::check_sender_id;
 

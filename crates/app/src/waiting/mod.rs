@@ -11,12 +11,11 @@ mod key_changes;
 mod knocks;
 mod steps;
 
-use crate::consent::{Decision, DecisionOutcome};
-use crate::doors::gate::consent::ConsentError;
+use crate::doors::gate::consent::{now_string, ConsentError, Decision, Lasting};
 use crate::doors::Gate;
 use crate::target::{ConsentTarget, Source};
 use chrono::{DateTime, Utc};
-use gatehouse_store::{Store, StoreError};
+use gatehouse_store::{Policy, Store, StoreError};
 use serde::Serialize;
 
 /// One thing waiting for the user.
@@ -240,4 +239,43 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
 
 pub fn waiting_count(store: &Store) -> Result<usize, ConsentError> {
     Ok(store.count_waiting()? as usize)
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct DecisionOutcome {
+    pub message: String,
+    /// The receipt of the envelope the decision delivered, if any.
+    pub delivered: Option<gatehouse_epp::Receipt>,
+}
+
+/// Grants `scope` in `policy` until `end` (for good when `None`): a timed grant is listed
+/// with its end, a grant for good replaces it. `held_only`: the sender's envelopes are
+/// admitted already and only the hold is lifted.
+pub(crate) fn grant(policy: &mut Policy, scope: &str, end: Option<DateTime<Utc>>, held_only: bool) {
+    match end {
+        Some(end) => {
+            policy.grant_until.insert(scope.to_string(), now_string(end));
+        }
+        None => {
+            policy.grant_until.remove(scope);
+            if held_only && !policy.consent_granted_scopes.iter().any(|s| s == scope) {
+                policy.consent_granted_scopes.push(scope.to_string());
+            }
+        }
+    }
+}
+
+/// Why nothing from a new key of a verified contact may be let through yet.
+pub(crate) const UNVERIFIED: &str = "this is a new key of a verified contact: verify it first (Trusted senders → the contact → Verify), then decide";
+
+/// What an "allow" for the scope granted beyond the one message, in words.
+pub(crate) fn granted_words(decision: Decision, end: Option<DateTime<Utc>>) -> String {
+    match (decision, end) {
+        (Decision::AlwaysAllowScope, Some(_)) => {
+            format!(" Its next messages in this scope run without asking {}; then you are asked again.", Lasting::words(end))
+        }
+        (Decision::AlwaysAllowScope, None) => " Its next messages in this scope run without asking.".into(),
+        _ => String::new(),
+    }
 }

@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 use gatehouse_store::Store;
 
+use super::{ConsentError, ConsentItem, ConsentTarget, DecisionOutcome};
 use super::{Decided, Holds, Later};
-use crate::consent::{ConsentError, ConsentItem, ConsentTarget, DecisionOutcome};
 
 pub(super) struct Steps;
 
