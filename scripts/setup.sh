@@ -10,6 +10,7 @@ PKGS=(
   xvfb xauth webkit2gtk-driver x11-apps imagemagick
   gnome-keyring dbus-x11 libsecret-tools
   dovecot-imapd exim4-daemon-light
+  postgresql
   dunst
 )
 

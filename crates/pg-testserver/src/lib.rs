@@ -1,0 +1,153 @@
+//! A real PostgreSQL on loopback for the tests of a team's gate (issue 36): Debian's
+//! PostgreSQL, a cluster of its own made by `initdb` in a temp dir and run by `pg_ctl`,
+//! stopped at once when dropped. `initdb` and `postgres` refuse to run as root: under root
+//! the cluster is made and run as `nobody`, which owns the temp dir.
+//!
+//! Missing binaries skip the test, unless `GATEHOUSE_REQUIRE_PEERS` is set (the README's
+//! test command sets it after `scripts/setup.sh` installed them): then they fail it.
+//! `GATEHOUSE_PG_BIN` names another directory holding `initdb` and `pg_ctl`.
+
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The cluster's superuser; it logs in without a password, from loopback only.
+pub const USER: &str = "gatehouse";
+/// The database every cluster has from the start.
+pub const DATABASE: &str = "postgres";
+
+pub struct Postgres {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    /// Whom the cluster runs as (uid, gid), when this process is root.
+    run_as: Option<(u32, u32)>,
+    pub port: u16,
+}
+
+/// The directory of Debian's PostgreSQL binaries (the newest installed), or the one
+/// `GATEHOUSE_PG_BIN` names.
+fn bin_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("GATEHOUSE_PG_BIN") {
+        return Some(PathBuf::from(dir));
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+        .filter(|(_, bin): &(u32, PathBuf)| bin.join("initdb").exists() && bin.join("pg_ctl").exists())
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `nobody`'s uid and gid, when this process is root (PostgreSQL will not run as root).
+fn unprivileged() -> Option<(u32, u32)> {
+    // SAFETY: geteuid cannot fail; getpwnam returns null or a pointer valid until the next
+    // call, read at once.
+    unsafe {
+        if libc::geteuid() != 0 {
+            return None;
+        }
+        let pw = libc::getpwnam(c"nobody".as_ptr());
+        assert!(!pw.is_null(), "running as root, and there is no user 'nobody' to run PostgreSQL as");
+        Some(((*pw).pw_uid, (*pw).pw_gid))
+    }
+}
+
+impl Postgres {
+    /// A new cluster, started and taking connections; `None` (the test skips) when
+    /// PostgreSQL is not installed.
+    pub fn start() -> Option<Postgres> {
+        let Some(bin) = bin_dir() else {
+            let why = "PostgreSQL is not installed (Debian: postgresql); run scripts/setup.sh";
+            assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
+            eprintln!("skipped: {why}");
+            return None;
+        };
+        let dir = tempfile::Builder::new().prefix("gatehouse-pg-").tempdir().unwrap();
+        let run_as = unprivileged();
+        if let Some((uid, gid)) = run_as {
+            let path = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid C path; the directory is ours, just made.
+            assert_eq!(unsafe { libc::chown(path.as_ptr(), uid, gid) }, 0, "chown {}", dir.path().display());
+        }
+        let pg = Postgres { dir, bin, run_as, port: free_port() };
+        let data = pg.data();
+        let out = pg.run("initdb", &["-D", data.to_str().unwrap(), "-U", USER, "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-instructions"]);
+        assert!(out.status.success(), "initdb failed: {}", String::from_utf8_lossy(&out.stderr));
+        pg.resume();
+        Some(pg)
+    }
+
+    /// Where a client connects.
+    pub fn url(&self) -> String {
+        format!("postgres://{USER}@127.0.0.1:{}/{DATABASE}", self.port)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> Output {
+        let mut cmd = Command::new(self.bin.join(program));
+        cmd.args(args).current_dir(self.dir.path()).stdin(Stdio::null());
+        if let Some((uid, gid)) = self.run_as {
+            cmd.uid(uid).gid(gid).env("HOME", self.dir.path());
+        }
+        cmd.output().unwrap_or_else(|e| panic!("cannot run {program}: {e}"))
+    }
+
+    fn pg_ctl(&self, args: &[&str]) -> Output {
+        let data = self.data();
+        let mut all = vec!["-D", data.to_str().unwrap()];
+        all.extend_from_slice(args);
+        self.run("pg_ctl", &all)
+    }
+
+    /// Starts the cluster (again) on its port, and returns once it takes connections.
+    pub fn resume(&self) {
+        let options = format!("-p {} -c listen_addresses=127.0.0.1 -k {}", self.port, self.dir.path().display());
+        let log = self.dir.path().join("postgres.log");
+        let out = self.pg_ctl(&["-w", "-t", "60", "-l", log.to_str().unwrap(), "-o", &options, "start"]);
+        assert!(
+            out.status.success(),
+            "PostgreSQL did not start: {}{}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+
+    /// Stops the cluster as an operator would (open connections are closed); `resume`
+    /// starts it again with everything it committed.
+    pub fn stop(&self) {
+        let out = self.pg_ctl(&["-w", "-m", "fast", "stop"]);
+        assert!(out.status.success(), "PostgreSQL did not stop: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Runs one SQL statement with the cluster's own `psql`, as its superuser.
+    pub fn psql(&self, sql: &str) -> Result<String, String> {
+        let port = self.port.to_string();
+        let out = self.run("psql", &["-h", "127.0.0.1", "-p", &port, "-U", USER, "-d", DATABASE, "-XAtqc", sql]);
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// The temp dir the cluster lives in (its log is `postgres.log` there).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // Nothing to keep: stopped at once, then the temp dir goes.
+        let _ = self.pg_ctl(&["-w", "-m", "immediate", "stop"]);
+    }
+}
