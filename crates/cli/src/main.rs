@@ -5,7 +5,6 @@ mod contacts;
 mod email;
 mod guardian;
 mod mail;
-mod reference;
 mod sites;
 mod trust;
 mod uamp;
@@ -469,7 +468,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             })?;
         }
         Command::Bench { envelopes, senders, concurrency, folder, keep, reference, reference_python } => {
-            let reference = reference.map(|source| reference::Reference { source, python: reference_python });
+            let reference = reference.map(|source| bench::reference::Reference { source, python: reference_python });
             // A wrong directory is said before anything is measured.
             if let Some(r) = &reference {
                 r.check().map_err(|e| CommandError::new(Code::Invalid, e))?;

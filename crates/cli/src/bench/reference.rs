@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ed25519_dalek::SigningKey;
 
-use crate::bench::Server;
+use super::server::Server;
 
 pub struct Reference {
     /// The reference's source: the directory holding its `epp/` package.
