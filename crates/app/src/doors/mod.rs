@@ -2,16 +2,17 @@
 //! each other: Cargo holds it) and the gate names none of them; this module is where they
 //! meet, once, under the application layer both faces call.
 //!
-//! - [`gate`]: the gate (`gatehouse-gate`): the decision, the inbox state every door
-//!   shares, consent, the executors and their runner
+//! - [`gate`]: the gate (`gatehouse-gate`): the decision, the state every door shares,
+//!   consent, the executors and their runner
 //! - [`epp`]: the EPP door (`gatehouse-door-epp`): the pipeline of spec 5.1, its HTTP,
 //!   watched-folder and email transports, and replies sent back to senders
 //! - [`uamp`]: the UAMP 1.0 door (`gatehouse-door-uamp`), over TLS 1.3
 //! - [`mail`]: the MAIL door (`gatehouse-door-mail`): swarm tasks followed live or imported
 //! - [`intent`]: the IntentWeb door (`gatehouse-door-intentweb`)
 //! - [`guardian`]: the ASOP door (`gatehouse-door-guardian`)
-//! - [`service`]: the composition: which doors run, which executors exist, and where a
-//!   user's consent decision reaches the door that holds what it decides
+//! - [`service`]: the composition: which doors run on which listener, which delegates
+//!   exist, the scopes doors keep for themselves (a consent decision reaches what it
+//!   decides through its holder, `crate::waiting`)
 
 pub mod service;
 
