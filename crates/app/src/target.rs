@@ -56,9 +56,6 @@ pub enum Source {
     AsopAgent,
 }
 
-/// Scopes Gatehouse records for its own doors; no EPP envelope may use them.
-pub const RESERVED_SCOPES: [&str; 2] = crate::doors::RESERVED_SCOPES;
-
 impl Source {
     /// What knocked, by the door that recorded the knock.
     pub fn at(door: &str) -> Source {
@@ -102,7 +99,9 @@ pub fn grantable(source: Source, scope: &str) -> Result<(), ConsentError> {
     }
     match source.fixed_scope() {
         Some(fixed) if fixed != scope => Err(ConsentError::Invalid(format!("this knock can only be let in for \"{fixed}\""))),
-        None if RESERVED_SCOPES.contains(&scope) => Err(ConsentError::Invalid(format!("\"{scope}\" is reserved for Gatehouse's own agents and sites"))),
+        None if crate::doors::RESERVED_SCOPES.contains(&scope) => {
+            Err(ConsentError::Invalid(format!("\"{scope}\" is reserved for Gatehouse's own agents and sites")))
+        }
         _ => Ok(()),
     }
 }
