@@ -49,7 +49,7 @@ pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit,
         return Ok(Err(AcceptRefusal::Replay));
     }
     if let Some(over) = over_rate(tx, &rec.sender, rec.received_ms, limits)? {
-        return Ok(Err(over));
+        return Ok(Err(over.into()));
     }
     tx.prepare_cached(
         "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
@@ -93,7 +93,7 @@ pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit,
 /// A sender's rate limits against what the gate let in from it, counted per minute
 /// (`usage_minutes`): the refusal, if one more now would be over a limit. Run inside the
 /// transaction that then counts it ([`count_use`]), so racing arrivals cannot both pass.
-pub(crate) fn over_rate(tx: &Connection, sender: &str, received_ms: i64, limits: &RateLimit) -> Result<Option<AcceptRefusal>> {
+pub(crate) fn over_rate(tx: &Connection, sender: &str, received_ms: i64, limits: &RateLimit) -> Result<Option<OverRate>> {
     for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
         let Some(limit) = limit else { continue };
         // Whole minutes: the minute the window starts in counts in full, so a limit may
@@ -106,10 +106,23 @@ pub(crate) fn over_rate(tx: &Connection, sender: &str, received_ms: i64, limits:
             // The window frees a slot when its oldest minute falls out of it.
             let frees_at = oldest.map_or(received_ms, |m| (m + 1) * MINUTE_MS) + secs * 1000;
             let retry_after_secs = ((frees_at - received_ms).max(1000) as u64).div_ceil(1000);
-            return Ok(Some(AcceptRefusal::RateLimited { window, limit, retry_after_secs }));
+            return Ok(Some(OverRate { window, limit, retry_after_secs }));
         }
     }
     Ok(None)
+}
+
+/// The limit one more arrival would go over, and in how long a slot frees.
+pub(crate) struct OverRate {
+    pub window: &'static str,
+    pub limit: u32,
+    pub retry_after_secs: u64,
+}
+
+impl From<OverRate> for AcceptRefusal {
+    fn from(OverRate { window, limit, retry_after_secs }: OverRate) -> Self {
+        AcceptRefusal::RateLimited { window, limit, retry_after_secs }
+    }
 }
 
 /// One more let in from `sender` this minute.
@@ -162,7 +175,7 @@ impl Store {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         if let Some(over) = over_rate(&tx, sender, received_ms, limits)? {
-            return Ok(Err(over));
+            return Ok(Err(over.into()));
         }
         count_use(&tx, sender, received_ms)?;
         tx.commit()?;

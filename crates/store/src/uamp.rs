@@ -232,8 +232,8 @@ impl Store {
         // The sender's rate limits, counted as every door counts them (per minute, in
         // `usage_minutes`): acknowledging or cancelling a stream steers it and is not counted.
         let sender = sender_key(&msg.sender);
-        if let Some(crate::AcceptRefusal::RateLimited { retry_after_secs, .. }) = crate::replay::over_rate(&tx, &sender, msg.received_ms, limits)? {
-            return Ok(Err(UampRefusal::RateLimited { retry_after_secs }));
+        if let Some(over) = crate::replay::over_rate(&tx, &sender, msg.received_ms, limits)? {
+            return Ok(Err(UampRefusal::RateLimited { retry_after_secs: over.retry_after_secs }));
         }
         if msg.direction == "in" && !matches!(msg.intent.as_str(), "progress" | "cancel") {
             crate::replay::count_use(&tx, &sender, msg.received_ms)?;
