@@ -42,6 +42,11 @@ xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
   scripts/with-keyring.sh sh -c 'timeout --foreground 45m cargo test --workspace --locked --no-fail-fast 2>&1' \
   2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
 
+echo "== the gate's suite again, on PostgreSQL (a team's gate): the same tests, the other store"
+xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
+  scripts/with-keyring.sh sh -c 'GATEHOUSE_TEST_STORE=postgres timeout --foreground 15m cargo test -p gatehouse-app --test it --locked 2>&1' \
+  2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
+
 echo "== disk: target/ holds $(du -sh target | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 
 echo "== fuzz (20 s per target)"

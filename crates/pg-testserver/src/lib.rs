@@ -83,9 +83,52 @@ impl Postgres {
         Some(pg)
     }
 
+    /// One cluster for every test of this process, each test with a database of its own
+    /// ([`Postgres::fresh_database`]): one `initdb` per test binary instead of per test.
+    /// A watchdog in a session of its own stops the cluster and removes its directory
+    /// once this process is gone (statics are never dropped, and a test run may be
+    /// killed).
+    pub fn shared() -> Option<&'static Postgres> {
+        static SHARED: std::sync::OnceLock<Option<Postgres>> = std::sync::OnceLock::new();
+        SHARED
+            .get_or_init(|| {
+                let pg = Postgres::start()?;
+                let script = format!(
+                    "while [ -d /proc/{pid} ]; do sleep 1; done; '{pg_ctl}' -D '{data}' -w -m immediate stop >/dev/null 2>&1; rm -rf '{dir}'",
+                    pid = std::process::id(),
+                    pg_ctl = pg.bin.join("pg_ctl").display(),
+                    data = pg.data().display(),
+                    dir = pg.dir.path().display(),
+                );
+                let mut cmd = Command::new("sh");
+                cmd.args(["-c", &script]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
+                if let Some((uid, gid)) = pg.run_as {
+                    cmd.uid(uid).gid(gid);
+                }
+                // Never waited for: it outlives this process by design (init reaps it).
+                #[allow(clippy::zombie_processes)]
+                cmd.spawn().expect("cannot start the PostgreSQL watchdog");
+                Some(pg)
+            })
+            .as_ref()
+    }
+
+    /// A new, empty database in this cluster, for one test; its URL.
+    pub fn fresh_database(&self) -> String {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let name = format!("t{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        self.psql(&format!("CREATE DATABASE {name}")).unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
+        self.url_of(&name)
+    }
+
     /// Where a client connects.
     pub fn url(&self) -> String {
-        format!("postgres://{USER}@127.0.0.1:{}/{DATABASE}", self.port)
+        self.url_of(DATABASE)
+    }
+
+    /// Where a client connects to `database`.
+    pub fn url_of(&self, database: &str) -> String {
+        format!("postgres://{USER}@127.0.0.1:{}/{database}", self.port)
     }
 
     fn data(&self) -> PathBuf {
@@ -130,8 +173,13 @@ impl Postgres {
 
     /// Runs one SQL statement with the cluster's own `psql`, as its superuser.
     pub fn psql(&self, sql: &str) -> Result<String, String> {
+        self.psql_in(DATABASE, sql)
+    }
+
+    /// Runs one SQL statement in `database`.
+    pub fn psql_in(&self, database: &str, sql: &str) -> Result<String, String> {
         let port = self.port.to_string();
-        let out = self.run("psql", &["-h", "127.0.0.1", "-p", &port, "-U", USER, "-d", DATABASE, "-XAtqc", sql]);
+        let out = self.run("psql", &["-h", "127.0.0.1", "-p", &port, "-U", USER, "-d", database, "-XAtqc", sql]);
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
         } else {

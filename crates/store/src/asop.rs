@@ -1,7 +1,7 @@
 //! The ASOP guardian's rules, its audit of steps, and agents' ping timeouts. Plain rows:
 //! the asop crate reads and decides, this keeps what it decided.
 
-use rusqlite::{params, OptionalExtension, Row};
+use crate::sql::{args, Optional, Row};
 use serde::{Deserialize, Serialize};
 
 use crate::{Result, Store};
@@ -69,7 +69,7 @@ pub struct NewAsopStep {
     pub at: String,
 }
 
-fn rule_row(r: &Row<'_>) -> rusqlite::Result<AsopRuleRow> {
+fn rule_row(r: &Row<'_>) -> Result<AsopRuleRow> {
     let c: Option<String> = r.get(4)?;
     Ok(AsopRuleRow {
         id: r.get(0)?,
@@ -86,7 +86,7 @@ fn rule_row(r: &Row<'_>) -> rusqlite::Result<AsopRuleRow> {
     })
 }
 
-fn step_row(r: &Row<'_>) -> rusqlite::Result<AsopStepRow> {
+fn step_row(r: &Row<'_>) -> Result<AsopStepRow> {
     let req: String = r.get(9)?;
     Ok(AsopStepRow {
         row: r.get(0)?,
@@ -115,95 +115,93 @@ pub type SessionSummary = (String, Option<String>, i64, String);
 
 impl Store {
     pub fn asop_rule_add(&self, r: &AsopRuleRow) -> Result<i64> {
-        let conn = self.conn();
-        conn.execute(
-            "INSERT INTO asop_rules (agent, method, tool, condition, action, redact, note, source, created_at, until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![r.agent, r.method, r.tool, r.condition.as_ref().map(|c| c.to_string()), r.action, r.redact, r.note, r.source, r.created_at, r.until],
+        let conn = self.conn()?;
+        let inserted_id = conn.query_row(
+            "INSERT INTO asop_rules (agent, method, tool, condition, action, redact, note, source, created_at, until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+            args![r.agent, r.method, r.tool, r.condition.as_ref().map(|c| c.to_string()), r.action, r.redact, r.note, r.source, r.created_at, r.until],
+            |r| r.get::<i64>(0),
         )?;
-        Ok(conn.last_insert_rowid())
+        Ok(inserted_id)
     }
 
     pub fn asop_rules(&self) -> Result<Vec<AsopRuleRow>> {
         self.read(|c| {
-            Ok(c.prepare_cached("SELECT id, agent, method, tool, condition, action, redact, note, source, created_at, until FROM asop_rules ORDER BY id")?
-                .query_map([], rule_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
+            c.prepare_cached("SELECT id, agent, method, tool, condition, action, redact, note, source, created_at, until FROM asop_rules ORDER BY id")?
+                .query_map(args![], rule_row)?
+                .collect::<Result<Vec<_>>>()
         })
     }
 
     pub fn asop_rule_remove(&self, id: i64) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM asop_rules WHERE id = ?1", [id])? > 0)
+        Ok(self.conn()?.execute("DELETE FROM asop_rules WHERE id = ?1", args![id])? > 0)
     }
 
     pub fn asop_step_add(&self, s: &NewAsopStep) -> Result<i64> {
-        let conn = self.conn();
-        conn.execute(
+        let conn = self.conn()?;
+        let inserted_id = conn.query_row(
             "INSERT INTO asop_steps (session_id, turn_id, step_id, agent_id, agent_name, method, summary, reasoning, request, decision, message, rule_id, decided_by, created_at, decided_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, CASE WHEN ?10 = 'pending' THEN NULL ELSE ?14 END)",
-            params![s.session_id, s.turn_id, s.step_id, s.agent_id, s.agent_name, s.method, s.summary, s.reasoning, s.request.to_string(), s.decision, s.message, s.rule_id, s.decided_by, s.at],
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, CASE WHEN ?10 = 'pending' THEN NULL ELSE ?14 END) RETURNING row",
+            args![s.session_id, s.turn_id, s.step_id, s.agent_id, s.agent_name, s.method, s.summary, s.reasoning, s.request.to_string(), s.decision, s.message, s.rule_id, s.decided_by, s.at],
+            |r| r.get::<i64>(0),
         )?;
-        Ok(conn.last_insert_rowid())
+        Ok(inserted_id)
     }
 
     /// Settles a pending step: what was decided, by whom.
     pub fn asop_step_decide(&self, row: i64, decision: &str, message: Option<&str>, rule_id: Option<i64>, decided_by: &str, at: &str) -> Result<bool> {
-        Ok(self.conn().execute(
+        Ok(self.conn()?.execute(
             "UPDATE asop_steps SET decision = ?2, message = ?3, rule_id = coalesce(?4, rule_id), decided_by = ?5, decided_at = ?6 WHERE row = ?1 AND decision = 'pending'",
-            params![row, decision, message, rule_id, decided_by, at],
+            args![row, decision, message, rule_id, decided_by, at],
         )? > 0)
     }
 
     pub fn asop_step(&self, row: i64) -> Result<Option<AsopStepRow>> {
-        self.read(|c| Ok(c.query_row(&format!("{STEP} WHERE row = ?1"), [row], step_row).optional()?))
+        self.read(|c| c.query_row(&format!("{STEP} WHERE row = ?1"), args![row], step_row).optional())
     }
 
     /// Steps waiting for the user, oldest first.
     pub fn asop_pending(&self) -> Result<Vec<AsopStepRow>> {
-        self.read(|c| {
-            Ok(c.prepare_cached(&format!("{STEP} WHERE decision = 'pending' ORDER BY row"))?.query_map([], step_row)?.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
+        self.read(|c| c.prepare_cached(&format!("{STEP} WHERE decision = 'pending' ORDER BY row"))?.query_map(args![], step_row)?.collect::<Result<Vec<_>>>())
     }
 
     /// A session's steps in order (its timeline).
     pub fn asop_session(&self, session_id: &str) -> Result<Vec<AsopStepRow>> {
         self.read(|c| {
-            Ok(c.prepare_cached(&format!("{STEP} WHERE session_id = ?1 ORDER BY row"))?
-                .query_map([session_id], step_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
+            c.prepare_cached(&format!("{STEP} WHERE session_id = ?1 ORDER BY row"))?.query_map(args![session_id], step_row)?.collect::<Result<Vec<_>>>()
         })
     }
 
     /// Sessions, newest activity first: (session id, agent name, steps, last step time).
     pub fn asop_sessions(&self, limit: usize) -> Result<Vec<SessionSummary>> {
         self.read(|c| {
-            Ok(c.prepare_cached(
+            c.prepare_cached(
                 "SELECT session_id, max(agent_name), count(*), max(created_at) FROM asop_steps WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY max(row) DESC LIMIT ?1",
             )?
-            .query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()?)
+            .query_map(args![limit as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<Result<Vec<_>>>()
         })
     }
 
     /// Steps left waiting by a guardian that stopped (its agents' requests are gone with
     /// it): marked as never answered.
     pub fn asop_abandon_pending(&self, at: &str) -> Result<usize> {
-        Ok(self.conn().execute(
+        self.conn()?.execute(
             "UPDATE asop_steps SET decision = 'error', message = 'The guardian stopped before the user answered', decided_by = 'abandoned', decided_at = ?1 WHERE decision = 'pending'",
-            [at],
-        )?)
+            args![at],
+        )
     }
 
     pub fn asop_agent_ping(&self, agent_id: &str, timeout_ms: Option<u64>, at: &str) -> Result<()> {
-        self.conn().execute(
-            "INSERT INTO asop_agents (agent_id, timeout_ms, last_ping) VALUES (?1, ?2, ?3) ON CONFLICT(agent_id) DO UPDATE SET timeout_ms = coalesce(?2, timeout_ms), last_ping = ?3",
-            params![agent_id, timeout_ms.map(|t| t as i64), at],
+        self.conn()?.execute(
+            "INSERT INTO asop_agents (agent_id, timeout_ms, last_ping) VALUES (?1, ?2, ?3) ON CONFLICT(agent_id) DO UPDATE SET timeout_ms = coalesce(?2, asop_agents.timeout_ms), last_ping = ?3",
+            args![agent_id, timeout_ms.map(|t| t as i64), at],
         )?;
         Ok(())
     }
 
     pub fn asop_agent_timeout(&self, agent_id: &str) -> Result<Option<u64>> {
         self.read(|c| {
-            Ok(c.query_row("SELECT timeout_ms FROM asop_agents WHERE agent_id = ?1", [agent_id], |r| r.get::<_, Option<i64>>(0))
+            Ok(c.query_row("SELECT timeout_ms FROM asop_agents WHERE agent_id = ?1", args![agent_id], |r| r.get::<Option<i64>>(0))
                 .optional()?
                 .flatten()
                 .map(|t| t as u64))

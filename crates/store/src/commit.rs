@@ -20,6 +20,7 @@ use std::time::Instant;
 use rusqlite::{Connection, TransactionBehavior};
 
 use crate::jobs::{answer, blocking, commit_batch, run_job, AcceptResult, Job, MAX_BATCH};
+use crate::sql::Db;
 use crate::{Result, StoreError};
 
 type Settled = Vec<(Job, AcceptResult)>;
@@ -225,13 +226,13 @@ fn execute(c: &mut Connection, work: Job, open: &mut Settled, index_due: &mut bo
             // Search indexing shares this batch's transaction and sync rather than
             // taking a commit of its own while callers wait.
             let job = Job::IndexSearch { reply: blocking().0 };
-            match run_job(c, &job) {
+            match run_job(&Db::Lite(c), &job) {
                 Ok(r) => open.push((job, Ok(r))),
                 Err(e) => tracing::warn!(error = %e, "search indexing failed; will retry"),
             }
         }
     }
-    match run_job(c, &work) {
+    match run_job(&Db::Lite(c), &work) {
         Ok(r) => {
             open.push((work, Ok(r)));
             true

@@ -2,7 +2,7 @@
 //! it is trusted (a contact of its own) or when the user says it belongs to one; the
 //! store never merges on its own.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::sql::{args, Db, Optional, Row};
 use serde::Serialize;
 
 use crate::{sender_key, Result, Store, StoreError};
@@ -38,39 +38,40 @@ impl Contact {
 }
 
 /// A newly trusted key gets a contact of its own, unless it already has one.
-pub(crate) fn ensure_contact(conn: &Connection, key: &str, name: &str, at: &str) -> Result<()> {
-    let known: Option<i64> = conn.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", [key], |r| r.get(0)).optional()?;
+pub(crate) fn ensure_contact(conn: &Db<'_>, key: &str, name: &str, at: &str) -> Result<()> {
+    let known: Option<i64> = conn.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", args![key], |r| r.get(0)).optional()?;
     if known.is_none() {
-        conn.execute("INSERT INTO contacts (name, created_at) VALUES (?1, ?2)", params![name, at])?;
-        let id = conn.last_insert_rowid();
-        conn.execute("INSERT INTO contact_keys (key, contact_id, added_at) VALUES (?1, ?2, ?3)", params![key, id, at])?;
+        let inserted_id = conn.query_row("INSERT INTO contacts (name, created_at) VALUES (?1, ?2) RETURNING id", args![name, at], |r| r.get::<i64>(0))?;
+        let id = inserted_id;
+        conn.execute("INSERT INTO contact_keys (key, contact_id, added_at) VALUES (?1, ?2, ?3)", args![key, id, at])?;
     }
     Ok(())
 }
 
 /// A key no longer trusted leaves its contact; a contact left without keys goes.
-pub(crate) fn forget_key(conn: &Connection, key: &str) -> Result<()> {
-    let id: Option<i64> = conn.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", [key], |r| r.get(0)).optional()?;
+pub(crate) fn forget_key(conn: &Db<'_>, key: &str) -> Result<()> {
+    let id: Option<i64> = conn.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", args![key], |r| r.get(0)).optional()?;
     if let Some(id) = id {
-        conn.execute("DELETE FROM contact_keys WHERE key = ?1", [key])?;
-        conn.execute("DELETE FROM contacts WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM contact_keys WHERE contact_id = ?1)", [id])?;
+        conn.execute("DELETE FROM contact_keys WHERE key = ?1", args![key])?;
+        conn.execute("DELETE FROM contacts WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM contact_keys WHERE contact_id = ?1)", args![id])?;
     }
     Ok(())
 }
 
-fn keys_of(conn: &Connection, id: i64) -> Result<Vec<ContactKey>> {
-    let mut stmt =
+fn keys_of(conn: &Db<'_>, id: i64) -> Result<Vec<ContactKey>> {
+    let stmt =
         conn.prepare_cached("SELECT key, added_at, verified_at, changed_from, reverify FROM contact_keys WHERE contact_id = ?1 ORDER BY added_at, key")?;
-    let rows =
-        stmt.query_map([id], |r| Ok(ContactKey { key: r.get(0)?, added_at: r.get(1)?, verified_at: r.get(2)?, changed_from: r.get(3)?, reverify: r.get(4)? }))?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    let rows = stmt.query_map(args![id], |r| {
+        Ok(ContactKey { key: r.get(0)?, added_at: r.get(1)?, verified_at: r.get(2)?, changed_from: r.get(3)?, reverify: r.get(4)? })
+    })?;
+    rows.collect::<Result<Vec<_>>>()
 }
 
 impl Store {
     pub fn contacts(&self) -> Result<Vec<Contact>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare("SELECT id, name, created_at FROM contacts ORDER BY name COLLATE NOCASE, id")?;
-            let heads = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<Vec<(i64, String, String)>>>()?;
+            let stmt = conn.prepare("SELECT id, name, created_at FROM contacts ORDER BY lower(name), id")?;
+            let heads = stmt.query_map(args![], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<Vec<(i64, String, String)>>>()?;
             heads.into_iter().map(|(id, name, created_at)| Ok(Contact { keys: keys_of(conn, id)?, id, name, created_at })).collect()
         })
     }
@@ -78,7 +79,7 @@ impl Store {
     pub fn contact(&self, id: i64) -> Result<Option<Contact>> {
         self.read(|conn| {
             let head: Option<(String, String)> =
-                conn.query_row("SELECT name, created_at FROM contacts WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+                conn.query_row("SELECT name, created_at FROM contacts WHERE id = ?1", args![id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
             head.map(|(name, created_at)| Ok(Contact { keys: keys_of(conn, id)?, id, name, created_at })).transpose()
         })
     }
@@ -86,7 +87,7 @@ impl Store {
     /// The contact a key belongs to.
     pub fn contact_of(&self, key: &str) -> Result<Option<Contact>> {
         let id: Option<i64> =
-            self.read(|c| Ok(c.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", [sender_key(key)], |r| r.get(0)).optional()?))?;
+            self.read(|c| c.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", args![sender_key(key)], |r| r.get(0)).optional())?;
         match id {
             Some(id) => self.contact(id),
             None => Ok(None),
@@ -97,18 +98,18 @@ impl Store {
     /// without keys goes). `changed_from`: the contact's verified key it joins beside.
     pub fn contact_add_key(&self, id: i64, key: &str, changed_from: Option<&str>, at: &str) -> Result<()> {
         let key = sender_key(key);
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        if tx.query_row("SELECT 1 FROM contacts WHERE id = ?1", [id], |_| Ok(())).optional()?.is_none() {
+        if tx.query_row("SELECT 1 FROM contacts WHERE id = ?1", args![id], |_| Ok(())).optional()?.is_none() {
             return Err(StoreError::Invalid(format!("there is no contact {id}")));
         }
         // A key verified already stays verified where it goes, and is no key change.
-        let verified: Option<String> = tx.query_row("SELECT verified_at FROM contact_keys WHERE key = ?1", [&key], |r| r.get(0)).optional()?.flatten();
+        let verified: Option<String> = tx.query_row("SELECT verified_at FROM contact_keys WHERE key = ?1", args![&key], |r| r.get(0)).optional()?.flatten();
         let changed_from = if verified.is_some() { None } else { changed_from };
-        forget_key(&tx, &key)?;
+        forget_key(&tx.db(), &key)?;
         tx.execute(
             "INSERT INTO contact_keys (key, contact_id, added_at, verified_at, changed_from) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![key, id, at, verified, changed_from],
+            args![key, id, at, verified, changed_from],
         )?;
         tx.commit()?;
         Ok(())
@@ -116,7 +117,7 @@ impl Store {
 
     /// The user checked this key out of band.
     pub fn contact_key_verified(&self, key: &str, at: &str) -> Result<()> {
-        let n = self.conn().execute("UPDATE contact_keys SET verified_at = ?2 WHERE key = ?1", params![sender_key(key), at])?;
+        let n = self.conn()?.execute("UPDATE contact_keys SET verified_at = ?2 WHERE key = ?1", args![sender_key(key), at])?;
         if n == 0 {
             return Err(StoreError::NotTrusted(sender_key(key)));
         }
@@ -125,12 +126,12 @@ impl Store {
 
     /// Says why a key's verification should be made again, or (None) that it stands.
     pub fn contact_key_reverify(&self, key: &str, why: Option<&str>) -> Result<()> {
-        self.conn().execute("UPDATE contact_keys SET reverify = ?2 WHERE key = ?1", params![sender_key(key), why])?;
+        self.conn()?.execute("UPDATE contact_keys SET reverify = ?2 WHERE key = ?1", args![sender_key(key), why])?;
         Ok(())
     }
 
     pub fn contact_rename(&self, id: i64, name: &str) -> Result<()> {
-        self.conn().execute("UPDATE contacts SET name = ?2 WHERE id = ?1", params![id, name])?;
+        self.conn()?.execute("UPDATE contacts SET name = ?2 WHERE id = ?1", args![id, name])?;
         Ok(())
     }
 }
@@ -152,7 +153,7 @@ pub struct KeyChangeSeen {
 
 const KEY_CHANGE_COLUMNS: &str = "sender, key_id, reason, first_seen, last_seen, count";
 
-fn key_change_from_row(r: &rusqlite::Row) -> rusqlite::Result<KeyChangeSeen> {
+fn key_change_from_row(r: &Row<'_>) -> Result<KeyChangeSeen> {
     Ok(KeyChangeSeen { sender: r.get(0)?, key_id: r.get(1)?, reason: r.get(2)?, first_seen: r.get(3)?, last_seen: r.get(4)?, count: r.get(5)? })
 }
 
@@ -164,10 +165,10 @@ impl Store {
     /// the newest key id, counted.
     pub fn key_change_seen(&self, sender: &str, key_id: &str, reason: &str, at: &str) -> Result<()> {
         let key_id: String = key_id.chars().take(MAX_KEY_ID).collect();
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO key_changes (sender, key_id, reason, first_seen, last_seen, count) VALUES (?1, ?2, ?3, ?4, ?4, 1)
-             ON CONFLICT(sender) DO UPDATE SET key_id = ?2, reason = ?3, last_seen = ?4, count = count + 1",
-            params![sender_key(sender), key_id, reason, at],
+             ON CONFLICT(sender) DO UPDATE SET key_id = ?2, reason = ?3, last_seen = ?4, count = key_changes.count + 1",
+            args![sender_key(sender), key_id, reason, at],
         )?;
         Ok(())
     }
@@ -175,9 +176,9 @@ impl Store {
     /// Every sender noted by [`Store::key_change_seen`], newest first.
     pub fn key_changes(&self) -> Result<Vec<KeyChangeSeen>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(&format!("SELECT {KEY_CHANGE_COLUMNS} FROM key_changes ORDER BY last_seen DESC"))?;
-            let rows = stmt.query_map([], key_change_from_row)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            let stmt = c.prepare_cached(&format!("SELECT {KEY_CHANGE_COLUMNS} FROM key_changes ORDER BY last_seen DESC"))?;
+            let rows = stmt.query_map(args![], key_change_from_row)?;
+            rows.collect::<Result<Vec<_>>>()
         })
     }
 
@@ -185,13 +186,13 @@ impl Store {
     /// change that was waiting, if one was.
     pub fn key_change_take(&self, sender: &str) -> Result<Option<KeyChangeSeen>> {
         let sql = format!("DELETE FROM key_changes WHERE sender = ?1 RETURNING {KEY_CHANGE_COLUMNS}");
-        Ok(self.conn().query_row(&sql, [sender_key(sender)], key_change_from_row).optional()?)
+        self.conn()?.query_row(&sql, args![sender_key(sender)], key_change_from_row).optional()
     }
 
     /// A key changed under the user's check: it is no longer verified, and (with the
     /// policy's hold) blocked until the user verifies it again.
     pub fn contact_key_unverified(&self, key: &str) -> Result<()> {
-        self.conn().execute("UPDATE contact_keys SET verified_at = NULL WHERE key = ?1", [sender_key(key)])?;
+        self.conn()?.execute("UPDATE contact_keys SET verified_at = NULL WHERE key = ?1", args![sender_key(key)])?;
         Ok(())
     }
 }

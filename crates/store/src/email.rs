@@ -3,7 +3,7 @@
 //! after that message's envelope was committed and the mail filed), and its state as the
 //! user sees it. Passwords are in the keychain, never here.
 
-use rusqlite::{params, OptionalExtension, Row};
+use crate::sql::{args, Db, Optional, Row};
 use serde::Serialize;
 
 use crate::{Result, Store};
@@ -29,7 +29,7 @@ pub struct EmailAccountRow {
     pub left_large: u32,
 }
 
-fn row(r: &Row<'_>) -> rusqlite::Result<EmailAccountRow> {
+fn row(r: &Row<'_>) -> Result<EmailAccountRow> {
     let account: String = r.get(1)?;
     Ok(EmailAccountRow {
         name: r.get(0)?,
@@ -50,28 +50,28 @@ const COLUMNS: &str = "name, account, added_at, uid_validity, last_uid, state, l
 impl Store {
     /// Adds an account, or changes where it is (which starts its reading over).
     pub fn email_account_put(&self, name: &str, account: &serde_json::Value, at: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO email_accounts (name, account, added_at) VALUES (?1, ?2, ?3)
              ON CONFLICT(name) DO UPDATE SET account = ?2, uid_validity = NULL, last_uid = 0, backlog = 0, left_large = 0, state = 'new', last_error = NULL",
-            params![name, account.to_string(), at],
+            args![name, account.to_string(), at],
         )?;
         Ok(())
     }
 
     pub fn email_accounts(&self) -> Result<Vec<EmailAccountRow>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(&format!("SELECT {COLUMNS} FROM email_accounts ORDER BY name"))?;
-            let rows = stmt.query_map([], row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached(&format!("SELECT {COLUMNS} FROM email_accounts ORDER BY name"))?;
+            let rows = stmt.query_map(args![], row)?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
 
     pub fn email_account(&self, name: &str) -> Result<Option<EmailAccountRow>> {
-        self.read(|c| Ok(c.query_row(&format!("SELECT {COLUMNS} FROM email_accounts WHERE name = ?1"), [name], row).optional()?))
+        self.read(|c| c.query_row(&format!("SELECT {COLUMNS} FROM email_accounts WHERE name = ?1"), args![name], row).optional())
     }
 
     pub fn email_account_remove(&self, name: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM email_accounts WHERE name = ?1", [name])? > 0)
+        Ok(self.conn()?.execute("DELETE FROM email_accounts WHERE name = ?1", args![name])? > 0)
     }
 
     /// How far an account was read: everything up to `last_uid` under `uid_validity` is
@@ -79,18 +79,18 @@ impl Store {
     /// `left_large` more mails too large to read were left in place (a folder read again
     /// under a new UIDVALIDITY counts from nothing).
     pub fn email_progress(&self, name: &str, uid_validity: u32, last_uid: u32, backlog: u32, left_large: u32, at: &str) -> Result<()> {
-        self.conn().execute(
-            "UPDATE email_accounts SET left_large = CASE WHEN uid_validity IS ?2 THEN left_large ELSE 0 END + ?6,
+        self.conn()?.execute(
+            "UPDATE email_accounts SET left_large = CASE WHEN uid_validity IS NOT DISTINCT FROM ?2 THEN left_large ELSE 0 END + ?6,
              uid_validity = ?2, last_uid = ?3, backlog = ?4, last_sync = ?5 WHERE name = ?1",
-            params![name, uid_validity, last_uid, backlog, at, left_large],
+            args![name, uid_validity, last_uid, backlog, at, left_large],
         )?;
         Ok(())
     }
 
     pub fn email_state(&self, name: &str, state: &str, error: Option<&str>, at: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE email_accounts SET state = ?2, last_error = coalesce(?3, CASE WHEN ?2 = 'error' THEN last_error ELSE NULL END), last_sync = ?4 WHERE name = ?1",
-            params![name, state, error, at],
+            args![name, state, error, at],
         )?;
         Ok(())
     }
@@ -116,7 +116,7 @@ pub struct OutboxRow {
     pub sent_at: Option<String>,
 }
 
-fn outbox_row(r: &Row<'_>) -> rusqlite::Result<OutboxRow> {
+fn outbox_row(r: &Row<'_>) -> Result<OutboxRow> {
     Ok(OutboxRow {
         id: r.get(0)?,
         account: r.get(1)?,
@@ -169,12 +169,13 @@ pub struct Arrival<'a> {
 /// takes stays valid (30 days by default), so a copy is never answered again.
 const ANSWERED_KEPT_MS: i64 = 32 * 24 * 3600 * 1000;
 
-fn put_outbox(c: &rusqlite::Connection, account: &str, kind: &str, receipt_id: Option<&str>, to: &str, message: &[u8], at: &str) -> rusqlite::Result<i64> {
-    c.execute(
-        "INSERT INTO email_outbox (account, kind, receipt_id, to_addr, message, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![account, kind, receipt_id, to, message, at],
+fn put_outbox(c: &Db<'_>, account: &str, kind: &str, receipt_id: Option<&str>, to: &str, message: &[u8], at: &str) -> Result<i64> {
+    let inserted_id = c.query_row(
+        "INSERT INTO email_outbox (account, kind, receipt_id, to_addr, message, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+        args![account, kind, receipt_id, to, message, at],
+        |r| r.get::<i64>(0),
     )?;
-    Ok(c.last_insert_rowid())
+    Ok(inserted_id)
 }
 
 impl Store {
@@ -183,29 +184,28 @@ impl Store {
     /// many receipt mails were queued.
     pub fn email_arrivals(&self, arrivals: &[Arrival<'_>], at: &str) -> Result<usize> {
         let now_ms = chrono::Utc::now().timestamp_millis();
-        let mut c = self.conn();
+        let mut c = self.conn()?;
         let tx = c.transaction()?;
-        tx.prepare_cached("DELETE FROM email_answered WHERE at_ms < ?1")?.execute([now_ms - ANSWERED_KEPT_MS])?;
+        tx.prepare_cached("DELETE FROM email_answered WHERE at_ms < ?1")?.execute(args![now_ms - ANSWERED_KEPT_MS])?;
         let mut queued = 0;
         for a in arrivals {
             let (outbox, why) = match &a.reply {
-                Ok((to, message)) => (Some(put_outbox(&tx, a.account, "receipt", Some(a.receipt_id), to, message, at)?), None),
+                Ok((to, message)) => (Some(put_outbox(&tx.db(), a.account, "receipt", Some(a.receipt_id), to, message, at)?), None),
                 Err(why) => (None, Some(why.as_str())),
             };
             queued += usize::from(outbox.is_some());
             if let (Some(_), Some((sender, envelope_id))) = (outbox, a.answers) {
-                tx.prepare_cached("INSERT OR IGNORE INTO email_answered (sender, envelope_id, account, at_ms) VALUES (?1, ?2, ?3, ?4)")?.execute(params![
-                    sender,
-                    envelope_id,
-                    a.account,
-                    now_ms
-                ])?;
+                tx.prepare_cached("INSERT INTO email_answered (sender, envelope_id, account, at_ms) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING")?
+                    .execute(args![sender, envelope_id, a.account, now_ms])?;
             }
             tx.prepare_cached(
-                "INSERT OR REPLACE INTO email_arrivals (receipt_id, account, uid_validity, uid, from_addr, message_id, subject, outbox_id, not_mailed)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO email_arrivals (receipt_id, account, uid_validity, uid, from_addr, message_id, subject, outbox_id, not_mailed)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (receipt_id) DO UPDATE SET account = excluded.account, uid_validity = excluded.uid_validity,
+                    uid = excluded.uid, from_addr = excluded.from_addr, message_id = excluded.message_id,
+                    subject = excluded.subject, outbox_id = excluded.outbox_id, not_mailed = excluded.not_mailed",
             )?
-            .execute(params![a.receipt_id, a.account, a.uid_validity, a.uid, a.from_addr, a.message_id, a.subject, outbox, why])?;
+            .execute(args![a.receipt_id, a.account, a.uid_validity, a.uid, a.from_addr, a.message_id, a.subject, outbox, why])?;
         }
         tx.commit()?;
         Ok(queued)
@@ -214,7 +214,9 @@ impl Store {
     /// Whether a receipt for this envelope of this sender was mailed before (by any
     /// account): an envelope is answered by mail once, on its first arrival.
     pub fn email_answered(&self, sender: &str, envelope_id: &str) -> Result<bool> {
-        self.read(|c| Ok(c.prepare_cached("SELECT 1 FROM email_answered WHERE sender = ?1 AND envelope_id = ?2")?.exists(params![sender, envelope_id])?))
+        self.read(|c| {
+            Ok(c.query_row("SELECT 1 FROM email_answered WHERE sender = ?1 AND envelope_id = ?2", args![sender, envelope_id], |_| Ok(())).optional()?.is_some())
+        })
     }
 
     /// Receipt mails queued since `since_ms`: by `account` in all, and to `sender` by any
@@ -223,10 +225,9 @@ impl Store {
         self.read(|c| {
             let mine: u32 = c
                 .prepare_cached("SELECT COUNT(*) FROM email_answered WHERE account = ?1 AND at_ms >= ?2")?
-                .query_row(params![account, since_ms], |r| r.get(0))?;
-            let theirs: u32 = c
-                .prepare_cached("SELECT COUNT(*) FROM email_answered WHERE sender = ?1 AND at_ms >= ?2")?
-                .query_row(params![sender, since_ms], |r| r.get(0))?;
+                .query_row(args![account, since_ms], |r| r.get(0))?;
+            let theirs: u32 =
+                c.prepare_cached("SELECT COUNT(*) FROM email_answered WHERE sender = ?1 AND at_ms >= ?2")?.query_row(args![sender, since_ms], |r| r.get(0))?;
             Ok((mine, theirs))
         })
     }
@@ -236,13 +237,13 @@ impl Store {
             let found = c
                 .query_row(
                     "SELECT receipt_id, account, from_addr, message_id, subject, outbox_id, not_mailed FROM email_arrivals WHERE receipt_id = ?1",
-                    [receipt_id],
-                    |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get::<_, Option<i64>>(5)?, r.get(6)?)),
+                    args![receipt_id],
+                    |r| Ok((r.get::<String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get::<Option<i64>>(5)?, r.get(6)?)),
                 )
                 .optional()?;
             let Some((receipt_id, account, from_addr, message_id, subject, outbox, not_mailed)) = found else { return Ok(None) };
             let mailed_back = match outbox {
-                Some(id) => c.query_row(&format!("SELECT {OUTBOX} FROM email_outbox WHERE id = ?1"), [id], outbox_row).optional()?,
+                Some(id) => c.query_row(&format!("SELECT {OUTBOX} FROM email_outbox WHERE id = ?1"), args![id], outbox_row).optional()?,
                 None => None,
             };
             Ok(Some(EmailArrivalRow { receipt_id, account, from_addr, message_id, subject, mailed_back, not_mailed }))
@@ -254,13 +255,13 @@ impl Store {
     /// filing it, the mail is filed by that outcome instead of being submitted again.
     pub fn email_arrival_outcome(&self, account: &str, uid_validity: u32, uid: u32) -> Result<Option<bool>> {
         self.read(|c| {
-            Ok(c.query_row(
+            c.query_row(
                 "SELECT r.status = 'accepted' FROM email_arrivals a LEFT JOIN receipts r ON r.receipt_id = a.receipt_id
                  WHERE a.account = ?1 AND a.uid_validity = ?2 AND a.uid = ?3 LIMIT 1",
-                params![account, uid_validity, uid],
-                |r| Ok(r.get::<_, Option<bool>>(0)?.unwrap_or(false)),
+                args![account, uid_validity, uid],
+                |r| Ok(r.get::<Option<bool>>(0)?.unwrap_or(false)),
             )
-            .optional()?)
+            .optional()
         })
     }
 
@@ -274,7 +275,7 @@ impl Store {
                     "SELECT receipt FROM (SELECT receipt_id, envelope_id, status, receipt FROM receipts WHERE transport = 'email' ORDER BY seq DESC LIMIT 1024) r
                      WHERE r.envelope_id = ?1 AND r.status = 'accepted'
                        AND NOT EXISTS (SELECT 1 FROM email_arrivals a WHERE a.receipt_id = r.receipt_id)",
-                    [envelope_id],
+                    args![envelope_id],
                     |r| r.get(0),
                 )
                 .optional()?;
@@ -284,20 +285,20 @@ impl Store {
 
     /// Queues a mail (an answer or an envelope) on an account's outgoing server.
     pub fn email_outbox_put(&self, account: &str, kind: &str, to: &str, message: &[u8], at: &str) -> Result<i64> {
-        Ok(put_outbox(&self.conn(), account, kind, None, to, message, at)?)
+        put_outbox(&self.conn()?.db(), account, kind, None, to, message, at)
     }
 
     /// The oldest mails still to go out on an account.
     pub fn email_outbox_queued(&self, account: &str, limit: usize) -> Result<Vec<OutboxRow>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(&format!("SELECT {OUTBOX} FROM email_outbox WHERE account = ?1 AND state = 'queued' ORDER BY id LIMIT ?2"))?;
-            let rows = stmt.query_map(params![account, limit as i64], outbox_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached(&format!("SELECT {OUTBOX} FROM email_outbox WHERE account = ?1 AND state = 'queued' ORDER BY id LIMIT ?2"))?;
+            let rows = stmt.query_map(args![account, limit as i64], outbox_row)?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
 
     pub fn email_outbox_get(&self, id: i64) -> Result<Option<OutboxRow>> {
-        self.read(|c| Ok(c.query_row(&format!("SELECT {OUTBOX} FROM email_outbox WHERE id = ?1"), [id], outbox_row).optional()?))
+        self.read(|c| c.query_row(&format!("SELECT {OUTBOX} FROM email_outbox WHERE id = ?1"), args![id], outbox_row).optional())
     }
 
     /// What became of one try: sent; failed for good (`give_up`); or still queued with
@@ -308,9 +309,9 @@ impl Store {
             (Some(_), true) => "failed",
             (Some(_), false) => "queued",
         };
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE email_outbox SET state = ?2, attempts = attempts + 1, last_error = ?3, sent_at = CASE WHEN ?2 = 'sent' THEN ?4 ELSE sent_at END WHERE id = ?1",
-            params![id, state, error, at],
+            args![id, state, error, at],
         )?;
         Ok(())
     }

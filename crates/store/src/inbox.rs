@@ -1,6 +1,7 @@
 //! The inbox list: receipts filtered by sender (or a contact's keys), scope, status, transport and full-text
 //! search, newest first.
 
+use crate::sql::{Arg, Owned};
 use crate::*;
 
 impl Store {
@@ -14,9 +15,9 @@ impl Store {
              LEFT JOIN trust p ON p.public_key = e.on_behalf_of";
         // The filters common to every form of the query; `sql` is their text.
         let mut sql = String::new();
-        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        let mut args: Vec<Owned> = Vec::new();
         // Appends a clause whose `?` is the next parameter.
-        fn arg(sql: &mut String, args: &mut Vec<rusqlite::types::Value>, clause: &str, v: rusqlite::types::Value) {
+        fn arg(sql: &mut String, args: &mut Vec<Owned>, clause: &str, v: Owned) {
             args.push(v);
             sql.push_str(&clause.replace('?', &format!("?{}", args.len())));
         }
@@ -43,7 +44,12 @@ impl Store {
         }
         if let Some(t) = f.transport.as_deref().filter(|s| !s.is_empty()) {
             // "folder" matches "folder:<file name>".
-            arg(&mut sql, &mut args, " AND (r.transport = ? OR r.transport GLOB ? || ':*')", t.to_string().into());
+            arg(
+                &mut sql,
+                &mut args,
+                " AND (r.transport = ? OR substr(r.transport, 1, length(CAST(? AS TEXT)) + 1) = CAST(? AS TEXT) || ':')",
+                t.to_string().into(),
+            );
         }
         if f.search.as_deref().is_some_and(|q| !q.trim().is_empty()) {
             // Receipts are indexed in batches; a search sees every one stored so far.
@@ -51,7 +57,14 @@ impl Store {
             self.enqueue(Job::IndexSearch { reply });
             self.commit_until_answered(&answer)?;
         }
-        if let Some(q) = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        if let Some(q) = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty()).filter(|_| self.is_shared()) {
+            // PostgreSQL has no FTS5 index: each word is looked for in the prompt, its
+            // LIKE wildcards escaped so user text never becomes a pattern.
+            for w in q.split_whitespace().take(16) {
+                let pattern = format!("%{}%", w.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+                arg(&mut sql, &mut args, " AND r.prompt LIKE ? ESCAPE '\\'", pattern.into());
+            }
+        } else if let Some(q) = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
             // Each word a quoted FTS5 string: user text never becomes query syntax.
             let query = q.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" ");
             arg(&mut sql, &mut args, " AND r.seq IN (SELECT rowid FROM receipts_fts WHERE receipts_fts MATCH ?)", query.into());
@@ -71,17 +84,18 @@ impl Store {
             // was last filled; one statement, so both halves read the same snapshot.
             Some(s) => format!(
                 "SELECT * FROM ({COLUMNS} FROM receipts_by_sender b JOIN receipts r ON r.seq = b.seq {JOINS}
-                    WHERE b.sender {s}{sql} ORDER BY b.seq DESC LIMIT ?{l})
+                    WHERE b.sender {s}{sql} ORDER BY b.seq DESC LIMIT ?{l}) by_sender
                  UNION ALL
                  SELECT * FROM ({COLUMNS} FROM receipts r {JOINS}
                     WHERE r.seq > (SELECT last_seq FROM search_progress) AND r.sender {s}{sql}
-                    ORDER BY r.seq DESC LIMIT ?{l})
+                    ORDER BY r.seq DESC LIMIT ?{l}) not_yet_indexed
                  ORDER BY 1 DESC LIMIT ?{l}"
             ),
         };
         self.read(|conn| {
-            let mut stmt = conn.prepare(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+            let stmt = conn.prepare(&sql)?;
+            let args: Vec<&dyn Arg> = args.iter().map(|a| a as &dyn Arg).collect();
+            let rows = stmt.query_map(&args, |r| {
                 let exec: Option<String> = r.get(13)?;
                 Ok(InboxItem {
                     seq: r.get(0)?,
@@ -104,7 +118,7 @@ impl Store {
                     on_behalf_of_name: r.get(17)?,
                 })
             })?;
-            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+            rows.collect::<Result<_>>()
         })
     }
 }

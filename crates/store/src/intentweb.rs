@@ -1,7 +1,7 @@
 //! IntentWeb sites, conversations, messages and accepted nonces. Plain rows: the
 //! intentweb crate reads and checks, this keeps what it found.
 
-use rusqlite::{params, OptionalExtension, Row};
+use crate::sql::{args, Optional, Row};
 use serde::Serialize;
 
 use crate::{Result, Store};
@@ -58,7 +58,7 @@ pub struct IwMessageRow {
     pub at: String,
 }
 
-fn site_row(r: &Row<'_>) -> rusqlite::Result<IwSiteRow> {
+fn site_row(r: &Row<'_>) -> Result<IwSiteRow> {
     let m: String = r.get(2)?;
     Ok(IwSiteRow {
         origin: r.get(0)?,
@@ -71,7 +71,7 @@ fn site_row(r: &Row<'_>) -> rusqlite::Result<IwSiteRow> {
     })
 }
 
-fn conv_row(r: &Row<'_>) -> rusqlite::Result<IwConversationRow> {
+fn conv_row(r: &Row<'_>) -> Result<IwConversationRow> {
     Ok(IwConversationRow {
         interaction_id: r.get(0)?,
         origin: r.get(1)?,
@@ -87,7 +87,7 @@ fn conv_row(r: &Row<'_>) -> rusqlite::Result<IwConversationRow> {
     })
 }
 
-fn message_row(r: &Row<'_>) -> rusqlite::Result<IwMessageRow> {
+fn message_row(r: &Row<'_>) -> Result<IwMessageRow> {
     let env: String = r.get(6)?;
     let verdict: Option<String> = r.get(7)?;
     Ok(IwMessageRow {
@@ -113,57 +113,57 @@ const MSG: &str = "SELECT row, interaction_id, direction, flow_type, message, ht
 impl Store {
     /// Keeps a site's manifest (a refresh replaces it; the pinned key stays).
     pub fn iw_site_put(&self, s: &IwSiteRow) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO iw_sites (origin, company, manifest, yaml, last_updated, fetched_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(origin) DO UPDATE SET company = ?2, manifest = ?3, yaml = ?4, last_updated = ?5, fetched_at = ?6",
-            params![s.origin, s.company, s.manifest.to_string(), s.yaml, s.last_updated, s.fetched_at],
+            args![s.origin, s.company, s.manifest.to_string(), s.yaml, s.last_updated, s.fetched_at],
         )?;
         Ok(())
     }
 
     pub fn iw_site_pin(&self, origin: &str, key: Option<&str>) -> Result<()> {
-        self.conn().execute("UPDATE iw_sites SET site_key = ?2 WHERE origin = ?1", params![origin, key])?;
+        self.conn()?.execute("UPDATE iw_sites SET site_key = ?2 WHERE origin = ?1", args![origin, key])?;
         Ok(())
     }
 
     pub fn iw_sites(&self) -> Result<Vec<IwSiteRow>> {
-        self.read(|c| Ok(c.prepare_cached(&format!("{SITE} ORDER BY company"))?.query_map([], site_row)?.collect::<rusqlite::Result<Vec<_>>>()?))
+        self.read(|c| c.prepare_cached(&format!("{SITE} ORDER BY company"))?.query_map(args![], site_row)?.collect::<Result<Vec<_>>>())
     }
 
     pub fn iw_site(&self, origin: &str) -> Result<Option<IwSiteRow>> {
-        self.read(|c| Ok(c.query_row(&format!("{SITE} WHERE origin = ?1"), [origin], site_row).optional()?))
+        self.read(|c| c.query_row(&format!("{SITE} WHERE origin = ?1"), args![origin], site_row).optional())
     }
 
     pub fn iw_site_remove(&self, origin: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM iw_sites WHERE origin = ?1", [origin])? > 0)
+        Ok(self.conn()?.execute("DELETE FROM iw_sites WHERE origin = ?1", args![origin])? > 0)
     }
 
     pub fn iw_conversation_open(&self, c: &IwConversationRow) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO iw_conversations (interaction_id, origin, endpoint, capability, initial, query_hash, state, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
-            params![c.interaction_id, c.origin, c.endpoint, c.capability, c.initial, c.query_hash, c.state, c.created_at],
+            args![c.interaction_id, c.origin, c.endpoint, c.capability, c.initial, c.query_hash, c.state, c.created_at],
         )?;
         Ok(())
     }
 
     pub fn iw_conversation_update(&self, interaction_id: &str, state: &str, status: Option<&str>, external_id: Option<&str>, at: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE iw_conversations SET state = ?2, status = coalesce(?3, status), external_id = coalesce(?4, external_id), updated_at = ?5 WHERE interaction_id = ?1",
-            params![interaction_id, state, status, external_id, at],
+            args![interaction_id, state, status, external_id, at],
         )?;
         Ok(())
     }
 
     pub fn iw_conversation(&self, interaction_id: &str) -> Result<Option<IwConversationRow>> {
-        self.read(|c| Ok(c.query_row(&format!("{CONV} WHERE interaction_id = ?1"), [interaction_id], conv_row).optional()?))
+        self.read(|c| c.query_row(&format!("{CONV} WHERE interaction_id = ?1"), args![interaction_id], conv_row).optional())
     }
 
     /// Conversations, newest first.
     pub fn iw_conversations(&self, limit: usize) -> Result<Vec<IwConversationRow>> {
         self.read(|c| {
-            Ok(c.prepare_cached(&format!("{CONV} ORDER BY updated_at DESC, interaction_id LIMIT ?1"))?
-                .query_map([limit as i64], conv_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
+            c.prepare_cached(&format!("{CONV} ORDER BY updated_at DESC, interaction_id LIMIT ?1"))?
+                .query_map(args![limit as i64], conv_row)?
+                .collect::<Result<Vec<_>>>()
         })
     }
 
@@ -181,27 +181,28 @@ impl Store {
         accepted: bool,
         at: &str,
     ) -> Result<i64> {
-        let conn = self.conn();
-        conn.execute(
-            "INSERT INTO iw_messages (interaction_id, direction, flow_type, message, html, envelope, verdict, warning, accepted, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![interaction_id, direction, flow_type, message, html, envelope.to_string(), verdict.map(|v| v.to_string()), warning, accepted, at],
+        let conn = self.conn()?;
+        let inserted_id = conn.query_row(
+            "INSERT INTO iw_messages (interaction_id, direction, flow_type, message, html, envelope, verdict, warning, accepted, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING row",
+            args![interaction_id, direction, flow_type, message, html, envelope.to_string(), verdict.map(|v| v.to_string()), warning, accepted, at],
+            |r| r.get::<i64>(0),
         )?;
-        let row = conn.last_insert_rowid();
-        conn.execute("UPDATE iw_conversations SET updated_at = ?2 WHERE interaction_id = ?1", params![interaction_id, at])?;
+        let row = inserted_id;
+        conn.execute("UPDATE iw_conversations SET updated_at = ?2 WHERE interaction_id = ?1", args![interaction_id, at])?;
         Ok(row)
     }
 
     pub fn iw_messages(&self, interaction_id: &str) -> Result<Vec<IwMessageRow>> {
         self.read(|c| {
-            Ok(c.prepare_cached(&format!("{MSG} WHERE interaction_id = ?1 ORDER BY row"))?
-                .query_map([interaction_id], message_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
+            c.prepare_cached(&format!("{MSG} WHERE interaction_id = ?1 ORDER BY row"))?
+                .query_map(args![interaction_id], message_row)?
+                .collect::<Result<Vec<_>>>()
         })
     }
 
     /// Records a site's nonce; false when it was accepted before (a replay).
     pub fn iw_nonce_record(&self, origin: &str, nonce: &str) -> Result<bool> {
-        Ok(self.conn().execute("INSERT OR IGNORE INTO iw_nonces (origin, nonce) VALUES (?1, ?2)", params![origin, nonce])? > 0)
+        Ok(self.conn()?.execute("INSERT INTO iw_nonces (origin, nonce) VALUES (?1, ?2) ON CONFLICT DO NOTHING", args![origin, nonce])? > 0)
     }
 
     pub fn iw_nonce_seen(&self, origin: &str, nonce: &str) -> Result<bool> {

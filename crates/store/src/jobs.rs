@@ -1,8 +1,8 @@
 //! Writes queued for the committer and how their answers get back: a [`Job`] per write,
 //! one transaction per batch ([`commit_batch`]), each job run by [`run_job`].
 
+use crate::sql::{args, Db};
 use crate::*;
-use rusqlite::{params, Connection, TransactionBehavior};
 
 /// At most this many writes share one transaction (bounds a commit's latency).
 pub(crate) const MAX_BATCH: usize = 1024;
@@ -94,27 +94,33 @@ pub(crate) fn closing() -> StoreError {
 /// the commit. Refusals (replay, rate) write nothing, so no savepoints are needed; if a
 /// statement fails, the batch is rolled back and each job retried in its own transaction
 /// so that one bad row fails alone.
-pub(crate) fn commit_batch(conn: &mut Connection, batch: Vec<Job>) -> Vec<(Job, AcceptResult)> {
-    let together = (|| -> Result<Vec<AcceptResult>> {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut results = Vec::with_capacity(batch.len());
-        for job in &batch {
-            results.push(Ok(run_job(&tx, job)?));
-        }
+/// One write transaction of an engine: committed if `f` returns Ok, rolled back otherwise.
+pub(crate) trait Transact {
+    fn transact<T>(&mut self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T>;
+}
+
+impl Transact for rusqlite::Connection {
+    fn transact<T>(&mut self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        let tx = self.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let out = f(&Db::Lite(&tx))?;
         tx.commit()?;
-        Ok(results)
-    })();
+        Ok(out)
+    }
+}
+
+pub(crate) fn commit_batch(conn: &mut impl Transact, batch: Vec<Job>) -> Vec<(Job, AcceptResult)> {
+    let together = conn.transact(|tx| batch.iter().map(|job| run_job(tx, job).map(Ok)).collect::<Result<Vec<AcceptResult>>>());
     match together {
         Ok(results) => batch.into_iter().zip(results).collect(),
-        Err(_) if batch.len() > 1 => batch
+        Err(e) if batch.len() > 1 || e.is_retryable() => batch
             .into_iter()
             .map(|job| {
-                let r = (|| -> AcceptResult {
-                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                    let r = run_job(&tx, &job)?;
-                    tx.commit()?;
-                    Ok(r)
-                })();
+                // A job that lost a race to another node is run once more: it then sees
+                // what that node committed (a replay, a count that is now full).
+                let r = match conn.transact(|tx| run_job(tx, &job)) {
+                    Err(e) if e.is_retryable() => conn.transact(|tx| run_job(tx, &job)),
+                    r => r,
+                };
                 (job, r)
             })
             .collect(),
@@ -125,7 +131,7 @@ pub(crate) fn commit_batch(conn: &mut Connection, batch: Vec<Job>) -> Vec<(Job, 
     }
 }
 
-pub(crate) fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
+pub(crate) fn run_job(tx: &Db<'_>, job: &Job) -> AcceptResult {
     match job {
         Job::Accept { rec, limits, json, .. } => accept_one(tx, rec, limits, json),
         Job::Receipt { row, knock, json, .. } => {
@@ -135,13 +141,17 @@ pub(crate) fn run_job(tx: &Connection, job: &Job) -> AcceptResult {
             insert_receipt_as(tx, row, row.envelope_row, &json.receipt).map(|()| Ok(0))
         }
         Job::SetExec { updates, now, .. } => {
-            let mut stmt = tx.prepare_cached("UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1")?;
+            let stmt = tx.prepare_cached("UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1")?;
             for (id, status, result) in updates {
-                stmt.execute(params![id, status.as_str(), result.as_ref().map(|r| r.to_string()), now])?;
+                stmt.execute(args![id, status.as_str(), result.as_ref().map(|r| r.to_string()), now])?;
             }
             Ok(Ok(0))
         }
-        Job::IndexSearch { .. } => index_receipts(tx).map(|()| Ok(0)),
+        // PostgreSQL searches the prompts themselves (see `inbox`).
+        Job::IndexSearch { .. } => match tx {
+            Db::Lite(c) => index_receipts(c).map(|()| Ok(0)),
+            Db::Pg(_) => Ok(Ok(0)),
+        },
         Job::Synced | Job::Shutdown => Ok(Ok(0)),
     }
 }

@@ -1,7 +1,7 @@
 //! Consent the user put off: prompts deferred with "ask me later", and what an "always
 //! allow" would have let in from a sender's past.
 
-use rusqlite::params;
+use crate::sql::args;
 use serde::Serialize;
 
 use crate::receipts::{RECEIPT_SELECT, SEQS_OF_SENDER_1};
@@ -29,10 +29,10 @@ const EXCERPT_CHARS: usize = 120;
 impl Store {
     /// Puts a prompt out of the way until `until` (a later "ask me later" moves it again).
     pub fn later_defer(&self, target: &str, until: &str, at: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO consent_later (target, until, deferred_at) VALUES (?1, ?2, ?3)
              ON CONFLICT(target) DO UPDATE SET until = ?2, deferred_at = ?3",
-            params![target, until, at],
+            args![target, until, at],
         )?;
         Ok(())
     }
@@ -40,15 +40,15 @@ impl Store {
     /// Every deferred prompt, (target, until); the caller decides which are still away.
     pub fn later_list(&self) -> Result<Vec<(String, String)>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached("SELECT target, until FROM consent_later")?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached("SELECT target, until FROM consent_later")?;
+            let rows = stmt.query_map(args![], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
 
     /// A decided prompt is no longer deferred.
     pub fn later_forget(&self, target: &str) -> Result<()> {
-        self.conn().execute("DELETE FROM consent_later WHERE target = ?1", [target])?;
+        self.conn()?.execute("DELETE FROM consent_later WHERE target = ?1", args![target])?;
         Ok(())
     }
 
@@ -60,22 +60,23 @@ impl Store {
         // Two arrivals in one millisecond are told apart by the order they were kept in.
         let with_seq = RECEIPT_SELECT.replace(" FROM receipts", ", seq FROM receipts");
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(&format!(
+            let stmt = conn.prepare_cached(&format!(
                 "SELECT r.*, e.exec_status FROM ({with_seq} WHERE scope = ?2 AND seq IN ({SEQS_OF_SENDER_1})) r
                  LEFT JOIN envelopes e ON e.id = r.envelope_row
                  WHERE (r.code = 'UNTRUSTED_SENDER' OR e.exec_status IN ('held', 'denied'))
-                   AND (?3 IS NULL OR r.envelope_id IS NOT ?3)
+                   AND (CAST(?3 AS TEXT) IS NULL OR r.envelope_id IS DISTINCT FROM ?3)
                  ORDER BY r.received_ms DESC, r.seq DESC LIMIT ?4"
             ))?;
-            let mut rows = stmt.query(params![sender_key(sender), scope, except, MAX_COUNTED + 1])?;
+            let rows = stmt.query_map(args![sender_key(sender), scope, except, MAX_COUNTED + 1], |row| {
+                Ok((crate::receipts::receipt_from_row(row)?, row.get::<Option<String>>(16)?))
+            })?;
             let (mut out, mut total) = (Vec::new(), 0i64);
-            while let Some(row) = rows.next()? {
+            for row in rows {
+                let (receipt, status) = row?;
                 total += 1;
                 if out.len() >= limit {
                     continue;
                 }
-                let receipt = crate::receipts::receipt_from_row(row)?;
-                let status: Option<String> = row.get(16)?;
                 out.push(Covered {
                     envelope_id: receipt.envelope_id,
                     received_at: receipt.received_at,

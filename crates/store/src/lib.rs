@@ -35,12 +35,15 @@ pub mod mail;
 mod migrations;
 mod model;
 mod open;
+mod pg;
 mod receipts;
 mod replay;
 pub mod replies;
 mod retention;
 mod risk;
 mod settings;
+#[doc(hidden)]
+pub mod sql;
 mod trust;
 pub mod uamp;
 
@@ -51,7 +54,7 @@ pub use retention::*;
 pub use trust::{Admission, Knock, MAX_PENDING, MAX_SCOPES_TRIED};
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use rusqlite::Connection;
 
@@ -88,15 +91,52 @@ pub enum StoreError {
     TooNew { found: i64, known: i64 },
     #[error("{0}")]
     Invalid(String),
+    #[error("database error: {}", pg::message(.0))]
+    Postgres(#[from] tokio_postgres::Error),
+    /// The database cannot be reached now (a team's gate: PostgreSQL down or every
+    /// connection busy); callers answer "try again later".
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
 }
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+impl StoreError {
+    /// A row another writer committed first broke a uniqueness the schema holds.
+    pub fn is_duplicate(&self) -> bool {
+        match self {
+            StoreError::Postgres(e) => e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => {
+                e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+            }
+            _ => false,
+        }
+    }
+
+    /// Lost a race with another writer (a team's gate): the same work, run again, sees
+    /// what the other committed.
+    pub fn is_retryable(&self) -> bool {
+        self.is_duplicate()
+            || matches!(self, StoreError::Postgres(e) if e.code().is_some_and(|c| *c == tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE || *c == tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED))
+    }
+
+    /// The database could not be reached or stopped answering (a team's gate): try again.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Unavailable(_) => true,
+            StoreError::Postgres(e) => e.is_closed() || e.as_db_error().is_none_or(|d| d.code().code().starts_with("08") || d.code().code().starts_with("57P")),
+            _ => false,
+        }
+    }
+}
 pub struct Store {
-    /// The one write connection: group commits (on the committer thread) and the rare
-    /// direct writes (trust registry, settings, ...) take turns on it.
-    conn: Arc<Mutex<Connection>>,
+    /// SQLite's one write connection (group commits on the committer thread and the
+    /// rare direct writes take turns on it), or PostgreSQL's pool.
+    engine: open::Engine,
     /// Where to open read connections (None for in-memory stores, which read through
     /// the writer). WAL lets readers run while a commit waits for its fsync.
     path: Option<std::path::PathBuf>,
+    /// The data dir of a node whose database is elsewhere (see [`Store::with_data_dir`]).
+    data_dir: Option<std::path::PathBuf>,
     readers: Mutex<Vec<Connection>>,
     /// What [`Store::admission`] last read per (sender, setting), with the admission
     /// version it was read at.

@@ -1,7 +1,7 @@
 //! MAIL swarms, tasks, their messages and events. Plain rows: the MAIL crate reads and
 //! validates, this keeps what it read.
 
-use rusqlite::{params, OptionalExtension, Row};
+use crate::sql::{args, Db, Optional, Row};
 use serde::Serialize;
 
 use crate::{Result, Store};
@@ -90,7 +90,7 @@ pub struct MailTaskDetail {
 const TASK_COLUMNS: &str = "t.task_id, t.swarm, t.source, t.subject, t.state, t.response, t.task_owner, t.contributors, t.created_at, t.updated_at,
     (SELECT count(*) FROM mail_messages m WHERE m.task_id = t.task_id)";
 
-fn task_row(r: &Row<'_>) -> rusqlite::Result<MailTaskRow> {
+fn task_row(r: &Row<'_>) -> Result<MailTaskRow> {
     let contributors: String = r.get(7)?;
     Ok(MailTaskRow {
         task_id: r.get(0)?,
@@ -108,14 +108,14 @@ fn task_row(r: &Row<'_>) -> rusqlite::Result<MailTaskRow> {
     })
 }
 
-fn message_row(r: &Row<'_>) -> rusqlite::Result<MailMessageRow> {
+fn message_row(r: &Row<'_>) -> Result<MailMessageRow> {
     let recipients: String = r.get(6)?;
     Ok(MailMessageRow {
         id: r.get(0)?,
         task_id: r.get(1)?,
         ts: r.get(2)?,
         msg_type: r.get(3)?,
-        tier: r.get::<_, i64>(4)? as u8,
+        tier: r.get::<i64>(4)? as u8,
         sender: r.get(5)?,
         recipients: serde_json::from_str(&recipients).unwrap_or_default(),
         subject: r.get(7)?,
@@ -126,10 +126,10 @@ fn message_row(r: &Row<'_>) -> rusqlite::Result<MailMessageRow> {
     })
 }
 
-fn participants(conn: &rusqlite::Connection, task_id: &str) -> Result<Vec<String>> {
+fn participants(conn: &Db<'_>, task_id: &str) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
-    let mut stmt = conn.prepare_cached("SELECT sender, recipients FROM mail_messages WHERE task_id = ?1 ORDER BY row")?;
-    let rows = stmt.query_map([task_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let stmt = conn.prepare_cached("SELECT sender, recipients FROM mail_messages WHERE task_id = ?1 ORDER BY row")?;
+    let rows = stmt.query_map(args![task_id], |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)))?;
     for row in rows {
         let (s, rs) = row?;
         for p in std::iter::once(s).chain(serde_json::from_str::<Vec<String>>(&rs).unwrap_or_default()) {
@@ -146,33 +146,33 @@ impl Store {
 
     /// Adds a connection, or updates its address.
     pub fn mail_swarm_put(&self, name: &str, base_url: &str, at: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO mail_swarms (name, base_url, added_at) VALUES (?1, ?2, ?3) ON CONFLICT(name) DO UPDATE SET base_url = ?2",
-            params![name, base_url, at],
+            args![name, base_url, at],
         )?;
         Ok(())
     }
 
     pub fn mail_swarm_set_info(&self, name: &str, info: &serde_json::Value) -> Result<()> {
-        self.conn().execute("UPDATE mail_swarms SET info = ?2 WHERE name = ?1", params![name, info.to_string()])?;
+        self.conn()?.execute("UPDATE mail_swarms SET info = ?2 WHERE name = ?1", args![name, info.to_string()])?;
         Ok(())
     }
 
     pub fn mail_swarms(&self) -> Result<Vec<MailSwarmRow>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached("SELECT name, base_url, added_at, info FROM mail_swarms ORDER BY name")?;
-            let rows = stmt.query_map([], swarm_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached("SELECT name, base_url, added_at, info FROM mail_swarms ORDER BY name")?;
+            let rows = stmt.query_map(args![], swarm_row)?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
 
     pub fn mail_swarm(&self, name: &str) -> Result<Option<MailSwarmRow>> {
-        self.read(|c| Ok(c.query_row("SELECT name, base_url, added_at, info FROM mail_swarms WHERE name = ?1", [name], swarm_row).optional()?))
+        self.read(|c| c.query_row("SELECT name, base_url, added_at, info FROM mail_swarms WHERE name = ?1", args![name], swarm_row).optional())
     }
 
     /// Removes a connection; its tasks stay (history is the user's).
     pub fn mail_swarm_remove(&self, name: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM mail_swarms WHERE name = ?1", [name])? > 0)
+        Ok(self.conn()?.execute("DELETE FROM mail_swarms WHERE name = ?1", args![name])? > 0)
     }
 
     // ---- tasks -----------------------------------------------------------------------
@@ -180,11 +180,11 @@ impl Store {
     /// Records a task the first time it is seen; a known task (a new turn, a re-import)
     /// is marked running again when live.
     pub fn mail_task_open(&self, t: &NewMailTask) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO mail_tasks (task_id, swarm, source, subject, state, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
-             ON CONFLICT(task_id) DO UPDATE SET state = CASE WHEN ?5 = 'running' THEN 'running' ELSE state END, updated_at = ?6,
-                swarm = coalesce(swarm, ?2), subject = CASE WHEN subject = '' THEN ?4 ELSE subject END",
-            params![t.task_id, t.swarm, t.source, t.subject, t.state, t.at],
+             ON CONFLICT(task_id) DO UPDATE SET state = CASE WHEN ?5 = 'running' THEN 'running' ELSE mail_tasks.state END, updated_at = ?6,
+                swarm = coalesce(mail_tasks.swarm, ?2), subject = CASE WHEN mail_tasks.subject = '' THEN ?4 ELSE mail_tasks.subject END",
+            args![t.task_id, t.swarm, t.source, t.subject, t.state, t.at],
         )?;
         Ok(())
     }
@@ -192,11 +192,11 @@ impl Store {
     /// Keeps a message of a task; a message already kept (same task and id) is not
     /// repeated. Returns whether it was new.
     pub fn mail_message_add(&self, m: &MailMessageRow, at: &str) -> Result<bool> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let n = conn.execute(
-            "INSERT OR IGNORE INTO mail_messages (id, task_id, ts, msg_type, tier, sender, recipients, subject, body, system_error, raw, odd)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![
+            "INSERT INTO mail_messages (id, task_id, ts, msg_type, tier, sender, recipients, subject, body, system_error, raw, odd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT DO NOTHING",
+            args![
                 m.id,
                 m.task_id,
                 m.ts,
@@ -211,41 +211,41 @@ impl Store {
                 m.odd
             ],
         )?;
-        conn.execute("UPDATE mail_tasks SET updated_at = ?2 WHERE task_id = ?1", params![m.task_id, at])?;
+        conn.execute("UPDATE mail_tasks SET updated_at = ?2 WHERE task_id = ?1", args![m.task_id, at])?;
         Ok(n > 0)
     }
 
     pub fn mail_event_add(&self, task_id: &str, e: &MailEventRow) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO mail_events (task_id, event, at, description, data) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![task_id, e.event, e.at, e.description, e.data.as_ref().map(|d| d.to_string())],
+            args![task_id, e.event, e.at, e.description, e.data.as_ref().map(|d| d.to_string())],
         )?;
         Ok(())
     }
 
     /// The task a kept message belongs to.
     pub fn mail_message_task(&self, id: &str) -> Result<Option<String>> {
-        self.read(|c| Ok(c.query_row("SELECT task_id FROM mail_messages WHERE id = ?1 ORDER BY row LIMIT 1", [id], |r| r.get(0)).optional()?))
+        self.read(|c| c.query_row("SELECT task_id FROM mail_messages WHERE id = ?1 ORDER BY row LIMIT 1", args![id], |r| r.get(0)).optional())
     }
 
     /// The newest task on `swarm` with this subject: where a MAIL 2.0 answer without a
     /// `reply_to` belongs.
     pub fn mail_task_by_subject(&self, swarm: &str, subject: &str) -> Result<Option<String>> {
         self.read(|c| {
-            Ok(c.query_row(
+            c.query_row(
                 "SELECT task_id FROM mail_tasks WHERE swarm = ?1 AND subject = ?2 ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                params![swarm, subject],
+                args![swarm, subject],
                 |r| r.get(0),
             )
-            .optional()?)
+            .optional()
         })
     }
 
     /// Records a task's owner and adds contributors (interswarm wrappers name them).
     pub fn mail_task_contributors(&self, task_id: &str, owner: &str, contributors: &[String]) -> Result<()> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        let known: Option<String> = tx.query_row("SELECT contributors FROM mail_tasks WHERE task_id = ?1", [task_id], |r| r.get(0)).optional()?;
+        let known: Option<String> = tx.query_row("SELECT contributors FROM mail_tasks WHERE task_id = ?1", args![task_id], |r| r.get(0)).optional()?;
         let mut all: Vec<String> = known.and_then(|k| serde_json::from_str(&k).ok()).unwrap_or_default();
         for c in contributors {
             if !all.contains(c) {
@@ -254,7 +254,7 @@ impl Store {
         }
         tx.execute(
             "UPDATE mail_tasks SET task_owner = coalesce(task_owner, ?2), contributors = ?3 WHERE task_id = ?1",
-            params![task_id, owner, serde_json::to_string(&all)?],
+            args![task_id, owner, serde_json::to_string(&all)?],
         )?;
         tx.commit()?;
         Ok(())
@@ -262,9 +262,9 @@ impl Store {
 
     /// Ends a turn of a task: completed, failed or interrupted, with the swarm's answer.
     pub fn mail_task_finish(&self, task_id: &str, state: &str, response: Option<&str>, at: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE mail_tasks SET state = ?2, response = coalesce(?3, response), updated_at = ?4 WHERE task_id = ?1",
-            params![task_id, state, response, at],
+            args![task_id, state, response, at],
         )?;
         Ok(())
     }
@@ -276,20 +276,20 @@ impl Store {
             let q = query.map(str::trim).filter(|q| !q.is_empty());
             let mut rows = match q {
                 None => {
-                    let mut stmt = c.prepare_cached(&format!("SELECT {TASK_COLUMNS} FROM mail_tasks t ORDER BY t.updated_at DESC, t.task_id LIMIT ?1"))?;
-                    let rows = stmt.query_map([limit as i64], task_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-                    rows
+                    let stmt = c.prepare_cached(&format!("SELECT {TASK_COLUMNS} FROM mail_tasks t ORDER BY t.updated_at DESC, t.task_id LIMIT ?1"))?;
+
+                    stmt.query_map(args![limit as i64], task_row)?.collect::<Result<Vec<_>>>()?
                 }
                 Some(q) => {
                     let like = format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-                    let mut stmt = c.prepare_cached(&format!(
+                    let stmt = c.prepare_cached(&format!(
                         "SELECT {TASK_COLUMNS} FROM mail_tasks t WHERE t.subject LIKE ?1 ESCAPE '\\' OR t.task_id IN (
                             SELECT task_id FROM mail_messages WHERE subject LIKE ?1 ESCAPE '\\' OR body LIKE ?1 ESCAPE '\\'
                                 OR sender LIKE ?1 ESCAPE '\\' OR recipients LIKE ?1 ESCAPE '\\')
                          ORDER BY t.updated_at DESC, t.task_id LIMIT ?2"
                     ))?;
-                    let rows = stmt.query_map(params![like, limit as i64], task_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-                    rows
+
+                    stmt.query_map(args![like, limit as i64], task_row)?.collect::<Result<Vec<_>>>()?
                 }
             };
             for r in &mut rows {
@@ -302,27 +302,27 @@ impl Store {
     /// A task with its messages in arrival order and the other events it reported.
     pub fn mail_task(&self, task_id: &str) -> Result<Option<MailTaskDetail>> {
         self.read(|c| {
-            let Some(mut task) = c.query_row(&format!("SELECT {TASK_COLUMNS} FROM mail_tasks t WHERE t.task_id = ?1"), [task_id], task_row).optional()? else {
+            let Some(mut task) = c.query_row(&format!("SELECT {TASK_COLUMNS} FROM mail_tasks t WHERE t.task_id = ?1"), args![task_id], task_row).optional()? else {
                 return Ok(None);
             };
             task.participants = participants(c, task_id)?;
-            let mut stmt = c.prepare_cached(
+            let stmt = c.prepare_cached(
                 "SELECT id, task_id, ts, msg_type, tier, sender, recipients, subject, body, system_error, raw, odd FROM mail_messages WHERE task_id = ?1 ORDER BY row",
             )?;
-            let messages = stmt.query_map([task_id], message_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
-            let mut stmt = c.prepare_cached("SELECT event, at, description, data FROM mail_events WHERE task_id = ?1 ORDER BY row")?;
+            let messages = stmt.query_map(args![task_id], message_row)?.collect::<Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached("SELECT event, at, description, data FROM mail_events WHERE task_id = ?1 ORDER BY row")?;
             let events = stmt
-                .query_map([task_id], |r| {
+                .query_map(args![task_id], |r| {
                     let data: Option<String> = r.get(3)?;
                     Ok(MailEventRow { event: r.get(0)?, at: r.get(1)?, description: r.get(2)?, data: data.and_then(|d| serde_json::from_str(&d).ok()) })
                 })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+                .collect::<Result<Vec<_>>>()?;
             Ok(Some(MailTaskDetail { task, messages, events }))
         })
     }
 }
 
-fn swarm_row(r: &Row<'_>) -> rusqlite::Result<MailSwarmRow> {
+fn swarm_row(r: &Row<'_>) -> Result<MailSwarmRow> {
     let info: Option<String> = r.get(3)?;
     Ok(MailSwarmRow { name: r.get(0)?, base_url: r.get(1)?, added_at: r.get(2)?, info: info.and_then(|i| serde_json::from_str(&i).ok()) })
 }

@@ -1,9 +1,10 @@
 //! Opening the store: the one write connection (WAL, migrations), the committer, and the
 //! pool of read connections; the database files are the user's alone.
 
+use crate::sql::{Arg, Db, Row, Stmt};
 use crate::*;
 use rusqlite::Connection;
-use std::sync::MutexGuard;
+use std::sync::{Arc, MutexGuard};
 
 /// Idle read connections kept open.
 pub(crate) const MAX_READERS: usize = 64;
@@ -29,6 +30,89 @@ pub(crate) fn private_files(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The engine a store runs on.
+pub(crate) enum Engine {
+    Lite(Arc<Mutex<Connection>>),
+    Pg(Arc<crate::pg::Pg>),
+}
+
+/// A connection held for direct writes: SQLite's one writer, or a pooled PostgreSQL
+/// connection (returned to the pool when dropped).
+pub(crate) enum Guard<'s> {
+    Lite(MutexGuard<'s, Connection>),
+    Pg(Box<crate::pg::Lease<'s>>),
+}
+
+impl Guard<'_> {
+    pub(crate) fn db(&self) -> Db<'_> {
+        match self {
+            Guard::Lite(c) => Db::Lite(c),
+            Guard::Pg(c) => Db::Pg(c.conn()),
+        }
+    }
+    pub(crate) fn execute(&self, sql: &str, args: &[&dyn Arg]) -> Result<usize> {
+        self.db().execute(sql, args)
+    }
+    pub(crate) fn query_row<T>(&self, sql: &str, args: &[&dyn Arg], f: impl FnOnce(&Row<'_>) -> Result<T>) -> Result<T> {
+        self.db().query_row(sql, args, f)
+    }
+
+    /// A write transaction (SQLite's IMMEDIATE: the write lock from the start), rolled
+    /// back unless committed.
+    pub(crate) fn transaction(&mut self) -> Result<Tx<'_>> {
+        Ok(match self {
+            Guard::Lite(c) => Tx::Lite(Some(c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?)),
+            Guard::Pg(c) => {
+                c.conn().batch("BEGIN")?;
+                Tx::Pg(c.conn(), false)
+            }
+        })
+    }
+}
+
+/// An open write transaction of either engine.
+pub(crate) enum Tx<'c> {
+    /// (Some until committed.)
+    Lite(Option<rusqlite::Transaction<'c>>),
+    /// (Whether it was committed.)
+    Pg(&'c crate::pg::Conn, bool),
+}
+
+impl Tx<'_> {
+    pub(crate) fn db(&self) -> Db<'_> {
+        match self {
+            Tx::Lite(t) => Db::Lite(t.as_ref().expect("an open transaction")),
+            Tx::Pg(c, _) => Db::Pg(c),
+        }
+    }
+    pub(crate) fn execute(&self, sql: &str, args: &[&dyn Arg]) -> Result<usize> {
+        self.db().execute(sql, args)
+    }
+    pub(crate) fn query_row<T>(&self, sql: &str, args: &[&dyn Arg], f: impl FnOnce(&Row<'_>) -> Result<T>) -> Result<T> {
+        self.db().query_row(sql, args, f)
+    }
+    pub(crate) fn prepare_cached(&self, sql: &str) -> Result<Stmt<'_>> {
+        self.db().prepare_cached(sql)
+    }
+    pub(crate) fn commit(mut self) -> Result<()> {
+        match &mut self {
+            Tx::Lite(t) => Ok(t.take().expect("an open transaction").commit()?),
+            Tx::Pg(c, done) => {
+                *done = true;
+                c.batch("COMMIT")
+            }
+        }
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if let Tx::Pg(c, false) = self {
+            let _ = c.batch("ROLLBACK");
+        }
+    }
+}
+
 impl Store {
     pub fn open(path: &Path) -> Result<Store> {
         private_files(path)?;
@@ -36,9 +120,43 @@ impl Store {
         Self::init(conn, Some(path.to_path_buf()))
     }
 
+    /// A team's gate: the store in the PostgreSQL database at `url`. Its schema is made
+    /// or brought up to date first, by one node at a time.
+    pub fn open_url(url: &str) -> Result<Store> {
+        let pg = Arc::new(crate::pg::Pg::new(url)?);
+        pg.with(crate::pg::migrate)?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = pg.clone();
+        let committer = std::thread::Builder::new()
+            .name("gatehouse-commit".into())
+            .spawn(move || crate::pg::committer(&p, rx))
+            .map_err(|e| StoreError::CommitFailed(format!("cannot start the commit thread: {e}")))?;
+        Ok(Store {
+            engine: Engine::Pg(pg),
+            path: None,
+            data_dir: None,
+            readers: Mutex::new(Vec::new()),
+            admissions: Mutex::new(std::collections::HashMap::new()),
+            jobs: Some(tx),
+            committer: Some(committer),
+        })
+    }
+
+    /// Whether this store is a team's (PostgreSQL).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.engine, Engine::Pg(_))
+    }
+
     /// The directory the database file lives in (the data dir), for on-disk stores.
     pub fn data_dir(&self) -> Option<&Path> {
-        self.path.as_deref().and_then(Path::parent)
+        self.data_dir.as_deref().or_else(|| self.path.as_deref().and_then(Path::parent))
+    }
+
+    /// Where this node keeps what is its own beside a shared database (its keychain
+    /// entries, its TLS certificate, its watched folder's filings).
+    pub fn with_data_dir(mut self, dir: &Path) -> Store {
+        self.data_dir = Some(dir.to_path_buf());
+        self
     }
 
     pub fn open_in_memory() -> Result<Store> {
@@ -64,8 +182,9 @@ impl Store {
             .spawn(move || committer(c, rx, helper, syncer))
             .map_err(|e| StoreError::CommitFailed(format!("cannot start the commit thread: {e}")))?;
         Ok(Store {
-            conn,
+            engine: Engine::Lite(conn),
             path,
+            data_dir: None,
             readers: Mutex::new(Vec::new()),
             admissions: Mutex::new(std::collections::HashMap::new()),
             jobs: Some(tx),
@@ -74,9 +193,13 @@ impl Store {
     }
 
     /// Runs a read on a pooled read connection, so reads never queue behind a commit.
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        let writer = match &self.engine {
+            Engine::Pg(pg) => return pg.with(|c| f(&Db::Pg(c))),
+            Engine::Lite(w) => w,
+        };
         let Some(path) = &self.path else {
-            return f(&self.conn());
+            return f(&Db::Lite(&writer.lock().unwrap_or_else(|p| p.into_inner())));
         };
         let pooled = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match pooled {
@@ -90,7 +213,7 @@ impl Store {
                 c
             }
         };
-        let out = f(&conn);
+        let out = f(&Db::Lite(&conn));
         let mut pool = self.readers.lock().unwrap_or_else(|p| p.into_inner());
         // Enough for every concurrent reader under load: a connection dropped here costs
         // the next reader a schema parse and its statement cache.
@@ -100,9 +223,12 @@ impl Store {
         out
     }
 
-    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite inconsistent (transactions
-        // roll back on drop), so a poisoned lock is safe to reuse.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn conn(&self) -> Result<Guard<'_>> {
+        match &self.engine {
+            // A panic while holding the lock cannot leave SQLite inconsistent (transactions
+            // roll back on drop), so a poisoned lock is safe to reuse.
+            Engine::Lite(c) => Ok(Guard::Lite(c.lock().unwrap_or_else(|p| p.into_inner()))),
+            Engine::Pg(pg) => Ok(Guard::Pg(Box::new(pg.lease()?))),
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Envelopes and receipts as stored: rejections, executor status, and the rows the app reads.
 
+use crate::sql::{args, Db, Optional, Row};
 use crate::*;
-use rusqlite::{params, Connection, OptionalExtension};
 
 pub(crate) const RECEIPT_SELECT: &str = "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
     transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row FROM receipts";
@@ -12,18 +12,25 @@ pub(crate) const SEQS_OF_SENDER_1: &str = "SELECT seq FROM receipts_by_sender WH
     UNION ALL
     SELECT seq FROM receipts WHERE seq > (SELECT last_seq FROM search_progress) AND sender = ?1";
 
-pub(crate) fn insert_receipt(conn: &Connection, r: &ReceiptRow) -> Result<()> {
+pub(crate) fn insert_receipt(conn: &Db<'_>, r: &ReceiptRow) -> Result<()> {
     insert_receipt_as(conn, r, r.envelope_row, &r.receipt.to_string())
 }
 
 /// Inserts `r` for the envelope row given, with its receipt already as JSON text.
-pub(crate) fn insert_receipt_as(conn: &Connection, r: &ReceiptRow, envelope_row: Option<i64>, receipt: &str) -> Result<()> {
-    conn.prepare_cached(
+pub(crate) fn insert_receipt_as(conn: &Db<'_>, r: &ReceiptRow, envelope_row: Option<i64>, receipt: &str) -> Result<()> {
+    // SQLite indexes receipts by sender in batches (`commit::index_receipts`); on
+    // PostgreSQL, where nodes commit in any order, each is indexed as it is stored.
+    let sql = if conn.is_pg() {
+        "WITH r AS (INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
+            transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING sender, seq)
+         INSERT INTO receipts_by_sender (sender, seq) SELECT sender, seq FROM r WHERE sender IS NOT NULL"
+    } else {
         "INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
             transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-    )?
-    .execute(params![
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+    };
+    conn.prepare_cached(sql)?.execute(args![
         r.receipt_id,
         r.envelope_id,
         r.status,
@@ -43,7 +50,7 @@ pub(crate) fn insert_receipt_as(conn: &Connection, r: &ReceiptRow, envelope_row:
     Ok(())
 }
 
-pub(crate) fn receipt_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReceiptRow> {
+pub(crate) fn receipt_from_row(r: &Row<'_>) -> Result<ReceiptRow> {
     let receipt: String = r.get(12)?;
     Ok(ReceiptRow {
         receipt_id: r.get(0)?,
@@ -68,7 +75,7 @@ pub(crate) const ENVELOPE_SELECT: &str = "SELECT id, envelope_id, sender, recipi
     in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, transport, signed_form, raw,
     receipt_id, executor, exec_status, exec_result, exec_updated_at, executor_spec FROM envelopes";
 
-pub(crate) fn envelope_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EnvelopeRow> {
+pub(crate) fn envelope_from_row(r: &Row<'_>) -> Result<EnvelopeRow> {
     let exec_result: Option<String> = r.get(19)?;
     let status: String = r.get(18)?;
     Ok(EnvelopeRow {
@@ -115,10 +122,10 @@ impl Store {
 
     /// Records many receipts in one transaction (imports, benchmarks, tests).
     pub fn record_receipts(&self, rows: &[ReceiptRow]) -> Result<()> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         for r in rows {
-            insert_receipt(&tx, r)?;
+            insert_receipt(&tx.db(), r)?;
         }
         tx.commit()?;
         Ok(())
@@ -126,48 +133,48 @@ impl Store {
 
     pub fn receipt(&self, receipt_id: &str) -> Result<Option<ReceiptRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} WHERE receipt_id = ?1"))?;
-            stmt.query_row([receipt_id], receipt_from_row).optional().map_err(Into::into)
+            let stmt = conn.prepare(&format!("{RECEIPT_SELECT} WHERE receipt_id = ?1"))?;
+            stmt.query_row(args![receipt_id], receipt_from_row).optional()
         })
     }
 
     /// Newest first.
     pub fn receipts(&self, limit: u32, offset: u32) -> Result<Vec<ReceiptRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!("{RECEIPT_SELECT} ORDER BY seq DESC LIMIT ?1 OFFSET ?2"))?;
-            let rows = stmt.query_map(params![limit, offset], receipt_from_row)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+            let stmt = conn.prepare(&format!("{RECEIPT_SELECT} ORDER BY seq DESC LIMIT ?1 OFFSET ?2"))?;
+            let rows = stmt.query_map(args![limit, offset], receipt_from_row)?;
+            rows.collect::<Result<_>>()
         })
     }
 
     /// Newest first.
     pub fn envelopes(&self, limit: u32, offset: u32) -> Result<Vec<EnvelopeRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} ORDER BY id DESC LIMIT ?1 OFFSET ?2"))?;
-            let rows = stmt.query_map(params![limit, offset], envelope_from_row)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+            let stmt = conn.prepare(&format!("{ENVELOPE_SELECT} ORDER BY id DESC LIMIT ?1 OFFSET ?2"))?;
+            let rows = stmt.query_map(args![limit, offset], envelope_from_row)?;
+            rows.collect::<Result<_>>()
         })
     }
 
     pub fn envelope(&self, id: i64) -> Result<Option<EnvelopeRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE id = ?1"))?;
-            stmt.query_row([id], envelope_from_row).optional().map_err(Into::into)
+            let stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE id = ?1"))?;
+            stmt.query_row(args![id], envelope_from_row).optional()
         })
     }
 
     pub fn envelopes_with_status(&self, status: ExecStatus) -> Result<Vec<EnvelopeRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE exec_status = ?1 ORDER BY id"))?;
-            let rows = stmt.query_map([status.as_str()], envelope_from_row)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+            let stmt = conn.prepare(&format!("{ENVELOPE_SELECT} WHERE exec_status = ?1 ORDER BY id"))?;
+            let rows = stmt.query_map(args![status.as_str()], envelope_from_row)?;
+            rows.collect::<Result<_>>()
         })
     }
 
     pub fn set_exec(&self, id: i64, status: ExecStatus, result: Option<&serde_json::Value>, now: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE envelopes SET exec_status = ?2, exec_result = ?3, exec_updated_at = ?4 WHERE id = ?1",
-            params![id, status.as_str(), result.map(|r| r.to_string()), now],
+            args![id, status.as_str(), result.map(|r| r.to_string()), now],
         )?;
         Ok(())
     }
@@ -175,9 +182,9 @@ impl Store {
     /// Queues a failed envelope again under the executor chosen now (the user asked to
     /// run it again).
     pub fn requeue(&self, id: i64, executor: &str, executor_spec: &str, now: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE envelopes SET exec_status = 'queued', exec_result = NULL, exec_updated_at = ?4, executor = ?2, executor_spec = ?3 WHERE id = ?1",
-            params![id, executor, executor_spec, now],
+            args![id, executor, executor_spec, now],
         )?;
         Ok(())
     }
@@ -197,37 +204,37 @@ impl Store {
     /// not loaded, since the app asks on every inbox event.
     pub fn count_waiting(&self) -> Result<i64> {
         self.read(|c| {
-            Ok(c.query_row(
+            c.query_row(
                 "SELECT (SELECT count(*) FROM envelopes WHERE exec_status = ?1)
                       + (SELECT count(*) FROM pending_senders)
                       + (SELECT count(*) FROM uamp_streams WHERE direction = 'in' AND state = 'NEW' AND detail = ?2)
                       + (SELECT count(*) FROM asop_steps WHERE decision = 'pending')
                       + (SELECT count(*) FROM key_changes)",
-                [ExecStatus::Held.as_str(), crate::uamp::HELD_FOR_CONSENT],
+                args![ExecStatus::Held.as_str(), crate::uamp::HELD_FOR_CONSENT],
                 |r| r.get(0),
-            )?)
+            )
         })
     }
 
     pub fn count_envelopes(&self) -> Result<i64> {
-        self.read(|c| Ok(c.query_row("SELECT count(*) FROM envelopes", [], |r| r.get(0))?))
+        self.read(|c| c.query_row("SELECT count(*) FROM envelopes", args![], |r| r.get(0)))
     }
 
     /// The newest receipt of a sender's knock (its body is what "allow once" delivers).
     pub fn latest_receipt_from(&self, sender: &str, code: &str) -> Result<Option<ReceiptRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!(
+            let stmt = conn.prepare(&format!(
                 "{RECEIPT_SELECT} WHERE code = ?2 AND seq IN ({SEQS_OF_SENDER_1})
                  ORDER BY seq DESC LIMIT 1"
             ))?;
-            stmt.query_row(params![sender_key(sender), code], receipt_from_row).optional().map_err(Into::into)
+            stmt.query_row(args![sender_key(sender), code], receipt_from_row).optional()
         })
     }
 
     /// Accepted envelopes in one conversation, oldest first.
     pub fn conversation(&self, conversation_id: &str) -> Result<Vec<EnvelopeRow>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare_cached(&format!(
+            let stmt = conn.prepare_cached(&format!(
                 // A conversation named after its first envelope (one that started without a
                 // conversation_id and that this inbox answered, which named it) includes
                 // that envelope, found through the answer: looking it up by its id would
@@ -239,8 +246,8 @@ impl Store {
                     AND conversation_id IS NULL AND envelope_id = ?1
                  ORDER BY 1"
             ))?;
-            let rows = stmt.query_map([conversation_id], envelope_from_row)?;
-            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+            let rows = stmt.query_map(args![conversation_id], envelope_from_row)?;
+            rows.collect::<Result<_>>()
         })
     }
 }

@@ -3,25 +3,25 @@
 //! transaction ([`accept_one`]), where a nonce seen before is refused ([`AcceptRefusal::Replay`])
 //! and rate limits are counted per sender per minute.
 
+use crate::sql::{args, Db, Optional};
 use crate::*;
-use rusqlite::{params, Connection, OptionalExtension};
 
 // ---- the replay checks of every door, each run inside the transaction that keeps
 // what it admits (so two racing copies cannot both pass) ----
 
 /// EPP (spec 5.1 step 7): an envelope's nonce, kept until the envelope expires.
-pub(crate) fn epp_nonce_used(c: &Connection, nonce: &[u8]) -> Result<bool> {
-    Ok(c.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?.query_row([nonce], |_| Ok(())).optional()?.is_some())
+pub(crate) fn epp_nonce_used(c: &Db<'_>, nonce: &[u8]) -> Result<bool> {
+    Ok(c.prepare_cached("SELECT 1 FROM nonces WHERE nonce = ?1")?.query_row(args![nonce], |_| Ok(())).optional()?.is_some())
 }
 
 /// UAMP: a message id, unique for good.
-pub(crate) fn uamp_message_seen(c: &Connection, message_id: &str) -> Result<bool> {
-    Ok(c.query_row("SELECT 1 FROM uamp_messages WHERE message_id = ?1", [message_id], |_| Ok(())).optional()?.is_some())
+pub(crate) fn uamp_message_seen(c: &Db<'_>, message_id: &str) -> Result<bool> {
+    Ok(c.query_row("SELECT 1 FROM uamp_messages WHERE message_id = ?1", args![message_id], |_| Ok(())).optional()?.is_some())
 }
 
 /// IntentWeb: an attribution nonce, per IntentSite.
-pub(crate) fn iw_nonce_used(c: &Connection, origin: &str, nonce: &str) -> Result<bool> {
-    Ok(c.query_row("SELECT 1 FROM iw_nonces WHERE origin = ?1 AND nonce = ?2", params![origin, nonce], |_| Ok(())).optional()?.is_some())
+pub(crate) fn iw_nonce_used(c: &Db<'_>, origin: &str, nonce: &str) -> Result<bool> {
+    Ok(c.query_row("SELECT 1 FROM iw_nonces WHERE origin = ?1 AND nonce = ?2", args![origin, nonce], |_| Ok(())).optional()?.is_some())
 }
 
 /// Why an acceptance was refused inside the transaction.
@@ -37,10 +37,13 @@ pub enum AcceptRefusal {
     },
 }
 
-pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
+pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
     if let Some(admitted) = rec.admission_version {
-        // The write lock is held: nothing can change admission until this commits.
-        let now: i64 = tx.prepare_cached("SELECT n FROM admission_version")?.query_row([], |r| r.get(0))?;
+        // SQLite: the write lock is held, so nothing can change admission until this
+        // commits. PostgreSQL: the row is share-locked until then, so a change made on
+        // any node waits for this commit, or this read waits for that change's.
+        let sql = if tx.is_pg() { "SELECT n FROM admission_version FOR SHARE" } else { "SELECT n FROM admission_version" };
+        let now: i64 = tx.prepare_cached(sql)?.query_row(args![], |r| r.get(0))?;
         if now != admitted {
             return Ok(Err(AcceptRefusal::Stale));
         }
@@ -51,40 +54,43 @@ pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit,
     if let Some(over) = over_rate(tx, &rec.sender, rec.received_ms, limits)? {
         return Ok(Err(over.into()));
     }
-    tx.prepare_cached(
-        "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
+    let id = tx
+        .prepare_cached(
+            "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
             in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
             transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
             exec_updated_at, executor_spec)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-            ?21, CASE WHEN ?21 IS NULL THEN NULL ELSE ?12 END, ?22)",
-    )?
-    .execute(params![
-        rec.envelope_id,
-        rec.sender,
-        rec.recipient,
-        rec.scope,
-        rec.payload_type,
-        rec.conversation_id,
-        rec.in_reply_to,
-        rec.on_behalf_of,
-        rec.prompt,
-        rec.timestamp,
-        rec.expires_at,
-        rec.received_at,
-        rec.received_ms,
-        rec.transport,
-        rec.signed_form,
-        rec.raw,
-        rec.raw_sha256,
-        rec.receipt.receipt_id,
-        rec.executor,
-        rec.exec_status.as_str(),
-        json.exec_result,
-        rec.executor_spec,
-    ])?;
-    let id = tx.last_insert_rowid();
-    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_row) VALUES (?1, ?2, ?3)")?.execute(params![rec.nonce, rec.expires_at_ms, id])?;
+            ?21, CASE WHEN CAST(?21 AS TEXT) IS NULL THEN NULL ELSE ?12 END, ?22) RETURNING id",
+        )?
+        .query_row(
+            args![
+                rec.envelope_id,
+                rec.sender,
+                rec.recipient,
+                rec.scope,
+                rec.payload_type,
+                rec.conversation_id,
+                rec.in_reply_to,
+                rec.on_behalf_of,
+                rec.prompt,
+                rec.timestamp,
+                rec.expires_at,
+                rec.received_at,
+                rec.received_ms,
+                rec.transport,
+                rec.signed_form,
+                rec.raw,
+                rec.raw_sha256,
+                rec.receipt.receipt_id,
+                rec.executor,
+                rec.exec_status.as_str(),
+                json.exec_result,
+                rec.executor_spec,
+            ],
+            |r| r.get::<i64>(0),
+        )?;
+    tx.prepare_cached("INSERT INTO nonces (nonce, expires_at_ms, envelope_row) VALUES (?1, ?2, ?3)")?.execute(args![rec.nonce, rec.expires_at_ms, id])?;
     insert_receipt_as(tx, &rec.receipt, Some(id), &json.receipt)?;
     count_use(tx, &rec.sender, rec.received_ms)?;
     Ok(Ok(id))
@@ -93,15 +99,20 @@ pub(crate) fn accept_one(tx: &Connection, rec: &NewEnvelope, limits: &RateLimit,
 /// A sender's rate limits against what the gate let in from it, counted per minute
 /// (`usage_minutes`): the refusal, if one more now would be over a limit. Run inside the
 /// transaction that then counts it ([`count_use`]), so racing arrivals cannot both pass.
-pub(crate) fn over_rate(tx: &Connection, sender: &str, received_ms: i64, limits: &RateLimit) -> Result<Option<OverRate>> {
+pub(crate) fn over_rate(tx: &Db<'_>, sender: &str, received_ms: i64, limits: &RateLimit) -> Result<Option<OverRate>> {
+    if tx.is_pg() && (limits.max_per_hour.is_some() || limits.max_per_day.is_some()) {
+        // Nodes count one sender's arrivals one at a time (SQLite's write lock does the
+        // same on one machine): held until this transaction ends.
+        tx.prepare_cached("SELECT pg_advisory_xact_lock(hashtextextended(?1, 0))")?.query_row(args![sender], |_| Ok(()))?;
+    }
     for (window, secs, limit) in [("hour", 3600i64, limits.max_per_hour), ("day", 86_400, limits.max_per_day)] {
         let Some(limit) = limit else { continue };
         // Whole minutes: the minute the window starts in counts in full, so a limit may
         // bite up to a minute early but never lets more through (docs/interop.md).
         let since = minute_of(received_ms - secs * 1000);
         let (count, oldest): (u32, Option<i64>) = tx
-            .prepare_cached("SELECT coalesce(sum(n), 0), min(minute) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2")?
-            .query_row(params![sender, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            .prepare_cached("SELECT CAST(coalesce(sum(n), 0) AS BIGINT), min(minute) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2")?
+            .query_row(args![sender, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
         if count >= limit {
             // The window frees a slot when its oldest minute falls out of it.
             let frees_at = oldest.map_or(received_ms, |m| (m + 1) * MINUTE_MS) + secs * 1000;
@@ -126,12 +137,12 @@ impl From<OverRate> for AcceptRefusal {
 }
 
 /// One more let in from `sender` this minute.
-pub(crate) fn count_use(tx: &Connection, sender: &str, received_ms: i64) -> Result<()> {
+pub(crate) fn count_use(tx: &Db<'_>, sender: &str, received_ms: i64) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO usage_minutes (sender, minute, n) VALUES (?1, ?2, 1)
-         ON CONFLICT (sender, minute) DO UPDATE SET n = n + 1",
+         ON CONFLICT (sender, minute) DO UPDATE SET n = usage_minutes.n + 1",
     )?
-    .execute(params![sender, minute_of(received_ms)])?;
+    .execute(args![sender, minute_of(received_ms)])?;
     Ok(())
 }
 
@@ -172,12 +183,12 @@ impl Store {
     /// door that keeps nothing else per arrival (the guardian's steps); the refusal if it
     /// is over one (nothing is counted then).
     pub fn take_rate(&self, sender: &str, received_ms: i64, limits: &RateLimit) -> Result<std::result::Result<(), AcceptRefusal>> {
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        if let Some(over) = over_rate(&tx, sender, received_ms, limits)? {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        if let Some(over) = over_rate(&tx.db(), sender, received_ms, limits)? {
             return Ok(Err(over.into()));
         }
-        count_use(&tx, sender, received_ms)?;
+        count_use(&tx.db(), sender, received_ms)?;
         tx.commit()?;
         Ok(Ok(()))
     }
@@ -196,14 +207,14 @@ impl Store {
                 .query_row(
                     "SELECT e.receipt_id FROM nonces n JOIN envelopes e ON e.id = n.envelope_row
                      WHERE n.nonce = ?1 AND e.raw_sha256 = ?2",
-                    params![nonce, sha],
+                    args![nonce, sha],
                     |r| r.get(0),
                 )
                 .optional()?;
             match by_row {
                 Some(id) => Ok(Some(id)),
                 // Nonces recorded before schema 3 have no row id: look the hard way.
-                None => Ok(c.query_row("SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1", [sha], |r| r.get(0)).optional()?),
+                None => Ok(c.query_row("SELECT receipt_id FROM envelopes WHERE raw_sha256 = ?1 LIMIT 1", args![sha], |r| r.get(0)).optional()?),
             }
         })?;
         match receipt_id {
@@ -213,29 +224,29 @@ impl Store {
     }
 
     pub fn count_nonces(&self) -> Result<i64> {
-        self.read(|c| Ok(c.query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))?))
+        self.read(|c| c.query_row("SELECT count(*) FROM nonces", args![], |r| r.get(0)))
     }
 
     /// Drops nonces whose envelopes have expired: an expired envelope is rejected at
     /// step 5, before the replay check, so its nonce can no longer matter.
     pub fn gc_nonces(&self, now_ms: i64) -> Result<usize> {
-        Ok(self.conn().execute("DELETE FROM nonces WHERE expires_at_ms < ?1", [now_ms])?)
+        self.conn()?.execute("DELETE FROM nonces WHERE expires_at_ms < ?1", args![now_ms])
     }
 
     /// Accepted envelopes from `sender` since the minute `since_ms` falls in (for "usage
     /// today": midnight is a minute boundary, so that count is exact).
     pub fn accepted_since(&self, sender: &str, since_ms: i64) -> Result<i64> {
         self.read(|c| {
-            Ok(c.query_row(
-                "SELECT coalesce(sum(n), 0) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2",
-                params![sender_key(sender), minute_of(since_ms)],
+            c.query_row(
+                "SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM usage_minutes WHERE sender = ?1 AND minute >= ?2",
+                args![sender_key(sender), minute_of(since_ms)],
                 |r| r.get(0),
-            )?)
+            )
         })
     }
 
     /// Forgets per-minute usage older than three days (no window or "today" reaches it).
     pub fn gc_usage(&self, now_ms: i64) -> Result<usize> {
-        Ok(self.conn().execute("DELETE FROM usage_minutes WHERE minute < ?1", [minute_of(now_ms - USAGE_KEPT_MS)])?)
+        self.conn()?.execute("DELETE FROM usage_minutes WHERE minute < ?1", args![minute_of(now_ms - USAGE_KEPT_MS)])
     }
 }

@@ -1,6 +1,6 @@
 //! Answers going back to senders, from draft to sent (with the receipt their inbox gave).
 
-use rusqlite::{params, OptionalExtension, Row};
+use crate::sql::{args, Optional, Row};
 use serde::Serialize;
 
 use crate::{Result, Store};
@@ -27,8 +27,8 @@ pub struct ReplyRow {
     pub updated_at: String,
 }
 
-fn reply_row(r: &Row<'_>) -> rusqlite::Result<ReplyRow> {
-    let j = |i: usize| -> rusqlite::Result<Option<serde_json::Value>> { Ok(r.get::<_, Option<String>>(i)?.and_then(|s| serde_json::from_str(&s).ok())) };
+fn reply_row(r: &Row<'_>) -> Result<ReplyRow> {
+    let j = |i: usize| -> Result<Option<serde_json::Value>> { Ok(r.get::<Option<String>>(i)?.and_then(|s| serde_json::from_str(&s).ok())) };
     Ok(ReplyRow {
         id: r.get(0)?,
         envelope_row: r.get(1)?,
@@ -63,21 +63,22 @@ impl Store {
         text: &str,
         at: &str,
     ) -> Result<i64> {
-        let conn = self.conn();
-        conn.execute(
-            "INSERT INTO replies (envelope_row, in_reply_to, conversation_id, recipient, endpoint, scope, text, state, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'draft', ?8, ?8)",
-            params![envelope_row, in_reply_to, conversation_id, recipient, endpoint, scope, text, at],
+        let conn = self.conn()?;
+        let inserted_id = conn.query_row(
+            "INSERT INTO replies (envelope_row, in_reply_to, conversation_id, recipient, endpoint, scope, text, state, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'draft', ?8, ?8) RETURNING id",
+            args![envelope_row, in_reply_to, conversation_id, recipient, endpoint, scope, text, at],
+            |r| r.get::<i64>(0),
         )?;
-        Ok(conn.last_insert_rowid())
+        Ok(inserted_id)
     }
 
     pub fn reply(&self, id: i64) -> Result<Option<ReplyRow>> {
-        self.read(|c| Ok(c.query_row(&format!("{REPLY} WHERE id = ?1"), [id], reply_row).optional()?))
+        self.read(|c| c.query_row(&format!("{REPLY} WHERE id = ?1"), args![id], reply_row).optional())
     }
 
     /// The text the user edited, while the reply is still a draft (or failed, to retry).
     pub fn reply_edit(&self, id: i64, text: &str, at: &str) -> Result<bool> {
-        Ok(self.conn().execute("UPDATE replies SET text = ?2, updated_at = ?3 WHERE id = ?1 AND state IN ('draft', 'failed')", params![id, text, at])? > 0)
+        Ok(self.conn()?.execute("UPDATE replies SET text = ?2, updated_at = ?3 WHERE id = ?1 AND state IN ('draft', 'failed')", args![id, text, at])? > 0)
     }
 
     pub fn reply_finish(
@@ -89,33 +90,29 @@ impl Store {
         error: Option<&str>,
         at: &str,
     ) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE replies SET state = ?2, sent_envelope = coalesce(?3, sent_envelope), receipt = ?4, error = ?5, updated_at = ?6 WHERE id = ?1",
-            params![id, state, envelope.map(|e| e.to_string()), receipt.map(|r| r.to_string()), error, at],
+            args![id, state, envelope.map(|e| e.to_string()), receipt.map(|r| r.to_string()), error, at],
         )?;
         Ok(())
     }
 
     pub fn replies_for_envelope(&self, envelope_row: i64) -> Result<Vec<ReplyRow>> {
         self.read(|c| {
-            Ok(c.prepare_cached(&format!("{REPLY} WHERE envelope_row = ?1 ORDER BY id"))?
-                .query_map([envelope_row], reply_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
+            c.prepare_cached(&format!("{REPLY} WHERE envelope_row = ?1 ORDER BY id"))?.query_map(args![envelope_row], reply_row)?.collect::<Result<Vec<_>>>()
         })
     }
 
     pub fn replies_for_conversation(&self, conversation_id: &str) -> Result<Vec<ReplyRow>> {
         self.read(|c| {
-            Ok(c.prepare_cached(&format!("{REPLY} WHERE conversation_id = ?1 ORDER BY id"))?
-                .query_map([conversation_id], reply_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?)
+            c.prepare_cached(&format!("{REPLY} WHERE conversation_id = ?1 ORDER BY id"))?
+                .query_map(args![conversation_id], reply_row)?
+                .collect::<Result<Vec<_>>>()
         })
     }
 
     /// Drafts waiting for the user's review, oldest first.
     pub fn reply_drafts(&self) -> Result<Vec<ReplyRow>> {
-        self.read(|c| {
-            Ok(c.prepare_cached(&format!("{REPLY} WHERE state = 'draft' ORDER BY id"))?.query_map([], reply_row)?.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
+        self.read(|c| c.prepare_cached(&format!("{REPLY} WHERE state = 'draft' ORDER BY id"))?.query_map(args![], reply_row)?.collect::<Result<Vec<_>>>())
     }
 }

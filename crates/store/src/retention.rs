@@ -3,7 +3,7 @@
 //! audit log. Receipts of accepted envelopes stay: they are the record of what reached
 //! the user's AI, and only trusted senders make them.
 
-use rusqlite::params;
+use crate::sql::args;
 use serde::{Deserialize, Serialize};
 
 use crate::{Result, Store};
@@ -68,12 +68,16 @@ impl Store {
         let mut out = Pruned::default();
         if r.rejected_body_days > 0 {
             let cutoff = now_ms - i64::from(r.rejected_body_days) * DAY_MS;
-            out.bodies_cleared = self
-                .conn()
-                .execute("UPDATE receipts SET body = NULL, body_truncated = 0 WHERE status = 'rejected' AND body IS NOT NULL AND received_ms < ?1", [cutoff])?;
+            out.bodies_cleared = self.conn()?.execute(
+                "UPDATE receipts SET body = NULL, body_truncated = 0 WHERE status = 'rejected' AND body IS NOT NULL AND received_ms < ?1",
+                args![cutoff],
+            )?;
             // Mail that went out (or was refused for good) keeps its row, not its bytes.
             let at = chrono::DateTime::from_timestamp_millis(cutoff).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-            self.conn().execute("UPDATE email_outbox SET message = x'' WHERE state != 'queued' AND length(message) > 0 AND created_at < ?1", [at])?;
+            self.conn()?.execute(
+                "UPDATE email_outbox SET message = substr(message, 1, 0) WHERE state != 'queued' AND length(message) > 0 AND created_at < ?1",
+                args![at],
+            )?;
         }
         if r.rejected_receipt_days > 0 {
             let cutoff = now_ms - i64::from(r.rejected_receipt_days) * DAY_MS;
@@ -88,7 +92,7 @@ impl Store {
         if r.audit_days > 0 {
             let cutoff = chrono::DateTime::from_timestamp_millis(now_ms - i64::from(r.audit_days) * DAY_MS).unwrap_or_default();
             // Entries are written as RFC 3339 UTC, so text order is time order.
-            out.audit_removed = self.conn().execute("DELETE FROM audit WHERE at < ?1", [cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)])?;
+            out.audit_removed = self.conn()?.execute("DELETE FROM audit WHERE at < ?1", args![cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)])?;
         }
         Ok(out)
     }
@@ -98,23 +102,26 @@ impl Store {
     /// already are taken (the rest go in a later pruning), so no index entry is left
     /// pointing at a deleted receipt.
     fn delete_rejected_receipts(&self, cutoff_ms: i64) -> Result<usize> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         // Emptied again before the commit (or rolled back with it), so it starts empty.
-        tx.execute("CREATE TEMP TABLE IF NOT EXISTS pruning (seq INTEGER PRIMARY KEY, sender TEXT, prompt TEXT, receipt_id TEXT);", [])?;
+        tx.execute("CREATE TEMP TABLE IF NOT EXISTS pruning (seq BIGINT PRIMARY KEY, sender TEXT, prompt TEXT, receipt_id TEXT)", args![])?;
         tx.execute(
-            "INSERT INTO temp.pruning (seq, sender, prompt, receipt_id)
+            "INSERT INTO pruning (seq, sender, prompt, receipt_id)
              SELECT seq, sender, prompt, receipt_id FROM receipts
              WHERE status = 'rejected' AND received_ms < ?1 AND seq <= (SELECT last_seq FROM search_progress)
              ORDER BY seq LIMIT ?2",
-            params![cutoff_ms, RECEIPT_BATCH],
+            args![cutoff_ms, RECEIPT_BATCH],
         )?;
         // An external-content FTS5 table forgets a row only when told its old text.
-        tx.execute("INSERT INTO receipts_fts (receipts_fts, rowid, prompt) SELECT 'delete', seq, prompt FROM temp.pruning WHERE prompt IS NOT NULL", [])?;
-        tx.execute("DELETE FROM receipts_by_sender WHERE (sender, seq) IN (SELECT sender, seq FROM temp.pruning WHERE sender IS NOT NULL)", [])?;
-        tx.execute("DELETE FROM email_arrivals WHERE receipt_id IN (SELECT receipt_id FROM temp.pruning)", [])?;
-        let n = tx.execute("DELETE FROM receipts WHERE seq IN (SELECT seq FROM temp.pruning)", [])?;
-        tx.execute("DELETE FROM temp.pruning", [])?;
+        // (PostgreSQL has no such index: see `inbox`.)
+        if !tx.db().is_pg() {
+            tx.execute("INSERT INTO receipts_fts (receipts_fts, rowid, prompt) SELECT 'delete', seq, prompt FROM pruning WHERE prompt IS NOT NULL", args![])?;
+        }
+        tx.execute("DELETE FROM receipts_by_sender WHERE (sender, seq) IN (SELECT sender, seq FROM pruning WHERE sender IS NOT NULL)", args![])?;
+        tx.execute("DELETE FROM email_arrivals WHERE receipt_id IN (SELECT receipt_id FROM pruning)", args![])?;
+        let n = tx.execute("DELETE FROM receipts WHERE seq IN (SELECT seq FROM pruning)", args![])?;
+        tx.execute("DELETE FROM pruning", args![])?;
         tx.commit()?;
         Ok(n)
     }

@@ -1,8 +1,8 @@
 //! Who may reach the user: the trust registry, blocked senders, the queue of unknown
 //! senders waiting for consent, and the admission view the pipeline reads per sender.
 
+use crate::sql::{args, Db, Optional, Row};
 use crate::*;
-use rusqlite::{params, Connection, OptionalExtension};
 
 /// Senders whose admission view is kept between envelopes.
 pub(crate) const MAX_CACHED_ADMISSIONS: usize = 4096;
@@ -39,9 +39,10 @@ pub const MAX_PENDING: usize = 256;
 /// Scopes remembered per waiting sender.
 pub const MAX_SCOPES_TRIED: usize = 16;
 
-pub(crate) fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
+pub(crate) fn upsert_pending(conn: &Db<'_>, k: &Knock) -> Result<()> {
     let key = sender_key(&k.sender);
-    let scopes: Option<String> = conn.prepare_cached("SELECT scopes FROM pending_senders WHERE public_key = ?1")?.query_row([&key], |r| r.get(0)).optional()?;
+    let scopes: Option<String> =
+        conn.prepare_cached("SELECT scopes FROM pending_senders WHERE public_key = ?1")?.query_row(args![&key], |r| r.get(0)).optional()?;
     let new_key = scopes.is_none();
     let mut scopes: Vec<String> = match scopes {
         Some(s) => serde_json::from_str(&s)?,
@@ -56,16 +57,16 @@ pub(crate) fn upsert_pending(conn: &Connection, k: &Knock) -> Result<()> {
         conn.prepare_cached(
             "DELETE FROM pending_senders WHERE public_key IN
                (SELECT public_key FROM pending_senders ORDER BY last_seen ASC, public_key
-                LIMIT max(0, (SELECT count(*) FROM pending_senders) - ?1 + 1))",
+                LIMIT (SELECT CASE WHEN count(*) >= ?1 THEN count(*) - ?1 + 1 ELSE 0 END FROM pending_senders))",
         )?
-        .execute([MAX_PENDING as i64])?;
+        .execute(args![MAX_PENDING as i64])?;
     }
     conn.prepare_cached(
         "INSERT INTO pending_senders (public_key, first_seen, last_seen, count, scopes, last_envelope_id, door)
          VALUES (?1, ?2, ?2, 1, ?3, ?4, ?5)
-         ON CONFLICT(public_key) DO UPDATE SET last_seen = ?2, count = count + 1, scopes = ?3, last_envelope_id = ?4, door = ?5",
+         ON CONFLICT(public_key) DO UPDATE SET last_seen = ?2, count = pending_senders.count + 1, scopes = ?3, last_envelope_id = ?4, door = ?5",
     )?
-    .execute(params![key, k.at, serde_json::to_string(&scopes)?, k.envelope_id, k.door])?;
+    .execute(args![key, k.at, serde_json::to_string(&scopes)?, k.envelope_id, k.door])?;
     Ok(())
 }
 
@@ -73,7 +74,7 @@ pub(crate) const TRUST_SELECT: &str = "SELECT public_key, name, added_at, policy
 
 pub(crate) type TrustColumns = (String, String, String, String);
 
-pub(crate) fn trust_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<TrustColumns> {
+pub(crate) fn trust_columns(r: &Row<'_>) -> Result<TrustColumns> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
 }
 
@@ -84,24 +85,24 @@ pub(crate) fn trust_entry((public_key, name, added_at, policy): TrustColumns) ->
 impl Store {
     pub fn trust_add(&self, entry: &TrustEntry) -> Result<()> {
         let key = sender_key(&entry.public_key);
-        let conn = self.conn();
+        let conn = self.conn()?;
         let n = conn.execute(
-            "INSERT OR IGNORE INTO trust (public_key, name, added_at, policy) VALUES (?1, ?2, ?3, ?4)",
-            params![key, entry.name, entry.added_at, serde_json::to_string(&entry.policy)?],
+            "INSERT INTO trust (public_key, name, added_at, policy) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+            args![key, entry.name, entry.added_at, serde_json::to_string(&entry.policy)?],
         )?;
         if n == 0 {
             return Err(StoreError::AlreadyTrusted(key));
         }
-        crate::contacts::ensure_contact(&conn, &key, &entry.name, &entry.added_at)?;
-        conn.execute("DELETE FROM pending_senders WHERE public_key = ?1", [&key])?;
+        crate::contacts::ensure_contact(&conn.db(), &key, &entry.name, &entry.added_at)?;
+        conn.execute("DELETE FROM pending_senders WHERE public_key = ?1", args![&key])?;
         Ok(())
     }
 
     pub fn trust_update(&self, key: &str, name: Option<&str>, policy: &Policy) -> Result<()> {
         let key = sender_key(key);
         let n = self
-            .conn()
-            .execute("UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1", params![key, serde_json::to_string(policy)?, name])?;
+            .conn()?
+            .execute("UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1", args![key, serde_json::to_string(policy)?, name])?;
         if n == 0 {
             return Err(StoreError::NotTrusted(key));
         }
@@ -110,15 +111,15 @@ impl Store {
 
     pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
         self.read(|conn| {
-            let row = conn.query_row(&format!("{TRUST_SELECT} WHERE public_key = ?1"), [sender_key(key)], trust_columns).optional()?;
+            let row = conn.query_row(&format!("{TRUST_SELECT} WHERE public_key = ?1"), args![sender_key(key)], trust_columns).optional()?;
             row.map(trust_entry).transpose()
         })
     }
 
     pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare(&format!("{TRUST_SELECT} ORDER BY name, public_key"))?;
-            let rows = stmt.query_map([], trust_columns)?;
+            let stmt = conn.prepare(&format!("{TRUST_SELECT} ORDER BY name, public_key"))?;
+            let rows = stmt.query_map(args![], trust_columns)?;
             rows.map(|row| trust_entry(row?)).collect()
         })
     }
@@ -128,12 +129,12 @@ impl Store {
     /// not bring old tokens back to life.
     pub fn trust_remove(&self, key: &str) -> Result<bool> {
         let key = sender_key(key);
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        let removed = tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])? > 0;
-        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", [&key])?;
-        tx.execute("DELETE FROM key_changes WHERE sender = ?1", [&key])?;
-        crate::contacts::forget_key(&tx, &key)?;
+        let removed = tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])? > 0;
+        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![&key])?;
+        tx.execute("DELETE FROM key_changes WHERE sender = ?1", args![&key])?;
+        crate::contacts::forget_key(&tx.db(), &key)?;
         tx.commit()?;
         Ok(removed)
     }
@@ -141,16 +142,16 @@ impl Store {
     /// Records that an unknown (but correctly signing) sender knocked.
     pub fn pending_record(&self, door: &'static str, key: &str, scope: &str, envelope_id: &str, now: &str) -> Result<()> {
         upsert_pending(
-            &self.conn(),
+            &self.conn()?.db(),
             &Knock { door, sender: key.to_string(), scope: scope.to_string(), envelope_id: envelope_id.to_string(), at: now.to_string() },
         )
     }
 
     pub fn pending_list(&self) -> Result<Vec<PendingSender>> {
         self.read(|conn| {
-            let mut stmt =
+            let stmt =
                 conn.prepare("SELECT public_key, first_seen, last_seen, count, scopes, last_envelope_id, door FROM pending_senders ORDER BY last_seen DESC")?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, String>(4)?, r.get(5)?, r.get(6)?)))?;
+            let rows = stmt.query_map(args![], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<String>(4)?, r.get(5)?, r.get(6)?)))?;
             rows.map(|row| {
                 let (public_key, first_seen, last_seen, count, scopes, last_envelope_id, door) = row?;
                 Ok(PendingSender { public_key, first_seen, last_seen, count, scopes_tried: serde_json::from_str(&scopes)?, last_envelope_id, door })
@@ -160,7 +161,7 @@ impl Store {
     }
 
     pub fn pending_remove(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM pending_senders WHERE public_key = ?1", [sender_key(key)])? > 0)
+        Ok(self.conn()?.execute("DELETE FROM pending_senders WHERE public_key = ?1", args![sender_key(key)])? > 0)
     }
 
     /// [`Store::admission`] as last read, without reading: the envelope's commit checks
@@ -182,27 +183,29 @@ impl Store {
     pub fn admission(&self, sender: &str, setting: &str) -> Result<Admission> {
         let key = sender_key(sender);
         self.read(|c| {
-            let tx = c.unchecked_transaction()?;
             // One small read per envelope while nothing changed; the whole view again,
-            // in the same snapshot, once anything that decides admission did.
-            let version: i64 = tx.prepare_cached("SELECT n FROM admission_version")?.query_row([], |r| r.get(0))?;
+            // in one snapshot, once anything that decides admission did.
             let cache_key = (key.clone(), setting.to_string());
+            let version: i64 = c.prepare_cached("SELECT n FROM admission_version")?.query_row(args![], |r| r.get(0))?;
             {
                 let cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(a) = cache.get(&cache_key).filter(|a| a.version == version) {
                     return Ok(a.clone());
                 }
             }
-            let blocked = tx.prepare_cached("SELECT 1 FROM blocked WHERE public_key = ?1")?.query_row([&key], |_| Ok(())).optional()?.is_some();
-            let revoked = tx.prepare_cached("SELECT reason FROM revoked WHERE public_key = ?1")?.query_row([&key], |r| r.get(0)).optional()?;
-            let trust = tx
-                .prepare_cached(&format!("{TRUST_SELECT} WHERE public_key = ?1"))?
-                .query_row([&key], trust_columns)
-                .optional()?
-                .map(trust_entry)
-                .transpose()?;
-            let setting = tx.prepare_cached("SELECT value FROM settings WHERE key = ?1")?.query_row([setting], |r| r.get(0)).optional()?;
-            tx.finish()?;
+            let (version, blocked, revoked, trust, setting) = c.snapshot(|tx| {
+                let version: i64 = tx.prepare_cached("SELECT n FROM admission_version")?.query_row(args![], |r| r.get(0))?;
+                let blocked = tx.prepare_cached("SELECT 1 FROM blocked WHERE public_key = ?1")?.query_row(args![&key], |_| Ok(())).optional()?.is_some();
+                let revoked = tx.prepare_cached("SELECT reason FROM revoked WHERE public_key = ?1")?.query_row(args![&key], |r| r.get(0)).optional()?;
+                let trust = tx
+                    .prepare_cached(&format!("{TRUST_SELECT} WHERE public_key = ?1"))?
+                    .query_row(args![&key], trust_columns)
+                    .optional()?
+                    .map(trust_entry)
+                    .transpose()?;
+                let setting = tx.prepare_cached("SELECT value FROM settings WHERE key = ?1")?.query_row(args![setting], |r| r.get(0)).optional()?;
+                Ok((version, blocked, revoked, trust, setting))
+            })?;
             let admission = Admission { blocked, revoked, trust, setting, version };
             let mut cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
             // Unknown senders can be many (each knock is a new key): stay small.
@@ -217,54 +220,54 @@ impl Store {
     /// Blocks a sender: its trust entry and pending request go, in one transaction.
     pub fn block(&self, key: &str, reason: &str, now: &str) -> Result<()> {
         let key = sender_key(key);
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        tx.execute("DELETE FROM trust WHERE public_key = ?1", [&key])?;
-        tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", [&key])?;
-        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", [&key])?;
+        tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])?;
+        tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", args![&key])?;
+        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![&key])?;
         tx.execute(
             "INSERT INTO blocked (public_key, blocked_at, reason) VALUES (?1, ?2, ?3)
              ON CONFLICT(public_key) DO UPDATE SET blocked_at = ?2, reason = ?3",
-            params![key, now, reason],
+            args![key, now, reason],
         )?;
         tx.commit()?;
         Ok(())
     }
 
     pub fn unblock(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM blocked WHERE public_key = ?1", [sender_key(key)])? > 0)
+        Ok(self.conn()?.execute("DELETE FROM blocked WHERE public_key = ?1", args![sender_key(key)])? > 0)
     }
 
     pub fn is_blocked(&self, key: &str) -> Result<bool> {
-        self.read(|c| Ok(c.query_row("SELECT 1 FROM blocked WHERE public_key = ?1", [sender_key(key)], |_| Ok(())).optional()?.is_some()))
+        self.read(|c| Ok(c.query_row("SELECT 1 FROM blocked WHERE public_key = ?1", args![sender_key(key)], |_| Ok(())).optional()?.is_some()))
     }
 
     /// Revokes a key (EPP v1.1): its envelopes are refused with SENDER_REVOKED; its trust
     /// entry and history stay. Returns whether it was not revoked before.
     pub fn revoke(&self, key: &str, reason: &str, now: &str) -> Result<bool> {
-        Ok(self.conn().execute(
+        Ok(self.conn()?.execute(
             "INSERT INTO revoked (public_key, revoked_at, reason) VALUES (?1, ?2, ?3) ON CONFLICT(public_key) DO NOTHING",
-            params![sender_key(key), now, reason],
+            args![sender_key(key), now, reason],
         )? > 0)
     }
 
     pub fn unrevoke(&self, key: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM revoked WHERE public_key = ?1", [sender_key(key)])? > 0)
+        Ok(self.conn()?.execute("DELETE FROM revoked WHERE public_key = ?1", args![sender_key(key)])? > 0)
     }
 
     pub fn revoked_list(&self) -> Result<Vec<RevokedKey>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare("SELECT public_key, revoked_at, reason FROM revoked ORDER BY revoked_at DESC")?;
-            let rows = stmt.query_map([], |r| Ok(RevokedKey { public_key: r.get(0)?, revoked_at: r.get(1)?, reason: r.get(2)? }))?;
-            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+            let stmt = conn.prepare("SELECT public_key, revoked_at, reason FROM revoked ORDER BY revoked_at DESC")?;
+            let rows = stmt.query_map(args![], |r| Ok(RevokedKey { public_key: r.get(0)?, revoked_at: r.get(1)?, reason: r.get(2)? }))?;
+            rows.collect::<Result<_>>()
         })
     }
 
     pub fn blocked_list(&self) -> Result<Vec<BlockedSender>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare("SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC")?;
-            let rows = stmt.query_map([], |r| Ok(BlockedSender { public_key: r.get(0)?, blocked_at: r.get(1)?, reason: r.get(2)? }))?;
-            rows.collect::<rusqlite::Result<_>>().map_err(Into::into)
+            let stmt = conn.prepare("SELECT public_key, blocked_at, reason FROM blocked ORDER BY blocked_at DESC")?;
+            let rows = stmt.query_map(args![], |r| Ok(BlockedSender { public_key: r.get(0)?, blocked_at: r.get(1)?, reason: r.get(2)? }))?;
+            rows.collect::<Result<_>>()
         })
     }
 }

@@ -3,7 +3,7 @@
 //! Low volume next to EPP ingest, so these write directly on the writer connection,
 //! each call one transaction, instead of through the group committer.
 
-use rusqlite::{params, OptionalExtension};
+use crate::sql::{args, Db, Optional, Row};
 use serde::Serialize;
 
 use crate::{insert_receipt, sender_key, RateLimit, ReceiptRow, Result, Store};
@@ -110,7 +110,7 @@ pub const STREAM_STATES: [&str; 5] = ["NEW", "IN_PROGRESS", "COMPLETED", "CANCEL
 /// user, not for an executor.
 pub const HELD_FOR_CONSENT: &str = "waiting for your consent";
 
-fn message_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UampMessageRow> {
+fn message_from_row(r: &Row<'_>) -> Result<UampMessageRow> {
     let recipients: String = r.get(4)?;
     Ok(UampMessageRow {
         id: r.get(0)?,
@@ -134,7 +134,7 @@ fn message_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UampMessageRow> {
 const MESSAGE_COLUMNS: &str = "id, message_id, direction, sender, recipients, intent, stream_id, reply_to, thread, scope,
     body_type, content, ts, received_at, receipt_id";
 
-fn stream_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StreamRow> {
+fn stream_from_row(r: &Row<'_>) -> Result<StreamRow> {
     Ok(StreamRow {
         stream_id: r.get(0)?,
         message_row: r.get(1)?,
@@ -154,7 +154,7 @@ fn stream_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StreamRow> {
 
 const STREAM_COLUMNS: &str = "stream_id, message_row, direction, peer, state, delta_window, next_seq, acked_seq, updated_at, detail, file, mime, bytes";
 
-fn peer_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PeerRow> {
+fn peer_from_row(r: &Row<'_>) -> Result<PeerRow> {
     let manifest: String = r.get(4)?;
     Ok(PeerRow {
         did: r.get(0)?,
@@ -166,18 +166,18 @@ fn peer_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PeerRow> {
     })
 }
 
-fn insert_message(tx: &rusqlite::Transaction<'_>, msg: &NewUampMessage) -> Result<i64> {
+fn insert_message(tx: &Db<'_>, msg: &NewUampMessage) -> Result<i64> {
     let thread: String = match &msg.reply_to {
         Some(parent) => {
-            tx.query_row("SELECT thread FROM uamp_messages WHERE message_id = ?1", [parent], |r| r.get(0)).optional()?.unwrap_or_else(|| parent.clone())
+            tx.query_row("SELECT thread FROM uamp_messages WHERE message_id = ?1", args![parent], |r| r.get(0)).optional()?.unwrap_or_else(|| parent.clone())
         }
         None => msg.message_id.clone(),
     };
-    tx.execute(
+    let inserted_id = tx.query_row(
         "INSERT INTO uamp_messages (message_id, direction, sender, recipients, intent, stream_id, reply_to, thread, scope,
             body_type, content, ts, received_at, received_ms, raw, receipt_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-        params![
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) RETURNING id",
+        args![
             msg.message_id,
             msg.direction,
             sender_key(&msg.sender),
@@ -195,15 +195,16 @@ fn insert_message(tx: &rusqlite::Transaction<'_>, msg: &NewUampMessage) -> Resul
             msg.raw,
             msg.receipt_id,
         ],
+        |r| r.get::<i64>(0),
     )?;
-    Ok(tx.last_insert_rowid())
+    Ok(inserted_id)
 }
 
-fn insert_stream(tx: &rusqlite::Transaction<'_>, s: &NewStream, row: i64, now: &str) -> Result<()> {
+fn insert_stream(tx: &Db<'_>, s: &NewStream, row: i64, now: &str) -> Result<()> {
     tx.execute(
         "INSERT INTO uamp_streams (stream_id, message_row, direction, peer, state, delta_window, updated_at)
          VALUES (?1, ?2, ?3, ?4, 'NEW', ?5, ?6)",
-        params![s.stream_id, row, s.direction, sender_key(&s.peer), s.delta_window, now],
+        args![s.stream_id, row, s.direction, sender_key(&s.peer), s.delta_window, now],
     )?;
     Ok(())
 }
@@ -218,13 +219,13 @@ impl Store {
         receipt: &ReceiptRow,
         limits: &RateLimit,
     ) -> Result<std::result::Result<i64, UampRefusal>> {
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        if crate::replay::uamp_message_seen(&tx, &msg.message_id)? {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        if crate::replay::uamp_message_seen(&tx.db(), &msg.message_id)? {
             return Ok(Err(UampRefusal::Replay));
         }
         if let Some(s) = stream {
-            let exists = tx.query_row("SELECT 1 FROM uamp_streams WHERE stream_id = ?1", [&s.stream_id], |_| Ok(())).optional()?.is_some();
+            let exists = tx.query_row("SELECT 1 FROM uamp_streams WHERE stream_id = ?1", args![&s.stream_id], |_| Ok(())).optional()?.is_some();
             if exists {
                 return Ok(Err(UampRefusal::StreamExists));
             }
@@ -232,41 +233,45 @@ impl Store {
         // The sender's rate limits, counted as every door counts them (per minute, in
         // `usage_minutes`): acknowledging or cancelling a stream steers it and is not counted.
         let sender = sender_key(&msg.sender);
-        if let Some(over) = crate::replay::over_rate(&tx, &sender, msg.received_ms, limits)? {
+        if let Some(over) = crate::replay::over_rate(&tx.db(), &sender, msg.received_ms, limits)? {
             return Ok(Err(UampRefusal::RateLimited { retry_after_secs: over.retry_after_secs }));
         }
         if msg.direction == "in" && !matches!(msg.intent.as_str(), "progress" | "cancel") {
-            crate::replay::count_use(&tx, &sender, msg.received_ms)?;
+            crate::replay::count_use(&tx.db(), &sender, msg.received_ms)?;
         }
-        let row = insert_message(&tx, msg)?;
+        let row = match insert_message(&tx.db(), msg) {
+            // Another node stored the same id after this one looked (a team's gate).
+            Err(e) if e.is_duplicate() => return Ok(Err(UampRefusal::Replay)),
+            r => r?,
+        };
         if let Some(s) = stream {
-            insert_stream(&tx, s, row, &msg.received_at)?;
+            insert_stream(&tx.db(), s, row, &msg.received_at)?;
         }
-        insert_receipt(&tx, receipt)?;
+        insert_receipt(&tx.db(), receipt)?;
         tx.commit()?;
         Ok(Ok(row))
     }
 
     pub fn uamp_message(&self, message_id: &str) -> Result<Option<UampMessageRow>> {
         self.read(|c| {
-            Ok(c.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE message_id = ?1"), [message_id], message_from_row).optional()?)
+            c.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE message_id = ?1"), args![message_id], message_from_row).optional()
         })
     }
 
     /// The envelope exactly as it arrived.
     pub fn uamp_message_raw(&self, row: i64) -> Result<Option<String>> {
-        self.read(|c| Ok(c.query_row("SELECT raw FROM uamp_messages WHERE id = ?1", [row], |r| r.get(0)).optional()?))
+        self.read(|c| c.query_row("SELECT raw FROM uamp_messages WHERE id = ?1", args![row], |r| r.get(0)).optional())
     }
 
     pub fn uamp_message_by_row(&self, row: i64) -> Result<Option<UampMessageRow>> {
-        self.read(|c| Ok(c.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE id = ?1"), [row], message_from_row).optional()?))
+        self.read(|c| c.query_row(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE id = ?1"), args![row], message_from_row).optional())
     }
 
     /// The messages of one conversation (a root message and everything replying to it), oldest first.
     pub fn uamp_thread(&self, thread: &str) -> Result<Vec<UampMessageRow>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE thread = ?1 ORDER BY id"))?;
-            let rows = stmt.query_map([thread], message_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages WHERE thread = ?1 ORDER BY id"))?;
+            let rows = stmt.query_map(args![thread], message_from_row)?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
@@ -274,20 +279,20 @@ impl Store {
     /// The newest messages first.
     pub fn uamp_messages(&self, limit: u32) -> Result<Vec<UampMessageRow>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages ORDER BY id DESC LIMIT ?1"))?;
-            let rows = stmt.query_map([limit], message_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached(&format!("SELECT {MESSAGE_COLUMNS} FROM uamp_messages ORDER BY id DESC LIMIT ?1"))?;
+            let rows = stmt.query_map(args![limit], message_from_row)?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
 
     pub fn uamp_stream(&self, stream_id: &str) -> Result<Option<StreamRow>> {
-        self.read(|c| Ok(c.query_row(&format!("SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE stream_id = ?1"), [stream_id], stream_from_row).optional()?))
+        self.read(|c| c.query_row(&format!("SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE stream_id = ?1"), args![stream_id], stream_from_row).optional())
     }
 
     pub fn uamp_streams(&self, limit: u32) -> Result<Vec<StreamRow>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(&format!("SELECT {STREAM_COLUMNS} FROM uamp_streams ORDER BY message_row DESC LIMIT ?1"))?;
-            let rows = stmt.query_map([limit], stream_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached(&format!("SELECT {STREAM_COLUMNS} FROM uamp_streams ORDER BY message_row DESC LIMIT ?1"))?;
+            let rows = stmt.query_map(args![limit], stream_from_row)?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
@@ -295,9 +300,9 @@ impl Store {
     /// Moves a stream to `state` (with a note for the user).
     pub fn uamp_set_state(&self, stream_id: &str, state: &str, detail: Option<&str>, now: &str) -> Result<()> {
         debug_assert!(STREAM_STATES.contains(&state));
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE uamp_streams SET state = ?2, detail = coalesce(?3, detail), updated_at = ?4 WHERE stream_id = ?1",
-            params![stream_id, state, detail, now],
+            args![stream_id, state, detail, now],
         )?;
         Ok(())
     }
@@ -305,12 +310,12 @@ impl Store {
     /// Keeps a frame (durably, before anyone sees it) and advances the stream's counter;
     /// a terminal frame also sets the final state.
     pub fn uamp_append_delta(&self, stream_id: &str, seq: u64, frame: &str, state: Option<&str>, now: &str) -> Result<()> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        tx.execute("INSERT INTO uamp_deltas (stream_id, delta_seq, frame) VALUES (?1, ?2, ?3)", params![stream_id, seq as i64, frame])?;
+        tx.execute("INSERT INTO uamp_deltas (stream_id, delta_seq, frame) VALUES (?1, ?2, ?3)", args![stream_id, seq as i64, frame])?;
         tx.execute(
             "UPDATE uamp_streams SET next_seq = ?2, state = coalesce(?3, state), updated_at = ?4 WHERE stream_id = ?1",
-            params![stream_id, seq as i64 + 1, state, now],
+            args![stream_id, seq as i64 + 1, state, now],
         )?;
         tx.commit()?;
         Ok(())
@@ -319,17 +324,16 @@ impl Store {
     /// Records that the consumer has every frame up to `seq`; returns the acknowledged
     /// sequence number now in force (acknowledgements never move backwards).
     pub fn uamp_ack(&self, stream_id: &str, seq: i64) -> Result<i64> {
-        let conn = self.conn();
-        conn.execute("UPDATE uamp_streams SET acked_seq = max(acked_seq, ?2) WHERE stream_id = ?1", params![stream_id, seq])?;
-        Ok(conn.query_row("SELECT acked_seq FROM uamp_streams WHERE stream_id = ?1", [stream_id], |r| r.get(0))?)
+        let conn = self.conn()?;
+        conn.execute("UPDATE uamp_streams SET acked_seq = CASE WHEN acked_seq > ?2 THEN acked_seq ELSE ?2 END WHERE stream_id = ?1", args![stream_id, seq])?;
+        conn.query_row("SELECT acked_seq FROM uamp_streams WHERE stream_id = ?1", args![stream_id], |r| r.get(0))
     }
 
     /// Frames of a stream from `from_seq` on, in order.
     pub fn uamp_deltas(&self, stream_id: &str, from_seq: u64) -> Result<Vec<(u64, String)>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached("SELECT delta_seq, frame FROM uamp_deltas WHERE stream_id = ?1 AND delta_seq >= ?2 ORDER BY delta_seq")?;
-            let rows =
-                stmt.query_map(params![stream_id, from_seq as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached("SELECT delta_seq, frame FROM uamp_deltas WHERE stream_id = ?1 AND delta_seq >= ?2 ORDER BY delta_seq")?;
+            let rows = stmt.query_map(args![stream_id, from_seq as i64], |r| Ok((r.get::<i64>(0)? as u64, r.get(1)?)))?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
@@ -338,11 +342,11 @@ impl Store {
     /// waiting for the user, who may still decide).
     pub fn uamp_unfinished_streams(&self) -> Result<Vec<StreamRow>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(&format!(
+            let stmt = c.prepare_cached(&format!(
                 "SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE direction = 'in' AND state IN ('NEW', 'IN_PROGRESS')
                    AND coalesce(detail, '') <> ?1"
             ))?;
-            let rows = stmt.query_map([HELD_FOR_CONSENT], stream_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let rows = stmt.query_map(args![HELD_FOR_CONSENT], stream_from_row)?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
@@ -350,28 +354,28 @@ impl Store {
     /// Incoming streams waiting for the user's consent, oldest first.
     pub fn uamp_held_streams(&self) -> Result<Vec<StreamRow>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(&format!(
+            let stmt = c.prepare_cached(&format!(
                 "SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE direction = 'in' AND state = 'NEW' AND detail = ?1 ORDER BY message_row"
             ))?;
-            let rows = stmt.query_map([HELD_FOR_CONSENT], stream_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let rows = stmt.query_map(args![HELD_FOR_CONSENT], stream_from_row)?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
 
     /// Marks a NEW stream as waiting for the user; false if it is not NEW.
     pub fn uamp_hold(&self, stream_id: &str, now: &str) -> Result<bool> {
-        Ok(self.conn().execute(
-            "UPDATE uamp_streams SET detail = ?2, updated_at = ?3 WHERE stream_id = ?1 AND state = 'NEW'",
-            params![stream_id, HELD_FOR_CONSENT, now],
-        )? > 0)
+        Ok(self
+            .conn()?
+            .execute("UPDATE uamp_streams SET detail = ?2, updated_at = ?3 WHERE stream_id = ?1 AND state = 'NEW'", args![stream_id, HELD_FOR_CONSENT, now])?
+            > 0)
     }
 
     /// Takes a held stream off the waiting list (the user decided); false if it was not
     /// waiting, so a decision is applied once.
     pub fn uamp_unhold(&self, stream_id: &str, now: &str) -> Result<bool> {
-        Ok(self.conn().execute(
+        Ok(self.conn()?.execute(
             "UPDATE uamp_streams SET detail = NULL, updated_at = ?3 WHERE stream_id = ?1 AND state = 'NEW' AND detail = ?2",
-            params![stream_id, HELD_FOR_CONSENT, now],
+            args![stream_id, HELD_FOR_CONSENT, now],
         )? > 0)
     }
 
@@ -379,11 +383,11 @@ impl Store {
 
     /// Keeps a message Gatehouse sent (and the stream its `ask` opened at the peer).
     pub fn uamp_record_out(&self, msg: &NewUampMessage, stream: Option<&NewStream>) -> Result<i64> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        let row = insert_message(&tx, msg)?;
+        let row = insert_message(&tx.db(), msg)?;
         if let Some(s) = stream {
-            insert_stream(&tx, s, row, &msg.received_at)?;
+            insert_stream(&tx.db(), s, row, &msg.received_at)?;
         }
         tx.commit()?;
         Ok(row)
@@ -391,12 +395,12 @@ impl Store {
 
     /// Keeps a frame received on an outgoing stream, with the chunk bytes it added.
     pub fn uamp_out_frame(&self, stream_id: &str, seq: u64, frame: &str, chunk_bytes: usize, state: Option<&str>, now: &str) -> Result<()> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        tx.execute("INSERT OR IGNORE INTO uamp_deltas (stream_id, delta_seq, frame) VALUES (?1, ?2, ?3)", params![stream_id, seq as i64, frame])?;
+        tx.execute("INSERT INTO uamp_deltas (stream_id, delta_seq, frame) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING", args![stream_id, seq as i64, frame])?;
         tx.execute(
             "UPDATE uamp_streams SET next_seq = ?2, bytes = bytes + ?3, state = coalesce(?4, state), updated_at = ?5 WHERE stream_id = ?1",
-            params![stream_id, seq as i64 + 1, chunk_bytes as i64, state, now],
+            args![stream_id, seq as i64 + 1, chunk_bytes as i64, state, now],
         )?;
         tx.commit()?;
         Ok(())
@@ -404,7 +408,7 @@ impl Store {
 
     /// Records where an outgoing stream's chunks were reassembled, and as what.
     pub fn uamp_set_file(&self, stream_id: &str, file: &str, mime: Option<&str>) -> Result<()> {
-        self.conn().execute("UPDATE uamp_streams SET file = ?2, mime = ?3 WHERE stream_id = ?1", params![stream_id, file, mime])?;
+        self.conn()?.execute("UPDATE uamp_streams SET file = ?2, mime = ?3 WHERE stream_id = ?1", args![stream_id, file, mime])?;
         Ok(())
     }
 
@@ -412,18 +416,18 @@ impl Store {
 
     /// Adds a peer, or updates it (a new address or certificate the user confirmed).
     pub fn uamp_peer_put(&self, p: &PeerRow) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO uamp_peers (did, name, url, cert_sha256, manifest, added_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(did) DO UPDATE SET name = ?2, url = ?3, cert_sha256 = ?4, manifest = ?5",
-            params![sender_key(&p.did), p.name, p.url, p.cert_sha256, p.manifest.to_string(), p.added_at],
+            args![sender_key(&p.did), p.name, p.url, p.cert_sha256, p.manifest.to_string(), p.added_at],
         )?;
         Ok(())
     }
 
     pub fn uamp_peers(&self) -> Result<Vec<PeerRow>> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached("SELECT did, name, url, cert_sha256, manifest, added_at FROM uamp_peers ORDER BY name")?;
-            let rows = stmt.query_map([], peer_from_row)?.collect::<rusqlite::Result<Vec<_>>>()?;
+            let stmt = c.prepare_cached("SELECT did, name, url, cert_sha256, manifest, added_at FROM uamp_peers ORDER BY name")?;
+            let rows = stmt.query_map(args![], peer_from_row)?.collect::<Result<Vec<_>>>()?;
             Ok(rows)
         })
     }
@@ -431,33 +435,32 @@ impl Store {
     /// A peer by its DID, or by the name the user gave it.
     pub fn uamp_peer(&self, did_or_name: &str) -> Result<Option<PeerRow>> {
         self.read(|c| {
-            Ok(c.query_row(
+            c.query_row(
                 "SELECT did, name, url, cert_sha256, manifest, added_at FROM uamp_peers WHERE did = ?1 OR name = ?2 ORDER BY did = ?1 DESC LIMIT 1",
-                params![sender_key(did_or_name), did_or_name],
+                args![sender_key(did_or_name), did_or_name],
                 peer_from_row,
             )
-            .optional()?)
+            .optional()
         })
     }
 
     pub fn uamp_peer_remove(&self, did: &str) -> Result<bool> {
-        Ok(self.conn().execute("DELETE FROM uamp_peers WHERE did = ?1", [sender_key(did)])? > 0)
+        Ok(self.conn()?.execute("DELETE FROM uamp_peers WHERE did = ?1", args![sender_key(did)])? > 0)
     }
 
     // ---- bearer tokens (only hashes are stored) ---------------------------------------
 
     pub fn uamp_token_add(&self, token_sha256: &str, sender: &str, now: &str) -> Result<()> {
-        self.conn()
-            .execute("INSERT INTO uamp_tokens (token_sha256, sender, created_at) VALUES (?1, ?2, ?3)", params![token_sha256, sender_key(sender), now])?;
+        self.conn()?.execute("INSERT INTO uamp_tokens (token_sha256, sender, created_at) VALUES (?1, ?2, ?3)", args![token_sha256, sender_key(sender), now])?;
         Ok(())
     }
 
     pub fn uamp_token_sender(&self, token_sha256: &str) -> Result<Option<String>> {
-        self.read(|c| Ok(c.query_row("SELECT sender FROM uamp_tokens WHERE token_sha256 = ?1", [token_sha256], |r| r.get(0)).optional()?))
+        self.read(|c| c.query_row("SELECT sender FROM uamp_tokens WHERE token_sha256 = ?1", args![token_sha256], |r| r.get(0)).optional())
     }
 
     /// Revokes every token of a sender; returns how many there were.
     pub fn uamp_tokens_revoke(&self, sender: &str) -> Result<usize> {
-        Ok(self.conn().execute("DELETE FROM uamp_tokens WHERE sender = ?1", [sender_key(sender)])?)
+        self.conn()?.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![sender_key(sender)])
     }
 }

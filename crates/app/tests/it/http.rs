@@ -301,7 +301,7 @@ async fn a_corpus_of_hostile_input_gets_clear_receipts_and_nothing_is_accepted()
 async fn registry_changes_from_another_process_apply_to_the_next_envelope() {
     let (me, bob, eve) = (key(1), key(2), key(3));
     let inbox = TestInbox::start(&pubhex(&me), false).await;
-    let cli = gatehouse_store::Store::open(&inbox.dir.path().join("gatehouse.db")).unwrap();
+    let cli = crate::common::another_store(inbox.dir.path());
     let trust = |k: &ed25519_dalek::SigningKey, scopes: &[&str]| {
         cli.trust_add(&gatehouse_store::TrustEntry {
             public_key: pubhex(k),

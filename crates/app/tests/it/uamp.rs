@@ -34,7 +34,7 @@ pub(crate) struct Uamp {
 impl Uamp {
     pub(crate) async fn start(executor: ExecutorSpec) -> Uamp {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+        let store = Arc::new(crate::common::test_store(dir.path()));
         ExecutorConfig { default: executor, scopes: Default::default() }.save(&store).unwrap();
         let key = SigningKey::from_bytes(&[3; 32]);
         let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -15,69 +15,67 @@ fn entry(scopes: &[&str]) -> TrustEntry {
     }
 }
 
-#[test]
-fn admission_follows_changes_made_through_another_connection() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gatehouse.db");
-    let inbox = Store::open(&path).unwrap();
-    let cli = Store::open(&path).unwrap();
+crate::on_both_engines! {
+    fn admission_follows_changes_made_through_another_connection(place) {
+        let inbox = place.open();
+        let cli = place.open();
 
-    let a = inbox.admission(SENDER, "executors").unwrap();
-    assert!(a.trust.is_none() && !a.blocked && a.setting.is_none());
-    // Asked again with nothing changed: the same answer.
-    assert!(inbox.admission(SENDER, "executors").unwrap().trust.is_none());
+        let a = inbox.admission(SENDER, "executors").unwrap();
+        assert!(a.trust.is_none() && !a.blocked && a.setting.is_none());
+        // Asked again with nothing changed: the same answer.
+        assert!(inbox.admission(SENDER, "executors").unwrap().trust.is_none());
 
-    cli.trust_add(&entry(&["support"])).unwrap();
-    let a = inbox.admission(SENDER, "executors").unwrap();
-    assert_eq!(a.trust.expect("trusted now").policy.allowed_scopes, vec!["support".to_string()]);
+        cli.trust_add(&entry(&["support"])).unwrap();
+        let a = inbox.admission(SENDER, "executors").unwrap();
+        assert_eq!(a.trust.expect("trusted now").policy.allowed_scopes, vec!["support".to_string()]);
 
-    cli.trust_update(SENDER, None, &entry(&["support", "billing"]).policy).unwrap();
-    let a = inbox.admission(SENDER, "executors").unwrap();
-    assert_eq!(a.trust.unwrap().policy.allowed_scopes.len(), 2, "an edited policy is seen at once");
+        cli.trust_update(SENDER, None, &entry(&["support", "billing"]).policy).unwrap();
+        let a = inbox.admission(SENDER, "executors").unwrap();
+        assert_eq!(a.trust.unwrap().policy.allowed_scopes.len(), 2, "an edited policy is seen at once");
 
-    cli.block(SENDER, "spam", "2026-11-23T09:01:00Z").unwrap();
-    assert!(inbox.admission(SENDER, "executors").unwrap().blocked, "a block is seen at once");
-    cli.unblock(SENDER).unwrap();
-    assert!(!inbox.admission(SENDER, "executors").unwrap().blocked);
+        cli.block(SENDER, "spam", "2026-11-23T09:01:00Z").unwrap();
+        assert!(inbox.admission(SENDER, "executors").unwrap().blocked, "a block is seen at once");
+        cli.unblock(SENDER).unwrap();
+        assert!(!inbox.admission(SENDER, "executors").unwrap().blocked);
 
-    cli.set_setting("executors", &serde_json::json!({"default": "noop"})).unwrap();
-    let a = inbox.admission(SENDER, "executors").unwrap();
-    assert_eq!(a.setting.as_deref(), Some(r#"{"default":"noop"}"#));
+        cli.set_setting("executors", &serde_json::json!({"default": "noop"})).unwrap();
+        let a = inbox.admission(SENDER, "executors").unwrap();
+        assert_eq!(a.setting.as_deref(), Some(r#"{"default":"noop"}"#));
 
-    cli.trust_remove(SENDER).unwrap();
-    assert!(inbox.admission(SENDER, "executors").unwrap().trust.is_none(), "a removed sender is untrusted at once");
+        cli.trust_remove(SENDER).unwrap();
+        assert!(inbox.admission(SENDER, "executors").unwrap().trust.is_none(), "a removed sender is untrusted at once");
+    }
 }
 
-/// The inbox decides on the view it read last and the commit checks it is still current:
-/// an envelope admitted before another process removed the sender is not stored.
-#[test]
-fn an_acceptance_decided_on_a_stale_view_is_refused_at_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gatehouse.db");
-    let inbox = Store::open(&path).unwrap();
-    let cli = Store::open(&path).unwrap();
-    cli.trust_add(&entry(&["support"])).unwrap();
-    let seen = inbox.admission(SENDER, "executors").unwrap();
-    assert!(seen.trust.is_some());
-    assert_eq!(inbox.admission_cached(SENDER, "executors").unwrap().version, seen.version, "the cached view is the one read");
+crate::on_both_engines! {
+    /// The inbox decides on the view it read last and the commit checks it is still current:
+    /// an envelope admitted before another process removed the sender is not stored.
+    fn an_acceptance_decided_on_a_stale_view_is_refused_at_commit(place) {
+        let inbox = place.open();
+        let cli = place.open();
+        cli.trust_add(&entry(&["support"])).unwrap();
+        let seen = inbox.admission(SENDER, "executors").unwrap();
+        assert!(seen.trust.is_some());
+        assert_eq!(inbox.admission_cached(SENDER, "executors").unwrap().version, seen.version, "the cached view is the one read");
 
-    let decided_on = |mut e: gatehouse_store::NewEnvelope, v: i64| {
-        e.admission_version = Some(v);
-        e
-    };
-    assert!(inbox.accept(decided_on(envelope(b"first nonce 16by", 1), seen.version), &RateLimit::default()).unwrap().is_ok());
+        let decided_on = |mut e: gatehouse_store::NewEnvelope, v: i64| {
+            e.admission_version = Some(v);
+            e
+        };
+        assert!(inbox.accept(decided_on(envelope(b"first nonce 16by", 1), seen.version), &RateLimit::default()).unwrap().is_ok());
 
-    cli.trust_remove(SENDER).unwrap();
-    // Not read again: the cache still says trusted...
-    assert!(inbox.admission_cached(SENDER, "executors").unwrap().trust.is_some());
-    // ...but the commit refuses what was decided on it, and stores nothing.
-    let refused = inbox.accept(decided_on(envelope(b"second nonce 16b", 2), seen.version), &RateLimit::default()).unwrap();
-    assert!(matches!(refused, Err(AcceptRefusal::Stale)), "{refused:?}");
-    assert_eq!(inbox.count_envelopes().unwrap(), 1);
-    // Read again, the view is current and says untrusted.
-    let now = inbox.admission(SENDER, "executors").unwrap();
-    assert!(now.trust.is_none() && now.version > seen.version);
-    assert!(inbox.admission_cached(SENDER, "executors").unwrap().trust.is_none());
+        cli.trust_remove(SENDER).unwrap();
+        // Not read again: the cache still says trusted...
+        assert!(inbox.admission_cached(SENDER, "executors").unwrap().trust.is_some());
+        // ...but the commit refuses what was decided on it, and stores nothing.
+        let refused = inbox.accept(decided_on(envelope(b"second nonce 16b", 2), seen.version), &RateLimit::default()).unwrap();
+        assert!(matches!(refused, Err(AcceptRefusal::Stale)), "{refused:?}");
+        assert_eq!(inbox.count_envelopes().unwrap(), 1);
+        // Read again, the view is current and says untrusted.
+        let now = inbox.admission(SENDER, "executors").unwrap();
+        assert!(now.trust.is_none() && now.version > seen.version);
+        assert!(inbox.admission_cached(SENDER, "executors").unwrap().trust.is_none());
+    }
 }
 
 #[test]
@@ -199,65 +197,67 @@ fn concurrent_writes_fail_alone_and_nothing_answered_is_lost_at_close() {
     assert_eq!(reopened.count_envelopes().unwrap(), 1 + 1500 + 2 * 1470);
 }
 
-#[test]
-fn the_queue_of_unknown_senders_is_bounded_and_drops_the_longest_silent_first() {
-    let store = gatehouse_store::Store::open_in_memory().unwrap();
-    let n = gatehouse_store::MAX_PENDING + 40;
-    for i in 0..n {
-        let key = format!("{i:064x}");
-        store.pending_record("epp", &key, "support", "e", &format!("2026-11-24T00:{:02}:{:02}Z", i / 60, i % 60)).unwrap();
+crate::on_both_engines! {
+    fn the_queue_of_unknown_senders_is_bounded_and_drops_the_longest_silent_first(place) {
+        let store = place.open();
+        let n = gatehouse_store::MAX_PENDING + 40;
+        for i in 0..n {
+            let key = format!("{i:064x}");
+            store.pending_record("epp", &key, "support", "e", &format!("2026-11-24T00:{:02}:{:02}Z", i / 60, i % 60)).unwrap();
+        }
+        // The first one knocks again: it is no longer the longest silent.
+        store.pending_record("epp", &format!("{:064x}", 0), "other", "e", "2026-11-24T23:00:00Z").unwrap();
+        let list = store.pending_list().unwrap();
+        assert_eq!(list.len(), gatehouse_store::MAX_PENDING);
+        assert!(list.iter().any(|p| p.public_key == format!("{:064x}", n - 1)), "the newest is kept");
+        // A knock that came back after eviction starts over; scopes stay bounded per sender.
+        for s in 0..40 {
+            store.pending_record("epp", &format!("{:064x}", n - 1), &format!("scope-{s}"), "e", "2026-11-24T23:30:00Z").unwrap();
+        }
+        let last = store.pending_list().unwrap().into_iter().find(|p| p.public_key == format!("{:064x}", n - 1)).unwrap();
+        assert_eq!(last.scopes_tried.len(), gatehouse_store::MAX_SCOPES_TRIED);
     }
-    // The first one knocks again: it is no longer the longest silent.
-    store.pending_record("epp", &format!("{:064x}", 0), "other", "e", "2026-11-24T23:00:00Z").unwrap();
-    let list = store.pending_list().unwrap();
-    assert_eq!(list.len(), gatehouse_store::MAX_PENDING);
-    assert!(list.iter().any(|p| p.public_key == format!("{:064x}", n - 1)), "the newest is kept");
-    // A knock that came back after eviction starts over; scopes stay bounded per sender.
-    for s in 0..40 {
-        store.pending_record("epp", &format!("{:064x}", n - 1), &format!("scope-{s}"), "e", "2026-11-24T23:30:00Z").unwrap();
-    }
-    let last = store.pending_list().unwrap().into_iter().find(|p| p.public_key == format!("{:064x}", n - 1)).unwrap();
-    assert_eq!(last.scopes_tried.len(), gatehouse_store::MAX_SCOPES_TRIED);
 }
 
-#[test]
-fn retention_drops_old_refused_bodies_and_audit_entries_and_keeps_the_rest() {
-    let store = gatehouse_store::Store::open_in_memory().unwrap();
-    let day = 24 * 3600 * 1000;
-    let now = 1_790_000_000_000i64; // 2026-09
-    let row = |id: &str, ms: i64, status: &str| gatehouse_store::ReceiptRow {
-        receipt_id: id.into(),
-        envelope_id: None,
-        status: status.into(),
-        code: Some("INVALID_FORMAT".into()),
-        message: Some("x".into()),
-        received_at: String::new(),
-        received_ms: ms,
-        transport: "http".into(),
-        sender: None,
-        scope: None,
-        body: Some("garbage".into()),
-        body_truncated: false,
-        receipt: serde_json::json!({"status": status}),
-        prompt: None,
-        envelope_row: None,
-    };
-    store.record_receipts(&[row("old", now - 8 * day, "rejected"), row("new", now - day, "rejected")]).unwrap();
-    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    store.audit("trust.add", None, &serde_json::json!({}), &at(now - 400 * day)).unwrap();
-    store.audit("trust.remove", None, &serde_json::json!({}), &at(now - 2 * day)).unwrap();
-    let r = store.retention();
-    assert_eq!(r, gatehouse_store::Retention::default());
-    let pruned = store.prune(now, &r).unwrap();
-    assert_eq!((pruned.bodies_cleared, pruned.audit_removed), (1, 1));
-    let receipts = store.receipts(10, 0).unwrap();
-    assert_eq!(receipts.len(), 2, "the receipts themselves stay");
-    let body = |id: &str| receipts.iter().find(|r| r.receipt_id == id).unwrap().body.clone();
-    assert_eq!((body("old"), body("new").as_deref()), (None, Some("garbage")));
-    assert_eq!(store.audit_list(10).unwrap().iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["trust.remove"]);
-    // 0 keeps forever.
-    let forever = gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 0 };
-    assert_eq!(store.prune(now + 1000 * day, &forever).unwrap(), gatehouse_store::Pruned::default());
+crate::on_both_engines! {
+    fn retention_drops_old_refused_bodies_and_audit_entries_and_keeps_the_rest(place) {
+        let store = place.open();
+        let day = 24 * 3600 * 1000;
+        let now = 1_790_000_000_000i64; // 2026-09
+        let row = |id: &str, ms: i64, status: &str| gatehouse_store::ReceiptRow {
+            receipt_id: id.into(),
+            envelope_id: None,
+            status: status.into(),
+            code: Some("INVALID_FORMAT".into()),
+            message: Some("x".into()),
+            received_at: String::new(),
+            received_ms: ms,
+            transport: "http".into(),
+            sender: None,
+            scope: None,
+            body: Some("garbage".into()),
+            body_truncated: false,
+            receipt: serde_json::json!({"status": status}),
+            prompt: None,
+            envelope_row: None,
+        };
+        store.record_receipts(&[row("old", now - 8 * day, "rejected"), row("new", now - day, "rejected")]).unwrap();
+        let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        store.audit("trust.add", None, &serde_json::json!({}), &at(now - 400 * day)).unwrap();
+        store.audit("trust.remove", None, &serde_json::json!({}), &at(now - 2 * day)).unwrap();
+        let r = store.retention();
+        assert_eq!(r, gatehouse_store::Retention::default());
+        let pruned = store.prune(now, &r).unwrap();
+        assert_eq!((pruned.bodies_cleared, pruned.audit_removed), (1, 1));
+        let receipts = store.receipts(10, 0).unwrap();
+        assert_eq!(receipts.len(), 2, "the receipts themselves stay");
+        let body = |id: &str| receipts.iter().find(|r| r.receipt_id == id).unwrap().body.clone();
+        assert_eq!((body("old"), body("new").as_deref()), (None, Some("garbage")));
+        assert_eq!(store.audit_list(10).unwrap().iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["trust.remove"]);
+        // 0 keeps forever.
+        let forever = gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 0 };
+        assert_eq!(store.prune(now + 1000 * day, &forever).unwrap(), gatehouse_store::Pruned::default());
+    }
 }
 
 #[test]

@@ -5,3 +5,4 @@ mod conversations;
 mod knocks;
 mod large_inbox;
 mod rate_limits;
+mod team;

@@ -1,7 +1,7 @@
 #![allow(dead_code)]
 //! A real inbox on a real loopback port, with a real SQLite file, for the tests.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -32,6 +32,27 @@ pub struct TestInbox {
     pub watch: Option<PathBuf>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), String>>>,
+}
+
+/// The store a test's gate runs on: SQLite in `dir`, or, with
+/// `GATEHOUSE_TEST_STORE=postgres`, a fresh database in this test binary's PostgreSQL
+/// (the same suite run on a team's gate's store; `scripts/test.sh` runs it both ways).
+pub fn test_store(dir: &Path) -> Store {
+    if std::env::var("GATEHOUSE_TEST_STORE").as_deref() == Ok("postgres") {
+        let pg = gatehouse_pg_testserver::Postgres::shared().expect("GATEHOUSE_TEST_STORE=postgres needs PostgreSQL (scripts/setup.sh)");
+        let url = pg.fresh_database();
+        std::fs::write(dir.join("database-url"), &url).unwrap();
+        return Store::open_url(&url).unwrap().with_data_dir(dir);
+    }
+    Store::open(&dir.join("gatehouse.db")).unwrap()
+}
+
+/// Another store on the database of `dir`'s gate (another process, or another node).
+pub fn another_store(dir: &Path) -> Store {
+    match std::fs::read_to_string(dir.join("database-url")) {
+        Ok(url) => Store::open_url(&url).unwrap().with_data_dir(dir),
+        Err(_) => Store::open(&dir.join("gatehouse.db")).unwrap(),
+    }
 }
 
 impl TestInbox {
@@ -74,7 +95,7 @@ impl TestInbox {
         email: Vec<gatehouse_app::doors::email::Follow>,
     ) -> TestInbox {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+        let store = Arc::new(test_store(dir.path()));
         executors.save(&store).unwrap();
         setup(&store);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

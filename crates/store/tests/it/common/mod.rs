@@ -57,3 +57,52 @@ pub fn envelope_at(nonce: &[u8], n: usize, received_ms: i64) -> NewEnvelope {
         admission_version: None,
     }
 }
+
+/// Where a test's store lives, on either engine; `open` opens another store on the same
+/// database (a second process on a laptop, a second node of a team's gate).
+pub enum Place {
+    Lite(tempfile::TempDir),
+    Pg(String),
+}
+
+impl Place {
+    pub fn open(&self) -> gatehouse_store::Store {
+        match self {
+            Place::Lite(dir) => gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap(),
+            Place::Pg(url) => gatehouse_store::Store::open_url(url).unwrap(),
+        }
+    }
+}
+
+pub fn sqlite() -> Place {
+    Place::Lite(tempfile::tempdir().unwrap())
+}
+
+/// A fresh database in this test binary's PostgreSQL (None, the test skipped, where
+/// PostgreSQL is not installed and not required).
+pub fn postgres() -> Option<Place> {
+    Some(Place::Pg(gatehouse_pg_testserver::Postgres::shared()?.fresh_database()))
+}
+
+/// One test, run on each engine: `<name>::sqlite` and `<name>::postgres`.
+#[macro_export]
+macro_rules! on_both_engines {
+    ($(#[doc = $doc:literal])* fn $name:ident($place:ident) $body:block) => {
+        $(#[doc = $doc])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            fn run($place: $crate::common::Place) $body
+            #[test]
+            fn sqlite() {
+                run($crate::common::sqlite())
+            }
+            #[test]
+            fn postgres() {
+                if let Some(place) = $crate::common::postgres() {
+                    run(place)
+                }
+            }
+        }
+    };
+}

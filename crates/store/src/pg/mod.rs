@@ -1,0 +1,309 @@
+//! The store on PostgreSQL (a team's gate): a pool of connections, each driven by the
+//! store's own small runtime, and queried synchronously like SQLite.
+//!
+//! A query's future only talks to its connection's task through channels, so the caller
+//! waits for it on its own thread (as it waits for SQLite) wherever it is called from,
+//! async workers included; the connections' sockets live on the store's runtime, which
+//! no caller ever blocks.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
+use tokio_postgres::{NoTls, Statement};
+
+use crate::jobs::{answer, commit_batch, Job, MAX_BATCH};
+use crate::sql::{to_pg, Arg, Db, Val};
+use crate::{Result, StoreError};
+
+mod schema;
+pub(crate) use schema::migrate;
+
+/// Connections one store opens at most (PostgreSQL's default allows 100 in all).
+pub(crate) const MAX_CONNECTIONS: usize = 16;
+
+/// Statements prepared per connection before the cache starts over.
+const MAX_STATEMENTS: usize = 512;
+
+/// How long a caller waits for a free connection, or for the server to answer a connect.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// One connection, checked out by one caller at a time.
+pub(crate) struct Conn {
+    client: tokio_postgres::Client,
+    statements: RefCell<HashMap<String, Statement>>,
+}
+
+fn wait<F: std::future::Future>(f: F) -> F::Output {
+    futures_executor::block_on(f)
+}
+
+impl Conn {
+    fn statement(&self, sql: &str) -> Result<Statement> {
+        if let Some(s) = self.statements.borrow().get(sql) {
+            return Ok(s.clone());
+        }
+        let s = wait(self.client.prepare(&to_pg(sql)))?;
+        let mut cache = self.statements.borrow_mut();
+        if cache.len() >= MAX_STATEMENTS {
+            cache.clear();
+        }
+        cache.insert(sql.to_owned(), s.clone());
+        Ok(s)
+    }
+
+    pub(crate) fn execute(&self, sql: &str, args: &[&dyn Arg]) -> Result<usize> {
+        let st = self.statement(sql)?;
+        let vals: Vec<Val<'_>> = args.iter().map(|a| a.val()).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = vals.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+        Ok(wait(self.client.execute(&st, &refs))? as usize)
+    }
+
+    pub(crate) fn query(&self, sql: &str, args: &[&dyn Arg]) -> Result<Vec<tokio_postgres::Row>> {
+        let st = self.statement(sql)?;
+        let vals: Vec<Val<'_>> = args.iter().map(|a| a.val()).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = vals.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+        Ok(wait(self.client.query(&st, &refs))?)
+    }
+
+    pub(crate) fn batch(&self, sql: &str) -> Result<()> {
+        Ok(wait(self.client.batch_execute(sql))?)
+    }
+}
+
+/// What PostgreSQL said, for an error's message (the client's own Display says only
+/// "db error").
+pub(crate) fn message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
+/// The pool, and the runtime its connections' sockets run on.
+pub(crate) struct Pg {
+    config: tokio_postgres::Config,
+    runtime: Option<tokio::runtime::Runtime>,
+    idle: Mutex<(Vec<Conn>, usize)>,
+    freed: Condvar,
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        // The store may be dropped on an async worker, where a runtime may not block.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Pg {
+    pub(crate) fn new(url: &str) -> Result<Pg> {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| StoreError::Invalid(format!("not a PostgreSQL URL: {e}")))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(WAIT);
+        }
+        config.application_name("gatehouse");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("gatehouse-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Unavailable(format!("cannot start the database runtime: {e}")))?;
+        Ok(Pg { config, runtime: Some(runtime), idle: Mutex::new((Vec::new(), 0)), freed: Condvar::new() })
+    }
+
+    fn connect(&self) -> Result<Conn> {
+        let config = self.config.clone();
+        let rt = self.runtime.as_ref().expect("the runtime lives as long as the pool");
+        let client = wait(rt.spawn(async move {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::warn!(error = %e, "a database connection ended");
+                }
+            });
+            Ok::<_, tokio_postgres::Error>(client)
+        }))
+        .map_err(|e| StoreError::Unavailable(format!("the database connection task failed: {e}")))?
+        .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {e}")))?;
+        Ok(Conn { client, statements: RefCell::new(HashMap::new()) })
+    }
+
+    fn checkout(&self) -> Result<Conn> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            while let Some(c) = idle.0.pop() {
+                if !c.client.is_closed() {
+                    return Ok(c);
+                }
+                idle.1 -= 1;
+            }
+            if idle.1 < MAX_CONNECTIONS {
+                idle.1 += 1;
+                drop(idle);
+                return self.connect().inspect_err(|_| {
+                    self.idle.lock().unwrap_or_else(|p| p.into_inner()).1 -= 1;
+                    self.freed.notify_one();
+                });
+            }
+            let (guard, timeout) = self.freed.wait_timeout(idle, WAIT).unwrap_or_else(|p| p.into_inner());
+            idle = guard;
+            if timeout.timed_out() && idle.0.is_empty() {
+                return Err(StoreError::Unavailable("every database connection stayed busy".into()));
+            }
+        }
+    }
+
+    fn checkin(&self, c: Conn) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if c.client.is_closed() {
+            idle.1 -= 1;
+        } else {
+            idle.0.push(c);
+        }
+        self.freed.notify_one();
+    }
+
+    /// A pooled connection, held until the lease is dropped.
+    pub(crate) fn lease(&self) -> Result<Lease<'_>> {
+        Ok(Lease { pool: self, conn: Some(self.checkout()?) })
+    }
+
+    /// Runs `f` on a pooled connection, each statement on its own.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&Conn) -> Result<T>) -> Result<T> {
+        let c = self.checkout()?;
+        let out = f(&c);
+        self.checkin(c);
+        out
+    }
+
+    /// Runs `f` in one transaction: committed if it returns Ok, rolled back otherwise.
+    pub(crate) fn transaction<T>(&self, f: impl FnOnce(&Conn) -> Result<T>) -> Result<T> {
+        self.with(|c| {
+            c.batch("BEGIN")?;
+            match f(c) {
+                Ok(v) => {
+                    c.batch("COMMIT")?;
+                    Ok(v)
+                }
+                Err(e) => {
+                    let _ = c.batch("ROLLBACK");
+                    Err(e)
+                }
+            }
+        })
+    }
+}
+
+/// The group commit on PostgreSQL: whatever queued while the last transaction ran is
+/// the next transaction, and its callers hear back once it is committed. Uniqueness
+/// (nonces, message ids) is the database's constraint, so a copy committed by another
+/// node fails this batch's insert; the batch is then retried job by job, where the
+/// copy is seen and refused as a replay.
+pub(crate) fn committer(pg: &Pg, jobs: std::sync::mpsc::Receiver<Job>) {
+    let mut stopping = false;
+    while !stopping {
+        let Ok(first) = jobs.recv() else { break };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(j) => batch.push(j),
+                Err(_) => break,
+            }
+        }
+        batch.retain(|j| match j {
+            Job::Shutdown => {
+                stopping = true;
+                false
+            }
+            Job::Synced => false,
+            _ => true,
+        });
+        if batch.is_empty() {
+            continue;
+        }
+        for (job, r) in commit_batch(&mut &*pg, batch) {
+            answer(job, r);
+        }
+    }
+}
+
+impl crate::jobs::Transact for &Pg {
+    fn transact<T>(&mut self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        self.transaction(|c| f(&Db::Pg(c)))
+    }
+}
+
+/// A connection out of the pool.
+pub(crate) struct Lease<'p> {
+    pool: &'p Pg,
+    conn: Option<Conn>,
+}
+
+impl Lease<'_> {
+    pub(crate) fn conn(&self) -> &Conn {
+        self.conn.as_ref().expect("a lease holds its connection until dropped")
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            self.pool.checkin(c);
+        }
+    }
+}
+
+impl ToSql for Val<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match *self {
+            Val::Null => Ok(IsNull::Yes),
+            Val::Int(i) => match *ty {
+                Type::INT4 => i32::try_from(i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(i)?.to_sql(ty, out),
+                Type::BOOL => (i != 0).to_sql(ty, out),
+                Type::FLOAT8 => (i as f64).to_sql(ty, out),
+                _ => i.to_sql(ty, out),
+            },
+            Val::Real(f) => f.to_sql(ty, out),
+            Val::Text(s) => s.to_sql(ty, out),
+            Val::Blob(b) => b.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// A column of any type the schema uses, read as the values SQLite has.
+pub(crate) struct Any<'a>(pub(crate) Val<'a>);
+
+impl<'a> FromSql<'a> for Any<'a> {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Any(match *ty {
+            Type::INT8 => Val::Int(i64::from_sql(ty, raw)?),
+            Type::INT4 => Val::Int(i32::from_sql(ty, raw)?.into()),
+            Type::INT2 => Val::Int(i16::from_sql(ty, raw)?.into()),
+            Type::BOOL => Val::Int(bool::from_sql(ty, raw)?.into()),
+            Type::FLOAT8 => Val::Real(f64::from_sql(ty, raw)?),
+            Type::FLOAT4 => Val::Real(f32::from_sql(ty, raw)?.into()),
+            Type::BYTEA => Val::Blob(<&[u8]>::from_sql(ty, raw)?),
+            _ => Val::Text(<&str>::from_sql(ty, raw)?),
+        }))
+    }
+
+    fn from_sql_null(_: &Type) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Any(Val::Null))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}

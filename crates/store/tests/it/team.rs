@@ -1,0 +1,95 @@
+//! A team's gate: several nodes (stores) on one PostgreSQL database answer as one laptop
+//! would. What must hold across nodes is held by the database, not by timing: one
+//! acceptance per nonce and per UAMP message id, the gate's rate limits, and a schema
+//! migrated once however many nodes start together.
+
+use crate::common::{envelope_at, postgres, Place, SENDER};
+use gatehouse_store::{AcceptRefusal, RateLimit, Store};
+use std::sync::{Arc, Barrier};
+
+const NODES: usize = 3;
+
+fn nodes(place: &Place) -> Vec<Arc<Store>> {
+    (0..NODES).map(|_| Arc::new(place.open())).collect()
+}
+
+/// Runs `f(node index, node)` on every node at once (released together by a barrier).
+fn at_once<T: Send + 'static>(nodes: &[Arc<Store>], f: impl Fn(usize, &Store) -> T + Send + Sync + 'static) -> Vec<T> {
+    let f = Arc::new(f);
+    let barrier = Arc::new(Barrier::new(nodes.len()));
+    let handles: Vec<_> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let (n, f, barrier) = (n.clone(), f.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                f(i, &n)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+#[test]
+fn the_same_envelope_at_three_nodes_at_once_is_accepted_once_every_time() {
+    let Some(place) = postgres() else { return };
+    let nodes = nodes(&place);
+    for round in 0..100 {
+        let outcomes = at_once(&nodes, move |i, node| {
+            // Each node makes its own receipt for the copy it got.
+            let mut e = envelope_at(format!("nonce of round {round:04}").as_bytes(), 1000 * round + i, 1_794_996_401_000 + round as i64);
+            e.envelope_id = format!("env-round-{round}");
+            node.accept(e, &RateLimit::default()).unwrap()
+        });
+        let accepted = outcomes.iter().filter(|o| o.is_ok()).count();
+        let replays = outcomes.iter().filter(|o| matches!(o, Err(AcceptRefusal::Replay))).count();
+        assert_eq!((accepted, replays), (1, NODES - 1), "round {round}: {outcomes:?}");
+    }
+    assert_eq!(nodes[0].count_envelopes().unwrap(), 100);
+    assert_eq!(nodes[2].count_nonces().unwrap(), 100);
+}
+
+#[test]
+fn a_rate_limit_of_ten_an_hour_holds_at_ten_across_three_nodes() {
+    let Some(place) = postgres() else { return };
+    let nodes = nodes(&place);
+    let limits = RateLimit { max_per_hour: Some(10), max_per_day: None };
+    let outcomes = at_once(&nodes, move |i, node| {
+        (0..10)
+            .map(|k| {
+                let n = i * 100 + k;
+                node.accept(envelope_at(format!("nonce {n:08}").as_bytes(), n, 1_794_996_401_000 + k as i64), &limits).unwrap()
+            })
+            .collect::<Vec<_>>()
+    });
+    let all: Vec<_> = outcomes.into_iter().flatten().collect();
+    let accepted = all.iter().filter(|o| o.is_ok()).count();
+    assert_eq!(accepted, 10, "{all:?}");
+    assert!(all.iter().filter(|o| o.is_err()).all(|o| matches!(o, Err(AcceptRefusal::RateLimited { window: "hour", limit: 10, .. }))));
+    assert_eq!(nodes[1].accepted_since(SENDER, 1_794_996_000_000).unwrap(), 10);
+}
+
+#[test]
+fn nodes_starting_together_on_an_empty_database_migrate_it_once() {
+    let Some(place) = postgres() else { return };
+    let Place::Pg(url) = &place else { unreachable!() };
+    let url = Arc::new(url.clone());
+    let barrier = Arc::new(Barrier::new(4));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, barrier) = (url.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                Store::open_url(&url).map(|s| s.count_envelopes().unwrap())
+            })
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap().unwrap(), 0, "every node opens the one schema");
+    }
+    // Had two nodes run a step, the second would have failed on tables that exist.
+    let pg = gatehouse_pg_testserver::Postgres::shared().unwrap();
+    let db = url.rsplit('/').next().unwrap();
+    assert_eq!(pg.psql_in(db, "SELECT count(*) || ' ' || max(version) FROM gatehouse_schema").unwrap(), "1 1");
+}
