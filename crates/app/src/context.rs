@@ -27,7 +27,13 @@ pub struct Context {
 impl Context {
     /// Loads the identity and opens the store; `create` makes both on a first run.
     pub fn open(data_dir: PathBuf, keystore: KeystoreKind, create: bool) -> Result<Context> {
-        let o = crate::doors::open(&data_dir, keystore, create).map_err(|e| CommandError::new(Code::Open, e.to_string()))?;
+        Self::open_at(data_dir, keystore, create, None)
+    }
+
+    /// [`Context::open`] on a team's gate: the gate's tables in the PostgreSQL database
+    /// at `database` (see `doors::open_at`).
+    pub fn open_at(data_dir: PathBuf, keystore: KeystoreKind, create: bool, database: Option<&str>) -> Result<Context> {
+        let o = crate::doors::open_at(&data_dir, keystore, create, database).map_err(|e| CommandError::new(Code::Open, e.to_string()))?;
         Ok(Context {
             data_dir,
             keystore: o.identity.keystore,

@@ -27,6 +27,11 @@ struct Cli {
     /// headless hosts) a 0600 file in the data dir
     #[arg(long, global = true, env = "GATEHOUSE_KEYSTORE", default_value = "os")]
     keystore: KeystoreKind,
+    /// A team's gate: keep the gate's tables in this PostgreSQL database
+    /// (postgres://user:password@host/db) instead of the data dir; every node of the
+    /// team names the same one and holds the same identity key (docs/team-gate.md)
+    #[arg(long, global = true, env = "GATEHOUSE_DATABASE", value_name = "URL")]
+    database: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -311,7 +316,8 @@ fn print_json<T: serde::Serialize>(v: &T) {
 fn run(cli: Cli) -> Result<ExitCode, CommandError> {
     let data_dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
     let ks = cli.keystore;
-    let open = |create: bool| Context::open(data_dir.clone(), ks, create);
+    let database = cli.database.clone();
+    let open = |create: bool| Context::open_at(data_dir.clone(), ks, create, database.as_deref());
     match cli.command {
         Command::Init | Command::Keygen => {
             let o = open(true)?;
@@ -443,6 +449,9 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                     eprintln!("warning: listening on {}, which is reachable from other machines", bound.epp);
                 }
                 eprintln!("Gatehouse inbox {} listening on http://{}/epp/v1/submit", o.public_key, bound.epp);
+                if o.store.is_shared() {
+                    eprintln!("a node of a team's gate: its tables are in the {}", o.store.location());
+                }
                 if let Some(w) = &bound.options.watch {
                     eprintln!("watching {}", w.display());
                 }

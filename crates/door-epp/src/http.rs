@@ -19,11 +19,37 @@ pub use gatehouse_net::body::BODY_TIMEOUT;
 pub use gatehouse_net::plain::HEADER_TIMEOUT;
 
 pub fn router(inbox: Arc<Gate>) -> Router {
-    Router::new().route("/epp/v1/submit", post(submit)).route("/epp/v1/inbox", get(inbox_info)).route("/health", get(health)).with_state(inbox)
+    Router::new()
+        .route("/epp/v1/submit", post(submit))
+        .route("/epp/v1/inbox", get(inbox_info))
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .with_state(inbox)
 }
 
+/// This process answers (for a supervisor): never waits on the database, so a slow one
+/// cannot make a live node look dead.
 async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({"status": "ok"}))
+}
+
+/// How long `/ready` waits for the database before saying it is not ready.
+pub const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// This node can take envelopes now: its database answers (for a load balancer, which
+/// sends traffic elsewhere on 503).
+async fn ready(State(inbox): State<Arc<Gate>>) -> Response {
+    let store = inbox.store().clone();
+    let checked = tokio::time::timeout(READY_TIMEOUT, tokio::task::spawn_blocking(move || store.ping())).await;
+    let reason = match checked {
+        Ok(Ok(Ok(()))) => return Json(serde_json::json!({"status": "ready"})).into_response(),
+        Ok(Ok(Err(e))) => e.to_string(),
+        Ok(Err(e)) => format!("the check did not finish: {e}"),
+        Err(_) => format!("the database did not answer within {} s", READY_TIMEOUT.as_secs()),
+    };
+    let mut resp = (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({"status": "unavailable", "reason": reason}))).into_response();
+    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(crate::pipeline::UNAVAILABLE_RETRY_SECS));
+    resp
 }
 
 async fn inbox_info(State(inbox): State<Arc<Gate>>) -> Json<serde_json::Value> {

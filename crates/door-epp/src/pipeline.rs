@@ -33,7 +33,12 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn http_status(&self) -> u16 {
-        self.receipt.http_status()
+        // An inbox error with a time to come back is the database being unreachable:
+        // 503, so that senders and load balancers try again (docs/interop.md).
+        match (self.receipt.code(), self.retry_after) {
+            (Some(ErrorCode::InternalError), Some(_)) => 503,
+            _ => self.receipt.http_status(),
+        }
     }
 }
 
@@ -45,6 +50,14 @@ pub enum OpenError {
     Store { path: PathBuf, source: gatehouse_store::StoreError },
     #[error("cannot create the data dir {path}: {source}")]
     DataDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot open the gate's database ({at}): {source}")]
+    Database { at: String, source: gatehouse_store::StoreError },
+    /// A team's nodes are one gate with one identity: a node with another key would
+    /// answer as someone else.
+    #[error(
+        "the gate's database belongs to the identity {owner}, and this node's identity is {mine}: give every node the team's key file (docs/team-gate.md)"
+    )]
+    NotThisGate { owner: String, mine: String },
 }
 
 /// The EPP door's way in, on the gate's inbox: an envelope's bytes through the pipeline
@@ -321,10 +334,10 @@ impl Pipeline<'_> {
                         let verdict = judged(&v);
                         (v, verdict)
                     }
-                    Err(e) => return Err(fail(env, ErrorCode::InternalError, e.to_string())),
+                    Err(e) => return Err(Failure::store(fail(env, ErrorCode::InternalError, e.to_string()), &e)),
                 },
             },
-            Err(e) => return Err(fail(env, ErrorCode::InternalError, e.to_string())),
+            Err(e) => return Err(Failure::store(fail(env, ErrorCode::InternalError, e.to_string()), &e)),
         };
         let held = match verdict {
             Ok(held) => held,
@@ -336,7 +349,7 @@ impl Pipeline<'_> {
                     Ok(true) => fail(env, ErrorCode::ReplayDetected, "this nonce has been used before".into()),
                     // A replay never asks the user; a fresh knock does (stored with its receipt).
                     Ok(false) => Failure { knock: r.knock, ..fail(env, r.code, r.message) },
-                    Err(e) => fail(env, ErrorCode::InternalError, e.to_string()),
+                    Err(e) => Failure::store(fail(env, ErrorCode::InternalError, e.to_string()), &e),
                 });
             }
         };
@@ -406,7 +419,7 @@ impl Pipeline<'_> {
             knock: false,
         };
         match stored {
-            Err(e) => Settled::Failed(fail(p, ErrorCode::InternalError, format!("could not store the envelope: {e}"))),
+            Err(e) => Settled::Failed(Failure::store(fail(p, ErrorCode::InternalError, format!("could not store the envelope: {e}")), &e)),
             Ok(Err(AcceptRefusal::Replay)) => Settled::Failed(fail(p, ErrorCode::ReplayDetected, "this nonce has been used before".into())),
             Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs })) => Settled::Failed(Failure {
                 retry_after: Some(retry_after_secs),
@@ -543,7 +556,16 @@ impl Failure {
     fn new(rejection: Rejection) -> Self {
         Failure { rejection, env: None, retry_after: None, knock: false }
     }
+
+    /// A failure of the store: when the database cannot be reached (a team's gate while
+    /// PostgreSQL is down), nothing was accepted and the sender may try again shortly.
+    fn store(self, e: &gatehouse_store::StoreError) -> Self {
+        Failure { retry_after: e.is_unavailable().then_some(UNAVAILABLE_RETRY_SECS).or(self.retry_after), ..self }
+    }
 }
+
+/// Retry-After while the gate's database cannot be reached.
+pub const UNAVAILABLE_RETRY_SECS: u64 = 5;
 
 /// The gate's freshness setting, as EPP reads an envelope's times by it.
 fn freshness(f: gatehouse_gate::state::Freshness) -> gatehouse_epp::Freshness {

@@ -125,8 +125,10 @@ pub(crate) fn commit_batch(conn: &mut impl Transact, batch: Vec<Job>) -> Vec<(Jo
             })
             .collect(),
         Err(e) => {
+            let unavailable = e.is_unavailable();
             let msg = e.to_string();
-            batch.into_iter().map(|job| (job, Err(StoreError::CommitFailed(msg.clone())))).collect()
+            let failed = |msg: &String| if unavailable { StoreError::Unavailable(msg.clone()) } else { StoreError::CommitFailed(msg.clone()) };
+            batch.into_iter().map(|job| (job, Err(failed(&msg)))).collect()
         }
     }
 }

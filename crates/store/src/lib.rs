@@ -123,7 +123,10 @@ impl StoreError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             StoreError::Unavailable(_) => true,
-            StoreError::Postgres(e) => e.is_closed() || e.as_db_error().is_none_or(|d| d.code().code().starts_with("08") || d.code().code().starts_with("57P")),
+            StoreError::Postgres(e) => {
+                let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+                e.is_closed() || io || e.as_db_error().is_some_and(|d| d.code().code().starts_with("08") || d.code().code().starts_with("57P"))
+            }
             _ => false,
         }
     }

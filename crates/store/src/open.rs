@@ -1,7 +1,7 @@
 //! Opening the store: the one write connection (WAL, migrations), the committer, and the
 //! pool of read connections; the database files are the user's alone.
 
-use crate::sql::{Arg, Db, Row, Stmt};
+use crate::sql::{args, Arg, Db, Optional, Row, Stmt};
 use crate::*;
 use rusqlite::Connection;
 use std::sync::{Arc, MutexGuard};
@@ -140,6 +140,43 @@ impl Store {
             jobs: Some(tx),
             committer: Some(committer),
         })
+    }
+
+    /// Where this store is, for messages: a file, or a PostgreSQL database by host and
+    /// name (never its password).
+    pub fn location(&self) -> String {
+        match &self.engine {
+            Engine::Pg(pg) => pg.describe(),
+            Engine::Lite(_) => self.path.as_ref().map_or_else(|| "memory".to_string(), |p| p.display().to_string()),
+        }
+    }
+
+    /// A team's gate is one identity: the first node records its public key, and every
+    /// node after must have the same. Returns the key the database belongs to when it
+    /// is another one. (A data dir's own file needs no such record.)
+    pub fn claim_identity(&self, public_key: &str) -> Result<Option<String>> {
+        if !self.is_shared() {
+            return Ok(None);
+        }
+        let mut g = self.conn()?;
+        let tx = g.transaction()?;
+        tx.execute("LOCK TABLE gate_identity IN EXCLUSIVE MODE", args![])?;
+        let owner: Option<String> = tx.query_row("SELECT public_key FROM gate_identity", args![], |r| r.get(0)).optional()?;
+        let out = match owner {
+            Some(o) if o != public_key => Some(o),
+            Some(_) => None,
+            None => {
+                tx.execute("INSERT INTO gate_identity (public_key) VALUES (?1)", args![public_key])?;
+                None
+            }
+        };
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// The database answers a query now.
+    pub fn ping(&self) -> Result<()> {
+        self.read(|c| c.query_row("SELECT 1", args![], |_| Ok(())))
     }
 
     /// Whether this store is a team's (PostgreSQL).

@@ -28,4 +28,4 @@ pub use epp::pipeline::{OpenError, Outcome, Submit};
 pub use epp::verification_steps;
 pub use gate::executor::{ExecutorConfig, ExecutorSpec};
 pub use gate::state::Gate;
-pub use service::{build, build_with_events, gate as compose_gate, open, run, run_with, Opened, ServeOptions, UampOptions, RESERVED_SCOPES};
+pub use service::{build, build_with_events, gate as compose_gate, open, open_at, run, run_with, Opened, ServeOptions, UampOptions, RESERVED_SCOPES};

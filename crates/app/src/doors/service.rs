@@ -25,11 +25,43 @@ pub struct Opened {
 
 /// Loads (or creates) the identity and opens the store of a data dir.
 pub fn open(data_dir: &Path, keystore: KeystoreKind, create: bool) -> Result<Opened, OpenError> {
+    open_at(data_dir, keystore, create, None)
+}
+
+/// [`open`], with the gate's tables in the PostgreSQL database at `database` (a team's
+/// gate: every node opens the same one) instead of the data dir's own file. The data dir
+/// still holds what is this node's: the identity's key (the team's, the same on every
+/// node), certificates, the watched folder.
+pub fn open_at(data_dir: &Path, keystore: KeystoreKind, create: bool, database: Option<&str>) -> Result<Opened, OpenError> {
     make_private(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
     let (identity, created) = if create { gatehouse_keys::load_or_create(data_dir, keystore)? } else { (gatehouse_keys::load(data_dir, keystore)?, false) };
-    let path = store_path(data_dir);
-    let store = Store::open(&path).map_err(|source| OpenError::Store { path, source })?;
+    let store = match database {
+        None => {
+            let path = store_path(data_dir);
+            Store::open(&path).map_err(|source| OpenError::Store { path, source })?
+        }
+        Some(url) => {
+            let store = Store::open_url(url).map_err(|source| OpenError::Database { at: redacted(url), source })?.with_data_dir(data_dir);
+            let claimed = store.claim_identity(&identity.public_key).map_err(|source| OpenError::Database { at: store.location(), source })?;
+            if let Some(owner) = claimed {
+                return Err(OpenError::NotThisGate { owner, mine: identity.public_key.clone() });
+            }
+            store
+        }
+    };
     Ok(Opened { identity, store: Arc::new(store), created })
+}
+
+/// A database URL as it may be shown: without its password.
+fn redacted(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => "an unreadable database URL".into(),
+    }
 }
 
 /// Everything this process writes (the store, receipts, received files, exports, the

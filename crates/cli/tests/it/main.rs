@@ -7,4 +7,5 @@ mod load;
 mod mail;
 mod mail_reference;
 mod sites;
+mod team;
 mod uamp;

@@ -116,6 +116,19 @@ impl Pg {
         Ok(Pg { config, runtime: Some(runtime), idle: Mutex::new((Vec::new(), 0)), freed: Condvar::new() })
     }
 
+    /// The database by host, port and name, for messages (never the password).
+    pub(crate) fn describe(&self) -> String {
+        use tokio_postgres::config::Host;
+        let host = match self.config.get_hosts().first() {
+            Some(Host::Tcp(h)) => h.clone(),
+            #[cfg(unix)]
+            Some(Host::Unix(p)) => p.display().to_string(),
+            None => "localhost".into(),
+        };
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        format!("PostgreSQL database {} on {host}:{port}", self.config.get_dbname().unwrap_or("(default)"))
+    }
+
     fn connect(&self) -> Result<Conn> {
         let config = self.config.clone();
         let rt = self.runtime.as_ref().expect("the runtime lives as long as the pool");

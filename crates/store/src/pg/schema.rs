@@ -383,6 +383,8 @@ CREATE TABLE email_answered (
 CREATE INDEX email_answered_account ON email_answered(account, at_ms);
 CREATE INDEX email_answered_sender ON email_answered(sender, at_ms);
 CREATE INDEX email_answered_age ON email_answered(at_ms);
+-- The identity whose gate this database is: every node must hold its key.
+CREATE TABLE gate_identity (public_key TEXT NOT NULL);
 CREATE FUNCTION gatehouse_admission_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE admission_version SET n = n + 1;

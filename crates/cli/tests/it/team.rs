@@ -1,0 +1,306 @@
+//! A team's gate, as operators run it: `gatehouse serve --database postgres://…` on
+//! several nodes (processes with data dirs of their own holding the team's key file),
+//! one real PostgreSQL. Any node takes any request and answers as one laptop would; a
+//! node killed with -9 loses nothing it acknowledged; PostgreSQL stopped under load
+//! turns answers into 503 with Retry-After, and the nodes recover by themselves.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::free_port;
+use gatehouse_pg_testserver::Postgres;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gatehouse");
+
+/// The team: the first node's data dir made the identity; the others got its key file,
+/// as the operator's guide says.
+struct Team {
+    url: String,
+    dirs: Vec<tempfile::TempDir>,
+    public_key: String,
+}
+
+impl Team {
+    fn new(url: String, nodes: usize) -> Team {
+        let dirs: Vec<_> = (0..nodes).map(|_| tempfile::tempdir().unwrap()).collect();
+        let public_key = gh(dirs[0].path(), &url, &["init"]).lines().last().unwrap().trim().to_string();
+        for d in &dirs[1..] {
+            for f in ["identity.json", "identity.key"] {
+                std::fs::copy(dirs[0].path().join(f), d.path().join(f)).unwrap();
+            }
+        }
+        Team { url, dirs, public_key }
+    }
+
+    fn dir(&self, node: usize) -> &Path {
+        self.dirs[node].path()
+    }
+
+    /// A command run by node `node`'s CLI (on the team's database).
+    fn gh(&self, node: usize, args: &[&str]) -> String {
+        gh(self.dir(node), &self.url, args)
+    }
+
+    fn serve(&self, node: usize) -> Node {
+        Node::start(self.dir(node), &self.url)
+    }
+}
+
+fn command(dir: &Path, url: &str) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--data-dir").arg(dir).args(["--keystore", "file", "--database", url]).env_remove("GATEHOUSE_KEYSTORE").env_remove("GATEHOUSE_DATABASE");
+    cmd
+}
+
+fn gh(dir: &Path, url: &str, args: &[&str]) -> String {
+    let out = command(dir, url).args(args).stdin(Stdio::null()).output().unwrap();
+    assert!(out.status.success(), "gatehouse {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `gatehouse serve` of one node; killed when dropped.
+struct Node {
+    child: Child,
+    base: String,
+}
+
+impl Node {
+    fn start(dir: &Path, url: &str) -> Node {
+        let port = free_port();
+        let child = command(dir, url).args(["serve", "--listen", &format!("127.0.0.1:{port}")]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let t = Instant::now();
+        while reqwest::blocking::get(format!("{base}/health")).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(20), "node did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Node { child, base }
+    }
+
+    fn submit(&self) -> String {
+        format!("{}/epp/v1/submit", self.base)
+    }
+
+    fn kill_9(&mut self) {
+        Command::new("kill").args(["-9", &self.child.id().to_string()]).status().unwrap();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn signed(inbox: &str, sender: &ed25519_dalek::SigningKey, scope: &str, prompt: &str) -> String {
+    gatehouse_epp::Draft::new(inbox, scope, prompt).sign(sender, chrono::Utc::now()).to_string()
+}
+
+fn post(client: &reqwest::blocking::Client, url: &str, body: &str) -> (u16, Option<String>, serde_json::Value) {
+    let r = client.post(url).body(body.to_string()).send().unwrap();
+    let status = r.status().as_u16();
+    let retry = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+    (status, retry, r.json().unwrap_or(serde_json::Value::Null))
+}
+
+#[test]
+fn three_nodes_answer_as_one_gate() {
+    let Some(pg) = Postgres::shared() else { return };
+    let team = Team::new(pg.fresh_database(), 3);
+    let bob = gatehouse_epp::generate_signing_key();
+    team.gh(0, &["trust", "add", &gatehouse_epp::public_key_hex(&bob), "--name", "Bob", "--scopes", "*"]);
+    let nodes: Vec<Node> = (0..3).map(|i| team.serve(i)).collect();
+    let urls: Vec<String> = nodes.iter().map(Node::submit).collect();
+
+    // The same envelope at every node at once, a hundred times: one acceptance each time.
+    for round in 0..100 {
+        let body = Arc::new(signed(&team.public_key, &bob, "support", &format!("round {round}")));
+        let barrier = Arc::new(Barrier::new(3));
+        let statuses: Vec<u16> = std::thread::scope(|s| {
+            let handles: Vec<_> = urls
+                .iter()
+                .map(|u| {
+                    let (body, barrier) = (body.clone(), barrier.clone());
+                    s.spawn(move || {
+                        let client = reqwest::blocking::Client::new();
+                        barrier.wait();
+                        post(&client, u, &body).0
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut sorted = statuses.clone();
+        sorted.sort();
+        assert_eq!(sorted, [200, 409, 409], "round {round}: {statuses:?}");
+    }
+
+    // A stranger knocks at node 1; node 3's operator sees the knock and lets it in; the
+    // stranger's next envelope, at node 2, is accepted.
+    let eve = gatehouse_epp::generate_signing_key();
+    let client = reqwest::blocking::Client::new();
+    let (status, _, receipt) = post(&client, &urls[0], &signed(&team.public_key, &eve, "billing", "hello"));
+    assert_eq!((status, receipt["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")), "{receipt}");
+    let pending: serde_json::Value = serde_json::from_str(&team.gh(2, &["pending", "--json"])).unwrap();
+    let eve_key = gatehouse_epp::public_key_hex(&eve);
+    assert!(pending.as_array().unwrap().iter().any(|p| p["public_key"] == eve_key.as_str()), "{pending}");
+    team.gh(2, &["trust", "approve", &eve_key, "--name", "Eve", "--scopes", "billing"]);
+    let (status, _, receipt) = post(&client, &urls[1], &signed(&team.public_key, &eve, "billing", "again"));
+    assert_eq!(status, 200, "{receipt}");
+
+    let stored: serde_json::Value = serde_json::from_str(&team.gh(1, &["envelopes", "--json", "--limit", "1000"])).unwrap();
+    assert_eq!(stored.as_array().unwrap().len(), 101, "one row per acceptance");
+    for n in &nodes {
+        let ready: serde_json::Value = reqwest::blocking::get(format!("{}/ready", n.base)).unwrap().json().unwrap();
+        assert_eq!(ready["status"], "ready");
+    }
+}
+
+/// A node with a key other than the team's would answer as someone else: it does not start.
+#[test]
+fn a_node_with_another_identity_is_refused_by_the_teams_database() {
+    let Some(pg) = Postgres::shared() else { return };
+    let team = Team::new(pg.fresh_database(), 1);
+    let stranger = tempfile::tempdir().unwrap();
+    let out = command(stranger.path(), &team.url).args(["serve", "--listen", "127.0.0.1:0"]).stdin(Stdio::null()).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains(&format!("belongs to the identity {}", team.public_key)) && said.contains("[OPEN]"), "{said}");
+    assert!(!said.contains("password"), "{said}");
+}
+
+/// Posts envelope indexes `todo` to the nodes in turn over 6 connections; each answer is
+/// recorded with its node. A connection refused (the node was killed) moves on to the
+/// next node, as a load balancer does.
+fn post_all(urls: &Mutex<Vec<String>>, envelopes: &[String], todo: &[usize], answers: &Mutex<Vec<(usize, u16)>>) {
+    std::thread::scope(|s| {
+        for t in 0..6 {
+            s.spawn(move || {
+                let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+                for (k, &i) in todo.iter().skip(t).step_by(6).enumerate() {
+                    for attempt in 0..6 {
+                        let url = {
+                            let u = urls.lock().unwrap();
+                            u[(k + t + attempt) % u.len()].clone()
+                        };
+                        if let Ok(r) = client.post(&url).body(envelopes[i].clone()).send() {
+                            answers.lock().unwrap().push((i, r.status().as_u16()));
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn twenty_thousand_envelopes_over_three_nodes_one_killed_midway_every_200_has_its_row_once() {
+    const N: usize = 20_000;
+    let Some(pg) = Postgres::shared() else { return };
+    let team = Team::new(pg.fresh_database(), 3);
+    let sender = gatehouse_epp::generate_signing_key();
+    team.gh(0, &["trust", "add", &gatehouse_epp::public_key_hex(&sender), "--name", "Load", "--scopes", "*"]);
+    let now = chrono::Utc::now();
+    let envelopes: Vec<String> =
+        (0..N).map(|i| gatehouse_epp::Draft::new(&team.public_key, "load", &format!("envelope {i}")).sign(&sender, now).to_string()).collect();
+    let mut nodes: Vec<Node> = (0..3).map(|i| team.serve(i)).collect();
+    let urls = Mutex::new(nodes.iter().map(Node::submit).collect::<Vec<_>>());
+    let answers = Mutex::new(Vec::new());
+    let all: Vec<usize> = (0..N).collect();
+    std::thread::scope(|s| {
+        s.spawn(|| post_all(&urls, &envelopes, &all, &answers));
+        let t = Instant::now();
+        while answers.lock().unwrap().len() < N / 3 && t.elapsed() < Duration::from_secs(120) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Node 2 dies mid-load without a word; the operator's supervisor restarts it.
+        nodes[1].kill_9();
+        std::thread::sleep(Duration::from_millis(300));
+        let restarted = team.serve(1);
+        urls.lock().unwrap()[1] = restarted.submit();
+        nodes[1] = restarted;
+    });
+    let answers = answers.into_inner().unwrap();
+    let mut accepted = std::collections::HashSet::new();
+    for &(i, status) in &answers {
+        match status {
+            200 => assert!(accepted.insert(i), "envelope {i} acknowledged twice"),
+            // Stored by the killed node before it could answer, then sent again.
+            409 => {}
+            other => panic!("envelope {i}: status {other}"),
+        }
+    }
+    assert!(accepted.len() > N / 2, "{} of {N} acknowledged", accepted.len());
+    let stored: serde_json::Value = serde_json::from_str(&team.gh(0, &["envelopes", "--json", "--limit", "100000"])).unwrap();
+    let ids: Vec<String> = stored.as_array().unwrap().iter().map(|e| e["prompt"].as_str().unwrap().to_string()).collect();
+    let unique: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "no envelope is stored twice");
+    for i in &accepted {
+        assert!(unique.contains(&format!("envelope {i}")), "envelope {i} was acknowledged and is not stored");
+    }
+}
+
+/// PostgreSQL of its own: this test stops it.
+#[test]
+fn postgres_stopped_under_load_gets_503_with_retry_after_and_the_nodes_recover() {
+    let Some(pg) = Postgres::start() else { return };
+    let team = Team::new(pg.fresh_database(), 2);
+    let sender = gatehouse_epp::generate_signing_key();
+    team.gh(0, &["trust", "add", &gatehouse_epp::public_key_hex(&sender), "--name", "Load", "--scopes", "*"]);
+    let nodes: Vec<Node> = (0..2).map(|i| team.serve(i)).collect();
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let mut n = 0;
+    let mut send = |node: &Node| {
+        n += 1;
+        let r = post(&client, &node.submit(), &signed(&team.public_key, &sender, "load", &format!("envelope {n}")));
+        (n, r)
+    };
+    let mut accepted = Vec::new();
+    for _ in 0..20 {
+        let (i, (status, _, _)) = send(&nodes[accepted.len() % 2]);
+        assert_eq!(status, 200);
+        accepted.push(i);
+    }
+    pg.stop();
+    let down = Instant::now();
+    let mut refused = 0;
+    while down.elapsed() < Duration::from_secs(10) {
+        let (_, (status, retry, receipt)) = send(&nodes[refused % 2]);
+        assert_eq!(status, 503, "{receipt}");
+        assert_eq!(retry.as_deref(), Some("5"));
+        assert_eq!(receipt["status"], "rejected");
+        assert_eq!(receipt["error"]["code"], "INTERNAL_ERROR");
+        let ready = reqwest::blocking::get(format!("{}/ready", nodes[refused % 2].base)).unwrap();
+        assert_eq!(ready.status().as_u16(), 503);
+        // A node that cannot reach its database still says it is alive.
+        assert_eq!(reqwest::blocking::get(format!("{}/health", nodes[refused % 2].base)).unwrap().status().as_u16(), 200);
+        refused += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    pg.resume();
+    // No restart: the nodes reconnect on their own.
+    let back = Instant::now();
+    let mut recovered = [false, false];
+    while !(recovered[0] && recovered[1]) {
+        assert!(back.elapsed() < Duration::from_secs(30), "the nodes did not recover");
+        for (k, node) in nodes.iter().enumerate() {
+            let (i, (status, _, _)) = send(node);
+            if status == 200 {
+                recovered[k] = true;
+                accepted.push(i);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stored: serde_json::Value = serde_json::from_str(&team.gh(0, &["envelopes", "--json", "--limit", "1000"])).unwrap();
+    let prompts: std::collections::HashSet<String> = stored.as_array().unwrap().iter().map(|e| e["prompt"].as_str().unwrap().to_string()).collect();
+    assert_eq!(prompts.len(), accepted.len(), "only what was acknowledged is stored: nothing accepted without a commit");
+    for i in accepted {
+        assert!(prompts.contains(&format!("envelope {i}")));
+    }
+}
