@@ -12,14 +12,16 @@ use serde_json::Value;
 
 use crate::executor::{self, Delegates, ExecutorConfig, ExecutorSpec, Sink, Update, Work};
 
-/// Prepares the queue after a restart: envelopes that were running when Gatehouse
-/// stopped are marked failed (a command may have had side effects, so it is not re-run
-/// behind the user's back); queued ones are returned to be run.
+/// Prepares the queue after a restart: envelopes this node was running when it stopped
+/// (and, on a team's gate, those of a node gone for longer than any executor runs) are
+/// marked failed (a command may have had side effects, so it is not re-run behind the
+/// user's back); queued ones are returned to be claimed and run.
 pub fn recover(store: &Store) -> gatehouse_store::Result<Vec<i64>> {
-    let now = now_string();
-    for row in store.envelopes_with_status(ExecStatus::Running)? {
+    let now = chrono::Utc::now();
+    let stale = crate::clock::utc_string_ms(now - chrono::Duration::milliseconds(gatehouse_store::STALE_AFTER_MS));
+    for row in store.abandoned_claims(&stale)? {
         let note = serde_json::json!({"executor": row.executor, "error": "Gatehouse stopped while this executor was running; it was not re-run"});
-        store.set_exec(row.id, ExecStatus::Failed, Some(&note), &now)?;
+        store.set_exec(row.id, ExecStatus::Failed, Some(&note), &crate::clock::utc_string_ms(now))?;
     }
     Ok(store.envelopes_with_status(ExecStatus::Queued)?.into_iter().map(|r| r.id).collect())
 }
@@ -127,12 +129,10 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress, hooks
     let loaded = blocking(store, move |s| {
         let config = ExecutorConfig::load(s)?;
         let (mut rows, mut changed) = (Vec::new(), Vec::new());
-        for id in ids {
+        // Only what is queued runs, and only once: never a held envelope, never one
+        // another node of a team's gate claimed.
+        for id in s.claim_queued(&ids, &now_string())? {
             if let Some(r) = s.envelope(id)? {
-                // Only what is queued runs: never a held envelope, never one twice.
-                if r.exec_status != ExecStatus::Queued {
-                    continue;
-                }
                 match chosen(&r, config.for_scope(&r.scope)) {
                     Ok(spec) => {
                         let name = s.trust_get(&r.sender)?.map(|t| t.name);
@@ -142,10 +142,8 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress, hooks
                 }
             }
         }
-        let mut updates: Vec<_> = rows.iter().map(|(_, r, _)| (r.id, ExecStatus::Running, None)).collect();
         let not_run: Vec<_> = changed.iter().map(|(id, st, _)| ExecProgress::Finished { envelope_row: *id, status: *st }).collect();
-        updates.extend(changed);
-        s.set_exec_many(&updates, &now_string())?;
+        s.set_exec_many(&changed, &now_string())?;
         Ok((rows, not_run))
     })
     .await;

@@ -24,6 +24,7 @@
 
 pub mod asop;
 mod audit;
+mod claims;
 mod commit;
 pub mod contacts;
 pub mod email;
@@ -47,6 +48,7 @@ pub mod sql;
 mod trust;
 pub mod uamp;
 
+pub use claims::STALE_AFTER_MS;
 pub use later::{Covered, MAX_COUNTED};
 pub use model::*;
 pub use replay::AcceptRefusal;
@@ -140,6 +142,8 @@ pub struct Store {
     path: Option<std::path::PathBuf>,
     /// The data dir of a node whose database is elsewhere (see [`Store::with_data_dir`]).
     data_dir: Option<std::path::PathBuf>,
+    /// Which node claims the executors it runs (see `claims`).
+    node: String,
     readers: Mutex<Vec<Connection>>,
     /// What [`Store::admission`] last read per (sender, setting), with the admission
     /// version it was read at.

@@ -524,6 +524,9 @@ const MIGRATIONS: &[&str] = &[
         WHERE direction = 'in' AND intent NOT IN ('progress', 'cancel') AND received_ms >= (unixepoch() - 3 * 86400) * 1000
         GROUP BY 1, 2
         ON CONFLICT (sender, minute) DO UPDATE SET n = n + excluded.n;",
+    // 32: the runner claims what it runs, by node: on a team's gate several nodes run
+    // executors from one table, and each envelope must run once.
+    "ALTER TABLE envelopes ADD COLUMN claimed_by TEXT;",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

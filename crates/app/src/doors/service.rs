@@ -41,7 +41,8 @@ pub fn open_at(data_dir: &Path, keystore: KeystoreKind, create: bool, database: 
             Store::open(&path).map_err(|source| OpenError::Store { path, source })?
         }
         Some(url) => {
-            let store = Store::open_url(url).map_err(|source| OpenError::Database { at: redacted(url), source })?.with_data_dir(data_dir);
+            let node = node_name(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
+            let store = Store::open_url(url).map_err(|source| OpenError::Database { at: redacted(url), source })?.with_data_dir(data_dir).with_node(&node);
             let claimed = store.claim_identity(&identity.public_key).map_err(|source| OpenError::Database { at: store.location(), source })?;
             if let Some(owner) = claimed {
                 return Err(OpenError::NotThisGate { owner, mine: identity.public_key.clone() });
@@ -50,6 +51,22 @@ pub fn open_at(data_dir: &Path, keystore: KeystoreKind, create: bool, database: 
         }
     };
     Ok(Opened { identity, store: Arc::new(store), created })
+}
+
+/// This node's name on a team's gate, kept in its data dir so that it is the same after
+/// a restart (its runner then knows which claims were its own).
+fn node_name(data_dir: &Path) -> std::io::Result<String> {
+    let path = data_dir.join("node-id");
+    match std::fs::read_to_string(&path) {
+        Ok(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Ok(_) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is empty", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let name = uuid::Uuid::new_v4().to_string();
+            std::fs::write(&path, &name)?;
+            Ok(name)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// A database URL as it may be shown: without its password.

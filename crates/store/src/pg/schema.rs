@@ -1,4 +1,4 @@
-//! The schema on PostgreSQL: the same tables as SQLite's at its schema 31, in the types
+//! The schema on PostgreSQL: the same tables as SQLite's at its schema 32, in the types
 //! PostgreSQL has (every integer BIGINT, bytes BYTEA, row ids identities), brought up to
 //! date by one node at a time under an advisory lock while the others wait.
 //!
@@ -11,7 +11,7 @@ use crate::{Result, StoreError};
 const MIGRATION_LOCK: i64 = 0x6761_7465_686f_7573;
 
 const STEPS: &[&str] = &[
-    // 1: everything up to SQLite's schema 31.
+    // 1: everything up to SQLite's schema 32.
     r#"
 CREATE TABLE trust (
     public_key TEXT PRIMARY KEY,
@@ -51,7 +51,7 @@ CREATE TABLE envelopes (
     exec_status TEXT NOT NULL,
     exec_result TEXT,
     exec_updated_at TEXT
-    , executor_spec TEXT);
+    , executor_spec TEXT, claimed_by TEXT);
 CREATE INDEX envelopes_conversation ON envelopes(conversation_id);
 CREATE INDEX envelopes_exec_status ON envelopes(exec_status);
 CREATE TABLE receipts (

@@ -93,3 +93,49 @@ fn nodes_starting_together_on_an_empty_database_migrate_it_once() {
     let db = url.rsplit('/').next().unwrap();
     assert_eq!(pg.psql_in(db, "SELECT count(*) || ' ' || max(version) FROM gatehouse_schema").unwrap(), "1 1");
 }
+
+crate::on_both_engines! {
+    /// Each queued envelope is run by one runner: claims taken at once by several
+    /// nodes (or processes) never overlap, and together they take everything.
+    fn queued_envelopes_are_claimed_once_by_whichever_node_asks_first(place) {
+        let nodes: Vec<Arc<Store>> = ["a", "b", "c"].iter().map(|n| Arc::new(place.open().with_node(n))).collect();
+        let mut ids = Vec::new();
+        for n in 0..60 {
+            let mut e = envelope_at(format!("queued nonce {n:04}").as_bytes(), n, 1_794_996_401_000 + n as i64);
+            e.exec_status = gatehouse_store::ExecStatus::Queued;
+            ids.push(nodes[0].accept(e, &RateLimit::default()).unwrap().unwrap());
+        }
+        let ids = Arc::new(ids);
+        let claimed = at_once(&nodes, move |_, node| node.claim_queued(&ids, "2026-11-26T10:00:00.000Z").unwrap());
+        let mut all: Vec<i64> = claimed.iter().flatten().copied().collect();
+        all.sort();
+        let before = all.len();
+        all.dedup();
+        assert_eq!(before, all.len(), "an envelope claimed twice: {claimed:?}");
+        assert_eq!(all.len(), 60);
+        assert!(nodes[1].claim_queued(&all, "2026-11-26T10:00:01.000Z").unwrap().is_empty(), "nothing is claimed again");
+    }
+}
+
+/// A node that restarts marks what it was running failed; another node leaves a live
+/// node's claims alone until they are older than any executor runs.
+#[test]
+fn only_a_restarted_nodes_own_claims_or_stale_ones_are_abandoned() {
+    let Some(place) = postgres() else { return };
+    let a = place.open().with_node("a");
+    let b = place.open().with_node("b");
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        let mut e = envelope_at(format!("claimed nonce {n:04}").as_bytes(), n, 1_794_996_401_000 + n as i64);
+        e.exec_status = gatehouse_store::ExecStatus::Queued;
+        ids.push(a.accept(e, &RateLimit::default()).unwrap().unwrap());
+    }
+    assert_eq!(a.claim_queued(&ids[..2], "2026-11-26T10:00:00.000Z").unwrap(), ids[..2]);
+    assert_eq!(b.claim_queued(&ids[2..], "2026-11-25T09:00:00.000Z").unwrap(), ids[2..]);
+    let rows = |v: Vec<gatehouse_store::EnvelopeRow>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    // a restarted: its own claims, and b's claim of yesterday morning (stale by 10:00 today).
+    let a_again = place.open().with_node("a");
+    assert_eq!(rows(a_again.abandoned_claims("2026-11-25T10:00:00.000Z").unwrap()), ids);
+    // b restarted: only its own; a's are fresh and a is alive.
+    assert_eq!(rows(b.abandoned_claims("2026-11-25T08:00:00.000Z").unwrap()), ids[2..]);
+}

@@ -1,0 +1,65 @@
+//! Who runs an accepted envelope's executor: the runner claims each envelope before it
+//! runs it, and only what it claimed runs. On one laptop that is the one process; on a
+//! team's gate several nodes run executors from one table and a claim is taken once
+//! (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so a node never waits on another's claim).
+//!
+//! A claim names its node. A node that restarts marks what it was running failed (a
+//! program may have had side effects, so nothing is re-run behind the user's back), and
+//! any node marks the same of a claim older than [`STALE_AFTER_MS`]: its node died and
+//! did not come back.
+
+use crate::sql::args;
+use crate::*;
+
+/// The node name of a store no one named (a laptop's one process).
+pub(crate) const LOCAL: &str = "local";
+
+/// A claim this old belongs to a node that is gone: longer than any executor may run.
+pub const STALE_AFTER_MS: i64 = 24 * 3600 * 1000;
+
+impl Store {
+    /// This store's runner claims what it runs as `node` (stable across restarts of one
+    /// node, different on every node of a team's gate).
+    pub fn with_node(mut self, node: &str) -> Store {
+        self.node = node.to_string();
+        self
+    }
+
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Marks the queued envelopes among `ids` running, claimed by this node, and returns
+    /// those it claimed: an envelope another node claimed (or is claiming) is not.
+    pub fn claim_queued(&self, ids: &[i64], now: &str) -> Result<Vec<i64>> {
+        let mut g = self.conn()?;
+        let tx = g.transaction()?;
+        let sql = if tx.db().is_pg() {
+            "UPDATE envelopes SET exec_status = 'running', exec_updated_at = ?3, claimed_by = ?2
+             WHERE id = (SELECT id FROM envelopes WHERE id = ?1 AND exec_status = 'queued' FOR UPDATE SKIP LOCKED)"
+        } else {
+            "UPDATE envelopes SET exec_status = 'running', exec_updated_at = ?3, claimed_by = ?2 WHERE id = ?1 AND exec_status = 'queued'"
+        };
+        let mut claimed = Vec::with_capacity(ids.len());
+        for id in ids {
+            if tx.execute(sql, args![id, self.node, now])? == 1 {
+                claimed.push(*id);
+            }
+        }
+        tx.commit()?;
+        Ok(claimed)
+    }
+
+    /// Envelopes left running by a run that cannot finish them: this node's own (it
+    /// restarted), and any claimed before `stale_before` (its node never came back). On
+    /// one laptop, every running envelope is this process's own.
+    pub fn abandoned_claims(&self, stale_before: &str) -> Result<Vec<EnvelopeRow>> {
+        self.read(|c| {
+            let sql = format!(
+                "{} WHERE exec_status = 'running' AND (claimed_by IS NULL OR claimed_by = ?1 OR exec_updated_at < ?2 OR ?3 = 0) ORDER BY id",
+                crate::receipts::ENVELOPE_SELECT
+            );
+            c.query_map(&sql, args![self.node, stale_before, self.is_shared()], crate::receipts::envelope_from_row)?.collect()
+        })
+    }
+}
