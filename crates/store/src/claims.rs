@@ -3,6 +3,9 @@
 //! team's gate several nodes run executors from one table and a claim is taken once
 //! (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so a node never waits on another's claim).
 //!
+//! A lease is a claim on a name for a while (one node reads a mail account for all):
+//! renewed by its holder, taken over once it runs out.
+//!
 //! A claim names its node. A node that restarts marks what it was running failed (a
 //! program may have had side effects, so nothing is re-run behind the user's back), and
 //! any node marks the same of a claim older than [`STALE_AFTER_MS`]: its node died and
@@ -61,5 +64,23 @@ impl Store {
             );
             c.query_map(&sql, args![self.node, stale_before, self.is_shared()], crate::receipts::envelope_from_row)?.collect()
         })
+    }
+
+    /// Takes the lease on `name` for `ttl_ms` from `now_ms`, or renews it: true when this
+    /// node holds it now, false while another node's lease runs.
+    pub fn take_lease(&self, name: &str, now_ms: i64, ttl_ms: i64) -> Result<bool> {
+        let changed = self.conn()?.execute(
+            "INSERT INTO leases (name, holder, until_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms
+             WHERE leases.holder = excluded.holder OR leases.until_ms < ?4",
+            args![name, self.node, now_ms + ttl_ms, now_ms],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// Gives the lease on `name` up (a node stopping), so another takes it over at once.
+    pub fn release_lease(&self, name: &str) -> Result<()> {
+        self.conn()?.execute("DELETE FROM leases WHERE name = ?1 AND holder = ?2", args![name, self.node])?;
+        Ok(())
     }
 }

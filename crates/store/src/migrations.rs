@@ -527,6 +527,9 @@ const MIGRATIONS: &[&str] = &[
     // 32: the runner claims what it runs, by node: on a team's gate several nodes run
     // executors from one table, and each envelope must run once.
     "ALTER TABLE envelopes ADD COLUMN claimed_by TEXT;",
+    // 33: leases: what one node of a team's gate does for all (reading a mail account),
+    // held for a while and renewed, taken over when its node stops renewing.
+    "CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL);",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -13,7 +13,10 @@
 //! - [`service`]: the composition: which doors run on which listener, which delegates
 //!   exist, the scopes doors keep for themselves (a consent decision reaches what it
 //!   decides through its holder, `crate::waiting`)
+//! - [`lease`]: work one node of a team's gate does for all (a mail account), while it
+//!   holds that work's lease
 
+pub mod lease;
 pub mod service;
 
 pub use gatehouse_door_epp as epp;

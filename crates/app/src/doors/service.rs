@@ -280,20 +280,20 @@ where
         });
     }
     for f in opts.email {
-        let mut stop = stop_tx.subscribe();
-        let store2 = store.clone();
-        let f2 = f.clone();
-        tasks.spawn(async move {
-            super::email::deliver(store2, f2, async move {
-                let _ = stop.recv().await;
-            })
-            .await;
-            Ok(())
-        });
+        // One node of a team's gate reads and answers an account at a time (on a laptop
+        // the one process always holds the lease).
         let mut stop = stop_tx.subscribe();
         let (inbox, store) = (inbox.clone(), store.clone());
         tasks.spawn(async move {
-            super::email::follow(inbox, store, f, async move {
+            let lease = format!("email:{}", f.name);
+            let work = || {
+                let (inbox, store, f) = (inbox.clone(), store.clone(), f.clone());
+                async move {
+                    let never = std::future::pending::<()>;
+                    tokio::join!(super::email::deliver(store.clone(), f.clone(), never()), super::email::follow(inbox, store, f, never()));
+                }
+            };
+            super::lease::while_held(store.clone(), lease, work, async move {
                 let _ = stop.recv().await;
             })
             .await;

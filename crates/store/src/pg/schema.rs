@@ -1,4 +1,4 @@
-//! The schema on PostgreSQL: the same tables as SQLite's at its schema 32, in the types
+//! The schema on PostgreSQL: the same tables as SQLite's at its schema 33, in the types
 //! PostgreSQL has (every integer BIGINT, bytes BYTEA, row ids identities), brought up to
 //! date by one node at a time under an advisory lock while the others wait.
 //!
@@ -11,7 +11,7 @@ use crate::{Result, StoreError};
 const MIGRATION_LOCK: i64 = 0x6761_7465_686f_7573;
 
 const STEPS: &[&str] = &[
-    // 1: everything up to SQLite's schema 32.
+    // 1: everything up to SQLite's schema 33.
     r#"
 CREATE TABLE trust (
     public_key TEXT PRIMARY KEY,
@@ -383,6 +383,7 @@ CREATE TABLE email_answered (
 CREATE INDEX email_answered_account ON email_answered(account, at_ms);
 CREATE INDEX email_answered_sender ON email_answered(sender, at_ms);
 CREATE INDEX email_answered_age ON email_answered(at_ms);
+CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms BIGINT NOT NULL);
 -- The identity whose gate this database is: every node must hold its key.
 CREATE TABLE gate_identity (public_key TEXT NOT NULL);
 CREATE FUNCTION gatehouse_admission_changed() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -139,3 +139,21 @@ fn only_a_restarted_nodes_own_claims_or_stale_ones_are_abandoned() {
     // b restarted: only its own; a's are fresh and a is alive.
     assert_eq!(rows(b.abandoned_claims("2026-11-25T08:00:00.000Z").unwrap()), ids[2..]);
 }
+
+crate::on_both_engines! {
+    /// One node holds a lease at a time; its holder renews it; another takes it over
+    /// once it ran out, or at once when its holder gives it up.
+    fn a_lease_is_held_by_one_node_and_taken_over_when_it_runs_out(place) {
+        let (a, b) = (place.open().with_node("a"), place.open().with_node("b"));
+        let t = 1_794_996_401_000i64;
+        assert!(a.take_lease("email:work", t, 30_000).unwrap());
+        assert!(!b.take_lease("email:work", t + 1_000, 30_000).unwrap(), "a's lease runs");
+        assert!(b.take_lease("email:home", t + 1_000, 30_000).unwrap(), "another name is another lease");
+        assert!(a.take_lease("email:work", t + 20_000, 30_000).unwrap(), "renewed by its holder");
+        assert!(!b.take_lease("email:work", t + 45_000, 30_000).unwrap(), "renewed until 50 s");
+        assert!(b.take_lease("email:work", t + 50_001, 30_000).unwrap(), "a stopped renewing: b takes over");
+        assert!(!a.take_lease("email:work", t + 50_002, 30_000).unwrap(), "and a no longer holds it");
+        b.release_lease("email:work").unwrap();
+        assert!(a.take_lease("email:work", t + 50_003, 30_000).unwrap(), "given up: taken at once");
+    }
+}
