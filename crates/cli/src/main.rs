@@ -153,6 +153,10 @@ enum Command {
         /// The Python that runs the reference (with its dependencies installed)
         #[arg(long, value_name = "PYTHON", default_value = "python3", requires = "reference")]
         reference_python: std::path::PathBuf,
+        /// How many `gatehouse serve` nodes share the load (with --database: a team's
+        /// gate; connections go to the nodes in turn)
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+        nodes: u16,
     },
     /// Sign a prompt with your key and send it to an inbox (prints the receipt), or by mail
     Send {
@@ -476,13 +480,17 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                 gatehouse_app::serve::open(&o, bound.options, &gatehouse_app::serve::Events::default()).run(shutdown).await
             })?;
         }
-        Command::Bench { envelopes, senders, concurrency, folder, keep, reference, reference_python } => {
+        Command::Bench { envelopes, senders, concurrency, folder, keep, reference, reference_python, nodes } => {
             let reference = reference.map(|source| bench::reference::Reference { source, python: reference_python });
             // A wrong directory is said before anything is measured.
             if let Some(r) = &reference {
                 r.check().map_err(|e| CommandError::new(Code::Invalid, e))?;
             }
-            bench::run(bench::BenchArgs { envelopes, senders, concurrency, folder, keep, reference }).map_err(|e| CommandError::new(Code::Internal, e))?;
+            if nodes > 1 && database.is_none() {
+                return Err(CommandError::new(Code::Invalid, "several nodes share one gate only on a database: add --database postgres://…".to_string()));
+            }
+            let args = bench::BenchArgs { envelopes, senders, concurrency, folder, keep, reference, database: database.clone(), nodes: nodes.into() };
+            bench::run(args).map_err(|e| CommandError::new(Code::Internal, e))?;
         }
         Command::Send { to, account, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {
             let o = open(false)?;

@@ -14,6 +14,14 @@
 use crate::sql::args;
 use crate::*;
 
+/// Counters of a team's database (see [`Store::database_counters`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DatabaseCounters {
+    pub commits: i64,
+    /// Statements run, when `pg_stat_statements` is loaded.
+    pub statements: Option<i64>,
+}
+
 /// The node name of a store no one named (a laptop's one process).
 pub(crate) const LOCAL: &str = "local";
 
@@ -63,6 +71,26 @@ impl Store {
                 crate::receipts::ENVELOPE_SELECT
             );
             c.query_map(&sql, args![self.node, stale_before, self.is_shared()], crate::receipts::envelope_from_row)?.collect()
+        })
+    }
+
+    /// What PostgreSQL counted for this database so far (a team's bench reads it before
+    /// and after); zeros on SQLite.
+    pub fn database_counters(&self) -> Result<DatabaseCounters> {
+        if !self.is_shared() {
+            return Ok(DatabaseCounters::default());
+        }
+        self.read(|c| {
+            let commits: i64 = c.query_row("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()", args![], |r| r.get(0))?;
+            let statements = c
+                .query_row(
+                    "SELECT CAST(sum(calls) AS BIGINT) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()",
+                    args![],
+                    |r| r.get::<Option<i64>>(0),
+                )
+                .ok()
+                .flatten();
+            Ok(DatabaseCounters { commits, statements })
         })
     }
 

@@ -44,6 +44,15 @@ impl Job {
         Job::Accept { rec: Box::new(rec), limits: limits.clone(), json, reply }
     }
 
+    /// The sender whose rows this job writes, if any.
+    pub(crate) fn sender(&self) -> Option<&str> {
+        match self {
+            Job::Accept { rec, .. } => Some(&rec.sender),
+            Job::Receipt { knock: Some(k), .. } => Some(&k.sender),
+            _ => None,
+        }
+    }
+
     pub(crate) fn receipt(row: &ReceiptRow, knock: Option<&Knock>, reply: Reply<()>) -> Job {
         let json = Serialized { receipt: row.receipt.to_string(), exec_result: None };
         Job::Receipt { row: Box::new(row.clone()), knock: knock.cloned(), json, reply }

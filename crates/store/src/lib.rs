@@ -48,7 +48,7 @@ pub mod sql;
 mod trust;
 pub mod uamp;
 
-pub use claims::STALE_AFTER_MS;
+pub use claims::{DatabaseCounters, STALE_AFTER_MS};
 pub use later::{Covered, MAX_COUNTED};
 pub use model::*;
 pub use replay::AcceptRefusal;

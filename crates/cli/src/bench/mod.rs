@@ -3,6 +3,7 @@
 
 pub mod reference;
 mod server;
+mod team;
 
 use server::{clock_ticks, cpu_seconds, Server};
 
@@ -22,6 +23,10 @@ pub struct BenchArgs {
     /// The EPP reference inbox to measure beside this one: its source and the Python that
     /// runs it.
     pub reference: Option<reference::Reference>,
+    /// A team's gate: the PostgreSQL database its nodes share.
+    pub database: Option<String>,
+    /// How many `gatehouse serve` nodes take the load (a team's gate), in turn.
+    pub nodes: usize,
 }
 
 /// Single-core Ed25519 verifications per second on this machine, by the check the inbox
@@ -125,15 +130,20 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
 
     let data = dir.path().join("inbox");
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let init =
-        std::process::Command::new(&exe).arg("init").env("GATEHOUSE_DATA_DIR", &data).env("GATEHOUSE_KEYSTORE", "file").output().map_err(|e| e.to_string())?;
+    let mut init = std::process::Command::new(&exe);
+    init.arg("init").env("GATEHOUSE_DATA_DIR", &data).env("GATEHOUSE_KEYSTORE", "file");
+    if let Some(db) = &args.database {
+        init.env("GATEHOUSE_DATABASE", db);
+    }
+    let init = init.output().map_err(|e| e.to_string())?;
     if !init.status.success() {
         return Err(format!("gatehouse init failed: {}", String::from_utf8_lossy(&init.stderr)));
     }
     let inbox_pub = String::from_utf8_lossy(&init.stdout).trim().to_string();
     let senders: Vec<SigningKey> = (0..args.senders.max(1)).map(|_| gatehouse_epp::generate_signing_key()).collect();
     {
-        let ctx = gatehouse_app::Context::open(data.clone(), gatehouse_app::context::KeystoreKind::File, false).map_err(|e| e.to_string())?;
+        let ctx = gatehouse_app::Context::open_at(data.clone(), gatehouse_app::context::KeystoreKind::File, false, args.database.as_deref())
+            .map_err(|e| e.to_string())?;
         for (i, s) in senders.iter().enumerate() {
             let entry = TrustEntry {
                 public_key: gatehouse_epp::public_key_hex(s),
@@ -148,10 +158,14 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     let bodies = sign_all(&inbox_pub, &senders, args.envelopes);
 
     let watch = dir.path().join("drop");
-    let server = Server::start(&data, args.folder.then_some(watch.as_path()))?;
+    let servers = team::start_nodes(dir.path(), &data, args.nodes, args.database.as_deref(), args.folder.then_some(watch.as_path()))?;
+    let database = match &args.database {
+        Some(url) => Some(team::Database::open(&data, url)?),
+        None => None,
+    };
     let total = bodies.len();
     let ours = if args.folder {
-        let m = Measuring::start(&server);
+        let m = Measuring::start(&servers);
         while !watch.join("rejected").exists() {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -177,15 +191,20 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         let secs = start.elapsed().as_secs_f64();
         let accepted = count("accepted");
         println!("folder: {total} files receipted ({accepted} accepted) in {secs:.2} s = {:.0} files/s", total as f64 / secs);
-        m.report(&server, total, secs, "inbox")
+        m.report(&servers, total, secs, "inbox")
     } else {
-        measure_http(&server, bodies, args.concurrency, "inbox")?
+        let before = database.as_ref().map(team::Database::counters);
+        let figures = measure_http(&servers, bodies, args.concurrency, "inbox")?;
+        if let (Some(db), Some(before)) = (&database, before) {
+            db.report(before, total);
+        }
+        figures
     };
-    drop(server);
+    drop(servers);
     if let Some(r) = &args.reference {
         let (reference, reference_pub) = r.start(dir.path(), &senders)?;
         let bodies = sign_all(&reference_pub, &senders, args.envelopes);
-        let theirs = measure_http(&reference, bodies, args.concurrency, "reference")?;
+        let theirs = measure_http(std::slice::from_ref(&reference), bodies, args.concurrency, "reference")?;
         drop(reference);
         println!(
             "Gatehouse / the EPP reference, same client, same machine, same run: {:.1}× the accepted/s, {:.1}× less CPU per envelope",
@@ -233,37 +252,56 @@ struct Measuring {
     written: u64,
     machine: MachineCpu,
     generator: f64,
+    database: f64,
     at: Instant,
 }
 
+/// The servers' peak RSS (the largest) and CPU seconds (all together).
+fn usage(servers: &[Server]) -> (f64, f64) {
+    servers.iter().map(Server::usage).fold((0.0, 0.0), |(rss, cpu), (r, c)| (rss.max(r), cpu + c))
+}
+
 impl Measuring {
-    fn start(server: &Server) -> Measuring {
-        Measuring { cpu: server.usage().1, written: server.written(), machine: MachineCpu::now(), generator: cpu_seconds("self"), at: Instant::now() }
+    fn start(servers: &[Server]) -> Measuring {
+        Measuring {
+            cpu: usage(servers).1,
+            written: servers.iter().map(Server::written).sum(),
+            machine: MachineCpu::now(),
+            generator: cpu_seconds("self"),
+            database: team::postgres_cpu_seconds(),
+            at: Instant::now(),
+        }
     }
 
-    /// Prints what `server` (called `who`) used for `total` envelopes over `secs`.
-    fn report(self, server: &Server, total: usize, secs: f64, who: &str) -> Figures {
-        let (rss, cpu_after) = server.usage();
+    /// Prints what `servers` (called `who`) used for `total` envelopes over `secs`.
+    fn report(self, servers: &[Server], total: usize, secs: f64, who: &str) -> Figures {
+        let (rss, cpu_after) = usage(servers);
         let used = cpu_after - self.cpu;
+        let database = team::postgres_cpu_seconds() - self.database;
         let machine = MachineCpu::now().since(self.machine);
         let generator = cpu_seconds("self") - self.generator;
         let wall = self.at.elapsed().as_secs_f64();
-        let written = server.written().saturating_sub(self.written);
+        let written = servers.iter().map(Server::written).sum::<u64>().saturating_sub(self.written);
         if machine.total > 0.0 {
             let pct = |v: f64| 100.0 * v / machine.total;
+            let db = if database > 0.0 { format!(", PostgreSQL {:.2}", database / wall) } else { String::new() };
             println!(
-                "machine: {:.0} cores {:.0}% busy ({who} {:.2} cores, this load generator {:.2}, the rest {:.2}); I/O wait {:.0}%, stolen by the host {:.0}%",
+                "machine: {:.0} cores {:.0}% busy ({who} {:.2} cores, this load generator {:.2}{db}, the rest {:.2}); I/O wait {:.0}%, stolen by the host {:.0}%",
                 machine.total / wall,
                 pct(machine.busy),
                 used / wall,
                 generator / wall,
-                ((machine.busy - used - generator) / wall).max(0.0),
+                ((machine.busy - used - generator - database) / wall).max(0.0),
                 pct(machine.iowait),
                 pct(machine.stolen),
             );
         }
         let cpu_us = used * 1e6 / total as f64;
-        println!("{who} process: peak RSS {rss:.0} MB; {used:.2} CPU-seconds = {cpu_us:.0} µs per envelope ({:.2} cores busy)", used / secs);
+        let nodes = if servers.len() > 1 { format!("{} processes", servers.len()) } else { "process".to_string() };
+        println!("{who} {nodes}: peak RSS {rss:.0} MB; {used:.2} CPU-seconds = {cpu_us:.0} µs per envelope ({:.2} cores busy)", used / secs);
+        if database > 0.0 {
+            println!("PostgreSQL: {database:.2} CPU-seconds = {:.0} µs per envelope", database * 1e6 / total as f64);
+        }
         println!(
             "{who} process wrote {:.0} MB to disk = {:.1} KB per envelope ({:.0} MB/s)",
             written as f64 / 1e6,
@@ -275,12 +313,12 @@ impl Measuring {
 }
 
 /// Posts `bodies` to `server`'s EPP submit route and prints what it did.
-fn measure_http(server: &Server, bodies: Vec<String>, concurrency: usize, who: &str) -> Result<Figures, String> {
+fn measure_http(servers: &[Server], bodies: Vec<String>, concurrency: usize, who: &str) -> Result<Figures, String> {
     let total = bodies.len();
-    let url = format!("http://{}/epp/v1/submit", server.addr);
-    println!("{who}: posting to {url} with {concurrency} connections…");
-    let m = Measuring::start(server);
-    let (accepted, lat, secs) = post_all(url, bodies, concurrency)?;
+    let urls: Vec<String> = servers.iter().map(|s| format!("http://{}/epp/v1/submit", s.addr)).collect();
+    println!("{who}: posting to {} with {concurrency} connections…", urls.join(" and "));
+    let m = Measuring::start(servers);
+    let (accepted, lat, secs) = post_all(urls, bodies, concurrency)?;
     println!(
         "{who} http: {accepted} of {total} accepted in {secs:.2} s = {:.0} accepted/s; p50 {:.2} ms, p99 {:.2} ms",
         accepted as f64 / secs,
@@ -290,25 +328,31 @@ fn measure_http(server: &Server, bodies: Vec<String>, concurrency: usize, who: &
     if accepted < total {
         return Err(format!("{who} accepted {accepted} of {total}: the figures would not be of the same work"));
     }
-    Ok(m.report(server, total, secs, who))
+    Ok(m.report(servers, total, secs, who))
 }
 
 /// Posts every body once over `concurrency` keep-alive connections; returns how many
 /// were accepted, every request's latency, and the wall time. A bare HTTP/1.1 client
 /// (hyper's connection API, no pool or redirect logic), so the load generator takes as
 /// little as it can of the CPU it shares with the inbox, as wrk would.
-fn post_all(url: String, bodies: Vec<String>, concurrency: usize) -> Result<(usize, Vec<Duration>, f64), String> {
+fn post_all(urls: Vec<String>, bodies: Vec<String>, concurrency: usize) -> Result<(usize, Vec<Duration>, f64), String> {
     use http_body_util::{BodyExt, Full};
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
-    let uri: hyper::Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
-    let authority = uri.authority().map(|a| a.to_string()).ok_or("no host in the URL")?;
+    // Connection k goes to node k mod n: a load balancer's round robin.
+    let mut targets = Vec::new();
+    for url in &urls {
+        let uri: hyper::Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
+        let authority = uri.authority().map(|a| a.to_string()).ok_or("no host in the URL")?;
+        targets.push((uri, authority));
+    }
     rt.block_on(async move {
         let bodies: Arc<Vec<bytes::Bytes>> = Arc::new(bodies.into_iter().map(bytes::Bytes::from).collect());
         let next = Arc::new(AtomicUsize::new(0));
         let start = Instant::now();
         let mut workers = Vec::new();
-        for _ in 0..concurrency.max(1) {
-            let (bodies, next, uri, authority) = (bodies.clone(), next.clone(), uri.clone(), authority.clone());
+        for k in 0..concurrency.max(1) {
+            let (uri, authority) = targets[k % targets.len()].clone();
+            let (bodies, next) = (bodies.clone(), next.clone());
             workers.push(tokio::spawn(async move {
                 let stream = tokio::net::TcpStream::connect(&authority).await.map_err(|e| e.to_string())?;
                 stream.set_nodelay(true).map_err(|e| e.to_string())?;

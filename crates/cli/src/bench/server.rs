@@ -10,7 +10,7 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    pub(super) fn start(data_dir: &std::path::Path, watch: Option<&std::path::Path>) -> Result<Server, String> {
+    pub(super) fn start(data_dir: &std::path::Path, watch: Option<&std::path::Path>, database: Option<&str>) -> Result<Server, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut cmd = std::process::Command::new(exe);
         cmd.args(["serve", "--listen", "127.0.0.1:0"])
@@ -21,6 +21,9 @@ impl Server {
             .stderr(std::process::Stdio::piped());
         if let Some(w) = watch {
             cmd.arg("--watch").arg(w);
+        }
+        if let Some(db) = database {
+            cmd.env("GATEHOUSE_DATABASE", db);
         }
         let child = cmd.spawn().map_err(|e| format!("cannot start the inbox: {e}"))?;
         Server::listening(child, "listening on http://", "inbox")

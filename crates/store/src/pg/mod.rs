@@ -239,6 +239,10 @@ pub(crate) fn committer(pg: &Pg, jobs: std::sync::mpsc::Receiver<Job>) {
         if batch.is_empty() {
             continue;
         }
+        // Every node locks the rows it counts on (a sender's minute of usage, its knock)
+        // in one order, by sender: two nodes' batches wait for each other instead of
+        // deadlocking. One sender's jobs keep their order.
+        batch.sort_by(|a, b| a.sender().cmp(&b.sender()));
         for (job, r) in commit_batch(&mut &*pg, batch) {
             answer(job, r);
         }

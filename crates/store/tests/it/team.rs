@@ -157,3 +157,48 @@ crate::on_both_engines! {
         assert!(a.take_lease("email:work", t + 50_003, 30_000).unwrap(), "given up: taken at once");
     }
 }
+
+#[test]
+fn the_same_uamp_message_id_at_two_nodes_at_once_is_stored_once() {
+    let Some(place) = postgres() else { return };
+    let nodes: Vec<Arc<Store>> = (0..2).map(|_| Arc::new(place.open())).collect();
+    for round in 0..50 {
+        let outcomes = at_once(&nodes, move |i, node| {
+            let id = format!("0190f0a0-0000-7000-8000-{round:012}");
+            let msg = gatehouse_store::uamp::NewUampMessage {
+                message_id: id.clone(),
+                direction: "in",
+                sender: "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK".into(),
+                recipients: vec!["did:key:z6Mkf5rGMoatrSj1f4CyvuHBeXJELe9RPdzo2PKGNCKVtZxP".into()],
+                intent: "inform".into(),
+                stream_id: None,
+                reply_to: None,
+                scope: Some("support".into()),
+                body_type: "text".into(),
+                content: format!("round {round}"),
+                ts: "2026-11-26T10:00:00Z".into(),
+                received_at: "2026-11-26T10:00:00Z".into(),
+                received_ms: 1_795_000_000_000,
+                raw: "{}".into(),
+                receipt_id: format!("{id}-{i}"),
+            };
+            let mut receipt = envelope_at(b"unused", round * 10 + i, 1_795_000_000_000).receipt;
+            receipt.receipt_id = format!("{id}-{i}");
+            receipt.transport = "uamp".into();
+            node.uamp_accept(&msg, None, &receipt, &RateLimit::default()).unwrap()
+        });
+        let stored = outcomes.iter().filter(|o| o.is_ok()).count();
+        assert_eq!(stored, 1, "round {round}: {outcomes:?}");
+        assert!(outcomes.iter().any(|o| matches!(o, Err(gatehouse_store::uamp::UampRefusal::Replay))), "{outcomes:?}");
+    }
+}
+
+/// Gatehouse has no TLS to PostgreSQL yet: a URL that asks for it is refused, never
+/// served in the clear.
+#[test]
+fn a_database_url_that_requires_tls_is_refused_not_used_in_the_clear() {
+    let Some(place) = postgres() else { return };
+    let Place::Pg(url) = &place else { unreachable!() };
+    let e = Store::open_url(&format!("{url}?sslmode=require")).err().expect("refused");
+    assert!(e.to_string().contains("TLS"), "{e}");
+}
