@@ -93,9 +93,30 @@ pub struct Hooks {
     pub on_success: Option<OnSuccess>,
 }
 
-/// Consumes envelope row ids and runs their executors in arrival order.
+/// How often a node of a team's gate looks for queued envelopes it was not handed: those
+/// another process released (a decision made at another node or by the CLI).
+pub const LOOK_FOR_QUEUED: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Consumes envelope row ids and runs their executors in arrival order. On a team's gate
+/// it also takes, every [`LOOK_FOR_QUEUED`], what is queued in the database: claims
+/// decide which node runs each.
 pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>, progress: Progress, hooks: Hooks) {
-    while let Some(first) = rx.recv().await {
+    let mut look = tokio::time::interval(LOOK_FOR_QUEUED);
+    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let first = tokio::select! {
+            id = rx.recv() => match id {
+                Some(id) => id,
+                None => return,
+            },
+            _ = look.tick(), if store.is_shared() => {
+                let queued = blocking(&store, |s| s.queued_ids(BATCH)).await.unwrap_or_default();
+                if !queued.is_empty() {
+                    run_batch(&store, queued, &progress, &hooks).await;
+                }
+                continue;
+            }
+        };
         let mut ids = vec![first];
         while ids.len() < BATCH {
             match rx.try_recv() {

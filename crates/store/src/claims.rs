@@ -61,6 +61,12 @@ impl Store {
         Ok(claimed)
     }
 
+    /// Up to `limit` queued envelopes, oldest first (a node of a team's gate looks for
+    /// what another process released).
+    pub fn queued_ids(&self, limit: usize) -> Result<Vec<i64>> {
+        self.read(|c| c.query_map("SELECT id FROM envelopes WHERE exec_status = 'queued' ORDER BY id LIMIT ?1", args![limit], |r| r.get(0))?.collect())
+    }
+
     /// Envelopes left running by a run that cannot finish them: this node's own (it
     /// restarted), and any claimed before `stale_before` (its node never came back). On
     /// one laptop, every running envelope is this process's own.

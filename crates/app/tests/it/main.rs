@@ -18,6 +18,7 @@ mod mail;
 mod mail_v2;
 mod model;
 mod replies;
+mod team;
 mod uamp;
 mod uamp_client;
 mod v11;

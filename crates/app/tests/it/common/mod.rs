@@ -95,7 +95,25 @@ impl TestInbox {
         email: Vec<gatehouse_app::doors::email::Follow>,
     ) -> TestInbox {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(test_store(dir.path()));
+        let store = test_store(dir.path());
+        Self::start_in(dir, store, inbox_key, watch, executors, setup, email).await
+    }
+
+    /// A node of a team's gate: an inbox on `store` (opened on the team's database).
+    pub async fn start_on(inbox_key: &str, store: Store) -> TestInbox {
+        Self::start_in(tempfile::tempdir().unwrap(), store, inbox_key, false, ExecutorConfig::default(), |_| {}, Vec::new()).await
+    }
+
+    async fn start_in(
+        dir: tempfile::TempDir,
+        store: Store,
+        inbox_key: &str,
+        watch: bool,
+        executors: ExecutorConfig,
+        setup: impl FnOnce(&Store),
+        email: Vec<gatehouse_app::doors::email::Follow>,
+    ) -> TestInbox {
+        let store = Arc::new(store);
         executors.save(&store).unwrap();
         setup(&store);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
