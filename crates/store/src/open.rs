@@ -127,18 +127,28 @@ impl Store {
         pg.with(crate::pg::migrate)?;
         let (tx, rx) = std::sync::mpsc::channel();
         let p = pg.clone();
+        Store::with_committer(Engine::Pg(pg), None, tx, move || crate::pg::committer(&p, rx))
+    }
+
+    /// A store on `engine` whose group commits run on a thread of their own (`commit`).
+    fn with_committer(
+        engine: Engine,
+        path: Option<std::path::PathBuf>,
+        jobs: std::sync::mpsc::Sender<Job>,
+        commit: impl FnOnce() + Send + 'static,
+    ) -> Result<Store> {
         let committer = std::thread::Builder::new()
             .name("gatehouse-commit".into())
-            .spawn(move || crate::pg::committer(&p, rx))
+            .spawn(commit)
             .map_err(|e| StoreError::CommitFailed(format!("cannot start the commit thread: {e}")))?;
         Ok(Store {
-            engine: Engine::Pg(pg),
-            path: None,
+            engine,
+            path,
             data_dir: None,
             node: crate::claims::LOCAL.into(),
             readers: Mutex::new(Vec::new()),
             admissions: Mutex::new(std::collections::HashMap::new()),
-            jobs: Some(tx),
+            jobs: Some(jobs),
             committer: Some(committer),
         })
     }
@@ -173,6 +183,21 @@ impl Store {
         };
         tx.commit()?;
         Ok(out)
+    }
+
+    /// Every (table, column) of the schema, sorted: the two engines' schemas are written
+    /// apart (`migrations`, `pg/schema.rs`), and a test holds them to the same tables.
+    #[doc(hidden)]
+    pub fn schema_columns(&self) -> Result<Vec<(String, String)>> {
+        self.read(|c| {
+            let sql = if c.is_pg() {
+                "SELECT CAST(table_name AS TEXT), CAST(column_name AS TEXT) FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2"
+            } else {
+                "SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p
+                 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY 1, 2"
+            };
+            c.query_map(sql, args![], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
+        })
     }
 
     /// The database answers a query now.
@@ -215,20 +240,7 @@ impl Store {
         let c = conn.clone();
         let helper = path.as_deref().and_then(Checkpointer::start);
         let syncer = path.as_deref().and_then(|p| Syncer::start(p, tx.clone()));
-        let committer = std::thread::Builder::new()
-            .name("gatehouse-commit".into())
-            .spawn(move || committer(c, rx, helper, syncer))
-            .map_err(|e| StoreError::CommitFailed(format!("cannot start the commit thread: {e}")))?;
-        Ok(Store {
-            engine: Engine::Lite(conn),
-            path,
-            data_dir: None,
-            node: crate::claims::LOCAL.into(),
-            readers: Mutex::new(Vec::new()),
-            admissions: Mutex::new(std::collections::HashMap::new()),
-            jobs: Some(tx),
-            committer: Some(committer),
-        })
+        Store::with_committer(Engine::Lite(conn), path, tx, move || committer(c, rx, helper, syncer))
     }
 
     /// Runs a read on a pooled read connection, so reads never queue behind a commit.

@@ -202,3 +202,19 @@ fn a_database_url_that_requires_tls_is_refused_not_used_in_the_clear() {
     let e = Store::open_url(&format!("{url}?sslmode=require")).err().expect("refused");
     assert!(e.to_string().contains("TLS"), "{e}");
 }
+
+/// The schema is written twice (SQLite's steps, PostgreSQL's in its types): the same
+/// tables with the same columns, but for what each engine keeps for itself.
+#[test]
+fn both_engines_have_the_same_tables_and_columns() {
+    let Some(place) = postgres() else { return };
+    let lite = crate::common::sqlite().open().schema_columns().unwrap();
+    let pg = place.open().schema_columns().unwrap();
+    let own_to_sqlite = |(t, _): &(String, String)| t.starts_with("receipts_fts");
+    let own_to_pg = |(t, c): &(String, String)| t == "gatehouse_schema" || t == "gate_identity" || (t == "mail_tasks" && c == "rowid");
+    let lite: Vec<_> = lite.into_iter().filter(|c| !own_to_sqlite(c)).collect();
+    let pg: Vec<_> = pg.into_iter().filter(|c| !own_to_pg(c)).collect();
+    let missing: Vec<_> = lite.iter().filter(|c| !pg.contains(c)).collect();
+    let extra: Vec<_> = pg.iter().filter(|c| !lite.contains(c)).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "only in SQLite: {missing:?}; only in PostgreSQL: {extra:?}");
+}
