@@ -118,7 +118,7 @@ impl Transact for rusqlite::Connection {
 }
 
 pub(crate) fn commit_batch(conn: &mut impl Transact, batch: Vec<Job>) -> Vec<(Job, AcceptResult)> {
-    let together = conn.transact(|tx| batch.iter().map(|job| run_job(tx, job).map(Ok)).collect::<Result<Vec<AcceptResult>>>());
+    let together = conn.transact(|tx| run_jobs(tx, &batch));
     match together {
         Ok(results) => batch.into_iter().zip(results).collect(),
         Err(e) if batch.len() > 1 || e.is_retryable() => batch
@@ -140,6 +140,36 @@ pub(crate) fn commit_batch(conn: &mut impl Transact, batch: Vec<Job>) -> Vec<(Jo
             batch.into_iter().map(|job| (job, Err(failed(&msg)))).collect()
         }
     }
+}
+
+/// A batch's jobs in one transaction, in order; the first error fails them all. On
+/// PostgreSQL the acceptances of senders without rate limits go together (one round trip
+/// for their checks, one for their inserts: `pg::accept`), the other jobs after them.
+fn run_jobs(tx: &Db<'_>, batch: &[Job]) -> Result<Vec<AcceptResult>> {
+    if !tx.is_pg() {
+        return batch.iter().map(|job| run_job(tx, job).map(Ok)).collect();
+    }
+    let unlimited = |j: &Job| matches!(j, Job::Accept { limits, .. } if limits.max_per_hour.is_none() && limits.max_per_day.is_none());
+    let together: Vec<(usize, (&NewEnvelope, &Serialized))> = batch
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| unlimited(j))
+        .filter_map(|(i, j)| match j {
+            Job::Accept { rec, json, .. } => Some((i, (&**rec, json))),
+            _ => None,
+        })
+        .collect();
+    let recs: Vec<_> = together.iter().map(|(_, r)| *r).collect();
+    let mut out: Vec<Option<AcceptResult>> = batch.iter().map(|_| None).collect();
+    for ((i, _), r) in together.iter().zip(crate::pg::accept::accept_many(tx, &recs)?) {
+        out[*i] = Some(Ok(r?));
+    }
+    for (i, job) in batch.iter().enumerate() {
+        if out[i].is_none() {
+            out[i] = Some(Ok(run_job(tx, job)?));
+        }
+    }
+    Ok(out.into_iter().map(|r| r.expect("every job ran")).collect())
 }
 
 pub(crate) fn run_job(tx: &Db<'_>, job: &Job) -> AcceptResult {

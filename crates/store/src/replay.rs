@@ -38,6 +38,9 @@ pub enum AcceptRefusal {
 }
 
 pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
+    if tx.is_pg() {
+        return crate::pg::accept::accept_one(tx, rec, limits, json);
+    }
     if let Some(admitted) = rec.admission_version {
         // SQLite: the write lock is held, so nothing can change admission until this
         // commits. PostgreSQL: the row is share-locked until then, so a change made on

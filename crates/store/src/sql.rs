@@ -308,6 +308,23 @@ impl<'a> Db<'a> {
         Ok(out.into_iter())
     }
 
+    /// One statement with each set of arguments, the one row each returns made into a
+    /// `T`. PostgreSQL gets them all before answering the first (one round trip for the
+    /// lot); SQLite runs them one after the other.
+    pub(crate) fn query_all<T>(&self, sql: &str, sets: &[Vec<&dyn Arg>], mut f: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
+        match self {
+            Db::Lite(_) => sets.iter().map(|a| self.query_row(sql, a, &mut f)).collect(),
+            Db::Pg(c) => c
+                .query_all(sql, sets)?
+                .iter()
+                .map(|rows| match rows.first() {
+                    Some(r) => f(&Row::Pg(r)),
+                    None => Err(rusqlite::Error::QueryReturnedNoRows.into()),
+                })
+                .collect(),
+        }
+    }
+
     /// Runs reads that must agree with each other in one snapshot.
     pub(crate) fn snapshot<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
         match self {

@@ -19,6 +19,7 @@ use crate::jobs::{answer, commit_batch, Job, MAX_BATCH};
 use crate::sql::{to_pg, Arg, Db, Val};
 use crate::{Result, StoreError};
 
+pub(crate) mod accept;
 mod schema;
 pub(crate) use schema::migrate;
 
@@ -67,6 +68,16 @@ impl Conn {
         let vals: Vec<Val<'_>> = args.iter().map(|a| a.val()).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = vals.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
         Ok(wait(self.client.query(&st, &refs))?)
+    }
+
+    /// One statement run with each set of arguments, all sent before the first answer is
+    /// awaited (tokio-postgres pipelines what is polled together); the rows of each.
+    pub(crate) fn query_all(&self, sql: &str, sets: &[Vec<&dyn Arg>]) -> Result<Vec<Vec<tokio_postgres::Row>>> {
+        let st = self.statement(sql)?;
+        let vals: Vec<Vec<Val<'_>>> = sets.iter().map(|a| a.iter().map(|x| x.val()).collect()).collect();
+        let refs: Vec<Vec<&(dyn ToSql + Sync)>> = vals.iter().map(|v| v.iter().map(|x| x as &(dyn ToSql + Sync)).collect()).collect();
+        let queries = refs.iter().map(|r| self.client.query(&st, r));
+        Ok(wait(futures_util::future::try_join_all(queries))?)
     }
 
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {

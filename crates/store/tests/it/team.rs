@@ -218,3 +218,25 @@ fn both_engines_have_the_same_tables_and_columns() {
     let extra: Vec<_> = pg.iter().filter(|c| !lite.contains(c)).collect();
     assert!(missing.is_empty() && extra.is_empty(), "only in SQLite: {missing:?}; only in PostgreSQL: {extra:?}");
 }
+
+crate::on_both_engines! {
+    /// Copies racing into one node's group commit (several in one batch) are accepted
+    /// once each, whatever batch they land in.
+    fn copies_in_one_batch_are_accepted_once(place) {
+        let store = Arc::new(place.open());
+        let nodes: Vec<Arc<Store>> = (0..8).map(|_| store.clone()).collect();
+        let outcomes = at_once(&nodes, |t, node| {
+            (0..50)
+                .map(|k| {
+                    let mut e = envelope_at(format!("shared nonce {k:04}").as_bytes(), 100 * t + k, 1_794_996_401_000 + k as i64);
+                    e.envelope_id = format!("env-{k}");
+                    node.accept(e, &RateLimit::default()).unwrap()
+                })
+                .collect::<Vec<_>>()
+        });
+        let all: Vec<_> = outcomes.into_iter().flatten().collect();
+        assert_eq!(all.iter().filter(|o| o.is_ok()).count(), 50);
+        assert!(all.iter().filter(|o| o.is_err()).all(|o| matches!(o, Err(AcceptRefusal::Replay))), "{all:?}");
+        assert_eq!(store.count_envelopes().unwrap(), 50);
+    }
+}
