@@ -147,9 +147,20 @@ impl Pipeline<'_> {
         // tasks (health checks, other senders) to the rest of the pool meanwhile.
         let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         let checked = if bytes.len() > INLINE_CHECK_BYTES && multi_thread { tokio::task::block_in_place(|| self.check(&ctx)) } else { self.check(&ctx) };
+        // Admission may ask the database (a refusal is read again, fresh): on a team's gate
+        // that is a network round trip, which a slow database can make long, so the
+        // worker's other tasks (health checks, other senders) move on meanwhile.
+        let off_worker = multi_thread && self.store().is_shared();
+        let admit = |env, form, unsigned, fresh| {
+            if off_worker {
+                tokio::task::block_in_place(|| self.admit(&ctx, env, form, unsigned, fresh))
+            } else {
+                self.admit(&ctx, env, form, unsigned, fresh)
+            }
+        };
         let failure = match checked {
             Ok((env, form, unsigned)) => {
-                let mut admitted = self.admit(&ctx, env, form, unsigned, false);
+                let mut admitted = admit(env, form, unsigned, false);
                 let mut tries = 0;
                 loop {
                     let (record, limits, p) = match admitted {
@@ -160,7 +171,7 @@ impl Pipeline<'_> {
                     match self.settle(&ctx, p, stored, &mut tries) {
                         Settled::Done(outcome) => return outcome,
                         Settled::Failed(f) => break f,
-                        Settled::Stale(p) => admitted = self.admit(&ctx, p.env, p.form, p.unsigned, true),
+                        Settled::Stale(p) => admitted = admit(p.env, p.form, p.unsigned, true),
                     }
                 }
             }

@@ -171,6 +171,32 @@ impl Postgres {
         assert!(out.status.success(), "PostgreSQL did not stop: {}", String::from_utf8_lossy(&out.stderr));
     }
 
+    /// Freezes every process of the cluster (SIGSTOP to the postmaster and each of its
+    /// children, which PostgreSQL puts in sessions of their own): a database that takes
+    /// connections and answers nothing, as a hung one does. [`Postgres::thaw`] lets it go on.
+    pub fn freeze(&self) {
+        self.signal_all(libc::SIGSTOP);
+    }
+
+    pub fn thaw(&self) {
+        self.signal_all(libc::SIGCONT);
+    }
+
+    fn signal_all(&self, signal: libc::c_int) {
+        let pid_file = std::fs::read_to_string(self.data().join("postmaster.pid")).expect("the cluster runs");
+        let postmaster: i32 = pid_file.lines().next().and_then(|l| l.trim().parse().ok()).expect("postmaster.pid names the postmaster");
+        let children = std::fs::read_dir("/proc").into_iter().flatten().flatten().filter_map(|p| {
+            let stat = std::fs::read_to_string(p.path().join("stat")).ok()?;
+            // pid (comm) state ppid …
+            let ppid: i32 = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+            (ppid == postmaster).then(|| p.file_name().to_str()?.parse::<i32>().ok()).flatten()
+        });
+        for pid in std::iter::once(postmaster).chain(children.collect::<Vec<_>>()) {
+            // SAFETY: kill takes plain integers; a process gone meanwhile is an error return.
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+
     /// Runs one SQL statement with the cluster's own `psql`, as its superuser.
     pub fn psql(&self, sql: &str) -> Result<String, String> {
         self.psql_in(DATABASE, sql)

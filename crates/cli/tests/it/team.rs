@@ -304,3 +304,33 @@ fn postgres_stopped_under_load_gets_503_with_retry_after_and_the_nodes_recover()
         assert!(prompts.contains(&format!("envelope {i}")));
     }
 }
+
+/// A database that takes connections and answers nothing (a hung or very slow one)
+/// holds up the envelopes that need it, never the node: `/health` answers, and so does
+/// `/ready`, saying it is not ready.
+#[test]
+fn a_hung_database_does_not_starve_health() {
+    let Some(pg) = Postgres::start() else { return };
+    let team = Team::new(pg.fresh_database(), 1);
+    let node = team.serve(0);
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    // Strangers: each refusal reads the registry again, fresh, from the database.
+    let bodies: Vec<String> = (0..16).map(|i| signed(&team.public_key, &gatehouse_epp::generate_signing_key(), "support", &format!("knock {i}"))).collect();
+    pg.freeze();
+    std::thread::scope(|s| {
+        for b in &bodies {
+            let (client, url) = (client.clone(), node.submit());
+            s.spawn(move || {
+                let _ = client.post(url).body(b.clone()).send();
+            });
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let t = Instant::now();
+        let health = client.get(format!("{}/health", node.base)).timeout(Duration::from_secs(5)).send();
+        let answered = health.as_ref().map(|r| r.status().as_u16()).ok();
+        let ready = client.get(format!("{}/ready", node.base)).timeout(Duration::from_secs(5)).send().map(|r| r.status().as_u16()).ok();
+        pg.thaw();
+        assert_eq!(answered, Some(200), "/health did not answer within 5 s while the database hung ({:?})", t.elapsed());
+        assert_eq!(ready, Some(503), "/ready says the database does not answer");
+    });
+}
