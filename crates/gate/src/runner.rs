@@ -18,13 +18,32 @@ use crate::executor::{self, Delegates, ExecutorConfig, ExecutorSpec, Sink, Updat
 /// user's back); queued ones are returned to be claimed and run.
 pub fn recover(store: &Store) -> gatehouse_store::Result<Vec<i64>> {
     let now = chrono::Utc::now();
-    let stale = crate::clock::utc_string_ms(now - chrono::Duration::milliseconds(gatehouse_store::STALE_AFTER_MS));
-    for row in store.abandoned_claims(&stale)? {
+    abandon(store, store.abandoned_claims(&stale_before(now))?, now)?;
+    Ok(store.envelopes_with_status(ExecStatus::Queued)?.into_iter().map(|r| r.id).collect())
+}
+
+/// On a team's gate, while it runs: the claims of nodes gone for longer than any executor
+/// runs are marked failed, so that no envelope stays "running" for a node that never
+/// comes back.
+fn sweep_stale(store: &Store) -> gatehouse_store::Result<()> {
+    let now = chrono::Utc::now();
+    abandon(store, store.stale_claims(&stale_before(now))?, now)
+}
+
+fn stale_before(now: chrono::DateTime<chrono::Utc>) -> String {
+    crate::clock::utc_string_ms(now - chrono::Duration::milliseconds(gatehouse_store::STALE_AFTER_MS))
+}
+
+fn abandon(store: &Store, rows: Vec<EnvelopeRow>, now: chrono::DateTime<chrono::Utc>) -> gatehouse_store::Result<()> {
+    for row in rows {
         let note = serde_json::json!({"executor": row.executor, "error": "Gatehouse stopped while this executor was running; it was not re-run"});
         store.set_exec(row.id, ExecStatus::Failed, Some(&note), &crate::clock::utc_string_ms(now))?;
     }
-    Ok(store.envelopes_with_status(ExecStatus::Queued)?.into_iter().map(|r| r.id).collect())
+    Ok(())
 }
+
+/// How many looks for queued envelopes between two sweeps of stale claims (10 minutes).
+const LOOKS_PER_SWEEP: u32 = 300;
 
 /// Queues a failed envelope again under the executor set now, which the row then names
 /// (the user asked: a model that was unreachable, a swarm that refused its token). Only
@@ -103,6 +122,7 @@ pub const LOOK_FOR_QUEUED: std::time::Duration = std::time::Duration::from_secs(
 pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>, progress: Progress, hooks: Hooks) {
     let mut look = tokio::time::interval(LOOK_FOR_QUEUED);
     look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut looks = 0u32;
     loop {
         let first = tokio::select! {
             id = rx.recv() => match id {
@@ -110,6 +130,10 @@ pub async fn run(store: Arc<Store>, mut rx: mpsc::UnboundedReceiver<i64>, progre
                 None => return,
             },
             _ = look.tick(), if store.is_shared() => {
+                looks = (looks + 1) % LOOKS_PER_SWEEP;
+                if looks == 1 {
+                    blocking(&store, sweep_stale).await;
+                }
                 let queued = blocking(&store, |s| s.queued_ids(BATCH)).await.unwrap_or_default();
                 if !queued.is_empty() {
                     run_batch(&store, queued, &progress, &hooks).await;

@@ -61,6 +61,16 @@ impl Store {
         Ok(claimed)
     }
 
+    /// Envelopes claimed before `stale_before` and still running, whichever node claimed
+    /// them: longer than any executor runs, so their node is gone (a team's gate sweeps
+    /// them while it runs; a restart also takes its own fresh ones, `abandoned_claims`).
+    pub fn stale_claims(&self, stale_before: &str) -> Result<Vec<EnvelopeRow>> {
+        self.read(|c| {
+            let sql = format!("{} WHERE exec_status = 'running' AND exec_updated_at < ?1 ORDER BY id", crate::receipts::ENVELOPE_SELECT);
+            c.query_map(&sql, args![stale_before], crate::receipts::envelope_from_row)?.collect()
+        })
+    }
+
     /// Up to `limit` queued envelopes, oldest first (a node of a team's gate looks for
     /// what another process released).
     pub fn queued_ids(&self, limit: usize) -> Result<Vec<i64>> {

@@ -138,6 +138,9 @@ fn only_a_restarted_nodes_own_claims_or_stale_ones_are_abandoned() {
     assert_eq!(rows(a_again.abandoned_claims("2026-11-25T10:00:00.000Z").unwrap()), ids);
     // b restarted: only its own; a's are fresh and a is alive.
     assert_eq!(rows(b.abandoned_claims("2026-11-25T08:00:00.000Z").unwrap()), ids[2..]);
+    // While nodes run, only claims older than the bound are swept, whoever holds them.
+    assert_eq!(rows(a.stale_claims("2026-11-25T10:00:00.000Z").unwrap()), ids[2..]);
+    assert!(b.stale_claims("2026-11-25T08:00:00.000Z").unwrap().is_empty());
 }
 
 crate::on_both_engines! {
