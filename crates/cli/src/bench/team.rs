@@ -61,7 +61,7 @@ impl Database {
         let (commits, statements) = self.counters();
         let per = |a: i64, b: i64| (a - b) as f64 / total as f64;
         let statements = match (statements, statements_before) {
-            (Some(a), Some(b)) => format!("{:.1} statements (round trips)", per(a, b)),
+            (Some(a), Some(b)) => format!("{:.1} statements", per(a, b)),
             _ => "statements not counted (pg_stat_statements is not loaded)".to_string(),
         };
         println!("PostgreSQL per envelope: {:.3} commits, {statements}", per(commits, commits_before));
