@@ -19,7 +19,8 @@ use std::time::Instant;
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::jobs::{answer, blocking, commit_batch, run_job, AcceptResult, Job, MAX_BATCH};
+use crate::jobs::{answer, blocking, commit_batch, run_job, Job, MAX_BATCH};
+use crate::replay::AcceptResult;
 use crate::sql::Db;
 use crate::{Result, StoreError};
 

@@ -1,7 +1,7 @@
 //! The inbox list: receipts filtered by sender (or a contact's keys), scope, status, transport and full-text
 //! search, newest first.
 
-use crate::sql::{Arg, Owned};
+use crate::value::{Arg, Owned};
 use crate::*;
 
 impl Store {

@@ -7,8 +7,6 @@ use crate::*;
 /// At most this many writes share one transaction (bounds a commit's latency).
 pub(crate) const MAX_BATCH: usize = 1024;
 
-pub(crate) type AcceptResult = Result<Result<i64, AcceptRefusal>>;
-
 /// One write waiting for a group commit, and where its answer goes once it is durable.
 pub(crate) enum Job {
     Accept {
@@ -57,13 +55,6 @@ impl Job {
         let json = Serialized { receipt: row.receipt.to_string(), exec_result: None };
         Job::Receipt { row: Box::new(row.clone()), knock: knock.cloned(), json, reply }
     }
-}
-
-/// A write's JSON columns as text, serialized by the caller's thread: the committer is
-/// the one thread every acceptance waits for, so it only binds and inserts.
-pub(crate) struct Serialized {
-    pub(crate) receipt: String,
-    pub(crate) exec_result: Option<String>,
 }
 
 /// A thread waiting (blocking) or a task awaiting the commit.
@@ -174,6 +165,8 @@ fn run_jobs(tx: &Db<'_>, batch: &[Job]) -> Result<Vec<AcceptResult>> {
 
 pub(crate) fn run_job(tx: &Db<'_>, job: &Job) -> AcceptResult {
     match job {
+        // PostgreSQL's acceptance makes the same checks in fewer round trips (`pg::accept`).
+        Job::Accept { rec, limits, json, .. } if tx.is_pg() => crate::pg::accept::accept_one(tx, rec, limits, json),
         Job::Accept { rec, limits, json, .. } => accept_one(tx, rec, limits, json),
         Job::Receipt { row, knock, json, .. } => {
             if let Some(k) = knock {

@@ -1,11 +1,18 @@
-//! Gatehouse's one store: a SQLite file (WAL, schema migrations) holding the trust
-//! registry, pending sender requests, the nonce registry, envelopes, receipts and settings.
+//! Gatehouse's one store: a SQLite file (WAL, schema migrations), or for a team's gate a
+//! PostgreSQL database, holding the trust registry, pending sender requests, the nonce
+//! registry, envelopes, receipts and settings. Every query is written once and runs on
+//! either engine.
 //!
 //! Durability rule: an acceptance (nonce + envelope + receipt) is one transaction, on
 //! disk (its WAL frames synced) before the caller may send the receipt (see `commit`).
 //!
 //! Where things are decided:
-//! - [`open`]: opening the file, the write connection, the pool of readers;
+//! - [`open`]: opening the file, the write connection, the pool of readers (or the
+//!   PostgreSQL pool, `Store::open_url`);
+//! - [`value`], [`sql`]: the values both engines share, and queries on either (`sql::Db`);
+//!   `pg`: PostgreSQL's connections, its schema and its acceptance in two statements;
+//! - [`claims`]: executor jobs claimed once across nodes, and leases (a mail account read
+//!   by one node);
 //! - [`trust`]: the trust registry, blocked senders, unknown senders waiting for consent,
 //!   and the admission view the pipeline reads per sender;
 //! - [`replay`]: acceptance in one transaction, where a replayed nonce is refused and rate
@@ -15,7 +22,8 @@
 //! - [`contacts`]: the people and organisations behind trusted keys, verified or not;
 //! - [`later`]: prompts deferred ("ask me later"), and the past an "always allow" covers;
 //! - [`audit`], [`settings`], [`retention`], [`risk`]: the audit log, settings, what is kept how long, risk flags dismissed;
-//! - [`jobs`] and [`commit`]: the committer's queue and its group-commit loop;
+//! - [`jobs`] and [`commit`]: the committer's queue and its group-commit loop
+//!   (`commit_pg` on PostgreSQL);
 //! - [`migrations`]: the schema, one numbered step at a time;
 //! - one module per protocol's tables: [`uamp`], [`mail`], [`intentweb`], [`asop`], [`email`] (mail accounts followed for envelopes),
 //!   and [`replies`] (answers sent back to EPP senders), each reached by its own path
@@ -26,6 +34,7 @@ pub mod asop;
 mod audit;
 mod claims;
 mod commit;
+mod commit_pg;
 pub mod contacts;
 pub mod email;
 mod inbox;
@@ -47,6 +56,8 @@ mod settings;
 pub mod sql;
 mod trust;
 pub mod uamp;
+#[doc(hidden)]
+pub mod value;
 
 pub use claims::{DatabaseCounters, STALE_AFTER_MS};
 pub use later::{Covered, MAX_COUNTED};

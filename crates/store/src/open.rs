@@ -127,7 +127,7 @@ impl Store {
         pg.with(crate::pg::migrate)?;
         let (tx, rx) = std::sync::mpsc::channel();
         let p = pg.clone();
-        Store::with_committer(Engine::Pg(pg), None, tx, move || crate::pg::committer(&p, rx))
+        Store::with_committer(Engine::Pg(pg), None, tx, move || crate::commit_pg::committer(&p, rx))
     }
 
     /// A store on `engine` whose group commits run on a thread of their own (`commit`).

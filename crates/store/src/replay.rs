@@ -24,6 +24,16 @@ pub(crate) fn iw_nonce_used(c: &Db<'_>, origin: &str, nonce: &str) -> Result<boo
     Ok(c.query_row("SELECT 1 FROM iw_nonces WHERE origin = ?1 AND nonce = ?2", args![origin, nonce], |_| Ok(())).optional()?.is_some())
 }
 
+/// What an acceptance comes to: the envelope's row, or why it was refused.
+pub(crate) type AcceptResult = Result<Result<i64, AcceptRefusal>>;
+
+/// A write's JSON columns as text, serialized by the caller's thread: the committer is
+/// the one thread every acceptance waits for, so it only binds and inserts.
+pub(crate) struct Serialized {
+    pub(crate) receipt: String,
+    pub(crate) exec_result: Option<String>,
+}
+
 /// Why an acceptance was refused inside the transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AcceptRefusal {
@@ -38,9 +48,6 @@ pub enum AcceptRefusal {
 }
 
 pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
-    if tx.is_pg() {
-        return crate::pg::accept::accept_one(tx, rec, limits, json);
-    }
     if let Some(admitted) = rec.admission_version {
         // SQLite: the write lock is held, so nothing can change admission until this
         // commits. PostgreSQL: the row is share-locked until then, so a change made on

@@ -5,8 +5,7 @@
 //! batch's acceptances in one transaction, so round trips, not CPU, bounded a node
 //! (docs/performance.md).
 
-use crate::jobs::{AcceptResult, Serialized};
-use crate::replay::{minute_of, over_rate, AcceptRefusal};
+use crate::replay::{minute_of, over_rate, AcceptRefusal, AcceptResult, Serialized};
 use crate::sql::{args, Arg, Db};
 use crate::{NewEnvelope, RateLimit, Result};
 

@@ -15,8 +15,7 @@ use bytes::BytesMut;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{NoTls, Statement};
 
-use crate::jobs::{answer, commit_batch, Job, MAX_BATCH};
-use crate::sql::{to_pg, Arg, Db, Val};
+use crate::value::{to_pg, Arg, Val};
 use crate::{Result, StoreError};
 
 pub(crate) mod accept;
@@ -220,49 +219,6 @@ impl Pg {
                 }
             }
         })
-    }
-}
-
-/// The group commit on PostgreSQL: whatever queued while the last transaction ran is
-/// the next transaction, and its callers hear back once it is committed. Uniqueness
-/// (nonces, message ids) is the database's constraint, so a copy committed by another
-/// node fails this batch's insert; the batch is then retried job by job, where the
-/// copy is seen and refused as a replay.
-pub(crate) fn committer(pg: &Pg, jobs: std::sync::mpsc::Receiver<Job>) {
-    let mut stopping = false;
-    while !stopping {
-        let Ok(first) = jobs.recv() else { break };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(j) => batch.push(j),
-                Err(_) => break,
-            }
-        }
-        batch.retain(|j| match j {
-            Job::Shutdown => {
-                stopping = true;
-                false
-            }
-            Job::Synced => false,
-            _ => true,
-        });
-        if batch.is_empty() {
-            continue;
-        }
-        // Every node locks the rows it counts on (a sender's minute of usage, its knock)
-        // in one order, by sender: two nodes' batches wait for each other instead of
-        // deadlocking. One sender's jobs keep their order.
-        batch.sort_by(|a, b| a.sender().cmp(&b.sender()));
-        for (job, r) in commit_batch(&mut &*pg, batch) {
-            answer(job, r);
-        }
-    }
-}
-
-impl crate::jobs::Transact for &Pg {
-    fn transact<T>(&mut self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
-        self.transaction(|c| f(&Db::Pg(c)))
     }
 }
 

@@ -1,0 +1,49 @@
+//! The group commit on PostgreSQL (a team's gate): SQLite's is `commit`.
+
+use crate::jobs::{answer, commit_batch, Job, Transact, MAX_BATCH};
+use crate::pg::Pg;
+use crate::sql::Db;
+use crate::Result;
+
+/// The group commit on PostgreSQL: whatever queued while the last transaction ran is
+/// the next transaction, and its callers hear back once it is committed. Uniqueness
+/// (nonces, message ids) is the database's constraint, so a copy committed by another
+/// node fails this batch's insert; the batch is then retried job by job, where the
+/// copy is seen and refused as a replay.
+pub(crate) fn committer(pg: &Pg, jobs: std::sync::mpsc::Receiver<Job>) {
+    let mut stopping = false;
+    while !stopping {
+        let Ok(first) = jobs.recv() else { break };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(j) => batch.push(j),
+                Err(_) => break,
+            }
+        }
+        batch.retain(|j| match j {
+            Job::Shutdown => {
+                stopping = true;
+                false
+            }
+            Job::Synced => false,
+            _ => true,
+        });
+        if batch.is_empty() {
+            continue;
+        }
+        // Every node locks the rows it counts on (a sender's minute of usage, its knock)
+        // in one order, by sender: two nodes' batches wait for each other instead of
+        // deadlocking. One sender's jobs keep their order.
+        batch.sort_by(|a, b| a.sender().cmp(&b.sender()));
+        for (job, r) in commit_batch(&mut &*pg, batch) {
+            answer(job, r);
+        }
+    }
+}
+
+impl Transact for &Pg {
+    fn transact<T>(&mut self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        self.transaction(|c| f(&Db::Pg(c)))
+    }
+}
