@@ -87,9 +87,11 @@ impl Conn {
 /// What PostgreSQL said, for an error's message (the client's own Display says only
 /// "db error").
 pub(crate) fn message(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+    match (e.as_db_error(), std::error::Error::source(e)) {
+        (Some(db), _) => format!("{} ({})", db.message(), db.code().code()),
+        // "error connecting to server" says nothing of why: the cause does.
+        (None, Some(cause)) => format!("{e}: {cause}"),
+        (None, None) => e.to_string(),
     }
 }
 
@@ -152,7 +154,7 @@ impl Pg {
             Ok::<_, tokio_postgres::Error>(client)
         }))
         .map_err(|e| StoreError::Unavailable(format!("the database connection task failed: {e}")))?
-        .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {e}")))?;
+        .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
         Ok(Conn { client, statements: RefCell::new(HashMap::new()) })
     }
 
