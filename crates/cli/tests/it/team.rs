@@ -334,3 +334,33 @@ fn a_hung_database_does_not_starve_health() {
         assert_eq!(ready, Some(503), "/ready says the database does not answer");
     });
 }
+
+/// A sender's rate limit is the gate's: 10 an hour across three nodes, posted to all at
+/// once, lets 10 in; the rest are 429 with Retry-After.
+#[test]
+fn a_rate_limit_of_ten_an_hour_holds_at_ten_across_three_nodes() {
+    let Some(pg) = Postgres::shared() else { return };
+    let team = Team::new(pg.fresh_database(), 3);
+    let bob = gatehouse_epp::generate_signing_key();
+    team.gh(0, &["trust", "add", &gatehouse_epp::public_key_hex(&bob), "--name", "Bob", "--scopes", "*", "--max-per-hour", "10"]);
+    let nodes: Vec<Node> = (0..3).map(|i| team.serve(i)).collect();
+    let bodies: Vec<String> = (0..30).map(|i| signed(&team.public_key, &bob, "support", &format!("prompt {i}"))).collect();
+    let barrier = Barrier::new(3);
+    let answers: Vec<(u16, Option<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = nodes
+            .iter()
+            .enumerate()
+            .map(|(k, node)| {
+                let (barrier, bodies, url) = (&barrier, &bodies, node.submit());
+                s.spawn(move || {
+                    let client = reqwest::blocking::Client::new();
+                    barrier.wait();
+                    bodies.iter().skip(k).step_by(3).map(|b| post(&client, &url, b)).map(|(status, retry, _)| (status, retry)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(answers.iter().filter(|(s, _)| *s == 200).count(), 10, "{answers:?}");
+    assert!(answers.iter().filter(|(s, _)| *s != 200).all(|(s, retry)| *s == 429 && retry.is_some()), "{answers:?}");
+}
