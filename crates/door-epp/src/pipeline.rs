@@ -2,8 +2,6 @@
 //! Each rule lives in exactly one place: format, version, recipient, expiry and signature
 //! in `gatehouse_epp::check`; replay, trust and policy here; durability in the store.
 
-use std::path::{Path, PathBuf};
-
 use chrono::{DateTime, Utc};
 use gatehouse_epp::{Envelope, ErrorCode, Form, Receipt, Rejection, MAX_ENVELOPE_BYTES};
 use gatehouse_store::{AcceptRefusal, Admission, ExecStatus, Knock, NewEnvelope, ReceiptRow, TrustEntry};
@@ -40,24 +38,6 @@ impl Outcome {
             _ => self.receipt.http_status(),
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    #[error(transparent)]
-    Keys(#[from] gatehouse_keys::KeyError),
-    #[error("cannot open the store {path}: {source}")]
-    Store { path: PathBuf, source: gatehouse_store::StoreError },
-    #[error("cannot create the data dir {path}: {source}")]
-    DataDir { path: PathBuf, source: std::io::Error },
-    #[error("cannot open the gate's database ({at}): {source}")]
-    Database { at: String, source: gatehouse_store::StoreError },
-    /// A team's nodes are one gate with one identity: a node with another key would
-    /// answer as someone else.
-    #[error(
-        "the gate's database belongs to the identity {owner}, and this node's identity is {mine}: give every node the team's key file (docs/team-gate.md)"
-    )]
-    NotThisGate { owner: String, mine: String },
 }
 
 /// The EPP door's way in, on the gate's inbox: an envelope's bytes through the pipeline
@@ -514,11 +494,6 @@ fn receipt_id() -> String {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
-}
-
-/// Where the store lives inside a data dir.
-pub fn store_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("gatehouse.db")
 }
 
 struct Ctx<'a> {

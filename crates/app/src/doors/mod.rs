@@ -13,10 +13,12 @@
 //! - [`service`]: the composition: which doors run on which listener, which delegates
 //!   exist, the scopes doors keep for themselves (a consent decision reaches what it
 //!   decides through its holder, `crate::waiting`)
+//! - [`open`]: opening a data dir: the identity and the store (a file, or a team's database)
 //! - [`lease`]: work one node of a team's gate does for all (a mail account), while it
 //!   holds that work's lease
 
 pub mod lease;
+pub mod open;
 pub mod service;
 
 pub use gatehouse_door_epp as epp;
@@ -27,8 +29,9 @@ pub use gatehouse_door_mail as mail;
 pub use gatehouse_door_uamp as uamp;
 pub use gatehouse_gate as gate;
 
-pub use epp::pipeline::{OpenError, Outcome, Submit};
+pub use epp::pipeline::{Outcome, Submit};
 pub use epp::verification_steps;
 pub use gate::executor::{ExecutorConfig, ExecutorSpec};
 pub use gate::state::Gate;
-pub use service::{build, build_with_events, gate as compose_gate, open, open_at, run, run_with, Opened, ServeOptions, UampOptions, RESERVED_SCOPES};
+pub use open::{make_private, open, open_at, OpenError, Opened};
+pub use service::{build, build_with_events, gate as compose_gate, run, run_with, ServeOptions, UampOptions, RESERVED_SCOPES};

@@ -1,101 +1,19 @@
-//! The composition: opening a data dir (identity + store), deciding which doors run on
-//! which listeners and which executors exist, and running it all until shutdown.
+//! The composition: deciding which doors run on which listeners and which executors
+//! exist, and running it all until shutdown (opening the data dir is `open`).
 //! What a user does with it (trust, consent, executors, exports) is `gatehouse-app`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_keys::{Identity, KeystoreKind};
 use gatehouse_store::Store;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use super::epp::folder::{self, Processed};
-use super::epp::pipeline::{store_path, OpenError};
 use super::gate::executor::Delegates;
 use super::gate::runner;
 use super::Gate;
-
-pub struct Opened {
-    pub identity: Identity,
-    pub store: Arc<Store>,
-    pub created: bool,
-}
-
-/// Loads (or creates) the identity and opens the store of a data dir.
-pub fn open(data_dir: &Path, keystore: KeystoreKind, create: bool) -> Result<Opened, OpenError> {
-    open_at(data_dir, keystore, create, None)
-}
-
-/// [`open`], with the gate's tables in the PostgreSQL database at `database` (a team's
-/// gate: every node opens the same one) instead of the data dir's own file. The data dir
-/// still holds what is this node's: the identity's key (the team's, the same on every
-/// node), certificates, the watched folder.
-pub fn open_at(data_dir: &Path, keystore: KeystoreKind, create: bool, database: Option<&str>) -> Result<Opened, OpenError> {
-    make_private(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
-    let (identity, created) = if create { gatehouse_keys::load_or_create(data_dir, keystore)? } else { (gatehouse_keys::load(data_dir, keystore)?, false) };
-    let store = match database {
-        None => {
-            let path = store_path(data_dir);
-            Store::open(&path).map_err(|source| OpenError::Store { path, source })?
-        }
-        Some(url) => {
-            let node = node_name(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
-            let store = Store::open_url(url).map_err(|source| OpenError::Database { at: redacted(url), source })?.with_data_dir(data_dir).with_node(&node);
-            let claimed = store.claim_identity(&identity.public_key).map_err(|source| OpenError::Database { at: store.location(), source })?;
-            if let Some(owner) = claimed {
-                return Err(OpenError::NotThisGate { owner, mine: identity.public_key.clone() });
-            }
-            store
-        }
-    };
-    Ok(Opened { identity, store: Arc::new(store), created })
-}
-
-/// This node's name on a team's gate, kept in its data dir so that it is the same after
-/// a restart (its runner then knows which claims were its own).
-fn node_name(data_dir: &Path) -> std::io::Result<String> {
-    let path = data_dir.join("node-id");
-    match std::fs::read_to_string(&path) {
-        Ok(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-        Ok(_) => Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is empty", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let name = uuid::Uuid::new_v4().to_string();
-            std::fs::write(&path, &name)?;
-            Ok(name)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// A database URL as it may be shown: without its password.
-fn redacted(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        Ok(u) => u.to_string(),
-        Err(_) => "an unreadable database URL".into(),
-    }
-}
-
-/// Everything this process writes (the store, receipts, received files, exports, the
-/// watched folder's filing) is the user's alone: files are created 0600 and folders 0700
-/// from here on, and the data dir is made 0700 even when an older version left it open.
-pub fn make_private(data_dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        // SAFETY: umask only sets the process's file creation mask; it cannot fail.
-        unsafe { libc::umask(0o077) };
-        std::fs::create_dir_all(data_dir)?;
-        std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))
-    }
-    #[cfg(not(unix))]
-    std::fs::create_dir_all(data_dir)
-}
 
 #[derive(Default)]
 pub struct ServeOptions {

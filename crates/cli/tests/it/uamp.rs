@@ -100,7 +100,7 @@ fn add_a_peer_by_address_pin_it_and_ask_it_for_an_image() {
     let out = gh_in(my_dir.path(), &["uamp", "peer", "add", &url, "--name", "imagegen", "--pin", theirs["certificate_sha256"].as_str().unwrap()], "");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // The CLI adds and removes peers through the same audited path as the window.
-    let store = gatehouse_store::Store::open(&gatehouse_app::doors::epp::pipeline::store_path(my_dir.path())).unwrap();
+    let store = gatehouse_store::Store::open(&gatehouse_app::doors::open::store_path(my_dir.path())).unwrap();
     let mut actions: Vec<String> = store.audit_list(100).unwrap().into_iter().filter(|a| a.action.starts_with("uamp.peer")).map(|a| a.action).collect();
     actions.reverse();
     assert_eq!(actions, ["uamp.peer_add", "uamp.peer_remove", "uamp.peer_add"], "newest last");
