@@ -140,7 +140,7 @@ fn run_jobs(tx: &Db<'_>, batch: &[Job]) -> Result<Vec<AcceptResult>> {
     if !tx.is_pg() {
         return batch.iter().map(|job| run_job(tx, job).map(Ok)).collect();
     }
-    let unlimited = |j: &Job| matches!(j, Job::Accept { limits, .. } if limits.max_per_hour.is_none() && limits.max_per_day.is_none());
+    let unlimited = |j: &Job| matches!(j, Job::Accept { limits, .. } if !limits.is_set());
     let together: Vec<(usize, (&NewEnvelope, &Serialized))> = batch
         .iter()
         .enumerate()

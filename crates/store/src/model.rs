@@ -150,6 +150,13 @@ pub struct RateLimit {
     pub max_per_day: Option<u32>,
 }
 
+impl RateLimit {
+    /// Whether any limit is set (a sender without one is never counted against it).
+    pub fn is_set(&self) -> bool {
+        self.max_per_hour.is_some() || self.max_per_day.is_some()
+    }
+}
+
 /// An unknown sender that knocked with a valid signature; the user may approve it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingSender {

@@ -47,19 +47,25 @@ pub enum AcceptRefusal {
     },
 }
 
-pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
-    if let Some(admitted) = rec.admission_version {
-        // SQLite: the write lock is held, so nothing can change admission until this
-        // commits. PostgreSQL: the row is share-locked until then, so a change made on
-        // any node waits for this commit, or this read waits for that change's.
-        let sql = if tx.is_pg() { "SELECT n FROM admission_version FOR SHARE" } else { "SELECT n FROM admission_version" };
-        let now: i64 = tx.prepare_cached(sql)?.query_row(args![], |r| r.get(0))?;
-        if now != admitted {
-            return Ok(Err(AcceptRefusal::Stale));
-        }
+/// What the checks inside the accepting transaction found, in the order they are judged
+/// (both engines): what admitted the envelope changed since (`version` read now), then a
+/// nonce used before.
+pub(crate) fn refusal(rec: &NewEnvelope, version: Option<i64>, replayed: bool) -> Option<AcceptRefusal> {
+    match (rec.admission_version, version) {
+        (Some(admitted), Some(now)) if admitted != now => Some(AcceptRefusal::Stale),
+        _ => replayed.then_some(AcceptRefusal::Replay),
     }
-    if epp_nonce_used(tx, &rec.nonce)? {
-        return Ok(Err(AcceptRefusal::Replay));
+}
+
+/// One acceptance on SQLite (PostgreSQL's is `pg::accept`).
+pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
+    // The write lock is held: nothing can change admission until this commits.
+    let version = match rec.admission_version {
+        Some(_) => Some(tx.prepare_cached("SELECT n FROM admission_version")?.query_row(args![], |r| r.get::<i64>(0))?),
+        None => None,
+    };
+    if let Some(refused) = refusal(rec, version, epp_nonce_used(tx, &rec.nonce)?) {
+        return Ok(Err(refused));
     }
     if let Some(over) = over_rate(tx, &rec.sender, rec.received_ms, limits)? {
         return Ok(Err(over.into()));
@@ -110,7 +116,7 @@ pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, jso
 /// (`usage_minutes`): the refusal, if one more now would be over a limit. Run inside the
 /// transaction that then counts it ([`count_use`]), so racing arrivals cannot both pass.
 pub(crate) fn over_rate(tx: &Db<'_>, sender: &str, received_ms: i64, limits: &RateLimit) -> Result<Option<OverRate>> {
-    if tx.is_pg() && (limits.max_per_hour.is_some() || limits.max_per_day.is_some()) {
+    if tx.is_pg() && limits.is_set() {
         // Nodes count one sender's arrivals one at a time (SQLite's write lock does the
         // same on one machine): held until this transaction ends.
         tx.prepare_cached("SELECT pg_advisory_xact_lock(hashtextextended(?1, 0))")?.query_row(args![sender], |_| Ok(()))?;

@@ -5,7 +5,7 @@
 //! batch's acceptances in one transaction, so round trips, not CPU, bounded a node
 //! (docs/performance.md).
 
-use crate::replay::{minute_of, over_rate, AcceptRefusal, AcceptResult, Serialized};
+use crate::replay::{minute_of, over_rate, refusal, AcceptRefusal, AcceptResult, Serialized};
 use crate::sql::{args, Arg, Db};
 use crate::{NewEnvelope, RateLimit, Result};
 
@@ -89,21 +89,10 @@ impl<'a> Insert<'a> {
     }
 }
 
-/// The refusal the checks found, if any.
-fn refusal(rec: &NewEnvelope, (version, replayed): (i64, bool)) -> Option<AcceptRefusal> {
-    if rec.admission_version.is_some_and(|admitted| admitted != version) {
-        Some(AcceptRefusal::Stale)
-    } else if replayed {
-        Some(AcceptRefusal::Replay)
-    } else {
-        None
-    }
-}
-
 /// One acceptance (a sender with rate limits, which are counted under its lock).
 pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
-    let checked = tx.query_row(CHECK, args![rec.nonce], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    if let Some(refused) = refusal(rec, checked) {
+    let (version, replayed) = tx.query_row(CHECK, args![rec.nonce], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if let Some(refused) = refusal(rec, Some(version), replayed) {
         return Ok(Err(refused));
     }
     if let Some(over) = over_rate(tx, &rec.sender, rec.received_ms, limits)? {
@@ -123,7 +112,7 @@ pub(crate) fn accept_many(tx: &Db<'_>, recs: &[(&NewEnvelope, &Serialized)]) -> 
     let mut out: Vec<Option<AcceptResult>> = Vec::with_capacity(recs.len());
     let mut inserts = Vec::new();
     for ((rec, json), checked) in recs.iter().zip(checks) {
-        let refused = refusal(rec, checked).or_else(|| (!seen.insert(&rec.nonce)).then_some(AcceptRefusal::Replay));
+        let refused = refusal(rec, Some(checked.0), checked.1).or_else(|| (!seen.insert(&rec.nonce)).then_some(AcceptRefusal::Replay));
         match refused {
             Some(r) => out.push(Some(Ok(Err(r)))),
             None => {
