@@ -14,14 +14,6 @@
 use crate::sql::args;
 use crate::*;
 
-/// Counters of a team's database (see [`Store::database_counters`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DatabaseCounters {
-    pub commits: i64,
-    /// Statements run, when `pg_stat_statements` is loaded.
-    pub statements: Option<i64>,
-}
-
 /// The node name of a store no one named (a laptop's one process).
 pub(crate) const LOCAL: &str = "local";
 
@@ -34,10 +26,6 @@ impl Store {
     pub fn with_node(mut self, node: &str) -> Store {
         self.node = node.to_string();
         self
-    }
-
-    pub fn node(&self) -> &str {
-        &self.node
     }
 
     /// Marks the queued envelopes among `ids` running, claimed by this node, and returns
@@ -81,32 +69,15 @@ impl Store {
     /// restarted), and any claimed before `stale_before` (its node never came back). On
     /// one laptop, every running envelope is this process's own.
     pub fn abandoned_claims(&self, stale_before: &str) -> Result<Vec<EnvelopeRow>> {
-        self.read(|c| {
-            let sql = format!(
-                "{} WHERE exec_status = 'running' AND (claimed_by IS NULL OR claimed_by = ?1 OR exec_updated_at < ?2 OR ?3 = 0) ORDER BY id",
-                crate::receipts::ENVELOPE_SELECT
-            );
-            c.query_map(&sql, args![self.node, stale_before, self.is_shared()], crate::receipts::envelope_from_row)?.collect()
-        })
-    }
-
-    /// What PostgreSQL counted for this database so far (a team's bench reads it before
-    /// and after); zeros on SQLite.
-    pub fn database_counters(&self) -> Result<DatabaseCounters> {
         if !self.is_shared() {
-            return Ok(DatabaseCounters::default());
+            return self.envelopes_with_status(ExecStatus::Running);
         }
         self.read(|c| {
-            let commits: i64 = c.query_row("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()", args![], |r| r.get(0))?;
-            let statements = c
-                .query_row(
-                    "SELECT CAST(sum(calls) AS BIGINT) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()",
-                    args![],
-                    |r| r.get::<Option<i64>>(0),
-                )
-                .ok()
-                .flatten();
-            Ok(DatabaseCounters { commits, statements })
+            let sql = format!(
+                "{} WHERE exec_status = 'running' AND (claimed_by IS NULL OR claimed_by = ?1 OR exec_updated_at < ?2) ORDER BY id",
+                crate::receipts::ENVELOPE_SELECT
+            );
+            c.query_map(&sql, args![self.node, stale_before], crate::receipts::envelope_from_row)?.collect()
         })
     }
 

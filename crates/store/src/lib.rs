@@ -59,9 +59,10 @@ pub mod uamp;
 #[doc(hidden)]
 pub mod value;
 
-pub use claims::{DatabaseCounters, STALE_AFTER_MS};
+pub use claims::STALE_AFTER_MS;
 pub use later::{Covered, MAX_COUNTED};
 pub use model::*;
+pub use open::DatabaseCounters;
 pub use replay::AcceptRefusal;
 pub use retention::*;
 pub use trust::{Admission, Knock, MAX_PENDING, MAX_SCOPES_TRIED};

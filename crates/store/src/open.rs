@@ -30,6 +30,14 @@ pub(crate) fn private_files(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Counters of a team's database (see [`Store::database_counters`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DatabaseCounters {
+    pub commits: i64,
+    /// Statements run, when `pg_stat_statements` is loaded.
+    pub statements: Option<i64>,
+}
+
 /// The engine a store runs on.
 pub(crate) enum Engine {
     Lite(Arc<Mutex<Connection>>),
@@ -153,6 +161,15 @@ impl Store {
         })
     }
 
+    /// The PostgreSQL database at `url` as [`Store::location`] names it, for a message
+    /// about a database that could not be opened.
+    pub fn describe_url(url: &str) -> String {
+        match url.parse::<tokio_postgres::Config>() {
+            Ok(config) => crate::pg::describe(&config),
+            Err(_) => "an unreadable database URL".into(),
+        }
+    }
+
     /// Where this store is, for messages: a file, or a PostgreSQL database by host and
     /// name (never its password).
     pub fn location(&self) -> String {
@@ -203,6 +220,26 @@ impl Store {
     /// The database answers a query now.
     pub fn ping(&self) -> Result<()> {
         self.read(|c| c.query_row("SELECT 1", args![], |_| Ok(())))
+    }
+
+    /// What PostgreSQL counted for this database so far (a team's bench reads it before
+    /// and after); zeros on SQLite.
+    pub fn database_counters(&self) -> Result<DatabaseCounters> {
+        if !self.is_shared() {
+            return Ok(DatabaseCounters::default());
+        }
+        self.read(|c| {
+            let commits: i64 = c.query_row("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()", args![], |r| r.get(0))?;
+            let statements = c
+                .query_row(
+                    "SELECT CAST(sum(calls) AS BIGINT) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()",
+                    args![],
+                    |r| r.get::<Option<i64>>(0),
+                )
+                .ok()
+                .flatten();
+            Ok(DatabaseCounters { commits, statements })
+        })
     }
 
     /// Whether this store is a team's (PostgreSQL).

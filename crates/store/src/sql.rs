@@ -211,14 +211,7 @@ impl<'a> Db<'a> {
                 tx.finish()?;
                 Ok(out)
             }
-            Db::Pg(c) => {
-                c.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
-                let out = f(self);
-                let end = c.batch(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
-                let out = out?;
-                end?;
-                Ok(out)
-            }
+            Db::Pg(c) => c.within("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", || f(self)),
         }
     }
 

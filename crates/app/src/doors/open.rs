@@ -56,7 +56,8 @@ pub fn open_at(data_dir: &Path, keystore: KeystoreKind, create: bool, database: 
         }
         Some(url) => {
             let node = node_name(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
-            let store = Store::open_url(url).map_err(|source| OpenError::Database { at: redacted(url), source })?.with_data_dir(data_dir).with_node(&node);
+            let store =
+                Store::open_url(url).map_err(|source| OpenError::Database { at: Store::describe_url(url), source })?.with_data_dir(data_dir).with_node(&node);
             let claimed = store.claim_identity(&identity.public_key).map_err(|source| OpenError::Database { at: store.location(), source })?;
             if let Some(owner) = claimed {
                 return Err(OpenError::NotThisGate { owner, mine: identity.public_key.clone() });
@@ -80,18 +81,6 @@ fn node_name(data_dir: &Path) -> std::io::Result<String> {
             Ok(name)
         }
         Err(e) => Err(e),
-    }
-}
-
-/// A database URL as it may be shown: without its password.
-fn redacted(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        Ok(u) => u.to_string(),
-        Err(_) => "an unreadable database URL".into(),
     }
 }
 

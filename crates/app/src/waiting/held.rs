@@ -61,11 +61,9 @@ impl Holds for HeldEnvelopes {
                     }
                 }
                 store.set_exec(row.id, ExecStatus::Queued, None, &at)?;
-                if !gate.execute(row.id) {
-                    // A team's gate: whichever node looks next claims and runs it.
-                    if !store.is_shared() {
-                        return Err(ConsentError::Invalid("the inbox is paused; the message will run when it resumes".into()));
-                    }
+                // On a team's gate whichever node looks next claims and runs it.
+                if !gate.execute(row.id) && !store.is_shared() {
+                    return Err(ConsentError::Invalid("the inbox is paused; the message will run when it resumes".into()));
                 }
                 DecisionOutcome { message: format!("Released to its executor.{}", granted_words(decision, end)), delivered: None }
             }

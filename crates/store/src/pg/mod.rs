@@ -41,6 +41,16 @@ fn wait<F: std::future::Future>(f: F) -> F::Output {
     futures_executor::block_on(f)
 }
 
+/// A query's arguments as the values both engines share...
+fn values<'a>(args: &'a [&dyn Arg]) -> Vec<Val<'a>> {
+    args.iter().map(|a| a.val()).collect()
+}
+
+/// ...and as tokio-postgres binds them.
+fn params<'v>(vals: &'v [Val<'_>]) -> Vec<&'v (dyn ToSql + Sync)> {
+    vals.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
+}
+
 impl Conn {
     fn statement(&self, sql: &str) -> Result<Statement> {
         if let Some(s) = self.statements.borrow().get(sql) {
@@ -56,27 +66,39 @@ impl Conn {
     }
 
     pub(crate) fn execute(&self, sql: &str, args: &[&dyn Arg]) -> Result<usize> {
-        let st = self.statement(sql)?;
-        let vals: Vec<Val<'_>> = args.iter().map(|a| a.val()).collect();
-        let refs: Vec<&(dyn ToSql + Sync)> = vals.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-        Ok(wait(self.client.execute(&st, &refs))? as usize)
+        let (st, vals) = (self.statement(sql)?, values(args));
+        Ok(wait(self.client.execute(&st, &params(&vals)))? as usize)
     }
 
     pub(crate) fn query(&self, sql: &str, args: &[&dyn Arg]) -> Result<Vec<tokio_postgres::Row>> {
-        let st = self.statement(sql)?;
-        let vals: Vec<Val<'_>> = args.iter().map(|a| a.val()).collect();
-        let refs: Vec<&(dyn ToSql + Sync)> = vals.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-        Ok(wait(self.client.query(&st, &refs))?)
+        let (st, vals) = (self.statement(sql)?, values(args));
+        Ok(wait(self.client.query(&st, &params(&vals)))?)
     }
 
     /// One statement run with each set of arguments, all sent before the first answer is
     /// awaited (tokio-postgres pipelines what is polled together); the rows of each.
     pub(crate) fn query_all(&self, sql: &str, sets: &[Vec<&dyn Arg>]) -> Result<Vec<Vec<tokio_postgres::Row>>> {
         let st = self.statement(sql)?;
-        let vals: Vec<Vec<Val<'_>>> = sets.iter().map(|a| a.iter().map(|x| x.val()).collect()).collect();
-        let refs: Vec<Vec<&(dyn ToSql + Sync)>> = vals.iter().map(|v| v.iter().map(|x| x as &(dyn ToSql + Sync)).collect()).collect();
-        let queries = refs.iter().map(|r| self.client.query(&st, r));
+        let vals: Vec<Vec<Val<'_>>> = sets.iter().map(|a| values(a)).collect();
+        let bound: Vec<Vec<&(dyn ToSql + Sync)>> = vals.iter().map(|v| params(v)).collect();
+        let queries = bound.iter().map(|p| self.client.query(&st, p));
         Ok(wait(futures_util::future::try_join_all(queries))?)
+    }
+
+    /// Runs `f` in a transaction opened by `begin` (`BEGIN` and its options): committed
+    /// if `f` returns Ok, rolled back otherwise.
+    pub(crate) fn within<T>(&self, begin: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.batch(begin)?;
+        match f() {
+            Ok(v) => {
+                self.batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.batch("ROLLBACK");
+                Err(e)
+            }
+        }
     }
 
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
@@ -93,6 +115,19 @@ pub(crate) fn message(e: &tokio_postgres::Error) -> String {
         (None, Some(cause)) => format!("{e}: {cause}"),
         (None, None) => e.to_string(),
     }
+}
+
+/// A database by host, port and name, for messages (never its password).
+pub(crate) fn describe(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(h)) => h.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("PostgreSQL database {} on {host}:{port}", config.get_dbname().unwrap_or("(default)"))
 }
 
 /// The pool, and the runtime its connections' sockets run on.
@@ -128,17 +163,8 @@ impl Pg {
         Ok(Pg { config, runtime: Some(runtime), idle: Mutex::new((Vec::new(), 0)), freed: Condvar::new() })
     }
 
-    /// The database by host, port and name, for messages (never the password).
     pub(crate) fn describe(&self) -> String {
-        use tokio_postgres::config::Host;
-        let host = match self.config.get_hosts().first() {
-            Some(Host::Tcp(h)) => h.clone(),
-            #[cfg(unix)]
-            Some(Host::Unix(p)) => p.display().to_string(),
-            None => "localhost".into(),
-        };
-        let port = self.config.get_ports().first().copied().unwrap_or(5432);
-        format!("PostgreSQL database {} on {host}:{port}", self.config.get_dbname().unwrap_or("(default)"))
+        describe(&self.config)
     }
 
     fn connect(&self) -> Result<Conn> {
@@ -208,19 +234,7 @@ impl Pg {
 
     /// Runs `f` in one transaction: committed if it returns Ok, rolled back otherwise.
     pub(crate) fn transaction<T>(&self, f: impl FnOnce(&Conn) -> Result<T>) -> Result<T> {
-        self.with(|c| {
-            c.batch("BEGIN")?;
-            match f(c) {
-                Ok(v) => {
-                    c.batch("COMMIT")?;
-                    Ok(v)
-                }
-                Err(e) => {
-                    let _ = c.batch("ROLLBACK");
-                    Err(e)
-                }
-            }
-        })
+        self.with(|c| c.within("BEGIN", || f(c)))
     }
 }
 

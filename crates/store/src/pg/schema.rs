@@ -426,15 +426,10 @@ fn migrate_locked(c: &Conn) -> Result<()> {
         return Err(StoreError::TooNew { found: current, known });
     }
     for (i, sql) in STEPS.iter().enumerate().skip(current as usize) {
-        c.batch("BEGIN")?;
-        let step = c.batch(sql).and_then(|()| c.batch(&format!("UPDATE gatehouse_schema SET version = {}", i + 1)));
-        match step {
-            Ok(()) => c.batch("COMMIT")?,
-            Err(e) => {
-                let _ = c.batch("ROLLBACK");
-                return Err(e);
-            }
-        }
+        c.within("BEGIN", || {
+            c.batch(sql)?;
+            c.batch(&format!("UPDATE gatehouse_schema SET version = {}", i + 1))
+        })?;
     }
     Ok(())
 }
