@@ -152,13 +152,14 @@ impl From<OverRate> for AcceptRefusal {
     }
 }
 
-/// One more let in from `sender` this minute.
+/// One more let in from `sender` this minute, counted in this writer's row (a sender's
+/// usage is the sum of its writers' rows: nodes counting at once never wait on one row).
 pub(crate) fn count_use(tx: &Db<'_>, sender: &str, received_ms: i64) -> Result<()> {
     tx.prepare_cached(
-        "INSERT INTO usage_minutes (sender, minute, n) VALUES (?1, ?2, 1)
-         ON CONFLICT (sender, minute) DO UPDATE SET n = usage_minutes.n + 1",
+        "INSERT INTO usage_minutes (sender, minute, writer, n) VALUES (?1, ?2, ?3, 1)
+         ON CONFLICT (sender, minute, writer) DO UPDATE SET n = usage_minutes.n + 1",
     )?
-    .execute(args![sender, minute_of(received_ms)])?;
+    .execute(args![sender, minute_of(received_ms), tx.writer()])?;
     Ok(())
 }
 

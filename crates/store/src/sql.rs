@@ -185,23 +185,6 @@ impl<'a> Db<'a> {
         Ok(out.into_iter())
     }
 
-    /// One statement with each set of arguments, the one row each returns made into a
-    /// `T`. PostgreSQL gets them all before answering the first (one round trip for the
-    /// lot); SQLite runs them one after the other.
-    pub(crate) fn query_all<T>(&self, sql: &str, sets: &[Vec<&dyn Arg>], mut f: impl FnMut(&Row<'_>) -> Result<T>) -> Result<Vec<T>> {
-        match self {
-            Db::Lite(_) => sets.iter().map(|a| self.query_row(sql, a, &mut f)).collect(),
-            Db::Pg(c) => c
-                .query_all(sql, sets)?
-                .iter()
-                .map(|rows| match rows.first() {
-                    Some(r) => f(&Row::Pg(r)),
-                    None => Err(rusqlite::Error::QueryReturnedNoRows.into()),
-                })
-                .collect(),
-        }
-    }
-
     /// Runs reads that must agree with each other in one snapshot.
     pub(crate) fn snapshot<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
         match self {
@@ -212,6 +195,16 @@ impl<'a> Db<'a> {
                 Ok(out)
             }
             Db::Pg(c) => c.within("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", || f(self)),
+        }
+    }
+
+    /// Who is writing, for counters that concurrent transactions would otherwise wait on
+    /// each other to update (`usage_minutes`): on PostgreSQL the connection's server
+    /// process, which no concurrent transaction shares; on SQLite, whose writes take turns, 0.
+    pub(crate) fn writer(&self) -> i64 {
+        match self {
+            Db::Lite(_) => 0,
+            Db::Pg(c) => c.backend(),
         }
     }
 

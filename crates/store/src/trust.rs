@@ -168,15 +168,17 @@ impl Store {
     /// its version ([`NewEnvelope::admission_version`]), so a view that has gone stale costs
     /// a retry instead of every envelope costing a read. A refusal should not rest on it.
     pub fn admission_cached(&self, sender: &str, setting: &str) -> Result<Admission> {
-        let key = sender_key(sender);
-        let cached = {
-            let cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
-            cache.get(&(key, setting.to_string())).cloned()
-        };
-        match cached {
+        match self.cached_admission(sender, setting) {
             Some(a) => Ok(a),
             None => self.admission(sender, setting),
         }
+    }
+
+    /// [`Store::admission_cached`] when a view is cached, else `None`: never asks the
+    /// database (a caller that must not wait on it decides where the read happens).
+    pub fn cached_admission(&self, sender: &str, setting: &str) -> Option<Admission> {
+        let cache = self.admissions.lock().unwrap_or_else(|p| p.into_inner());
+        cache.get(&(sender_key(sender), setting.to_string())).cloned()
     }
 
     /// Whether `sender` is blocked, its trust entry, and one setting, as of one snapshot.

@@ -5,13 +5,12 @@
 //! batch's acceptances in one transaction, so round trips, not CPU, bounded a node
 //! (docs/performance.md).
 
-use crate::replay::{minute_of, over_rate, refusal, AcceptRefusal, AcceptResult, Serialized};
-use crate::sql::{args, Arg, Db};
-use crate::{NewEnvelope, RateLimit, Result};
+use std::collections::HashSet;
 
-/// The admission version (share-locked until the commit: a change made on any node waits
-/// for this acceptance, or this read for that change) and whether the nonce was used.
-const CHECK: &str = "SELECT (SELECT n FROM admission_version FOR SHARE), EXISTS (SELECT 1 FROM nonces WHERE nonce = ?1)";
+use crate::replay::{minute_of, over_rate, refusal, AcceptRefusal, AcceptResult, Serialized};
+use crate::sql::{Arg, Db};
+use crate::value::Val;
+use crate::{NewEnvelope, RateLimit, Result, StoreError};
 
 /// The envelope, its nonce, its receipt (and its entry by sender) and its count, as
 /// SQLite's path writes them, in one statement.
@@ -26,8 +25,8 @@ const INSERT: &str = "WITH e AS (INSERT INTO envelopes (envelope_id, sender, rec
         transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
      SELECT ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, id FROM e RETURNING sender, seq),
  b AS (INSERT INTO receipts_by_sender (sender, seq) SELECT sender, seq FROM r WHERE sender IS NOT NULL),
- u AS (INSERT INTO usage_minutes (sender, minute, n) VALUES (?2, ?39, 1)
-     ON CONFLICT (sender, minute) DO UPDATE SET n = usage_minutes.n + 1)
+ u AS (INSERT INTO usage_minutes (sender, minute, writer, n) VALUES (?2, ?39, pg_backend_pid(), 1)
+     ON CONFLICT (sender, minute, writer) DO UPDATE SET n = usage_minutes.n + 1)
  SELECT id FROM e";
 
 /// What [`INSERT`] binds for one acceptance.
@@ -91,8 +90,8 @@ impl<'a> Insert<'a> {
 
 /// One acceptance (a sender with rate limits, which are counted under its lock).
 pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
-    let (version, replayed) = tx.query_row(CHECK, args![rec.nonce], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    if let Some(refused) = refusal(rec, Some(version), replayed) {
+    let (version, used) = check(tx, vec![Val::Blob(&rec.nonce)])?;
+    if let Some(refused) = refusal(rec, Some(version), used.contains(&rec.nonce)) {
         return Ok(Err(refused));
     }
     if let Some(over) = over_rate(tx, &rec.sender, rec.received_ms, limits)? {
@@ -102,17 +101,126 @@ pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, jso
     Ok(Ok(tx.query_row(INSERT, &insert.args(), |r| r.get::<i64>(0))?))
 }
 
-/// Acceptances of senders without rate limits, in batch order: the checks of all sent
-/// at once, then the inserts of those that pass. A nonce twice in the batch is a replay
-/// the second time, as one after the other would find it.
+/// The types of [`Insert::args`], in order, as the columns [`INSERT_MANY`] unnests.
+const COLUMNS: [(&str, &str); 39] = [
+    ("envelope_id", "text"),
+    ("sender", "text"),
+    ("recipient", "text"),
+    ("scope", "text"),
+    ("payload_type", "text"),
+    ("conversation_id", "text"),
+    ("in_reply_to", "text"),
+    ("on_behalf_of", "text"),
+    ("prompt", "text"),
+    ("sent_at", "text"),
+    ("expires_at", "text"),
+    ("received_at", "text"),
+    ("received_ms", "bigint"),
+    ("transport", "text"),
+    ("signed_form", "text"),
+    ("raw", "text"),
+    ("raw_sha256", "text"),
+    ("receipt_id", "text"),
+    ("executor", "text"),
+    ("exec_status", "text"),
+    ("exec_result", "text"),
+    ("executor_spec", "text"),
+    ("nonce", "bytea"),
+    ("expires_at_ms", "bigint"),
+    ("r_receipt_id", "text"),
+    ("r_envelope_id", "text"),
+    ("r_status", "text"),
+    ("r_code", "text"),
+    ("r_message", "text"),
+    ("r_received_at", "text"),
+    ("r_received_ms", "bigint"),
+    ("r_transport", "text"),
+    ("r_sender", "text"),
+    ("r_scope", "text"),
+    ("r_body", "text"),
+    ("r_body_truncated", "bigint"),
+    ("r_receipt", "text"),
+    ("r_prompt", "text"),
+    ("minute", "bigint"),
+];
+
+/// [`INSERT`] for a whole batch in one statement: each argument is a column of the
+/// batch (an array), and a sender's usage is counted once per minute for the batch, so
+/// its row is written once, not once per envelope. Returns each row's place in the batch
+/// (1-based) and its envelope's id.
+fn insert_many() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(insert_many_sql)
+}
+
+fn insert_many_sql() -> String {
+    let unnest: Vec<String> = COLUMNS.iter().enumerate().map(|(i, (_, ty))| format!("?{}::{ty}[]", i + 1)).collect();
+    let names: Vec<&str> = COLUMNS.iter().map(|(n, _)| *n).collect();
+    format!(
+        "WITH t AS (SELECT * FROM unnest({}) WITH ORDINALITY AS t({}, ord)),
+ e AS (INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
+        in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
+        transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
+        exec_updated_at, executor_spec)
+     SELECT envelope_id, sender, recipient, scope, payload_type, conversation_id, in_reply_to,
+        on_behalf_of, prompt, sent_at, expires_at, received_at, received_ms, transport, signed_form,
+        raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
+        CASE WHEN exec_result IS NULL THEN NULL ELSE received_at END, executor_spec
+     FROM t ORDER BY ord RETURNING id, receipt_id),
+ j AS (SELECT t.*, e.id AS row FROM t JOIN e USING (receipt_id)),
+ n AS (INSERT INTO nonces (nonce, expires_at_ms, envelope_row) SELECT nonce, expires_at_ms, row FROM j ORDER BY ord),
+ r AS (INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
+        transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
+     SELECT r_receipt_id, r_envelope_id, r_status, r_code, r_message, r_received_at, r_received_ms,
+        r_transport, r_sender, r_scope, r_body, r_body_truncated, r_receipt, r_prompt, row
+     FROM j ORDER BY ord RETURNING sender, seq),
+ b AS (INSERT INTO receipts_by_sender (sender, seq) SELECT sender, seq FROM r WHERE sender IS NOT NULL),
+ u AS (INSERT INTO usage_minutes (sender, minute, writer, n)
+     SELECT sender, minute, pg_backend_pid(), count(*) FROM t GROUP BY sender, minute ORDER BY sender, minute
+     ON CONFLICT (sender, minute, writer) DO UPDATE SET n = usage_minutes.n + excluded.n)
+ SELECT ord, row FROM j",
+        unnest.join(", "),
+        names.join(", ")
+    )
+}
+
+/// What admitted a batch has not changed since (the admission version, read once
+/// [`super::ADMISSION_LOCK`] is held shared: a change made on any node takes it
+/// exclusively, so it waits for this acceptance's commit, or this read for that change's),
+/// and which of the batch's nonces were used before.
+/// Each nonce is looked up by itself in the unique index: a plan kept from when the table
+/// was small scanned every row for `nonce = ANY(…)` (measured: a check's cost grew with
+/// the table).
+const CHECK: &str = "SELECT (SELECT n FROM admission_version),
+    ARRAY(SELECT q.nonce FROM unnest(?1::bytea[]) AS q(nonce)
+          CROSS JOIN LATERAL (SELECT 1 FROM nonces WHERE nonces.nonce = q.nonce LIMIT 1) AS used)";
+
+/// [`CHECK`] after the lock, in one round trip: the admission version and the used nonces.
+fn check(tx: &Db<'_>, nonces: Vec<Val<'_>>) -> Result<(i64, HashSet<Vec<u8>>)> {
+    let Db::Pg(conn) = tx else {
+        return Err(StoreError::Invalid("this acceptance is PostgreSQL's".into()));
+    };
+    let lock = format!("SELECT pg_advisory_xact_lock_shared({})", super::ADMISSION_LOCK);
+    let rows = conn.query_columns_after(&lock, CHECK, &[nonces])?;
+    let row = rows.first().ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+    let (version, used): (i64, Vec<Vec<u8>>) = (row.try_get(0)?, row.try_get(1)?);
+    Ok((version, used.into_iter().collect()))
+}
+
+/// Acceptances of senders without rate limits, in batch order: the checks of all in one
+/// statement, then the inserts of those that pass in one more. A nonce twice in the
+/// batch is a replay the second time, as one after the other would find it.
 pub(crate) fn accept_many(tx: &Db<'_>, recs: &[(&NewEnvelope, &Serialized)]) -> Result<Vec<AcceptResult>> {
-    let check_args: Vec<Vec<&dyn Arg>> = recs.iter().map(|(rec, _)| vec![&rec.nonce as &dyn Arg]).collect();
-    let checks = tx.query_all(CHECK, &check_args, |r| Ok((r.get::<i64>(0)?, r.get::<bool>(1)?)))?;
-    let mut seen = std::collections::HashSet::new();
+    let Db::Pg(conn) = tx else {
+        return Err(StoreError::Invalid("a batch of acceptances is PostgreSQL's".into()));
+    };
+    let (version, used) = check(tx, recs.iter().map(|(rec, _)| Val::Blob(&rec.nonce)).collect())?;
+    let mut seen = HashSet::new();
     let mut out: Vec<Option<AcceptResult>> = Vec::with_capacity(recs.len());
     let mut inserts = Vec::new();
-    for ((rec, json), checked) in recs.iter().zip(checks) {
-        let refused = refusal(rec, Some(checked.0), checked.1).or_else(|| (!seen.insert(&rec.nonce)).then_some(AcceptRefusal::Replay));
+    for (rec, json) in recs {
+        let replayed = used.contains(&rec.nonce);
+        let refused = refusal(rec, Some(version), replayed).or_else(|| (!seen.insert(&rec.nonce)).then_some(AcceptRefusal::Replay));
         match refused {
             Some(r) => out.push(Some(Ok(Err(r)))),
             None => {
@@ -121,10 +229,20 @@ pub(crate) fn accept_many(tx: &Db<'_>, recs: &[(&NewEnvelope, &Serialized)]) -> 
             }
         }
     }
-    let insert_args: Vec<Vec<&dyn Arg>> = inserts.iter().map(|(_, i)| i.args()).collect();
-    let ids = tx.query_all(INSERT, &insert_args, |r| r.get::<i64>(0))?;
-    for ((at, _), id) in inserts.iter().zip(ids) {
-        out[*at] = Some(Ok(Ok(id)));
+    if !inserts.is_empty() {
+        let mut columns: Vec<Vec<Val<'_>>> = (0..COLUMNS.len()).map(|_| Vec::with_capacity(inserts.len())).collect();
+        for (_, insert) in &inserts {
+            for (column, arg) in columns.iter_mut().zip(insert.args()) {
+                column.push(arg.val());
+            }
+        }
+        for row in conn.query_columns(insert_many(), &columns)? {
+            let (ord, id): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+            let at = usize::try_from(ord - 1).ok().and_then(|k| inserts.get(k)).map(|(at, _)| *at);
+            if let Some(at) = at {
+                out[at] = Some(Ok(Ok(id)));
+            }
+        }
     }
-    Ok(out.into_iter().map(|r| r.expect("every acceptance was checked or inserted")).collect())
+    out.into_iter().map(|r| r.ok_or_else(|| StoreError::Invalid("an acceptance of the batch was not inserted".into()))).collect()
 }

@@ -20,7 +20,7 @@ use crate::{Result, StoreError};
 
 pub(crate) mod accept;
 mod schema;
-pub(crate) use schema::migrate;
+pub(crate) use schema::{migrate, ADMISSION_LOCK};
 
 /// Connections one store opens at most (PostgreSQL's default allows 100 in all).
 pub(crate) const MAX_CONNECTIONS: usize = 16;
@@ -34,6 +34,8 @@ const WAIT: Duration = Duration::from_secs(10);
 /// One connection, checked out by one caller at a time.
 pub(crate) struct Conn {
     client: tokio_postgres::Client,
+    /// The server process serving this connection (`pg_backend_pid()`).
+    backend: i64,
     statements: RefCell<HashMap<String, Statement>>,
 }
 
@@ -52,6 +54,12 @@ fn params<'v>(vals: &'v [Val<'_>]) -> Vec<&'v (dyn ToSql + Sync)> {
 }
 
 impl Conn {
+    /// The server process serving this connection: no other connection's transaction
+    /// writes under this number while this one lives.
+    pub(crate) fn backend(&self) -> i64 {
+        self.backend
+    }
+
     fn statement(&self, sql: &str) -> Result<Statement> {
         if let Some(s) = self.statements.borrow().get(sql) {
             return Ok(s.clone());
@@ -75,14 +83,22 @@ impl Conn {
         Ok(wait(self.client.query(&st, &params(&vals)))?)
     }
 
-    /// One statement run with each set of arguments, all sent before the first answer is
-    /// awaited (tokio-postgres pipelines what is polled together); the rows of each.
-    pub(crate) fn query_all(&self, sql: &str, sets: &[Vec<&dyn Arg>]) -> Result<Vec<Vec<tokio_postgres::Row>>> {
+    /// One statement whose arguments are whole columns (each an array): a batch of rows
+    /// in one round trip and one execution.
+    pub(crate) fn query_columns(&self, sql: &str, columns: &[Vec<Val<'_>>]) -> Result<Vec<tokio_postgres::Row>> {
         let st = self.statement(sql)?;
-        let vals: Vec<Vec<Val<'_>>> = sets.iter().map(|a| values(a)).collect();
-        let bound: Vec<Vec<&(dyn ToSql + Sync)>> = vals.iter().map(|v| params(v)).collect();
-        let queries = bound.iter().map(|p| self.client.query(&st, p));
-        Ok(wait(futures_util::future::try_join_all(queries))?)
+        let bound: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
+        Ok(wait(self.client.query(&st, &bound))?)
+    }
+
+    /// `first` (a statement without arguments: a lock) and then a statement of whole
+    /// columns, sent together in one round trip. The second's snapshot is taken once the
+    /// first has run, so it sees what committed while the first waited.
+    pub(crate) fn query_columns_after(&self, first: &str, sql: &str, columns: &[Vec<Val<'_>>]) -> Result<Vec<tokio_postgres::Row>> {
+        let st = self.statement(sql)?;
+        let bound: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
+        let (_, rows) = wait(futures_util::future::try_join(self.client.batch_execute(first), self.client.query(&st, &bound)))?;
+        Ok(rows)
     }
 
     /// Runs `f` in a transaction opened by `begin` (`BEGIN` and its options): committed
@@ -181,7 +197,10 @@ impl Pg {
         }))
         .map_err(|e| StoreError::Unavailable(format!("the database connection task failed: {e}")))?
         .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
-        Ok(Conn { client, statements: RefCell::new(HashMap::new()) })
+        let backend: i32 = wait(client.query_one("SELECT pg_backend_pid()", &[]))
+            .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?
+            .try_get(0)?;
+        Ok(Conn { client, backend: backend.into(), statements: RefCell::new(HashMap::new()) })
     }
 
     fn checkout(&self) -> Result<Conn> {

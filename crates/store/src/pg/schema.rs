@@ -1,4 +1,4 @@
-//! The schema on PostgreSQL: the same tables as SQLite's at its schema 33, in the types
+//! The schema on PostgreSQL: the same tables as SQLite's (step 1: its schema 33), in the types
 //! PostgreSQL has (every integer BIGINT, bytes BYTEA, row ids identities), brought up to
 //! date by one node at a time under an advisory lock while the others wait.
 //!
@@ -9,6 +9,13 @@ use crate::{Result, StoreError};
 
 /// The advisory lock the node migrating holds (any fixed number; "gatehouse" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6761_7465_686f_7573;
+
+/// The advisory lock on what admits an envelope (trust, blocks, settings, revocations):
+/// every acceptance holds it shared until its commit, every change to those tables takes
+/// it exclusively (the trigger `gatehouse_admission_changed`). A lock in memory, where a
+/// row lock shared by every acceptance wrote the row and made multixacts for each
+/// (measured: three nodes waited on it).
+pub(crate) const ADMISSION_LOCK: i64 = 0x6761_7465_6164_6d69;
 
 const STEPS: &[&str] = &[
     // 1: everything up to SQLite's schema 33.
@@ -400,6 +407,21 @@ INSERT INTO admission_version (n) VALUES (0);
 -- (receipts::insert_receipt_as), so every receipt counts as indexed.
 INSERT INTO search_progress (last_seq) VALUES (9223372036854775807);
 "#,
+    // 2: acceptances hold ADMISSION_LOCK shared instead of share-locking the version's row.
+    r#"
+CREATE OR REPLACE FUNCTION gatehouse_admission_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(7449363237422001513);
+    UPDATE admission_version SET n = n + 1;
+    RETURN NULL;
+END $$;
+"#,
+    // 3: SQLite's 34, usage counted per writer.
+    r#"
+ALTER TABLE usage_minutes ADD COLUMN writer BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_minutes ALTER COLUMN writer DROP DEFAULT;
+ALTER TABLE usage_minutes DROP CONSTRAINT usage_minutes_pkey, ADD PRIMARY KEY (sender, minute, writer);
+"#,
 ];
 
 /// Brings the database's schema up to this build's, once: the first node to take the
@@ -432,4 +454,15 @@ fn migrate_locked(c: &Conn) -> Result<()> {
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trigger_takes_the_lock_acceptances_share() {
+        let lock = format!("pg_advisory_xact_lock({ADMISSION_LOCK})");
+        assert!(STEPS[1].contains(&lock), "the trigger of step 2 names {lock}");
+    }
 }
