@@ -1,7 +1,7 @@
 //! The group commit on PostgreSQL (a team's gate): SQLite's is `commit`.
 
 use crate::jobs::{answer, commit_batch, Job, Transact, MAX_BATCH};
-use crate::pg::Pg;
+use crate::pg::{Conn, Pg};
 use crate::sql::Db;
 use crate::Result;
 
@@ -11,6 +11,7 @@ use crate::Result;
 /// node fails this batch's insert; the batch is then retried job by job, where the
 /// copy is seen and refused as a replay.
 pub(crate) fn committer(pg: &Pg, jobs: std::sync::mpsc::Receiver<Job>) {
+    let mut own = Own { pg, conn: None };
     let mut stopping = false;
     while !stopping {
         let Ok(first) = jobs.recv() else { break };
@@ -36,14 +37,26 @@ pub(crate) fn committer(pg: &Pg, jobs: std::sync::mpsc::Receiver<Job>) {
         // in one order, by sender: two nodes' batches wait for each other instead of
         // deadlocking. One sender's jobs keep their order.
         batch.sort_by(|a, b| a.sender().cmp(&b.sender()));
-        for (job, r) in commit_batch(&mut &*pg, batch) {
+        for (job, r) in commit_batch(&mut own, batch) {
             answer(job, r);
         }
     }
 }
 
-impl Transact for &Pg {
+/// The committer's own connection (out of the pool, driven by the committer's thread),
+/// made again when the server has gone.
+struct Own<'a> {
+    pg: &'a Pg,
+    conn: Option<Conn>,
+}
+
+impl Transact for Own<'_> {
     fn transact<T>(&mut self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
-        self.transaction(|c| f(&Db::Pg(c)))
+        if self.conn.as_ref().is_none_or(Conn::is_closed) {
+            self.conn = None;
+            self.conn = Some(self.pg.own_connection()?);
+        }
+        let c = self.conn.as_ref().ok_or_else(|| crate::StoreError::Unavailable("no database connection".into()))?;
+        c.within("BEGIN", || f(&Db::Pg(c)))
     }
 }

@@ -1,13 +1,12 @@
 //! Acceptance on PostgreSQL: the same checks as SQLite's (`replay::accept_one`), in the
-//! same order, in two statements instead of six, and for a batch of senders without rate
-//! limits, each of the two sent for the whole batch at once (pipelined on the node's
-//! connection). Every statement waits for the database; a node's committer runs its
-//! batch's acceptances in one transaction, so round trips, not CPU, bounded a node
-//! (docs/performance.md).
+//! same order. A sender with rate limits is accepted in two statements (its checks, then
+//! its rows); a batch of senders without, in one statement for the whole batch, sent with
+//! the transaction's BEGIN and the admission lock: the committer's transaction is two
+//! round trips, this and its COMMIT (docs/performance.md).
 
 use std::collections::HashSet;
 
-use crate::replay::{minute_of, over_rate, refusal, AcceptRefusal, AcceptResult, Serialized};
+use crate::replay::{minute_of, over_rate, refusal, AcceptResult, Serialized};
 use crate::sql::{Arg, Db};
 use crate::value::Val;
 use crate::{NewEnvelope, RateLimit, Result, StoreError};
@@ -90,7 +89,7 @@ impl<'a> Insert<'a> {
 
 /// One acceptance (a sender with rate limits, which are counted under its lock).
 pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, json: &Serialized) -> AcceptResult {
-    let (version, used) = check(tx, vec![Val::Blob(&rec.nonce)])?;
+    let (version, used) = check(tx, vec![Val::Blob(&rec.nonce)], false)?;
     if let Some(refused) = refusal(rec, Some(version), used.contains(&rec.nonce)) {
         return Ok(Err(refused));
     }
@@ -101,8 +100,9 @@ pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, jso
     Ok(Ok(tx.query_row(INSERT, &insert.args(), |r| r.get::<i64>(0))?))
 }
 
-/// The types of [`Insert::args`], in order, as the columns [`INSERT_MANY`] unnests.
-const COLUMNS: [(&str, &str); 39] = [
+/// The columns [`insert_many`] unnests: [`Insert::args`] in order, and last the admission
+/// version each envelope was admitted under.
+const COLUMNS: [(&str, &str); 40] = [
     ("envelope_id", "text"),
     ("sender", "text"),
     ("recipient", "text"),
@@ -142,12 +142,16 @@ const COLUMNS: [(&str, &str); 39] = [
     ("r_receipt", "text"),
     ("r_prompt", "text"),
     ("minute", "bigint"),
+    ("admitted", "bigint"),
 ];
 
-/// [`INSERT`] for a whole batch in one statement: each argument is a column of the
-/// batch (an array), and a sender's usage is counted once per minute for the batch, so
-/// its row is written once, not once per envelope. Returns each row's place in the batch
-/// (1-based) and its envelope's id.
+/// [`INSERT`] for a whole batch in one statement, with its checks: each argument is a
+/// column of the batch (an array); an envelope whose nonce was used or whose admission
+/// changed is left out (each nonce looked up by itself in the unique index: a plan kept
+/// from when the table was small scanned every row for `nonce = ANY(…)`, measured). A
+/// sender's usage is counted once per minute for the batch, so its row is written once,
+/// not once per envelope. Returns the place in the batch (1-based) and the envelope's id
+/// of each row inserted.
 fn insert_many() -> &'static str {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SQL.get_or_init(insert_many_sql)
@@ -157,7 +161,9 @@ fn insert_many_sql() -> String {
     let unnest: Vec<String> = COLUMNS.iter().enumerate().map(|(i, (_, ty))| format!("?{}::{ty}[]", i + 1)).collect();
     let names: Vec<&str> = COLUMNS.iter().map(|(n, _)| *n).collect();
     format!(
-        "WITH t AS (SELECT * FROM unnest({}) WITH ORDINALITY AS t({}, ord)),
+        "WITH t AS (SELECT t.* FROM unnest({}) WITH ORDINALITY AS t({}, ord)
+        LEFT JOIN LATERAL (SELECT 1 AS seen FROM nonces WHERE nonces.nonce = t.nonce LIMIT 1) AS used ON true
+     WHERE used.seen IS NULL AND (t.admitted IS NULL OR t.admitted = (SELECT n FROM admission_version))),
  e AS (INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
         in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
         transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
@@ -184,65 +190,84 @@ fn insert_many_sql() -> String {
     )
 }
 
-/// What admitted a batch has not changed since (the admission version, read once
-/// [`super::ADMISSION_LOCK`] is held shared: a change made on any node takes it
-/// exclusively, so it waits for this acceptance's commit, or this read for that change's),
-/// and which of the batch's nonces were used before.
-/// Each nonce is looked up by itself in the unique index: a plan kept from when the table
-/// was small scanned every row for `nonce = ANY(…)` (measured: a check's cost grew with
-/// the table).
+/// The admission lock taken shared ([`super::ADMISSION_LOCK`]): a change made on any node
+/// takes it exclusively, so it waits for this acceptance's commit, or this acceptance's
+/// reads for that change's.
+fn admission_lock() -> String {
+    format!("SELECT pg_advisory_xact_lock_shared({})", super::ADMISSION_LOCK)
+}
+
+/// The admission version and which of the nonces were used before, read once the
+/// admission lock is held.
 const CHECK: &str = "SELECT (SELECT n FROM admission_version),
     ARRAY(SELECT q.nonce FROM unnest(?1::bytea[]) AS q(nonce)
           CROSS JOIN LATERAL (SELECT 1 FROM nonces WHERE nonces.nonce = q.nonce LIMIT 1) AS used)";
 
-/// [`CHECK`] after the lock, in one round trip: the admission version and the used nonces.
-fn check(tx: &Db<'_>, nonces: Vec<Val<'_>>) -> Result<(i64, HashSet<Vec<u8>>)> {
+/// [`CHECK`], after the admission lock unless `locked`.
+fn check(tx: &Db<'_>, nonces: Vec<Val<'_>>, locked: bool) -> Result<(i64, HashSet<Vec<u8>>)> {
     let Db::Pg(conn) = tx else {
         return Err(StoreError::Invalid("this acceptance is PostgreSQL's".into()));
     };
-    let lock = format!("SELECT pg_advisory_xact_lock_shared({})", super::ADMISSION_LOCK);
-    let rows = conn.query_columns_after(&lock, CHECK, &[nonces])?;
+    let lock = admission_lock();
+    let rows = conn.query_columns((!locked).then_some(lock.as_str()), CHECK, &[nonces])?;
     let row = rows.first().ok_or(rusqlite::Error::QueryReturnedNoRows)?;
     let (version, used): (i64, Vec<Vec<u8>>) = (row.try_get(0)?, row.try_get(1)?);
     Ok((version, used.into_iter().collect()))
 }
 
-/// Acceptances of senders without rate limits, in batch order: the checks of all in one
-/// statement, then the inserts of those that pass in one more. A nonce twice in the
-/// batch is a replay the second time, as one after the other would find it.
+/// Acceptances of senders without rate limits, in batch order, in one statement sent
+/// with the admission lock (and the transaction's BEGIN): one round trip for the batch.
+/// Why one was left out is read only when one was. A nonce twice in the batch is judged
+/// the second time after the rest, as one after the other would find it.
 pub(crate) fn accept_many(tx: &Db<'_>, recs: &[(&NewEnvelope, &Serialized)]) -> Result<Vec<AcceptResult>> {
     let Db::Pg(conn) = tx else {
         return Err(StoreError::Invalid("a batch of acceptances is PostgreSQL's".into()));
     };
-    let (version, used) = check(tx, recs.iter().map(|(rec, _)| Val::Blob(&rec.nonce)).collect())?;
+    if recs.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut seen = HashSet::new();
-    let mut out: Vec<Option<AcceptResult>> = Vec::with_capacity(recs.len());
-    let mut inserts = Vec::new();
-    for (rec, json) in recs {
-        let replayed = used.contains(&rec.nonce);
-        let refused = refusal(rec, Some(version), replayed).or_else(|| (!seen.insert(&rec.nonce)).then_some(AcceptRefusal::Replay));
-        match refused {
-            Some(r) => out.push(Some(Ok(Err(r)))),
-            None => {
-                inserts.push((out.len(), Insert::new(rec, json)));
-                out.push(None);
+    let (inserts, again): (Vec<(usize, Insert<'_>)>, Vec<usize>) = {
+        let (mut inserts, mut again) = (Vec::new(), Vec::new());
+        for (at, (rec, json)) in recs.iter().enumerate() {
+            if seen.insert(&rec.nonce) {
+                inserts.push((at, Insert::new(rec, json)));
+            } else {
+                again.push(at);
             }
+        }
+        (inserts, again)
+    };
+    let mut out: Vec<Option<AcceptResult>> = recs.iter().map(|_| None).collect();
+    let mut columns: Vec<Vec<Val<'_>>> = (0..COLUMNS.len()).map(|_| Vec::with_capacity(inserts.len())).collect();
+    for (_, insert) in &inserts {
+        let admitted = insert.rec.admission_version.map_or(Val::Null, Val::Int);
+        for (column, val) in columns.iter_mut().zip(insert.args().into_iter().map(|a| a.val()).chain([admitted])) {
+            column.push(val);
         }
     }
-    if !inserts.is_empty() {
-        let mut columns: Vec<Vec<Val<'_>>> = (0..COLUMNS.len()).map(|_| Vec::with_capacity(inserts.len())).collect();
-        for (_, insert) in &inserts {
-            for (column, arg) in columns.iter_mut().zip(insert.args()) {
-                column.push(arg.val());
-            }
-        }
-        for row in conn.query_columns(insert_many(), &columns)? {
-            let (ord, id): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-            let at = usize::try_from(ord - 1).ok().and_then(|k| inserts.get(k)).map(|(at, _)| *at);
-            if let Some(at) = at {
-                out[at] = Some(Ok(Ok(id)));
-            }
+    let lock = admission_lock();
+    for row in conn.query_columns(Some(&lock), insert_many(), &columns)? {
+        let (ord, id): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+        if let Some((at, _)) = usize::try_from(ord - 1).ok().and_then(|k| inserts.get(k)) {
+            out[*at] = Some(Ok(Ok(id)));
         }
     }
-    out.into_iter().map(|r| r.ok_or_else(|| StoreError::Invalid("an acceptance of the batch was not inserted".into()))).collect()
+    let left_out: Vec<usize> = inserts.iter().map(|(at, _)| *at).filter(|at| out[*at].is_none()).collect();
+    if !left_out.is_empty() {
+        let (version, used) = check(tx, left_out.iter().map(|at| Val::Blob(&recs[*at].0.nonce)).collect(), true)?;
+        for at in left_out {
+            let rec = recs[at].0;
+            // Under the lock the version cannot have moved, and a used nonce stays used:
+            // what left the envelope out is still there to be named.
+            let refused = refusal(rec, Some(version), used.contains(&rec.nonce))
+                .ok_or_else(|| StoreError::Invalid("an acceptance of the batch was left out for no reason found".into()))?;
+            out[at] = Some(Ok(Err(refused)));
+        }
+    }
+    for at in again {
+        let (rec, json) = recs[at];
+        out[at] = Some(accept_one(tx, rec, &RateLimit::default(), json));
+    }
+    out.into_iter().map(|r| r.ok_or_else(|| StoreError::Invalid("an acceptance of the batch was not judged".into()))).collect()
 }

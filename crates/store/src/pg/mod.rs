@@ -37,10 +37,24 @@ pub(crate) struct Conn {
     /// The server process serving this connection (`pg_backend_pid()`).
     backend: i64,
     statements: RefCell<HashMap<String, Statement>>,
+    /// The `BEGIN` of the open transaction, until a statement takes it to the server.
+    begin: RefCell<Option<String>>,
+    driver: Driver,
 }
 
-fn wait<F: std::future::Future>(f: F) -> F::Output {
+/// Awaits a pooled connection's answer (its socket driven by the pool's runtime); a `Conn`
+/// waits through [`Conn::wait`], which knows how its socket is driven.
+fn pool_wait<F: std::future::Future>(f: F) -> F::Output {
     futures_executor::block_on(f)
+}
+
+/// How a connection's socket is driven.
+enum Driver {
+    /// By the pool's runtime: the caller waits for answers on its own thread.
+    Pool,
+    /// By its caller's own thread, while it waits (the committer's connection): no other
+    /// thread wakes per round trip.
+    Own(tokio::runtime::Runtime),
 }
 
 /// A query's arguments as the values both engines share...
@@ -60,11 +74,27 @@ impl Conn {
         self.backend
     }
 
+    fn wait<F: std::future::Future>(&self, f: F) -> F::Output {
+        match &self.driver {
+            Driver::Pool => pool_wait(f),
+            Driver::Own(rt) => rt.block_on(f),
+        }
+    }
+
+    /// Whether the server has gone (its connection's task has ended). A connection driven
+    /// by its caller first takes in what arrived while it was idle.
+    pub(crate) fn is_closed(&self) -> bool {
+        if let Driver::Own(rt) = &self.driver {
+            rt.block_on(tokio::task::yield_now());
+        }
+        self.client.is_closed()
+    }
+
     fn statement(&self, sql: &str) -> Result<Statement> {
         if let Some(s) = self.statements.borrow().get(sql) {
             return Ok(s.clone());
         }
-        let s = wait(self.client.prepare(&to_pg(sql)))?;
+        let s = self.wait(self.client.prepare(&to_pg(sql)))?;
         let mut cache = self.statements.borrow_mut();
         if cache.len() >= MAX_STATEMENTS {
             cache.clear();
@@ -73,52 +103,67 @@ impl Conn {
         Ok(s)
     }
 
+    /// Awaits `f`, sent after what the open transaction still owes the server: its
+    /// `BEGIN` (held back by [`Conn::within`] to travel with the first statement) and
+    /// `first` (statements without arguments, e.g. a lock), all in one round trip. The
+    /// server runs them in order; `f`'s snapshot is taken after `first` has run.
+    fn after<T>(&self, first: Option<&str>, f: impl std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>) -> Result<T> {
+        let before = match (self.begin.borrow_mut().take(), first) {
+            (None, None) => return Ok(self.wait(f)?),
+            (Some(begin), None) => begin,
+            (None, Some(first)) => first.to_owned(),
+            (Some(begin), Some(first)) => format!("{begin}; {first}"),
+        };
+        let (_, out) = self.wait(futures_util::future::try_join(self.client.batch_execute(&before), f))?;
+        Ok(out)
+    }
+
     pub(crate) fn execute(&self, sql: &str, args: &[&dyn Arg]) -> Result<usize> {
         let (st, vals) = (self.statement(sql)?, values(args));
-        Ok(wait(self.client.execute(&st, &params(&vals)))? as usize)
+        Ok(self.after(None, self.client.execute(&st, &params(&vals)))? as usize)
     }
 
     pub(crate) fn query(&self, sql: &str, args: &[&dyn Arg]) -> Result<Vec<tokio_postgres::Row>> {
         let (st, vals) = (self.statement(sql)?, values(args));
-        Ok(wait(self.client.query(&st, &params(&vals)))?)
+        self.after(None, self.client.query(&st, &params(&vals)))
     }
 
     /// One statement whose arguments are whole columns (each an array): a batch of rows
-    /// in one round trip and one execution.
-    pub(crate) fn query_columns(&self, sql: &str, columns: &[Vec<Val<'_>>]) -> Result<Vec<tokio_postgres::Row>> {
+    /// in one round trip and one execution, after `first` (see [`Conn::after`]).
+    pub(crate) fn query_columns(&self, first: Option<&str>, sql: &str, columns: &[Vec<Val<'_>>]) -> Result<Vec<tokio_postgres::Row>> {
         let st = self.statement(sql)?;
         let bound: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
-        Ok(wait(self.client.query(&st, &bound))?)
-    }
-
-    /// `first` (a statement without arguments: a lock) and then a statement of whole
-    /// columns, sent together in one round trip. The second's snapshot is taken once the
-    /// first has run, so it sees what committed while the first waited.
-    pub(crate) fn query_columns_after(&self, first: &str, sql: &str, columns: &[Vec<Val<'_>>]) -> Result<Vec<tokio_postgres::Row>> {
-        let st = self.statement(sql)?;
-        let bound: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
-        let (_, rows) = wait(futures_util::future::try_join(self.client.batch_execute(first), self.client.query(&st, &bound)))?;
-        Ok(rows)
+        self.after(first, self.client.query(&st, &bound))
     }
 
     /// Runs `f` in a transaction opened by `begin` (`BEGIN` and its options): committed
-    /// if `f` returns Ok, rolled back otherwise.
+    /// if `f` returns Ok, rolled back otherwise. `BEGIN` goes with `f`'s first statement
+    /// (a round trip fewer per transaction); a transaction that ran none sends nothing.
     pub(crate) fn within<T>(&self, begin: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        self.batch(begin)?;
-        match f() {
+        self.begin.replace(Some(begin.to_owned()));
+        let out = f();
+        let opened = self.begin.take().is_none();
+        match out {
             Ok(v) => {
-                self.batch("COMMIT")?;
+                if opened {
+                    self.batch("COMMIT")?;
+                }
                 Ok(v)
             }
             Err(e) => {
-                let _ = self.batch("ROLLBACK");
+                if opened {
+                    let _ = self.batch("ROLLBACK");
+                }
                 Err(e)
             }
         }
     }
 
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
-        Ok(wait(self.client.batch_execute(sql))?)
+        match self.begin.borrow_mut().take() {
+            Some(begin) => Ok(self.wait(self.client.batch_execute(&format!("{begin}; {sql}")))?),
+            None => Ok(self.wait(self.client.batch_execute(sql))?),
+        }
     }
 }
 
@@ -183,10 +228,31 @@ impl Pg {
         describe(&self.config)
     }
 
+    /// A connection of its own for a thread that is no async worker (the committer): its
+    /// socket is driven by that thread while it waits for an answer.
+    pub(crate) fn own_connection(&self) -> Result<Conn> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Unavailable(format!("cannot start the database runtime: {e}")))?;
+        let (client, connection) =
+            rt.block_on(self.config.connect(NoTls)).map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
+        rt.spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "a database connection ended");
+            }
+        });
+        let backend: i32 = rt
+            .block_on(client.query_one("SELECT pg_backend_pid()", &[]))
+            .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?
+            .try_get(0)?;
+        Ok(Conn { client, backend: backend.into(), statements: RefCell::new(HashMap::new()), begin: RefCell::new(None), driver: Driver::Own(rt) })
+    }
+
     fn connect(&self) -> Result<Conn> {
         let config = self.config.clone();
         let rt = self.runtime.as_ref().expect("the runtime lives as long as the pool");
-        let client = wait(rt.spawn(async move {
+        let client = pool_wait(rt.spawn(async move {
             let (client, connection) = config.connect(NoTls).await?;
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
@@ -197,10 +263,10 @@ impl Pg {
         }))
         .map_err(|e| StoreError::Unavailable(format!("the database connection task failed: {e}")))?
         .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
-        let backend: i32 = wait(client.query_one("SELECT pg_backend_pid()", &[]))
+        let backend: i32 = pool_wait(client.query_one("SELECT pg_backend_pid()", &[]))
             .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?
             .try_get(0)?;
-        Ok(Conn { client, backend: backend.into(), statements: RefCell::new(HashMap::new()) })
+        Ok(Conn { client, backend: backend.into(), statements: RefCell::new(HashMap::new()), begin: RefCell::new(None), driver: Driver::Pool })
     }
 
     fn checkout(&self) -> Result<Conn> {
@@ -249,11 +315,6 @@ impl Pg {
         let out = f(&c);
         self.checkin(c);
         out
-    }
-
-    /// Runs `f` in one transaction: committed if it returns Ok, rolled back otherwise.
-    pub(crate) fn transaction<T>(&self, f: impl FnOnce(&Conn) -> Result<T>) -> Result<T> {
-        self.with(|c| c.within("BEGIN", || f(c)))
     }
 }
 
