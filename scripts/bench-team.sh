@@ -3,10 +3,13 @@
 # throwaway PostgreSQL (Debian's, pg_stat_statements loaded), its own limit (pgbench,
 # simple updates, commits/s), then the same `gatehouse bench` client against one node on
 # SQLite, one node on PostgreSQL and three nodes on PostgreSQL.
-# Usage: scripts/bench-team.sh [ENVELOPES]   (needs a release build: cargo build --release)
+# The three are run in turn, ROUNDS times (one round is noisy on a shared 2-core machine),
+# and the medians compared at the end.
+# Usage: scripts/bench-team.sh [ENVELOPES] [ROUNDS]   (needs a release build: cargo build --release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-20000}"
+ROUNDS="${2:-3}"
 GH="$PWD/target/release/gatehouse"
 BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 D=$(mktemp -d /tmp/gatehouse-bench-pg.XXXXXX)
@@ -19,17 +22,36 @@ trap stop EXIT
 "${AS[@]}" "$BIN/initdb -D $D/data -U gatehouse --auth=trust --encoding=UTF8 --no-locale" >/dev/null
 "${AS[@]}" "$BIN/pg_ctl -D $D/data -w -l $D/log -o '-p $PORT -c listen_addresses=127.0.0.1 -k $D -c shared_preload_libraries=pg_stat_statements' start" >/dev/null
 psql() { "${AS[@]}" "$BIN/psql -h 127.0.0.1 -p $PORT -U gatehouse -Atq $*"; }
-for db in pgbench one three; do
-  psql "-d postgres -c 'CREATE DATABASE $db'"
-  psql "-d $db -c 'CREATE EXTENSION pg_stat_statements'"
-done
+database() {
+  psql "-d postgres -c 'CREATE DATABASE $1'"
+  psql "-d $1 -c 'CREATE EXTENSION pg_stat_statements'"
+}
+database pgbench
 echo "== PostgreSQL's own limit on this machine: pgbench, 8 clients, simple updates, 10 s"
 "${AS[@]}" "$BIN/pgbench -h 127.0.0.1 -p $PORT -U gatehouse -i -q pgbench" >/dev/null 2>&1
 "${AS[@]}" "$BIN/pgbench -h 127.0.0.1 -p $PORT -U gatehouse -c 8 -j 2 -T 10 -N pgbench" 2>/dev/null | grep -E "^tps|latency average"
 quiet() { grep -v -e " INFO " -e "NOTICE"; }
-echo "== one node, SQLite"
-"$GH" bench --envelopes "$N" --senders 10 --concurrency 64 2>&1 | quiet
-echo "== one node, PostgreSQL"
-"$GH" --database "postgres://gatehouse@127.0.0.1:$PORT/one" bench --envelopes "$N" --senders 10 --concurrency 64 2>&1 | quiet
-echo "== three nodes, PostgreSQL"
-"$GH" --database "postgres://gatehouse@127.0.0.1:$PORT/three" bench --nodes 3 --envelopes "$N" --senders 10 --concurrency 64 2>&1 | quiet
+OUT="$D/results"
+: > "$OUT"
+# Runs one configuration, shows its report, and keeps "name accepted/s p99-ms".
+run() {
+  local name="$1"; shift
+  echo "== $name (round $r of $ROUNDS)"
+  "$GH" "$@" 2>&1 | quiet | tee "$D/last"
+  sed -n 's/^inbox http: .* = \([0-9]*\) accepted\/s; p50 [0-9.]* ms, p99 \([0-9.]*\) ms.*/\1 \2/p' "$D/last" | sed "s/^/$name /" >> "$OUT"
+}
+for r in $(seq 1 "$ROUNDS"); do
+  run sqlite bench --envelopes "$N" --senders 10 --concurrency 64
+  database "one$r"
+  run pg1 --database "postgres://gatehouse@127.0.0.1:$PORT/one$r" bench --envelopes "$N" --senders 10 --concurrency 64
+  database "three$r"
+  run pg3 --database "postgres://gatehouse@127.0.0.1:$PORT/three$r" bench --nodes 3 --envelopes "$N" --senders 10 --concurrency 64
+done
+median() { grep "^$1 " "$OUT" | awk '{print $'"$2"'}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+S=$(median sqlite 2); P1=$(median pg1 2); P3=$(median pg3 2)
+echo "== medians of $ROUNDS rounds, $N envelopes each"
+echo "one node, SQLite:       $S accepted/s, p99 $(median sqlite 3) ms"
+echo "one node, PostgreSQL:   $P1 accepted/s, p99 $(median pg1 3) ms = $((100 * P1 / S))% of SQLite"
+echo "three nodes, PostgreSQL: $P3 accepted/s, p99 $(median pg3 3) ms = $((100 * P3 / S))% of SQLite"
+echo "every round (configuration, accepted/s, p99 ms):"
+cat "$OUT"

@@ -22,6 +22,8 @@ pub struct Postgres {
     /// Whom the cluster runs as (uid, gid), when this process is root.
     run_as: Option<(u32, u32)>,
     pub port: u16,
+    /// The server's options beyond port and sockets (TLS).
+    options: String,
 }
 
 /// The directory of Debian's PostgreSQL binaries (the newest installed), or the one
@@ -75,12 +77,36 @@ impl Postgres {
             // SAFETY: a valid C path; the directory is ours, just made.
             assert_eq!(unsafe { libc::chown(path.as_ptr(), uid, gid) }, 0, "chown {}", dir.path().display());
         }
-        let pg = Postgres { dir, bin, run_as, port: free_port() };
+        let pg = Postgres { dir, bin, run_as, port: free_port(), options: String::new() };
         let data = pg.data();
         let out = pg.run("initdb", &["-D", data.to_str().unwrap(), "-U", USER, "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-instructions"]);
         assert!(out.status.success(), "initdb failed: {}", String::from_utf8_lossy(&out.stderr));
         pg.resume();
         Some(pg)
+    }
+
+    /// A new cluster that also takes TLS connections, with a certificate for 127.0.0.1
+    /// and localhost made for it; the certificate's path, which a client is told to trust.
+    pub fn start_tls() -> Option<(Postgres, PathBuf)> {
+        let mut pg = Postgres::start()?;
+        pg.stop();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let (crt, key_file, ca) = (pg.dir.path().join("server.crt"), pg.dir.path().join("server.key"), pg.dir.path().join("ca.pem"));
+        std::fs::write(&crt, cert.pem()).unwrap();
+        std::fs::write(&ca, cert.pem()).unwrap();
+        std::fs::write(&key_file, key.serialize_pem()).unwrap();
+        // PostgreSQL takes a key only its own user can read.
+        std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        if let Some((uid, gid)) = pg.run_as {
+            for f in [&crt, &key_file] {
+                std::os::unix::fs::chown(f, Some(uid), Some(gid)).unwrap();
+            }
+        }
+        pg.options = format!("-c ssl=on -c ssl_cert_file={} -c ssl_key_file={}", crt.display(), key_file.display());
+        pg.resume();
+        Some((pg, ca))
     }
 
     /// One cluster for every test of this process, each test with a database of its own
@@ -153,7 +179,7 @@ impl Postgres {
 
     /// Starts the cluster (again) on its port, and returns once it takes connections.
     pub fn resume(&self) {
-        let options = format!("-p {} -c listen_addresses=127.0.0.1 -k {}", self.port, self.dir.path().display());
+        let options = format!("-p {} -c listen_addresses=127.0.0.1 -k {} {}", self.port, self.dir.path().display(), self.options);
         let log = self.dir.path().join("postgres.log");
         let out = self.pg_ctl(&["-w", "-t", "60", "-l", log.to_str().unwrap(), "-o", &options, "start"]);
         assert!(

@@ -13,13 +13,14 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
-use tokio_postgres::{NoTls, Statement};
+use tokio_postgres::Statement;
 
 use crate::value::{to_pg, Arg, Val};
 use crate::{Result, StoreError};
 
 pub(crate) mod accept;
 mod schema;
+mod tls;
 pub(crate) use schema::{migrate, ADMISSION_LOCK};
 
 /// Connections one store opens at most (PostgreSQL's default allows 100 in all).
@@ -194,6 +195,7 @@ pub(crate) fn describe(config: &tokio_postgres::Config) -> String {
 /// The pool, and the runtime its connections' sockets run on.
 pub(crate) struct Pg {
     config: tokio_postgres::Config,
+    tls: tls::Tls,
     runtime: Option<tokio::runtime::Runtime>,
     idle: Mutex<(Vec<Conn>, usize)>,
     freed: Condvar,
@@ -210,7 +212,7 @@ impl Drop for Pg {
 
 impl Pg {
     pub(crate) fn new(url: &str) -> Result<Pg> {
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| StoreError::Invalid(format!("not a PostgreSQL URL: {e}")))?;
+        let (mut config, tls) = tls::parse(url)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(WAIT);
         }
@@ -221,7 +223,7 @@ impl Pg {
             .enable_all()
             .build()
             .map_err(|e| StoreError::Unavailable(format!("cannot start the database runtime: {e}")))?;
-        Ok(Pg { config, runtime: Some(runtime), idle: Mutex::new((Vec::new(), 0)), freed: Condvar::new() })
+        Ok(Pg { config, tls, runtime: Some(runtime), idle: Mutex::new((Vec::new(), 0)), freed: Condvar::new() })
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -235,13 +237,8 @@ impl Pg {
             .enable_all()
             .build()
             .map_err(|e| StoreError::Unavailable(format!("cannot start the database runtime: {e}")))?;
-        let (client, connection) =
-            rt.block_on(self.config.connect(NoTls)).map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
-        rt.spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(error = %e, "a database connection ended");
-            }
-        });
+        let client =
+            rt.block_on(tls::connect(&self.config, &self.tls)).map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
         let backend: i32 = rt
             .block_on(client.query_one("SELECT pg_backend_pid()", &[]))
             .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?
@@ -250,19 +247,11 @@ impl Pg {
     }
 
     fn connect(&self) -> Result<Conn> {
-        let config = self.config.clone();
+        let (config, tls) = (self.config.clone(), self.tls.clone());
         let rt = self.runtime.as_ref().expect("the runtime lives as long as the pool");
-        let client = pool_wait(rt.spawn(async move {
-            let (client, connection) = config.connect(NoTls).await?;
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::warn!(error = %e, "a database connection ended");
-                }
-            });
-            Ok::<_, tokio_postgres::Error>(client)
-        }))
-        .map_err(|e| StoreError::Unavailable(format!("the database connection task failed: {e}")))?
-        .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
+        let client = pool_wait(rt.spawn(async move { tls::connect(&config, &tls).await }))
+            .map_err(|e| StoreError::Unavailable(format!("the database connection task failed: {e}")))?
+            .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
         let backend: i32 = pool_wait(client.query_one("SELECT pg_backend_pid()", &[]))
             .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?
             .try_get(0)?;

@@ -2,6 +2,7 @@
 mod admission_and_upgrade;
 mod common;
 mod conversations;
+mod database_tls;
 mod knocks;
 mod large_inbox;
 mod rate_limits;

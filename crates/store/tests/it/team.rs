@@ -196,16 +196,6 @@ fn the_same_uamp_message_id_at_two_nodes_at_once_is_stored_once() {
     }
 }
 
-/// Gatehouse has no TLS to PostgreSQL yet: a URL that asks for it is refused, never
-/// served in the clear.
-#[test]
-fn a_database_url_that_requires_tls_is_refused_not_used_in_the_clear() {
-    let Some(place) = postgres() else { return };
-    let Place::Pg(url) = &place else { unreachable!() };
-    let e = Store::open_url(&format!("{url}?sslmode=require")).err().expect("refused");
-    assert!(e.to_string().contains("TLS"), "{e}");
-}
-
 /// The schema is written twice (SQLite's steps, PostgreSQL's in its types): the same
 /// tables with the same columns, but for what each engine keeps for itself.
 #[test]
