@@ -53,5 +53,9 @@ echo "== medians of $ROUNDS rounds, $N envelopes each"
 echo "one node, SQLite:       $S accepted/s, p99 $(median sqlite 3) ms"
 echo "one node, PostgreSQL:   $P1 accepted/s, p99 $(median pg1 3) ms = $((100 * P1 / S))% of SQLite"
 echo "three nodes, PostgreSQL: $P3 accepted/s, p99 $(median pg3 3) ms = $((100 * P3 / S))% of SQLite"
+# Each round's three ran back to back: their ratios see the same moment of a shared machine.
+ratios() { paste <(grep "^sqlite " "$OUT" | awk '{print $2}') <(grep "^$1 " "$OUT" | awk '{print $2}') | awk '{printf "%d\n", 100 * $2 / $1}' | sort -n; }
+mid() { awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "per round, of that round's SQLite: one PostgreSQL node $(ratios pg1 | tr '\n' ' ')(median $(ratios pg1 | mid)%), three $(ratios pg3 | tr '\n' ' ')(median $(ratios pg3 | mid)%)"
 echo "every round (configuration, accepted/s, p99 ms):"
 cat "$OUT"
