@@ -2,6 +2,7 @@
 //! node holds.
 
 use crate::common::{key, policy, pubhex, TestInbox};
+use crate::uamp::Uamp;
 use gatehouse_app::consent::{ConsentItem, ConsentTarget, Decision};
 use gatehouse_store::{ExecStatus, Policy, Store};
 
@@ -37,4 +38,31 @@ async fn a_held_envelope_released_at_another_node_is_run_by_a_node_that_looks() 
     }
     assert!(approver.queued_ids(10).unwrap().is_empty());
     node1.stop().await;
+}
+
+/// The same UAMP message sent to two nodes at once, each over its own TLS listener: one
+/// node accepts it, the other refuses it as a replay, as one laptop answers a second copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_uamp_message_at_two_nodes_at_once_is_accepted_once() {
+    let Some(pg) = gatehouse_pg_testserver::Postgres::shared() else { return };
+    let url = pg.fresh_database();
+    let node = |name: &str| Store::open_url(&url).unwrap().with_node(name);
+    let one = Uamp::start_on(tempfile::tempdir().unwrap(), node("node-1"), gatehouse_app::doors::ExecutorSpec::Noop).await;
+    let two = Uamp::start_on(tempfile::tempdir().unwrap(), node("node-2"), gatehouse_app::doors::ExecutorSpec::Noop).await;
+    assert_eq!(one.inbox.did(), two.inbox.did(), "one gate, one identity");
+    // Trusted and given a token once, in the team's database: good at every node.
+    let peer = one.trusted(40, &["inform"], gatehouse_store::RateLimit::default());
+    const ROUNDS: usize = 20;
+    for round in 0..ROUNDS {
+        let env = one.envelope(&peer, gatehouse_uamp::Intent::Inform, &format!("round {round}"), serde_json::json!({}));
+        let ((s1, b1, _), (s2, b2, _)) = tokio::join!(one.post(&peer, &env), two.post(&peer, &env));
+        let mut answers = [
+            (s1, b1["reason"].as_str().or(b1["status"].as_str()).map(str::to_string)),
+            (s2, b2["reason"].as_str().or(b2["status"].as_str()).map(str::to_string)),
+        ];
+        answers.sort();
+        assert_eq!(answers, [(200, Some("accepted".to_string())), (403, Some("replay".to_string()))], "round {round}: {b1} {b2}");
+    }
+    let inbound = one.store.uamp_messages(1000).unwrap().into_iter().filter(|m| m.direction == "in").count();
+    assert_eq!(inbound, ROUNDS, "each message kept once");
 }

@@ -34,7 +34,14 @@ pub(crate) struct Uamp {
 impl Uamp {
     pub(crate) async fn start(executor: ExecutorSpec) -> Uamp {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(crate::common::test_store(dir.path()));
+        let store = crate::common::test_store(dir.path());
+        Uamp::start_on(dir, store, executor).await
+    }
+
+    /// A gate on `store` (a node of a team's gate, when several share its database), its
+    /// listeners' files in `dir`.
+    pub(crate) async fn start_on(dir: tempfile::TempDir, store: Store, executor: ExecutorSpec) -> Uamp {
+        let store = Arc::new(store);
         ExecutorConfig { default: executor, scopes: Default::default() }.save(&store).unwrap();
         let key = SigningKey::from_bytes(&[3; 32]);
         let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
