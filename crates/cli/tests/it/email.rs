@@ -114,7 +114,7 @@ fn an_envelope_sent_by_mail_is_accepted_and_its_receipt_comes_back_by_mail() {
 }
 
 /// How many mails a folder of alice's holds.
-fn count(dv: &Dovecot, folder: &str) -> u32 {
+pub(crate) fn count(dv: &Dovecot, folder: &str) -> u32 {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let mut s = gatehouse_email::imap::connect(&account(dv), PASSWORD).await.unwrap();
@@ -124,7 +124,7 @@ fn count(dv: &Dovecot, folder: &str) -> u32 {
     })
 }
 
-fn account(dv: &Dovecot) -> gatehouse_email::Account {
+pub(crate) fn account(dv: &Dovecot) -> gatehouse_email::Account {
     gatehouse_email::Account {
         host: "127.0.0.1".into(),
         port: dv.port,

@@ -4,6 +4,7 @@
 //! node killed with -9 loses nothing it acknowledged; PostgreSQL stopped under load
 //! turns answers into 503 with Retry-After, and the nodes recover by themselves.
 
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier, Mutex};
@@ -363,4 +364,83 @@ fn a_rate_limit_of_ten_an_hour_holds_at_ten_across_three_nodes() {
     });
     assert_eq!(answers.iter().filter(|(s, _)| *s == 200).count(), 10, "{answers:?}");
     assert!(answers.iter().filter(|(s, _)| *s != 200).all(|(s, retry)| *s == 429 && retry.is_some()), "{answers:?}");
+}
+
+/// A team's mail account is read by one node at a time (a lease in the database). When
+/// that node is killed with -9, another node takes the account over once the lease runs
+/// out, and every mail is accepted once and filed.
+#[test]
+fn a_mail_account_is_read_by_one_node_and_taken_over_when_that_node_dies() {
+    use gatehouse_email_testservers::{Dovecot, PASSWORD, USER};
+    let Some(pg) = Postgres::shared() else { return };
+    let Some(dv) = Dovecot::start() else { return };
+    let team = Team::new(pg.fresh_database(), 2);
+    let sender = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    team.gh(0, &["trust", "add", &gatehouse_epp::public_key_hex(&sender), "--name", "Clinic", "--scopes", "support"]);
+    let mut add = command(team.dir(0), &team.url)
+        .args(["email", "add", "home", "--host", "127.0.0.1", "--port", &dv.port.to_string(), "--plain", "--user", USER, "--password-stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut add.stdin.take().unwrap(), PASSWORD.as_bytes()).unwrap();
+    let out = add.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The account's password is a node's secret, like the team's key: the operator gives
+    // every node the same (docs/team-gate.md).
+    let (from, to) = (team.dir(0).join("secrets"), team.dir(1).join("secrets"));
+    std::fs::DirBuilder::new().mode(0o700).create(&to).unwrap();
+    for f in std::fs::read_dir(&from).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+    }
+
+    let deliver = |n: usize| {
+        let env = gatehouse_epp::Draft::new(&team.public_key, "support", &format!("result {n}")).sign(&sender, chrono::Utc::now());
+        let mail = format!(
+            "From: agent@clinic.example\r\nMessage-ID: <m{n}@clinic.example>\r\nSubject: result {n}\r\nContent-Type: application/epp+json\r\n\r\n{}\r\n",
+            serde_json::to_string(&env).unwrap()
+        );
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let mut s = gatehouse_email::imap::connect(&crate::email::account(&dv), PASSWORD).await.unwrap();
+            s.append("INBOX", None, None, mail.as_bytes()).await.unwrap();
+            s.logout().await.unwrap();
+        });
+        env["envelope_id"].as_str().unwrap().to_string()
+    };
+    let accepted = || -> Vec<String> {
+        let receipts: serde_json::Value = serde_json::from_str(&team.gh(0, &["receipts", "--json", "--limit", "100"])).unwrap();
+        receipts.as_array().unwrap().iter().filter(|r| r["status"] == "accepted").map(|r| r["envelope_id"].as_str().unwrap().to_string()).collect()
+    };
+    let wait_for = |n: usize, within: Duration| {
+        let t = Instant::now();
+        while accepted().len() < n {
+            assert!(t.elapsed() < within, "{} of {n} mails accepted after {within:?}", accepted().len());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        t.elapsed()
+    };
+    let database = team.url.rsplit('/').next().unwrap().to_string();
+    let holder = || pg.psql_in(&database, "SELECT holder FROM leases WHERE name = 'email:home'").unwrap();
+    let node_of = |name: &str| (0..2).find(|i| std::fs::read_to_string(team.dir(*i).join("node-id")).unwrap().trim() == name);
+
+    let mut nodes = vec![team.serve(0), team.serve(1)];
+    let first = deliver(0);
+    wait_for(1, Duration::from_secs(60));
+    let reader = node_of(&holder()).expect("one node holds the account's lease");
+    nodes[reader].kill_9();
+
+    let second = deliver(1);
+    // The lease runs out 30 s after its last renewal; the other node asks every 10 s.
+    let took = wait_for(2, Duration::from_secs(75));
+    assert_eq!(node_of(&holder()), Some(1 - reader), "the other node holds the lease now (took {took:?})");
+    let mut ids = accepted();
+    ids.sort();
+    let mut want = vec![first, second];
+    want.sort();
+    assert_eq!(ids, want, "each mail accepted once");
+    assert_eq!(crate::email::count(&dv, "INBOX"), 0, "both mails filed");
+    assert_eq!(crate::email::count(&dv, "Gatehouse.Accepted"), 2);
 }
