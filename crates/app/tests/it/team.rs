@@ -66,3 +66,54 @@ async fn the_same_uamp_message_at_two_nodes_at_once_is_accepted_once() {
     let inbound = one.store.uamp_messages(1000).unwrap().into_iter().filter(|m| m.direction == "in").count();
     assert_eq!(inbound, ROUNDS, "each message kept once");
 }
+
+/// The gate's database stops while a mail waits to be read: the mail is neither accepted
+/// without a commit nor filed or answered as refused; once the database is back, it is
+/// accepted and filed, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mail_read_while_the_database_is_down_waits_and_is_accepted_once_it_is_back() {
+    use crate::email::{account, count, deliver, envelope_mail, wait_account};
+    let Some(dv) = crate::email::dovecot() else { return };
+    // A cluster of this test's own: it is stopped here.
+    let Some(pg) = gatehouse_pg_testserver::Postgres::start() else { return };
+    let (port, url, alice) = (dv.port, pg.fresh_database(), key(7));
+    let probe = TestInbox::start(&pubhex(&key(1)), false).await;
+    let env = probe.signed(&alice, "support", "sent while the database was down");
+    probe.stop().await;
+    let follow = gatehouse_app::doors::email::Follow::new("personal".into(), account(port), "secret".into(), None);
+    let acct = serde_json::to_value(&follow.account).unwrap();
+    let inbox = TestInbox::start_email_on(
+        &pubhex(&key(1)),
+        Store::open_url(&url).unwrap(),
+        |s| {
+            s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap();
+            s.trust_add(&gatehouse_store::TrustEntry {
+                public_key: pubhex(&alice),
+                name: "Alice".into(),
+                added_at: "2026-01-01T00:00:00Z".into(),
+                policy: policy(&["support"]),
+            })
+            .unwrap();
+        },
+        vec![follow],
+    )
+    .await;
+    let store = inbox.store.clone();
+    wait_account(&store, "waiting in IDLE", |a| a.state == "idle").await;
+
+    pg.stop();
+    deliver(port, &envelope_mail(&env, 1)).await;
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert_eq!((count(port, "INBOX").await, count(port, "Gatehouse.Rejected").await), (1, 0), "waiting where it arrived, not filed as refused");
+
+    pg.resume();
+    let t = std::time::Instant::now();
+    while count(port, "Gatehouse.Accepted").await < 1 {
+        assert!(t.elapsed() < std::time::Duration::from_secs(90), "not read once the database was back: {:?}", store.email_account("personal"));
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let receipts = store.receipts(20, 0).unwrap();
+    assert_eq!(receipts.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["accepted"], "one receipt, the acceptance: {receipts:?}");
+    assert_eq!((count(port, "INBOX").await, count(port, "Gatehouse.Rejected").await), (0, 0));
+    inbox.stop().await;
+}

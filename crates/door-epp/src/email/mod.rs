@@ -296,7 +296,16 @@ async fn decide(
         Found::Envelope(bytes) => match recovered(store, may_take_over, names.envelope_id).await? {
             // Accepted from this very mail before a crash: recorded now, not submitted again.
             Some(receipt) => (receipt, names.sender),
-            None => (inbox.submit_async(&bytes, "email", gatehouse_gate::clock::now()).await.receipt, names.sender),
+            None => {
+                let outcome = inbox.submit_async(&bytes, "email", gatehouse_gate::clock::now()).await;
+                // Nothing could be committed (the gate's database did not answer; HTTP
+                // would say 503): the mail stays where it is and is read again, never
+                // filed or answered as refused.
+                if outcome.http_status() == 503 {
+                    return Err(EmailError::Imap("the store did not answer; the mail is read again once it does".into()));
+                }
+                (outcome.receipt, names.sender)
+            }
         },
         // An envelope part too large to be one: the mail is an envelope mail, refused.
         Found::Unusable(why) => (inbox.submit_failure_async(ErrorCode::SizeExceeded, why, "email", gatehouse_gate::clock::now()).await.receipt, None),

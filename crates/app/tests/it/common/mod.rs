@@ -104,6 +104,11 @@ impl TestInbox {
         Self::start_in(tempfile::tempdir().unwrap(), store, inbox_key, false, ExecutorConfig::default(), |_| {}, Vec::new()).await
     }
 
+    /// [`TestInbox::start_email`] on `store`.
+    pub async fn start_email_on(inbox_key: &str, store: Store, setup: impl FnOnce(&Store), email: Vec<gatehouse_app::doors::email::Follow>) -> TestInbox {
+        Self::start_in(tempfile::tempdir().unwrap(), store, inbox_key, false, ExecutorConfig::default(), setup, email).await
+    }
+
     async fn start_in(
         dir: tempfile::TempDir,
         store: Store,
