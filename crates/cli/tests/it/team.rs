@@ -426,7 +426,7 @@ fn a_mail_account_is_read_by_one_node_and_taken_over_when_that_node_dies() {
     let holder = || pg.psql_in(&database, "SELECT holder FROM leases WHERE name = 'email:home'").unwrap();
     let node_of = |name: &str| (0..2).find(|i| std::fs::read_to_string(team.dir(*i).join("node-id")).unwrap().trim() == name);
 
-    let mut nodes = vec![team.serve(0), team.serve(1)];
+    let mut nodes = [team.serve(0), team.serve(1)];
     let first = deliver(0);
     wait_for(1, Duration::from_secs(60));
     let reader = node_of(&holder()).expect("one node holds the account's lease");
