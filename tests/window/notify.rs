@@ -52,10 +52,21 @@ impl Dunst {
     }
 
     /// Waits until `n` notifications are shown or waiting.
-    fn wait_for(&self, n: u32) {
+    fn wait_for(&mut self, n: u32) {
         let t = Instant::now();
         while self.count("displayed").unwrap_or(0) + self.count("waiting").unwrap_or(0) < n {
-            assert!(t.elapsed() < Duration::from_secs(20), "no notification came");
+            if t.elapsed() > Duration::from_secs(20) {
+                // Which daemon had the notifications, if any: ours may have exited or lost
+                // the session bus's name (a CI run once saw dunst say so).
+                let ours = self.child.id();
+                let exited = self.child.try_wait().ok().flatten();
+                panic!(
+                    "no notification came: {} of {n} counted; our dunst (pid {ours}) {}; the bus names {:?} as the notification daemon",
+                    self.count("displayed").unwrap_or(0) + self.count("waiting").unwrap_or(0),
+                    exited.map_or("still runs".to_string(), |s| format!("exited ({s})")),
+                    notification_daemon_pid()
+                );
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -107,7 +118,7 @@ fn active_sender(app: &App) -> Option<String> {
 #[test]
 fn a_click_on_a_prompts_notification_opens_the_window_on_that_prompt() {
     let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
-    let dunst = Dunst::start();
+    let mut dunst = Dunst::start();
     let app = App::start();
     let (first, second) = (gatehouse_epp::generate_signing_key(), gatehouse_epp::generate_signing_key());
     assert_eq!(app.send(&first, "support", "The first knock").0, 401);
@@ -128,7 +139,7 @@ fn a_click_on_a_prompts_notification_opens_the_window_on_that_prompt() {
 #[test]
 fn in_quiet_hours_prompts_wait_unannounced_and_one_digest_follows() {
     let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
-    let dunst = Dunst::start();
+    let mut dunst = Dunst::start();
     let app = App::start();
     // Quiet from an hour ago to an hour from now, on the app's (local) clock.
     let now = chrono::Local::now();
