@@ -164,8 +164,8 @@ impl Store {
     /// The PostgreSQL database at `url` as [`Store::location`] names it, for a message
     /// about a database that could not be opened.
     pub fn describe_url(url: &str) -> String {
-        match url.parse::<tokio_postgres::Config>() {
-            Ok(config) => crate::pg::describe(&config),
+        match crate::pg::tls::read(url) {
+            Ok((config, _)) => crate::pg::describe(&config),
             Err(_) => "an unreadable database URL".into(),
         }
     }

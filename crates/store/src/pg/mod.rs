@@ -20,7 +20,7 @@ use crate::{Result, StoreError};
 
 pub(crate) mod accept;
 mod schema;
-mod tls;
+pub(crate) mod tls;
 pub(crate) use schema::{migrate, ADMISSION_LOCK};
 
 /// Connections one store opens at most (PostgreSQL's default allows 100 in all).

@@ -22,29 +22,30 @@ pub(crate) enum Tls {
     On(tokio_postgres_rustls::MakeRustlsConnect),
 }
 
-/// The URL's options tokio-postgres does not take (libpq's names), read and removed: the
-/// config, and how to connect.
-pub(crate) fn parse(url: &str) -> Result<(Config, Tls)> {
+/// What a database URL says, read without opening anything: tokio-postgres's config (the
+/// options it does not take, libpq's names, read and removed) and the CA file it names.
+pub(crate) fn read(url: &str) -> Result<(Config, Option<String>)> {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut rootcert = None;
-    let mut verify = false;
     let mut kept = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         match pair.split_once('=') {
             Some(("sslrootcert", path)) => rootcert = Some(percent_decoded(path)?),
-            Some(("sslmode", "verify-ca" | "verify-full")) => {
-                verify = true;
-                kept.push("sslmode=require".to_string());
-            }
+            Some(("sslmode", "verify-ca" | "verify-full")) => kept.push("sslmode=require".to_string()),
             _ => kept.push(pair.to_string()),
         }
     }
     let url = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
     let config: Config = url.parse().map_err(|e| StoreError::Invalid(format!("not a PostgreSQL URL: {e}")))?;
-    let tls = match config.get_ssl_mode() {
-        SslMode::Require => Tls::On(connector(rootcert.as_deref())?),
-        _ if verify => Tls::On(connector(rootcert.as_deref())?),
-        _ if rootcert.is_some() => {
+    Ok((config, rootcert))
+}
+
+/// [`read`], and how to connect.
+pub(crate) fn parse(url: &str) -> Result<(Config, Tls)> {
+    let (config, rootcert) = read(url)?;
+    let tls = match (config.get_ssl_mode(), &rootcert) {
+        (SslMode::Require, _) => Tls::On(connector(rootcert.as_deref())?),
+        (_, Some(_)) => {
             return Err(StoreError::Invalid("the database URL names a CA (sslrootcert) but does not ask for TLS: add sslmode=require".into()));
         }
         _ => Tls::Off,

@@ -29,6 +29,10 @@ fn a_database_reached_over_tls_is_verified_and_never_used_in_the_clear() {
     assert_eq!(node.count_envelopes().unwrap(), 1);
     drop(node);
 
+    // Messages name a TLS URL's database as any other's (libpq's options read, not refused).
+    let named = Store::describe_url(&format!("{url}?sslmode=verify-full&sslrootcert={ca}"));
+    assert!(named.starts_with("PostgreSQL database postgres on 127.0.0.1:"), "{named}");
+
     // A certificate no one vouches for: refused, saying why.
     let e = Store::open_url(&format!("{url}?sslmode=require")).err().expect("refused");
     assert!(e.to_string().contains("certificate"), "{e}");
