@@ -52,11 +52,10 @@ struct Own<'a> {
 
 impl Transact for Own<'_> {
     fn transact<T>(&mut self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
-        if self.conn.as_ref().is_none_or(Conn::is_closed) {
-            self.conn = None;
-            self.conn = Some(self.pg.own_connection()?);
-        }
-        let c = self.conn.as_ref().ok_or_else(|| crate::StoreError::Unavailable("no database connection".into()))?;
+        let c = match self.conn.take().filter(|c| !c.is_closed()) {
+            Some(c) => self.conn.insert(c),
+            None => self.conn.insert(self.pg.own_connection()?),
+        };
         c.within("BEGIN", || f(&Db::Pg(c)))
     }
 }

@@ -1,8 +1,9 @@
 //! Acceptance on PostgreSQL: the same checks as SQLite's (`replay::accept_one`), in the
-//! same order. A sender with rate limits is accepted in two statements (its checks, then
-//! its rows); a batch of senders without, in one statement for the whole batch, sent with
-//! the transaction's BEGIN and the admission lock: the committer's transaction is two
-//! round trips, this and its COMMIT (docs/performance.md).
+//! same order, and the rows written by one statement ([`insert_many`]). A sender with rate
+//! limits is checked and counted first, under its lock; a batch of senders without is
+//! that one statement alone, sent with the transaction's BEGIN and the admission lock:
+//! the committer's transaction is two round trips, this and its COMMIT
+//! (docs/performance.md).
 
 use std::collections::HashSet;
 
@@ -11,24 +12,7 @@ use crate::sql::{Arg, Db};
 use crate::value::Val;
 use crate::{NewEnvelope, RateLimit, Result, StoreError};
 
-/// The envelope, its nonce, its receipt (and its entry by sender) and its count, as
-/// SQLite's path writes them, in one statement.
-const INSERT: &str = "WITH e AS (INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
-        in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
-        transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
-        exec_updated_at, executor_spec)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-        ?21, CASE WHEN CAST(?21 AS TEXT) IS NULL THEN NULL ELSE ?12 END, ?22) RETURNING id),
- n AS (INSERT INTO nonces (nonce, expires_at_ms, envelope_row) SELECT ?23, ?24, id FROM e),
- r AS (INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
-        transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
-     SELECT ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, id FROM e RETURNING sender, seq),
- b AS (INSERT INTO receipts_by_sender (sender, seq) SELECT sender, seq FROM r WHERE sender IS NOT NULL),
- u AS (INSERT INTO usage_minutes (sender, minute, writer, n) VALUES (?2, ?39, pg_backend_pid(), 1)
-     ON CONFLICT (sender, minute, writer) DO UPDATE SET n = usage_minutes.n + 1)
- SELECT id FROM e";
-
-/// What [`INSERT`] binds for one acceptance.
+/// What [`insert_many`] binds for one acceptance (all but its last column).
 struct Insert<'a> {
     rec: &'a NewEnvelope,
     json: &'a Serialized,
@@ -96,8 +80,8 @@ pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, jso
     if let Some(over) = over_rate(tx, &rec.sender, rec.received_ms, limits)? {
         return Ok(Err(over.into()));
     }
-    let insert = Insert::new(rec, json);
-    Ok(Ok(tx.query_row(INSERT, &insert.args(), |r| r.get::<i64>(0))?))
+    let mut judged = insert(tx, None, &[Insert::new(rec, json)])?;
+    judged.pop().ok_or_else(|| StoreError::Invalid("the acceptance was not judged".into()))?
 }
 
 /// The columns [`insert_many`] unnests: [`Insert::args`] in order, and last the admission
@@ -145,7 +129,8 @@ const COLUMNS: [(&str, &str); 40] = [
     ("admitted", "bigint"),
 ];
 
-/// [`INSERT`] for a whole batch in one statement, with its checks: each argument is a
+/// A batch's envelopes, nonces, receipts (and their entries by sender) and counts, as
+/// SQLite's path writes them, in one statement with its checks: each argument is a
 /// column of the batch (an array); an envelope whose nonce was used or whose admission
 /// changed is left out (each nonce looked up by itself in the unique index: a plan kept
 /// from when the table was small scanned every row for `nonce = ANY(…)`, measured). A
@@ -215,55 +200,62 @@ fn check(tx: &Db<'_>, nonces: Vec<Val<'_>>, locked: bool) -> Result<(i64, HashSe
     Ok((version, used.into_iter().collect()))
 }
 
-/// Acceptances of senders without rate limits, in batch order, in one statement sent
-/// with the admission lock (and the transaction's BEGIN): one round trip for the batch.
-/// Why one was left out is read only when one was. A nonce twice in the batch is judged
-/// the second time after the rest, as one after the other would find it.
-pub(crate) fn accept_many(tx: &Db<'_>, recs: &[(&NewEnvelope, &Serialized)]) -> Result<Vec<AcceptResult>> {
+/// `inserts` in one statement after `first` (see [`super::Conn::after`]), and why any was
+/// left out: one result each, in order.
+fn insert(tx: &Db<'_>, first: Option<&str>, inserts: &[Insert<'_>]) -> Result<Vec<AcceptResult>> {
     let Db::Pg(conn) = tx else {
-        return Err(StoreError::Invalid("a batch of acceptances is PostgreSQL's".into()));
+        return Err(StoreError::Invalid("this acceptance is PostgreSQL's".into()));
     };
-    if recs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut seen = HashSet::new();
-    let (inserts, again): (Vec<(usize, Insert<'_>)>, Vec<usize>) = {
-        let (mut inserts, mut again) = (Vec::new(), Vec::new());
-        for (at, (rec, json)) in recs.iter().enumerate() {
-            if seen.insert(&rec.nonce) {
-                inserts.push((at, Insert::new(rec, json)));
-            } else {
-                again.push(at);
-            }
-        }
-        (inserts, again)
-    };
-    let mut out: Vec<Option<AcceptResult>> = recs.iter().map(|_| None).collect();
     let mut columns: Vec<Vec<Val<'_>>> = (0..COLUMNS.len()).map(|_| Vec::with_capacity(inserts.len())).collect();
-    for (_, insert) in &inserts {
+    for insert in inserts {
         let admitted = insert.rec.admission_version.map_or(Val::Null, Val::Int);
         for (column, val) in columns.iter_mut().zip(insert.args().into_iter().map(|a| a.val()).chain([admitted])) {
             column.push(val);
         }
     }
-    let lock = admission_lock();
-    for row in conn.query_columns(Some(&lock), insert_many(), &columns)? {
+    let mut out: Vec<Option<AcceptResult>> = inserts.iter().map(|_| None).collect();
+    for row in conn.query_columns(first, insert_many(), &columns)? {
         let (ord, id): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
-        if let Some((at, _)) = usize::try_from(ord - 1).ok().and_then(|k| inserts.get(k)) {
-            out[*at] = Some(Ok(Ok(id)));
+        if let Some(slot) = usize::try_from(ord - 1).ok().and_then(|k| out.get_mut(k)) {
+            *slot = Some(Ok(Ok(id)));
         }
     }
-    let left_out: Vec<usize> = inserts.iter().map(|(at, _)| *at).filter(|at| out[*at].is_none()).collect();
+    let left_out: Vec<usize> = (0..inserts.len()).filter(|k| out[*k].is_none()).collect();
     if !left_out.is_empty() {
-        let (version, used) = check(tx, left_out.iter().map(|at| Val::Blob(&recs[*at].0.nonce)).collect(), true)?;
-        for at in left_out {
-            let rec = recs[at].0;
+        let (version, used) = check(tx, left_out.iter().map(|k| Val::Blob(&inserts[*k].rec.nonce)).collect(), true)?;
+        for k in left_out {
+            let rec = inserts[k].rec;
             // Under the lock the version cannot have moved, and a used nonce stays used:
             // what left the envelope out is still there to be named.
             let refused = refusal(rec, Some(version), used.contains(&rec.nonce))
                 .ok_or_else(|| StoreError::Invalid("an acceptance of the batch was left out for no reason found".into()))?;
-            out[at] = Some(Ok(Err(refused)));
+            out[k] = Some(Ok(Err(refused)));
         }
+    }
+    out.into_iter().map(|r| r.ok_or_else(|| StoreError::Invalid("an acceptance of the batch was not judged".into()))).collect()
+}
+
+/// Acceptances of senders without rate limits, in batch order, in one statement sent
+/// with the admission lock (and the transaction's BEGIN): one round trip for the batch.
+/// Why one was left out is read only when one was. A nonce twice in the batch is judged
+/// the second time after the rest, as one after the other would find it.
+pub(crate) fn accept_many(tx: &Db<'_>, recs: &[(&NewEnvelope, &Serialized)]) -> Result<Vec<AcceptResult>> {
+    if recs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut seen = HashSet::new();
+    let (mut places, mut inserts, mut again) = (Vec::new(), Vec::new(), Vec::new());
+    for (at, (rec, json)) in recs.iter().enumerate() {
+        if seen.insert(&rec.nonce) {
+            places.push(at);
+            inserts.push(Insert::new(rec, json));
+        } else {
+            again.push(at);
+        }
+    }
+    let mut out: Vec<Option<AcceptResult>> = recs.iter().map(|_| None).collect();
+    for (at, judged) in places.into_iter().zip(insert(tx, Some(&admission_lock()), &inserts)?) {
+        out[at] = Some(judged);
     }
     for at in again {
         let (rec, json) = recs[at];

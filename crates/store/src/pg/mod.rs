@@ -69,6 +69,10 @@ fn params<'v>(vals: &'v [Val<'_>]) -> Vec<&'v (dyn ToSql + Sync)> {
 }
 
 impl Conn {
+    fn new(client: tokio_postgres::Client, backend: i64, driver: Driver) -> Conn {
+        Conn { client, backend, statements: RefCell::new(HashMap::new()), begin: RefCell::new(None), driver }
+    }
+
     /// The server process serving this connection: no other connection's transaction
     /// writes under this number while this one lives.
     pub(crate) fn backend(&self) -> i64 {
@@ -192,6 +196,15 @@ pub(crate) fn describe(config: &tokio_postgres::Config) -> String {
     format!("PostgreSQL database {} on {host}:{port}", config.get_dbname().unwrap_or("(default)"))
 }
 
+/// Connects, on the runtime this is awaited on, and asks which server process serves the
+/// connection ([`Conn::backend`]).
+async fn open(config: &tokio_postgres::Config, tls: &tls::Tls) -> Result<(tokio_postgres::Client, i64)> {
+    let unreachable = |e: tokio_postgres::Error| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e)));
+    let client = tls::connect(config, tls).await.map_err(unreachable)?;
+    let backend: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.map_err(unreachable)?.try_get(0)?;
+    Ok((client, backend.into()))
+}
+
 /// The pool, and the runtime its connections' sockets run on.
 pub(crate) struct Pg {
     config: tokio_postgres::Config,
@@ -237,25 +250,16 @@ impl Pg {
             .enable_all()
             .build()
             .map_err(|e| StoreError::Unavailable(format!("cannot start the database runtime: {e}")))?;
-        let client =
-            rt.block_on(tls::connect(&self.config, &self.tls)).map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
-        let backend: i32 = rt
-            .block_on(client.query_one("SELECT pg_backend_pid()", &[]))
-            .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?
-            .try_get(0)?;
-        Ok(Conn { client, backend: backend.into(), statements: RefCell::new(HashMap::new()), begin: RefCell::new(None), driver: Driver::Own(rt) })
+        let (client, backend) = rt.block_on(open(&self.config, &self.tls))?;
+        Ok(Conn::new(client, backend, Driver::Own(rt)))
     }
 
     fn connect(&self) -> Result<Conn> {
         let (config, tls) = (self.config.clone(), self.tls.clone());
         let rt = self.runtime.as_ref().expect("the runtime lives as long as the pool");
-        let client = pool_wait(rt.spawn(async move { tls::connect(&config, &tls).await }))
-            .map_err(|e| StoreError::Unavailable(format!("the database connection task failed: {e}")))?
-            .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?;
-        let backend: i32 = pool_wait(client.query_one("SELECT pg_backend_pid()", &[]))
-            .map_err(|e| StoreError::Unavailable(format!("cannot reach the database: {}", message(&e))))?
-            .try_get(0)?;
-        Ok(Conn { client, backend: backend.into(), statements: RefCell::new(HashMap::new()), begin: RefCell::new(None), driver: Driver::Pool })
+        let (client, backend) = pool_wait(rt.spawn(async move { open(&config, &tls).await }))
+            .map_err(|e| StoreError::Unavailable(format!("the database connection task failed: {e}")))??;
+        Ok(Conn::new(client, backend, Driver::Pool))
     }
 
     fn checkout(&self) -> Result<Conn> {
