@@ -32,6 +32,7 @@ app_commands![
     commands::consent_list,
     commands::consent_decide::<tauri::Wry>,
     commands::audit_list,
+    commands::audit_verify,
     commands::settings_set,
     commands::retention_get,
     commands::retention_set,

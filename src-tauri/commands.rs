@@ -218,6 +218,14 @@ pub async fn audit_list(shell: ShellState<'_>) -> Result<Vec<AuditEntry>> {
     blocking(move || gatehouse_app::history::audit(&c.store)).await
 }
 
+/// Checks the audit log against this gate's key (`gatehouse audit verify`).
+#[tauri::command]
+#[specta::specta]
+pub async fn audit_verify(shell: ShellState<'_>) -> Result<gatehouse_app::audit::AuditVerdict> {
+    let c = shell.inner().clone();
+    blocking(move || gatehouse_app::audit::verify_live(&c.store, &c.public_key)).await
+}
+
 #[tauri::command]
 #[specta::specta]
 pub async fn settings_set(shell: ShellState<'_>, grants: tauri::State<'_, crate::grants::Grants>, settings: DesktopSettings) -> Result<InboxStatus> {
@@ -291,7 +299,7 @@ pub use gatehouse_app::export::ExportKind;
 pub async fn export_json(shell: ShellState<'_>, grants: tauri::State<'_, crate::grants::Grants>, kind: ExportKind, path: PathBuf) -> Result<usize> {
     grants.check(crate::grants::Purpose::Export, &path)?;
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::export::write(&c.store, kind, &path)).await
+    blocking(move || gatehouse_app::export::write(&c, kind, &path)).await
 }
 
 /// Answers to the sender of an envelope: drafts, sent and failed.

@@ -32,9 +32,19 @@ fn unknown_sender_prompts_and_approval_lets_the_next_envelope_in() {
     assert!(app.text(&format!("{row} .badge")).contains("Done") || app.text(&format!("{row} .badge")).contains("Queued"));
     // The waiting message itself was delivered by the approval too.
     app.row_with("May I remind you about refills");
-    // The decision is in the activity log.
+    // The decision is in the activity log, and the log checks out.
     app.click("#nav-activity");
     app.wait_text("#audit-list", "consent.always_allow_scope");
+    app.click("#audit-check");
+    app.wait_text("#audit-verdict", "Intact: ");
+    // An entry edited behind the window's back is named by the check.
+    let db = rusqlite::Connection::open(app.data.path().join("gatehouse.db")).unwrap();
+    let id: i64 = db.query_row("SELECT id FROM audit WHERE action = 'consent.always_allow_scope'", [], |r| r.get(0)).unwrap();
+    db.execute("UPDATE audit SET action = 'consent.deny' WHERE id = ?1", [id]).unwrap();
+    app.click("#audit-check");
+    app.wait_text("#audit-verdict", &format!("Not intact: entry #{id} (consent.deny"));
+    app.wait_text("#audit-list", "consent.deny");
+    app.screenshot("activity-not-intact");
 }
 
 #[test]

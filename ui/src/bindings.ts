@@ -54,6 +54,8 @@ export const commands = {
 	consentList: () => __TAURI_INVOKE<ConsentItem_Serialize[]>("consent_list"),
 	consentDecide: (target: ConsentTarget_Deserialize, decision: Decision, lasting: Lasting | null) => __TAURI_INVOKE<DecisionOutcome_Serialize>("consent_decide", { target, decision, lasting }),
 	auditList: () => __TAURI_INVOKE<AuditEntry_Serialize[]>("audit_list"),
+	/**  Checks the audit log against this gate's key (`gatehouse audit verify`). */
+	auditVerify: () => __TAURI_INVOKE<AuditVerdict_Serialize>("audit_verify"),
 	settingsSet: (settings: DesktopSettings_Deserialize) => __TAURI_INVOKE<InboxStatus_Serialize>("settings_set", { settings }),
 	retentionGet: () => __TAURI_INVOKE<Retention_Serialize>("retention_get"),
 	/**  Applied by the inbox's next clean-up (every 10 minutes), not at once. */
@@ -446,6 +448,10 @@ export type AuditEntry_Deserialize = {
 	action: string,
 	subject?: string | null,
 	detail: Value,
+	/**  The hash of the entry before it ([`crate::AUDIT_GENESIS`] for the first). */
+	prev_hash?: string,
+	/**  This entry's hash ([`crate::audit_entry_hash`]). */
+	hash?: string,
 };
 
 /**  One decision or change the user made, readable later. */
@@ -455,6 +461,65 @@ export type AuditEntry_Serialize = {
 	action: string,
 	subject: string | null,
 	detail: Value,
+	/**  The hash of the entry before it ([`crate::AUDIT_GENESIS`] for the first). */
+	prev_hash: string,
+	/**  This entry's hash ([`crate::audit_entry_hash`]). */
+	hash: string,
+};
+
+export type AuditProblem = {
+	/**  The entry's id. */
+	entry: number,
+	reason: string,
+};
+
+/**  What a check of the audit log found. */
+export type AuditVerdict = AuditVerdict_Serialize;
+
+/**  What a check of the audit log found. */
+export type AuditVerdict_Deserialize = {
+	/**  Every entry fits and every checkpoint is the gate's. */
+	intact: boolean,
+	entries: number,
+	first_id?: number | null,
+	last_id?: number | null,
+	/**  Checkpoints whose entry was there to be compared. */
+	checkpoints_checked: number,
+	/**
+	 *  The last entry a valid checkpoint covers: entries after it are chained but not
+	 *  yet signed.
+	 */
+	signed_through?: number | null,
+	/**
+	 *  The first entry that does not fit (or the checkpoint that is not the gate's), in
+	 *  words.
+	 */
+	problem?: AuditProblem | null,
+	/**  The key the checkpoints were checked against (hex). */
+	key: string,
+};
+
+/**  What a check of the audit log found. */
+export type AuditVerdict_Serialize = {
+	/**  Every entry fits and every checkpoint is the gate's. */
+	intact: boolean,
+	entries: number,
+	first_id: number | null,
+	last_id: number | null,
+	/**  Checkpoints whose entry was there to be compared. */
+	checkpoints_checked: number,
+	/**
+	 *  The last entry a valid checkpoint covers: entries after it are chained but not
+	 *  yet signed.
+	 */
+	signed_through: number | null,
+	/**
+	 *  The first entry that does not fit (or the checkpoint that is not the gate's), in
+	 *  words.
+	 */
+	problem: AuditProblem | null,
+	/**  The key the checkpoints were checked against (hex). */
+	key: string,
 };
 
 export type BlockedSender = {

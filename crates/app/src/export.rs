@@ -3,9 +3,7 @@
 
 use std::path::Path;
 
-use gatehouse_store::Store;
-
-use crate::{Code, CommandError, Result};
+use crate::{Code, CommandError, Context, Result};
 
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -19,8 +17,10 @@ pub enum ExportKind {
     Guardian,
 }
 
-/// What an export holds, and how many records.
-pub fn collect(store: &Store, kind: ExportKind) -> Result<(serde_json::Value, usize)> {
+/// What an export holds, and how many records. The audit log is signed up to its last
+/// entry first, and carries its hashes and checkpoints (`crate::audit`).
+pub fn collect(ctx: &Context, kind: ExportKind) -> Result<(serde_json::Value, usize)> {
+    let store = &ctx.store;
     Ok(match kind {
         ExportKind::Receipts => {
             let rows = store.receipts(u32::MAX, 0)?;
@@ -28,9 +28,9 @@ pub fn collect(store: &Store, kind: ExportKind) -> Result<(serde_json::Value, us
             (serde_json::to_value(rows.into_iter().map(|r| r.receipt).collect::<Vec<_>>()).unwrap_or_default(), n)
         }
         ExportKind::Audit => {
-            let rows = store.audit_list(u32::MAX)?;
-            let n = rows.len();
-            (serde_json::to_value(rows).unwrap_or_default(), n)
+            let export = crate::audit::export(store, &ctx.key)?;
+            let n = export.entries.len();
+            (serde_json::to_value(export).unwrap_or_default(), n)
         }
         ExportKind::Conversations => {
             let mut all = Vec::new();
@@ -56,8 +56,8 @@ pub fn collect(store: &Store, kind: ExportKind) -> Result<(serde_json::Value, us
 
 /// Writes the export to `path` (a path the user chose; the window checks it was chosen in
 /// its dialog) and says how many records it holds.
-pub fn write(store: &Store, kind: ExportKind, path: &Path) -> Result<usize> {
-    let (value, n) = collect(store, kind)?;
+pub fn write(ctx: &Context, kind: ExportKind, path: &Path) -> Result<usize> {
+    let (value, n) = collect(ctx, kind)?;
     let text = serde_json::to_string_pretty(&value).unwrap_or_default();
     std::fs::write(path, text).map_err(|e| CommandError::new(Code::Io, format!("{}: {e}", path.display())))?;
     Ok(n)

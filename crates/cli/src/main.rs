@@ -1,5 +1,6 @@
 //! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
 
+mod audit;
 mod bench;
 mod contacts;
 mod email;
@@ -87,6 +88,9 @@ enum Command {
     /// IntentWeb: companies' sites, conversations with them, their keys
     #[command(subcommand)]
     Sites(sites::SitesCmd),
+    /// The audit log: check it (or an export of it) against the gate's key; sign it now
+    #[command(subcommand)]
+    Audit(audit::AuditCmd),
     /// Write receipts, the audit log, IntentWeb conversations or the guardian's decisions
     /// to a JSON file
     Export {
@@ -308,7 +312,7 @@ fn check_key(key: &str) -> Result<String, CommandError> {
 
 /// Writes an export to the file the user named and says how many records it holds.
 fn export(ctx: &Context, kind: gatehouse_app::export::ExportKind, file: &std::path::Path) -> Result<(), CommandError> {
-    let n = gatehouse_app::export::write(&ctx.store, kind, file)?;
+    let n = gatehouse_app::export::write(ctx, kind, file)?;
     eprintln!("wrote {n} record(s) to {}", file.display());
     Ok(())
 }
@@ -433,6 +437,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         Command::Email(cmd) => return email::run(cmd, &data_dir, open(true)?),
         Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?),
         Command::Sites(cmd) => return sites::run(cmd, open(false)?),
+        Command::Audit(cmd) => return audit::run(cmd, || open(false)),
         Command::Export { kind, file } => {
             use gatehouse_app::export::ExportKind;
             let kind = match kind {

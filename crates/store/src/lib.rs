@@ -59,6 +59,7 @@ pub mod uamp;
 #[doc(hidden)]
 pub mod value;
 
+pub use audit::{audit_entry_hash, AUDIT_GENESIS, AUDIT_PRUNED};
 pub use claims::STALE_AFTER_MS;
 pub use later::{Covered, MAX_COUNTED};
 pub use model::*;

@@ -543,6 +543,20 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO usage_minutes_by_writer (sender, minute, writer, n) SELECT sender, minute, 0, n FROM usage_minutes;
     DROP TABLE usage_minutes;
     ALTER TABLE usage_minutes_by_writer RENAME TO usage_minutes;",
+    // 35: the audit log as a hash chain with signed checkpoints (`audit`). The entries
+    // already there are chained when the store opens (`Store::seal_audit`).
+    "ALTER TABLE audit ADD COLUMN prev_hash TEXT;
+    ALTER TABLE audit ADD COLUMN hash TEXT;
+    CREATE TABLE audit_head (id INTEGER NOT NULL, hash TEXT NOT NULL);
+    INSERT INTO audit_head (id, hash) VALUES (0, '0000000000000000000000000000000000000000000000000000000000000000');
+    CREATE TABLE audit_checkpoints (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        through_id INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        signature TEXT NOT NULL
+    );",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

@@ -382,4 +382,25 @@ pub struct AuditEntry {
     pub action: String,
     pub subject: Option<String>,
     pub detail: serde_json::Value,
+    /// The hash of the entry before it ([`crate::AUDIT_GENESIS`] for the first).
+    #[serde(default)]
+    pub prev_hash: String,
+    /// This entry's hash ([`crate::audit_entry_hash`]).
+    #[serde(default)]
+    pub hash: String,
+}
+
+/// The gate's signature on the audit chain up to one entry: whoever rewrites the log
+/// cannot make one for the rewritten chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AuditCheckpoint {
+    pub at: String,
+    /// The last entry it covers, and that entry's hash.
+    pub through_id: i64,
+    pub hash: String,
+    /// The gate's identity key that signed it, and the signature (both hex, as keys are
+    /// written everywhere else).
+    pub public_key: String,
+    pub signature: String,
 }

@@ -135,7 +135,9 @@ impl Store {
         pg.with(crate::pg::migrate)?;
         let (tx, rx) = std::sync::mpsc::channel();
         let p = pg.clone();
-        Store::with_committer(Engine::Pg(pg), None, tx, move || crate::commit_pg::committer(&p, rx))
+        let store = Store::with_committer(Engine::Pg(pg), None, tx, move || crate::commit_pg::committer(&p, rx))?;
+        store.seal_audit()?;
+        Ok(store)
     }
 
     /// A store on `engine` whose group commits run on a thread of their own (`commit`).
@@ -277,7 +279,9 @@ impl Store {
         let c = conn.clone();
         let helper = path.as_deref().and_then(Checkpointer::start);
         let syncer = path.as_deref().and_then(|p| Syncer::start(p, tx.clone()));
-        Store::with_committer(Engine::Lite(conn), path, tx, move || committer(c, rx, helper, syncer))
+        let store = Store::with_committer(Engine::Lite(conn), path, tx, move || committer(c, rx, helper, syncer))?;
+        store.seal_audit()?;
+        Ok(store)
     }
 
     /// Runs a read on a pooled read connection, so reads never queue behind a commit.

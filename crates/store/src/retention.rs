@@ -92,7 +92,9 @@ impl Store {
         if r.audit_days > 0 {
             let cutoff = chrono::DateTime::from_timestamp_millis(now_ms - i64::from(r.audit_days) * DAY_MS).unwrap_or_default();
             // Entries are written as RFC 3339 UTC, so text order is time order.
-            out.audit_removed = self.conn()?.execute("DELETE FROM audit WHERE at < ?1", args![cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)])?;
+            let at = chrono::DateTime::from_timestamp_millis(now_ms).unwrap_or_default();
+            let secs = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            out.audit_removed = self.prune_audit(&secs(cutoff), &secs(at))?;
         }
         Ok(out)
     }

@@ -159,11 +159,28 @@ export class SettingsView {
 
 export class ActivityView {
   readonly el = h('section', { className: 'activity', id: 'view-activity' });
+  // Kept across redraws (new messages redraw the view): a check's answer stays on screen.
+  private readonly verdict = h('p', { role: 'status', id: 'audit-verdict' });
   async load(): Promise<void> {
     try {
       const entries = await api.auditList();
+      const verdict = this.verdict;
+      const check = async (): Promise<void> => {
+        verdict.textContent = 'Checking…';
+        try {
+          const v = await api.auditVerify();
+          verdict.className = v.intact ? 'ok' : 'error';
+          const unsigned = v.last_id !== null && v.signed_through !== v.last_id ? ` Entries after #${v.signed_through ?? 0} are not signed yet (the gate signs every 10 minutes and on export).` : '';
+          verdict.textContent = v.problem
+            ? `Not intact: ${v.problem.reason}.`
+            : `Intact: ${v.entries} entries, none changed, removed or moved; signed by this gate's key.${unsigned}`;
+          // The list as the store holds it now, beside the answer.
+          await this.load();
+        } catch (e) { verdict.className = 'error'; verdict.textContent = errorText(e); }
+      };
       replace(this.el, h('h2', {}, 'Activity'),
-        h('p', { className: 'muted' }, 'Every decision and change you made, newest first.'),
+        h('p', { className: 'muted' }, 'Every decision and change you made, newest first. Each entry carries the hash of the one before it, and the gate signs the log, so an edit made behind its back shows.'),
+        h('div', { className: 'actions' }, h('button', { className: 'secondary', id: 'audit-check', onclick: () => void check() }, 'Check the log')), verdict,
         entries.length ? h('ul', { className: 'audit', id: 'audit-list' }, ...entries.map((a) =>
           h('li', {}, h('time', { title: a.at }, when(a.at)), ' ', h('strong', {}, a.action), a.subject ? h('span', { className: 'mono' }, ` ${a.subject.slice(0, 24)}`) : null,
             h('details', {}, h('summary', {}, 'details'), h('pre', { className: 'json' }, JSON.stringify(a.detail, null, 2))))))

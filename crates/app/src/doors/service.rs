@@ -120,15 +120,25 @@ where
         inbox.execute(id);
     }
     let key = opts.key.clone().or_else(|| opts.uamp.as_ref().map(|u| u.key.clone()));
-    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone(), key)));
+    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone(), key.clone())));
     let gc_store = store.clone();
+    let signer = key.clone();
     let gc_task = tokio::spawn(async move {
         let mut every = tokio::time::interval(GC_EVERY);
         loop {
             every.tick().await;
             let s = gc_store.clone();
             let now = chrono::Utc::now().timestamp_millis();
-            let collected = tokio::task::spawn_blocking(move || (s.gc_nonces(now), s.gc_usage(now), s.prune(now, &s.retention()))).await;
+            let signer = signer.clone();
+            let collected = tokio::task::spawn_blocking(move || {
+                let pruned = s.prune(now, &s.retention());
+                // What changed since the last checkpoint is signed now, pruning included.
+                if let Some(Err(e)) = signer.map(|k| crate::audit::checkpoint(&s, &k)) {
+                    tracing::warn!(error = %e, "signing a checkpoint of the audit log failed");
+                }
+                (s.gc_nonces(now), s.gc_usage(now), pruned)
+            })
+            .await;
             if let Ok((nonces, usage, pruned)) = collected {
                 match pruned {
                     Ok(p) if p.bodies_cleared + p.audit_removed > 0 => {

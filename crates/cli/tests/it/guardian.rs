@@ -126,10 +126,24 @@ fn an_agent_is_let_in_ruled_reviewed_exported_and_blocked_from_the_cli() {
     let audit = d.join("audit.json");
     ok(d, &["export", "audit", audit.to_str().unwrap()]);
     let audit: Value = serde_json::from_str(&std::fs::read_to_string(&audit).unwrap()).unwrap();
-    let actions: Vec<&str> = audit.as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
     for a in ["trust.add", "asop.rule_add", "asop.rule_remove", "trust.block"] {
         assert!(actions.contains(&a), "{a} not in {actions:?}");
     }
+    // The export is signed by the gate and checks out, as does the live log; an entry
+    // edited in the file is named.
+    let file = d.join("audit.json");
+    let (file_s, n) = (file.to_str().unwrap(), actions.len());
+    assert!(ok(d, &["audit", "verify", file_s]).starts_with(&format!("intact: {n} entries #1–#{n}")));
+    let live = json(d, &["audit", "verify", "--json"]);
+    assert_eq!((live["intact"].as_bool(), live["signed_through"].as_i64()), (Some(true), Some(n as i64)), "{live}");
+    let edited = std::fs::read_to_string(&file).unwrap().replacen("asop.rule_remove", "asop.rule_keep", 1);
+    std::fs::write(&file, edited).unwrap();
+    let out = crate::common::gh(d, &["audit", "verify", file_s]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let removed = audit["entries"].as_array().unwrap().iter().find(|e| e["action"] == "asop.rule_remove").unwrap()["id"].as_i64().unwrap();
+    assert!(said.starts_with(&format!("NOT INTACT: entry #{removed} (asop.rule_keep")), "{said}");
 }
 
 /// An agent let in for an hour is guarded by the gate's clock like every other grant: when

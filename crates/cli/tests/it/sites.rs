@@ -67,7 +67,7 @@ fn a_booking_from_the_cli_with_the_sites_checklist_answered() {
     let audit = d.join("audit.json");
     ok(d, &["export", "audit", audit.to_str().unwrap()]);
     let audit: Value = serde_json::from_str(&std::fs::read_to_string(&audit).unwrap()).unwrap();
-    let actions: Vec<&str> = audit.as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    let actions: Vec<&str> = audit["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
     for a in ["intentweb.site_add", "intentweb.pin", "intentweb.site_remove"] {
         assert!(actions.contains(&a), "{a} not in {actions:?}");
     }

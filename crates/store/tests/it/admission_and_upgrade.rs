@@ -253,7 +253,11 @@ crate::on_both_engines! {
         assert_eq!(receipts.len(), 2, "the receipts themselves stay");
         let body = |id: &str| receipts.iter().find(|r| r.receipt_id == id).unwrap().body.clone();
         assert_eq!((body("old"), body("new").as_deref()), (None, Some("garbage")));
-        assert_eq!(store.audit_list(10).unwrap().iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["trust.remove"]);
+        // The chain says what retention dropped: the last entry dropped and its hash.
+        let kept = store.audit_list(10).unwrap();
+        assert_eq!(kept.iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["audit.pruned", "trust.remove"]);
+        assert_eq!(kept[0].detail["through_id"], kept[1].id - 1);
+        assert_eq!(kept[0].detail["hash"], kept[1].prev_hash.as_str());
         // 0 keeps forever.
         let forever = gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 0 };
         assert_eq!(store.prune(now + 1000 * day, &forever).unwrap(), gatehouse_store::Pruned::default());
@@ -382,4 +386,38 @@ fn knocks_waiting_from_before_the_upgrade_keep_the_door_they_came_through() {
     // A knock recorded now names its door, and the newest knock's door is kept.
     store.pending_record("uamp", "did:key:z6MkSite", "ask", "m", "t2").unwrap();
     assert_eq!(store.pending_list().unwrap().into_iter().find(|p| p.public_key == "did:key:z6MkSite").unwrap().door, "uamp");
+}
+
+#[test]
+fn an_upgraded_audit_log_is_chained_from_its_first_entry_and_goes_on_from_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    {
+        // Schema 34, as the previous release left it: entries without hashes, the first
+        // two already dropped by retention.
+        let old = gatehouse_store::create_at_schema(&path, 34).unwrap();
+        for id in 3..=5 {
+            old.execute(
+                "INSERT INTO audit (id, at, action, subject, detail) VALUES (?1, '2026-11-01T00:00:00Z', 'trust.add', 'k', ?2)",
+                rusqlite::params![id, format!("{{ \"n\": {id} }}")],
+            )
+            .unwrap();
+        }
+    }
+    let store = Store::open(&path).unwrap();
+    store.audit("trust.remove", Some("k"), &serde_json::json!({}), "2026-11-26T00:00:00Z").unwrap();
+    let chain = store.audit_chain(0, 10).unwrap();
+    assert_eq!(chain.iter().map(|e| e.id).collect::<Vec<_>>(), [3, 4, 5, 6]);
+    assert_eq!(chain[0].prev_hash, gatehouse_store::AUDIT_GENESIS, "the chain starts at the first entry kept");
+    for w in chain.windows(2) {
+        assert_eq!(w[1].prev_hash, w[0].hash);
+    }
+    for e in &chain {
+        assert_eq!(e.hash, gatehouse_store::audit_entry_hash(e.id, &e.at, &e.action, e.subject.as_deref(), &e.detail.to_string(), &e.prev_hash));
+    }
+    assert_eq!(store.audit_head().unwrap(), (6, chain[3].hash.clone()));
+    drop(store);
+    // Opened again: nothing is chained twice.
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.audit_chain(0, 10).unwrap(), chain);
 }

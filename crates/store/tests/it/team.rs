@@ -91,7 +91,7 @@ fn nodes_starting_together_on_an_empty_database_migrate_it_once() {
     // Had two nodes run a step, the second would have failed on tables that exist.
     let pg = gatehouse_pg_testserver::Postgres::shared().unwrap();
     let db = url.rsplit('/').next().unwrap();
-    assert_eq!(pg.psql_in(db, "SELECT count(*) || ' ' || max(version) FROM gatehouse_schema").unwrap(), "1 3", "one row, at the last step");
+    assert_eq!(pg.psql_in(db, "SELECT count(*) || ' ' || max(version) FROM gatehouse_schema").unwrap(), "1 4", "one row, at the last step");
 }
 
 crate::on_both_engines! {
@@ -232,4 +232,22 @@ crate::on_both_engines! {
         assert!(all.iter().filter(|o| o.is_err()).all(|o| matches!(o, Err(AcceptRefusal::Replay))), "{all:?}");
         assert_eq!(store.count_envelopes().unwrap(), 50);
     }
+}
+
+#[test]
+fn audit_entries_written_at_three_nodes_at_once_form_one_chain() {
+    let Some(place) = postgres() else { return };
+    let nodes = nodes(&place);
+    at_once(&nodes, |i, node| {
+        for k in 0..20 {
+            node.audit("trust.add", Some(&format!("node {i} entry {k}")), &serde_json::json!({"k": k}), "2026-11-26T00:00:00Z").unwrap();
+        }
+    });
+    let chain = nodes[1].audit_chain(0, 100).unwrap();
+    assert_eq!(chain.iter().map(|e| e.id).collect::<Vec<_>>(), (1..=60).collect::<Vec<i64>>(), "one entry per id, none lost");
+    assert_eq!(chain[0].prev_hash, gatehouse_store::AUDIT_GENESIS);
+    for w in chain.windows(2) {
+        assert_eq!(w[1].prev_hash, w[0].hash, "entry {} follows {}", w[1].id, w[0].id);
+    }
+    assert_eq!(nodes[2].audit_head().unwrap(), (60, chain[59].hash.clone()));
 }

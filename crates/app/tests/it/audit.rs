@@ -1,0 +1,178 @@
+//! The audit log no one can quietly edit: one row changed, deleted or moved, the log
+//! rewritten with fresh hashes, or its end cut off — in the live store (SQLite, or the
+//! team's PostgreSQL with GATEHOUSE_TEST_STORE=postgres) or in an export — is found, and
+//! the check names the first entry that does not fit.
+
+use crate::common::test_store;
+use gatehouse_app::audit;
+use gatehouse_store::{audit_entry_hash, Store};
+use serde_json::json;
+use std::path::Path;
+
+/// Runs SQL on the test store's database behind the gate's back, as someone with the
+/// database file or a database login could.
+fn behind_the_gates_back(dir: &Path, sql: &str) {
+    match std::fs::read_to_string(dir.join("database-url")) {
+        Ok(url) => {
+            let db = url.rsplit('/').next().unwrap().to_string();
+            gatehouse_pg_testserver::Postgres::shared().unwrap().psql_in(&db, sql).unwrap();
+        }
+        Err(_) => rusqlite::Connection::open(dir.join("gatehouse.db")).unwrap().execute_batch(sql).unwrap(),
+    }
+}
+
+struct Log {
+    dir: tempfile::TempDir,
+    store: Store,
+    key: ed25519_dalek::SigningKey,
+    public: String,
+}
+
+/// Six decisions, signed by a checkpoint.
+fn log() -> Log {
+    let dir = tempfile::tempdir().unwrap();
+    let store = test_store(dir.path());
+    let key = gatehouse_epp::generate_signing_key();
+    let public = gatehouse_epp::public_key_hex(&key);
+    for i in 1..=6 {
+        store
+            .audit("trust.add", Some(&format!("key-{i}")), &json!({"name": format!("sender {i}"), "scopes": ["read"]}), &format!("2026-11-26T10:00:0{i}Z"))
+            .unwrap();
+    }
+    assert!(audit::checkpoint(&store, &key).unwrap().is_some());
+    assert!(audit::checkpoint(&store, &key).unwrap().is_none(), "nothing new to sign");
+    Log { dir, store, key, public }
+}
+
+impl Log {
+    fn problem(&self) -> (i64, String) {
+        let v = audit::verify_live(&self.store, &self.public).unwrap();
+        assert!(!v.intact, "{v:?}");
+        let p = v.problem.unwrap();
+        (p.entry, p.reason)
+    }
+}
+
+#[test]
+fn an_untouched_log_and_its_export_verify() {
+    let l = log();
+    let v = audit::verify_live(&l.store, &l.public).unwrap();
+    assert!(v.intact, "{v:?}");
+    assert_eq!((v.entries, v.first_id, v.last_id, v.signed_through, v.checkpoints_checked), (6, Some(1), Some(6), Some(6), 1));
+    // A seventh, not yet signed: still intact, and said to be unsigned.
+    l.store.audit("trust.block", Some("key-7"), &json!({}), "2026-11-26T10:01:00Z").unwrap();
+    let v = audit::verify_live(&l.store, &l.public).unwrap();
+    assert!(v.intact && v.signed_through == Some(6) && v.last_id == Some(7), "{v:?}");
+    // An export signs what it carries first.
+    let export = serde_json::to_string(&audit::export(&l.store, &l.key).unwrap()).unwrap();
+    let v = audit::verify_export(&export, &l.public).unwrap();
+    assert!(v.intact && v.signed_through == Some(7) && v.checkpoints_checked == 2, "{v:?}");
+}
+
+#[test]
+fn one_row_changed_is_found() {
+    let l = log();
+    behind_the_gates_back(l.dir.path(), r#"UPDATE audit SET detail = '{"name":"mallory","scopes":["*"]}' WHERE id = 3"#);
+    let (entry, reason) = l.problem();
+    assert_eq!(entry, 3, "{reason}");
+    assert!(reason.contains("changed after it was written"), "{reason}");
+}
+
+#[test]
+fn one_row_deleted_is_found() {
+    let l = log();
+    behind_the_gates_back(l.dir.path(), "DELETE FROM audit WHERE id = 4");
+    let (entry, reason) = l.problem();
+    assert_eq!(entry, 4, "{reason}");
+    assert!(reason.contains("missing"), "{reason}");
+}
+
+#[test]
+fn two_rows_swapped_are_found() {
+    let l = log();
+    behind_the_gates_back(
+        l.dir.path(),
+        "UPDATE audit SET id = -id WHERE id IN (2, 3); UPDATE audit SET id = 3 WHERE id = -2; UPDATE audit SET id = 2 WHERE id = -3;",
+    );
+    assert_eq!(l.problem().0, 2);
+}
+
+#[test]
+fn the_first_row_deleted_is_found() {
+    let l = log();
+    behind_the_gates_back(l.dir.path(), "DELETE FROM audit WHERE id = 1");
+    let (entry, reason) = l.problem();
+    assert_eq!(entry, 2, "{reason}");
+    assert!(reason.contains("before #2 are missing"), "{reason}");
+}
+
+#[test]
+fn the_last_rows_cut_off_are_found_even_with_the_head_moved_back() {
+    let l = log();
+    let fifth = &l.store.audit_chain(4, 1).unwrap()[0];
+    behind_the_gates_back(l.dir.path(), &format!("DELETE FROM audit WHERE id >= 5; UPDATE audit_head SET id = 4, hash = '{}'", fifth.prev_hash));
+    let (entry, reason) = l.problem();
+    assert_eq!(entry, 5, "{reason}");
+    assert!(reason.contains("signed the log up to #6"), "{reason}");
+}
+
+/// Hashes are no secret: whoever rewrites an entry can chain the rest again. The gate's
+/// signature on the checkpoint is what they cannot remake.
+#[test]
+fn a_rewrite_with_every_hash_recomputed_is_found_by_the_signed_checkpoint() {
+    let l = log();
+    let mut entries = l.store.audit_chain(0, 100).unwrap();
+    entries[2].detail = json!({"name": "mallory", "scopes": ["*"]});
+    let mut sql = String::new();
+    for i in 2..entries.len() {
+        let prev = entries[i - 1].hash.clone();
+        let e = &mut entries[i];
+        e.prev_hash = prev;
+        e.hash = audit_entry_hash(e.id, &e.at, &e.action, e.subject.as_deref(), &e.detail.to_string(), &e.prev_hash);
+        sql += &format!("UPDATE audit SET detail = '{}', prev_hash = '{}', hash = '{}' WHERE id = {};", e.detail, e.prev_hash, e.hash, e.id);
+    }
+    sql += &format!("UPDATE audit_head SET hash = '{}';", entries[5].hash);
+    behind_the_gates_back(l.dir.path(), &sql);
+    let (entry, reason) = l.problem();
+    assert_eq!(entry, 6, "the signed entry no longer matches: {reason}");
+    assert!(reason.contains("rewritten"), "{reason}");
+    // And a checkpoint forged with another key is not the gate's.
+    let mallory = gatehouse_epp::generate_signing_key();
+    audit::checkpoint(&l.store, &mallory).unwrap();
+    let v = audit::verify_live(&l.store, &l.public).unwrap();
+    assert!(!v.intact && v.signed_through.is_none(), "{v:?}");
+}
+
+#[test]
+fn an_edited_export_is_found_and_the_key_is_the_readers() {
+    let l = log();
+    let export = serde_json::to_string(&audit::export(&l.store, &l.key).unwrap()).unwrap();
+    let edited = export.replace("sender 4", "sender X");
+    assert_ne!(edited, export);
+    let v = audit::verify_export(&edited, &l.public).unwrap();
+    assert_eq!(v.problem.unwrap().entry, 4);
+    // Checked against another gate's key, nothing of it is signed.
+    let other = gatehouse_epp::public_key_hex(&gatehouse_epp::generate_signing_key());
+    let v = audit::verify_export(&export, &other).unwrap();
+    assert!(!v.intact && v.problem.as_ref().unwrap().reason.contains("not signed by the gate's key"), "{v:?}");
+    assert!(audit::verify_export("[]", &l.public).is_err(), "an array is not an audit export");
+}
+
+#[test]
+fn retention_drops_the_oldest_and_the_log_still_verifies() {
+    let l = log();
+    let now = chrono::DateTime::parse_from_rfc3339("2026-11-26T12:00:00Z").unwrap().timestamp_millis();
+    l.store.audit("settings.retention", None, &json!({}), "2026-11-26T11:59:00Z").unwrap();
+    // The first three made old (as if written in January), so thirty days' retention drops them.
+    behind_the_gates_back(l.dir.path(), "UPDATE audit SET at = '2026-01-01T00:00:00Z' WHERE id <= 3");
+    // (Their hashes no longer fit the changed times: the check says so, naming #1.)
+    assert_eq!(l.problem().0, 1);
+    let pruned = l.store.prune(now, &gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 30 }).unwrap();
+    assert_eq!(pruned.audit_removed, 3);
+    let v = audit::verify_live(&l.store, &l.public).unwrap();
+    assert!(v.intact, "the dropped entries are accounted for by the pruning entry: {v:?}");
+    assert_eq!((v.first_id, v.last_id), (Some(4), Some(8)));
+    audit::checkpoint(&l.store, &l.key).unwrap();
+    let export = serde_json::to_string(&audit::export(&l.store, &l.key).unwrap()).unwrap();
+    assert!(audit::verify_export(&export, &l.public).unwrap().intact);
+}
