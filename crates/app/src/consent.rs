@@ -19,11 +19,40 @@ use crate::Result;
 /// when the user lets it in, never on arrival; then [`decide_with_keys`], off the async
 /// workers.
 pub async fn decide_fetching(inbox: std::sync::Arc<Gate>, target: ConsentTarget, decision: Decision, lasting: Lasting) -> Result<DecisionOutcome> {
+    decide_fetching_as(inbox, target, decision, lasting, By::Owner).await
+}
+
+/// Who decided, as the audit log names them.
+#[derive(Debug, Clone)]
+pub enum By {
+    /// The gate's own window or CLI.
+    Owner,
+    /// An approver device, deciding on the item it was shown (its digest).
+    Approver { id: String, name: String, digest: String },
+}
+
+impl By {
+    fn audit(&self, target: &ConsentTarget) -> serde_json::Value {
+        let knock = match target {
+            ConsentTarget::UnknownSender { knock, .. } => knock.clone(),
+            _ => None,
+        };
+        match self {
+            By::Owner => serde_json::json!({"device": "owner"}),
+            By::Approver { id, name, digest } => {
+                serde_json::json!({"approver": id, "name": name, "seen": {"item": target.key(), "knock": knock, "digest": digest}})
+            }
+        }
+    }
+}
+
+/// [`decide_fetching`] by `by`.
+pub async fn decide_fetching_as(inbox: std::sync::Arc<Gate>, target: ConsentTarget, decision: Decision, lasting: Lasting, by: By) -> Result<DecisionOutcome> {
     let keys = match (&target, decision) {
         (ConsentTarget::UnknownSender { public_key, .. }, Decision::AlwaysAllowScope) => crate::trust::did_web_keys(public_key).await?,
         _ => Vec::new(),
     };
-    crate::blocking(move || Ok(decide_with_keys(&inbox, &target, decision, &lasting, crate::doors::gate::clock::now(), &keys)?)).await
+    crate::blocking(move || Ok(decide_by(&inbox, &target, decision, &lasting, crate::doors::gate::clock::now(), &keys, &by)?)).await
 }
 
 /// Applies the user's decision, an "allow" for good. Blocking (SQLite).
@@ -40,6 +69,19 @@ pub fn decide_with_keys(
     lasting: &Lasting,
     now: DateTime<Utc>,
     uamp_keys: &[gatehouse_store::UampKey],
+) -> std::result::Result<DecisionOutcome, ConsentError> {
+    decide_by(inbox, target, decision, lasting, now, uamp_keys, &By::Owner)
+}
+
+/// [`decide_with_keys`], by `by`.
+pub fn decide_by(
+    inbox: &Gate,
+    target: &ConsentTarget,
+    decision: Decision,
+    lasting: &Lasting,
+    now: DateTime<Utc>,
+    uamp_keys: &[gatehouse_store::UampKey],
+    by: &By,
 ) -> std::result::Result<DecisionOutcome, ConsentError> {
     let store = inbox.store();
     let at = now_string(now);
@@ -64,7 +106,7 @@ pub fn decide_with_keys(
     store.audit(
         &format!("consent.{}", serde_json::to_value(decision).unwrap().as_str().unwrap_or("?")),
         Some(&target.key()),
-        &serde_json::json!({"target": target, "until": end.map(now_string), "result": outcome.message, "delivered": outcome.delivered}),
+        &serde_json::json!({"target": target, "until": end.map(now_string), "result": outcome.message, "delivered": outcome.delivered, "by": by.audit(target)}),
         &at,
     )?;
     Ok(outcome)

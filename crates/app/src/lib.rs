@@ -22,12 +22,16 @@
 //! - [`serve`]: where the doors listen and the gate they open onto, for both faces
 //! - [`doors`]: the gate and its five doors (each its own crate), composed once
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
+//! - [`approve_http`]: the approvers' HTTP API on the gate's listener
+//! - [`approvers`]: devices that may decide what waits: invited, joined with a key, signed requests
 //! - [`audit`]: the audit log's signed checkpoints, its export, and the check of either
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
 #![cfg_attr(not(test), deny(clippy::string_slice))]
 
+pub mod approve_http;
+pub mod approvers;
 pub mod audit;
 pub mod consent;
 pub mod contacts;

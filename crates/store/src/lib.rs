@@ -30,6 +30,7 @@
 //!   (`gatehouse_store::uamp::PeerRow`), never flattened into this namespace; `model`: the
 //!   row types of the gate (trust entries, envelopes, receipts).
 
+mod approvers;
 pub mod asop;
 mod audit;
 mod claims;
@@ -59,6 +60,7 @@ pub mod uamp;
 #[doc(hidden)]
 pub mod value;
 
+pub use approvers::{Approver, InviteRefusal};
 pub use audit::{audit_entry_hash, AUDIT_GENESIS, AUDIT_PRUNED};
 pub use claims::STALE_AFTER_MS;
 pub use later::{Covered, MAX_COUNTED};

@@ -557,6 +557,27 @@ const MIGRATIONS: &[&str] = &[
         public_key TEXT NOT NULL,
         signature TEXT NOT NULL
     );",
+    // 36: approvers, the devices that may decide what waits (`approvers`).
+    "CREATE TABLE approvers (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        public_key TEXT NOT NULL UNIQUE,
+        added_at TEXT NOT NULL,
+        last_seen TEXT
+    );
+    CREATE TABLE approver_invites (
+        code_sha256 TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        used_by TEXT
+    );
+    CREATE TABLE approver_nonces (
+        approver_id TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        PRIMARY KEY (approver_id, nonce)
+    );",
 ];
 
 pub fn run(conn: &mut Connection) -> Result<()> {

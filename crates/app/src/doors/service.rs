@@ -165,7 +165,10 @@ where
         let mut stop = stop_tx.subscribe();
         let guardian = super::guardian::Guardian::new(&inbox, super::guardian::DEFAULT_TIMEOUT);
         inbox.register_door(&guardian);
-        let app = super::epp::http::router(inbox.clone()).merge(super::guardian::router(guardian)).merge(super::uamp::http::plain_router());
+        let app = super::epp::http::router(inbox.clone())
+            .merge(super::guardian::router(guardian))
+            .merge(super::uamp::http::plain_router())
+            .merge(crate::approve_http::router(inbox.clone()));
         tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");
         let names = opts.public_names.clone();
         let limits = opts.limits;

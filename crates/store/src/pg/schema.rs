@@ -437,6 +437,29 @@ CREATE TABLE audit_checkpoints (
     signature TEXT NOT NULL
     );
 "#,
+    // 5: SQLite's 36, approvers.
+    r#"
+CREATE TABLE approvers (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    public_key TEXT NOT NULL UNIQUE,
+    added_at TEXT NOT NULL,
+    last_seen TEXT
+    );
+CREATE TABLE approver_invites (
+    code_sha256 TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_ms BIGINT NOT NULL,
+    used_by TEXT
+    );
+CREATE TABLE approver_nonces (
+    approver_id TEXT NOT NULL,
+    nonce TEXT NOT NULL,
+    expires_ms BIGINT NOT NULL,
+    PRIMARY KEY (approver_id, nonce)
+    );
+"#,
 ];
 
 /// Brings the database's schema up to this build's, once: the first node to take the

@@ -1,0 +1,136 @@
+//! The approvers' API, served beside the doors on the gate's HTTP listener (its Host and
+//! Origin checks apply): a device joins with an invitation's code, then reads what waits
+//! and decides, every request signed by its key (`approvers`).
+//!
+//! - `POST /approve/join` `{code, name, public_key, signature}` → the approver
+//! - `GET /approve/me`, `GET /approve/waiting`, `POST /approve/decide` `{target, digest,
+//!   decision, lasting}`: signed (`Gatehouse-Approver`, `Gatehouse-Date`,
+//!   `Gatehouse-Nonce`, `Gatehouse-Signature`)
+//!
+//! Failures are `{code, message}` with the status the code means.
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+
+use crate::approvers::{self, ApproverDecision, SignedRequest};
+use crate::doors::Gate;
+use crate::{Code, CommandError, Result};
+
+/// Joins tried per minute on a node, right code or not: a code has 60 bits, and nothing
+/// else about the page can be guessed faster.
+const JOINS_PER_MINUTE: u32 = 20;
+const MAX_BODY: usize = 64 * 1024;
+
+#[derive(Clone)]
+struct Approve {
+    gate: Arc<Gate>,
+    joins: Arc<Mutex<(i64, u32)>>,
+}
+
+pub fn router(gate: Arc<Gate>) -> Router {
+    let state = Approve { gate, joins: Arc::new(Mutex::new((0, 0))) };
+    Router::new()
+        .route("/approve/join", post(join))
+        .route("/approve/me", get(me))
+        .route("/approve/waiting", get(waiting))
+        .route("/approve/decide", post(decide))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(state)
+}
+
+struct Failed(CommandError);
+
+impl From<CommandError> for Failed {
+    fn from(e: CommandError) -> Self {
+        Failed(e)
+    }
+}
+
+impl IntoResponse for Failed {
+    fn into_response(self) -> Response {
+        let status = match self.0.code {
+            Code::Unauthorized => StatusCode::UNAUTHORIZED,
+            Code::Gone | Code::NotFound => StatusCode::NOT_FOUND,
+            Code::Changed | Code::AlreadyTrusted => StatusCode::CONFLICT,
+            Code::Invalid | Code::BadRequest => StatusCode::BAD_REQUEST,
+            Code::TooLarge => StatusCode::TOO_MANY_REQUESTS,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        (status, Json(self.0)).into_response()
+    }
+}
+
+type Answer<T> = std::result::Result<Json<T>, Failed>;
+
+fn bad(e: impl std::fmt::Display) -> Failed {
+    Failed(CommandError::new(Code::BadRequest, e.to_string()))
+}
+
+#[derive(serde::Deserialize)]
+struct Join {
+    code: String,
+    #[serde(default)]
+    name: String,
+    public_key: String,
+    signature: String,
+}
+
+async fn join(State(s): State<Approve>, body: Bytes) -> Answer<gatehouse_store::Approver> {
+    {
+        let minute = chrono::Utc::now().timestamp() / 60;
+        let mut joins = s.joins.lock().unwrap_or_else(|p| p.into_inner());
+        if joins.0 != minute {
+            *joins = (minute, 0);
+        }
+        joins.1 += 1;
+        if joins.1 > JOINS_PER_MINUTE {
+            return Err(Failed(CommandError::new(Code::TooLarge, "too many tries to join this minute: try again in a minute")));
+        }
+    }
+    let j: Join = serde_json::from_slice(&body).map_err(bad)?;
+    let gate = s.gate.clone();
+    let a = crate::blocking(move || {
+        approvers::join(gate.store(), gate.public_key(), &j.code, &j.name, &j.public_key, &j.signature, crate::doors::gate::clock::now())
+    })
+    .await?;
+    Ok(Json(a))
+}
+
+/// The approver that signed this request (see [`approvers::authenticate`]).
+async fn signed(s: &Approve, headers: &HeaderMap, method: &Method, uri: &Uri, body: &Bytes) -> Result<gatehouse_store::Approver> {
+    let header = |name: &str| -> Result<String> {
+        let v =
+            headers.get(name).ok_or_else(|| CommandError::new(Code::Unauthorized, format!("a request to the approvers' API is signed: {name} is missing")))?;
+        Ok(v.to_str().map_err(|_| CommandError::new(Code::Unauthorized, format!("{name} is not text")))?.to_string())
+    };
+    let (approver, date, nonce, signature) =
+        (header("gatehouse-approver")?, header("gatehouse-date")?, header("gatehouse-nonce")?, header("gatehouse-signature")?);
+    let (gate, method, path, body) = (s.gate.clone(), method.to_string(), uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(), body.clone());
+    crate::blocking(move || {
+        let req = SignedRequest { approver: &approver, date: &date, nonce: &nonce, signature: &signature, method: &method, path: &path, body: &body };
+        approvers::authenticate(gate.store(), gate.public_key(), &req, crate::doors::gate::clock::now())
+    })
+    .await
+}
+
+async fn me(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<gatehouse_store::Approver> {
+    Ok(Json(signed(&s, &headers, &method, &uri, &body).await?))
+}
+
+async fn waiting(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<Vec<approvers::ApproverItem>> {
+    signed(&s, &headers, &method, &uri, &body).await?;
+    let gate = s.gate.clone();
+    Ok(Json(crate::blocking(move || approvers::waiting(gate.store())).await?))
+}
+
+async fn decide(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<crate::consent::DecisionOutcome> {
+    let approver = signed(&s, &headers, &method, &uri, &body).await?;
+    let d: ApproverDecision = serde_json::from_slice(&body).map_err(bad)?;
+    Ok(Json(approvers::decide(s.gate.clone(), approver, d).await?))
+}

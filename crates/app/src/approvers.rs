@@ -1,0 +1,229 @@
+//! Approvers: devices with keys of their own (a team member's desktop, a phone) that may
+//! decide what waits. The owner invites one (a one-time code, valid 15 minutes); the
+//! device makes a P-256 key (a non-extractable WebCrypto key on a phone), proves it holds
+//! it and registers it with the code; from then on every request it makes is signed by
+//! that key, fresh, never replayed, and checked against the store on every request, so a
+//! device removed is refused at once on every node.
+//!
+//! What a device signs (each a line, UTF-8): `gatehouse-approver-request/1`, the gate's
+//! key (hex), the method, the path, the time (RFC 3339), a nonce, and the SHA-256 of the
+//! body (hex). Joining signs `gatehouse-approver-join/1`, the gate's key, the code and the
+//! device's key. Signatures are ECDSA P-256 with SHA-256, r‖s (64 bytes, as WebCrypto
+//! makes them), base64url without padding, like the key (SEC1 uncompressed, 65 bytes).
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use gatehouse_store::{Approver, InviteRefusal, Store};
+use ring::rand::{SecureRandom, SystemRandom};
+use ring::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_FIXED};
+use sha2::{Digest, Sha256};
+
+use crate::{Code, CommandError, Result};
+
+/// How long an invitation can be taken.
+pub const INVITE_MINUTES: i64 = 15;
+/// How far a signed request's time may be from the gate's.
+pub const FRESH_SECONDS: i64 = 300;
+/// What an approver's name may hold.
+const MAX_NAME: usize = 80;
+
+/// An invitation as the owner passes it on: the address of the gate's approval page with
+/// the code, and the code alone to type.
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Invitation {
+    pub name: String,
+    pub code: String,
+    /// The approval page with the code in its fragment (never sent to a server).
+    pub url: String,
+    pub expires_at: String,
+    /// The gate's key: the device checks the gate it joins is this one.
+    pub gate_key: String,
+}
+
+/// A request an approver signed, as it arrived (parsed by the HTTP face).
+pub struct SignedRequest<'a> {
+    pub approver: &'a str,
+    pub date: &'a str,
+    pub nonce: &'a str,
+    pub signature: &'a str,
+    pub method: &'a str,
+    pub path: &'a str,
+    pub body: &'a [u8],
+}
+
+fn unauthorized(why: impl Into<String>) -> CommandError {
+    CommandError::new(Code::Unauthorized, why.into())
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn check_name(name: &str) -> Result<String> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
+        return Err(CommandError::new(Code::Invalid, format!("an approver's name is 1 to {MAX_NAME} characters, without control characters")));
+    }
+    Ok(name.to_string())
+}
+
+/// Makes an invitation for a device to be called `name`, at the gate reached at
+/// `gate_url` (as members reach it: its public address).
+pub fn invite(store: &Store, gate_key: &str, name: &str, gate_url: &str, now: DateTime<Utc>) -> Result<Invitation> {
+    let name = check_name(name)?;
+    let base = url::Url::parse(gate_url).map_err(|e| CommandError::new(Code::BadUrl, format!("{gate_url}: {e}")))?;
+    if !matches!(base.scheme(), "https" | "http") || base.host().is_none() {
+        return Err(CommandError::new(Code::BadUrl, format!("{gate_url}: the gate's address is an http(s) URL")));
+    }
+    // 60 random bits in 12 letters and digits that are not mistaken for each other.
+    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+    let mut raw = [0u8; 12];
+    SystemRandom::new().fill(&mut raw).map_err(|_| CommandError::new(Code::Internal, "no randomness from the system"))?;
+    let code: String = raw.iter().map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char).collect();
+    let expires = now + chrono::Duration::minutes(INVITE_MINUTES);
+    store.approver_invite_add(&sha256_hex(code.as_bytes()), &name, &crate::now(), expires.timestamp_millis())?;
+    store.audit("approver.invite", Some(&name), &serde_json::json!({"expires_at": gatehouse_epp::utc_string(expires)}), &crate::now())?;
+    let mut url = base.join("/approve").map_err(|e| CommandError::new(Code::BadUrl, e.to_string()))?;
+    url.set_fragment(Some(&format!("code={code}")));
+    Ok(Invitation { name, code, url: url.to_string(), expires_at: gatehouse_epp::utc_string(expires), gate_key: gate_key.to_string() })
+}
+
+/// What joining signs.
+pub fn join_message(gate_key: &str, code: &str, public_key: &str) -> Vec<u8> {
+    format!("gatehouse-approver-join/1\n{gate_key}\n{code}\n{public_key}").into_bytes()
+}
+
+/// What a request signs.
+pub fn request_message(gate_key: &str, method: &str, path: &str, date: &str, nonce: &str, body: &[u8]) -> Vec<u8> {
+    format!("gatehouse-approver-request/1\n{gate_key}\n{method}\n{path}\n{date}\n{nonce}\n{}", sha256_hex(body)).into_bytes()
+}
+
+fn verifies(public_key: &str, message: &[u8], signature: &str) -> bool {
+    let (Ok(key), Ok(sig)) = (URL_SAFE_NO_PAD.decode(public_key), URL_SAFE_NO_PAD.decode(signature)) else { return false };
+    key.len() == 65 && sig.len() == 64 && UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &key).verify(message, &sig).is_ok()
+}
+
+/// Registers the device that holds `public_key` (it signed `join_message` with it) under
+/// the invitation `code`.
+pub fn join(store: &Store, gate_key: &str, code: &str, name: &str, public_key: &str, signature: &str, now: DateTime<Utc>) -> Result<Approver> {
+    if !verifies(public_key, &join_message(gate_key, code.trim(), public_key), signature) {
+        return Err(unauthorized("the device's key did not sign this request (a P-256 key, SEC1 uncompressed, base64url; an r‖s signature)"));
+    }
+    let name = if name.trim().is_empty() { String::new() } else { check_name(name)? };
+    let mut id = [0u8; 12];
+    SystemRandom::new().fill(&mut id).map_err(|_| CommandError::new(Code::Internal, "no randomness from the system"))?;
+    let device = Approver { id: format!("ap-{}", hex::encode(id)), name, public_key: public_key.to_string(), added_at: crate::now(), last_seen: None };
+    let code_hash = sha256_hex(code.trim().to_ascii_uppercase().as_bytes());
+    match store.approver_join(&code_hash, now.timestamp_millis(), &device)? {
+        Ok(a) => {
+            store.audit("approver.join", Some(&a.id), &serde_json::json!({"name": a.name, "public_key": a.public_key}), &crate::now())?;
+            Ok(a)
+        }
+        Err(InviteRefusal::Unknown) => Err(unauthorized("no invitation has this code: it was used, it ran out (15 minutes), or it was mistyped")),
+        Err(InviteRefusal::KeyTaken) => Err(CommandError::new(Code::AlreadyTrusted, "this device's key is registered already")),
+    }
+}
+
+/// The approver that signed `req`, if the signature is its, the request fresh and never
+/// seen before. Judged in that order: nothing is kept for a request that is not signed.
+pub fn authenticate(store: &Store, gate_key: &str, req: &SignedRequest<'_>, now: DateTime<Utc>) -> Result<Approver> {
+    let approver = store.approver(req.approver)?.ok_or_else(|| unauthorized("no such approver on this gate (it was removed, or never joined)"))?;
+    let message = request_message(gate_key, req.method, req.path, req.date, req.nonce, req.body);
+    if !verifies(&approver.public_key, &message, req.signature) {
+        return Err(unauthorized("the signature is not this approver's over this request"));
+    }
+    let at = DateTime::parse_from_rfc3339(req.date).map_err(|_| unauthorized("the request's time is not RFC 3339"))?.with_timezone(&Utc);
+    if (now - at).num_seconds().abs() > FRESH_SECONDS {
+        return Err(unauthorized(format!("the request was signed at {}, more than {FRESH_SECONDS} s from the gate's clock", req.date)));
+    }
+    if req.nonce.len() < 16 || req.nonce.len() > 64 || !req.nonce.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        return Err(unauthorized("a request's nonce is 16 to 64 letters, digits, '-' or '_'"));
+    }
+    let keep_until = (at + chrono::Duration::seconds(2 * FRESH_SECONDS)).timestamp_millis();
+    if !store.approver_nonce_use(&approver.id, req.nonce, now.timestamp_millis(), keep_until, &crate::now())? {
+        return Err(unauthorized("this signed request was made before (a replay)"));
+    }
+    Ok(approver)
+}
+
+pub fn list(store: &Store) -> Result<Vec<Approver>> {
+    Ok(store.approvers()?)
+}
+
+/// Removes a device: its next request, at any node, is refused.
+pub fn remove(store: &Store, id: &str) -> Result<()> {
+    let a = store.approver(id)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no approver {id}")))?;
+    store.approver_remove(id)?;
+    store.audit("approver.remove", Some(id), &serde_json::json!({"name": a.name}), &crate::now())?;
+    Ok(())
+}
+
+pub fn rename(store: &Store, id: &str, name: &str) -> Result<()> {
+    let name = check_name(name)?;
+    if !store.approver_rename(id, &name)? {
+        return Err(CommandError::new(Code::NotFound, format!("no approver {id}")));
+    }
+    store.audit("approver.rename", Some(id), &serde_json::json!({"name": name}), &crate::now())?;
+    Ok(())
+}
+
+/// One waiting item as an approver is shown it, with the digest its decision must name:
+/// a decision is carried out only on the item exactly as the device saw it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ApproverItem {
+    pub target: crate::consent::ConsentTarget,
+    pub digest: String,
+    pub item: crate::consent::ConsentItem,
+}
+
+fn digest(item: &crate::consent::ConsentItem) -> Result<String> {
+    Ok(sha256_hex(&serde_json::to_vec(item)?))
+}
+
+/// What waits that an approver can decide (a guardian step is decided at its agent's
+/// door, on the owner's gate).
+pub fn waiting(store: &Store) -> Result<Vec<ApproverItem>> {
+    let mut out = Vec::new();
+    for item in crate::consent::pending(store)? {
+        if let Some(target) = item.target() {
+            out.push(ApproverItem { target, digest: digest(&item)?, item });
+        }
+    }
+    Ok(out)
+}
+
+/// A decision an approver signed, on the item whose digest it names.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct ApproverDecision {
+    pub target: crate::consent::ConsentTarget,
+    pub digest: String,
+    pub decision: crate::consent::Decision,
+    #[serde(default)]
+    pub lasting: crate::consent::Lasting,
+}
+
+/// Carries out `d` for `approver`, if the item it names still waits exactly as it saw it.
+pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver, d: ApproverDecision) -> Result<crate::consent::DecisionOutcome> {
+    let store = gate.store().clone();
+    let target = d.target.clone();
+    // The item as it waits now: the same one (its digest then decides), another under
+    // the same name (the sender knocked again), or nothing.
+    let now_item = crate::blocking(move || {
+        let items = crate::consent::pending(&store)?;
+        let same = items.iter().find(|i| i.target().as_ref() == Some(&target)).cloned();
+        let renamed = items.iter().any(|i| i.target().is_some_and(|t| t.key() == target.key()));
+        Ok((same, renamed))
+    })
+    .await?;
+    let changed = || CommandError::new(Code::Changed, "what you were shown has changed since (it knocked again, or was put off): look again before deciding");
+    match now_item {
+        (Some(item), _) if digest(&item)? == d.digest => {}
+        (Some(_), _) | (None, true) => return Err(changed()),
+        (None, false) => return Err(CommandError::new(Code::Gone, "nothing waits under this name any more: it was decided, or it ran out")),
+    }
+    let by = crate::consent::By::Approver { id: approver.id, name: approver.name, digest: d.digest };
+    crate::consent::decide_fetching_as(gate, d.target, d.decision, d.lasting, by).await
+}

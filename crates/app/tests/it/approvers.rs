@@ -1,0 +1,199 @@
+//! Approvers over the gate's real HTTP listener: a device invited by the owner joins with
+//! a P-256 key it holds (as a phone's WebCrypto key), reads what waits and decides, every
+//! request signed. A replayed decision, a decision on a knock it did not see, a forged
+//! device, a stale request, a used or expired code and a removed device are each refused.
+
+use crate::common::{key, pubhex, TestInbox};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use gatehouse_app::approvers;
+use ring::rand::SystemRandom;
+use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+use serde_json::{json, Value};
+
+struct Device {
+    pair: EcdsaKeyPair,
+    public: String,
+    id: String,
+}
+
+fn p256() -> (EcdsaKeyPair, String) {
+    let rng = SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let public = URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
+    (pair, public)
+}
+
+fn sign(pair: &EcdsaKeyPair, message: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(pair.sign(&SystemRandom::new(), message).unwrap().as_ref())
+}
+
+async fn send(req: reqwest::RequestBuilder) -> (u16, Value) {
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn join(inbox: &TestInbox, code: &str, name: &str) -> (u16, Value, EcdsaKeyPair, String) {
+    let (pair, public) = p256();
+    let signature = sign(&pair, &approvers::join_message(&inbox.public_key, code, &public));
+    let body = json!({"code": code, "name": name, "public_key": public, "signature": signature});
+    let (status, v) = send(reqwest::Client::new().post(format!("{}/approve/join", inbox.url)).json(&body)).await;
+    (status, v, pair, public)
+}
+
+async fn joined(inbox: &TestInbox, name: &str) -> Device {
+    let inv = approvers::invite(&inbox.store, &inbox.public_key, name, &inbox.url, chrono::Utc::now()).unwrap();
+    let (status, v, pair, public) = join(inbox, &inv.code, "").await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["name"], name, "named as invited");
+    Device { pair, public, id: v["id"].as_str().unwrap().to_string() }
+}
+
+/// A request signed as `d` (by `pair`, which is d's own key unless a test forges it).
+fn signed(
+    inbox: &TestInbox,
+    id: &str,
+    pair: &EcdsaKeyPair,
+    method: reqwest::Method,
+    path: &str,
+    body: &str,
+    date: chrono::DateTime<chrono::Utc>,
+) -> reqwest::RequestBuilder {
+    let date = gatehouse_epp::utc_string(date);
+    let nonce = hex::encode(rand_bytes());
+    let sig = sign(pair, &approvers::request_message(&inbox.public_key, method.as_str(), path, &date, &nonce, body.as_bytes()));
+    reqwest::Client::new()
+        .request(method, format!("{}{path}", inbox.url))
+        .header("gatehouse-approver", id)
+        .header("gatehouse-date", date)
+        .header("gatehouse-nonce", nonce)
+        .header("gatehouse-signature", sig)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+}
+
+fn rand_bytes() -> [u8; 16] {
+    let mut b = [0u8; 16];
+    ring::rand::SecureRandom::fill(&SystemRandom::new(), &mut b).unwrap();
+    b
+}
+
+async fn call(inbox: &TestInbox, d: &Device, method: reqwest::Method, path: &str, body: &str) -> (u16, Value) {
+    send(signed(inbox, &d.id, &d.pair, method, path, body, chrono::Utc::now())).await
+}
+
+#[tokio::test]
+async fn a_phone_joins_sees_a_knock_and_lets_the_sender_in_and_the_audit_names_it() {
+    let gate_key = key(0x51);
+    let inbox = TestInbox::start(&pubhex(&gate_key), false).await;
+    let phone = joined(&inbox, "Ana's phone").await;
+    let (status, me) = call(&inbox, &phone, reqwest::Method::GET, "/approve/me", "").await;
+    assert_eq!((status, me["public_key"].as_str()), (200, Some(phone.public.as_str())), "{me}");
+
+    let stranger = key(0x52);
+    let (status, _, _) = inbox.post_json(&inbox.signed(&stranger, "support", "Hello, may I reach your AI?")).await;
+    assert_eq!(status, 401);
+    let (status, waiting) = call(&inbox, &phone, reqwest::Method::GET, "/approve/waiting", "").await;
+    assert_eq!(status, 200, "{waiting}");
+    let item = &waiting.as_array().unwrap()[0];
+    assert_eq!(item["item"]["prompt"], "Hello, may I reach your AI?");
+    let decision = json!({"target": item["target"], "digest": item["digest"], "decision": "always_allow_scope"}).to_string();
+    let (status, out) = call(&inbox, &phone, reqwest::Method::POST, "/approve/decide", &decision).await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["delivered"]["status"], "accepted", "the knock itself went through: {out}");
+    let (status, _, _) = inbox.post_json(&inbox.signed(&stranger, "support", "Second message")).await;
+    assert_eq!(status, 200, "the sender is in");
+
+    let audit = inbox.store.audit_list(20).unwrap();
+    let entry = audit.iter().find(|a| a.action == "consent.always_allow_scope").unwrap();
+    let by = &entry.detail["by"];
+    assert_eq!((by["approver"].as_str(), by["name"].as_str()), (Some(phone.id.as_str()), Some("Ana's phone")), "{by}");
+    assert_eq!(by["seen"]["digest"], item["digest"]);
+    assert_eq!(by["seen"]["knock"], item["target"]["knock"], "the knock it saw, by id");
+    assert!(audit.iter().any(|a| a.action == "approver.join" && a.subject.as_deref() == Some(phone.id.as_str())));
+}
+
+#[tokio::test]
+async fn a_replayed_or_stale_request_a_forged_device_and_an_unseen_knock_are_refused() {
+    let inbox = TestInbox::start(&pubhex(&key(0x53)), false).await;
+    let phone = joined(&inbox, "phone").await;
+    let stranger = key(0x54);
+    inbox.post_json(&inbox.signed(&stranger, "support", "first knock")).await;
+    let (_, waiting) = call(&inbox, &phone, reqwest::Method::GET, "/approve/waiting", "").await;
+    let item = waiting[0].clone();
+
+    // The sender knocks again: what the phone saw is not what waits now.
+    inbox.post_json(&inbox.signed(&stranger, "support", "second knock, with other words")).await;
+    let deny = |item: &Value| json!({"target": item["target"], "digest": item["digest"], "decision": "deny"}).to_string();
+    let (status, v) = call(&inbox, &phone, reqwest::Method::POST, "/approve/decide", &deny(&item)).await;
+    assert_eq!((status, v["code"].as_str()), (409, Some("CHANGED")), "{v}");
+    let (_, waiting) = call(&inbox, &phone, reqwest::Method::GET, "/approve/waiting", "").await;
+    let seen = waiting[0].clone();
+    assert_ne!(seen["digest"], item["digest"]);
+    let mut wrong = seen.clone();
+    wrong["digest"] = json!("0".repeat(64));
+    let (status, _) = call(&inbox, &phone, reqwest::Method::POST, "/approve/decide", &deny(&wrong)).await;
+    assert_eq!(status, 409, "a digest of nothing it was shown");
+
+    // The same signed request twice: the second is a replay.
+    let body = deny(&seen);
+    let first = signed(&inbox, &phone.id, &phone.pair, reqwest::Method::POST, "/approve/decide", &body, chrono::Utc::now());
+    let again = first.try_clone().unwrap();
+    assert_eq!(send(first).await.0, 200);
+    let (status, v) = send(again).await;
+    assert_eq!((status, v["code"].as_str()), (401, Some("UNAUTHORIZED")), "{v}");
+    assert!(v["message"].as_str().unwrap().contains("replay"), "{v}");
+
+    // Signed an hour ago: stale.
+    let old = signed(&inbox, &phone.id, &phone.pair, reqwest::Method::GET, "/approve/me", "", chrono::Utc::now() - chrono::Duration::hours(1));
+    let (status, v) = send(old).await;
+    assert!(status == 401 && v["message"].as_str().unwrap().contains("from the gate's clock"), "{v}");
+
+    // Another key claiming the phone's id, an id never joined, no signature at all.
+    let (forger, _) = p256();
+    let (status, v) = send(signed(&inbox, &phone.id, &forger, reqwest::Method::GET, "/approve/waiting", "", chrono::Utc::now())).await;
+    assert!(status == 401 && v["message"].as_str().unwrap().contains("not this approver's"), "{v}");
+    let (status, _) = send(signed(&inbox, "ap-000000000000000000000000", &forger, reqwest::Method::GET, "/approve/waiting", "", chrono::Utc::now())).await;
+    assert_eq!(status, 401);
+    let (status, v) = send(reqwest::Client::new().get(format!("{}/approve/waiting", inbox.url))).await;
+    assert!(status == 401 && v["message"].as_str().unwrap().contains("is missing"), "{v}");
+    // A signature over another path does not open this one.
+    let date = gatehouse_epp::utc_string(chrono::Utc::now());
+    let sig = sign(&phone.pair, &approvers::request_message(&inbox.public_key, "GET", "/approve/me", &date, "nonce-for-another-path", b""));
+    let moved = reqwest::Client::new()
+        .get(format!("{}/approve/waiting", inbox.url))
+        .header("gatehouse-approver", &phone.id)
+        .header("gatehouse-date", date)
+        .header("gatehouse-nonce", "nonce-for-another-path")
+        .header("gatehouse-signature", sig);
+    assert_eq!(send(moved).await.0, 401);
+}
+
+#[tokio::test]
+async fn a_code_works_once_and_for_fifteen_minutes_and_a_removed_device_is_refused_at_once() {
+    let inbox = TestInbox::start(&pubhex(&key(0x55)), false).await;
+    let inv = approvers::invite(&inbox.store, &inbox.public_key, "laptop", &inbox.url, chrono::Utc::now()).unwrap();
+    assert!(inv.url.starts_with(&format!("{}/approve#code=", inbox.url)) && inv.url.ends_with(&inv.code), "{}", inv.url);
+    assert_eq!(join(&inbox, &inv.code, "Bo's laptop").await.0, 200);
+    let (status, v, _, _) = join(&inbox, &inv.code, "someone else").await;
+    assert!(status == 401 && v["message"].as_str().unwrap().contains("no invitation has this code"), "{v}");
+    // Made 16 minutes ago: run out.
+    let old = approvers::invite(&inbox.store, &inbox.public_key, "late", &inbox.url, chrono::Utc::now() - chrono::Duration::minutes(16)).unwrap();
+    assert_eq!(join(&inbox, &old.code, "").await.0, 401);
+    // A join signed by another key than the one it registers.
+    let fresh = approvers::invite(&inbox.store, &inbox.public_key, "x", &inbox.url, chrono::Utc::now()).unwrap();
+    let (pair, _) = p256();
+    let (_, other) = p256();
+    let body = json!({"code": fresh.code, "public_key": other, "signature": sign(&pair, &approvers::join_message(&inbox.public_key, &fresh.code, &other))});
+    assert_eq!(send(reqwest::Client::new().post(format!("{}/approve/join", inbox.url)).json(&body)).await.0, 401);
+
+    let phone = joined(&inbox, "phone").await;
+    assert_eq!(call(&inbox, &phone, reqwest::Method::GET, "/approve/me", "").await.0, 200);
+    approvers::remove(&inbox.store, &phone.id).unwrap();
+    let (status, v) = call(&inbox, &phone, reqwest::Method::GET, "/approve/waiting", "").await;
+    assert!(status == 401 && v["message"].as_str().unwrap().contains("removed"), "{v}");
+    let names: Vec<String> = approvers::list(&inbox.store).unwrap().into_iter().map(|a| a.name).collect();
+    assert_eq!(names, ["Bo's laptop"]);
+}

@@ -1,0 +1,112 @@
+//! Approvers: the devices (a member's desktop, a phone) that may decide what waits, each
+//! with a key of its own, registered through a one-time invitation. What a device may do
+//! is read from here on every request, so a device removed on one node is refused at
+//! once by every node of a team's gate.
+
+use crate::sql::{args, Optional};
+use crate::*;
+
+/// A registered approver device.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Approver {
+    pub id: String,
+    pub name: String,
+    /// Its public key (P-256, SEC1 uncompressed, base64url without padding).
+    pub public_key: String,
+    pub added_at: String,
+    pub last_seen: Option<String>,
+}
+
+fn approver(r: &crate::sql::Row<'_>) -> Result<Approver> {
+    Ok(Approver { id: r.get(0)?, name: r.get(1)?, public_key: r.get(2)?, added_at: r.get(3)?, last_seen: r.get(4)? })
+}
+
+const APPROVER: &str = "SELECT id, name, public_key, added_at, last_seen FROM approvers";
+
+/// Why an invitation could not be taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InviteRefusal {
+    /// No invitation has this code, or it was used, or it ran out.
+    Unknown,
+    /// The key is already registered (as another device).
+    KeyTaken,
+}
+
+impl Store {
+    /// Keeps an invitation by its code's hash (the code itself is shown once, never kept).
+    pub fn approver_invite_add(&self, code_sha256: &str, name: &str, created_at: &str, expires_ms: i64) -> Result<()> {
+        let conn = self.conn()?;
+        conn.execute("DELETE FROM approver_invites WHERE expires_ms < ?1 AND used_by IS NULL", args![expires_ms - 86_400_000])?;
+        conn.execute(
+            "INSERT INTO approver_invites (code_sha256, name, created_at, expires_ms) VALUES (?1, ?2, ?3, ?4)",
+            args![code_sha256, name, created_at, expires_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Takes the invitation whose code hashes to `code_sha256` (once, before it runs out)
+    /// and registers the device, in one transaction: two devices racing for one code (on
+    /// two nodes) register one.
+    pub fn approver_join(&self, code_sha256: &str, now_ms: i64, device: &Approver) -> Result<std::result::Result<Approver, InviteRefusal>> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        let name: Option<String> = tx
+            .query_row(
+                "UPDATE approver_invites SET used_by = ?3 WHERE code_sha256 = ?1 AND used_by IS NULL AND expires_ms > ?2 RETURNING name",
+                args![code_sha256, now_ms, device.id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(invited_as) = name else { return Ok(Err(InviteRefusal::Unknown)) };
+        let taken = tx.query_row("SELECT count(*) FROM approvers WHERE public_key = ?1", args![device.public_key], |r| r.get::<i64>(0))? > 0;
+        if taken {
+            return Ok(Err(InviteRefusal::KeyTaken));
+        }
+        let name = if device.name.trim().is_empty() { invited_as } else { device.name.clone() };
+        tx.execute(
+            "INSERT INTO approvers (id, name, public_key, added_at) VALUES (?1, ?2, ?3, ?4)",
+            args![device.id, name, device.public_key, device.added_at],
+        )?;
+        tx.commit()?;
+        Ok(Ok(Approver { name, ..device.clone() }))
+    }
+
+    pub fn approver(&self, id: &str) -> Result<Option<Approver>> {
+        self.read(|c| c.query_row(&format!("{APPROVER} WHERE id = ?1"), args![id], approver).optional())
+    }
+
+    pub fn approvers(&self) -> Result<Vec<Approver>> {
+        self.read(|c| c.query_map(&format!("{APPROVER} ORDER BY added_at, id"), args![], approver)?.collect())
+    }
+
+    /// Whether it was there.
+    pub fn approver_remove(&self, id: &str) -> Result<bool> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        tx.execute("DELETE FROM approver_nonces WHERE approver_id = ?1", args![id])?;
+        let n = tx.execute("DELETE FROM approvers WHERE id = ?1", args![id])?;
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
+    /// Whether it was there.
+    pub fn approver_rename(&self, id: &str, name: &str) -> Result<bool> {
+        Ok(self.conn()?.execute("UPDATE approvers SET name = ?2 WHERE id = ?1", args![id, name])? > 0)
+    }
+
+    /// Records a signed request's nonce for its device; false if the device used it
+    /// before (a replay). Nonces are kept until their request could no longer be fresh.
+    pub fn approver_nonce_use(&self, id: &str, nonce: &str, now_ms: i64, expires_ms: i64, seen_at: &str) -> Result<bool> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        tx.execute("DELETE FROM approver_nonces WHERE approver_id = ?1 AND expires_ms < ?2", args![id, now_ms])?;
+        let fresh = tx.execute(
+            "INSERT INTO approver_nonces (approver_id, nonce, expires_ms) VALUES (?1, ?2, ?3) ON CONFLICT (approver_id, nonce) DO NOTHING",
+            args![id, nonce, expires_ms],
+        )? == 1;
+        tx.execute("UPDATE approvers SET last_seen = ?2 WHERE id = ?1", args![id, seen_at])?;
+        tx.commit()?;
+        Ok(fresh)
+    }
+}
