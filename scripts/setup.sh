@@ -12,6 +12,7 @@ PKGS=(
   dovecot-imapd exim4-daemon-light
   postgresql
   dunst
+  chromium chromium-driver
 )
 
 missing=()

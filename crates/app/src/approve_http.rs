@@ -2,6 +2,8 @@
 //! Origin checks apply): a device joins with an invitation's code, then reads what waits
 //! and decides, every request signed by its key (`approvers`).
 //!
+//! - `GET /approve`: the approval page a phone opens from an invitation (`ui/approve/`)
+//! - `GET /approve/gate`: the gate's key
 //! - `POST /approve/join` `{code, name, public_key, signature}` → the approver
 //! - `GET /approve/me`, `GET /approve/waiting`, `POST /approve/decide` `{target, digest,
 //!   decision, lasting}`: signed (`Gatehouse-Approver`, `Gatehouse-Date`,
@@ -33,15 +35,47 @@ struct Approve {
     joins: Arc<Mutex<(i64, u32)>>,
 }
 
+/// What the listener serves to browsers (`gatehouse_net::host_check::Allowed::with_pages`).
+pub const PAGES: &[&str] = &["/approve"];
+
 pub fn router(gate: Arc<Gate>) -> Router {
     let state = Approve { gate, joins: Arc::new(Mutex::new((0, 0))) };
     Router::new()
+        .route("/approve", get(|| page("text/html; charset=utf-8", include_str!("../../../ui/approve/index.html"))))
+        .route("/approve/app.js", get(|| page("text/javascript; charset=utf-8", include_str!("../../../ui/approve/app.js"))))
+        .route("/approve/app.css", get(|| page("text/css; charset=utf-8", include_str!("../../../ui/approve/app.css"))))
+        .route("/approve/gate", get(gate_key))
         .route("/approve/join", post(join))
         .route("/approve/me", get(me))
         .route("/approve/waiting", get(waiting))
         .route("/approve/decide", post(decide))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
+}
+
+/// The page's files: nothing but its own scripts and styles, never in a frame, never
+/// kept by a cache, and no address passed on when a link is followed.
+async fn page(kind: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, kind),
+            (
+                axum::http::header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+            ),
+            (axum::http::header::X_FRAME_OPTIONS, "DENY"),
+            (axum::http::header::REFERRER_POLICY, "no-referrer"),
+            (axum::http::header::CACHE_CONTROL, "no-store"),
+            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The gate's key, which the page signs over and checks against the invitation's.
+async fn gate_key(State(s): State<Approve>) -> Json<serde_json::Value> {
+    Json(serde_json::json!({"gate_key": s.gate.public_key()}))
 }
 
 struct Failed(CommandError);

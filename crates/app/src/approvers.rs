@@ -86,7 +86,8 @@ pub fn invite(store: &Store, gate_key: &str, name: &str, gate_url: &str, now: Da
     store.approver_invite_add(&sha256_hex(code.as_bytes()), &name, &crate::now(), expires.timestamp_millis())?;
     store.audit("approver.invite", Some(&name), &serde_json::json!({"expires_at": gatehouse_epp::utc_string(expires)}), &crate::now())?;
     let mut url = base.join("/approve").map_err(|e| CommandError::new(Code::BadUrl, e.to_string()))?;
-    url.set_fragment(Some(&format!("code={code}")));
+    // The page checks the gate it is served by has the key the invitation names.
+    url.set_fragment(Some(&format!("code={code}&gate={gate_key}")));
     Ok(Invitation { name, code, url: url.to_string(), expires_at: gatehouse_epp::utc_string(expires), gate_key: gate_key.to_string() })
 }
 

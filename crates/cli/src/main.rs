@@ -1,5 +1,6 @@
 //! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
 
+mod approvers;
 mod audit;
 mod bench;
 mod contacts;
@@ -91,6 +92,10 @@ enum Command {
     /// The audit log: check it (or an export of it) against the gate's key; sign it now
     #[command(subcommand)]
     Audit(audit::AuditCmd),
+    /// Devices that may decide what waits (a phone, a team member's desktop): invite, list,
+    /// rename, remove
+    #[command(subcommand)]
+    Approvers(approvers::ApproversCmd),
     /// Write receipts, the audit log, IntentWeb conversations or the guardian's decisions
     /// to a JSON file
     Export {
@@ -438,6 +443,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?),
         Command::Sites(cmd) => return sites::run(cmd, open(false)?),
         Command::Audit(cmd) => return audit::run(cmd, || open(false)),
+        Command::Approvers(cmd) => return approvers::run(cmd, &open(false)?),
         Command::Export { kind, file } => {
             use gatehouse_app::export::ExportKind;
             let kind = match kind {

@@ -25,23 +25,53 @@ pub struct Allowed {
     default_port: u16,
     /// Host names the user configured for a listener reachable from elsewhere, lower case.
     names: Vec<String>,
+    /// Paths of pages this listener serves to a browser (and the requests those pages
+    /// make to their own origin): the only place a same-origin browser request is served.
+    pages: Vec<String>,
 }
 
 impl Allowed {
     pub fn new(bound: SocketAddr, tls: bool, names: &[String]) -> Allowed {
-        Allowed { bound, default_port: if tls { 443 } else { 80 }, names: names.iter().map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase()).collect() }
+        Allowed {
+            bound,
+            default_port: if tls { 443 } else { 80 },
+            names: names.iter().map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase()).collect(),
+            pages: Vec::new(),
+        }
+    }
+
+    /// Serves the pages under `prefixes` (each a path and what is below it) to a browser,
+    /// with the requests they make to their own origin. Every other path still refuses
+    /// any web page.
+    pub fn with_pages(mut self, prefixes: &[&str]) -> Allowed {
+        self.pages = prefixes.iter().map(|p| p.trim_end_matches('/').to_string()).collect();
+        self
+    }
+
+    fn is_page(&self, path: &str) -> bool {
+        self.pages.iter().any(|p| path == p || path.strip_prefix(p.as_str()).is_some_and(|rest| rest.starts_with('/')))
     }
 
     /// Why a request may not be served here, or None.
     pub fn refusal(&self, headers: &HeaderMap, uri: &axum::http::Uri) -> Option<String> {
+        let page = self.is_page(uri.path());
+        // A page's own requests name its origin: this very Host (which is checked below
+        // like any other), by either scheme (a proxy in front may speak TLS).
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let own_origin = |origin: &str| {
+            let rest = origin.strip_prefix("https://").or_else(|| origin.strip_prefix("http://"));
+            page && rest.zip(host).is_some_and(|(r, h)| r.eq_ignore_ascii_case(h))
+        };
         if let Some(origin) = headers.get(header::ORIGIN) {
-            return Some(format!(
-                "requests from web pages are refused (Origin: {})",
-                String::from_utf8_lossy(origin.as_bytes()).chars().take(100).collect::<String>()
-            ));
+            if !origin.to_str().is_ok_and(own_origin) {
+                return Some(format!(
+                    "requests from web pages are refused (Origin: {})",
+                    String::from_utf8_lossy(origin.as_bytes()).chars().take(100).collect::<String>()
+                ));
+            }
         }
         if let Some(site) = headers.get("sec-fetch-site") {
-            if site.as_bytes() != b"none" {
+            if site.as_bytes() != b"none" && !(page && site.as_bytes() == b"same-origin") {
                 return Some("requests from web pages are refused (Sec-Fetch-Site)".into());
             }
         }
@@ -125,5 +155,28 @@ mod tests {
         assert!(refused(Some("127.0.0.1:8765"), &[("origin", "null")]).is_some());
         assert!(refused(Some("127.0.0.1:8765"), &[("sec-fetch-site", "cross-site")]).is_some());
         assert_eq!(refused(Some("127.0.0.1:8765"), &[("sec-fetch-site", "none")]), None);
+        // No path is a page unless the listener serves pages.
+        assert!(refused(Some("127.0.0.1:8765"), &[("origin", "http://127.0.0.1:8765"), ("sec-fetch-site", "same-origin")]).is_some());
+    }
+
+    #[test]
+    fn a_page_the_listener_serves_may_call_its_own_origin_and_nothing_else_may() {
+        let a = Allowed::new("127.0.0.1:8765".parse().unwrap(), false, &["gate.example".into()]).with_pages(&["/approve"]);
+        let at = |path: &str, host: &str, extra: &[(&str, &str)]| {
+            let (h, _) = req(Some(host), extra);
+            a.refusal(&h, &path.parse().unwrap())
+        };
+        let own = [("origin", "http://127.0.0.1:8765"), ("sec-fetch-site", "same-origin")];
+        assert_eq!(at("/approve/decide", "127.0.0.1:8765", &own), None);
+        assert_eq!(at("/approve", "127.0.0.1:8765", &[("sec-fetch-site", "same-origin")]), None);
+        assert_eq!(at("/approve/waiting", "gate.example:8765", &[("origin", "https://gate.example:8765"), ("sec-fetch-site", "same-origin")]), None);
+        // Not a page: the submit door refuses the same request.
+        assert!(at("/epp/v1/submit", "127.0.0.1:8765", &own).unwrap().contains("web pages"));
+        assert!(at("/approvex", "127.0.0.1:8765", &own).is_some());
+        // Another origin, another site, or a rebinding name is refused on a page too.
+        assert!(at("/approve/decide", "127.0.0.1:8765", &[("origin", "https://evil.example"), ("sec-fetch-site", "cross-site")]).is_some());
+        assert!(at("/approve/decide", "127.0.0.1:8765", &[("origin", "http://127.0.0.1:8765"), ("sec-fetch-site", "cross-site")]).is_some());
+        assert!(at("/approve/decide", "127.0.0.1:8765", &[("origin", "http://127.0.0.1:9999")]).is_some());
+        assert!(at("/approve/decide", "evil.example:8765", &[("origin", "http://evil.example:8765"), ("sec-fetch-site", "same-origin")]).is_some());
     }
 }

@@ -13,16 +13,19 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Serves `app` on `listener` until `shutdown` resolves, admitting connections within
 /// `limits` ([`crate::conn`]); then stops accepting, lets requests in progress finish,
 /// and closes idle connections. Only requests naming this listener (its address or one
-/// of `public_names`) and sent by no web page are routed ([`crate::host_check`]).
+/// of `public_names`) and sent by no web page are routed, but for the `pages` the listener
+/// serves and their requests to their own origin ([`crate::host_check`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     public_names: &[String],
+    pages: &[&str],
     limits: crate::conn::Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    let app = crate::host_check::layer(app, crate::host_check::Allowed::new(listener.local_addr()?, false, public_names));
+    let allowed = crate::host_check::Allowed::new(listener.local_addr()?, false, public_names).with_pages(pages);
+    let app = crate::host_check::layer(app, allowed);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(256 * 1024);
     crate::conn::serve(listener, limits, shutdown, move |stream, stopped| {

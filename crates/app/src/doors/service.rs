@@ -173,7 +173,7 @@ where
         let names = opts.public_names.clone();
         let limits = opts.limits;
         tasks.spawn(async move {
-            gatehouse_net::plain::serve(listener, app, &names, limits, async move {
+            gatehouse_net::plain::serve(listener, app, &names, crate::approve_http::PAGES, limits, async move {
                 let _ = stop.recv().await;
             })
             .await

@@ -175,7 +175,7 @@ async fn a_replayed_or_stale_request_a_forged_device_and_an_unseen_knock_are_ref
 async fn a_code_works_once_and_for_fifteen_minutes_and_a_removed_device_is_refused_at_once() {
     let inbox = TestInbox::start(&pubhex(&key(0x55)), false).await;
     let inv = approvers::invite(&inbox.store, &inbox.public_key, "laptop", &inbox.url, chrono::Utc::now()).unwrap();
-    assert!(inv.url.starts_with(&format!("{}/approve#code=", inbox.url)) && inv.url.ends_with(&inv.code), "{}", inv.url);
+    assert_eq!(inv.url, format!("{}/approve#code={}&gate={}", inbox.url, inv.code, inbox.public_key));
     assert_eq!(join(&inbox, &inv.code, "Bo's laptop").await.0, 200);
     let (status, v, _, _) = join(&inbox, &inv.code, "someone else").await;
     assert!(status == 401 && v["message"].as_str().unwrap().contains("no invitation has this code"), "{v}");

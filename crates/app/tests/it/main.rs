@@ -19,6 +19,7 @@ mod layers;
 mod mail;
 mod mail_v2;
 mod model;
+mod phone;
 mod replies;
 mod team;
 mod uamp;

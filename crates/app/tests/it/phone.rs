@@ -1,0 +1,172 @@
+//! The approval page in a real browser: Debian's Chromium, headless, on a 360 px phone
+//! screen, driven over WebDriver (chromium-driver). The page is opened from an
+//! invitation, joins (its key made by WebCrypto, non-extractable), shows a stranger's
+//! knock, lets it in, and is told when its device is removed.
+
+use crate::common::{key, pubhex, TestInbox};
+use gatehouse_app::approvers;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+struct Browser {
+    http: reqwest::Client,
+    session: String,
+    driver: std::process::Child,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// Chromium and its driver, or None (the test skipped) where they are not installed and
+/// not required.
+async fn chromium() -> Option<Browser> {
+    let (driver, browser) = ("/usr/bin/chromedriver", "/usr/bin/chromium");
+    if !std::path::Path::new(driver).exists() || !std::path::Path::new(browser).exists() {
+        let why = "Chromium and chromium-driver are not installed (scripts/setup.sh installs them)";
+        assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+        "binary": browser,
+        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=360,740"],
+        "mobileEmulation": {"deviceMetrics": {"width": 360, "height": 740, "pixelRatio": 2.0, "touch": true, "mobile": true}}
+    }}}});
+    let mut last = String::new();
+    for _ in 0..100 {
+        match http.post(format!("{base}/session")).json(&caps).send().await {
+            Ok(r) => {
+                let v: Value = r.json().await.unwrap();
+                let session = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no WebDriver session: {v}")).to_string();
+                return Some(Browser { http, session: format!("{base}/session/{session}"), driver: child });
+            }
+            Err(e) => last = e.to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("chromedriver did not start: {last}");
+}
+
+impl Browser {
+    async fn cmd(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method, format!("{}{path}", self.session));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let v: Value = req.send().await.unwrap().json().await.unwrap();
+        v["value"].clone()
+    }
+    async fn go(&self, url: &str) {
+        self.cmd(reqwest::Method::POST, "/url", Some(json!({"url": url}))).await;
+    }
+    async fn script(&self, js: &str) -> Value {
+        self.cmd(reqwest::Method::POST, "/execute/sync", Some(json!({"script": js, "args": []}))).await
+    }
+    async fn script_async(&self, js: &str) -> Value {
+        self.cmd(reqwest::Method::POST, "/execute/async", Some(json!({"script": js, "args": []}))).await
+    }
+    async fn text(&self, css: &str) -> String {
+        self.script(&format!("const e = document.querySelector({}); return e ? e.innerText : '';", serde_json::to_string(css).unwrap()))
+            .await
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    }
+    /// Waits up to 10 s for `css` to contain `needle`.
+    async fn wait_text(&self, css: &str, needle: &str) {
+        for _ in 0..200 {
+            if self.text(css).await.contains(needle) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.screenshot("phone-timeout").await;
+        panic!("timed out waiting for {css} to contain {needle:?}; the page shows {:?}", self.text("body").await);
+    }
+    async fn click(&self, css: &str) {
+        let found = self.cmd(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css}))).await;
+        let id = found[ELEMENT].as_str().unwrap_or_else(|| panic!("no {css}: {found}")).to_string();
+        self.cmd(reqwest::Method::POST, &format!("/element/{id}/click"), Some(json!({}))).await;
+    }
+    async fn screenshot(&self, name: &str) {
+        use base64::Engine as _;
+        let png = self.cmd(reqwest::Method::GET, "/screenshot", None).await;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(png.as_str().unwrap_or_default()).unwrap_or_default();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{name}.png")), bytes).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_removed() {
+    let Some(phone) = chromium().await else { return };
+    let inbox = TestInbox::start(&pubhex(&key(0x61)), false).await;
+    let inv = approvers::invite(&inbox.store, &inbox.public_key, "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
+
+    phone.go(&inv.url).await;
+    phone.wait_text("main", "Join this gate as an approver").await;
+    assert!(!phone.text("main").await.contains("null"), "{}", phone.text("main").await);
+    let code = phone.script("return document.getElementById('join-code').value").await;
+    assert_eq!(code, inv.code, "the code comes from the invitation's link");
+    phone.screenshot("phone-join").await;
+    phone.click("#join-button").await;
+    phone.wait_text("#who", "This device: Ana's phone").await;
+    phone.wait_text("main", "Nothing waits.").await;
+    // The code left the address bar, and the key the page made cannot be read back.
+    assert_eq!(phone.script("return location.href").await, format!("{}/approve", inbox.url));
+    let extractable = phone
+        .script_async(
+            "const done = arguments[arguments.length - 1];
+             const r = indexedDB.open('gatehouse-approver', 1);
+             r.onsuccess = () => { const g = r.result.transaction('device').objectStore('device').get('device');
+               g.onsuccess = () => done([g.result.key.extractable, g.result.key.algorithm.namedCurve]); };",
+        )
+        .await;
+    assert_eq!(extractable, json!([false, "P-256"]));
+    let registered = approvers::list(&inbox.store).unwrap();
+    assert_eq!(registered.len(), 1);
+
+    // A stranger knocks; the phone sees it (refreshed) and lets it in for good.
+    let stranger = key(0x62);
+    assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "Hello from the pharmacy bot: may I remind you about refills?")).await.0, 401);
+    phone.click("#refresh").await;
+    phone.wait_text(".card.waiting", "pharmacy bot").await;
+    assert!(phone.text(".card.waiting").await.contains("A new sender asks to reach your AI for “support”"));
+    // On a 360 px screen nothing scrolls sideways, and every field has its label.
+    let fits = phone
+        .script("return [document.documentElement.scrollWidth, [...document.querySelectorAll('input, select')].every(e => e.labels && e.labels.length > 0)]")
+        .await;
+    assert_eq!(fits, json!([360, true]));
+    phone.screenshot("phone-waiting").await;
+    phone.click(".card.waiting button[data-decision='always_allow_scope']").await;
+    phone.wait_text("#status", "Trusted for").await;
+    phone.wait_text("main", "Nothing waits.").await;
+    assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "Your refill is ready.")).await.0, 200);
+    let audit = inbox.store.audit_list(20).unwrap();
+    let decided = audit.iter().find(|a| a.action == "consent.always_allow_scope").unwrap();
+    assert_eq!(decided.detail["by"]["approver"], registered[0].id.as_str(), "{:?}", decided.detail);
+
+    // Removed on the gate: the phone's next request is refused, and it says so.
+    approvers::remove(&inbox.store, &registered[0].id).unwrap();
+    phone.click("#refresh").await;
+    phone.wait_text("main", "This device was removed from the gate").await;
+    assert_eq!(phone.text("#status").await, "", "what it said before is gone");
+    phone.screenshot("phone-removed").await;
+    inbox.stop().await;
+}

@@ -1,0 +1,195 @@
+// The approval page a phone (or any browser) opens from an invitation: it makes a P-256
+// key the page cannot read back (WebCrypto, non-extractable, kept in this browser's
+// IndexedDB), registers it with the invitation's code, then signs every request it makes
+// (crates/app/src/approvers.rs says what is signed). Nothing the page shows is trusted by
+// the gate: every decision is checked there against what waits and who signed it.
+// Served by the gate itself (crates/app/src/approve_http.rs), not part of the window's build.
+/* global document, window, location, history, indexedDB, crypto, fetch, btoa, TextEncoder, URLSearchParams */
+
+const main = document.getElementById('main');
+const status = document.getElementById('status');
+const who = document.getElementById('who');
+const enc = new TextEncoder();
+const ALGO = { name: 'ECDSA', namedCurve: 'P-256' };
+const SIGN = { name: 'ECDSA', hash: 'SHA-256' };
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'onclick' || k === 'onsubmit') e.addEventListener(k.slice(2), v);
+    else if (v !== null && v !== undefined) e.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+function say(text, kind) {
+  status.textContent = text;
+  status.className = kind || '';
+}
+
+const b64url = (bytes) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+const hex = (bytes) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, '0')).join('');
+
+// The device, kept in this browser: its id, the gate's key, and the private key itself
+// (a CryptoKey: stored as an object the page can use but never export).
+function db() {
+  return new Promise((resolve, reject) => {
+    const r = indexedDB.open('gatehouse-approver', 1);
+    r.onupgradeneeded = () => r.result.createObjectStore('device');
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+}
+async function stored(op, ...args) {
+  const d = await db();
+  return new Promise((resolve, reject) => {
+    const t = d.transaction('device', op === 'get' ? 'readonly' : 'readwrite');
+    const r = t.objectStore('device')[op](...args);
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+}
+
+async function sign(key, text) {
+  return b64url(await crypto.subtle.sign(SIGN, key, enc.encode(text)));
+}
+
+let gateKey = '';
+let device = null;
+
+async function signedFetch(method, path, body) {
+  const text = body === undefined ? '' : JSON.stringify(body);
+  const date = new Date().toISOString();
+  const nonce = hex(crypto.getRandomValues(new Uint8Array(16)));
+  const digest = hex(await crypto.subtle.digest('SHA-256', enc.encode(text)));
+  const signature = await sign(device.key, `gatehouse-approver-request/1\n${gateKey}\n${method}\n${path}\n${date}\n${nonce}\n${digest}`);
+  const r = await fetch(path, {
+    method,
+    headers: { 'content-type': 'application/json', 'gatehouse-approver': device.id, 'gatehouse-date': date, 'gatehouse-nonce': nonce, 'gatehouse-signature': signature },
+    body: text || undefined,
+  });
+  const answer = await r.json().catch(() => ({}));
+  if (r.status === 401 && /removed/.test(answer.message || '')) {
+    await stored('delete', 'device');
+    device = null;
+    who.textContent = '';
+    showJoin('', 'This device was removed from the gate. An owner can invite it again.');
+    throw new Error('removed');
+  }
+  if (!r.ok) throw new Error(answer.message || `the gate answered ${r.status}`);
+  return answer;
+}
+
+function showJoin(code, why) {
+  const name = el('input', { id: 'join-name', autocomplete: 'off', maxlength: '80', placeholder: 'as the invitation names it' });
+  const codeInput = el('input', { id: 'join-code', autocomplete: 'one-time-code', autocapitalize: 'characters', value: code, maxlength: '16' });
+  if (why) say('');
+  main.replaceChildren(...[
+    el('h2', {}, 'Join this gate as an approver'),
+    why ? el('p', { class: 'bad' }, why) : null,
+    el('p', { class: 'muted' }, 'This device makes a key of its own and registers it with the code you were given. Every decision it sends is signed with that key.'),
+    el('form', { id: 'join', onsubmit: (e) => { e.preventDefault(); void join(codeInput.value.trim(), name.value.trim()); } },
+      el('label', { for: 'join-name' }, 'Name this device (optional)'), name,
+      el('label', { for: 'join-code' }, 'Invitation code'), codeInput,
+      el('div', { class: 'actions' }, el('button', { class: 'primary', type: 'submit', id: 'join-button' }, 'Join'))),
+    el('p', { class: 'muted mono' }, `Gate key ${gateKey}`),
+  ].filter((e) => e !== null));
+}
+
+async function join(code, name) {
+  say('Making this device’s key…');
+  try {
+    const keys = await crypto.subtle.generateKey(ALGO, false, ['sign', 'verify']);
+    const publicKey = b64url(await crypto.subtle.exportKey('raw', keys.publicKey));
+    const signature = await sign(keys.privateKey, `gatehouse-approver-join/1\n${gateKey}\n${code}\n${publicKey}`);
+    const r = await fetch('/approve/join', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code, name, public_key: publicKey, signature }) });
+    const answer = await r.json().catch(() => ({}));
+    if (!r.ok) { say(answer.message || `the gate answered ${r.status}`, 'bad'); return; }
+    device = { id: answer.id, name: answer.name, gateKey, key: keys.privateKey };
+    await stored('put', device, 'device');
+    // The code is spent: take it out of the address bar and the history.
+    history.replaceState(null, '', '/approve');
+    say(`Joined as ${answer.name}.`, 'ok');
+    await showWaiting();
+  } catch (e) {
+    say(`Could not join: ${e.message}`, 'bad');
+  }
+}
+
+const decisions = [
+  ['allow_once', 'Allow once', ''],
+  ['always_allow_scope', 'Always allow', 'primary'],
+  ['deny', 'Deny', ''],
+  ['block', 'Block', 'danger'],
+];
+
+function describe(item) {
+  const i = item.item;
+  const risk = (i.risk || []).map((f) => el('li', { class: 'risk' }, `${f.why}: “${f.excerpt}”`));
+  const parts = [];
+  if (i.kind === 'unknown_sender') {
+    parts.push(el('h3', {}, `A new sender asks to reach your AI for “${i.scope || '?'}”`),
+      el('p', { class: 'muted mono' }, `Key ${i.public_key} · knocked ${i.count} time${i.count === 1 ? '' : 's'}`));
+    if (i.covered_total > 0) parts.push(el('p', { class: 'muted' }, `“Always allow” would also let in ${i.covered_total} earlier message${i.covered_total === 1 ? '' : 's'} in this scope.`));
+  } else if (i.kind === 'held' || i.kind === 'held_ask') {
+    parts.push(el('h3', {}, `${i.sender_name || 'A trusted sender'} waits for you in “${i.scope}”`), el('p', { class: 'muted mono' }, i.sender));
+    if (i.grant_ended) parts.push(el('p', { class: 'muted' }, `Its grant for this scope ended ${i.grant_ended}.`));
+  } else if (i.kind === 'key_change') {
+    parts.push(el('h3', {}, `${i.sender_name || i.sender} signed with a key not kept for it`), el('p', { class: 'muted' }, 'Check its keys again on the gate before anything from it goes through.'));
+  }
+  if (i.prompt) parts.push(el('p', { class: 'prompt' }, i.prompt));
+  if (risk.length) parts.push(el('ul', {}, ...risk));
+  return parts;
+}
+
+async function decide(item, decision, lasting) {
+  try {
+    const out = await signedFetch('POST', '/approve/decide', { target: item.target, digest: item.digest, decision, lasting: { for: lasting } });
+    say(out.message, 'ok');
+  } catch (e) {
+    if (e.message !== 'removed') say(e.message, 'bad');
+  }
+  if (device) await showWaiting();
+}
+
+async function showWaiting() {
+  who.textContent = `This device: ${device.name}`;
+  let items;
+  try { items = await signedFetch('GET', '/approve/waiting'); } catch (e) { if (e.message !== 'removed') say(e.message, 'bad'); return; }
+  const cards = items.map((item, n) => {
+    const lasting = el('select', { id: `lasting-${n}`, 'aria-label': 'How long “always allow” lasts' },
+      el('option', { value: 'always' }, 'for good'), el('option', { value: 'hour' }, 'for an hour'), el('option', { value: 'tonight' }, 'until tonight'));
+    const buttons = decisions.map(([d, label, cls]) => el('button', { class: cls, 'data-decision': d, onclick: () => void decide(item, d, lasting.value) }, label));
+    return el('section', { class: 'card waiting', 'aria-label': 'Waiting for a decision' }, ...describe(item),
+      el('label', { for: `lasting-${n}` }, '“Always allow” lasts'), lasting, el('div', { class: 'actions' }, ...buttons));
+  });
+  main.replaceChildren(
+    el('h2', {}, 'Waiting for a decision'),
+    ...(cards.length ? cards : [el('p', { class: 'muted', id: 'nothing' }, 'Nothing waits.')]),
+    el('div', { class: 'actions' }, el('button', { id: 'refresh', onclick: () => void showWaiting() }, 'Refresh')),
+  );
+}
+
+async function start() {
+  if (!window.isSecureContext || !crypto.subtle) {
+    main.replaceChildren(el('p', { class: 'bad' }, 'This page keeps a key and needs a secure connection: open it through the gate’s https:// address.'));
+    return;
+  }
+  const params = new URLSearchParams(location.hash.slice(1));
+  try {
+    gateKey = (await (await fetch('/approve/gate')).json()).gate_key;
+  } catch {
+    say('The gate did not answer.', 'bad');
+    return;
+  }
+  if (params.get('gate') && params.get('gate') !== gateKey) {
+    main.replaceChildren(el('p', { class: 'bad' }, 'This is not the gate you were invited to: its key differs from the invitation’s. Do not join.'));
+    return;
+  }
+  device = await stored('get', 'device');
+  if (device && device.gateKey === gateKey) await showWaiting();
+  else showJoin(params.get('code') || '');
+}
+
+void start();
