@@ -140,6 +140,12 @@ function describe(item) {
   }
   if (i.prompt) parts.push(el('p', { class: 'prompt' }, i.prompt));
   if (risk.length) parts.push(el('ul', {}, ...risk));
+  const q = item.quorum;
+  if (q) {
+    parts.push(el('p', { class: 'quorum' }, `Needs ${q.need} of ${q.of.join(', ')} to agree${q.deny_ends ? '; one deny ends it' : ''}.`));
+    const so = q.votes.map((v) => `${v.approver}: ${JSON.parse(v.decision).decision.replace(/_/g, ' ')}`);
+    parts.push(el('p', { class: 'muted votes' }, so.length ? `Decided so far — ${so.join('; ')}` : 'No one has decided yet.'));
+  }
   return parts;
 }
 

@@ -91,7 +91,8 @@ impl IntoResponse for Failed {
         let status = match self.0.code {
             Code::Unauthorized => StatusCode::UNAUTHORIZED,
             Code::Gone | Code::NotFound => StatusCode::NOT_FOUND,
-            Code::Changed | Code::AlreadyTrusted => StatusCode::CONFLICT,
+            Code::Changed | Code::AlreadyTrusted | Code::AlreadySent => StatusCode::CONFLICT,
+            Code::NotAllowed => StatusCode::FORBIDDEN,
             Code::Invalid | Code::BadRequest => StatusCode::BAD_REQUEST,
             Code::TooLarge => StatusCode::TOO_MANY_REQUESTS,
             _ => StatusCode::INTERNAL_SERVER_ERROR,

@@ -178,6 +178,8 @@ pub struct ApproverItem {
     pub target: crate::consent::ConsentTarget,
     pub digest: String,
     pub item: crate::consent::ConsentItem,
+    /// The quorum it needs, and who decided so far (none: any one approver decides).
+    pub quorum: Option<crate::quorum::QuorumView>,
 }
 
 fn digest(item: &crate::consent::ConsentItem) -> Result<String> {
@@ -190,7 +192,12 @@ pub fn waiting(store: &Store) -> Result<Vec<ApproverItem>> {
     let mut out = Vec::new();
     for item in crate::consent::pending(store)? {
         if let Some(target) = item.target() {
-            out.push(ApproverItem { target, digest: digest(&item)?, item });
+            let digest = digest(&item)?;
+            let quorum = match crate::quorum::rule_for(store, &item)? {
+                Some(rule) => Some(crate::quorum::view(store, &rule, &target.key(), &digest)?),
+                None => None,
+            };
+            out.push(ApproverItem { target, digest, item, quorum });
         }
     }
     Ok(out)
@@ -212,6 +219,9 @@ pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver
     let target = d.target.clone();
     // The item as it waits now: the same one (its digest then decides), another under
     // the same name (the sender knocked again), or nothing.
+    if d.decision == crate::consent::Decision::AskLater {
+        return Err(CommandError::new(Code::Invalid, "“ask me later” puts a prompt off for the gate's owner; an approver allows, denies or blocks"));
+    }
     let now_item = crate::blocking(move || {
         let items = crate::consent::pending(&store)?;
         let same = items.iter().find(|i| i.target().as_ref() == Some(&target)).cloned();
@@ -220,11 +230,30 @@ pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver
     })
     .await?;
     let changed = || CommandError::new(Code::Changed, "what you were shown has changed since (it knocked again, or was put off): look again before deciding");
-    match now_item {
-        (Some(item), _) if digest(&item)? == d.digest => {}
+    let item = match now_item {
+        (Some(item), _) if digest(&item)? == d.digest => item,
         (Some(_), _) | (None, true) => return Err(changed()),
         (None, false) => return Err(CommandError::new(Code::Gone, "nothing waits under this name any more: it was decided, or it ran out")),
-    }
-    let by = crate::consent::By::Approver { id: approver.id, name: approver.name, digest: d.digest };
+    };
+    // Under a quorum this is one vote; only the vote that reaches it decides.
+    let store = gate.store().clone();
+    let (key, seen, who, decision) = (d.target.key(), d.digest.clone(), approver.id.clone(), d.decision);
+    let vote = serde_json::json!({"decision": d.decision, "lasting": d.lasting}).to_string();
+    let cast = crate::blocking(move || match crate::quorum::rule_for(&store, &item)? {
+        Some(rule) => Ok(Some(crate::quorum::cast(&store, &rule, &who, &key, &seen, decision, &vote)?)),
+        None => Ok(None),
+    })
+    .await?;
+    let agreed = match cast {
+        None => Vec::new(),
+        Some(crate::quorum::Cast::Counted { agreeing, needed }) => {
+            return Ok(crate::consent::DecisionOutcome {
+                message: format!("Your vote is counted: {agreeing} of the {needed} needed agree so far. It waits for the others."),
+                delivered: None,
+            })
+        }
+        Some(crate::quorum::Cast::Decides { agreed }) => agreed,
+    };
+    let by = crate::consent::By::Approver { id: approver.id, name: approver.name, digest: d.digest, agreed };
     crate::consent::decide_fetching_as(gate, d.target, d.decision, d.lasting, by).await
 }

@@ -27,8 +27,9 @@ pub async fn decide_fetching(inbox: std::sync::Arc<Gate>, target: ConsentTarget,
 pub enum By {
     /// The gate's own window or CLI.
     Owner,
-    /// An approver device, deciding on the item it was shown (its digest).
-    Approver { id: String, name: String, digest: String },
+    /// An approver device, deciding on the item it was shown (its digest); under a
+    /// quorum, with the devices whose votes agreed (`agreed`, its own among them).
+    Approver { id: String, name: String, digest: String, agreed: Vec<String> },
 }
 
 impl By {
@@ -39,8 +40,8 @@ impl By {
         };
         match self {
             By::Owner => serde_json::json!({"device": "owner"}),
-            By::Approver { id, name, digest } => {
-                serde_json::json!({"approver": id, "name": name, "seen": {"item": target.key(), "knock": knock, "digest": digest}})
+            By::Approver { id, name, digest, agreed } => {
+                serde_json::json!({"approver": id, "name": name, "seen": {"item": target.key(), "knock": knock, "digest": digest}, "quorum": agreed})
             }
         }
     }

@@ -16,6 +16,7 @@
 //! - [`guardian`]: the ASOP guardian's waiting steps, rules and sessions
 //! - [`history`]: what arrived and what was done: inbox, receipts, envelopes, audit
 //! - [`settings`]: how long history is kept
+//! - [`quorum`]: what several approvers must decide together, and their votes
 //! - [`quiet`]: quiet hours, when prompts are collected into a digest instead of announced
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
 //! - [`risk`]: risk flags the user dismisses
@@ -48,6 +49,7 @@ pub mod history;
 pub mod peers;
 pub mod qr;
 pub mod quiet;
+pub mod quorum;
 pub mod replies;
 pub mod risk;
 pub mod serve;

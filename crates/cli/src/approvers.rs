@@ -35,6 +35,36 @@ pub enum ApproversCmd {
     Remove {
         id: String,
     },
+    /// Quorum rules: what several devices must decide together
+    #[command(subcommand)]
+    Quorum(QuorumCmd),
+}
+
+#[derive(Subcommand)]
+pub enum QuorumCmd {
+    /// Require NEED of the named devices to agree (0: all of them), for a scope, a sender,
+    /// or everything; the most specific rule applies
+    Add {
+        #[arg(long)]
+        need: u32,
+        /// A device whose vote counts (repeat for each)
+        #[arg(long = "approver", required = true)]
+        approvers: Vec<String>,
+        #[arg(long)]
+        scope: Option<String>,
+        #[arg(long)]
+        sender: Option<String>,
+        /// A deny by one of them does not end it (by default it does)
+        #[arg(long)]
+        deny_does_not_end: bool,
+    },
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    Remove {
+        id: i64,
+    },
 }
 
 pub fn run(cmd: ApproversCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
@@ -68,6 +98,38 @@ pub fn run(cmd: ApproversCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
             approvers::remove(store, &id)?;
             eprintln!("removed {id}: its requests are refused from now on");
         }
+        ApproversCmd::Quorum(cmd) => quorum(cmd, ctx)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn quorum(cmd: QuorumCmd, ctx: &Context) -> Result<(), CommandError> {
+    use gatehouse_app::quorum::{self, RuleInput};
+    let store = &ctx.store;
+    match cmd {
+        QuorumCmd::Add { need, approvers, scope, sender, deny_does_not_end } => {
+            let rule = quorum::rule_add(store, RuleInput { scope, sender, need, approvers, deny_ends: Some(!deny_does_not_end) })?;
+            crate::print_json(&rule);
+        }
+        QuorumCmd::List { json } => {
+            let rules = quorum::rules(store)?;
+            if json {
+                crate::print_json(&rules);
+            } else if rules.is_empty() {
+                eprintln!("no quorum rules: any one approver decides");
+            }
+            for r in rules.iter().filter(|_| !json) {
+                let need = if r.need == 0 { "all".to_string() } else { r.need.to_string() };
+                let on = match (&r.scope, &r.sender) {
+                    (Some(s), Some(k)) => format!("scope {s} from {k}"),
+                    (Some(s), None) => format!("scope {s}"),
+                    (None, Some(k)) => format!("sender {k}"),
+                    (None, None) => "everything".into(),
+                };
+                println!("{}  {need} of {}  on {on}{}", r.id, r.approvers.join(","), if r.deny_ends { "" } else { "  (a deny does not end it)" });
+            }
+        }
+        QuorumCmd::Remove { id } => quorum::rule_remove(store, id)?,
+    }
+    Ok(())
 }

@@ -47,6 +47,7 @@ mod migrations;
 mod model;
 mod open;
 mod pg;
+pub mod quorum;
 mod receipts;
 mod replay;
 pub mod replies;

@@ -5,7 +5,8 @@ use rusqlite::Connection;
 
 use crate::{Result, StoreError};
 
-const MIGRATIONS: &[&str] = &[
+/// Schema 1 to 30; the later ones are in `migrations/later.rs`.
+const EARLY: &[&str] = &[
     // 1: EPP inbox
     "CREATE TABLE trust (
         public_key TEXT PRIMARY KEY,
@@ -516,82 +517,27 @@ const MIGRATIONS: &[&str] = &[
     UPDATE pending_senders SET door = 'guardian' WHERE public_key LIKE 'asop:%';
     UPDATE pending_senders SET door = 'intentweb' WHERE door = 'epp' AND EXISTS (SELECT 1 FROM json_each(pending_senders.scopes) WHERE value = 'intentweb');
     UPDATE pending_senders SET door = 'uamp' WHERE door = 'epp' AND public_key LIKE 'did:%';",
-    // 31: UAMP messages count against their sender's rate limits as every other door's
-    // arrivals do, per minute in usage_minutes (they were counted by a query of their own
-    // over uamp_messages). The last three days are carried over, as in 14.
-    "INSERT INTO usage_minutes (sender, minute, n)
-        SELECT sender, received_ms / 60000, count(*) FROM uamp_messages
-        WHERE direction = 'in' AND intent NOT IN ('progress', 'cancel') AND received_ms >= (unixepoch() - 3 * 86400) * 1000
-        GROUP BY 1, 2
-        ON CONFLICT (sender, minute) DO UPDATE SET n = n + excluded.n;",
-    // 32: the runner claims what it runs, by node: on a team's gate several nodes run
-    // executors from one table, and each envelope must run once.
-    "ALTER TABLE envelopes ADD COLUMN claimed_by TEXT;",
-    // 33: leases: what one node of a team's gate does for all (reading a mail account),
-    // held for a while and renewed, taken over when its node stops renewing.
-    "CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL);",
-    // 34: usage is counted per writer (`Db::writer`): on a team's gate, nodes that counted
-    // one sender's minute in one row waited on each other's commits (measured: three
-    // nodes were slower than one). One laptop writes as 0; its counts are carried over.
-    "CREATE TABLE usage_minutes_by_writer (
-        sender TEXT NOT NULL,
-        minute INTEGER NOT NULL,
-        writer INTEGER NOT NULL,
-        n INTEGER NOT NULL,
-        PRIMARY KEY (sender, minute, writer)
-    ) WITHOUT ROWID;
-    INSERT INTO usage_minutes_by_writer (sender, minute, writer, n) SELECT sender, minute, 0, n FROM usage_minutes;
-    DROP TABLE usage_minutes;
-    ALTER TABLE usage_minutes_by_writer RENAME TO usage_minutes;",
-    // 35: the audit log as a hash chain with signed checkpoints (`audit`). The entries
-    // already there are chained when the store opens (`Store::seal_audit`).
-    "ALTER TABLE audit ADD COLUMN prev_hash TEXT;
-    ALTER TABLE audit ADD COLUMN hash TEXT;
-    CREATE TABLE audit_head (id INTEGER NOT NULL, hash TEXT NOT NULL);
-    INSERT INTO audit_head (id, hash) VALUES (0, '0000000000000000000000000000000000000000000000000000000000000000');
-    CREATE TABLE audit_checkpoints (
-        id INTEGER PRIMARY KEY,
-        at TEXT NOT NULL,
-        through_id INTEGER NOT NULL,
-        hash TEXT NOT NULL,
-        public_key TEXT NOT NULL,
-        signature TEXT NOT NULL
-    );",
-    // 36: approvers, the devices that may decide what waits (`approvers`).
-    "CREATE TABLE approvers (
-        id TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        public_key TEXT NOT NULL UNIQUE,
-        added_at TEXT NOT NULL,
-        last_seen TEXT
-    );
-    CREATE TABLE approver_invites (
-        code_sha256 TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        expires_ms INTEGER NOT NULL,
-        used_by TEXT
-    );
-    CREATE TABLE approver_nonces (
-        approver_id TEXT NOT NULL,
-        nonce TEXT NOT NULL,
-        expires_ms INTEGER NOT NULL,
-        PRIMARY KEY (approver_id, nonce)
-    );",
 ];
 
+mod later;
+
+/// Every migration, in order.
+fn migrations() -> impl Iterator<Item = &'static str> {
+    EARLY.iter().chain(later::LATER).copied()
+}
+
 pub fn run(conn: &mut Connection) -> Result<()> {
-    run_to(conn, MIGRATIONS.len())
+    run_to(conn, migrations().count())
 }
 
 /// Migrates up to schema `target` only (upgrade tests start from an older schema).
 pub fn run_to(conn: &mut Connection, target: usize) -> Result<()> {
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    let known = MIGRATIONS.len() as i64;
+    let known = migrations().count() as i64;
     if current > known {
         return Err(StoreError::TooNew { found: current, known });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().take(target).skip(current as usize) {
+    for (i, sql) in migrations().enumerate().take(target).skip(current as usize) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;

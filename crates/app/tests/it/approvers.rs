@@ -11,10 +11,10 @@ use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
 
-struct Device {
-    pair: EcdsaKeyPair,
-    public: String,
-    id: String,
+pub(crate) struct Device {
+    pub(crate) pair: EcdsaKeyPair,
+    pub(crate) public: String,
+    pub(crate) id: String,
 }
 
 fn p256() -> (EcdsaKeyPair, String) {
@@ -43,7 +43,7 @@ async fn join(inbox: &TestInbox, code: &str, name: &str) -> (u16, Value, EcdsaKe
     (status, v, pair, public)
 }
 
-async fn joined(inbox: &TestInbox, name: &str) -> Device {
+pub(crate) async fn joined(inbox: &TestInbox, name: &str) -> Device {
     let inv = approvers::invite(&inbox.store, &inbox.public_key, name, &inbox.url, chrono::Utc::now()).unwrap();
     let (status, v, pair, public) = join(inbox, &inv.code, "").await;
     assert_eq!(status, 200, "{v}");
@@ -80,7 +80,7 @@ fn rand_bytes() -> [u8; 16] {
     b
 }
 
-async fn call(inbox: &TestInbox, d: &Device, method: reqwest::Method, path: &str, body: &str) -> (u16, Value) {
+pub(crate) async fn call(inbox: &TestInbox, d: &Device, method: reqwest::Method, path: &str, body: &str) -> (u16, Value) {
     send(signed(inbox, &d.id, &d.pair, method, path, body, chrono::Utc::now())).await
 }
 

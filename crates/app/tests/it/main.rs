@@ -20,6 +20,7 @@ mod mail;
 mod mail_v2;
 mod model;
 mod phone;
+mod quorum;
 mod replies;
 mod team;
 mod uamp;

@@ -142,12 +142,19 @@ async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_remo
     let registered = approvers::list(&inbox.store).unwrap();
     assert_eq!(registered.len(), 1);
 
+    // Knocks in "support" need this phone's vote (a quorum of one, shown on the card).
+    let rule =
+        gatehouse_app::quorum::RuleInput { scope: Some("support".into()), sender: None, need: 1, approvers: vec![registered[0].id.clone()], deny_ends: None };
+    gatehouse_app::quorum::rule_add(&inbox.store, rule).unwrap();
+
     // A stranger knocks; the phone sees it (refreshed) and lets it in for good.
     let stranger = key(0x62);
     assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "Hello from the pharmacy bot: may I remind you about refills?")).await.0, 401);
     phone.click("#refresh").await;
     phone.wait_text(".card.waiting", "pharmacy bot").await;
-    assert!(phone.text(".card.waiting").await.contains("A new sender asks to reach your AI for “support”"));
+    let card = phone.text(".card.waiting").await;
+    assert!(card.contains("A new sender asks to reach your AI for “support”"), "{card}");
+    assert!(card.contains("Needs 1 of Ana's phone to agree; one deny ends it.") && card.contains("No one has decided yet."), "{card}");
     // On a 360 px screen nothing scrolls sideways, and every field has its label.
     let fits = phone
         .script("return [document.documentElement.scrollWidth, [...document.querySelectorAll('input, select')].every(e => e.labels && e.labels.length > 0)]")

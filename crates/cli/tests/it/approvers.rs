@@ -66,6 +66,14 @@ fn a_device_invited_from_the_cli_joins_and_is_refused_once_removed() {
     ok(d, &["approvers", "rename", &id, "Bo's work phone"]);
     assert!(ok(d, &["approvers", "list"]).contains("Bo's work phone"));
 
+    // A quorum names devices that exist, and no more votes than devices.
+    let rule = json(d, &["approvers", "quorum", "add", "--need", "1", "--approver", &id, "--scope", "support"]);
+    assert!(ok(d, &["approvers", "quorum", "list"]).contains(&format!("1 of {id}  on scope support")));
+    assert!(fails(d, &["approvers", "quorum", "add", "--need", "2", "--approver", &id]).contains("INVALID"));
+    assert!(fails(d, &["approvers", "quorum", "add", "--need", "1", "--approver", "ap-nobody"]).contains("NOT_FOUND"));
+    ok(d, &["approvers", "quorum", "remove", &rule["id"].to_string()]);
+    assert_eq!(json(d, &["approvers", "quorum", "list", "--json"]), json!([]));
+
     ok(d, &["approvers", "remove", &id]);
     let (status, v) = me("after-removal-nonce-0002");
     assert_eq!(status, 401, "{v}");

@@ -91,7 +91,7 @@ fn nodes_starting_together_on_an_empty_database_migrate_it_once() {
     // Had two nodes run a step, the second would have failed on tables that exist.
     let pg = gatehouse_pg_testserver::Postgres::shared().unwrap();
     let db = url.rsplit('/').next().unwrap();
-    assert_eq!(pg.psql_in(db, "SELECT count(*) || ' ' || max(version) FROM gatehouse_schema").unwrap(), "1 5", "one row, at the last step");
+    assert_eq!(pg.psql_in(db, "SELECT count(*) || ' ' || max(version) FROM gatehouse_schema").unwrap(), "1 6", "one row, at the last step");
 }
 
 crate::on_both_engines! {
@@ -250,4 +250,27 @@ fn audit_entries_written_at_three_nodes_at_once_form_one_chain() {
         assert_eq!(w[1].prev_hash, w[0].hash, "entry {} follows {}", w[1].id, w[0].id);
     }
     assert_eq!(nodes[2].audit_head().unwrap(), (60, chain[59].hash.clone()));
+}
+
+#[test]
+fn votes_at_three_nodes_at_once_decide_once() {
+    use gatehouse_store::quorum::{Ballot, Vote};
+    let Some(place) = postgres() else { return };
+    let nodes = nodes(&place);
+    for round in 0..20 {
+        let item = format!("item-{round}");
+        let votes = at_once(&nodes, move |i, node| {
+            let device = format!("device-{i}");
+            node.quorum_vote(&Ballot { item: &item, digest: "digest", approver: &device, decision: "allow", needed: 1, ends: false }, "t").unwrap()
+        });
+        assert_eq!(votes.iter().filter(|v| **v == Vote::Decides).count(), 1, "round {round}: {votes:?}");
+        assert_eq!(votes.iter().filter(|v| **v == Vote::AlreadyDecided).count(), NODES - 1, "round {round}: {votes:?}");
+    }
+    // Two of three: the second agreeing vote decides, whichever node it reaches.
+    let votes = at_once(&nodes, |i, node| {
+        let device = format!("device-{i}");
+        node.quorum_vote(&Ballot { item: "pair", digest: "d", approver: &device, decision: "allow", needed: 2, ends: false }, "t").unwrap()
+    });
+    assert_eq!(votes.iter().filter(|v| **v == Vote::Decides).count(), 1, "{votes:?}");
+    assert!(votes.contains(&Vote::Counted { agreeing: 1 }), "{votes:?}");
 }

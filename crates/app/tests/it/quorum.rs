@@ -1,0 +1,83 @@
+//! Quorum over the approvers' API: "2 of 3" needs two devices agreeing, each counts once,
+//! a deny ends it, a device not named cannot vote, and two votes at the same moment
+//! cannot both decide.
+
+use crate::approvers::{call, joined, Device};
+use crate::common::{key, pubhex, TestInbox};
+use gatehouse_app::quorum::{self, RuleInput};
+use serde_json::{json, Value};
+
+async fn waiting(inbox: &TestInbox, d: &Device) -> Vec<Value> {
+    let (status, v) = call(inbox, d, reqwest::Method::GET, "/approve/waiting", "").await;
+    assert_eq!(status, 200, "{v}");
+    v.as_array().unwrap().clone()
+}
+
+async fn vote(inbox: &TestInbox, d: &Device, item: &Value, decision: &str) -> (u16, Value) {
+    let body = json!({"target": item["target"], "digest": item["digest"], "decision": decision}).to_string();
+    call(inbox, d, reqwest::Method::POST, "/approve/decide", &body).await
+}
+
+#[tokio::test]
+async fn two_of_three_needs_two_agreeing_devices_each_counted_once_and_a_deny_ends_it() {
+    let inbox = TestInbox::start(&pubhex(&key(0x71)), false).await;
+    let (a, b, c, d) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await, joined(&inbox, "Cy").await, joined(&inbox, "Dee").await);
+    let rule = RuleInput { scope: Some("support".into()), sender: None, need: 2, approvers: vec![a.id.clone(), b.id.clone(), c.id.clone()], deny_ends: None };
+    quorum::rule_add(&inbox.store, rule).unwrap();
+
+    let stranger = key(0x72);
+    inbox.post_json(&inbox.signed(&stranger, "support", "May I reach your AI?")).await;
+    let item = waiting(&inbox, &a).await[0].clone();
+    assert_eq!(item["quorum"]["need"], 2);
+    assert_eq!(item["quorum"]["of"], json!(["Ana", "Bo", "Cy"]));
+
+    let (status, out) = vote(&inbox, &a, &item, "always_allow_scope").await;
+    assert_eq!(status, 200, "{out}");
+    assert!(out["message"].as_str().unwrap().contains("1 of the 2 needed"), "{out}");
+    assert!(out["delivered"].is_null());
+    // Still waiting, and the prompt shows who decided so far.
+    let now = waiting(&inbox, &b).await[0].clone();
+    assert_eq!(now["digest"], item["digest"]);
+    assert_eq!(now["quorum"]["votes"][0]["approver"], "Ana");
+    // Each device counts once; a device the rule does not name does not count at all.
+    assert_eq!(vote(&inbox, &a, &item, "always_allow_scope").await.1["code"], "ALREADY_SENT");
+    let (status, v) = vote(&inbox, &d, &item, "always_allow_scope").await;
+    assert_eq!((status, v["code"].as_str()), (403, Some("NOT_ALLOWED")), "{v}");
+    // Another decision does not add to this one.
+    assert!(vote(&inbox, &b, &item, "allow_once").await.1["message"].as_str().unwrap().contains("1 of the 2"));
+    let (status, out) = vote(&inbox, &c, &item, "always_allow_scope").await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["delivered"]["status"], "accepted", "the second agreeing vote decides: {out}");
+    assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "In now")).await.0, 200);
+    let audit = inbox.store.audit_list(30).unwrap();
+    let decided = audit.iter().find(|e| e.action == "consent.always_allow_scope").unwrap();
+    assert_eq!(decided.detail["by"]["quorum"], json!([a.id, c.id]), "{:?}", decided.detail);
+    assert_eq!(vote(&inbox, &b, &item, "always_allow_scope").await.0, 404, "nothing left to vote on");
+
+    // One deny ends it.
+    let other = key(0x73);
+    inbox.post_json(&inbox.signed(&other, "support", "And me?")).await;
+    let item = waiting(&inbox, &b).await[0].clone();
+    let (status, out) = vote(&inbox, &b, &item, "deny").await;
+    assert_eq!(status, 200, "{out}");
+    assert!(waiting(&inbox, &a).await.is_empty(), "denied by one");
+}
+
+#[tokio::test]
+async fn two_votes_at_the_same_moment_cannot_both_decide() {
+    let inbox = TestInbox::start(&pubhex(&key(0x74)), false).await;
+    let (a, b) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await);
+    quorum::rule_add(&inbox.store, RuleInput { scope: None, sender: None, need: 1, approvers: vec![a.id.clone(), b.id.clone()], deny_ends: Some(false) })
+        .unwrap();
+    for round in 0..10u8 {
+        let stranger = key(0x80 + round);
+        inbox.post_json(&inbox.signed(&stranger, "support", &format!("round {round}"))).await;
+        let item = waiting(&inbox, &a).await[0].clone();
+        let (x, y) = tokio::join!(vote(&inbox, &a, &item, "always_allow_scope"), vote(&inbox, &b, &item, "deny"));
+        let decided: Vec<&Value> =
+            [&x, &y].into_iter().filter(|(s, v)| *s == 200 && v["message"].as_str().is_some_and(|m| !m.contains("vote is counted"))).map(|(_, v)| v).collect();
+        assert_eq!(decided.len(), 1, "round {round}: {x:?} {y:?}");
+        let loser = if x.0 == 200 { &y } else { &x };
+        assert!(loser.0 == 404 || loser.0 == 409, "round {round}: {loser:?}");
+    }
+}

@@ -1,0 +1,93 @@
+//! Schema 31 onwards (see `migrations.rs`): append here. PostgreSQL gets each as a step of
+//! `pg/schema.rs` too.
+
+pub(super) const LATER: &[&str] = &[
+    // 31: UAMP messages count against their sender's rate limits as every other door's
+    // arrivals do, per minute in usage_minutes (they were counted by a query of their own
+    // over uamp_messages). The last three days are carried over, as in 14.
+    "INSERT INTO usage_minutes (sender, minute, n)
+        SELECT sender, received_ms / 60000, count(*) FROM uamp_messages
+        WHERE direction = 'in' AND intent NOT IN ('progress', 'cancel') AND received_ms >= (unixepoch() - 3 * 86400) * 1000
+        GROUP BY 1, 2
+        ON CONFLICT (sender, minute) DO UPDATE SET n = n + excluded.n;",
+    // 32: the runner claims what it runs, by node: on a team's gate several nodes run
+    // executors from one table, and each envelope must run once.
+    "ALTER TABLE envelopes ADD COLUMN claimed_by TEXT;",
+    // 33: leases: what one node of a team's gate does for all (reading a mail account),
+    // held for a while and renewed, taken over when its node stops renewing.
+    "CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, until_ms INTEGER NOT NULL);",
+    // 34: usage is counted per writer (`Db::writer`): on a team's gate, nodes that counted
+    // one sender's minute in one row waited on each other's commits (measured: three
+    // nodes were slower than one). One laptop writes as 0; its counts are carried over.
+    "CREATE TABLE usage_minutes_by_writer (
+        sender TEXT NOT NULL,
+        minute INTEGER NOT NULL,
+        writer INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (sender, minute, writer)
+    ) WITHOUT ROWID;
+    INSERT INTO usage_minutes_by_writer (sender, minute, writer, n) SELECT sender, minute, 0, n FROM usage_minutes;
+    DROP TABLE usage_minutes;
+    ALTER TABLE usage_minutes_by_writer RENAME TO usage_minutes;",
+    // 35: the audit log as a hash chain with signed checkpoints (`audit`). The entries
+    // already there are chained when the store opens (`Store::seal_audit`).
+    "ALTER TABLE audit ADD COLUMN prev_hash TEXT;
+    ALTER TABLE audit ADD COLUMN hash TEXT;
+    CREATE TABLE audit_head (id INTEGER NOT NULL, hash TEXT NOT NULL);
+    INSERT INTO audit_head (id, hash) VALUES (0, '0000000000000000000000000000000000000000000000000000000000000000');
+    CREATE TABLE audit_checkpoints (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        through_id INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        signature TEXT NOT NULL
+    );",
+    // 36: approvers, the devices that may decide what waits (`approvers`).
+    "CREATE TABLE approvers (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        public_key TEXT NOT NULL UNIQUE,
+        added_at TEXT NOT NULL,
+        last_seen TEXT
+    );
+    CREATE TABLE approver_invites (
+        code_sha256 TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        used_by TEXT
+    );
+    CREATE TABLE approver_nonces (
+        approver_id TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        expires_ms INTEGER NOT NULL,
+        PRIMARY KEY (approver_id, nonce)
+    );",
+    // 37: quorum rules, and the votes of approvers on what waits (`quorum`).
+    "CREATE TABLE quorum_rules (
+        id INTEGER PRIMARY KEY,
+        scope TEXT,
+        sender TEXT,
+        need INTEGER NOT NULL,
+        approvers TEXT NOT NULL,
+        deny_ends INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE quorum_items (
+        item TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        decided TEXT,
+        decided_at TEXT,
+        PRIMARY KEY (item, digest)
+    );
+    CREATE TABLE quorum_votes (
+        item TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        approver_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        decision TEXT NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (item, digest, approver_id)
+    );",
+];

@@ -1,0 +1,152 @@
+//! Quorum: what several approvers must decide together. A rule names approver devices
+//! and how many of them must agree ("any one", "n of them", "all"), for a scope, a sender,
+//! or everything. Each device votes once on an item as it saw it (its digest); the vote
+//! that reaches the quorum decides, and only one can: the item's row is locked while a
+//! vote is counted, so two votes on two nodes at once cannot both decide.
+
+use crate::sql::{args, Optional};
+use crate::*;
+
+/// A rule: which items it covers and who must agree.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct QuorumRule {
+    pub id: i64,
+    /// The scope it covers (none: any scope).
+    pub scope: Option<String>,
+    /// The sender it covers (none: any sender).
+    pub sender: Option<String>,
+    /// How many of `approvers` must agree (0: all of them).
+    pub need: u32,
+    /// The approver devices whose votes count (their ids).
+    pub approvers: Vec<String>,
+    /// A deny (or block) by any one of them ends it at once.
+    pub deny_ends: bool,
+    pub created_at: String,
+}
+
+/// What a vote did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Vote {
+    /// Counted; `agreeing` votes so far for the same decision.
+    Counted { agreeing: u32 },
+    /// This vote reached the quorum: its decision is carried out, once.
+    Decides,
+    /// The item was decided already (by an earlier quorum).
+    AlreadyDecided,
+    /// This device voted on this item before.
+    AlreadyVoted,
+}
+
+/// One device's vote on an item as it saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct Ballot<'a> {
+    pub item: &'a str,
+    pub digest: &'a str,
+    pub approver: &'a str,
+    /// The decision (and how long it lasts), as the approver sent it: votes agree when
+    /// these are equal.
+    pub decision: &'a str,
+    /// How many agreeing votes decide.
+    pub needed: u32,
+    /// This vote ends it at once (a deny, under a rule where one deny does).
+    pub ends: bool,
+}
+
+/// A vote as the prompt shows who decided so far.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct CastVote {
+    pub approver_id: String,
+    /// The decision (and how long it lasts), as the approver sent it.
+    pub decision: String,
+    pub at: String,
+}
+
+fn rule(r: &crate::sql::Row<'_>) -> Result<QuorumRule> {
+    let approvers: String = r.get(4)?;
+    Ok(QuorumRule {
+        id: r.get(0)?,
+        scope: r.get(1)?,
+        sender: r.get(2)?,
+        need: u32::try_from(r.get::<i64>(3)?).unwrap_or(0),
+        approvers: serde_json::from_str(&approvers).unwrap_or_default(),
+        deny_ends: r.get::<i64>(5)? != 0,
+        created_at: r.get(6)?,
+    })
+}
+
+impl Store {
+    pub fn quorum_rule_add(&self, r: &QuorumRule) -> Result<i64> {
+        let approvers = serde_json::to_string(&r.approvers)?;
+        self.conn()?.query_row(
+            "INSERT INTO quorum_rules (scope, sender, need, approvers, deny_ends, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            args![r.scope, r.sender, i64::from(r.need), approvers, i64::from(r.deny_ends), r.created_at],
+            |row| row.get(0),
+        )
+    }
+
+    pub fn quorum_rules(&self) -> Result<Vec<QuorumRule>> {
+        self.read(|c| c.query_map("SELECT id, scope, sender, need, approvers, deny_ends, created_at FROM quorum_rules ORDER BY id", args![], rule)?.collect())
+    }
+
+    /// Whether it was there.
+    pub fn quorum_rule_remove(&self, id: i64) -> Result<bool> {
+        Ok(self.conn()?.execute("DELETE FROM quorum_rules WHERE id = ?1", args![id])? > 0)
+    }
+
+    /// The votes cast on `item` as `digest` names it, oldest first.
+    pub fn quorum_votes(&self, item: &str, digest: &str) -> Result<Vec<CastVote>> {
+        self.read(|c| {
+            c.query_map("SELECT approver_id, decision, at FROM quorum_votes WHERE item = ?1 AND digest = ?2 ORDER BY n", args![item, digest], |r| {
+                Ok(CastVote { approver_id: r.get(0)?, decision: r.get(1)?, at: r.get(2)? })
+            })?
+            .collect()
+        })
+    }
+
+    /// Counts a ballot: it decides when `needed` votes agree, or at once when it `ends`.
+    /// In one transaction holding the item's row, so one vote decides, once.
+    pub fn quorum_vote(&self, b: &Ballot<'_>, at: &str) -> Result<Vote> {
+        let Ballot { item, digest, approver, decision, needed, ends } = *b;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        tx.execute("INSERT INTO quorum_items (item, digest) VALUES (?1, ?2) ON CONFLICT (item, digest) DO NOTHING", args![item, digest])?;
+        // Taking the row: a second vote on another node waits here until this one commits.
+        let decided: Option<String> =
+            tx.query_row("UPDATE quorum_items SET item = item WHERE item = ?1 AND digest = ?2 RETURNING decided", args![item, digest], |r| r.get(0))?;
+        if decided.is_some() {
+            return Ok(Vote::AlreadyDecided);
+        }
+        let cast = tx.execute(
+            // n: the order votes were cast in (counted under the item's row lock).
+            "INSERT INTO quorum_votes (item, digest, approver_id, n, decision, at)
+             VALUES (?1, ?2, ?3, (SELECT count(*) + 1 FROM quorum_votes WHERE item = ?1 AND digest = ?2), ?4, ?5)
+             ON CONFLICT (item, digest, approver_id) DO NOTHING",
+            args![item, digest, approver, decision, at],
+        )?;
+        if cast == 0 {
+            return Ok(Vote::AlreadyVoted);
+        }
+        let agreeing: i64 =
+            tx.query_row("SELECT count(*) FROM quorum_votes WHERE item = ?1 AND digest = ?2 AND decision = ?3", args![item, digest, decision], |r| r.get(0))?;
+        let agreeing = u32::try_from(agreeing).unwrap_or(u32::MAX);
+        let out = if ends || agreeing >= needed {
+            tx.execute("UPDATE quorum_items SET decided = ?3, decided_at = ?4 WHERE item = ?1 AND digest = ?2", args![item, digest, decision, at])?;
+            Vote::Decides
+        } else {
+            Vote::Counted { agreeing }
+        };
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Whether `item` as `digest` names it was decided by a quorum.
+    pub fn quorum_decided(&self, item: &str, digest: &str) -> Result<Option<String>> {
+        Ok(self
+            .read(|c| {
+                c.query_row("SELECT decided FROM quorum_items WHERE item = ?1 AND digest = ?2", args![item, digest], |r| r.get::<Option<String>>(0)).optional()
+            })?
+            .flatten())
+    }
+}
