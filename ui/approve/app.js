@@ -4,7 +4,7 @@
 // (crates/app/src/approvers.rs says what is signed). Nothing the page shows is trusted by
 // the gate: every decision is checked there against what waits and who signed it.
 // Served by the gate itself (crates/app/src/approve_http.rs), not part of the window's build.
-/* global document, window, location, history, indexedDB, crypto, fetch, btoa, TextEncoder, URLSearchParams */
+/* global document, window, location, history, indexedDB, crypto, fetch, btoa, TextEncoder, TextDecoder, URLSearchParams, setTimeout, clearTimeout */
 
 const main = document.getElementById('main');
 const status = document.getElementById('status');
@@ -58,27 +58,72 @@ async function sign(key, text) {
 let gateKey = '';
 let device = null;
 
-async function signedFetch(method, path, body) {
+async function signedRequest(method, path, body) {
   const text = body === undefined ? '' : JSON.stringify(body);
   const date = new Date().toISOString();
   const nonce = hex(crypto.getRandomValues(new Uint8Array(16)));
   const digest = hex(await crypto.subtle.digest('SHA-256', enc.encode(text)));
   const signature = await sign(device.key, `gatehouse-approver-request/1\n${gateKey}\n${method}\n${path}\n${date}\n${nonce}\n${digest}`);
-  const r = await fetch(path, {
+  return fetch(path, {
     method,
     headers: { 'content-type': 'application/json', 'gatehouse-approver': device.id, 'gatehouse-date': date, 'gatehouse-nonce': nonce, 'gatehouse-signature': signature },
     body: text || undefined,
   });
+}
+
+async function removed() {
+  await stored('delete', 'device');
+  device = null;
+  who.textContent = '';
+  showJoin('', 'This device was removed from the gate. An owner can invite it again.');
+}
+
+async function signedFetch(method, path, body) {
+  const r = await signedRequest(method, path, body);
   const answer = await r.json().catch(() => ({}));
   if (r.status === 401 && /removed/.test(answer.message || '')) {
-    await stored('delete', 'device');
-    device = null;
-    who.textContent = '';
-    showJoin('', 'This device was removed from the gate. An owner can invite it again.');
+    await removed();
     throw new Error('removed');
   }
   if (!r.ok) throw new Error(answer.message || `the gate answered ${r.status}`);
   return answer;
+}
+
+// The gate says when what waits changed (here or at another node of a team's gate); the
+// list is read again then. One long request, opened again when it ends: no polling.
+let following = false;
+let redraw = null;
+async function follow() {
+  if (following) return;
+  following = true;
+  const dec = new TextDecoder();
+  while (device) {
+    try {
+      const r = await signedRequest('GET', '/approve/events');
+      if (r.status === 401) { await removed(); break; }
+      const reader = r.body.getReader();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let end;
+        while ((end = buf.indexOf('\n\n')) >= 0) {
+          const event = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          if (/^event: removed/m.test(event)) { await removed(); following = false; return; }
+          if (/^event: waiting/m.test(event)) {
+            clearTimeout(redraw);
+            redraw = setTimeout(() => { if (device) void showWaiting(); }, 100);
+          }
+        }
+      }
+    } catch {
+      // The gate restarted or the network dropped: try again shortly.
+    }
+    await new Promise((ok) => setTimeout(ok, 2000));
+  }
+  following = false;
 }
 
 function showJoin(code, why) {
@@ -112,6 +157,7 @@ async function join(code, name) {
     history.replaceState(null, '', '/approve');
     say(`Joined as ${answer.name}.`, 'ok');
     await showWaiting();
+    void follow();
   } catch (e) {
     say(`Could not join: ${e.message}`, 'bad');
   }
@@ -194,7 +240,7 @@ async function start() {
     return;
   }
   device = await stored('get', 'device');
-  if (device && device.gateKey === gateKey) await showWaiting();
+  if (device && device.gateKey === gateKey) { await showWaiting(); void follow(); }
   else showJoin(params.get('code') || '');
 }
 

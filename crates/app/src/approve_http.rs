@@ -6,7 +6,8 @@
 //! - `GET /approve/gate`: the gate's key
 //! - `POST /approve/join` `{code, name, public_key, signature}` → the approver
 //! - `GET /approve/me`, `GET /approve/waiting`, `POST /approve/decide` `{target, digest,
-//!   decision, lasting}`: signed (`Gatehouse-Approver`, `Gatehouse-Date`,
+//!   decision, lasting}`, `GET /approve/events` (a stream: `waiting` when what waits
+//!   changed, at this node or another; `removed` when the device is): signed (`Gatehouse-Approver`, `Gatehouse-Date`,
 //!   `Gatehouse-Nonce`, `Gatehouse-Signature`)
 //!
 //! Failures are `{code, message}` with the status the code means.
@@ -39,6 +40,7 @@ struct Approve {
 pub const PAGES: &[&str] = &["/approve"];
 
 pub fn router(gate: Arc<Gate>) -> Router {
+    tokio::spawn(announce_knocks(gate.clone()));
     let state = Approve { gate, joins: Arc::new(Mutex::new((0, 0))) };
     Router::new()
         .route("/approve", get(|| page("text/html; charset=utf-8", include_str!("../../../ui/approve/index.html"))))
@@ -49,6 +51,7 @@ pub fn router(gate: Arc<Gate>) -> Router {
         .route("/approve/me", get(me))
         .route("/approve/waiting", get(waiting))
         .route("/approve/decide", post(decide))
+        .route("/approve/events", get(events))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
 }
@@ -168,4 +171,62 @@ async fn decide(State(s): State<Approve>, method: Method, uri: Uri, headers: Hea
     let approver = signed(&s, &headers, &method, &uri, &body).await?;
     let d: ApproverDecision = serde_json::from_slice(&body).map_err(bad)?;
     Ok(Json(approvers::decide(s.gate.clone(), approver, d).await?))
+}
+
+/// How long a burst of knocks is gathered into one signal: a flood of strangers makes a
+/// few signals a second, not one per knock.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Says "what waits changed" for each knock, held envelope or key change this node takes
+/// in (to followers here and, on a team's gate, at every node).
+async fn announce_knocks(gate: Arc<Gate>) {
+    let mut arrivals = gate.subscribe();
+    loop {
+        match arrivals.recv().await {
+            Ok(ev) if !(ev.needs_consent || ev.key_change) => continue,
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+        tokio::time::sleep(GATHER).await;
+        while let Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) = arrivals.try_recv() {}
+        let store = gate.store().clone();
+        let _ = tokio::task::spawn_blocking(move || store.waiting_changed()).await;
+    }
+}
+
+/// The device's live view: `waiting` whenever what waits changed (it reads the list
+/// again), `removed` (and the end) once the device is removed. Comments keep it open
+/// through proxies.
+async fn events(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let approver = match signed(&s, &headers, &method, &uri, &body).await {
+        Ok(a) => a,
+        Err(e) => return Failed(e).into_response(),
+    };
+    let changes = s.gate.store().follow_waiting();
+    #[derive(Clone, Copy, PartialEq)]
+    enum Phase {
+        First,
+        Following,
+        Done,
+    }
+    let stream = futures_util::stream::unfold((changes, s.gate.clone(), approver.id, Phase::First), |(mut changes, gate, id, phase)| async move {
+        match phase {
+            Phase::Done => return None,
+            Phase::First => {}
+            Phase::Following => match changes.recv().await {
+                Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            },
+        }
+        let (store, who) = (gate.store().clone(), id.clone());
+        let removed = matches!(tokio::task::spawn_blocking(move || store.approver(&who)).await, Ok(Ok(None)));
+        let (event, next) = if removed {
+            (Event::default().event("removed").data("this device was removed from the gate"), Phase::Done)
+        } else {
+            (Event::default().event("waiting").data(""), Phase::Following)
+        };
+        Some((Ok::<_, std::convert::Infallible>(event), (changes, gate, id, next)))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(25))).into_response()
 }

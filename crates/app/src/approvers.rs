@@ -158,6 +158,8 @@ pub fn remove(store: &Store, id: &str) -> Result<()> {
     let a = store.approver(id)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no approver {id}")))?;
     store.approver_remove(id)?;
     store.audit("approver.remove", Some(id), &serde_json::json!({"name": a.name}), &crate::now())?;
+    // Its open live view, at whichever node, learns it and ends.
+    store.waiting_changed();
     Ok(())
 }
 
@@ -247,10 +249,17 @@ pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver
     let agreed = match cast {
         None => Vec::new(),
         Some(crate::quorum::Cast::Counted { agreeing, needed }) => {
+            // The others' prompts show this vote.
+            let store = gate.store().clone();
+            crate::blocking(move || {
+                store.waiting_changed();
+                Ok(())
+            })
+            .await?;
             return Ok(crate::consent::DecisionOutcome {
                 message: format!("Your vote is counted: {agreeing} of the {needed} needed agree so far. It waits for the others."),
                 delivered: None,
-            })
+            });
         }
         Some(crate::quorum::Cast::Decides { agreed }) => agreed,
     };

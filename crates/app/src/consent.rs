@@ -110,6 +110,7 @@ pub fn decide_by(
         &serde_json::json!({"target": target, "until": end.map(now_string), "result": outcome.message, "delivered": outcome.delivered, "by": by.audit(target)}),
         &at,
     )?;
+    store.waiting_changed();
     Ok(outcome)
 }
 

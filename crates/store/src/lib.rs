@@ -60,6 +60,7 @@ mod trust;
 pub mod uamp;
 #[doc(hidden)]
 pub mod value;
+mod waiting;
 
 pub use approvers::{Approver, InviteRefusal};
 pub use audit::{audit_entry_hash, AUDIT_GENESIS, AUDIT_PRUNED};
@@ -168,6 +169,10 @@ pub struct Store {
     /// was busy as one transaction.
     jobs: Option<std::sync::mpsc::Sender<Job>>,
     committer: Option<std::thread::JoinHandle<()>>,
+    /// What waits for a decision changed, here or (PostgreSQL) at another node
+    /// (`waiting.rs`).
+    waiting: tokio::sync::broadcast::Sender<()>,
+    listening: std::sync::Once,
 }
 impl Drop for Store {
     fn drop(&mut self) {

@@ -160,6 +160,8 @@ impl Store {
             admissions: Mutex::new(std::collections::HashMap::new()),
             jobs: Some(jobs),
             committer: Some(committer),
+            waiting: tokio::sync::broadcast::channel(16).0,
+            listening: std::sync::Once::new(),
         })
     }
 

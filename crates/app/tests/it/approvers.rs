@@ -52,7 +52,7 @@ pub(crate) async fn joined(inbox: &TestInbox, name: &str) -> Device {
 }
 
 /// A request signed as `d` (by `pair`, which is d's own key unless a test forges it).
-fn signed(
+pub(crate) fn signed(
     inbox: &TestInbox,
     id: &str,
     pair: &EcdsaKeyPair,

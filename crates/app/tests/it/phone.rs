@@ -1,7 +1,8 @@
 //! The approval page in a real browser: Debian's Chromium, headless, on a 360 px phone
 //! screen, driven over WebDriver (chromium-driver). The page is opened from an
 //! invitation, joins (its key made by WebCrypto, non-extractable), shows a stranger's
-//! knock, lets it in, and is told when its device is removed.
+//! knock as it arrives (the gate's live stream, no refresh), lets it in, and is told at
+//! once when its device is removed.
 
 use crate::common::{key, pubhex, TestInbox};
 use gatehouse_app::approvers;
@@ -150,7 +151,7 @@ async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_remo
     // A stranger knocks; the phone sees it (refreshed) and lets it in for good.
     let stranger = key(0x62);
     assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "Hello from the pharmacy bot: may I remind you about refills?")).await.0, 401);
-    phone.click("#refresh").await;
+    // It appears by itself: the gate tells the page (no refresh, no polling).
     phone.wait_text(".card.waiting", "pharmacy bot").await;
     let card = phone.text(".card.waiting").await;
     assert!(card.contains("A new sender asks to reach your AI for “support”"), "{card}");
@@ -171,7 +172,6 @@ async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_remo
 
     // Removed on the gate: the phone's next request is refused, and it says so.
     approvers::remove(&inbox.store, &registered[0].id).unwrap();
-    phone.click("#refresh").await;
     phone.wait_text("main", "This device was removed from the gate").await;
     assert_eq!(phone.text("#status").await, "", "what it said before is gone");
     phone.screenshot("phone-removed").await;

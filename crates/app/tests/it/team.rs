@@ -117,3 +117,51 @@ async fn a_mail_read_while_the_database_is_down_waits_and_is_accepted_once_it_is
     assert_eq!((count(port, "INBOX").await, count(port, "Gatehouse.Rejected").await), (0, 0));
     inbox.stop().await;
 }
+
+/// A knock at node 1 reaches a device following node 2's live stream (LISTEN/NOTIFY
+/// through the team's database), and a removal at node 1 ends node 2's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_knock_at_one_node_reaches_an_approver_following_another() {
+    use futures_util::StreamExt;
+    let Some(pg) = gatehouse_pg_testserver::Postgres::shared() else { return };
+    let url = pg.fresh_database();
+    let me = key(4);
+    let node1 = TestInbox::start_on(&pubhex(&me), Store::open_url(&url).unwrap().with_node("node-1")).await;
+    let node2 = TestInbox::start_on(&pubhex(&me), Store::open_url(&url).unwrap().with_node("node-2")).await;
+    let phone = crate::approvers::joined(&node1, "phone").await;
+
+    let stream =
+        crate::approvers::signed(&node2, &phone.id, &phone.pair, reqwest::Method::GET, "/approve/events", "", chrono::Utc::now()).send().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    let mut bytes = stream.bytes_stream();
+    let mut seen = String::new();
+    let mut next_event = async || loop {
+        if let Some(end) = seen.find("\n\n") {
+            let event: String = seen.drain(..end + 2).collect();
+            if event.starts_with("event:") {
+                return event;
+            }
+            continue;
+        }
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), bytes.next()).await.expect("an event within 10 s").unwrap().unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    };
+    assert!(next_event().await.starts_with("event: waiting"), "the first: read the list now");
+
+    let stranger = key(5);
+    assert_eq!(node1.post_json(&node1.signed(&stranger, "support", "knock at node 1")).await.0, 401);
+    assert!(next_event().await.starts_with("event: waiting"));
+    let (status, waiting) = crate::approvers::call(&node2, &phone, reqwest::Method::GET, "/approve/waiting", "").await;
+    assert_eq!((status, waiting[0]["item"]["prompt"].as_str()), (200, Some("knock at node 1")));
+
+    gatehouse_app::approvers::remove(&node1.store, &phone.id).unwrap();
+    loop {
+        let event = next_event().await;
+        if event.starts_with("event: removed") {
+            break;
+        }
+        assert!(event.starts_with("event: waiting"), "{event}");
+    }
+    node1.stop().await;
+    node2.stop().await;
+}

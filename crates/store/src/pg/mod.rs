@@ -19,6 +19,7 @@ use crate::value::{to_pg, Arg, Val};
 use crate::{Result, StoreError};
 
 pub(crate) mod accept;
+mod listen;
 mod schema;
 pub(crate) mod tls;
 pub(crate) use schema::{migrate, ADMISSION_LOCK};
@@ -241,6 +242,15 @@ impl Pg {
 
     pub(crate) fn describe(&self) -> String {
         describe(&self.config)
+    }
+
+    /// Calls `on` whenever a node NOTIFYs `channel` (and whenever listening starts again
+    /// after the connection was lost), on the pool's runtime, for as long as it runs.
+    pub(crate) fn listen(&self, channel: &'static str, on: std::sync::Arc<dyn Fn() + Send + Sync>) {
+        let (config, tls) = (self.config.clone(), self.tls.clone());
+        if let Some(rt) = self.runtime.as_ref() {
+            rt.spawn(listen::listen(config, tls, channel, on));
+        }
     }
 
     /// A connection of its own for a thread that is no async worker (the committer): its
