@@ -83,9 +83,9 @@ pub fn invite(store: &Store, gate_key: &str, name: &str, gate_url: &str, now: Da
     SystemRandom::new().fill(&mut raw).map_err(|_| CommandError::new(Code::Internal, "no randomness from the system"))?;
     let code: String = raw.iter().map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char).collect();
     let expires = now + chrono::Duration::minutes(INVITE_MINUTES);
-    store.approver_invite_add(&sha256_hex(code.as_bytes()), &name, &crate::now(), expires.timestamp_millis())?;
-    store.audit("approver.invite", Some(&name), &serde_json::json!({"expires_at": gatehouse_epp::utc_string(expires)}), &crate::now())?;
     let mut url = base.join("/approve").map_err(|e| CommandError::new(Code::BadUrl, e.to_string()))?;
+    store.approver_invite_add(&sha256_hex(code.as_bytes()), &name, &crate::now(), expires.timestamp_millis(), url.as_str())?;
+    store.audit("approver.invite", Some(&name), &serde_json::json!({"expires_at": gatehouse_epp::utc_string(expires)}), &crate::now())?;
     // The page checks the gate it is served by has the key the invitation names.
     url.set_fragment(Some(&format!("code={code}&gate={gate_key}")));
     Ok(Invitation { name, code, url: url.to_string(), expires_at: gatehouse_epp::utc_string(expires), gate_key: gate_key.to_string() })
@@ -115,7 +115,8 @@ pub fn join(store: &Store, gate_key: &str, code: &str, name: &str, public_key: &
     let name = if name.trim().is_empty() { String::new() } else { check_name(name)? };
     let mut id = [0u8; 12];
     SystemRandom::new().fill(&mut id).map_err(|_| CommandError::new(Code::Internal, "no randomness from the system"))?;
-    let device = Approver { id: format!("ap-{}", hex::encode(id)), name, public_key: public_key.to_string(), added_at: crate::now(), last_seen: None };
+    let device =
+        Approver { id: format!("ap-{}", hex::encode(id)), name, public_key: public_key.to_string(), added_at: crate::now(), last_seen: None, page_url: None };
     let code_hash = sha256_hex(code.trim().to_ascii_uppercase().as_bytes());
     match store.approver_join(&code_hash, now.timestamp_millis(), &device)? {
         Ok(a) => {

@@ -9,6 +9,7 @@
 //! - [`target`]: what a decision names and what is knocking, by the door it knocked at
 //! - [`first_run`]: the welcome shown once, and a sample envelope sent to yourself
 //! - [`executors`]: which executor runs for which scope (validated, confirmed, audited); retry
+//! - [`notify`]: approvers told by mail that something waits (bounded, quiet hours)
 //! - [`peers`]: UAMP peers with their tokens in the keychain
 //! - [`email`]: mail accounts followed for envelopes, their passwords in the keychain
 //! - [`swarms`]: MAIL swarms with their tokens; tasks sent, followed, listed, imported
@@ -46,6 +47,7 @@ pub mod export;
 pub mod first_run;
 pub mod guardian;
 pub mod history;
+pub mod notify;
 pub mod peers;
 pub mod qr;
 pub mod quiet;

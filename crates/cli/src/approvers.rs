@@ -35,6 +35,22 @@ pub enum ApproversCmd {
     Remove {
         id: String,
     },
+    /// Tell the device's person by mail when something new waits (a link to the page,
+    /// never the message), through the gate's mail account
+    Mail {
+        id: String,
+        #[arg(long, required_unless_present = "off")]
+        email: Option<String>,
+        /// At most this many an hour (default 4)
+        #[arg(long)]
+        per_hour: Option<u32>,
+        /// No notices between these times, gate's local time: HH:MM-HH:MM
+        #[arg(long)]
+        quiet: Option<String>,
+        /// Stop the notices
+        #[arg(long, conflicts_with_all = ["email", "per_hour", "quiet"])]
+        off: bool,
+    },
     /// Quorum rules: what several devices must decide together
     #[command(subcommand)]
     Quorum(QuorumCmd),
@@ -97,6 +113,10 @@ pub fn run(cmd: ApproversCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
         ApproversCmd::Remove { id } => {
             approvers::remove(store, &id)?;
             eprintln!("removed {id}: its requests are refused from now on");
+        }
+        ApproversCmd::Mail { id, email, per_hour, quiet, off: _ } => {
+            let input = email.map(|email| gatehouse_app::notify::MailInput { email, per_hour, quiet });
+            gatehouse_app::notify::set_mail(store, &id, input)?;
         }
         ApproversCmd::Quorum(cmd) => quorum(cmd, ctx)?,
     }

@@ -318,6 +318,14 @@ pub fn envelope_mail(from: &str, to: &str, subject: &str, envelope_json: &str) -
     built(Message::builder().from(from.clone()).to(to).subject(subject).message_id(Some(message_id(&from))).multipart(body))
 }
 
+/// A short plain-text notice of the gate's own words (to an approver): no attachment, and
+/// nothing a sender wrote.
+pub fn notice_mail(from: &str, to: &str, subject: &str, text: &str) -> Result<Vec<u8>, EmailError> {
+    let from = mailbox(from, "the address mail is sent from")?;
+    let to = mailbox(to, "the recipient")?;
+    built(Message::builder().from(from.clone()).to(to).subject(subject).message_id(Some(message_id(&from))).singlepart(SinglePart::plain(text.to_string())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

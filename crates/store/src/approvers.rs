@@ -16,13 +16,28 @@ pub struct Approver {
     pub public_key: String,
     pub added_at: String,
     pub last_seen: Option<String>,
+    /// The approval page's address as its invitation gave it (where a notice points).
+    #[serde(default)]
+    pub page_url: Option<String>,
+}
+
+/// Where and how often a device's person is told by mail that something waits.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ApproverMail {
+    pub email: String,
+    /// At most this many notices an hour.
+    pub per_hour: u32,
+    /// No notices between these times (HH:MM, the gate's local time), when both are set.
+    pub quiet_from: Option<String>,
+    pub quiet_to: Option<String>,
 }
 
 fn approver(r: &crate::sql::Row<'_>) -> Result<Approver> {
-    Ok(Approver { id: r.get(0)?, name: r.get(1)?, public_key: r.get(2)?, added_at: r.get(3)?, last_seen: r.get(4)? })
+    Ok(Approver { id: r.get(0)?, name: r.get(1)?, public_key: r.get(2)?, added_at: r.get(3)?, last_seen: r.get(4)?, page_url: r.get(5)? })
 }
 
-const APPROVER: &str = "SELECT id, name, public_key, added_at, last_seen FROM approvers";
+const APPROVER: &str = "SELECT id, name, public_key, added_at, last_seen, page_url FROM approvers";
 
 /// Why an invitation could not be taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,12 +50,12 @@ pub enum InviteRefusal {
 
 impl Store {
     /// Keeps an invitation by its code's hash (the code itself is shown once, never kept).
-    pub fn approver_invite_add(&self, code_sha256: &str, name: &str, created_at: &str, expires_ms: i64) -> Result<()> {
+    pub fn approver_invite_add(&self, code_sha256: &str, name: &str, created_at: &str, expires_ms: i64, page_url: &str) -> Result<()> {
         let conn = self.conn()?;
         conn.execute("DELETE FROM approver_invites WHERE expires_ms < ?1 AND used_by IS NULL", args![expires_ms - 86_400_000])?;
         conn.execute(
-            "INSERT INTO approver_invites (code_sha256, name, created_at, expires_ms) VALUES (?1, ?2, ?3, ?4)",
-            args![code_sha256, name, created_at, expires_ms],
+            "INSERT INTO approver_invites (code_sha256, name, created_at, expires_ms, page_url) VALUES (?1, ?2, ?3, ?4, ?5)",
+            args![code_sha256, name, created_at, expires_ms, page_url],
         )?;
         Ok(())
     }
@@ -51,25 +66,25 @@ impl Store {
     pub fn approver_join(&self, code_sha256: &str, now_ms: i64, device: &Approver) -> Result<std::result::Result<Approver, InviteRefusal>> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        let name: Option<String> = tx
+        let invited: Option<(String, Option<String>)> = tx
             .query_row(
-                "UPDATE approver_invites SET used_by = ?3 WHERE code_sha256 = ?1 AND used_by IS NULL AND expires_ms > ?2 RETURNING name",
+                "UPDATE approver_invites SET used_by = ?3 WHERE code_sha256 = ?1 AND used_by IS NULL AND expires_ms > ?2 RETURNING name, page_url",
                 args![code_sha256, now_ms, device.id],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
-        let Some(invited_as) = name else { return Ok(Err(InviteRefusal::Unknown)) };
+        let Some((invited_as, page_url)) = invited else { return Ok(Err(InviteRefusal::Unknown)) };
         let taken = tx.query_row("SELECT count(*) FROM approvers WHERE public_key = ?1", args![device.public_key], |r| r.get::<i64>(0))? > 0;
         if taken {
             return Ok(Err(InviteRefusal::KeyTaken));
         }
         let name = if device.name.trim().is_empty() { invited_as } else { device.name.clone() };
         tx.execute(
-            "INSERT INTO approvers (id, name, public_key, added_at) VALUES (?1, ?2, ?3, ?4)",
-            args![device.id, name, device.public_key, device.added_at],
+            "INSERT INTO approvers (id, name, public_key, added_at, page_url) VALUES (?1, ?2, ?3, ?4, ?5)",
+            args![device.id, name, device.public_key, device.added_at, page_url],
         )?;
         tx.commit()?;
-        Ok(Ok(Approver { name, ..device.clone() }))
+        Ok(Ok(Approver { name, page_url, ..device.clone() }))
     }
 
     pub fn approver(&self, id: &str) -> Result<Option<Approver>> {
@@ -85,6 +100,7 @@ impl Store {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         tx.execute("DELETE FROM approver_nonces WHERE approver_id = ?1", args![id])?;
+        tx.execute("DELETE FROM approver_mail WHERE approver_id = ?1", args![id])?;
         let n = tx.execute("DELETE FROM approvers WHERE id = ?1", args![id])?;
         tx.commit()?;
         Ok(n > 0)
@@ -108,5 +124,51 @@ impl Store {
         tx.execute("UPDATE approvers SET last_seen = ?2 WHERE id = ?1", args![id, seen_at])?;
         tx.commit()?;
         Ok(fresh)
+    }
+
+    /// Sets (or, with None, stops) the mail notices of a device; whether it is there.
+    pub fn approver_mail_set(&self, id: &str, mail: Option<&ApproverMail>) -> Result<bool> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        if tx.query_row("SELECT count(*) FROM approvers WHERE id = ?1", args![id], |r| r.get::<i64>(0))? == 0 {
+            return Ok(false);
+        }
+        tx.execute("DELETE FROM approver_mail WHERE approver_id = ?1", args![id])?;
+        if let Some(m) = mail {
+            tx.execute(
+                "INSERT INTO approver_mail (approver_id, email, per_hour, quiet_from, quiet_to) VALUES (?1, ?2, ?3, ?4, ?5)",
+                args![id, m.email, i64::from(m.per_hour), m.quiet_from, m.quiet_to],
+            )?;
+        }
+        tx.commit()?;
+        Ok(true)
+    }
+
+    /// Every device whose person gets mail notices, with how.
+    pub fn approver_mails(&self) -> Result<Vec<(Approver, ApproverMail)>> {
+        self.read(|c| {
+            c.query_map(
+                "SELECT a.id, a.name, a.public_key, a.added_at, a.last_seen, a.page_url, m.email, m.per_hour, m.quiet_from, m.quiet_to
+                 FROM approvers a JOIN approver_mail m ON m.approver_id = a.id ORDER BY a.added_at, a.id",
+                args![],
+                |r| {
+                    let mail =
+                        ApproverMail { email: r.get(6)?, per_hour: u32::try_from(r.get::<i64>(7)?).unwrap_or(0), quiet_from: r.get(8)?, quiet_to: r.get(9)? };
+                    Ok((approver(r)?, mail))
+                },
+            )?
+            .collect()
+        })
+    }
+
+    /// Notices mailed to `email` since `since` (RFC 3339): the hourly bound counts what the
+    /// outbox holds, at whichever node it was queued.
+    pub fn approver_notices_since(&self, email: &str, since: &str) -> Result<u32> {
+        let n: i64 = self.read(|c| {
+            c.query_row("SELECT count(*) FROM email_outbox WHERE kind = 'approver-notice' AND to_addr = ?1 AND created_at >= ?2", args![email, since], |r| {
+                r.get(0)
+            })
+        })?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 }

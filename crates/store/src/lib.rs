@@ -62,7 +62,7 @@ pub mod uamp;
 pub mod value;
 mod waiting;
 
-pub use approvers::{Approver, InviteRefusal};
+pub use approvers::{Approver, ApproverMail, InviteRefusal};
 pub use audit::{audit_entry_hash, AUDIT_GENESIS, AUDIT_PRUNED};
 pub use claims::STALE_AFTER_MS;
 pub use later::{Covered, MAX_COUNTED};

@@ -120,6 +120,7 @@ where
         inbox.execute(id);
     }
     let key = opts.key.clone().or_else(|| opts.uamp.as_ref().map(|u| u.key.clone()));
+    let notify_task = tokio::spawn(crate::notify::run(inbox.clone(), opts.email.clone()));
     let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone(), key.clone())));
     let gc_store = store.clone();
     let signer = key.clone();
@@ -265,6 +266,7 @@ where
     }
     gc_task.abort();
     runner_task.abort();
+    notify_task.abort();
     match first_error {
         Some(e) => Err(e),
         None => Ok(()),

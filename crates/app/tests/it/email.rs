@@ -178,7 +178,7 @@ async fn a_wrong_password_is_shown_and_not_retried() {
     inbox.stop().await;
 }
 
-fn sending(dv: &Dovecot, ex: &Exim, receipts: MailReceipts) -> Account {
+pub(crate) fn sending(dv: &Dovecot, ex: &Exim, receipts: MailReceipts) -> Account {
     let mut a = account(dv.port);
     a.smtp =
         Some(Submission { host: "127.0.0.1".into(), port: ex.port, security: SmtpSecurity::Plain, user: "alice".into(), from: "alice@home.example".into() });
@@ -186,7 +186,7 @@ fn sending(dv: &Dovecot, ex: &Exim, receipts: MailReceipts) -> Account {
     a
 }
 
-fn follow_sending(a: &Account) -> Follow {
+pub(crate) fn follow_sending(a: &Account) -> Follow {
     Follow::new("personal".into(), a.clone(), "secret".into(), Some("secret".into()))
 }
 

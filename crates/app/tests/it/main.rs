@@ -19,6 +19,7 @@ mod layers;
 mod mail;
 mod mail_v2;
 mod model;
+mod notify;
 mod phone;
 mod quorum;
 mod replies;

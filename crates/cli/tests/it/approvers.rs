@@ -66,6 +66,11 @@ fn a_device_invited_from_the_cli_joins_and_is_refused_once_removed() {
     ok(d, &["approvers", "rename", &id, "Bo's work phone"]);
     assert!(ok(d, &["approvers", "list"]).contains("Bo's work phone"));
 
+    // Notices by mail: a real address, sane bounds and quiet hours; then off again.
+    ok(d, &["approvers", "mail", &id, "--email", "bo@team.example", "--per-hour", "3", "--quiet", "22:00-07:00"]);
+    assert!(fails(d, &["approvers", "mail", &id, "--email", "bo at team"]).contains("INVALID"));
+    assert!(fails(d, &["approvers", "mail", &id, "--email", "bo@team.example", "--quiet", "late"]).contains("INVALID"));
+    ok(d, &["approvers", "mail", &id, "--off"]);
     // A quorum names devices that exist, and no more votes than devices.
     let rule = json(d, &["approvers", "quorum", "add", "--need", "1", "--approver", &id, "--scope", "support"]);
     assert!(ok(d, &["approvers", "quorum", "list"]).contains(&format!("1 of {id}  on scope support")));

@@ -49,20 +49,29 @@ pub(super) const LATER: &[&str] = &[
         name TEXT NOT NULL,
         public_key TEXT NOT NULL UNIQUE,
         added_at TEXT NOT NULL,
-        last_seen TEXT
+        last_seen TEXT,
+        page_url TEXT
     );
     CREATE TABLE approver_invites (
         code_sha256 TEXT PRIMARY KEY,
         name TEXT NOT NULL,
         created_at TEXT NOT NULL,
         expires_ms INTEGER NOT NULL,
-        used_by TEXT
+        used_by TEXT,
+        page_url TEXT
     );
     CREATE TABLE approver_nonces (
         approver_id TEXT NOT NULL,
         nonce TEXT NOT NULL,
         expires_ms INTEGER NOT NULL,
         PRIMARY KEY (approver_id, nonce)
+    );
+    CREATE TABLE approver_mail (
+        approver_id TEXT PRIMARY KEY,
+        email TEXT NOT NULL,
+        per_hour INTEGER NOT NULL,
+        quiet_from TEXT,
+        quiet_to TEXT
     );",
     // 37: quorum rules, and the votes of approvers on what waits (`quorum`).
     "CREATE TABLE quorum_rules (

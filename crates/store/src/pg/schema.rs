@@ -444,20 +444,29 @@ CREATE TABLE approvers (
     name TEXT NOT NULL,
     public_key TEXT NOT NULL UNIQUE,
     added_at TEXT NOT NULL,
-    last_seen TEXT
+    last_seen TEXT,
+    page_url TEXT
     );
 CREATE TABLE approver_invites (
     code_sha256 TEXT PRIMARY KEY,
     name TEXT NOT NULL,
     created_at TEXT NOT NULL,
     expires_ms BIGINT NOT NULL,
-    used_by TEXT
+    used_by TEXT,
+    page_url TEXT
     );
 CREATE TABLE approver_nonces (
     approver_id TEXT NOT NULL,
     nonce TEXT NOT NULL,
     expires_ms BIGINT NOT NULL,
     PRIMARY KEY (approver_id, nonce)
+    );
+CREATE TABLE approver_mail (
+    approver_id TEXT PRIMARY KEY,
+    email TEXT NOT NULL,
+    per_hour BIGINT NOT NULL,
+    quiet_from TEXT,
+    quiet_to TEXT
     );
 "#,
     // 6: SQLite's 37, quorum rules and votes.

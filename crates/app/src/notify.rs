@@ -1,0 +1,159 @@
+//! Notices that reach a person: when something new waits, each approver device whose
+//! person asked for it is told by mail, through the gate's own mail account (the first
+//! that can send), with a link to the approval page and never what the message says (a
+//! sender's words do not travel to another address). At most so many an hour per person,
+//! none in their quiet hours; the hourly count is what the outbox holds, so it holds
+//! across the nodes of a team's gate. Each node tells of the knocks it took in.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveTime, Utc};
+use gatehouse_store::{Approver, ApproverMail, Store};
+
+use crate::doors::email::Follow;
+use crate::doors::Gate;
+use crate::{Code, CommandError, Result};
+
+/// What the owner sets for a device.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct MailInput {
+    pub email: String,
+    /// At most this many an hour (default 4).
+    pub per_hour: Option<u32>,
+    /// No notices between two times, `HH:MM-HH:MM` (the gate's local time; may cross
+    /// midnight).
+    pub quiet: Option<String>,
+}
+
+const SUBJECT: &str = "Gatehouse: something waits for your decision";
+/// A burst of knocks makes one notice.
+const GATHER: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn invalid(m: impl Into<String>) -> CommandError {
+    CommandError::new(Code::Invalid, m.into())
+}
+
+fn time(s: &str) -> Result<NaiveTime> {
+    NaiveTime::parse_from_str(s.trim(), "%H:%M").map_err(|_| invalid(format!("{s:?} is not a time (HH:MM)")))
+}
+
+/// Sets (or, with None, stops) the notices for device `id`.
+pub fn set_mail(store: &Store, id: &str, input: Option<MailInput>) -> Result<()> {
+    let mail = match input {
+        None => None,
+        Some(m) => {
+            let email = m.email.trim().to_string();
+            let (local, domain) = email.split_once('@').unwrap_or_default();
+            if local.is_empty() || domain.is_empty() || email.len() > 254 || email.chars().any(|c| c.is_control() || c.is_whitespace() || c == '<' || c == '>')
+            {
+                return Err(invalid(format!("{email:?} is not a mail address")));
+            }
+            let per_hour = m.per_hour.unwrap_or(4);
+            if !(1..=60).contains(&per_hour) {
+                return Err(invalid("notices an hour: 1 to 60"));
+            }
+            let (quiet_from, quiet_to) = match m.quiet.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+                None => (None, None),
+                Some(q) => {
+                    let (from, to) = q.split_once('-').ok_or_else(|| invalid(format!("quiet hours are HH:MM-HH:MM, not {q:?}")))?;
+                    (Some(time(from)?.format("%H:%M").to_string()), Some(time(to)?.format("%H:%M").to_string()))
+                }
+            };
+            Some(ApproverMail { email, per_hour, quiet_from, quiet_to })
+        }
+    };
+    if !store.approver_mail_set(id, mail.as_ref())? {
+        return Err(CommandError::new(Code::NotFound, format!("no approver {id}")));
+    }
+    store.audit("approver.mail", Some(id), &serde_json::to_value(&mail)?, &crate::now())?;
+    Ok(())
+}
+
+/// Whether `at` (local time) is within `m`'s quiet hours.
+fn quiet(m: &ApproverMail, at: NaiveTime) -> bool {
+    let (Some(from), Some(to)) = (m.quiet_from.as_deref().and_then(|t| time(t).ok()), m.quiet_to.as_deref().and_then(|t| time(t).ok())) else { return false };
+    if from <= to {
+        from <= at && at < to
+    } else {
+        at >= from || at < to
+    }
+}
+
+/// Who is told now: devices with notices on, out of their quiet hours (`local`), under
+/// their hourly bound.
+pub fn due(store: &Store, now: DateTime<Utc>, local: NaiveTime) -> Result<Vec<(Approver, ApproverMail)>> {
+    let since = gatehouse_epp::utc_string(now - chrono::Duration::hours(1));
+    let mut out = Vec::new();
+    for (a, m) in store.approver_mails()? {
+        if !quiet(&m, local) && store.approver_notices_since(&m.email, &since)? < m.per_hour {
+            out.push((a, m));
+        }
+    }
+    Ok(out)
+}
+
+/// The notice's words: the gate's, with the page's address.
+pub fn text(a: &Approver) -> String {
+    let page = a.page_url.as_deref().unwrap_or("the gate's approval page");
+    format!(
+        "Something new waits for a decision on the gate, for {}.\n\nOpen {page} to see it and decide.\n\nWhat waits is not in this mail: it is shown only on the gate's page, to your device.\n",
+        a.name
+    )
+}
+
+/// Queues the notices due now on `f`'s account and wakes its sender; how many.
+fn queue(store: &Store, f: &Follow, from: &str) -> Result<usize> {
+    let now = Utc::now();
+    let due = due(store, now, chrono::Local::now().time())?;
+    for (a, m) in &due {
+        let message = gatehouse_email::smtp::notice_mail(from, &m.email, SUBJECT, &text(a)).map_err(|e| invalid(e.to_string()))?;
+        store.email_outbox_put(&f.name, "approver-notice", &m.email, &message, &gatehouse_epp::utc_string(now))?;
+    }
+    if !due.is_empty() {
+        f.wake.notify_one();
+    }
+    Ok(due.len())
+}
+
+/// Tells of what this node takes in that waits, until the gate goes.
+pub async fn run(gate: Arc<Gate>, mail: Vec<Follow>) {
+    let Some((f, from)) = mail.into_iter().find_map(|f| {
+        let from = f.account.smtp.as_ref()?.from.clone();
+        f.smtp_password.is_some().then_some((f, from))
+    }) else {
+        return;
+    };
+    let mut arrivals = gate.subscribe();
+    loop {
+        match arrivals.recv().await {
+            Ok(ev) if !(ev.needs_consent || ev.key_change) => continue,
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+        tokio::time::sleep(GATHER).await;
+        while let Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) = arrivals.try_recv() {}
+        let (store, f, from) = (gate.store().clone(), f.clone(), from.clone());
+        match tokio::task::spawn_blocking(move || queue(&store, &f, &from)).await {
+            Ok(Ok(n)) if n > 0 => tracing::info!(notices = n, "approvers told by mail that something waits"),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e.message, "telling approvers by mail failed"),
+            Err(e) => tracing::warn!(error = %e, "telling approvers by mail failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_hours_may_cross_midnight() {
+        let m = |from: &str, to: &str| ApproverMail { email: "a@b".into(), per_hour: 4, quiet_from: Some(from.into()), quiet_to: Some(to.into()) };
+        let t = |s: &str| time(s).unwrap();
+        assert!(quiet(&m("22:00", "07:00"), t("23:30")) && quiet(&m("22:00", "07:00"), t("06:59")));
+        assert!(!quiet(&m("22:00", "07:00"), t("07:00")) && !quiet(&m("22:00", "07:00"), t("12:00")));
+        assert!(quiet(&m("12:00", "13:00"), t("12:30")) && !quiet(&m("12:00", "13:00"), t("13:00")));
+        assert!(!quiet(&ApproverMail { quiet_from: None, quiet_to: None, ..m("1", "2") }, t("03:00")));
+    }
+}
