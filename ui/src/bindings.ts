@@ -56,6 +56,15 @@ export const commands = {
 	auditList: () => __TAURI_INVOKE<AuditEntry_Serialize[]>("audit_list"),
 	/**  Checks the audit log against this gate's key (`gatehouse audit verify`). */
 	auditVerify: () => __TAURI_INVOKE<AuditVerdict_Serialize>("audit_verify"),
+	/**
+	 *  Invites a device called `name` to the gate at `url` (by default this inbox's own
+	 *  address, which only a browser on this computer reaches: a phone needs the gate's
+	 *  https:// name).
+	 */
+	approverInvite: (name: string, url: string | null) => __TAURI_INVOKE<InvitationView>("approver_invite", { name, url }),
+	approversList: () => __TAURI_INVOKE<Approver_Serialize[]>("approvers_list"),
+	/**  Removes a device: its next request is refused. */
+	approverRemove: (id: string) => __TAURI_INVOKE<null>("approver_remove", { id }),
 	settingsSet: (settings: DesktopSettings_Deserialize) => __TAURI_INVOKE<InboxStatus_Serialize>("settings_set", { settings }),
 	retentionGet: () => __TAURI_INVOKE<Retention_Serialize>("retention_get"),
 	/**  Applied by the inbox's next clean-up (every 10 minutes), not at once. */
@@ -262,6 +271,33 @@ export type AppInfo_Serialize = {
 	unkept: Unkept_Serialize,
 	/**  The welcome is still to be shown (first run). */
 	welcome: boolean,
+};
+
+/**  A registered approver device. */
+export type Approver = Approver_Serialize;
+
+/**  A registered approver device. */
+export type Approver_Deserialize = {
+	id: string,
+	name: string,
+	/**  Its public key (P-256, SEC1 uncompressed, base64url without padding). */
+	public_key: string,
+	added_at: string,
+	last_seen?: string | null,
+	/**  The approval page's address as its invitation gave it (where a notice points). */
+	page_url?: string | null,
+};
+
+/**  A registered approver device. */
+export type Approver_Serialize = {
+	id: string,
+	name: string,
+	/**  Its public key (P-256, SEC1 uncompressed, base64url without padding). */
+	public_key: string,
+	added_at: string,
+	last_seen: string | null,
+	/**  The approval page's address as its invitation gave it (where a notice points). */
+	page_url: string | null,
 };
 
 /**  An arrival answered, told to whoever listens (the desktop shell) as it happens. */
@@ -1495,6 +1531,27 @@ export type InterswarmInput_Serialize = {
 	targets: string[],
 	subject: string | null,
 	task_id: string | null,
+};
+
+/**
+ *  An invitation as the owner passes it on: the address of the gate's approval page with
+ *  the code, and the code alone to type.
+ */
+export type Invitation = {
+	name: string,
+	code: string,
+	/**  The approval page with the code in its fragment (never sent to a server). */
+	url: string,
+	expires_at: string,
+	/**  The gate's key: the device checks the gate it joins is this one. */
+	gate_key: string,
+};
+
+/**  An invitation as the window shows it. */
+export type InvitationView = {
+	invitation: Invitation,
+	/**  The page's address with the code, as a QR code (SVG). */
+	qr_svg: string,
 };
 
 export type IwConversationRow = IwConversationRow_Serialize;

@@ -14,7 +14,8 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
-use gatehouse_store::{Approver, InviteRefusal, Store};
+pub use gatehouse_store::{Approver, ApproverMail};
+use gatehouse_store::{InviteRefusal, Store};
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{UnparsedPublicKey, ECDSA_P256_SHA256_FIXED};
 use sha2::{Digest, Sha256};

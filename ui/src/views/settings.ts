@@ -5,6 +5,7 @@ import { h, replace } from '../dom';
 import { failed } from './parts';
 import { mailAccounts } from './email';
 import { quietCard } from './quiet';
+import { approversCard } from './approvers';
 import { when } from '../format';
 
 /** What the one text field shows of an executor: its folder, program, model, swarm or peer.
@@ -79,6 +80,7 @@ export class SettingsView {
         qr),
       form,
       await mailAccounts(),
+      await approversCard(`http://127.0.0.1:${info.settings.port}`),
       await this.executors(),
       await quietCard(),
       await this.retention(),

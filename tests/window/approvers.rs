@@ -1,0 +1,64 @@
+//! Approvers from the owner's window: Settings invites a phone (the page's address with a
+//! one-time code, and its QR code), shows the device once it joined, and removes it; the
+//! removed device's next request is refused.
+
+use crate::harness::*;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use ring::rand::SystemRandom;
+use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+
+#[test]
+fn the_owner_invites_a_phone_sees_it_join_and_removes_it() {
+    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    let app = App::start();
+    app.click("#nav-settings");
+    app.wait_text("#approvers", "Approvers: phones and team members");
+    app.type_into("#approver-name", "Ana's phone");
+    app.click("#approver-invite");
+    app.wait_text("#approver-invitation", "The code works once");
+    let code = app.text("#approver-code");
+    let link = app.text("#approver-link");
+    assert_eq!(link, format!("http://127.0.0.1:{}/approve#code={code}&gate={}", app.port, app.public_key));
+    let qr = app.script("const i = document.getElementById('approver-qr'); return i.complete && i.naturalWidth > 0;");
+    assert_eq!(qr, serde_json::json!(true), "the QR code is drawn");
+    app.screenshot("approvers-invite");
+
+    // The phone joins with its own key.
+    let rng = SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let public = URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
+    let sign = |text: &str| URL_SAFE_NO_PAD.encode(pair.sign(&rng, text.as_bytes()).unwrap().as_ref());
+    let base = format!("http://127.0.0.1:{}", app.port);
+    let http = reqwest::blocking::Client::new();
+    let joined: serde_json::Value = http
+        .post(format!("{base}/approve/join"))
+        .json(&serde_json::json!({"code": code, "public_key": public, "signature": sign(&format!("gatehouse-approver-join/1\n{}\n{code}\n{public}", app.public_key))}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let id = joined["id"].as_str().unwrap_or_else(|| panic!("{joined}")).to_string();
+
+    app.click("#nav-inbox");
+    app.click("#nav-settings");
+    app.wait_text("#approvers-list", "Ana's phone");
+    app.click(&format!("#approvers-list li[data-id='{id}'] button"));
+    app.wait_text("#approvers-msg", "Removed Ana's phone");
+    app.wait_text("#approvers-list", "No devices yet.");
+
+    let date = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    let nonce = "nonce-after-the-removal-01";
+    let sig = sign(&format!("gatehouse-approver-request/1\n{}\nGET\n/approve/me\n{date}\n{nonce}\n{empty}", app.public_key));
+    let r = http
+        .get(format!("{base}/approve/me"))
+        .header("gatehouse-approver", &id)
+        .header("gatehouse-date", date)
+        .header("gatehouse-nonce", nonce)
+        .header("gatehouse-signature", sig)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+}
