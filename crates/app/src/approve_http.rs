@@ -180,11 +180,10 @@ const GATHER: std::time::Duration = std::time::Duration::from_millis(200);
 /// Says "what waits changed" for each knock, held envelope or key change this node takes
 /// in (to followers here and, on a team's gate, at every node).
 async fn announce_knocks(gate: Arc<Gate>) {
-    let mut arrivals = gate.subscribe();
+    let mut arrivals = gate.subscribe_waiting();
     loop {
         match arrivals.recv().await {
-            Ok(ev) if !(ev.needs_consent || ev.key_change) => continue,
-            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         }
         tokio::time::sleep(GATHER).await;

@@ -124,11 +124,10 @@ pub async fn run(gate: Arc<Gate>, mail: Vec<Follow>) {
     }) else {
         return;
     };
-    let mut arrivals = gate.subscribe();
+    let mut arrivals = gate.subscribe_waiting();
     loop {
         match arrivals.recv().await {
-            Ok(ev) if !(ev.needs_consent || ev.key_change) => continue,
-            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         }
         tokio::time::sleep(GATHER).await;

@@ -62,6 +62,9 @@ pub struct Gate {
     pub(crate) public_key: String,
     pub(crate) executions: Option<mpsc::UnboundedSender<i64>>,
     pub(crate) events: tokio::sync::broadcast::Sender<ArrivalEvent>,
+    /// Rung when an arrival adds to what waits (a knock, a hold, a key change): followers
+    /// of what waits wake for those only, not for every receipt.
+    pub(crate) waiting: tokio::sync::broadcast::Sender<()>,
     pub(crate) progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>,
     /// Senders' decompressed public keys (decompressing is a fifth of a verification).
     keys: Mutex<HashMap<String, VerifyingKey>>,
@@ -90,6 +93,7 @@ impl Gate {
             public_key: public_key.to_ascii_lowercase(),
             executions: None,
             events: tokio::sync::broadcast::channel(256).0,
+            waiting: tokio::sync::broadcast::channel(16).0,
             progress: tokio::sync::broadcast::channel(256).0,
             keys: Mutex::new(HashMap::new()),
             executors: Mutex::new(None),
@@ -178,7 +182,15 @@ impl Gate {
     /// Shares an existing event channel (so listeners survive a transport restart).
     /// Tells the app something arrived through another protocol's transport (UAMP).
     pub fn emit_event(&self, ev: ArrivalEvent) {
+        if ev.needs_consent || ev.key_change {
+            let _ = self.waiting.send(());
+        }
         let _ = self.events.send(ev);
+    }
+
+    /// A signal each time an arrival adds to what waits.
+    pub fn subscribe_waiting(&self) -> tokio::sync::broadcast::Receiver<()> {
+        self.waiting.subscribe()
     }
 
     pub fn with_events(mut self, events: tokio::sync::broadcast::Sender<ArrivalEvent>) -> Self {
