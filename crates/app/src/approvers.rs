@@ -242,7 +242,10 @@ pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver
     // Under a quorum this is one vote; only the vote that reaches it decides.
     let store = gate.store().clone();
     let (key, seen, who, decision) = (d.target.key(), d.digest.clone(), approver.id.clone(), d.decision);
-    let vote = serde_json::json!({"decision": d.decision, "lasting": d.lasting}).to_string();
+    // How long it lasts belongs to "always allow" alone: two denies agree whatever a
+    // page's duration menu said.
+    let lasting = if d.decision == crate::consent::Decision::AlwaysAllowScope { d.lasting.clone() } else { crate::consent::Lasting::Always };
+    let vote = serde_json::json!({"decision": d.decision, "lasting": lasting}).to_string();
     let cast = crate::blocking(move || match crate::quorum::rule_for(&store, &item)? {
         Some(rule) => Ok(Some(crate::quorum::cast(&store, &rule, &who, &key, &seen, decision, &vote)?)),
         None => Ok(None),
@@ -266,5 +269,5 @@ pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver
         Some(crate::quorum::Cast::Decides { agreed }) => agreed,
     };
     let by = crate::consent::By::Approver { id: approver.id, name: approver.name, digest: d.digest, agreed };
-    crate::consent::decide_fetching_as(gate, d.target, d.decision, d.lasting, by).await
+    crate::consent::decide_fetching_as(gate, d.target, d.decision, lasting, by).await
 }

@@ -81,3 +81,20 @@ async fn two_votes_at_the_same_moment_cannot_both_decide() {
         assert!(loser.0 == 404 || loser.0 == 409, "round {round}: {loser:?}");
     }
 }
+
+#[tokio::test]
+async fn two_denies_agree_whatever_duration_each_page_had_selected() {
+    let inbox = TestInbox::start(&pubhex(&key(0x75)), false).await;
+    let (a, b) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await);
+    quorum::rule_add(&inbox.store, RuleInput { scope: None, sender: None, need: 2, approvers: vec![a.id.clone(), b.id.clone()], deny_ends: Some(false) })
+        .unwrap();
+    inbox.post_json(&inbox.signed(&key(0x76), "support", "knock")).await;
+    let item = waiting(&inbox, &a).await[0].clone();
+    let deny = |lasting: &str| json!({"target": item["target"], "digest": item["digest"], "decision": "deny", "lasting": {"for": lasting}}).to_string();
+    let (_, first) = call(&inbox, &a, reqwest::Method::POST, "/approve/decide", &deny("hour")).await;
+    assert!(first["message"].as_str().unwrap().contains("1 of the 2"), "{first}");
+    let (status, second) = call(&inbox, &b, reqwest::Method::POST, "/approve/decide", &deny("always")).await;
+    assert_eq!(status, 200, "{second}");
+    assert!(!second["message"].as_str().unwrap().contains("vote is counted"), "the second deny decides: {second}");
+    assert!(waiting(&inbox, &a).await.is_empty());
+}
