@@ -29,12 +29,12 @@ fn the_owner_invites_a_phone_sees_it_join_and_removes_it() {
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
     let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
     let public = URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
-    let sign = |text: &str| URL_SAFE_NO_PAD.encode(pair.sign(&rng, text.as_bytes()).unwrap().as_ref());
+    let sign = |message: &[u8]| URL_SAFE_NO_PAD.encode(pair.sign(&rng, message).unwrap().as_ref());
     let base = format!("http://127.0.0.1:{}", app.port);
     let http = reqwest::blocking::Client::new();
     let joined: serde_json::Value = http
         .post(format!("{base}/approve/join"))
-        .json(&serde_json::json!({"code": code, "public_key": public, "signature": sign(&format!("gatehouse-approver-join/1\n{}\n{code}\n{public}", app.public_key))}))
+        .json(&serde_json::json!({"code": code, "public_key": public, "signature": sign(&gatehouse_app::approvers::join_message(&app.public_key, &code, &public))}))
         .send()
         .unwrap()
         .json()
@@ -49,9 +49,8 @@ fn the_owner_invites_a_phone_sees_it_join_and_removes_it() {
     app.wait_text("#approvers-list", "No devices yet.");
 
     let date = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     let nonce = "nonce-after-the-removal-01";
-    let sig = sign(&format!("gatehouse-approver-request/1\n{}\nGET\n/approve/me\n{date}\n{nonce}\n{empty}", app.public_key));
+    let sig = sign(&gatehouse_app::approvers::request_message(&app.public_key, "GET", "/approve/me", &date, nonce, b""));
     let r = http
         .get(format!("{base}/approve/me"))
         .header("gatehouse-approver", &id)

@@ -173,21 +173,14 @@ async fn decide(State(s): State<Approve>, method: Method, uri: Uri, headers: Hea
     Ok(Json(approvers::decide(s.gate.clone(), approver, d).await?))
 }
 
-/// How long a burst of knocks is gathered into one signal: a flood of strangers makes a
-/// few signals a second, not one per knock.
+/// How long a burst of knocks is gathered into one signal.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Says "what waits changed" for each knock, held envelope or key change this node takes
 /// in (to followers here and, on a team's gate, at every node).
 async fn announce_knocks(gate: Arc<Gate>) {
-    let mut arrivals = gate.subscribe_waiting();
-    loop {
-        match arrivals.recv().await {
-            Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-        }
-        tokio::time::sleep(GATHER).await;
-        while let Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) = arrivals.try_recv() {}
+    let mut bursts = crate::waiting::Bursts::of(&gate, GATHER);
+    while bursts.next().await {
         let store = gate.store().clone();
         let _ = tokio::task::spawn_blocking(move || store.waiting_changed()).await;
     }

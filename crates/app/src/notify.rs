@@ -124,14 +124,8 @@ pub async fn run(gate: Arc<Gate>, mail: Vec<Follow>) {
     }) else {
         return;
     };
-    let mut arrivals = gate.subscribe_waiting();
-    loop {
-        match arrivals.recv().await {
-            Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-        }
-        tokio::time::sleep(GATHER).await;
-        while let Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) = arrivals.try_recv() {}
+    let mut bursts = crate::waiting::Bursts::of(&gate, GATHER);
+    while bursts.next().await {
         let (store, f, from) = (gate.store().clone(), f.clone(), from.clone());
         match tokio::task::spawn_blocking(move || queue(&store, &f, &from)).await {
             Ok(Ok(n)) if n > 0 => tracing::info!(notices = n, "approvers told by mail that something waits"),

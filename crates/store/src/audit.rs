@@ -95,6 +95,12 @@ impl Store {
 
     /// Chains entries written before the chain existed (see [`seal`]); called on open.
     pub(crate) fn seal_audit(&self) -> Result<usize> {
+        // Read first: every open would otherwise wait for the write lock (or the head
+        // row) for nothing once the log is chained.
+        let unsealed = self.read(|c| c.query_row("SELECT count(*) FROM audit WHERE id > (SELECT id FROM audit_head)", args![], |r| r.get::<i64>(0)))?;
+        if unsealed == 0 {
+            return Ok(0);
+        }
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let n = seal(&tx.db())?;

@@ -279,3 +279,29 @@ pub(crate) fn granted_words(decision: Decision, end: Option<DateTime<Utc>>) -> S
         _ => String::new(),
     }
 }
+
+/// Arrivals that add to what waits (a knock, a hold, a key change), a burst at a time: a
+/// flood of strangers wakes a follower a few times a second, not once per knock.
+pub struct Bursts {
+    arrivals: tokio::sync::broadcast::Receiver<()>,
+    gather: std::time::Duration,
+}
+
+impl Bursts {
+    pub fn of(gate: &Gate, gather: std::time::Duration) -> Bursts {
+        Bursts { arrivals: gate.subscribe_waiting(), gather }
+    }
+
+    /// Waits for the next arrival, then for `gather` more, taking what came meanwhile as
+    /// the same burst; false once the gate is gone.
+    pub async fn next(&mut self) -> bool {
+        use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+        match self.arrivals.recv().await {
+            Ok(()) | Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => return false,
+        }
+        tokio::time::sleep(self.gather).await;
+        while let Ok(()) | Err(TryRecvError::Lagged(_)) = self.arrivals.try_recv() {}
+        true
+    }
+}

@@ -10,8 +10,8 @@ use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::json;
 
-fn sign(pair: &EcdsaKeyPair, text: &str) -> String {
-    URL_SAFE_NO_PAD.encode(pair.sign(&SystemRandom::new(), text.as_bytes()).unwrap().as_ref())
+fn sign(pair: &EcdsaKeyPair, message: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(pair.sign(&SystemRandom::new(), message).unwrap().as_ref())
 }
 
 #[test]
@@ -33,7 +33,7 @@ fn a_device_invited_from_the_cli_joins_and_is_refused_once_removed() {
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
     let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
     let public = URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
-    let signature = sign(&pair, &format!("gatehouse-approver-join/1\n{gate_key}\n{code}\n{public}"));
+    let signature = sign(&pair, &gatehouse_app::approvers::join_message(&gate_key, code, &public));
     let http = reqwest::blocking::Client::new();
     let joined: serde_json::Value = http
         .post(format!("{}/approve/join", server.1))
@@ -46,8 +46,7 @@ fn a_device_invited_from_the_cli_joins_and_is_refused_once_removed() {
 
     let me = |nonce: &str| {
         let date = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-        let sig = sign(&pair, &format!("gatehouse-approver-request/1\n{gate_key}\nGET\n/approve/me\n{date}\n{nonce}\n{empty}"));
+        let sig = sign(&pair, &gatehouse_app::approvers::request_message(&gate_key, "GET", "/approve/me", &date, nonce, b""));
         let r = http
             .get(format!("{}/approve/me", server.1))
             .header("gatehouse-approver", &id)
