@@ -88,4 +88,9 @@ app_commands![
     commands::replies_for,
     commands::reply_send,
     commands::executor_retry,
+    team::team_join::<tauri::Wry>,
+    team::team_list,
+    team::team_waiting,
+    team::team_decide,
+    team::team_leave::<tauri::Wry>,
 ]

@@ -41,3 +41,9 @@ pub struct UampProgress(pub crate::uamp::ProgressEvent);
 pub struct OpenPrompt {
     pub sender: Option<String>,
 }
+
+/// What waits at one team gate this desktop approves for, read again after the gate said
+/// it changed (or why it could not be read).
+#[derive(Debug, Clone, Serialize, specta::Type, Event)]
+#[tauri_specta(event_name = "team://changed")]
+pub struct TeamChanged(pub gatehouse_app::membership::TeamWaiting);

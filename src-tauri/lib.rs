@@ -12,6 +12,7 @@ mod intent;
 mod mail;
 mod notify;
 mod shell;
+mod team;
 mod tray;
 mod uamp;
 
@@ -102,7 +103,8 @@ pub fn bindings<R: Runtime>() -> tauri_specta::Builder<R> {
             events::ExecutorProgress,
             events::MailLive,
             events::UampProgress,
-            events::OpenPrompt
+            events::OpenPrompt,
+            events::TeamChanged
         ])
         // Kept by the store as checked JSON; the window reads them in these shapes.
         .typ::<gatehouse_intentweb::manifest::Manifest>()
@@ -149,9 +151,11 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             let shell = Arc::new(Shell::open(data_dir(), keystore()).map_err(|e| format!("Gatehouse cannot start: {e}"))?);
             app.manage(shell.clone());
             app.manage(grants::Grants::default());
+            app.manage(team::Followers::default());
             tauri::async_runtime::block_on(shell.start());
             forward_progress(app.handle().clone(), shell.clone());
             notify::digests(app.handle().clone(), shell.clone());
+            team::follow_all(app.handle(), shell.clone());
             forward_events(app.handle().clone(), shell);
             if let Err(e) = tray::create(app.handle()) {
                 tracing::warn!(error = %e, "no tray icon; closing the window will quit");

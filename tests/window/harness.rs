@@ -30,9 +30,14 @@ pub fn tauri_driver() -> String {
 }
 
 /// tauri-driver with the app in its window on `data`: (driver, its URL, session, client).
-fn open_window(data: &Path, watch: &Path, port: u16, uamp_port: u16) -> (Child, String, String, reqwest::blocking::Client) {
+fn open_window(data: &Path, watch: &Path, port: u16, uamp_port: u16) -> (Child, Session) {
+    open_window_on(Command::new(tauri_driver()), data, watch, port, uamp_port)
+}
+
+/// [`open_window`] with tauri-driver started by `driver` (another computer's session).
+fn open_window_on(mut driver: Command, data: &Path, watch: &Path, port: u16, uamp_port: u16) -> (Child, Session) {
     let [dport, nport] = free_ports();
-    let driver = Command::new(tauri_driver())
+    let driver = driver
         .args(["--port", &dport.to_string(), "--native-port", &nport.to_string()])
         .env("GATEHOUSE_DATA_DIR", data)
         .env("GATEHOUSE_KEYSTORE", "os")
@@ -62,134 +67,124 @@ fn open_window(data: &Path, watch: &Path, port: u16, uamp_port: u16) -> (Child, 
         .json()
         .unwrap();
     let sid = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {v}")).to_string();
-    (driver, base, sid, http)
+    (driver, Session { base, sid, http })
 }
 
-pub struct App {
+/// A member's desktop on a computer of its own: the app in its window under a D-Bus
+/// session and a keychain of their own (the app is single-instance per session, as per
+/// person), with an identity it makes itself on first run.
+pub struct Elsewhere {
     driver: Child,
-    base: String,
-    sid: String,
-    http: reqwest::blocking::Client,
+    session: Session,
     pub data: tempfile::TempDir,
-    pub watch: PathBuf,
     pub port: u16,
-    pub uamp_port: u16,
-    pub public_key: String,
-    pub key: SigningKey,
 }
 
-impl Drop for App {
-    fn drop(&mut self) {
-        self.quit();
-        let _ = gatehouse_keys::delete(self.data.path());
+impl std::ops::Deref for Elsewhere {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
     }
 }
 
-impl App {
-    /// The app in its window with its inbox listening. Ports are picked free but another
-    /// process (WebKit's own listeners start in between) may take one before the app binds
-    /// it; the app then says it cannot listen, and the harness starts over on other ports.
-    pub fn start() -> App {
-        for attempt in 1.. {
-            match App::launch() {
-                Ok(app) => return app,
-                Err(why) if attempt < 3 => eprintln!("starting the app again on other ports: {why}"),
-                Err(why) => panic!("{why}"),
-            }
-        }
-        unreachable!()
-    }
-
-    pub fn launch() -> Result<App, String> {
-        App::launch_in(tempfile::tempdir().unwrap())
-    }
-
-    /// A data dir with its identity made (in the keychain), for an app started later with
-    /// [`App::start_in`]: (the dir, its public key).
-    pub fn prepare() -> (tempfile::TempDir, String) {
+impl Elsewhere {
+    pub fn start() -> Elsewhere {
         let data = tempfile::tempdir().unwrap();
-        let (identity, _) =
-            gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
-        (data, identity.public_key)
-    }
-
-    /// The app on a data dir made with [`App::prepare`] (a second Gatehouse).
-    pub fn start_in(data: tempfile::TempDir) -> App {
-        App::launch_in(data).unwrap_or_else(|why| panic!("{why}"))
-    }
-
-    fn launch_in(data: tempfile::TempDir) -> Result<App, String> {
-        assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
-        let (identity, _) =
-            gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
         let watch = data.path().join("drop");
+        let keyring = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/with-keyring.sh");
         let [port, uamp_port] = free_ports();
-        let key = identity.signing_key().clone();
-        let (driver, base, sid, http) = open_window(data.path(), &watch, port, uamp_port);
-        let app = App { driver, base, sid, http, data, watch, port, uamp_port, public_key: identity.public_key, key };
-        app.inbox_up()?;
-        Ok(app)
+        let mut cmd = Command::new("dbus-run-session");
+        cmd.args(["--", "bash"]).arg(keyring).arg(tauri_driver());
+        // Its whole process group is stopped at the end: the session bus, the keyring,
+        // the driver and the app.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let (driver, session) = open_window_on(cmd, data.path(), &watch, port, uamp_port);
+        let me = Elsewhere { driver, session, data, port };
+        let t = Instant::now();
+        let info = format!("http://127.0.0.1:{port}/epp/v1/inbox");
+        while reqwest::blocking::get(&info).ok().and_then(|r| r.json::<Value>().ok()).is_none_or(|v| v["public_key"].as_str().is_none()) {
+            assert!(t.elapsed() < Duration::from_secs(60), "the member's inbox did not start on port {port}");
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        me
     }
+}
 
-    /// Closes the app and starts it again on the same data, as a user quitting and opening
-    /// it would.
-    pub fn restart(&mut self) {
-        self.quit();
-        let (driver, base, sid, http) = open_window(self.data.path(), &self.watch, self.port, self.uamp_port);
-        (self.driver, self.base, self.sid, self.http) = (driver, base, sid, http);
-        self.inbox_up().unwrap();
-    }
-
-    /// Ends the session and waits until the app has quit: it is single-instance, so an app
-    /// started while this one lingers would hand over to it and exit.
-    fn quit(&mut self) {
-        let _ = self.http.delete(format!("{}/session/{}", self.base, self.sid)).send();
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
+impl Drop for Elsewhere {
+    fn drop(&mut self) {
+        let _ = self.session.http.delete(format!("{}/session/{}", self.session.base, self.session.sid)).send();
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
         let t = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() && t.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(150));
         }
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.driver.wait();
     }
+}
 
-    /// Moves the app's clock (debug builds read `GATEHOUSE_TEST_CLOCK`) by `secs` from the
-    /// real time; envelopes this harness signs follow it.
-    pub fn set_clock(&self, secs: i64) {
-        std::fs::write(self.data.path().join("test-clock"), secs.to_string()).unwrap();
+/// A phone's browser: Debian's Chromium, headless, on a 360 px screen (chromium-driver).
+pub struct Phone {
+    driver: Child,
+    session: Session,
+}
+
+impl std::ops::Deref for Phone {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
     }
+}
 
-    /// The app's clock, as set with [`App::set_clock`].
-    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        let secs = std::fs::read_to_string(self.data.path().join("test-clock")).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
-        chrono::Utc::now() + chrono::Duration::seconds(secs)
-    }
-
-    /// The inbox is up once it answers with this app's own key, not merely once something
-    /// answers on its port.
-    fn inbox_up(&self) -> Result<(), String> {
-        let info = format!("http://127.0.0.1:{}/epp/v1/inbox", self.port);
-        let ask = reqwest::blocking::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
+impl Phone {
+    pub fn start() -> Phone {
+        let (driver, browser) = ("/usr/bin/chromedriver", "/usr/bin/chromium");
+        assert!(Path::new(driver).exists() && Path::new(browser).exists(), "Chromium and chromium-driver are not installed: run scripts/setup.sh");
+        let [port] = free_ports();
+        let child = Command::new(driver).arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let http = reqwest::blocking::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+            "binary": browser,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=360,740"],
+            "mobileEmulation": {"deviceMetrics": {"width": 360, "height": 740, "pixelRatio": 2.0, "touch": true, "mobile": true}}
+        }}}});
+        // Held from here, so the driver is stopped whatever happens next.
+        let mut phone = Phone { driver: child, session: Session { base, sid: String::new(), http } };
         let t = Instant::now();
-        let mut seen = String::from("nothing");
-        while t.elapsed() < Duration::from_secs(20) {
-            match ask.get(&info).send().and_then(|r| r.text()) {
-                Ok(body) if serde_json::from_str::<Value>(&body).unwrap_or_default()["public_key"].as_str() == Some(self.public_key.as_str()) => return Ok(()),
-                // Someone else holds the port, so the app could not bind it.
-                Ok(body) => {
-                    seen = body;
-                    break;
-                }
-                Err(e) if e.is_timeout() => {
-                    seen = "no answer".into();
-                    break;
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(150)),
+        loop {
+            if let Ok(r) = phone.session.http.post(format!("{}/session", phone.session.base)).json(&caps).send() {
+                let v: Value = r.json().unwrap();
+                phone.session.sid = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no WebDriver session: {v}")).to_string();
+                return phone;
             }
+            assert!(t.elapsed() < Duration::from_secs(20), "chromedriver did not start");
+            std::thread::sleep(Duration::from_millis(100));
         }
-        let window = self.script("return document.body.innerText;");
-        Err(format!("port {} is not this app's inbox: it answered {seen}; the window shows: {window}", self.port))
     }
 
+    pub fn go(&self, url: &str) {
+        self.call(reqwest::Method::POST, "/url", Some(json!({"url": url})));
+    }
+}
+
+impl Drop for Phone {
+    fn drop(&mut self) {
+        let _ = self.session.http.delete(format!("{}/session/{}", self.session.base, self.session.sid)).send();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// A WebDriver session: the app's window (tauri-driver) or a browser's page (chromedriver).
+pub struct Session {
+    pub base: String,
+    pub sid: String,
+    pub http: reqwest::blocking::Client,
+}
+
+impl Session {
     pub fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
         let mut req = self.http.request(method, format!("{}/session/{}{path}", self.base, self.sid));
         if let Some(b) = body {
@@ -268,6 +263,136 @@ impl App {
             std::fs::create_dir_all(&out).unwrap();
             std::fs::write(out.join(format!("{name}.png")), base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap();
         }
+    }
+}
+
+pub struct App {
+    driver: Child,
+    session: Session,
+    pub data: tempfile::TempDir,
+    pub watch: PathBuf,
+    pub port: u16,
+    pub uamp_port: u16,
+    pub public_key: String,
+    pub key: SigningKey,
+}
+
+impl std::ops::Deref for App {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.quit();
+        let _ = gatehouse_keys::delete(self.data.path());
+    }
+}
+
+impl App {
+    /// The app in its window with its inbox listening. Ports are picked free but another
+    /// process (WebKit's own listeners start in between) may take one before the app binds
+    /// it; the app then says it cannot listen, and the harness starts over on other ports.
+    pub fn start() -> App {
+        for attempt in 1.. {
+            match App::launch() {
+                Ok(app) => return app,
+                Err(why) if attempt < 3 => eprintln!("starting the app again on other ports: {why}"),
+                Err(why) => panic!("{why}"),
+            }
+        }
+        unreachable!()
+    }
+
+    pub fn launch() -> Result<App, String> {
+        App::launch_in(tempfile::tempdir().unwrap())
+    }
+
+    /// A data dir with its identity made (in the keychain), for an app started later with
+    /// [`App::start_in`]: (the dir, its public key).
+    pub fn prepare() -> (tempfile::TempDir, String) {
+        let data = tempfile::tempdir().unwrap();
+        let (identity, _) =
+            gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
+        (data, identity.public_key)
+    }
+
+    /// The app on a data dir made with [`App::prepare`] (a second Gatehouse).
+    pub fn start_in(data: tempfile::TempDir) -> App {
+        App::launch_in(data).unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    fn launch_in(data: tempfile::TempDir) -> Result<App, String> {
+        assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
+        let (identity, _) =
+            gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
+        let watch = data.path().join("drop");
+        let [port, uamp_port] = free_ports();
+        let key = identity.signing_key().clone();
+        let (driver, session) = open_window(data.path(), &watch, port, uamp_port);
+        let app = App { driver, session, data, watch, port, uamp_port, public_key: identity.public_key, key };
+        app.inbox_up()?;
+        Ok(app)
+    }
+
+    /// Closes the app and starts it again on the same data, as a user quitting and opening
+    /// it would.
+    pub fn restart(&mut self) {
+        self.quit();
+        (self.driver, self.session) = open_window(self.data.path(), &self.watch, self.port, self.uamp_port);
+        self.inbox_up().unwrap();
+    }
+
+    /// Ends the session and waits until the app has quit: it is single-instance, so an app
+    /// started while this one lingers would hand over to it and exit.
+    fn quit(&mut self) {
+        let _ = self.session.http.delete(format!("{}/session/{}", self.session.base, self.session.sid)).send();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
+    /// Moves the app's clock (debug builds read `GATEHOUSE_TEST_CLOCK`) by `secs` from the
+    /// real time; envelopes this harness signs follow it.
+    pub fn set_clock(&self, secs: i64) {
+        std::fs::write(self.data.path().join("test-clock"), secs.to_string()).unwrap();
+    }
+
+    /// The app's clock, as set with [`App::set_clock`].
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        let secs = std::fs::read_to_string(self.data.path().join("test-clock")).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+        chrono::Utc::now() + chrono::Duration::seconds(secs)
+    }
+
+    /// The inbox is up once it answers with this app's own key, not merely once something
+    /// answers on its port.
+    fn inbox_up(&self) -> Result<(), String> {
+        let info = format!("http://127.0.0.1:{}/epp/v1/inbox", self.port);
+        let ask = reqwest::blocking::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
+        let t = Instant::now();
+        let mut seen = String::from("nothing");
+        while t.elapsed() < Duration::from_secs(20) {
+            match ask.get(&info).send().and_then(|r| r.text()) {
+                Ok(body) if serde_json::from_str::<Value>(&body).unwrap_or_default()["public_key"].as_str() == Some(self.public_key.as_str()) => return Ok(()),
+                // Someone else holds the port, so the app could not bind it.
+                Ok(body) => {
+                    seen = body;
+                    break;
+                }
+                Err(e) if e.is_timeout() => {
+                    seen = "no answer".into();
+                    break;
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(150)),
+            }
+        }
+        let window = self.script("return document.body.innerText;");
+        Err(format!("port {} is not this app's inbox: it answered {seen}; the window shows: {window}", self.port))
     }
 
     pub fn submit_url(&self) -> String {

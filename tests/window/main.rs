@@ -16,4 +16,5 @@ mod model;
 mod notify;
 mod peers;
 mod risk;
+mod team;
 mod zoom;

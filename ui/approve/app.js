@@ -189,9 +189,11 @@ function describe(item) {
   const q = item.quorum;
   if (q) {
     parts.push(el('p', { class: 'quorum' }, `Needs ${q.need} of ${q.of.join(', ')} to agree${q.deny_ends ? '; one deny ends it' : ''}.`));
-    const so = q.votes.map((v) => `${v.approver}: ${JSON.parse(v.decision).decision.replace(/_/g, ' ')}`);
+    const words = { allow_once: 'allow once', always_allow_scope: 'always allow', deny: 'deny', block: 'block' };
+    const so = q.votes.map((v) => { const d = JSON.parse(v.decision).decision; return `${v.approver}: ${words[d] || d}`; });
     parts.push(el('p', { class: 'muted votes' }, so.length ? `Decided so far — ${so.join('; ')}` : 'No one has decided yet.'));
   }
+  if (item.looking && item.looking.length) parts.push(el('p', { class: 'muted looking' }, `Also looking: ${item.looking.join(', ')}.`));
   return parts;
 }
 

@@ -2,7 +2,7 @@
 // from the Rust side (bindings.ts: `GATEHOUSE_BLESS=1 cargo test --test bindings`); this
 // file gives a few of them the UI's names and optional arguments, and types the events.
 import type { UnlistenFn } from '@tauri-apps/api/event';
-import { commands, events, type Code, type CommandError, type ExecProgress, type MailLive, type ProgressEvent, type Purpose, type ServerInfo, type Value } from './bindings';
+import { commands, events, type Code, type CommandError, type ExecProgress, type MailLive, type ProgressEvent, type Purpose, type ServerInfo, type TeamWaiting, type Value } from './bindings';
 
 export type * from './bindings';
 export type {
@@ -67,6 +67,10 @@ export function onInboxEvent(f: () => void): Promise<UnlistenFn> {
 /** A prompt's notification was clicked: the sender whose prompt to show (null: any). */
 export function onOpenPrompt(f: (sender: string | null) => void): Promise<UnlistenFn> {
   return events.consentOpen.listen((e) => f(e.payload.sender));
+}
+
+export function onTeamChanged(f: (t: TeamWaiting) => void): Promise<UnlistenFn> {
+  return events.teamChanged.listen((e) => f(e.payload));
 }
 
 export function onStatus(f: () => void): Promise<UnlistenFn> {

@@ -159,6 +159,18 @@ export const commands = {
 	replySend: (id: number, text: string) => __TAURI_INVOKE<ReplyRow_Serialize>("reply_send", { id, text }),
 	/**  Runs a failed executor again (the model was unreachable, the swarm refused its token…). */
 	executorRetry: (envelopeRow: number) => __TAURI_INVOKE<null>("executor_retry", { envelopeRow }),
+	/**
+	 *  Joins the team gate an invitation's link names, as a device called `name`; its items
+	 *  are followed from then on.
+	 */
+	teamJoin: (link: string, name: string) => __TAURI_INVOKE<Membership_Serialize>("team_join", { link, name }),
+	teamList: () => __TAURI_INVOKE<Membership_Serialize[]>("team_list"),
+	/**  What waits at every team gate, read from each now. */
+	teamWaiting: () => __TAURI_INVOKE<TeamWaiting_Serialize[]>("team_waiting"),
+	/**  Decides an item at team gate `id`, as it was shown (`digest`). */
+	teamDecide: (id: string, target: ConsentTarget_Deserialize, digest: string, decision: Decision, lasting: Lasting | null) => __TAURI_INVOKE<DecisionOutcome_Serialize>("team_decide", { id, target, digest, decision, lasting }),
+	/**  Forgets a team gate here (and this device's key for it). */
+	teamLeave: (id: string) => __TAURI_INVOKE<null>("team_leave", { id }),
 };
 
 /** Events */
@@ -169,6 +181,7 @@ export const events = {
 	inboxReceived: makeEvent<InboxReceived_Serialize, InboxReceived_Deserialize>("inbox://received"),
 	inboxStatus: makeEvent<StatusChanged_Serialize, StatusChanged_Deserialize>("inbox://status"),
 	mailEvent: makeEvent<MailLive_Serialize, MailLive_Deserialize>("mail://event"),
+	teamChanged: makeEvent<TeamChanged_Serialize, TeamChanged_Deserialize>("team://changed"),
 	uampProgress: makeEvent<UampProgress_Serialize, UampProgress_Deserialize>("uamp://progress"),
 };
 
@@ -275,6 +288,46 @@ export type AppInfo_Serialize = {
 
 /**  A registered approver device. */
 export type Approver = Approver_Serialize;
+
+/**
+ *  One waiting item as an approver is shown it, with the digest its decision must name:
+ *  a decision is carried out only on the item exactly as the device saw it.
+ */
+export type ApproverItem = ApproverItem_Serialize;
+
+/**
+ *  One waiting item as an approver is shown it, with the digest its decision must name:
+ *  a decision is carried out only on the item exactly as the device saw it.
+ */
+export type ApproverItem_Deserialize = {
+	target: ConsentTarget_Deserialize,
+	digest: string,
+	item: ConsentItem_Deserialize,
+	/**  The quorum it needs, and who decided so far (none: any one approver decides). */
+	quorum?: QuorumView | null,
+	/**
+	 *  The other devices looking at what waits: their live view open, or a request made,
+	 *  within the last [`LOOKING_SECONDS`].
+	 */
+	looking?: string[],
+};
+
+/**
+ *  One waiting item as an approver is shown it, with the digest its decision must name:
+ *  a decision is carried out only on the item exactly as the device saw it.
+ */
+export type ApproverItem_Serialize = {
+	target: ConsentTarget_Serialize,
+	digest: string,
+	item: ConsentItem_Serialize,
+	/**  The quorum it needs, and who decided so far (none: any one approver decides). */
+	quorum: QuorumView | null,
+	/**
+	 *  The other devices looking at what waits: their live view open, or a request made,
+	 *  within the last [`LOOKING_SECONDS`].
+	 */
+	looking: string[],
+};
 
 /**  A registered approver device. */
 export type Approver_Deserialize = {
@@ -1939,6 +1992,43 @@ export type Manifest_Serialize = {
 	limits: Limits_Serialize,
 };
 
+/**  One team's gate this desktop approves for. */
+export type Membership = Membership_Serialize;
+
+/**  One team's gate this desktop approves for. */
+export type Membership_Deserialize = {
+	/**  The id the gate gave this device. */
+	id: string,
+	/**  The gate's address, as the invitation named it. */
+	gate_url: string,
+	/**  The gate's key: what this device signs over, checked against the gate at joining. */
+	gate_key: string,
+	/**  This device's name at the gate. */
+	name: string,
+	joined_at: string,
+	/**  The gate said this device was removed: nothing more is asked of it. */
+	removed?: boolean,
+	/**  Where the device's key is kept in the keychain. */
+	key_name: string,
+};
+
+/**  One team's gate this desktop approves for. */
+export type Membership_Serialize = {
+	/**  The id the gate gave this device. */
+	id: string,
+	/**  The gate's address, as the invitation named it. */
+	gate_url: string,
+	/**  The gate's key: what this device signs over, checked against the gate at joining. */
+	gate_key: string,
+	/**  This device's name at the gate. */
+	name: string,
+	joined_at: string,
+	/**  The gate said this device was removed: nothing more is asked of it. */
+	removed: boolean,
+	/**  Where the device's key is kept in the keychain. */
+	key_name: string,
+};
+
 export type Op = "equals" | "not_equals" | "contains" | "not_contains" | "ends_with" | "not_ends_with" | "matches";
 
 /**
@@ -2180,6 +2270,18 @@ export type QuietState_Serialize = {
 	active: boolean,
 	/**  Prompts collected so far and not yet given as a digest. */
 	digest: Digest_Serialize,
+};
+
+/**  A rule on an item, as the prompt shows it: who must agree, and who decided so far. */
+export type QuorumView = {
+	rule: number,
+	/**  How many must agree. */
+	need: number,
+	/**  The devices whose votes count, by name. */
+	of: string[],
+	deny_ends: boolean,
+	/**  Who voted so far, and for what. */
+	votes: VoteView[],
 };
 
 export type RateLimit = RateLimit_Serialize;
@@ -2617,6 +2719,43 @@ export type SwarmView_Serialize = {
 	has_token: boolean,
 } & MailSwarmRow_Serialize;
 
+/**
+ *  What waits at one team gate this desktop approves for, read again after the gate said
+ *  it changed (or why it could not be read).
+ */
+export type TeamChanged = TeamChanged_Serialize;
+
+/**
+ *  What waits at one team gate this desktop approves for, read again after the gate said
+ *  it changed (or why it could not be read).
+ */
+export type TeamChanged_Deserialize = TeamWaiting_Deserialize;
+
+/**
+ *  What waits at one team gate this desktop approves for, read again after the gate said
+ *  it changed (or why it could not be read).
+ */
+export type TeamChanged_Serialize = TeamWaiting_Serialize;
+
+/**  What waits at one team's gate, or why it could not be read. */
+export type TeamWaiting = TeamWaiting_Serialize;
+
+/**  What waits at one team's gate, or why it could not be read. */
+export type TeamWaiting_Deserialize = {
+	membership: Membership_Deserialize,
+	items: ApproverItem_Deserialize[],
+	/**  The gate could not be asked (it is unreachable, or refused this device). */
+	error?: CommandError | null,
+};
+
+/**  What waits at one team's gate, or why it could not be read. */
+export type TeamWaiting_Serialize = {
+	membership: Membership_Serialize,
+	items: ApproverItem_Serialize[],
+	/**  The gate could not be asked (it is unreachable, or refused this device). */
+	error: CommandError | null,
+};
+
 /**  A scope granted for a while, as the user sees it listed. */
 export type TimedGrant = {
 	public_key: string,
@@ -2827,6 +2966,12 @@ export type Verdict =
 { kind: "unsigned" } | 
 /**  A signature that does not verify, or a query_hash that is not this interaction's. */
 { kind: "invalid"; reason: string };
+
+export type VoteView = {
+	approver: string,
+	decision: string,
+	at: string,
+};
 
 /* Tauri Specta runtime */
 type EventEmit<T> = [T] extends [null] ? () => Promise<void> : (payload: T) => Promise<void>;

@@ -1,5 +1,5 @@
 import './style.css';
-import { api, errorText, onInboxEvent, onOpenPrompt, onStatus, type AppInfo } from './api';
+import { api, errorText, onInboxEvent, onOpenPrompt, onStatus, onTeamChanged, type AppInfo } from './api';
 import { afterQuiet, coalesce } from './coalesce';
 import { h, replace } from './dom';
 import { floodText } from './format';
@@ -71,7 +71,7 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   // Settings change only by the user's own hand: redrawing them on every arrival would
   // wipe a port or an executor being edited.
   else if (t === 'settings') { if (info && fresh) await settings.load(info); }
-  else if (t === 'consent') await consent.load();
+  else if (t === 'consent') await consent.load(fresh);
   else if (t === 'trust') await trust.load();
   else if (t === 'uamp') await uamp.load();
   else if (t === 'mail') await mail.load();
@@ -103,6 +103,8 @@ const redraw = coalesce(async () => { await refreshInfo(); await show(tab, false
 const settle = afterQuiet(refreshInfo, 2_000);
 void onInboxEvent(() => { redraw(); settle(); });
 void onStatus(() => void refreshInfo());
+// A team gate said what waits there now: drawn at once, wherever the window is.
+void onTeamChanged((t) => consent.team.update(t));
 // A contact's "Messages": the inbox, every key of theirs.
 window.addEventListener(CONTACT_HISTORY, (e) => {
   const { id, name } = (e as CustomEvent<{ id: number; name: string }>).detail;

@@ -162,9 +162,9 @@ async fn me(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderM
 }
 
 async fn waiting(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<Vec<approvers::ApproverItem>> {
-    signed(&s, &headers, &method, &uri, &body).await?;
+    let me = signed(&s, &headers, &method, &uri, &body).await?;
     let gate = s.gate.clone();
-    Ok(Json(crate::blocking(move || approvers::waiting(gate.store())).await?))
+    Ok(Json(crate::blocking(move || approvers::waiting(gate.store(), &me.id, crate::doors::gate::clock::now())).await?))
 }
 
 async fn decide(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<crate::consent::DecisionOutcome> {
@@ -172,6 +172,9 @@ async fn decide(State(s): State<Approve>, method: Method, uri: Uri, headers: Hea
     let d: ApproverDecision = serde_json::from_slice(&body).map_err(bad)?;
     Ok(Json(approvers::decide(s.gate.clone(), approver, d).await?))
 }
+
+/// How often an open live view notes its device is looking.
+const LOOKING_EVERY: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// How long a burst of knocks is gathered into one signal.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(200);
@@ -187,15 +190,22 @@ async fn announce_knocks(gate: Arc<Gate>) {
 }
 
 /// The device's live view: `waiting` whenever what waits changed (it reads the list
-/// again), `removed` (and the end) once the device is removed. Comments keep it open
-/// through proxies.
+/// again), `removed` (and the end) once the device is removed. Opening it says the device
+/// is looking (the others' prompts show it); a comment every 20 s says it still is.
 async fn events(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    use axum::response::sse::{Event, KeepAlive, Sse};
+    use axum::response::sse::{Event, Sse};
     let approver = match signed(&s, &headers, &method, &uri, &body).await {
         Ok(a) => a,
         Err(e) => return Failed(e).into_response(),
     };
     let changes = s.gate.store().follow_waiting();
+    // This device is looking: the others' prompts say so (and are told to read again).
+    let (store, id) = (s.gate.store().clone(), approver.id.clone());
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = store.approver_seen(&id, &crate::now());
+        store.waiting_changed();
+    })
+    .await;
     #[derive(Clone, Copy, PartialEq)]
     enum Phase {
         First,
@@ -206,10 +216,21 @@ async fn events(State(s): State<Approve>, method: Method, uri: Uri, headers: Hea
         match phase {
             Phase::Done => return None,
             Phase::First => {}
-            Phase::Following => match changes.recv().await {
-                Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-            },
+            Phase::Following => {
+                tokio::select! {
+                    r = changes.recv() => match r {
+                        Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    },
+                    // Still looking: noted well within LOOKING_SECONDS, and a comment keeps
+                    // the stream open through proxies.
+                    () = tokio::time::sleep(LOOKING_EVERY) => {
+                        let (store, who) = (gate.store().clone(), id.clone());
+                        let _ = tokio::task::spawn_blocking(move || store.approver_seen(&who, &crate::now())).await;
+                        return Some((Ok(Event::default().comment("looking")), (changes, gate, id, Phase::Following)));
+                    }
+                }
+            }
         }
         let (store, who) = (gate.store().clone(), id.clone());
         let removed = matches!(tokio::task::spawn_blocking(move || store.approver(&who)).await, Ok(Ok(None)));
@@ -220,5 +241,5 @@ async fn events(State(s): State<Approve>, method: Method, uri: Uri, headers: Hea
         };
         Some((Ok::<_, std::convert::Infallible>(event), (changes, gate, id, next)))
     });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(25))).into_response()
+    Sse::new(stream).into_response()
 }

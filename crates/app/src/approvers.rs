@@ -176,7 +176,7 @@ pub fn rename(store: &Store, id: &str, name: &str) -> Result<()> {
 
 /// One waiting item as an approver is shown it, with the digest its decision must name:
 /// a decision is carried out only on the item exactly as the device saw it.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ApproverItem {
     pub target: crate::consent::ConsentTarget,
@@ -184,15 +184,35 @@ pub struct ApproverItem {
     pub item: crate::consent::ConsentItem,
     /// The quorum it needs, and who decided so far (none: any one approver decides).
     pub quorum: Option<crate::quorum::QuorumView>,
+    /// The other devices looking at what waits: their live view open, or a request made,
+    /// within the last [`LOOKING_SECONDS`].
+    #[serde(default)]
+    pub looking: Vec<String>,
 }
+
+/// How recently a device was seen to count as looking (its live view refreshes it more
+/// often than this).
+pub const LOOKING_SECONDS: i64 = 60;
 
 fn digest(item: &crate::consent::ConsentItem) -> Result<String> {
     Ok(sha256_hex(&serde_json::to_vec(item)?))
 }
 
 /// What waits that an approver can decide (a guardian step is decided at its agent's
-/// door, on the owner's gate).
-pub fn waiting(store: &Store) -> Result<Vec<ApproverItem>> {
+/// door, on the owner's gate), as device `me` is shown it.
+pub fn waiting(store: &Store, me: &str, now: DateTime<Utc>) -> Result<Vec<ApproverItem>> {
+    let looking: Vec<String> = store
+        .approvers()?
+        .into_iter()
+        .filter(|a| a.id != me)
+        .filter(|a| {
+            a.last_seen
+                .as_deref()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .is_some_and(|t| (now - t.with_timezone(&Utc)).num_seconds() < LOOKING_SECONDS)
+        })
+        .map(|a| a.name)
+        .collect();
     let mut out = Vec::new();
     for item in crate::consent::pending(store)? {
         if let Some(target) = item.target() {
@@ -201,14 +221,14 @@ pub fn waiting(store: &Store) -> Result<Vec<ApproverItem>> {
                 Some(rule) => Some(crate::quorum::view(store, &rule, &target.key(), &digest)?),
                 None => None,
             };
-            out.push(ApproverItem { target, digest, item, quorum });
+            out.push(ApproverItem { target, digest, item, quorum, looking: looking.clone() });
         }
     }
     Ok(out)
 }
 
 /// A decision an approver signed, on the item whose digest it names.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ApproverDecision {
     pub target: crate::consent::ConsentTarget,
     pub digest: String,

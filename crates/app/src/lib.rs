@@ -47,6 +47,7 @@ pub mod export;
 pub mod first_run;
 pub mod guardian;
 pub mod history;
+pub mod membership;
 pub mod notify;
 pub mod peers;
 pub mod qr;

@@ -26,7 +26,7 @@ pub struct RuleInput {
 }
 
 /// A rule on an item, as the prompt shows it: who must agree, and who decided so far.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct QuorumView {
     pub rule: i64,
@@ -39,7 +39,7 @@ pub struct QuorumView {
     pub votes: Vec<VoteView>,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct VoteView {
     pub approver: String,

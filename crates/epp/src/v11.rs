@@ -306,7 +306,7 @@ pub fn beyond(asked: &Capabilities, allowed: &Capabilities) -> Vec<String> {
 // detail and the consent prompt): the integrity hash it passed, what the sender asks to
 // use, who attested to it, and payment or stake fields, shown but never acted on.
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Attested {
     pub role: String,
@@ -315,7 +315,7 @@ pub struct Attested {
     pub timestamp: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Inert {
     /// `payment`, `payment_proof` or `stake`.
@@ -326,7 +326,7 @@ pub struct Inert {
 }
 
 /// The v1.1 fields of an accepted (so verified) envelope.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Extras {
     /// The algorithm of the integrity hash the payload matched.

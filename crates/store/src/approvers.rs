@@ -126,6 +126,12 @@ impl Store {
         Ok(fresh)
     }
 
+    /// Notes that device `id` is looking (its live view is open).
+    pub fn approver_seen(&self, id: &str, seen_at: &str) -> Result<()> {
+        self.conn()?.execute("UPDATE approvers SET last_seen = ?2 WHERE id = ?1", args![id, seen_at])?;
+        Ok(())
+    }
+
     /// Sets (or, with None, stops) the mail notices of a device; whether it is there.
     pub fn approver_mail_set(&self, id: &str, mail: Option<&ApproverMail>) -> Result<bool> {
         let mut conn = self.conn()?;

@@ -26,7 +26,7 @@ pub struct AsopRuleRow {
     pub until: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct AsopStepRow {
     pub row: i64,

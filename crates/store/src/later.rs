@@ -8,7 +8,7 @@ use crate::receipts::{RECEIPT_SELECT, SEQS_OF_SENDER_1};
 use crate::{sender_key, Result, Store};
 
 /// One past message a grant for its sender and scope would have let through.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Covered {
     pub envelope_id: Option<String>,

@@ -8,6 +8,7 @@ import { riskText } from './risk';
 import { coveredList, lasting as lastingOf, lastingPicker, type LastingChoice } from './grants';
 import { quietBanner } from './quiet';
 import { fingerprint, senderLabel, when } from '../format';
+import { TeamSection } from './team';
 
 /** The keys (with Alt) that decide a prompt from the keyboard. */
 export const SHORTCUTS: Record<Decision, string> = { allow_once: 'O', always_allow_scope: 'A', ask_later: 'L', deny: 'D', block: 'B' };
@@ -56,9 +57,14 @@ export class ConsentView {
   /** Prompts are kept while they stay the same, so a redraw (another arrival) does not undo
    *  a choice being made on one (how long to allow, a date). */
   private cards = new Kept();
+  /** What waits at the team gates this desktop approves for, below the user's own. */
+  readonly team = new TeamSection();
   constructor(private onChange: () => void) {}
 
-  async load(): Promise<void> {
+  /** `fresh`: the tab was opened, and the team gates are asked again too (their own
+   *  streams keep them current otherwise). */
+  async load(fresh = false): Promise<void> {
+    if (fresh) void this.team.load();
     try {
       // One list of everything that waits (the count on the tab is its length).
       const [all, quiet] = await Promise.all([api.consentList(), api.quietHoursGet().catch(() => null)]);
@@ -74,7 +80,8 @@ export class ConsentView {
         ...items.map((it) => this.cards.get(JSON.stringify(it), () => this.card(it))),
         later.length ? h('details', { className: 'later', id: 'consent-later' },
           h('summary', {}, `Put off (${later.length}) — nothing was allowed or denied; each asks again when its time comes`),
-          ...later.map((it) => this.cards.get(JSON.stringify(it), () => this.card(it)))) : null);
+          ...later.map((it) => this.cards.get(JSON.stringify(it), () => this.card(it)))) : null,
+        this.team.el);
       this.asks.sweep();
       this.cards.sweep();
       this.wakeAt(later.map((it) => it.later ?? '').filter(Boolean));

@@ -6,6 +6,7 @@ import { failed } from './parts';
 import { mailAccounts } from './email';
 import { quietCard } from './quiet';
 import { approversCard } from './approvers';
+import { teamCard } from './team';
 import { when } from '../format';
 
 /** What the one text field shows of an executor: its folder, program, model, swarm or peer.
@@ -81,6 +82,7 @@ export class SettingsView {
       form,
       await mailAccounts(),
       await approversCard(`http://127.0.0.1:${info.settings.port}`),
+      await teamCard(),
       await this.executors(),
       await quietCard(),
       await this.retention(),

@@ -19,7 +19,7 @@ use gatehouse_store::{Policy, Store, StoreError};
 use serde::Serialize;
 
 /// One thing waiting for the user.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ConsentItem {
@@ -137,7 +137,7 @@ impl ConsentItem {
 }
 
 /// A knock's claim to be (or act for) an existing contact.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Claim {
     pub contact_id: i64,
@@ -241,7 +241,7 @@ pub fn waiting_count(store: &Store) -> Result<usize, ConsentError> {
     Ok(store.count_waiting()? as usize)
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct DecisionOutcome {
     pub message: String,

@@ -18,6 +18,7 @@ mod intent;
 mod layers;
 mod mail;
 mod mail_v2;
+mod membership;
 mod model;
 mod notify;
 mod phone;

@@ -9,8 +9,6 @@ use gatehouse_app::approvers;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-
 struct Browser {
     http: reqwest::Client,
     session: String,
@@ -99,10 +97,18 @@ impl Browser {
         self.screenshot("phone-timeout").await;
         panic!("timed out waiting for {css} to contain {needle:?}; the page shows {:?}", self.text("body").await);
     }
+    /// Clicks in the page's own event loop, retried until an element is there to take
+    /// it: the page draws its list again whenever what waits changes, and an element found
+    /// by one WebDriver call may be gone by the next.
     async fn click(&self, css: &str) {
-        let found = self.cmd(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css}))).await;
-        let id = found[ELEMENT].as_str().unwrap_or_else(|| panic!("no {css}: {found}")).to_string();
-        self.cmd(reqwest::Method::POST, &format!("/element/{id}/click"), Some(json!({}))).await;
+        let js = format!("const e = document.querySelector({}); if (!e) return false; e.click(); return true;", serde_json::to_string(css).unwrap());
+        for _ in 0..200 {
+            if self.script(&js).await == json!(true) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no {css} to click; the page shows {:?}", self.text("body").await);
     }
     async fn screenshot(&self, name: &str) {
         use base64::Engine as _;
