@@ -94,6 +94,7 @@ fn two_desktops_and_a_phone_decide_a_knock_at_a_team_gate_two_of_three() {
     ana.wait_text(card, "pharmacy bot");
     let at_ana = knocked.elapsed();
     ben.wait_text(card, "pharmacy bot");
+    ben.wait_text("#waiting-count", "1");
     let at_ben = knocked.elapsed();
     phone.wait_text(".card.waiting", "pharmacy bot");
     let at_phone = knocked.elapsed();

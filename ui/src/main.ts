@@ -42,6 +42,12 @@ const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'
 const nav = h('nav', {}, ...tabs.map(([t, label]) =>
   h('button', { className: 'tab', id: `nav-${t}`, 'data-tab': t, onclick: () => void show(t, true) }, label, t === 'consent' ? waitingBadge : null)));
 
+/** The tab's count: what waits at this gate and at the team gates this desktop decides for. */
+function countWaiting(): void {
+  const n = (info?.waiting ?? 0) + consent.team.count();
+  waitingBadge.textContent = n ? String(n) : '';
+}
+
 async function refreshInfo(): Promise<void> {
   try {
     info = await api.appInfo();
@@ -49,7 +55,7 @@ async function refreshInfo(): Promise<void> {
     statusPill.className = `pill ${st.error ? 'error' : st.running ? 'ok' : 'paused'}`;
     statusPill.textContent = st.error ? st.error : st.running ? `Listening on ${st.listening}` : 'Inbox paused';
     pauseBtn.textContent = st.running ? 'Pause inbox' : 'Resume inbox';
-    waitingBadge.textContent = info.waiting ? String(info.waiting) : '';
+    countWaiting();
     floodPill.hidden = !floodText(info.unkept);
     floodPill.textContent = floodText(info.unkept);
     if (info.welcome && !welcome.firstChild) replace(welcome, welcomeCard(info, () => { replace(welcome); void refreshInfo(); }));
@@ -104,7 +110,9 @@ const settle = afterQuiet(refreshInfo, 2_000);
 void onInboxEvent(() => { redraw(); settle(); });
 void onStatus(() => void refreshInfo());
 // A team gate said what waits there now: drawn at once, wherever the window is.
-void onTeamChanged((t) => consent.team.update(t));
+void onTeamChanged((t) => { consent.team.update(t); countWaiting(); });
+// Read once at start: a gate's first word may have come before the window listened.
+void consent.team.load().then(countWaiting);
 // A contact's "Messages": the inbox, every key of theirs.
 window.addEventListener(CONTACT_HISTORY, (e) => {
   const { id, name } = (e as CustomEvent<{ id: number; name: string }>).detail;
