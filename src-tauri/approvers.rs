@@ -1,5 +1,5 @@
 //! Approver devices in the window: the owner invites a phone or a member (the page's
-//! address with a one-time code, and its QR code to scan), sees the devices and removes
+//! address with a one-time code, and its QR code to scan), sees the devices, renames and removes
 //! one. One call each into gatehouse_app::approvers, which the CLI calls too.
 
 use gatehouse_app::approvers::{self, Approver, Invitation};
@@ -47,4 +47,12 @@ pub async fn approvers_list(shell: ShellState<'_>) -> Result<Vec<Approver>> {
 pub async fn approver_remove(shell: ShellState<'_>, id: String) -> Result<()> {
     let c = shell.inner().clone();
     blocking(move || approvers::remove(&c.store, &id)).await
+}
+
+/// Names a device anew (as its list and the activity log show it).
+#[tauri::command]
+#[specta::specta]
+pub async fn approver_rename(shell: ShellState<'_>, id: String, name: String) -> Result<()> {
+    let c = shell.inner().clone();
+    blocking(move || approvers::rename(&c.store, &id, &name)).await
 }

@@ -36,6 +36,7 @@ app_commands![
     approvers::approver_invite,
     approvers::approvers_list,
     approvers::approver_remove,
+    approvers::approver_rename,
     commands::settings_set,
     commands::retention_get,
     commands::retention_set,

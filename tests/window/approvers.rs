@@ -1,5 +1,5 @@
 //! Approvers from the owner's window: Settings invites a phone (the page's address with a
-//! one-time code, and its QR code), shows the device once it joined, and removes it; the
+//! one-time code, and its QR code), shows the device once it joined, names it anew and removes it; the
 //! removed device's next request is refused.
 
 use crate::harness::*;
@@ -44,8 +44,13 @@ fn the_owner_invites_a_phone_sees_it_join_and_removes_it() {
     app.click("#nav-inbox");
     app.click("#nav-settings");
     app.wait_text("#approvers-list", "Ana's phone");
-    app.click(&format!("#approvers-list li[data-id='{id}'] button"));
-    app.wait_text("#approvers-msg", "Removed Ana's phone");
+    // Named anew: the list and the gate's record say so.
+    app.type_into(&format!("#approvers-list li[data-id='{id}'] input.approver-name"), "Ana's work phone");
+    app.click(&format!("#approvers-list li[data-id='{id}'] button[data-action='rename']"));
+    app.wait_text("#approvers-msg", "Renamed Ana's phone to Ana's work phone.");
+    app.wait_text(&format!("#approvers-list li[data-id='{id}'] strong"), "Ana's work phone");
+    app.click(&format!("#approvers-list li[data-id='{id}'] button[data-action='remove']"));
+    app.wait_text("#approvers-msg", "Removed Ana's work phone");
     app.wait_text("#approvers-list", "No devices yet.");
 
     let date = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);

@@ -65,6 +65,8 @@ export const commands = {
 	approversList: () => __TAURI_INVOKE<Approver_Serialize[]>("approvers_list"),
 	/**  Removes a device: its next request is refused. */
 	approverRemove: (id: string) => __TAURI_INVOKE<null>("approver_remove", { id }),
+	/**  Names a device anew (as its list and the activity log show it). */
+	approverRename: (id: string, name: string) => __TAURI_INVOKE<null>("approver_rename", { id, name }),
 	settingsSet: (settings: DesktopSettings_Deserialize) => __TAURI_INVOKE<InboxStatus_Serialize>("settings_set", { settings }),
 	retentionGet: () => __TAURI_INVOKE<Retention_Serialize>("retention_get"),
 	/**  Applied by the inbox's next clean-up (every 10 minutes), not at once. */

@@ -259,6 +259,10 @@ pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver
         (Some(_), _) | (None, true) => return Err(changed()),
         (None, false) => return Err(CommandError::new(Code::Gone, "nothing waits under this name any more: it was decided, or it ran out")),
     };
+    // A duration that cannot be granted is refused before it counts as a vote.
+    if d.decision == crate::consent::Decision::AlwaysAllowScope {
+        d.lasting.end(crate::doors::gate::clock::now())?;
+    }
     // Under a quorum this is one vote; only the vote that reaches it decides.
     let store = gate.store().clone();
     let (key, seen, who, decision) = (d.target.key(), d.digest.clone(), approver.id.clone(), d.decision);
@@ -288,6 +292,20 @@ pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver
         }
         Some(crate::quorum::Cast::Decides { agreed }) => agreed,
     };
-    let by = crate::consent::By::Approver { id: approver.id, name: approver.name, digest: d.digest, agreed };
-    crate::consent::decide_fetching_as(gate, d.target, d.decision, lasting, by).await
+    let by_quorum = !agreed.is_empty();
+    let (key, who) = (d.target.key(), approver.id.clone());
+    let by = crate::consent::By::Approver { id: approver.id, name: approver.name, digest: d.digest.clone(), agreed };
+    let out = crate::consent::decide_fetching_as(gate.clone(), d.target, d.decision, lasting, by).await;
+    if out.is_err() && by_quorum {
+        // Not carried out (a DID document that could not be fetched, a scope that cannot
+        // be granted): the item waits as before this vote, which is taken back.
+        let (store, digest) = (gate.store().clone(), d.digest);
+        crate::blocking(move || {
+            store.quorum_withdraw(&key, &digest, &who)?;
+            store.waiting_changed();
+            Ok(())
+        })
+        .await?;
+    }
+    out
 }

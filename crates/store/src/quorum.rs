@@ -141,6 +141,18 @@ impl Store {
         Ok(out)
     }
 
+    /// Takes back `approver`'s deciding vote on `item` as `digest` names it, and the
+    /// decision it made, when that decision could not be carried out: the item waits as
+    /// before the vote.
+    pub fn quorum_withdraw(&self, item: &str, digest: &str, approver: &str) -> Result<()> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        tx.execute("UPDATE quorum_items SET decided = NULL, decided_at = NULL WHERE item = ?1 AND digest = ?2", args![item, digest])?;
+        tx.execute("DELETE FROM quorum_votes WHERE item = ?1 AND digest = ?2 AND approver_id = ?3", args![item, digest, approver])?;
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Whether `item` as `digest` names it was decided by a quorum.
     pub fn quorum_decided(&self, item: &str, digest: &str) -> Result<Option<String>> {
         Ok(self

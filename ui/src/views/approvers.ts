@@ -1,10 +1,10 @@
 // Approver devices in Settings: invite a phone or a team member (the approval page's
-// address with a one-time code, and its QR code to scan), see the devices, remove one.
+// address with a one-time code, and its QR code to scan), see the devices, rename or remove one.
 import { api, errorText, type Approver } from '../api';
 import { h, replace } from '../dom';
 
 function deviceRow(a: Approver, msg: HTMLElement, redraw: () => Promise<void>): HTMLElement {
-  const remove = h('button', { className: 'secondary danger', onclick: async () => {
+  const remove = h('button', { className: 'secondary danger', 'data-action': 'remove', onclick: async () => {
     try {
       await api.approverRemove(a.id);
       msg.textContent = `Removed ${a.name}: its requests are refused from now on.`;
@@ -12,10 +12,19 @@ function deviceRow(a: Approver, msg: HTMLElement, redraw: () => Promise<void>): 
     } catch (e) { msg.textContent = errorText(e); }
   } }, 'Remove');
   remove.setAttribute('aria-label', `Remove ${a.name}`);
+  const name = h('input', { type: 'text', className: 'approver-name', value: a.name, maxLength: 80, 'aria-label': `New name for ${a.name}` });
+  const rename = h('form', { className: 'inline', onsubmit: async (e: Event) => {
+    e.preventDefault();
+    try {
+      await api.approverRename(a.id, name.value);
+      msg.textContent = `Renamed ${a.name} to ${name.value.trim()}.`;
+      await redraw();
+    } catch (err) { msg.textContent = errorText(err); }
+  } }, name, h('button', { className: 'secondary', type: 'submit', 'data-action': 'rename' }, 'Rename'));
   return h('li', { className: 'approver', 'data-id': a.id },
     h('strong', {}, a.name), ' ',
     h('span', { className: 'muted small' }, a.last_seen ? `last seen ${a.last_seen}` : 'not seen yet'), ' ',
-    remove);
+    rename, ' ', remove);
 }
 
 export async function approversCard(defaultUrl: string): Promise<HTMLElement> {

@@ -98,3 +98,31 @@ async fn two_denies_agree_whatever_duration_each_page_had_selected() {
     assert!(!second["message"].as_str().unwrap().contains("vote is counted"), "the second deny decides: {second}");
     assert!(waiting(&inbox, &a).await.is_empty());
 }
+
+/// The vote that completes a quorum but cannot be carried out (here: "always allow" for a
+/// knock whose scope is not one scope) does not leave the item decided: it still waits,
+/// and the same device can decide it otherwise. A duration that has passed is refused
+/// before it counts as a vote at all.
+#[tokio::test]
+async fn a_deciding_vote_that_cannot_be_carried_out_leaves_the_item_waiting() {
+    let inbox = TestInbox::start(&pubhex(&key(0x77)), false).await;
+    let (a, b) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await);
+    quorum::rule_add(&inbox.store, RuleInput { scope: None, sender: None, need: 1, approvers: vec![a.id.clone(), b.id.clone()], deny_ends: None }).unwrap();
+    inbox.store.pending_record("epp", &pubhex(&key(0x78)), "*", "x", "2026-11-24T00:00:00Z").unwrap();
+    let item = waiting(&inbox, &a).await[0].clone();
+    let (status, out) = vote(&inbox, &a, &item, "always_allow_scope").await;
+    assert_eq!((status, out["code"].as_str()), (400, Some("INVALID")), "{out}");
+    let still = waiting(&inbox, &b).await;
+    assert_eq!(still.len(), 1, "it still waits");
+    assert!(still[0]["quorum"]["votes"].as_array().unwrap().is_empty(), "the vote that failed is not counted: {}", still[0]);
+
+    let past = json!({"target": item["target"], "digest": item["digest"], "decision": "always_allow_scope", "lasting": {"for": "until", "date": "2020-01-01"}})
+        .to_string();
+    let (status, out) = call(&inbox, &b, reqwest::Method::POST, "/approve/decide", &past).await;
+    assert_eq!((status, out["code"].as_str()), (400, Some("INVALID")), "{out}");
+    assert!(waiting(&inbox, &b).await[0]["quorum"]["votes"].as_array().unwrap().is_empty());
+
+    let (status, out) = vote(&inbox, &a, &item, "deny").await;
+    assert_eq!(status, 200, "{out}");
+    assert!(waiting(&inbox, &a).await.is_empty(), "denied");
+}
