@@ -52,6 +52,35 @@ fn wait_listening(port: u16, what: &str, log: &Path) {
     panic!("{what} did not listen on {port}: {}", std::fs::read_to_string(log).unwrap_or_default());
 }
 
+/// Waits until Dovecot lets `USER` log in on its plain port: the port listens before its
+/// auth process answers, and a login in between is refused "[UNAVAILABLE] Temporary
+/// authentication failure" (seen on a loaded 2-core CI machine).
+fn wait_login(port: u16, log: &Path) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut last = String::from("no answer");
+    for _ in 0..200 {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut line = String::new();
+            if r.read_line(&mut line).is_ok() && line.starts_with("* OK") && s.write_all(format!("a LOGIN {USER} {PASSWORD}\r\n").as_bytes()).is_ok() {
+                // Untagged lines may come first; the tagged one is the answer.
+                line.clear();
+                while r.read_line(&mut line).unwrap_or(0) > 0 && !line.starts_with("a ") {
+                    line.clear();
+                }
+                if line.starts_with("a OK") {
+                    let _ = s.write_all(b"b LOGOUT\r\n");
+                    return;
+                }
+                last = line.trim().to_string();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("Dovecot did not let {USER} log in on {port}: {last}; {}", std::fs::read_to_string(log).unwrap_or_default());
+}
+
 fn start(bin: &Path, args: &[&str]) -> Group {
     Group(Command::new(bin).args(args).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0).spawn().unwrap())
 }
@@ -171,6 +200,9 @@ impl Dovecot {
         // Killed with its group when dropped, on the way out of a failed start too.
         self.child = Some(start(&self.bin, &["-c", conf.to_str().unwrap(), "-F"]));
         wait_listening(self.port, "Dovecot", &self.dir.path().join("dovecot.log"));
+        if self.certificate.is_none() {
+            wait_login(self.port, &self.dir.path().join("dovecot.log"));
+        }
         if self.tls_port != 0 {
             wait_listening(self.tls_port, "Dovecot (IMAPS)", &self.dir.path().join("dovecot.log"));
         }

@@ -88,6 +88,17 @@ impl EmailError {
     }
 }
 
+/// A login the server did not take: refused for good (the credentials), unless the server
+/// says its authentication is down for now (RFC 5530's `[UNAVAILABLE]`, Dovecot's
+/// "Temporary authentication failure"), which trying again later can mend: an account is
+/// not left waiting for the user because the provider's login service hiccupped.
+fn refused_login(user: &str, detail: String) -> EmailError {
+    if detail.contains("[UNAVAILABLE]") {
+        return EmailError::Imap(format!("the server could not check the login for {user} just now: {detail}"));
+    }
+    EmailError::LoginRefused { user: user.to_string(), detail }
+}
+
 impl From<async_imap::error::Error> for EmailError {
     fn from(e: async_imap::error::Error) -> Self {
         EmailError::Imap(e.to_string())
@@ -196,7 +207,7 @@ pub async fn connect(a: &Account, password: &str) -> Result<Session, EmailError>
                 async_imap::Client::new(wrap(a, &at, plain.into_inner()).await?)
             }
         };
-        client.login(&a.user, password).await.map_err(|(e, _)| EmailError::LoginRefused { user: a.user.clone(), detail: e.to_string() })
+        client.login(&a.user, password).await.map_err(|(e, _)| refused_login(&a.user, e.to_string()))
     };
     tokio::time::timeout(CONNECT, go).await.map_err(|_| EmailError::Unreachable(at.clone(), format!("no answer within {} s", CONNECT.as_secs())))?
 }
@@ -359,5 +370,18 @@ mod tests {
         assert_eq!(super::uid_set(&[7]), "7");
         assert_eq!(super::uid_set(&[]), "");
         assert_eq!(super::uid_set(&[u32::MAX - 1, u32::MAX]), format!("{}:{}", u32::MAX - 1, u32::MAX), "the last UID does not wrap");
+    }
+
+    /// Dovecot's answer while its auth process is busy or starting (seen in CI): the
+    /// account is tried again, not left for the user; a wrong password still is.
+    #[test]
+    fn a_login_refused_for_now_is_tried_again_and_a_wrong_password_is_not() {
+        let busy = super::refused_login(
+            "alice",
+            r#"no response: code: None, info: Some("[UNAVAILABLE] Temporary authentication failure. [vm:2026-11-27 03:09:32]")"#.into(),
+        );
+        assert!(busy.transient(), "{busy}");
+        let wrong = super::refused_login("alice", r#"no response: code: None, info: Some("[AUTHENTICATIONFAILED] Authentication failed.")"#.into());
+        assert!(!wrong.transient() && wrong.code() == gatehouse_code::Code::Unauthorized, "{wrong}");
     }
 }
