@@ -58,7 +58,9 @@ fn wait_listening(port: u16, what: &str, log: &Path) {
 fn wait_login(port: u16, log: &Path) {
     use std::io::{BufRead, BufReader, Write};
     let mut last = String::from("no answer");
-    for _ in 0..200 {
+    // A refused login is answered after Dovecot's 2 s failure delay: bounded in time, not tries.
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_secs(30) {
         if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
             let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
             let mut r = BufReader::new(s.try_clone().unwrap());
