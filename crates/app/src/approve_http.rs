@@ -237,7 +237,7 @@ async fn events(State(s): State<Approve>, method: Method, uri: Uri, headers: Hea
         let (event, next) = if removed {
             (Event::default().event("removed").data("this device was removed from the gate"), Phase::Done)
         } else {
-            (Event::default().event("waiting").data(""), Phase::Following)
+            (Event::default().event("waiting").data("what waits changed"), Phase::Following)
         };
         Some((Ok::<_, std::convert::Infallible>(event), (changes, gate, id, next)))
     });

@@ -218,6 +218,17 @@ fn mark_removed(store: &Store, id: &str) -> Result<()> {
     save(store, &all)
 }
 
+/// Keeps that the gate refused this device as one it does not know (it was removed), if
+/// `e` says so; whether it did.
+async fn kept_if_removed(store: &std::sync::Arc<Store>, id: &str, e: &CommandError) -> Result<bool> {
+    if e.code != Code::Unauthorized || !e.message.contains("no such approver") {
+        return Ok(false);
+    }
+    let (store, id) = (store.clone(), id.to_string());
+    crate::blocking(move || mark_removed(&store, &id)).await?;
+    Ok(true)
+}
+
 /// A device's key, loaded from the keychain.
 struct Device {
     m: Membership,
@@ -269,10 +280,7 @@ impl Device {
         let resp = self.request(&client()?, method, path, body)?.timeout(TIMEOUT).send().await.map_err(|e| unreachable(&url, e))?;
         let out = answer(&url, resp).await;
         if let Err(e) = &out {
-            if e.code == Code::Unauthorized && e.message.contains("no such approver") {
-                let (store, id) = (store.clone(), self.m.id.clone());
-                crate::blocking(move || mark_removed(&store, &id)).await?;
-            }
+            kept_if_removed(store, &self.m.id, e).await?;
         }
         out
     }
@@ -337,30 +345,26 @@ pub async fn follow(ctx: &Context, id: &str, mut on: impl FnMut(Heard)) -> Resul
     let resp = d.request(&client()?, reqwest::Method::GET, "/approve/events", Vec::new())?.send().await.map_err(|e| unreachable(&url, e))?;
     if !resp.status().is_success() {
         let e = answer(&url, resp).await.err().unwrap_or_else(|| CommandError::new(Code::Protocol, "no stream"));
-        if e.code == Code::Unauthorized && e.message.contains("no such approver") {
-            mark_removed(&ctx.store, id)?;
+        if kept_if_removed(&ctx.store, id, &e).await? {
             on(Heard::Removed);
         }
         return Err(e);
     }
-    let mut resp = resp;
-    let mut buf: Vec<u8> = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| unreachable(&url, e))? {
-        buf.extend_from_slice(&chunk);
-        while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
-            let event: Vec<u8> = buf.drain(..end + 2).collect();
-            let text = String::from_utf8_lossy(&event);
-            if text.lines().any(|l| l == "event: removed") {
-                mark_removed(&ctx.store, id)?;
+    let mut events = std::pin::pin!(gatehouse_sse::events(resp.bytes_stream(), MAX_EVENT));
+    while let Some(event) = futures_util::StreamExt::next(&mut events).await {
+        let event = event.map_err(|e| match e {
+            gatehouse_sse::SseError::Transport(why) => CommandError::new(Code::Unreachable, format!("the team's gate's stream at {url} broke: {why}")),
+            other => CommandError::new(Code::Protocol, format!("the team's gate's stream at {url}: {other}")),
+        })?;
+        match event.event.as_str() {
+            "removed" => {
+                let (store, id) = (ctx.store.clone(), id.to_string());
+                crate::blocking(move || mark_removed(&store, &id)).await?;
                 on(Heard::Removed);
                 return Ok(());
             }
-            if text.lines().any(|l| l == "event: waiting") {
-                on(Heard::Changed);
-            }
-        }
-        if buf.len() > MAX_EVENT {
-            return Err(CommandError::new(Code::Protocol, format!("the team's gate sent an event longer than {MAX_EVENT} bytes at {url}")));
+            "waiting" => on(Heard::Changed),
+            _ => {}
         }
     }
     Ok(())
