@@ -178,6 +178,9 @@ impl Dovecot {
         let mail_user =
             if is_root() { "uid=dovecot gid=dovecot".to_string() } else { format!("uid={} gid={}", unsafe { libc::getuid() }, unsafe { libc::getgid() }) };
         std::fs::write(d.join("passwd"), format!("{USER}:{{PLAIN}}{PASSWORD}\n")).unwrap();
+        // Dovecot's auth process (the dovecot user, as root) reads it: readable whatever the
+        // process's umask (a gate opened in the same test process sets 077 for its own files).
+        std::fs::set_permissions(d.join("passwd"), std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
         let conf = format!(
             "base_dir = {r}/run\nstate_dir = {r}/state\nlog_path = {r}/dovecot.log\nprotocols = imap\nlisten = 127.0.0.1\n{ssl}\
              auth_mechanisms = plain login\nfirst_valid_uid = 1\n{users}\

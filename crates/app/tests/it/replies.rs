@@ -97,7 +97,13 @@ async fn an_answer_goes_back_signed_in_the_same_conversation() {
         (answer.conversation_id.as_deref(), answer.in_reply_to.as_deref()),
         (Some("7a1c0000-0000-4000-8000-000000000007"), asked["envelope_id"].as_str())
     );
-    // A keeps the reply, sent, with the receipt B gave.
+    // A keeps the reply, sent, with the receipt B gave (recorded once B's answer is read,
+    // which can be just after B has stored the envelope).
+    let astore = a.store.clone();
+    eventually("A to keep B's receipt", || {
+        astore.replies_for_conversation("7a1c0000-0000-4000-8000-000000000007").unwrap().first().is_some_and(|r| r.receipt.is_some())
+    })
+    .await;
     let replies = a.store.replies_for_conversation("7a1c0000-0000-4000-8000-000000000007").unwrap();
     assert_eq!(replies.len(), 1);
     assert_eq!((replies[0].state.as_str(), replies[0].receipt.as_ref().unwrap()["status"].as_str()), ("sent", Some("accepted")));
