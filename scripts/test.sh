@@ -6,6 +6,13 @@
 # every reader of others' bytes (scripts/fuzz.sh; longer runs there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage says how long the one before it took, so a run that nears CI's budget shows
+# where the time went.
+STAGE_START=$SECONDS
+stage() {
+  echo "== $*   [the step before took $((SECONDS - STAGE_START)) s; $SECONDS s in all]"
+  STAGE_START=$SECONDS
+}
 bash scripts/setup.sh
 # The real peers (the MAIL reference server), outside the repository; their tests must run.
 bash scripts/setup-peers.sh
@@ -14,40 +21,41 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # A fresh clone gains nothing from incremental state, and it was a third of the build's
 # disk (2 GB); a CI disk that filled mid-link failed a whole run.
 export CARGO_INCREMENTAL=0
-echo "== disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free here before building"
+stage "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free here before building"
 mkdir -p "$HOME/.local/share/keyrings"
 
-echo "== test data: unchanged since copied or recorded (tests/data/*/PROVENANCE.md)"
+stage "test data: unchanged since copied or recorded (tests/data/*/PROVENANCE.md)"
 (cd tests/data/vectors && sha256sum --check --quiet --strict SHA256SUMS)
 (cd tests/data/mail-reference-1.3.6 && sha256sum --check --quiet --strict SHA256SUMS)
 (cd tests/data/epp-reference-1.1 && sha256sum --check --quiet --strict SHA256SUMS)
 
-echo "== ui: install, lint, unit tests, build"
+stage "ui: install, lint, unit tests, build"
 (cd ui && npm install --no-audit --no-fund && npm run lint && npm test && npm run build)
 
-echo "== format and lints"
+stage "format and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "== dependency audit (advisories, licences, bans, sources)"
+stage "dependency audit (advisories, licences, bans, sources)"
 bash scripts/audit.sh
 
-echo "== build"
+stage "build"
 cargo build --workspace --all-targets --locked
 
-echo "== test"
+stage "test"
 # A hung test (a keychain call waiting on a prompt, a stuck window) fails the run after
 # 45 minutes instead of using up CI's 90.
 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
   scripts/with-keyring.sh sh -c 'timeout --foreground 45m cargo test --workspace --locked --no-fail-fast 2>&1' \
   2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
 
-echo "== the gate's suite again, on PostgreSQL (a team's gate): the same tests, the other store"
+stage "the gate's suite again, on PostgreSQL (a team's gate): the same tests, the other store"
 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
   scripts/with-keyring.sh sh -c 'GATEHOUSE_TEST_STORE=postgres timeout --foreground 15m cargo test -p gatehouse-app --test it --locked 2>&1' \
   2> >(grep -v -e "Failed to set fd limit" -e "org.a11y" -e "Activating service" -e "Successfully activated" >&2)
 
-echo "== disk: target/ holds $(du -sh target | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
+stage "disk: target/ holds $(du -sh target | cut -f1), $(df -h --output=avail . | tail -1 | tr -d ' ') free"
 
-echo "== fuzz (20 s per target)"
+stage "fuzz (20 s per target)"
 bash scripts/fuzz.sh 20
+stage "done"
