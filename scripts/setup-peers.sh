@@ -44,4 +44,5 @@ install_venv() { # name requirements
 
 install_venv mail-1.3.6 tests/peers/mail-1.3/requirements.txt
 install_venv mail-2.0.1 tests/peers/mail-2.0/requirements.txt
+install_venv a2a-1.3.0 tests/peers/a2a/requirements.txt
 echo "setup-peers: ok ($PEERS)"

@@ -2574,7 +2574,9 @@ export type Share = {
  *  registry, which no door recorded, the form of the key says: only the guardian names
  *  agents `asop:…`, only IntentWeb pins keys for its scope, a DID is a UAMP agent's.
  */
-export type Source = "epp_sender" | "uamp_agent" | "intent_site" | "asop_agent";
+export type Source = "epp_sender" | "uamp_agent" | "intent_site" | "asop_agent" | 
+/**  An A2A agent, known by a token the user issued or its certificate's key. */
+"a2a_agent";
 
 export type StartInput = StartInput_Serialize;
 

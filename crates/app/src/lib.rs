@@ -11,6 +11,7 @@
 //! - [`executors`]: which executor runs for which scope (validated, confirmed, audited); retry
 //! - [`notify`]: approvers told by mail that something waits (bounded, quiet hours)
 //! - [`peers`]: UAMP peers with their tokens in the keychain
+//! - [`a2a`]: A2A agents let in with a token the user issues
 //! - [`email`]: mail accounts followed for envelopes, their passwords in the keychain
 //! - [`swarms`]: MAIL swarms with their tokens; tasks sent, followed, listed, imported
 //! - [`sites`]: IntentWeb sites and the conversations with them
@@ -22,7 +23,7 @@
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
 //! - [`risk`]: risk flags the user dismisses
 //! - [`serve`]: where the doors listen and the gate they open onto, for both faces
-//! - [`doors`]: the gate and its five doors (each its own crate), composed once
+//! - [`doors`]: the gate and its six doors (each its own crate), composed once
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
 //! - [`approve_http`]: the approvers' HTTP API on the gate's listener
 //! - [`approvers`]: devices that may decide what waits: invited, joined with a key, signed requests
@@ -32,6 +33,7 @@
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
 #![cfg_attr(not(test), deny(clippy::string_slice))]
 
+pub mod a2a;
 pub mod approve_http;
 pub mod approvers;
 pub mod audit;

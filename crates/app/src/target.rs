@@ -54,6 +54,8 @@ pub enum Source {
     UampAgent,
     IntentSite,
     AsopAgent,
+    /// An A2A agent, known by a token the user issued or its certificate's key.
+    A2aAgent,
 }
 
 impl Source {
@@ -63,6 +65,7 @@ impl Source {
             guardian::DOOR => Source::AsopAgent,
             intent::DOOR => Source::IntentSite,
             crate::doors::uamp::DOOR => Source::UampAgent,
+            crate::doors::a2a::DOOR => Source::A2aAgent,
             _ => Source::EppSender,
         }
     }
@@ -71,6 +74,8 @@ impl Source {
     pub fn of_key(key: &str, scope: Option<&str>) -> Source {
         if key.starts_with("asop:") {
             Source::AsopAgent
+        } else if crate::doors::a2a::is_caller_id(key) {
+            Source::A2aAgent
         } else if scope == Some(intent::SCOPE) {
             // IntentSite keys are DIDs too; only IntentWeb records this scope.
             Source::IntentSite
@@ -86,7 +91,7 @@ impl Source {
         match self {
             Source::AsopAgent => Some(guardian::SCOPE),
             Source::IntentSite => Some(intent::SCOPE),
-            Source::EppSender | Source::UampAgent => None,
+            Source::EppSender | Source::UampAgent | Source::A2aAgent => None,
         }
     }
 }

@@ -163,6 +163,12 @@ pub(crate) fn check_sender_id(id: &str, policy: &Policy) -> std::result::Result<
         if agent.trim().is_empty() {
             return Err(ConsentError::Invalid("an ASOP agent needs its id (asop:<agent id>)".into()));
         }
+    } else if id.starts_with("a2a:") {
+        // An A2A agent is known by what it proved at the transport: the hash of a token
+        // the user issued, or of its certificate's key.
+        if !crate::doors::a2a::is_caller_id(id) {
+            return Err(ConsentError::Invalid(format!("not an A2A agent's key: {id} (a2a:token:<sha256> or a2a:key:<sha256>)")));
+        }
     } else if id.starts_with("did:web:") {
         gatehouse_uamp::did::did_web_url(id).map_err(ConsentError::Invalid)?;
         if policy.uamp_keys.is_empty() {

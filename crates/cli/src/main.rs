@@ -1,5 +1,6 @@
 //! `gatehouse`: the headless face of Gatehouse. Same crates, same store as the app.
 
+mod a2a;
 mod approvers;
 mod audit;
 mod bench;
@@ -77,6 +78,9 @@ enum Command {
     /// UAMP: identity and certificate, tokens for senders, peers to send to
     #[command(subcommand)]
     Uamp(uamp::UampCmd),
+    /// A2A: agents let in with a token you give them
+    #[command(subcommand)]
+    A2a(a2a::A2aCmd),
     /// MAIL: swarms, tasks followed live, task logs imported
     #[command(subcommand)]
     Mail(mail::MailCmd),
@@ -438,6 +442,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             }
         }
         Command::Uamp(cmd) => return uamp::run(cmd, &data_dir, open(true)?),
+        Command::A2a(cmd) => return a2a::run(cmd, open(false)?),
         Command::Mail(cmd) => return mail::run(cmd, &data_dir, open(true)?),
         Command::Email(cmd) => return email::run(cmd, &data_dir, open(true)?),
         Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?),

@@ -212,8 +212,11 @@ pub async fn serve(
                 Err(_) => return,
             };
             // Verified above; what the handlers need is the key.
-            let client = ClientKey(tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(|c| PublicKey::from_certificate(c).ok()));
-            let app = app.layer(axum::Extension(client));
+            let cert = tls.get_ref().1.peer_certificates().and_then(|c| c.first());
+            let client = ClientKey(cert.and_then(|c| PublicKey::from_certificate(c).ok()));
+            // Other doors on this listener read who the client is in no protocol's terms.
+            let peer = cert.map(|c| gatehouse_net::peer::PeerKey::from_certificate(c)).unwrap_or_default();
+            let app = app.layer(axum::Extension(client)).layer(axum::Extension(peer));
             let activity = gatehouse_net::conn::Activity::default();
             let service = hyper_util::service::TowerToHyperService::new(gatehouse_net::conn::tracked(app, activity.clone()));
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);

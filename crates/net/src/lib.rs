@@ -7,6 +7,7 @@
 //! - [`dropped`]: files in the watched folder another door reads (MAIL task logs)
 //! - [`regular_file`]: reading files others put where Gatehouse looks (regular, bounded)
 //! - [`plain`]: the plain HTTP listener (header deadline, the checks above)
+//! - [`peer`]: who a TLS client is (its certificate's key), for any door to read
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1).
@@ -16,5 +17,6 @@ pub mod body;
 pub mod conn;
 pub mod dropped;
 pub mod host_check;
+pub mod peer;
 pub mod plain;
 pub mod regular_file;

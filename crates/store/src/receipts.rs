@@ -179,6 +179,16 @@ impl Store {
         Ok(())
     }
 
+    /// Moves an envelope from `from` to `to` only if it is still in `from` (a sender
+    /// cancelling what waits, while the user or a runner may be taking it): whether it moved.
+    pub fn set_exec_from(&self, id: i64, from: ExecStatus, to: ExecStatus, result: Option<&serde_json::Value>, now: &str) -> Result<bool> {
+        let n = self.conn()?.execute(
+            "UPDATE envelopes SET exec_status = ?3, exec_result = ?4, exec_updated_at = ?5 WHERE id = ?1 AND exec_status = ?2",
+            args![id, from.as_str(), to.as_str(), result.map(|r| r.to_string()), now],
+        )?;
+        Ok(n == 1)
+    }
+
     /// Queues a failed envelope again under the executor chosen now (the user asked to
     /// run it again).
     pub fn requeue(&self, id: i64, executor: &str, executor_spec: &str, now: &str) -> Result<()> {

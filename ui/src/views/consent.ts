@@ -30,6 +30,9 @@ export function consentSentence(item: Prompt): string {
     if (item.source === 'intent_site') {
       return `A company you contacted over IntentWeb signs its answers with a key you have not pinned (${fingerprint(item.public_key)}). Pin it so that later answers signed by any other key are refused.`;
     }
+    if (item.source === 'a2a_agent') {
+      return `An AI agent you have not approved (certificate key ${fingerprint(item.public_key.replace(/^a2a:key:/, ''))}, over A2A) wants to send your AI a message about “${scope}”${times}. It proved only that it holds this key: nothing it says about itself is checked.`;
+    }
     if (item.source === 'uamp_agent') {
       return `An AI agent you have not approved (${fingerprint(item.public_key)}, over UAMP) wants to send your AI a message about “${scope}”${times}.`;
     }
@@ -235,8 +238,8 @@ export class ConsentView {
       h('p', { className: 'muted small' },
         item.kind === 'unknown_sender' || item.kind === 'key_change' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },
-        // A UAMP agent's refused message was not kept, so there is nothing to let through once.
-        item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent')) ? null
+        // A UAMP or A2A agent's refused message was not kept, so there is nothing to let through once.
+        item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent' || item.source === 'a2a_agent')) ? null
           : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
         // New keys come only from the agent's own DID document, fetched when the user asks.
         item.kind === 'key_change' ? h('button', { className: 'primary', 'data-action': 'check-keys', onclick: async () => {

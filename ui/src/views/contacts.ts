@@ -22,7 +22,7 @@ export function base64Of(f: Blob): Promise<string> {
 /** Asks the window to show a contact's messages (all their keys) in the inbox. */
 export const CONTACT_HISTORY = 'gatehouse:contact-history';
 
-const SOURCE: Record<string, string> = { epp_sender: 'EPP key', uamp_agent: 'UAMP agent', intent_site: 'IntentSite key', asop_agent: 'guardian agent' };
+const SOURCE: Record<string, string> = { epp_sender: 'EPP key', uamp_agent: 'UAMP agent', intent_site: 'IntentSite key', asop_agent: 'guardian agent', a2a_agent: 'A2A agent' };
 
 /** A contact's standing in words (and a class for its colour). */
 export function standing(c: ContactView): [string, string] {

@@ -1,4 +1,4 @@
-//! The gate and its five doors, composed. Each door is its own crate (they never import
+//! The gate and its six doors, composed. Each door is its own crate (they never import
 //! each other: Cargo holds it) and the gate names none of them; this module is where they
 //! meet, once, under the application layer both faces call.
 //!
@@ -10,6 +10,7 @@
 //! - [`mail`]: the MAIL door (`gatehouse-door-mail`): swarm tasks followed live or imported
 //! - [`intent`]: the IntentWeb door (`gatehouse-door-intentweb`)
 //! - [`guardian`]: the ASOP door (`gatehouse-door-guardian`)
+//! - [`a2a`]: the A2A 1.0 door (`gatehouse-door-a2a`), on the TLS listener beside UAMP
 //! - [`service`]: the composition: which doors run on which listener, which delegates
 //!   exist, the scopes doors keep for themselves (a consent decision reaches what it
 //!   decides through its holder, `crate::waiting`)
@@ -21,6 +22,7 @@ pub mod lease;
 pub mod open;
 pub mod service;
 
+pub use gatehouse_door_a2a as a2a;
 pub use gatehouse_door_epp as epp;
 pub use gatehouse_door_epp::email;
 pub use gatehouse_door_guardian as guardian;

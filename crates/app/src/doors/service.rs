@@ -25,7 +25,7 @@ pub struct ServeOptions {
     pub watch: Option<PathBuf>,
     /// Connection slots, per-client share and idle close for both listeners.
     pub limits: gatehouse_net::conn::Limits,
-    /// UAMP over TLS 1.3 on its own listener.
+    /// UAMP and A2A over TLS 1.3 on their own listener.
     pub uamp: Option<UampOptions>,
     /// Mail accounts followed for envelopes (EPP by email).
     pub email: Vec<super::email::Follow>,
@@ -82,7 +82,12 @@ fn runner_hooks(store: &Arc<Store>, mail: Vec<super::email::Follow>, key: Option
     let delegates = Delegates::default()
         .with(super::mail::executor::KIND, Arc::new(super::mail::executor::SwarmExecutor { store: store.clone() }))
         .with(super::uamp::executor::KIND, Arc::new(super::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }));
-    runner::Hooks { delegates, describe: Arc::new(super::epp::work::describe), on_success: Some(super::epp::reply::after_success(mail, key)) }
+    // Each door describes its own work to the executor it runs on.
+    let describe: runner::Describe = Arc::new(|spec, row, name| match row.transport.as_str() {
+        super::a2a::DOOR => super::a2a::work::describe(spec, row, name),
+        _ => super::epp::work::describe(spec, row, name),
+    });
+    runner::Hooks { delegates, describe, on_success: Some(super::epp::reply::after_success(mail, key)) }
 }
 
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
@@ -187,6 +192,7 @@ where
             None => super::uamp::tls::load_or_create(&u.data_dir, &u.key).map_err(|e| e.to_string())?,
         };
         let tls = super::uamp::tls::config(&cert.der, &u.key).map_err(|e| e.to_string())?;
+        let uamp_key = u.key.clone();
         let uamp = super::uamp::UampDoor::new(inbox.clone(), u.key);
         if let Ok(addr) = u.listener.local_addr() {
             let _ = uamp.tls_addr.set(addr);
@@ -196,7 +202,10 @@ where
             tokio::task::spawn_blocking(move || uamp.recover()).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
         }
         tracing::info!(addr = %uamp.tls_addr.get().map(|a| a.to_string()).unwrap_or_default(), fingerprint = %cert.fingerprint, did = %uamp.did(), "UAMP listening (TLS 1.3)");
-        let app = super::uamp::http::router(uamp.clone());
+        // A2A shares the TLS listener: the same certificate, Host checks and bounds; the
+        // client certificate's key reaches it in no protocol's terms.
+        let a2a = super::a2a::A2aDoor::new(inbox.clone(), uamp_key.clone());
+        let app = super::uamp::http::router(uamp.clone()).merge(super::a2a::http::router(a2a));
         if let Some(tx) = u.started {
             let _ = tx.send(uamp);
         }

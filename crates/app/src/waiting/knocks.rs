@@ -99,6 +99,11 @@ impl Holds for Knocks {
                     "a UAMP agent is let in by trusting it for the scope and issuing it a token; nothing of its message was kept to deliver once".into(),
                 ));
             }
+            Decision::AllowOnce if source == Source::A2aAgent => {
+                return Err(ConsentError::Invalid(
+                    "an A2A agent is let in by trusting it for the scope; its message was answered as not yet allowed, and it sends again once you have".into(),
+                ));
+            }
             Decision::AllowOnce if source == Source::IntentSite => {
                 return Err(ConsentError::Invalid("a site's key is pinned, for good or for a while; nothing of its answer waits to be delivered once".into()));
             }
@@ -165,6 +170,9 @@ impl Holds for Knocks {
                             "Trusted for \"{scope}\" {}. Issue it a token (UAMP tab) and send it the token: its messages arrive once it uses it.",
                             Lasting::words(end)
                         )
+                    }
+                    (_, Decision::AlwaysAllowScope) if source == Source::A2aAgent => {
+                        format!("Trusted for \"{scope}\" {}. The agent's next message in that scope arrives.", Lasting::words(end))
                     }
                     (_, Decision::AlwaysAllowScope) if end.is_some() => {
                         format!("Allowed for \"{scope}\" {}. Its messages in that scope arrive until then; after, each asks you again.", Lasting::words(end))

@@ -1,5 +1,6 @@
 //! The inbox's integration tests in one binary, a module per concern: thirteen binaries
 //! of ~50 MB each filled a CI disk, and linked thirteen times.
+mod a2a;
 mod approvers;
 mod audit;
 mod common;

@@ -72,6 +72,16 @@ impl Uamp {
         Uamp { _dir: dir, store, inbox, https: format!("https://{tls_addr}"), plain: format!("http://{plain_addr}"), watch, client, _stop: stop_tx }
     }
 
+    /// Where the gate keeps its files (the TLS certificate).
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
+    /// The gate's identity key, as it names itself (hex).
+    pub(crate) fn gate_key(&self) -> String {
+        gatehouse_epp::public_key_hex(&SigningKey::from_bytes(&[3; 32]))
+    }
+
     /// A sender the user trusts for `scopes`, with the bearer token the app issued.
     pub(crate) fn trusted(&self, seed: u8, scopes: &[&str], rate: RateLimit) -> Peer {
         let key = SigningKey::from_bytes(&[seed; 32]);

@@ -1,0 +1,205 @@
+//! The A2A door against the real SDK: `a2a-sdk` 1.3.0 (tests/peers/a2a) as the client,
+//! over the gate's TLS 1.3 listener: the signed card, send, streaming send, get, cancel,
+//! a retry, callers without credentials or with a token nobody issued, a stranger's
+//! certificate knocking and let in, a held message waiting for the user.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use gatehouse_app::consent::{ConsentItem, ConsentTarget, Decision, Source};
+use gatehouse_app::doors::ExecutorSpec;
+use gatehouse_store::ExecStatus;
+use serde_json::{json, Value};
+
+use crate::uamp::Uamp;
+
+/// The SDK's Python, or None (said why) when it is not installed and the run does not
+/// require it; scripts/test.sh sets GATEHOUSE_REQUIRE_PEERS, so CI fails instead.
+fn python() -> Option<PathBuf> {
+    let py = std::env::var_os("GATEHOUSE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"))
+        .join("a2a-1.3.0/bin/python");
+    if py.exists() {
+        return Some(py);
+    }
+    let why = format!("the A2A SDK is not installed at {}; run scripts/setup-peers.sh", py.display());
+    assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+struct Sdk {
+    py: PathBuf,
+    base: String,
+    ca: PathBuf,
+}
+
+impl Sdk {
+    fn of(u: &Uamp) -> Option<Sdk> {
+        Some(Sdk { py: python()?, base: u.https.clone(), ca: u.dir().join(gatehouse_app::doors::uamp::tls::CERT_FILE) })
+    }
+
+    /// One call; every answer the SDK printed, in order.
+    async fn run(&self, action: &str, args: Value) -> Vec<Value> {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/a2a/client.py");
+        let mut cmd = tokio::process::Command::new(&self.py);
+        cmd.arg(script).arg(&self.base).arg(&self.ca).arg(action).arg(args.to_string()).kill_on_drop(true);
+        let out = tokio::time::timeout(Duration::from_secs(120), cmd.output()).await.expect("the SDK answered within two minutes").unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "the SDK failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+    }
+}
+
+fn upper() -> ExecutorSpec {
+    ExecutorSpec::Command { program: "/usr/bin/tr".into(), args: vec!["a-z".into(), "A-Z".into()], timeout_secs: 20 }
+}
+
+fn token(u: &Uamp, name: &str) -> (String, String) {
+    let issued = gatehouse_app::a2a::token_issue(&u.store, name, &[], chrono::Utc::now()).unwrap();
+    (issued.token, issued.entry.public_key)
+}
+
+fn state(task: &Value) -> &str {
+    task["status"]["state"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn a_token_holder_sends_streams_and_gets_its_tasks_with_the_executors_answer() {
+    let u = Uamp::start(upper()).await;
+    let Some(sdk) = Sdk::of(&u) else { return };
+    let (tok, id) = token(&u, "Travel agent");
+
+    // The card verifies against the gate's key (the SDK checks the signature).
+    let card = sdk.run("card", json!({"verify_key": u.gate_key()})).await;
+    assert_eq!(card[0]["name"], "Gatehouse", "{card:?}");
+    assert_eq!(card[0]["supportedInterfaces"][0]["url"], format!("{}/a2a", u.https));
+    assert_eq!(card[0]["capabilities"]["streaming"], true);
+    let forged = sdk.run("card", json!({"verify_key": hex::encode([9u8; 32])})).await;
+    assert!(forged[0]["error"].is_string(), "a card checked against another key fails: {forged:?}");
+
+    // Send, waiting for the answer.
+    let sent = sdk.run("send", json!({"token": tok, "text": "hello gate", "message_id": "m-1"})).await;
+    let task = &sent[0]["task"];
+    assert_eq!(state(task), "TASK_STATE_COMPLETED", "{sent:?}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "HELLO GATE");
+    let task_id = task["id"].as_str().unwrap().to_string();
+    let receipt = u.store.receipt(&task_id).unwrap().expect("the task is its receipt");
+    assert_eq!((receipt.transport.as_str(), receipt.sender.as_deref(), receipt.prompt.as_deref()), ("a2a", Some(id.as_str()), Some("hello gate")));
+
+    // The same message sent again is the same task, not a second run.
+    let again = sdk.run("send", json!({"token": tok, "text": "hello gate", "message_id": "m-1"})).await;
+    assert_eq!(again[0]["task"]["id"], task_id.as_str());
+    let other = sdk.run("send", json!({"token": tok, "text": "something else", "message_id": "m-1"})).await;
+    assert!(other[0]["message"].as_str().is_some_and(|m| m.contains("messageId was used before")), "{other:?}");
+    assert_eq!(u.store.envelopes(100, 0).unwrap().len(), 1);
+
+    // Get it back.
+    let got = sdk.run("get", json!({"token": tok, "id": task_id})).await;
+    assert_eq!(state(&got[0]), "TASK_STATE_COMPLETED", "{got:?}");
+    assert_eq!(got[0]["artifacts"][0]["parts"][0]["text"], "HELLO GATE");
+    // Another agent's token does not find it.
+    let (tok2, _) = token(&u, "Someone else");
+    let theirs = sdk.run("get", json!({"token": tok2, "id": task_id})).await;
+    assert_eq!(theirs[0]["error"], "TaskNotFoundError", "{theirs:?}");
+
+    // Streamed: the task first, the answer as an artifact, then completed.
+    let streamed = sdk.run("send", json!({"token": tok, "text": "stream me", "stream": true})).await;
+    assert!(state(&streamed[0]["task"]).starts_with("TASK_STATE_"), "{streamed:?}");
+    let answer: String = streamed.iter().filter_map(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str()).collect();
+    assert_eq!(answer, "STREAM ME", "{streamed:?}");
+    assert_eq!(streamed.last().unwrap()["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED", "{streamed:?}");
+}
+
+#[tokio::test]
+async fn callers_without_a_credential_the_user_gave_are_refused_and_nothing_is_kept() {
+    let u = Uamp::start(upper()).await;
+    let Some(sdk) = Sdk::of(&u) else { return };
+    let none = sdk.run("send", json!({"text": "hi"})).await;
+    assert!(none[0]["message"].as_str().is_some_and(|m| m.contains("401")), "{none:?}");
+    let forged = sdk.run("send", json!({"token": "gha_made_up", "text": "hi"})).await;
+    assert!(forged[0]["message"].as_str().is_some_and(|m| m.contains("401")), "{forged:?}");
+    assert!(u.store.receipts(10, 0).unwrap().is_empty(), "nothing of theirs is kept");
+    assert!(u.store.pending_list().unwrap().is_empty(), "and nobody is asked");
+
+    // A token the user issued, then blocked: refused in A2A's words, with a receipt.
+    let (tok, id) = token(&u, "Was trusted");
+    u.store.block(&id, "test", "2026-11-27T00:00:00Z").unwrap();
+    let blocked = sdk.run("send", json!({"token": tok, "text": "hi"})).await;
+    assert_eq!(state(&blocked[0]["task"]), "TASK_STATE_REJECTED", "{blocked:?}");
+    assert!(blocked[0]["task"]["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("blocked"));
+    assert_eq!(u.store.receipts(10, 0).unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_strangers_certificate_knocks_and_once_let_in_its_next_message_runs() {
+    let u = Uamp::start(upper()).await;
+    let Some(sdk) = Sdk::of(&u) else { return };
+    let agent = rcgen::generate_simple_self_signed(vec!["agent.example".to_string()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("agent.pem"), dir.path().join("agent.key"));
+    std::fs::write(&cert, agent.cert.pem()).unwrap();
+    std::fs::write(&key, agent.key_pair.serialize_pem()).unwrap();
+    let id = gatehouse_app::doors::a2a::key_id(&gatehouse_net::peer::PeerKey::from_certificate(agent.cert.der()).0.unwrap());
+    let me = json!({"cert": cert, "key": key, "text": "may I?", "scope": "travel"});
+
+    let knocked = sdk.run("send", me.clone()).await;
+    let task = &knocked[0]["task"];
+    assert_eq!(state(task), "TASK_STATE_REJECTED", "{knocked:?}");
+    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("has been asked"), "{task}");
+    let items = gatehouse_app::consent::pending(&u.store).unwrap();
+    let Some(ConsentItem::UnknownSender { source, public_key, scope, prompt, .. }) = items.first() else { panic!("{items:?}") };
+    assert_eq!((*source, public_key.as_str(), scope.as_deref(), prompt.as_deref()), (Source::A2aAgent, id.as_str(), Some("travel"), Some("may I?")));
+
+    // Nothing of its message waits to be let through once.
+    let target = crate::common::shown(u.inbox.inbox(), &id);
+    assert!(gatehouse_app::consent::decide(u.inbox.inbox(), &target, Decision::AllowOnce, chrono::Utc::now()).is_err());
+    gatehouse_app::consent::decide(u.inbox.inbox(), &target, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert_eq!(u.store.trust_get(&id).unwrap().unwrap().policy.allowed_scopes, vec!["travel".to_string()]);
+
+    let sent = sdk.run("send", me.clone()).await;
+    assert_eq!(state(&sent[0]["task"]), "TASK_STATE_COMPLETED", "{sent:?}");
+    assert_eq!(sent[0]["task"]["artifacts"][0]["parts"][0]["text"], "MAY I?");
+    // Its grant is for the scope it asked for, nothing else.
+    let other = sdk.run("send", json!({"cert": cert, "key": key, "text": "and this?", "scope": "billing"})).await;
+    assert_eq!(state(&other[0]["task"]), "TASK_STATE_REJECTED", "{other:?}");
+}
+
+#[tokio::test]
+async fn a_held_message_is_input_required_until_the_user_decides_and_can_be_canceled() {
+    let u = Uamp::start(upper()).await;
+    let Some(sdk) = Sdk::of(&u) else { return };
+    let (tok, id) = token(&u, "Held agent");
+    // The user's grant for "ask" ended: what arrives is held for them.
+    let mut t = u.store.trust_get(&id).unwrap().unwrap();
+    t.policy.grant_until.insert("ask".into(), "2026-01-01T00:00:00Z".into());
+    u.store.trust_update(&id, None, &t.policy).unwrap();
+
+    let first = sdk.run("send", json!({"token": tok, "text": "one"})).await;
+    let task = &first[0]["task"];
+    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{first:?}");
+    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("they decide"));
+    let canceled = sdk.run("cancel", json!({"token": tok, "id": task["id"]})).await;
+    assert_eq!(state(&canceled[0]), "TASK_STATE_CANCELED", "{canceled:?}");
+    let again = sdk.run("cancel", json!({"token": tok, "id": task["id"]})).await;
+    assert_eq!(again[0]["error"], "TaskNotCancelableError", "{again:?}");
+
+    let second = sdk.run("send", json!({"token": tok, "text": "two", "return_immediately": true})).await;
+    let task_id = second[0]["task"]["id"].as_str().unwrap().to_string();
+    assert_eq!(state(&second[0]["task"]), "TASK_STATE_INPUT_REQUIRED");
+    let row = u.store.envelopes_with_status(ExecStatus::Held).unwrap().pop().unwrap();
+    // A subscription shows where it stands and ends there: it waits for the user.
+    let seen = sdk.run("subscribe", json!({"token": tok, "id": task_id, "stream": true})).await;
+    assert_eq!(state(&seen[0]["task"]), "TASK_STATE_INPUT_REQUIRED", "{seen:?}");
+    gatehouse_app::consent::decide(u.inbox.inbox(), &ConsentTarget::Held { row_id: row.id }, Decision::AllowOnce, chrono::Utc::now()).unwrap();
+    for _ in 0..200 {
+        if u.store.envelope(row.id).unwrap().unwrap().exec_status == ExecStatus::Succeeded {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let done = sdk.run("get", json!({"token": tok, "id": task_id})).await.remove(0);
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(done["artifacts"][0]["parts"][0]["text"], "TWO", "{done}");
+}
