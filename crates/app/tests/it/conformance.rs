@@ -1,10 +1,11 @@
 //! The same trust states through every door, with the same verdicts, each in its
 //! protocol's words: the gate decides once (crates/gate), the doors only carry.
 //! Rows are trust states; columns are doors. EPP over HTTP and from the watched folder,
-//! UAMP over TLS and the ASOP guardian run on one inbox here; EPP delegated to a MAIL
-//! swarm on another (the repo's test swarm), EPP by mail on a third (a real Dovecot), and
-//! IntentWeb against the repo's IntentSite with a store of its own per row (the test site
-//! always signs with one key).
+//! UAMP and A2A over TLS and the ASOP guardian run on one inbox here (A2A's column is
+//! EPP's: its refusals are rejected tasks whose receipts carry the gate's codes); EPP
+//! delegated to a MAIL swarm on another (the repo's test swarm), EPP by mail on a third (a
+//! real Dovecot), and IntentWeb against the repo's IntentSite with a store of its own per
+//! row (the test site always signs with one key).
 
 use ed25519_dalek::SigningKey;
 use gatehouse_app::doors::ExecutorSpec;
@@ -155,6 +156,47 @@ async fn through_uamp(u: &Uamp, seed: u8, state: State) -> Told {
         (_, Some("untrusted_sender")) if waiting(&u.store, &did) => Told::Knock,
         (_, Some(reason)) => Told::Refused(leak(reason)),
         _ => panic!("{status} {r}"),
+    }
+}
+
+/// An A2A agent, known by its client certificate's key (a token would make it known
+/// already: an unknown caller can only be a certificate). Its refusals are rejected tasks
+/// whose receipts carry the gate's codes, as EPP's do.
+async fn through_a2a(u: &Uamp, state: State) -> Told {
+    let agent = rcgen::generate_simple_self_signed(vec!["agent.example".to_string()]).unwrap();
+    let spki = gatehouse_net::peer::PeerKey::from_certificate(agent.cert.der()).0.unwrap();
+    let id = gatehouse_app::doors::a2a::key_id(&spki);
+    enter(&u.store, &id, state);
+    let pem = std::fs::read(u.dir().join(gatehouse_app::doors::uamp::tls::CERT_FILE)).unwrap();
+    let identity = reqwest::Identity::from_pem(format!("{}{}", agent.cert.pem(), agent.key_pair.serialize_pem()).as_bytes()).unwrap();
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+        .tls_built_in_root_certs(false)
+        .identity(identity)
+        .build()
+        .unwrap();
+    let text = "x".repeat(if matches!(state, State::OverSize) { 400 } else { 10 });
+    let send = |n: u32| {
+        let body = json!({"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {
+            "message": {"messageId": format!("m-{n}"), "role": "ROLE_USER", "parts": [{"text": text}], "metadata": {"scope": "support"}},
+            "configuration": {"returnImmediately": true}}});
+        client.post(format!("{}/a2a", u.https)).header("A2A-Version", "1.0").json(&body).send()
+    };
+    if matches!(state, State::OverRate) {
+        let first: Value = send(0).await.unwrap().json().await.unwrap();
+        assert_ne!(first["result"]["task"]["status"]["state"], "TASK_STATE_REJECTED", "the first within the rate: {first}");
+    }
+    let r: Value = send(1).await.unwrap().json().await.unwrap();
+    let task = &r["result"]["task"];
+    match task["status"]["state"].as_str() {
+        Some("TASK_STATE_INPUT_REQUIRED") => Told::Accepted { held: true },
+        Some("TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING" | "TASK_STATE_COMPLETED") => Told::Accepted { held: false },
+        Some("TASK_STATE_REJECTED") if waiting(&u.store, &id) => Told::Knock,
+        Some("TASK_STATE_REJECTED") => {
+            let receipt = u.store.receipt(task["id"].as_str().unwrap()).unwrap().unwrap();
+            Told::Refused(leak(receipt.code.as_deref().unwrap()))
+        }
+        _ => panic!("{state:?}: {r}"),
     }
 }
 
@@ -370,6 +412,10 @@ async fn every_door_meets_each_trust_state_with_the_same_verdict_in_its_own_word
         }
         if got_uamp != uamp {
             wrong.push(format!("{state:?} through UAMP: {got_uamp:?}, wanted {uamp:?}"));
+        }
+        let got_a2a = through_a2a(&u, state).await;
+        if got_a2a != epp {
+            wrong.push(format!("{state:?} through A2A: {got_a2a:?}, wanted {epp:?}"));
         }
         let got_asop = through_asop(&u, seed, state).await;
         if got_asop != asop {
