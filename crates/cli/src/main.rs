@@ -311,8 +311,8 @@ fn default_data_dir() -> PathBuf {
 }
 
 fn check_key(key: &str) -> Result<String, CommandError> {
-    if key.starts_with("did:key:") || key.starts_with("did:web:") || key.starts_with("asop:") {
-        // A UAMP sender; did:key was checked when its keys were looked up.
+    if key.starts_with("did:key:") || key.starts_with("did:web:") || key.starts_with("asop:") || key.starts_with("a2a:") {
+        // A UAMP sender, an agent of yours, an A2A agent: checked where it is added.
         return Ok(key.to_string());
     }
     gatehouse_epp::parse_public_key(key).map_err(|e| invalid(format!("{key:?} is not a usable public key: {e}")))?;

@@ -1,4 +1,5 @@
 //! The CLI's integration tests in one binary, a module per concern (one link, not seven).
+mod a2a;
 mod approvers;
 mod cli;
 mod common;
