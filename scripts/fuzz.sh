@@ -2,7 +2,7 @@
 # Fuzzes every reader of others' bytes with cargo-fuzz (libFuzzer): the EPP envelope reader
 # and canonical serialisations, UAMP envelopes/JWS/frames, ASOP JSON-RPC, MAIL events and
 # task logs, IntentWeb manifests and envelopes, the SSE reader, and mails (where an envelope
-# is in one).
+# is in one), and A2A JSON-RPC requests.
 #   scripts/fuzz.sh [seconds-per-target]     default 30 (what CI runs); try 3600 overnight
 # Seeds come from the shared EPP vectors; findings land in fuzz/artifacts/<target>/ and
 # make this script fail. Runs on stable Rust (no sanitizer: -s none).
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-30}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 vectors="tests/data/vectors/epp/envelopes.json"
-for target in envelope canonical uamp asop mail intentweb sse email qr; do
+for target in envelope canonical uamp asop mail intentweb sse email qr a2a; do
   corpus="fuzz/corpus/$target"
   mkdir -p "$corpus"
   if [ -f "$vectors" ] && { [ "$target" = envelope ] || [ "$target" = canonical ]; }; then

@@ -41,6 +41,8 @@ describe('format', () => {
   it('labels transports and executor states', () => {
     expect(transportLabel('folder:a.json')).toBe('Folder: a.json');
     expect(transportLabel('http')).toBe('Internet (HTTP)');
+    expect(transportLabel('a2a')).toBe('An A2A agent');
+    expect(fingerprint(`a2a:key:${'c9fb'.repeat(16)}`)).toBe('c9fb c9fb c9fb c9fb');
     expect(execLabel('held')).toBe('Waiting for you');
   });
   it('parses scopes and limits from form text', () => {

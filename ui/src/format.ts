@@ -6,6 +6,8 @@ export function fingerprint(key: string | null | undefined): string {
   // core's trust::fingerprint). An agent of the user's is its id.
   if (key.startsWith('did:web:')) return key;
   if (key.startsWith('asop:')) return `agent ${key.slice(5)}`;
+  // An A2A agent is the hash of what it proved (a token, a certificate's key).
+  if (key.startsWith('a2a:')) return fingerprint(key.replace(/^a2a:(key|token):/, ''));
   // Another DID (a UAMP agent's did:key) reads by its method and its last characters.
   if (key.startsWith('did:')) return `${key.split(':').slice(0, 2).join(':')}:…${key.slice(-8)}`;
   return (key.slice(0, 16).match(/.{1,4}/g) ?? []).join(' ');
@@ -83,6 +85,7 @@ export function transportLabel(t: string): string {
   if (t === 'http') return 'Internet (HTTP)';
   if (t === 'consent') return 'Let in by you';
   if (t === 'email') return 'Email';
+  if (t === 'a2a') return 'An A2A agent';
   if (t.startsWith('folder:')) return `Folder: ${t.slice(7)}`;
   return t;
 }

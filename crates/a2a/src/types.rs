@@ -146,6 +146,39 @@ pub struct Message {
     pub reference_task_ids: Vec<String>,
 }
 
+/// Characters of a data part written into a message's text.
+const MAX_DATA_CHARS: usize = 16 * 1024;
+
+impl Message {
+    /// What the message says, as text for a person and an executor: its text parts, data
+    /// as JSON, files named and never opened (inline bytes stay data; a URL is only text,
+    /// never fetched because a peer wrote it).
+    pub fn prompt(&self) -> String {
+        let mut out = Vec::new();
+        for p in &self.parts {
+            let name = p.filename.as_deref().unwrap_or("unnamed");
+            let media = p.media_type.as_deref().unwrap_or("no media type");
+            match p.content() {
+                Ok(Content::Text(t)) => out.push(t.to_string()),
+                Ok(Content::Data(d)) => {
+                    let text: String = d.to_string().chars().take(MAX_DATA_CHARS).collect();
+                    out.push(format!("[data] {text}"));
+                }
+                Ok(Content::Raw(b64)) => {
+                    let bytes = (b64.len() / 4).saturating_mul(3);
+                    out.push(format!("[file {name:?} ({media}, about {bytes} bytes), attached as data]"));
+                }
+                Ok(Content::Url(u)) => {
+                    let shown: String = u.chars().take(512).collect();
+                    out.push(format!("[file {name:?} ({media}) said to be at {shown:?}; not fetched]"));
+                }
+                Err(_) => {}
+            }
+        }
+        out.join("\n\n")
+    }
+}
+
 fn unspecified() -> Role {
     Role::Unspecified
 }
@@ -253,6 +286,10 @@ mod tests {
         assert_eq!(kinds[2], Content::Url("file:///etc/passwd"));
         assert!(matches!(kinds[3], Content::Data(_)));
         assert!(Part::default().content().is_err());
+        let said = m.prompt();
+        assert!(said.starts_with("hello\n\n[file \"a.txt\" (text/plain, about 3 bytes), attached as data]"), "{said}");
+        assert!(said.contains("said to be at \"file:///etc/passwd\"; not fetched"), "{said}");
+        assert!(said.ends_with("[data] {\"k\":1}"), "{said}");
         assert!(Part { text: Some("a".into()), url: Some("b".into()), ..Part::default() }.content().is_err());
     }
 

@@ -222,7 +222,7 @@ pub fn approve(store: &Store, key: &str, name: Option<String>, policy: Policy, n
         return Err(crate::CommandError::new(crate::Code::NotFound, format!("{key} has no pending request; trust it directly instead")));
     };
     scopes_grantable(&key, &policy)?;
-    let name = name.unwrap_or_else(|| format!("sender {}", p.public_key.chars().take(8).collect::<String>()));
+    let name = name.unwrap_or_else(|| crate::waiting::default_name(&p.public_key));
     let entry = TrustEntry { public_key: key, name, added_at: now_string(now), policy };
     add(store, &entry, now)?;
     Ok(entry)

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use gatehouse_a2a::rpc::{code, RpcError, Send};
-use gatehouse_a2a::types::{Content, Message, Task};
+use gatehouse_a2a::types::Task;
 use gatehouse_gate::state::{ArrivalEvent, Status};
 use gatehouse_gate::{Refusal, Verdict};
 use gatehouse_store::{AcceptRefusal, ExecStatus, Knock, NewEnvelope, ReceiptRow};
@@ -17,8 +17,6 @@ use crate::{internal, sha256_hex, A2aDoor, Caller, DEFAULT_SCOPE, DOOR};
 /// How long a message id is remembered against replay: a message sent again with the same
 /// id within it gets the task it started.
 const REMEMBERED_DAYS: i64 = 7;
-/// Characters of data parts written into the prompt.
-const MAX_DATA_CHARS: usize = 16 * 1024;
 /// A scope is a short word: letters, digits, `-`, `_`, `.`, `:`.
 const MAX_SCOPE_CHARS: usize = 64;
 
@@ -47,33 +45,6 @@ fn scope_of(send: &Send) -> Result<String, RpcError> {
     Ok(scope.clone())
 }
 
-/// What the executor and the user read: the text parts, data as JSON, files named and
-/// never opened (inline bytes are data; a URL is never fetched because a peer wrote it).
-pub(crate) fn prompt_of(m: &Message) -> String {
-    let mut out = Vec::new();
-    for p in &m.parts {
-        let name = p.filename.as_deref().unwrap_or("unnamed");
-        let media = p.media_type.as_deref().unwrap_or("no media type");
-        match p.content() {
-            Ok(Content::Text(t)) => out.push(t.to_string()),
-            Ok(Content::Data(d)) => {
-                let text: String = d.to_string().chars().take(MAX_DATA_CHARS).collect();
-                out.push(format!("[data] {text}"));
-            }
-            Ok(Content::Raw(b64)) => {
-                let bytes = b64.len() / 4 * 3;
-                out.push(format!("[file {name:?} ({media}, about {bytes} bytes), attached as data]"));
-            }
-            Ok(Content::Url(u)) => {
-                let shown: String = u.chars().take(512).collect();
-                out.push(format!("[file {name:?} ({media}) said to be at {shown:?}; not fetched]"));
-            }
-            Err(_) => {}
-        }
-    }
-    out.join("\n\n")
-}
-
 impl A2aDoor {
     /// Decides and keeps one message. `size`: the request's bytes, as they arrived.
     pub(crate) fn send_blocking(&self, caller: &Caller, send: &Send, size: usize, now: DateTime<Utc>) -> Result<Sent, RpcError> {
@@ -85,7 +56,7 @@ impl A2aDoor {
         let sender = caller.id().to_string();
         let receipt_id = uuid::Uuid::now_v7().to_string();
         let context_id = send.message.context_id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-        let prompt = prompt_of(&send.message);
+        let prompt = send.message.prompt();
         let raw = serde_json::to_string(&send.message).map_err(internal)?;
         let raw_sha256 = sha256_hex(raw.as_bytes());
         let nonce = sha256_hex(format!("a2a\0{sender}\0{}", send.message.message_id).as_bytes()).into_bytes();

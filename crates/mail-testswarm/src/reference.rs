@@ -27,9 +27,10 @@ impl Drop for Reference {
     }
 }
 
-/// The virtualenv's Python, or None (the reason printed) when it is missing and the run
+/// The Python of one of the peers' virtualenvs that scripts/setup-peers.sh makes (MAIL's
+/// references, the A2A SDK), or None (the reason printed) when it is missing and the run
 /// does not require it; scripts/test.sh sets GATEHOUSE_REQUIRE_PEERS, so CI fails instead.
-fn python(venv: &str, what: &str) -> Option<PathBuf> {
+pub fn python(venv: &str, what: &str) -> Option<PathBuf> {
     let venv = std::env::var_os("GATEHOUSE_PEERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"))

@@ -31,7 +31,7 @@ export function consentSentence(item: Prompt): string {
       return `A company you contacted over IntentWeb signs its answers with a key you have not pinned (${fingerprint(item.public_key)}). Pin it so that later answers signed by any other key are refused.`;
     }
     if (item.source === 'a2a_agent') {
-      return `An AI agent you have not approved (certificate key ${fingerprint(item.public_key.replace(/^a2a:key:/, ''))}, over A2A) wants to send your AI a message about “${scope}”${times}. It proved only that it holds this key: nothing it says about itself is checked.`;
+      return `An AI agent you have not approved (certificate key ${fingerprint(item.public_key)}, over A2A) wants to send your AI a message about “${scope}”${times}. It proved only that it holds this key: nothing it says about itself is checked.`;
     }
     if (item.source === 'uamp_agent') {
       return `An AI agent you have not approved (${fingerprint(item.public_key)}, over UAMP) wants to send your AI a message about “${scope}”${times}.`;

@@ -9,6 +9,7 @@ mod asks;
 mod held;
 mod key_changes;
 mod knocks;
+pub(crate) use knocks::default_name;
 mod steps;
 
 use crate::doors::gate::consent::{now_string, ConsentError, Decision, Lasting};

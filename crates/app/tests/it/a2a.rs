@@ -13,20 +13,9 @@ use serde_json::{json, Value};
 
 use crate::uamp::Uamp;
 
-/// The SDK's Python, or None (said why) when it is not installed and the run does not
-/// require it; scripts/test.sh sets GATEHOUSE_REQUIRE_PEERS, so CI fails instead.
+/// The SDK's Python (tests/peers/a2a, installed by scripts/setup-peers.sh).
 fn python() -> Option<PathBuf> {
-    let py = std::env::var_os("GATEHOUSE_PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"))
-        .join("a2a-1.3.0/bin/python");
-    if py.exists() {
-        return Some(py);
-    }
-    let why = format!("the A2A SDK is not installed at {}; run scripts/setup-peers.sh", py.display());
-    assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
-    eprintln!("skipped: {why}");
-    None
+    gatehouse_mail_testswarm::reference::python("a2a-1.3.0", "A2A SDK")
 }
 
 struct Sdk {
