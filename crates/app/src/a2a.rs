@@ -30,3 +30,77 @@ pub fn token_issue(store: &Store, name: &str, scopes: &[String], now: DateTime<U
     crate::trust::add(store, &entry, now)?;
     Ok(Issued { token, entry })
 }
+
+/// An A2A agent the user added, as both faces show it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AgentRow {
+    pub name: String,
+    pub url: String,
+    pub endpoint: String,
+    /// What its card calls it: its own claim.
+    pub card_name: String,
+    pub streaming: bool,
+    pub has_token: bool,
+}
+
+fn row(data_dir: &std::path::Path, a: a2a::client::Agent) -> AgentRow {
+    let has_token = gatehouse_keys::Secrets::open(data_dir).ok().and_then(|s| s.get(&a2a::executor::token_name(&a)).ok().flatten()).is_some();
+    AgentRow { name: a.name, url: a.url, endpoint: a.endpoint, card_name: a.card_name, streaming: a.streaming, has_token }
+}
+
+/// Adds the A2A agent at `url` (its card is read now; an agent whose card names no
+/// endpoint on that address is not added) under `name`, with the bearer token it gave
+/// the user, kept in the keychain for that address only. Replaces an agent of that name.
+pub async fn agent_add(store: std::sync::Arc<Store>, data_dir: &std::path::Path, name: &str, url: &str, token: Option<String>) -> crate::Result<AgentRow> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+        return Err(crate::CommandError::new(crate::Code::Invalid, "an agent's name is 1 to 64 characters"));
+    }
+    let agent = a2a::client::discover(name, url).await.map_err(|e| crate::CommandError::new(e.code(), e.to_string()))?;
+    let secrets = gatehouse_keys::Secrets::open(data_dir)?;
+    let mut all = a2a::executor::agents(&store)?;
+    if let Some(old) = all.iter().find(|a| a.name == name) {
+        secrets.delete(&a2a::executor::token_name(old))?;
+    }
+    all.retain(|a| a.name != name);
+    if let Some(t) = token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        secrets.put(&a2a::executor::token_name(&agent), t)?;
+    }
+    all.push(agent.clone());
+    store.set_setting(a2a::executor::AGENTS_SETTING, &all)?;
+    store.audit(
+        "a2a.agent_add",
+        Some(name),
+        &serde_json::json!({"url": agent.url, "endpoint": agent.endpoint, "token": token.is_some()}),
+        &crate::doors::gate::consent::now_string(chrono::Utc::now()),
+    )?;
+    Ok(row(data_dir, agent))
+}
+
+pub fn agent_list(store: &Store, data_dir: &std::path::Path) -> crate::Result<Vec<AgentRow>> {
+    Ok(a2a::executor::agents(store)?.into_iter().map(|a| row(data_dir, a)).collect())
+}
+
+/// Forgets an agent and its token.
+pub fn agent_remove(store: &Store, data_dir: &std::path::Path, name: &str) -> crate::Result<()> {
+    let mut all = a2a::executor::agents(store)?;
+    let Some(old) = all.iter().find(|a| a.name == name).cloned() else {
+        return Err(crate::CommandError::new(crate::Code::NotFound, format!("no A2A agent {name:?}")));
+    };
+    gatehouse_keys::Secrets::open(data_dir)?.delete(&a2a::executor::token_name(&old))?;
+    all.retain(|a| a.name != name);
+    store.set_setting(a2a::executor::AGENTS_SETTING, &all)?;
+    store.audit("a2a.agent_remove", Some(name), &serde_json::json!({"url": old.url}), &crate::doors::gate::consent::now_string(chrono::Utc::now()))?;
+    Ok(())
+}
+
+/// Sends `text` to an agent the user added and waits for its answer (the CLI's `a2a send`).
+pub async fn agent_send(store: &Store, data_dir: &std::path::Path, name: &str, text: &str) -> crate::Result<a2a::client::Answer> {
+    let agent = a2a::executor::agents(store)?
+        .into_iter()
+        .find(|a| a.name == name)
+        .ok_or_else(|| crate::CommandError::new(crate::Code::NotFound, format!("no A2A agent {name:?}: add it with `gatehouse a2a agent add`")))?;
+    let token = gatehouse_keys::Secrets::open(data_dir)?.get(&a2a::executor::token_name(&agent))?;
+    a2a::client::send(&agent, token.as_deref(), text, |_| {}).await.map_err(|e| crate::CommandError::new(e.code(), e.to_string()))
+}

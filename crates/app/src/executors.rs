@@ -9,6 +9,7 @@ use gatehouse_store::Store;
 
 use crate::{blocking, Code, CommandError, Result};
 
+use crate::doors::a2a::executor::{AgentSpec, KIND as A2A};
 pub use crate::doors::gate::model::DEFAULT_ENDPOINT as DEFAULT_MODEL_ENDPOINT;
 use crate::doors::mail::executor::{SwarmSpec, KIND as SWARM};
 use crate::doors::uamp::executor::{PeerSpec, KIND as PEER};
@@ -36,6 +37,11 @@ pub fn peer(peer: &str, timeout_secs: u64) -> ExecutorSpec {
     PeerSpec::executor(peer, timeout_secs)
 }
 
+/// Sends the prompt to an A2A agent the user added and follows its answer.
+pub fn a2a_agent(agent: &str, timeout_secs: u64) -> ExecutorSpec {
+    AgentSpec::executor(agent, timeout_secs)
+}
+
 /// Refuses a configuration that could not run as the user means it.
 pub fn validate(store: &Store, config: &ExecutorConfig) -> Result<()> {
     let invalid = |m: String| Err(CommandError::new(Code::Invalid, m));
@@ -57,7 +63,15 @@ pub fn validate(store: &Store, config: &ExecutorConfig) -> Result<()> {
                     return invalid(format!("no UAMP peer named {peer:?}: add it under Agents (UAMP) or with `gatehouse uamp peer add` first"));
                 }
             }
-            ExecutorSpec::Delegated(d) => return invalid(format!("there is no {:?} executor (a swarm, a peer, a model, a command, a folder or none)", d.kind)),
+            ExecutorSpec::Delegated(d) if d.kind == A2A => {
+                let AgentSpec { agent, .. } = d.read().map_err(|e| CommandError::new(Code::Invalid, e))?;
+                if !crate::doors::a2a::executor::agents(store)?.iter().any(|a| a.name == agent) {
+                    return invalid(format!("no A2A agent named {agent:?}: add it with `gatehouse a2a agent add` first"));
+                }
+            }
+            ExecutorSpec::Delegated(d) => {
+                return invalid(format!("there is no {:?} executor (a swarm, a peer, an A2A agent, a model, a command, a folder or none)", d.kind))
+            }
             ExecutorSpec::Model { model, endpoint, .. } => {
                 if model.trim().is_empty() {
                     return invalid(format!("the model for {scope} needs a name (e.g. llama3.2)"));

@@ -1,5 +1,7 @@
-//! `gatehouse a2a …`: A2A agents let in with a token you give them.
+//! `gatehouse a2a …`: A2A agents let in with a token you give them, and the agents you
+//! send to.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -22,9 +24,40 @@ pub enum A2aCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Agents you send to
+    #[command(subcommand)]
+    Agent(AgentCmd),
+    /// Send a message to an agent you added and print its answer
+    Send {
+        agent: String,
+        text: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-pub fn run(cmd: A2aCmd, o: Context) -> Result<ExitCode, CommandError> {
+#[derive(Subcommand)]
+pub enum AgentCmd {
+    /// Add an agent by its address (https://…, or http:// on this machine): its card is
+    /// read now and its endpoint must be on that address
+    Add {
+        url: String,
+        #[arg(long)]
+        name: String,
+        /// Read the bearer token the agent gave you from stdin (kept in the keychain)
+        #[arg(long)]
+        token_stdin: bool,
+    },
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    Remove {
+        name: String,
+    },
+}
+
+pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, CommandError> {
     match cmd {
         A2aCmd::Token { name, scopes, json } => {
             let issued = gatehouse_app::a2a::token_issue(&o.store, &name, &scopes, chrono::Utc::now())?;
@@ -37,6 +70,35 @@ pub fn run(cmd: A2aCmd, o: Context) -> Result<ExitCode, CommandError> {
                     issued.entry.policy.allowed_scopes.join(", ")
                 );
                 println!("{}", issued.token);
+            }
+        }
+        A2aCmd::Agent(AgentCmd::Add { url, name, token_stdin }) => {
+            let token = if token_stdin { Some(crate::uamp::read_token()?) } else { None };
+            let row = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_add(o.store.clone(), data_dir, &name, &url, token))?;
+            eprintln!("added {} at {} (its card calls it {:?}; endpoint {})", row.name, row.url, row.card_name, row.endpoint);
+        }
+        A2aCmd::Agent(AgentCmd::List { json }) => {
+            let list = gatehouse_app::a2a::agent_list(&o.store, data_dir)?;
+            if json {
+                crate::print_json(&list);
+            } else if list.is_empty() {
+                eprintln!("no A2A agents added");
+            } else {
+                for a in list {
+                    println!("{}  {}  card: {:?}{}", a.name, a.url, a.card_name, if a.has_token { "  (token kept)" } else { "" });
+                }
+            }
+        }
+        A2aCmd::Agent(AgentCmd::Remove { name }) => {
+            gatehouse_app::a2a::agent_remove(&o.store, data_dir, &name)?;
+            eprintln!("removed {name}");
+        }
+        A2aCmd::Send { agent, text, json } => {
+            let answer = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_send(&o.store, data_dir, &agent, &text))?;
+            if json {
+                crate::print_json(&serde_json::json!({"task_id": answer.task_id, "answer": answer.text}));
+            } else {
+                println!("{}", answer.text);
             }
         }
     }

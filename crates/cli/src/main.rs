@@ -267,6 +267,12 @@ enum SpecCmd {
         #[arg(long, default_value_t = 300)]
         timeout_secs: u64,
     },
+    /// Send to an A2A agent you added (see `gatehouse a2a agent add`), by name
+    A2a {
+        agent: String,
+        #[arg(long, default_value_t = 300)]
+        timeout_secs: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -432,6 +438,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                             ExecutorSpec::Model { endpoint, model, system_prompt, timeout_secs, api_key_secret }
                         }
                         SpecCmd::Peer { peer, timeout_secs } => gatehouse_app::executors::peer(&peer, timeout_secs),
+                        SpecCmd::A2a { agent, timeout_secs } => gatehouse_app::executors::a2a_agent(&agent, timeout_secs),
                         SpecCmd::Swarm { swarm, entrypoint } => gatehouse_app::executors::swarm(&swarm, entrypoint.as_deref()),
                         SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command { program: argv[0].clone(), args: argv[1..].to_vec(), timeout_secs },
                     };
@@ -442,7 +449,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             }
         }
         Command::Uamp(cmd) => return uamp::run(cmd, &data_dir, open(true)?),
-        Command::A2a(cmd) => return a2a::run(cmd, open(false)?),
+        Command::A2a(cmd) => return a2a::run(cmd, &data_dir, open(false)?),
         Command::Mail(cmd) => return mail::run(cmd, &data_dir, open(true)?),
         Command::Email(cmd) => return email::run(cmd, &data_dir, open(true)?),
         Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?),

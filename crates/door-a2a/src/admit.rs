@@ -63,24 +63,31 @@ impl A2aDoor {
         let received_at = gatehouse_gate::clock::utc_string(now);
         let scopes = [scope.clone()];
         let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: size as u64, delegated: false, at: now };
+        // The receipt either verdict leaves: the task's id is its id.
+        let receipt_row = |status: &str, code: Option<&str>, message: Option<String>, receipt: Value| ReceiptRow {
+            receipt_id: receipt_id.clone(),
+            envelope_id: Some(receipt_id.clone()),
+            status: status.into(),
+            code: code.map(str::to_string),
+            message,
+            received_at: received_at.clone(),
+            received_ms: now.timestamp_millis(),
+            transport: DOOR.into(),
+            sender: Some(sender.clone()),
+            scope: Some(scope.clone()),
+            body: None,
+            body_truncated: false,
+            receipt,
+            prompt: Some(prompt.clone()),
+            envelope_row: None,
+        };
         let refused = |code: &str, message: String, knock: bool| Refused {
-            row: ReceiptRow {
-                receipt_id: receipt_id.clone(),
-                envelope_id: Some(receipt_id.clone()),
-                status: "rejected".into(),
-                code: Some(code.to_string()),
-                message: Some(message.clone()),
-                received_at: received_at.clone(),
-                received_ms: now.timestamp_millis(),
-                transport: DOOR.into(),
-                sender: Some(sender.clone()),
-                scope: Some(scope.clone()),
-                body: None,
-                body_truncated: false,
-                receipt: json!({"receipt_id": receipt_id, "status": "rejected", "code": code, "message": message, "task_id": receipt_id, "context_id": context_id}),
-                prompt: Some(prompt.clone()),
-                envelope_row: None,
-            },
+            row: receipt_row(
+                "rejected",
+                Some(code),
+                Some(message.clone()),
+                json!({"receipt_id": receipt_id, "status": "rejected", "code": code, "message": message, "task_id": receipt_id, "context_id": context_id}),
+            ),
             knock: knock.then(|| Knock { door: DOOR, sender: sender.clone(), scope: scope.clone(), envelope_id: receipt_id.clone(), at: received_at.clone() }),
         };
         // A view changed between the decision and its commit is decided again, once.
@@ -149,23 +156,7 @@ impl A2aDoor {
                 executor_spec: if noop { None } else { serde_json::to_string(spec).ok() },
                 exec_status: status,
                 exec_result: noop.then(gatehouse_gate::executor::noop_result),
-                receipt: ReceiptRow {
-                    receipt_id: receipt_id.clone(),
-                    envelope_id: Some(receipt_id.clone()),
-                    status: "accepted".into(),
-                    code: None,
-                    message: None,
-                    received_at: received_at.clone(),
-                    received_ms: now.timestamp_millis(),
-                    transport: DOOR.into(),
-                    sender: Some(sender.clone()),
-                    scope: Some(scope.clone()),
-                    body: None,
-                    body_truncated: false,
-                    receipt,
-                    prompt: Some(prompt.clone()),
-                    envelope_row: None,
-                },
+                receipt: receipt_row("accepted", None, None, receipt),
                 admission_version: Some(view.version),
             };
             match store.accept(record, &entry.policy.rate_limit).map_err(internal)? {

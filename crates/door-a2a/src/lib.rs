@@ -11,12 +11,16 @@
 //! - `admit`: one message from request to a stored task or a receipt of its refusal
 //! - `task`: a stored message as an A2A task
 //! - [`work`]: an accepted message as its executor sees it
+//! - [`client`]: Gatehouse as an A2A client (an agent's card, a message, its answer)
+//! - [`executor`]: the A2A executor (a prompt sent to an agent the user added), a delegate
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1).
 #![cfg_attr(not(test), deny(clippy::string_slice))]
 
 mod admit;
+pub mod client;
+pub mod executor;
 pub mod http;
 mod task;
 pub mod work;

@@ -3,7 +3,8 @@
 //! and scripted agents; keys `user-key` → alice, `admin-key` → root), and 2.0 (PyPI
 //! mail-swarms-server 2.0.1) by tests/peers/mail-2.0/server.py (a memory deployment, its
 //! daemon, a scripted agent `sage`), each from the virtualenv scripts/setup-peers.sh makes,
-//! in its own process group, killed whole when dropped.
+//! in its own process group, killed whole when dropped. Beside them, the A2A SDK as an
+//! agent (tests/peers/a2a/server.py), started the same way.
 
 use std::io::{BufRead as _, BufReader};
 use std::os::unix::process::CommandExt as _;
@@ -49,11 +50,17 @@ pub fn python(venv: &str, what: &str) -> Option<PathBuf> {
 /// after `READY ` (at most two minutes). A script that exits before it is ready is started
 /// again (twice at most): it picks its ports itself, and another process can take one
 /// between its choice and its bind.
-fn launch(py: PathBuf, script: &str) -> (Child, String) {
+fn launch(py: PathBuf, script: &str, args: &[&str]) -> (Child, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers").join(script);
     for attempt in 1..=3 {
-        let mut child =
-            Command::new(&py).arg(&script).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0).spawn().expect("start the reference server");
+        let mut child = Command::new(&py)
+            .arg(&script)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("start the reference server");
         let stdout = child.stdout.take().expect("piped");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -80,7 +87,18 @@ fn launch(py: PathBuf, script: &str) -> (Child, String) {
 
 /// Starts the 1.3 reference and waits until it answers.
 pub fn start() -> Option<Reference> {
-    let (child, ready) = launch(python("mail-1.3.6", "MAIL 1.3")?, "mail-1.3/swarm.py");
+    let (child, ready) = launch(python("mail-1.3.6", "MAIL 1.3")?, "mail-1.3/swarm.py", &[]);
+    let (port, workdir) = ready.split_once(' ').expect("READY <port> <workdir>");
+    Some(Reference { child, url: format!("http://127.0.0.1:{port}"), workdir: workdir.into() })
+}
+
+/// The A2A SDK as an agent (tests/peers/a2a/server.py): it answers each message with its
+/// text in upper case, streamed in two pieces, over plain HTTP on loopback, to callers
+/// that send `token`; its card names `endpoint` instead of its own when given.
+pub fn start_a2a_agent(token: &str, endpoint: Option<&str>) -> Option<Reference> {
+    let mut args = vec![token];
+    args.extend(endpoint);
+    let (child, ready) = launch(python("a2a-1.3.0", "A2A SDK")?, "a2a/server.py", &args);
     let (port, workdir) = ready.split_once(' ').expect("READY <port> <workdir>");
     Some(Reference { child, url: format!("http://127.0.0.1:{port}"), workdir: workdir.into() })
 }
@@ -101,7 +119,7 @@ pub struct Reference2 {
 
 /// Starts the 2.0 reference (server, daemon, agent) and waits until it answers.
 pub fn start_v2() -> Option<Reference2> {
-    let (child, ready) = launch(python("mail-2.0.1", "MAIL 2.0")?, "mail-2.0/server.py");
+    let (child, ready) = launch(python("mail-2.0.1", "MAIL 2.0")?, "mail-2.0/server.py", &[]);
     let v: serde_json::Value = serde_json::from_str(&ready).expect("READY {json}");
     let s = |k: &str| v[k].as_str().expect(k).to_string();
     // The scratch HOME's parent is the launcher's own directory (its log, the deployment).

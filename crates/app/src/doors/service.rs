@@ -81,7 +81,8 @@ pub fn build_with_events(
 fn runner_hooks(store: &Arc<Store>, mail: Vec<super::email::Follow>, key: Option<ed25519_dalek::SigningKey>) -> runner::Hooks {
     let delegates = Delegates::default()
         .with(super::mail::executor::KIND, Arc::new(super::mail::executor::SwarmExecutor { store: store.clone() }))
-        .with(super::uamp::executor::KIND, Arc::new(super::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }));
+        .with(super::uamp::executor::KIND, Arc::new(super::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }))
+        .with(super::a2a::executor::KIND, Arc::new(super::a2a::executor::AgentExecutor { store: store.clone() }));
     // Each door describes its own work to the executor it runs on.
     let describe: runner::Describe = Arc::new(|spec, row, name| match row.transport.as_str() {
         super::a2a::DOOR => super::a2a::work::describe(spec, row, name),

@@ -192,3 +192,46 @@ async fn a_held_message_is_input_required_until_the_user_decides_and_can_be_canc
     assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], "TWO", "{done}");
 }
+
+#[tokio::test]
+async fn an_accepted_message_is_sent_to_an_a2a_agent_the_user_added_and_its_answer_streams_back() {
+    let Some(agent) = gatehouse_mail_testswarm::reference::start_a2a_agent("s3cret", None) else { return };
+    let u = Uamp::start(gatehouse_app::executors::a2a_agent("upper", 30)).await;
+    let Some(sdk) = Sdk::of(&u) else { return };
+    gatehouse_keys::load_or_create(u.dir(), gatehouse_keys::KeystoreKind::File).unwrap();
+    let added = gatehouse_app::a2a::agent_add(u.store.clone(), u.dir(), "upper", &agent.url, Some("s3cret".into())).await.unwrap();
+    assert_eq!((added.card_name.as_str(), added.streaming, added.has_token), ("Upper", true, true), "{added:?}");
+    assert_eq!(added.endpoint, format!("{}/", agent.url));
+
+    // A2A in, A2A out: a caller's message runs on the agent the user added, whose answer
+    // streams back to the caller.
+    let (tok, _) = token(&u, "Caller");
+    let streamed = sdk.run("send", json!({"token": tok, "text": "hello there", "stream": true})).await;
+    let answer: String = streamed.iter().filter_map(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str()).collect();
+    assert_eq!(answer, "HELLO THERE", "{streamed:?}");
+    assert_eq!(streamed.last().unwrap()["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED", "{streamed:?}");
+    let row = u.store.envelopes(10, 0).unwrap().remove(0);
+    let result = row.exec_result.unwrap();
+    assert_eq!((result["executor"].as_str(), result["agent"].as_str(), result["answer"].as_str()), (Some("a2a"), Some("upper"), Some("HELLO THERE")));
+    assert!(result["task_id"].as_str().is_some_and(|t| !t.is_empty()), "{result}");
+
+    // Its token is the user's entry for that agent: without it the agent refuses, and the
+    // task fails with why.
+    gatehouse_keys::Secrets::open(u.dir()).unwrap().delete(&format!("a2a-token:upper@{}", agent.url)).unwrap();
+    let failed = sdk.run("send", json!({"token": tok, "text": "again"})).await;
+    assert_eq!(state(&failed[0]["task"]), "TASK_STATE_FAILED", "{failed:?}");
+    assert!(failed[0]["task"]["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("401"), "{failed:?}");
+}
+
+#[tokio::test]
+async fn an_agent_whose_card_sends_gatehouse_elsewhere_is_not_added() {
+    let Some(agent) = gatehouse_mail_testswarm::reference::start_a2a_agent("s3cret", Some("http://127.0.0.2:9/")) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(crate::common::test_store(dir.path()));
+    gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
+    let e = gatehouse_app::a2a::agent_add(store.clone(), dir.path(), "elsewhere", &agent.url, None).await.unwrap_err();
+    assert!(e.message.contains("an endpoint elsewhere is not used"), "{e:?}");
+    assert!(gatehouse_app::a2a::agent_list(&store, dir.path()).unwrap().is_empty());
+    let plain = gatehouse_app::a2a::agent_add(store, dir.path(), "far", "http://agent.example", None).await.unwrap_err();
+    assert!(plain.message.contains("plain HTTP to another machine"), "{plain:?}");
+}

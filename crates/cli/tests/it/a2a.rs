@@ -3,12 +3,11 @@
 //! `gatehouse pending` and let in with `gatehouse trust approve`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{json, ok, BIN};
+use crate::common::{json, ok, Cleanup, Server};
 
 /// The SDK's Python (tests/peers/a2a, installed by scripts/setup-peers.sh).
 fn python() -> Option<PathBuf> {
@@ -24,40 +23,14 @@ fn sdk(py: &Path, base: &str, ca: &Path, action: &str, args: Value) -> Value {
     serde_json::from_str(text.lines().next().unwrap_or("null")).unwrap()
 }
 
-struct Served(std::process::Child, PathBuf);
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        let _ = gatehouse_keys::delete(&self.1);
-    }
-}
-
 #[test]
 fn an_agent_with_a_token_is_answered_and_a_stranger_is_let_in_from_the_command_line() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     ok(dir.path(), &["init"]);
     ok(dir.path(), &["executor", "set", "default", "command", "/usr/bin/tr", "a-z", "A-Z"]);
-    let (http, tls) = {
-        let (a, b) = (std::net::TcpListener::bind("127.0.0.1:0").unwrap(), std::net::TcpListener::bind("127.0.0.1:0").unwrap());
-        (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
-    };
-    let child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(["serve", "--listen", &format!("127.0.0.1:{http}"), "--uamp-listen", &format!("127.0.0.1:{tls}")])
-        .env_remove("GATEHOUSE_KEYSTORE")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _served = Served(child, dir.path().into());
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", tls)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(20), "the TLS listener did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let _cleanup = Cleanup(vec![dir.path().into()]);
+    let (_served, tls) = Server::start_tls(dir.path());
     let (base, ca) = (format!("https://127.0.0.1:{tls}"), dir.path().join("uamp-cert.pem"));
 
     let issued = json(dir.path(), &["a2a", "token", "--name", "Travel agent", "--json"]);
@@ -80,4 +53,26 @@ fn an_agent_with_a_token_is_answered_and_a_stranger_is_let_in_from_the_command_l
     let let_in = sdk(&py, &base, &ca, "send", me);
     assert_eq!(let_in["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{let_in}");
     assert_eq!(let_in["task"]["artifacts"][0]["parts"][0]["text"], "MAY I?");
+}
+
+#[test]
+fn an_a2a_agent_is_added_by_address_sent_to_and_made_a_scopes_executor() {
+    let Some(agent) = gatehouse_mail_testswarm::reference::start_a2a_agent("s3cret", None) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    let _cleanup = Cleanup(vec![dir.path().into()]);
+    let out = crate::common::gh_in(dir.path(), &["a2a", "agent", "add", &agent.url, "--name", "upper", "--token-stdin"], "s3cret\n");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("its card calls it \"Upper\""));
+    let list = json(dir.path(), &["a2a", "agent", "list", "--json"]);
+    assert_eq!((list[0]["name"].as_str(), list[0]["has_token"].as_bool()), (Some("upper"), Some(true)), "{list}");
+    let answer = json(dir.path(), &["a2a", "send", "upper", "quiet please", "--json"]);
+    assert_eq!(answer["answer"], "QUIET PLEASE", "{answer}");
+    // The executor names an agent that exists; another is refused.
+    ok(dir.path(), &["executor", "set", "ask", "a2a", "upper"]);
+    let refused = crate::common::fails(dir.path(), &["executor", "set", "ask", "a2a", "nobody"]);
+    assert!(refused.contains("no A2A agent named \"nobody\""), "{refused}");
+    ok(dir.path(), &["a2a", "agent", "remove", "upper"]);
+    let gone = crate::common::fails(dir.path(), &["a2a", "send", "upper", "hello"]);
+    assert!(gone.contains("no A2A agent"), "{gone}");
 }

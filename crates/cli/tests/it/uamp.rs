@@ -2,29 +2,9 @@
 //! one serves UAMP, the other adds it by address, pins its certificate, and asks it for
 //! an image that comes back as the same file.
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use crate::common::{gh_in, json, ok, BIN};
-
-/// Two distinct free ports: both listeners are held until both are picked.
-fn two_free_ports() -> (u16, u16) {
-    let (a, b) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
-    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
-}
-
-struct Served(Child, Vec<std::path::PathBuf>);
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        for d in &self.1 {
-            let _ = gatehouse_keys::delete(d);
-        }
-    }
-}
+use crate::common::{gh_in, json, ok, Cleanup, Server, BIN};
 
 #[test]
 fn add_a_peer_by_address_pin_it_and_ask_it_for_an_image() {
@@ -34,22 +14,8 @@ fn add_a_peer_by_address_pin_it_and_ask_it_for_an_image() {
     ok(peer_dir.path(), &["init"]);
     ok(my_dir.path(), &["init"]);
     ok(peer_dir.path(), &["executor", "set", "default", "command", "cat", image.to_str().unwrap()]);
-    let (http, tls) = two_free_ports();
-    let child = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(peer_dir.path())
-        .args(["serve", "--listen", &format!("127.0.0.1:{http}"), "--uamp-listen", &format!("127.0.0.1:{tls}")])
-        .env_remove("GATEHOUSE_KEYSTORE")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _served = Served(child, vec![peer_dir.path().into(), my_dir.path().into()]);
-    let t = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", tls)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(20), "the UAMP listener did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let _cleanup = Cleanup(vec![peer_dir.path().into(), my_dir.path().into()]);
+    let (_served, tls) = Server::start_tls(peer_dir.path());
     let theirs = json(peer_dir.path(), &["uamp", "info", "--json"]);
     let mine = json(my_dir.path(), &["uamp", "info", "--json"]);
     let my_did = mine["did"].as_str().unwrap();

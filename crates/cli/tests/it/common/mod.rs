@@ -89,6 +89,31 @@ impl Server {
         Server(child, base)
     }
 
+    /// [`Server::start`] with its TLS listener (UAMP and A2A) too, on another free port;
+    /// returns that port once it accepts connections.
+    pub fn start_tls(dir: &Path) -> (Server, u16) {
+        let (http, tls) = {
+            let (a, b) = (TcpListener::bind("127.0.0.1:0").unwrap(), TcpListener::bind("127.0.0.1:0").unwrap());
+            (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
+        };
+        let child = Command::new(BIN)
+            .arg("--data-dir")
+            .arg(dir)
+            .args(["serve", "--listen", &format!("127.0.0.1:{http}"), "--uamp-listen", &format!("127.0.0.1:{tls}")])
+            .env_remove("GATEHOUSE_KEYSTORE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let served = Server(child, format!("http://127.0.0.1:{http}"));
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", tls)).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(20), "the TLS listener did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (served, tls)
+    }
+
     pub fn submit(&self) -> String {
         format!("{}/epp/v1/submit", self.1)
     }
