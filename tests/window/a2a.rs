@@ -52,4 +52,7 @@ fn an_a2a_agent_knocks_is_let_in_from_the_window_and_its_task_is_in_the_inbox() 
     app.screenshot("a2a-inbox");
     // The task is the receipt the window shows.
     assert_eq!(sent["task"]["id"], id.as_str());
+    // The agent is a contact, known by its certificate's key.
+    app.click("#nav-trust");
+    app.wait_text("#contacts", "A2A agent");
 }

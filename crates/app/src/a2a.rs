@@ -104,3 +104,14 @@ pub async fn agent_send(store: &Store, data_dir: &std::path::Path, name: &str, t
     let token = gatehouse_keys::Secrets::open(data_dir)?.get(&a2a::executor::token_name(&agent))?;
     a2a::client::send(&agent, token.as_deref(), text, |_| {}).await.map_err(|e| crate::CommandError::new(e.code(), e.to_string()))
 }
+
+/// What the agent at `url` says of itself (its card), read now and kept nowhere.
+pub async fn card(url: &str) -> crate::Result<a2a::client::Agent> {
+    a2a::client::discover("", url).await.map_err(|e| crate::CommandError::new(e.code(), e.to_string()))
+}
+
+/// The tasks A2A agents sent here, newest first (their ids are the receipts' ids).
+pub fn tasks(store: &Store, limit: u32) -> crate::Result<Vec<gatehouse_store::InboxItem>> {
+    let filter = gatehouse_store::InboxFilter { transport: Some(a2a::DOOR.into()), limit: Some(limit), ..Default::default() };
+    crate::history::inbox(store, &filter)
+}

@@ -24,6 +24,15 @@ pub enum A2aCmd {
         #[arg(long)]
         json: bool,
     },
+    /// What the agent at an address says of itself (its card), without adding it
+    Card { url: String },
+    /// Tasks A2A agents sent here, newest first
+    Tasks {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// Agents you send to
     #[command(subcommand)]
     Agent(AgentCmd),
@@ -70,6 +79,24 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
                     issued.entry.policy.allowed_scopes.join(", ")
                 );
                 println!("{}", issued.token);
+            }
+        }
+        A2aCmd::Card { url } => {
+            let card = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::card(&url))?;
+            crate::print_json(&serde_json::json!({"url": card.url, "endpoint": card.endpoint, "name": card.card_name, "streaming": card.streaming}));
+        }
+        A2aCmd::Tasks { limit, json } => {
+            let tasks = gatehouse_app::a2a::tasks(&o.store, limit)?;
+            if json {
+                crate::print_json(&tasks);
+            } else if tasks.is_empty() {
+                eprintln!("no A2A tasks");
+            } else {
+                for t in tasks {
+                    let state = t.exec_status.map(|s| s.as_str().to_string()).unwrap_or_else(|| t.status.clone());
+                    let who = t.sender_name.or(t.sender).unwrap_or_default();
+                    println!("{}  {}  {}  {}  {}", t.receipt_id, t.received_at, state, who, t.prompt_preview.unwrap_or_default());
+                }
             }
         }
         A2aCmd::Agent(AgentCmd::Add { url, name, token_stdin }) => {

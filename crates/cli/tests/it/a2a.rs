@@ -53,6 +53,10 @@ fn an_agent_with_a_token_is_answered_and_a_stranger_is_let_in_from_the_command_l
     let let_in = sdk(&py, &base, &ca, "send", me);
     assert_eq!(let_in["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{let_in}");
     assert_eq!(let_in["task"]["artifacts"][0]["parts"][0]["text"], "MAY I?");
+    // The tasks agents sent, newest first, the knock among them.
+    let tasks = json(dir.path(), &["a2a", "tasks", "--json"]);
+    let ids: Vec<&str> = tasks.as_array().unwrap().iter().map(|t| t["receipt_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [&let_in["task"]["id"], &knocked["task"]["id"], &done["task"]["id"]].map(|v| v.as_str().unwrap()), "{tasks}");
 }
 
 #[test]
@@ -64,6 +68,8 @@ fn an_a2a_agent_is_added_by_address_sent_to_and_made_a_scopes_executor() {
     let out = crate::common::gh_in(dir.path(), &["a2a", "agent", "add", &agent.url, "--name", "upper", "--token-stdin"], "s3cret\n");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("its card calls it \"Upper\""));
+    let card = json(dir.path(), &["a2a", "card", &agent.url]);
+    assert_eq!((card["name"].as_str(), card["endpoint"].as_str()), (Some("Upper"), Some(format!("{}/", agent.url).as_str())), "{card}");
     let list = json(dir.path(), &["a2a", "agent", "list", "--json"]);
     assert_eq!((list[0]["name"].as_str(), list[0]["has_token"].as_bool()), (Some("upper"), Some(true)), "{list}");
     let answer = json(dir.path(), &["a2a", "send", "upper", "quiet please", "--json"]);
