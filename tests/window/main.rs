@@ -4,7 +4,6 @@
 //! Fails (never skips) without a display or keyring.
 
 mod a11y;
-mod a2a;
 mod approvers;
 mod contacts;
 mod email;
