@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use gatehouse_a2a::types::{Event, TaskState};
+use gatehouse_a2a::types::{Event, Part, TaskState, TaskStatus};
 use serde_json::{json, Value};
 
 /// A card is a page of JSON; more is not a card.
@@ -139,13 +139,14 @@ pub struct Answer {
     pub text: String,
 }
 
-/// The text of a task's artifacts (or a message's parts).
-fn text_of(parts: &Value) -> String {
-    parts.as_array().into_iter().flatten().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("")
+/// The text parts of an artifact or a message, joined.
+fn text_of(parts: &[Part]) -> String {
+    parts.iter().filter_map(|p| p.text.as_deref()).collect()
 }
 
-fn words_of(status: &Value) -> String {
-    text_of(&status["message"]["parts"])
+/// What the agent said with a task's status.
+fn words_of(status: &TaskStatus) -> String {
+    status.message.as_ref().map(|m| text_of(&m.parts)).unwrap_or_default()
 }
 
 /// Sends `text` and follows the answer: `on_text` sees the answer so far as it grows.
@@ -196,15 +197,15 @@ fn finish(answer: &mut Answer, v: &Value, on_text: &mut impl FnMut(&str)) -> Res
         }
         Event::Task(t) => {
             answer.task_id = Some(t.id.clone());
-            let whole: String = t.artifacts.iter().map(|a| text_of(&serde_json::to_value(&a.parts).unwrap_or(Value::Null))).collect();
+            let whole: String = t.artifacts.iter().map(|a| text_of(&a.parts)).collect();
             if !whole.is_empty() {
                 answer.text = whole;
                 on_text(&answer.text);
             }
-            serde_json::to_value(&t.status).unwrap_or(Value::Null)
+            &t.status
         }
         Event::ArtifactUpdate(u) => {
-            let piece = text_of(&serde_json::to_value(&u.artifact.parts).unwrap_or(Value::Null));
+            let piece = text_of(&u.artifact.parts);
             if !u.append {
                 answer.text.clear();
             }
@@ -215,18 +216,14 @@ fn finish(answer: &mut Answer, v: &Value, on_text: &mut impl FnMut(&str)) -> Res
             on_text(&answer.text);
             return Ok(false);
         }
-        Event::StatusUpdate(u) => serde_json::to_value(&u.status).unwrap_or(Value::Null),
+        Event::StatusUpdate(u) => &u.status,
     };
-    let state: TaskState = match serde_json::from_value(status["state"].clone()) {
-        Ok(s) => s,
-        Err(_) => return Ok(false),
-    };
-    match state {
+    match status.state {
         TaskState::Completed => Ok(true),
         TaskState::Submitted | TaskState::Working => Ok(false),
         TaskState::InputRequired | TaskState::AuthRequired => {
-            Err(ClientError::Ended("waiting for input".into(), format!("the agent asks for more ({}); Gatehouse does not answer for you", words_of(&status))))
+            Err(ClientError::Ended("waiting for input".into(), format!("the agent asks for more ({}); Gatehouse does not answer for you", words_of(status))))
         }
-        other => Err(ClientError::Ended(format!("{other:?}").to_lowercase(), words_of(&status))),
+        other => Err(ClientError::Ended(format!("{other:?}").to_lowercase(), words_of(status))),
     }
 }

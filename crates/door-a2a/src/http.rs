@@ -136,7 +136,7 @@ async fn call(State(door): State<Arc<A2aDoor>>, peer: Option<Extension<PeerKey>>
         }
         Call::GetTask { id: task_id } => {
             let door2 = door.clone();
-            answer(&id, blocking(move || door2.owned(&caller, &task_id).map(|(t, _)| event_value(&Event::Task(t)))).await.map(|v| v["task"].clone()))
+            answer(&id, blocking(move || door2.owned(&caller, &task_id).map(|(t, _)| serde_json::to_value(t).unwrap_or(Value::Null))).await)
         }
         Call::Cancel { id: task_id } => {
             let door2 = door.clone();
