@@ -24,7 +24,6 @@ fn serious_violations(app: &App, view: &str) -> Vec<String> {
 
 #[test]
 fn the_main_views_have_no_serious_accessibility_violations_and_a_prompt_is_decided_from_the_keyboard() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let friend = SigningKey::from_bytes(&[21; 32]);
     app.trust(&friend, "Clinic", &["support"]);

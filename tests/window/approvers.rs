@@ -10,7 +10,6 @@ use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 
 #[test]
 fn the_owner_invites_a_phone_sees_it_join_and_removes_it() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     app.click("#nav-settings");
     app.wait_text("#approvers", "Approvers: phones and team members");

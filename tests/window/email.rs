@@ -30,7 +30,6 @@ fn deliver(dv: &Dovecot, mail: &str) {
 
 #[test]
 fn a_mail_account_is_added_in_settings_and_an_envelope_by_mail_is_shown_with_its_mailed_receipt() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let (Some(dv), Some(ex)) = (Dovecot::start_tls(), Exim::start()) else { return };
     let app = App::start();
     app.click("#nav-settings");

@@ -5,7 +5,6 @@ use crate::harness::*;
 
 #[test]
 fn unknown_sender_prompts_and_approval_lets_the_next_envelope_in() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     assert_eq!(app.call(reqwest::Method::GET, "/title", None), "Gatehouse");
     app.wait_text("#inbox-status-pill", &format!("127.0.0.1:{}", app.port));
@@ -49,7 +48,6 @@ fn unknown_sender_prompts_and_approval_lets_the_next_envelope_in() {
 
 #[test]
 fn what_an_epp_v11_sender_declares_is_shown_before_allow_and_in_the_detail() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let stranger = gatehouse_epp::generate_signing_key();
     // v1.1 fields ride beside the signed ones, as the reference sends them.
@@ -84,7 +82,6 @@ fn what_an_epp_v11_sender_declares_is_shown_before_allow_and_in_the_detail() {
 
 #[test]
 fn a_dropped_file_appears_with_its_receipt_and_hostile_markup_stays_text() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let doctor = gatehouse_epp::generate_signing_key();
     app.trust(&doctor, "Dr. Lee", &["lab-results"]);
@@ -119,7 +116,6 @@ fn a_dropped_file_appears_with_its_receipt_and_hostile_markup_stays_text() {
 
 #[test]
 fn editing_a_policy_changes_the_next_verdict() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let clinic = gatehouse_epp::generate_signing_key();
     app.trust(&clinic, "City Clinic", &["support"]);
@@ -162,7 +158,6 @@ fn editing_a_policy_changes_the_next_verdict() {
 
 #[test]
 fn conversations_thread_with_delegation_and_settings_show_the_identity() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let doctor = gatehouse_epp::generate_signing_key();
     let patient = gatehouse_epp::generate_signing_key();
@@ -234,7 +229,6 @@ fn conversations_thread_with_delegation_and_settings_show_the_identity() {
 /// calls a command directly with a path or a program of its choosing.
 #[test]
 fn a_script_in_the_window_cannot_aim_commands_at_paths_or_programs() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("written-by-the-page.json");
@@ -262,7 +256,6 @@ fn a_script_in_the_window_cannot_aim_commands_at_paths_or_programs() {
 
 #[test]
 fn a_decision_is_on_the_knock_shown_and_a_newer_one_stays_waiting() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let stranger = gatehouse_epp::generate_signing_key();
     let key = gatehouse_epp::public_key_hex(&stranger);

@@ -6,7 +6,6 @@ use crate::harness::*;
 
 #[test]
 fn the_first_run_sample_knocks_is_let_in_and_arrives_with_its_receipt() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     app.wait_text("#welcome", "Welcome to Gatehouse");
     assert_eq!(app.text("#welcome-key"), app.public_key);

@@ -11,7 +11,6 @@ fn held(receipt: &Value) -> bool {
 
 #[test]
 fn an_hour_long_grant_ends_and_the_next_message_asks_again() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     app.click("#welcome-done");
     let stranger = gatehouse_epp::generate_signing_key();
@@ -50,7 +49,6 @@ fn an_hour_long_grant_ends_and_the_next_message_asks_again() {
 
 #[test]
 fn a_prompt_put_off_survives_a_restart_undecided() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let mut app = App::start();
     let stranger = gatehouse_epp::generate_signing_key();
     // Valid for a day, so it can still be delivered when the prompt comes back.

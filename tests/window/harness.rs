@@ -12,8 +12,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
 pub const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-/// One app at a time: the app is single-instance, as it should be.
-pub static ONE_APP: Mutex<()> = Mutex::new(());
+/// One app at a time: the app is single-instance, as it should be, so a second one started
+/// while another runs hands over to it and exits (its WebDriver session never opens). Every
+/// [`App`] holds this while it lives, so no test can start one beside another.
+static ONE_APP: Mutex<()> = Mutex::new(());
 
 /// N distinct free ports: every listener is held until all are picked, so two picks cannot
 /// be the same port (the kernel may hand a just-released port out again).
@@ -275,6 +277,7 @@ pub struct App {
     pub uamp_port: u16,
     pub public_key: String,
     pub key: SigningKey,
+    _one: std::sync::MutexGuard<'static, ()>,
 }
 
 impl std::ops::Deref for App {
@@ -326,13 +329,14 @@ impl App {
 
     fn launch_in(data: tempfile::TempDir) -> Result<App, String> {
         assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
+        let one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
         let (identity, _) =
             gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
         let watch = data.path().join("drop");
         let [port, uamp_port] = free_ports();
         let key = identity.signing_key().clone();
         let (driver, session) = open_window(data.path(), &watch, port, uamp_port);
-        let app = App { driver, session, data, watch, port, uamp_port, public_key: identity.public_key, key };
+        let app = App { driver, session, data, watch, port, uamp_port, public_key: identity.public_key, key, _one: one };
         app.inbox_up()?;
         Ok(app)
     }

@@ -34,7 +34,6 @@ fn ask(app: &App, host: &DidHost, token: &str, key: &SigningKey, frag: &str, tex
 
 #[test]
 fn a_did_web_agents_rotated_key_is_a_key_change_taken_only_from_its_document() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let host = DidHost::start();
     let (old, new) = (SigningKey::from_bytes(&[60; 32]), SigningKey::from_bytes(&[61; 32]));
     host.publish(&[("key-1", &old)]);

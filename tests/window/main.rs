@@ -4,6 +4,7 @@
 //! Fails (never skips) without a display or keyring.
 
 mod a11y;
+mod a2a;
 mod approvers;
 mod contacts;
 mod email;

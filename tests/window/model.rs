@@ -5,7 +5,6 @@ use crate::harness::*;
 
 #[test]
 fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     // The user's model, and the sender's own Gatehouse inbox (which trusts the app back).
@@ -100,7 +99,6 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
 
 #[test]
 fn a_failed_model_is_run_again_and_its_answer_is_written_live_in_the_window() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     // A slow model, down when the prompt arrives.

@@ -117,7 +117,6 @@ fn active_sender(app: &App) -> Option<String> {
 
 #[test]
 fn a_click_on_a_prompts_notification_opens_the_window_on_that_prompt() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let mut dunst = Dunst::start();
     let app = App::start();
     let (first, second) = (gatehouse_epp::generate_signing_key(), gatehouse_epp::generate_signing_key());
@@ -138,7 +137,6 @@ fn a_click_on_a_prompts_notification_opens_the_window_on_that_prompt() {
 
 #[test]
 fn in_quiet_hours_prompts_wait_unannounced_and_one_digest_follows() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let mut dunst = Dunst::start();
     let app = App::start();
     // Quiet from an hour ago to an hour from now, on the app's (local) clock.

@@ -75,7 +75,6 @@ fn gradient_png(path: &Path) {
 
 #[test]
 fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_waits_for_consent() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let png = app.data.path().join("answer.png");
     gradient_png(&png);
@@ -158,7 +157,6 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
 
 #[test]
 fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_imported() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let url = rt.block_on(async {
@@ -240,7 +238,6 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
 #[test]
 fn the_tasks_view_follows_tasks_on_the_mail_reference_server() {
     let Some(r) = gatehouse_mail_testswarm::reference::start() else { return };
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     app.click("#nav-mail");
     app.type_into("#swarm-url", &r.url);
@@ -277,7 +274,6 @@ fn the_tasks_view_follows_tasks_on_the_mail_reference_server() {
 
 #[test]
 fn an_intentweb_booking_is_completed_from_the_window() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let site = gatehouse_intentweb_testsite::Site::new();
@@ -325,7 +321,6 @@ fn an_intentweb_booking_is_completed_from_the_window() {
 
 #[test]
 fn an_agent_asks_the_guardian_and_the_user_answers_in_the_window() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let url = format!("http://127.0.0.1:{}/asop/v1", app.port);
     let step = |id: i64, to: &str| {
@@ -389,7 +384,6 @@ fn an_agent_asks_the_guardian_and_the_user_answers_in_the_window() {
 #[test]
 fn the_tasks_view_follows_conversations_on_the_mail_2_reference_server() {
     let Some(r) = gatehouse_mail_testswarm::reference::start_v2() else { return };
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     app.click("#nav-mail");
     app.type_into("#swarm-url", &r.server.url);

@@ -41,7 +41,6 @@ fn join(window: &Session, link: &str, name: &str) {
 
 #[test]
 fn two_desktops_and_a_phone_decide_a_knock_at_a_team_gate_two_of_three() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let pg = gatehouse_pg_testserver::Postgres::start().expect("PostgreSQL is not installed: run scripts/setup.sh");
     let database = pg.fresh_database();
     let db_name = database.rsplit('/').next().unwrap().to_string();

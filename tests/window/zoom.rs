@@ -31,7 +31,6 @@ fn overflow(app: &App, view: &str) -> Vec<String> {
 
 #[test]
 fn the_main_views_read_whole_at_200_percent_zoom() {
-    let _one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
     let app = App::start();
     let friend = SigningKey::from_bytes(&[23; 32]);
     app.trust(&friend, "Clinic with a rather long name for a sender", &["support"]);

@@ -1,0 +1,58 @@
+//! An A2A agent (the real `a2a-sdk` 1.3.0) reaches the app's TLS listener: a stranger's
+//! certificate knocks, the user lets it in from the window, and its next message is a task
+//! in the inbox, marked as from an A2A agent.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::harness::App;
+
+/// One call of the SDK (tests/peers/a2a/client.py); its first answer.
+fn sdk(py: &Path, app: &App, args: Value) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/a2a/client.py");
+    let base = format!("https://127.0.0.1:{}", app.uamp_port);
+    let ca = app.data.path().join("uamp-cert.pem");
+    let out = Command::new(py).arg(script).arg(base).arg(ca).arg("send").arg(args.to_string()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the SDK failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(text.lines().next().unwrap_or("null")).unwrap()
+}
+
+#[test]
+fn an_a2a_agent_knocks_is_let_in_from_the_window_and_its_task_is_in_the_inbox() {
+    let Some(py): Option<PathBuf> = gatehouse_mail_testswarm::reference::python("a2a-1.3.0", "A2A SDK") else { return };
+    let app = App::start();
+    let agent = rcgen::generate_simple_self_signed(vec!["trains.example".to_string()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("agent.pem"), dir.path().join("agent.key"));
+    std::fs::write(&cert, agent.cert.pem()).unwrap();
+    std::fs::write(&key, agent.key_pair.serialize_pem()).unwrap();
+    let me = json!({"cert": cert, "key": key, "text": "Book me a train to Lyon on Friday morning", "scope": "travel"});
+
+    let knocked = sdk(&py, &app, me.clone());
+    assert_eq!(knocked["task"]["status"]["state"], "TASK_STATE_REJECTED", "{knocked}");
+    app.click("#nav-consent");
+    app.wait_text("#view-consent", "over A2A");
+    app.wait_text("#view-consent", "Book me a train to Lyon");
+    assert!(app.find_all("#view-consent button[data-decision='allow_once']").is_empty(), "nothing of its message is kept to let through once");
+    app.screenshot("a2a-knock");
+    app.click("#view-consent button[data-decision='always_allow_scope']");
+    app.wait_text("#consent-notice", "next message in that scope arrives");
+
+    let sent = sdk(&py, &app, json!({"cert": cert, "key": key, "text": "Book me a train to Lyon, please", "scope": "travel"}));
+    let state = sent["task"]["status"]["state"].as_str().unwrap_or("");
+    assert!(["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"].contains(&state), "{sent}");
+    app.click("#nav-inbox");
+    app.wait_text("#view-inbox", "Book me a train to Lyon, please");
+    let id = app.row_with("Book me a train to Lyon, please");
+    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.wait_text("#inbox-detail", "An A2A agent");
+    app.screenshot("a2a-inbox");
+    // The task is the receipt the window shows.
+    assert_eq!(sent["task"]["id"], id.as_str());
+    // The agent is a contact, known by its certificate's key.
+    app.click("#nav-trust");
+    app.wait_text("#contacts", "A2A agent");
+}
