@@ -1,6 +1,7 @@
 //! The Gatehouse desktop shell: thin by design. The inbox, the store and every protocol
 //! rule live in the library crates; this file wires them to a window, a tray and events.
 
+mod a2a;
 mod approvers;
 mod commands;
 mod contacts;

@@ -1,6 +1,7 @@
-//! An A2A agent (the real `a2a-sdk` 1.3.0) reaches the app's TLS listener: a stranger's
+//! An A2A agent (the real `a2a-sdk` 1.3.0) reaches the app: over TLS, a stranger's
 //! certificate knocks, the user lets it in from the window, and its next message is a task
-//! in the inbox, marked as from an A2A agent.
+//! in the inbox, marked as from an A2A agent; on this computer, with a token the user
+//! issued in the window, over plain HTTP once the user allows it there.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,11 +10,14 @@ use serde_json::{json, Value};
 
 use crate::harness::App;
 
-/// One call of the SDK (tests/peers/a2a/client.py); its first answer.
+/// One call of the SDK (tests/peers/a2a/client.py) over TLS; its first answer.
 fn sdk(py: &Path, app: &App, args: Value) -> Value {
+    sdk_at(py, &format!("https://127.0.0.1:{}", app.uamp_port), &app.data.path().join("uamp-cert.pem"), args)
+}
+
+/// One call of the SDK to `base` (`ca` "-": plain HTTP); its first answer.
+fn sdk_at(py: &Path, base: &str, ca: &Path, args: Value) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/a2a/client.py");
-    let base = format!("https://127.0.0.1:{}", app.uamp_port);
-    let ca = app.data.path().join("uamp-cert.pem");
     let out = Command::new(py).arg(script).arg(base).arg(ca).arg("send").arg(args.to_string()).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "the SDK failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
@@ -55,4 +59,36 @@ fn an_a2a_agent_knocks_is_let_in_from_the_window_and_its_task_is_in_the_inbox() 
     // The agent is a contact, known by its certificate's key.
     app.click("#nav-trust");
     app.wait_text("#contacts", "A2A agent");
+}
+
+#[test]
+fn a_token_issued_in_the_window_lets_an_agent_on_this_computer_in_over_plain_http_once_allowed() {
+    let Some(py): Option<PathBuf> = gatehouse_mail_testswarm::reference::python("a2a-1.3.0", "A2A SDK") else { return };
+    let app = App::start();
+    app.click("#nav-a2a");
+    app.wait_text("#a2a-endpoint", &format!("https://127.0.0.1:{}/a2a", app.uamp_port));
+    app.type_into("#a2a-token-name", "Calendar helper");
+    app.type_into("#a2a-token-scopes", "calendar");
+    app.click("#a2a-token-issue");
+    app.wait_text("#a2a-token-out", "not shown again");
+    let token = app.text("#a2a-token");
+    assert!(token.starts_with("gha_"), "{token}");
+    app.screenshot("a2a-view");
+
+    // Plain HTTP is off until the user turns it on.
+    let plain = format!("http://127.0.0.1:{}", app.port);
+    let off = sdk_at(&py, &plain, Path::new("-"), json!({"token": token, "text": "Move my dentist to Tuesday", "scope": "calendar"}));
+    assert!(off["message"].as_str().is_some_and(|m| m.contains("403")), "{off}");
+    app.click("#a2a-plain");
+    app.wait_text("#a2a-plain-msg", "may now call over plain HTTP");
+    app.wait_text("#a2a-plain-endpoint", &format!("{plain}/a2a"));
+
+    let sent = sdk_at(&py, &plain, Path::new("-"), json!({"token": token, "text": "Move my dentist to Tuesday", "scope": "calendar"}));
+    let state = sent["task"]["status"]["state"].as_str().unwrap_or("");
+    assert!(["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"].contains(&state), "{sent}");
+    app.click("#nav-inbox");
+    app.wait_text("#view-inbox", "Move my dentist to Tuesday");
+    let id = app.row_with("Move my dentist to Tuesday");
+    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.wait_text("#inbox-detail", "Calendar helper");
 }

@@ -80,6 +80,15 @@ export const commands = {
 	exportJson: (kind: ExportKind, path: string) => __TAURI_INVOKE<number>("export_json", { kind, path }),
 	/**  Opens the native dialog for `purpose` and grants what the user chose (None: cancelled). */
 	pickPath: (purpose: Purpose, suggestedName: string | null) => __TAURI_INVOKE<string | null>("pick_path", { purpose, suggestedName }),
+	a2aInfo: () => __TAURI_INVOKE<A2aInfo_Serialize>("a2a_info"),
+	/**  Lets agents on this computer call over plain HTTP (with a token), or stops it. */
+	a2aPlainSet: (on: boolean) => __TAURI_INVOKE<boolean>("a2a_plain_set", { on }),
+	/**  A token for a new agent, trusted for `scopes`; the window shows it once. */
+	a2aTokenIssue: (name: string, scopes: string[]) => __TAURI_INVOKE<Issued_Serialize>("a2a_token_issue", { name, scopes }),
+	a2aAgents: () => __TAURI_INVOKE<AgentRow[]>("a2a_agents"),
+	/**  Adds an agent to send to: its card is read now, and its endpoint must be on that address. */
+	a2aAgentAdd: (input: A2aAgentInput_Deserialize) => __TAURI_INVOKE<AgentRow>("a2a_agent_add", { input }),
+	a2aAgentRemove: (name: string) => __TAURI_INVOKE<null>("a2a_agent_remove", { name }),
 	uampInfo: () => __TAURI_INVOKE<UampInfo_Serialize>("uamp_info"),
 	/**  Issues a bearer token for a trusted UAMP sender; the window shows it once. */
 	uampTokenIssue: (sender: string) => __TAURI_INVOKE<string>("uamp_token_issue", { sender }),
@@ -188,6 +197,40 @@ export const events = {
 };
 
 /* Types */
+export type A2aAgentInput = A2aAgentInput_Serialize;
+
+export type A2aAgentInput_Deserialize = {
+	url: string,
+	name: string,
+	/**  The bearer token the agent gave the user, kept in the keychain for its address. */
+	token?: string | null,
+};
+
+export type A2aAgentInput_Serialize = {
+	url: string,
+	name: string,
+	/**  The bearer token the agent gave the user, kept in the keychain for its address. */
+	token: string | null,
+};
+
+export type A2aInfo = A2aInfo_Serialize;
+
+export type A2aInfo_Deserialize = {
+	/**  The JSON-RPC endpoint on the TLS listener (none while the inbox is paused). */
+	endpoint?: string | null,
+	/**  The endpoint on the plain loopback listener, served only while `plain` is on. */
+	plain_endpoint?: string | null,
+	plain: boolean,
+};
+
+export type A2aInfo_Serialize = {
+	/**  The JSON-RPC endpoint on the TLS listener (none while the inbox is paused). */
+	endpoint: string | null,
+	/**  The endpoint on the plain loopback listener, served only while `plain` is on. */
+	plain_endpoint: string | null,
+	plain: boolean,
+};
+
 /**
  *  A mail account as the window's form gives it (the CLI builds an [`Account`] from its
  *  flags): where mail is read, where it goes out, whose receipts are mailed back.
@@ -255,6 +298,17 @@ export type AccountInput_Serialize = {
 export type Action = "allow" | "deny" | "ask" | 
 /**  Redact `Rule::redact` from the step's text and string arguments, then allow. */
 "modify";
+
+/**  An A2A agent the user added, as both faces show it. */
+export type AgentRow = {
+	name: string,
+	url: string,
+	endpoint: string,
+	/**  What its card calls it: its own claim. */
+	card_name: string,
+	streaming: boolean,
+	has_token: boolean,
+};
 
 export type AppInfo = AppInfo_Serialize;
 
@@ -1607,6 +1661,23 @@ export type InvitationView = {
 	invitation: Invitation,
 	/**  The page's address with the code, as a QR code (SVG). */
 	qr_svg: string,
+};
+
+/**  A token issued, and the contact it lets in. */
+export type Issued = Issued_Serialize;
+
+/**  A token issued, and the contact it lets in. */
+export type Issued_Deserialize = {
+	/**  Shown once: give it to the agent. Only its hash is kept. */
+	token: string,
+	entry: TrustEntry_Deserialize,
+};
+
+/**  A token issued, and the contact it lets in. */
+export type Issued_Serialize = {
+	/**  Shown once: give it to the agent. Only its hash is kept. */
+	token: string,
+	entry: TrustEntry_Serialize,
 };
 
 export type IwConversationRow = IwConversationRow_Serialize;

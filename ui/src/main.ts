@@ -11,10 +11,11 @@ import { GuardianView } from './views/guardian';
 import { IntentView } from './views/intent';
 import { MailView } from './views/mail';
 import { UampView } from './views/uamp';
+import { A2aView } from './views/a2a';
 import { welcomeCard } from './views/welcome';
 import { CONTACT_HISTORY } from './views/contacts';
 
-type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'mail' | 'intent' | 'guardian' | 'activity' | 'settings';
+type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'a2a' | 'mail' | 'intent' | 'guardian' | 'activity' | 'settings';
 
 const app = document.getElementById('app')!;
 const statusPill = h('span', { className: 'pill', id: 'inbox-status-pill' }, '…');
@@ -34,11 +35,12 @@ const trust = new TrustView(() => void refreshInfo());
 const settings = new SettingsView(() => refreshInfo());
 const activity = new ActivityView();
 const uamp = new UampView();
+const a2a = new A2aView();
 const mail = new MailView();
 const intent = new IntentView();
 const guardian = new GuardianView();
 
-const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['mail', 'Tasks (MAIL)'], ['intent', 'Sites (IntentWeb)'], ['guardian', 'Guardian (ASOP)'], ['activity', 'Activity'], ['settings', 'Settings']];
+const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['a2a', 'Agents (A2A)'], ['mail', 'Tasks (MAIL)'], ['intent', 'Sites (IntentWeb)'], ['guardian', 'Guardian (ASOP)'], ['activity', 'Activity'], ['settings', 'Settings']];
 const nav = h('nav', {}, ...tabs.map(([t, label]) =>
   h('button', { className: 'tab', id: `nav-${t}`, 'data-tab': t, onclick: () => void show(t, true) }, label, t === 'consent' ? waitingBadge : null)));
 
@@ -69,7 +71,7 @@ async function refreshInfo(): Promise<void> {
 async function show(t: Tab, fresh: boolean): Promise<void> {
   tab = t;
   for (const b of nav.querySelectorAll('.tab')) b.classList.toggle('active', (b as HTMLElement).dataset.tab === t);
-  const view = { inbox, consent, trust, uamp, mail, intent, guardian, activity, settings }[t];
+  const view = { inbox, consent, trust, uamp, a2a, mail, intent, guardian, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
   if (t !== 'mail') mail.leave();
   // Opened: its page; redrawn because something arrived: what is new, on top.
@@ -80,6 +82,8 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   else if (t === 'consent') await consent.load(fresh);
   else if (t === 'trust') await trust.load();
   else if (t === 'uamp') await uamp.load();
+  // Nothing that arrives changes it; a redraw would wipe a token shown once.
+  else if (t === 'a2a') { if (fresh) await a2a.load(); }
   else if (t === 'mail') await mail.load();
   else if (t === 'intent') await intent.load();
   else if (t === 'guardian') await guardian.load();

@@ -115,3 +115,17 @@ pub fn tasks(store: &Store, limit: u32) -> crate::Result<Vec<gatehouse_store::In
     let filter = gatehouse_store::InboxFilter { transport: Some(a2a::DOOR.into()), limit: Some(limit), ..Default::default() };
     crate::history::inbox(store, &filter)
 }
+
+/// Whether A2A agents on this computer may call over plain HTTP (the inbox's loopback
+/// listener); off unless the user turned it on.
+pub fn plain_loopback(store: &Store) -> crate::Result<bool> {
+    Ok(a2a::plain_loopback_allowed(store)?)
+}
+
+/// Lets A2A agents on this computer call over plain HTTP, or stops it; applies to the
+/// next request, audited. A token the user issued is still needed.
+pub fn set_plain_loopback(store: &Store, on: bool) -> crate::Result<bool> {
+    store.set_setting(a2a::PLAIN_LOOPBACK_SETTING, &on)?;
+    store.audit("a2a.plain_loopback", None, &serde_json::json!({"on": on}), &crate::doors::gate::consent::now_string(chrono::Utc::now()))?;
+    Ok(on)
+}

@@ -36,6 +36,12 @@ pub enum A2aCmd {
     /// Agents you send to
     #[command(subcommand)]
     Agent(AgentCmd),
+    /// Let A2A agents on this computer call over plain HTTP on the inbox's loopback
+    /// address (they still need a token), or stop it; without on/off, say which it is
+    Plain {
+        #[arg(value_parser = ["on", "off"])]
+        state: Option<String>,
+    },
     /// Send a message to an agent you added and print its answer
     Send {
         agent: String,
@@ -119,6 +125,20 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
         A2aCmd::Agent(AgentCmd::Remove { name }) => {
             gatehouse_app::a2a::agent_remove(&o.store, data_dir, &name)?;
             eprintln!("removed {name}");
+        }
+        A2aCmd::Plain { state } => {
+            let on = match state.as_deref() {
+                Some(s) => gatehouse_app::a2a::set_plain_loopback(&o.store, s == "on")?,
+                None => gatehouse_app::a2a::plain_loopback(&o.store)?,
+            };
+            println!(
+                "{}",
+                if on {
+                    "A2A agents on this computer may call over plain HTTP (with a token you issued)"
+                } else {
+                    "A2A is served over TLS only; plain HTTP from this computer is off"
+                }
+            );
         }
         A2aCmd::Send { agent, text, json } => {
             let answer = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_send(&o.store, data_dir, &agent, &text))?;

@@ -2,7 +2,8 @@
 //! server-sent events of JSON-RPC answers, and the Agent Card at
 //! [`gatehouse_a2a::CARD_PATH`], signed with the gate's identity key. Served on the TLS
 //! listener, whose Host checks and connection bounds apply; the client certificate's key
-//! comes from it ([`gatehouse_net::peer::PeerKey`]).
+//! comes from it ([`gatehouse_net::peer::PeerKey`]). On the plain loopback listener too,
+//! but only while the user allows it ([`Listener::PlainLoopback`]).
 
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;
@@ -27,7 +28,7 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::task::{ANSWER, CANCELED_BY_SENDER};
-use crate::{internal, A2aDoor, Caller, Unauthenticated, MAX_REQUEST_BYTES, MAX_STREAMS};
+use crate::{internal, A2aDoor, Caller, Listener, Unauthenticated, MAX_REQUEST_BYTES, MAX_STREAMS};
 
 /// The JSON-RPC endpoint.
 pub const PATH: &str = "/a2a";
@@ -39,17 +40,46 @@ const STREAM_LASTS: Duration = Duration::from_secs(30 * 60);
 /// How often a followed task is read again (a state the runner or the user changed).
 const LOOK_EVERY: Duration = Duration::from_millis(250);
 
-pub fn router(door: Arc<A2aDoor>) -> Router {
-    Router::new().route(gatehouse_a2a::CARD_PATH, get(card)).route(PATH, post(call)).layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES)).with_state(door)
+/// The door's routes on the listener `on`. On the plain loopback listener every request
+/// is first checked against the user's setting: while it is off, nothing is read.
+pub fn router(door: Arc<A2aDoor>, on: Listener) -> Router {
+    let routes = Router::new().route(gatehouse_a2a::CARD_PATH, get(card)).route(PATH, post(call));
+    let routes = match on {
+        Listener::Tls => routes,
+        Listener::PlainLoopback => routes.route_layer(axum::middleware::from_fn_with_state(door.clone(), while_allowed)),
+    };
+    routes.layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES)).layer(Extension(on)).with_state(door)
+}
+
+/// Passes a request on the plain listener only while the user lets agents on this
+/// computer call without TLS.
+async fn while_allowed(State(door): State<Arc<A2aDoor>>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let store = door.store().clone();
+    let allowed = tokio::task::spawn_blocking(move || crate::plain_loopback_allowed(&store)).await;
+    match allowed {
+        Ok(Ok(true)) => next.run(req).await,
+        Ok(Ok(false)) => {
+            let e = RpcError::new(
+                code::INVALID_REQUEST,
+                "A2A over plain HTTP is off on this gate: call its TLS address, or ask the person to let agents on their computer call without TLS (Settings)",
+            );
+            (StatusCode::FORBIDDEN, Json(rpc::error(&Value::Null, &e))).into_response()
+        }
+        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, Json(rpc::error(&Value::Null, &internal(e)))).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(rpc::error(&Value::Null, &internal(e)))).into_response(),
+    }
 }
 
 /// The card, with the endpoint at the address the caller reached (its Host was checked
 /// against this listener's names before any handler runs).
-async fn card(State(door): State<Arc<A2aDoor>>, uri: Uri, headers: HeaderMap) -> Response {
+async fn card(State(door): State<Arc<A2aDoor>>, Extension(on): Extension<Listener>, uri: Uri, headers: HeaderMap) -> Response {
     let host = uri.authority().map(|a| a.to_string()).or_else(|| headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_string));
     let Some(host) = host else { return (StatusCode::BAD_REQUEST, "no Host").into_response() };
-    let url = format!("https://{host}{PATH}");
-    Json(door.signed_card(&url)).into_response()
+    let scheme = match on {
+        Listener::Tls => "https",
+        Listener::PlainLoopback => "http",
+    };
+    Json(door.signed_card(&format!("{scheme}://{host}{PATH}"))).into_response()
 }
 
 impl A2aDoor {

@@ -47,6 +47,26 @@ pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 /// Streams (SSE) open at once; past this a stream is refused until one ends.
 pub const MAX_STREAMS: usize = 64;
 
+/// The setting (a bool, off unless the user turns it on) that lets A2A agents on this
+/// computer call over plain HTTP on the loopback listener. A token is needed there as on
+/// TLS; a client certificate cannot be shown without TLS.
+pub const PLAIN_LOOPBACK_SETTING: &str = "a2a_plain_loopback";
+
+/// Where the door is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listener {
+    /// The TLS listener (with UAMP): always.
+    Tls,
+    /// The plain HTTP listener bound to this computer's loopback: only while the user
+    /// allows it ([`PLAIN_LOOPBACK_SETTING`]), checked on every request.
+    PlainLoopback,
+}
+
+/// Whether the user lets agents on this computer call over plain HTTP.
+pub fn plain_loopback_allowed(store: &Store) -> Result<bool, gatehouse_store::StoreError> {
+    Ok(store.setting::<bool>(PLAIN_LOOPBACK_SETTING)?.unwrap_or(false))
+}
+
 /// Who is calling, as the transport proved it; each is a key in the user's registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caller {

@@ -1,4 +1,5 @@
-"""The A2A peer as a client (a2a-sdk 1.3.0, JSON-RPC): one call to an A2A agent over TLS,
+"""The A2A peer as a client (a2a-sdk 1.3.0, JSON-RPC): one call to an A2A agent over TLS
+(or plain HTTP on this computer, CA_PEM "-"),
 every answer printed as one JSON line (protobuf JSON, as the SDK reads it), an error as
 {"error": <its type>, "message": ...}. Driven by crates/app/tests/it/a2a.rs.
 
@@ -31,7 +32,8 @@ def out(value):
 async def main():
     base, ca, action = sys.argv[1:4]
     args = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
-    tls = ssl.create_default_context(cafile=ca)
+    # "-": plain HTTP (an agent on the same computer, where the user allows it).
+    tls = ssl.create_default_context(cafile=ca) if ca != "-" else ssl.create_default_context()
     if args.get("cert"):
         tls.load_cert_chain(args["cert"], args["key"])
     headers = {"Authorization": f"Bearer {args['token']}"} if args.get("token") else {}

@@ -168,6 +168,9 @@ where
 
     let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
     let mut tasks: tokio::task::JoinSet<Result<(), String>> = tokio::task::JoinSet::new();
+    // One A2A door for both listeners it may be served on (its open streams are counted
+    // once); its card is signed with the identity key.
+    let a2a = key.clone().map(|k| super::a2a::A2aDoor::new(inbox.clone(), k));
     if let Some(listener) = opts.listener {
         let mut stop = stop_tx.subscribe();
         let guardian = super::guardian::Guardian::new(&inbox, super::guardian::DEFAULT_TIMEOUT);
@@ -176,6 +179,13 @@ where
             .merge(super::guardian::router(guardian))
             .merge(super::uamp::http::plain_router())
             .merge(crate::approve_http::router(inbox.clone()));
+        // A2A without TLS only where no other machine can connect, and only while the
+        // user allows it (checked per request, so the setting applies without a restart).
+        let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
+        let app = match &a2a {
+            Some(door) if loopback => app.merge(super::a2a::http::router(door.clone(), super::a2a::Listener::PlainLoopback)),
+            _ => app,
+        };
         tracing::info!(addr = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "inbox listening");
         let names = opts.public_names.clone();
         let limits = opts.limits;
@@ -205,8 +215,8 @@ where
         tracing::info!(addr = %uamp.tls_addr.get().map(|a| a.to_string()).unwrap_or_default(), fingerprint = %cert.fingerprint, did = %uamp.did(), "UAMP listening (TLS 1.3)");
         // A2A shares the TLS listener: the same certificate, Host checks and bounds; the
         // client certificate's key reaches it in no protocol's terms.
-        let a2a = super::a2a::A2aDoor::new(inbox.clone(), uamp_key.clone());
-        let app = super::uamp::http::router(uamp.clone()).merge(super::a2a::http::router(a2a));
+        let a2a = a2a.clone().unwrap_or_else(|| super::a2a::A2aDoor::new(inbox.clone(), uamp_key.clone()));
+        let app = super::uamp::http::router(uamp.clone()).merge(super::a2a::http::router(a2a, super::a2a::Listener::Tls));
         if let Some(tx) = u.started {
             let _ = tx.send(uamp);
         }

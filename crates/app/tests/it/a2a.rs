@@ -122,6 +122,40 @@ async fn callers_without_a_credential_the_user_gave_are_refused_and_nothing_is_k
 }
 
 #[tokio::test]
+async fn over_plain_http_from_this_computer_only_while_the_user_allows_it_and_with_a_token() {
+    let u = Uamp::start(upper()).await;
+    let Some(tls) = Sdk::of(&u) else { return };
+    let plain = Sdk { py: tls.py.clone(), base: u.plain.clone(), ca: "-".into() };
+    let (tok, id) = token(&u, "Local agent");
+
+    // Off (as it is unless the user turns it on): refused before anything is read.
+    let off = plain.run("send", json!({"token": tok, "text": "hi"})).await;
+    assert!(off[0]["message"].as_str().is_some_and(|m| m.contains("403")), "{off:?}");
+    assert!(u.store.receipts(10, 0).unwrap().is_empty(), "nothing is kept");
+
+    gatehouse_app::a2a::set_plain_loopback(&u.store, true).unwrap();
+    let card = plain.run("card", json!({"verify_key": u.gate_key()})).await;
+    assert_eq!(card[0]["supportedInterfaces"][0]["url"], format!("{}/a2a", u.plain), "the card names the plain address it was read from");
+    let sent = plain.run("send", json!({"token": tok, "text": "hello from here"})).await;
+    assert_eq!(state(&sent[0]["task"]), "TASK_STATE_COMPLETED", "{sent:?}");
+    assert_eq!(sent[0]["task"]["artifacts"][0]["parts"][0]["text"], "HELLO FROM HERE");
+    let receipt = u.store.receipt(sent[0]["task"]["id"].as_str().unwrap()).unwrap().unwrap();
+    assert_eq!(receipt.sender.as_deref(), Some(id.as_str()));
+    // Still a token the user issued, or nothing.
+    let none = plain.run("send", json!({"text": "hi"})).await;
+    assert!(none[0]["message"].as_str().is_some_and(|m| m.contains("401")), "{none:?}");
+
+    // Off again: the next request is refused, without a restart.
+    gatehouse_app::a2a::set_plain_loopback(&u.store, false).unwrap();
+    let again = plain.run("send", json!({"token": tok, "text": "hi again"})).await;
+    assert!(again[0]["message"].as_str().is_some_and(|m| m.contains("403")), "{again:?}");
+    assert_eq!(u.store.receipts(10, 0).unwrap().len(), 1);
+    // TLS was never affected.
+    let over_tls = tls.run("send", json!({"token": tok, "text": "over tls"})).await;
+    assert_eq!(state(&over_tls[0]["task"]), "TASK_STATE_COMPLETED", "{over_tls:?}");
+}
+
+#[tokio::test]
 async fn a_strangers_certificate_knocks_and_once_let_in_its_next_message_runs() {
     let u = Uamp::start(upper()).await;
     let Some(sdk) = Sdk::of(&u) else { return };

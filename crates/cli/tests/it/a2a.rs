@@ -30,7 +30,7 @@ fn an_agent_with_a_token_is_answered_and_a_stranger_is_let_in_from_the_command_l
     ok(dir.path(), &["init"]);
     ok(dir.path(), &["executor", "set", "default", "command", "/usr/bin/tr", "a-z", "A-Z"]);
     let _cleanup = Cleanup(vec![dir.path().into()]);
-    let (_served, tls) = Server::start_tls(dir.path());
+    let (served, tls) = Server::start_tls(dir.path());
     let (base, ca) = (format!("https://127.0.0.1:{tls}"), dir.path().join("uamp-cert.pem"));
 
     let issued = json(dir.path(), &["a2a", "token", "--name", "Travel agent", "--json"]);
@@ -57,6 +57,19 @@ fn an_agent_with_a_token_is_answered_and_a_stranger_is_let_in_from_the_command_l
     let tasks = json(dir.path(), &["a2a", "tasks", "--json"]);
     let ids: Vec<&str> = tasks.as_array().unwrap().iter().map(|t| t["receipt_id"].as_str().unwrap()).collect();
     assert_eq!(ids, [&let_in["task"]["id"], &knocked["task"]["id"], &done["task"]["id"]].map(|v| v.as_str().unwrap()), "{tasks}");
+
+    // On this computer over plain HTTP: off until `a2a plain on`, which the running
+    // server applies to its next request; `off` stops it the same way.
+    let local = json!({"token": token, "text": "from here"});
+    let off = sdk(&py, &served.1, Path::new("-"), "send", local.clone());
+    assert!(off["message"].as_str().is_some_and(|m| m.contains("403")), "{off}");
+    assert!(ok(dir.path(), &["a2a", "plain"]).contains("TLS only"));
+    assert!(ok(dir.path(), &["a2a", "plain", "on"]).contains("may call over plain HTTP"));
+    let on = sdk(&py, &served.1, Path::new("-"), "send", local.clone());
+    assert_eq!(on["task"]["artifacts"][0]["parts"][0]["text"], "FROM HERE", "{on}");
+    ok(dir.path(), &["a2a", "plain", "off"]);
+    let off_again = sdk(&py, &served.1, Path::new("-"), "send", local);
+    assert!(off_again["message"].as_str().is_some_and(|m| m.contains("403")), "{off_again}");
 }
 
 #[test]
