@@ -32,8 +32,11 @@ stage "test data: unchanged since copied or recorded (tests/data/*/PROVENANCE.md
 stage "ui: install, lint, unit tests, build"
 (cd ui && npm install --no-audit --no-fund && npm run lint && npm test && npm run build)
 
-stage "format"
+stage "format; no test hidden from the build"
 cargo fmt --all --check
+# Targets without unit tests are not compiled a second time as tests (Cargo.toml
+# `test = false`); this fails if a unit test or doc example is added where it would never run.
+python3 scripts/untested-targets.py
 
 stage "dependency audit (advisories, licences, bans, sources)"
 bash scripts/audit.sh
@@ -45,7 +48,8 @@ stage "build, with clippy's lints as errors"
 # fail the build; dependencies' are capped by cargo as ever.
 export RUSTC_WORKSPACE_WRAPPER="$(command -v clippy-driver)"
 export RUSTFLAGS="-D warnings"
-cargo build --workspace --all-targets --locked
+# --timings: target/cargo-timings/ shows which crates the build's time went to.
+cargo build --workspace --all-targets --locked --timings
 
 stage "test"
 # A hung test (a keychain call waiting on a prompt, a stuck window) fails the run after

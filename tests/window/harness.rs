@@ -17,6 +17,32 @@ pub const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// [`App`] holds this while it lives, so no test can start one beside another.
 static ONE_APP: Mutex<()> = Mutex::new(());
 
+thread_local! {
+    static HOLDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The one-app turn, taken by every [`App`] and by what a test sets up on the shared
+/// session before its app starts (a notification daemon: another test's app would
+/// notify into it). Taken again on the same thread it is the same turn.
+pub struct OneApp(Option<std::sync::MutexGuard<'static, ()>>);
+
+pub fn one_app() -> OneApp {
+    if HOLDING.with(|h| h.get()) {
+        return OneApp(None);
+    }
+    let guard = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+    HOLDING.with(|h| h.set(true));
+    OneApp(Some(guard))
+}
+
+impl Drop for OneApp {
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            HOLDING.with(|h| h.set(false));
+        }
+    }
+}
+
 /// N distinct free ports: every listener is held until all are picked, so two picks cannot
 /// be the same port (the kernel may hand a just-released port out again).
 pub fn free_ports<const N: usize>() -> [u16; N] {
@@ -277,7 +303,7 @@ pub struct App {
     pub uamp_port: u16,
     pub public_key: String,
     pub key: SigningKey,
-    _one: std::sync::MutexGuard<'static, ()>,
+    _one: OneApp,
 }
 
 impl std::ops::Deref for App {
@@ -329,7 +355,7 @@ impl App {
 
     fn launch_in(data: tempfile::TempDir) -> Result<App, String> {
         assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
-        let one = ONE_APP.lock().unwrap_or_else(|p| p.into_inner());
+        let one = one_app();
         let (identity, _) =
             gatehouse_keys::load_or_create(data.path(), gatehouse_keys::KeystoreKind::Os).expect("Secret Service must be running (scripts/test.sh starts one)");
         let watch = data.path().join("drop");

@@ -11,10 +11,13 @@ use std::process::{Child, Command, Stdio};
 struct Dunst {
     child: Child,
     _conf: tempfile::TempDir,
+    /// The session's notification daemon is this test's only while no other app runs.
+    _one: OneApp,
 }
 
 impl Dunst {
     fn start() -> Dunst {
+        let one = one_app();
         let conf = tempfile::tempdir().unwrap();
         let path = conf.path().join("dunstrc");
         std::fs::write(&path, "[global]\nnotification_limit = 1\n").unwrap();
@@ -24,7 +27,7 @@ impl Dunst {
             .stderr(Stdio::null())
             .spawn()
             .expect("dunst (scripts/setup.sh installs it)");
-        let d = Dunst { child, _conf: conf };
+        let d = Dunst { child, _conf: conf, _one: one };
         // Another test's notification (or a dunstctl call) may have started dunst on this
         // session bus through D-Bus activation, with its default settings: that one goes
         // (only it: the daemon this session's bus names), until ours holds the name.
