@@ -19,7 +19,7 @@ vi.mock('@tauri-apps/api/core', () => ({
 }));
 vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}) }));
 
-import { ContactsPanel, standing } from './contacts';
+import { ContactsPanel, keyKind, standing } from './contacts';
 import { replace } from '../dom';
 
 test('a changed key outranks verified', () => {
@@ -69,4 +69,24 @@ test('a key verified with the old safety code says so and offers to verify again
   expect(lee.querySelector('.reverify')?.textContent).toContain('old 20-digit safety code');
   expect(lee.querySelector('button.verify-open')?.textContent).toBe('Verify again');
   contacts[0].keys = [key('aa'.repeat(32), true)];
+});
+
+test('an A2A agent is shown as known by what its transport proved, with no safety code to compare', () => {
+  const token = { ...key(`a2a:token:${'cd'.repeat(32)}`, false), source: 'a2a_agent' as const };
+  const cert = { ...key(`a2a:key:${'ef'.repeat(32)}`, false), source: 'a2a_agent' as const };
+  expect(keyKind(token)).toBe('A2A agent, known by a token you issued (what it sends is not signed)');
+  expect(keyKind(cert)).toContain('its TLS certificate’s key');
+  expect(keyKind(key('aa'.repeat(32), false))).toBe('EPP key');
+});
+
+test('an A2A agent\'s key offers no safety code to verify', async () => {
+  contacts.push({ id: 3, name: 'Trains', created_at: '', verified: false, key_changed: false, keys: [{ ...key(`a2a:key:${'ef'.repeat(32)}`, false), source: 'a2a_agent' as const } as never], namesakes: [] });
+  const panel = new ContactsPanel(() => {});
+  replace(document.body, panel.el);
+  await panel.load();
+  const card = document.querySelector('.contact[data-contact="3"]') as HTMLElement;
+  expect(card.textContent).toContain('known by its TLS certificate’s key');
+  expect(card.querySelector('.verify-open')).toBeNull();
+  expect(document.querySelector('.contact[data-contact="2"] .verify-open')).not.toBeNull();
+  contacts.pop();
 });

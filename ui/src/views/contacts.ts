@@ -24,6 +24,17 @@ export const CONTACT_HISTORY = 'gatehouse:contact-history';
 
 const SOURCE: Record<string, string> = { epp_sender: 'EPP key', uamp_agent: 'UAMP agent', intent_site: 'IntentSite key', asop_agent: 'guardian agent', a2a_agent: 'A2A agent' };
 
+/** What a key is, in words. An A2A agent's is what the transport proved: nothing it sends
+ *  is signed, and the user sees how it is known. */
+export function keyKind(k: KeyView): string {
+  if (k.source === 'a2a_agent') {
+    return k.key.startsWith('a2a:token:')
+      ? 'A2A agent, known by a token you issued (what it sends is not signed)'
+      : 'A2A agent, known by its TLS certificate’s key (what it sends is not signed)';
+  }
+  return SOURCE[k.source] ?? k.source;
+}
+
 /** A contact's standing in words (and a class for its colour). */
 export function standing(c: ContactView): [string, string] {
   if (c.key_changed) return ['Key changed — verify before anything gets through', 'changed'];
@@ -54,13 +65,14 @@ export class ContactsPanel {
       h('h3', {}, c.name, ' ', h('span', { className: `badge standing ${cls}` }, words), ' ',
         h('button', { className: 'link history-open', onclick: () => window.dispatchEvent(new CustomEvent(CONTACT_HISTORY, { detail: { id: c.id, name: c.name } })) }, 'Messages')),
       h('ul', { className: 'contact-keys' }, ...c.keys.map((k) => h('li', { 'data-key': k.key },
-        h('span', { className: 'mono', title: k.key }, k.fingerprint), ' · ', SOURCE[k.source] ?? k.source,
+        h('span', { className: 'mono', title: k.key }, k.fingerprint), ' · ', keyKind(k),
         k.scopes.length ? ` · may ask about ${k.scopes.join(', ')}` : '',
         k.verified_at ? h('span', { className: 'muted small' }, ` · verified ${when(k.verified_at)}`) : null,
         k.blocked ? h('strong', { className: 'error' }, ' · new key, held until verified') : null, ' ',
         // Verified in a way that no longer holds (the old 20-digit code): said, with a way to do it again.
         k.reverify ? h('p', { className: 'reverify warning small' }, `Verify again: ${k.reverify}. `) : null,
-        k.verified_at && !k.reverify ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, k.reverify ? 'Verify again' : 'Verify'),
+        // An A2A agent has no Gatehouse of its own to show a safety code on.
+        (k.verified_at && !k.reverify) || k.source === 'a2a_agent' ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, k.reverify ? 'Verify again' : 'Verify'),
         // A did:web's keys live in its DID document, which its owner may change.
         k.key.startsWith('did:web:') ? h('button', { className: 'link check-keys', onclick: () => void this.checkKeys(k) }, 'Check its DID document') : null))),
       ...namesakes.map((o) => h('p', { className: 'namesake' },
