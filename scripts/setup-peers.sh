@@ -5,6 +5,8 @@
 #               set of its v1.3.6 lock (tests/peers/mail-1.3/requirements.txt, hashes checked).
 #   mail-2.0.1: the MAIL 2.0 reference server and daemon (PyPI mail-swarms-server/-daemon
 #               2.0.1) pinned the same way (tests/peers/mail-2.0/requirements.txt).
+#   a2a-1.3.0:  the A2A Python SDK (tests/peers/a2a/requirements.txt).
+#   a2a-js-1.3.0: the A2A JavaScript SDK, @a2a-js/sdk (tests/peers/a2a-js/package-lock.json).
 # Idempotent: a virtualenv whose requirements have not changed is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +44,25 @@ install_venv() { # name requirements
   echo "$stamp" > "$venv/.requirements"
 }
 
+# A Node peer: its package-lock.json pins every package by its integrity hash; `npm ci`
+# installs exactly that, without running any package's scripts.
+install_npm() { # name dir
+  local name="$1" src="$2" dest="$PEERS/$1"
+  local stamp
+  stamp="$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -d' ' -f1)"
+  if [ -d "$dest/node_modules" ] && [ "$(cat "$dest/.lock" 2>/dev/null)" = "$stamp" ]; then
+    return 0
+  fi
+  echo "setup-peers: installing $name with npm ci"
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  cp "$src/package.json" "$src/package-lock.json" "$dest/"
+  (cd "$dest" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  echo "$stamp" > "$dest/.lock"
+}
+
 install_venv mail-1.3.6 tests/peers/mail-1.3/requirements.txt
 install_venv mail-2.0.1 tests/peers/mail-2.0/requirements.txt
 install_venv a2a-1.3.0 tests/peers/a2a/requirements.txt
+install_npm a2a-js-1.3.0 tests/peers/a2a-js
 echo "setup-peers: ok ($PEERS)"

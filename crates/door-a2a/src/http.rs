@@ -58,16 +58,21 @@ async fn while_allowed(State(door): State<Arc<A2aDoor>>, req: axum::extract::Req
     let allowed = tokio::task::spawn_blocking(move || crate::plain_loopback_allowed(&store)).await;
     match allowed {
         Ok(Ok(true)) => next.run(req).await,
-        Ok(Ok(false)) => {
-            let e = RpcError::new(
-                code::INVALID_REQUEST,
-                "A2A over plain HTTP is off on this gate: call its TLS address, or ask the person to let agents on their computer call without TLS (Settings)",
-            );
-            (StatusCode::FORBIDDEN, Json(rpc::error(&Value::Null, &e))).into_response()
-        }
+        Ok(Ok(false)) => refused(
+            StatusCode::FORBIDDEN,
+            "A2A over plain HTTP is off on this gate: call its TLS address, or ask the person to let agents on their computer call without TLS (Settings)",
+        ),
         Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, Json(rpc::error(&Value::Null, &internal(e)))).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(rpc::error(&Value::Null, &internal(e)))).into_response(),
     }
+}
+
+/// A refusal before any JSON-RPC is read, as an HTTP error: A2A 1.0 has no JSON-RPC code
+/// for "who are you" or "not here", and a JSON-RPC error would read to the SDKs as a
+/// malformed request (`@a2a-js/sdk` says exactly that), hiding the status.
+fn refused(status: StatusCode, why: &str) -> Response {
+    let word = status.canonical_reason().unwrap_or("refused").to_lowercase();
+    (status, Json(json!({"error": word, "message": why}))).into_response()
 }
 
 /// The card, with the endpoint at the address the caller reached (its Host was checked
@@ -127,8 +132,9 @@ async fn call(State(door): State<Arc<A2aDoor>>, peer: Option<Extension<PeerKey>>
     let caller = match caller {
         Ok(c) => c,
         Err(Unauthenticated(why)) => {
-            let body = rpc::error(&Value::Null, &RpcError::new(code::INVALID_REQUEST, why));
-            return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], Json(body)).into_response();
+            let mut r = refused(StatusCode::UNAUTHORIZED, &why);
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            return r;
         }
     };
     if let Some(v) = headers.get(gatehouse_a2a::VERSION_HEADER) {

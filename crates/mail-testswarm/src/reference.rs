@@ -46,6 +46,22 @@ pub fn python(venv: &str, what: &str) -> Option<PathBuf> {
     None
 }
 
+/// The folder of one of the Node peers scripts/setup-peers.sh installs (its node_modules
+/// inside; the A2A JavaScript SDK), or None as for [`python`].
+pub fn node_peer(name: &str, what: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("GATEHOUSE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"))
+        .join(name);
+    if dir.join("node_modules").is_dir() {
+        return Some(dir);
+    }
+    let why = format!("the {what} is not installed at {}; run scripts/setup-peers.sh", dir.display());
+    assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
 /// Runs `script` with `py` in its own process group and returns it with what it printed
 /// after `READY ` (at most two minutes). A script that exits before it is ready is started
 /// again (twice at most): it picks its ports itself, and another process can take one

@@ -41,6 +41,31 @@ impl Sdk {
     }
 }
 
+/// The JavaScript SDK (@a2a-js/sdk 1.3.0, tests/peers/a2a-js) as a second client.
+struct JsSdk {
+    peer: PathBuf,
+    base: String,
+    ca: PathBuf,
+}
+
+impl JsSdk {
+    fn of(u: &Uamp) -> Option<JsSdk> {
+        let peer = gatehouse_mail_testswarm::reference::node_peer("a2a-js-1.3.0", "A2A JavaScript SDK")?;
+        Some(JsSdk { peer, base: u.https.clone(), ca: u.dir().join(gatehouse_app::doors::uamp::tls::CERT_FILE) })
+    }
+
+    /// One call; every answer the SDK printed, in order.
+    async fn run(&self, action: &str, args: Value) -> Vec<Value> {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/a2a-js/client.mjs");
+        let mut cmd = tokio::process::Command::new("node");
+        cmd.arg(script).arg(&self.peer).arg(&self.base).arg(action).arg(args.to_string()).env("NODE_EXTRA_CA_CERTS", &self.ca).kill_on_drop(true);
+        let out = tokio::time::timeout(Duration::from_secs(120), cmd.output()).await.expect("the SDK answered within two minutes").unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "the SDK failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+    }
+}
+
 fn upper() -> ExecutorSpec {
     ExecutorSpec::Command { program: "/usr/bin/tr".into(), args: vec!["a-z".into(), "A-Z".into()], timeout_secs: 20 }
 }
@@ -99,6 +124,37 @@ async fn a_token_holder_sends_streams_and_gets_its_tasks_with_the_executors_answ
     let answer: String = streamed.iter().filter_map(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str()).collect();
     assert_eq!(answer, "STREAM ME", "{streamed:?}");
     assert_eq!(streamed.last().unwrap()["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED", "{streamed:?}");
+}
+
+#[tokio::test]
+async fn the_javascript_sdk_is_served_the_same_card_tasks_and_stream() {
+    let u = Uamp::start(upper()).await;
+    let Some(js) = JsSdk::of(&u) else { return };
+    let (tok, id) = token(&u, "JS agent");
+
+    // Its own canonical form of the card verifies the gate's signature; another key fails.
+    let card = js.run("card", json!({"verify_key": u.gate_key()})).await;
+    assert_eq!(card[0]["name"], "Gatehouse", "{card:?}");
+    let forged = js.run("card", json!({"verify_key": hex::encode([9u8; 32])})).await;
+    assert!(forged[0]["error"].is_string(), "a card checked against another key fails: {forged:?}");
+
+    let sent = js.run("send", json!({"token": tok, "text": "hello from node"})).await;
+    assert_eq!(state(&sent[0]["task"]), "TASK_STATE_COMPLETED", "{sent:?}");
+    assert_eq!(sent[0]["task"]["artifacts"][0]["parts"][0]["text"], "HELLO FROM NODE");
+    let task_id = sent[0]["task"]["id"].as_str().unwrap().to_string();
+    assert_eq!(u.store.receipt(&task_id).unwrap().unwrap().sender.as_deref(), Some(id.as_str()));
+    let got = js.run("get", json!({"token": tok, "id": task_id})).await;
+    assert_eq!(state(&got[0]), "TASK_STATE_COMPLETED", "{got:?}");
+
+    let streamed = js.run("send", json!({"token": tok, "text": "stream from node", "stream": true})).await;
+    let answer: String = streamed.iter().filter_map(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str()).collect();
+    assert_eq!(answer, "STREAM FROM NODE", "{streamed:?}");
+    assert_eq!(streamed.last().unwrap()["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED", "{streamed:?}");
+
+    // Told it is unauthorized, and how to authenticate (not that its request was malformed).
+    let none = js.run("send", json!({"text": "hi"})).await;
+    assert!(none[0]["message"].as_str().is_some_and(|m| m.contains("401") && m.contains("bearer token the user of this gate issued")), "{none:?}");
+    assert_eq!(u.store.envelopes(100, 0).unwrap().len(), 2, "the refused call kept nothing");
 }
 
 #[tokio::test]
