@@ -13,8 +13,9 @@ stage() {
   echo "== $*   [the step before took $((SECONDS - STAGE_START)) s; $SECONDS s in all]"
   STAGE_START=$SECONDS
 }
+stage "setup: system packages, tools, the real peers"
 bash scripts/setup.sh
-# The real peers (the MAIL reference server), outside the repository; their tests must run.
+# The real peers (the MAIL references, the A2A SDKs), outside the repository; their tests must run.
 bash scripts/setup-peers.sh
 export GATEHOUSE_REQUIRE_PEERS=1
 export PATH="$HOME/.cargo/bin:$PATH"

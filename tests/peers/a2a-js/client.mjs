@@ -1,10 +1,11 @@
 // The A2A JavaScript SDK (@a2a-js/sdk 1.3.0, JSON-RPC) as a client: one call to an A2A
 // agent, every answer printed as one JSON line in the protobuf JSON form (as client.py
 // prints the Python SDK's), an error as {"error": <its name>, "message": ...}. Driven by
-// crates/app/tests/it/a2a.rs, with the TLS certificate trusted through NODE_EXTRA_CA_CERTS.
+// crates/app/tests/it/a2a.rs.
 //
-// usage: node client.mjs PEER_DIR BASE_URL ACTION [ARGS_JSON]
+// usage: GATEHOUSE_A2A_JS=PEER_DIR NODE_EXTRA_CA_CERTS=CA_PEM node client.mjs BASE_URL CA_PEM ACTION [ARGS_JSON]
 //   PEER_DIR  where scripts/setup-peers.sh installed the SDK (its node_modules)
+//   CA_PEM    as for client.py; Node trusts it only through NODE_EXTRA_CA_CERTS
 //   ACTION    card | send | get | cancel
 //   ARGS      token, verify_key (hex Ed25519: the card's signature must verify), text,
 //             scope, message_id, stream, id (a task's)
@@ -12,7 +13,8 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const [peer, base, action, rawArgs] = process.argv.slice(2);
+const [base, , action, rawArgs] = process.argv.slice(2);
+const peer = process.env.GATEHOUSE_A2A_JS;
 const args = rawArgs ? JSON.parse(rawArgs) : {};
 const from = (p) => import(pathToFileURL(join(peer, 'node_modules/@a2a-js/sdk/dist', p)).href);
 const a2a = await from('index.js');

@@ -13,52 +13,38 @@ use serde_json::{json, Value};
 
 use crate::uamp::Uamp;
 
-/// The SDK's Python (tests/peers/a2a, installed by scripts/setup-peers.sh).
-fn python() -> Option<PathBuf> {
-    gatehouse_mail_testswarm::reference::python("a2a-1.3.0", "A2A SDK")
-}
-
+/// One of the SDKs as a client (installed by scripts/setup-peers.sh): the Python one
+/// (tests/peers/a2a/client.py) or the JavaScript one (tests/peers/a2a-js/client.mjs),
+/// called the same way.
+#[derive(Clone)]
 struct Sdk {
-    py: PathBuf,
+    program: PathBuf,
+    script: &'static str,
+    env: Vec<(&'static str, PathBuf)>,
     base: String,
     ca: PathBuf,
 }
 
 impl Sdk {
+    /// `a2a-sdk` 1.3.0.
     fn of(u: &Uamp) -> Option<Sdk> {
-        Some(Sdk { py: python()?, base: u.https.clone(), ca: u.dir().join(gatehouse_app::doors::uamp::tls::CERT_FILE) })
+        let py = gatehouse_mail_testswarm::reference::python("a2a-1.3.0", "A2A SDK")?;
+        Some(Sdk { program: py, script: "a2a/client.py", env: vec![], base: u.https.clone(), ca: u.dir().join(gatehouse_app::doors::uamp::tls::CERT_FILE) })
     }
 
-    /// One call; every answer the SDK printed, in order.
-    async fn run(&self, action: &str, args: Value) -> Vec<Value> {
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/a2a/client.py");
-        let mut cmd = tokio::process::Command::new(&self.py);
-        cmd.arg(script).arg(&self.base).arg(&self.ca).arg(action).arg(args.to_string()).kill_on_drop(true);
-        let out = tokio::time::timeout(Duration::from_secs(120), cmd.output()).await.expect("the SDK answered within two minutes").unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "the SDK failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
-        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
-    }
-}
-
-/// The JavaScript SDK (@a2a-js/sdk 1.3.0, tests/peers/a2a-js) as a second client.
-struct JsSdk {
-    peer: PathBuf,
-    base: String,
-    ca: PathBuf,
-}
-
-impl JsSdk {
-    fn of(u: &Uamp) -> Option<JsSdk> {
+    /// `@a2a-js/sdk` 1.3.0, trusting the gate's certificate through Node's own variable.
+    fn js(u: &Uamp) -> Option<Sdk> {
         let peer = gatehouse_mail_testswarm::reference::node_peer("a2a-js-1.3.0", "A2A JavaScript SDK")?;
-        Some(JsSdk { peer, base: u.https.clone(), ca: u.dir().join(gatehouse_app::doors::uamp::tls::CERT_FILE) })
+        let ca = u.dir().join(gatehouse_app::doors::uamp::tls::CERT_FILE);
+        let env = vec![("GATEHOUSE_A2A_JS", peer), ("NODE_EXTRA_CA_CERTS", ca.clone())];
+        Some(Sdk { program: "node".into(), script: "a2a-js/client.mjs", env, base: u.https.clone(), ca })
     }
 
     /// One call; every answer the SDK printed, in order.
     async fn run(&self, action: &str, args: Value) -> Vec<Value> {
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/a2a-js/client.mjs");
-        let mut cmd = tokio::process::Command::new("node");
-        cmd.arg(script).arg(&self.peer).arg(&self.base).arg(action).arg(args.to_string()).env("NODE_EXTRA_CA_CERTS", &self.ca).kill_on_drop(true);
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers").join(self.script);
+        let mut cmd = tokio::process::Command::new(&self.program);
+        cmd.arg(script).arg(&self.base).arg(&self.ca).arg(action).arg(args.to_string()).envs(self.env.iter().cloned()).kill_on_drop(true);
         let out = tokio::time::timeout(Duration::from_secs(120), cmd.output()).await.expect("the SDK answered within two minutes").unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "the SDK failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
@@ -129,7 +115,7 @@ async fn a_token_holder_sends_streams_and_gets_its_tasks_with_the_executors_answ
 #[tokio::test]
 async fn the_javascript_sdk_is_served_the_same_card_tasks_and_stream() {
     let u = Uamp::start(upper()).await;
-    let Some(js) = JsSdk::of(&u) else { return };
+    let Some(js) = Sdk::js(&u) else { return };
     let (tok, id) = token(&u, "JS agent");
 
     // Its own canonical form of the card verifies the gate's signature; another key fails.
@@ -181,7 +167,7 @@ async fn callers_without_a_credential_the_user_gave_are_refused_and_nothing_is_k
 async fn over_plain_http_from_this_computer_only_while_the_user_allows_it_and_with_a_token() {
     let u = Uamp::start(upper()).await;
     let Some(tls) = Sdk::of(&u) else { return };
-    let plain = Sdk { py: tls.py.clone(), base: u.plain.clone(), ca: "-".into() };
+    let plain = Sdk { base: u.plain.clone(), ca: "-".into(), ..tls.clone() };
     let (tok, id) = token(&u, "Local agent");
 
     // Off (as it is unless the user turns it on): refused before anything is read.
