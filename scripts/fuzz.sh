@@ -10,6 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-30}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+# A short run (the test command's 20 s per target) gains less from fully optimized code than
+# its compile costs: building every reader and its dependencies at opt-level 3 with
+# instrumentation took most of the test command's fuzz stage. Long runs keep opt-level 3.
+if [ "$secs" -le 60 ]; then export CARGO_PROFILE_RELEASE_OPT_LEVEL=1; fi
 vectors="tests/data/vectors/epp/envelopes.json"
 for target in envelope canonical uamp asop mail intentweb sse email qr a2a; do
   corpus="fuzz/corpus/$target"
