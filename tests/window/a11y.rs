@@ -1,6 +1,6 @@
 //! Usable by everyone: axe-core (the accessibility engine browsers' dev tools use) runs in
 //! the real window over each main view with something in it (an arrival and its detail, a
-//! consent prompt with risk warnings, trusted senders, settings) and finds no serious or
+//! consent prompt with risk warnings, trusted senders, A2A agents, settings) and finds no serious or
 //! critical violation; the prompt can be decided from the keyboard (Alt+D).
 
 use crate::harness::*;
@@ -45,6 +45,9 @@ fn the_main_views_have_no_serious_accessibility_violations_and_a_prompt_is_decid
     app.click("#nav-trust");
     app.wait_text("#content", "Clinic");
     all.extend(serious_violations(&app, "trusted senders"));
+    app.click("#nav-a2a");
+    app.wait_text("#a2a-endpoint", "/a2a");
+    all.extend(serious_violations(&app, "agents (A2A)"));
     app.click("#nav-settings");
     app.find("#email-accounts");
     all.extend(serious_violations(&app, "settings"));
