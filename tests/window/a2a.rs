@@ -65,6 +65,7 @@ fn an_a2a_agent_knocks_is_let_in_from_the_window_and_its_task_is_in_the_inbox() 
 fn a_token_issued_in_the_window_lets_an_agent_on_this_computer_in_over_plain_http_once_allowed() {
     let Some(py): Option<PathBuf> = gatehouse_mail_testswarm::reference::python("a2a-1.3.0", "A2A SDK") else { return };
     let app = App::start();
+    app.click("#welcome-done");
     app.click("#nav-a2a");
     app.wait_text("#a2a-endpoint", &format!("https://127.0.0.1:{}/a2a", app.uamp_port));
     app.type_into("#a2a-token-name", "Calendar helper");
