@@ -34,9 +34,7 @@ fn the_main_views_have_no_serious_accessibility_violations_and_a_prompt_is_decid
     assert_eq!(status, 401);
 
     let mut all = Vec::new();
-    app.click("#nav-inbox");
-    let id = app.row_with("Your lab results are ready");
-    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.open_arrival("Your lab results are ready");
     app.wait_text("#inbox-detail", "Message");
     all.extend(serious_violations(&app, "inbox"));
     app.click("#nav-consent");

@@ -24,6 +24,12 @@ fn sdk_at(py: &Path, base: &str, ca: &Path, args: Value) -> Value {
     serde_json::from_str(text.lines().next().unwrap_or("null")).unwrap()
 }
 
+/// The task SendMessage answered was let through (the executor may still be at work).
+fn assert_let_in(sent: &Value) {
+    let state = sent["task"]["status"]["state"].as_str().unwrap_or("");
+    assert!(["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"].contains(&state), "{sent}");
+}
+
 #[test]
 fn an_a2a_agent_knocks_is_let_in_from_the_window_and_its_task_is_in_the_inbox() {
     let Some(py): Option<PathBuf> = gatehouse_mail_testswarm::reference::python("a2a-1.3.0", "A2A SDK") else { return };
@@ -46,12 +52,8 @@ fn an_a2a_agent_knocks_is_let_in_from_the_window_and_its_task_is_in_the_inbox() 
     app.wait_text("#consent-notice", "next message in that scope arrives");
 
     let sent = sdk(&py, &app, json!({"cert": cert, "key": key, "text": "Book me a train to Lyon, please", "scope": "travel"}));
-    let state = sent["task"]["status"]["state"].as_str().unwrap_or("");
-    assert!(["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"].contains(&state), "{sent}");
-    app.click("#nav-inbox");
-    app.wait_text("#view-inbox", "Book me a train to Lyon, please");
-    let id = app.row_with("Book me a train to Lyon, please");
-    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    assert_let_in(&sent);
+    let id = app.open_arrival("Book me a train to Lyon, please");
     app.wait_text("#inbox-detail", "An A2A agent");
     app.screenshot("a2a-inbox");
     // The task is the receipt the window shows.
@@ -85,11 +87,7 @@ fn a_token_issued_in_the_window_lets_an_agent_on_this_computer_in_over_plain_htt
     app.wait_text("#a2a-plain-endpoint", &format!("{plain}/a2a"));
 
     let sent = sdk_at(&py, &plain, Path::new("-"), json!({"token": token, "text": "Move my dentist to Tuesday", "scope": "calendar"}));
-    let state = sent["task"]["status"]["state"].as_str().unwrap_or("");
-    assert!(["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"].contains(&state), "{sent}");
-    app.click("#nav-inbox");
-    app.wait_text("#view-inbox", "Move my dentist to Tuesday");
-    let id = app.row_with("Move my dentist to Tuesday");
-    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    assert_let_in(&sent);
+    app.open_arrival("Move my dentist to Tuesday");
     app.wait_text("#inbox-detail", "Calendar helper");
 }

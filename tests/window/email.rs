@@ -84,9 +84,7 @@ fn a_mail_account_is_added_in_settings_and_an_envelope_by_mail_is_shown_with_its
     );
     let mailed = ex.wait_delivered(1);
     assert!(String::from_utf8_lossy(&mailed[0]).contains("In-Reply-To: <lab-1@clinic.example>"));
-    app.click("#nav-inbox");
-    let id = app.row_with("Your lab results are ready");
-    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    let id = app.open_arrival("Your lab results are ready");
     app.wait_text("#inbox-detail", "Email");
     app.wait_text("#detail-email-mail-from", "agent@clinic.example");
     assert_eq!(app.text("#detail-email-message-id"), "lab-1@clinic.example");

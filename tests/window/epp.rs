@@ -88,9 +88,7 @@ fn a_dropped_file_appears_with_its_receipt_and_hostile_markup_stays_text() {
     let env = app.envelope(&doctor, "lab-results", "Your lab results from the folder: LDL 96 mg/dL.");
     app.wait("the watched folder", || app.watch.join("accepted").exists());
     std::fs::write(app.watch.join("labs.json"), env.to_string()).unwrap();
-    app.click("#nav-inbox");
-    let id = app.row_with("from the folder");
-    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.open_arrival("from the folder");
     app.wait_text("#inbox-detail h2", "Accepted");
     let detail = app.text("#inbox-detail");
     assert!(detail.contains("Folder: labs.json"), "{detail}");
@@ -181,9 +179,7 @@ fn conversations_thread_with_delegation_and_settings_show_the_identity() {
     reply.on_behalf_of = Some(gatehouse_epp::public_key_hex(&patient));
     post(reply);
 
-    app.click("#nav-inbox");
-    let id = app.row_with("Referral to cardiology");
-    app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+    app.open_arrival("Referral to cardiology");
     app.wait_text("#inbox-detail", "Doctor, on behalf of Patient");
     app.click("#detail-conversation");
     app.wait_text("#conversation-thread", "Referral to cardiology");

@@ -459,6 +459,14 @@ impl App {
             .unwrap();
     }
 
+    /// Opens the inbox on the arrival whose preview contains `needle`: its receipt id.
+    pub fn open_arrival(&self, needle: &str) -> String {
+        self.click("#nav-inbox");
+        let id = self.row_with(needle);
+        self.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
+        id
+    }
+
     /// The inbox row whose preview contains `needle`.
     pub fn row_with(&self, needle: &str) -> String {
         self.row_with_but_not(needle, "\u{0}")

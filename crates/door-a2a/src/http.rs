@@ -55,15 +55,13 @@ pub fn router(door: Arc<A2aDoor>, on: Listener) -> Router {
 /// computer call without TLS.
 async fn while_allowed(State(door): State<Arc<A2aDoor>>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let store = door.store().clone();
-    let allowed = tokio::task::spawn_blocking(move || crate::plain_loopback_allowed(&store)).await;
-    match allowed {
-        Ok(Ok(true)) => next.run(req).await,
-        Ok(Ok(false)) => refused(
+    match blocking(move || crate::plain_loopback_allowed(&store).map_err(internal)).await {
+        Ok(true) => next.run(req).await,
+        Ok(false) => refused(
             StatusCode::FORBIDDEN,
             "A2A over plain HTTP is off on this gate: call its TLS address, or ask the person to let agents on their computer call without TLS (Settings)",
         ),
-        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, Json(rpc::error(&Value::Null, &internal(e)))).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(rpc::error(&Value::Null, &internal(e)))).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(rpc::error(&Value::Null, &e))).into_response(),
     }
 }
 

@@ -28,38 +28,34 @@ impl Drop for Reference {
     }
 }
 
-/// The Python of one of the peers' virtualenvs that scripts/setup-peers.sh makes (MAIL's
-/// references, the A2A SDK), or None (the reason printed) when it is missing and the run
-/// does not require it; scripts/test.sh sets GATEHOUSE_REQUIRE_PEERS, so CI fails instead.
-pub fn python(venv: &str, what: &str) -> Option<PathBuf> {
-    let venv = std::env::var_os("GATEHOUSE_PEERS_DIR")
+/// Where scripts/setup-peers.sh installs the peers.
+fn peers_dir() -> PathBuf {
+    std::env::var_os("GATEHOUSE_PEERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"))
-        .join(venv)
-        .join("bin/python");
-    if venv.exists() {
-        return Some(venv);
+}
+
+/// `path` if it is there; else None (the reason printed) when the run does not require
+/// the peers; scripts/test.sh sets GATEHOUSE_REQUIRE_PEERS, so CI fails instead.
+fn installed(path: PathBuf, what: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
     }
-    let why = format!("the {what} reference is not installed at {}; run scripts/setup-peers.sh", venv.display());
+    let why = format!("the {what} is not installed at {}; run scripts/setup-peers.sh", path.display());
     assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
     eprintln!("skipped: {why}");
     None
 }
 
-/// The folder of one of the Node peers scripts/setup-peers.sh installs (its node_modules
-/// inside; the A2A JavaScript SDK), or None as for [`python`].
+/// The Python of one of the peers' virtualenvs (MAIL's references, the A2A SDK).
+pub fn python(venv: &str, what: &str) -> Option<PathBuf> {
+    installed(peers_dir().join(venv).join("bin/python"), &format!("{what} reference"))
+}
+
+/// The folder of one of the Node peers (its node_modules inside; the A2A JavaScript SDK).
 pub fn node_peer(name: &str, what: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("GATEHOUSE_PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"))
-        .join(name);
-    if dir.join("node_modules").is_dir() {
-        return Some(dir);
-    }
-    let why = format!("the {what} is not installed at {}; run scripts/setup-peers.sh", dir.display());
-    assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
-    eprintln!("skipped: {why}");
-    None
+    let dir = peers_dir().join(name);
+    installed(dir.join("node_modules"), what).map(|_| dir)
 }
 
 /// Runs `script` with `py` in its own process group and returns it with what it printed

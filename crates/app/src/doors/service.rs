@@ -203,7 +203,6 @@ where
             None => super::uamp::tls::load_or_create(&u.data_dir, &u.key).map_err(|e| e.to_string())?,
         };
         let tls = super::uamp::tls::config(&cert.der, &u.key).map_err(|e| e.to_string())?;
-        let uamp_key = u.key.clone();
         let uamp = super::uamp::UampDoor::new(inbox.clone(), u.key);
         if let Ok(addr) = u.listener.local_addr() {
             let _ = uamp.tls_addr.set(addr);
@@ -214,9 +213,13 @@ where
         }
         tracing::info!(addr = %uamp.tls_addr.get().map(|a| a.to_string()).unwrap_or_default(), fingerprint = %cert.fingerprint, did = %uamp.did(), "UAMP listening (TLS 1.3)");
         // A2A shares the TLS listener: the same certificate, Host checks and bounds; the
-        // client certificate's key reaches it in no protocol's terms.
-        let a2a = a2a.clone().unwrap_or_else(|| super::a2a::A2aDoor::new(inbox.clone(), uamp_key.clone()));
-        let app = super::uamp::http::router(uamp.clone()).merge(super::a2a::http::router(a2a, super::a2a::Listener::Tls));
+        // client certificate's key reaches it in no protocol's terms. Its door is there
+        // whenever UAMP is (the identity key falls back to UAMP's).
+        let app = super::uamp::http::router(uamp.clone());
+        let app = match &a2a {
+            Some(door) => app.merge(super::a2a::http::router(door.clone(), super::a2a::Listener::Tls)),
+            None => app,
+        };
         if let Some(tx) = u.started {
             let _ = tx.send(uamp);
         }
