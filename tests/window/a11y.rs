@@ -40,15 +40,32 @@ fn the_main_views_have_no_serious_accessibility_violations_and_a_prompt_is_decid
     app.click("#nav-consent");
     app.wait_text(".consent-card", "look like an attempt to steer your AI");
     all.extend(serious_violations(&app, "waiting for you"));
-    app.click("#nav-trust");
-    app.wait_text("#content", "Clinic");
-    all.extend(serious_violations(&app, "trusted senders"));
-    app.click("#nav-a2a");
-    app.wait_text("#a2a-endpoint", "/a2a");
-    all.extend(serious_violations(&app, "agents (A2A)"));
+    app.click("#nav-people");
+    app.wait_text("#contacts", "Clinic");
+    all.extend(serious_violations(&app, "people & agents"));
+    app.click("#people-add-open");
+    app.find("#add-token");
+    all.extend(serious_violations(&app, "add someone"));
+    app.click("#nav-conversations");
+    app.find("#conversation-threads .empty");
+    app.click("#start-ask");
+    app.find("#ask-nobody");
+    all.extend(serious_violations(&app, "conversations"));
+    app.click("#nav-agents");
+    app.find("#asop-rules");
+    all.extend(serious_violations(&app, "your agents"));
+    app.click("#nav-activity");
+    app.wait_text("#view-activity", "Check the log");
+    all.extend(serious_violations(&app, "activity"));
     app.click("#nav-settings");
     app.find("#email-accounts");
+    app.wait_text("#a2a-endpoint", "/a2a");
     all.extend(serious_violations(&app, "settings"));
+    app.click("#search-open");
+    app.type_into("#search-box", "Clinic");
+    app.wait_text("#search-results", "Everything");
+    all.extend(serious_violations(&app, "search"));
+    app.script("document.querySelector('#search').close(); return true;");
     assert!(all.is_empty(), "serious accessibility violations:\n{}", all.join("\n"));
 
     // The prompt decided from the keyboard: focus it, Alt+D (WebDriver actions: real key events).

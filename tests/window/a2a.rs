@@ -59,8 +59,14 @@ fn an_a2a_agent_knocks_is_let_in_from_the_window_and_its_task_is_in_the_inbox() 
     // The task is the receipt the window shows.
     assert_eq!(sent["task"]["id"], id.as_str());
     // The agent is a contact, known by its certificate's key.
-    app.click("#nav-trust");
+    app.click("#nav-people");
     app.wait_text("#contacts", "A2A agent");
+    // Its task is a conversation like any other, labelled with how it came.
+    app.click("#nav-conversations");
+    app.wait_text("#conversation-list", "Book me a train to Lyon");
+    app.click("#conversation-list li[data-kind='a2a']");
+    app.wait_text("#conversation-reader", "Book me a train to Lyon");
+    assert!(app.text("#conversation-list li[data-kind='a2a'] .proto").contains("A2A"));
 }
 
 #[test]
@@ -68,20 +74,26 @@ fn a_token_issued_in_the_window_lets_an_agent_on_this_computer_in_over_plain_htt
     let Some(py): Option<PathBuf> = gatehouse_mail_testswarm::reference::python("a2a-1.3.0", "A2A SDK") else { return };
     let app = App::start();
     app.click("#welcome-done");
-    app.click("#nav-a2a");
+    app.click("#nav-settings");
     app.wait_text("#a2a-endpoint", &format!("https://127.0.0.1:{}/a2a", app.uamp_port));
+    // A token is for someone new: People & agents → Add someone → an agent will call me.
+    app.click("#nav-people");
+    app.click("#people-add-open");
+    app.click("#add-token");
     app.type_into("#a2a-token-name", "Calendar helper");
     app.type_into("#a2a-token-scopes", "calendar");
     app.click("#a2a-token-issue");
     app.wait_text("#a2a-token-out", "not shown again");
     let token = app.text("#a2a-token");
     assert!(token.starts_with("gha_"), "{token}");
-    app.screenshot("a2a-view");
+    app.screenshot("a2a-token");
+    app.wait_text("#contacts", "Calendar helper");
 
     // Plain HTTP is off until the user turns it on.
     let plain = format!("http://127.0.0.1:{}", app.port);
     let off = sdk_at(&py, &plain, Path::new("-"), json!({"token": token, "text": "Move my dentist to Tuesday", "scope": "calendar"}));
     assert!(off["message"].as_str().is_some_and(|m| m.contains("403")), "{off}");
+    app.click("#nav-settings");
     app.click("#a2a-plain");
     app.wait_text("#a2a-plain-msg", "may now call over plain HTTP");
     app.wait_text("#a2a-plain-endpoint", &format!("{plain}/a2a"));

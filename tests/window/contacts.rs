@@ -7,7 +7,7 @@ use crate::harness::*;
 
 /// Opens the verification screen for the contact named `name`'s first unverified key.
 pub(crate) fn open_verify(app: &App, name: &str) -> String {
-    app.click("#nav-trust");
+    app.click("#nav-people");
     app.wait_text("#contacts", name);
     app.script(&format!(
         "const c = [...document.querySelectorAll('.contact')].find((e) => e.querySelector('h3').textContent.includes({})); c.querySelector('.verify-open').click(); return true;",
@@ -65,7 +65,7 @@ fn two_gatehouses_show_the_same_safety_code_and_a_changed_key_blocks_until_verif
     b.wait_text(".consent-card.held .key-change", "new key of a contact you verified");
     let disabled = b.script("return document.querySelector('.consent-card.held button[data-decision=\"allow_once\"]').disabled;");
     assert_eq!(disabled.as_bool(), Some(true));
-    b.click("#nav-trust");
+    b.click("#nav-people");
     b.wait_text("#contacts", "Key changed");
 
     // Verified (the codes matched on a call): it may be let through.
@@ -82,7 +82,7 @@ fn two_gatehouses_show_the_same_safety_code_and_a_changed_key_blocks_until_verif
 
     // One history: Al's messages from either key, from the contact's "Messages".
     assert_eq!(b.send(&a_signing, "support", "From Al's first key").0, 200);
-    b.click("#nav-trust");
+    b.click("#nav-people");
     b.click("#contacts .contact .history-open");
     b.wait_text("#inbox-contact", "From Al, all their keys");
     b.wait_text("#inbox-rows", "From Al's first key");
@@ -95,7 +95,7 @@ fn a_picture_of_their_qr_code_verifies_them() {
 
     // A's QR code as its screen shows it (a screenshot of the code, as A would send it).
     let a = App::start();
-    a.click("#nav-trust");
+    a.click("#nav-people");
     a.click("#share-open");
     let qr = a.find("#share-qr");
     a.script("document.querySelector('#share-qr').scrollIntoView({block: 'center'}); return true;");

@@ -127,21 +127,22 @@ fn editing_a_policy_changes_the_next_verdict() {
     let (status, r) = app.send(&clinic, "billing", "Your invoice is ready");
     assert_eq!((status, r["error"]["code"].as_str()), (403, Some("POLICY_DENIED")));
 
-    app.click("#nav-trust");
-    app.wait_text("#trust-table", "City Clinic");
-    app.click("#trust-table tr[data-key] button.edit");
+    app.click("#nav-people");
+    app.wait_text("#contacts", "City Clinic");
+    app.click("#contacts li[data-key] button.edit");
     app.type_into("#trust-scopes", "support, billing");
     app.type_into("#trust-per-day", "20");
     app.click("#trust-save");
-    app.wait_text("#trust-table", "support, billing");
-    app.wait_text("#trust-table", "20/day");
-    app.screenshot("trust");
+    app.wait_text("#contacts", "support, billing");
+    app.wait_text("#contacts", "20/day");
+    app.screenshot("people-edit");
 
     let (status, _) = app.send(&clinic, "billing", "Your invoice is ready (again)");
     assert_eq!(status, 200, "the edited policy applies to the very next envelope");
     assert_eq!(store.trust_get(&key).unwrap().unwrap().policy.capabilities, Some(limit), "the save kept what it does not show");
     // Adding a sender by pasting a key, with a bad key first: a clear error, nothing saved.
-    app.click("#trust-add-open");
+    app.click("#people-add-open");
+    app.click("#add-key");
     app.type_into("#trust-key", "not-a-key");
     app.type_into("#trust-name", "Typo");
     app.type_into("#trust-scopes", "support");
@@ -150,7 +151,7 @@ fn editing_a_policy_changes_the_next_verdict() {
     let other = gatehouse_epp::generate_signing_key();
     app.type_into("#trust-key", &gatehouse_epp::public_key_hex(&other));
     app.click("#trust-save");
-    app.wait_text("#trust-table", "Typo");
+    app.wait_text("#contacts", "Typo");
     assert_eq!(app.send(&other, "support", "hi").0, 200);
 }
 

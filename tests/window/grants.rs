@@ -26,7 +26,7 @@ fn an_hour_long_grant_ends_and_the_next_message_asks_again() {
 
     let (status, r) = app.send(&stranger, "support", "Within the hour");
     assert_eq!((status, held(&r)), (200, false), "{r}");
-    app.click("#nav-trust");
+    app.click("#nav-people");
     app.wait_text("#timed-grants", "for “support”: ends");
 
     // An hour and a minute later, on the app's clock.
@@ -36,7 +36,7 @@ fn an_hour_long_grant_ends_and_the_next_message_asks_again() {
     app.click("#nav-consent");
     app.wait_text(".consent-card", "After the hour");
     assert!(app.text(".consent-card .ask").contains("so you are asked again"), "{}", app.text(".consent-card .ask"));
-    app.click("#nav-trust");
+    app.click("#nav-people");
     app.wait_text("#timed-grants", "its next message in this scope will ask you again");
 
     // Allowed once: the held message runs; the grant stays ended, so the next asks too.

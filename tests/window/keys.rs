@@ -41,13 +41,14 @@ fn a_did_web_agents_rotated_key_is_a_key_change_taken_only_from_its_document() {
     std::fs::write(app.data.path().join("test-did-ca.pem"), host.ca_pem()).unwrap();
 
     // Trusted from the form (its DID document fetched now), then verified.
-    app.click("#nav-trust");
-    app.click("#trust-add-open");
+    app.click("#nav-people");
+    app.click("#people-add-open");
+    app.click("#add-key");
     app.type_into("#trust-key", host.did());
     app.type_into("#trust-name", "Acme agent");
     app.type_into("#trust-scopes", "ask");
     app.click("#trust-save");
-    app.wait_text("#trust-table", "Acme agent");
+    app.wait_text("#contacts", "Acme agent");
     open_verify(&app, "Acme agent");
     app.click("#verify-match");
     app.wait_text("#contacts .contact .standing", "Verified");
@@ -81,7 +82,7 @@ fn a_did_web_agents_rotated_key_is_a_key_change_taken_only_from_its_document() {
     app.wait_text(".consent-card.held_ask .key-change", "keys changed after you verified it");
     let disabled = app.script("return document.querySelector('.consent-card.held_ask button[data-decision=\"allow_once\"]').disabled;");
     assert_eq!(disabled.as_bool(), Some(true));
-    app.click("#nav-trust");
+    app.click("#nav-people");
     app.wait_text("#contacts", "Key changed");
 
     // Verified again: what it sent can be let through.

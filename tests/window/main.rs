@@ -17,5 +17,6 @@ mod model;
 mod notify;
 mod peers;
 mod risk;
+mod tasks;
 mod team;
 mod zoom;

@@ -91,10 +91,14 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
         .unwrap();
     let token = gatehouse_app::doors::uamp::UampDoor::issue_token(&peer.store, &my_did, chrono::Utc::now()).unwrap();
 
-    app.click("#nav-uamp");
+    // This gate's identity, for peers to pin, is in Settings.
+    app.click("#nav-settings");
     app.wait_text("#uamp-did", &my_did);
     app.wait_text("#uamp-address", &format!("127.0.0.1:{}", app.uamp_port));
-    // Adding the peer: its manifest and certificate are shown before anything is kept.
+    // Adding the peer (People & agents → Add someone → an agent's address): its manifest and certificate are shown before anything is kept.
+    app.click("#nav-people");
+    app.click("#people-add-open");
+    app.click("#add-agent");
     app.type_into("#peer-url", &peer.url);
     app.click("#peer-lookup");
     app.wait_text("#found-cert", &peer.fingerprint());
@@ -108,7 +112,9 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
     let db = std::fs::read(app.data.path().join("gatehouse.db")).unwrap();
     assert!(!String::from_utf8_lossy(&db).contains(&token), "the token is in the keychain, not the store");
 
-    // Asking it: the progress line ends in Completed and the image is shown.
+    // Asking it (Conversations → Ask an agent): the progress line ends in Completed and the image is shown.
+    app.click("#nav-conversations");
+    app.click("#start-ask");
     app.type_into("#ask-text", "a gradient, please");
     app.click("#ask-send");
     app.wait("the ask to complete", || {
@@ -122,7 +128,7 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
     app.script("document.querySelector('#uamp-ask').scrollIntoView(); return true;");
     let saved = app.text("#stream-file");
     assert_eq!(std::fs::read(saved.trim()).unwrap(), std::fs::read(&png).unwrap(), "the file on disk is the peer's image");
-    assert!(app.text("#stream-list").contains("You → Image maker"));
+    assert!(app.text("#conversation-list li[data-kind='stream']").contains("You → Image maker"));
     app.screenshot("uamp-ask-image");
 
     // An agent nobody approved knocks on the app's UAMP port: the user is asked.
@@ -149,8 +155,8 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
     assert!(app.find_all("#view-consent button[data-decision='allow_once']").is_empty(), "nothing of a refused UAMP message is kept to let through once");
     app.click("#view-consent button[data-decision='always_allow_scope']");
     app.wait_text("#consent-notice", "Issue it a token");
-    app.click("#nav-uamp");
-    app.click(&format!("#uamp-token-list button[data-sender='{stranger_did}']"));
+    app.click("#nav-people");
+    app.click(&format!("#contacts button.token-issue[data-sender='{stranger_did}']"));
     app.wait_text("#uamp-token-out", "ghu_");
     app.screenshot("uamp");
 }
@@ -169,7 +175,8 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
         spawn(Swarm::new(cfg)).await
     });
 
-    app.click("#nav-mail");
+    app.click("#nav-conversations");
+    app.click("#start-task");
     // A token the swarm refuses is not kept.
     app.type_into("#swarm-url", &url);
     app.type_into("#swarm-name", "Research");
@@ -217,11 +224,11 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
     assert!(app.text("#inter-msg").contains("@swarm-b"), "{}", app.text("#inter-msg"));
 
     // Search by what an agent said.
-    app.type_into("#mail-search", "75.2");
-    app.wait("one task to match", || count("#task-list li") == 1);
-    app.type_into("#mail-search", "nothing like this");
-    app.wait_text("#mail-tasks", "No task matches.");
-    app.type_into("#mail-search", "");
+    app.type_into("#conversation-search", "75.2");
+    app.wait("one task to match", || count("#conversation-list li") == 1);
+    app.type_into("#conversation-search", "nothing like this");
+    app.wait_text("#conversation-threads", "No conversation matches.");
+    app.type_into("#conversation-search", "");
 
     // A task log dropped into the watched folder shows up as an imported task.
     let one = |name: &str| {
@@ -229,8 +236,8 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
         serde_json::to_string(&serde_json::from_str::<Value>(&std::fs::read_to_string(p).unwrap()).unwrap()).unwrap()
     };
     std::fs::write(app.watch.join("forecast.mail.jsonl"), format!("{}\n{}\n", one("mail_message_request"), one("mail_message_response"))).unwrap();
-    app.wait("the imported task", || app.find_all("#task-list li[data-task='aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa']").len() == 1);
-    app.click("#task-list li[data-task='aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa']");
+    app.wait("the imported task", || app.find_all("#conversation-list li[data-thread='task:aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa']").len() == 1);
+    app.click("#conversation-list li[data-thread='task:aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa']");
     app.wait_text("#mail-detail", "imported from forecast.mail.jsonl");
     assert!(app.watch.join("accepted/forecast.mail.jsonl.import.json").exists());
 }
@@ -239,7 +246,8 @@ fn a_mail_task_streams_into_its_timeline_and_a_log_dropped_in_the_folder_is_impo
 fn the_tasks_view_follows_tasks_on_the_mail_reference_server() {
     let Some(r) = gatehouse_mail_testswarm::reference::start() else { return };
     let app = App::start();
-    app.click("#nav-mail");
+    app.click("#nav-conversations");
+    app.click("#start-task");
     app.type_into("#swarm-url", &r.url);
     app.type_into("#swarm-name", "Reference");
     app.type_into("#swarm-token", "user-key");
@@ -264,7 +272,7 @@ fn the_tasks_view_follows_tasks_on_the_mail_reference_server() {
     app.screenshot("mail-reference");
 
     // The same task continued from the window completes too.
-    let task = app.script("return document.querySelector('#task-list li').dataset.task;").as_str().unwrap().to_string();
+    let task = app.script("return document.querySelector(\"#conversation-list li[data-kind='task']\").dataset.thread.slice(5);").as_str().unwrap().to_string();
     app.type_into("#mail-task", &task);
     app.type_into("#mail-body", "again please");
     app.click("#mail-send");
@@ -279,20 +287,24 @@ fn an_intentweb_booking_is_completed_from_the_window() {
     let site = gatehouse_intentweb_testsite::Site::new();
     let origin = rt.block_on(gatehouse_intentweb_testsite::spawn(site.clone()));
 
-    app.click("#nav-intent");
+    // A company is added under People & agents, by its address.
+    app.click("#nav-people");
+    app.click("#people-add-open");
+    app.click("#add-site");
     app.type_into("#iw-origin", &origin);
     app.click("#iw-add");
-    app.wait_text("#view-intent", "Bella Cucina Restaurant");
-    let cards = app.text("#view-intent .capabilities");
+    app.wait_text("#iw-sites", "Bella Cucina Restaurant");
+    let cards = app.text("#iw-sites .capabilities");
     assert!(cards.contains("Book a table for dining") && cards.contains("Cancel a reservation") && cards.contains("Mondays"), "{cards}");
 
-    // An example from the manifest starts the conversation.
+    // An example from the manifest starts the conversation (in Conversations).
     app.click(".capability[data-intent='Book a table for dining'] .chip");
+    app.find("#iw-intent");
     app.click("#iw-start");
     app.wait_text("#iw-thread", "Under which name");
     assert!(app.text("#iw-thread").contains("first contact"), "unverified until pinned");
     app.click(".iw-pin");
-    app.wait("the key pinned", || app.text("#view-intent").contains("key pinned"));
+    app.wait("the key pinned", || app.text("#iw-thread").contains("key pinned since"));
     // The checklist the site asked for.
     app.type_into("#iw-need-0", "Jane Smith");
     app.screenshot("intentweb-checklist");
@@ -303,7 +315,7 @@ fn an_intentweb_booking_is_completed_from_the_window() {
     let thread = app.text("#iw-thread");
     assert!(thread.contains("Booking confirmed") && thread.contains("✓ verified"), "{thread}");
     assert_eq!(app.find_all("#iw-reply-msg").len(), 0, "nothing more can be said after the result");
-    assert!(app.text("#iw-list").contains("Done — RES-"));
+    assert!(app.text("#conversation-list li[data-kind='site']").contains("Done — RES-"));
 
     // A menu answer full of markup stays inert: no script or image element is created.
     app.type_into("#iw-intent", "What is on the menu tonight?");
@@ -363,7 +375,7 @@ fn an_agent_asks_the_guardian_and_the_user_answers_in_the_window() {
     // "Always" made a rule: the same step is decided without asking.
     assert_eq!(post(step(3, "eve@elsewhere.example"))["result"]["decision"], "allow");
 
-    app.click("#nav-guardian");
+    app.click("#nav-agents");
     app.wait_text("#rule-list", "agent mailer-1, tool send_email: allow");
     app.wait_text("#asop-timeline", "send_email");
     let decisions = app.script("return [...document.querySelectorAll('#asop-timeline li')].map(l => l.dataset.decision).join(',');");
@@ -385,7 +397,8 @@ fn an_agent_asks_the_guardian_and_the_user_answers_in_the_window() {
 fn the_tasks_view_follows_conversations_on_the_mail_2_reference_server() {
     let Some(r) = gatehouse_mail_testswarm::reference::start_v2() else { return };
     let app = App::start();
-    app.click("#nav-mail");
+    app.click("#nav-conversations");
+    app.click("#start-task");
     app.type_into("#swarm-url", &r.server.url);
     app.type_into("#swarm-name", "Chorus");
     app.type_into("#swarm-token", &r.password);
@@ -415,7 +428,7 @@ fn the_tasks_view_follows_conversations_on_the_mail_2_reference_server() {
     let other =
         gatehouse_mail::v2::Client::new(&r.server.url, gatehouse_mail::v2::Credentials { address: r.address.clone(), password: r.password.clone() }).unwrap();
     rt.block_on(other.send("Elsewhere", "written on the phone", None, std::slice::from_ref(&r.agent))).unwrap();
-    app.wait_text("#task-list", "Elsewhere");
-    app.script("document.querySelector('#mail-tasks').scrollIntoView(); return true;");
+    app.wait_text("#conversation-list", "Elsewhere");
+    app.script("document.querySelector('#conversation-threads').scrollIntoView(); return true;");
     app.screenshot("mail-v2");
 }

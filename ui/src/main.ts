@@ -5,17 +5,17 @@ import { h, replace } from './dom';
 import { floodText } from './format';
 import { ConsentView } from './views/consent';
 import { InboxView } from './views/inbox';
-import { ActivityView, SettingsView } from './views/settings';
-import { TrustView } from './views/trust';
+import { SettingsView } from './views/settings';
+import { ActivityView } from './views/activity';
+import { PeopleView } from './views/people';
+import { START } from './views/conversations';
+import { threads } from './views/threads';
 import { GuardianView } from './views/guardian';
-import { IntentView } from './views/intent';
-import { MailView } from './views/mail';
-import { UampView } from './views/uamp';
-import { A2aView } from './views/a2a';
+import { SearchBox } from './views/search';
 import { welcomeCard } from './views/welcome';
 import { CONTACT_HISTORY } from './views/contacts';
 
-type Tab = 'inbox' | 'consent' | 'trust' | 'uamp' | 'a2a' | 'mail' | 'intent' | 'guardian' | 'activity' | 'settings';
+type Tab = 'inbox' | 'consent' | 'people' | 'conversations' | 'agents' | 'activity' | 'settings';
 
 const app = document.getElementById('app')!;
 const statusPill = h('span', { className: 'pill', id: 'inbox-status-pill' }, '…');
@@ -31,16 +31,14 @@ let tab: Tab = 'inbox';
 
 const inbox = new InboxView();
 const consent = new ConsentView(() => void refreshInfo());
-const trust = new TrustView(() => void refreshInfo());
 const settings = new SettingsView(() => refreshInfo());
 const activity = new ActivityView();
-const uamp = new UampView();
-const a2a = new A2aView();
-const mail = new MailView();
-const intent = new IntentView();
-const guardian = new GuardianView();
+// Conversations, whatever carried them: each kind lists its threads and draws one.
+const { conversations, mail, intent } = threads();
+const people = new PeopleView(() => void refreshInfo(), intent);
+const agents = new GuardianView();
 
-const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['trust', 'Trusted senders'], ['uamp', 'Agents (UAMP)'], ['a2a', 'Agents (A2A)'], ['mail', 'Tasks (MAIL)'], ['intent', 'Sites (IntentWeb)'], ['guardian', 'Guardian (ASOP)'], ['activity', 'Activity'], ['settings', 'Settings']];
+const tabs: [Tab, string][] = [['inbox', 'Inbox'], ['consent', 'Waiting for you'], ['people', 'People & agents'], ['conversations', 'Conversations'], ['agents', 'Your agents'], ['activity', 'Activity'], ['settings', 'Settings']];
 const nav = h('nav', {}, ...tabs.map(([t, label]) =>
   h('button', { className: 'tab', id: `nav-${t}`, 'data-tab': t, onclick: () => void show(t, true) }, label, t === 'consent' ? waitingBadge : null)));
 
@@ -71,22 +69,18 @@ async function refreshInfo(): Promise<void> {
 async function show(t: Tab, fresh: boolean): Promise<void> {
   tab = t;
   for (const b of nav.querySelectorAll('.tab')) b.classList.toggle('active', (b as HTMLElement).dataset.tab === t);
-  const view = { inbox, consent, trust, uamp, a2a, mail, intent, guardian, activity, settings }[t];
+  const view = { inbox, consent, people, conversations, agents, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
-  if (t !== 'mail') mail.leave();
+  if (t !== 'conversations') mail.leave();
   // Opened: its page; redrawn because something arrived: what is new, on top.
   if (t === 'inbox') await (fresh ? inbox.load(false) : inbox.patch());
   // Settings change only by the user's own hand: redrawing them on every arrival would
   // wipe a port or an executor being edited.
   else if (t === 'settings') { if (info && fresh) await settings.load(info); }
   else if (t === 'consent') await consent.load(fresh);
-  else if (t === 'trust') await trust.load();
-  else if (t === 'uamp') await uamp.load();
-  // Nothing that arrives changes it; a redraw would wipe a token shown once.
-  else if (t === 'a2a') { if (fresh) await a2a.load(); }
-  else if (t === 'mail') await mail.load();
-  else if (t === 'intent') await intent.load();
-  else if (t === 'guardian') await guardian.load();
+  else if (t === 'people') await people.load();
+  else if (t === 'conversations') await (fresh ? conversations.load() : conversations.reload());
+  else if (t === 'agents') await agents.load();
   else await activity.load();
 }
 
@@ -99,9 +93,19 @@ pauseBtn.addEventListener('click', async () => {
   await refreshInfo();
 });
 
+// One box for people, messages and conversations (Ctrl+K).
+const search = new SearchBox({
+  person: (c) => { inbox.fromContact(c.id, c.name); void show('inbox', true); },
+  message: (id) => void show('inbox', true).then(() => inbox.show(id)),
+  thread: (kind, id) => { conversations.select(kind, id); void show('conversations', true); },
+  threads: async (q) => (await conversations.find(q)).threads,
+  labelOf: (kind) => conversations.labelOf(kind),
+});
+const searchBtn = h('button', { className: 'secondary small', id: 'search-open', 'aria-keyshortcuts': 'Control+K', onclick: () => void search.open() }, 'Search ', h('kbd', {}, 'Ctrl+K'));
+
 replace(app,
-  h('header', {}, h('h1', {}, h('img', { src: './icon.png', alt: '', width: 28, height: 28 }), 'Gatehouse'), statusPill, floodPill, pauseBtn),
-  nav, welcome, main);
+  h('header', {}, h('h1', {}, h('img', { src: './icon.png', alt: '', width: 28, height: 28 }), 'Gatehouse'), searchBtn, statusPill, floodPill, pauseBtn),
+  nav, welcome, main, search.el);
 
 await refreshInfo();
 // The user may already have picked a tab while the first answer was on its way.
@@ -125,11 +129,17 @@ window.addEventListener(CONTACT_HISTORY, (e) => {
 });
 // A click on a prompt's notification opens the window on that prompt.
 void onOpenPrompt(async (sender) => { await show('consent', true); consent.focusPrompt(sender); });
-// Task logs dropped on the window are imported (and shown on the Tasks tab).
+// A starter asked for from elsewhere (a company's example, on its card): Conversations, with it open.
+window.addEventListener(START, (e) => {
+  void show('conversations', true);
+  conversations.open((e as CustomEvent<string>).detail);
+});
+// Task logs dropped on the window are imported (and shown in Conversations).
 void import('@tauri-apps/api/webview').then(({ getCurrentWebview }) => getCurrentWebview().onDragDropEvent(async (e) => {
   if (e.payload.type !== 'drop') return;
   const logs = e.payload.paths.filter((p) => /\.(json|jsonl)$/i.test(p));
   if (!logs.length) return;
-  await show('mail', true);
+  await show('conversations', true);
+  conversations.open('start-import');
   for (const p of logs) await mail.importPath(p);
 })).catch(() => {});

@@ -29,9 +29,9 @@ test('a changed key outranks verified', () => {
 });
 
 test('namesakes are flagged, and merged only by the button', async () => {
-  const panel = new ContactsPanel(() => {});
+  const panel = new ContactsPanel(() => {}, () => []);
   replace(document.body, panel.el);
-  await panel.load();
+  panel.render(contacts);
   const unverified = document.querySelector('.contact[data-contact="2"]') as HTMLElement;
   expect(unverified.querySelector('.namesake')?.textContent).toContain('Dr. Lee is verified: these keys stay held');
   expect(calls).toEqual([]);
@@ -44,9 +44,9 @@ test('a picture of their QR code is read and checked like pasted text', async ()
   calls.length = 0;
   // jsdom lays nothing out, so it has no scrolling to do.
   Element.prototype.scrollIntoView = () => {};
-  const panel = new ContactsPanel(() => {});
+  const panel = new ContactsPanel(() => {}, () => []);
   replace(document.body, panel.el);
-  await panel.load();
+  panel.render(contacts);
   (document.querySelector('.contact[data-contact="2"] .verify-open') as HTMLButtonElement).click();
   const input = document.querySelector('#verify-picture') as HTMLInputElement;
   expect(input.accept).toBe('image/png,image/jpeg');
@@ -62,9 +62,9 @@ test('a picture of their QR code is read and checked like pasted text', async ()
 test('a key verified with the old safety code says so and offers to verify again', async () => {
   const old = 'verified with the old 20-digit safety code, which a man in the middle could match by precomputation: compare the new code to keep it verified';
   contacts[0].keys = [{ ...key('aa'.repeat(32), true), reverify: old }];
-  const panel = new ContactsPanel(() => {});
+  const panel = new ContactsPanel(() => {}, () => []);
   replace(document.body, panel.el);
-  await panel.load();
+  panel.render(contacts);
   const lee = document.querySelector('.contact[data-contact="1"]') as HTMLElement;
   expect(lee.querySelector('.reverify')?.textContent).toContain('old 20-digit safety code');
   expect(lee.querySelector('button.verify-open')?.textContent).toBe('Verify again');
@@ -81,9 +81,9 @@ test('an A2A agent is shown as known by what its transport proved, with no safet
 
 test('an A2A agent\'s key offers no safety code to verify', async () => {
   contacts.push({ id: 3, name: 'Trains', created_at: '', verified: false, key_changed: false, keys: [{ ...key(`a2a:key:${'ef'.repeat(32)}`, false), source: 'a2a_agent' as const } as never], namesakes: [] });
-  const panel = new ContactsPanel(() => {});
+  const panel = new ContactsPanel(() => {}, () => []);
   replace(document.body, panel.el);
-  await panel.load();
+  panel.render(contacts);
   const card = document.querySelector('.contact[data-contact="3"]') as HTMLElement;
   expect(card.textContent).toContain('known by its TLS certificate’s key');
   expect(card.querySelector('.verify-open')).toBeNull();

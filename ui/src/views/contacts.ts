@@ -43,19 +43,16 @@ export function standing(c: ContactView): [string, string] {
 }
 
 export class ContactsPanel {
-  readonly el = h('section', { className: 'contacts', id: 'contacts' });
   private panel = h('div', { id: 'contact-panel' });
-  constructor(private onChange: () => void) {}
+  private list = h('div', { className: 'contact-list' });
+  readonly el = h('section', { className: 'contacts', id: 'contacts', 'aria-label': 'Contacts' }, this.panel, this.list);
+  /** `onChange` reads everything again; `keyParts`: what a key may do and what the user can
+   *  do about it (its trust). */
+  constructor(private onChange: () => void, private keyParts: (k: KeyView) => (HTMLElement | string)[]) {}
 
-  async load(): Promise<void> {
-    let list: ContactView[];
-    try { list = await api.contactsList(); } catch (e) { replace(this.el, h('p', { className: 'error' }, errorText(e))); return; }
-    replace(this.el,
-      h('div', { className: 'heading' }, h('h2', {}, 'Contacts'),
-        h('button', { className: 'secondary', id: 'share-open', onclick: () => void this.share() }, 'Share my key')),
-      this.panel,
-      list.length ? h('div', { className: 'contact-list' }, ...list.map((c) => this.card(c, list)))
-        : h('p', { className: 'empty' }, 'No contacts yet: each sender you trust becomes one.'));
+  render(list: ContactView[]): void {
+    replace(this.list, ...(list.length ? list.map((c) => this.card(c, list))
+      : [h('p', { className: 'empty' }, 'Nobody yet. Add someone by what they gave you (a key, a DID, their QR code), or let one in when they knock.')]));
   }
 
   private card(c: ContactView, all: ContactView[]): HTMLElement {
@@ -66,7 +63,6 @@ export class ContactsPanel {
         h('button', { className: 'link history-open', onclick: () => window.dispatchEvent(new CustomEvent(CONTACT_HISTORY, { detail: { id: c.id, name: c.name } })) }, 'Messages')),
       h('ul', { className: 'contact-keys' }, ...c.keys.map((k) => h('li', { 'data-key': k.key },
         h('span', { className: 'mono', title: k.key }, k.fingerprint), ' · ', keyKind(k),
-        k.scopes.length ? ` · may ask about ${k.scopes.join(', ')}` : '',
         k.verified_at ? h('span', { className: 'muted small' }, ` · verified ${when(k.verified_at)}`) : null,
         k.blocked ? h('strong', { className: 'error' }, ' · new key, held until verified') : null, ' ',
         // Verified in a way that no longer holds (the old 20-digit code): said, with a way to do it again.
@@ -74,7 +70,8 @@ export class ContactsPanel {
         // An A2A agent has no Gatehouse of its own to show a safety code on.
         (k.verified_at && !k.reverify) || k.source === 'a2a_agent' ? null : h('button', { className: 'link verify-open', onclick: () => this.verify(c, k) }, k.reverify ? 'Verify again' : 'Verify'),
         // A did:web's keys live in its DID document, which its owner may change.
-        k.key.startsWith('did:web:') ? h('button', { className: 'link check-keys', onclick: () => void this.checkKeys(k) }, 'Check its DID document') : null))),
+        k.key.startsWith('did:web:') ? h('button', { className: 'link check-keys', onclick: () => void this.checkKeys(k) }, 'Check its DID document') : null,
+        ...this.keyParts(k)))),
       ...namesakes.map((o) => h('p', { className: 'namesake' },
         `Another contact is also called “${o.name}”, with other keys. If they are the same person, merge them`,
         o.verified ? ` (${o.name} is verified: these keys stay held until you verify them too)` : '', '. ',
@@ -87,7 +84,6 @@ export class ContactsPanel {
       await api.contactMerge(from.id, into.id);
       replace(this.panel, h('p', { className: 'notice', role: 'status' }, `Merged: ${into.name} now holds ${from.keys.length} more key${from.keys.length === 1 ? '' : 's'}.`));
       this.onChange();
-      await this.load();
     } catch (e) {
       replace(this.panel, h('p', { className: 'error', role: 'alert' }, errorText(e)));
     }
@@ -100,7 +96,6 @@ export class ContactsPanel {
       const out = await api.contactCheckKeys(k.key);
       replace(this.panel, h('p', { className: out.blocked ? 'key-change' : 'notice', role: 'status', id: 'check-keys-msg' }, out.message));
       this.onChange();
-      await this.load();
     } catch (e) {
       replace(this.panel, h('p', { className: 'error', role: 'alert' }, errorText(e)));
     }
@@ -113,7 +108,6 @@ export class ContactsPanel {
     const done = (v: ContactView) => {
       replace(this.panel, h('p', { className: 'notice', role: 'status', id: 'verify-msg' }, `${v.name}’s key is verified.`));
       this.onChange();
-      void this.load();
     };
     const fail = (e: unknown) => { msg.textContent = errorText(e); msg.classList.add('error'); };
     // A picture of their QR code (a screenshot they sent, a photo) says what pasting would.
@@ -135,7 +129,7 @@ export class ContactsPanel {
     pasted.addEventListener('paste', (ev) => { const f = imageIn(ev.clipboardData); if (f) { ev.preventDefault(); void readPicture(f); } });
     replace(this.panel, h('section', { className: 'card verify', id: 'verify-panel', 'aria-label': `Verify ${c.name}` },
       h('h3', {}, `Verify ${c.name}`),
-      h('p', {}, `Compare this code with ${c.name}, face to face or on a call you trust. They open Gatehouse → Trusted senders → your contact → Verify, and read theirs out: it must be the same.`),
+      h('p', {}, `Compare this code with ${c.name}, face to face or on a call you trust. They open Gatehouse → People & agents → your card → Verify, and read theirs out: it must be the same.`),
       h('p', { className: 'safety-code', id: 'safety-code' }, k.safety_code),
       h('p', { className: 'muted small' }, `For their key ${k.fingerprint} and yours. Any other key gives another code.`),
       h('div', { className: 'actions' },
@@ -153,7 +147,7 @@ export class ContactsPanel {
   }
 
   /** The user's own key, address and QR, one click from the list. */
-  private async share(): Promise<void> {
+  async share(): Promise<void> {
     try {
       const s = await api.identityShare();
       const qr = h('img', { id: 'share-qr', alt: 'QR code of your key and address', width: 180, height: 180 });

@@ -1,9 +1,10 @@
-// The ASOP guardian: the rules that decide what your agents may do, and each session's
+// Your agents (the ASOP guardian): the rules that decide what your agents may do, and each session's
 // steps with what was decided and by whom. Steps waiting for you are under "Waiting for you".
 import { api, asShape, errorText, type Action, type AsopCondition, type AsopRule, type AsopStep, type Op, type SessionItem } from '../api';
 import { h, replace } from '../dom';
 import { act, failed, ListDetail } from './parts';
 import { when } from '../format';
+import { proto } from './sendto';
 
 const METHODS = ['*', 'steps/toolCallRequest', 'steps/toolCallResult', 'steps/message', 'steps/agentTrigger', 'steps/knowledgeRetrieval', 'steps/memoryStore', 'steps/memoryContextRetrieval', 'protocols/A2A', 'protocols/MCP'];
 const OPS: [string, string][] = [['not_ends_with', 'does not end with'], ['ends_with', 'ends with'], ['contains', 'contains'], ['not_contains', 'does not contain'], ['equals', 'is'], ['not_equals', 'is not'], ['matches', 'matches (regex)']];
@@ -18,7 +19,7 @@ export function ruleText(r: AsopRule): string {
 }
 
 export class GuardianView {
-  readonly el = h('section', { className: 'guardian', id: 'view-guardian' });
+  readonly el = h('section', { className: 'guardian', id: 'view-agents' });
   private sessionBox = h('div', { className: 'detail', id: 'asop-session' }, h('p', { className: 'muted' }, 'Choose a session to see its steps.'));
   private sessionsBox = h('div', { className: 'list' });
   private sessions = new ListDetail<SessionItem>({
@@ -36,8 +37,8 @@ export class GuardianView {
     try {
       const rules = await api.asopRules();
       replace(this.el,
-        h('h2', {}, 'Guardian (ASOP)'),
-        h('p', { className: 'muted small' }, 'Your agents ask Gatehouse before they act (POST /asop/v1 on the inbox address). The most specific rule decides; with no rule, you are asked.'),
+        h('h2', {}, 'Your agents ', proto('ASOP guardian')),
+        h('p', { className: 'muted small' }, 'Your own agents ask Gatehouse before they act (POST /asop/v1 on the inbox address). The most specific rule decides; with no rule, you are asked.'),
         this.rulesCard(rules),
         h('h3', {}, 'Sessions'),
         h('div', { className: 'split' }, this.sessionsBox, this.sessionBox));
@@ -58,14 +59,14 @@ export class GuardianView {
   }
 
   private ruleAdd(): HTMLElement {
-    const agent = h('input', { id: 'rule-agent', type: 'text', placeholder: 'agent id, provider:Name or *', size: 18 });
-    const method = h('select', { id: 'rule-method' }, ...METHODS.map((m) => h('option', { value: m }, m === '*' ? 'any step' : m)));
-    const tool = h('input', { id: 'rule-tool', type: 'text', placeholder: 'tool id or *', size: 12 });
-    const arg = h('input', { id: 'rule-arg', type: 'text', placeholder: 'argument (optional)', size: 12 });
-    const op = h('select', { id: 'rule-op' }, ...OPS.map(([o, t]) => h('option', { value: o }, t)));
-    const val = h('input', { id: 'rule-value', type: 'text', placeholder: 'value', size: 14 });
-    const action = h('select', { id: 'rule-action' }, ...['ask', 'allow', 'deny', 'modify'].map((a) => h('option', { value: a }, a)));
-    const redact = h('input', { id: 'rule-redact', type: 'text', placeholder: 'pattern to redact (modify)', size: 18 });
+    const agent = h('input', { id: 'rule-agent', type: 'text', 'aria-label': 'Agent', placeholder: 'agent id, provider:Name or *', size: 18 });
+    const method = h('select', { id: 'rule-method', 'aria-label': 'Step' }, ...METHODS.map((m) => h('option', { value: m }, m === '*' ? 'any step' : m)));
+    const tool = h('input', { id: 'rule-tool', type: 'text', 'aria-label': 'Tool', placeholder: 'tool id or *', size: 12 });
+    const arg = h('input', { id: 'rule-arg', type: 'text', 'aria-label': 'Argument', placeholder: 'argument (optional)', size: 12 });
+    const op = h('select', { id: 'rule-op', 'aria-label': 'Condition' }, ...OPS.map(([o, t]) => h('option', { value: o }, t)));
+    const val = h('input', { id: 'rule-value', type: 'text', 'aria-label': 'Value', placeholder: 'value', size: 14 });
+    const action = h('select', { id: 'rule-action', 'aria-label': 'Then' }, ...['ask', 'allow', 'deny', 'modify'].map((a) => h('option', { value: a }, a)));
+    const redact = h('input', { id: 'rule-redact', type: 'text', 'aria-label': 'Pattern to redact', placeholder: 'pattern to redact (modify)', size: 18 });
     const msg = h('p', { role: 'status', id: 'rule-msg' });
     const form = h('form', { className: 'inline', onsubmit: async (e: Event) => {
       e.preventDefault();

@@ -32,8 +32,8 @@ export class InboxView {
   private status = h('select', { id: 'inbox-status', 'aria-label': 'Status' },
     h('option', { value: '' }, 'All'), h('option', { value: 'accepted' }, 'Accepted'), h('option', { value: 'rejected' }, 'Rejected'),
     h('option', { value: 'held' }, 'Waiting for you'), h('option', { value: 'failed' }, 'Executor failed'));
-  private transport = h('select', { id: 'inbox-transport', 'aria-label': 'Arrived by' },
-    h('option', { value: '' }, 'Any way'), h('option', { value: 'http' }, 'Internet (HTTP)'), h('option', { value: 'folder' }, 'Folder'), h('option', { value: 'email' }, 'Email'), h('option', { value: 'a2a' }, 'An A2A agent'), h('option', { value: 'consent' }, 'Let in by you'));
+  private transport = h('select', { id: 'inbox-transport', 'aria-label': 'How it arrived' },
+    h('option', { value: '' }, 'Any way'), h('option', { value: 'http' }, 'Internet (HTTP)'), h('option', { value: 'folder' }, 'Folder'), h('option', { value: 'email' }, 'Email'), h('option', { value: 'a2a' }, 'An A2A agent'), h('option', { value: 'uamp' }, 'A UAMP agent'), h('option', { value: 'consent' }, 'Let in by you'));
   private scope = h('input', { type: 'text', id: 'inbox-scope', placeholder: 'Scope', 'aria-label': 'Scope', size: 10 });
   private sender = h('input', { type: 'text', id: 'inbox-sender', placeholder: 'Sender key', 'aria-label': 'Sender key', size: 14 });
   /** A contact whose whole history (every key of theirs) is shown, from Contacts. */

@@ -1,10 +1,12 @@
-// IntentWeb: the companies (IntentSites) you talk to — what each can do, from its
-// manifest — and your conversations with them: what you asked, what they need (a
-// checklist you fill), their answers (rendered safely), and the outcome.
-import { api, asShape, errorText, type ConversationItem, type FlowType, type IwCapability, type IwManifest, type IwMessage, type IwSite, type IwVerdict, type IwView } from '../api';
+// Companies (IntentWeb): the IntentSites you talk to — what each can do, from its manifest
+// (under People & agents) — and your conversations with them (threads in Conversations):
+// what you asked, what they need (a checklist you fill), their answers (rendered safely),
+// and the outcome.
+import { api, asShape, errorText, type FlowType, type IwCapability, type IwManifest, type IwMessage, type IwSite, type IwVerdict, type IwView } from '../api';
 import { h, Kept, refill, replace, sanitizedHtml } from '../dom';
 import { fingerprint, when } from '../format';
-import { act, failed, ListDetail } from './parts';
+import { act, failed } from './parts';
+import { START, type Host, type Thread } from './conversations';
 
 const FLOW_TEXT: Record<string, string> = {
   intent_request: 'your request',
@@ -36,8 +38,6 @@ function verdictBadge(m: IwMessage, pinned: string | null): HTMLElement | null {
 }
 
 export class IntentView {
-  readonly el = h('section', { className: 'intent', id: 'view-intent' });
-  private listBox = h('div', { className: 'list', id: 'iw-conversations' });
   private detailBox = h('div', { className: 'detail', id: 'iw-detail' }, h('p', { className: 'muted' }, 'Choose a conversation.'));
   private composerSite = h('select', { id: 'iw-site' });
   private composerCap = h('select', { id: 'iw-capability' });
@@ -49,25 +49,51 @@ export class IntentView {
   private addForm = this.addCard();
   private composerForm = this.composer();
   private replies = new Kept();
-  private split = h('div', { className: 'split' }, this.listBox, this.detailBox);
-  private conversations = new ListDetail<ConversationItem>({
-    box: this.listBox, id: 'iw-list', data: 'interaction', load: () => api.iwConversations(), key: (c) => c.interaction_id,
-    row: (c) => this.row(c), empty: () => 'No conversations yet.', show: (id) => this.show(id),
-  });
+  private siteList = h('div');
+  /** The companies you talk to: under People & agents. */
+  readonly sitesEl = h('section', { id: 'iw-sites', 'aria-label': 'Companies' }, this.addForm, this.siteList);
+  readonly label = 'IntentWeb';
+  private nobody = h('p', { className: 'muted', id: 'iw-nobody' }, 'No company yet: add one under People & agents (Add someone → A company’s web address).');
 
-  async load(): Promise<void> {
+  constructor(private host: Host) {}
+
+  /** Where a conversation with a company starts (shown once there is one to ask). */
+  startParts(): HTMLElement[] {
+    return [this.composerFor(), this.nobody];
+  }
+
+  async threads(q: string): Promise<Thread[]> {
+    const needle = q.toLowerCase();
+    return (await api.iwConversations()).map((c): Thread => ({
+      kind: 'site', id: c.interaction_id, who: c.company ?? c.origin, at: c.updated_at, preview: c.initial,
+      state: c.state === 'completed' ? `Done${c.external_id ? ` — ${c.external_id}` : ''}` : c.state === 'failed' ? 'Failed' : 'In progress',
+      stateClass: `iw-${c.state}`,
+    })).filter((t) => !needle || `${t.who} ${t.preview}`.toLowerCase().includes(needle));
+  }
+
+  async open(id: string): Promise<HTMLElement> {
+    await this.show(id);
+    return this.detailBox;
+  }
+
+  /** Puts the cursor where a company's address goes ("Add someone"). */
+  focusAdd(): void {
+    this.sitesEl.scrollIntoView({ block: 'nearest' });
+    this.sitesEl.querySelector<HTMLInputElement>('#iw-origin')?.focus();
+  }
+
+  async prepare(): Promise<void> {
+    await this.loadSites();
+  }
+
+  /** The companies, read again (their cards, and the composer's choice). */
+  async loadSites(): Promise<void> {
     try {
       this.sites = await api.iwSites();
-      replace(this.el,
-        h('h2', {}, 'Sites (IntentWeb)'),
-        this.addForm,
-        ...this.sites.map((s) => this.siteCard(s)),
-        this.composerFor(),
-        h('h3', {}, 'Conversations'),
-        this.split);
-      await this.conversations.reload();
+      replace(this.siteList, ...this.sites.map((s) => this.siteCard(s)));
+      this.composerFor();
     } catch (e) {
-      replace(this.el, failed(e));
+      replace(this.siteList, failed(e));
     }
   }
 
@@ -85,7 +111,7 @@ export class IntentView {
         msg.className = 'notice';
         msg.textContent = `Added ${s.company}.`;
         origin.value = '';
-        await this.load();
+        await this.loadSites();
       } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
       add.disabled = false;
     } }, h('h3', {}, 'Add a company by its address'), origin, add, msg);
@@ -99,8 +125,8 @@ export class IntentView {
         h('h3', {}, m.company),
         h('span', { className: 'mono muted small' }, s.origin),
         s.site_key ? h('span', { className: 'badge verdict-verified', title: s.site_key }, `key pinned ${fingerprint(s.site_key)}`) : h('span', { className: 'badge verdict-new' }, 'key not pinned yet'),
-        h('button', { className: 'secondary small', onclick: act(() => api.iwSiteAdd(s.origin), () => this.load()) }, 'Refresh'),
-        h('button', { className: 'secondary small', onclick: act(() => api.iwSiteRemove(s.origin), () => this.load(), `Remove ${m.company}? Conversations with it are kept.`) }, 'Remove')),
+        h('button', { className: 'secondary small', onclick: act(() => api.iwSiteAdd(s.origin), () => this.loadSites()) }, 'Refresh'),
+        h('button', { className: 'secondary small', onclick: act(() => api.iwSiteRemove(s.origin), () => this.loadSites(), `Remove ${m.company}? Conversations with it are kept.`) }, 'Remove')),
       m.about ? h('p', {}, m.about) : null,
       loc.length ? h('p', { className: 'muted small' }, loc.join(' · ')) : null,
       h('p', { className: 'muted small' }, `Manifest updated ${m.last_updated}; fetched ${when(s.fetched_at)}`),
@@ -121,6 +147,8 @@ export class IntentView {
   }
 
   private prefill(origin: string, capability: string, text: string): void {
+    // The composer is in Conversations: the window goes there first.
+    window.dispatchEvent(new CustomEvent(START, { detail: 'start-company' }));
     this.composerSite.value = origin;
     this.fillCapabilities();
     this.composerCap.value = capability;
@@ -140,6 +168,7 @@ export class IntentView {
     refill(this.composerSite, this.sites.map((s) => [s.origin, s.company]));
     this.fillCapabilities();
     this.composerForm.hidden = !this.sites.length;
+    this.nobody.hidden = !!this.sites.length;
     return this.composerForm;
   }
 
@@ -156,8 +185,8 @@ export class IntentView {
         const t = await api.iwStart({ origin: this.composerSite.value, capability: this.composerCap.value || null, message: this.composerText.value });
         this.composerMsg.textContent = '';
         this.composerText.value = '';
-        this.conversations.selected = t.conversation.interaction_id;
-        await this.conversations.reload();
+        this.host.select('site', t.conversation.interaction_id);
+        await this.host.reload();
       } catch (err) { this.composerMsg.className = 'error'; this.composerMsg.textContent = errorText(err); }
       start.disabled = false;
     } },
@@ -165,16 +194,6 @@ export class IntentView {
       h('div', { className: 'actions' }, this.composerSite, this.composerCap),
       h('div', { className: 'actions' }, this.composerText, start),
       this.composerMsg);
-  }
-
-  private row(c: ConversationItem): HTMLElement[] {
-    const state = c.state === 'completed' ? `Done${c.external_id ? ` — ${c.external_id}` : ''}` : c.state === 'failed' ? 'Failed' : 'In progress';
-    return [
-      h('div', { className: 'row-top' },
-        h('span', { className: 'who' }, c.company ?? c.origin),
-        h('span', { className: `badge iw-${c.state}` }, state),
-        h('time', {}, when(c.updated_at))),
-      h('div', { className: 'preview' }, c.initial)];
   }
 
   private async show(id: string): Promise<void> {
@@ -216,7 +235,7 @@ export class IntentView {
         verdictBadge(m, v.pinned_key),
         h('time', {}, when(m.at))),
       m.warning && !(kid && v.pinned_key === kid) ? h('p', { className: m.accepted ? 'warning small' : 'error small iw-warning' }, m.warning) : null,
-      kid && v.pinned_key !== kid ? h('button', { className: 'secondary small iw-pin', onclick: act(() => api.iwPin(v.conversation.origin, kid), () => this.load()) }, `Pin this key (${fingerprint(kid)})`) : null,
+      kid && v.pinned_key !== kid ? h('button', { className: 'secondary small iw-pin', onclick: act(() => api.iwPin(v.conversation.origin, kid), async () => { await this.loadSites(); await this.host.reload(); }) }, `Pin this key (${fingerprint(kid)})`) : null,
       body,
       env.status && m.direction === 'in' ? h('p', { className: 'muted small' }, `status: ${env.status}${env.external_id ? ` · ${env.external_id}` : ''}`) : null,
       expl.length ? h('details', { className: 'explicability' }, h('summary', {}, 'Why (explicability)'),
@@ -234,7 +253,7 @@ export class IntentView {
       try {
         await api.iwReply({ interaction_id: v.conversation.interaction_id, message: text, flow_type: flow });
         msg.textContent = '';
-        await this.conversations.reload();
+        await this.host.reload();
       } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
     };
     const inputs = needs.map((n, i) => h('input', { type: 'text', className: 'iw-need', 'data-need': n, id: `iw-need-${i}`, size: 28 }));

@@ -1,9 +1,10 @@
-// MAIL: the swarms you connect to (what each says about itself), tasks you send and follow
-// live, interswarm messages, task logs you import, and every task's timeline with a
-// diagram of which agent talked to which.
-import { api, errorText, onMailEvent, type ImportReport, type MailLive, type MailMessage, type MailSurvey, type MailSwarm, type ServerInfo, type MailTask, type MailTaskDetail } from '../api';
+// Tasks with swarms (MAIL): the swarms you connect to (what each says about itself), tasks
+// you send and follow live, interswarm messages, task logs you import, and every task's
+// timeline with a diagram of which agent talked to which — threads in Conversations.
+import { api, errorText, onMailEvent, type ImportReport, type MailLive, type MailMessage, type MailSurvey, type MailSwarm, type ServerInfo, type MailTaskDetail } from '../api';
 import { h, refill, replace } from '../dom';
-import { act, failed, ListDetail } from './parts';
+import { act, failed } from './parts';
+import type { Host, Thread } from './conversations';
 import { mailAddress, mailGraph, taskStateText, tierText, when } from '../format';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -102,18 +103,12 @@ function serverLine(s: ServerInfo | undefined, root: Record<string, unknown>): s
 }
 
 export class MailView {
-  readonly el = h('section', { className: 'mail', id: 'view-mail' });
   private live = h('ol', { className: 'mail-timeline', id: 'mail-live' });
   private liveStatus = h('p', { role: 'status', id: 'mail-live-status' });
-  private tasksBox = h('div', { className: 'list', id: 'mail-tasks' });
   private detailBox = h('div', { className: 'detail', id: 'mail-detail' }, h('p', { className: 'muted' }, 'Choose a task to see its timeline.'));
   private importMsg = h('div', { role: 'status', id: 'mail-import-msg' });
-  private search = h('input', { id: 'mail-search', type: 'search', placeholder: 'Search subject, message or agent', size: 34 });
   private following = false;
-  private tasks = new ListDetail<MailTask>({
-    box: this.tasksBox, id: 'task-list', data: 'task', load: () => api.mailTasks(this.search.value.trim() || null), key: (t) => t.task_id,
-    row: (t) => this.taskRow(t), empty: () => (this.search.value.trim() ? 'No task matches.' : 'No tasks yet.'), show: (id) => this.showTask(id),
-  });
+  readonly label = 'MAIL';
   // Built once and only refilled: the view is redrawn whenever anything arrives, and an
   // address, a token or a task being typed (or a connection still being made) must
   // survive that.
@@ -122,16 +117,36 @@ export class MailView {
   private sendSwarm = h('select', { id: 'mail-swarm' });
   private sendForm = this.sendCard();
   private importPart = this.importCard();
-  private searchPart = h('div', { className: 'actions' }, this.search);
 
   // MAIL 2.0 servers push nothing to users: while this view is open (and the window is
   // visible) it asks them every few seconds. No 2.0 server, or another view: no timer.
   private syncTimer: number | undefined;
   private v2: string[] = [];
 
-  constructor() {
+  constructor(private host: Host) {
     void onMailEvent((e) => this.onEvent(e));
-    this.search.addEventListener('input', () => void this.tasks.reload());
+  }
+
+  /** Where a task with a swarm starts: the swarms, and the form that sends one. */
+  sendParts(): HTMLElement[] {
+    return [this.swarmsPart, this.sendForm];
+  }
+
+  importParts(): HTMLElement[] {
+    return [this.importPart];
+  }
+
+  async threads(q: string): Promise<Thread[]> {
+    return (await api.mailTasks(q || null)).map((t) => ({
+      kind: 'task', id: t.task_id, who: t.swarm ?? `imported from ${t.source}`, at: t.updated_at,
+      state: taskStateText(t.state), stateClass: `state-${t.state}`,
+      preview: `${t.subject || '(no subject)'} · ${t.messages} msgs · ${t.participants.map((p) => mailAddress(p).name).join(', ')}`,
+    }));
+  }
+
+  async open(id: string): Promise<HTMLElement> {
+    await this.showTask(id);
+    return this.detailBox;
   }
 
   /** The view is left: stop asking servers. */
@@ -156,24 +171,18 @@ export class MailView {
       try { fresh += await api.mailSync(name); } catch { /* shown on Refresh; try again next time */ }
     }
     this.syncing = false;
-    if (fresh) await this.tasks.reload();
+    if (fresh) await this.host.reload();
   }
 
-  async load(): Promise<void> {
+  /** The swarms, read again: the send form's choice and the 2.0 servers to ask. */
+  async prepare(): Promise<void> {
     try {
       const swarms = await api.mailSwarms();
       this.watch(swarms);
-      replace(this.el,
-        h('h2', {}, 'Tasks (MAIL)'),
-        this.swarmsCard(swarms),
-        this.sendFor(swarms),
-        this.importPart,
-        h('h3', {}, 'Tasks'),
-        this.searchPart,
-        h('div', { className: 'split' }, this.tasksBox, this.detailBox));
-      await this.tasks.reload();
+      this.swarmsCard(swarms);
+      this.sendFor(swarms);
     } catch (e) {
-      replace(this.el, failed(e));
+      replace(this.swarmList, failed(e));
     }
   }
 
@@ -203,7 +212,7 @@ export class MailView {
         msg.className = 'notice';
         msg.textContent = `Connected to ${s.name}.`;
         url.value = name.value = token.value = address.value = '';
-        await this.load();
+        await this.prepare();
       } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
       connect.disabled = false;
     } }, url, name, address, token, connect);
@@ -240,7 +249,7 @@ export class MailView {
         h('span', { className: 'who' }, s.name), h('span', { className: 'mono muted' }, s.base_url),
         h('span', { className: 'badge' }, isV2(s) ? 'MAIL 2.0 · login in keychain' : s.has_token ? 'token in keychain' : 'no token'),
         h('button', { className: 'secondary small', onclick: act(async () => fill(await api.mailSwarmRefresh(s.name))) }, 'Refresh'),
-        h('button', { className: 'secondary small', onclick: act(() => api.mailSwarmRemove(s.name), () => this.load(), `Forget ${s.name}? Its token is deleted from the keychain; its tasks stay.`) }, 'Remove')),
+        h('button', { className: 'secondary small', onclick: act(() => api.mailSwarmRemove(s.name), () => this.prepare(), `Forget ${s.name}? Its token is deleted from the keychain; its tasks stay.`) }, 'Remove')),
       body);
   }
 
@@ -267,7 +276,7 @@ export class MailView {
         try {
           const m = await api.mailInterswarm({ swarm: swarm.value, body: interBody.value, targets: targets.value.split(',').map((t) => t.trim()).filter(Boolean), subject: subject.value || null, task_id: task.value || null });
           replace(interMsg, h('ol', { className: 'mail-timeline' }, messageItem(m)));
-          await this.tasks.reload();
+          await this.host.reload();
         } catch (err) { interMsg.className = 'error'; interMsg.textContent = errorText(err); }
       } }, targets, interBody, h('button', { className: 'secondary', id: 'inter-send', type: 'submit' }, 'Send via this swarm')), interMsg);
     return h('form', { className: 'card', id: 'mail-compose', onsubmit: async (e: Event) => {
@@ -282,7 +291,7 @@ export class MailView {
         const out = await api.mailSend({ swarm: swarm.value, body: body.value, subject: subject.value || null, task_id: task.value || null, entrypoint: entry.value || null });
         // A MAIL 2.0 server sends no finishing event: its answer is the outcome.
         if (out.completed) { this.liveStatus.className = 'notice'; this.liveStatus.textContent = `Completed: ${out.response}`; }
-        this.tasks.selected = out.task_id;
+        this.host.select('task', out.task_id);
         task.value = out.task_id;
         body.value = '';
       } catch (err) {
@@ -291,7 +300,7 @@ export class MailView {
       }
       this.following = false;
       send.disabled = false;
-      await this.tasks.reload();
+      await this.host.reload();
     } },
       h('h3', {}, 'Send a task'),
       h('div', { className: 'actions' }, swarm, subject, entry),
@@ -339,7 +348,7 @@ export class MailView {
   async importPath(path: string): Promise<void> {
     try {
       this.showReport(await api.mailImport(path));
-      await this.tasks.reload();
+      await this.host.reload();
     } catch (e) {
       this.importMsg.className = 'error';
       replace(this.importMsg, errorText(e));
@@ -351,17 +360,7 @@ export class MailView {
     replace(this.importMsg,
       h('p', {}, `${r.source}: ${r.imported} message(s) imported${r.duplicates ? `, ${r.duplicates} already known` : ''}, ${r.tasks.length} task(s).`),
       r.errors.length ? h('ul', { className: 'import-errors' }, ...r.errors.map((e) => h('li', {}, `line ${e.line}: ${e.field} ${e.message}`))) : null);
-    if (r.tasks[0]) this.tasks.selected = r.tasks[0];
-  }
-
-  private taskRow(t: MailTask): HTMLElement[] {
-    return [
-      h('div', { className: 'row-top' },
-        h('span', { className: 'who' }, t.subject || '(no subject)'),
-        h('span', { className: `badge state-${t.state}` }, taskStateText(t.state)),
-        h('span', { className: 'ptype' }, `${t.messages} msgs`),
-        h('time', {}, when(t.updated_at))),
-      h('div', { className: 'preview' }, `${t.swarm ?? `imported from ${t.source}`} · ${t.participants.map((p) => mailAddress(p).name).join(', ')}`)];
+    if (r.tasks[0]) this.host.select('task', r.tasks[0]);
   }
 
   private async showTask(id: string): Promise<void> {

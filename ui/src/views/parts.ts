@@ -69,3 +69,27 @@ export class ListDetail<T> {
       ...this.spec.row(t));
   }
 }
+
+/** A button's handler that asks in place first (the question beside the button, with
+ *  `yes` and Cancel): no dialog in front of the window, and the answer is one click. */
+export function askFirst(question: string, yes: string, run: () => Promise<unknown>, after?: () => unknown): (e: Event) => void {
+  return (e) => {
+    const button = e.currentTarget as HTMLElement;
+    const back = () => { box.remove(); button.hidden = false; };
+    const box = h('span', { className: 'ask-first', role: 'group', 'aria-label': question },
+      h('span', {}, question, ' '),
+      h('button', { className: 'danger small confirm-yes', onclick: async () => {
+        back();
+        try {
+          await run();
+          await after?.();
+        } catch (err) {
+          alert(errorText(err));
+        }
+      } }, yes), ' ',
+      h('button', { className: 'secondary small', onclick: () => { back(); button.focus(); } }, 'Cancel'));
+    button.hidden = true;
+    button.after(box);
+    box.querySelector<HTMLElement>('.confirm-yes')?.focus();
+  };
+}

@@ -17,9 +17,8 @@ vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}
 
 import { ConsentView } from './consent';
 import { GuardianView } from './guardian';
-import { IntentView } from './intent';
-import { MailView } from './mail';
-import { UampView } from './uamp';
+import { PeopleView } from './people';
+import { threads } from './threads';
 import { h, Kept, replace } from '../dom';
 
 const q = <T extends HTMLElement>(css: string) => document.querySelector(css) as T;
@@ -35,17 +34,22 @@ async function opened<V extends { el: HTMLElement; load(): Promise<void> }>(view
   await view.load();
   return view;
 }
-/** What the bridge answers a UAMP view with these peers. */
-function uampAnswers(peers: unknown[]) {
-  answers.set('uamp_info', { did: 'did:key:z6Mkme', cert_sha256: 'cd'.repeat(32), listening: '127.0.0.1:8766', error: null });
-  answers.set('uamp_peers', peers);
-  answers.set('trust_list', []);
-  answers.set('uamp_streams', []);
+/** Conversations on screen, as the window composes it, with one starter open. */
+async function conversations(starter?: string) {
+  for (const [cmd, empty] of [['uamp_peers', []], ['uamp_streams', []], ['mail_swarms', []], ['mail_tasks', []], ['iw_sites', []], ['iw_conversations', []], ['inbox_list', []]] as const) {
+    if (!answers.has(cmd)) answers.set(cmd, empty);
+  }
+  const t = threads();
+  await opened(t.conversations);
+  if (starter) q<HTMLButtonElement>(`#${starter}`).click();
+  return t.conversations;
 }
-/** What the bridge answers a MAIL view with these swarms. */
-function mailAnswers(swarms: unknown[]) {
-  answers.set('mail_swarms', swarms);
-  answers.set('mail_tasks', []);
+/** People & agents on screen. */
+async function people() {
+  for (const cmd of ['contacts_list', 'trust_list', 'blocked_list', 'trust_timed_grants', 'uamp_peers', 'a2a_agents', 'iw_sites']) {
+    if (!answers.has(cmd)) answers.set(cmd, []);
+  }
+  return opened(new PeopleView(() => {}, threads().intent));
 }
 
 const manifest = { description: 'makes images', intents: ['ask'], body_types: ['text/plain'] };
@@ -88,8 +92,7 @@ describe('Kept', () => {
 
 describe('a redraw keeps', () => {
   it('a UAMP peer address being typed, and the manifest a slow lookup brings back', async () => {
-    uampAnswers([]);
-    const view = await opened(new UampView());
+    const view = await people();
     const url = type('#peer-url', 'https://peer.example:8766');
     pending.set('uamp_discover?', () => {});
     q<HTMLButtonElement>('#peer-lookup').click();
@@ -106,8 +109,8 @@ describe('a redraw keeps', () => {
   });
 
   it('the UAMP ask being written and the peer chosen for it', async () => {
-    uampAnswers([peer('did:key:a', 'Alpha'), peer('did:key:b', 'Beta')]);
-    const view = await opened(new UampView());
+    answers.set('uamp_peers', [peer('did:key:a', 'Alpha'), peer('did:key:b', 'Beta')]);
+    const view = await conversations('start-ask');
     q<HTMLSelectElement>('#ask-peer').value = 'did:key:b';
     type('#ask-text', 'a gradient, please');
     await view.load();
@@ -120,8 +123,8 @@ describe('a redraw keeps', () => {
   });
 
   it('a MAIL swarm being connected and a task being written', async () => {
-    mailAnswers([swarm('one'), swarm('two')]);
-    const view = await opened(new MailView());
+    answers.set('mail_swarms', [swarm('one'), swarm('two')]);
+    const view = await conversations('start-task');
     type('#swarm-url', 'https://swarm.example:8000');
     type('#swarm-name', 'Research');
     type('#swarm-token', 'user-token');
@@ -137,8 +140,7 @@ describe('a redraw keeps', () => {
   });
 
   it('the send form stays hidden until there is a swarm to send to', async () => {
-    mailAnswers([]);
-    const view = await opened(new MailView());
+    const view = await conversations('start-task');
     expect(q<HTMLFormElement>('#mail-compose').hidden).toBe(true);
     answers.set('mail_swarms', [swarm('one')]);
     await view.load();
@@ -180,20 +182,27 @@ describe('a redraw keeps', () => {
 
   it('the IntentWeb company and capability chosen, and the request being written', async () => {
     answers.set('iw_sites', [site('https://a.example', 'Alpha', ['book']), site('https://b.example', 'Bistro', ['reserve', 'cancel'])]);
-    answers.set('iw_conversations', []);
-    const view = await opened(new IntentView());
+    const view = await conversations('start-company');
     const siteSel = q<HTMLSelectElement>('#iw-site');
     siteSel.value = 'https://b.example';
     siteSel.dispatchEvent(new Event('change'));
     q<HTMLSelectElement>('#iw-capability').value = 'cancel';
     type('#iw-intent', 'Cancel my table');
-    type('#iw-origin', 'https://c.exa');
     await view.load();
     expect(q<HTMLSelectElement>('#iw-site').value).toBe('https://b.example');
     expect(q<HTMLSelectElement>('#iw-capability').value).toBe('cancel');
     expect(q<HTMLTextAreaElement>('#iw-intent').value).toBe('Cancel my table');
+    expect(document.activeElement).toBe(q('#iw-intent'));
+  });
+
+  it("a company's address being typed under People & agents", async () => {
+    answers.set('iw_sites', [site('https://a.example', 'Alpha', ['book'])]);
+    const view = await people();
+    type('#iw-origin', 'https://c.exa');
+    await view.load();
     expect(q<HTMLInputElement>('#iw-origin').value).toBe('https://c.exa');
     expect(document.activeElement).toBe(q('#iw-origin'));
+    expect(q('#iw-sites')?.textContent).toContain('Alpha');
   });
 
   it('answers half-filled in a checklist, until the conversation moves on', async () => {
@@ -203,8 +212,8 @@ describe('a redraw keeps', () => {
     answers.set('iw_sites', [site('https://b.example', 'Bistro', ['reserve'])]);
     answers.set('iw_conversations', [conv]);
     answers.set('iw_conversation', { conversation: conv, company: 'Bistro', pinned_key: 'k', messages: [msg(1, 'out', 'intent_request'), msg(2, 'in', 'information_request', { required_information: ['Name', 'Phone'] })] });
-    const view = await opened(new IntentView());
-    q<HTMLLIElement>('[data-interaction="i-1"]').click();
+    const view = await conversations();
+    q<HTMLLIElement>('[data-thread="site:i-1"]').click();
     await vi.waitFor(() => expect(q('#iw-need-1')).not.toBeNull());
     type('#iw-need-0', 'Jane Smith');
     type('#iw-need-1', '555-0100');
@@ -219,10 +228,9 @@ describe('a redraw keeps', () => {
     expect(q('#iw-need-1')).toBeNull();
   });
 
-  it('a task search being typed', async () => {
-    mailAnswers([]);
-    const view = await opened(new MailView());
-    const search = type('#mail-search', 'Lyon');
+  it('a conversation search being typed', async () => {
+    const view = await conversations();
+    const search = type('#conversation-search', 'Lyon');
     await view.load();
     expect(document.activeElement).toBe(search);
     expect(search.value).toBe('Lyon');

@@ -1,5 +1,5 @@
 // This inbox: identity (copy, QR), endpoint, port, watched folder, mail accounts, executors per scope,
-// how long history is kept, exports; and the activity (audit) log.
+// how long history is kept, exports.
 import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorConfig_Deserialize, type ExecutorSpec, type ExecutorSpec_Deserialize, type Retention } from '../api';
 import { h, replace } from '../dom';
 import { failed } from './parts';
@@ -7,7 +7,7 @@ import { mailAccounts } from './email';
 import { quietCard } from './quiet';
 import { approversCard } from './approvers';
 import { teamCard } from './team';
-import { when } from '../format';
+import { DoorCards } from './doors';
 
 /** What the one text field shows of an executor: its folder, program, model, swarm or peer.
  * A swarm's and a peer's fields are their doors' own (the gate's type says only their kind). */
@@ -22,6 +22,7 @@ function argOf(spec: ExecutorSpec): string {
 
 export class SettingsView {
   readonly el = h('section', { className: 'settings', id: 'view-settings' });
+  private doors = new DoorCards();
   constructor(private refreshApp: () => Promise<void>) {}
 
   async load(info: AppInfo): Promise<void> {
@@ -80,6 +81,7 @@ export class SettingsView {
           h('p', { className: 'mono', id: 'settings-endpoint' }, endpoint)),
         qr),
       form,
+      (await this.doors.load(), this.doors.el),
       await mailAccounts(),
       await approversCard(`http://127.0.0.1:${info.settings.port}`),
       await teamCard(),
@@ -158,39 +160,5 @@ export class SettingsView {
       h('div', { className: 'actions' },
         h('button', { className: 'secondary', onclick: () => addRow('', { kind: 'noop' }) }, 'Add a scope'),
         h('button', { className: 'primary', onclick: () => void save() }, 'Save')), msg);
-  }
-}
-
-export class ActivityView {
-  readonly el = h('section', { className: 'activity', id: 'view-activity' });
-  // Kept across redraws (new messages redraw the view): a check's answer stays on screen.
-  private readonly verdict = h('p', { role: 'status', id: 'audit-verdict' });
-  async load(): Promise<void> {
-    try {
-      const entries = await api.auditList();
-      const verdict = this.verdict;
-      const check = async (): Promise<void> => {
-        verdict.textContent = 'Checking…';
-        try {
-          const v = await api.auditVerify();
-          verdict.className = v.intact ? 'ok' : 'error';
-          const unsigned = v.last_id !== null && v.signed_through !== v.last_id ? ` Entries after #${v.signed_through ?? 0} are not signed yet (the gate signs every 10 minutes and on export).` : '';
-          verdict.textContent = v.problem
-            ? `Not intact: ${v.problem.reason}.`
-            : `Intact: ${v.entries} entries, none changed, removed or moved; signed by this gate's key.${unsigned}`;
-          // The list as the store holds it now, beside the answer.
-          await this.load();
-        } catch (e) { verdict.className = 'error'; verdict.textContent = errorText(e); }
-      };
-      replace(this.el, h('h2', {}, 'Activity'),
-        h('p', { className: 'muted' }, 'Every decision and change you made, newest first. Each entry carries the hash of the one before it, and the gate signs the log, so an edit made behind its back shows.'),
-        h('div', { className: 'actions' }, h('button', { className: 'secondary', id: 'audit-check', onclick: () => void check() }, 'Check the log')), verdict,
-        entries.length ? h('ul', { className: 'audit', id: 'audit-list' }, ...entries.map((a) =>
-          h('li', {}, h('time', { title: a.at }, when(a.at)), ' ', h('strong', {}, a.action), a.subject ? h('span', { className: 'mono' }, ` ${a.subject.slice(0, 24)}`) : null,
-            h('details', {}, h('summary', {}, 'details'), h('pre', { className: 'json' }, JSON.stringify(a.detail, null, 2))))))
-          : h('p', { className: 'empty' }, 'Nothing yet.'));
-    } catch (e) {
-      replace(this.el, failed(e));
-    }
   }
 }

@@ -1,0 +1,50 @@
+// Activity in words: what was allowed, refused or changed, filtered by kind and by time;
+// the names are the contacts' where the key is known.
+import { vi } from 'vitest';
+
+const day = 24 * 3600 * 1000;
+const at = (daysAgo: number) => new Date(Date.now() - daysAgo * day).toISOString();
+const entry = (id: number, action: string, daysAgo: number, subject: string | null, detail: unknown = {}) => ({ id, at: at(daysAgo), action, subject, detail, prev_hash: '', hash: '' });
+const entries = [
+  entry(5, 'trust.block', 0, 'bb'.repeat(32)),
+  entry(4, 'consent.always_allow_scope', 1, 'aa'.repeat(32), { result: 'Trusted for “support”.' }),
+  entry(3, 'asop.answer', 2, null, { decision: 'allow' }),
+  entry(2, 'asop.answer', 2, null, { decision: 'deny' }),
+  entry(1, 'trust.add', 20, null, { name: 'Dana' }),
+];
+const contacts = [{ id: 1, name: 'Alice', created_at: '', verified: false, key_changed: false, namesakes: [], keys: [{ key: 'aa'.repeat(32) }] }];
+vi.mock('@tauri-apps/api/core', () => ({
+  invoke: (cmd: string) => Promise.resolve(cmd === 'audit_list' ? entries : cmd === 'contacts_list' ? contacts : null),
+}));
+vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}) }));
+
+import { ActivityView } from './activity';
+import { replace } from '../dom';
+
+const shown = () => [...document.querySelectorAll<HTMLElement>('#audit-list li')].map((l) => l.querySelector('span')?.textContent ?? '');
+function choose(id: string, value: string) {
+  const s = document.querySelector(id) as HTMLSelectElement;
+  s.value = value;
+  s.dispatchEvent(new Event('change'));
+}
+
+test('entries in words, with the contact’s name', async () => {
+  const v = new ActivityView();
+  replace(document.body, v.el);
+  await v.load();
+  expect(shown()[1]).toBe('You allowed Alice — Trusted for “support”.');
+  expect(shown()[4]).toBe('You trusted Dana');
+});
+
+test('what was allowed this week leaves out refusals and older allowances', async () => {
+  const v = new ActivityView();
+  replace(document.body, v.el);
+  await v.load();
+  choose('#activity-show', 'allowed');
+  choose('#activity-when', 'week');
+  await vi.waitFor(() => expect(document.querySelectorAll('#audit-list li')).toHaveLength(2));
+  expect([...document.querySelectorAll<HTMLElement>('#audit-list li')].map((l) => l.dataset.kind)).toEqual(['allowed', 'allowed']);
+  expect(document.querySelector('#audit-list')?.textContent).not.toContain('Dana');
+  choose('#activity-show', 'refused');
+  await vi.waitFor(() => expect(shown()).toEqual(['You blocked bbbb bbbb bbbb bbbb', 'You answered a step of your agent: deny']));
+});

@@ -1,0 +1,104 @@
+// Activity: every decision and change the user made, in words, newest first — what they
+// allowed, refused or changed, and when — with the log's own check (hash chain and the
+// gate's signature).
+import { api, asShape, errorText, type AuditEntry, type ContactView } from '../api';
+import { h, replace } from '../dom';
+import { failed } from './parts';
+import { fingerprint, when } from '../format';
+
+type Kind = 'allowed' | 'refused' | 'changed';
+
+/** What each kind of entry says, and whether it let something in or kept it out. */
+const WORDS: Record<string, [string, Kind]> = {
+  'consent.allow_once': ['You let one message through from', 'allowed'],
+  'consent.always_allow_scope': ['You allowed', 'allowed'],
+  'consent.deny': ['You denied', 'refused'],
+  'consent.block': ['You blocked', 'refused'],
+  'consent.ask_later': ['You put off deciding about', 'changed'],
+  'trust.add': ['You trusted', 'allowed'],
+  'trust.update': ['You changed what may be asked by', 'changed'],
+  'trust.remove': ['You stopped trusting', 'refused'],
+  'trust.block': ['You blocked', 'refused'],
+  'trust.unblock': ['You unblocked', 'allowed'],
+  'trust.revoke': ['You revoked', 'refused'],
+  'trust.unrevoke': ['You restored', 'allowed'],
+  'uamp.token_issue': ['You issued a token to', 'allowed'],
+  'uamp.token_revoke': ['You revoked the tokens of', 'refused'],
+  'contact.verify': ['You verified', 'changed'],
+  'contact.add_key': ['You added a key to', 'changed'],
+  'contact.merge': ['You merged two contacts:', 'changed'],
+  'contact.rename': ['You renamed', 'changed'],
+  'asop.rule_add': ['You added a rule for your agents', 'changed'],
+  'asop.rule_remove': ['You removed a rule for your agents', 'changed'],
+  'intentweb.pin': ['You pinned the key of', 'allowed'],
+  'risk.dismiss': ['You set a warning aside on', 'changed'],
+};
+
+/** An agent's step answered: allowed or not, by what the user chose. */
+function kindOf(a: AuditEntry): Kind {
+  if (a.action === 'asop.answer') return asShape<{ decision?: string }>(a.detail).decision === 'allow' ? 'allowed' : 'refused';
+  return WORDS[a.action]?.[1] ?? 'changed';
+}
+
+const DAY = 24 * 3600 * 1000;
+const PERIODS: Record<string, number> = { today: DAY, week: 7 * DAY, month: 30 * DAY };
+
+export class ActivityView {
+  readonly el = h('section', { className: 'activity', id: 'view-activity' });
+  // Kept across redraws (new messages redraw the view): a check's answer and the filters stay.
+  private readonly verdict = h('p', { role: 'status', id: 'audit-verdict' });
+  private readonly show = h('select', { id: 'activity-show', 'aria-label': 'Show' },
+    h('option', { value: '' }, 'Everything'), h('option', { value: 'allowed' }, 'What you allowed'),
+    h('option', { value: 'refused' }, 'What you refused or blocked'), h('option', { value: 'changed' }, 'Other changes'));
+  private readonly period = h('select', { id: 'activity-when', 'aria-label': 'When' },
+    h('option', { value: '' }, 'Any time'), h('option', { value: 'today' }, 'Today'),
+    h('option', { value: 'week' }, 'This week (7 days)'), h('option', { value: 'month' }, 'This month (30 days)'));
+
+  constructor() {
+    for (const s of [this.show, this.period]) s.addEventListener('change', () => void this.load());
+  }
+
+  async load(): Promise<void> {
+    try {
+      const [entries, contacts] = await Promise.all([api.auditList(), api.contactsList()]);
+      const names = new Map(contacts.flatMap((c: ContactView) => c.keys.map((k) => [k.key, c.name] as const)));
+      const since = PERIODS[this.period.value] ? Date.now() - PERIODS[this.period.value] : null;
+      const shown = entries.filter((a) => (!this.show.value || kindOf(a) === this.show.value) && (since === null || Date.parse(a.at) >= since));
+      replace(this.el, h('h2', {}, 'Activity'),
+        h('p', { className: 'muted' }, 'Every decision and change you made, newest first. Each entry carries the hash of the one before it, and the gate signs the log, so an edit made behind its back shows.'),
+        h('div', { className: 'actions' }, this.show, this.period, h('button', { className: 'secondary', id: 'audit-check', onclick: () => void this.check() }, 'Check the log')), this.verdict,
+        shown.length ? h('ul', { className: 'audit', id: 'audit-list' }, ...shown.map((a) =>
+          h('li', { className: `audit-${kindOf(a)}`, 'data-kind': kindOf(a) }, h('time', { title: a.at }, when(a.at)), ' ', sentence(a, names), ' ', h('code', { className: 'action-code' }, a.action),
+            h('details', {}, h('summary', {}, 'details'), h('pre', { className: 'json' }, JSON.stringify(a.detail, null, 2))))))
+          : h('p', { className: 'empty' }, entries.length ? 'Nothing of that kind in that time.' : 'Nothing yet.'));
+    } catch (e) {
+      replace(this.el, failed(e));
+    }
+  }
+
+  private async check(): Promise<void> {
+    const verdict = this.verdict;
+    verdict.textContent = 'Checking…';
+    try {
+      const v = await api.auditVerify();
+      verdict.className = v.intact ? 'ok' : 'error';
+      const unsigned = v.last_id !== null && v.signed_through !== v.last_id ? ` Entries after #${v.signed_through ?? 0} are not signed yet (the gate signs every 10 minutes and on export).` : '';
+      verdict.textContent = v.problem
+        ? `Not intact: ${v.problem.reason}.`
+        : `Intact: ${v.entries} entries, none changed, removed or moved; signed by this gate's key.${unsigned}`;
+      // The list as the store holds it now, beside the answer.
+      await this.load();
+    } catch (e) { verdict.className = 'error'; verdict.textContent = errorText(e); }
+  }
+}
+
+/** An entry in words: what was done, to whom (the contact's name where the key is known). */
+function sentence(a: AuditEntry, names: Map<string, string>): HTMLElement {
+  const d = asShape<{ name?: string; until?: string | null; decision?: string; result?: string }>(a.detail) ?? {};
+  const who = a.subject ? names.get(a.subject) ?? d.name ?? fingerprint(a.subject) : d.name ?? '';
+  if (a.action === 'asop.answer') return h('span', {}, h('strong', {}, d.decision === 'allow' ? 'You allowed a step of your agent' : `You answered a step of your agent: ${d.decision ?? '?'}`));
+  const words = WORDS[a.action]?.[0];
+  if (!words) return h('span', {}, h('strong', {}, a.action.replace(/[._]/g, ' ')));
+  return h('span', {}, h('strong', {}, words), who ? ` ${who}` : '', d.until ? h('span', { className: 'muted' }, ` until ${when(d.until)}`) : '',
+    typeof d.result === 'string' ? h('span', { className: 'muted small' }, ` — ${d.result}`) : '');
+}
