@@ -1,7 +1,9 @@
 //! Usable by everyone: axe-core (the accessibility engine browsers' dev tools use) runs in
-//! the real window over each main view with something in it (an arrival and its detail, a
-//! consent prompt with risk warnings, trusted senders, A2A agents, settings) and finds no serious or
-//! critical violation; the prompt can be decided from the keyboard (Alt+D).
+//! the real window over every view with something in it (an arrival and its detail, a
+//! consent prompt with risk warnings, people & agents, conversations, your agents,
+//! activity, settings, the search) and finds no serious or critical violation, in the
+//! light theme and the dark one (contrast included); the prompt can be decided from the
+//! keyboard (Alt+D).
 
 use crate::harness::*;
 
@@ -40,27 +42,16 @@ fn the_main_views_have_no_serious_accessibility_violations_and_a_prompt_is_decid
     app.click("#nav-consent");
     app.wait_text(".consent-card", "look like an attempt to steer your AI");
     all.extend(serious_violations(&app, "waiting for you"));
+    app.each_other_view(|view| all.extend(serious_violations(&app, view)));
+    // What opens inside a view: Add someone, a conversation's starter.
     app.click("#nav-people");
-    app.wait_text("#contacts", "Clinic");
-    all.extend(serious_violations(&app, "people & agents"));
     app.click("#people-add-open");
     app.find("#add-token");
     all.extend(serious_violations(&app, "add someone"));
     app.click("#nav-conversations");
-    app.find("#conversation-threads .empty");
     app.click("#start-ask");
     app.find("#ask-nobody");
-    all.extend(serious_violations(&app, "conversations"));
-    app.click("#nav-agents");
-    app.find("#asop-rules");
-    all.extend(serious_violations(&app, "your agents"));
-    app.click("#nav-activity");
-    app.wait_text("#view-activity", "Check the log");
-    all.extend(serious_violations(&app, "activity"));
-    app.click("#nav-settings");
-    app.find("#email-accounts");
-    app.wait_text("#a2a-endpoint", "/a2a");
-    all.extend(serious_violations(&app, "settings"));
+    all.extend(serious_violations(&app, "ask an agent"));
     app.click("#search-open");
     app.type_into("#search-box", "Clinic");
     app.wait_text("#search-results", "Everything");
@@ -80,4 +71,37 @@ fn the_main_views_have_no_serious_accessibility_violations_and_a_prompt_is_decid
     app.wait_text("#content", "Denied. The sender stays unknown");
     app.click("#nav-activity");
     app.wait_text("#audit-list", "consent.deny");
+}
+
+#[test]
+fn every_view_reads_in_the_dark_theme() {
+    let app = App::start_dark();
+    let friend = SigningKey::from_bytes(&[22; 32]);
+    app.trust(&friend, "Clinic", &["support"]);
+    assert_eq!(app.send(&friend, "support", "Your lab results are ready.").0, 200);
+    assert_eq!(app.send(&SigningKey::from_bytes(&[24; 32]), "support", "Please let me through").0, 401);
+    // The window follows the desktop: its background is the dark theme's.
+    let bg = "return getComputedStyle(document.body).backgroundColor;";
+    app.wait("the dark theme", || app.script(bg).as_str() == Some("rgb(18, 24, 33)"));
+
+    let mut all = Vec::new();
+    app.open_arrival("Your lab results are ready");
+    app.wait_text("#inbox-detail", "Message");
+    all.extend(serious_violations(&app, "inbox, dark"));
+    app.click("#nav-consent");
+    app.wait_text(".consent-card", "Please let me through");
+    all.extend(serious_violations(&app, "waiting for you, dark"));
+    app.screenshot("dark-consent");
+    app.each_other_view(|view| all.extend(serious_violations(&app, &format!("{view}, dark"))));
+    app.click("#nav-people");
+    app.click("#people-add-open");
+    app.find("#add-token");
+    all.extend(serious_violations(&app, "add someone, dark"));
+    app.screenshot("dark-people");
+    app.click("#search-open");
+    app.type_into("#search-box", "Clinic");
+    app.wait_text("#search-results", "Everything");
+    all.extend(serious_violations(&app, "search, dark"));
+    app.screenshot("dark-search");
+    assert!(all.is_empty(), "serious accessibility violations in the dark theme:\n{}", all.join("\n"));
 }

@@ -339,6 +339,14 @@ impl App {
         App::launch_in(tempfile::tempdir().unwrap())
     }
 
+    /// The app with its window started under the dark GTK theme, as a user whose desktop
+    /// prefers dark sees it (WebKit then reports `prefers-color-scheme: dark`).
+    pub fn start_dark() -> App {
+        let mut driver = Command::new(tauri_driver());
+        driver.env("GTK_THEME", "Adwaita:dark");
+        App::launch_on(tempfile::tempdir().unwrap(), driver).unwrap_or_else(|why| panic!("{why}"))
+    }
+
     /// A data dir with its identity made (in the keychain), for an app started later with
     /// [`App::start_in`]: (the dir, its public key).
     pub fn prepare() -> (tempfile::TempDir, String) {
@@ -354,6 +362,10 @@ impl App {
     }
 
     fn launch_in(data: tempfile::TempDir) -> Result<App, String> {
+        App::launch_on(data, Command::new(tauri_driver()))
+    }
+
+    fn launch_on(data: tempfile::TempDir, driver: Command) -> Result<App, String> {
         assert!(std::env::var_os("DISPLAY").is_some(), "no DISPLAY: run the tests through scripts/test.sh (Xvfb)");
         let one = one_app();
         let (identity, _) =
@@ -361,7 +373,7 @@ impl App {
         let watch = data.path().join("drop");
         let [port, uamp_port] = free_ports();
         let key = identity.signing_key().clone();
-        let (driver, session) = open_window(data.path(), &watch, port, uamp_port);
+        let (driver, session) = open_window_on(driver, data.path(), &watch, port, uamp_port);
         let app = App { driver, session, data, watch, port, uamp_port, public_key: identity.public_key, key, _one: one };
         app.inbox_up()?;
         Ok(app)
@@ -457,6 +469,22 @@ impl App {
                 policy: gatehouse_store::Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), ..Default::default() },
             })
             .unwrap();
+    }
+
+    /// Every view after Inbox and Waiting for you (which a test opens on something of its
+    /// own), each opened from the nav and drawn; `f` gets its name.
+    pub fn each_other_view(&self, mut f: impl FnMut(&str)) {
+        for (nav, drawn, name) in [
+            ("#nav-people", "#contacts .contact-list > *", "people & agents"),
+            ("#nav-conversations", "#conversation-threads > *", "conversations"),
+            ("#nav-agents", "#asop-rules", "your agents"),
+            ("#nav-activity", "#audit-check", "activity"),
+            ("#nav-settings", "#a2a-endpoint", "settings"),
+        ] {
+            self.click(nav);
+            self.find(drawn);
+            f(name);
+        }
     }
 
     /// Opens the inbox on the arrival whose preview contains `needle`: its receipt id.

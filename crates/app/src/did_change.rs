@@ -78,7 +78,7 @@ pub fn apply(store: &Store, sender: &str, keys: &[UampKey], now: DateTime<Utc>) 
         message.push_str(&format!(" The key its refused messages named ({}) is still not among them.", w.key_id));
     }
     message.push_str(&if verified {
-        format!(" You had verified {name}: nothing from it gets through until you verify it again with them (Trusted senders → {name} → Verify).")
+        format!(" You had verified {name}: nothing from it gets through until you verify it again with them (People & agents → {name} → Verify).")
     } else {
         " Its messages signed with the new keys now get in; those sent before stay refused (ask it to send them again).".into()
     });

@@ -54,13 +54,15 @@ pub fn validate(store: &Store, config: &ExecutorConfig) -> Result<()> {
             ExecutorSpec::Delegated(d) if d.kind == SWARM => {
                 let SwarmSpec { swarm, .. } = d.read().map_err(|e| CommandError::new(Code::Invalid, e))?;
                 if store.mail_swarm(&swarm)?.is_none() {
-                    return invalid(format!("no MAIL swarm named {swarm:?}: connect it under Tasks (MAIL) or with `gatehouse mail add` first"));
+                    return invalid(format!(
+                        "no MAIL swarm named {swarm:?}: connect it in the window (Conversations → Send a task to a swarm) or with `gatehouse mail add` first"
+                    ));
                 }
             }
             ExecutorSpec::Delegated(d) if d.kind == PEER => {
                 let PeerSpec { peer, .. } = d.read().map_err(|e| CommandError::new(Code::Invalid, e))?;
                 if store.uamp_peer(&peer)?.is_none() {
-                    return invalid(format!("no UAMP peer named {peer:?}: add it under Agents (UAMP) or with `gatehouse uamp peer add` first"));
+                    return invalid(format!("no UAMP peer named {peer:?}: add it in the window (People & agents → Add someone → An agent’s address) or with `gatehouse uamp peer add` first"));
                 }
             }
             ExecutorSpec::Delegated(d) if d.kind == A2A => {

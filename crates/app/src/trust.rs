@@ -59,7 +59,9 @@ pub fn token_issue(store: &Store, sender: &str, now: DateTime<Utc>) -> crate::Re
     if store.trust_get(sender)?.is_none() {
         return Err(crate::CommandError::new(
             crate::Code::NotTrusted,
-            format!("{sender} is not a trusted sender; trust it first (Trusted senders, or `gatehouse trust add {sender} --name … --scopes ask`)"),
+            format!(
+                "{sender} is not a trusted sender; trust it first (People & agents → Add someone, or `gatehouse trust add {sender} --name … --scopes ask`)"
+            ),
         ));
     }
     let token = crate::doors::uamp::UampDoor::issue_token(store, sender, now)?;

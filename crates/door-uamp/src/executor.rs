@@ -1,6 +1,6 @@
 //! The peer executor: an accepted EPP prompt is asked of a UAMP peer the user added, its
 //! stream followed; the answer (text, or the file it returned) is kept as the result, and
-//! the stream shows under Agents (UAMP). Registered as a delegate by the service.
+//! the stream shows in the window's Conversations. Registered as a delegate by the service.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 pub const KIND: &str = "peer";
 
 /// Asks a UAMP peer the user added (by DID or name) and follows its stream; the answer
-/// (text, or the file it returned) is kept, and the stream shows under Agents (UAMP).
+/// (text, or the file it returned) is kept, and the stream shows in the window's Conversations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeerSpec {
     pub peer: String,

@@ -227,9 +227,9 @@ export class ConsentView {
       item.kind === 'unknown_sender' ? this.claims(item.public_key, item.claims, (): HTMLElement => card) : null,
       item.kind === 'key_change' ? keyChangeWarning(item) : null,
       item.kind === 'held' && item.key_change ? h('p', { className: 'key-change', role: 'alert' },
-        '⚠ This is a new key of a contact you verified, and it is not verified itself. Nothing from it gets through until you check it with them: Trusted senders → the contact → Verify.') : null,
+        '⚠ This is a new key of a contact you verified, and it is not verified itself. Nothing from it gets through until you check it with them: People & agents → the contact → Verify.') : null,
       item.kind === 'held_ask' && item.key_change ? h('p', { className: 'key-change', role: 'alert' },
-        '⚠ This agent’s keys changed after you verified it. Nothing from it gets through until you verify it again: Trusted senders → the contact → Verify.') : null,
+        '⚠ This agent’s keys changed after you verified it. Nothing from it gets through until you verify it again: People & agents → the contact → Verify.') : null,
       prompt && item.kind !== 'key_change' ? riskText('blockquote', {}, prompt, item.risk, item.kind === 'held_ask' ? item.stream_id : item.envelope_id)
         : keyOnly ? null : h('p', { className: 'muted' }, 'The message itself could not be kept (too large).'),
       (item.kind === 'held' || item.kind === 'unknown_sender') && item.extras ? extrasCard(item.extras) : null,

@@ -268,7 +268,7 @@ pub(crate) fn grant(policy: &mut Policy, scope: &str, end: Option<DateTime<Utc>>
 }
 
 /// Why nothing from a new key of a verified contact may be let through yet.
-pub(crate) const UNVERIFIED: &str = "this is a new key of a verified contact: verify it first (Trusted senders → the contact → Verify), then decide";
+pub(crate) const UNVERIFIED: &str = "this is a new key of a verified contact: verify it first (People & agents → the contact → Verify), then decide";
 
 /// What an "allow" for the scope granted beyond the one message, in words.
 pub(crate) fn granted_words(decision: Decision, end: Option<DateTime<Utc>>) -> String {
