@@ -2,7 +2,7 @@
 // envelope once accepted), so its thread is read as the inbox reads a message.
 import { api } from '../api';
 import { h, replace } from '../dom';
-import { renderDetail } from './inbox';
+import { conversationParts, renderDetail } from './inbox';
 import { describeCode, execLabel, senderLabel } from '../format';
 import type { Thread, ThreadSource } from './conversations';
 
@@ -25,14 +25,9 @@ export class A2aTasks implements ThreadSource {
     return this.detailBox;
   }
 
-  /** The whole conversation the task belongs to (the A2A context). */
+  /** The whole conversation the task belongs to (the A2A context), read as the inbox reads it. */
   private async thread(id: string, conversationId: string): Promise<void> {
     const msgs = await api.conversation(conversationId);
-    replace(this.detailBox,
-      h('button', { className: 'link', onclick: () => void this.open(id) }, '← Back to the task'),
-      h('h2', {}, 'Conversation'),
-      h('ol', { className: 'thread' }, ...msgs.map((m) => h('li', { className: 'msg' },
-        h('div', { className: 'muted small' }, senderLabel(m.sender_name, m.envelope.sender)),
-        h('p', { className: 'prompt' }, m.envelope.prompt)))));
+    replace(this.detailBox, ...conversationParts(conversationId, msgs, '← Back to the task', () => void this.open(id)));
   }
 }

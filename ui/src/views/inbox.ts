@@ -1,6 +1,6 @@
 // The inbox: every envelope and every rejection, newest first, with filters, full-text
 // search and keyset paging; a detail panel; the conversation thread.
-import { api, asShape, errorText, onExecProgress, type Detail, type ExecProgress, type ExecStatus, type Extras, type InboxFilter_Deserialize, type InboxItem, type Reply } from '../api';
+import { api, asShape, errorText, onExecProgress, type ConversationMessage, type Detail, type ExecProgress, type ExecStatus, type Extras, type InboxFilter_Deserialize, type InboxItem, type Reply } from '../api';
 import { h, replace } from '../dom';
 import { failed } from './parts';
 import { arrivalFields } from './email';
@@ -182,22 +182,28 @@ export class InboxView {
       const msgs = await api.conversation(conversationId);
       if (turn !== this.drawing) return;
       delete this.detail.dataset.row;
-      replace(this.detail,
-        h('button', { className: 'link', onclick: () => this.selected && void this.show(this.selected) }, '← Back to the message'),
-        h('h2', {}, 'Conversation'),
-        h('p', { className: 'muted mono' }, conversationId),
-        h('ol', { className: 'thread', id: 'conversation-thread' }, ...msgs.map((m) =>
-          h('li', { className: `msg depth-${Math.min(m.depth, 6)}` },
-            h('div', { className: 'row-top' },
-              h('span', { className: 'who' }, delegationLine(senderLabel(m.sender_name, m.envelope.sender), m.on_behalf_of_name, m.envelope.on_behalf_of)),
-              m.envelope.payload_type ? h('span', { className: 'ptype' }, m.envelope.payload_type) : null,
-              h('time', {}, when(m.envelope.received_at))),
-            h('p', { className: 'prompt' }, m.envelope.prompt),
-            m.envelope.transport === 'reply' ? replyReceipt(m.envelope.exec_result) : null))));
+      replace(this.detail, ...conversationParts(conversationId, msgs, '← Back to the message', () => this.selected && void this.show(this.selected)));
     } catch (e) {
       if (turn === this.drawing) replace(this.detail, failed(e));
     }
   }
+}
+
+/** A message's whole conversation, oldest first, with a way back to the message. */
+export function conversationParts(conversationId: string, msgs: ConversationMessage[], back: string, onBack: () => void): HTMLElement[] {
+  return [
+    h('button', { className: 'link', onclick: onBack }, back),
+    h('h2', {}, 'Conversation'),
+    h('p', { className: 'muted mono' }, conversationId),
+    h('ol', { className: 'thread', id: 'conversation-thread' }, ...msgs.map((m) =>
+      h('li', { className: `msg depth-${Math.min(m.depth, 6)}` },
+        h('div', { className: 'row-top' },
+          h('span', { className: 'who' }, delegationLine(senderLabel(m.sender_name, m.envelope.sender), m.on_behalf_of_name, m.envelope.on_behalf_of)),
+          m.envelope.payload_type ? h('span', { className: 'ptype' }, m.envelope.payload_type) : null,
+          h('time', {}, when(m.envelope.received_at))),
+        h('p', { className: 'prompt' }, m.envelope.prompt),
+        m.envelope.transport === 'reply' ? replyReceipt(m.envelope.exec_result) : null))),
+  ];
 }
 
 function field(label: string, value: string | null | undefined, mono = false, id?: string, data: Record<string, string> = {}): HTMLElement[] {

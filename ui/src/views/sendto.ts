@@ -18,6 +18,7 @@ export class UampPeers {
   private table = h('div');
   readonly el = h('div', { className: 'card', id: 'uamp-peers' }, h('h3', {}, 'Agents you ask ', proto('UAMP')), this.table, this.lookup());
 
+  /** `changed` reads the view again, this list with it. */
   constructor(private changed: () => void) {}
 
   async load(): Promise<void> {
@@ -31,14 +32,10 @@ export class UampPeers {
         h('td', { className: 'mono' }, p.url),
         h('td', { className: 'mono small', title: p.cert_sha256 }, `${p.cert_sha256.slice(0, 23)}…`),
         h('td', { title: p.has_token ? 'a token the peer issued to you' : 'this inbox presents its certificate instead' }, p.has_token ? 'in keychain' : 'certificate'),
-        h('td', {}, h('button', { className: 'secondary small', onclick: act(() => api.uampPeerRemove(p.did), () => this.reload(), `Remove ${p.name}? Its token is deleted from the keychain.`) }, 'Remove'))))))
+        h('td', {}, h('button', { className: 'secondary small', onclick: act(() => api.uampPeerRemove(p.did), () => this.changed(), `Remove ${p.name}? Its token is deleted from the keychain.`) }, 'Remove'))))))
       : h('p', { className: 'muted' }, 'No agent yet. Add one by its address: you will see its signed manifest and certificate before anything is kept.'));
   }
 
-  private async reload(): Promise<void> {
-    await this.load();
-    this.changed();
-  }
 
   /** The lookup form, the manifest it found and the confirmation: one part, built once. */
   private lookup(): HTMLElement {
@@ -74,7 +71,7 @@ export class UampPeers {
         msg.className = 'notice';
         msg.textContent = `Added ${p.name}.`;
         done();
-        await this.reload();
+        this.changed();
       } catch (err) { msg.className = 'error'; msg.textContent = errorText(err); }
     } },
       h('p', { className: 'ask' }, 'Its manifest is signed by its DID and the signature checks out. Before you add it, compare the fingerprint with the one its owner sees.'),
