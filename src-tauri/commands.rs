@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use gatehouse_app::consent::{ConsentItem, ConsentTarget, Decision, DecisionOutcome, Lasting};
 use gatehouse_app::executors::ExecutorConfig;
-use gatehouse_app::history::{AuditEntry, BlockedSender, InboxFilter, InboxItem};
+use gatehouse_app::history::{BlockedSender, InboxFilter, InboxItem};
 use gatehouse_app::replies::ReplyRow;
 use gatehouse_app::settings::Retention;
 use serde::Serialize;
@@ -213,9 +213,9 @@ pub async fn consent_decide<R: Runtime>(
 
 #[tauri::command]
 #[specta::specta]
-pub async fn audit_list(shell: ShellState<'_>) -> Result<Vec<AuditEntry>> {
+pub async fn audit_list(shell: ShellState<'_>, query: gatehouse_app::history::AuditQuery) -> Result<gatehouse_app::history::AuditPage> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::history::audit(&c.store)).await
+    blocking(move || gatehouse_app::history::audit(&c.store, &query)).await
 }
 
 /// Checks the audit log against this gate's key (`gatehouse audit verify`).

@@ -53,7 +53,7 @@ export const commands = {
 	blockedList: () => __TAURI_INVOKE<BlockedSender[]>("blocked_list"),
 	consentList: () => __TAURI_INVOKE<ConsentItem_Serialize[]>("consent_list"),
 	consentDecide: (target: ConsentTarget_Deserialize, decision: Decision, lasting: Lasting | null) => __TAURI_INVOKE<DecisionOutcome_Serialize>("consent_decide", { target, decision, lasting }),
-	auditList: () => __TAURI_INVOKE<AuditEntry_Serialize[]>("audit_list"),
+	auditList: (query: AuditQuery_Deserialize) => __TAURI_INVOKE<AuditPage_Serialize>("audit_list", { query }),
 	/**  Checks the audit log against this gate's key (`gatehouse audit verify`). */
 	auditVerify: () => __TAURI_INVOKE<AuditVerdict_Serialize>("audit_verify"),
 	/**
@@ -612,10 +612,49 @@ export type AuditEntry_Serialize = {
 	hash: string,
 };
 
+/**  One page of the audit log, and whether older entries (of the same period) follow. */
+export type AuditPage = AuditPage_Serialize;
+
+/**  One page of the audit log, and whether older entries (of the same period) follow. */
+export type AuditPage_Deserialize = {
+	entries: AuditEntry_Deserialize[],
+	older: boolean,
+};
+
+/**  One page of the audit log, and whether older entries (of the same period) follow. */
+export type AuditPage_Serialize = {
+	entries: AuditEntry_Serialize[],
+	older: boolean,
+};
+
 export type AuditProblem = {
 	/**  The entry's id. */
 	entry: number,
 	reason: string,
+};
+
+/**
+ *  Which audit entries to read: those from `since` on (RFC 3339), below `before` (the
+ *  last id of the page already shown), newest first.
+ */
+export type AuditQuery = AuditQuery_Serialize;
+
+/**
+ *  Which audit entries to read: those from `since` on (RFC 3339), below `before` (the
+ *  last id of the page already shown), newest first.
+ */
+export type AuditQuery_Deserialize = {
+	since?: string | null,
+	before?: number | null,
+};
+
+/**
+ *  Which audit entries to read: those from `since` on (RFC 3339), below `before` (the
+ *  last id of the page already shown), newest first.
+ */
+export type AuditQuery_Serialize = {
+	since: string | null,
+	before: number | null,
 };
 
 /**  What a check of the audit log found. */

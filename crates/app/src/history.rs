@@ -50,9 +50,34 @@ pub fn blocked(store: &Store) -> Result<Vec<BlockedSender>> {
     Ok(store.blocked_list()?)
 }
 
-/// The newest audit entries (what changed, by whom, when).
-pub fn audit(store: &Store) -> Result<Vec<AuditEntry>> {
-    Ok(store.audit_list(500)?)
+/// Which audit entries to read: those from `since` on (RFC 3339), below `before` (the
+/// last id of the page already shown), newest first.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AuditQuery {
+    #[serde(default)]
+    pub since: Option<String>,
+    #[serde(default)]
+    pub before: Option<i64>,
+}
+
+/// How many audit entries one page holds.
+pub const AUDIT_PAGE: u32 = 200;
+
+/// One page of the audit log, and whether older entries (of the same period) follow.
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    pub older: bool,
+}
+
+/// One page of the audit log (what changed, by whom, when), newest first.
+pub fn audit(store: &Store, q: &AuditQuery) -> Result<AuditPage> {
+    let mut entries = store.audit_page(q.since.as_deref(), q.before, AUDIT_PAGE + 1)?;
+    let older = entries.len() > AUDIT_PAGE as usize;
+    entries.truncate(AUDIT_PAGE as usize);
+    Ok(AuditPage { entries, older })
 }
 
 /// The answers to one envelope: drafts, sent and failed.

@@ -113,6 +113,13 @@ impl Store {
         self.read(|conn| conn.query_map(&format!("{ENTRY} ORDER BY id DESC LIMIT ?1"), args![limit], entry)?.collect())
     }
 
+    /// Newest first, one page: entries at or after `since` (RFC 3339, as entries are
+    /// written) and below `before_id` (the last id of the page before), at most `limit`.
+    pub fn audit_page(&self, since: Option<&str>, before_id: Option<i64>, limit: u32) -> Result<Vec<AuditEntry>> {
+        let sql = format!("{ENTRY} WHERE (CAST(?1 AS TEXT) IS NULL OR at >= ?1) AND (CAST(?2 AS BIGINT) IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3");
+        self.read(|conn| conn.query_map(&sql, args![since, before_id, limit], entry)?.collect())
+    }
+
     /// Up to `limit` entries after `after_id`, oldest first (the chain in its order).
     pub fn audit_chain(&self, after_id: i64, limit: u32) -> Result<Vec<AuditEntry>> {
         self.read(|conn| conn.query_map(&format!("{ENTRY} WHERE id > ?1 ORDER BY id LIMIT ?2"), args![after_id, limit], entry)?.collect())

@@ -13,8 +13,17 @@ const entries = [
   entry(1, 'trust.add', 20, null, { name: 'Dana' }),
 ];
 const contacts = [{ id: 1, name: 'Alice', created_at: '', verified: false, key_changed: false, namesakes: [], keys: [{ key: 'aa'.repeat(32) }] }];
+// The store's side of `audit_list`: entries from `since` on, below `before`, `pageSize` at a time.
+let pageSize = 200;
+const asked: { since: string | null; before: number | null }[] = [];
+function auditPage(q: { since: string | null; before: number | null }) {
+  asked.push(q);
+  const from = entries.filter((e) => (q.since === null || e.at >= q.since) && (q.before === null || e.id < q.before));
+  return { entries: from.slice(0, pageSize), older: from.length > pageSize };
+}
 vi.mock('@tauri-apps/api/core', () => ({
-  invoke: (cmd: string) => Promise.resolve(cmd === 'audit_list' ? entries : cmd === 'contacts_list' ? contacts : null),
+  invoke: (cmd: string, args: { query: { since: string | null; before: number | null } }) =>
+    Promise.resolve(cmd === 'audit_list' ? auditPage(args.query) : cmd === 'contacts_list' ? contacts : null),
 }));
 vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}) }));
 
@@ -47,4 +56,26 @@ test('what was allowed this week leaves out refusals and older allowances', asyn
   expect(document.querySelector('#audit-list')?.textContent).not.toContain('Dana');
   choose('#activity-show', 'refused');
   await vi.waitFor(() => expect(shown()).toEqual(['You blocked bbbb bbbb bbbb bbbb', 'You answered a step of your agent: deny']));
+});
+
+test('the period is asked of the store, and older entries are a click away, kept across a redraw', async () => {
+  pageSize = 2;
+  const v = new ActivityView();
+  replace(document.body, v.el);
+  await v.load();
+  expect(shown()).toHaveLength(2);
+  expect(asked.at(-1)).toEqual({ since: null, before: null });
+  (document.querySelector('#activity-older') as HTMLButtonElement).click();
+  await vi.waitFor(() => expect(shown()).toHaveLength(4));
+  expect(asked.at(-1)).toEqual({ since: null, before: 4 });
+  await v.load();
+  expect(shown()).toHaveLength(4);
+  (document.querySelector('#activity-older') as HTMLButtonElement).click();
+  await vi.waitFor(() => expect(shown()).toHaveLength(5));
+  expect(document.querySelector('#activity-older')).toBeNull();
+  choose('#activity-when', 'week');
+  await vi.waitFor(() => expect(shown()).toHaveLength(2));
+  const since = Date.parse(asked.at(-1)?.since ?? '');
+  expect(Math.abs(since - (Date.now() - 7 * day))).toBeLessThan(60_000);
+  pageSize = 200;
 });

@@ -43,6 +43,7 @@ function kindOf(a: AuditEntry): Kind {
 const DAY = 24 * 3600 * 1000;
 const PERIODS: Record<string, number> = { today: DAY, week: 7 * DAY, month: 30 * DAY };
 
+
 export class ActivityView {
   readonly el = h('section', { className: 'activity', id: 'view-activity' });
   // Kept across redraws (new messages redraw the view): a check's answer and the filters stay.
@@ -55,22 +56,39 @@ export class ActivityView {
     h('option', { value: 'week' }, 'This week (7 days)'), h('option', { value: 'month' }, 'This month (30 days)'));
 
   constructor() {
-    for (const s of [this.show, this.period]) s.addEventListener('change', () => void this.load());
+    for (const s of [this.show, this.period]) s.addEventListener('change', () => { this.pages = 1; void this.load(); });
   }
 
+  // The pages read so far: a redraw reads as many again, so "Show older" is not undone
+  // by the next message.
+  private pages = 1;
+
+  /** Reads the newest pages from the store (the period is the store's filter, so a busy
+   *  week is never cut at a fixed count); the kind is picked from what was read. */
   async load(): Promise<void> {
     try {
-      const [entries, contacts] = await Promise.all([api.auditList(), api.contactsList()]);
+      const period = PERIODS[this.period.value];
+      const since = period ? new Date(Date.now() - period).toISOString() : null;
+      const entries: AuditEntry[] = [];
+      let more = true;
+      for (let page = 0; page < this.pages && more; page++) {
+        const got = await api.auditList({ since, before: entries.length ? entries[entries.length - 1].id : null });
+        entries.push(...got.entries);
+        more = got.older;
+      }
+      const contacts = await api.contactsList();
       const names = new Map(contacts.flatMap((c: ContactView) => c.keys.map((k) => [k.key, c.name] as const)));
-      const since = PERIODS[this.period.value] ? Date.now() - PERIODS[this.period.value] : null;
-      const shown = entries.filter((a) => (!this.show.value || kindOf(a) === this.show.value) && (since === null || Date.parse(a.at) >= since));
+      const shown = entries.filter((a) => !this.show.value || kindOf(a) === this.show.value);
+      const older = more ? h('button', { className: 'secondary', id: 'activity-older', onclick: () => { this.pages += 1; void this.load(); } },
+        `Show older (${entries.length} read so far)`) : '';
       replace(this.el, h('h2', {}, 'Activity'),
         h('p', { className: 'muted' }, 'Every decision and change you made, newest first. Each entry carries the hash of the one before it, and the gate signs the log, so an edit made behind its back shows.'),
         h('div', { className: 'actions' }, this.show, this.period, h('button', { className: 'secondary', id: 'audit-check', onclick: () => void this.check() }, 'Check the log')), this.verdict,
         shown.length ? h('ul', { className: 'audit', id: 'audit-list' }, ...shown.map((a) =>
           h('li', { className: `audit-${kindOf(a)}`, 'data-kind': kindOf(a) }, h('time', { title: a.at }, when(a.at)), ' ', sentence(a, names), ' ', h('code', { className: 'action-code' }, a.action),
             h('details', {}, h('summary', {}, 'details'), h('pre', { className: 'json' }, JSON.stringify(a.detail, null, 2))))))
-          : h('p', { className: 'empty' }, entries.length ? 'Nothing of that kind in that time.' : 'Nothing yet.'));
+          : h('p', { className: 'empty' }, entries.length || this.show.value || since ? 'Nothing of that kind in that time.' : 'Nothing yet.'),
+        older);
     } catch (e) {
       replace(this.el, failed(e));
     }

@@ -1,5 +1,6 @@
 //! The store's integration tests in one binary, a module per concern (one link, not four).
 mod admission_and_upgrade;
+mod audit;
 mod common;
 mod conversations;
 mod database_tls;
