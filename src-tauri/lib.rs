@@ -189,6 +189,13 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
 
 pub fn run() {
     tracing_init();
+    // The window draws with the CPU, not through WebKit's GPU compositor: for a page of
+    // lists and forms the compositor costs ~75 MB (Mesa and its threads, llvmpipe where
+    // there is no GPU) and buys nothing (docs/performance.md). Set before any thread
+    // starts and before WebKit reads it; a user's own setting (=0) is kept.
+    if std::env::var_os("WEBKIT_DISABLE_COMPOSITING_MODE").is_none() {
+        std::env::set_var("WEBKIT_DISABLE_COMPOSITING_MODE", "1");
+    }
     run_app(tauri::Builder::default()).run(|_, _| {});
 }
 

@@ -285,7 +285,14 @@ impl Session {
     pub fn screenshot(&self, name: &str) {
         // A frame can lag a change; let the window settle first.
         std::thread::sleep(Duration::from_millis(400));
-        if let Some(b64) = self.call(reqwest::Method::GET, "/screenshot", None).as_str() {
+        // WebKitGTK answers a screenshot after the page's next presentation; drawing
+        // without GPU compositing (as the app does), an unchanged page presents nothing
+        // and the screenshot never comes. An invisible change every 50 ms while it is
+        // asked for gives it a frame.
+        self.script("window.__nudge = setInterval(() => { document.body.style.outline = document.body.style.outline ? '' : '1px solid transparent'; }, 50); return true;");
+        let shot = self.call(reqwest::Method::GET, "/screenshot", None);
+        self.script("clearInterval(window.__nudge); document.body.style.outline = ''; return true;");
+        if let Some(b64) = shot.as_str() {
             use base64::Engine as _;
             let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
             std::fs::create_dir_all(&out).unwrap();
