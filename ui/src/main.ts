@@ -78,7 +78,7 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   // wipe a port or an executor being edited.
   else if (t === 'settings') { if (info && fresh) await settings.load(info); }
   else if (t === 'consent') await consent.load(fresh);
-  else if (t === 'people') await people.load();
+  else if (t === 'people') await people.load(fresh);
   else if (t === 'conversations') await (fresh ? conversations.load() : conversations.reload());
   else if (t === 'agents') await agents.load();
   else await activity.load();

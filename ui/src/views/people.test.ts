@@ -16,8 +16,9 @@ const answers: Record<string, unknown> = {
   blocked_list: [{ public_key: 'bb'.repeat(32), reason: 'blocked from the trust manager', blocked_at: '' }],
   trust_timed_grants: [], uamp_peers: [], a2a_agents: [], iw_sites: [],
 };
+const calls: string[] = [];
 vi.mock('@tauri-apps/api/core', () => ({
-  invoke: (cmd: string) => (cmd in answers ? Promise.resolve(structuredClone(answers[cmd])) : Promise.reject({ code: 'INTERNAL', message: cmd })),
+  invoke: (cmd: string) => (calls.push(cmd), cmd in answers ? Promise.resolve(structuredClone(answers[cmd])) : Promise.reject({ code: 'INTERNAL', message: cmd })),
 }));
 vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}) }));
 
@@ -72,4 +73,17 @@ test('what they shared fills the trust form with their key and address', async (
   (document.querySelector('#add-shared-use') as HTMLButtonElement).click();
   expect((document.querySelector('#trust-key') as HTMLInputElement).value).toBe('cc'.repeat(32));
   expect((document.querySelector('#trust-reply-endpoint') as HTMLInputElement).value).toBe('http://10.0.0.5:8765/epp/v1/submit');
+});
+
+test('a message arriving redraws the contacts and today’s use, not the agents and companies', async () => {
+  const v = await opened();
+  calls.length = 0;
+  (answers.trust_list as { used_today: number }[])[0].used_today = 4;
+  await v.load(false);
+  expect(calls.sort()).toEqual(['blocked_list', 'contacts_list', 'trust_list', 'trust_timed_grants']);
+  expect(card('Alice').textContent).toContain('20/day · 4 today');
+  calls.length = 0;
+  await v.load();
+  expect(calls).toEqual(expect.arrayContaining(['uamp_peers', 'a2a_agents', 'iw_sites']));
+  (answers.trust_list as { used_today: number }[])[0].used_today = 3;
 });

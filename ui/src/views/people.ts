@@ -35,7 +35,10 @@ export class PeopleView {
     void this.load();
   }
 
-  async load(): Promise<void> {
+  /** `all`: opened, or changed here — everything. Otherwise (a message arrived) only what
+   *  an arrival can change: the contacts, their grants and today's use; agents and
+   *  companies change only by the user's hand. */
+  async load(all = true): Promise<void> {
     try {
       const [list, rows, blocked, timed] = await Promise.all([api.contactsList(), api.trustList(), api.blockedList(), api.trustTimedGrants()]);
       this.trusted = new Map(rows.map((r) => [r.public_key, r]));
@@ -43,7 +46,7 @@ export class PeopleView {
       if (this.el.firstChild !== this.top) replace(this.el, this.top, this.addBox, this.formBox, this.tokenOut, this.contacts.el, this.rest);
       this.contacts.render(list);
       replace(this.rest, ...this.others(list, rows, timed, blocked));
-      await Promise.all([this.uampPeers.load(), this.a2aAgents.load(), this.intent.loadSites()]);
+      if (all) await Promise.all([this.uampPeers.load(), this.a2aAgents.load(), this.intent.loadSites()]);
     } catch (e) {
       replace(this.el, failed(e));
     }
