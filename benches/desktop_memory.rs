@@ -90,9 +90,9 @@ fn idle_cost(pid: u32) -> (f64, f64) {
     (woke as f64 / secs as f64, t1.saturating_sub(t0) as f64 / clock_ticks() / secs as f64 * 100.0)
 }
 
-/// PSS (MB) of `pid` and all its descendants, and each process's name and share.
-fn pss_tree(pid: u32) -> (f64, Vec<(String, f64)>) {
-    let each: Vec<(String, f64)> = tree(pid)
+/// PSS (MB) summed over `pids`, and each process's name and share.
+fn pss_of(pids: &[u32]) -> (f64, Vec<(String, f64)>) {
+    let each: Vec<(String, f64)> = pids
         .iter()
         .filter_map(|p| {
             let rollup = std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok()?;
@@ -122,8 +122,9 @@ fn settled_pss(mut cmd: Command, what: &str) -> Measured {
     while start.elapsed() < Duration::from_secs(90) {
         std::thread::sleep(Duration::from_secs(1));
         assert!(child.try_wait().unwrap().is_none(), "{what} exited early (is there a display? run under xvfb-run)");
-        let now = pss_tree(child.id());
-        let (_, t) = activity(&tree(child.id()));
+        let pids = tree(child.id());
+        let now = pss_of(&pids);
+        let (_, t) = activity(&pids);
         if now.1.len() >= 2 && (now.0 - last.0).abs() < 1.0 && ((t.saturating_sub(ticks)) as f64) < busy {
             stable += 1;
             if stable >= 3 {

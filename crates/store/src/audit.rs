@@ -110,7 +110,7 @@ impl Store {
 
     /// Newest first.
     pub fn audit_list(&self, limit: u32) -> Result<Vec<AuditEntry>> {
-        self.read(|conn| conn.query_map(&format!("{ENTRY} ORDER BY id DESC LIMIT ?1"), args![limit], entry)?.collect())
+        self.audit_page(None, None, limit)
     }
 
     /// Newest first, one page: entries at or after `since` (RFC 3339, as entries are

@@ -43,7 +43,6 @@ function kindOf(a: AuditEntry): Kind {
 const DAY = 24 * 3600 * 1000;
 const PERIODS: Record<string, number> = { today: DAY, week: 7 * DAY, month: 30 * DAY };
 
-
 export class ActivityView {
   readonly el = h('section', { className: 'activity', id: 'view-activity' });
   // Kept across redraws (new messages redraw the view): a check's answer and the filters stay.
@@ -69,14 +68,7 @@ export class ActivityView {
     try {
       const period = PERIODS[this.period.value];
       const since = period ? new Date(Date.now() - period).toISOString() : null;
-      const entries: AuditEntry[] = [];
-      let more = true;
-      for (let page = 0; page < this.pages && more; page++) {
-        const got = await api.auditList({ since, before: entries.length ? entries[entries.length - 1].id : null });
-        entries.push(...got.entries);
-        more = got.older;
-      }
-      const contacts = await api.contactsList();
+      const [{ entries, more }, contacts] = await Promise.all([this.pagesSince(since), api.contactsList()]);
       const names = new Map(contacts.flatMap((c: ContactView) => c.keys.map((k) => [k.key, c.name] as const)));
       const shown = entries.filter((a) => !this.show.value || kindOf(a) === this.show.value);
       const older = more ? h('button', { className: 'secondary', id: 'activity-older', onclick: () => { this.pages += 1; void this.load(); } },
@@ -92,6 +84,18 @@ export class ActivityView {
     } catch (e) {
       replace(this.el, failed(e));
     }
+  }
+
+  /** As many pages as were shown, from `since` on, and whether older ones follow. */
+  private async pagesSince(since: string | null): Promise<{ entries: AuditEntry[]; more: boolean }> {
+    const entries: AuditEntry[] = [];
+    let more = true;
+    for (let page = 0; page < this.pages && more; page++) {
+      const got = await api.auditList({ since, before: entries.length ? entries[entries.length - 1].id : null });
+      entries.push(...got.entries);
+      more = got.older;
+    }
+    return { entries, more };
   }
 
   private async check(): Promise<void> {
