@@ -100,11 +100,7 @@ fn a_picture_of_their_qr_code_verifies_them() {
     let qr = a.find("#share-qr");
     a.script("document.querySelector('#share-qr').scrollIntoView({block: 'center'}); return true;");
     a.screenshot("share");
-    let png = a.call(reqwest::Method::GET, &format!("/element/{qr}/screenshot"), None);
-    let png = {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.decode(png.as_str().expect("a screenshot of the QR code")).unwrap()
-    };
+    let png = a.element_screenshot(&qr);
     let a_key = a.public_key.clone();
     drop(a);
     let dir = tempfile::tempdir().unwrap();

@@ -283,21 +283,32 @@ impl Session {
     }
 
     pub fn screenshot(&self, name: &str) {
-        // A frame can lag a change; let the window settle first.
-        std::thread::sleep(Duration::from_millis(400));
-        // WebKitGTK answers a screenshot after the page's next presentation; drawing
-        // without GPU compositing (as the app does), an unchanged page presents nothing
-        // and the screenshot never comes. An invisible change every 50 ms while it is
-        // asked for gives it a frame.
-        self.script("window.__nudge = setInterval(() => { document.body.style.outline = document.body.style.outline ? '' : '1px solid transparent'; }, 50); return true;");
-        let shot = self.call(reqwest::Method::GET, "/screenshot", None);
-        self.script("clearInterval(window.__nudge); document.body.style.outline = ''; return true;");
-        if let Some(b64) = shot.as_str() {
+        if let Some(b64) = self.presented("/screenshot").as_str() {
             use base64::Engine as _;
             let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
             std::fs::create_dir_all(&out).unwrap();
             std::fs::write(out.join(format!("{name}.png")), base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap();
         }
+    }
+
+    /// A picture of one element (a PNG), as the window draws it.
+    pub fn element_screenshot(&self, element: &str) -> Vec<u8> {
+        use base64::Engine as _;
+        let png = self.presented(&format!("/element/{element}/screenshot"));
+        base64::engine::general_purpose::STANDARD.decode(png.as_str().expect("a screenshot of the element")).unwrap()
+    }
+
+    /// A screenshot command's answer. WebKitGTK answers a screenshot after the page's next
+    /// presentation; drawing without GPU compositing (as the app does), an unchanged page
+    /// presents nothing and the screenshot never comes (nor does an element's). An
+    /// invisible change every 50 ms while it is asked for gives it a frame.
+    fn presented(&self, path: &str) -> Value {
+        // A frame can lag a change; let the window settle first.
+        std::thread::sleep(Duration::from_millis(400));
+        self.script("window.__nudge = setInterval(() => { document.body.style.outline = document.body.style.outline ? '' : '1px solid transparent'; }, 50); return true;");
+        let shot = self.call(reqwest::Method::GET, path, None);
+        self.script("clearInterval(window.__nudge); document.body.style.outline = ''; return true;");
+        shot
     }
 }
 
