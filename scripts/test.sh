@@ -29,6 +29,7 @@ stage "test data: unchanged since copied or recorded (tests/data/*/PROVENANCE.md
 (cd tests/data/vectors && sha256sum --check --quiet --strict SHA256SUMS)
 (cd tests/data/mail-reference-1.3.6 && sha256sum --check --quiet --strict SHA256SUMS)
 (cd tests/data/epp-reference-1.1 && sha256sum --check --quiet --strict SHA256SUMS)
+(cd tests/data/qr && sha256sum --check --quiet --strict SHA256SUMS)
 
 stage "ui: install, lint, unit tests, build"
 (cd ui && npm install --no-audit --no-fund && npm run lint && npm test && npm run build)
