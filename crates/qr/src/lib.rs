@@ -2,9 +2,10 @@
 //! Everything here reads a stranger's bytes, so what they can make it do is bounded:
 //! at most [`MAX_PICTURE_BYTES`] and [`MAX_SIDE`] pixels a side are decoded, the picture
 //! is scaled down to [`WORK_SIDE`] before the QR reader sees it, and a picture that holds
-//! more than [`MAX_FINDERS`] finder patterns (the squares in a code's corners) is refused
-//! before the reader tries them: rqrr tries every pair of neighbours of every finder and
-//! copies the whole picture for each, so a 45 KB PNG of 1,600 finders took minutes.
+//! more than [`MAX_FINDERS`] finder patterns (the squares in a code's corners, counted as
+//! the reader counts them) is refused before the reader tries them: rqrr tries every pair
+//! of neighbours of every finder and copies the whole picture for each, so a 45 KB PNG of
+//! 1,600 finders took minutes.
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
@@ -23,7 +24,7 @@ pub const MAX_SIDE: u32 = 6000;
 /// still has modules of a few pixels at this size.
 pub const WORK_SIDE: u32 = 1600;
 /// The most finder patterns a picture may hold: three per code, a few codes.
-pub const MAX_FINDERS: f64 = 12.0;
+pub const MAX_FINDERS: usize = 12;
 
 /// Why no text came out of a picture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,16 +92,18 @@ pub fn texts(picture: &[u8]) -> Result<Vec<String>, Unread> {
     Ok(texts)
 }
 
-/// How many finder patterns the picture holds, estimated in one pass over its pixels as
-/// the reader will see them (its own black and white): every row crossing a pattern's
-/// centre shows runs of 1:1:3:1:1 (with the reader's tolerance), and a pattern `w` pixels
-/// wide is crossed so by about 3w/7 rows. A row's runs count only when the column through
-/// their middle shows 1:1:3:1:1 too, as a finder's does: a code's data modules make such
-/// rows by chance, and counted alone they put one screenshot of one code (modules of 4–5
-/// pixels) over the bound. Counts a little high, never low. The column is read no further
-/// than the row's pattern is wide on each side, so the pass stays linear in the pixels.
-fn finders(width: usize, height: usize, is_white: impl Fn(usize, usize) -> bool) -> f64 {
-    let mut estimate = 0.0;
+/// How many finder patterns the reader will take the picture to hold, counted as it counts
+/// them (`rqrr`'s `is_capstone`) in one linear pass over its own black and white: a row
+/// shows runs of 1:1:3:1:1 (with the reader's tolerance) whose outer runs are one dark
+/// region (the ring) and whose middle run another (the stone), the stone 10–70% of the
+/// ring's pixels; each ring and stone counts once, as the reader then reserves them. Rows
+/// of a code's data modules show such runs by chance: counted by rows alone, they put one
+/// screenshot of one code (modules of 4–5 pixels) over the bound. Never lower than the
+/// reader's count: it keeps only those of these whose perspective it can fit.
+fn finders(width: usize, height: usize, is_white: impl Fn(usize, usize) -> bool) -> usize {
+    let regions = Regions::fill(width, height, &is_white);
+    let mut taken = std::collections::HashSet::new();
+    let mut count = 0usize;
     for y in 0..height {
         let mut runs = [0usize; 5];
         let mut last = width == 0 || is_white(0, y);
@@ -118,60 +121,81 @@ fn finders(width: usize, height: usize, is_white: impl Fn(usize, usize) -> bool)
             runs[4] = run;
             run = 1;
             changes = changes.saturating_add(1);
-            if white && changes >= 5 && one_one_three_one_one(&runs) {
-                let width = runs.iter().fold(0usize, |a, r| a.saturating_add(*r));
-                // The middle (dark) run's centre: the five runs end just before x.
-                let middle = x.saturating_sub(runs[4].saturating_add(runs[3]).saturating_add(runs[2] / 2).saturating_add(1));
-                if column_matches(middle, y, height, width, &is_white) {
-                    estimate += 7.0 / (3.0 * width.max(1) as f64);
+            if !(white && changes >= 5 && one_one_three_one_one(&runs)) {
+                continue;
+            }
+            // The five runs (dark, light, dark, light, dark) end just before x.
+            let right = x.saturating_sub(1);
+            let stone = x.saturating_sub(runs[4].saturating_add(runs[3]).saturating_add(1));
+            let left = x.saturating_sub(runs.iter().fold(0usize, |a, r| a.saturating_add(*r)));
+            let ((ring, ring_size), (other, _), (core, core_size)) = (regions.at(right, y), regions.at(left, y), regions.at(stone, y));
+            let ratio = core_size.saturating_mul(100).checked_div(ring_size).unwrap_or(0);
+            if ring == other && ring != core && 10 < ratio && ratio < 70 && !taken.contains(&ring) && !taken.contains(&core) {
+                taken.extend([ring, core]);
+                count = count.saturating_add(1);
+            }
+        }
+    }
+    count
+}
+
+/// The picture's dark regions as the reader fills them (4-connected): each pixel's region
+/// (0 for a light pixel) and each region's size in pixels.
+struct Regions {
+    width: usize,
+    of: Vec<usize>,
+    sizes: Vec<usize>,
+}
+
+impl Regions {
+    fn fill(width: usize, height: usize, is_white: &impl Fn(usize, usize) -> bool) -> Regions {
+        let index = |x: usize, y: usize| y.saturating_mul(width).saturating_add(x);
+        let mut of = vec![0usize; width.saturating_mul(height)];
+        let mut sizes = vec![0usize];
+        let mut todo = Vec::new();
+        // Each pixel is marked as it is queued, so each is queued once.
+        let mark = |of: &mut Vec<usize>, todo: &mut Vec<(usize, usize)>, region: usize, x: usize, y: usize| {
+            if let Some(r) = of.get_mut(index(x, y)).filter(|r| **r == 0) {
+                if !is_white(x, y) {
+                    *r = region;
+                    todo.push((x, y));
                 }
             }
-        }
-    }
-    estimate
-}
-
-/// Whether the column `x` through the dark pixel at row `y` shows a finder's runs: the
-/// dark run holding `y`, and on each side a light run and a dark one, closed by a light
-/// pixel or the picture's edge, within `reach` pixels a side.
-fn column_matches(x: usize, y: usize, height: usize, reach: usize, is_white: &impl Fn(usize, usize) -> bool) -> bool {
-    let (Some(up), Some(down)) = (column_runs(x, y, height, reach, false, is_white), column_runs(x, y, height, reach, true, is_white)) else {
-        return false;
-    };
-    // Both sides counted the pixel at `y`.
-    let stone = up[0].saturating_add(down[0]).saturating_sub(1);
-    one_one_three_one_one(&[up[2], up[1], stone, down[1], down[2]])
-}
-
-/// From the dark pixel at (`x`, `y`) up (or `down`): the lengths of the dark run it is in,
-/// the light run after it and the dark run after that, which a light pixel or the edge
-/// ends. None when the column is light there or the runs go on past `reach` pixels.
-fn column_runs(x: usize, y: usize, height: usize, reach: usize, down: bool, is_white: &impl Fn(usize, usize) -> bool) -> Option<[usize; 3]> {
-    let mut runs = [0usize; 3];
-    let mut k = 0usize;
-    let mut at = Some(y);
-    for _ in 0..=reach {
-        let white = match at {
-            Some(row) if row < height => is_white(x, row),
-            // The edge closes the last dark run, as a light pixel would.
-            _ => return (k == 2 && runs[2] > 0).then_some(runs),
         };
-        // Runs alternate dark, light, dark: the run being counted is light when k is 1.
-        if white != (k == 1) {
-            k = k.saturating_add(1);
-            if k == 3 {
-                return Some(runs);
+        for y in 0..height {
+            for x in 0..width {
+                if of.get(index(x, y)) != Some(&0) || is_white(x, y) {
+                    continue;
+                }
+                let region = sizes.len();
+                let mut size = 0usize;
+                mark(&mut of, &mut todo, region, x, y);
+                while let Some((px, py)) = todo.pop() {
+                    size = size.saturating_add(1);
+                    if px > 0 {
+                        mark(&mut of, &mut todo, region, px.saturating_sub(1), py);
+                    }
+                    if px.saturating_add(1) < width {
+                        mark(&mut of, &mut todo, region, px.saturating_add(1), py);
+                    }
+                    if py > 0 {
+                        mark(&mut of, &mut todo, region, px, py.saturating_sub(1));
+                    }
+                    if py.saturating_add(1) < height {
+                        mark(&mut of, &mut todo, region, px, py.saturating_add(1));
+                    }
+                }
+                sizes.push(size);
             }
         }
-        if let Some(r) = runs.get_mut(k) {
-            *r = r.saturating_add(1);
-        }
-        if runs[0] == 0 {
-            return None;
-        }
-        at = at.and_then(|r| if down { r.checked_add(1) } else { r.checked_sub(1) });
+        Regions { width, of, sizes }
     }
-    None
+
+    /// The region of the pixel at (`x`, `y`) and its size.
+    fn at(&self, x: usize, y: usize) -> (usize, usize) {
+        let region = self.of.get(y.saturating_mul(self.width).saturating_add(x)).copied().unwrap_or(0);
+        (region, self.sizes.get(region).copied().unwrap_or(0))
+    }
 }
 
 /// The reader's own test for a finder's row: runs within 75% of 1:1:3:1:1.
@@ -190,11 +214,19 @@ mod tests {
 
     /// A picture full of finder patterns, `n` a side, `scale` pixels a module.
     fn finders_png(n: u32, scale: u32) -> Vec<u8> {
+        finders_png_notched(n, scale, false)
+    }
+
+    /// [`finders_png`], the rings' top middle module light when `notched`: the ring is
+    /// still one region, so the reader still takes each for a finder, but the column
+    /// through the stone no longer shows 1:1:3:1:1.
+    fn finders_png_notched(n: u32, scale: u32, notched: bool) -> Vec<u8> {
         let cell = 10 * scale;
         png(&image::GrayImage::from_fn(n * cell, n * cell, |x, y| {
             let (mx, my) = ((x % cell) / scale, (y % cell) / scale);
             let dark = mx < 7 && my < 7 && (mx == 0 || mx == 6 || my == 0 || my == 6 || ((2..=4).contains(&mx) && (2..=4).contains(&my)));
-            image::Luma([if dark { 0 } else { 255 }])
+            let notch = notched && mx == 3 && my == 0;
+            image::Luma([if dark && !notch { 0 } else { 255 }])
         }))
     }
 
@@ -215,6 +247,18 @@ mod tests {
         }
         // Three finders and a few more are still searched (a few codes in one screenshot).
         assert_ne!(texts(&finders_png(2, 4)), Err(Unread::TooBusy));
+    }
+
+    #[test]
+    fn finders_are_counted_as_the_reader_counts_them() {
+        // Rings the reader still takes for finders, though no column through them looks
+        // like one: refused all the same.
+        for (n, scale) in [(4, 4), (40, 4)] {
+            let t = std::time::Instant::now();
+            assert_eq!(texts(&finders_png_notched(n, scale, true)), Err(Unread::TooBusy), "{n}x{n} notched finders");
+            assert!(t.elapsed() < std::time::Duration::from_secs(20), "{n}x{n}: {:?}", t.elapsed());
+        }
+        assert_ne!(texts(&finders_png_notched(2, 4, true)), Err(Unread::TooBusy));
     }
 
     #[test]
