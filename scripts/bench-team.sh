@@ -30,6 +30,14 @@ database pgbench
 echo "== PostgreSQL's own limit on this machine: pgbench, 8 clients, simple updates, 10 s"
 "${AS[@]}" "$BIN/pgbench -h 127.0.0.1 -p $PORT -U gatehouse -i -q pgbench" >/dev/null 2>&1
 "${AS[@]}" "$BIN/pgbench -h 127.0.0.1 -p $PORT -U gatehouse -c 8 -j 2 -T 10 -N pgbench" 2>/dev/null | grep -E "^tps|latency average"
+# A running gate's PostgreSQL has WAL files to recycle; a fresh cluster creates each 16 MB
+# file, zero-filled and synced, the first time it fills one (at this load every ~1.5 s,
+# each a 40-90 ms stall of every commit, measured). Some WAL is written and checkpointed
+# so that the runs write into recycled files, as a running server's do.
+psql "-d pgbench -c 'CREATE TABLE wal_filler AS SELECT g, repeat(chr(120), 200) AS x FROM generate_series(1, 400000) g' -c 'DROP TABLE wal_filler' -c CHECKPOINT"
+# Between runs: the last run's tables vacuumed (or autovacuum does it during the next run,
+# which would pay for it) and a checkpoint, so that no run pays for an earlier one's.
+settle() { [ -z "${1:-}" ] || psql "-d $1 -c 'VACUUM (ANALYZE)'"; psql "-d postgres -c CHECKPOINT"; }
 quiet() { grep -v -e " INFO " -e "NOTICE"; }
 OUT="$D/results"
 : > "$OUT"
@@ -40,12 +48,18 @@ run() {
   "$GH" "$@" 2>&1 | quiet | tee "$D/last"
   sed -n 's/^inbox http: .* = \([0-9]*\) accepted\/s; p50 [0-9.]* ms, p99 \([0-9.]*\) ms.*/\1 \2/p' "$D/last" | sed "s/^/$name /" >> "$OUT"
 }
+# Each run starts with a warm-up of its own (not counted, shown apart): the first requests
+# to a node that has just started open its connections and prepare its statements.
+W=$((N / 10))
 for r in $(seq 1 "$ROUNDS"); do
-  run sqlite bench --envelopes "$N" --senders 10 --concurrency 64
+  run sqlite bench --envelopes "$N" --warm-up "$W" --senders 10 --concurrency 64
   database "one$r"
-  run pg1 --database "postgres://gatehouse@127.0.0.1:$PORT/one$r" bench --envelopes "$N" --senders 10 --concurrency 64
+  settle
+  run pg1 --database "postgres://gatehouse@127.0.0.1:$PORT/one$r" bench --envelopes "$N" --warm-up "$W" --senders 10 --concurrency 64
   database "three$r"
-  run pg3 --database "postgres://gatehouse@127.0.0.1:$PORT/three$r" bench --nodes 3 --envelopes "$N" --senders 10 --concurrency 64
+  settle "one$r"
+  run pg3 --database "postgres://gatehouse@127.0.0.1:$PORT/three$r" bench --nodes 3 --envelopes "$N" --warm-up "$W" --senders 10 --concurrency 64
+  settle "three$r"
 done
 median() { grep "^$1 " "$OUT" | awk '{print $'"$2"'}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 S=$(median sqlite 2); P1=$(median pg1 2); P3=$(median pg3 2)

@@ -170,6 +170,10 @@ enum Command {
         /// gate; connections go to the nodes in turn)
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
         nodes: u16,
+        /// Post this many envelopes first, not measured (their figures are shown apart),
+        /// so that the figures are of a server that has started, not of its start
+        #[arg(long, default_value_t = 0, conflicts_with = "folder")]
+        warm_up: usize,
     },
     /// Sign a prompt with your key and send it to an inbox (prints the receipt), or by mail
     Send {
@@ -503,7 +507,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                 gatehouse_app::serve::open(&o, bound.options, &gatehouse_app::serve::Events::default()).run(shutdown).await
             })?;
         }
-        Command::Bench { envelopes, senders, concurrency, folder, keep, reference, reference_python, nodes } => {
+        Command::Bench { envelopes, senders, concurrency, folder, keep, reference, reference_python, nodes, warm_up } => {
             let reference = reference.map(|source| bench::reference::Reference { source, python: reference_python });
             // A wrong directory is said before anything is measured.
             if let Some(r) = &reference {
@@ -512,7 +516,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             if nodes > 1 && database.is_none() {
                 return Err(CommandError::new(Code::Invalid, "several nodes share one gate only on a database: add --database postgres://…".to_string()));
             }
-            let args = bench::BenchArgs { envelopes, senders, concurrency, folder, keep, reference, database: database.clone(), nodes: nodes.into() };
+            let args = bench::BenchArgs { envelopes, warm_up, senders, concurrency, folder, keep, reference, database: database.clone(), nodes: nodes.into() };
             bench::run(args).map_err(|e| CommandError::new(Code::Internal, e))?;
         }
         Command::Send { to, account, recipient, scope, prompt, payload_type, conversation_id, in_reply_to, on_behalf_of, authorization, context, ttl } => {

@@ -16,6 +16,8 @@ use gatehouse_app::trust::{Policy, TrustEntry};
 
 pub struct BenchArgs {
     pub envelopes: usize,
+    /// Envelopes posted before the measured ones, and not counted in their figures.
+    pub warm_up: usize,
     pub senders: usize,
     pub concurrency: usize,
     pub folder: bool,
@@ -154,8 +156,11 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             gatehouse_app::trust::add(&ctx.store, &entry, chrono::Utc::now()).map_err(|e| e.to_string())?;
         }
     }
-    println!("signing {} envelopes from {} senders…", args.envelopes, senders.len());
-    let bodies = sign_all(&inbox_pub, &senders, args.envelopes);
+    match args.warm_up {
+        0 => println!("signing {} envelopes from {} senders…", args.envelopes, senders.len()),
+        w => println!("signing {} envelopes (and {w} to warm up with) from {} senders…", args.envelopes, senders.len()),
+    }
+    let (warm, bodies) = sign_all(&inbox_pub, &senders, args.warm_up, args.envelopes);
 
     let watch = dir.path().join("drop");
     let servers = team::start_nodes(dir.path(), &data, args.nodes, args.database.as_deref(), args.folder.then_some(watch.as_path()))?;
@@ -193,6 +198,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         println!("folder: {total} files receipted ({accepted} accepted) in {secs:.2} s = {:.0} files/s", total as f64 / secs);
         m.report(&servers, total, secs, "inbox")
     } else {
+        warm_up(&servers, warm, args.concurrency, "inbox")?;
         let before = database.as_ref().map(team::Database::counters);
         let figures = measure_http(&servers, bodies, args.concurrency, "inbox")?;
         if let (Some(db), Some(before)) = (&database, before) {
@@ -203,7 +209,8 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     drop(servers);
     if let Some(r) = &args.reference {
         let (reference, reference_pub) = r.start(dir.path(), &senders)?;
-        let bodies = sign_all(&reference_pub, &senders, args.envelopes);
+        let (warm, bodies) = sign_all(&reference_pub, &senders, args.warm_up, args.envelopes);
+        warm_up(std::slice::from_ref(&reference), warm, args.concurrency, "reference")?;
         let theirs = measure_http(std::slice::from_ref(&reference), bodies, args.concurrency, "reference")?;
         drop(reference);
         println!(
@@ -227,16 +234,19 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `n` envelopes to `inbox_pub`, from the senders in turn, signed before anything is timed.
-fn sign_all(inbox_pub: &str, senders: &[SigningKey], n: usize) -> Vec<String> {
+/// `warm + n` envelopes to `inbox_pub`, from the senders in turn, signed before anything
+/// is timed: the first `warm` for the warm-up, the other `n` measured.
+fn sign_all(inbox_pub: &str, senders: &[SigningKey], warm: usize, n: usize) -> (Vec<String>, Vec<String>) {
     let now = chrono::Utc::now();
-    (0..n)
+    let mut all: Vec<String> = (0..warm + n)
         .map(|i| {
             let mut d = gatehouse_epp::Draft::new(inbox_pub, "bench", &format!("benchmark prompt number {i}: please summarise the attached ticket"));
             d.context = Some(serde_json::json!({"ticket": i, "priority": "normal"}));
             d.sign(&senders[i % senders.len()], now).to_string()
         })
-        .collect()
+        .collect();
+    let measured = all.split_off(warm);
+    (all, measured)
 }
 
 /// What one server did under the load, for comparing two.
@@ -310,6 +320,28 @@ impl Measuring {
         );
         Figures { rate: total as f64 / secs, cpu_us }
     }
+}
+
+/// Posts the warm-up's `bodies` as the measured ones are posted, and shows its own
+/// figures apart: a server's first requests (connections opened, statements prepared,
+/// caches filled) are its start, not its rate.
+fn warm_up(servers: &[Server], bodies: Vec<String>, concurrency: usize, who: &str) -> Result<(), String> {
+    if bodies.is_empty() {
+        return Ok(());
+    }
+    let total = bodies.len();
+    let urls: Vec<String> = servers.iter().map(|s| format!("http://{}/epp/v1/submit", s.addr)).collect();
+    let (accepted, lat, secs) = post_all(urls, bodies, concurrency)?;
+    println!(
+        "{who} warm-up, not counted: {accepted} of {total} accepted in {secs:.2} s; p50 {:.2} ms, p99 {:.2} ms, slowest {:.2} ms",
+        percentile(&lat, 0.50).as_secs_f64() * 1000.0,
+        percentile(&lat, 0.99).as_secs_f64() * 1000.0,
+        lat.last().copied().unwrap_or_default().as_secs_f64() * 1000.0,
+    );
+    if accepted < total {
+        return Err(format!("{who} accepted {accepted} of the warm-up's {total}"));
+    }
+    Ok(())
 }
 
 /// Posts `bodies` to `server`'s EPP submit route and prints what it did.
