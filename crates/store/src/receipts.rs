@@ -18,18 +18,11 @@ pub(crate) fn insert_receipt(conn: &Db<'_>, r: &ReceiptRow) -> Result<()> {
 
 /// Inserts `r` for the envelope row given, with its receipt already as JSON text.
 pub(crate) fn insert_receipt_as(conn: &Db<'_>, r: &ReceiptRow, envelope_row: Option<i64>, receipt: &str) -> Result<()> {
-    // SQLite indexes receipts by sender in batches (`commit::index_receipts`); on
-    // PostgreSQL, where nodes commit in any order, each is indexed as it is stored.
-    let sql = if conn.is_pg() {
-        "WITH r AS (INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
+    // SQLite indexes receipts by sender in batches (`commit::index_receipts`); PostgreSQL,
+    // where nodes commit in any order, in an index of the receipts table itself.
+    let sql = "INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
             transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING sender, seq)
-         INSERT INTO receipts_by_sender (sender, seq) SELECT sender, seq FROM r WHERE sender IS NOT NULL"
-    } else {
-        "INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
-            transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
-    };
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
     conn.prepare_cached(sql)?.execute(args![
         r.receipt_id,
         r.envelope_id,

@@ -120,7 +120,10 @@ impl Store {
         if !tx.db().is_pg() {
             tx.execute("INSERT INTO receipts_fts (receipts_fts, rowid, prompt) SELECT 'delete', seq, prompt FROM pruning WHERE prompt IS NOT NULL", args![])?;
         }
-        tx.execute("DELETE FROM receipts_by_sender WHERE (sender, seq) IN (SELECT sender, seq FROM pruning WHERE sender IS NOT NULL)", args![])?;
+        // (On PostgreSQL, receipts by sender are an index of the receipts: `pg::schema`.)
+        if !tx.db().is_pg() {
+            tx.execute("DELETE FROM receipts_by_sender WHERE (sender, seq) IN (SELECT sender, seq FROM pruning WHERE sender IS NOT NULL)", args![])?;
+        }
         tx.execute("DELETE FROM email_arrivals WHERE receipt_id IN (SELECT receipt_id FROM pruning)", args![])?;
         let n = tx.execute("DELETE FROM receipts WHERE seq IN (SELECT seq FROM pruning)", args![])?;
         tx.execute("DELETE FROM pruning", args![])?;

@@ -129,8 +129,8 @@ const COLUMNS: [(&str, &str); 40] = [
     ("admitted", "bigint"),
 ];
 
-/// A batch's envelopes, nonces, receipts (and their entries by sender) and counts, as
-/// SQLite's path writes them, in one statement with its checks: each argument is a
+/// A batch's envelopes, nonces, receipts and counts, as SQLite's path writes them (its
+/// receipts by sender are an index here: `schema`, step 7), in one statement with its checks: each argument is a
 /// column of the batch (an array); an envelope whose nonce was used or whose admission
 /// changed is left out (each nonce looked up by itself in the unique index: a plan kept
 /// from when the table was small scanned every row for `nonce = ANY(…)`, measured). A
@@ -164,8 +164,7 @@ fn insert_many_sql() -> String {
         transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
      SELECT r_receipt_id, r_envelope_id, r_status, r_code, r_message, r_received_at, r_received_ms,
         r_transport, r_sender, r_scope, r_body, r_body_truncated, r_receipt, r_prompt, row
-     FROM j ORDER BY ord RETURNING sender, seq),
- b AS (INSERT INTO receipts_by_sender (sender, seq) SELECT sender, seq FROM r WHERE sender IS NOT NULL),
+     FROM j ORDER BY ord),
  u AS (INSERT INTO usage_minutes (sender, minute, writer, n)
      SELECT sender, minute, pg_backend_pid(), count(*) FROM t GROUP BY sender, minute ORDER BY sender, minute
      ON CONFLICT (sender, minute, writer) DO UPDATE SET n = usage_minutes.n + excluded.n)
