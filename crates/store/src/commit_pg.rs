@@ -5,6 +5,11 @@ use crate::pg::{Conn, Pg};
 use crate::sql::Db;
 use crate::Result;
 
+use std::time::{Duration, Instant};
+
+/// How long a batch under load is held open for more jobs (see [`committer`]).
+const HOLD: Duration = Duration::from_millis(2);
+
 /// The group commit on PostgreSQL: whatever queued while the last transaction ran is
 /// the next transaction, and its callers hear back once it is committed. Uniqueness
 /// (nonces, message ids) is the database's constraint, so a copy committed by another
@@ -20,6 +25,21 @@ pub(crate) fn committer(pg: &Pg, jobs: std::sync::mpsc::Receiver<Job>) {
             match jobs.try_recv() {
                 Ok(j) => batch.push(j),
                 Err(_) => break,
+            }
+        }
+        // Under load (more than one job waiting), the batch is held open a little for more:
+        // each transaction carries work of its own (its statement's start, its commit),
+        // which three nodes on two cores paid per 9-10 envelopes. Held 2 ms, batches were
+        // 13-15 and PostgreSQL's CPU per envelope fell by a sixth; less CPU per envelope on
+        // a busy machine also lowered p50 and p99 (docs/performance.md). A lone job, an
+        // idle gate's, is not held.
+        if batch.len() > 1 {
+            let until = Instant::now() + HOLD;
+            while batch.len() < MAX_BATCH {
+                match jobs.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                    Ok(j) => batch.push(j),
+                    Err(_) => break,
+                }
             }
         }
         batch.retain(|j| match j {
