@@ -7,8 +7,10 @@ use crate::Result;
 
 use std::time::{Duration, Instant};
 
-/// How long a batch under load is held open for more jobs (see [`committer`]).
+/// How long a small batch under load is held open for more jobs, and the size at which
+/// it stops waiting (see [`committer`]).
 const HOLD: Duration = Duration::from_millis(2);
+const HOLD_UNTIL: usize = 16;
 
 /// The group commit on PostgreSQL: whatever queued while the last transaction ran is
 /// the next transaction, and its callers hear back once it is committed. Uniqueness
@@ -27,15 +29,17 @@ pub(crate) fn committer(pg: &Pg, jobs: std::sync::mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        // Under load (more than one job waiting), the batch is held open a little for more:
-        // each transaction carries work of its own (its statement's start, its commit),
-        // which three nodes on two cores paid per 9-10 envelopes. Held 2 ms, batches were
-        // 13-15 and PostgreSQL's CPU per envelope fell by a sixth; less CPU per envelope on
-        // a busy machine also lowered p50 and p99 (docs/performance.md). A lone job, an
-        // idle gate's, is not held.
+        // A small batch under load (more than one job waiting, fewer than HOLD_UNTIL) is
+        // held open a little for more: each transaction carries work of its own (its
+        // statement's start, its commit), which three nodes on two cores paid per 9-10
+        // envelopes. Held up to 2 ms, batches were 13-15 and PostgreSQL's CPU per envelope
+        // fell by a sixth; on that saturated machine p50 and p99 fell too. A batch already
+        // large (one node's: ~30) is not held: there the committer, not the CPU, was the
+        // limit, and holding every batch cost one node 8% of its rate. A lone job, an idle
+        // gate's, is not held either (docs/performance.md).
         if batch.len() > 1 {
             let until = Instant::now() + HOLD;
-            while batch.len() < MAX_BATCH {
+            while batch.len() < HOLD_UNTIL {
                 match jobs.recv_timeout(until.saturating_duration_since(Instant::now())) {
                     Ok(j) => batch.push(j),
                     Err(_) => break,
