@@ -115,13 +115,12 @@ impl Store {
              ORDER BY seq LIMIT ?2",
             args![cutoff_ms, RECEIPT_BATCH],
         )?;
-        // An external-content FTS5 table forgets a row only when told its old text.
-        // (PostgreSQL has no such index: see `inbox`.)
+        // SQLite's own indexes of the receipts: an external-content FTS5 table forgets a
+        // row only when told its old text, and receipts by sender are a table. (PostgreSQL
+        // has no full-text table, see `inbox`, and its receipts by sender are an index of
+        // the receipts, see `pg::schema`.)
         if !tx.db().is_pg() {
             tx.execute("INSERT INTO receipts_fts (receipts_fts, rowid, prompt) SELECT 'delete', seq, prompt FROM pruning WHERE prompt IS NOT NULL", args![])?;
-        }
-        // (On PostgreSQL, receipts by sender are an index of the receipts: `pg::schema`.)
-        if !tx.db().is_pg() {
             tx.execute("DELETE FROM receipts_by_sender WHERE (sender, seq) IN (SELECT sender, seq FROM pruning WHERE sender IS NOT NULL)", args![])?;
         }
         tx.execute("DELETE FROM email_arrivals WHERE receipt_id IN (SELECT receipt_id FROM pruning)", args![])?;

@@ -322,6 +322,11 @@ impl Measuring {
     }
 }
 
+/// Each server's EPP submit route.
+fn submit_urls(servers: &[Server]) -> Vec<String> {
+    servers.iter().map(|s| format!("http://{}/epp/v1/submit", s.addr)).collect()
+}
+
 /// Posts the warm-up's `bodies` as the measured ones are posted, and shows its own
 /// figures apart: a server's first requests (connections opened, statements prepared,
 /// caches filled) are its start, not its rate.
@@ -330,7 +335,7 @@ fn warm_up(servers: &[Server], bodies: Vec<String>, concurrency: usize, who: &st
         return Ok(());
     }
     let total = bodies.len();
-    let urls: Vec<String> = servers.iter().map(|s| format!("http://{}/epp/v1/submit", s.addr)).collect();
+    let urls = submit_urls(servers);
     let (accepted, lat, secs) = post_all(urls, bodies, concurrency)?;
     println!(
         "{who} warm-up, not counted: {accepted} of {total} accepted in {secs:.2} s; p50 {:.2} ms, p99 {:.2} ms, slowest {:.2} ms",
@@ -347,7 +352,7 @@ fn warm_up(servers: &[Server], bodies: Vec<String>, concurrency: usize, who: &st
 /// Posts `bodies` to `server`'s EPP submit route and prints what it did.
 fn measure_http(servers: &[Server], bodies: Vec<String>, concurrency: usize, who: &str) -> Result<Figures, String> {
     let total = bodies.len();
-    let urls: Vec<String> = servers.iter().map(|s| format!("http://{}/epp/v1/submit", s.addr)).collect();
+    let urls = submit_urls(servers);
     println!("{who}: posting to {} with {concurrency} connections…", urls.join(" and "));
     let m = Measuring::start(servers);
     let (accepted, lat, secs) = post_all(urls, bodies, concurrency)?;

@@ -130,8 +130,8 @@ const COLUMNS: [(&str, &str); 40] = [
 ];
 
 /// A batch's envelopes, nonces, receipts and counts, as SQLite's path writes them (its
-/// receipts by sender are an index here: `schema`, step 7), in one statement with its checks: each argument is a
-/// column of the batch (an array); an envelope whose nonce was used or whose admission
+/// receipts by sender are an index here: `schema`, step 7), in one statement with its
+/// checks: each argument is a column of the batch (an array); an envelope whose nonce was used or whose admission
 /// changed is left out (each nonce looked up by itself in the unique index: a plan kept
 /// from when the table was small scanned every row for `nonce = ANY(…)`, measured). A
 /// sender's usage is counted once per minute for the batch, so its row is written once,
