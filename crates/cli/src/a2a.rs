@@ -1,6 +1,7 @@
 //! `gatehouse a2a …`: A2A agents let in with a token you give them, and the agents you
 //! send to.
 
+use crate::terminal::{note, say};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -79,12 +80,8 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
             if json {
                 crate::print_json(&issued);
             } else {
-                eprintln!(
-                    "{} may now ask for {}; give it this token, which is not shown again:",
-                    issued.entry.name,
-                    issued.entry.policy.allowed_scopes.join(", ")
-                );
-                println!("{}", issued.token);
+                note!("{} may now ask for {}; give it this token, which is not shown again:", issued.entry.name, issued.entry.policy.allowed_scopes.join(", "));
+                say!("{}", issued.token);
             }
         }
         A2aCmd::Card { url } => {
@@ -96,42 +93,42 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
             if json {
                 crate::print_json(&tasks);
             } else if tasks.is_empty() {
-                eprintln!("no A2A tasks");
+                note!("no A2A tasks");
             } else {
                 for t in tasks {
                     let state = t.exec_status.map(|s| s.as_str().to_string()).unwrap_or_else(|| t.status.clone());
                     let who = t.sender_name.or(t.sender).unwrap_or_default();
-                    println!("{}  {}  {}  {}  {}", t.receipt_id, t.received_at, state, who, t.prompt_preview.unwrap_or_default());
+                    say!("{}  {}  {}  {}  {}", t.receipt_id, t.received_at, state, who, t.prompt_preview.unwrap_or_default());
                 }
             }
         }
         A2aCmd::Agent(AgentCmd::Add { url, name, token_stdin }) => {
             let token = if token_stdin { Some(crate::uamp::read_token()?) } else { None };
             let row = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_add(o.store.clone(), data_dir, &name, &url, token))?;
-            eprintln!("added {} at {} (its card calls it {:?}; endpoint {})", row.name, row.url, row.card_name, row.endpoint);
+            note!("added {} at {} (its card calls it {:?}; endpoint {})", row.name, row.url, row.card_name, row.endpoint);
         }
         A2aCmd::Agent(AgentCmd::List { json }) => {
             let list = gatehouse_app::a2a::agent_list(&o.store, data_dir)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no A2A agents added");
+                note!("no A2A agents added");
             } else {
                 for a in list {
-                    println!("{}  {}  card: {:?}{}", a.name, a.url, a.card_name, if a.has_token { "  (token kept)" } else { "" });
+                    say!("{}  {}  card: {:?}{}", a.name, a.url, a.card_name, if a.has_token { "  (token kept)" } else { "" });
                 }
             }
         }
         A2aCmd::Agent(AgentCmd::Remove { name }) => {
             gatehouse_app::a2a::agent_remove(&o.store, data_dir, &name)?;
-            eprintln!("removed {name}");
+            note!("removed {name}");
         }
         A2aCmd::Plain { state } => {
             let on = match state.as_deref() {
                 Some(s) => gatehouse_app::a2a::set_plain_loopback(&o.store, s == "on")?,
                 None => gatehouse_app::a2a::plain_loopback(&o.store)?,
             };
-            println!(
+            say!(
                 "{}",
                 if on {
                     "A2A agents on this computer may call over plain HTTP (with a token you issued)"
@@ -145,7 +142,7 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
             if json {
                 crate::print_json(&serde_json::json!({"task_id": answer.task_id, "answer": answer.text}));
             } else {
-                println!("{}", answer.text);
+                crate::terminal::say_lines(&answer.text, "");
             }
         }
     }

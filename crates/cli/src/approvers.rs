@@ -2,6 +2,7 @@
 //! phone or desktop), invited, listed, renamed and removed through the same application
 //! layer as the window.
 
+use crate::terminal::{note, say};
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -92,10 +93,10 @@ pub fn run(cmd: ApproversCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
                 crate::print_json(&inv);
             } else {
                 if let Ok(qr) = qrcode::QrCode::new(inv.url.as_bytes()) {
-                    println!("{}", qr.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build());
+                    crate::terminal::say_verbatim(&qr.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build());
                 }
-                println!("{}", inv.url);
-                println!("code {} for {:?}, valid until {}", inv.code, inv.name, inv.expires_at);
+                say!("{}", inv.url);
+                say!("code {} for {:?}, valid until {}", inv.code, inv.name, inv.expires_at);
             }
         }
         ApproversCmd::List { json } => {
@@ -103,16 +104,16 @@ pub fn run(cmd: ApproversCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no approver devices; invite one with `gatehouse approvers invite NAME --url URL`");
+                note!("no approver devices; invite one with `gatehouse approvers invite NAME --url URL`");
             }
             for a in list.iter().filter(|_| !json) {
-                println!("{}  {}  added {}  last seen {}", a.id, a.name, a.added_at, a.last_seen.as_deref().unwrap_or("never"));
+                say!("{}  {}  added {}  last seen {}", a.id, a.name, a.added_at, a.last_seen.as_deref().unwrap_or("never"));
             }
         }
         ApproversCmd::Rename { id, name } => approvers::rename(store, &id, &name)?,
         ApproversCmd::Remove { id } => {
             approvers::remove(store, &id)?;
-            eprintln!("removed {id}: its requests are refused from now on");
+            note!("removed {id}: its requests are refused from now on");
         }
         ApproversCmd::Mail { id, email, per_hour, quiet, off: _ } => {
             let input = email.map(|email| gatehouse_app::notify::MailInput { email, per_hour, quiet });
@@ -136,7 +137,7 @@ fn quorum(cmd: QuorumCmd, ctx: &Context) -> Result<(), CommandError> {
             if json {
                 crate::print_json(&rules);
             } else if rules.is_empty() {
-                eprintln!("no quorum rules: any one approver decides");
+                note!("no quorum rules: any one approver decides");
             }
             for r in rules.iter().filter(|_| !json) {
                 let need = if r.need == 0 { "all".to_string() } else { r.need.to_string() };
@@ -146,7 +147,7 @@ fn quorum(cmd: QuorumCmd, ctx: &Context) -> Result<(), CommandError> {
                     (None, Some(k)) => format!("sender {k}"),
                     (None, None) => "everything".into(),
                 };
-                println!("{}  {need} of {}  on {on}{}", r.id, r.approvers.join(","), if r.deny_ends { "" } else { "  (a deny does not end it)" });
+                say!("{}  {need} of {}  on {on}{}", r.id, r.approvers.join(","), if r.deny_ends { "" } else { "  (a deny does not end it)" });
             }
         }
         QuorumCmd::Remove { id } => quorum::rule_remove(store, id)?,

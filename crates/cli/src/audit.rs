@@ -2,6 +2,7 @@
 //! gate's key, and a checkpoint signed on demand, through the same application layer as
 //! the window.
 
+use crate::terminal::{note, say};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,8 +50,8 @@ pub fn run(cmd: AuditCmd, open: impl Fn() -> Result<Context, CommandError>) -> R
         AuditCmd::Checkpoint => {
             let ctx = open()?;
             match audit::checkpoint(&ctx.store, &ctx.key)? {
-                Some(c) => eprintln!("signed the audit log up to entry #{} ({})", c.through_id, c.at),
-                None => eprintln!("the last checkpoint already covers the whole log"),
+                Some(c) => note!("signed the audit log up to entry #{} ({})", c.through_id, c.at),
+                None => note!("the last checkpoint already covers the whole log"),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -67,12 +68,12 @@ fn say(v: &AuditVerdict) {
         _ => "no entries".into(),
     };
     match &v.problem {
-        None => println!("intact: {} {range}; {} checkpoint(s) of key {} checked", v.entries, v.checkpoints_checked, v.key),
-        Some(p) => println!("NOT INTACT: {}", p.reason),
+        None => say!("intact: {} {range}; {} checkpoint(s) of key {} checked", v.entries, v.checkpoints_checked, v.key),
+        Some(p) => say!("NOT INTACT: {}", p.reason),
     }
     match (v.signed_through, v.last_id) {
-        (Some(s), Some(last)) if s < last => println!("entries after #{s} are chained but not yet signed"),
-        (None, Some(_)) => println!("no checkpoint covers these entries yet"),
+        (Some(s), Some(last)) if s < last => say!("entries after #{s} are chained but not yet signed"),
+        (None, Some(_)) => say!("no checkpoint covers these entries yet"),
         _ => {}
     }
 }

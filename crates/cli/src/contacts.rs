@@ -2,6 +2,7 @@
 //! both sides see or with what the other shared; a knock's key added to a contact only on
 //! the user's word. The same calls as the window's (gatehouse_app::contacts).
 
+use crate::terminal::{note, say};
 use crate::CommandError;
 
 use clap::Subcommand;
@@ -47,7 +48,7 @@ pub fn run(cmd: ContactsCmd, ctx: &Context) -> Result<(), CommandError> {
             if json {
                 print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no contacts: each sender you trust becomes one");
+                note!("no contacts: each sender you trust becomes one");
             }
             if !json {
                 for c in list {
@@ -58,27 +59,27 @@ pub fn run(cmd: ContactsCmd, ctx: &Context) -> Result<(), CommandError> {
                     } else {
                         "not verified"
                     };
-                    println!("{}  {}  ({standing})", c.id, c.name);
+                    say!("{}  {}  ({standing})", c.id, c.name);
                     for k in c.keys {
-                        println!("    {}  safety code {}{}", k.key, k.safety_code, if k.verified_at.is_some() { "  verified" } else { "" });
+                        say!("    {}  safety code {}{}", k.key, k.safety_code, if k.verified_at.is_some() { "  verified" } else { "" });
                     }
                 }
             }
         }
         ContactsCmd::Verify { key, shared, codes_match: _ } => {
             let c = gatehouse_app::contacts::verify(store, &key, shared.as_deref(), own, clock::now())?;
-            eprintln!("{}'s key is verified", c.name);
+            note!("{}'s key is verified", c.name);
         }
         ContactsCmd::AddKey { contact, key } => {
             // Released envelopes run when the doors next open (`gatehouse serve`).
             let gate = gatehouse_app::serve::detached(ctx, &gatehouse_app::serve::Events::default());
-            eprintln!("{}", gatehouse_app::contacts::adopt(&gate, contact, &key, clock::now())?);
+            note!("{}", gatehouse_app::contacts::adopt(&gate, contact, &key, clock::now())?);
         }
         ContactsCmd::CheckKeys { did } => {
             let out = crate::uamp::runtime()?.block_on(gatehouse_app::did_change::check(store.clone(), did))?;
-            println!("{}", out.message);
+            say!("{}", out.message);
         }
-        ContactsCmd::Share { address } => println!("{}", gatehouse_app::contacts::share_text(own, &address)),
+        ContactsCmd::Share { address } => say!("{}", gatehouse_app::contacts::share_text(own, &address)),
     }
     Ok(())
 }

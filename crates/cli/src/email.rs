@@ -1,6 +1,7 @@
 //! `gatehouse email …`: mail accounts followed for envelopes (EPP by email) while
 //! `gatehouse serve` runs.
 
+use crate::terminal::{note, say};
 use crate::{io_error, CommandError};
 use std::path::Path;
 use std::process::ExitCode;
@@ -138,15 +139,15 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comma
             let mut account = input.account()?;
             account.receipt_rate = gatehouse_email::smtp::ReceiptRate { per_sender_per_hour: receipts_per_sender, per_account_per_hour: receipts_per_hour };
             let (row, said) = crate::uamp::runtime()?.block_on(email::add(o.store.clone(), data_dir, &name, account, password))?;
-            println!("{}: {said}", row.name);
-            eprintln!("added; `gatehouse serve` (or the app) follows it from its next start");
+            say!("{}: {said}", row.name);
+            note!("added; `gatehouse serve` (or the app) follows it from its next start");
         }
         EmailCmd::List { json } => {
             let list = email::list(&o.store)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no mail accounts; add one with `gatehouse email add NAME --host imap.example.com --user me --password-stdin`");
+                note!("no mail accounts; add one with `gatehouse email add NAME --host imap.example.com --user me --password-stdin`");
             }
             for a in list.iter().filter(|_| !json) {
                 let err = a.last_error.as_ref().map(|e| format!("  ({e})")).unwrap_or_default();
@@ -154,7 +155,7 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comma
                 if a.left_large > 0 {
                     waiting += &format!("  {} over 4 MiB left unread (they may carry an envelope)", a.left_large);
                 }
-                println!(
+                say!(
                     "{}  {}@{}  {}  last uid {}{waiting}  last sync {}{err}",
                     a.name,
                     a.account["user"].as_str().unwrap_or("?"),
@@ -167,11 +168,11 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comma
         }
         EmailCmd::Test { name } => {
             let said = crate::uamp::runtime()?.block_on(email::test(o.store.clone(), data_dir, &name))?;
-            println!("{name}: {said}");
+            say!("{name}: {said}");
         }
         EmailCmd::Remove { name } => {
             email::remove(&o.store, data_dir, &name)?;
-            eprintln!("removed {name}; its receipts are kept");
+            note!("removed {name}; its receipts are kept");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -2,6 +2,7 @@
 //! application layer as the window: your agents (registered, waiting, blocked), letting one
 //! in or blocking it, the rules, sessions and their steps, and an export of every decision.
 
+use crate::terminal::{note, say};
 use crate::{invalid, CommandError};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -105,26 +106,26 @@ pub fn run(cmd: GuardianCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no agent has come to the guardian yet");
+                note!("no agent has come to the guardian yet");
             }
             for a in list.iter().filter(|_| !json) {
-                println!("{:<10}  {}  {}  since {}", a.state, a.agent, a.name.as_deref().unwrap_or(""), a.since);
+                say!("{:<10}  {}  {}  since {}", a.state, a.agent, a.name.as_deref().unwrap_or(""), a.since);
             }
         }
         GuardianCmd::Approve { agent, name } => {
             let e = guardian::approve(store, &agent, name)?;
-            eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", e.name, e.public_key);
+            note!("registered {} ({}): its steps are now decided by your rules, or asked about", e.name, e.public_key);
         }
         GuardianCmd::Block { agent } => {
             guardian::block(store, &agent)?;
-            eprintln!("blocked {agent}: its steps are refused");
+            note!("blocked {agent}: its steps are refused");
         }
         GuardianCmd::Rules(RulesCmd::List { json }) => {
             let rules = guardian::rules(store)?;
             if json {
                 crate::print_json(&rules);
             } else if rules.is_empty() {
-                eprintln!("no rules: every step is asked about");
+                note!("no rules: every step is asked about");
             }
             for r in rules.iter().filter(|_| !json) {
                 let cond = r
@@ -135,7 +136,7 @@ pub fn run(cmd: GuardianCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
                     })
                     .unwrap_or_default();
                 let redact = r.redact.as_deref().map(|p| format!(" (redact {p:?})")).unwrap_or_default();
-                println!("{:>4}  agent {}  {}  tool {}{cond}: {}{redact}  [{}]", r.id, r.agent, r.method, r.tool, r.action, r.source);
+                say!("{:>4}  agent {}  {}  tool {}{cond}: {}{redact}  [{}]", r.id, r.agent, r.method, r.tool, r.action, r.source);
             }
         }
         GuardianCmd::Rules(RulesCmd::Add { agent, method, tool, action, argument, op, value, redact, note }) => {
@@ -144,22 +145,22 @@ pub fn run(cmd: GuardianCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
                 _ => None,
             };
             let row = guardian::rule_add(store, RuleInput { agent, method, tool, condition, action, redact, note })?;
-            println!("{}", row.id);
-            eprintln!("added rule {}", row.id);
+            say!("{}", row.id);
+            note!("added rule {}", row.id);
         }
         GuardianCmd::Rules(RulesCmd::Remove { id }) => {
             guardian::rule_remove(store, id)?;
-            eprintln!("removed rule {id}");
+            note!("removed rule {id}");
         }
         GuardianCmd::Sessions { json, limit } => {
             let list = guardian::sessions(store, limit)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no sessions: no agent has asked yet");
+                note!("no sessions: no agent has asked yet");
             }
             for s in list.iter().filter(|_| !json) {
-                println!("{}  {}  {:>4} steps  {}", s.last, s.session_id, s.steps, s.agent.as_deref().unwrap_or("agent"));
+                say!("{}  {}  {:>4} steps  {}", s.last, s.session_id, s.steps, s.agent.as_deref().unwrap_or("agent"));
             }
         }
         GuardianCmd::Session { session_id, json } => {
@@ -171,7 +172,7 @@ pub fn run(cmd: GuardianCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
                 crate::print_json(&steps);
             }
             for s in steps.iter().filter(|_| !json) {
-                println!("{}", step_line(s));
+                say!("{}", step_line(s));
             }
         }
         GuardianCmd::Export { file } => crate::export(ctx, gatehouse_app::export::ExportKind::Guardian, &file)?,

@@ -1,6 +1,7 @@
 //! `gatehouse mail …`: MAIL swarms the user connects to, tasks sent and followed live,
 //! task logs imported, and the task history.
 
+use crate::terminal::{note, say};
 use crate::CommandError;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -111,34 +112,34 @@ fn print_survey(name: &str, url: &str, v: &Value) {
         Some(e) => format!("error: {}", e["message"].as_str().unwrap_or_default()),
         None => v.to_string(),
     };
-    println!("{name}  {url}");
-    println!("  server:  {}", gatehouse_mail::client::ServerInfo::read(&v["root"]).summary());
-    // A 2.0 server has no health or status document; its swarms come as `{swarms: [...]}`.
+    say!("{name}  {url}");
+    say!("  server:  {}", gatehouse_mail::client::ServerInfo::read(&v["root"]).summary());
+    // A 2.0 server has no status document; its swarms come as `{swarms: [...]}`.
     if !v["health"].is_null() {
-        println!("  health:  {}", show(&v["health"]));
+        say!("  health:  {}", show(&v["health"]));
     }
     match v["whoami"].get("error") {
-        Some(_) => println!("  you:     {}", show(&v["whoami"])),
-        None => println!("  you:     {} (role {})", v["whoami"]["id"].as_str().unwrap_or("?"), v["whoami"]["role"].as_str().unwrap_or("?")),
+        Some(_) => say!("  you:     {}", show(&v["whoami"])),
+        None => say!("  you:     {} (role {})", v["whoami"]["id"].as_str().unwrap_or("?"), v["whoami"]["role"].as_str().unwrap_or("?")),
     }
     if !v["status"].is_null() {
-        println!("  status:  {}", show(&v["status"]));
+        say!("  status:  {}", show(&v["status"]));
     }
     if let Some(list) = v["swarms"]["swarms"].as_array() {
         for s in list {
-            println!("  swarm:   {} ({} agent(s)) {}", s["name"].as_str().unwrap_or("?"), s["num_agents"], s["description"].as_str().unwrap_or(""));
+            say!("  swarm:   {} ({} agent(s)) {}", s["name"].as_str().unwrap_or("?"), s["num_agents"], s["description"].as_str().unwrap_or(""));
         }
         return;
     }
     match v["swarms"].as_array() {
-        Some(list) if list.is_empty() => println!("  swarms:  none registered"),
+        Some(list) if list.is_empty() => say!("  swarms:  none registered"),
         Some(list) => {
             for s in list {
                 let latency = s["latency"].as_f64().map(|l| format!(", {:.0} ms", l * 1000.0)).unwrap_or_default();
-                println!("  swarm:   {} {}{latency}", s["swarm_name"].as_str().unwrap_or("?"), s["base_url"].as_str().unwrap_or(""));
+                say!("  swarm:   {} {}{latency}", s["swarm_name"].as_str().unwrap_or("?"), s["base_url"].as_str().unwrap_or(""));
             }
         }
-        None => println!("  swarms:  {}", show(&v["swarms"])),
+        None => say!("  swarms:  {}", show(&v["swarms"])),
     }
 }
 
@@ -160,7 +161,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             let info = added.info;
             print_survey(&added.view.swarm.name, &added.view.swarm.base_url, &info);
             if info["whoami"].get("error").is_some() {
-                eprintln!("note: without a token the swarm accepts no messages; add one with `--token-stdin`");
+                note!("note: without a token the swarm accepts no messages; add one with `--token-stdin`");
             }
         }
         MailCmd::List { json } => {
@@ -168,11 +169,11 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no swarms; add one with `gatehouse mail add https://host --name NAME --token-stdin`");
+                note!("no swarms; add one with `gatehouse mail add https://host --name NAME --token-stdin`");
             }
             for s in list.iter().filter(|_| !json) {
                 let token = if s.has_token { "token kept" } else { "no token" };
-                println!("{}  {}  added {}  {token}", s.swarm.name, s.swarm.base_url, s.swarm.added_at);
+                say!("{}  {}  added {}  {token}", s.swarm.name, s.swarm.base_url, s.swarm.added_at);
             }
         }
         MailCmd::Info { name, json } => {
@@ -186,34 +187,34 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
         }
         MailCmd::Remove { name } => {
             swarms::remove(&o.store, data_dir, &name)?;
-            eprintln!("removed {name}; its tasks are kept");
+            note!("removed {name}; its tasks are kept");
         }
         MailCmd::Sync { name, json } => {
             let n = crate::uamp::runtime()?.block_on(swarms::sync(o.store.clone(), data_dir, &name, |e| match e {
-                LiveEvent::Message { message, .. } if !json => println!("{}", line(message)),
-                e if json => println!("{}", serde_json::to_string(e).unwrap_or_default()),
+                LiveEvent::Message { message, .. } if !json => say!("{}", line(message)),
+                e if json => crate::terminal::say_verbatim(&serde_json::to_string(e).unwrap_or_default()),
                 _ => {}
             }))?;
             if !json {
-                eprintln!("{n} new message(s)");
+                note!("{n} new message(s)");
             }
         }
         MailCmd::Send { swarm, body, subject, task, entrypoint, deadline, json } => {
             let input = SendInput { swarm, body, subject, task_id: task, entrypoint, deadline_secs: deadline };
             let out = crate::uamp::runtime()?.block_on(swarms::send(o.store.clone(), data_dir, input, |e| {
                 if json {
-                    println!("{}", serde_json::to_string(e).unwrap_or_default());
+                    crate::terminal::say_verbatim(&serde_json::to_string(e).unwrap_or_default());
                     return;
                 }
                 match e {
-                    LiveEvent::Message { message, .. } => println!("{}", line(message)),
-                    LiveEvent::Step { event, description, .. } => println!("          ·   {event}: {}", description.lines().next().unwrap_or("")),
-                    LiveEvent::Unreadable { event, field, message } => eprintln!("          !   unreadable {event} event: {field}: {message}"),
+                    LiveEvent::Message { message, .. } => say!("{}", line(message)),
+                    LiveEvent::Step { event, description, .. } => say!("          ·   {event}: {}", description.lines().next().unwrap_or("")),
+                    LiveEvent::Unreadable { event, field, message } => note!("          !   unreadable {event} event: {field}: {message}"),
                     LiveEvent::Ping { .. } | LiveEvent::Finished { .. } => {}
                 }
             }))?;
             if !json {
-                println!("task {} {}: {}", out.task_id, if out.completed { "completed" } else { "FAILED" }, out.response);
+                say!("task {} {}: {}", out.task_id, if out.completed { "completed" } else { "FAILED" }, out.response);
             }
             if !out.completed {
                 return Ok(ExitCode::from(3));
@@ -225,7 +226,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             if json {
                 crate::print_json(&row);
             } else {
-                println!("{}", line(&row));
+                say!("{}", line(&row));
             }
         }
         MailCmd::Tasks { search, limit, json } => {
@@ -234,10 +235,10 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
                 crate::print_json(&tasks);
             } else {
                 for t in &tasks {
-                    println!("{}  {:<11} {:>3} msgs  {}  [{}]", t.task_id, t.state, t.messages, t.subject, t.swarm.as_deref().unwrap_or(&t.source));
+                    say!("{}  {:<11} {:>3} msgs  {}  [{}]", t.task_id, t.state, t.messages, t.subject, t.swarm.as_deref().unwrap_or(&t.source));
                 }
                 if tasks.is_empty() {
-                    eprintln!("no tasks{}", search.map(|s| format!(" matching {s:?}")).unwrap_or_default());
+                    note!("no tasks{}", search.map(|s| format!(" matching {s:?}")).unwrap_or_default());
                 }
             }
         }
@@ -246,15 +247,15 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             if json {
                 crate::print_json(&t);
             } else {
-                println!("task {}  {}  {:?}  [{}]", t.task.task_id, t.task.state, t.task.subject, t.task.swarm.as_deref().unwrap_or(&t.task.source));
+                say!("task {}  {}  {:?}  [{}]", t.task.task_id, t.task.state, t.task.subject, t.task.swarm.as_deref().unwrap_or(&t.task.source));
                 if let Some(owner) = &t.task.task_owner {
-                    println!("owner {owner}; contributors {}", t.task.contributors.join(", "));
+                    say!("owner {owner}; contributors {}", t.task.contributors.join(", "));
                 }
                 for m in &t.messages {
-                    println!("{}", line(m));
+                    say!("{}", line(m));
                 }
                 if let Some(r) = &t.task.response {
-                    println!("→ {r}");
+                    say!("→ {r}");
                 }
             }
         }
@@ -266,16 +267,16 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
                     Ok(r) => {
                         failed |= !r.errors.is_empty();
                         if !json {
-                            println!("{}: {} message(s) imported, {} already known, {} task(s)", f.display(), r.imported, r.duplicates, r.tasks.len());
+                            say!("{}: {} message(s) imported, {} already known, {} task(s)", f.display(), r.imported, r.duplicates, r.tasks.len());
                             for e in &r.errors {
-                                eprintln!("{}:{}: {}: {}", f.display(), e.line, e.field, e.message);
+                                note!("{}:{}: {}: {}", f.display(), e.line, e.field, e.message);
                             }
                         }
                         reports.push(json!(r));
                     }
                     Err(e) => {
                         failed = true;
-                        eprintln!("{}", e.coded_message());
+                        note!("{}", e.coded_message());
                         reports.push(json!({"source": f.display().to_string(), "error": e}));
                     }
                 }

@@ -9,6 +9,7 @@ mod email;
 mod guardian;
 mod mail;
 mod sites;
+mod terminal;
 mod trust;
 mod uamp;
 
@@ -19,6 +20,7 @@ use clap::{Parser, Subcommand};
 use gatehouse_app::context::KeystoreKind;
 use gatehouse_app::executors::ExecutorSpec;
 use gatehouse_app::Context;
+use terminal::{note, say};
 
 #[derive(Parser)]
 #[command(name = "gatehouse", version, about = "Your own gate for messages from AI agents (EPP v1 inbox)")]
@@ -32,8 +34,9 @@ struct Cli {
     keystore: KeystoreKind,
     /// A team's gate: keep the gate's tables in this PostgreSQL database
     /// (postgres://user:password@host/db) instead of the data dir; every node of the
-    /// team names the same one and holds the same identity key (docs/team-gate.md)
-    #[arg(long, global = true, env = "GATEHOUSE_DATABASE", value_name = "URL")]
+    /// team names the same one and holds the same identity key (docs/team-gate.md). Its
+    /// value holds a password: `--help` never shows it
+    #[arg(long, global = true, env = "GATEHOUSE_DATABASE", value_name = "URL", hide_env_values = true)]
     database: Option<String>,
     #[command(subcommand)]
     command: Command,
@@ -290,9 +293,9 @@ fn main() -> ExitCode {
         Err(e) => {
             // A script asked for JSON gets the error as JSON too, its code a field.
             if std::env::args().any(|a| a == "--json") {
-                eprintln!("{}", serde_json::json!({"error": e}));
+                terminal::note_verbatim(&serde_json::json!({"error": e}).to_string());
             } else {
-                eprintln!("error: {}", e.coded_message());
+                note!("error: {}", e.coded_message());
             }
             ExitCode::from(1)
         }
@@ -332,12 +335,12 @@ fn check_key(key: &str) -> Result<String, CommandError> {
 /// Writes an export to the file the user named and says how many records it holds.
 fn export(ctx: &Context, kind: gatehouse_app::export::ExportKind, file: &std::path::Path) -> Result<(), CommandError> {
     let n = gatehouse_app::export::write(ctx, kind, file)?;
-    eprintln!("wrote {n} record(s) to {}", file.display());
+    note!("wrote {n} record(s) to {}", file.display());
     Ok(())
 }
 
 fn print_json<T: serde::Serialize>(v: &T) {
-    println!("{}", serde_json::to_string_pretty(v).expect("serialises"));
+    terminal::say_verbatim(&serde_json::to_string_pretty(v).expect("serialises"));
 }
 
 fn run(cli: Cli) -> Result<ExitCode, CommandError> {
@@ -349,11 +352,11 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         Command::Init | Command::Keygen => {
             let o = open(true)?;
             if o.created {
-                eprintln!("created a new identity in the {} keystore; data dir {}", o.keystore, data_dir.display());
+                note!("created a new identity in the {} keystore; data dir {}", o.keystore, data_dir.display());
             }
-            println!("{}", o.public_key);
+            say!("{}", o.public_key);
         }
-        Command::Identity => println!("{}", open(false)?.public_key),
+        Command::Identity => say!("{}", open(false)?.public_key),
         Command::Trust(cmd) => trust::run(cmd, &open(false)?)?,
         Command::Contacts(cmd) => contacts::run(cmd, &open(false)?)?,
         Command::QuietHours { from, to, off } => {
@@ -383,10 +386,10 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             if json {
                 print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no pending sender requests");
+                note!("no pending sender requests");
             } else {
                 for p in list {
-                    println!("{}  seen {}x  first {}  last {}  scopes {}", p.public_key, p.count, p.first_seen, p.last_seen, p.scopes_tried.join(","));
+                    say!("{}  seen {}x  first {}  last {}  scopes {}", p.public_key, p.count, p.first_seen, p.last_seen, p.scopes_tried.join(","));
                 }
             }
         }
@@ -397,7 +400,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                 print_json(&gatehouse_app::history::receipts(&store, limit)?);
             } else {
                 for r in gatehouse_app::history::receipt_rows(&store, limit)? {
-                    println!(
+                    say!(
                         "{}  {:8}  {:18}  {}  {}  {}",
                         r.received_at,
                         r.status,
@@ -416,7 +419,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             } else {
                 for e in list {
                     let prompt: String = e.prompt.chars().take(60).map(|c| if c.is_control() { ' ' } else { c }).collect();
-                    println!(
+                    say!(
                         "{}  {}  {}…  {}  {:9}  {}",
                         e.received_at,
                         e.envelope_id,
@@ -477,24 +480,24 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                 let doors = gatehouse_app::serve::Doors { epp: listen, uamp: uamp_listen, watch, public_names };
                 let bound = gatehouse_app::serve::bind(&o, doors).await?;
                 if !bound.epp.ip().is_loopback() {
-                    eprintln!("warning: listening on {}, which is reachable from other machines", bound.epp);
+                    note!("warning: listening on {}, which is reachable from other machines", bound.epp);
                 }
-                eprintln!("Gatehouse inbox {} listening on http://{}/epp/v1/submit", o.public_key, bound.epp);
+                note!("Gatehouse inbox {} listening on http://{}/epp/v1/submit", o.public_key, bound.epp);
                 if o.store.is_shared() {
-                    eprintln!("a node of a team's gate: its tables are in the {}", o.store.location());
+                    note!("a node of a team's gate: its tables are in the {}", o.store.location());
                 }
                 if let Some(w) = &bound.options.watch {
-                    eprintln!("watching {}", w.display());
+                    note!("watching {}", w.display());
                 }
                 // Asked for on the command line: UAMP that cannot listen stops the command.
                 if let Some(u) = bound.uamp? {
                     if !u.at.ip().is_loopback() {
-                        eprintln!("warning: UAMP listening on {}, which is reachable from other machines", u.at);
+                        note!("warning: UAMP listening on {}, which is reachable from other machines", u.at);
                     }
-                    eprintln!("UAMP {} on https://{}/v1/messages (certificate SHA-256 {})", u.did, u.at, u.certificate);
+                    note!("UAMP {} on https://{}/v1/messages (certificate SHA-256 {})", u.did, u.at, u.certificate);
                 }
                 for account in bound.email? {
-                    eprintln!("following mail account {account}");
+                    note!("following mail account {account}");
                 }
                 let shutdown = async {
                     let _ = tokio::signal::ctrl_c().await;
@@ -536,8 +539,8 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                 let subject = format!("EPP envelope ({scope})");
                 let said =
                     uamp::runtime()?.block_on(gatehouse_app::email::send_envelope(o.store.clone(), &data_dir, account.as_deref(), &to, &subject, &value))?;
-                println!("{}", envelope["envelope_id"].as_str().unwrap_or_default());
-                eprintln!("{said}; its receipt comes back by mail");
+                say!("{}", envelope["envelope_id"].as_str().unwrap_or_default());
+                note!("{said}; its receipt comes back by mail");
                 return Ok(ExitCode::SUCCESS);
             }
             let rt = tokio::runtime::Runtime::new()?;
@@ -549,10 +552,10 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             })?;
             match serde_json::from_str::<serde_json::Value>(&body) {
                 Ok(v) => print_json(&v),
-                Err(_) => println!("{body}"),
+                Err(_) => terminal::say_lines(&body, ""),
             }
             if !status.is_success() {
-                eprintln!("inbox answered HTTP {status}");
+                note!("inbox answered HTTP {status}");
                 return Ok(ExitCode::from(2));
             }
         }

@@ -2,6 +2,7 @@
 //! layer as the window: sites added by origin, conversations started and answered (the
 //! site's checklist answered with `--need NAME=VALUE`), a site's key pinned, exports.
 
+use crate::terminal::{note, say};
 use crate::{invalid, CommandError};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -70,12 +71,30 @@ fn required(m: &IwMessageRow) -> Vec<String> {
 fn print_message(m: &IwMessageRow) {
     let who = if m.direction == "out" { "you" } else { "site" };
     let refused = if m.accepted { "" } else { "  [REFUSED]" };
-    println!("{}  {who:<4} {}{refused}", m.at, m.flow_type);
-    for line in m.message.lines() {
-        println!("    {line}");
-    }
+    say!("{}  {who:<4} {}{refused}", m.at, m.flow_type);
+    crate::terminal::say_lines(&m.message, "    ");
     if let Some(w) = &m.warning {
-        println!("    ! {w}");
+        say!("    ! {w}");
+    }
+    // What the site said of the outcome, when its signature does not cover it: a claim.
+    let signed = m.verdict.as_ref().is_some_and(|v| v["kind"] == "verified" || v["kind"] == "new_key");
+    if m.direction == "in" && m.accepted && !signed {
+        for field in ["status", "external_id"] {
+            if let Some(v) = m.envelope[field].as_str() {
+                say!("    (the site claims, unsigned) {field}: {v}");
+            }
+        }
+    }
+}
+
+/// The exit status of a turn: 2 when the site's answer was refused (it is kept and shown,
+/// and changed nothing), so a script can tell it from an answer taken.
+fn turn_status(t: &Turn) -> ExitCode {
+    if t.received.accepted {
+        ExitCode::SUCCESS
+    } else {
+        note!("the site's answer was refused: {}", t.received.warning.as_deref().unwrap_or("it did not check out"));
+        ExitCode::from(2)
     }
 }
 
@@ -85,20 +104,20 @@ fn new_key(m: &IwMessageRow) -> Option<&str> {
 }
 
 fn print_turn(t: &Turn) {
-    println!("conversation {}  with {}  [{}]", t.conversation.interaction_id, t.conversation.origin, t.conversation.state);
+    say!("conversation {}  with {}  [{}]", t.conversation.interaction_id, t.conversation.origin, t.conversation.state);
     print_message(&t.sent);
     print_message(&t.received);
     if let Some(kid) = new_key(&t.received) {
-        println!("first contact: the site signed with {kid}; if that is its key, pin it:");
-        println!("  gatehouse sites pin {} {kid}", t.conversation.origin);
+        say!("first contact: the site signed with {kid}; if that is its key, pin it:");
+        say!("  gatehouse sites pin {} {kid}", t.conversation.origin);
     }
     let needs = required(&t.received);
     if t.received.accepted && !needs.is_empty() {
-        println!("the site needs:");
+        say!("the site needs:");
         for n in &needs {
-            println!("  - {n}");
+            say!("  - {n}");
         }
-        println!("answer with: gatehouse sites answer {} --need \"{}=…\"", t.conversation.interaction_id, needs[0]);
+        say!("answer with: gatehouse sites answer {} --need \"{}=…\"", t.conversation.interaction_id, needs[0]);
     }
 }
 
@@ -119,9 +138,9 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
     match cmd {
         SitesCmd::Add { origin } => {
             let s = rt()?.block_on(sites::add(store, &origin))?;
-            println!("{}  {}", s.origin, s.company);
+            say!("{}  {}", s.origin, s.company);
             for c in s.manifest["capabilities"].as_array().into_iter().flatten() {
-                println!("  can: {}  {}", c["intent"].as_str().unwrap_or("?"), c["description"].as_str().unwrap_or(""));
+                say!("  can: {}  {}", c["intent"].as_str().unwrap_or("?"), c["description"].as_str().unwrap_or(""));
             }
         }
         SitesCmd::List { json } => {
@@ -129,16 +148,16 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no sites; add one with `gatehouse sites add https://shop.example`");
+                note!("no sites; add one with `gatehouse sites add https://shop.example`");
             }
             for s in list.iter().filter(|_| !json) {
                 let pinned = s.site_key.as_deref().map(|k| format!("  pinned {k}")).unwrap_or_default();
-                println!("{}  {}  fetched {}{pinned}", s.origin, s.company, s.fetched_at);
+                say!("{}  {}  fetched {}{pinned}", s.origin, s.company, s.fetched_at);
             }
         }
         SitesCmd::Remove { origin } => {
             sites::remove(&store, &origin)?;
-            eprintln!("removed {origin}; its conversations are kept");
+            note!("removed {origin}; its conversations are kept");
         }
         SitesCmd::Talk { origin, intent, capability, json } => {
             let t = rt()?.block_on(sites::start(store, key, StartInput { origin, capability, message: intent }))?;
@@ -147,6 +166,7 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
             } else {
                 print_turn(&t);
             }
+            return Ok(turn_status(&t));
         }
         SitesCmd::Answer { interaction_id, message, needs, ask, json } => {
             let text = [needs_text(&needs)?, message.unwrap_or_default()].into_iter().filter(|s| !s.trim().is_empty()).collect::<Vec<_>>().join("\n");
@@ -157,21 +177,22 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
             } else {
                 print_turn(&t);
             }
+            return Ok(turn_status(&t));
         }
         SitesCmd::Pin { origin, kid } => {
             sites::pin(&store, &origin, &kid)?;
-            eprintln!("pinned {kid} for {origin}: its answers are now checked against this key");
+            note!("pinned {kid} for {origin}: its answers are now checked against this key");
         }
         SitesCmd::Conversations { json } => {
             let list = sites::conversations(&store, 500)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no conversations; start one with `gatehouse sites talk ORIGIN \"what you want\"`");
+                note!("no conversations; start one with `gatehouse sites talk ORIGIN \"what you want\"`");
             }
             for c in list.iter().filter(|_| !json) {
                 let with = c.company.as_deref().unwrap_or(&c.conversation.origin);
-                println!("{}  {}  {:<8} {}  {}", c.conversation.updated_at, c.conversation.interaction_id, c.conversation.state, with, c.conversation.initial);
+                say!("{}  {}  {:<8} {}  {}", c.conversation.updated_at, c.conversation.interaction_id, c.conversation.state, with, c.conversation.initial);
             }
         }
         SitesCmd::Show { interaction_id, json } => {
@@ -180,9 +201,9 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
                 crate::print_json(&v);
             } else {
                 let with = v.company.as_deref().unwrap_or(&v.conversation.origin);
-                println!("conversation {}  with {with}  [{}]", v.conversation.interaction_id, v.conversation.state);
+                say!("conversation {}  with {with}  [{}]", v.conversation.interaction_id, v.conversation.state);
                 if let Some(k) = &v.pinned_key {
-                    println!("site key pinned: {k}");
+                    say!("site key pinned: {k}");
                 }
                 v.messages.iter().for_each(print_message);
             }

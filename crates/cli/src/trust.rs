@@ -1,5 +1,6 @@
 //! `gatehouse trust …`: who may reach the user's AI, for what, and which keys are revoked.
 
+use crate::terminal::{note, say};
 use crate::{invalid, CommandError};
 
 use clap::{Args, Subcommand};
@@ -173,7 +174,7 @@ pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
         TrustCmd::Add { key, name, policy } => {
             let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()? };
             let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store.clone(), input))?;
-            eprintln!("trusted {} ({})", entry.name, entry.public_key);
+            note!("trusted {} ({})", entry.name, entry.public_key);
         }
         TrustCmd::Approve { key, name, policy } if key.starts_with("asop:") => {
             if policy.scopes.iter().any(|s| s != gatehouse_app::trust::ASOP_SCOPE) {
@@ -182,22 +183,22 @@ pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
             // Its limits (per hour or day, size, --hold, --for) apply to its steps; its scope is the guardian's.
             let policy = PolicyArgs { scopes: vec![gatehouse_app::trust::ASOP_SCOPE.into()], ..policy };
             let entry = gatehouse_app::guardian::approve_with(store, &key, name, policy.policy()?)?;
-            eprintln!("registered {} ({}): its steps are now decided by your rules, or asked about", entry.name, entry.public_key);
+            note!("registered {} ({}): its steps are now decided by your rules, or asked about", entry.name, entry.public_key);
         }
         TrustCmd::Approve { key, name, policy } => {
             let entry = gatehouse_app::trust::approve(store, &check_key(&key)?, name, policy.policy()?, chrono::Utc::now())?;
-            eprintln!("approved {} ({})", entry.name, entry.public_key);
+            note!("approved {} ({})", entry.name, entry.public_key);
         }
         TrustCmd::List { json } => {
             let list = gatehouse_app::trust::list(store)?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no trusted senders");
+                note!("no trusted senders");
             } else {
                 for t in list.into_iter().map(|t| t.entry) {
                     let p = &t.policy;
-                    println!(
+                    say!(
                         "{}  {}  scopes={}  max_size={}  per_hour={}  per_day={}{}{}{}",
                         t.public_key,
                         t.name,
@@ -217,11 +218,11 @@ pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
             if json {
                 print_json(&grants);
             } else if grants.is_empty() {
-                eprintln!("no grants for a while: every trusted scope is for good");
+                note!("no grants for a while: every trusted scope is for good");
             } else {
                 for g in grants {
                     let state = if g.ended { "ended" } else { "until" };
-                    println!("{}  {}  {}  {state} {}", g.public_key, g.name, g.scope, g.until);
+                    say!("{}  {}  {}  {state} {}", g.public_key, g.name, g.scope, g.until);
                 }
             }
         }
@@ -230,28 +231,28 @@ pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
                 Err(ConsentError::Gone) => return Err(CommandError::new(gatehouse_app::Code::NotFound, format!("{key} is not in the trust registry"))),
                 r => r?,
             }
-            eprintln!("removed {key} (and revoked its UAMP tokens)");
+            note!("removed {key} (and revoked its UAMP tokens)");
         }
         TrustCmd::Revoke { key, reason } => {
             let key = check_key(&key)?;
             let new = gatehouse_app::trust::revoke(store, &key, &reason, chrono::Utc::now())?;
-            eprintln!("{} {key}: its envelopes are refused with SENDER_REVOKED", if new { "revoked" } else { "already revoked" });
+            note!("{} {key}: its envelopes are refused with SENDER_REVOKED", if new { "revoked" } else { "already revoked" });
         }
         TrustCmd::Unrevoke { key } => {
             if !gatehouse_app::trust::unrevoke(store, &check_key(&key)?, chrono::Utc::now())? {
                 return Err(invalid(format!("{key} is not revoked")));
             }
-            eprintln!("{key} is no longer revoked");
+            note!("{key} is no longer revoked");
         }
         TrustCmd::Revoked { json } => {
             let list = gatehouse_app::trust::revoked(store)?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
-                eprintln!("no revoked keys");
+                note!("no revoked keys");
             }
             for r in list.iter().filter(|_| !json) {
-                println!("{}  revoked {}  {}", r.public_key, r.revoked_at, r.reason);
+                say!("{}  revoked {}  {}", r.public_key, r.revoked_at, r.reason);
             }
         }
     }

@@ -1,6 +1,7 @@
 //! `gatehouse uamp …`: this inbox's UAMP identity and certificate, tokens for senders,
 //! and the peers it sends to.
 
+use crate::terminal::{note, say};
 use crate::{invalid, io_error, CommandError};
 use std::io::{IsTerminal as _, Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -81,8 +82,7 @@ pub enum PeerCmd {
 
 pub(crate) fn read_token() -> Result<String, CommandError> {
     if std::io::stdin().is_terminal() {
-        eprint!("paste the token and press Enter: ");
-        let _ = std::io::stderr().flush();
+        crate::terminal::ask("paste the token and press Enter: ");
     }
     let mut s = String::new();
     std::io::stdin().read_to_string(&mut s).map_err(|e| io_error(format!("reading the token: {e}")))?;
@@ -94,8 +94,7 @@ pub(crate) fn read_token() -> Result<String, CommandError> {
 }
 
 fn confirm(question: &str) -> bool {
-    eprint!("{question} [y/N] ");
-    let _ = std::io::stderr().flush();
+    crate::terminal::ask(&format!("{question} [y/N] "));
     let mut line = String::new();
     std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
 }
@@ -112,26 +111,26 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             if json {
                 crate::print_json(&serde_json::json!({"did": id.did, "certificate_sha256": id.certificate.fingerprint, "certificate_pem": id.certificate.pem}));
             } else {
-                println!("DID:                  {}", id.did);
-                println!("certificate SHA-256:  {}", id.certificate.fingerprint);
+                say!("DID:                  {}", id.did);
+                say!("certificate SHA-256:  {}", id.certificate.fingerprint);
             }
         }
         UampCmd::Token { sender } => {
             let token = gatehouse_app::trust::token_issue(&o.store, &sender, chrono::Utc::now())?;
-            eprintln!("give this token to {sender}; it is not shown again:");
-            println!("{token}");
+            note!("give this token to {sender}; it is not shown again:");
+            say!("{token}");
         }
         UampCmd::Revoke { sender } => {
             let n = gatehouse_app::trust::token_revoke(&o.store, &sender, chrono::Utc::now())?;
-            eprintln!("revoked {n} token(s) of {sender}");
+            note!("revoked {n} token(s) of {sender}");
         }
         UampCmd::Peer(PeerCmd::Add { url, name, pin, token_stdin }) => {
             let found = runtime()?.block_on(gatehouse_app::peers::discover(&url, pin.as_deref()))?;
-            eprintln!("peer:                 {}", found.did);
-            eprintln!("address:              {}", found.url);
-            eprintln!("certificate SHA-256:  {}", found.cert_sha256);
-            eprintln!("manifest:             {} — {}", found.manifest.agent, found.manifest.description);
-            eprintln!("                      intents {}; auth {}", found.manifest.intents.join(", "), found.manifest.auth.join(", "));
+            note!("peer:                 {}", found.did);
+            note!("address:              {}", found.url);
+            note!("certificate SHA-256:  {}", found.cert_sha256);
+            note!("manifest:             {} — {}", found.manifest.agent, found.manifest.description);
+            note!("                      intents {}; auth {}", found.manifest.intents.join(", "), found.manifest.auth.join(", "));
             if pin.is_none() {
                 // Nothing is kept until the user has compared the fingerprint.
                 if !std::io::stdin().is_terminal() || token_stdin {
@@ -147,12 +146,12 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             let token = if token_stdin { Some(read_token()?) } else { None };
             let pin = found.cert_sha256.clone();
             let row = runtime()?.block_on(gatehouse_app::peers::add(o.store.clone(), data_dir, &url, &name, &pin, token))?;
-            eprintln!("added {} ({}); this inbox is {} to it", row.name, row.did, gatehouse_uamp::sign::did_of(key));
+            note!("added {} ({}); this inbox is {} to it", row.name, row.did, gatehouse_uamp::sign::did_of(key));
         }
         UampCmd::Peer(PeerCmd::Token { peer }) => {
             let t = read_token()?;
             let row = gatehouse_app::peers::set_token(&o.store, data_dir, &peer, &t)?;
-            eprintln!("kept the token for {} in the keychain", row.name);
+            note!("kept the token for {} in the keychain", row.name);
         }
         UampCmd::Peer(PeerCmd::List { json }) => {
             let peers = gatehouse_app::peers::list(&o.store, data_dir)?;
@@ -160,13 +159,13 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
                 crate::print_json(&peers);
             } else {
                 for p in peers.into_iter().map(|p| p.peer) {
-                    println!("{}\t{}\t{}\t{}", p.name, p.did, p.url, p.cert_sha256);
+                    say!("{}\t{}\t{}\t{}", p.name, p.did, p.url, p.cert_sha256);
                 }
             }
         }
         UampCmd::Peer(PeerCmd::Remove { peer }) => {
             let row = gatehouse_app::peers::remove(&o.store, data_dir, &peer)?;
-            eprintln!("removed {}", row.name);
+            note!("removed {}", row.name);
         }
         UampCmd::Send { peer, text, body_file, body_type, window, out, json } => {
             let content = match (text, body_file) {
@@ -182,7 +181,7 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
                     Some(pct) => bar.set_position(pct.round() as u64),
                     None => bar.tick(),
                 }
-                bar.set_message(format!("{} · {} frames · {}", p.state, p.frames, human_bytes(p.bytes)));
+                bar.set_message(crate::terminal::inert(&format!("{} · {} frames · {}", p.state, p.frames, human_bytes(p.bytes))).into_owned());
             }));
             bar.finish_and_clear();
             let end = result?;
@@ -197,7 +196,7 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             if json {
                 crate::print_json(&end);
             } else {
-                eprintln!(
+                note!(
                     "{} · {} frames · {}{}",
                     end.state,
                     end.frames,
@@ -206,13 +205,13 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
                 );
                 if let Some(f) = &end.file {
                     if out.is_none() {
-                        println!("{}", f.display());
+                        say!("{}", f.display());
                     }
                 }
             }
             if end.state != "COMPLETED" {
                 let why = end.detail.as_ref().and_then(|d| d.get("message")).and_then(|m| m.as_str()).unwrap_or("");
-                eprintln!("the peer did not complete the ask: {why}");
+                note!("the peer did not complete the ask: {why}");
                 return Ok(ExitCode::from(1));
             }
         }

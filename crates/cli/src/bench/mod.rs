@@ -5,6 +5,7 @@ pub mod reference;
 mod server;
 mod team;
 
+use crate::terminal::say;
 use server::{clock_ticks, cpu_seconds, Server};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -122,13 +123,13 @@ impl MachineCpu {
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    println!("measuring this machine's limits…");
+    say!("measuring this machine's limits…");
     let verify_rate = ed25519_verify_rate();
     let insert_rate = sqlite_durable_insert_rate(dir.path());
-    println!("  Ed25519 verify, one core:        {verify_rate:>10.0} /s");
-    println!("  SQLite durable insert (FULL):    {insert_rate:>10.0} /s");
+    say!("  Ed25519 verify, one core:        {verify_rate:>10.0} /s");
+    say!("  SQLite durable insert (FULL):    {insert_rate:>10.0} /s");
     let disk_rate = disk_write_rate(dir.path());
-    println!("  disk write, fsync every 4 MiB:   {disk_rate:>10.0} MB/s");
+    say!("  disk write, fsync every 4 MiB:   {disk_rate:>10.0} MB/s");
 
     let data = dir.path().join("inbox");
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -157,8 +158,8 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }
     }
     match args.warm_up {
-        0 => println!("signing {} envelopes from {} senders…", args.envelopes, senders.len()),
-        w => println!("signing {} envelopes (and {w} to warm up with) from {} senders…", args.envelopes, senders.len()),
+        0 => say!("signing {} envelopes from {} senders…", args.envelopes, senders.len()),
+        w => say!("signing {} envelopes (and {w} to warm up with) from {} senders…", args.envelopes, senders.len()),
     }
     let (warm, bodies) = sign_all(&inbox_pub, &senders, args.warm_up, args.envelopes);
 
@@ -174,7 +175,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         while !watch.join("rejected").exists() {
             std::thread::sleep(Duration::from_millis(20));
         }
-        println!("dropping {total} files into the watched folder…");
+        say!("dropping {total} files into the watched folder…");
         let start = Instant::now();
         for (i, b) in bodies.iter().enumerate() {
             // Written elsewhere and renamed in: each file appears complete.
@@ -195,7 +196,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }
         let secs = start.elapsed().as_secs_f64();
         let accepted = count("accepted");
-        println!("folder: {total} files receipted ({accepted} accepted) in {secs:.2} s = {:.0} files/s", total as f64 / secs);
+        say!("folder: {total} files receipted ({accepted} accepted) in {secs:.2} s = {:.0} files/s", total as f64 / secs);
         m.report(&servers, total, secs, "inbox")
     } else {
         warm_up(&servers, warm, args.concurrency, "inbox")?;
@@ -213,7 +214,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         warm_up(std::slice::from_ref(&reference), warm, args.concurrency, "reference")?;
         let theirs = measure_http(std::slice::from_ref(&reference), bodies, args.concurrency, "reference")?;
         drop(reference);
-        println!(
+        say!(
             "Gatehouse / the EPP reference, same client, same machine, same run: {:.1}× the accepted/s, {:.1}× less CPU per envelope",
             ours.rate / theirs.rate.max(f64::MIN_POSITIVE),
             theirs.cpu_us / ours.cpu_us.max(f64::MIN_POSITIVE),
@@ -229,7 +230,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
                 }
             }
         }
-        println!("the inbox's data is kept in {}", keep.display());
+        say!("the inbox's data is kept in {}", keep.display());
     }
     Ok(())
 }
@@ -295,7 +296,7 @@ impl Measuring {
         if machine.total > 0.0 {
             let pct = |v: f64| 100.0 * v / machine.total;
             let db = if database > 0.0 { format!(", PostgreSQL {:.2}", database / wall) } else { String::new() };
-            println!(
+            say!(
                 "machine: {:.0} cores {:.0}% busy ({who} {:.2} cores, this load generator {:.2}{db}, the rest {:.2}); I/O wait {:.0}%, stolen by the host {:.0}%",
                 machine.total / wall,
                 pct(machine.busy),
@@ -308,11 +309,11 @@ impl Measuring {
         }
         let cpu_us = used * 1e6 / total as f64;
         let nodes = if servers.len() > 1 { format!("{} processes", servers.len()) } else { "process".to_string() };
-        println!("{who} {nodes}: peak RSS {rss:.0} MB; {used:.2} CPU-seconds = {cpu_us:.0} µs per envelope ({:.2} cores busy)", used / secs);
+        say!("{who} {nodes}: peak RSS {rss:.0} MB; {used:.2} CPU-seconds = {cpu_us:.0} µs per envelope ({:.2} cores busy)", used / secs);
         if database > 0.0 {
-            println!("PostgreSQL: {database:.2} CPU-seconds = {:.0} µs per envelope", database * 1e6 / total as f64);
+            say!("PostgreSQL: {database:.2} CPU-seconds = {:.0} µs per envelope", database * 1e6 / total as f64);
         }
-        println!(
+        say!(
             "{who} process wrote {:.0} MB to disk = {:.1} KB per envelope ({:.0} MB/s)",
             written as f64 / 1e6,
             written as f64 / 1e3 / total as f64,
@@ -337,7 +338,7 @@ fn warm_up(servers: &[Server], bodies: Vec<String>, concurrency: usize, who: &st
     let total = bodies.len();
     let urls = submit_urls(servers);
     let (accepted, lat, secs) = post_all(urls, bodies, concurrency)?;
-    println!(
+    say!(
         "{who} warm-up, not counted: {accepted} of {total} accepted in {secs:.2} s; p50 {:.2} ms, p99 {:.2} ms, slowest {:.2} ms",
         percentile(&lat, 0.50).as_secs_f64() * 1000.0,
         percentile(&lat, 0.99).as_secs_f64() * 1000.0,
@@ -353,10 +354,10 @@ fn warm_up(servers: &[Server], bodies: Vec<String>, concurrency: usize, who: &st
 fn measure_http(servers: &[Server], bodies: Vec<String>, concurrency: usize, who: &str) -> Result<Figures, String> {
     let total = bodies.len();
     let urls = submit_urls(servers);
-    println!("{who}: posting to {} with {concurrency} connections…", urls.join(" and "));
+    say!("{who}: posting to {} with {concurrency} connections…", urls.join(" and "));
     let m = Measuring::start(servers);
     let (accepted, lat, secs) = post_all(urls, bodies, concurrency)?;
-    println!(
+    say!(
         "{who} http: {accepted} of {total} accepted in {secs:.2} s = {:.0} accepted/s; p50 {:.2} ms, p99 {:.2} ms",
         accepted as f64 / secs,
         percentile(&lat, 0.50).as_secs_f64() * 1000.0,

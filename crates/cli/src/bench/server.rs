@@ -1,6 +1,8 @@
 //! The processes a bench measures (the inbox under test, the EPP reference beside it),
 //! read from /proc: where they listen, what they wrote, their memory and CPU.
 
+use crate::terminal::note;
+
 /// The inbox under test: a separate `gatehouse serve` process, so the load generator's
 /// CPU and memory are not counted as the server's (and the server gets no help from
 /// sharing a runtime with its client).
@@ -51,7 +53,7 @@ impl Server {
         // (the reference logs each envelope at INFO) would bury the figures.
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok).filter(|l| !l.contains("INFO")) {
-                eprintln!("  {who}: {line}");
+                note!("  {who}: {line}");
             }
         });
         Ok(Server { child, addr })

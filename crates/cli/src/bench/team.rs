@@ -2,6 +2,7 @@
 //! database, and what the database did for them (its CPU, its commits and statements
 //! per envelope).
 
+use crate::terminal::say;
 use std::path::Path;
 
 use super::server::{clock_ticks, Server};
@@ -64,6 +65,6 @@ impl Database {
             (Some(a), Some(b)) => format!("{:.1} statements", per(a, b)),
             _ => "statements not counted (pg_stat_statements is not loaded)".to_string(),
         };
-        println!("PostgreSQL per envelope: {:.3} commits, {statements}", per(commits, commits_before));
+        say!("PostgreSQL per envelope: {:.3} commits, {statements}", per(commits, commits_before));
     }
 }

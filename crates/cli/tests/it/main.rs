@@ -8,6 +8,12 @@ mod guardian;
 mod load;
 mod mail;
 mod mail_reference;
+mod printing;
+mod proxy;
 mod sites;
 mod team;
+// The CLI's one way to print (src/terminal.rs), tested as it is in `printing`.
+#[allow(dead_code, unused_imports, unused_macros)]
+#[path = "../../src/terminal.rs"]
+mod terminal;
 mod uamp;
