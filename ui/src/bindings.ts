@@ -759,7 +759,9 @@ export type Claim = {
 /**  Every error code a command can return. */
 export type Code = "ALREADY_SENT" | "ALREADY_TRUSTED" | "BAD_ENVELOPE" | "BAD_MANIFEST" | "BAD_REQUEST" | "BAD_URL" | 
 /**  What the user decided on changed since it was shown (a sender knocked again). */
-"CHANGED" | "DID_FETCH" | "FORBIDDEN_PATH" | "GONE" | "HTTP" | "INTERNAL" | "INTERRUPTED" | "INVALID" | "IO" | "KEYCHAIN" | "NOT_ALLOWED" | "NOT_CONFIRMED" | "NOT_FOUND" | "NOT_RUNNING" | "NOT_TEXT" | "NOT_TRUSTED" | "NO_TOKEN" | "OPEN" | "PIN_MISMATCH" | "PROTOCOL" | "REFUSED" | "STORE" | "SWARM_ERROR" | "TLS" | "TOO_LARGE" | "UNAUTHORIZED" | "UNREACHABLE";
+"CHANGED" | "DID_FETCH" | "FORBIDDEN_PATH" | "GONE" | "HTTP" | "INTERNAL" | "INTERRUPTED" | "INVALID" | "IO" | "KEYCHAIN" | "NOT_ALLOWED" | "NOT_CONFIRMED" | "NOT_FOUND" | "NOT_RUNNING" | "NOT_TEXT" | "NOT_TRUSTED" | "NO_TOKEN" | "OPEN" | "PIN_MISMATCH" | "PROTOCOL" | "REFUSED" | "STORE" | "SWARM_ERROR" | 
+/**  Reached, but the answer did not come in time. */
+"TIMED_OUT" | "TLS" | "TOO_LARGE" | "UNAUTHORIZED" | "UNREACHABLE";
 
 export type CommandError = {
 	code: Code,
@@ -3070,14 +3072,19 @@ export type Value = null | boolean | number | string | Value[] | { [key in strin
 
 /**  What checking a message's attribution found, for the user to see. */
 export type Verdict = 
-/**  Signed by the pinned key. */
+/**  Signed whole by the pinned key. */
 { kind: "verified"; kid: string } | 
-/**  Correctly signed by a key the user has not pinned yet (first contact). */
+/**  Signed whole by a key the user has not pinned yet (first contact). */
 { kind: "new_key"; kid: string } | 
 /**  Correctly signed, but not by the key the user pinned. */
 { kind: "key_mismatch"; pinned: string; kid: string } | 
 /**  No entry of this actor carries a signature Gatehouse can check. */
 { kind: "unsigned" } | 
+/**
+ *  Signed under Gatehouse's first scheme by this key (the pinned one, or none is
+ *  pinned): the message is the site's, every other field only its claim.
+ */
+{ kind: "first_scheme"; kid: string } | 
 /**  A signature that does not verify, or a query_hash that is not this interaction's. */
 { kind: "invalid"; reason: string };
 

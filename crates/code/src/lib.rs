@@ -41,6 +41,8 @@ pub enum Code {
     Refused,
     Store,
     SwarmError,
+    /// Reached, but the answer did not come in time.
+    TimedOut,
     Tls,
     TooLarge,
     Unauthorized,

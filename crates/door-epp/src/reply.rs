@@ -88,7 +88,7 @@ pub async fn send(store: &std::sync::Arc<Store>, key: &SigningKey, id: i64, mail
         // pointed. The receipt is read up to a bound, not whatever the endpoint streams.
         let client =
             reqwest::Client::builder().timeout(Duration::from_secs(30)).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| e.to_string())?;
-        let resp = client.post(&r.endpoint).json(&envelope).send().await.map_err(|e| gatehouse_http::HttpError::unreachable(&r.endpoint, &e).to_string())?;
+        let resp = client.post(&r.endpoint).json(&envelope).send().await.map_err(|e| gatehouse_http::HttpError::failed(&r.endpoint, &e).to_string())?;
         let status = resp.status().as_u16();
         if resp.status().is_redirection() {
             return Err(format!("{} answered HTTP {status} (a redirect); replies are only sent to the endpoint the user set", r.endpoint));

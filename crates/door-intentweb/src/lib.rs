@@ -236,7 +236,7 @@ fn receive(store: &Store, conv: &IwConversationRow, past: &[FlowType], env: &Env
         return refuse(why, None);
     }
     let pinned = pinned(store, &conv.origin)?;
-    let mut verdict = attribution::verify(env, "intent_site", &conv.query_hash, pinned.as_deref());
+    let mut verdict = attribution::verify(&raw, env, "intent_site", &conv.query_hash, pinned.as_deref());
     if let Verdict::NewKey { kid } = &verdict {
         match pin_of(store, kid)? {
             // Trusted from "Waiting for you" (the knock of an earlier first contact): pinned now.
@@ -255,7 +255,10 @@ fn receive(store: &Store, conv: &IwConversationRow, past: &[FlowType], env: &Env
             store.pending_record(DOOR, kid, SCOPE, &conv.interaction_id, &at)?;
             Some(format!("First contact: this site signs with {kid}. Pin its key to check its answers from now on."))
         }
-        Verdict::Unsigned => Some("The site did not sign this answer; it cannot be checked.".to_string()),
+        Verdict::Unsigned => Some("The site did not sign this answer; it cannot be checked, and what it says of the outcome is only its claim.".to_string()),
+        Verdict::FirstScheme { kid } => Some(format!(
+            "Signed by {kid} under Gatehouse's first scheme, which covers the message only: its status, reference and other fields are the site's claims."
+        )),
         Verdict::KeyMismatch { pinned, kid } => return refuse(format!("Signed by {kid}, not by the key you pinned ({pinned}): refused."), Some(&verdict)),
         Verdict::Invalid { reason } => return refuse(format!("The attribution does not check out ({reason}): refused."), Some(&verdict)),
     };
@@ -267,7 +270,10 @@ fn receive(store: &Store, conv: &IwConversationRow, past: &[FlowType], env: &Env
         FlowType::Error => "failed",
         _ => "open",
     };
-    store.iw_conversation_update(&conv.interaction_id, state, env.status.as_deref(), env.external_id.as_deref(), &at)
+    // Only what the site signed decides the outcome; an unsigned status or reference is
+    // kept in the message as its claim, not made the conversation's.
+    let (status, external_id) = if verdict.signed_whole() { (env.status.as_deref(), env.external_id.as_deref()) } else { (None, None) };
+    store.iw_conversation_update(&conv.interaction_id, state, status, external_id, &at)
 }
 
 /// A conversation with all its messages, for the window and for export.

@@ -30,18 +30,20 @@ const QUIET: Duration = Duration::from_secs(2);
 /// How often a send looks for answers.
 const POLL: Duration = Duration::from_millis(500);
 
-/// Everything a 2.0 server says about itself (its `GET /` as the caller fetched it) and
-/// about the logged-in user, in the shape the window and the CLI read for 1.3 (`server`,
-/// `root`, `whoami`, `swarms`). The login must succeed: a password the server refuses is
-/// not kept.
+/// Everything a 2.0 server says about itself (its `GET /` as the caller fetched it, its
+/// health) and about the logged-in user, in the shape the window and the CLI read for 1.3
+/// (`server`, `root`, `health`, `whoami`, `swarms`). The login must succeed: a password
+/// the server refuses is not kept.
 pub async fn survey(c: &Client, root: Value) -> Result<Value, ClientError> {
     c.login().await?;
     let whoami = c.whoami().await?;
     let part = |r: Result<Value, ClientError>| r.unwrap_or_else(|e| json!({"error": {"code": e.code(), "message": e.to_string()}}));
     let swarms = part(c.swarms().await);
+    let health = part(c.health().await);
     Ok(json!({
         "server": gatehouse_mail::client::ServerInfo::read(&root),
         "root": root,
+        "health": health,
         "whoami": {"id": c.address(), "role": whoami["user_agent"]["user_agent"]["ua_type"], "user_agent": whoami["user_agent"]},
         "swarms": swarms,
         "address": c.address(),

@@ -256,7 +256,10 @@ impl Client {
         loop {
             match follow.read(&location, &mut p, &mut on_progress).await {
                 Ok(()) => return Ok(p),
-                Err(e @ (ClientError::Transport(HttpError::Unreachable { .. }) | ClientError::Interrupted(_))) if resumes < RESUMES => {
+                Err(
+                    e @ (ClientError::Transport(HttpError::Unreachable { .. } | HttpError::Broke { .. } | HttpError::TimedOut { .. })
+                    | ClientError::Interrupted(_)),
+                ) if resumes < RESUMES => {
                     resumes += 1;
                     tracing::warn!(error = %e, stream = %stream_id, "stream dropped; resuming");
                     tokio::time::sleep(Duration::from_millis(200 * u64::from(resumes))).await;

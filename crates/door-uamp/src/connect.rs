@@ -109,7 +109,7 @@ pub(super) fn unreachable(url: &str, e: reqwest::Error, seen: &Mutex<Option<Stri
             return ClientError::PinMismatch { pinned: pin.to_string(), got };
         }
     }
-    HttpError::unreachable(url, &e).into()
+    HttpError::failed(url, &e).into()
 }
 
 #[cfg(test)]

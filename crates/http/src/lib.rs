@@ -18,6 +18,12 @@ pub enum HttpError {
     BadUrl(String),
     #[error("could not reach {url}: {message}")]
     Unreachable { url: String, message: String },
+    /// Reached, but no whole answer came within the time allowed.
+    #[error("{url} did not answer in time ({message})")]
+    TimedOut { url: String, message: String },
+    /// Reached, but the exchange broke off before a whole answer came.
+    #[error("{url} was reached but its answer broke off: {message}")]
+    Broke { url: String, message: String },
     #[error("{url} answered more than {max} bytes")]
     TooLarge { url: String, max: usize },
 }
@@ -28,12 +34,24 @@ impl HttpError {
         match self {
             HttpError::BadUrl(_) => gatehouse_code::Code::BadUrl,
             HttpError::Unreachable { .. } => gatehouse_code::Code::Unreachable,
+            HttpError::TimedOut { .. } => gatehouse_code::Code::TimedOut,
+            HttpError::Broke { .. } => gatehouse_code::Code::Interrupted,
             HttpError::TooLarge { .. } => gatehouse_code::Code::TooLarge,
         }
     }
 
-    pub fn unreachable(url: &str, e: &reqwest::Error) -> HttpError {
-        HttpError::Unreachable { url: url.to_string(), message: innermost(e) }
+    /// What a request's failure was, in words that tell the three apart: nothing could be
+    /// reached (no connection), it took too long, or the other side was reached and the
+    /// exchange broke off before a whole answer.
+    pub fn failed(url: &str, e: &reqwest::Error) -> HttpError {
+        let (url, message) = (url.to_string(), innermost(e));
+        if e.is_timeout() {
+            HttpError::TimedOut { url, message }
+        } else if e.is_connect() || e.is_builder() {
+            HttpError::Unreachable { url, message }
+        } else {
+            HttpError::Broke { url, message }
+        }
     }
 }
 
@@ -112,7 +130,7 @@ pub async fn read_limited(url: &str, mut resp: reqwest::Response, max: usize) ->
         return Err(too_large());
     }
     let mut out = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| HttpError::unreachable(url, &e))? {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| HttpError::failed(url, &e))? {
         if out.len().saturating_add(chunk.len()) > max {
             return Err(too_large());
         }
@@ -160,6 +178,49 @@ mod tests {
         assert_eq!(innermost(&std::io::Error::other("alone")), "alone");
     }
 
+    /// A server on loopback that reads the request, then does `then` with the socket.
+    async fn server(then: &'static str) -> String {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf).await;
+            match then {
+                // Headers promising 1,000 bytes, ten of them, then the connection closed.
+                "breaks off" => {
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n0123456789").await;
+                }
+                // Nothing, until the client gives up.
+                _ => tokio::time::sleep(std::time::Duration::from_secs(30)).await,
+            }
+        });
+        format!("http://{addr}/")
+    }
+
+    #[tokio::test]
+    async fn refused_timed_out_and_broken_off_are_told_apart() {
+        let client = reqwest::Client::builder().timeout(std::time::Duration::from_millis(300)).build().unwrap();
+        let fetch = |url: String| {
+            let client = client.clone();
+            async move {
+                match client.get(&url).send().await {
+                    Ok(r) => r.bytes().await.map(|_| ()).map_err(|e| HttpError::failed(&url, &e)),
+                    Err(e) => Err(HttpError::failed(&url, &e)),
+                }
+            }
+        };
+        let silent = fetch(server("waits").await).await.unwrap_err();
+        assert!(matches!(silent, HttpError::TimedOut { .. }) && silent.to_string().contains("did not answer in time"), "{silent}");
+        assert_eq!(silent.code(), gatehouse_code::Code::TimedOut);
+        let broken = fetch(server("breaks off").await).await.unwrap_err();
+        assert!(matches!(broken, HttpError::Broke { .. }) && broken.to_string().contains("broke off"), "{broken}");
+        assert_eq!(broken.code(), gatehouse_code::Code::Interrupted);
+        let nobody = fetch("http://127.0.0.1:9/".into()).await.unwrap_err();
+        assert!(matches!(nobody, HttpError::Unreachable { .. }) && nobody.to_string().contains("could not reach"), "{nobody}");
+    }
+
     #[tokio::test]
     async fn an_answer_past_its_bound_is_refused() {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -180,7 +241,7 @@ mod tests {
         assert_eq!(read_limited(&url, get().await, 4096).await.unwrap().len(), 3000);
         let e = read_limited(&url, get().await, 2048).await.unwrap_err();
         assert!(matches!(e, HttpError::TooLarge { max: 2048, .. }), "{e}");
-        let e = HttpError::unreachable("http://127.0.0.1:9/", &reqwest::get("http://127.0.0.1:9/").await.unwrap_err());
+        let e = HttpError::failed("http://127.0.0.1:9/", &reqwest::get("http://127.0.0.1:9/").await.unwrap_err());
         assert!(e.to_string().to_lowercase().contains("refused"), "{e}");
     }
 }

@@ -35,7 +35,18 @@ pub struct Switches {
     pub wrong_interaction: bool,
     /// Serve a manifest whose first capability has no description.
     pub bad_manifest: bool,
+    /// Sign the answer, then change its booking reference (`external_id`).
+    pub forge_external_id: bool,
+    /// Sign answers under Gatehouse's first scheme (the message and ids only).
+    pub first_scheme: bool,
+    /// Write what a terminal obeys (ESC sequences, BEL, a bare CR, a bidi override) into
+    /// the company's name, the answers and the items the site asks for.
+    pub hostile_text: bool,
 }
+
+/// Text that moves the cursor up, clears the line, rings, returns to the line's start
+/// and reverses what follows, as a hostile site would write it.
+pub const HOSTILE: &str = "\u{1b}[1A\u{1b}[2K\u{7}\rAll good\u{202e}kcab yenom";
 
 #[derive(Debug, Default, Clone)]
 struct Booking {
@@ -105,6 +116,9 @@ pub async fn spawn(site: Site) -> String {
 async fn manifest(State(site): State<Site>) -> Response {
     let origin = site.origin.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut text = MANIFEST.replace("https://bellacucina.com/intent", &format!("{origin}/intent"));
+    if site.switches().hostile_text {
+        text = text.replacen("company: \"Bella Cucina Restaurant\"", "company: \"Bella Cucina\\e[2K\\rYour Bank\\u202E\\a\"", 1);
+    }
     if site.switches().bad_manifest {
         text = text.replacen("    description: \"Reserve a table at our restaurant for lunch or dinner\"\n", "", 1);
     }
@@ -330,22 +344,38 @@ fn refuse(site: &Site, req: Option<&Envelope>, status: StatusCode, code: &str, m
     let mut env = attribution::draft(FlowType::Error, &id, &initial, &message, Some("en"), &site.key, "intent_site", &now());
     if let Some(r) = req {
         env.attribution.query_hash = r.attribution.query_hash.clone();
-        env.attribution.chain.clear();
-        attribution::sign(&mut env, &site.key, "intent_site", &now());
     }
+    // Signed last: the signature covers the status too.
     env.status = Some(code.into());
+    env.attribution.chain.clear();
+    attribution::sign(&mut env, &site.key, "intent_site", &now());
     (status, Json(env)).into_response()
 }
 
 async fn intent(State(site): State<Site>, body: axum::body::Bytes) -> Response {
-    let req = match Envelope::parse(&body) {
-        Ok(e) => e,
+    let parsed = serde_json::from_slice::<Value>(&body).map_err(|e| e.to_string()).and_then(|raw| match Envelope::from_value(&raw) {
+        Ok(e) => Ok((raw, e)),
+        Err(e) => Err(e.to_string()),
+    });
+    let (raw, req) = match parsed {
+        Ok(p) => p,
         Err(e) => return refuse(&site, None, StatusCode::BAD_REQUEST, "invalid_request", format!("invalid envelope: {e}")),
     };
-    // The client's attribution: every signed ai_agent entry must verify; the nonce is fresh.
-    for entry in req.attribution.chain.iter().filter(|e| e.kid.is_some()) {
-        if let Err(reason) = attribution::verify_entry(&req, entry) {
-            return refuse(&site, Some(&req), StatusCode::UNAUTHORIZED, "invalid_attribution", reason);
+    // The client's attribution: every signed entry must verify, over the whole envelope;
+    // the nonce is fresh.
+    for (i, _) in req.attribution.chain.iter().enumerate().filter(|(_, e)| e.kid.is_some()) {
+        match attribution::verify_entry(&raw, &req, i) {
+            Ok((_, attribution::Covers::Whole)) => {}
+            Ok((_, attribution::Covers::MessageOnly)) => {
+                return refuse(
+                    &site,
+                    Some(&req),
+                    StatusCode::UNAUTHORIZED,
+                    "invalid_attribution",
+                    "signed under the first scheme, which covers the message only".into(),
+                )
+            }
+            Err(reason) => return refuse(&site, Some(&req), StatusCode::UNAUTHORIZED, "invalid_attribution", reason),
         }
     }
     let sw = site.switches();
@@ -404,7 +434,28 @@ async fn intent(State(site): State<Site>, body: axum::body::Bytes) -> Response {
         routing_logic: None,
         sites_considered: vec![],
     }];
-    attribution::sign(&mut env, &site.key, "intent_site", &now());
+    if sw.hostile_text {
+        env.message.push_str(&format!("\n{HOSTILE}"));
+        env.required_information.iter_mut().for_each(|r| r.push_str(HOSTILE));
+    }
+    if sw.first_scheme {
+        let mut entry = gatehouse_intentweb::envelope::ChainEntry {
+            actor_type: "intent_site".into(),
+            actor_id: site.did(),
+            timestamp: now(),
+            signature: String::new(),
+            alg: Some(attribution::ALG.into()),
+            kid: Some(site.did()),
+        };
+        let sig = ed25519_dalek::Signer::sign(&site.key, &attribution::first_scheme_bytes(&env, &entry));
+        entry.signature = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sig.to_bytes());
+        env.attribution.chain.push(entry);
+    } else {
+        attribution::sign(&mut env, &site.key, "intent_site", &now());
+    }
+    if sw.forge_external_id && env.external_id.is_some() {
+        env.external_id = Some("RES-FORGED".into());
+    }
     if sw.tamper {
         env.message = env.message.replace("Available", "Sold out");
         env.message.push_str("\n\n(altered in transit)");

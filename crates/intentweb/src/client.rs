@@ -121,7 +121,7 @@ fn http_from(origin: &str, endpoint: &reqwest::Url) -> Result<reqwest::Client, C
 pub async fn fetch_manifest(origin: &str) -> Result<(Manifest, String), ClientError> {
     let origin = normalize_origin(origin)?;
     let url = format!("{origin}/intentmanifest.yaml");
-    let resp = http().get(&url).send().await.map_err(|e| HttpError::unreachable(&url, &e))?;
+    let resp = http().get(&url).send().await.map_err(|e| HttpError::failed(&url, &e))?;
     if !resp.status().is_success() {
         return Err(ClientError::Http { url, status: resp.status().as_u16() });
     }
@@ -135,7 +135,7 @@ pub async fn fetch_manifest(origin: &str) -> Result<(Manifest, String), ClientEr
 /// envelope (an `error` envelope with a non-2xx status is still an answer).
 pub async fn post(origin: &str, endpoint: &str, env: &Envelope) -> Result<(Envelope, serde_json::Value), ClientError> {
     let url = endpoint_allowed(endpoint).map_err(HttpError::BadUrl)?;
-    let resp = http_from(origin, &url)?.post(endpoint).json(env).send().await.map_err(|e| HttpError::unreachable(endpoint, &e))?;
+    let resp = http_from(origin, &url)?.post(endpoint).json(env).send().await.map_err(|e| HttpError::failed(endpoint, &e))?;
     let status = resp.status().as_u16();
     let bytes = read_limited(endpoint, resp, MAX_ENVELOPE_BYTES).await?;
     let v: serde_json::Value = match serde_json::from_slice(&bytes) {

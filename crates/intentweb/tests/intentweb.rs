@@ -68,16 +68,37 @@ fn the_spec_example_messages_validate_and_broken_ones_name_their_field() {
 #[test]
 fn attribution_signatures_agree_with_an_independent_signer() {
     let v: Value = serde_json::from_str(include_str!("data/vectors.json")).unwrap();
+    let mut whole = 0;
     for t in v["vectors"].as_array().unwrap() {
-        let env = Envelope::from_value(&t["envelope"]).unwrap();
-        let entry = &env.attribution.chain[0];
+        let raw = &t["envelope"];
+        let env = Envelope::from_value(raw).unwrap();
+        let index = t["index"].as_u64().unwrap() as usize;
+        let name = t["name"].as_str().unwrap();
         if let Some(bytes) = t["signed_bytes"].as_str() {
-            assert_eq!(String::from_utf8(attribution::signed_bytes(&env, entry)).unwrap(), bytes, "{}", t["name"]);
+            let ours = match t["covers"].as_str() {
+                Some("whole") => attribution::signed_bytes(raw, index).unwrap(),
+                _ => attribution::first_scheme_bytes(&env, &env.attribution.chain[index]),
+            };
+            assert_eq!(String::from_utf8(ours).unwrap(), bytes, "{name}");
         }
         let initial = v["vectors"][0]["envelope"]["message"].as_str().unwrap();
-        assert_eq!(env.attribution.query_hash, attribution::query_hash(&env.interaction_id, initial), "{}", t["name"]);
-        assert_eq!(attribution::verify_entry(&env, entry).is_ok(), t["valid"].as_bool().unwrap(), "{}", t["name"]);
+        assert_eq!(env.attribution.query_hash, attribution::query_hash(&env.interaction_id, initial), "{name}");
+        let covers = attribution::verify_entry(raw, &env, index).ok().map(|(_, c)| c);
+        let expected = match t["covers"].as_str() {
+            Some("whole") => Some(attribution::Covers::Whole),
+            Some("message_only") => Some(attribution::Covers::MessageOnly),
+            _ => None,
+        };
+        assert_eq!(covers, expected, "{name}");
+        assert_eq!(covers.is_some(), t["valid"].as_bool().unwrap(), "{name}");
+        whole += usize::from(expected == Some(attribution::Covers::Whole));
     }
+    assert_eq!(whole, 2, "the current scheme has vectors both ways (the user's intent, the site's outcome)");
+}
+
+/// An envelope as it goes over the wire.
+fn wire(env: &Envelope) -> Value {
+    serde_json::to_value(env).unwrap()
 }
 
 #[test]
@@ -86,21 +107,73 @@ fn a_signed_answer_is_verified_pinned_or_not_and_tampering_is_caught() {
     let me = ed25519_dalek::SigningKey::from_bytes(&[8; 32]);
     let q = attribution::query_hash("c-1", "Book a table");
     let env = attribution::draft(FlowType::InformationRequest, "c-1", "Book a table", "How many people?", None, &site, "intent_site", "2025-10-15T19:00:00Z");
-    let kid = match attribution::verify(&env, "intent_site", &q, None) {
+    let verify = |e: &Envelope, q: &str, pinned: Option<&str>| attribution::verify(&wire(e), e, "intent_site", q, pinned);
+    let kid = match verify(&env, &q, None) {
         Verdict::NewKey { kid } => kid,
         other => panic!("{other:?}"),
     };
-    assert_eq!(attribution::verify(&env, "intent_site", &q, Some(&kid)), Verdict::Verified { kid: kid.clone() });
+    assert_eq!(verify(&env, &q, Some(&kid)), Verdict::Verified { kid: kid.clone() });
     let other = attribution::draft(FlowType::InformationRequest, "c-1", "Book a table", "How many people?", None, &me, "intent_site", "2025-10-15T19:00:00Z");
-    assert!(matches!(attribution::verify(&other, "intent_site", &q, Some(&kid)), Verdict::KeyMismatch { .. }));
+    assert!(matches!(verify(&other, &q, Some(&kid)), Verdict::KeyMismatch { .. }));
     let mut changed = env.clone();
     changed.message = "How many people? (we also need your card number)".into();
-    assert!(matches!(attribution::verify(&changed, "intent_site", &q, Some(&kid)), Verdict::Invalid { .. }));
-    assert!(matches!(attribution::verify(&env, "intent_site", &attribution::query_hash("c-1", "Something else"), None), Verdict::Invalid { .. }));
+    assert!(matches!(verify(&changed, &q, Some(&kid)), Verdict::Invalid { .. }));
+    assert!(matches!(verify(&env, &attribution::query_hash("c-1", "Something else"), None), Verdict::Invalid { .. }));
     let mut unsigned = env.clone();
     unsigned.attribution.chain.clear();
-    assert_eq!(attribution::verify(&unsigned, "intent_site", &q, None), Verdict::Unsigned);
-    assert!(!attribution::verify(&unsigned, "intent_site", &q, Some(&kid)).acceptable(), "unsigned once a key is pinned");
+    assert_eq!(verify(&unsigned, &q, None), Verdict::Unsigned);
+    assert!(!verify(&unsigned, &q, Some(&kid)).acceptable(), "unsigned once a key is pinned");
+}
+
+#[test]
+fn every_field_of_an_answer_is_signed_and_the_first_schemes_answers_are_claims() {
+    let site = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    let q = attribution::query_hash("c-1", "Book a table");
+    let mut env = attribution::draft(FlowType::ExecutionResult, "c-1", "Book a table", "Booked.", None, &site, "intent_site", "2025-10-15T19:00:00Z");
+    env.attribution.chain.clear();
+    env.status = Some("confirmed".into());
+    env.external_id = Some("RES-1".into());
+    attribution::sign(&mut env, &site, "intent_site", "2025-10-15T19:00:00Z");
+    let kid = match attribution::verify(&wire(&env), &env, "intent_site", &q, None) {
+        v @ Verdict::NewKey { .. } if v.signed_whole() => v,
+        other => panic!("{other:?}"),
+    };
+    let Verdict::NewKey { kid } = kid else { unreachable!() };
+    // Each field Gatehouse acts on, changed after signing: refused.
+    for change in [
+        (|e: &mut Value| e["external_id"] = "RES-FORGED".into()) as fn(&mut Value),
+        |e| e["status"] = "cancelled".into(),
+        |e| e["required_information"] = json!(["Card number"]),
+        |e| e["collected_information"] = json!({"card": "4111"}),
+        |e| e["explicability"] = json!([{"interpretation": "pay now"}]),
+        |e| e["x-unread"] = "added".into(),
+    ] {
+        let mut raw = wire(&env);
+        change(&mut raw);
+        let forged = Envelope::from_value(&raw).unwrap();
+        let v = attribution::verify(&raw, &forged, "intent_site", &q, Some(&kid));
+        assert!(matches!(v, Verdict::Invalid { .. }), "{raw}: {v:?}");
+    }
+    // The first scheme's signature covers the message only: its answers are read, but
+    // what they say of the outcome stays a claim.
+    let mut old = env.clone();
+    old.attribution.chain.clear();
+    let mut entry = gatehouse_intentweb::envelope::ChainEntry {
+        actor_type: "intent_site".into(),
+        actor_id: kid.clone(),
+        timestamp: "2025-10-15T19:00:00Z".into(),
+        signature: String::new(),
+        alg: Some("EdDSA".into()),
+        kid: Some(kid.clone()),
+    };
+    use base64::Engine as _;
+    let sig = ed25519_dalek::Signer::sign(&site, &attribution::first_scheme_bytes(&old, &entry));
+    entry.signature = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sig.to_bytes());
+    old.attribution.chain.push(entry);
+    old.external_id = Some("RES-FORGED".into());
+    let v = attribution::verify(&wire(&old), &old, "intent_site", &q, Some(&kid));
+    assert_eq!(v, Verdict::FirstScheme { kid: kid.clone() });
+    assert!(v.acceptable() && !v.signed_whole());
 }
 
 #[test]

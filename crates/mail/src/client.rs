@@ -240,7 +240,7 @@ impl SwarmClient {
         if let Some(b) = body {
             r = r.json(b);
         }
-        let resp = r.send().await.map_err(|e| HttpError::unreachable(&self.base, &e))?;
+        let resp = r.send().await.map_err(|e| HttpError::failed(&self.base, &e))?;
         read_json(&self.base, path, resp).await
     }
 
@@ -309,7 +309,7 @@ impl SwarmClient {
             .json(&body)
             .send()
             .await
-            .map_err(|e| HttpError::unreachable(&self.base, &e))?;
+            .map_err(|e| HttpError::failed(&self.base, &e))?;
         let resp = check("/message", resp).await?;
         let is_sse = resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/event-stream"));
         if !is_sse {

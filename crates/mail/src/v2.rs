@@ -140,14 +140,20 @@ impl Client {
 
     /// `GET /` (no login): `{protocol_name: "mail", protocol_version: "2.0", uptime}`.
     pub async fn root(&self) -> Result<Value, ClientError> {
-        let resp = self.http.get(format!("{}/", self.base)).send().await.map_err(|e| HttpError::unreachable(&self.base, &e))?;
+        let resp = self.http.get(format!("{}/", self.base)).send().await.map_err(|e| HttpError::failed(&self.base, &e))?;
         read_json(&self.base, "/", resp).await
+    }
+
+    /// `GET /health` (no login): `{status: "ok"}` on mail-swarms 2.0.1.
+    pub async fn health(&self) -> Result<Value, ClientError> {
+        let resp = self.http.get(format!("{}/health", self.base)).send().await.map_err(|e| HttpError::failed(&self.base, &e))?;
+        read_json(&self.base, "/health", resp).await
     }
 
     /// `POST /auth/token` with the password (an OAuth2 password form); keeps the token.
     pub async fn login(&self) -> Result<String, ClientError> {
         let form = [("grant_type", "password"), ("username", self.creds.address.as_str()), ("password", self.creds.password.as_str())];
-        let resp = self.http.post(format!("{}/auth/token", self.base)).form(&form).send().await.map_err(|e| HttpError::unreachable(&self.base, &e))?;
+        let resp = self.http.post(format!("{}/auth/token", self.base)).form(&form).send().await.map_err(|e| HttpError::failed(&self.base, &e))?;
         let v = read_json(&self.base, "/auth/token", resp).await.map_err(|e| match e {
             ClientError::Unauthorized { path, status, detail } => {
                 ClientError::Unauthorized { path, status, detail: format!("{detail}: check the address ({}) and password", self.creds.address) }
@@ -178,7 +184,7 @@ impl Client {
             if let Some(b) = body {
                 r = r.json(b);
             }
-            let resp = r.send().await.map_err(|e| HttpError::unreachable(&self.base, &e))?;
+            let resp = r.send().await.map_err(|e| HttpError::failed(&self.base, &e))?;
             if resp.status() == reqwest::StatusCode::UNAUTHORIZED && !relogged {
                 *self.token.lock().await = None;
                 continue;

@@ -33,6 +33,7 @@ function verdictBadge(m: IwMessage, pinned: string | null): HTMLElement | null {
       ? h('span', { className: 'badge verdict-verified', title: verdict.kid }, 'first contact — key pinned since')
       : h('span', { className: 'badge verdict-new', title: verdict.kid }, 'first contact — not pinned');
     case 'unsigned': return h('span', { className: 'badge verdict-new' }, 'unsigned');
+    case 'first_scheme': return h('span', { className: 'badge verdict-new', title: `${verdict.kid}: an older signature that covers the message only` }, 'message signed, the rest not');
     default: return null;
   }
 }
@@ -237,7 +238,9 @@ export class IntentView {
       m.warning && !(kid && v.pinned_key === kid) ? h('p', { className: m.accepted ? 'warning small' : 'error small iw-warning' }, m.warning) : null,
       kid && v.pinned_key !== kid ? h('button', { className: 'secondary small iw-pin', onclick: act(() => api.iwPin(v.conversation.origin, kid), async () => { await this.loadSites(); await this.host.reload(); }) }, `Pin this key (${fingerprint(kid)})`) : null,
       body,
-      env.status && m.direction === 'in' ? h('p', { className: 'muted small' }, `status: ${env.status}${env.external_id ? ` · ${env.external_id}` : ''}`) : null,
+      // Fields the site did not sign are its claims: shown as such, never as the outcome.
+      env.status && m.direction === 'in' ? h('p', { className: 'muted small iw-status' },
+        `${verdict?.kind === 'verified' || verdict?.kind === 'new_key' ? '' : 'The site claims (not signed): '}status: ${env.status}${env.external_id ? ` · ${env.external_id}` : ''}`) : null,
       expl.length ? h('details', { className: 'explicability' }, h('summary', {}, 'Why (explicability)'),
         h('pre', { className: 'json' }, JSON.stringify(expl, null, 2))) : null);
   }

@@ -224,10 +224,11 @@ export class MailView {
     const body = h('dl', { className: 'survey' });
     const fill = (i: MailSurvey | null) => {
       if (isV2(s)) {
-        // A 2.0 server has no health or status document; its swarms host agents.
+        // A 2.0 server has no status document; its swarms host agents.
         const hosted = ((i?.swarms as Record<string, unknown> | undefined)?.swarms ?? []) as Record<string, unknown>[];
         replace(body,
           ...surveyLine('Server', i?.root, (r) => serverLine(i?.server, r)),
+          ...(i?.health ? surveyLine('Health', i.health, (v) => String(v.status)) : []),
           ...surveyLine('You', i?.whoami, (v) => `${v.id} — role ${v.role}`),
           h('dt', {}, 'Swarms here'),
           h('dd', {}, hosted.map((w) => `${w.name} (${w.num_agents} agent${w.num_agents === 1 ? '' : 's'})`).join(', ') || 'none'));

@@ -170,6 +170,49 @@ async fn tampered_replayed_misaddressed_and_foreign_answers_are_refused_and_kept
     assert_eq!(view.messages.iter().filter(|m| !m.accepted).count(), 4, "every refused answer is on record");
 }
 
+/// Books a table for 4 under Ada Lovelace tomorrow at 7pm, the site's key pinned; returns
+/// the last turn (the site's outcome).
+async fn book(f: &Fixture) -> intent::Turn {
+    let t = intent::start(f.store.clone(), &f.key, &f.origin, None, "Book a table for 4 under Ada Lovelace", None).await.unwrap();
+    intent::pin(&f.store, &f.origin, &f.site.did()).unwrap();
+    let id = t.conversation.interaction_id.clone();
+    let mut last = t;
+    for m in ["tomorrow", "at 7pm"] {
+        last = intent::reply(f.store.clone(), &f.key, &id, FlowType::InformationResponse, m, None).await.unwrap();
+        if last.received.flow_type == "execution_result" {
+            break;
+        }
+    }
+    last
+}
+
+#[tokio::test]
+async fn a_booking_reference_changed_after_signing_is_refused_not_kept_as_the_outcome() {
+    let f = fixture().await;
+    f.site.set(|s| s.forge_external_id = true);
+    let t = book(&f).await;
+    assert_eq!(t.received.flow_type, "execution_result", "{}", t.received.message);
+    assert!(!t.received.accepted, "the signature covers external_id: {:?}", t.received.verdict);
+    assert!(t.received.warning.as_ref().unwrap().contains("does not check out"), "{:?}", t.received.warning);
+    assert_eq!((t.conversation.state.as_str(), t.conversation.external_id.as_deref()), ("open", None), "nothing forged became the outcome");
+}
+
+#[tokio::test]
+async fn an_answer_signed_under_the_first_scheme_is_read_but_its_outcome_stays_a_claim() {
+    let f = fixture().await;
+    f.site.set(|s| {
+        s.first_scheme = true;
+        s.forge_external_id = true;
+    });
+    let t = book(&f).await;
+    assert_eq!(t.received.flow_type, "execution_result", "{}", t.received.message);
+    assert!(t.received.accepted, "the message itself is signed: {:?}", t.received.warning);
+    assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "first_scheme");
+    assert!(t.received.warning.as_ref().unwrap().contains("claims"), "{:?}", t.received.warning);
+    assert_eq!(t.received.envelope["external_id"], "RES-FORGED", "the claim is kept as it came, to be shown as one");
+    assert_eq!((t.conversation.status.as_deref(), t.conversation.external_id.as_deref()), (None, None), "a claim is not the outcome");
+}
+
 #[tokio::test]
 async fn an_invalid_manifest_is_refused_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();

@@ -117,6 +117,7 @@ fn the_same_commands_follow_a_mail_2_server() {
     let (stdout, stderr) = out(&o);
     assert!(o.status.success(), "{stderr}");
     assert!(stdout.contains("mail 2.0"), "{stdout}");
+    assert!(stdout.contains("  health:  {\"status\":\"ok\"}"), "a 2.0 server's health is shown as 1.3's: {stdout}");
     assert!(stdout.contains(&format!("{} (role user)", r.address)), "{stdout}");
     assert!(stdout.contains("swarm:   chorus (1 agent(s))"), "{stdout}");
 
