@@ -11,6 +11,7 @@ PKGS=(
   gnome-keyring dbus-x11 libsecret-tools
   dovecot-imapd exim4-daemon-light
   postgresql
+  nginx
   dunst
   chromium chromium-driver
 )

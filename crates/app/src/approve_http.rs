@@ -4,7 +4,7 @@
 //!
 //! - `GET /approve`: the approval page a phone opens from an invitation (`ui/approve/`)
 //! - `GET /approve/gate`: the gate's key
-//! - `POST /approve/join` `{code, name, public_key, signature}` → the approver
+//! - `POST /approve/join` `{code, public_key, signature}` → the approver, named as invited
 //! - `GET /approve/me`, `GET /approve/waiting`, `POST /approve/decide` `{target, digest,
 //!   decision, lasting}`, `GET /approve/events` (a stream: `waiting` when what waits
 //!   changed, at this node or another; `removed` when the device is): signed (`Gatehouse-Approver`, `Gatehouse-Date`,
@@ -12,10 +12,12 @@
 //!
 //! Failures are `{code, message}` with the status the code means.
 
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -25,15 +27,50 @@ use crate::approvers::{self, ApproverDecision, SignedRequest};
 use crate::doors::Gate;
 use crate::{Code, CommandError, Result};
 
-/// Joins tried per minute on a node, right code or not: a code has 60 bits, and nothing
-/// else about the page can be guessed faster.
-const JOINS_PER_MINUTE: u32 = 20;
+/// Codes naming no open invitation that one client (an address; a reverse proxy is one)
+/// may try per minute on a node.
+const WRONG_CODES_PER_CLIENT: u32 = 20;
+/// Tries per minute naming one open invitation (its device retrying, a typo'd key).
+const TRIES_PER_INVITE: u32 = 10;
+/// Clients and invitations counted at once; past it, a new one is refused for the minute.
+const MAX_COUNTED: usize = 4096;
 const MAX_BODY: usize = 64 * 1024;
+
+/// Joins counted this minute. Junk and wrong codes are counted against the client that
+/// sent them, tries of a right code against its invitation: no flood of wrong codes,
+/// from anywhere, uses up a valid code's tries. (Guessing is not what this stops: a code
+/// has 60 bits and lives 15 minutes; docs/threat-model.md 22.)
+#[derive(Default)]
+struct JoinCounts {
+    minute: i64,
+    wrong_by_client: HashMap<IpAddr, u32>,
+    by_invite: HashMap<String, u32>,
+}
+
+impl JoinCounts {
+    /// Counts one more for `key` in `map` this minute; false when it is over `limit`.
+    fn count<K: std::hash::Hash + Eq>(map: &mut HashMap<K, u32>, key: K, limit: u32) -> bool {
+        if map.len() >= MAX_COUNTED && !map.contains_key(&key) {
+            return false;
+        }
+        let n = map.entry(key).or_insert(0);
+        *n = n.saturating_add(1);
+        *n <= limit
+    }
+
+    fn this_minute(&mut self) -> &mut Self {
+        let minute = chrono::Utc::now().timestamp() / 60;
+        if self.minute != minute {
+            *self = JoinCounts { minute, ..JoinCounts::default() };
+        }
+        self
+    }
+}
 
 #[derive(Clone)]
 struct Approve {
     gate: Arc<Gate>,
-    joins: Arc<Mutex<(i64, u32)>>,
+    joins: Arc<Mutex<JoinCounts>>,
 }
 
 /// What the listener serves to browsers (`gatehouse_net::host_check::Allowed::with_pages`).
@@ -41,7 +78,7 @@ pub const PAGES: &[&str] = &["/approve"];
 
 pub fn router(gate: Arc<Gate>) -> Router {
     tokio::spawn(announce_knocks(gate.clone()));
-    let state = Approve { gate, joins: Arc::new(Mutex::new((0, 0))) };
+    let state = Approve { gate, joins: Arc::new(Mutex::new(JoinCounts::default())) };
     Router::new()
         .route("/approve", get(|| page("text/html; charset=utf-8", include_str!("../../../ui/approve/index.html"))))
         .route("/approve/app.js", get(|| page("text/javascript; charset=utf-8", include_str!("../../../ui/approve/app.js"))))
@@ -113,30 +150,41 @@ fn bad(e: impl std::fmt::Display) -> Failed {
 #[derive(serde::Deserialize)]
 struct Join {
     code: String,
-    #[serde(default)]
-    name: String,
     public_key: String,
     signature: String,
 }
 
-async fn join(State(s): State<Approve>, body: Bytes) -> Answer<gatehouse_store::Approver> {
-    {
-        let minute = chrono::Utc::now().timestamp() / 60;
-        let mut joins = s.joins.lock().unwrap_or_else(|p| p.into_inner());
-        if joins.0 != minute {
-            *joins = (minute, 0);
+fn too_many(what: &str) -> Failed {
+    Failed(CommandError::new(Code::TooLarge, format!("too many tries to join {what} this minute: try again in a minute")))
+}
+
+async fn join(State(s): State<Approve>, client: Option<axum::Extension<ConnectInfo<SocketAddr>>>, body: Bytes) -> Answer<gatehouse_store::Approver> {
+    let client = client.map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0 .0.ip());
+    // Junk is turned away by its shape alone, counted against its client.
+    let parsed = serde_json::from_slice::<Join>(&body).map_err(bad).and_then(|j| Ok(approvers::JoinRequest::read(&j.code, &j.public_key, &j.signature)?));
+    let req = match parsed {
+        Ok(r) => r,
+        Err(e) => {
+            let mut joins = s.joins.lock().unwrap_or_else(|p| p.into_inner());
+            return Err(if JoinCounts::count(&mut joins.this_minute().wrong_by_client, client, WRONG_CODES_PER_CLIENT) { e } else { too_many("from here") });
         }
-        joins.1 += 1;
-        if joins.1 > JOINS_PER_MINUTE {
-            return Err(Failed(CommandError::new(Code::TooLarge, "too many tries to join this minute: try again in a minute")));
+    };
+    let (gate, hash) = (s.gate.clone(), req.code_sha256.clone());
+    let open = crate::blocking(move || Ok(gate.store().approver_invite_open(&hash, crate::doors::gate::clock::now().timestamp_millis())?)).await?;
+    {
+        let mut joins = s.joins.lock().unwrap_or_else(|p| p.into_inner());
+        let joins = joins.this_minute();
+        let within = if open {
+            JoinCounts::count(&mut joins.by_invite, req.code_sha256.clone(), TRIES_PER_INVITE)
+        } else {
+            JoinCounts::count(&mut joins.wrong_by_client, client, WRONG_CODES_PER_CLIENT)
+        };
+        if !within {
+            return Err(too_many(if open { "with this code" } else { "from here" }));
         }
     }
-    let j: Join = serde_json::from_slice(&body).map_err(bad)?;
     let gate = s.gate.clone();
-    let a = crate::blocking(move || {
-        approvers::join(gate.store(), gate.public_key(), &j.code, &j.name, &j.public_key, &j.signature, crate::doors::gate::clock::now())
-    })
-    .await?;
+    let a = crate::blocking(move || approvers::join(gate.store(), gate.public_key(), &req, crate::doors::gate::clock::now())).await?;
     Ok(Json(a))
 }
 

@@ -79,8 +79,7 @@ pub fn invite(store: &Store, gate_key: &str, name: &str, gate_url: &str, now: Da
         return Err(CommandError::new(Code::BadUrl, format!("{gate_url}: the gate's address is an http(s) URL")));
     }
     // 60 random bits in 12 letters and digits that are not mistaken for each other.
-    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-    let mut raw = [0u8; 12];
+    let mut raw = [0u8; CODE_LETTERS];
     SystemRandom::new().fill(&mut raw).map_err(|_| CommandError::new(Code::Internal, "no randomness from the system"))?;
     let code: String = raw.iter().map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char).collect();
     let expires = now + chrono::Duration::minutes(INVITE_MINUTES);
@@ -107,19 +106,55 @@ fn verifies(public_key: &str, message: &[u8], signature: &str) -> bool {
     key.len() == 65 && sig.len() == 64 && UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &key).verify(message, &sig).is_ok()
 }
 
-/// Registers the device that holds `public_key` (it signed `join_message` with it) under
-/// the invitation `code`.
-pub fn join(store: &Store, gate_key: &str, code: &str, name: &str, public_key: &str, signature: &str, now: DateTime<Utc>) -> Result<Approver> {
-    if !verifies(public_key, &join_message(gate_key, code.trim(), public_key), signature) {
+/// The letters an invitation's code is made of: none mistaken for another.
+const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+/// How many letters a code has (60 bits).
+const CODE_LETTERS: usize = 12;
+
+/// A request to join, read without touching the store or checking a signature: its code
+/// has the shape of one, its key and signature the sizes of P-256's. What a junk request
+/// fails, cheaply.
+pub struct JoinRequest {
+    /// The SHA-256 (hex) of the code as typed, upper-cased: the invitation's key.
+    pub code_sha256: String,
+    code: String,
+    public_key: String,
+    signature: String,
+}
+
+impl JoinRequest {
+    pub fn read(code: &str, public_key: &str, signature: &str) -> Result<JoinRequest> {
+        let code = code.trim().to_ascii_uppercase();
+        if code.len() != CODE_LETTERS || !code.bytes().all(|b| ALPHABET.contains(&b)) {
+            return Err(CommandError::new(Code::BadRequest, format!("an invitation's code is {CODE_LETTERS} letters and digits")));
+        }
+        let sized = |v: &str, n: usize| v.len() <= 128 && URL_SAFE_NO_PAD.decode(v).is_ok_and(|b| b.len() == n);
+        if !sized(public_key, 65) || !sized(signature, 64) {
+            return Err(CommandError::new(Code::BadRequest, "a P-256 key (SEC1 uncompressed, base64url) and an r‖s signature are needed"));
+        }
+        Ok(JoinRequest { code_sha256: sha256_hex(code.as_bytes()), code, public_key: public_key.to_string(), signature: signature.to_string() })
+    }
+}
+
+/// Registers the device that holds the request's key (it signed `join_message` with it)
+/// under the invitation its code names, by the name the inviter gave.
+pub fn join(store: &Store, gate_key: &str, req: &JoinRequest, now: DateTime<Utc>) -> Result<Approver> {
+    let JoinRequest { code_sha256, code, public_key, signature } = req;
+    if !verifies(public_key, &join_message(gate_key, code, public_key), signature) {
         return Err(unauthorized("the device's key did not sign this request (a P-256 key, SEC1 uncompressed, base64url; an r‖s signature)"));
     }
-    let name = if name.trim().is_empty() { String::new() } else { check_name(name)? };
     let mut id = [0u8; 12];
     SystemRandom::new().fill(&mut id).map_err(|_| CommandError::new(Code::Internal, "no randomness from the system"))?;
-    let device =
-        Approver { id: format!("ap-{}", hex::encode(id)), name, public_key: public_key.to_string(), added_at: crate::now(), last_seen: None, page_url: None };
-    let code_hash = sha256_hex(code.trim().to_ascii_uppercase().as_bytes());
-    match store.approver_join(&code_hash, now.timestamp_millis(), &device)? {
+    let device = Approver {
+        id: format!("ap-{}", hex::encode(id)),
+        name: String::new(),
+        public_key: public_key.to_string(),
+        added_at: crate::now(),
+        last_seen: None,
+        page_url: None,
+    };
+    let code_hash = code_sha256;
+    match store.approver_join(code_hash, now.timestamp_millis(), &device)? {
         Ok(a) => {
             store.audit("approver.join", Some(&a.id), &serde_json::json!({"name": a.name, "public_key": a.public_key}), &crate::now())?;
             Ok(a)

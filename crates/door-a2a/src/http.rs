@@ -6,7 +6,6 @@
 //! but only while the user allows it ([`Listener::PlainLoopback`]).
 
 use std::convert::Infallible;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::task::{ANSWER, CANCELED_BY_SENDER};
-use crate::{internal, A2aDoor, Caller, Listener, Unauthenticated, MAX_REQUEST_BYTES, MAX_STREAMS};
+use crate::{internal, A2aDoor, Caller, Listener, Unauthenticated, MAX_REQUEST_BYTES};
 
 /// The JSON-RPC endpoint.
 pub const PATH: &str = "/a2a";
@@ -149,6 +148,11 @@ async fn call(State(door): State<Arc<A2aDoor>>, peer: Option<Extension<PeerKey>>
     let id = req.id;
     match req.call {
         Call::Send { send, streaming } => {
+            // Room for the stream first: a message refused for room is not accepted.
+            let slot = match streaming.then(|| door.reserve_stream(&caller)).transpose() {
+                Ok(slot) => slot,
+                Err(why) => return no_room(&id, &why),
+            };
             let size = body.len();
             let wait = !streaming && !send.configuration.as_ref().is_some_and(|c| c.return_immediately);
             let sent = {
@@ -159,8 +163,8 @@ async fn call(State(door): State<Arc<A2aDoor>>, peer: Option<Extension<PeerKey>>
                 Ok(s) => s,
                 Err(e) => return answer(&id, Err(e)),
             };
-            if streaming {
-                return stream(door, id, sent.task, sent.row);
+            if let Some(slot) = slot {
+                return stream(door, id, sent.task, sent.row, slot);
             }
             let task = match (wait, sent.row) {
                 (true, Some(row)) if !sent.task.status.state.ends_stream() => settled(&door, &sent.task.id, row).await.unwrap_or(sent.task),
@@ -177,9 +181,13 @@ async fn call(State(door): State<Arc<A2aDoor>>, peer: Option<Extension<PeerKey>>
             answer(&id, blocking(move || door2.cancel(&caller, &task_id)).await.map(|t| serde_json::to_value(t).unwrap_or(Value::Null)))
         }
         Call::Subscribe { id: task_id } => {
+            let slot = match door.reserve_stream(&caller) {
+                Ok(slot) => slot,
+                Err(why) => return no_room(&id, &why),
+            };
             let door2 = door.clone();
             match blocking(move || door2.owned(&caller, &task_id)).await {
-                Ok((task, row)) => stream(door, id, task, row),
+                Ok((task, row)) => stream(door, id, task, row, slot),
                 Err(e) => answer(&id, Err(e)),
             }
         }
@@ -237,23 +245,16 @@ async fn settled(door: &Arc<A2aDoor>, task_id: &str, row: i64) -> Option<Task> {
     }
 }
 
-/// Counts an open stream; the count drops when the stream's follower ends.
-struct Open(Arc<A2aDoor>);
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.streams.fetch_sub(1, Ordering::SeqCst);
-    }
+/// No room for a stream: 503, nothing done.
+fn no_room(id: &Value, why: &str) -> Response {
+    let e = RpcError::new(code::INTERNAL, why.to_string());
+    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "5")], Json(rpc::error(id, &e))).into_response()
 }
 
-/// The task now, then what happens to it, until it ends or waits for the user.
-fn stream(door: Arc<A2aDoor>, id: Value, first: Task, row: Option<i64>) -> Response {
-    if door.streams.fetch_add(1, Ordering::SeqCst) >= MAX_STREAMS {
-        door.streams.fetch_sub(1, Ordering::SeqCst);
-        let e = RpcError::new(code::INTERNAL, format!("{MAX_STREAMS} streams are open; follow this task with GetTask, or try again shortly"));
-        return (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "5")], Json(rpc::error(&id, &e))).into_response();
-    }
-    let open = Open(door.clone());
+/// The task now, then what happens to it, until it ends or waits for the user; `slot`
+/// is held until the follower ends.
+fn stream(door: Arc<A2aDoor>, id: Value, first: Task, row: Option<i64>, slot: crate::StreamSlot) -> Response {
+    let open = slot;
     let (tx, mut rx) = mpsc::channel::<Value>(32);
     tokio::spawn(async move {
         let _open = open;

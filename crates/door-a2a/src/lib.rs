@@ -25,7 +25,6 @@ pub mod http;
 mod task;
 pub mod work;
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use ed25519_dalek::SigningKey;
@@ -46,6 +45,8 @@ pub const DEFAULT_SCOPE: &str = "ask";
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 /// Streams (SSE) open at once; past this a stream is refused until one ends.
 pub const MAX_STREAMS: usize = 64;
+/// Streams one caller may hold open at once: no caller takes the others' share.
+pub const MAX_STREAMS_PER_CALLER: usize = 8;
 
 /// The setting (a bool, off unless the user turns it on) that lets A2A agents on this
 /// computer call over plain HTTP on the loopback listener. A token is needed there as on
@@ -129,16 +130,58 @@ pub fn new_token() -> (String, String) {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unauthenticated(pub String);
 
+/// Streams open now, in all and by caller.
+#[derive(Default)]
+struct Streams {
+    total: usize,
+    by_caller: std::collections::HashMap<String, usize>,
+}
+
 pub struct A2aDoor {
     gate: Arc<Gate>,
     key: SigningKey,
-    streams: AtomicUsize,
+    streams: std::sync::Mutex<Streams>,
+}
+
+/// A stream's place, held while it is open; given back when dropped.
+pub struct StreamSlot {
+    door: Arc<A2aDoor>,
+    caller: String,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut s = self.door.streams.lock().unwrap_or_else(|p| p.into_inner());
+        s.total = s.total.saturating_sub(1);
+        if let Some(n) = s.by_caller.get_mut(&self.caller) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                s.by_caller.remove(&self.caller);
+            }
+        }
+    }
 }
 
 impl A2aDoor {
     /// The door, with the identity key that signs its Agent Card.
     pub fn new(gate: Arc<Gate>, key: SigningKey) -> Arc<A2aDoor> {
-        Arc::new(A2aDoor { gate, key, streams: AtomicUsize::new(0) })
+        Arc::new(A2aDoor { gate, key, streams: std::sync::Mutex::default() })
+    }
+
+    /// A place for one more stream of `caller`'s, or why there is none (taken before
+    /// anything the request asks is done: a request refused for room is not accepted).
+    pub fn reserve_stream(self: &Arc<Self>, caller: &Caller) -> Result<StreamSlot, String> {
+        let mut s = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let mine = s.by_caller.get(caller.id()).copied().unwrap_or(0);
+        if mine >= MAX_STREAMS_PER_CALLER {
+            return Err(format!("you have {MAX_STREAMS_PER_CALLER} streams open; wait for one to end, or follow a task with GetTask"));
+        }
+        if s.total >= MAX_STREAMS {
+            return Err(format!("{MAX_STREAMS} streams are open; try again shortly, or follow a task with GetTask"));
+        }
+        s.total = s.total.saturating_add(1);
+        s.by_caller.insert(caller.id().to_string(), mine.saturating_add(1));
+        Ok(StreamSlot { door: self.clone(), caller: caller.id().to_string() })
     }
 
     pub fn gate(&self) -> &Arc<Gate> {

@@ -203,6 +203,7 @@ pub async fn serve(
     gatehouse_net::conn::serve(listener, limits, shutdown, move |tcp, stopped| {
         let (acceptor, app, builder) = (acceptor.clone(), app.clone(), builder.clone());
         async move {
+            let remote = tcp.peer_addr().ok();
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(s)) => s,
                 Ok(Err(e)) => {
@@ -218,7 +219,7 @@ pub async fn serve(
             let peer = cert.map(|c| gatehouse_net::peer::PeerKey::from_certificate(c)).unwrap_or_default();
             let app = app.layer(axum::Extension(client)).layer(axum::Extension(peer));
             let activity = gatehouse_net::conn::Activity::default();
-            let service = hyper_util::service::TowerToHyperService::new(gatehouse_net::conn::tracked(app, activity.clone()));
+            let service = hyper_util::service::TowerToHyperService::new(gatehouse_net::conn::tracked(app, activity.clone(), remote));
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
             gatehouse_net::conn::drive(conn, activity, limits.idle, stopped).await;
         }

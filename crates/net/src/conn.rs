@@ -167,11 +167,17 @@ impl Activity {
 pub fn tracked(
     app: Router,
     activity: Activity,
+    remote: Option<std::net::SocketAddr>,
 ) -> impl tower::Service<Request<hyper::body::Incoming>, Response = axum::response::Response, Error = std::convert::Infallible, Future = impl Send> + Clone + Send
 {
     use http_body_util::BodyExt;
-    tower::service_fn(move |req: Request<hyper::body::Incoming>| {
+    tower::service_fn(move |mut req: Request<hyper::body::Incoming>| {
         let busy = activity.begin();
+        // Who is at the other end of the connection (a reverse proxy, for requests it
+        // forwards), for limits kept per client.
+        if let Some(addr) = remote {
+            req.extensions_mut().insert(axum::extract::ConnectInfo(addr));
+        }
         let call = tower::ServiceExt::oneshot(app.clone(), req.map(Body::new));
         async move {
             let resp = call.await?;

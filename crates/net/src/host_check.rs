@@ -89,11 +89,15 @@ impl Allowed {
         if parsed.as_str().contains('@') {
             return Some(format!("Host {authority:?} is not a host name"));
         }
+        let host = parsed.host().trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
         let port = parsed.port_u16().unwrap_or(self.default_port);
-        if port != self.bound.port() {
+        // A configured public name is reached through whatever is in front (a reverse
+        // proxy on 443, passing the name on as the client wrote it): its web ports count
+        // as this listener's. A page cannot rebind a name the user configured.
+        let public = self.names.contains(&host) && matches!(parsed.port_u16(), None | Some(80 | 443));
+        if port != self.bound.port() && !public {
             return Some(format!("Host {authority:?} names another port than this listener's ({})", self.bound.port()));
         }
-        let host = parsed.host().trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase();
         let ok = match host.parse::<IpAddr>() {
             // An address is not a name a page can rebind; it must be one this listener has.
             Ok(ip) => (ip.is_loopback() && self.bound.ip().is_loopback()) || ip == self.bound.ip() || self.bound.ip().is_unspecified(),
@@ -144,10 +148,22 @@ mod tests {
             let (h, u) = req(host, extra);
             a.refusal(&h, &u)
         };
-        for ok in ["127.0.0.1:8765", "localhost:8765", "LOCALHOST:8765", "[::1]:8765", "inbox.example.org:8765"] {
+        // A public name as a reverse proxy passes it on (nginx's `$host`: no port).
+        for ok in ["127.0.0.1:8765", "localhost:8765", "LOCALHOST:8765", "[::1]:8765", "inbox.example.org:8765", "inbox.example.org", "inbox.example.org:443"] {
             assert_eq!(refused(Some(ok), &[]), None, "{ok}");
         }
-        for bad in ["attacker.example:8765", "127.0.0.1:80", "127.0.0.1", "localhost.attacker.example:8765", "192.168.1.5:8765", "user@127.0.0.1:8765"] {
+        for bad in [
+            "attacker.example:8765",
+            "attacker.example",
+            "127.0.0.1:80",
+            "127.0.0.1",
+            "localhost",
+            "localhost:443",
+            "inbox.example.org:9999",
+            "localhost.attacker.example:8765",
+            "192.168.1.5:8765",
+            "user@127.0.0.1:8765",
+        ] {
             assert!(refused(Some(bad), &[]).is_some(), "{bad}");
         }
         assert!(refused(None, &[]).unwrap().contains("no Host"));

@@ -30,7 +30,8 @@ pub async fn serve(
     http.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT).max_buf_size(256 * 1024);
     crate::conn::serve(listener, limits, shutdown, move |stream, stopped| {
         let activity = crate::conn::Activity::default();
-        let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app.clone(), activity.clone()));
+        let remote = stream.peer_addr().ok();
+        let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app.clone(), activity.clone(), remote));
         let conn = http.serve_connection(TokioIo::new(stream), service);
         crate::conn::drive(conn, activity, limits.idle, stopped)
     })

@@ -60,6 +60,18 @@ impl Store {
         Ok(())
     }
 
+    /// Whether an invitation whose code hashes to `code_sha256` can still be taken.
+    pub fn approver_invite_open(&self, code_sha256: &str, now_ms: i64) -> Result<bool> {
+        self.read(|c| {
+            c.query_row(
+                "SELECT count(*) FROM approver_invites WHERE code_sha256 = ?1 AND used_by IS NULL AND expires_ms > ?2",
+                args![code_sha256, now_ms],
+                |r| r.get::<i64>(0),
+            )
+        })
+        .map(|n| n > 0)
+    }
+
     /// Takes the invitation whose code hashes to `code_sha256` (once, before it runs out)
     /// and registers the device, in one transaction: two devices racing for one code (on
     /// two nodes) register one.
@@ -78,7 +90,9 @@ impl Store {
         if taken {
             return Ok(Err(InviteRefusal::KeyTaken));
         }
-        let name = if device.name.trim().is_empty() { invited_as } else { device.name.clone() };
+        // The device is named by whoever invited it, never by itself: a joining device
+        // cannot pass for another in a vote.
+        let name = invited_as;
         tx.execute(
             "INSERT INTO approvers (id, name, public_key, added_at, page_url) VALUES (?1, ?2, ?3, ?4, ?5)",
             args![device.id, name, device.public_key, device.added_at, page_url],
@@ -101,6 +115,13 @@ impl Store {
         let tx = conn.transaction()?;
         tx.execute("DELETE FROM approver_nonces WHERE approver_id = ?1", args![id])?;
         tx.execute("DELETE FROM approver_mail WHERE approver_id = ?1", args![id])?;
+        // Its votes on what is still undecided are withdrawn with it: a removed device no
+        // longer counts towards any quorum (votes that decided stay, as the record).
+        tx.execute(
+            "DELETE FROM quorum_votes WHERE approver_id = ?1
+             AND EXISTS (SELECT 1 FROM quorum_items i WHERE i.item = quorum_votes.item AND i.digest = quorum_votes.digest AND i.decided IS NULL)",
+            args![id],
+        )?;
         let n = tx.execute("DELETE FROM approvers WHERE id = ?1", args![id])?;
         tx.commit()?;
         Ok(n > 0)

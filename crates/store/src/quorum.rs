@@ -128,8 +128,13 @@ impl Store {
         if cast == 0 {
             return Ok(Vote::AlreadyVoted);
         }
-        let agreeing: i64 =
-            tx.query_row("SELECT count(*) FROM quorum_votes WHERE item = ?1 AND digest = ?2 AND decision = ?3", args![item, digest, decision], |r| r.get(0))?;
+        // Only enrolled devices' votes count (a removed device's are withdrawn with it;
+        // this holds even for a vote cast while it was being removed).
+        let agreeing: i64 = tx.query_row(
+            "SELECT count(*) FROM quorum_votes v JOIN approvers a ON a.id = v.approver_id WHERE v.item = ?1 AND v.digest = ?2 AND v.decision = ?3",
+            args![item, digest, decision],
+            |r| r.get(0),
+        )?;
         let agreeing = u32::try_from(agreeing).unwrap_or(u32::MAX);
         let out = if ends || agreeing >= needed {
             tx.execute("UPDATE quorum_items SET decided = ?3, decided_at = ?4 WHERE item = ?1 AND digest = ?2", args![item, digest, decision, at])?;

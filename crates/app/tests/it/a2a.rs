@@ -164,6 +164,38 @@ async fn callers_without_a_credential_the_user_gave_are_refused_and_nothing_is_k
 }
 
 #[tokio::test]
+async fn one_caller_cannot_hold_every_stream_and_a_stream_refused_for_room_is_not_accepted() {
+    // An executor that takes its time, so each stream stays open while its task runs.
+    let slow = ExecutorSpec::Command { program: "/bin/sleep".into(), args: vec!["20".into()], timeout_secs: 30 };
+    let u = Uamp::start(slow).await;
+    gatehouse_app::a2a::set_plain_loopback(&u.store, true).unwrap();
+    let (greedy, _) = token(&u, "Greedy");
+    let (other, _) = token(&u, "Other");
+    let client = reqwest::Client::new();
+    let stream = |tok: &str, n: usize| {
+        let body = json!({"jsonrpc": "2.0", "id": n, "method": "SendStreamingMessage",
+            "params": {"message": {"messageId": format!("m-{tok}-{n}"), "role": "ROLE_USER", "parts": [{"text": "take your time"}]}}});
+        client.post(format!("{}/a2a", u.plain)).bearer_auth(tok).json(&body).send()
+    };
+    let mut open = Vec::new();
+    for n in 0..gatehouse_app::doors::a2a::MAX_STREAMS_PER_CALLER {
+        let r = stream(&greedy, n).await.unwrap();
+        assert_eq!(r.status(), 200);
+        open.push(r);
+    }
+    let kept = u.store.receipts(100, 0).unwrap().len();
+    let refused = stream(&greedy, 99).await.unwrap();
+    assert_eq!(refused.status(), 503, "past its share");
+    let v: Value = refused.json().await.unwrap();
+    assert!(v["error"]["message"].as_str().unwrap().contains("streams open"), "{v}");
+    assert_eq!(u.store.receipts(100, 0).unwrap().len(), kept, "a message refused for room is not accepted or queued");
+    // Another caller still has room.
+    let theirs = stream(&other, 0).await.unwrap();
+    assert_eq!(theirs.status(), 200, "another caller's stream is served");
+    drop(open);
+}
+
+#[tokio::test]
 async fn over_plain_http_from_this_computer_only_while_the_user_allows_it_and_with_a_token() {
     let u = Uamp::start(upper()).await;
     let Some(tls) = Sdk::of(&u) else { return };

@@ -195,5 +195,38 @@ async fn a_code_works_once_and_for_fifteen_minutes_and_a_removed_device_is_refus
     let (status, v) = call(&inbox, &phone, reqwest::Method::GET, "/approve/waiting", "").await;
     assert!(status == 401 && v["message"].as_str().unwrap().contains("removed"), "{v}");
     let names: Vec<String> = approvers::list(&inbox.store).unwrap().into_iter().map(|a| a.name).collect();
-    assert_eq!(names, ["Bo's laptop"]);
+    assert_eq!(names, ["laptop"], "named by the inviter, not by what the device called itself");
+}
+
+#[tokio::test]
+async fn junk_from_anywhere_cannot_lock_out_a_valid_code_and_a_device_cannot_take_anothers_name() {
+    let inbox = TestInbox::start(&pubhex(&key(0x56)), false).await;
+    let ana = joined(&inbox, "Ana's phone").await;
+    let inv = approvers::invite(&inbox.store, &inbox.public_key, "Bo's phone", &inbox.url, chrono::Utc::now()).unwrap();
+    // Junk of every kind, well past a minute's worth: not JSON, a code of the wrong shape,
+    // and codes of the right shape that name no invitation.
+    let post = |body: String| send(reqwest::Client::new().post(format!("{}/approve/join", inbox.url)).header("content-type", "application/json").body(body));
+    let (pair, public) = p256();
+    let mut limited = 0;
+    for i in 0..40 {
+        let body = match i % 3 {
+            0 => "not json".to_string(),
+            1 => json!({"code": "x", "public_key": public, "signature": "y"}).to_string(),
+            _ => {
+                let wrong = format!("ABCDEFGH{:04}", 2222 + i).replace('0', "2").replace('1', "3");
+                json!({"code": wrong, "public_key": public, "signature": sign(&pair, &approvers::join_message(&inbox.public_key, &wrong, &public))}).to_string()
+            }
+        };
+        let (status, _) = post(body).await;
+        assert!(matches!(status, 400 | 401 | 429), "{status}");
+        limited += usize::from(status == 429);
+    }
+    assert!(limited > 0, "the client sending junk is limited");
+    // The invited phone, from the same address, names itself as Ana's phone: it joins, as
+    // the name it was invited under.
+    let (status, v, _, _) = join(&inbox, &inv.code, "Ana's phone").await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["name"], "Bo's phone");
+    let names: Vec<String> = approvers::list(&inbox.store).unwrap().into_iter().filter(|a| a.id != ana.id).map(|a| a.name).collect();
+    assert_eq!(names, ["Bo's phone"]);
 }

@@ -64,6 +64,27 @@ async fn two_of_three_needs_two_agreeing_devices_each_counted_once_and_a_deny_en
 }
 
 #[tokio::test]
+async fn a_removed_devices_vote_no_longer_counts_and_all_means_the_enrolled_ones() {
+    let inbox = TestInbox::start(&pubhex(&key(0x74)), false).await;
+    let (a, b, c) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await, joined(&inbox, "Cy").await);
+    let rule = RuleInput { scope: Some("support".into()), sender: None, need: 2, approvers: vec![a.id.clone(), b.id.clone(), c.id.clone()], deny_ends: None };
+    quorum::rule_add(&inbox.store, rule).unwrap();
+    let stranger = key(0x75);
+    inbox.post_json(&inbox.signed(&stranger, "support", "May I reach your AI?")).await;
+    let item = waiting(&inbox, &a).await[0].clone();
+    assert!(vote(&inbox, &a, &item, "always_allow_scope").await.1["message"].as_str().unwrap().contains("1 of the 2"));
+    // Ana's device is removed: her vote goes with it, so Bo's alone is one of two.
+    gatehouse_app::approvers::remove(&inbox.store, &a.id).unwrap();
+    let (status, out) = vote(&inbox, &b, &item, "always_allow_scope").await;
+    assert_eq!(status, 200, "{out}");
+    assert!(out["delivered"].is_null(), "a removed device's vote decided: {out}");
+    assert!(out["message"].as_str().unwrap().contains("1 of the 2"), "{out}");
+    assert_eq!(waiting(&inbox, &c).await.len(), 1, "still waiting");
+    let (_, out) = vote(&inbox, &c, &item, "always_allow_scope").await;
+    assert_eq!(out["delivered"]["status"], "accepted", "two enrolled devices decide: {out}");
+}
+
+#[tokio::test]
 async fn two_votes_at_the_same_moment_cannot_both_decide() {
     let inbox = TestInbox::start(&pubhex(&key(0x74)), false).await;
     let (a, b) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await);

@@ -84,6 +84,20 @@ fn an_error_carries_its_code_in_words_and_in_json() {
     assert!(v["error"]["message"].as_str().unwrap().contains("gatehouse init"), "{v}");
 }
 
+#[test]
+fn the_databases_password_is_in_no_help_and_no_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = "postgres://gate:s3cret-pw@127.0.0.1:9/gatehouse";
+    for args in [&["--help"][..], &["serve", "--help"], &["identity"]] {
+        let out = Command::new(crate::common::BIN).arg("--data-dir").arg(dir.path()).args(args).env("GATEHOUSE_DATABASE", url).output().unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!said.contains("s3cret-pw"), "gatehouse {args:?} shows the password: {said}");
+        if args[0] == "--help" {
+            assert!(said.contains("GATEHOUSE_DATABASE"), "the variable is still named: {said}");
+        }
+    }
+}
+
 /// Posts `todo` (indexes into `envelopes`) over 8 connections until all are answered or
 /// the server dies; returns each answered index with its HTTP status.
 fn post_until_gone(url: &str, envelopes: &[String], todo: &[usize], kill: Option<(usize, &Server)>) -> Vec<(usize, u16)> {

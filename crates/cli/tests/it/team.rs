@@ -17,14 +17,14 @@ const BIN: &str = env!("CARGO_BIN_EXE_gatehouse");
 
 /// The team: the first node's data dir made the identity; the others got its key file,
 /// as the operator's guide says.
-struct Team {
+pub(crate) struct Team {
     url: String,
     dirs: Vec<tempfile::TempDir>,
-    public_key: String,
+    pub(crate) public_key: String,
 }
 
 impl Team {
-    fn new(url: String, nodes: usize) -> Team {
+    pub(crate) fn new(url: String, nodes: usize) -> Team {
         let dirs: Vec<_> = (0..nodes).map(|_| tempfile::tempdir().unwrap()).collect();
         let public_key = gh(dirs[0].path(), &url, &["init"]).lines().last().unwrap().trim().to_string();
         for d in &dirs[1..] {
@@ -40,12 +40,17 @@ impl Team {
     }
 
     /// A command run by node `node`'s CLI (on the team's database).
-    fn gh(&self, node: usize, args: &[&str]) -> String {
+    pub(crate) fn gh(&self, node: usize, args: &[&str]) -> String {
         gh(self.dir(node), &self.url, args)
     }
 
     fn serve(&self, node: usize) -> Node {
         Node::start(self.dir(node), &self.url)
+    }
+
+    /// Node `node` serving with these options too (`--public-name NAME`).
+    pub(crate) fn serve_with(&self, node: usize, options: &[&str]) -> Node {
+        Node::start_with(self.dir(node), &self.url, options)
     }
 }
 
@@ -62,15 +67,25 @@ fn gh(dir: &Path, url: &str, args: &[&str]) -> String {
 }
 
 /// `gatehouse serve` of one node; killed when dropped.
-struct Node {
+pub(crate) struct Node {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Node {
     fn start(dir: &Path, url: &str) -> Node {
+        Node::start_with(dir, url, &[])
+    }
+
+    fn start_with(dir: &Path, url: &str, options: &[&str]) -> Node {
         let port = free_port();
-        let child = command(dir, url).args(["serve", "--listen", &format!("127.0.0.1:{port}")]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let child = command(dir, url)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(options)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let base = format!("http://127.0.0.1:{port}");
         let t = Instant::now();
         while reqwest::blocking::get(format!("{base}/health")).is_err() {
@@ -97,7 +112,7 @@ impl Drop for Node {
     }
 }
 
-fn signed(inbox: &str, sender: &ed25519_dalek::SigningKey, scope: &str, prompt: &str) -> String {
+pub(crate) fn signed(inbox: &str, sender: &ed25519_dalek::SigningKey, scope: &str, prompt: &str) -> String {
     gatehouse_epp::Draft::new(inbox, scope, prompt).sign(sender, chrono::Utc::now()).to_string()
 }
 
