@@ -172,20 +172,22 @@ const decisions = [
 
 function describe(item) {
   const i = item.item;
-  const risk = (i.risk || []).map((f) => el('li', { class: 'risk' }, `${f.why}: “${f.excerpt}”`));
   const parts = [];
   if (i.kind === 'unknown_sender') {
-    parts.push(el('h3', {}, `A new sender asks to reach your AI for “${i.scope || '?'}”`),
-      el('p', { class: 'muted mono' }, `Key ${i.public_key} · knocked ${i.count} time${i.count === 1 ? '' : 's'}`));
+    parts.push(el('h3', {}, `A new sender asks to reach your AI for “${i.scope || '?'}”`));
     if (i.covered_total > 0) parts.push(el('p', { class: 'muted' }, `“Always allow” would also let in ${i.covered_total} earlier message${i.covered_total === 1 ? '' : 's'} in this scope.`));
   } else if (i.kind === 'held' || i.kind === 'held_ask') {
-    parts.push(el('h3', {}, `${i.sender_name || 'A trusted sender'} waits for you in “${i.scope}”`), el('p', { class: 'muted mono' }, i.sender));
+    parts.push(el('h3', {}, `${i.sender_name || 'A trusted sender'} waits for you in “${i.scope}”`));
     if (i.grant_ended) parts.push(el('p', { class: 'muted' }, `Its grant for this scope ended ${i.grant_ended}.`));
   } else if (i.kind === 'key_change') {
     parts.push(el('h3', {}, `${i.sender_name || i.sender} signed with a key not kept for it`), el('p', { class: 'muted' }, 'Check its keys again on the gate before anything from it goes through.'));
   }
-  if (i.prompt) parts.push(el('p', { class: 'prompt' }, i.prompt));
-  if (risk.length) parts.push(el('ul', {}, ...risk));
+  // Every field the decision's digest covers, in words (the gate makes the lines): a
+  // device approves only what it showed.
+  const warnings = item.shown.filter((l) => l.warn);
+  if (warnings.length) parts.push(el('ul', { class: 'warnings' }, ...warnings.map((l) => el('li', { class: 'risk' }, `${l.label}: ${l.text}`))));
+  parts.push(el('dl', { class: 'shown' }, ...item.shown.filter((l) => !l.warn).flatMap((l) =>
+    [el('dt', {}, l.label), el('dd', { class: l.field === 'prompt' ? 'prompt' : '' }, l.text)])));
   const q = item.quorum;
   if (q) {
     parts.push(el('p', { class: 'quorum' }, `Needs ${q.need} of ${q.of.join(', ')} to agree${q.deny_ends ? '; one deny ends it' : ''}.`));

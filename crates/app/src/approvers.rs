@@ -217,6 +217,8 @@ pub struct ApproverItem {
     pub target: crate::consent::ConsentTarget,
     pub digest: String,
     pub item: crate::consent::ConsentItem,
+    /// The item in words, every field the digest covers: what the page draws.
+    pub shown: Vec<crate::waiting::shown::Shown>,
     /// The quorum it needs, and who decided so far (none: any one approver decides).
     pub quorum: Option<crate::quorum::QuorumView>,
     /// The other devices looking at what waits: their live view open, or a request made,
@@ -256,7 +258,8 @@ pub fn waiting(store: &Store, me: &str, now: DateTime<Utc>) -> Result<Vec<Approv
                 Some(rule) => Some(crate::quorum::view(store, &rule, &target.key(), &digest)?),
                 None => None,
             };
-            out.push(ApproverItem { target, digest, item, quorum, looking: looking.clone() });
+            let shown = crate::waiting::shown::lines(&item);
+            out.push(ApproverItem { target, digest, item, shown, quorum, looking: looking.clone() });
         }
     }
     Ok(out)

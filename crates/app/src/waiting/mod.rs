@@ -10,6 +10,7 @@ mod held;
 mod key_changes;
 mod knocks;
 pub(crate) use knocks::default_name;
+pub mod shown;
 mod steps;
 
 use crate::doors::gate::consent::{now_string, ConsentError, Decision, Lasting};

@@ -176,6 +176,26 @@ async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_remo
     let decided = audit.iter().find(|a| a.action == "consent.always_allow_scope").unwrap();
     assert_eq!(decided.detail["by"]["approver"], registered[0].id.as_str(), "{:?}", decided.detail);
 
+    // A new key says it acts on behalf of a contact: the claim, and every other line the
+    // approval's digest covers, are on the card the phone decides from.
+    let alice = key(0x63);
+    inbox.trust(&pubhex(&alice), "Alice", gatehouse_store::Policy { allowed_scopes: vec!["ops".into()], ..Default::default() });
+    let impostor = key(0x64);
+    let env = gatehouse_epp::Draft { on_behalf_of: Some(pubhex(&alice)), ..inbox.draft("billing", "Pay the invoice from my new account") }
+        .sign(&impostor, chrono::Utc::now());
+    assert_eq!(inbox.post_json(&env).await.0, 401);
+    phone.wait_text(".card.waiting", "Pay the invoice").await;
+    let card = phone.text(".card.waiting").await;
+    assert!(card.contains("acts on behalf of Alice") && card.contains("not theirs"), "the claim is drawn: {card}");
+    let items = approvers::waiting(&inbox.store, &registered[0].id, chrono::Utc::now()).unwrap();
+    assert_eq!(items.len(), 1);
+    for line in &items[0].shown {
+        assert!(card.contains(&line.text), "{} ({}) is covered by the digest but not drawn: {card}", line.field, line.text);
+    }
+    phone.screenshot("phone-claim").await;
+    phone.click(".card.waiting button[data-decision='deny']").await;
+    phone.wait_text("main", "Nothing waits.").await;
+
     // Removed on the gate: the phone's next request is refused, and it says so.
     approvers::remove(&inbox.store, &registered[0].id).unwrap();
     phone.wait_text("main", "This device was removed from the gate").await;

@@ -1,0 +1,211 @@
+//! Everything a decision on a waiting item is about, in words, one line a field: what an
+//! approver's page draws, so a device approves only what it showed. An approver's vote
+//! names a digest of the whole item ([`crate::approvers`]); each field of the item is
+//! destructured here without `..`, so a field added to [`ConsentItem`] does not compile
+//! until it is drawn, and a test checks every field with a value has its line.
+
+use serde::Serialize;
+
+use super::{Claim, ConsentItem};
+
+/// One line: which field of the item it draws, a label and the text.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Shown {
+    pub field: String,
+    pub label: String,
+    pub text: String,
+    /// A warning the page draws as one (a claim to be someone, a key that changed).
+    pub warn: bool,
+}
+
+struct Lines(Vec<Shown>);
+
+impl Lines {
+    fn add(&mut self, field: &str, label: &str, text: impl Into<String>) {
+        self.0.push(Shown { field: field.into(), label: label.into(), text: text.into(), warn: false });
+    }
+
+    fn warn(&mut self, field: &str, label: &str, text: impl Into<String>) {
+        self.0.push(Shown { field: field.into(), label: label.into(), text: text.into(), warn: true });
+    }
+
+    fn opt(&mut self, field: &str, label: &str, text: &Option<String>) {
+        if let Some(t) = text {
+            self.add(field, label, t.clone());
+        }
+    }
+
+    fn risk(&mut self, risk: &[gatehouse_risk::Flag]) {
+        for f in risk {
+            let dismissed = if f.dismissed { " (set aside)" } else { "" };
+            self.warn("risk", "Flagged", format!("{}: “{}”{dismissed}", f.why, f.excerpt));
+        }
+    }
+
+    fn covered(&mut self, covered: &[gatehouse_store::Covered], total: i64) {
+        if total > 0 || !covered.is_empty() {
+            self.add("covered_total", "Would also let in", format!("{total} earlier message(s) in this scope"));
+        }
+        for c in covered {
+            let what = c.excerpt.as_deref().unwrap_or("(no text)");
+            let id = c.envelope_id.as_deref().map(|i| format!(", message {i}")).unwrap_or_default();
+            self.add("covered", "Earlier", format!("{} — {} ({}{id})", c.received_at, what, c.outcome));
+        }
+    }
+
+    fn claims(&mut self, claims: &[Claim]) {
+        for c in claims {
+            let verified = if c.verified { "a verified contact" } else { "a contact" };
+            let who = if c.how.contains(&c.contact_name) { String::new() } else { format!(" — {}", c.contact_name) };
+            self.warn("claims", "Claims", format!("{}{who} ({verified})", c.how));
+        }
+    }
+
+    fn extras(&mut self, extras: &Option<gatehouse_epp::v11::Extras>) {
+        let Some(x) = extras else { return };
+        let gatehouse_epp::v11::Extras { integrity, capabilities, provenance, inert } = x;
+        if let Some(alg) = integrity {
+            self.add("extras", "Integrity", format!("the payload matched its {alg} hash"));
+        }
+        for c in capabilities {
+            self.add("extras", "Asks to use", c.clone());
+        }
+        for p in provenance {
+            let said = p.statement.as_deref().map(|s| format!(": “{s}”")).unwrap_or_default();
+            self.add("extras", "Attested", format!("{} {} at {}{said}", p.role, p.identity, p.timestamp));
+        }
+        for i in inert {
+            self.add("extras", "Declares (not acted on)", format!("{} {} ({})", i.field, i.summary, i.json));
+        }
+    }
+
+    fn later(&mut self, later: &Option<String>) {
+        if let Some(t) = later {
+            self.add("later", "Put off until", t.clone());
+        }
+    }
+}
+
+fn source(s: &crate::target::Source) -> &'static str {
+    use crate::target::Source::*;
+    match s {
+        EppSender => "a sender (EPP)",
+        UampAgent => "an agent (UAMP)",
+        IntentSite => "a company's site (IntentWeb)",
+        AsopAgent => "one of your agents",
+        A2aAgent => "an agent (A2A)",
+    }
+}
+
+/// The item in words, every field that has a value.
+pub fn lines(item: &ConsentItem) -> Vec<Shown> {
+    let mut l = Lines(Vec::new());
+    match item {
+        ConsentItem::UnknownSender {
+            public_key,
+            source: from,
+            first_seen,
+            last_seen,
+            count,
+            scopes_tried,
+            knock,
+            envelope_id,
+            scope,
+            prompt,
+            extras,
+            risk,
+            covered,
+            covered_total,
+            later,
+            claims,
+        } => {
+            l.claims(claims);
+            l.add("source", "Who", format!("{} not in your trust registry", source(from)));
+            l.add("public_key", "Key", public_key.clone());
+            l.opt("scope", "Asks for", scope);
+            l.add("count", "Knocked", format!("{count} time(s)"));
+            l.add("first_seen", "First seen", first_seen.clone());
+            l.add("last_seen", "Last seen", last_seen.clone());
+            if !scopes_tried.is_empty() {
+                l.add("scopes_tried", "Scopes tried", scopes_tried.join(", "));
+            }
+            l.opt("prompt", "Message", prompt);
+            l.risk(risk);
+            l.extras(extras);
+            l.covered(covered, *covered_total);
+            l.opt("envelope_id", "Message id", envelope_id);
+            l.opt("knock", "Knock", knock);
+            l.later(later);
+        }
+        ConsentItem::Held {
+            row_id,
+            envelope_id,
+            sender,
+            sender_name,
+            scope,
+            prompt,
+            payload_type,
+            on_behalf_of,
+            received_at,
+            extras,
+            risk,
+            covered,
+            covered_total,
+            grant_ended,
+            later,
+            key_change,
+        } => {
+            if *key_change {
+                l.warn("key_change", "Key", "a new key of a verified contact, not verified itself: nothing from it goes through until it is");
+            }
+            l.opt("sender_name", "From", sender_name);
+            l.add("sender", "Key", sender.clone());
+            l.add("scope", "Scope", scope.clone());
+            l.opt("on_behalf_of", "On behalf of", on_behalf_of);
+            l.add("prompt", "Message", prompt.clone());
+            l.opt("payload_type", "Kind of message", payload_type);
+            l.risk(risk);
+            l.extras(extras);
+            l.add("received_at", "Received", received_at.clone());
+            l.opt("grant_ended", "Its grant ended", grant_ended);
+            l.covered(covered, *covered_total);
+            l.add("envelope_id", "Message id", envelope_id.clone());
+            l.add("row_id", "Entry", row_id.to_string());
+            l.later(later);
+        }
+        ConsentItem::HeldAsk { stream_id, sender, sender_name, scope, prompt, received_at, risk, grant_ended, later, key_change } => {
+            if *key_change {
+                l.warn("key_change", "Keys", "its keys changed after you verified it, and it is not verified again");
+            }
+            l.opt("sender_name", "From", sender_name);
+            l.add("sender", "Agent", sender.clone());
+            l.add("scope", "Scope", scope.clone());
+            l.add("prompt", "Asks", prompt.clone());
+            l.risk(risk);
+            l.add("received_at", "Received", received_at.clone());
+            l.opt("grant_ended", "Its grant ended", grant_ended);
+            l.add("stream_id", "Stream", stream_id.clone());
+            l.later(later);
+        }
+        ConsentItem::KeyChange { sender, sender_name, key_id, reason, first_seen, last_seen, count, verified, later } => {
+            let why = if reason == "invalid_signature" { "a key kept for it did not match its signature" } else { "it signed with a key not kept for it" };
+            l.warn("reason", "Key change", why);
+            if *verified {
+                l.warn("verified", "Verified", "you had verified this contact: whatever its key changed to stays blocked until you verify it again");
+            }
+            l.opt("sender_name", "From", sender_name);
+            l.add("sender", "Contact", sender.clone());
+            l.add("key_id", "Key it named", key_id.clone());
+            l.add("count", "Seen", format!("{count} time(s)"));
+            l.add("first_seen", "First seen", first_seen.clone());
+            l.add("last_seen", "Last seen", last_seen.clone());
+            l.later(later);
+        }
+        ConsentItem::GuardianStep { step } => {
+            let agent = step.agent_name.as_deref().or(step.agent_id.as_deref()).unwrap_or("an agent");
+            l.add("step", "Step", format!("{agent}: {} — {}", step.method, step.summary));
+        }
+    }
+    l.0
+}
