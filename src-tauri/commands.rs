@@ -223,7 +223,7 @@ pub async fn audit_list(shell: ShellState<'_>, query: gatehouse_app::history::Au
 #[specta::specta]
 pub async fn audit_verify(shell: ShellState<'_>) -> Result<gatehouse_app::audit::AuditVerdict> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::audit::verify_live(&c.store, &c.public_key)).await
+    blocking(move || gatehouse_app::audit::verify_here(&c.ctx, None)).await
 }
 
 #[tauri::command]

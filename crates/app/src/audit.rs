@@ -69,22 +69,41 @@ fn checkpoint_message(through_id: i64, hash: &str, at: &str) -> Vec<u8> {
 }
 
 /// Signs the chain's head with the gate's key, unless the last checkpoint already covers
-/// it (or the log is empty). Returns the checkpoint made.
-pub fn checkpoint(store: &Store, key: &SigningKey) -> Result<Option<AuditCheckpoint>> {
+/// it (or the log is empty). Returns the checkpoint made. Only a head that extends every
+/// valid checkpoint — those in the store and `witness`, the newest this machine saw — is
+/// signed: a log rewound, rewritten or emptied is refused, not signed as it is.
+pub fn checkpoint(store: &Store, key: &SigningKey, witness: Option<&AuditCheckpoint>) -> Result<Option<AuditCheckpoint>> {
+    Ok(checked_checkpoint(store, key, witness)?.0)
+}
+
+/// [`checkpoint`], with the check of the log it was made after.
+fn checked_checkpoint(store: &Store, key: &SigningKey, witness: Option<&AuditCheckpoint>) -> Result<(Option<AuditCheckpoint>, AuditVerdict)> {
+    let v = verify_live(store, &hex::encode(key.verifying_key().as_bytes()), witness)?;
+    if let Some(p) = &v.problem {
+        return Err(CommandError::new(
+            Code::Changed,
+            format!("the audit log does not extend what the gate signed before, so it is not signed again: {}", p.reason),
+        ));
+    }
     let (through_id, hash) = store.audit_head()?;
-    if through_id == 0 || store.audit_checkpoints()?.last().is_some_and(|c| c.through_id == through_id && c.hash == hash) {
-        return Ok(None);
+    if through_id == 0 || v.signed_through == Some(through_id) {
+        return Ok((None, v));
     }
     let at = crate::now();
     let signature = key.sign(&checkpoint_message(through_id, &hash, &at));
     let c = AuditCheckpoint { at, through_id, hash, public_key: hex::encode(key.verifying_key().as_bytes()), signature: hex::encode(signature.to_bytes()) };
     store.audit_checkpoint_add(&c)?;
-    Ok(Some(c))
+    Ok((Some(c), v))
 }
 
-/// The whole log for export, signed up to its last entry first.
+/// The whole log for export, signed up to its last entry first (when it extends what was
+/// signed before; otherwise exported as it is, for the reader's check to name the fault).
 pub fn export(store: &Store, key: &SigningKey) -> Result<AuditExport> {
-    checkpoint(store, key)?;
+    match checkpoint(store, key, None) {
+        Ok(_) => {}
+        Err(e) if e.code == Code::Changed => {}
+        Err(e) => return Err(e),
+    }
     let mut entries = Vec::new();
     loop {
         let page = store.audit_chain(entries.last().map_or(0, |e: &AuditEntry| e.id), PAGE)?;
@@ -103,9 +122,15 @@ pub fn export(store: &Store, key: &SigningKey) -> Result<AuditExport> {
     })
 }
 
-/// Checks the live log against `key` (hex), page by page.
-pub fn verify_live(store: &Store, key: &str) -> Result<AuditVerdict> {
-    let mut v = Verifier::new(key, store.audit_checkpoints()?)?;
+/// Checks the live log against `key` (hex), page by page, and against `witness` (the
+/// newest checkpoint this machine kept): a log cut, rewound or emptied together with its
+/// checkpoints still fails to reach it.
+pub fn verify_live(store: &Store, key: &str, witness: Option<&AuditCheckpoint>) -> Result<AuditVerdict> {
+    let mut checkpoints = store.audit_checkpoints()?;
+    if let Some(w) = witness.filter(|w| !checkpoints.contains(w)) {
+        checkpoints.push(w.clone());
+    }
+    let mut v = Verifier::new(key, checkpoints)?;
     let mut after = 0;
     loop {
         let page = store.audit_chain(after, PAGE)?;
@@ -118,6 +143,42 @@ pub fn verify_live(store: &Store, key: &str) -> Result<AuditVerdict> {
         }
     }
     Ok(v.finish(Some(store.audit_head()?.0)))
+}
+
+/// The newest valid checkpoint of the log as `v` checked it: what this machine keeps.
+fn newest_valid(store: &Store, key: &str, v: &AuditVerdict) -> Result<Option<AuditCheckpoint>> {
+    let Some(through) = v.signed_through.filter(|_| v.intact) else { return Ok(None) };
+    let Ok(v) = Verifier::new(key, Vec::new()) else { return Ok(None) };
+    Ok(store.audit_checkpoints()?.into_iter().rev().find(|c| c.through_id == through && v.signed_by_key(c)))
+}
+
+/// Checks this gate's log against its key and the checkpoint this machine keeps (in
+/// `ctx`'s data dir); when it is intact, keeps its newest checkpoint.
+pub fn verify_here(ctx: &crate::Context, key: Option<&str>) -> Result<AuditVerdict> {
+    let key = key.unwrap_or(&ctx.public_key);
+    let witness = crate::witness::load(&ctx.data_dir)?;
+    let v = verify_live(&ctx.store, key, witness.as_ref())?;
+    if key.eq_ignore_ascii_case(&ctx.public_key) {
+        if let Some(c) = newest_valid(&ctx.store, key, &v)? {
+            crate::witness::keep(&ctx.data_dir, &c)?;
+        }
+    }
+    Ok(v)
+}
+
+/// Signs this gate's log now (see [`checkpoint`]), checked against the checkpoint this
+/// machine keeps, and keeps the newest.
+pub fn checkpoint_here(store: &Store, key: &SigningKey, data_dir: &std::path::Path) -> Result<Option<AuditCheckpoint>> {
+    let witness = crate::witness::load(data_dir)?;
+    let (made, v) = checked_checkpoint(store, key, witness.as_ref())?;
+    let newest = match &made {
+        Some(c) => Some(c.clone()),
+        None => newest_valid(store, &hex::encode(key.verifying_key().as_bytes()), &v)?,
+    };
+    if let Some(c) = newest {
+        crate::witness::keep(data_dir, &c)?;
+    }
+    Ok(made)
 }
 
 /// Checks an exported log (the text of an export file) against `key` (hex).

@@ -65,6 +65,7 @@ pub mod swarms;
 pub mod target;
 pub mod trust;
 pub mod waiting;
+pub mod witness;
 
 /// The gate's clock, which the decisions a face passes on are made at.
 pub use crate::doors::gate::clock;

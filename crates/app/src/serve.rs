@@ -78,6 +78,7 @@ pub async fn bind(ctx: &Context, doors: Doors) -> Result<Bound> {
         public_names: doors.public_names,
         email: follows,
         key: Some(key.clone()),
+        data_dir: Some(data_dir.to_path_buf()),
         ..Default::default()
     };
     Ok(Bound { options, epp, uamp, email })

@@ -35,10 +35,7 @@ pub fn run(cmd: AuditCmd, open: impl Fn() -> Result<Context, CommandError>) -> R
                 // Someone else's export, checked against the key they were given: no gate needed.
                 (Some(file), Some(key)) => audit::verify_export(&read(&file)?, &key)?,
                 (Some(file), None) => audit::verify_export(&read(&file)?, &open()?.public_key)?,
-                (None, key) => {
-                    let ctx = open()?;
-                    audit::verify_live(&ctx.store, key.as_deref().unwrap_or(&ctx.public_key))?
-                }
+                (None, key) => audit::verify_here(&open()?, key.as_deref())?,
             };
             if json {
                 crate::print_json(&verdict);
@@ -49,7 +46,7 @@ pub fn run(cmd: AuditCmd, open: impl Fn() -> Result<Context, CommandError>) -> R
         }
         AuditCmd::Checkpoint => {
             let ctx = open()?;
-            match audit::checkpoint(&ctx.store, &ctx.key)? {
+            match audit::checkpoint_here(&ctx.store, &ctx.key, &ctx.data_dir)? {
                 Some(c) => note!("signed the audit log up to entry #{} ({})", c.through_id, c.at),
                 None => note!("the last checkpoint already covers the whole log"),
             }

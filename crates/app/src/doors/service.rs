@@ -33,6 +33,9 @@ pub struct ServeOptions {
     /// UAMP peers are signed with it (without it, with the key the data dir records, read
     /// from the keychain for each).
     pub key: Option<ed25519_dalek::SigningKey>,
+    /// This machine's data dir, where it keeps the newest checkpoint of the audit log it
+    /// signed or saw ([`crate::witness`]).
+    pub data_dir: Option<PathBuf>,
 }
 
 pub struct UampOptions {
@@ -130,17 +133,24 @@ where
     let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone(), key.clone())));
     let gc_store = store.clone();
     let signer = key.clone();
+    let witness_dir = opts.data_dir.clone();
     let gc_task = tokio::spawn(async move {
         let mut every = tokio::time::interval(GC_EVERY);
         loop {
             every.tick().await;
             let s = gc_store.clone();
             let now = chrono::Utc::now().timestamp_millis();
-            let signer = signer.clone();
+            let (signer, witness_dir) = (signer.clone(), witness_dir.clone());
             let collected = tokio::task::spawn_blocking(move || {
                 let pruned = s.prune(now, &s.retention());
-                // What changed since the last checkpoint is signed now, pruning included.
-                if let Some(Err(e)) = signer.map(|k| crate::audit::checkpoint(&s, &k)) {
+                // What changed since the last checkpoint is signed now, pruning included,
+                // if the log extends what was signed before (a rewound log is reported).
+                let signed = match (signer, witness_dir) {
+                    (Some(k), Some(dir)) => Some(crate::audit::checkpoint_here(&s, &k, &dir)),
+                    (Some(k), None) => Some(crate::audit::checkpoint(&s, &k, None)),
+                    _ => None,
+                };
+                if let Some(Err(e)) = signed {
                     tracing::warn!(error = %e, "signing a checkpoint of the audit log failed");
                 }
                 (s.gc_nonces(now), s.gc_usage(now), pruned)

@@ -39,14 +39,14 @@ fn log() -> Log {
             .audit("trust.add", Some(&format!("key-{i}")), &json!({"name": format!("sender {i}"), "scopes": ["read"]}), &format!("2026-11-26T10:00:0{i}Z"))
             .unwrap();
     }
-    assert!(audit::checkpoint(&store, &key).unwrap().is_some());
-    assert!(audit::checkpoint(&store, &key).unwrap().is_none(), "nothing new to sign");
+    assert!(audit::checkpoint(&store, &key, None).unwrap().is_some());
+    assert!(audit::checkpoint(&store, &key, None).unwrap().is_none(), "nothing new to sign");
     Log { dir, store, key, public }
 }
 
 impl Log {
     fn problem(&self) -> (i64, String) {
-        let v = audit::verify_live(&self.store, &self.public).unwrap();
+        let v = audit::verify_live(&self.store, &self.public, None).unwrap();
         assert!(!v.intact, "{v:?}");
         let p = v.problem.unwrap();
         (p.entry, p.reason)
@@ -56,12 +56,12 @@ impl Log {
 #[test]
 fn an_untouched_log_and_its_export_verify() {
     let l = log();
-    let v = audit::verify_live(&l.store, &l.public).unwrap();
+    let v = audit::verify_live(&l.store, &l.public, None).unwrap();
     assert!(v.intact, "{v:?}");
     assert_eq!((v.entries, v.first_id, v.last_id, v.signed_through, v.checkpoints_checked), (6, Some(1), Some(6), Some(6), 1));
     // A seventh, not yet signed: still intact, and said to be unsigned.
     l.store.audit("trust.block", Some("key-7"), &json!({}), "2026-11-26T10:01:00Z").unwrap();
-    let v = audit::verify_live(&l.store, &l.public).unwrap();
+    let v = audit::verify_live(&l.store, &l.public, None).unwrap();
     assert!(v.intact && v.signed_through == Some(6) && v.last_id == Some(7), "{v:?}");
     // An export signs what it carries first.
     let export = serde_json::to_string(&audit::export(&l.store, &l.key).unwrap()).unwrap();
@@ -136,10 +136,22 @@ fn a_rewrite_with_every_hash_recomputed_is_found_by_the_signed_checkpoint() {
     let (entry, reason) = l.problem();
     assert_eq!(entry, 6, "the signed entry no longer matches: {reason}");
     assert!(reason.contains("rewritten"), "{reason}");
+    // The gate does not sign the rewritten log.
+    let e = audit::checkpoint(&l.store, &l.key, None).unwrap_err();
+    assert!(e.code == gatehouse_app::Code::Changed && e.message.contains("rewritten"), "{e:?}");
     // And a checkpoint forged with another key is not the gate's.
     let mallory = gatehouse_epp::generate_signing_key();
-    audit::checkpoint(&l.store, &mallory).unwrap();
-    let v = audit::verify_live(&l.store, &l.public).unwrap();
+    let head = l.store.audit_head().unwrap();
+    l.store
+        .audit_checkpoint_add(&gatehouse_store::AuditCheckpoint {
+            at: "2026-11-26T11:00:00Z".into(),
+            through_id: head.0,
+            hash: head.1,
+            public_key: gatehouse_epp::public_key_hex(&mallory),
+            signature: "00".repeat(64),
+        })
+        .unwrap();
+    let v = audit::verify_live(&l.store, &l.public, None).unwrap();
     assert!(!v.intact && v.signed_through.is_none(), "{v:?}");
 }
 
@@ -169,10 +181,72 @@ fn retention_drops_the_oldest_and_the_log_still_verifies() {
     assert_eq!(l.problem().0, 1);
     let pruned = l.store.prune(now, &gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 30 }).unwrap();
     assert_eq!(pruned.audit_removed, 3);
-    let v = audit::verify_live(&l.store, &l.public).unwrap();
+    let v = audit::verify_live(&l.store, &l.public, None).unwrap();
     assert!(v.intact, "the dropped entries are accounted for by the pruning entry: {v:?}");
     assert_eq!((v.first_id, v.last_id), (Some(4), Some(8)));
-    audit::checkpoint(&l.store, &l.key).unwrap();
+    audit::checkpoint(&l.store, &l.key, None).unwrap();
     let export = serde_json::to_string(&audit::export(&l.store, &l.key).unwrap()).unwrap();
     assert!(audit::verify_export(&export, &l.public).unwrap().intact);
+}
+
+/// A log rewound by someone with the database alone — its end cut and its head moved back
+/// with the newer checkpoints deleted, every hash rewritten and every checkpoint deleted,
+/// or the log and its checkpoints emptied — verifies against what the database holds;
+/// this machine kept the newest checkpoint it signed, out of the database's reach, so the
+/// check finds each, and the gate will not sign the rewound head.
+#[test]
+fn a_log_rewound_with_its_checkpoints_is_found_by_the_checkpoint_this_machine_kept() {
+    type Rewind = fn(&Log) -> String;
+    let attacks: [(&str, Rewind); 3] = [
+        ("the tail cut, the head moved back, the newer checkpoints deleted", |l| {
+            let seventh = &l.store.audit_chain(6, 1).unwrap()[0];
+            format!(
+                "DELETE FROM audit WHERE id >= 7; UPDATE audit_head SET id = 6, hash = '{}'; DELETE FROM audit_checkpoints WHERE through_id >= 7",
+                seventh.prev_hash
+            )
+        }),
+        ("every hash rewritten, every checkpoint deleted", |l| {
+            let mut entries = l.store.audit_chain(0, 100).unwrap();
+            entries[1].detail = json!({"name": "mallory", "scopes": ["*"]});
+            let mut sql = "DELETE FROM audit_checkpoints;".to_string();
+            for i in 1..entries.len() {
+                let prev = entries[i - 1].hash.clone();
+                let e = &mut entries[i];
+                e.prev_hash = prev;
+                e.hash = audit_entry_hash(e.id, &e.at, &e.action, e.subject.as_deref(), &e.detail.to_string(), &e.prev_hash);
+                sql += &format!("UPDATE audit SET detail = '{}', prev_hash = '{}', hash = '{}' WHERE id = {};", e.detail, e.prev_hash, e.hash, e.id);
+            }
+            sql + &format!("UPDATE audit_head SET hash = '{}';", entries.last().unwrap().hash)
+        }),
+        ("the log and its checkpoints emptied", |_| {
+            format!("DELETE FROM audit; DELETE FROM audit_checkpoints; UPDATE audit_head SET id = 0, hash = '{}'", gatehouse_store::AUDIT_GENESIS)
+        }),
+    ];
+    for (attack, sql) in attacks {
+        let l = log();
+        let here = tempfile::tempdir().unwrap();
+        for i in 7..=8 {
+            l.store.audit("trust.block", Some(&format!("key-{i}")), &json!({}), &format!("2026-11-26T10:02:0{i}Z")).unwrap();
+        }
+        assert!(audit::checkpoint_here(&l.store, &l.key, here.path()).unwrap().is_some());
+        let kept = gatehouse_app::witness::load(here.path()).unwrap().expect("the checkpoint is kept");
+        assert_eq!(kept.through_id, 8);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(here.path().join(gatehouse_app::witness::FILE)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+
+        behind_the_gates_back(l.dir.path(), &sql(&l));
+        let db_alone = audit::verify_live(&l.store, &l.public, None).unwrap();
+        assert!(db_alone.intact, "{attack}: the database alone cannot tell (as before): {db_alone:?}");
+        let v = audit::verify_live(&l.store, &l.public, Some(&kept)).unwrap();
+        assert!(!v.intact, "{attack}: found with the kept checkpoint: {v:?}");
+        let reason = v.problem.unwrap().reason;
+        assert!(reason.contains("removed") || reason.contains("rewritten"), "{attack}: {reason}");
+        let e = audit::checkpoint_here(&l.store, &l.key, here.path()).unwrap_err();
+        assert_eq!(e.code, gatehouse_app::Code::Changed, "{attack}: the rewound head is not signed: {e:?}");
+        assert_eq!(gatehouse_app::witness::load(here.path()).unwrap().unwrap().through_id, 8, "{attack}: the kept checkpoint stays");
+    }
 }

@@ -10,6 +10,7 @@ mod mail;
 mod mail_reference;
 mod printing;
 mod proxy;
+mod rewind;
 mod sites;
 mod team;
 // The CLI's one way to print (src/terminal.rs), tested as it is in `printing`.

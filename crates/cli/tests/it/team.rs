@@ -44,6 +44,11 @@ impl Team {
         gh(self.dir(node), &self.url, args)
     }
 
+    /// Node `node`'s CLI, to be run and its failure read.
+    pub(crate) fn command(&self, node: usize) -> Command {
+        command(self.dir(node), &self.url)
+    }
+
     fn serve(&self, node: usize) -> Node {
         Node::start(self.dir(node), &self.url)
     }
