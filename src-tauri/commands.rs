@@ -278,7 +278,7 @@ pub async fn executors_get(shell: ShellState<'_>) -> Result<ExecutorConfig> {
 pub async fn executors_set<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, config: ExecutorConfig) -> Result<()> {
     // A program to run, or a folder to write into, is confirmed by the user in a native
     // dialog the page cannot answer: the page may only propose it.
-    gatehouse_app::executors::set(shell.store.clone(), config, |asks| async move { crate::grants::confirm(&app, &asks).await }).await
+    gatehouse_app::executors::set(shell.store.clone(), &shell.data_dir, config, |asks| async move { crate::grants::confirm(&app, &asks).await }).await
 }
 
 /// The public key as a QR code (SVG text; rendered as an image, never as markup).

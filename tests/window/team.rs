@@ -143,7 +143,7 @@ fn two_desktops_and_a_phone_decide_a_knock_at_a_team_gate_two_of_three() {
     assert!(audit::verify_export(&export, &gate_key).unwrap().intact);
     let edited = decided.id;
     pg.psql_in(&db_name, &format!("UPDATE audit SET detail = '{{\"by\":{{\"name\":\"Mallory\"}}}}' WHERE id = {edited}")).unwrap();
-    let live = audit::verify_live(&store, &gate_key).unwrap();
+    let live = audit::verify_live(&store, &gate_key, None).unwrap();
     assert!(!live.intact && live.problem.as_ref().is_some_and(|p| p.entry == edited), "{live:?}");
     let again = serde_json::to_string(&audit::export(&store, &owner).unwrap()).unwrap();
     assert!(!audit::verify_export(&again, &gate_key).unwrap().intact);

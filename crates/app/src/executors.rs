@@ -3,6 +3,7 @@
 //! that are new confirmed by the user, then saved and audited.
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 
 use gatehouse_store::Store;
@@ -115,8 +116,10 @@ pub fn new_programs_and_folders(before: &ExecutorConfig, after: &ExecutorConfig)
 }
 
 /// Validates, asks `confirm` about new programs and folders (the window: a native dialog
-/// the page cannot answer; the CLI: the user typed the command), saves and audits.
-pub async fn set<F, Fut>(store: Arc<Store>, config: ExecutorConfig, confirm: F) -> Result<()>
+/// the page cannot answer; the CLI: the user typed the command), lists them as allowed on
+/// this machine (`data_dir`'s own list: a setting in the database alone runs nothing),
+/// saves and audits.
+pub async fn set<F, Fut>(store: Arc<Store>, data_dir: &Path, config: ExecutorConfig, confirm: F) -> Result<()>
 where
     F: FnOnce(Vec<String>) -> Fut,
     Fut: Future<Output = bool>,
@@ -131,6 +134,7 @@ where
     if !asks.is_empty() && !confirm(asks).await {
         return Err(CommandError::new(Code::NotConfirmed, "not saved: the new program or folder was not confirmed"));
     }
+    allow_here(data_dir, &config)?;
     blocking(move || {
         config.save(&store)?;
         store.audit("executors.update", None, &serde_json::to_value(&config).unwrap_or_default(), &crate::now())?;
@@ -139,9 +143,32 @@ where
     .await
 }
 
+/// Lists every program and folder `config` names as allowed on this machine (in
+/// `data_dir`); returns what was newly listed, in words.
+pub fn allow_here(data_dir: &Path, config: &ExecutorConfig) -> Result<Vec<String>> {
+    use crate::doors::gate::executor::here;
+    let io = |e: String| CommandError::new(Code::Io, e);
+    let mut listed = here::load(data_dir).map_err(io)?;
+    let mut added = Vec::new();
+    for spec in config.scopes.values().chain([&config.default]) {
+        if !listed.permits(spec) {
+            listed.add(spec);
+            added.push(match spec {
+                ExecutorSpec::Command { program, args, .. } => format!("run {program} {}", args.join(" ")).trim_end().to_string(),
+                ExecutorSpec::FileQueue { dir } => format!("write into {}", dir.display()),
+                other => other.name().to_string(),
+            });
+        }
+    }
+    if !added.is_empty() {
+        here::save(data_dir, &listed).map_err(io)?;
+    }
+    Ok(added)
+}
+
 /// Sets one scope's executor (or the default), keeping the others: what the CLI's
 /// `executor set` does.
-pub async fn set_scope(store: Arc<Store>, scope: &str, spec: ExecutorSpec) -> Result<ExecutorConfig> {
+pub async fn set_scope(store: Arc<Store>, data_dir: &Path, scope: &str, spec: ExecutorSpec) -> Result<ExecutorConfig> {
     let s = store.clone();
     let mut config = blocking(move || get(&s)).await?;
     if scope == "default" {
@@ -149,7 +176,7 @@ pub async fn set_scope(store: Arc<Store>, scope: &str, spec: ExecutorSpec) -> Re
     } else {
         config.scopes.insert(scope.to_string(), spec);
     }
-    set(store, config.clone(), |_| async { true }).await?;
+    set(store, data_dir, config.clone(), |_| async { true }).await?;
     Ok(config)
 }
 

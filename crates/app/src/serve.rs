@@ -108,7 +108,8 @@ pub struct Serving {
 
 /// The gate the doors bound (`Bound::options`) open onto, telling `events` what it does.
 pub fn open(ctx: &Context, options: ServeOptions, events: &Events) -> Serving {
-    let (gate, queue) = crate::doors::build_with_events(ctx.store.clone(), &ctx.public_key, events.events.clone(), events.progress.clone());
+    let here = crate::doors::gate::executor::here::RunsHere::In(ctx.data_dir.clone());
+    let (gate, queue) = crate::doors::build_with_events(ctx.store.clone(), &ctx.public_key, events.events.clone(), events.progress.clone(), here);
     Serving { gate, queue, options }
 }
 
@@ -127,7 +128,8 @@ impl Serving {
 /// The gate while no door runs (the window paused): decisions still apply, and what they
 /// release runs when the doors open again.
 pub fn detached(ctx: &Context, events: &Events) -> Arc<Gate> {
-    Arc::new(crate::doors::compose_gate(ctx.store.clone(), &ctx.public_key).with_events(events.events.clone()))
+    let here = crate::doors::gate::executor::here::RunsHere::In(ctx.data_dir.clone());
+    Arc::new(crate::doors::compose_gate(ctx.store.clone(), &ctx.public_key).with_events(events.events.clone()).with_runs_here(here))
 }
 
 async fn uamp_listener(addr: &str, data_dir: &Path, key: &ed25519_dalek::SigningKey) -> Result<(UampOptions, Uamp)> {

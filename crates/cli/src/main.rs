@@ -226,6 +226,10 @@ enum ExportArg {
 enum ExecutorCmd {
     /// Show the executor per scope
     List,
+    /// Allow on this machine every program and folder the executor setting names (a
+    /// node of a team's gate runs only what its own operator allowed; `set` on this
+    /// machine allows what it sets). Check `executor list` first
+    Allow,
     /// Set the executor for a scope (or `default`)
     Set {
         scope: String,
@@ -450,8 +454,18 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                         SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command { program: argv[0].clone(), args: argv[1..].to_vec(), timeout_secs },
                     };
                     // The user typed the program or folder here: that is the confirmation.
-                    let cfg = uamp::runtime()?.block_on(gatehouse_app::executors::set_scope(store, &scope, spec))?;
+                    let cfg = uamp::runtime()?.block_on(gatehouse_app::executors::set_scope(store, &data_dir, &scope, spec))?;
                     print_json(&cfg);
+                }
+                ExecutorCmd::Allow => {
+                    // The operator of this machine typed it, having been shown the setting.
+                    let added = gatehouse_app::executors::allow_here(&data_dir, &gatehouse_app::executors::get(&store)?)?;
+                    if added.is_empty() {
+                        note!("everything the executor setting names was already allowed on this machine");
+                    }
+                    for a in added {
+                        note!("allowed on this machine: {a}");
+                    }
                 }
             }
         }

@@ -237,7 +237,8 @@ async fn run(p: &mut Producer, job: &Job) -> End {
     };
     let store = p.uamp.store().clone();
     // Executors that hand work to another agent are for EPP prompts only: none here.
-    let out = executor::run(&job.spec, &work, &store, &Delegates::default(), p).await;
+    let here = p.uamp.inbox().runs_here().clone();
+    let out = executor::run(&job.spec, &work, &store, &Delegates::default(), &here, p).await;
     let program = match &job.spec {
         ExecutorSpec::Command { program, .. } => program.as_str(),
         _ => "",
@@ -262,7 +263,7 @@ async fn run(p: &mut Producer, job: &Job) -> End {
             command::End::WaitFailed(e) => Stop::Failed(format!("waiting for {program} failed: {e}")),
             command::End::ReadFailed(e) => Stop::Failed(format!("reading its output failed: {e}")),
         }),
-        Err(Failed::Model { error, .. }) => Err(Stop::Failed(error)),
+        Err(Failed::Model { error, .. } | Failed::NotHere(error)) => Err(Stop::Failed(error)),
         Ok(Done::Delegated(_)) | Err(Failed::Delegated(_) | Failed::Unavailable(_)) => {
             Err(Stop::Failed("this scope's executor hands prompts to another agent, for EPP prompts only".into()))
         }

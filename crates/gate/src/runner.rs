@@ -108,6 +108,8 @@ pub type Describe = Arc<dyn Fn(&ExecutorSpec, &EnvelopeRow, Option<&str>) -> Wor
 #[derive(Clone)]
 pub struct Hooks {
     pub delegates: Delegates,
+    /// What this machine's operator allowed to run here.
+    pub runs_here: executor::here::RunsHere,
     pub describe: Describe,
     pub on_success: Option<OnSuccess>,
 }
@@ -251,7 +253,7 @@ static SLOW: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(SLOW_AT_
 /// Runs one envelope's executor (progress passed on, throttled) and says how it ended.
 async fn run_one(store: &Arc<Store>, spec: &ExecutorSpec, row: &EnvelopeRow, name: Option<&str>, progress: &Progress, hooks: &Hooks) -> Finished {
     let mut sink = Passing { envelope_row: row.id, progress, last: None };
-    let out = executor::run(spec, &(hooks.describe)(spec, row, name), store, &hooks.delegates, &mut sink).await;
+    let out = executor::run(spec, &(hooks.describe)(spec, row, name), store, &hooks.delegates, &hooks.runs_here, &mut sink).await;
     let (status, result) = match executor::record(spec, out) {
         Ok(v) => {
             if let Some(after) = &hooks.on_success {

@@ -79,6 +79,8 @@ pub struct Gate {
     /// Scopes doors record for themselves (the composition names them): no sender may
     /// ask for one at a door that takes any scope.
     reserved: Vec<&'static str>,
+    /// What this machine's operator allowed to run here (programs, folders).
+    runs_here: crate::executor::here::RunsHere,
 }
 
 /// Distinct sender keys kept decompressed; past this the cache starts over.
@@ -97,6 +99,7 @@ impl Gate {
             progress: tokio::sync::broadcast::channel(256).0,
             keys: Mutex::new(HashMap::new()),
             executors: Mutex::new(None),
+            runs_here: Default::default(),
             doors: Mutex::new(Vec::new()),
             freshness: store.setting(FRESHNESS_SETTING).ok().flatten().unwrap_or_default(),
             flood: crate::flood::Gate::default(),
@@ -205,6 +208,16 @@ impl Gate {
 
     pub fn progress_sender(&self) -> tokio::sync::broadcast::Sender<crate::runner::ExecProgress> {
         self.progress.clone()
+    }
+
+    /// Programs and folders run only as `here` allows (a machine's own list).
+    pub fn with_runs_here(mut self, here: crate::executor::here::RunsHere) -> Self {
+        self.runs_here = here;
+        self
+    }
+
+    pub fn runs_here(&self) -> &crate::executor::here::RunsHere {
+        &self.runs_here
     }
 
     pub fn with_progress(mut self, progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>) -> Self {

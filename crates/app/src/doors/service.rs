@@ -64,7 +64,7 @@ pub fn gate(store: Arc<Store>, public_key: &str) -> Gate {
 
 /// An inbox wired to an executor queue; [`run_with`] drains the queue.
 pub fn build(store: Arc<Store>, public_key: &str) -> (Arc<Gate>, mpsc::UnboundedReceiver<i64>) {
-    build_with_events(store, public_key, tokio::sync::broadcast::channel(256).0, tokio::sync::broadcast::channel(256).0)
+    build_with_events(store, public_key, tokio::sync::broadcast::channel(256).0, tokio::sync::broadcast::channel(256).0, Default::default())
 }
 
 /// [`build`] with an event channel that outlives this inbox (the app keeps one across
@@ -74,14 +74,20 @@ pub fn build_with_events(
     public_key: &str,
     events: tokio::sync::broadcast::Sender<super::gate::state::ArrivalEvent>,
     progress: tokio::sync::broadcast::Sender<super::gate::runner::ExecProgress>,
+    runs_here: super::gate::executor::here::RunsHere,
 ) -> (Arc<Gate>, mpsc::UnboundedReceiver<i64>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (Arc::new(gate(store, public_key).with_executions(tx).with_events(events).with_progress(progress)), rx)
+    (Arc::new(gate(store, public_key).with_executions(tx).with_events(events).with_progress(progress).with_runs_here(runs_here)), rx)
 }
 
 /// The executors beyond the gate's own (a swarm, a peer), and what follows a successful
 /// executor (a reply to the sender): the doors that provide them are composed here.
-fn runner_hooks(store: &Arc<Store>, mail: Vec<super::email::Follow>, key: Option<ed25519_dalek::SigningKey>) -> runner::Hooks {
+fn runner_hooks(
+    store: &Arc<Store>,
+    mail: Vec<super::email::Follow>,
+    key: Option<ed25519_dalek::SigningKey>,
+    runs_here: super::gate::executor::here::RunsHere,
+) -> runner::Hooks {
     let delegates = Delegates::default()
         .with(super::mail::executor::KIND, Arc::new(super::mail::executor::SwarmExecutor { store: store.clone() }))
         .with(super::uamp::executor::KIND, Arc::new(super::uamp::executor::PeerExecutor { store: store.clone(), key: key.clone() }))
@@ -91,7 +97,7 @@ fn runner_hooks(store: &Arc<Store>, mail: Vec<super::email::Follow>, key: Option
         super::a2a::DOOR => super::a2a::work::describe(spec, row, name),
         _ => super::epp::work::describe(spec, row, name),
     });
-    runner::Hooks { delegates, describe, on_success: Some(super::epp::reply::after_success(mail, key)) }
+    runner::Hooks { delegates, runs_here, describe, on_success: Some(super::epp::reply::after_success(mail, key)) }
 }
 
 /// Runs the transports, the executor runner and nonce GC until `shutdown` resolves.
@@ -130,7 +136,8 @@ where
     }
     let key = opts.key.clone().or_else(|| opts.uamp.as_ref().map(|u| u.key.clone()));
     let notify_task = tokio::spawn(crate::notify::run(inbox.clone(), opts.email.clone()));
-    let runner_task = tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone(), key.clone())));
+    let runner_task =
+        tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone(), key.clone(), inbox.runs_here().clone())));
     let gc_store = store.clone();
     let signer = key.clone();
     let witness_dir = opts.data_dir.clone();

@@ -11,6 +11,7 @@ mod mail_reference;
 mod printing;
 mod proxy;
 mod rewind;
+mod runs_here;
 mod sites;
 mod team;
 // The CLI's one way to print (src/terminal.rs), tested as it is in `printing`.

@@ -11,6 +11,7 @@
 
 pub mod command;
 pub mod file_queue;
+pub mod here;
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -241,6 +242,8 @@ pub enum Failed<S> {
     Delegated(Value),
     /// This kind of executor is not available to this door.
     Unavailable(String),
+    /// A program or folder this machine's operator did not allow here ([`here`]).
+    NotHere(String),
     Stopped(S),
 }
 
@@ -261,8 +264,18 @@ impl Delegates {
     }
 }
 
-/// Runs one executor for one piece of work.
-pub async fn run<S: Sink>(spec: &ExecutorSpec, work: &Work, store: &Arc<Store>, delegates: &Delegates, sink: &mut S) -> Result<Done, Failed<S::Stop>> {
+/// Runs one executor for one piece of work, if it may run on this machine (`here`).
+pub async fn run<S: Sink>(
+    spec: &ExecutorSpec,
+    work: &Work,
+    store: &Arc<Store>,
+    delegates: &Delegates,
+    here: &here::RunsHere,
+    sink: &mut S,
+) -> Result<Done, Failed<S::Stop>> {
+    if let Some(why) = here.refusal(spec) {
+        return Err(Failed::NotHere(why));
+    }
     match spec {
         ExecutorSpec::Noop => Ok(Done::Noop),
         ExecutorSpec::FileQueue { dir } => {
@@ -340,6 +353,7 @@ pub fn record(spec: &ExecutorSpec, out: Result<Done, Failed<std::convert::Infall
         Err(Failed::Command(ran)) => Err(command_record(program, args, &ran)),
         Err(Failed::Model { endpoint, model, error }) => Err(json!({"executor": "model", "endpoint": endpoint, "model": model, "error": error})),
         Err(Failed::Unavailable(kind)) => Err(json!({"executor": kind, "error": format!("the {kind} executor is not available here")})),
+        Err(Failed::NotHere(why)) => Err(json!({"executor": spec.name(), "error": why, "not_allowed_here": true})),
         Err(Failed::Stopped(never)) => match never {},
     }
 }
