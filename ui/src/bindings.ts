@@ -359,6 +359,8 @@ export type ApproverItem_Deserialize = {
 	target: ConsentTarget_Deserialize,
 	digest: string,
 	item: ConsentItem_Deserialize,
+	/**  The item in words, every field the digest covers: what the page draws. */
+	shown: Shown[],
 	/**  The quorum it needs, and who decided so far (none: any one approver decides). */
 	quorum?: QuorumView | null,
 	/**
@@ -376,6 +378,8 @@ export type ApproverItem_Serialize = {
 	target: ConsentTarget_Serialize,
 	digest: string,
 	item: ConsentItem_Serialize,
+	/**  The item in words, every field the digest covers: what the page draws. */
+	shown: Shown[],
 	/**  The quorum it needs, and who decided so far (none: any one approver decides). */
 	quorum: QuorumView | null,
 	/**
@@ -2678,6 +2682,15 @@ export type Share = {
 	text: string,
 	/**  The QR code, as SVG. */
 	qr_svg: string,
+};
+
+/**  One line: which field of the item it draws, a label and the text. */
+export type Shown = {
+	field: string,
+	label: string,
+	text: string,
+	/**  A warning the page draws as one (a claim to be someone, a key that changed). */
+	warn: boolean,
 };
 
 /**

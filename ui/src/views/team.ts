@@ -29,6 +29,17 @@ export function quorumText(q: QuorumView): [string, string] {
     votes.length ? `Decided so far — ${votes.join('; ')}` : 'No one has decided yet.'];
 }
 
+/** Fields the card draws in its own way above (the message with its flags, what
+ * "always" would let in, claims and key changes as warnings). */
+const DRAWN_ABOVE = new Set(['prompt', 'risk', 'covered', 'covered_total']);
+
+/** Every other field the gate's approval digest covers, in the gate's words: this
+ * desktop decides only on what it showed. */
+export function shownList(it: ApproverItem): HTMLElement {
+  const lines = it.shown.filter((l) => !l.warn && !DRAWN_ABOVE.has(l.field));
+  return h('dl', { className: 'shown small' }, ...lines.flatMap((l) => [h('dt', {}, l.label), h('dd', {}, l.text)]));
+}
+
 export class TeamSection {
   readonly el = h('section', { id: 'team-waiting' });
   private gates = new Map<string, TeamWaiting>();
@@ -113,6 +124,7 @@ export class TeamSection {
       item.kind === 'key_change' ? h('p', { className: 'key-change', role: 'alert' }, '⚠ It signed with a key not kept for it. New keys are taken on the gate’s own window, from its DID document; from here you can keep its keys or block it.') : null,
       prompt && item.kind !== 'key_change' ? riskText('blockquote', {}, prompt, item.risk, null) : null,
       item.kind === 'held' || item.kind === 'unknown_sender' ? coveredList(scope, item.covered, Number(item.covered_total), MAX_COUNTED) : null,
+      shownList(it),
       needs ? h('p', { className: 'quorum' }, needs) : null,
       sofar ? h('p', { className: 'muted votes' }, sofar) : null,
       it.looking.length ? h('p', { className: 'muted small looking' }, `Also looking: ${it.looking.join(', ')}.`) : null,
