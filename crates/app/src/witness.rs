@@ -24,21 +24,11 @@ pub fn load(data_dir: &Path) -> Result<Option<AuditCheckpoint>> {
     }
 }
 
-/// Keeps `c` in `data_dir` when it covers more of the log than the one kept (written
-/// whole to a new 0600 file, then renamed over the old one).
+/// Keeps `c` in `data_dir` when it covers more of the log than the one kept (0600).
 pub fn keep(data_dir: &Path, c: &AuditCheckpoint) -> Result<()> {
     if load(data_dir)?.is_some_and(|old| old.through_id >= c.through_id) {
         return Ok(());
     }
-    let io = |e: std::io::Error| CommandError::new(Code::Io, format!("keeping the audit checkpoint in {}: {e}", data_dir.display()));
-    let tmp = data_dir.join(format!("{FILE}.new"));
-    let _ = std::fs::remove_file(&tmp);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut f = options.open(&tmp).map_err(io)?;
-    std::io::Write::write_all(&mut f, serde_json::to_string_pretty(c).unwrap_or_default().as_bytes()).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, data_dir.join(FILE)).map_err(io)
+    gatehouse_keys::replace_private(&data_dir.join(FILE), &serde_json::to_string_pretty(c).unwrap_or_default())
+        .map_err(|e| CommandError::new(Code::Io, format!("keeping the audit checkpoint in {}: {e}", data_dir.display())))
 }

@@ -290,6 +290,18 @@ fn write_private(path: &Path, contents: &str) -> Result<(), KeyError> {
     std::fs::write(path, contents).map_err(io(path))
 }
 
+/// Replaces `path` with `contents`, readable by this user only (0600): written whole to a
+/// new file beside it, synced, then renamed over it, so a reader sees the old or the new,
+/// never a part. For what a machine keeps of its own in its data dir.
+pub fn replace_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".new");
+    let tmp = std::path::PathBuf::from(tmp);
+    let _ = std::fs::remove_file(&tmp);
+    write_private(&tmp, contents).map_err(|e| std::io::Error::other(e.to_string()))?;
+    std::fs::rename(&tmp, path)
+}
+
 #[cfg(unix)]
 fn check_private(path: &Path) -> Result<(), KeyError> {
     use std::os::unix::fs::PermissionsExt;

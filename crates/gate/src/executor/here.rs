@@ -101,19 +101,8 @@ pub fn load(dir: &Path) -> Result<Listed, String> {
     }
 }
 
-/// Writes `listed` to `dir` (a new 0600 file renamed over the old one).
+/// Writes `listed` to `dir` (0600, replacing the old list whole).
 pub fn save(dir: &Path, listed: &Listed) -> Result<(), String> {
-    let tmp = dir.join(format!("{FILE}.new"));
-    let _ = std::fs::remove_file(&tmp);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let write = || -> std::io::Result<()> {
-        let mut f = options.open(&tmp)?;
-        std::io::Write::write_all(&mut f, serde_json::to_string_pretty(listed).unwrap_or_default().as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, dir.join(FILE))
-    };
-    write().map_err(|e| format!("{}: {e}", dir.join(FILE).display()))
+    gatehouse_keys::replace_private(&dir.join(FILE), &serde_json::to_string_pretty(listed).unwrap_or_default())
+        .map_err(|e| format!("{}: {e}", dir.join(FILE).display()))
 }
