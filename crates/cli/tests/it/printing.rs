@@ -147,3 +147,27 @@ fn names_in_the_trust_registry_reach_the_terminal_inert() {
     assert_inert("trust list", &gh(d, &["trust", "list"]));
     assert_inert("contacts list", &gh(d, &["contacts", "list"]));
 }
+
+#[test]
+fn what_an_agent_says_of_itself_and_its_steps_reaches_the_terminal_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _c = Cleanup(vec![d.into()]);
+    ok(d, &["init"]);
+    let server = crate::common::Server::start(d);
+    let hostile = "\u{1b}[1A\u{1b}[2Kdone\u{7}\r\u{202e}";
+    let step = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "steps/agentTrigger", "params": {
+        "context": {"agent": {"id": "mailer-1", "name": format!("Mail helper{hostile}"), "instructions": "Send mail", "version": "1", "provider": {"name": format!("Acme{hostile}"), "url": "https://acme.example"}},
+            "session": {"id": "session-1"}, "turnId": "turn-1", "stepId": "step-1", "timestamp": "2025-01-24T15:30:45.123Z"},
+        "trigger": {"type": "autonomous", "content": [{"kind": "text", "text": format!("new mail{hostile}")}], "event": {"id": "e-1", "type": "email"}}}});
+    let answer: serde_json::Value = reqwest::blocking::Client::new().post(format!("{}/asop/v1", server.1)).json(&step).send().unwrap().json().unwrap();
+    assert!(answer.get("error").is_some(), "an unknown agent waits: {answer}");
+    let mut shown = String::new();
+    for args in [&["guardian", "agents"][..], &["guardian", "sessions"], &["guardian", "session", "session-1"], &["pending"]] {
+        let o = gh(d, args);
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_inert(&args.join(" "), &o);
+        shown += &String::from_utf8_lossy(&o.stdout);
+    }
+    assert!(shown.contains("\\u{1b}[1A\\u{1b}[2Kdone"), "the agent's words are there, shown: {shown}");
+}
