@@ -290,6 +290,20 @@ fn votes_at_three_nodes_at_once_decide_once() {
     use gatehouse_store::quorum::{Ballot, Vote};
     let Some(place) = postgres() else { return };
     let nodes = nodes(&place);
+    // Only enrolled devices' votes count.
+    for i in 0..NODES {
+        let code = format!("code-{i}");
+        nodes[0].approver_invite_add(&code, &format!("Device {i}"), "t", i64::MAX, "https://gate.example/approve").unwrap();
+        let device = gatehouse_store::Approver {
+            id: format!("device-{i}"),
+            name: String::new(),
+            public_key: format!("key-{i}"),
+            added_at: "t".into(),
+            last_seen: None,
+            page_url: None,
+        };
+        nodes[0].approver_join(&code, 0, &device).unwrap().unwrap();
+    }
     for round in 0..20 {
         let item = format!("item-{round}");
         let votes = at_once(&nodes, move |i, node| {
