@@ -41,8 +41,13 @@ pub const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2)
 async fn ready(State(inbox): State<Arc<Gate>>) -> Response {
     let store = inbox.store().clone();
     let checked = tokio::time::timeout(READY_TIMEOUT, tokio::task::spawn_blocking(move || store.ping())).await;
+    // What the node found wrong with the state it shares (a rewound activity log) is
+    // told, without taking the node out of service: the database alone could otherwise
+    // stop every node.
+    let problems: serde_json::Map<String, serde_json::Value> = inbox.problems().into_iter().map(|(what, text)| (what.to_string(), text.into())).collect();
     let reason = match checked {
-        Ok(Ok(Ok(()))) => return Json(serde_json::json!({"status": "ready"})).into_response(),
+        Ok(Ok(Ok(()))) if problems.is_empty() => return Json(serde_json::json!({"status": "ready"})).into_response(),
+        Ok(Ok(Ok(()))) => return Json(serde_json::json!({"status": "ready", "problems": problems})).into_response(),
         Ok(Ok(Err(e))) => e.to_string(),
         Ok(Err(e)) => format!("the check did not finish: {e}"),
         Err(_) => format!("the database did not answer within {} s", READY_TIMEOUT.as_secs()),

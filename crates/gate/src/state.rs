@@ -81,6 +81,9 @@ pub struct Gate {
     reserved: Vec<&'static str>,
     /// What this machine's operator allowed to run here (programs, folders).
     runs_here: crate::executor::here::RunsHere,
+    /// What this node found wrong with the state it shares (its activity log rewound),
+    /// by what it is about: told on `/ready` until it is found right again.
+    problems: Mutex<std::collections::BTreeMap<&'static str, String>>,
 }
 
 /// Distinct sender keys kept decompressed; past this the cache starts over.
@@ -100,6 +103,7 @@ impl Gate {
             keys: Mutex::new(HashMap::new()),
             executors: Mutex::new(None),
             runs_here: Default::default(),
+            problems: Mutex::default(),
             doors: Mutex::new(Vec::new()),
             freshness: store.setting(FRESHNESS_SETTING).ok().flatten().unwrap_or_default(),
             flood: crate::flood::Gate::default(),
@@ -218,6 +222,20 @@ impl Gate {
 
     pub fn runs_here(&self) -> &crate::executor::here::RunsHere {
         &self.runs_here
+    }
+
+    /// Keeps (or, with None, clears) what this node found wrong about `what`.
+    pub fn set_problem(&self, what: &'static str, problem: Option<String>) {
+        let mut p = self.problems.lock().unwrap_or_else(|e| e.into_inner());
+        match problem {
+            Some(text) => p.insert(what, text),
+            None => p.remove(what),
+        };
+    }
+
+    /// What this node found wrong, by what it is about.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        self.problems.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (*k, v.clone())).collect()
     }
 
     pub fn with_progress(mut self, progress: tokio::sync::broadcast::Sender<crate::runner::ExecProgress>) -> Self {

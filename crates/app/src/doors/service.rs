@@ -139,6 +139,7 @@ where
     let runner_task =
         tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone(), key.clone(), inbox.runs_here().clone())));
     let gc_store = store.clone();
+    let gc_gate = inbox.clone();
     let signer = key.clone();
     let witness_dir = opts.data_dir.clone();
     let gc_task = tokio::spawn(async move {
@@ -147,7 +148,7 @@ where
             every.tick().await;
             let s = gc_store.clone();
             let now = chrono::Utc::now().timestamp_millis();
-            let (signer, witness_dir) = (signer.clone(), witness_dir.clone());
+            let (signer, witness_dir, gate) = (signer.clone(), witness_dir.clone(), gc_gate.clone());
             let collected = tokio::task::spawn_blocking(move || {
                 let pruned = s.prune(now, &s.retention());
                 // What changed since the last checkpoint is signed now, pruning included,
@@ -157,8 +158,16 @@ where
                     (Some(k), None) => Some(crate::audit::checkpoint(&s, &k, None)),
                     _ => None,
                 };
-                if let Some(Err(e)) = signed {
-                    tracing::warn!(error = %e, "signing a checkpoint of the audit log failed");
+                match signed {
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "signing a checkpoint of the audit log failed");
+                        // A log that does not extend what was signed is told on /ready.
+                        if e.code == crate::Code::Changed {
+                            gate.set_problem("audit", Some(e.message));
+                        }
+                    }
+                    Some(Ok(_)) => gate.set_problem("audit", None),
+                    None => {}
                 }
                 (s.gc_nonces(now), s.gc_usage(now), pruned)
             })

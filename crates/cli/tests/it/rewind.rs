@@ -1,7 +1,7 @@
 //! A team's audit log rewound by someone with only the database login: the node that
 //! signed the newer checkpoint kept it in its data dir, so `audit verify` on it says the
-//! log is not intact and `audit checkpoint` (which `serve` runs every ten minutes) will
-//! not sign the rewound head.
+//! log is not intact, `audit checkpoint` (which `serve` runs every ten minutes) will not
+//! sign the rewound head, and a serving node says so on `/ready`.
 
 use crate::team::Team;
 use gatehouse_pg_testserver::Postgres;
@@ -42,4 +42,17 @@ fn a_node_finds_the_log_rewound_behind_its_back_and_will_not_sign_it() {
     let out = run(&["audit", "checkpoint"]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && said.contains("[CHANGED]"), "{said}");
+
+    // Serving, the node checks at start and says so on /ready, still taking envelopes.
+    let node = team.serve_with(0, &[]);
+    let t = std::time::Instant::now();
+    let ready = loop {
+        let ready: serde_json::Value = reqwest::blocking::get(format!("{}/ready", node.base)).unwrap().json().unwrap();
+        if ready["problems"]["audit"].is_string() || t.elapsed() > std::time::Duration::from_secs(20) {
+            break ready;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(ready["status"], "ready", "{ready}");
+    assert!(ready["problems"]["audit"].as_str().is_some_and(|p| p.contains("does not extend") && p.contains("removed")), "{ready}");
 }
