@@ -116,23 +116,28 @@ fn the_last_rows_cut_off_are_found_even_with_the_head_moved_back() {
     assert!(reason.contains("signed the log up to #6"), "{reason}");
 }
 
-/// Hashes are no secret: whoever rewrites an entry can chain the rest again. The gate's
-/// signature on the checkpoint is what they cannot remake.
-#[test]
-fn a_rewrite_with_every_hash_recomputed_is_found_by_the_signed_checkpoint() {
-    let l = log();
+/// SQL that rewrites entry `at` (index in the log) to let mallory in and chains every
+/// entry after it again, head included: what anyone with the database can do.
+fn rewritten(l: &Log, at: usize) -> String {
     let mut entries = l.store.audit_chain(0, 100).unwrap();
-    entries[2].detail = json!({"name": "mallory", "scopes": ["*"]});
+    entries[at].detail = json!({"name": "mallory", "scopes": ["*"]});
     let mut sql = String::new();
-    for i in 2..entries.len() {
+    for i in at..entries.len() {
         let prev = entries[i - 1].hash.clone();
         let e = &mut entries[i];
         e.prev_hash = prev;
         e.hash = audit_entry_hash(e.id, &e.at, &e.action, e.subject.as_deref(), &e.detail.to_string(), &e.prev_hash);
         sql += &format!("UPDATE audit SET detail = '{}', prev_hash = '{}', hash = '{}' WHERE id = {};", e.detail, e.prev_hash, e.hash, e.id);
     }
-    sql += &format!("UPDATE audit_head SET hash = '{}';", entries[5].hash);
-    behind_the_gates_back(l.dir.path(), &sql);
+    sql + &format!("UPDATE audit_head SET hash = '{}';", entries.last().unwrap().hash)
+}
+
+/// Hashes are no secret: whoever rewrites an entry can chain the rest again. The gate's
+/// signature on the checkpoint is what they cannot remake.
+#[test]
+fn a_rewrite_with_every_hash_recomputed_is_found_by_the_signed_checkpoint() {
+    let l = log();
+    behind_the_gates_back(l.dir.path(), &rewritten(&l, 2));
     let (entry, reason) = l.problem();
     assert_eq!(entry, 6, "the signed entry no longer matches: {reason}");
     assert!(reason.contains("rewritten"), "{reason}");
@@ -205,19 +210,7 @@ fn a_log_rewound_with_its_checkpoints_is_found_by_the_checkpoint_this_machine_ke
                 seventh.prev_hash
             )
         }),
-        ("every hash rewritten, every checkpoint deleted", |l| {
-            let mut entries = l.store.audit_chain(0, 100).unwrap();
-            entries[1].detail = json!({"name": "mallory", "scopes": ["*"]});
-            let mut sql = "DELETE FROM audit_checkpoints;".to_string();
-            for i in 1..entries.len() {
-                let prev = entries[i - 1].hash.clone();
-                let e = &mut entries[i];
-                e.prev_hash = prev;
-                e.hash = audit_entry_hash(e.id, &e.at, &e.action, e.subject.as_deref(), &e.detail.to_string(), &e.prev_hash);
-                sql += &format!("UPDATE audit SET detail = '{}', prev_hash = '{}', hash = '{}' WHERE id = {};", e.detail, e.prev_hash, e.hash, e.id);
-            }
-            sql + &format!("UPDATE audit_head SET hash = '{}';", entries.last().unwrap().hash)
-        }),
+        ("every hash rewritten, every checkpoint deleted", |l| format!("DELETE FROM audit_checkpoints;{}", rewritten(l, 1))),
         ("the log and its checkpoints emptied", |_| {
             format!("DELETE FROM audit; DELETE FROM audit_checkpoints; UPDATE audit_head SET id = 0, hash = '{}'", gatehouse_store::AUDIT_GENESIS)
         }),
