@@ -254,10 +254,9 @@ fn no_room(id: &Value, why: &str) -> Response {
 /// The task now, then what happens to it, until it ends or waits for the user; `slot`
 /// is held until the follower ends.
 fn stream(door: Arc<A2aDoor>, id: Value, first: Task, row: Option<i64>, slot: crate::StreamSlot) -> Response {
-    let open = slot;
     let (tx, mut rx) = mpsc::channel::<Value>(32);
     tokio::spawn(async move {
-        let _open = open;
+        let _slot = slot;
         follow(door, first, row, tx).await;
     });
     let events = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
