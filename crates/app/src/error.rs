@@ -31,6 +31,7 @@ impl From<gatehouse_store::StoreError> for CommandError {
             gatehouse_store::StoreError::AlreadyTrusted(_) => Code::AlreadyTrusted,
             gatehouse_store::StoreError::NotTrusted(_) => Code::NotTrusted,
             gatehouse_store::StoreError::Invalid(_) => Code::Invalid,
+            gatehouse_store::StoreError::StateChanged(_) => Code::Changed,
             _ => Code::Store,
         };
         CommandError::new(code, e.to_string())

@@ -28,6 +28,8 @@
 //! - [`approve_http`]: the approvers' HTTP API on the gate's listener
 //! - [`approvers`]: devices that may decide what waits: invited, joined with a key, signed requests
 //! - [`audit`]: the audit log's signed checkpoints, its export, and the check of either
+//! - [`sealer`]: the gate's key signing every deciding row, and the newest sealed state kept
+//! - [`witness`]: the newest audit checkpoint this machine saw
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
@@ -57,6 +59,7 @@ pub mod quiet;
 pub mod quorum;
 pub mod replies;
 pub mod risk;
+pub mod sealer;
 pub mod serve;
 pub mod settings;
 pub mod sites;

@@ -3,6 +3,8 @@
 //! is read from here on every request, so a device removed on one node is refused at
 //! once by every node of a team's gate.
 
+use crate::open::Tx;
+use crate::seal::{Judged, APPROVERS, APPROVER_MAIL, INVITES};
 use crate::sql::{args, Optional};
 use crate::*;
 
@@ -48,36 +50,47 @@ pub enum InviteRefusal {
     KeyTaken,
 }
 
+/// Whether an invitation's sealed row (`seal::INVITES`' columns) can still be taken.
+fn open_invite(cols: &[Option<String>], now_ms: i64) -> bool {
+    let expires = cols.get(2).and_then(|c| c.as_deref()).and_then(|e| e.parse::<i64>().ok()).unwrap_or(0);
+    cols.get(3).is_some_and(Option::is_none) && expires > now_ms
+}
+
 impl Store {
     /// Keeps an invitation by its code's hash (the code itself is shown once, never kept).
     pub fn approver_invite_add(&self, code_sha256: &str, name: &str, created_at: &str, expires_ms: i64, page_url: &str) -> Result<()> {
-        let conn = self.conn()?;
-        conn.execute("DELETE FROM approver_invites WHERE expires_ms < ?1 AND used_by IS NULL", args![expires_ms - 86_400_000])?;
-        conn.execute(
-            "INSERT INTO approver_invites (code_sha256, name, created_at, expires_ms, page_url) VALUES (?1, ?2, ?3, ?4, ?5)",
-            args![code_sha256, name, created_at, expires_ms, page_url],
-        )?;
-        Ok(())
+        self.sealed_write(|tx| {
+            tx.execute("DELETE FROM approver_invites WHERE expires_ms < ?1 AND used_by IS NULL", args![expires_ms - 86_400_000])?;
+            tx.execute(
+                "INSERT INTO approver_invites (code_sha256, name, created_at, expires_ms, page_url) VALUES (?1, ?2, ?3, ?4, ?5)",
+                args![code_sha256, name, created_at, expires_ms, page_url],
+            )?;
+            Ok(())
+        })
     }
 
     /// Whether an invitation whose code hashes to `code_sha256` can still be taken.
     pub fn approver_invite_open(&self, code_sha256: &str, now_ms: i64) -> Result<bool> {
         self.read(|c| {
-            c.query_row(
-                "SELECT count(*) FROM approver_invites WHERE code_sha256 = ?1 AND used_by IS NULL AND expires_ms > ?2",
-                args![code_sha256, now_ms],
-                |r| r.get::<i64>(0),
-            )
+            c.snapshot(|db| {
+                // Only an invitation the gate sealed (one added outside Gatehouse enrolls nobody).
+                let (judged, row) = self.judge(db, INVITES, code_sha256)?;
+                Ok(judged == Judged::Sealed && row.is_some_and(|cols| open_invite(&cols, now_ms)))
+            })
         })
-        .map(|n| n > 0)
     }
 
     /// Takes the invitation whose code hashes to `code_sha256` (once, before it runs out)
     /// and registers the device, in one transaction: two devices racing for one code (on
     /// two nodes) register one.
     pub fn approver_join(&self, code_sha256: &str, now_ms: i64, device: &Approver) -> Result<std::result::Result<Approver, InviteRefusal>> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction()?;
+        self.sealed_write(|tx| self.join_in(tx, code_sha256, now_ms, device))
+    }
+
+    fn join_in(&self, tx: &Tx<'_>, code_sha256: &str, now_ms: i64, device: &Approver) -> Result<std::result::Result<Approver, InviteRefusal>> {
+        if self.judge(&tx.db(), INVITES, code_sha256)?.0 != Judged::Sealed {
+            return Ok(Err(InviteRefusal::Unknown));
+        }
         let invited: Option<(String, Option<String>)> = tx
             .query_row(
                 "UPDATE approver_invites SET used_by = ?3 WHERE code_sha256 = ?1 AND used_by IS NULL AND expires_ms > ?2 RETURNING name, page_url",
@@ -97,39 +110,58 @@ impl Store {
             "INSERT INTO approvers (id, name, public_key, added_at, page_url) VALUES (?1, ?2, ?3, ?4, ?5)",
             args![device.id, name, device.public_key, device.added_at, page_url],
         )?;
-        tx.commit()?;
         Ok(Ok(Approver { name, page_url, ..device.clone() }))
     }
 
+    /// The device, if the gate enrolled it (a row added or changed outside Gatehouse is
+    /// no device: its requests are refused, its votes not counted).
     pub fn approver(&self, id: &str) -> Result<Option<Approver>> {
-        self.read(|c| c.query_row(&format!("{APPROVER} WHERE id = ?1"), args![id], approver).optional())
+        self.read(|c| {
+            c.snapshot(|db| {
+                if self.judge(db, APPROVERS, id)?.0 != Judged::Sealed {
+                    return Ok(None);
+                }
+                db.query_row(&format!("{APPROVER} WHERE id = ?1"), args![id], approver).optional()
+            })
+        })
     }
 
+    /// Every device the gate enrolled.
     pub fn approvers(&self) -> Result<Vec<Approver>> {
-        self.read(|c| c.query_map(&format!("{APPROVER} ORDER BY added_at, id"), args![], approver)?.collect())
+        self.read(|c| {
+            c.snapshot(|db| {
+                let sealed = self.sealed_ids(db, APPROVERS)?;
+                db.query_map(&format!("{APPROVER} ORDER BY added_at, id"), args![], approver)?
+                    .filter(|a| a.as_ref().map_or(true, |a| sealed.contains(&a.id)))
+                    .collect()
+            })
+        })
     }
 
     /// Whether it was there.
     pub fn approver_remove(&self, id: &str) -> Result<bool> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction()?;
-        tx.execute("DELETE FROM approver_nonces WHERE approver_id = ?1", args![id])?;
-        tx.execute("DELETE FROM approver_mail WHERE approver_id = ?1", args![id])?;
-        // Its votes on what is still undecided are withdrawn with it: a removed device no
-        // longer counts towards any quorum (votes that decided stay, as the record).
-        tx.execute(
-            "DELETE FROM quorum_votes WHERE approver_id = ?1
-             AND EXISTS (SELECT 1 FROM quorum_items i WHERE i.item = quorum_votes.item AND i.digest = quorum_votes.digest AND i.decided IS NULL)",
-            args![id],
-        )?;
-        let n = tx.execute("DELETE FROM approvers WHERE id = ?1", args![id])?;
-        tx.commit()?;
-        Ok(n > 0)
+        self.sealed_write(|tx| {
+            tx.execute("DELETE FROM approver_nonces WHERE approver_id = ?1", args![id])?;
+            tx.execute("DELETE FROM approver_mail WHERE approver_id = ?1", args![id])?;
+            // Its votes on what is still undecided are withdrawn with it: a removed device no
+            // longer counts towards any quorum (votes that decided stay, as the record).
+            tx.execute(
+                "DELETE FROM quorum_votes WHERE approver_id = ?1
+                 AND EXISTS (SELECT 1 FROM quorum_items i WHERE i.item = quorum_votes.item AND i.digest = quorum_votes.digest AND i.decided IS NULL)",
+                args![id],
+            )?;
+            Ok(tx.execute("DELETE FROM approvers WHERE id = ?1", args![id])? > 0)
+        })
     }
 
-    /// Whether it was there.
+    /// Whether it was there (as the gate enrolled it).
     pub fn approver_rename(&self, id: &str, name: &str) -> Result<bool> {
-        Ok(self.conn()?.execute("UPDATE approvers SET name = ?2 WHERE id = ?1", args![id, name])? > 0)
+        self.sealed_write(|tx| {
+            if self.judge(&tx.db(), APPROVERS, id)?.0 != Judged::Sealed {
+                return Ok(false);
+            }
+            Ok(tx.execute("UPDATE approvers SET name = ?2 WHERE id = ?1", args![id, name])? > 0)
+        })
     }
 
     /// Records a signed request's nonce for its device; false if the device used it
@@ -155,25 +187,36 @@ impl Store {
 
     /// Sets (or, with None, stops) the mail notices of a device; whether it is there.
     pub fn approver_mail_set(&self, id: &str, mail: Option<&ApproverMail>) -> Result<bool> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction()?;
-        if tx.query_row("SELECT count(*) FROM approvers WHERE id = ?1", args![id], |r| r.get::<i64>(0))? == 0 {
-            return Ok(false);
-        }
-        tx.execute("DELETE FROM approver_mail WHERE approver_id = ?1", args![id])?;
-        if let Some(m) = mail {
-            tx.execute(
-                "INSERT INTO approver_mail (approver_id, email, per_hour, quiet_from, quiet_to) VALUES (?1, ?2, ?3, ?4, ?5)",
-                args![id, m.email, i64::from(m.per_hour), m.quiet_from, m.quiet_to],
-            )?;
-        }
-        tx.commit()?;
-        Ok(true)
+        self.sealed_write(|tx| {
+            if self.judge(&tx.db(), APPROVERS, id)?.0 != Judged::Sealed {
+                return Ok(false);
+            }
+            tx.execute("DELETE FROM approver_mail WHERE approver_id = ?1", args![id])?;
+            if let Some(m) = mail {
+                tx.execute(
+                    "INSERT INTO approver_mail (approver_id, email, per_hour, quiet_from, quiet_to) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    args![id, m.email, i64::from(m.per_hour), m.quiet_from, m.quiet_to],
+                )?;
+            }
+            Ok(true)
+        })
     }
 
-    /// Every device whose person gets mail notices, with how.
+    /// Every enrolled device whose person gets mail notices, with how (both as sealed:
+    /// an address put in outside Gatehouse is told nothing).
     pub fn approver_mails(&self) -> Result<Vec<(Approver, ApproverMail)>> {
         self.read(|c| {
+            c.snapshot(|db| {
+                let devices = self.sealed_ids(db, APPROVERS)?;
+                let mails = self.sealed_ids(db, APPROVER_MAIL)?;
+                let all: Vec<(Approver, ApproverMail)> = Self::mails(db)?;
+                Ok(all.into_iter().filter(|(a, _)| devices.contains(&a.id) && mails.contains(&a.id)).collect())
+            })
+        })
+    }
+
+    fn mails(c: &crate::sql::Db<'_>) -> Result<Vec<(Approver, ApproverMail)>> {
+        {
             c.query_map(
                 "SELECT a.id, a.name, a.public_key, a.added_at, a.last_seen, a.page_url, m.email, m.per_hour, m.quiet_from, m.quiet_to
                  FROM approvers a JOIN approver_mail m ON m.approver_id = a.id ORDER BY a.added_at, a.id",
@@ -185,7 +228,7 @@ impl Store {
                 },
             )?
             .collect()
-        })
+        }
     }
 
     /// Notices mailed to `email` since `since` (RFC 3339): the hourly bound counts what the

@@ -53,6 +53,8 @@ mod replay;
 pub mod replies;
 mod retention;
 mod risk;
+mod seal;
+mod seal_write;
 mod settings;
 #[doc(hidden)]
 pub mod sql;
@@ -70,6 +72,7 @@ pub use model::*;
 pub use open::DatabaseCounters;
 pub use replay::AcceptRefusal;
 pub use retention::*;
+pub use seal::{ChangeKind, Sealer, StateChange, StateReport, UNSEALED_SETTINGS};
 pub use trust::{Admission, Knock, MAX_PENDING, MAX_SCOPES_TRIED};
 
 use std::path::Path;
@@ -116,6 +119,10 @@ pub enum StoreError {
     /// connection busy); callers answer "try again later".
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
+    /// The gate's sealed state cannot be trusted (changed outside Gatehouse): a change
+    /// now would seal what someone else put there (`seal`).
+    #[error("{0}: nothing is changed until an operator checks it (gatehouse audit verify) and accepts the state as it is (gatehouse audit accept-state)")]
+    StateChanged(String),
 }
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -165,6 +172,12 @@ pub struct Store {
     /// What [`Store::admission`] last read per (sender, setting), with the admission
     /// version it was read at.
     admissions: Mutex<std::collections::HashMap<(String, String), Admission>>,
+    /// What signs and checks the deciding rows (`seal`); none in stores tests open bare.
+    sealer: Option<std::sync::Arc<dyn Sealer>>,
+    /// The seals as last read and checked, by head.
+    sealed: Mutex<Option<std::sync::Arc<seal::View>>>,
+    /// Seal signatures already verified.
+    seals_verified: Mutex<std::collections::HashSet<String>>,
     /// Writes for the committer thread, which commits whatever has queued up while it
     /// was busy as one transaction.
     jobs: Option<std::sync::mpsc::Sender<Job>>,

@@ -4,6 +4,7 @@
 //! that reaches the quorum decides, and only one can: the item's row is locked while a
 //! vote is counted, so two votes on two nodes at once cannot both decide.
 
+use crate::seal::{Judged, APPROVERS, QUORUM_RULES};
 use crate::sql::{args, Optional};
 use crate::*;
 
@@ -79,20 +80,44 @@ fn rule(r: &crate::sql::Row<'_>) -> Result<QuorumRule> {
 impl Store {
     pub fn quorum_rule_add(&self, r: &QuorumRule) -> Result<i64> {
         let approvers = serde_json::to_string(&r.approvers)?;
-        self.conn()?.query_row(
-            "INSERT INTO quorum_rules (scope, sender, need, approvers, deny_ends, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-            args![r.scope, r.sender, i64::from(r.need), approvers, i64::from(r.deny_ends), r.created_at],
-            |row| row.get(0),
-        )
+        self.sealed_write(|tx| {
+            tx.query_row(
+                "INSERT INTO quorum_rules (scope, sender, need, approvers, deny_ends, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+                args![r.scope, r.sender, i64::from(r.need), approvers, i64::from(r.deny_ends), r.created_at],
+                |row| row.get(0),
+            )
+        })
     }
 
+    /// The rules, as the gate sealed them. A rule changed or taken out outside Gatehouse
+    /// is an error, not a rule less (without it one approver could decide what it asked
+    /// several to: `StateChanged`); a rule added outside Gatehouse is left out.
     pub fn quorum_rules(&self) -> Result<Vec<QuorumRule>> {
-        self.read(|c| c.query_map("SELECT id, scope, sender, need, approvers, deny_ends, created_at FROM quorum_rules ORDER BY id", args![], rule)?.collect())
+        self.read(|c| {
+            c.snapshot(|db| {
+                let rows = QUORUM_RULES.rows(db)?;
+                if let Some(view) = self.view(db)? {
+                    if let Some(why) = &view.broken {
+                        return Err(StoreError::StateChanged(why.clone()));
+                    }
+                    let sealed = |id: &String| view.seals.contains_key(&(QUORUM_RULES.name.to_string(), id.clone()));
+                    let taken_out = view.seals.keys().any(|k| k.0 == QUORUM_RULES.name && !rows.contains_key(&k.1));
+                    let changed = rows.iter().any(|(id, cols)| sealed(id) && view.judge(QUORUM_RULES, id, Some(cols)) != Judged::Sealed);
+                    if taken_out || changed {
+                        return Err(StoreError::StateChanged("a quorum rule was changed or taken out of the gate's database outside Gatehouse".into()));
+                    }
+                }
+                let sealed = self.sealed_ids(db, QUORUM_RULES)?;
+                db.query_map("SELECT id, scope, sender, need, approvers, deny_ends, created_at FROM quorum_rules ORDER BY id", args![], rule)?
+                    .filter(|r| r.as_ref().map_or(true, |r| sealed.contains(&r.id.to_string())))
+                    .collect()
+            })
+        })
     }
 
     /// Whether it was there.
     pub fn quorum_rule_remove(&self, id: i64) -> Result<bool> {
-        Ok(self.conn()?.execute("DELETE FROM quorum_rules WHERE id = ?1", args![id])? > 0)
+        self.sealed_write(|tx| Ok(tx.execute("DELETE FROM quorum_rules WHERE id = ?1", args![id])? > 0))
     }
 
     /// The votes cast on `item` as `digest` names it, oldest first.
@@ -130,11 +155,15 @@ impl Store {
         }
         // Only enrolled devices' votes count (a removed device's are withdrawn with it;
         // this holds even for a vote cast while it was being removed).
-        let agreeing: i64 = tx.query_row(
-            "SELECT count(*) FROM quorum_votes v JOIN approvers a ON a.id = v.approver_id WHERE v.item = ?1 AND v.digest = ?2 AND v.decision = ?3",
-            args![item, digest, decision],
-            |r| r.get(0),
-        )?;
+        // (And only devices the gate enrolled: a row added outside Gatehouse is no device.)
+        let enrolled = self.sealed_ids(&tx.db(), APPROVERS)?;
+        let agreeing = tx
+            .db()
+            .query_map("SELECT approver_id FROM quorum_votes WHERE item = ?1 AND digest = ?2 AND decision = ?3", args![item, digest, decision], |r| {
+                r.get::<String>(0)
+            })?
+            .filter(|v| v.as_ref().map_or(true, |v| enrolled.contains(v)))
+            .count();
         let agreeing = u32::try_from(agreeing).unwrap_or(u32::MAX);
         let out = if ends || agreeing >= needed {
             tx.execute("UPDATE quorum_items SET decided = ?3, decided_at = ?4 WHERE item = ?1 AND digest = ?2", args![item, digest, decision, at])?;

@@ -1,6 +1,7 @@
 //! Who may reach the user: the trust registry, blocked senders, the queue of unknown
 //! senders waiting for consent, and the admission view the pipeline reads per sender.
 
+use crate::seal::{Judged, BLOCKED, REVOKED, TRUST};
 use crate::sql::{args, Db, Optional, Row};
 use crate::*;
 
@@ -82,45 +83,77 @@ pub(crate) fn trust_entry((public_key, name, added_at, policy): TrustColumns) ->
     Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
 }
 
+/// A trust entry from its sealed row (`seal::TRUST`'s columns).
+fn sealed_entry(key: &str, cols: Option<Vec<Option<String>>>) -> Result<Option<TrustEntry>> {
+    let Some(mut cols) = cols else { return Ok(None) };
+    let mut take = |i: usize| cols.get_mut(i).and_then(Option::take).unwrap_or_default();
+    Ok(Some(trust_entry((key.to_string(), take(0), take(1), take(2)))?))
+}
+
+/// What a revocation says: its reason, or that its row was taken out.
+fn revocation(judged: Judged, row: Option<Vec<Option<String>>>) -> Option<String> {
+    match judged {
+        Judged::Absent => None,
+        Judged::Removed => Some("its revocation was taken out of the gate's database outside Gatehouse".into()),
+        // A row that keeps a key out is kept even unsealed: refusing is the safe side.
+        Judged::Sealed | Judged::Unsealed => Some(row.and_then(|mut c| c.get_mut(1).and_then(Option::take)).unwrap_or_default()),
+    }
+}
+
 impl Store {
     pub fn trust_add(&self, entry: &TrustEntry) -> Result<()> {
         let key = sender_key(&entry.public_key);
-        let conn = self.conn()?;
-        let n = conn.execute(
-            "INSERT INTO trust (public_key, name, added_at, policy) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
-            args![key, entry.name, entry.added_at, serde_json::to_string(&entry.policy)?],
-        )?;
-        if n == 0 {
-            return Err(StoreError::AlreadyTrusted(key));
-        }
-        crate::contacts::ensure_contact(&conn.db(), &key, &entry.name, &entry.added_at)?;
-        conn.execute("DELETE FROM pending_senders WHERE public_key = ?1", args![&key])?;
-        Ok(())
+        self.sealed_write(|tx| {
+            // A row the gate never sealed was never its own: the user's entry replaces it.
+            if self.judge(&tx.db(), TRUST, &key)?.0 == Judged::Unsealed {
+                tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])?;
+            }
+            let n = tx.execute(
+                "INSERT INTO trust (public_key, name, added_at, policy) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                args![key, entry.name, entry.added_at, serde_json::to_string(&entry.policy)?],
+            )?;
+            if n == 0 {
+                return Err(StoreError::AlreadyTrusted(key.clone()));
+            }
+            crate::contacts::ensure_contact(&tx.db(), &key, &entry.name, &entry.added_at)?;
+            tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", args![&key])?;
+            Ok(())
+        })
     }
 
     pub fn trust_update(&self, key: &str, name: Option<&str>, policy: &Policy) -> Result<()> {
         let key = sender_key(key);
-        let n = self
-            .conn()?
-            .execute("UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1", args![key, serde_json::to_string(policy)?, name])?;
-        if n == 0 {
-            return Err(StoreError::NotTrusted(key));
-        }
-        Ok(())
-    }
-
-    pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
-        self.read(|conn| {
-            let row = conn.query_row(&format!("{TRUST_SELECT} WHERE public_key = ?1"), args![sender_key(key)], trust_columns).optional()?;
-            row.map(trust_entry).transpose()
+        self.sealed_write(|tx| {
+            // Only the gate's own entry is changed (and sealed): never one put there outside it.
+            if self.judge(&tx.db(), TRUST, &key)?.0 != Judged::Sealed {
+                return Err(StoreError::NotTrusted(key.clone()));
+            }
+            tx.execute("UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1", args![key, serde_json::to_string(policy)?, name])?;
+            Ok(())
         })
     }
 
+    /// The sender's trust entry, if the gate sealed it (a row added or changed outside
+    /// Gatehouse is no entry).
+    pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
+        let key = sender_key(key);
+        self.read(|c| {
+            c.snapshot(|db| match self.judge(db, TRUST, &key)? {
+                (Judged::Sealed, row) => sealed_entry(&key, row),
+                _ => Ok(None),
+            })
+        })
+    }
+
+    /// Every sealed trust entry.
     pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
-        self.read(|conn| {
-            let stmt = conn.prepare(&format!("{TRUST_SELECT} ORDER BY name, public_key"))?;
-            let rows = stmt.query_map(args![], trust_columns)?;
-            rows.map(|row| trust_entry(row?)).collect()
+        self.read(|c| {
+            c.snapshot(|db| {
+                let sealed = self.sealed_ids(db, TRUST)?;
+                let stmt = db.prepare(&format!("{TRUST_SELECT} ORDER BY name, public_key"))?;
+                let rows = stmt.query_map(args![], trust_columns)?;
+                rows.filter(|row| row.as_ref().map_or(true, |r| sealed.contains(&r.0))).map(|row| trust_entry(row?)).collect()
+            })
         })
     }
 
@@ -129,14 +162,13 @@ impl Store {
     /// not bring old tokens back to life.
     pub fn trust_remove(&self, key: &str) -> Result<bool> {
         let key = sender_key(key);
-        let mut conn = self.conn()?;
-        let tx = conn.transaction()?;
-        let removed = tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])? > 0;
-        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![&key])?;
-        tx.execute("DELETE FROM key_changes WHERE sender = ?1", args![&key])?;
-        crate::contacts::forget_key(&tx.db(), &key)?;
-        tx.commit()?;
-        Ok(removed)
+        self.sealed_write(|tx| {
+            let removed = tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])? > 0;
+            tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![&key])?;
+            tx.execute("DELETE FROM key_changes WHERE sender = ?1", args![&key])?;
+            crate::contacts::forget_key(&tx.db(), &key)?;
+            Ok(removed)
+        })
     }
 
     /// Records that an unknown (but correctly signing) sender knocked.
@@ -197,15 +229,16 @@ impl Store {
             }
             let (version, blocked, revoked, trust, setting) = c.snapshot(|tx| {
                 let version: i64 = tx.prepare_cached("SELECT n FROM admission_version")?.query_row(args![], |r| r.get(0))?;
-                let blocked = tx.prepare_cached("SELECT 1 FROM blocked WHERE public_key = ?1")?.query_row(args![&key], |_| Ok(())).optional()?.is_some();
-                let revoked = tx.prepare_cached("SELECT reason FROM revoked WHERE public_key = ?1")?.query_row(args![&key], |r| r.get(0)).optional()?;
-                let trust = tx
-                    .prepare_cached(&format!("{TRUST_SELECT} WHERE public_key = ?1"))?
-                    .query_row(args![&key], trust_columns)
-                    .optional()?
-                    .map(trust_entry)
-                    .transpose()?;
-                let setting = tx.prepare_cached("SELECT value FROM settings WHERE key = ?1")?.query_row(args![setting], |r| r.get(0)).optional()?;
+                // Each row is taken as the gate sealed it (`seal`): an entry added outside
+                // Gatehouse lets nobody in, a block or revocation taken out still holds.
+                let blocked = self.judge(tx, BLOCKED, &key)?.0 != Judged::Absent;
+                let (judged, row) = self.judge(tx, REVOKED, &key)?;
+                let revoked = revocation(judged, row);
+                let trust = match self.judge(tx, TRUST, &key)? {
+                    (Judged::Sealed, row) => sealed_entry(&key, row)?,
+                    _ => None,
+                };
+                let setting = self.sealed_setting(tx, setting)?;
                 Ok((version, blocked, revoked, trust, setting))
             })?;
             let admission = Admission { blocked, revoked, trust, setting, version };
@@ -222,39 +255,46 @@ impl Store {
     /// Blocks a sender: its trust entry and pending request go, in one transaction.
     pub fn block(&self, key: &str, reason: &str, now: &str) -> Result<()> {
         let key = sender_key(key);
-        let mut conn = self.conn()?;
-        let tx = conn.transaction()?;
-        tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])?;
-        tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", args![&key])?;
-        tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![&key])?;
-        tx.execute(
-            "INSERT INTO blocked (public_key, blocked_at, reason) VALUES (?1, ?2, ?3)
-             ON CONFLICT(public_key) DO UPDATE SET blocked_at = ?2, reason = ?3",
-            args![key, now, reason],
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.sealed_write(|tx| {
+            tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])?;
+            tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", args![&key])?;
+            tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![&key])?;
+            tx.execute(
+                "INSERT INTO blocked (public_key, blocked_at, reason) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(public_key) DO UPDATE SET blocked_at = ?2, reason = ?3",
+                args![key, now, reason],
+            )?;
+            Ok(())
+        })
     }
 
     pub fn unblock(&self, key: &str) -> Result<bool> {
-        Ok(self.conn()?.execute("DELETE FROM blocked WHERE public_key = ?1", args![sender_key(key)])? > 0)
+        let key = sender_key(key);
+        self.sealed_write(|tx| Ok(tx.execute("DELETE FROM blocked WHERE public_key = ?1", args![key])? > 0))
     }
 
+    /// Whether the sender is kept out: blocked as the gate sealed it, blocked by a row
+    /// added outside Gatehouse, or once blocked with that row taken out.
     pub fn is_blocked(&self, key: &str) -> Result<bool> {
-        self.read(|c| Ok(c.query_row("SELECT 1 FROM blocked WHERE public_key = ?1", args![sender_key(key)], |_| Ok(())).optional()?.is_some()))
+        let key = sender_key(key);
+        self.read(|c| c.snapshot(|db| Ok(self.judge(db, BLOCKED, &key)?.0 != Judged::Absent)))
     }
 
     /// Revokes a key (EPP v1.1): its envelopes are refused with SENDER_REVOKED; its trust
     /// entry and history stay. Returns whether it was not revoked before.
     pub fn revoke(&self, key: &str, reason: &str, now: &str) -> Result<bool> {
-        Ok(self.conn()?.execute(
-            "INSERT INTO revoked (public_key, revoked_at, reason) VALUES (?1, ?2, ?3) ON CONFLICT(public_key) DO NOTHING",
-            args![sender_key(key), now, reason],
-        )? > 0)
+        let key = sender_key(key);
+        self.sealed_write(|tx| {
+            Ok(tx.execute(
+                "INSERT INTO revoked (public_key, revoked_at, reason) VALUES (?1, ?2, ?3) ON CONFLICT(public_key) DO NOTHING",
+                args![key, now, reason],
+            )? > 0)
+        })
     }
 
     pub fn unrevoke(&self, key: &str) -> Result<bool> {
-        Ok(self.conn()?.execute("DELETE FROM revoked WHERE public_key = ?1", args![sender_key(key)])? > 0)
+        let key = sender_key(key);
+        self.sealed_write(|tx| Ok(tx.execute("DELETE FROM revoked WHERE public_key = ?1", args![key])? > 0))
     }
 
     pub fn revoked_list(&self) -> Result<Vec<RevokedKey>> {

@@ -49,6 +49,7 @@ pub fn open(data_dir: &Path, keystore: KeystoreKind, create: bool) -> Result<Ope
 pub fn open_at(data_dir: &Path, keystore: KeystoreKind, create: bool, database: Option<&str>) -> Result<Opened, OpenError> {
     make_private(data_dir).map_err(|source| OpenError::DataDir { path: data_dir.into(), source })?;
     let (identity, created) = if create { gatehouse_keys::load_or_create(data_dir, keystore)? } else { (gatehouse_keys::load(data_dir, keystore)?, false) };
+    let store_location = database.map_or_else(|| store_path(data_dir).display().to_string(), Store::describe_url);
     let store = match database {
         None => {
             let path = store_path(data_dir);
@@ -65,6 +66,10 @@ pub fn open_at(data_dir: &Path, keystore: KeystoreKind, create: bool, database: 
             store
         }
     };
+    // Every deciding row is signed by the gate's key as it is written, and acted on only
+    // while it verifies (`sealer`).
+    let sealer = Arc::new(crate::sealer::GateSealer::new(identity.signing_key(), Some(data_dir)));
+    let store = store.with_sealer(sealer).map_err(|source| OpenError::Database { at: store_location, source })?;
     Ok(Opened { identity, store: Arc::new(store), created })
 }
 

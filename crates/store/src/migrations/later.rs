@@ -99,4 +99,22 @@ pub(super) const LATER: &[&str] = &[
         at TEXT NOT NULL,
         PRIMARY KEY (item, digest, approver_id)
     );",
+    // 38: the deciding state, sealed (`seal`): each protected row's hash and version,
+    // signed by the gate's key, and one signed head over all of them.
+    "CREATE TABLE seals (
+        tbl TEXT NOT NULL,
+        id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        signer TEXT NOT NULL,
+        signature TEXT NOT NULL,
+        PRIMARY KEY (tbl, id)
+    );
+    CREATE TABLE seal_head (
+        version INTEGER NOT NULL,
+        rows INTEGER NOT NULL,
+        digest TEXT NOT NULL,
+        signer TEXT NOT NULL,
+        signature TEXT NOT NULL
+    );",
 ];

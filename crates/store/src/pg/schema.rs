@@ -508,6 +508,25 @@ CREATE INDEX receipts_sender ON receipts(sender, seq) WHERE sender IS NOT NULL;
 CREATE VIEW receipts_by_sender AS SELECT sender, seq FROM receipts WHERE sender IS NOT NULL;
 ALTER TABLE nonces DROP COLUMN id;
 "#,
+    // 8: SQLite's 38, the deciding state sealed.
+    r#"
+CREATE TABLE seals (
+    tbl TEXT NOT NULL,
+    id TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    hash TEXT NOT NULL,
+    signer TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    PRIMARY KEY (tbl, id)
+    );
+CREATE TABLE seal_head (
+    version BIGINT NOT NULL,
+    rows BIGINT NOT NULL,
+    digest TEXT NOT NULL,
+    signer TEXT NOT NULL,
+    signature TEXT NOT NULL
+    );
+"#,
 ];
 
 /// Brings the database's schema up to this build's, once: the first node to take the

@@ -7,4 +7,5 @@ mod database_tls;
 mod knocks;
 mod large_inbox;
 mod rate_limits;
+mod sealed;
 mod team;

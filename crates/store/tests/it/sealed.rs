@@ -1,0 +1,265 @@
+//! The deciding state, sealed: what someone with only the database can no longer do.
+//! Each test writes through the store (sealed by the gate's key), then changes the database
+//! behind its back as a DBA, a leaked URL or a restored backup would, and checks what the
+//! gate acts on and what it reports.
+
+use std::sync::{Arc, Mutex};
+
+use gatehouse_store::{ChangeKind, Policy, Sealer, Store, StoreError, TrustEntry};
+use sha2::{Digest, Sha256};
+
+use crate::common::Place;
+use crate::on_both_engines;
+
+/// A sealer for the store's own tests: a keyed hash stands in for the gate's Ed25519 key
+/// (the app's `GateSealer` is tested with the real one). Nodes of one gate share the key
+/// and each keeps its own witness.
+struct TestSealer {
+    key: &'static str,
+    kept: Mutex<Option<i64>>,
+}
+
+impl TestSealer {
+    fn node() -> Arc<TestSealer> {
+        Arc::new(TestSealer { key: "the gate's key", kept: Mutex::new(None) })
+    }
+}
+
+impl Sealer for TestSealer {
+    fn signer(&self) -> String {
+        format!("{:x}", Sha256::digest(self.key))
+    }
+    fn sign(&self, message: &[u8]) -> String {
+        format!("{:x}", Sha256::new().chain_update(self.key).chain_update(message).finalize())
+    }
+    fn verify(&self, message: &[u8], signature: &str) -> bool {
+        self.sign(message) == signature
+    }
+    fn kept(&self) -> Option<i64> {
+        *self.kept.lock().unwrap()
+    }
+    fn keep(&self, version: i64) {
+        let mut k = self.kept.lock().unwrap();
+        *k = Some(k.unwrap_or(0).max(version));
+    }
+}
+
+fn open(place: &Place, sealer: &Arc<TestSealer>) -> Store {
+    place.open().with_sealer(sealer.clone()).unwrap()
+}
+
+/// SQL run straight on the database, outside Gatehouse.
+fn behind_its_back(place: &Place, sql: &str) {
+    match place {
+        Place::Lite(dir) => rusqlite::Connection::open(dir.path().join("gatehouse.db")).unwrap().execute_batch(sql).unwrap(),
+        Place::Pg(url) => {
+            let db = url.rsplit('/').next().unwrap();
+            gatehouse_pg_testserver::Postgres::shared().unwrap().psql_in(db, sql).unwrap();
+        }
+    }
+}
+
+/// One value read straight from the database.
+fn read_back(place: &Place, sql: &str) -> String {
+    match place {
+        Place::Lite(dir) => rusqlite::Connection::open(dir.path().join("gatehouse.db")).unwrap().query_row(sql, [], |r| r.get::<_, String>(0)).unwrap(),
+        Place::Pg(url) => {
+            let db = url.rsplit('/').next().unwrap();
+            gatehouse_pg_testserver::Postgres::shared().unwrap().psql_in(db, sql).unwrap()
+        }
+    }
+}
+
+const ANA: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+const MALLORY: &str = "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0";
+
+fn entry(key: &str, scopes: &[&str]) -> TrustEntry {
+    let policy: Policy = serde_json::from_value(serde_json::json!({ "allowed_scopes": scopes })).unwrap();
+    TrustEntry { public_key: key.into(), name: "Ana".into(), added_at: "2026-11-28T10:00:00Z".into(), policy }
+}
+
+fn changes(store: &Store) -> Vec<(String, String, ChangeKind)> {
+    store.state_check().unwrap().changes.into_iter().map(|c| (c.table, c.id, c.what)).collect()
+}
+
+on_both_engines! {
+    /// The attack of issue 56: a trust row INSERTed with psql for one's own key, a
+    /// setting UPDATEd to run a program. Neither is acted on; both are reported.
+    fn rows_written_outside_gatehouse_let_nobody_in_and_run_nothing(place) {
+        let sealer = TestSealer::node();
+        let store = open(&place, &sealer);
+        store.trust_add(&entry(ANA, &["support"])).unwrap();
+        store.set_setting("executors", &serde_json::json!({"default": "noop"})).unwrap();
+        assert!(store.state_check().unwrap().intact());
+        behind_its_back(
+            &place,
+            &format!(
+                "INSERT INTO trust (public_key, name, added_at, policy) VALUES ('{MALLORY}', 'me', '2026-11-28T10:00:00Z', '{{\"allowed_scopes\":[\"support\"]}}');
+                 UPDATE settings SET value = '{{\"default\": {{\"command\": [\"/bin/sh\", \"-c\", \"touch /tmp/owned\"]}}}}' WHERE key = 'executors';"
+            ),
+        );
+        let view = store.admission(MALLORY, "executors").unwrap();
+        assert!(view.trust.is_none(), "a trust row nobody sealed lets nobody in");
+        assert_eq!(view.setting, None, "an executor setting nobody sealed runs nothing: its default");
+        assert!(store.trust_get(MALLORY).unwrap().is_none());
+        assert_eq!(store.trust_list().unwrap().iter().map(|t| t.public_key.as_str()).collect::<Vec<_>>(), [ANA]);
+        assert!(store.admission(ANA, "").unwrap().trust.is_some(), "what the gate sealed still holds");
+        assert_eq!(
+            changes(&store),
+            [("settings".into(), "executors".into(), ChangeKind::Changed), ("trust".into(), MALLORY.into(), ChangeKind::Added)]
+        );
+        // Another node of the same gate, started after, sees the same.
+        let other = open(&place, &TestSealer::node());
+        assert!(other.admission(MALLORY, "").unwrap().trust.is_none());
+        // The user's own entry for that key replaces the one put there, and is sealed.
+        store.trust_add(&entry(MALLORY, &["billing"])).unwrap();
+        assert_eq!(store.trust_get(MALLORY).unwrap().unwrap().policy.allowed_scopes, ["billing"]);
+    }
+}
+
+on_both_engines! {
+    /// A revocation or a block DELETEd with psql still keeps its key out (a revocation
+    /// undone by a backup is the issue's example), and the hole is reported.
+    fn a_block_or_revocation_taken_out_still_holds(place) {
+        let store = open(&place, &TestSealer::node());
+        store.trust_add(&entry(ANA, &["support"])).unwrap();
+        store.revoke(ANA, "lost laptop", "2026-11-28T10:00:00Z").unwrap();
+        store.block(MALLORY, "spam", "2026-11-28T10:00:00Z").unwrap();
+        behind_its_back(&place, "DELETE FROM revoked; DELETE FROM blocked;");
+        let view = store.admission(ANA, "").unwrap();
+        assert!(view.revoked.as_deref().is_some_and(|r| r.contains("outside Gatehouse")), "{:?}", view.revoked);
+        assert!(store.admission(MALLORY, "").unwrap().blocked);
+        assert!(store.is_blocked(MALLORY).unwrap());
+        let mut found = changes(&store);
+        found.sort();
+        assert_eq!(found, [("blocked".into(), MALLORY.into(), ChangeKind::Removed), ("revoked".into(), ANA.into(), ChangeKind::Removed)]);
+    }
+}
+
+on_both_engines! {
+    /// An older signed row put back over a newer one (seal and all): the head no longer
+    /// covers it, nothing sealed is acted on, and no change is made until an operator
+    /// accepts the state as it is.
+    fn an_older_signed_row_put_back_is_refused(place) {
+        let store = open(&place, &TestSealer::node());
+        store.trust_add(&entry(ANA, &["support", "billing", "admin"])).unwrap();
+        let old_policy = read_back(&place, "SELECT policy FROM trust");
+        let old_seal = read_back(&place, "SELECT version || ' ' || hash || ' ' || signature FROM seals WHERE tbl = 'trust'");
+        store.trust_update(ANA, None, &entry(ANA, &["support"]).policy).unwrap();
+        let parts: Vec<&str> = old_seal.split(' ').collect();
+        behind_its_back(
+            &place,
+            &format!(
+                "UPDATE trust SET policy = '{old_policy}'; UPDATE seals SET version = {}, hash = '{}', signature = '{}' WHERE tbl = 'trust';",
+                parts[0], parts[1], parts[2]
+            ),
+        );
+        let report = store.state_check().unwrap();
+        assert!(report.broken.as_deref().is_some_and(|b| b.contains("taken out or put back")), "{report:?}");
+        assert!(store.admission(ANA, "").unwrap().trust.is_none(), "the broader old grant is not acted on");
+        let refused = store.trust_add(&entry(MALLORY, &["support"]));
+        assert!(matches!(refused, Err(StoreError::StateChanged(_))), "{refused:?}");
+        // The operator, having read the report, takes the state as it is.
+        assert!(store.state_accept().unwrap().intact());
+        assert_eq!(store.admission(ANA, "").unwrap().trust.unwrap().policy.allowed_scopes, ["support", "billing", "admin"]);
+    }
+}
+
+on_both_engines! {
+    /// The whole deciding state put back to an older copy, every seal and the head with
+    /// it (a restored backup): consistent in itself, refused by a machine that saw a newer
+    /// head; emptied with its seals: refused too, not sealed anew.
+    fn a_whole_older_copy_or_an_emptied_one_is_refused_where_a_newer_was_seen(place) {
+        let sealer = TestSealer::node();
+        let store = open(&place, &sealer);
+        store.trust_add(&entry(ANA, &["support"])).unwrap();
+        let backup = [
+            read_back(&place, "SELECT public_key || '|' || name || '|' || added_at || '|' || policy FROM trust"),
+            read_back(&place, "SELECT version || '|' || hash || '|' || signature FROM seals"),
+            read_back(&place, "SELECT version || '|' || rows || '|' || digest || '|' || signer || '|' || signature FROM seal_head"),
+        ];
+        store.revoke(ANA, "lost laptop", "2026-11-28T10:00:00Z").unwrap();
+        let t: Vec<&str> = backup[0].split('|').collect();
+        let s: Vec<&str> = backup[1].split('|').collect();
+        let h: Vec<&str> = backup[2].split('|').collect();
+        behind_its_back(
+            &place,
+            &format!(
+                "DELETE FROM revoked; DELETE FROM trust; DELETE FROM seals; DELETE FROM seal_head;
+                 INSERT INTO trust (public_key, name, added_at, policy) VALUES ('{}', '{}', '{}', '{}');
+                 INSERT INTO seals (tbl, id, version, hash, signer, signature) VALUES ('trust', '{ANA}', {}, '{}', '{}', '{}');
+                 INSERT INTO seal_head (version, rows, digest, signer, signature) VALUES ({}, {}, '{}', '{}', '{}');",
+                t[0], t[1], t[2], t[3], s[0], s[1], sealer.signer(), s[2], h[0], h[1], h[2], h[3], h[4]
+            ),
+        );
+        let report = store.state_check().unwrap();
+        assert!(report.broken.as_deref().is_some_and(|b| b.contains("older copy")), "{report:?}");
+        assert!(store.admission(ANA, "").unwrap().trust.is_none(), "the revoked key's old trust is not acted on");
+        // A node started again on the same data dir (the same witness) says the same.
+        let again = open(&place, &sealer);
+        assert!(again.state_check().unwrap().broken.is_some());
+        // Emptied, seals and head gone: not sealed anew as if it were a new database.
+        behind_its_back(&place, "DELETE FROM trust; DELETE FROM seals; DELETE FROM seal_head;");
+        let again = open(&place, &sealer);
+        let report = again.state_check().unwrap();
+        assert!(report.broken.as_deref().is_some_and(|b| b.contains("gone")), "{report:?}");
+    }
+}
+
+on_both_engines! {
+    /// An approver device, a mail address for its notices, an invitation: rows put in
+    /// outside Gatehouse enrol nobody, count no vote and are told nothing.
+    fn approvers_and_invitations_put_in_outside_gatehouse_count_for_nothing(place) {
+        let store = open(&place, &TestSealer::node());
+        store.approver_invite_add(&"11".repeat(32), "Ana's phone", "2026-11-28T10:00:00Z", 4_000_000_000_000, "https://gate.example/approve").unwrap();
+        behind_its_back(
+            &place,
+            &format!(
+                "INSERT INTO approvers (id, name, public_key, added_at) VALUES ('forged', 'Ana''s phone', 'BXYZ', '2026-11-28T10:00:00Z');
+                 INSERT INTO approver_mail (approver_id, email, per_hour) VALUES ('forged', 'mallory@example.org', 60);
+                 INSERT INTO approver_invites (code_sha256, name, created_at, expires_ms) VALUES ('{}', 'x', '2026-11-28T10:00:00Z', 4000000000000);",
+                "22".repeat(32)
+            ),
+        );
+        assert!(store.approver("forged").unwrap().is_none());
+        assert!(store.approvers().unwrap().is_empty());
+        assert!(store.approver_mails().unwrap().is_empty(), "no notice goes to an address put in outside Gatehouse");
+        assert!(store.approver_invite_open(&"11".repeat(32), 1_800_000_000_000).unwrap());
+        assert!(!store.approver_invite_open(&"22".repeat(32), 1_800_000_000_000).unwrap(), "an invitation put in enrols nobody");
+        let ballot = gatehouse_store::quorum::Ballot { item: "k", digest: "d", approver: "forged", decision: "allow", needed: 1, ends: false };
+        let vote = store.quorum_vote(&ballot, "2026-11-28T10:00:00Z").unwrap();
+        assert!(matches!(vote, gatehouse_store::quorum::Vote::Counted { agreeing: 0 }), "{vote:?}");
+    }
+}
+
+on_both_engines! {
+    /// A quorum rule lowered or taken out outside Gatehouse is an error, not a rule less.
+    fn a_quorum_rule_changed_outside_gatehouse_stops_decisions(place) {
+        let store = open(&place, &TestSealer::node());
+        let rule = gatehouse_store::quorum::QuorumRule {
+            id: 0,
+            scope: None,
+            sender: None,
+            need: 2,
+            approvers: vec!["a".into(), "b".into()],
+            deny_ends: false,
+            created_at: "2026-11-28T10:00:00Z".into(),
+        };
+        store.quorum_rule_add(&rule).unwrap();
+        assert_eq!(store.quorum_rules().unwrap().len(), 1);
+        behind_its_back(&place, "UPDATE quorum_rules SET need = 1");
+        assert!(matches!(store.quorum_rules(), Err(StoreError::StateChanged(_))));
+        behind_its_back(&place, "DELETE FROM quorum_rules");
+        assert!(matches!(store.quorum_rules(), Err(StoreError::StateChanged(_))));
+    }
+}
+
+on_both_engines! {
+    /// What only counts (a flood's tally) is written without a seal, and read as it is.
+    fn settings_that_only_count_are_not_sealed(place) {
+        let store = open(&place, &TestSealer::node());
+        behind_its_back(&place, "INSERT INTO settings (key, value) VALUES ('flood', '{\"n\": 3}')");
+        assert_eq!(store.setting::<serde_json::Value>("flood").unwrap(), Some(serde_json::json!({"n": 3})));
+        assert!(store.state_check().unwrap().intact());
+    }
+}
