@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 
+pub use gatehouse_store::{ChangeKind, StateChange, StateReport};
+
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier as _, VerifyingKey};
 use gatehouse_store::{audit_entry_hash, AuditCheckpoint, AuditEntry, Store, AUDIT_GENESIS, AUDIT_PRUNED};
 use serde::{Deserialize, Serialize};
@@ -53,6 +55,11 @@ pub struct AuditVerdict {
     pub problem: Option<AuditProblem>,
     /// The key the checkpoints were checked against (hex).
     pub key: String,
+    /// The gate's deciding state (trust, blocks, revocations, settings, approvers, quorum
+    /// rules) against its seals, when a live gate was checked: `intact` is false when
+    /// it is not.
+    #[serde(default)]
+    pub state: Option<gatehouse_store::StateReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,13 +164,36 @@ fn newest_valid(store: &Store, key: &str, v: &AuditVerdict) -> Result<Option<Aud
 pub fn verify_here(ctx: &crate::Context, key: Option<&str>) -> Result<AuditVerdict> {
     let key = key.unwrap_or(&ctx.public_key);
     let witness = crate::witness::load(&ctx.data_dir)?;
-    let v = verify_live(&ctx.store, key, witness.as_ref())?;
+    let mut v = verify_live(&ctx.store, key, witness.as_ref())?;
     if key.eq_ignore_ascii_case(&ctx.public_key) {
         if let Some(c) = newest_valid(&ctx.store, key, &v)? {
             crate::witness::keep(&ctx.data_dir, &c)?;
         }
     }
+    let state = ctx.store.state_check()?;
+    v.intact &= state.intact();
+    v.state = Some(state);
     Ok(v)
+}
+
+/// The gate's deciding state against its seals (what `audit verify` adds to the log's check).
+pub fn state_check(ctx: &crate::Context) -> Result<StateReport> {
+    Ok(ctx.store.state_check()?)
+}
+
+/// Takes the gate's deciding state as the database holds it now and seals it with the
+/// gate's key: rows changed outside Gatehouse become the gate's own (an operator's
+/// decision, after `audit verify` said what they are). Audited with what was taken.
+pub fn accept_state(ctx: &crate::Context) -> Result<StateReport> {
+    let before = ctx.store.state_check()?;
+    let after = ctx.store.state_accept()?;
+    ctx.store.audit(
+        "state.accept",
+        None,
+        &serde_json::json!({ "broken": before.broken, "changes": before.changes, "version": after.version }),
+        &crate::now(),
+    )?;
+    Ok(after)
 }
 
 /// Signs this gate's log now (see [`checkpoint`]), checked against the checkpoint this
@@ -325,6 +355,7 @@ impl Verifier {
             signed_through: self.signed_through,
             problem: self.problem,
             key: self.key_hex,
+            state: None,
         }
     }
 }

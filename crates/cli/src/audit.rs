@@ -26,6 +26,15 @@ pub enum AuditCmd {
     },
     /// Sign the log as it is now (the gate also does every ten minutes and on export)
     Checkpoint,
+    /// Take the gate's deciding state (trust, blocks, revocations, settings, approvers,
+    /// quorum rules) as the database holds it now, rows changed outside Gatehouse
+    /// included, and seal it with the gate's key. Read `gatehouse audit verify` first:
+    /// what it lists becomes the gate's own
+    AcceptState {
+        /// Do not ask (the changes are still listed)
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 pub fn run(cmd: AuditCmd, open: impl Fn() -> Result<Context, CommandError>) -> Result<ExitCode, CommandError> {
@@ -52,6 +61,47 @@ pub fn run(cmd: AuditCmd, open: impl Fn() -> Result<Context, CommandError>) -> R
             }
             Ok(ExitCode::SUCCESS)
         }
+        AuditCmd::AcceptState { yes } => {
+            let ctx = open()?;
+            let report = audit::state_check(&ctx)?;
+            if report.intact() {
+                note!("the gate's state is as it sealed it: nothing to accept");
+                return Ok(ExitCode::SUCCESS);
+            }
+            say_state(&report);
+            if !yes {
+                crate::terminal::ask("make these rows the gate's own and seal them? type yes: ");
+                let mut answer = String::new();
+                let _ = std::io::stdin().read_line(&mut answer);
+                if answer.trim() != "yes" {
+                    note!("nothing accepted");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+            let after = audit::accept_state(&ctx)?;
+            note!("sealed: {} row(s), version {}", after.sealed, after.version);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The deciding state's report, a line per row not as sealed.
+fn say_state(r: &audit::StateReport) {
+    if r.intact() {
+        say!("the gate's state: intact ({} sealed row(s), version {})", r.sealed, r.version);
+        return;
+    }
+    say!("the gate's state: NOT AS SEALED");
+    if let Some(b) = &r.broken {
+        say!("  {b}: no trust entry, approver or setting is acted on until an operator accepts the state (gatehouse audit accept-state)");
+    }
+    for c in &r.changes {
+        let what = match c.what {
+            audit::ChangeKind::Added => "added outside Gatehouse (not acted on)",
+            audit::ChangeKind::Changed => "changed outside Gatehouse (not acted on)",
+            audit::ChangeKind::Removed => "taken out outside Gatehouse (a block or revocation still holds)",
+        };
+        say!("  {} {}: {what}", c.table, c.id);
     }
 }
 
@@ -72,5 +122,8 @@ fn say(v: &AuditVerdict) {
         (Some(s), Some(last)) if s < last => say!("entries after #{s} are chained but not yet signed"),
         (None, Some(_)) => say!("no checkpoint covers these entries yet"),
         _ => {}
+    }
+    if let Some(state) = &v.state {
+        say_state(state);
     }
 }

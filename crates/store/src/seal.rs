@@ -248,7 +248,7 @@ fn check_seals(seals: &BTreeMap<Key, Seal>, head: i64, me: &str, sealer: &dyn Se
 }
 
 /// A row that is not as the gate sealed it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StateChange {
     /// The table (`trust`, `blocked`, `revoked`, `settings`, `approvers`,
@@ -259,7 +259,7 @@ pub struct StateChange {
     pub what: ChangeKind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
@@ -272,7 +272,7 @@ pub enum ChangeKind {
 }
 
 /// The gate's deciding state checked against its seals ([`Store::state_check`]).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StateReport {
     /// The head's version (0: never sealed).

@@ -53,6 +53,10 @@ pub struct UampOptions {
 /// How often expired nonces and per-minute usage older than any window are dropped.
 const GC_EVERY: Duration = Duration::from_secs(600);
 
+/// How often the gate's deciding state is checked against its seals (and a problem shown
+/// on `/ready`): a read of every sealed row, cheap beside a minute of arrivals.
+const STATE_EVERY: Duration = Duration::from_secs(30);
+
 /// The scopes the guardian and IntentWeb record for themselves (an agent registered, a
 /// site pinned), which no EPP sender may ask for.
 pub const RESERVED_SCOPES: [&str; 2] = [super::guardian::SCOPE, super::intent::SCOPE];
@@ -192,6 +196,8 @@ where
         }
     });
 
+    let state_task = tokio::spawn(watch_state(store.clone(), inbox.clone()));
+
     let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
     let mut tasks: tokio::task::JoinSet<Result<(), String>> = tokio::task::JoinSet::new();
     // One A2A door for both listeners it may be served on (its open streams are counted
@@ -314,10 +320,38 @@ where
         }
     }
     gc_task.abort();
+    state_task.abort();
     runner_task.abort();
     notify_task.abort();
     match first_error {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Checks the gate's deciding state at start and every [`STATE_EVERY`]: rows changed
+/// outside Gatehouse are shown on `/ready` (`problems.state`) and written once to the
+/// audit log, so the window's Activity and `audit verify` name them too.
+async fn watch_state(store: Arc<Store>, gate: Arc<Gate>) {
+    let mut every = tokio::time::interval(STATE_EVERY);
+    let mut told: Option<String> = None;
+    loop {
+        every.tick().await;
+        let s = store.clone();
+        let Ok(Ok(report)) = tokio::task::spawn_blocking(move || s.state_check()).await else { continue };
+        if report.intact() {
+            gate.set_problem("state", None);
+            told = None;
+            continue;
+        }
+        let summary = report.summary();
+        gate.set_problem("state", Some(summary.clone()));
+        if told.as_ref() != Some(&summary) {
+            tracing::warn!(problem = %summary, "the gate's state was changed outside Gatehouse");
+            let s = store.clone();
+            let detail = serde_json::json!({ "broken": report.broken, "changes": report.changes });
+            let _ = tokio::task::spawn_blocking(move || s.audit("state.changed_outside", None, &detail, &crate::now())).await;
+            told = Some(summary);
+        }
     }
 }

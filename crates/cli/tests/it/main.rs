@@ -12,6 +12,7 @@ mod printing;
 mod proxy;
 mod rewind;
 mod runs_here;
+mod sealed_state;
 mod sites;
 mod team;
 // The CLI's one way to print (src/terminal.rs), tested as it is in `printing`.

@@ -1,7 +1,9 @@
-//! A program runs only where its node's operator allowed it. With only the team's database
-//! login, someone points the executor setting at `/bin/sh -c …`: a node accepts the
-//! trusted sender's envelope as before, but runs nothing and says why; once the node's
-//! operator allows it there (`gatehouse executor allow`), it runs.
+//! A program runs only where its node's operator allowed it — never because a row says
+//! so, signed or not. The executor setting, set with Gatehouse on one node (sealed, and
+//! allowed on that machine), names `/bin/sh -c …`: another node accepts the trusted
+//! sender's envelope as before, but runs nothing and says why; once that node's operator
+//! allows it there (`gatehouse executor allow`), it runs. (The same setting written with
+//! the database login alone is not even read: `sealed_state.rs`.)
 
 use std::time::{Duration, Instant};
 
@@ -9,25 +11,17 @@ use crate::team::{signed, Team};
 use gatehouse_pg_testserver::Postgres;
 
 #[test]
-fn an_executor_written_into_the_database_runs_nothing_until_the_nodes_operator_allows_it() {
+fn an_executor_set_on_another_node_runs_nothing_here_until_this_nodes_operator_allows_it() {
     let Some(pg) = Postgres::shared() else { return };
     let url = pg.fresh_database();
-    let database = url.rsplit('/').next().unwrap().to_string();
-    let team = Team::new(url, 1);
+    let team = Team::new(url, 2);
     let bob = gatehouse_epp::generate_signing_key();
     team.gh(0, &["trust", "add", &gatehouse_epp::public_key_hex(&bob), "--name", "Bob", "--scopes", "support"]);
-    let node = team.serve_with(0, &[]);
     let out = tempfile::tempdir().unwrap();
     let proof = out.path().join("PWNED");
-
-    // Behind the gate's back: the database says every prompt runs a shell.
-    let setting =
-        serde_json::json!({"default": {"kind": "command", "program": "/bin/sh", "args": ["-c", format!("touch {}", proof.display())], "timeout_secs": 10}});
-    pg.psql_in(
-        &database,
-        &format!("INSERT INTO settings (key, value) VALUES ('executors', '{setting}') ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
-    )
-    .unwrap();
+    // Set on node 0's machine: allowed there, sealed for the whole gate.
+    team.gh(0, &["executor", "set", "default", "command", "--timeout-secs", "10", "/bin/sh", "-c", &format!("touch {}", proof.display())]);
+    let node = team.serve_with(1, &[]);
 
     let client = reqwest::blocking::Client::new();
     let post = |prompt: &str| {
@@ -36,7 +30,7 @@ fn an_executor_written_into_the_database_runs_nothing_until_the_nodes_operator_a
     let settled = |envelope: usize| -> serde_json::Value {
         let t = Instant::now();
         loop {
-            let list: serde_json::Value = serde_json::from_str(&team.gh(0, &["envelopes", "--json"])).unwrap();
+            let list: serde_json::Value = serde_json::from_str(&team.gh(1, &["envelopes", "--json"])).unwrap();
             let rows = list.as_array().unwrap();
             if rows.len() > envelope && matches!(rows[0]["exec_status"].as_str(), Some("failed" | "succeeded")) {
                 return rows[0].clone();
@@ -50,10 +44,10 @@ fn an_executor_written_into_the_database_runs_nothing_until_the_nodes_operator_a
     assert_eq!(row["exec_status"], "failed", "{row}");
     let why = row["exec_result"]["error"].as_str().unwrap();
     assert!(why.contains("not allowed on this machine") && why.contains("gatehouse executor allow"), "{why}");
-    assert!(!proof.exists(), "the program named only by the database did not run");
+    assert!(!proof.exists(), "the program allowed on another machine did not run on this one");
 
     // The node's operator looks and allows it here: from then on it runs.
-    let o = team.command(0).args(["executor", "allow"]).output().unwrap();
+    let o = team.command(1).args(["executor", "allow"]).output().unwrap();
     assert!(o.status.success() && String::from_utf8_lossy(&o.stderr).contains("allowed on this machine: run /bin/sh -c touch"), "{o:?}");
     assert_eq!(post("again"), 200);
     let row = settled(1);
