@@ -33,6 +33,7 @@ app_commands![
     commands::consent_decide::<tauri::Wry>,
     commands::audit_list,
     commands::audit_verify,
+    commands::state_check,
     approvers::approver_invite,
     approvers::approvers_list,
     approvers::approver_remove,

@@ -226,6 +226,15 @@ pub async fn audit_verify(shell: ShellState<'_>) -> Result<gatehouse_app::audit:
     blocking(move || gatehouse_app::audit::verify_here(&c.ctx, None)).await
 }
 
+/// The gate's deciding state against its seals: rows changed outside Gatehouse (shown
+/// under Waiting for you).
+#[tauri::command]
+#[specta::specta]
+pub async fn state_check(shell: ShellState<'_>) -> Result<gatehouse_app::audit::StateReport> {
+    let c = shell.inner().clone();
+    blocking(move || gatehouse_app::audit::state_check(&c.ctx)).await
+}
+
 #[tauri::command]
 #[specta::specta]
 pub async fn settings_set(shell: ShellState<'_>, grants: tauri::State<'_, crate::grants::Grants>, settings: DesktopSettings) -> Result<InboxStatus> {

@@ -57,6 +57,11 @@ export const commands = {
 	/**  Checks the audit log against this gate's key (`gatehouse audit verify`). */
 	auditVerify: () => __TAURI_INVOKE<AuditVerdict_Serialize>("audit_verify"),
 	/**
+	 *  The gate's deciding state against its seals: rows changed outside Gatehouse (shown
+	 *  under Waiting for you).
+	 */
+	stateCheck: () => __TAURI_INVOKE<StateReport_Serialize>("state_check"),
+	/**
 	 *  Invites a device called `name` to the gate at `url` (by default this inbox's own
 	 *  address, which only a browser on this computer reaches: a phone needs the gate's
 	 *  https:// name).
@@ -685,6 +690,12 @@ export type AuditVerdict_Deserialize = {
 	problem?: AuditProblem | null,
 	/**  The key the checkpoints were checked against (hex). */
 	key: string,
+	/**
+	 *  The gate's deciding state (trust, blocks, revocations, settings, approvers, quorum
+	 *  rules) against its seals, when a live gate was checked: `intact` is false when
+	 *  it is not.
+	 */
+	state?: StateReport_Deserialize | null,
 };
 
 /**  What a check of the audit log found. */
@@ -708,6 +719,12 @@ export type AuditVerdict_Serialize = {
 	problem: AuditProblem | null,
 	/**  The key the checkpoints were checked against (hex). */
 	key: string,
+	/**
+	 *  The gate's deciding state (trust, blocks, revocations, settings, approvers, quorum
+	 *  rules) against its seals, when a live gate was checked: `intact` is false when
+	 *  it is not.
+	 */
+	state: StateReport_Serialize | null,
 };
 
 export type BlockedSender = {
@@ -750,6 +767,14 @@ export type CapabilityLimit_Serialize = {
 	 */
 	allowed: Value,
 };
+
+export type ChangeKind = 
+/**  A row no seal covers. */
+"added" | 
+/**  A row whose content is not what its seal covers. */
+"changed" | 
+/**  A sealed row that is not there. */
+"removed";
 
 /**  A knock's claim to be (or act for) an existing contact. */
 export type Claim = {
@@ -2715,6 +2740,45 @@ export type StartInput_Serialize = {
 	origin: string,
 	capability: string | null,
 	message: string,
+};
+
+/**  A row that is not as the gate sealed it. */
+export type StateChange = {
+	/**
+	 *  The table (`trust`, `blocked`, `revoked`, `settings`, `approvers`,
+	 *  `approver_mail`, `approver_invites`, `quorum_rules`).
+	 */
+	table: string,
+	/**  The row's key (a sender's key, a setting's name, a device's id, …). */
+	id: string,
+	what: ChangeKind,
+};
+
+/**  The gate's deciding state checked against its seals ([`Store::state_check`]). */
+export type StateReport = StateReport_Serialize;
+
+/**  The gate's deciding state checked against its seals ([`Store::state_check`]). */
+export type StateReport_Deserialize = {
+	/**  The head's version (0: never sealed). */
+	version: number,
+	/**  Rows covered by a seal. */
+	sealed: number,
+	/**  Why no seal can be trusted, if so. */
+	broken?: string | null,
+	/**  Rows not as sealed (against the seals as stored, even when they are broken). */
+	changes: StateChange[],
+};
+
+/**  The gate's deciding state checked against its seals ([`Store::state_check`]). */
+export type StateReport_Serialize = {
+	/**  The head's version (0: never sealed). */
+	version: number,
+	/**  Rows covered by a seal. */
+	sealed: number,
+	/**  Why no seal can be trusted, if so. */
+	broken: string | null,
+	/**  Rows not as sealed (against the seals as stored, even when they are broken). */
+	changes: StateChange[],
 };
 
 /**  Whether an arrival was taken in (held for the user included) or refused. */

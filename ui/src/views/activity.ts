@@ -4,6 +4,7 @@
 import { api, asShape, errorText, type AuditEntry, type ContactView } from '../api';
 import { h, replace } from '../dom';
 import { failed } from './parts';
+import { stateLines } from './state';
 import { fingerprint, when } from '../format';
 
 type Kind = 'allowed' | 'refused' | 'changed';
@@ -32,6 +33,8 @@ const WORDS: Record<string, [string, Kind]> = {
   'asop.rule_remove': ['You removed a rule for your agents', 'changed'],
   'intentweb.pin': ['You pinned the key of', 'allowed'],
   'risk.dismiss': ['You set a warning aside on', 'changed'],
+  'state.changed_outside': ['The gate’s database was changed outside Gatehouse (not acted on)', 'changed'],
+  'state.accept': ['The gate’s state was accepted as its database held it', 'changed'],
 };
 
 /** An agent's step answered: allowed or not, by what the user chose. */
@@ -105,9 +108,13 @@ export class ActivityView {
       const v = await api.auditVerify();
       verdict.className = v.intact ? 'ok' : 'error';
       const unsigned = v.last_id !== null && v.signed_through !== v.last_id ? ` Entries after #${v.signed_through ?? 0} are not signed yet (the gate signs every 10 minutes and on export).` : '';
-      verdict.textContent = v.problem
+      const log = v.problem
         ? `Not intact: ${v.problem.reason}.`
         : `Intact: ${v.entries} entries, none changed, removed or moved; signed by this gate's key.${unsigned}`;
+      const state = v.state && (v.state.broken !== null || v.state.changes.length)
+        ? [v.state.broken ? ` The gate’s state: ${v.state.broken}.` : ' The gate’s state was changed outside Gatehouse:', ...stateLines(v.state).map((l) => ` ${l}`)].join('')
+        : '';
+      verdict.textContent = log + state;
       // The list as the store holds it now, beside the answer.
       await this.load();
     } catch (e) { verdict.className = 'error'; verdict.textContent = errorText(e); }

@@ -7,6 +7,7 @@ import { extrasCard } from './inbox';
 import { riskText } from './risk';
 import { coveredList, lasting as lastingOf, lastingPicker, type LastingChoice } from './grants';
 import { quietBanner } from './quiet';
+import { stateNotice } from './state';
 import { fingerprint, senderLabel, when } from '../format';
 import { TeamSection } from './team';
 
@@ -70,12 +71,12 @@ export class ConsentView {
     if (fresh) void this.team.load();
     try {
       // One list of everything that waits (the count on the tab is its length).
-      const [all, quiet] = await Promise.all([api.consentList(), api.quietHoursGet().catch(() => null)]);
+      const [all, quiet, state] = await Promise.all([api.consentList(), api.quietHoursGet().catch(() => null), api.stateCheck().catch(() => null)]);
       const asks = all.flatMap((it) => (it.kind === 'guardian_step' ? [it.step] : []));
       const prompts = all.filter((it): it is Prompt => it.kind !== 'guardian_step');
       const items = prompts.filter((it) => !it.later);
       const later = prompts.filter((it) => it.later);
-      replace(this.el, h('h2', {}, 'Waiting for you'), quietBanner(quiet), this.notice,
+      replace(this.el, h('h2', {}, 'Waiting for you'), stateNotice(state), quietBanner(quiet), this.notice,
         items.length || asks.length ? null : h('p', { className: 'empty' }, later.length
           ? 'Nothing else is waiting: what you put off is below.'
           : 'Nothing is waiting. When an unknown sender knocks, a message needs your consent, or one of your agents asks before it acts, it appears here.'),
