@@ -70,7 +70,7 @@ fn a_mail_account_is_added_in_settings_and_an_envelope_by_mail_is_shown_with_its
     let clinic = SigningKey::from_bytes(&[42; 32]);
     app.trust(&clinic, "Clinic", &["support"]);
     // Let in from the clinic's mail: its receipts go to that address, and only there.
-    let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
+    let store = app.store();
     let key = gatehouse_epp::public_key_hex(&clinic);
     let mut entry = store.trust_get(&key).unwrap().unwrap();
     entry.policy.mail_address = Some("agent@clinic.example".into());

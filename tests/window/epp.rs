@@ -118,7 +118,7 @@ fn editing_a_policy_changes_the_next_verdict() {
     let clinic = gatehouse_epp::generate_signing_key();
     app.trust(&clinic, "City Clinic", &["support"]);
     // A capability limit set from the CLI, which this form does not edit: kept by a save.
-    let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
+    let store = app.store();
     let key = gatehouse_epp::public_key_hex(&clinic);
     let mut policy = store.trust_get(&key).unwrap().unwrap().policy;
     let limit = gatehouse_store::CapabilityLimit { require: false, allowed: json!({"actions": ["notify"]}) };
@@ -202,7 +202,7 @@ fn conversations_thread_with_delegation_and_settings_show_the_identity() {
     app.type_into("#retention-receipt", "30");
     app.click("#retention-save");
     app.wait_text("#retention-msg", "refused receipts 30 days");
-    let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
+    let store = app.store();
     assert_eq!(store.retention().rejected_receipt_days, 30);
     assert!(store.audit_list(20).unwrap().iter().any(|a| a.action == "settings.retention"));
     app.type_into("#retention-audit", "99999");

@@ -468,9 +468,11 @@ impl App {
         (r.status().as_u16(), r.json().unwrap())
     }
 
-    /// The app's store, opened beside it (WAL: reads see what the app committed).
+    /// The app's store, opened beside it (WAL: reads see what the app committed), writing
+    /// as the app does: sealed with its key (a row written bare is not the gate's).
     pub fn store(&self) -> gatehouse_store::Store {
-        gatehouse_store::Store::open(&self.data.path().join("gatehouse.db")).unwrap()
+        let sealer = std::sync::Arc::new(gatehouse_app::sealer::GateSealer::new(&self.key, Some(self.data.path())));
+        gatehouse_store::Store::open(&self.data.path().join("gatehouse.db")).unwrap().with_sealer(sealer).unwrap()
     }
 
     pub fn trust(&self, key: &SigningKey, name: &str, scopes: &[&str]) {
@@ -478,8 +480,7 @@ impl App {
     }
 
     pub fn trust_key(&self, public_key: &str, name: &str, scopes: &[&str]) {
-        let store = gatehouse_store::Store::open(&self.data.path().join("gatehouse.db")).unwrap();
-        store
+        self.store()
             .trust_add(&gatehouse_store::TrustEntry {
                 public_key: public_key.into(),
                 name: name.into(),

@@ -17,6 +17,7 @@ mod model;
 mod notify;
 mod peers;
 mod risk;
+mod sealed;
 mod tasks;
 mod team;
 mod zoom;

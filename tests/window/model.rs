@@ -37,7 +37,7 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
         (tx, url)
     });
     // The user: Bea may ask the model about "ask-ai", and answers go back to her inbox.
-    let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
+    let store = app.store();
     store
         .trust_add(&gatehouse_store::TrustEntry {
             public_key: gatehouse_epp::public_key_hex(&bea),
@@ -106,7 +106,7 @@ fn a_failed_model_is_run_again_and_its_answer_is_written_live_in_the_window() {
     server.set_down(true);
     let model = rt.block_on(gatehouse_model_testserver::spawn(server.clone()));
     let cy = SigningKey::from_bytes(&[62; 32]);
-    let store = gatehouse_store::Store::open(&app.data.path().join("gatehouse.db")).unwrap();
+    let store = app.store();
     store
         .trust_add(&gatehouse_store::TrustEntry {
             public_key: gatehouse_epp::public_key_hex(&cy),

@@ -38,10 +38,11 @@ export function stateLines(r: StateReport): string[] {
 /** The warning shown while the state is not as the gate sealed it; nothing when it is. */
 export function stateNotice(r: StateReport | null): HTMLElement | null {
   if (!r || (r.broken === null && r.changes.length === 0)) return null;
-  return h('section', { className: 'notice error state-changed', id: 'state-changed', role: 'alert' },
+  return h('section', { className: 'state-changed', id: 'state-changed', role: 'alert' },
     h('h3', {}, 'Changed outside Gatehouse'),
     h('p', {}, 'Someone wrote to the gate’s database without going through Gatehouse. Nothing below lets anyone in or runs anything; blocks and revocations still hold.'),
     r.broken ? h('p', { className: 'state-broken' }, `${r.broken}. Until this is put right, no trust entry, approver or deciding setting is acted on.`) : null,
     r.changes.length ? h('ul', { className: 'state-rows' }, ...stateLines(r).map((l) => h('li', {}, l))) : null,
-    h('p', { className: 'muted small' }, 'Put it right here (trust someone again, block, revoke), or, if these changes were your own, accept them on this machine with `gatehouse audit accept-state`.'));
+    h('p', { className: 'muted small' }, 'Put it right here (trust someone again, block, revoke), or, if these changes were your own, accept them on this machine with ',
+      h('code', {}, 'gatehouse audit accept-state'), '.'));
 }
