@@ -39,7 +39,7 @@ const MAX_BODY: usize = 64 * 1024;
 /// Joins counted this minute. Junk and wrong codes are counted against the client that
 /// sent them, tries of a right code against its invitation: no flood of wrong codes,
 /// from anywhere, uses up a valid code's tries. (Guessing is not what this stops: a code
-/// has 60 bits and lives 15 minutes; docs/threat-model.md 22.)
+/// has 60 bits and lives 15 minutes; docs/threat-model-team.md 22.)
 #[derive(Default)]
 struct JoinCounts {
     minute: i64,

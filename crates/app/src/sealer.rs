@@ -2,7 +2,7 @@
 //! setting, approver and quorum rule is signed by it when Gatehouse writes it, and acted on
 //! only while it verifies. The newest head of that sealed state this machine verified is
 //! kept in its data dir (`state-witness.json`, 0600), out of the database's reach, so a
-//! database put back to an older copy is found (docs/threat-model.md 25).
+//! database put back to an older copy is found (docs/threat-model-team.md 25).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};

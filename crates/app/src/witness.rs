@@ -3,7 +3,7 @@
 //! could rewind the log: cut its end and move its head back, rewrite every hash, or empty
 //! it, deleting the checkpoints that would tell. A node or desktop that saw a later
 //! checkpoint still holds it: a check compares the log against it, and the gate signs a
-//! new head only when the log extends it (docs/threat-model.md 21).
+//! new head only when the log extends it (docs/threat-model-team.md 21).
 
 use std::path::Path;
 

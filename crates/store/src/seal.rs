@@ -10,7 +10,7 @@
 //! Reads that decide act only on rows that match their seal: a row added or changed
 //! outside Gatehouse lets nobody in and runs nothing; a block or a revocation taken out
 //! outside Gatehouse still keeps its key out. A write seals exactly the rows it changed,
-//! in its own transaction (`seal_write.rs`). docs/threat-model.md 25.
+//! in its own transaction (`seal_write.rs`). docs/threat-model-team.md 25.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
