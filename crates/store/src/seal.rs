@@ -180,6 +180,17 @@ impl View {
     }
 }
 
+/// [`Store::judge`] with the seals already read (several rows judged in one snapshot).
+pub(crate) fn judge_in(db: &Db<'_>, view: Option<&View>, table: &Table, id: &str) -> Result<(Judged, Option<Cols>)> {
+    let row = table.row(db, id)?;
+    let judged = match view {
+        None if row.is_some() => Judged::Sealed,
+        None => Judged::Absent,
+        Some(view) => view.judge(table, id, row.as_deref()),
+    };
+    Ok((judged, row))
+}
+
 /// Reads the head and every seal and checks them, in the snapshot `db` is in.
 pub(crate) fn load(db: &Db<'_>, sealer: &dyn Sealer, verified: &std::sync::Mutex<HashSet<String>>) -> Result<View> {
     let heads: Vec<(i64, i64, String, String, String)> = db
@@ -359,13 +370,8 @@ impl Store {
     /// How a deciding read should take the row `id` of `table` (`Sealed` for every row
     /// present when this store seals nothing).
     pub(crate) fn judge(&self, db: &Db<'_>, table: &Table, id: &str) -> Result<(Judged, Option<Cols>)> {
-        let row = table.row(db, id)?;
-        let judged = match self.view(db)? {
-            None if row.is_some() => Judged::Sealed,
-            None => Judged::Absent,
-            Some(view) => view.judge(table, id, row.as_deref()),
-        };
-        Ok((judged, row))
+        let view = self.view(db)?;
+        judge_in(db, view.as_deref(), table, id)
     }
 
     /// The ids of `table`'s rows that are as sealed (all of them when this store seals

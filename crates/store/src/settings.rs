@@ -1,7 +1,7 @@
 //! Settings: small JSON values by key. Every setting decides (and is sealed, `seal`)
 //! except the few that only count or remember ([`UNSEALED_SETTINGS`]).
 
-use crate::seal::{Judged, SETTINGS, UNSEALED_SETTINGS};
+use crate::seal::{judge_in, Judged, View, SETTINGS, UNSEALED_SETTINGS};
 use crate::sql::{args, Db, Optional};
 use crate::*;
 
@@ -16,13 +16,19 @@ impl Store {
     /// The raw value of `key` as a deciding read takes it, in the snapshot `db` is in
     /// (an empty key: none).
     pub(crate) fn sealed_setting(&self, db: &Db<'_>, key: &str) -> Result<Option<String>> {
+        let view = if key.is_empty() || UNSEALED_SETTINGS.contains(&key) { None } else { self.view(db)? };
+        self.setting_in(db, view.as_deref(), key)
+    }
+
+    /// [`Store::sealed_setting`] with the seals already read.
+    pub(crate) fn setting_in(&self, db: &Db<'_>, view: Option<&View>, key: &str) -> Result<Option<String>> {
         if key.is_empty() {
             return Ok(None);
         }
         if UNSEALED_SETTINGS.contains(&key) {
             return db.prepare_cached("SELECT value FROM settings WHERE key = ?1")?.query_row(args![key], |r| r.get(0)).optional();
         }
-        Ok(match self.judge(db, SETTINGS, key)? {
+        Ok(match judge_in(db, view, SETTINGS, key)? {
             (Judged::Sealed, Some(mut cols)) => cols.first_mut().and_then(Option::take),
             _ => None,
         })

@@ -1,7 +1,7 @@
 //! Who may reach the user: the trust registry, blocked senders, the queue of unknown
 //! senders waiting for consent, and the admission view the pipeline reads per sender.
 
-use crate::seal::{Judged, BLOCKED, REVOKED, TRUST};
+use crate::seal::{judge_in, Judged, BLOCKED, REVOKED, TRUST};
 use crate::sql::{args, Db, Optional, Row};
 use crate::*;
 
@@ -231,14 +231,16 @@ impl Store {
                 let version: i64 = tx.prepare_cached("SELECT n FROM admission_version")?.query_row(args![], |r| r.get(0))?;
                 // Each row is taken as the gate sealed it (`seal`): an entry added outside
                 // Gatehouse lets nobody in, a block or revocation taken out still holds.
-                let blocked = self.judge(tx, BLOCKED, &key)?.0 != Judged::Absent;
-                let (judged, row) = self.judge(tx, REVOKED, &key)?;
+                let view = self.view(tx)?;
+                let view = view.as_deref();
+                let blocked = judge_in(tx, view, BLOCKED, &key)?.0 != Judged::Absent;
+                let (judged, row) = judge_in(tx, view, REVOKED, &key)?;
                 let revoked = revocation(judged, row);
-                let trust = match self.judge(tx, TRUST, &key)? {
+                let trust = match judge_in(tx, view, TRUST, &key)? {
                     (Judged::Sealed, row) => sealed_entry(&key, row)?,
                     _ => None,
                 };
-                let setting = self.sealed_setting(tx, setting)?;
+                let setting = self.setting_in(tx, view, setting)?;
                 Ok((version, blocked, revoked, trust, setting))
             })?;
             let admission = Admission { blocked, revoked, trust, setting, version };
