@@ -190,6 +190,17 @@ async fn join(State(s): State<Approve>, client: Option<axum::Extension<ConnectIn
 
 /// The approver that signed this request (see [`approvers::authenticate`]).
 async fn signed(s: &Approve, headers: &HeaderMap, method: &Method, uri: &Uri, body: &Bytes) -> Result<gatehouse_store::Approver> {
+    Ok(signed_with_proof(s, headers, method, uri, body).await?.0)
+}
+
+/// [`signed`], with the request as signed (kept with a vote).
+async fn signed_with_proof(
+    s: &Approve,
+    headers: &HeaderMap,
+    method: &Method,
+    uri: &Uri,
+    body: &Bytes,
+) -> Result<(gatehouse_store::Approver, approvers::VoteProof)> {
     let header = |name: &str| -> Result<String> {
         let v =
             headers.get(name).ok_or_else(|| CommandError::new(Code::Unauthorized, format!("a request to the approvers' API is signed: {name} is missing")))?;
@@ -200,7 +211,7 @@ async fn signed(s: &Approve, headers: &HeaderMap, method: &Method, uri: &Uri, bo
     let (gate, method, path, body) = (s.gate.clone(), method.to_string(), uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(), body.clone());
     crate::blocking(move || {
         let req = SignedRequest { approver: &approver, date: &date, nonce: &nonce, signature: &signature, method: &method, path: &path, body: &body };
-        approvers::authenticate(gate.store(), gate.public_key(), &req, crate::doors::gate::clock::now())
+        Ok((approvers::authenticate(gate.store(), gate.public_key(), &req, crate::doors::gate::clock::now())?, approvers::VoteProof::of(&req)))
     })
     .await
 }
@@ -212,13 +223,13 @@ async fn me(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderM
 async fn waiting(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<Vec<approvers::ApproverItem>> {
     let me = signed(&s, &headers, &method, &uri, &body).await?;
     let gate = s.gate.clone();
-    Ok(Json(crate::blocking(move || approvers::waiting(gate.store(), &me.id, crate::doors::gate::clock::now())).await?))
+    Ok(Json(crate::blocking(move || approvers::waiting(gate.store(), gate.public_key(), &me.id, crate::doors::gate::clock::now())).await?))
 }
 
 async fn decide(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<crate::consent::DecisionOutcome> {
-    let approver = signed(&s, &headers, &method, &uri, &body).await?;
+    let (approver, proof) = signed_with_proof(&s, &headers, &method, &uri, &body).await?;
     let d: ApproverDecision = serde_json::from_slice(&body).map_err(bad)?;
-    Ok(Json(approvers::decide(s.gate.clone(), approver, d).await?))
+    Ok(Json(approvers::decide(s.gate.clone(), approver, d, proof).await?))
 }
 
 /// How often an open live view notes its device is looking.

@@ -54,6 +54,51 @@ pub struct SignedRequest<'a> {
     pub body: &'a [u8],
 }
 
+/// The signed request that cast a vote, kept with it: every count checks it again
+/// ([`proves`]), so a vote row written into the database by anyone else counts for nothing.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct VoteProof {
+    pub method: String,
+    pub path: String,
+    pub date: String,
+    pub nonce: String,
+    /// The request's body (the decision, as JSON).
+    pub body: String,
+    pub signature: String,
+}
+
+impl VoteProof {
+    pub fn of(req: &SignedRequest<'_>) -> VoteProof {
+        VoteProof {
+            method: req.method.into(),
+            path: req.path.into(),
+            date: req.date.into(),
+            nonce: req.nonce.into(),
+            body: String::from_utf8_lossy(req.body).into_owned(),
+            signature: req.signature.into(),
+        }
+    }
+}
+
+/// Whether `proof` is the device's (`device_key`) signature over a request deciding `vote`
+/// on the item `item` as `digest` names it, for this gate.
+pub fn proves(gate_key: &str, kept: &gatehouse_store::quorum::Kept<'_>) -> bool {
+    let Some(proof) = kept.proof.and_then(|p| serde_json::from_str::<VoteProof>(p).ok()) else { return false };
+    let message = request_message(gate_key, &proof.method, &proof.path, &proof.date, &proof.nonce, proof.body.as_bytes());
+    if !verifies(kept.device_key, &message, &proof.signature) {
+        return false;
+    }
+    let Ok(d) = serde_json::from_str::<ApproverDecision>(&proof.body) else { return false };
+    d.target.key() == kept.item && d.digest == kept.digest && vote_of(&d) == kept.decision
+}
+
+/// The vote a decision casts: the decision and how long it lasts (which belongs to
+/// "always allow" alone: two denies agree whatever a page's duration menu said).
+pub fn vote_of(d: &ApproverDecision) -> String {
+    let lasting = if d.decision == crate::consent::Decision::AlwaysAllowScope { d.lasting.clone() } else { crate::consent::Lasting::Always };
+    serde_json::json!({"decision": d.decision, "lasting": lasting}).to_string()
+}
+
 fn unauthorized(why: impl Into<String>) -> CommandError {
     CommandError::new(Code::Unauthorized, why.into())
 }
@@ -237,7 +282,7 @@ fn digest(item: &crate::consent::ConsentItem) -> Result<String> {
 
 /// What waits that an approver can decide (a guardian step is decided at its agent's
 /// door, on the owner's gate), as device `me` is shown it.
-pub fn waiting(store: &Store, me: &str, now: DateTime<Utc>) -> Result<Vec<ApproverItem>> {
+pub fn waiting(store: &Store, gate_key: &str, me: &str, now: DateTime<Utc>) -> Result<Vec<ApproverItem>> {
     let looking: Vec<String> = store
         .approvers()?
         .into_iter()
@@ -255,7 +300,7 @@ pub fn waiting(store: &Store, me: &str, now: DateTime<Utc>) -> Result<Vec<Approv
         if let Some(target) = item.target() {
             let digest = digest(&item)?;
             let quorum = match crate::quorum::rule_for(store, &item)? {
-                Some(rule) => Some(crate::quorum::view(store, &rule, &target.key(), &digest)?),
+                Some(rule) => Some(crate::quorum::view(store, gate_key, &rule, &target.key(), &digest)?),
                 None => None,
             };
             let shown = crate::waiting::shown::lines(&item);
@@ -276,7 +321,12 @@ pub struct ApproverDecision {
 }
 
 /// Carries out `d` for `approver`, if the item it names still waits exactly as it saw it.
-pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver, d: ApproverDecision) -> Result<crate::consent::DecisionOutcome> {
+pub async fn decide(
+    gate: std::sync::Arc<crate::doors::Gate>,
+    approver: Approver,
+    d: ApproverDecision,
+    proof: VoteProof,
+) -> Result<crate::consent::DecisionOutcome> {
     let store = gate.store().clone();
     let target = d.target.clone();
     // The item as it waits now: the same one (its digest then decides), another under
@@ -304,12 +354,15 @@ pub async fn decide(gate: std::sync::Arc<crate::doors::Gate>, approver: Approver
     // Under a quorum this is one vote; only the vote that reaches it decides.
     let store = gate.store().clone();
     let (key, seen, who, decision) = (d.target.key(), d.digest.clone(), approver.id.clone(), d.decision);
-    // How long it lasts belongs to "always allow" alone: two denies agree whatever a
-    // page's duration menu said.
     let lasting = if d.decision == crate::consent::Decision::AlwaysAllowScope { d.lasting.clone() } else { crate::consent::Lasting::Always };
-    let vote = serde_json::json!({"decision": d.decision, "lasting": lasting}).to_string();
+    let vote = vote_of(&d);
+    let gate_key = gate.public_key().to_string();
+    let proof = serde_json::to_string(&proof)?;
     let cast = crate::blocking(move || match crate::quorum::rule_for(&store, &item)? {
-        Some(rule) => Ok(Some(crate::quorum::cast(&store, &rule, &who, &key, &seen, decision, &vote)?)),
+        Some(rule) => {
+            let ballot = crate::quorum::Ballot { approver: &who, key: &key, digest: &seen, decision, vote: &vote, proof: &proof };
+            Ok(Some(crate::quorum::cast(&store, &gate_key, &rule, &ballot)?))
+        }
         None => Ok(None),
     })
     .await?;

@@ -125,10 +125,11 @@ fn name_of(store: &Store, id: &str) -> Result<String> {
     Ok(store.approver(id)?.map(|a| a.name).unwrap_or_else(|| format!("{id} (removed)")))
 }
 
-/// `rule` on the item `key` as `digest` names it.
-pub fn view(store: &Store, rule: &QuorumRule, key: &str, digest: &str) -> Result<QuorumView> {
+/// `rule` on the item `key` as `digest` names it (the votes that count: enrolled devices',
+/// each checked against the request its device signed).
+pub fn view(store: &Store, gate_key: &str, rule: &QuorumRule, key: &str, digest: &str) -> Result<QuorumView> {
     let votes = store
-        .quorum_votes(key, digest)?
+        .quorum_votes(key, digest, &|k| crate::approvers::proves(gate_key, k))?
         .into_iter()
         .map(|v| Ok(VoteView { approver: name_of(store, &v.approver_id)?, decision: v.decision, at: v.at }))
         .collect::<Result<Vec<_>>>()?;
@@ -144,20 +145,36 @@ pub enum Cast {
     Counted { agreeing: u32, needed: u32 },
 }
 
-/// `approver`'s vote for `vote` (decision and how long it lasts, as JSON) on the item
-/// `key` as it saw it (`digest`).
-pub fn cast(store: &Store, rule: &QuorumRule, approver: &str, key: &str, digest: &str, decision: Decision, vote: &str) -> Result<Cast> {
+/// A device's vote, as it signed it.
+#[derive(Clone, Copy)]
+pub struct Ballot<'a> {
+    pub approver: &'a str,
+    /// The item as the device saw it.
+    pub key: &'a str,
+    pub digest: &'a str,
+    pub decision: Decision,
+    /// The decision and how long it lasts, as JSON ([`crate::approvers::vote_of`]).
+    pub vote: &'a str,
+    /// The signed request that cast it ([`crate::approvers::VoteProof`], as JSON).
+    pub proof: &'a str,
+}
+
+/// A device's vote on the item as it saw it, counted with every other vote that still
+/// proves itself.
+pub fn cast(store: &Store, gate_key: &str, rule: &QuorumRule, b: &Ballot<'_>) -> Result<Cast> {
+    let Ballot { approver, key, digest, decision, vote, proof } = *b;
     if !rule.approvers.iter().any(|a| a == approver) {
         let names = rule.approvers.iter().map(|id| name_of(store, id)).collect::<Result<Vec<_>>>()?;
         return Err(CommandError::new(Code::NotAllowed, format!("this needs the votes of {}: this device is not one of them", names.join(", "))));
     }
     let needed = needed(store, rule)?;
     let ends = rule.deny_ends && matches!(decision, Decision::Deny | Decision::Block);
-    let ballot = gatehouse_store::quorum::Ballot { item: key, digest, approver, decision: vote, needed, ends };
-    match store.quorum_vote(&ballot, &crate::now())? {
+    let ballot = gatehouse_store::quorum::Ballot { item: key, digest, approver, decision: vote, needed, ends, proof };
+    let proven = |k: &gatehouse_store::quorum::Kept<'_>| crate::approvers::proves(gate_key, k);
+    match store.quorum_vote(&ballot, &crate::now(), &proven)? {
         Vote::Counted { agreeing } => Ok(Cast::Counted { agreeing, needed }),
         Vote::Decides => {
-            let agreed = store.quorum_votes(key, digest)?.into_iter().filter(|v| v.decision == vote).map(|v| v.approver_id).collect();
+            let agreed = store.quorum_votes(key, digest, &proven)?.into_iter().filter(|v| v.decision == vote).map(|v| v.approver_id).collect();
             Ok(Cast::Decides { agreed })
         }
         Vote::AlreadyVoted => Err(CommandError::new(Code::AlreadySent, "this device voted on this already")),

@@ -52,7 +52,24 @@ pub struct Ballot<'a> {
     pub needed: u32,
     /// This vote ends it at once (a deny, under a rule where one deny does).
     pub ends: bool,
+    /// The device's signed request that cast it, kept so every count checks it again: a
+    /// vote row written into the database by anyone else proves nothing.
+    pub proof: &'a str,
 }
+
+/// A stored vote, for the caller's check of its proof (the device's signature over the
+/// request that cast it, for this item, digest and decision).
+pub struct Kept<'a> {
+    pub item: &'a str,
+    pub digest: &'a str,
+    /// The device's key, as the gate enrolled it.
+    pub device_key: &'a str,
+    pub decision: &'a str,
+    pub proof: Option<&'a str>,
+}
+
+/// Checks a stored vote's proof.
+pub type Proven<'p> = &'p dyn Fn(&Kept<'_>) -> bool;
 
 /// A vote as the prompt shows who decided so far.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -120,20 +137,39 @@ impl Store {
         self.sealed_write(|tx| Ok(tx.execute("DELETE FROM quorum_rules WHERE id = ?1", args![id])? > 0))
     }
 
-    /// The votes cast on `item` as `digest` names it, oldest first.
-    pub fn quorum_votes(&self, item: &str, digest: &str) -> Result<Vec<CastVote>> {
-        self.read(|c| {
-            c.query_map("SELECT approver_id, decision, at FROM quorum_votes WHERE item = ?1 AND digest = ?2 ORDER BY n", args![item, digest], |r| {
-                Ok(CastVote { approver_id: r.get(0)?, decision: r.get(1)?, at: r.get(2)? })
-            })?
-            .collect()
-        })
+    /// The votes cast on `item` as `digest` names it, oldest first: only an enrolled
+    /// device's, whose proof `proven` accepts.
+    pub fn quorum_votes(&self, item: &str, digest: &str, proven: Proven<'_>) -> Result<Vec<CastVote>> {
+        self.read(|c| c.snapshot(|db| self.counted_votes(db, item, digest, None, proven)))
+    }
+
+    /// The votes on `item`/`digest` (for `decision`, or all) that count: their device is
+    /// enrolled as the gate sealed it and their proof checks.
+    fn counted_votes(&self, db: &crate::sql::Db<'_>, item: &str, digest: &str, decision: Option<&str>, proven: Proven<'_>) -> Result<Vec<CastVote>> {
+        let enrolled = self.sealed_ids(db, APPROVERS)?;
+        let rows: Vec<(String, String, String, String, Option<String>)> = db
+            .query_map(
+                "SELECT v.approver_id, v.decision, v.at, a.public_key, v.proof FROM quorum_votes v JOIN approvers a ON a.id = v.approver_id
+                 WHERE v.item = ?1 AND v.digest = ?2 ORDER BY v.n",
+                args![item, digest],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )?
+            .collect::<Result<_>>()?;
+        Ok(rows
+            .into_iter()
+            .filter(|(id, d, _, key, proof)| {
+                decision.is_none_or(|want| want == d)
+                    && enrolled.contains(id)
+                    && proven(&Kept { item, digest, device_key: key, decision: d, proof: proof.as_deref() })
+            })
+            .map(|(approver_id, decision, at, _, _)| CastVote { approver_id, decision, at })
+            .collect())
     }
 
     /// Counts a ballot: it decides when `needed` votes agree, or at once when it `ends`.
     /// In one transaction holding the item's row, so one vote decides, once.
-    pub fn quorum_vote(&self, b: &Ballot<'_>, at: &str) -> Result<Vote> {
-        let Ballot { item, digest, approver, decision, needed, ends } = *b;
+    pub fn quorum_vote(&self, b: &Ballot<'_>, at: &str, proven: Proven<'_>) -> Result<Vote> {
+        let Ballot { item, digest, approver, decision, needed, ends, proof } = *b;
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         tx.execute("INSERT INTO quorum_items (item, digest) VALUES (?1, ?2) ON CONFLICT (item, digest) DO NOTHING", args![item, digest])?;
@@ -145,25 +181,18 @@ impl Store {
         }
         let cast = tx.execute(
             // n: the order votes were cast in (counted under the item's row lock).
-            "INSERT INTO quorum_votes (item, digest, approver_id, n, decision, at)
-             VALUES (?1, ?2, ?3, (SELECT count(*) + 1 FROM quorum_votes WHERE item = ?1 AND digest = ?2), ?4, ?5)
+            "INSERT INTO quorum_votes (item, digest, approver_id, n, decision, at, proof)
+             VALUES (?1, ?2, ?3, (SELECT count(*) + 1 FROM quorum_votes WHERE item = ?1 AND digest = ?2), ?4, ?5, ?6)
              ON CONFLICT (item, digest, approver_id) DO NOTHING",
-            args![item, digest, approver, decision, at],
+            args![item, digest, approver, decision, at, proof],
         )?;
         if cast == 0 {
             return Ok(Vote::AlreadyVoted);
         }
         // Only enrolled devices' votes count (a removed device's are withdrawn with it;
-        // this holds even for a vote cast while it was being removed).
-        // (And only devices the gate enrolled: a row added outside Gatehouse is no device.)
-        let enrolled = self.sealed_ids(&tx.db(), APPROVERS)?;
-        let agreeing = tx
-            .db()
-            .query_map("SELECT approver_id FROM quorum_votes WHERE item = ?1 AND digest = ?2 AND decision = ?3", args![item, digest, decision], |r| {
-                r.get::<String>(0)
-            })?
-            .filter(|v| v.as_ref().map_or(true, |v| enrolled.contains(v)))
-            .count();
+        // this holds even for a vote cast while it was being removed), each as its device
+        // signed it: a vote row put in outside Gatehouse counts for nothing.
+        let agreeing = self.counted_votes(&tx.db(), item, digest, Some(decision), proven)?.len();
         let agreeing = u32::try_from(agreeing).unwrap_or(u32::MAX);
         let out = if ends || agreeing >= needed {
             tx.execute("UPDATE quorum_items SET decided = ?3, decided_at = ?4 WHERE item = ?1 AND digest = ?2", args![item, digest, decision, at])?;

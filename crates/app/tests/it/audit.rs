@@ -3,23 +3,10 @@
 //! team's PostgreSQL with GATEHOUSE_TEST_STORE=postgres) or in an export — is found, and
 //! the check names the first entry that does not fit.
 
-use crate::common::test_store;
+use crate::common::{behind_the_gates_back, test_store};
 use gatehouse_app::audit;
 use gatehouse_store::{audit_entry_hash, Store};
 use serde_json::json;
-use std::path::Path;
-
-/// Runs SQL on the test store's database behind the gate's back, as someone with the
-/// database file or a database login could.
-fn behind_the_gates_back(dir: &Path, sql: &str) {
-    match std::fs::read_to_string(dir.join("database-url")) {
-        Ok(url) => {
-            let db = url.rsplit('/').next().unwrap().to_string();
-            gatehouse_pg_testserver::Postgres::shared().unwrap().psql_in(&db, sql).unwrap();
-        }
-        Err(_) => rusqlite::Connection::open(dir.join("gatehouse.db")).unwrap().execute_batch(sql).unwrap(),
-    }
-}
 
 struct Log {
     dir: tempfile::TempDir,

@@ -187,7 +187,7 @@ async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_remo
     phone.wait_text(".card.waiting", "Pay the invoice").await;
     let card = phone.text(".card.waiting").await;
     assert!(card.contains("acts on behalf of Alice") && card.contains("not theirs"), "the claim is drawn: {card}");
-    let items = approvers::waiting(&inbox.store, &registered[0].id, chrono::Utc::now()).unwrap();
+    let items = approvers::waiting(&inbox.store, &inbox.public_key, &registered[0].id, chrono::Utc::now()).unwrap();
     assert_eq!(items.len(), 1);
     for line in &items[0].shown {
         assert!(card.contains(&line.text), "{} ({}) is covered by the digest but not drawn: {card}", line.field, line.text);

@@ -3,7 +3,7 @@
 //! cannot both decide.
 
 use crate::approvers::{call, joined, Device};
-use crate::common::{key, pubhex, TestInbox};
+use crate::common::{behind_the_gates_back, key, pubhex, TestInbox};
 use gatehouse_app::quorum::{self, RuleInput};
 use serde_json::{json, Value};
 
@@ -82,6 +82,34 @@ async fn a_removed_devices_vote_no_longer_counts_and_all_means_the_enrolled_ones
     assert_eq!(waiting(&inbox, &c).await.len(), 1, "still waiting");
     let (_, out) = vote(&inbox, &c, &item, "always_allow_scope").await;
     assert_eq!(out["delivered"]["status"], "accepted", "two enrolled devices decide: {out}");
+}
+
+/// A vote row written into the database counts for nothing: each vote is kept with the
+/// request its device signed and checked again at every count, so a copy of Ana's signed
+/// vote put in under Bo's id (or a row with no proof) neither counts nor shows.
+#[tokio::test]
+async fn a_vote_written_into_the_database_counts_for_nothing() {
+    let inbox = TestInbox::start(&pubhex(&key(0x78)), false).await;
+    let (a, b, c) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await, joined(&inbox, "Cy").await);
+    let rule = RuleInput { scope: Some("support".into()), sender: None, need: 3, approvers: vec![a.id.clone(), b.id.clone(), c.id.clone()], deny_ends: None };
+    quorum::rule_add(&inbox.store, rule).unwrap();
+    inbox.post_json(&inbox.signed(&key(0x79), "support", "May I reach your AI?")).await;
+    let item = waiting(&inbox, &a).await[0].clone();
+    assert!(vote(&inbox, &a, &item, "always_allow_scope").await.1["message"].as_str().unwrap().contains("1 of the 3"));
+    behind_the_gates_back(
+        inbox.dir.path(),
+        &format!(
+            "INSERT INTO quorum_votes (item, digest, approver_id, n, decision, at, proof)
+             SELECT item, digest, '{}', 2, decision, at, proof FROM quorum_votes WHERE approver_id = '{}'",
+            b.id, a.id
+        ),
+    );
+    let shown = waiting(&inbox, &c).await[0]["quorum"]["votes"].clone();
+    assert_eq!(shown.as_array().map(Vec::len), Some(1), "only Ana's own vote shows: {shown}");
+    let (status, out) = vote(&inbox, &c, &item, "always_allow_scope").await;
+    assert_eq!(status, 200, "{out}");
+    assert!(out["message"].as_str().unwrap().contains("2 of the 3"), "Bo's forged vote did not count: {out}");
+    assert!(out["delivered"].is_null(), "{out}");
 }
 
 #[tokio::test]

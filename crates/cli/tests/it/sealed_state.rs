@@ -26,7 +26,8 @@ fn rows_written_with_the_database_login_alone_let_nobody_in_run_nothing_and_are_
 
     let out = tempfile::tempdir().unwrap();
     let proof = out.path().join("PWNED");
-    let shell = serde_json::json!({"default": {"kind": "command", "program": "/bin/sh", "args": ["-c", format!("touch {}", proof.display())], "timeout_secs": 10}});
+    let shell =
+        serde_json::json!({"default": {"kind": "command", "program": "/bin/sh", "args": ["-c", format!("touch {}", proof.display())], "timeout_secs": 10}});
     pg.psql_in(
         &database,
         &format!(

@@ -117,4 +117,6 @@ pub(super) const LATER: &[&str] = &[
         signer TEXT NOT NULL,
         signature TEXT NOT NULL
     );",
+    // 39: a vote keeps the device's signed request that cast it (`quorum`).
+    "ALTER TABLE quorum_votes ADD COLUMN proof TEXT;",
 ];

@@ -527,6 +527,8 @@ CREATE TABLE seal_head (
     signature TEXT NOT NULL
     );
 "#,
+    // 9: SQLite's 39, a vote keeps its proof.
+    "ALTER TABLE quorum_votes ADD COLUMN proof TEXT;",
 ];
 
 /// Brings the database's schema up to this build's, once: the first node to take the

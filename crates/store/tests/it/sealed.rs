@@ -226,8 +226,8 @@ on_both_engines! {
         assert!(store.approver_mails().unwrap().is_empty(), "no notice goes to an address put in outside Gatehouse");
         assert!(store.approver_invite_open(&"11".repeat(32), 1_800_000_000_000).unwrap());
         assert!(!store.approver_invite_open(&"22".repeat(32), 1_800_000_000_000).unwrap(), "an invitation put in enrols nobody");
-        let ballot = gatehouse_store::quorum::Ballot { item: "k", digest: "d", approver: "forged", decision: "allow", needed: 1, ends: false };
-        let vote = store.quorum_vote(&ballot, "2026-11-28T10:00:00Z").unwrap();
+        let ballot = gatehouse_store::quorum::Ballot { item: "k", digest: "d", approver: "forged", decision: "allow", needed: 1, ends: false, proof: "" };
+        let vote = store.quorum_vote(&ballot, "2026-11-28T10:00:00Z", &|_| true).unwrap();
         assert!(matches!(vote, gatehouse_store::quorum::Vote::Counted { agreeing: 0 }), "{vote:?}");
     }
 }

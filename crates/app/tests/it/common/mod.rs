@@ -42,17 +42,40 @@ pub fn test_store(dir: &Path) -> Store {
         let pg = gatehouse_pg_testserver::Postgres::shared().expect("GATEHOUSE_TEST_STORE=postgres needs PostgreSQL (scripts/setup.sh)");
         let url = pg.fresh_database();
         std::fs::write(dir.join("database-url"), &url).unwrap();
-        return Store::open_url(&url).unwrap().with_data_dir(dir);
+        return sealed(Store::open_url(&url).unwrap().with_data_dir(dir), dir);
     }
-    Store::open(&dir.join("gatehouse.db")).unwrap()
+    sealed(Store::open(&dir.join("gatehouse.db")).unwrap(), dir)
 }
 
 /// Another store on the database of `dir`'s gate (another process, or another node).
 pub fn another_store(dir: &Path) -> Store {
     match std::fs::read_to_string(dir.join("database-url")) {
-        Ok(url) => Store::open_url(&url).unwrap().with_data_dir(dir),
-        Err(_) => Store::open(&dir.join("gatehouse.db")).unwrap(),
+        Ok(url) => sealed(Store::open_url(&url).unwrap().with_data_dir(dir), dir),
+        Err(_) => sealed(Store::open(&dir.join("gatehouse.db")).unwrap(), dir),
     }
+}
+
+/// Runs SQL on the test store's database behind the gate's back, as someone with the
+/// database file or a database login could.
+pub fn behind_the_gates_back(dir: &Path, sql: &str) {
+    match std::fs::read_to_string(dir.join("database-url")) {
+        Ok(url) => {
+            let db = url.rsplit('/').next().unwrap().to_string();
+            gatehouse_pg_testserver::Postgres::shared().unwrap().psql_in(&db, sql).unwrap();
+        }
+        Err(_) => rusqlite::Connection::open(dir.join("gatehouse.db")).unwrap().execute_batch(sql).unwrap(),
+    }
+}
+
+/// The key the test gates seal their deciding rows with (the app's composition uses the
+/// gate's identity; these gates are named by a public key alone). Every test runs on a
+/// sealed store, as every gate does.
+pub const SEAL_KEY: [u8; 32] = [0x5e; 32];
+
+/// `store` sealing with [`SEAL_KEY`], its witness kept in `dir`.
+pub fn sealed(store: Store, dir: &Path) -> Store {
+    let key = ed25519_dalek::SigningKey::from_bytes(&SEAL_KEY);
+    store.with_sealer(Arc::new(gatehouse_app::sealer::GateSealer::new(&key, Some(dir)))).unwrap()
 }
 
 impl TestInbox {
