@@ -158,6 +158,7 @@ async function join(code, name) {
     say(`Joined as ${answer.name}.`, 'ok');
     await showWaiting();
     void follow();
+    void witness();
   } catch (e) {
     say(`Could not join: ${e.message}`, 'bad');
   }
@@ -209,6 +210,24 @@ async function decide(item, decision, lasting) {
   if (device) await showWaiting();
 }
 
+// This device is a witness of the gate's activity log: it holds the newest checkpoint the
+// gate signed, hands it in, and takes a newer one only when the gate's log still extends
+// it. A log rewound behind the gate's back (with its database alone) is told here, and on
+// the gate's /ready.
+async function witness() {
+  const held = (await stored('get', 'checkpoint')) || null;
+  let answer;
+  try { answer = await signedFetch('POST', '/approve/witness', { held }); } catch { return; }
+  const banner = document.getElementById('log-rewound');
+  if (answer.intact === false) {
+    banner.textContent = `This gate’s activity log was changed behind its back: it no longer holds what the gate signed up to entry #${held.through_id}, which this device saw (${answer.problem || 'entries were removed'}). Tell the gate’s owner.`;
+    banner.hidden = false;
+    return;
+  }
+  banner.hidden = true;
+  if (answer.newest && (!held || answer.newest.through_id >= held.through_id)) await stored('put', answer.newest, 'checkpoint');
+}
+
 async function showWaiting() {
   who.textContent = `This device: ${device.name}`;
   let items;
@@ -244,7 +263,7 @@ async function start() {
     return;
   }
   device = await stored('get', 'device');
-  if (device && device.gateKey === gateKey) { await showWaiting(); void follow(); }
+  if (device && device.gateKey === gateKey) { await showWaiting(); void follow(); void witness(); }
   else showJoin(params.get('code') || '');
 }
 

@@ -7,8 +7,10 @@
 //! - `POST /approve/join` `{code, public_key, signature}` → the approver, named as invited
 //! - `GET /approve/me`, `GET /approve/waiting`, `POST /approve/decide` `{target, digest,
 //!   decision, lasting}`, `GET /approve/events` (a stream: `waiting` when what waits
-//!   changed, at this node or another; `removed` when the device is): signed (`Gatehouse-Approver`, `Gatehouse-Date`,
-//!   `Gatehouse-Nonce`, `Gatehouse-Signature`)
+//!   changed, at this node or another; `removed` when the device is), `POST
+//!   /approve/witness` `{held}` (the audit checkpoint the device holds, checked against
+//!   the log; the answer says whether the log extends it and gives the newest to hold):
+//!   signed (`Gatehouse-Approver`, `Gatehouse-Date`, `Gatehouse-Nonce`, `Gatehouse-Signature`)
 //!
 //! Failures are `{code, message}` with the status the code means.
 
@@ -71,14 +73,21 @@ impl JoinCounts {
 struct Approve {
     gate: Arc<Gate>,
     joins: Arc<Mutex<JoinCounts>>,
+    /// How often each device had the log checked against its checkpoint this minute (a
+    /// check reads the whole log: at most [`WITNESS_PER_MINUTE`] per device).
+    witnessed: Arc<Mutex<(i64, HashMap<String, u32>)>>,
 }
+
+/// How often a minute one device may have the log checked against its checkpoint (a page
+/// hands it in when it opens and when its live view comes back).
+const WITNESS_PER_MINUTE: u32 = 4;
 
 /// What the listener serves to browsers (`gatehouse_net::host_check::Allowed::with_pages`).
 pub const PAGES: &[&str] = &["/approve"];
 
 pub fn router(gate: Arc<Gate>) -> Router {
     tokio::spawn(announce_knocks(gate.clone()));
-    let state = Approve { gate, joins: Arc::new(Mutex::new(JoinCounts::default())) };
+    let state = Approve { gate, joins: Arc::new(Mutex::new(JoinCounts::default())), witnessed: Arc::new(Mutex::new((0, HashMap::new()))) };
     Router::new()
         .route("/approve", get(|| page("text/html; charset=utf-8", include_str!("../../../ui/approve/index.html"))))
         .route("/approve/app.js", get(|| page("text/javascript; charset=utf-8", include_str!("../../../ui/approve/app.js"))))
@@ -89,6 +98,7 @@ pub fn router(gate: Arc<Gate>) -> Router {
         .route("/approve/waiting", get(waiting))
         .route("/approve/decide", post(decide))
         .route("/approve/events", get(events))
+        .route("/approve/witness", post(witness))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
 }
@@ -230,6 +240,41 @@ async fn decide(State(s): State<Approve>, method: Method, uri: Uri, headers: Hea
     let (approver, proof) = signed_with_proof(&s, &headers, &method, &uri, &body).await?;
     let d: ApproverDecision = serde_json::from_slice(&body).map_err(bad)?;
     Ok(Json(approvers::decide(s.gate.clone(), approver, d, proof).await?))
+}
+
+#[derive(serde::Deserialize)]
+struct Held {
+    held: Option<gatehouse_store::AuditCheckpoint>,
+}
+
+/// The device hands in the checkpoint it holds (see [`crate::witness::device`]); a log
+/// that does not extend it is shown on `/ready` (`problems.audit`).
+async fn witness(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<crate::witness::Witnessed> {
+    let device = signed(&s, &headers, &method, &uri, &body).await?;
+    let held: Held = serde_json::from_slice(&body).map_err(bad)?;
+    {
+        let mut counts = s.witnessed.lock().unwrap_or_else(|p| p.into_inner());
+        let minute = chrono::Utc::now().timestamp() / 60;
+        if counts.0 != minute {
+            *counts = (minute, HashMap::new());
+        }
+        let n = counts.1.entry(device.id.clone()).or_default();
+        if *n >= WITNESS_PER_MINUTE {
+            return Err(Failed(CommandError::new(Code::TooLarge, "this device's checkpoint was checked often this minute: hand it in again in a minute")));
+        }
+        *n += 1;
+    }
+    let gate = s.gate.clone();
+    let answer = crate::blocking(move || {
+        let answer = crate::witness::device(gate.store(), gate.public_key(), &device.id, held.held.as_ref())?;
+        if let (false, Some(problem)) = (answer.intact, &answer.problem) {
+            tracing::warn!(device = %device.name, %problem, "the audit log does not extend the checkpoint an approver device holds");
+            gate.set_problem("audit", Some(format!("{problem} (the checkpoint approver device {} holds)", device.name)));
+        }
+        Ok(answer)
+    })
+    .await?;
+    Ok(Json(answer))
 }
 
 /// How often an open live view notes its device is looking.

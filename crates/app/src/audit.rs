@@ -134,8 +134,12 @@ pub fn export(store: &Store, key: &SigningKey) -> Result<AuditExport> {
 /// checkpoints still fails to reach it.
 pub fn verify_live(store: &Store, key: &str, witness: Option<&AuditCheckpoint>) -> Result<AuditVerdict> {
     let mut checkpoints = store.audit_checkpoints()?;
-    if let Some(w) = witness.filter(|w| !checkpoints.contains(w)) {
-        checkpoints.push(w.clone());
+    // The checkpoints approver devices last handed in count as the gate's own: a device
+    // hands its own in again at its next contact, so taking them out here hides nothing.
+    for w in witness.into_iter().cloned().chain(store.audit_witnessed()?) {
+        if !checkpoints.contains(&w) {
+            checkpoints.push(w);
+        }
     }
     let mut v = Verifier::new(key, checkpoints)?;
     let mut after = 0;
@@ -153,7 +157,12 @@ pub fn verify_live(store: &Store, key: &str, witness: Option<&AuditCheckpoint>) 
 }
 
 /// The newest valid checkpoint of the log as `v` checked it: what this machine keeps.
-fn newest_valid(store: &Store, key: &str, v: &AuditVerdict) -> Result<Option<AuditCheckpoint>> {
+/// Whether `c` is signed by the gate's key `key` (hex).
+pub fn signed_by_gate(key: &str, c: &AuditCheckpoint) -> bool {
+    Verifier::new(key, Vec::new()).is_ok_and(|v| v.signed_by_key(c))
+}
+
+pub(crate) fn newest_valid(store: &Store, key: &str, v: &AuditVerdict) -> Result<Option<AuditCheckpoint>> {
     let Some(through) = v.signed_through.filter(|_| v.intact) else { return Ok(None) };
     let Ok(v) = Verifier::new(key, Vec::new()) else { return Ok(None) };
     Ok(store.audit_checkpoints()?.into_iter().rev().find(|c| c.through_id == through && v.signed_by_key(c)))

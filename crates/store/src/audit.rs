@@ -139,6 +139,29 @@ impl Store {
         Ok(())
     }
 
+    /// Keeps the newest checkpoint approver device `approver` holds (a witness of the log
+    /// out of the database's reach: the device sends it again at its next contact, so a
+    /// row taken out here is put back then).
+    pub fn audit_witness_keep(&self, approver: &str, c: &AuditCheckpoint, seen_at: &str) -> Result<()> {
+        self.conn()?.execute(
+            "INSERT INTO audit_witnesses (approver_id, at, through_id, hash, public_key, signature, seen_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (approver_id) DO UPDATE SET at = ?2, through_id = ?3, hash = ?4, public_key = ?5, signature = ?6, seen_at = ?7
+             WHERE audit_witnesses.through_id <= ?3",
+            args![approver, c.at, c.through_id, c.hash, c.public_key, c.signature, seen_at],
+        )?;
+        Ok(())
+    }
+
+    /// The checkpoints approver devices hold, as they last sent them.
+    pub fn audit_witnessed(&self) -> Result<Vec<AuditCheckpoint>> {
+        self.read(|conn| {
+            conn.query_map("SELECT at, through_id, hash, public_key, signature FROM audit_witnesses ORDER BY approver_id", args![], |r| {
+                Ok(AuditCheckpoint { at: r.get(0)?, through_id: r.get(1)?, hash: r.get(2)?, public_key: r.get(3)?, signature: r.get(4)? })
+            })?
+            .collect()
+        })
+    }
+
     /// Every checkpoint, oldest first.
     pub fn audit_checkpoints(&self) -> Result<Vec<AuditCheckpoint>> {
         self.read(|conn| {

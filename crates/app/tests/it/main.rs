@@ -29,3 +29,4 @@ mod team;
 mod uamp;
 mod uamp_client;
 mod v11;
+mod witnesses;

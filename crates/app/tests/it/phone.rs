@@ -203,3 +203,54 @@ async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_remo
     phone.screenshot("phone-removed").await;
     inbox.stop().await;
 }
+
+/// The phone page is a witness of the gate's activity log: it holds the newest checkpoint
+/// the gate signed (from its first visit), and when the log has been rewound behind the
+/// gate's back it says so as it opens — and the gate's /ready names the phone.
+#[tokio::test]
+async fn a_phone_holding_a_later_checkpoint_says_the_log_was_rewound() {
+    let Some(phone) = chromium().await else { return };
+    let gate = key(0x65);
+    let inbox = TestInbox::start(&pubhex(&gate), false).await;
+    inbox.store.audit("trust.add", Some("aa"), &json!({}), "2026-11-28T10:00:00Z").unwrap();
+    let first = gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
+    inbox.store.audit("trust.revoke", Some("aa"), &json!({}), "2026-11-28T10:05:00Z").unwrap();
+    gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
+    let inv = approvers::invite(&inbox.store, &inbox.public_key, "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
+    phone.go(&inv.url).await;
+    phone.wait_text("main", "Join this gate as an approver").await;
+    phone.click("#join-button").await;
+    phone.wait_text("main", "Nothing waits.").await;
+    // The page keeps the newest checkpoint (the join's own audit entry is not signed yet).
+    let t = std::time::Instant::now();
+    loop {
+        let held = phone
+            .script_async(
+                "const done = arguments[arguments.length - 1];
+                 const r = indexedDB.open('gatehouse-approver', 1);
+                 r.onsuccess = () => { const g = r.result.transaction('device').objectStore('device').get('checkpoint');
+                   g.onsuccess = () => done(g.result ? g.result.through_id : null); };",
+            )
+            .await;
+        if held.as_i64().is_some_and(|h| h > first.through_id) {
+            break;
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(10), "the page did not keep the gate's checkpoint: {held}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(phone.script("return document.getElementById('log-rewound').hidden").await == json!(true));
+
+    // Rewound with the database alone, its checkpoints and the devices' rows deleted.
+    crate::common::behind_the_gates_back(
+        inbox.dir.path(),
+        &format!(
+            "DELETE FROM audit WHERE id > {0}; UPDATE audit_head SET id = {0}, hash = '{1}'; DELETE FROM audit_checkpoints WHERE through_id > {0}; DELETE FROM audit_witnesses;",
+            first.through_id, first.hash
+        ),
+    );
+    phone.go(&format!("{}/approve", inbox.url)).await;
+    phone.wait_text("#log-rewound", "activity log was changed behind its back").await;
+    phone.screenshot("phone-log-rewound").await;
+    let ready: Value = reqwest::get(format!("{}/ready", inbox.url)).await.unwrap().json().await.unwrap();
+    assert!(ready["problems"]["audit"].as_str().is_some_and(|p| p.contains("Ana's phone")), "{ready}");
+}

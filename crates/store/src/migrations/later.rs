@@ -119,4 +119,14 @@ pub(super) const LATER: &[&str] = &[
     );",
     // 39: a vote keeps the device's signed request that cast it (`quorum`).
     "ALTER TABLE quorum_votes ADD COLUMN proof TEXT;",
+    // 40: the checkpoints approver devices hold, witnesses of the audit log (`audit`).
+    "CREATE TABLE audit_witnesses (
+        approver_id TEXT PRIMARY KEY,
+        at TEXT NOT NULL,
+        through_id INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        signature TEXT NOT NULL,
+        seen_at TEXT NOT NULL
+    );",
 ];

@@ -529,6 +529,18 @@ CREATE TABLE seal_head (
 "#,
     // 9: SQLite's 39, a vote keeps its proof.
     "ALTER TABLE quorum_votes ADD COLUMN proof TEXT;",
+    // 10: SQLite's 40, approver devices' checkpoints.
+    r#"
+CREATE TABLE audit_witnesses (
+    approver_id TEXT PRIMARY KEY,
+    at TEXT NOT NULL,
+    through_id BIGINT NOT NULL,
+    hash TEXT NOT NULL,
+    public_key TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    seen_at TEXT NOT NULL
+    );
+"#,
 ];
 
 /// Brings the database's schema up to this build's, once: the first node to take the
