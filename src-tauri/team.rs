@@ -41,15 +41,8 @@ fn follow<R: Runtime>(app: &AppHandle<R>, shell: Arc<Shell>, id: String) {
 
 /// What waits at gate `id` now, sent to the window.
 async fn tell<R: Runtime>(app: &AppHandle<R>, shell: &Shell, id: &str, error: Option<CommandError>) {
-    let (items, error) = match error {
-        Some(e) => (Vec::new(), Some(e)),
-        None => match membership::waiting_at(shell, id).await {
-            Ok(items) => (items, None),
-            Err(e) => (Vec::new(), Some(e)),
-        },
-    };
     let Ok(Some(m)) = membership::list(&shell.store).map(|all| all.into_iter().find(|m| m.id == id)) else { return };
-    let _ = TeamChanged(TeamWaiting { membership: m, items, error }).emit(app);
+    let _ = TeamChanged(membership::waiting_there(shell, m, error).await).emit(app);
 }
 
 async fn follow_one<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>, id: String) {

@@ -2939,6 +2939,11 @@ export type TeamWaiting_Deserialize = {
 	items: ApproverItem_Deserialize[],
 	/**  The gate could not be asked (it is unreachable, or refused this device). */
 	error?: CommandError | null,
+	/**
+	 *  The gate's activity log does not extend the checkpoint this desktop holds as its
+	 *  witness: rewound behind the gate's back (in words).
+	 */
+	log_problem?: string | null,
 };
 
 /**  What waits at one team's gate, or why it could not be read. */
@@ -2947,6 +2952,11 @@ export type TeamWaiting_Serialize = {
 	items: ApproverItem_Serialize[],
 	/**  The gate could not be asked (it is unreachable, or refused this device). */
 	error: CommandError | null,
+	/**
+	 *  The gate's activity log does not extend the checkpoint this desktop holds as its
+	 *  witness: rewound behind the gate's back (in words).
+	 */
+	log_problem: string | null,
 };
 
 /**  A scope granted for a while, as the user sees it listed. */

@@ -58,6 +58,9 @@ pub struct TeamWaiting {
     pub items: Vec<ApproverItem>,
     /// The gate could not be asked (it is unreachable, or refused this device).
     pub error: Option<CommandError>,
+    /// The gate's activity log does not extend the checkpoint this desktop holds as its
+    /// witness: rewound behind the gate's back (in words).
+    pub log_problem: Option<String>,
 }
 
 pub fn list(store: &Store) -> Result<Vec<Membership>> {
@@ -293,23 +296,68 @@ pub async fn waiting_at(ctx: &Context, id: &str) -> Result<Vec<ApproverItem>> {
     parse(&format!("{}/approve/waiting", d.m.gate_url), &body)
 }
 
-/// What waits at every team's gate this desktop approves for.
+/// What waits at every team's gate this desktop approves for (each gate's log checked
+/// against the checkpoint this desktop holds of it, see [`witness_at`]).
 pub async fn waiting(ctx: &Context) -> Result<Vec<TeamWaiting>> {
     let mut out = Vec::new();
     for m in list(&ctx.store)? {
-        let (items, error) = if m.removed {
-            (Vec::new(), None)
-        } else {
-            match waiting_at(ctx, &m.id).await {
-                Ok(items) => (items, None),
-                Err(e) => (Vec::new(), Some(e)),
-            }
-        };
-        // Read again: a refusal may have just marked it removed.
-        let membership = find(&ctx.store, &m.id).unwrap_or(m);
-        out.push(TeamWaiting { membership, items, error });
+        out.push(waiting_there(ctx, m, None).await);
     }
     Ok(out)
+}
+
+/// What waits at the team's gate `m` (or `error`, when the caller already knows it could
+/// not be asked), with its log checked against what this desktop holds.
+pub async fn waiting_there(ctx: &Context, m: Membership, error: Option<CommandError>) -> TeamWaiting {
+    let (items, error, log_problem) = match (m.removed, error) {
+        (true, _) => (Vec::new(), None, None),
+        (false, Some(e)) => (Vec::new(), Some(e), None),
+        (false, None) => match waiting_at(ctx, &m.id).await {
+            Ok(items) => (items, None, witness_at(ctx, &m.id).await.ok().flatten()),
+            Err(e) => (Vec::new(), Some(e), None),
+        },
+    };
+    // Read again: a refusal may have just marked it removed.
+    let membership = find(&ctx.store, &m.id).unwrap_or(m);
+    TeamWaiting { membership, items, error, log_problem }
+}
+
+/// What this desktop keeps of a team's gate's log, in its own data dir (out of the gate's
+/// database, and of its own): the newest checkpoint it holds, and what did not fit.
+#[derive(Default, Serialize, Deserialize)]
+struct Held {
+    held: Option<gatehouse_store::AuditCheckpoint>,
+    problem: Option<String>,
+}
+
+fn witness_file(data_dir: &std::path::Path, id: &str) -> std::path::PathBuf {
+    let safe: String = id.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(64).collect();
+    data_dir.join(format!("team-witness-{safe}.json"))
+}
+
+/// This desktop as a witness of the team's gate's activity log: it hands in the newest
+/// checkpoint it holds and keeps the newer one the gate gives back only when the log
+/// extends it. What does not fit, in words; kept, and said again while the gate cannot
+/// check (it allows a few checks a minute per device).
+pub async fn witness_at(ctx: &Context, id: &str) -> Result<Option<String>> {
+    let d = Device::load(ctx, id).await?;
+    let path = witness_file(&ctx.data_dir, id);
+    let kept: Held = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let body = serde_json::to_vec(&serde_json::json!({ "held": kept.held }))?;
+    let url = format!("{}/approve/witness", d.m.gate_url);
+    let answer: crate::witness::Witnessed = match d.call(&ctx.store, reqwest::Method::POST, "/approve/witness", body).await {
+        Ok(body) => parse(&url, &body)?,
+        Err(_) => return Ok(kept.problem),
+    };
+    let next = if answer.intact {
+        // Only a newer checkpoint the gate's key signed replaces the one held.
+        let newer = answer.newest.filter(|n| kept.held.as_ref().is_none_or(|h| n.through_id >= h.through_id) && crate::audit::signed_by_gate(&d.m.gate_key, n));
+        Held { held: newer.or(kept.held), problem: None }
+    } else {
+        Held { held: kept.held, problem: Some(answer.problem.unwrap_or_else(|| "the gate's log does not extend what this desktop saw signed".into())) }
+    };
+    gatehouse_keys::replace_private(&path, &serde_json::to_string(&next)?)?;
+    Ok(next.problem)
 }
 
 /// Decides the item `target` at the team's gate `id`, as it was shown (`digest`): the gate

@@ -52,3 +52,16 @@ test('every line the approval digest covers is drawn on the card this desktop de
     expect(text, `${l.field}: ${l.text}`).toContain(needle);
   }
 });
+
+test('a gate whose log no longer extends what this desktop holds says so above what waits there', () => {
+  const team = new TeamSection();
+  replace(document.body, team.el);
+  const waiting = { membership: { id: 'ap-2', gate_url: 'https://gate.example', gate_key: 'cd'.repeat(32), name: 'Ana', joined_at: '' }, items: [], error: null,
+    log_problem: 'entries after #1 were removed: the gate signed the log up to #2' } as unknown as TeamWaiting;
+  team.update(waiting);
+  const warning = document.querySelector('[data-gate="ap-2"] .log-rewound');
+  expect(warning?.getAttribute('role')).toBe('alert');
+  expect(warning?.textContent).toBe('This gate’s activity log was changed behind its back: entries after #1 were removed: the gate signed the log up to #2. Tell the gate’s owner.');
+  team.update({ ...waiting, log_problem: null } as unknown as TeamWaiting);
+  expect(document.querySelector('[data-gate="ap-2"] .log-rewound')).toBeNull();
+});

@@ -80,9 +80,13 @@ export class TeamSection {
     const state = m.removed ? h('p', { className: 'error' }, 'This desktop was removed from this gate: it can no longer decide there. Leave it in Settings, or ask its owner for a new invitation.')
       : t.error ? h('p', { className: 'error', role: 'status' }, `${errorText(t.error)} — trying again.`)
         : t.items.length ? null : h('p', { className: 'empty' }, 'Nothing waits at this gate.');
+    // This desktop holds the gate's newest signed checkpoint: a log that no longer
+    // extends it was rewound behind the gate's back.
+    const rewound = t.log_problem ? h('p', { className: 'state-changed log-rewound', role: 'alert' },
+      `This gate’s activity log was changed behind its back: ${t.log_problem}. Tell the gate’s owner.`) : null;
     return h('div', { className: 'team-gate', 'data-gate': m.id },
       h('h3', {}, `Team gate ${m.gate_url}`, h('span', { className: 'muted small' }, ` — you decide here as “${m.name}”`)),
-      state,
+      rewound, state,
       ...t.items.map((it) => this.cards.get(`${m.id} ${JSON.stringify(it)}`, () => this.card(m, it))));
   }
 

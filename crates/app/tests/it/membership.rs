@@ -3,7 +3,7 @@
 //! waits and decides; an invitation whose gate key is not the gate's is refused before
 //! anything is sent; a removal at the gate is kept and said.
 
-use crate::common::{key, pubhex, TestInbox};
+use crate::common::{behind_the_gates_back, key, pubhex, TestInbox};
 use gatehouse_app::consent::{ConsentTarget, Decision, Lasting};
 use gatehouse_app::context::{Context, KeystoreKind};
 use gatehouse_app::{approvers, membership, Code};
@@ -103,5 +103,34 @@ async fn the_desktop_follows_the_gates_stream_until_it_is_removed() {
     }
     follower.await.unwrap().unwrap();
     assert!(membership::list(&me.store).unwrap()[0].removed);
+    inbox.stop().await;
+}
+
+/// A member's desktop is a witness of the team's gate's log too: it keeps the newest
+/// checkpoint in its own data dir and says, beside what waits there, when the gate's log no
+/// longer extends it (rewound with the gate's database alone).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_members_desktop_says_when_the_gates_log_was_rewound_behind_its_back() {
+    let gate = key(0x73);
+    let inbox = TestInbox::start(&pubhex(&gate), false).await;
+    let (_dir, me) = desktop();
+    let inv = approvers::invite(&inbox.store, &inbox.public_key, "Ana's laptop", &inbox.url, chrono::Utc::now()).unwrap();
+    let m = membership::join(&me, &inv.url, "Ana's laptop").await.unwrap();
+    let first = gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
+    inbox.store.audit("trust.revoke", Some("aa"), &serde_json::json!({}), "2026-11-28T10:05:00Z").unwrap();
+    gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
+    let all = membership::waiting(&me).await.unwrap();
+    assert_eq!(all[0].log_problem, None);
+    assert!(me.data_dir.join(format!("team-witness-{}.json", m.id)).exists(), "the newest checkpoint is kept");
+
+    behind_the_gates_back(
+        inbox.dir.path(),
+        &format!(
+            "DELETE FROM audit WHERE id > {0}; UPDATE audit_head SET id = {0}, hash = '{1}'; DELETE FROM audit_checkpoints WHERE through_id > {0}; DELETE FROM audit_witnesses;",
+            first.through_id, first.hash
+        ),
+    );
+    let all = membership::waiting(&me).await.unwrap();
+    assert!(all[0].log_problem.as_deref().is_some_and(|p| p.contains("removed")), "{:?}", all[0].log_problem);
     inbox.stop().await;
 }
