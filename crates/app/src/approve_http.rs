@@ -247,9 +247,9 @@ struct Held {
     held: Option<gatehouse_store::AuditCheckpoint>,
 }
 
-/// The device hands in the checkpoint it holds (see [`crate::witness::device`]); a log
+/// The device hands in the checkpoint it holds (see [`crate::device_witness::check`]); a log
 /// that does not extend it is shown on `/ready` (`problems.audit`).
-async fn witness(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<crate::witness::Witnessed> {
+async fn witness(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<crate::device_witness::Witnessed> {
     let device = signed(&s, &headers, &method, &uri, &body).await?;
     let held: Held = serde_json::from_slice(&body).map_err(bad)?;
     {
@@ -266,7 +266,7 @@ async fn witness(State(s): State<Approve>, method: Method, uri: Uri, headers: He
     }
     let gate = s.gate.clone();
     let answer = crate::blocking(move || {
-        let answer = crate::witness::device(gate.store(), gate.public_key(), &device.id, held.held.as_ref())?;
+        let answer = crate::device_witness::check(gate.store(), gate.public_key(), &device.id, held.held.as_ref())?;
         if let (false, Some(problem)) = (answer.intact, &answer.problem) {
             tracing::warn!(device = %device.name, %problem, "the audit log does not extend the checkpoint an approver device holds");
             gate.set_problem("audit", Some(format!("{problem} (the checkpoint approver device {} holds)", device.name)));

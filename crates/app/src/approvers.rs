@@ -300,7 +300,7 @@ pub fn waiting(store: &Store, gate_key: &str, me: &str, now: DateTime<Utc>) -> R
         if let Some(target) = item.target() {
             let digest = digest(&item)?;
             let quorum = match crate::quorum::rule_for(store, &item)? {
-                Some(rule) => Some(crate::quorum::view(store, gate_key, &rule, &target.key(), &digest)?),
+                Some(rule) => Some(crate::quorum::view(store, &|k| proves(gate_key, k), &rule, &target.key(), &digest)?),
                 None => None,
             };
             let shown = crate::waiting::shown::lines(&item);
@@ -361,7 +361,7 @@ pub async fn decide(
     let cast = crate::blocking(move || match crate::quorum::rule_for(&store, &item)? {
         Some(rule) => {
             let ballot = crate::quorum::Ballot { approver: &who, key: &key, digest: &seen, decision, vote: &vote, proof: &proof };
-            Ok(Some(crate::quorum::cast(&store, &gate_key, &rule, &ballot)?))
+            Ok(Some(crate::quorum::cast(&store, &|k| proves(&gate_key, k), &rule, &ballot)?))
         }
         None => Ok(None),
     })

@@ -30,6 +30,7 @@
 //! - [`audit`]: the audit log's signed checkpoints, its export, and the check of either
 //! - [`sealer`]: the gate's key signing every deciding row, and the newest sealed state kept
 //! - [`witness`]: the newest audit checkpoint this machine saw
+//! - [`device_witness`]: approver devices holding the newest checkpoint, checked against the log
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
@@ -42,6 +43,7 @@ pub mod audit;
 pub mod consent;
 pub mod contacts;
 pub mod context;
+pub mod device_witness;
 pub mod did_change;
 pub mod doors;
 pub mod email;

@@ -345,7 +345,7 @@ pub async fn witness_at(ctx: &Context, id: &str) -> Result<Option<String>> {
     let kept: Held = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     let body = serde_json::to_vec(&serde_json::json!({ "held": kept.held }))?;
     let url = format!("{}/approve/witness", d.m.gate_url);
-    let answer: crate::witness::Witnessed = match d.call(&ctx.store, reqwest::Method::POST, "/approve/witness", body).await {
+    let answer: crate::device_witness::Witnessed = match d.call(&ctx.store, reqwest::Method::POST, "/approve/witness", body).await {
         Ok(body) => parse(&url, &body)?,
         Err(_) => return Ok(kept.problem),
     };

@@ -6,7 +6,7 @@
 //! them ends it unless the rule says otherwise. The gate's owner (its own window and CLI,
 //! which hold its key) decides alone.
 
-use gatehouse_store::quorum::{QuorumRule, Vote};
+use gatehouse_store::quorum::{Proven, QuorumRule, Vote};
 use gatehouse_store::Store;
 
 use crate::consent::{ConsentItem, Decision};
@@ -126,10 +126,10 @@ fn name_of(store: &Store, id: &str) -> Result<String> {
 }
 
 /// `rule` on the item `key` as `digest` names it (the votes that count: enrolled devices',
-/// each checked against the request its device signed).
-pub fn view(store: &Store, gate_key: &str, rule: &QuorumRule, key: &str, digest: &str) -> Result<QuorumView> {
+/// each checked by `proven` against the request its device signed).
+pub fn view(store: &Store, proven: Proven<'_>, rule: &QuorumRule, key: &str, digest: &str) -> Result<QuorumView> {
     let votes = store
-        .quorum_votes(key, digest, &|k| crate::approvers::proves(gate_key, k))?
+        .quorum_votes(key, digest, proven)?
         .into_iter()
         .map(|v| Ok(VoteView { approver: name_of(store, &v.approver_id)?, decision: v.decision, at: v.at }))
         .collect::<Result<Vec<_>>>()?;
@@ -153,15 +153,15 @@ pub struct Ballot<'a> {
     pub key: &'a str,
     pub digest: &'a str,
     pub decision: Decision,
-    /// The decision and how long it lasts, as JSON ([`crate::approvers::vote_of`]).
+    /// The decision and how long it lasts, as JSON (`approvers::vote_of`).
     pub vote: &'a str,
-    /// The signed request that cast it ([`crate::approvers::VoteProof`], as JSON).
+    /// The signed request that cast it (`approvers::VoteProof`, as JSON).
     pub proof: &'a str,
 }
 
 /// A device's vote on the item as it saw it, counted with every other vote that still
-/// proves itself.
-pub fn cast(store: &Store, gate_key: &str, rule: &QuorumRule, b: &Ballot<'_>) -> Result<Cast> {
+/// proves itself (`proven`: the device's signature over the request that cast it).
+pub fn cast(store: &Store, proven: Proven<'_>, rule: &QuorumRule, b: &Ballot<'_>) -> Result<Cast> {
     let Ballot { approver, key, digest, decision, vote, proof } = *b;
     if !rule.approvers.iter().any(|a| a == approver) {
         let names = rule.approvers.iter().map(|id| name_of(store, id)).collect::<Result<Vec<_>>>()?;
@@ -170,11 +170,10 @@ pub fn cast(store: &Store, gate_key: &str, rule: &QuorumRule, b: &Ballot<'_>) ->
     let needed = needed(store, rule)?;
     let ends = rule.deny_ends && matches!(decision, Decision::Deny | Decision::Block);
     let ballot = gatehouse_store::quorum::Ballot { item: key, digest, approver, decision: vote, needed, ends, proof };
-    let proven = |k: &gatehouse_store::quorum::Kept<'_>| crate::approvers::proves(gate_key, k);
-    match store.quorum_vote(&ballot, &crate::now(), &proven)? {
+    match store.quorum_vote(&ballot, &crate::now(), proven)? {
         Vote::Counted { agreeing } => Ok(Cast::Counted { agreeing, needed }),
         Vote::Decides => {
-            let agreed = store.quorum_votes(key, digest, &proven)?.into_iter().filter(|v| v.decision == vote).map(|v| v.approver_id).collect();
+            let agreed = store.quorum_votes(key, digest, proven)?.into_iter().filter(|v| v.decision == vote).map(|v| v.approver_id).collect();
             Ok(Cast::Decides { agreed })
         }
         Vote::AlreadyVoted => Err(CommandError::new(Code::AlreadySent, "this device voted on this already")),
