@@ -191,8 +191,11 @@ pub(crate) fn judge_in(db: &Db<'_>, view: Option<&View>, table: &Table, id: &str
     Ok((judged, row))
 }
 
-/// Reads the head and every seal and checks them, in the snapshot `db` is in.
-pub(crate) fn load(db: &Db<'_>, sealer: &dyn Sealer, verified: &std::sync::Mutex<HashSet<String>>) -> Result<View> {
+/// Reads the head and every seal and checks them, in the snapshot `db` is in. The head's
+/// signature covers every seal (its digest names each one's table, id, version and hash),
+/// so reads rest on it alone; `thorough` also verifies each seal's own signature (the
+/// audit's check: who signed each row).
+pub(crate) fn load(db: &Db<'_>, sealer: &dyn Sealer, verified: &std::sync::Mutex<HashSet<String>>, thorough: bool) -> Result<View> {
     let heads: Vec<(i64, i64, String, String, String)> = db
         .query_map("SELECT version, rows, digest, signer, signature FROM seal_head", args![], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
         .collect::<Result<_>>()?;
@@ -223,7 +226,7 @@ pub(crate) fn load(db: &Db<'_>, sealer: &dyn Sealer, verified: &std::sync::Mutex
             } else if *rows != seals.len() as i64 || *digest_hex != digest(&seals) {
                 Some("the seals in the database are not the ones the head of the gate's state covers: rows were taken out or put back".to_string())
             } else {
-                check_seals(&seals, *version, &me, sealer, verified)
+                check_seals(&seals, *version, &me, thorough.then_some((sealer, verified)))
             }
         }
     };
@@ -235,18 +238,22 @@ pub(crate) fn load(db: &Db<'_>, sealer: &dyn Sealer, verified: &std::sync::Mutex
     Ok(View { head, seals, broken })
 }
 
-/// Each seal signed by the gate's key, and none newer than its head.
-fn check_seals(seals: &BTreeMap<Key, Seal>, head: i64, me: &str, sealer: &dyn Sealer, verified: &std::sync::Mutex<HashSet<String>>) -> Option<String> {
+/// Each seal the gate's, and none newer than its head; with `verify`, each one's own
+/// signature checked too.
+fn check_seals(seals: &BTreeMap<Key, Seal>, head: i64, me: &str, verify: Option<(&dyn Sealer, &std::sync::Mutex<HashSet<String>>)>) -> Option<String> {
+    for (key, s) in seals {
+        if s.signer != me || s.version > head {
+            return Some(format!("the seal of {} {} is not the gate's", key.0, key.1));
+        }
+    }
+    let (sealer, verified) = verify?;
     // Seals verified once are remembered by their signature (an Ed25519 signature names
-    // one message under one key), so a reload after a change verifies only the new ones.
+    // one message under one key), so the next check verifies only the new ones.
     let mut known = verified.lock().unwrap_or_else(|p| p.into_inner());
     if known.len() > 1_000_000 {
         known.clear();
     }
     for (key, s) in seals {
-        if s.signer != me || s.version > head {
-            return Some(format!("the seal of {} {} is not the gate's", key.0, key.1));
-        }
         if known.contains(&s.signature) {
             continue;
         }
@@ -362,7 +369,7 @@ impl Store {
         if let Some(v) = self.sealed.lock().unwrap_or_else(|p| p.into_inner()).as_ref().filter(|v| v.head == head) {
             return Ok(Some(v.clone()));
         }
-        let view = Arc::new(load(db, sealer, &self.seals_verified)?);
+        let view = Arc::new(load(db, sealer, &self.seals_verified, false)?);
         *self.sealed.lock().unwrap_or_else(|p| p.into_inner()) = Some(view.clone());
         Ok(Some(view))
     }
@@ -392,7 +399,7 @@ impl Store {
         self.read(|c| {
             c.snapshot(|db| {
                 let rows = all_rows(db)?;
-                let view = Arc::new(load(db, sealer, &self.seals_verified)?);
+                let view = Arc::new(load(db, sealer, &self.seals_verified, true)?);
                 let before = self.sealed.lock().unwrap_or_else(|p| p.into_inner()).replace(view.clone());
                 if view.broken.is_some() && before.is_none_or(|b| b.broken.is_none()) {
                     // Views read per sender while the seals looked whole are read again.

@@ -82,7 +82,7 @@ impl Store {
             return Ok(out);
         };
         lock(&tx)?;
-        let view = load(&tx.db(), sealer, &self.seals_verified)?;
+        let view = load(&tx.db(), sealer, &self.seals_verified, false)?;
         if let Some(why) = view.broken {
             return Err(StoreError::StateChanged(why));
         }

@@ -263,3 +263,17 @@ on_both_engines! {
         assert!(store.state_check().unwrap().intact());
     }
 }
+
+on_both_engines! {
+    /// A seal's own signature changed: reads rest on the head (which still covers the
+    /// seal's content), the audit's check verifies each seal and says so, and from then
+    /// on nothing sealed is acted on.
+    fn a_seals_signature_changed_is_found_by_the_check(place) {
+        let store = open(&place, &TestSealer::node());
+        store.trust_add(&entry(ANA, &["support"])).unwrap();
+        behind_its_back(&place, "UPDATE seals SET signature = 'ab' || signature WHERE tbl = 'trust'");
+        let report = store.state_check().unwrap();
+        assert!(report.broken.as_deref().is_some_and(|b| b.contains("does not verify")), "{report:?}");
+        assert!(store.admission(ANA, "").unwrap().trust.is_none());
+    }
+}
