@@ -115,25 +115,31 @@ pub type SessionSummary = (String, Option<String>, i64, String);
 
 impl Store {
     pub fn asop_rule_add(&self, r: &AsopRuleRow) -> Result<i64> {
-        let conn = self.conn()?;
-        let inserted_id = conn.query_row(
-            "INSERT INTO asop_rules (agent, method, tool, condition, action, redact, note, source, created_at, until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
-            args![r.agent, r.method, r.tool, r.condition.as_ref().map(|c| c.to_string()), r.action, r.redact, r.note, r.source, r.created_at, r.until],
-            |r| r.get::<i64>(0),
-        )?;
-        Ok(inserted_id)
+        self.sealed_write(|tx| {
+            tx.query_row(
+                "INSERT INTO asop_rules (agent, method, tool, condition, action, redact, note, source, created_at, until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+                args![r.agent, r.method, r.tool, r.condition.as_ref().map(|c| c.to_string()), r.action, r.redact, r.note, r.source, r.created_at, r.until],
+                |r| r.get::<i64>(0),
+            )
+        })
     }
 
+    /// The guardian's rules as the gate sealed them (one added or changed outside
+    /// Gatehouse is left out: the agent is asked about, as without a rule).
     pub fn asop_rules(&self) -> Result<Vec<AsopRuleRow>> {
         self.read(|c| {
-            c.prepare_cached("SELECT id, agent, method, tool, condition, action, redact, note, source, created_at, until FROM asop_rules ORDER BY id")?
-                .query_map(args![], rule_row)?
-                .collect::<Result<Vec<_>>>()
+            c.snapshot(|db| {
+                let sealed = self.sealed_ids(db, crate::seal::ASOP_RULES)?;
+                db.prepare_cached("SELECT id, agent, method, tool, condition, action, redact, note, source, created_at, until FROM asop_rules ORDER BY id")?
+                    .query_map(args![], rule_row)?
+                    .filter(|r| r.as_ref().map_or(true, |r| sealed.contains(&r.id.to_string())))
+                    .collect::<Result<Vec<_>>>()
+            })
         })
     }
 
     pub fn asop_rule_remove(&self, id: i64) -> Result<bool> {
-        Ok(self.conn()?.execute("DELETE FROM asop_rules WHERE id = ?1", args![id])? > 0)
+        self.sealed_write(|tx| Ok(tx.execute("DELETE FROM asop_rules WHERE id = ?1", args![id])? > 0))
     }
 
     pub fn asop_step_add(&self, s: &NewAsopStep) -> Result<i64> {

@@ -1,6 +1,7 @@
 //! The deciding state, sealed. Every row that lets someone in or makes something run —
 //! trust entries and their grants, blocks, revocations, the settings that decide, approver
-//! devices, their invitations, quorum rules — has a seal: the row's hash and the version
+//! devices, their invitations, quorum rules, UAMP bearer tokens, the guardian's rules for
+//! the user's own agents — has a seal: the row's hash and the version
 //! it was written at, signed by the gate's key (the team's, on every node). One head,
 //! signed too, covers every seal (their count and a digest of them all), so a row taken
 //! out, or an older signed row put back, leaves a head that no longer matches. The head's
@@ -61,7 +62,17 @@ pub(crate) const INVITES: &Table =
 pub(crate) const QUORUM_RULES: &Table =
     &Table { name: "quorum_rules", id: "id", int_id: true, cols: &["scope", "sender", "need", "approvers", "deny_ends", "created_at"] };
 
-pub(crate) const TABLES: &[&Table] = &[TRUST, BLOCKED, REVOKED, SETTINGS, APPROVERS, APPROVER_MAIL, INVITES, QUORUM_RULES];
+/// (A bearer token lets its holder in as the sender it was issued to.)
+pub(crate) const UAMP_TOKENS: &Table = &Table { name: "uamp_tokens", id: "token_sha256", int_id: false, cols: &["sender", "created_at"] };
+/// (A rule lets the user's own agent act without asking.)
+pub(crate) const ASOP_RULES: &Table = &Table {
+    name: "asop_rules",
+    id: "id",
+    int_id: true,
+    cols: &["agent", "method", "tool", "condition", "action", "redact", "note", "source", "created_at", "until"],
+};
+
+pub(crate) const TABLES: &[&Table] = &[TRUST, BLOCKED, REVOKED, SETTINGS, APPROVERS, APPROVER_MAIL, INVITES, QUORUM_RULES, UAMP_TOKENS, ASOP_RULES];
 
 /// A row's content as text, column by column (NULL as `None`), in the table's order.
 pub(crate) type Cols = Vec<Option<String>>;
@@ -270,7 +281,7 @@ fn check_seals(seals: &BTreeMap<Key, Seal>, head: i64, me: &str, verify: Option<
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StateChange {
     /// The table (`trust`, `blocked`, `revoked`, `settings`, `approvers`,
-    /// `approver_mail`, `approver_invites`, `quorum_rules`).
+    /// `approver_mail`, `approver_invites`, `quorum_rules`, `uamp_tokens`, `asop_rules`).
     pub table: String,
     /// The row's key (a sender's key, a setting's name, a device's id, …).
     pub id: String,

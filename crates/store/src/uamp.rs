@@ -451,16 +451,26 @@ impl Store {
     // ---- bearer tokens (only hashes are stored) ---------------------------------------
 
     pub fn uamp_token_add(&self, token_sha256: &str, sender: &str, now: &str) -> Result<()> {
-        self.conn()?.execute("INSERT INTO uamp_tokens (token_sha256, sender, created_at) VALUES (?1, ?2, ?3)", args![token_sha256, sender_key(sender), now])?;
-        Ok(())
+        self.sealed_write(|tx| {
+            tx.execute("INSERT INTO uamp_tokens (token_sha256, sender, created_at) VALUES (?1, ?2, ?3)", args![token_sha256, sender_key(sender), now])?;
+            Ok(())
+        })
     }
 
+    /// Whose token this is, if the gate issued it (a token's hash put into the database
+    /// outside Gatehouse lets nobody in: `seal`).
     pub fn uamp_token_sender(&self, token_sha256: &str) -> Result<Option<String>> {
-        self.read(|c| c.query_row("SELECT sender FROM uamp_tokens WHERE token_sha256 = ?1", args![token_sha256], |r| r.get(0)).optional())
+        self.read(|c| {
+            c.snapshot(|db| match self.judge(db, crate::seal::UAMP_TOKENS, token_sha256)? {
+                (crate::seal::Judged::Sealed, Some(mut cols)) => Ok(cols.first_mut().and_then(Option::take)),
+                _ => Ok(None),
+            })
+        })
     }
 
     /// Revokes every token of a sender; returns how many there were.
     pub fn uamp_tokens_revoke(&self, sender: &str) -> Result<usize> {
-        self.conn()?.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![sender_key(sender)])
+        let sender = sender_key(sender);
+        self.sealed_write(|tx| tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![sender]))
     }
 }

@@ -277,3 +277,30 @@ on_both_engines! {
         assert!(store.admission(ANA, "").unwrap().trust.is_none());
     }
 }
+
+on_both_engines! {
+    /// A UAMP bearer token's hash or a guardian rule put in outside Gatehouse: the token
+    /// lets nobody in, the rule lets no agent act without asking.
+    fn a_token_or_a_guardian_rule_put_in_outside_gatehouse_counts_for_nothing(place) {
+        let store = open(&place, &TestSealer::node());
+        store.trust_add(&entry(ANA, &["support"])).unwrap();
+        store.uamp_token_add(&"aa".repeat(32), ANA, "2026-11-28T10:00:00Z").unwrap();
+        assert_eq!(store.uamp_token_sender(&"aa".repeat(32)).unwrap().as_deref(), Some(ANA));
+        behind_its_back(
+            &place,
+            &format!(
+                "INSERT INTO uamp_tokens (token_sha256, sender, created_at) VALUES ('{}', '{ANA}', '2026-11-28T10:00:00Z');
+                 INSERT INTO asop_rules (agent, method, tool, action, source, created_at) VALUES ('*', '*', '*', 'allow', 'user', '2026-11-28T10:00:00Z');",
+                "bb".repeat(32)
+            ),
+        );
+        assert_eq!(store.uamp_token_sender(&"bb".repeat(32)).unwrap(), None);
+        assert!(store.asop_rules().unwrap().is_empty());
+        let mut found = changes(&store);
+        found.sort();
+        assert_eq!(found.iter().map(|c| (c.0.as_str(), c.2)).collect::<Vec<_>>(), [("asop_rules", ChangeKind::Added), ("uamp_tokens", ChangeKind::Added)]);
+        // Revoking the sender's tokens with Gatehouse takes both out, sealed.
+        assert_eq!(store.uamp_tokens_revoke(ANA).unwrap(), 2);
+        assert_eq!(changes(&store).len(), 1);
+    }
+}
