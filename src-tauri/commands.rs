@@ -2,7 +2,6 @@
 //! (`gatehouse-app`, shared with the CLI); errors cross the boundary as `{code, message}`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use gatehouse_app::consent::{ConsentItem, ConsentTarget, Decision, DecisionOutcome, Lasting};
 use gatehouse_app::executors::ExecutorConfig;
@@ -10,18 +9,14 @@ use gatehouse_app::history::{BlockedSender, InboxFilter, InboxItem};
 use gatehouse_app::replies::ReplyRow;
 use gatehouse_app::settings::Retention;
 use serde::Serialize;
-use tauri::{AppHandle, Runtime, State};
+use tauri::{AppHandle, Runtime};
 
-use crate::shell::{DesktopSettings, InboxStatus, Shell};
+use crate::shell::{DesktopSettings, InboxStatus};
 pub use gatehouse_app::{Code, CommandError};
 
-pub type ShellState<'a> = State<'a, Arc<Shell>>;
-pub(crate) type Result<T> = std::result::Result<T, CommandError>;
-
-/// Runs blocking store work off the async runtime's threads.
-pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| CommandError::new(Code::Internal, e.to_string()))?
-}
+// What every command module shares lives with the shell (grants and contacts use it too,
+// and this module uses them).
+pub(crate) use crate::shell::{blocking, CommandResult as Result, ShellState};
 
 #[derive(Serialize, specta::Type)]
 pub struct AppInfo {

@@ -6,8 +6,8 @@
 use gatehouse_app::contacts::{self, ContactView};
 use serde::Serialize;
 
-use crate::commands::{blocking, CommandError, ShellState};
-use crate::shell::{DesktopSettings, Shell};
+use crate::shell::{blocking, DesktopSettings, Shell, ShellState};
+use gatehouse_app::CommandError;
 
 type Result<T> = std::result::Result<T, CommandError>;
 

@@ -32,7 +32,7 @@ pub struct MailLive(pub gatehouse_app::swarms::LiveEvent);
 /// Where an ask to a UAMP peer stands.
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "uamp://progress")]
-pub struct UampProgress(pub crate::uamp::ProgressEvent);
+pub struct UampProgress(pub ProgressEvent);
 
 /// The user clicked a prompt's notification: the window shows what waits, that sender's
 /// prompt first (`None`: the digest of quiet hours, all of them).
@@ -47,3 +47,13 @@ pub struct OpenPrompt {
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]
 #[tauri_specta(event_name = "team://changed")]
 pub struct TeamChanged(pub gatehouse_app::membership::TeamWaiting);
+
+/// How a UAMP ask to a peer is going (the payload of [`UampProgress`]).
+#[derive(Debug, Serialize, Clone, specta::Type)]
+pub struct ProgressEvent {
+    pub peer: String,
+    #[serde(flatten)]
+    pub progress: gatehouse_app::peers::AskProgress,
+    /// Set when the ask failed before or while streaming.
+    pub error: Option<gatehouse_app::CommandError>,
+}

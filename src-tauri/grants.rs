@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Manager, Runtime, State};
 use tauri_plugin_dialog::DialogExt;
 
-use crate::commands::{Code, CommandError, Result};
+use crate::shell::CommandResult as Result;
+use gatehouse_app::{Code, CommandError};
 
 /// What a path is for: a grant for one purpose does not serve another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, specta::Type)]

@@ -142,3 +142,13 @@ impl Shell {
         self.status.lock().unwrap().paused = true;
     }
 }
+
+/// The shell as a command receives it.
+pub type ShellState<'a> = tauri::State<'a, std::sync::Arc<Shell>>;
+/// What a command answers.
+pub(crate) type CommandResult<T> = std::result::Result<T, gatehouse_app::CommandError>;
+
+/// Runs blocking store work off the async runtime's threads.
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> CommandResult<T> + Send + 'static) -> CommandResult<T> {
+    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| gatehouse_app::CommandError::new(gatehouse_app::Code::Internal, e.to_string()))?
+}

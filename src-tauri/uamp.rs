@@ -8,8 +8,9 @@ use gatehouse_app::peers::{self, Ask, AskProgress, Discovered, PeerRow};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Runtime};
 
-use crate::commands::{blocking, Code, CommandError, ShellState};
-use crate::shell::Shell;
+use crate::events::{ProgressEvent, UampProgress};
+use crate::shell::{blocking, Shell, ShellState};
+use gatehouse_app::{Code, CommandError};
 
 type Result<T> = std::result::Result<T, CommandError>;
 
@@ -89,15 +90,6 @@ pub async fn uamp_peer_remove(shell: ShellState<'_>, did: String) -> Result<()> 
     blocking(move || gatehouse_app::peers::remove(&c.store, &c.data_dir, &did).map(|_| ())).await
 }
 
-#[derive(Debug, Serialize, Clone, specta::Type)]
-pub struct ProgressEvent {
-    pub peer: String,
-    #[serde(flatten)]
-    pub progress: AskProgress,
-    /// Set when the ask failed before or while streaming.
-    pub error: Option<CommandError>,
-}
-
 /// Sends an ask and returns its stream id as soon as the peer accepted it; the stream's
 /// progress arrives as `uamp://progress` events until its final state.
 #[tauri::command]
@@ -114,7 +106,7 @@ pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, peer
         let mut first = Some(first_tx);
         let name = row.name.clone();
         let emit = |p: &AskProgress, error: Option<CommandError>| {
-            let _ = tauri_specta::Event::emit(&crate::events::UampProgress(ProgressEvent { peer: name.clone(), progress: p.clone(), error }), &app);
+            let _ = tauri_specta::Event::emit(&UampProgress(ProgressEvent { peer: name.clone(), progress: p.clone(), error }), &app);
         };
         let result = peers::ask(&c, &row, &ask, |p| {
             if let Some(tx) = first.take() {

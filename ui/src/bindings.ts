@@ -2362,14 +2362,17 @@ export type Policy_Serialize = {
 	"x-key-change-unverified"?: boolean,
 };
 
+/**  How a UAMP ask to a peer is going (the payload of [`UampProgress`]). */
 export type ProgressEvent = ProgressEvent_Serialize;
 
+/**  How a UAMP ask to a peer is going (the payload of [`UampProgress`]). */
 export type ProgressEvent_Deserialize = {
 	peer: string,
 	/**  Set when the ask failed before or while streaming. */
 	error?: CommandError | null,
 } & AskProgress_Deserialize;
 
+/**  How a UAMP ask to a peer is going (the payload of [`UampProgress`]). */
 export type ProgressEvent_Serialize = {
 	peer: string,
 	/**  Set when the ask failed before or while streaming. */
@@ -2746,7 +2749,7 @@ export type StartInput_Serialize = {
 export type StateChange = {
 	/**
 	 *  The table (`trust`, `blocked`, `revoked`, `settings`, `approvers`,
-	 *  `approver_mail`, `approver_invites`, `quorum_rules`).
+	 *  `approver_mail`, `approver_invites`, `quorum_rules`, `uamp_tokens`, `asop_rules`).
 	 */
 	table: string,
 	/**  The row's key (a sender's key, a setting's name, a device's id, …). */

@@ -224,7 +224,7 @@ pub fn approve(store: &Store, key: &str, name: Option<String>, policy: Policy, n
         return Err(crate::CommandError::new(crate::Code::NotFound, format!("{key} has no pending request; trust it directly instead")));
     };
     scopes_grantable(&key, &policy)?;
-    let name = name.unwrap_or_else(|| crate::waiting::default_name(&p.public_key));
+    let name = name.unwrap_or_else(|| default_name(&p.public_key));
     let entry = TrustEntry { public_key: key, name, added_at: now_string(now), policy };
     add(store, &entry, now)?;
     Ok(entry)
@@ -309,8 +309,35 @@ pub fn fingerprint(key: &str) -> String {
     key.get(..16).unwrap_or(key).as_bytes().chunks(4).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>().join(" ")
 }
 
+/// A short label for a sender the user has not named yet.
+pub(crate) fn default_name(key: &str) -> String {
+    // A did:web is a name its owner chose (did:web:evil-mybank.com): shown whole, since
+    // any part of it could be chosen to look like another. Other ids begin with key
+    // material; cut by characters, never bytes (an asop: id is the agent's own text).
+    let a2a = key.strip_prefix(crate::doors::a2a::KEY_PREFIX).or_else(|| key.strip_prefix(crate::doors::a2a::TOKEN_PREFIX));
+    if let Some(hash) = a2a {
+        // Only the hash of what it proved is known of it.
+        format!("A2A agent {}", hash.chars().take(8).collect::<String>())
+    } else if key.starts_with("did:web:") {
+        format!("Agent {key}")
+    } else if key.starts_with("did:") {
+        let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("Agent …{tail}")
+    } else {
+        format!("Sender {}", key.chars().take(8).collect::<String>())
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_default_name_never_cuts_a_character_and_shows_a_did_web_whole() {
+        assert_eq!(super::default_name("asop:ééééééééé"), "Sender asop:ééé");
+        assert_eq!(super::default_name("did:web:evil-mybank.com"), "Agent did:web:evil-mybank.com");
+        assert_eq!(super::default_name(&"ab".repeat(32)), "Sender abababab");
+        assert_eq!(super::default_name(&format!("a2a:key:{}", "cd".repeat(32))), "A2A agent cdcdcdcd");
+    }
+
     use super::*;
 
     #[test]

@@ -12,10 +12,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use gatehouse_uamp::{Code, UampError, MAX_ENVELOPE_BYTES};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
-use super::tls::ClientKey;
-use super::{Answer, TransportAuth, UampDoor};
+use super::streams::follow;
+use super::tls::{transport_auth, ClientKey};
+use super::{Answer, UampDoor};
 
 pub fn router(uamp: Arc<UampDoor>) -> Router {
     Router::new()
@@ -63,18 +64,6 @@ impl IntoResponse for Answer {
         }
         resp
     }
-}
-
-/// The credentials a request carries: its bearer token and the client certificate's key of
-/// its connection.
-pub(super) fn transport_auth(headers: &HeaderMap, client: Option<&ClientKey>) -> TransportAuth {
-    TransportAuth { bearer: bearer(headers), client_key: client.and_then(|c| c.0.clone()) }
-}
-
-fn bearer(headers: &HeaderMap) -> Option<String> {
-    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = v.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_string())
 }
 
 /// `application/uamp+json`, with `v=1` or no version parameter.
@@ -190,49 +179,4 @@ async fn stream(State(uamp): State<Arc<UampDoor>>, Path(id): Path<String>, heade
         rx.recv().await.map(|(seq, frame)| (Ok::<_, Infallible>(Event::default().id(seq.to_string()).data(frame)), rx))
     });
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
-}
-
-fn is_terminal(frame: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(frame)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).and_then(gatehouse_uamp::DeltaType::parse))
-        .is_some_and(|t| t.is_terminal())
-}
-
-/// Feeds one SSE reader: stored frames first, then live ones, without gaps or repeats.
-pub(super) async fn follow(uamp: Arc<UampDoor>, id: String, mut next: u64, tx: mpsc::Sender<(u64, String)>) {
-    // Subscribe before reading the store, so a frame stored in between is not missed.
-    let mut live = uamp.streams.get(&id).map(|l| l.frames.subscribe());
-    loop {
-        let store = uamp.store().clone();
-        let sid = id.clone();
-        let stored = tokio::task::spawn_blocking(move || store.uamp_deltas(&sid, next)).await;
-        let Ok(Ok(stored)) = stored else { return };
-        for (seq, frame) in stored {
-            let end = is_terminal(&frame);
-            if tx.send((seq, frame)).await.is_err() || end {
-                return;
-            }
-            next = seq + 1;
-        }
-        let Some(rx) = live.as_mut() else { return };
-        loop {
-            match rx.recv().await {
-                Ok((seq, _)) if seq < next => continue,
-                Ok((seq, frame)) if seq == next => {
-                    let end = is_terminal(&frame);
-                    if tx.send((seq, frame)).await.is_err() || end {
-                        return;
-                    }
-                    next += 1;
-                }
-                // A gap (this reader fell behind): catch up from the store.
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => break,
-                Err(broadcast::error::RecvError::Closed) => {
-                    live = None;
-                    break;
-                }
-            }
-        }
-    }
 }

@@ -14,7 +14,7 @@ use gatehouse_store::Store;
 use gatehouse_uamp::envelope::Body;
 use gatehouse_uamp::{Delta, DeltaType};
 use serde_json::{json, Value};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 
 use super::UampDoor;
 use gatehouse_gate::executor::{self, command, Delegates, Done, ExecutorSpec, Failed, Sink, Work};
@@ -284,5 +284,50 @@ fn tail(stderr: &str) -> String {
         String::new()
     } else {
         format!(": {}", t.chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect::<String>())
+    }
+}
+
+fn is_terminal(frame: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(frame)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).and_then(gatehouse_uamp::DeltaType::parse))
+        .is_some_and(|t| t.is_terminal())
+}
+
+/// Feeds one SSE reader: stored frames first, then live ones, without gaps or repeats.
+pub(crate) async fn follow(uamp: Arc<UampDoor>, id: String, mut next: u64, tx: mpsc::Sender<(u64, String)>) {
+    // Subscribe before reading the store, so a frame stored in between is not missed.
+    let mut live = uamp.streams.get(&id).map(|l| l.frames.subscribe());
+    loop {
+        let store = uamp.store().clone();
+        let sid = id.clone();
+        let stored = tokio::task::spawn_blocking(move || store.uamp_deltas(&sid, next)).await;
+        let Ok(Ok(stored)) = stored else { return };
+        for (seq, frame) in stored {
+            let end = is_terminal(&frame);
+            if tx.send((seq, frame)).await.is_err() || end {
+                return;
+            }
+            next = seq + 1;
+        }
+        let Some(rx) = live.as_mut() else { return };
+        loop {
+            match rx.recv().await {
+                Ok((seq, _)) if seq < next => continue,
+                Ok((seq, frame)) if seq == next => {
+                    let end = is_terminal(&frame);
+                    if tx.send((seq, frame)).await.is_err() || end {
+                        return;
+                    }
+                    next += 1;
+                }
+                // A gap (this reader fell behind): catch up from the store.
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => break,
+                Err(broadcast::error::RecvError::Closed) => {
+                    live = None;
+                    break;
+                }
+            }
+        }
     }
 }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::{header, HeaderMap};
 use axum::Router;
 use ed25519_dalek::SigningKey;
 use gatehouse_uamp::did::PublicKey;
@@ -21,6 +22,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, UnixT
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use sha2::{Digest, Sha256};
+
+use super::TransportAuth;
 
 pub const CERT_FILE: &str = "uamp-cert.pem";
 /// A TLS handshake must finish within this time.
@@ -226,4 +229,16 @@ pub async fn serve(
     })
     .await;
     Ok(())
+}
+
+/// The credentials a request carries: its bearer token and the client certificate's key of
+/// its connection.
+pub(crate) fn transport_auth(headers: &HeaderMap, client: Option<&ClientKey>) -> TransportAuth {
+    TransportAuth { bearer: bearer(headers), client_key: client.and_then(|c| c.0.clone()) }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_string())
 }

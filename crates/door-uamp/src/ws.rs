@@ -72,7 +72,7 @@ pub async fn upgrade(
     client: Option<axum::Extension<super::tls::ClientKey>>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let auth = super::http::transport_auth(&headers, client.as_ref().map(|c| &c.0));
+    let auth = super::tls::transport_auth(&headers, client.as_ref().map(|c| &c.0));
     // A socket is only for senders that can prove who they are (a token this inbox issued,
     // or a client certificate); unknown senders knock over plain HTTP, which holds nothing.
     let known_token = match &auth.bearer {
@@ -160,7 +160,7 @@ async fn session(uamp: Arc<UampDoor>, auth: TransportAuth, socket: WebSocket) {
             }
             if let Some(id) = stream {
                 let (tx, mut rx) = mpsc::channel::<(u64, String)>(16);
-                tokio::spawn(super::http::follow(uamp.clone(), id, 0, tx));
+                tokio::spawn(super::streams::follow(uamp.clone(), id, 0, tx));
                 let out = out.clone();
                 tokio::spawn(async move {
                     while let Some((_, f)) = rx.recv().await {

@@ -3,7 +3,6 @@
 //! is filed into, fetch what arrived after a UID, file a message, wait with IDLE.
 
 use std::fmt::Debug;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_imap::extensions::idle::IdleResponse;
@@ -11,6 +10,9 @@ use futures_util::TryStreamExt as _;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+
+use crate::tls::{certificates, tls, tls_hint};
+use crate::EmailError;
 
 /// How long one connect (TCP, TLS, greeting, login) may take.
 const CONNECT: Duration = Duration::from_secs(20);
@@ -57,37 +59,6 @@ pub struct Account {
     pub certificate: Option<String>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum EmailError {
-    #[error("{0}")]
-    Invalid(String),
-    #[error("cannot reach {0}: {1}")]
-    Unreachable(String, String),
-    #[error("the server refused the login for {user}: {detail}. Check the user name and password (an app password, where the provider asks for one)")]
-    LoginRefused { user: String, detail: String },
-    #[error("the IMAP server: {0}")]
-    Imap(String),
-    /// A server refused what was asked for good (not the login): retrying cannot help.
-    #[error("{0}")]
-    Refused(String),
-}
-
-impl EmailError {
-    pub fn code(&self) -> gatehouse_code::Code {
-        match self {
-            EmailError::Invalid(_) => gatehouse_code::Code::Invalid,
-            EmailError::Unreachable(..) => gatehouse_code::Code::Unreachable,
-            EmailError::LoginRefused { .. } => gatehouse_code::Code::Unauthorized,
-            EmailError::Imap(_) | EmailError::Refused(_) => gatehouse_code::Code::Protocol,
-        }
-    }
-
-    /// Whether trying again later can help (a refused login cannot).
-    pub fn transient(&self) -> bool {
-        matches!(self, EmailError::Unreachable(..) | EmailError::Imap(_))
-    }
-}
-
 /// A login the server did not take: refused for good (the credentials), unless the server
 /// says its authentication is down for now (RFC 5530's `[UNAVAILABLE]`, Dovecot's
 /// "Temporary authentication failure"), which trying again later can mend: an account is
@@ -124,33 +95,6 @@ impl Account {
     }
 }
 
-/// The certificates in a PEM text (at least one).
-pub fn certificates(pem: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, EmailError> {
-    use rustls::pki_types::pem::PemObject as _;
-    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| EmailError::Invalid(format!("the certificate to trust is not PEM: {e}")))?;
-    if certs.is_empty() {
-        return Err(EmailError::Invalid("the certificate to trust holds no certificate (-----BEGIN CERTIFICATE-----)".into()));
-    }
-    Ok(certs)
-}
-
-pub(crate) fn tls(extra: Option<&str>) -> Result<tokio_rustls::TlsConnector, EmailError> {
-    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-    if let Some(pem) = extra {
-        for c in certificates(pem)? {
-            roots.add(c).map_err(|e| EmailError::Invalid(format!("the certificate to trust cannot be used: {e}")))?;
-        }
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
-}
-
 async fn wrap(a: &Account, at: &str, tcp: TcpStream) -> Result<Box<dyn Io>, EmailError> {
     let name = rustls::pki_types::ServerName::try_from(a.host.clone()).map_err(|e| EmailError::Invalid(format!("{}: {e}", a.host)))?;
     let tls = tls(a.certificate.as_deref())?
@@ -158,16 +102,6 @@ async fn wrap(a: &Account, at: &str, tcp: TcpStream) -> Result<Box<dyn Io>, Emai
         .await
         .map_err(|e| EmailError::Unreachable(at.to_string(), format!("TLS: {}", tls_hint(&e.to_string()))))?;
     Ok(Box::new(tls))
-}
-
-/// A TLS failure in words a user can act on: a self-hosted server's own certificate is
-/// trusted only when the account is given it.
-pub fn tls_hint(error: &str) -> String {
-    if error.contains("UnknownIssuer") {
-        format!("{error}: the server's certificate is not from a public authority; if it is your own server, give the account its certificate")
-    } else {
-        error.to_string()
-    }
 }
 
 async fn greeting<T: Io>(client: &mut async_imap::Client<T>, at: &str) -> Result<(), EmailError> {

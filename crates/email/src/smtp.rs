@@ -101,7 +101,7 @@ pub fn mailbox(address: &str, what: &str) -> Result<Mailbox, EmailError> {
 fn lettre_tls(s: &Submission, certificate: Option<&str>) -> Result<TlsParameters, EmailError> {
     let mut b = TlsParameters::builder(s.host.clone());
     if let Some(pem) = certificate {
-        for der in crate::imap::certificates(pem)? {
+        for der in crate::tls::certificates(pem)? {
             let c = lettre::transport::smtp::client::Certificate::from_der(der.to_vec())
                 .map_err(|e| EmailError::Invalid(format!("the certificate to trust cannot be used: {e}")))?;
             b = b.add_root_certificate(c);
@@ -137,7 +137,7 @@ fn smtp_error(s: &Submission, e: lettre::transport::smtp::Error) -> EmailError {
     if e.is_permanent() {
         return EmailError::Refused(format!("the outgoing server {at} refused the mail: {text}"));
     }
-    EmailError::Unreachable(at, crate::imap::tls_hint(&text))
+    EmailError::Unreachable(at, crate::tls::tls_hint(&text))
 }
 
 /// Connects, logs in and says goodbye: what `test` and `add` ask before keeping anything.
@@ -189,10 +189,10 @@ impl Outgoing {
         let stream: Box<dyn AsyncTokioStream> = match s.security {
             SmtpSecurity::Tls => {
                 let name = rustls::pki_types::ServerName::try_from(s.host.clone()).map_err(|e| EmailError::Invalid(format!("{}: {e}", s.host)))?;
-                let tls = crate::imap::tls(self.certificate.as_deref())?
+                let tls = crate::tls::tls(self.certificate.as_deref())?
                     .connect(name, tcp)
                     .await
-                    .map_err(|e| self.unreachable(format!("TLS: {}", crate::imap::tls_hint(&e.to_string()))))?;
+                    .map_err(|e| self.unreachable(format!("TLS: {}", crate::tls::tls_hint(&e.to_string()))))?;
                 Box::new(TlsWire(tls))
             }
             SmtpSecurity::StartTls | SmtpSecurity::Plain => Box::new(tcp),

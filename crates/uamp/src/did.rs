@@ -10,10 +10,24 @@ use base64::Engine as _;
 use ed25519_dalek::Verifier as _;
 use serde_json::{json, Value};
 
-use crate::jws::Alg;
-
 const ED25519_CODEC: [u8; 2] = [0xed, 0x01];
 const P256_CODEC: [u8; 2] = [0x80, 0x24];
+
+/// A JWS algorithm (RFC 7518) this crate signs and verifies with: the key's kind decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Alg {
+    EdDSA,
+    ES256,
+}
+
+impl Alg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Alg::EdDSA => "EdDSA",
+            Alg::ES256 => "ES256",
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PublicKey {

@@ -106,15 +106,8 @@ pub struct Envelope {
     pub value: serde_json::Value,
 }
 
-/// `uuid` in the schema: a bare UUID or the `urn:uuid:` form of the spec's examples.
-pub fn parse_uuid(s: &str) -> Option<Uuid> {
-    let bare = s.strip_prefix("urn:uuid:").unwrap_or(s);
-    // Only the hyphenated form: Uuid::parse_str also takes braces, simple and urn forms.
-    if bare.len() != 36 {
-        return None;
-    }
-    Uuid::parse_str(bare).ok()
-}
+// A UUID as the schema reads one (`schema::parse_uuid`).
+pub use crate::schema::parse_uuid;
 
 /// Whether a peer's stream id may be used as one: 1 to 128 of `A-Z a-z 0-9 . _ : -`,
 /// not starting with a dot. It names a stream in a URL path, so nothing that could

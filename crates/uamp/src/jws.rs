@@ -4,24 +4,10 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use ed25519_dalek::{Signer as _, SigningKey};
-use serde::Serialize;
 
+// The algorithm is the key's (`did`): a JWS names it, a key decides it.
+pub use crate::did::Alg;
 use crate::did::PublicKey;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Alg {
-    EdDSA,
-    ES256,
-}
-
-impl Alg {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Alg::EdDSA => "EdDSA",
-            Alg::ES256 => "ES256",
-        }
-    }
-}
 
 /// A compact JWS split into its parts, its header read.
 #[derive(Debug, Clone, PartialEq)]

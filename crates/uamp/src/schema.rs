@@ -20,7 +20,7 @@ fn compile(text: &str) -> Validator {
     jsonschema::options()
         .with_draft(Draft::Draft202012)
         .should_validate_formats(true)
-        .with_format("uuid", |s: &str| crate::envelope::parse_uuid(s).is_some())
+        .with_format("uuid", |s: &str| parse_uuid(s).is_some())
         .build(&schema)
         .expect("embedded schema compiles")
 }
@@ -43,4 +43,14 @@ pub fn check(which: &'static str, v: &Value) -> Result<(), UampError> {
         None => Ok(()),
         Some((field, message)) => Err(UampError::invalid(field, message)),
     }
+}
+
+/// `uuid` in the schema: a bare UUID or the `urn:uuid:` form of the spec's examples.
+pub fn parse_uuid(s: &str) -> Option<uuid::Uuid> {
+    let bare = s.strip_prefix("urn:uuid:").unwrap_or(s);
+    // Only the hyphenated form: Uuid::parse_str also takes braces, simple and urn forms.
+    if bare.len() != 36 {
+        return None;
+    }
+    uuid::Uuid::parse_str(bare).ok()
 }

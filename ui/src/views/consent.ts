@@ -8,49 +8,18 @@ import { riskText } from './risk';
 import { coveredList, lasting as lastingOf, lastingPicker, type LastingChoice } from './grants';
 import { quietBanner } from './quiet';
 import { stateNotice } from './state';
-import { fingerprint, senderLabel, when } from '../format';
+import { when } from '../format';
 import { TeamSection } from './team';
 
 /** The keys (with Alt) that decide a prompt from the keyboard. */
 export const SHORTCUTS: Record<Decision, string> = { allow_once: 'O', always_allow_scope: 'A', ask_later: 'L', deny: 'D', block: 'B' };
 
-/** What waits, other than an agent's step (decided in its own card, `askCard`). */
-type Prompt = Exclude<ConsentItem, { kind: 'guardian_step' }>;
+import { consentSentence, type Prompt } from './sentence';
+export { consentSentence };
 
 /** Past messages the store counts at most for "what always would have let in" (store::MAX_COUNTED). */
 const MAX_COUNTED = 1000;
 
-export function consentSentence(item: Prompt): string {
-  if (item.kind === 'unknown_sender') {
-    const scope = item.scope ?? item.scopes_tried[0] ?? 'something';
-    const times = item.count > 1 ? ` (${item.count} attempts so far)` : '';
-    // Worded by where the knock came from, never by the scope a sender chose.
-    if (item.source === 'asop_agent') {
-      return `Your agent “${item.public_key.replace(/^asop:/, '')}” wants Gatehouse to guard what it does (ASOP). Let it in, and its steps are decided by your rules — or asked about here.`;
-    }
-    if (item.source === 'intent_site') {
-      return `A company you contacted over IntentWeb signs its answers with a key you have not pinned (${fingerprint(item.public_key)}). Pin it so that later answers signed by any other key are refused.`;
-    }
-    if (item.source === 'a2a_agent') {
-      return `An AI agent you have not approved (certificate key ${fingerprint(item.public_key)}, over A2A) wants to send your AI a message about “${scope}”${times}. It proved only that it holds this key: nothing it says about itself is checked.`;
-    }
-    if (item.source === 'uamp_agent') {
-      return `An AI agent you have not approved (${fingerprint(item.public_key)}, over UAMP) wants to send your AI a message about “${scope}”${times}.`;
-    }
-    return `Someone you have not approved (key ${fingerprint(item.public_key)}) wants to send your AI a message about “${scope}”${times}.`;
-  }
-  const who = senderLabel(item.sender_name, item.sender);
-  if (item.kind === 'key_change') {
-    const what = item.count > 1 ? `${item.count} messages` : 'a message';
-    return `${who} (an AI agent you trust, over UAMP) signed ${what} with a key you did not trust it with. Its keys may have changed — or someone else is using its name. Nothing signed with that key got through.`;
-  }
-  // A grant for a while that ended asks again, and says so.
-  const why = item.grant_ended ? `Your permission for “${item.scope}” ended ${when(item.grant_ended)}, so you are asked again` : 'Your rules say to ask you';
-  if (item.kind === 'held_ask') {
-    return `${who} (an AI agent, over UAMP) asked your AI about “${item.scope}”. ${why} before it runs; the agent is waiting on its stream.`;
-  }
-  return `${who} sent your AI a message about “${item.scope}”. ${why} before it is passed on.`;
-}
 
 export class ConsentView {
   readonly el = h('section', { className: 'consent', id: 'view-consent' });

@@ -1,13 +1,12 @@
 // Team gates this desktop approves for: what waits there, live (each gate says when it
 // changed, and Rust sends the list read again), decided with this desktop's own key;
 // joining one from an invitation's link, and leaving it, in Settings.
-import { api, errorText, hasCode, type ApproverItem, type ConsentItem, type Decision, type Membership, type QuorumView, type TeamWaiting } from '../api';
+import { api, errorText, hasCode, type ApproverItem, type Decision, type Membership, type QuorumView, type TeamWaiting } from '../api';
 import { h, Kept, replace } from '../dom';
-import { consentSentence } from './consent';
+import { consentSentence, type Prompt } from './sentence';
 import { coveredList, lastingPicker } from './grants';
 import { riskText } from './risk';
 
-type Prompt = Exclude<ConsentItem, { kind: 'guardian_step' }>;
 /** Past messages the store counts at most (store::MAX_COUNTED). */
 const MAX_COUNTED = 1000;
 

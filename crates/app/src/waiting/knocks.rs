@@ -11,7 +11,7 @@ use gatehouse_store::{Policy, Store, TrustEntry};
 use super::{claims, Decided, Holds, Later, COVERED_SHOWN};
 use super::{grant, ConsentItem, ConsentTarget, Decision, DecisionOutcome};
 use crate::target::{grantable, Source};
-use crate::trust::check_sender_id;
+use crate::trust::{check_sender_id, default_name};
 
 pub(super) struct Knocks;
 
@@ -183,35 +183,5 @@ impl Holds for Knocks {
                 DecisionOutcome { message, delivered: delivered.map(|o| o.receipt) }
             }
         })
-    }
-}
-
-/// A short label for a sender the user has not named yet.
-pub(crate) fn default_name(key: &str) -> String {
-    // A did:web is a name its owner chose (did:web:evil-mybank.com): shown whole, since
-    // any part of it could be chosen to look like another. Other ids begin with key
-    // material; cut by characters, never bytes (an asop: id is the agent's own text).
-    let a2a = key.strip_prefix(crate::doors::a2a::KEY_PREFIX).or_else(|| key.strip_prefix(crate::doors::a2a::TOKEN_PREFIX));
-    if let Some(hash) = a2a {
-        // Only the hash of what it proved is known of it.
-        format!("A2A agent {}", hash.chars().take(8).collect::<String>())
-    } else if key.starts_with("did:web:") {
-        format!("Agent {key}")
-    } else if key.starts_with("did:") {
-        let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
-        format!("Agent …{tail}")
-    } else {
-        format!("Sender {}", key.chars().take(8).collect::<String>())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_default_name_never_cuts_a_character_and_shows_a_did_web_whole() {
-        assert_eq!(super::default_name("asop:ééééééééé"), "Sender asop:ééé");
-        assert_eq!(super::default_name("did:web:evil-mybank.com"), "Agent did:web:evil-mybank.com");
-        assert_eq!(super::default_name(&"ab".repeat(32)), "Sender abababab");
-        assert_eq!(super::default_name(&format!("a2a:key:{}", "cd".repeat(32))), "A2A agent cdcdcdcd");
     }
 }

@@ -9,7 +9,6 @@ mod asks;
 mod held;
 mod key_changes;
 mod knocks;
-pub(crate) use knocks::default_name;
 pub mod shown;
 mod steps;
 
