@@ -8,20 +8,17 @@
 //! the user compared when they added the peer.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
 pub use gatehouse_http::HttpError;
 use gatehouse_store::uamp::{NewStream, NewUampMessage, PeerRow};
-use gatehouse_store::{Store, StoreError};
+use gatehouse_store::Store;
 use gatehouse_uamp::manifest::SignedManifest;
 use gatehouse_uamp::{did, sign, Intent, Manifest};
 use serde::Serialize;
 use serde_json::Value;
-
-/// One stream frame larger than this ends the stream (chunks carry 16 KiB).
-pub(super) const MAX_EVENT_BYTES: usize = 1024 * 1024;
 
 /// Signed manifests larger than this are refused.
 const MAX_MANIFEST_BYTES: usize = 256 * 1024;
@@ -38,41 +35,6 @@ pub fn files_dir(data_dir: &Path) -> PathBuf {
 /// The keychain name of the bearer token a peer issued to this inbox.
 pub fn token_name(peer_did: &str) -> String {
     format!("uamp-token:{}", gatehouse_store::sender_key(peer_did))
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error(transparent)]
-    Transport(#[from] HttpError),
-    #[error("the peer's certificate has fingerprint {got}, not the pinned {pinned}. It changed since the peer was added: add it again only if its owner confirms the new fingerprint")]
-    PinMismatch { pinned: String, got: String },
-    #[error("the peer's manifest cannot be trusted: {0}")]
-    Manifest(String),
-    #[error("the peer refused the message ({status} {code}, {reason}): {message}")]
-    Refused { status: u16, code: String, reason: String, message: String, retry_after: Option<u64> },
-    #[error("the peer broke the protocol: {0}")]
-    Protocol(String),
-    #[error("the stream ended without a final frame: {0}")]
-    Interrupted(String),
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl ClientError {
-    /// The stable code this error crosses a boundary with (the app's `{code, message}`).
-    pub fn code(&self) -> gatehouse_code::Code {
-        match self {
-            ClientError::Transport(e) => e.code(),
-            ClientError::PinMismatch { .. } => gatehouse_code::Code::PinMismatch,
-            ClientError::Manifest(_) => gatehouse_code::Code::BadManifest,
-            ClientError::Refused { .. } => gatehouse_code::Code::Refused,
-            ClientError::Protocol(_) | ClientError::Interrupted(_) => gatehouse_code::Code::Protocol,
-            ClientError::Io { .. } => gatehouse_code::Code::Io,
-            ClientError::Store(_) => gatehouse_code::Code::Store,
-        }
-    }
 }
 
 /// What the user is shown before adding a peer.
@@ -127,25 +89,6 @@ pub struct Ask {
     pub content: String,
     /// Frames the peer may send before Gatehouse acknowledges.
     pub delta_window: u32,
-}
-
-/// Where an ask's stream stands, reported after every frame.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct AskProgress {
-    pub stream_id: String,
-    pub message_id: String,
-    pub frames: u64,
-    /// Bytes reassembled so far.
-    pub bytes: u64,
-    /// The peer's own estimate (`progress` frames' `pct`), when it sends one.
-    pub pct: Option<f64>,
-    /// NEW, IN_PROGRESS, COMPLETED, CANCELLED or ERROR.
-    pub state: String,
-    pub mime: Option<String>,
-    pub file: Option<PathBuf>,
-    /// The peer's final payload (`done`) or its error message.
-    pub detail: Option<Value>,
 }
 
 /// Sends as this inbox's identity and keeps what was sent and received in its store.
@@ -238,7 +181,9 @@ impl Client {
         on_progress(&p);
         let (part, file) = open_part(&self.files_dir, &file_stem).await?;
         let mut follow = Follow {
-            c: self,
+            key: &self.key,
+            store: &self.store,
+            files_dir: &self.files_dir,
             peer,
             token,
             http: &client,
@@ -289,37 +234,7 @@ impl Client {
     }
 }
 
-pub(super) async fn post(
-    client: &reqwest::Client,
-    peer: &PeerRow,
-    token: Option<&str>,
-    body: Vec<u8>,
-    seen: &Mutex<Option<String>>,
-) -> Result<reqwest::Response, ClientError> {
-    let mut req = client
-        .post(format!("{}/v1/messages", peer.url))
-        .header(reqwest::header::CONTENT_TYPE, format!("{};v=1", gatehouse_uamp::MEDIA_TYPE))
-        .timeout(Duration::from_secs(30))
-        .body(body);
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    req.send().await.map_err(|e| unreachable(&peer.url, e, seen, Some(&peer.cert_sha256)))
-}
-
-pub(super) fn refused(status: u16, body: &Value) -> ClientError {
-    let s = |k: &str| body.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-    let message = match s("message") {
-        m if m.is_empty() => format!("HTTP {status}"),
-        m => m,
-    };
-    ClientError::Refused { status, code: s("code"), reason: s("reason"), message, retry_after: body.get("retry_after").and_then(|v| v.as_u64()) }
-}
-
-pub(super) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, StoreError> + Send + 'static) -> Result<T, ClientError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| ClientError::Protocol(e.to_string()))?.map_err(ClientError::Store)
-}
-
-use super::connect::{http_client, unreachable};
-pub use super::connect::{normalize_url, same_fingerprint};
+use super::connect::{blocking, http_client, post, refused, unreachable};
+pub use super::connect::{normalize_url, same_fingerprint, ClientError};
+pub use super::follow::AskProgress;
 use super::follow::{open_part, Follow};

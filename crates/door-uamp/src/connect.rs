@@ -3,6 +3,7 @@
 //! public CAs: Gatehouse inboxes use self-signed certificates on their identity key), and
 //! this inbox's own certificate presented for mTLS.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +14,9 @@ use rustls::DigitallySignedStruct;
 
 use gatehouse_http::{HttpError, Plain, Rules};
 
-use super::client::ClientError;
+use gatehouse_store::uamp::PeerRow;
+use gatehouse_store::StoreError;
+use serde_json::Value;
 
 /// `https://host:port` from what the user typed: a bare `host:port`, an https URL, or the
 /// manifest URL itself. Plain http is refused (UAMP 6.1).
@@ -132,4 +135,70 @@ mod tests {
         assert!(!same_fingerprint(&a, &"ac".repeat(32)));
         assert!(!same_fingerprint("", ""));
     }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(transparent)]
+    Transport(#[from] HttpError),
+    #[error("the peer's certificate has fingerprint {got}, not the pinned {pinned}. It changed since the peer was added: add it again only if its owner confirms the new fingerprint")]
+    PinMismatch { pinned: String, got: String },
+    #[error("the peer's manifest cannot be trusted: {0}")]
+    Manifest(String),
+    #[error("the peer refused the message ({status} {code}, {reason}): {message}")]
+    Refused { status: u16, code: String, reason: String, message: String, retry_after: Option<u64> },
+    #[error("the peer broke the protocol: {0}")]
+    Protocol(String),
+    #[error("the stream ended without a final frame: {0}")]
+    Interrupted(String),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ClientError {
+    /// The stable code this error crosses a boundary with (the app's `{code, message}`).
+    pub fn code(&self) -> gatehouse_code::Code {
+        match self {
+            ClientError::Transport(e) => e.code(),
+            ClientError::PinMismatch { .. } => gatehouse_code::Code::PinMismatch,
+            ClientError::Manifest(_) => gatehouse_code::Code::BadManifest,
+            ClientError::Refused { .. } => gatehouse_code::Code::Refused,
+            ClientError::Protocol(_) | ClientError::Interrupted(_) => gatehouse_code::Code::Protocol,
+            ClientError::Io { .. } => gatehouse_code::Code::Io,
+            ClientError::Store(_) => gatehouse_code::Code::Store,
+        }
+    }
+}
+
+pub(super) async fn post(
+    client: &reqwest::Client,
+    peer: &PeerRow,
+    token: Option<&str>,
+    body: Vec<u8>,
+    seen: &Mutex<Option<String>>,
+) -> Result<reqwest::Response, ClientError> {
+    let mut req = client
+        .post(format!("{}/v1/messages", peer.url))
+        .header(reqwest::header::CONTENT_TYPE, format!("{};v=1", gatehouse_uamp::MEDIA_TYPE))
+        .timeout(Duration::from_secs(30))
+        .body(body);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    req.send().await.map_err(|e| unreachable(&peer.url, e, seen, Some(&peer.cert_sha256)))
+}
+
+pub(super) fn refused(status: u16, body: &Value) -> ClientError {
+    let s = |k: &str| body.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let message = match s("message") {
+        m if m.is_empty() => format!("HTTP {status}"),
+        m => m,
+    };
+    ClientError::Refused { status, code: s("code"), reason: s("reason"), message, retry_after: body.get("retry_after").and_then(|v| v.as_u64()) }
+}
+
+pub(super) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, StoreError> + Send + 'static) -> Result<T, ClientError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| ClientError::Protocol(e.to_string()))?.map_err(ClientError::Store)
 }

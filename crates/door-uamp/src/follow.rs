@@ -10,11 +10,33 @@ use base64::Engine as _;
 use futures_util::StreamExt as _;
 use gatehouse_store::uamp::PeerRow;
 use gatehouse_uamp::{sign, Delta, DeltaType, Intent};
+use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt as _;
 
-use super::client::{blocking, post, refused, AskProgress, Client, ClientError, MAX_EVENT_BYTES};
-use super::connect::unreachable;
+use super::connect::{blocking, post, refused, unreachable, ClientError};
+
+/// One stream frame larger than this ends the stream (chunks carry 16 KiB).
+pub(super) const MAX_EVENT_BYTES: usize = 1024 * 1024;
+
+/// Where an ask's stream stands, reported after every frame.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AskProgress {
+    pub stream_id: String,
+    pub message_id: String,
+    pub frames: u64,
+    /// Bytes reassembled so far.
+    pub bytes: u64,
+    /// The peer's own estimate (`progress` frames' `pct`), when it sends one.
+    pub pct: Option<f64>,
+    /// NEW, IN_PROGRESS, COMPLETED, CANCELLED or ERROR.
+    pub state: String,
+    pub mime: Option<String>,
+    pub file: Option<PathBuf>,
+    /// The peer's final payload (`done`) or its error message.
+    pub detail: Option<Value>,
+}
 
 /// The file an outgoing stream's chunks are written to until it ends.
 pub(super) async fn open_part(files_dir: &Path, stream_id: &str) -> Result<(PathBuf, tokio::fs::File), ClientError> {
@@ -26,7 +48,11 @@ pub(super) async fn open_part(files_dir: &Path, stream_id: &str) -> Result<(Path
 
 /// Reading one outgoing stream, across resumptions.
 pub(super) struct Follow<'a> {
-    pub(super) c: &'a Client,
+    /// This inbox's identity, which acknowledges frames.
+    pub(super) key: &'a ed25519_dalek::SigningKey,
+    /// Where what was sent and received is kept, and reassembled files are written.
+    pub(super) store: &'a std::sync::Arc<gatehouse_store::Store>,
+    pub(super) files_dir: &'a Path,
     pub(super) peer: &'a PeerRow,
     pub(super) token: Option<&'a str>,
     pub(super) http: &'a reqwest::Client,
@@ -122,7 +148,7 @@ impl Follow<'_> {
                 p.pct = Some(100.0);
             }
         }
-        let store = self.c.store.clone();
+        let store = self.store.clone();
         let (sid, seq, raw) = (self.stream_id.to_string(), d.delta_seq, raw.to_string());
         let st = state.to_string();
         blocking(move || store.uamp_out_frame(&sid, seq, &raw, added, Some(&st), &gatehouse_gate::clock::utc_string(chrono::Utc::now()))).await?;
@@ -144,7 +170,7 @@ impl Follow<'_> {
             other => infer::get(&head).map(|t| t.mime_type().to_string()).or(other),
         };
         let (path, detail) = if d.kind == DeltaType::Done {
-            (self.c.files_dir.join(format!("{}.{}", self.file_stem, extension(mime.as_deref(), &head))), None)
+            (self.files_dir.join(format!("{}.{}", self.file_stem, extension(mime.as_deref(), &head))), None)
         } else {
             let why = d
                 .payload
@@ -153,14 +179,14 @@ impl Follow<'_> {
                 .and_then(|x| x.as_str())
                 .unwrap_or("the stream ended early")
                 .to_string();
-            (self.c.files_dir.join(format!("{}.partial", self.file_stem)), Some(why))
+            (self.files_dir.join(format!("{}.partial", self.file_stem)), Some(why))
         };
         tokio::fs::rename(&self.part, &path).await.map_err(|source| ClientError::Io { path: path.clone(), source })?;
         if let Some(why) = &detail {
             let reason = path.with_extension("partial.reason.txt");
             let _ = tokio::fs::write(&reason, format!("{}: {why}\n", p.state)).await;
         }
-        let store = self.c.store.clone();
+        let store = self.store.clone();
         let (sid, file, m) = (self.stream_id.to_string(), path.to_string_lossy().into_owned(), mime.clone());
         let st = p.state.clone();
         blocking(move || {
@@ -183,12 +209,11 @@ impl Follow<'_> {
         if seq - self.acked < half {
             return Ok(());
         }
-        let c = self.c;
-        let mut env = sign::draft(&c.did(), &[&self.peer.did], Intent::Progress, "application/json", &json!({"delta_seq": seq}).to_string());
+        let mut env = sign::draft(&sign::did_of(self.key), &[&self.peer.did], Intent::Progress, "application/json", &json!({"delta_seq": seq}).to_string());
         env["stream_id"] = self.stream_id.into();
         env["reply_to"] = self.ask_id.into();
         env["ext"] = json!({"delta_seq": seq});
-        let env = sign::sign(env, &c.key);
+        let env = sign::sign(env, self.key);
         let resp = post(self.http, self.peer, self.token, serde_json::to_vec(&env).expect("serialises"), self.seen).await?;
         let status = resp.status().as_u16();
         if status != 200 {
@@ -202,16 +227,16 @@ impl Follow<'_> {
     /// The stream cannot be followed further: keep what arrived, aside, with the reason.
     pub(super) async fn abandon(&mut self, p: &mut AskProgress, e: &ClientError) {
         let _ = self.file.flush().await;
-        let path = self.c.files_dir.join(format!("{}.partial", self.file_stem));
+        let path = self.files_dir.join(format!("{}.partial", self.file_stem));
         if tokio::fs::rename(&self.part, &path).await.is_ok() {
             let _ = tokio::fs::write(path.with_extension("partial.reason.txt"), format!("ERROR: {e}\n")).await;
             p.file = Some(path.clone());
-            let (store, sid, file) = (self.c.store.clone(), self.stream_id.to_string(), path.to_string_lossy().into_owned());
+            let (store, sid, file) = (self.store.clone(), self.stream_id.to_string(), path.to_string_lossy().into_owned());
             let _ = blocking(move || store.uamp_set_file(&sid, &file, None)).await;
         }
         p.state = "ERROR".into();
         p.detail = Some(json!({"message": e.to_string()}));
-        let (store, sid, why) = (self.c.store.clone(), self.stream_id.to_string(), e.to_string());
+        let (store, sid, why) = (self.store.clone(), self.stream_id.to_string(), e.to_string());
         let _ = blocking(move || store.uamp_set_state(&sid, "ERROR", Some(&why), &gatehouse_gate::clock::utc_string(chrono::Utc::now()))).await;
     }
 }
