@@ -209,26 +209,23 @@ impl Store {
             c.snapshot(|db| {
                 let devices = self.sealed_ids(db, APPROVERS)?;
                 let mails = self.sealed_ids(db, APPROVER_MAIL)?;
-                let all: Vec<(Approver, ApproverMail)> = Self::mails(db)?;
-                Ok(all.into_iter().filter(|(a, _)| devices.contains(&a.id) && mails.contains(&a.id)).collect())
+                let all = db.query_map(
+                    "SELECT a.id, a.name, a.public_key, a.added_at, a.last_seen, a.page_url, m.email, m.per_hour, m.quiet_from, m.quiet_to
+                     FROM approvers a JOIN approver_mail m ON m.approver_id = a.id ORDER BY a.added_at, a.id",
+                    args![],
+                    |r| {
+                        let mail = ApproverMail {
+                            email: r.get(6)?,
+                            per_hour: u32::try_from(r.get::<i64>(7)?).unwrap_or(0),
+                            quiet_from: r.get(8)?,
+                            quiet_to: r.get(9)?,
+                        };
+                        Ok((approver(r)?, mail))
+                    },
+                )?;
+                all.filter(|m| m.as_ref().map_or(true, |(a, _)| devices.contains(&a.id) && mails.contains(&a.id))).collect()
             })
         })
-    }
-
-    fn mails(c: &crate::sql::Db<'_>) -> Result<Vec<(Approver, ApproverMail)>> {
-        {
-            c.query_map(
-                "SELECT a.id, a.name, a.public_key, a.added_at, a.last_seen, a.page_url, m.email, m.per_hour, m.quiet_from, m.quiet_to
-                 FROM approvers a JOIN approver_mail m ON m.approver_id = a.id ORDER BY a.added_at, a.id",
-                args![],
-                |r| {
-                    let mail =
-                        ApproverMail { email: r.get(6)?, per_hour: u32::try_from(r.get::<i64>(7)?).unwrap_or(0), quiet_from: r.get(8)?, quiet_to: r.get(9)? };
-                    Ok((approver(r)?, mail))
-                },
-            )?
-            .collect()
-        }
     }
 
     /// Notices mailed to `email` since `since` (RFC 3339): the hourly bound counts what the

@@ -33,7 +33,7 @@ pub fn audit_entry_hash(id: i64, at: &str, action: &str, subject: Option<&str>, 
         h.update((field.len() as u64).to_be_bytes());
         h.update(field.as_bytes());
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(h.finalize())
 }
 
 /// Appends one entry in the transaction `tx` is in (the head row is locked until it ends).

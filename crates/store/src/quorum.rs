@@ -113,18 +113,28 @@ impl Store {
         self.read(|c| {
             c.snapshot(|db| {
                 let rows = QUORUM_RULES.rows(db)?;
-                if let Some(view) = self.view(db)? {
+                let view = self.view(db)?;
+                let mut sealed = std::collections::HashSet::new();
+                if let Some(view) = &view {
                     if let Some(why) = &view.broken {
                         return Err(StoreError::StateChanged(why.clone()));
                     }
-                    let sealed = |id: &String| view.seals.contains_key(&(QUORUM_RULES.name.to_string(), id.clone()));
-                    let taken_out = view.seals.keys().any(|k| k.0 == QUORUM_RULES.name && !rows.contains_key(&k.1));
-                    let changed = rows.iter().any(|(id, cols)| sealed(id) && view.judge(QUORUM_RULES, id, Some(cols)) != Judged::Sealed);
-                    if taken_out || changed {
-                        return Err(StoreError::StateChanged("a quorum rule was changed or taken out of the gate's database outside Gatehouse".into()));
+                    let changed = || StoreError::StateChanged("a quorum rule was changed or taken out of the gate's database outside Gatehouse".into());
+                    if view.seals.keys().any(|k| k.0 == QUORUM_RULES.name && !rows.contains_key(&k.1)) {
+                        return Err(changed());
                     }
+                    for (id, cols) in &rows {
+                        match view.judge(QUORUM_RULES, id, Some(cols)) {
+                            Judged::Sealed => {
+                                sealed.insert(id.clone());
+                            }
+                            _ if view.seals.contains_key(&(QUORUM_RULES.name.to_string(), id.clone())) => return Err(changed()),
+                            _ => {}
+                        }
+                    }
+                } else {
+                    sealed.extend(rows.into_keys());
                 }
-                let sealed = self.sealed_ids(db, QUORUM_RULES)?;
                 db.query_map("SELECT id, scope, sender, need, approvers, deny_ends, created_at FROM quorum_rules ORDER BY id", args![], rule)?
                     .filter(|r| r.as_ref().map_or(true, |r| sealed.contains(&r.id.to_string())))
                     .collect()

@@ -114,12 +114,8 @@ impl Table {
     }
 
     pub(crate) fn hash(&self, id: &str, cols: &[Option<String>]) -> String {
-        hex(&Sha256::digest(serde_json::to_vec(&(self.name, id, cols)).unwrap_or_default()))
+        hex::encode(Sha256::digest(serde_json::to_vec(&(self.name, id, cols)).unwrap_or_default()))
     }
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One row's seal as stored.
@@ -149,7 +145,7 @@ pub(crate) fn digest(seals: &BTreeMap<Key, Seal>) -> String {
         h.update(serde_json::to_vec(&(&key.0, &key.1, s.version, &s.hash)).unwrap_or_default());
         h.update(b"\n");
     }
-    hex(&h.finalize())
+    hex::encode(h.finalize())
 }
 
 /// The seals as this process last read and checked them.
