@@ -38,35 +38,43 @@ const TRIES_PER_INVITE: u32 = 10;
 const MAX_COUNTED: usize = 4096;
 const MAX_BODY: usize = 64 * 1024;
 
+/// What was counted per key this minute (at most [`MAX_COUNTED`] keys at once).
+struct PerMinute<K> {
+    minute: i64,
+    counts: HashMap<K, u32>,
+}
+
+impl<K: std::hash::Hash + Eq> Default for PerMinute<K> {
+    fn default() -> Self {
+        PerMinute { minute: 0, counts: HashMap::new() }
+    }
+}
+
+impl<K: std::hash::Hash + Eq> PerMinute<K> {
+    /// Counts one more for `key` this minute; false when it is over `limit` (or a new key
+    /// finds the table full).
+    fn count(&mut self, key: K, limit: u32) -> bool {
+        let minute = chrono::Utc::now().timestamp() / 60;
+        if self.minute != minute {
+            *self = PerMinute { minute, counts: HashMap::new() };
+        }
+        if self.counts.len() >= MAX_COUNTED && !self.counts.contains_key(&key) {
+            return false;
+        }
+        let n = self.counts.entry(key).or_insert(0);
+        *n = n.saturating_add(1);
+        *n <= limit
+    }
+}
+
 /// Joins counted this minute. Junk and wrong codes are counted against the client that
 /// sent them, tries of a right code against its invitation: no flood of wrong codes,
 /// from anywhere, uses up a valid code's tries. (Guessing is not what this stops: a code
 /// has 60 bits and lives 15 minutes; docs/threat-model-team.md 22.)
 #[derive(Default)]
 struct JoinCounts {
-    minute: i64,
-    wrong_by_client: HashMap<IpAddr, u32>,
-    by_invite: HashMap<String, u32>,
-}
-
-impl JoinCounts {
-    /// Counts one more for `key` in `map` this minute; false when it is over `limit`.
-    fn count<K: std::hash::Hash + Eq>(map: &mut HashMap<K, u32>, key: K, limit: u32) -> bool {
-        if map.len() >= MAX_COUNTED && !map.contains_key(&key) {
-            return false;
-        }
-        let n = map.entry(key).or_insert(0);
-        *n = n.saturating_add(1);
-        *n <= limit
-    }
-
-    fn this_minute(&mut self) -> &mut Self {
-        let minute = chrono::Utc::now().timestamp() / 60;
-        if self.minute != minute {
-            *self = JoinCounts { minute, ..JoinCounts::default() };
-        }
-        self
-    }
+    wrong_by_client: PerMinute<IpAddr>,
+    by_invite: PerMinute<String>,
 }
 
 #[derive(Clone)]
@@ -75,7 +83,7 @@ struct Approve {
     joins: Arc<Mutex<JoinCounts>>,
     /// How often each device had the log checked against its checkpoint this minute (a
     /// check reads the whole log: at most [`WITNESS_PER_MINUTE`] per device).
-    witnessed: Arc<Mutex<(i64, HashMap<String, u32>)>>,
+    witnessed: Arc<Mutex<PerMinute<String>>>,
 }
 
 /// How often a minute one device may have the log checked against its checkpoint (a page
@@ -87,7 +95,7 @@ pub const PAGES: &[&str] = &["/approve"];
 
 pub fn router(gate: Arc<Gate>) -> Router {
     tokio::spawn(announce_knocks(gate.clone()));
-    let state = Approve { gate, joins: Arc::new(Mutex::new(JoinCounts::default())), witnessed: Arc::new(Mutex::new((0, HashMap::new()))) };
+    let state = Approve { gate, joins: Arc::new(Mutex::new(JoinCounts::default())), witnessed: Arc::new(Mutex::new(PerMinute::default())) };
     Router::new()
         .route("/approve", get(|| page("text/html; charset=utf-8", include_str!("../../../ui/approve/index.html"))))
         .route("/approve/app.js", get(|| page("text/javascript; charset=utf-8", include_str!("../../../ui/approve/app.js"))))
@@ -176,19 +184,15 @@ async fn join(State(s): State<Approve>, client: Option<axum::Extension<ConnectIn
         Ok(r) => r,
         Err(e) => {
             let mut joins = s.joins.lock().unwrap_or_else(|p| p.into_inner());
-            return Err(if JoinCounts::count(&mut joins.this_minute().wrong_by_client, client, WRONG_CODES_PER_CLIENT) { e } else { too_many("from here") });
+            return Err(if joins.wrong_by_client.count(client, WRONG_CODES_PER_CLIENT) { e } else { too_many("from here") });
         }
     };
     let (gate, hash) = (s.gate.clone(), req.code_sha256.clone());
     let open = crate::blocking(move || Ok(gate.store().approver_invite_open(&hash, crate::doors::gate::clock::now().timestamp_millis())?)).await?;
     {
         let mut joins = s.joins.lock().unwrap_or_else(|p| p.into_inner());
-        let joins = joins.this_minute();
-        let within = if open {
-            JoinCounts::count(&mut joins.by_invite, req.code_sha256.clone(), TRIES_PER_INVITE)
-        } else {
-            JoinCounts::count(&mut joins.wrong_by_client, client, WRONG_CODES_PER_CLIENT)
-        };
+        let within =
+            if open { joins.by_invite.count(req.code_sha256.clone(), TRIES_PER_INVITE) } else { joins.wrong_by_client.count(client, WRONG_CODES_PER_CLIENT) };
         if !within {
             return Err(too_many(if open { "with this code" } else { "from here" }));
         }
@@ -252,17 +256,8 @@ struct Held {
 async fn witness(State(s): State<Approve>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Answer<crate::device_witness::Witnessed> {
     let device = signed(&s, &headers, &method, &uri, &body).await?;
     let held: Held = serde_json::from_slice(&body).map_err(bad)?;
-    {
-        let mut counts = s.witnessed.lock().unwrap_or_else(|p| p.into_inner());
-        let minute = chrono::Utc::now().timestamp() / 60;
-        if counts.0 != minute {
-            *counts = (minute, HashMap::new());
-        }
-        let n = counts.1.entry(device.id.clone()).or_default();
-        if *n >= WITNESS_PER_MINUTE {
-            return Err(Failed(CommandError::new(Code::TooLarge, "this device's checkpoint was checked often this minute: hand it in again in a minute")));
-        }
-        *n += 1;
+    if !s.witnessed.lock().unwrap_or_else(|p| p.into_inner()).count(device.id.clone(), WITNESS_PER_MINUTE) {
+        return Err(Failed(CommandError::new(Code::TooLarge, "this device's checkpoint was checked often this minute: hand it in again in a minute")));
     }
     let gate = s.gate.clone();
     let answer = crate::blocking(move || {

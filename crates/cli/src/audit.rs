@@ -69,14 +69,9 @@ pub fn run(cmd: AuditCmd, open: impl Fn() -> Result<Context, CommandError>) -> R
                 return Ok(ExitCode::SUCCESS);
             }
             say_state(&report);
-            if !yes {
-                crate::terminal::ask("make these rows the gate's own and seal them? type yes: ");
-                let mut answer = String::new();
-                let _ = std::io::stdin().read_line(&mut answer);
-                if answer.trim() != "yes" {
-                    note!("nothing accepted");
-                    return Ok(ExitCode::from(1));
-                }
+            if !yes && crate::terminal::answer("make these rows the gate's own and seal them? type yes: ") != "yes" {
+                note!("nothing accepted");
+                return Ok(ExitCode::from(1));
             }
             let after = audit::accept_state(&ctx)?;
             note!("sealed: {} row(s), version {}", after.sealed, after.version);

@@ -91,6 +91,14 @@ pub fn ask(question: &str) {
     let _ = std::io::stderr().flush();
 }
 
+/// [`ask`], and the line typed (trimmed; empty when nothing could be read).
+pub fn answer(question: &str) -> String {
+    ask(question);
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    line.trim().to_string()
+}
+
 /// Prints a text of several lines on standard output, each through [`inert`].
 pub fn say_lines(text: &str, indent: &str) {
     for line in inert_lines(text) {

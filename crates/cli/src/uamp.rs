@@ -94,9 +94,7 @@ pub(crate) fn read_token() -> Result<String, CommandError> {
 }
 
 fn confirm(question: &str) -> bool {
-    crate::terminal::ask(&format!("{question} [y/N] "));
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes")
+    matches!(crate::terminal::answer(&format!("{question} [y/N] ")).as_str(), "y" | "Y" | "yes")
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
