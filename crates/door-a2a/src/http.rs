@@ -187,6 +187,11 @@ async fn call(State(door): State<Arc<A2aDoor>>, peer: Option<Extension<PeerKey>>
             };
             let door2 = door.clone();
             match blocking(move || door2.owned(&caller, &task_id)).await {
+                // A2A 1.0: a task that ended has nothing left to follow (read it with GetTask).
+                Ok((task, _)) if task.status.state.terminal() => {
+                    let state = serde_json::to_value(task.status.state).unwrap_or(Value::Null);
+                    answer(&id, Err(RpcError::new(code::UNSUPPORTED_OPERATION, format!("this task ended ({state}): read it with GetTask"))))
+                }
                 Ok((task, row)) => stream(door, id, task, row, slot),
                 Err(e) => answer(&id, Err(e)),
             }
@@ -273,21 +278,14 @@ async fn follow(door: Arc<A2aDoor>, first: Task, row: Option<i64>, tx: mpsc::Sen
     let mut progress = door.gate.subscribe_progress();
     let (task_id, context_id) = (first.id.clone(), first.context_id.clone());
     let mut state = first.status.state;
-    if tx.send(event_value(&Event::Task(first))).await.is_err() {
-        return;
+    for event in opening(first, row.is_some()) {
+        if tx.send(event_value(&event)).await.is_err() {
+            return;
+        }
     }
     let Some(row) = row else { return };
     let started = Instant::now();
     let mut streamed = String::new();
-    let chunk = |text: String, append: bool, last: bool| {
-        event_value(&Event::ArtifactUpdate(ArtifactUpdate {
-            task_id: task_id.clone(),
-            context_id: context_id.clone(),
-            artifact: Artifact { artifact_id: ANSWER.into(), name: Some(ANSWER.into()), description: None, parts: vec![Part::text(text)] },
-            append,
-            last_chunk: last,
-        }))
-    };
     while !state.ends_stream() && started.elapsed() < STREAM_LASTS {
         let partial = tokio::time::timeout(LOOK_EVERY, async {
             loop {
@@ -307,7 +305,7 @@ async fn follow(door: Arc<A2aDoor>, first: Task, row: Option<i64>, tx: mpsc::Sen
                 None => (text.clone(), false),
             };
             streamed = text;
-            if !piece.is_empty() && tx.send(chunk(piece, append, false)).await.is_err() {
+            if !piece.is_empty() && tx.send(event_value(&chunk(&task_id, &context_id, piece, append, false))).await.is_err() {
                 return;
             }
             continue;
@@ -318,20 +316,88 @@ async fn follow(door: Arc<A2aDoor>, first: Task, row: Option<i64>, tx: mpsc::Sen
             continue;
         }
         state = now.status.state;
-        if state == TaskState::Completed {
-            if let Some(text) = now.artifacts.first().and_then(|a| a.parts.first()).and_then(|p| p.text.clone()) {
-                let (piece, append) = match text.strip_prefix(streamed.trim()) {
-                    Some(rest) if !streamed.is_empty() => (rest.to_string(), true),
-                    _ => (text.clone(), false),
-                };
-                if tx.send(chunk(piece, append, true)).await.is_err() {
-                    return;
-                }
+        for event in closing(now, &streamed) {
+            if tx.send(event_value(&event)).await.is_err() {
+                return;
             }
         }
-        let update = Event::StatusUpdate(StatusUpdate { task_id: task_id.clone(), context_id: context_id.clone(), status: now.status });
-        if tx.send(event_value(&update)).await.is_err() {
-            return;
+    }
+}
+
+/// A piece of the answer as an artifact update.
+fn chunk(task_id: &str, context_id: &str, text: String, append: bool, last: bool) -> Event {
+    Event::ArtifactUpdate(ArtifactUpdate {
+        task_id: task_id.to_string(),
+        context_id: context_id.to_string(),
+        artifact: Artifact { artifact_id: ANSWER.into(), name: Some(ANSWER.into()), description: None, parts: vec![Part::text(text)] },
+        append,
+        last_chunk: last,
+    })
+}
+
+/// What a stream opens with: the task as it is; and when a message that ran (`ran`) had
+/// already ended before the stream's first look, what a stream that saw it end sends
+/// (the answer, the final status), so a client reads the same events however fast the
+/// executor was.
+fn opening(first: Task, ran: bool) -> Vec<Event> {
+    let ended = ran && first.status.state.terminal();
+    let rest = if ended { closing(first.clone(), "") } else { Vec::new() };
+    std::iter::once(Event::Task(first)).chain(rest).collect()
+}
+
+/// The task moved to `now`: the rest of the answer (after `streamed`, what was already
+/// sent) as the last chunk when it completed, then its status.
+fn closing(now: Task, streamed: &str) -> Vec<Event> {
+    let mut events = Vec::new();
+    if now.status.state == TaskState::Completed {
+        if let Some(text) = now.artifacts.first().and_then(|a| a.parts.first()).and_then(|p| p.text.clone()) {
+            let (piece, append) = match text.strip_prefix(streamed.trim()) {
+                Some(rest) if !streamed.is_empty() => (rest.to_string(), true),
+                _ => (text.clone(), false),
+            };
+            events.push(chunk(&now.id, &now.context_id, piece, append, true));
         }
+    }
+    events.push(Event::StatusUpdate(StatusUpdate { task_id: now.id, context_id: now.context_id, status: now.status }));
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gatehouse_a2a::types::TaskStatus;
+
+    fn task(state: TaskState, answer: Option<&str>) -> Task {
+        Task {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus { state, message: None, timestamp: None },
+            artifacts: answer
+                .map(|a| vec![Artifact { artifact_id: ANSWER.into(), name: None, description: None, parts: vec![Part::text(a.to_string())] }])
+                .unwrap_or_default(),
+            history: Vec::new(),
+            metadata: None,
+        }
+    }
+
+    // The executor may finish before a stream first reads its task: the client still
+    // gets the answer as an artifact and the final status, as when it saw the end.
+    #[test]
+    fn a_stream_whose_task_ended_before_it_looked_still_sends_the_answer_and_the_end() {
+        let events = opening(task(TaskState::Completed, Some("HELLO")), true);
+        let [Event::Task(_), Event::ArtifactUpdate(a), Event::StatusUpdate(s)] = events.as_slice() else { panic!("{events:?}") };
+        assert_eq!((a.artifact.parts[0].text.as_deref(), a.append, a.last_chunk), (Some("HELLO"), false, true));
+        assert_eq!(s.status.state, TaskState::Completed);
+
+        // Still running, or refused before anything ran: the task alone.
+        assert_eq!(opening(task(TaskState::Working, None), true).len(), 1);
+        assert_eq!(opening(task(TaskState::Rejected, None), false).len(), 1);
+    }
+
+    #[test]
+    fn the_last_chunk_is_what_was_not_streamed_yet() {
+        let events = closing(task(TaskState::Completed, Some("HELLO THERE")), "HELLO");
+        let Event::ArtifactUpdate(a) = &events[0] else { panic!("{events:?}") };
+        assert_eq!((a.artifact.parts[0].text.as_deref(), a.append), (Some(" THERE"), true));
     }
 }

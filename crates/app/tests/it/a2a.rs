@@ -299,6 +299,9 @@ async fn a_held_message_is_input_required_until_the_user_decides_and_can_be_canc
     let done = sdk.run("get", json!({"token": tok, "id": task_id})).await.remove(0);
     assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], "TWO", "{done}");
+    // A2A 1.0: a task that ended cannot be subscribed to (it is read with GetTask).
+    let ended = sdk.run("subscribe", json!({"token": tok, "id": task_id, "stream": true})).await;
+    assert_eq!(ended[0]["error"], "UnsupportedOperationError", "{ended:?}");
 }
 
 #[tokio::test]
