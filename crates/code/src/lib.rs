@@ -62,6 +62,71 @@ impl Code {
     }
 }
 
+/// What became of an arrival at the gate, whatever door it came by. Each door spells it
+/// in its protocol's words on the wire (EPP's `UNTRUSTED_SENDER`, an A2A task rejected, a
+/// UAMP 4.01); the gate and the app read this, never those words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Let in; its work is queued or done.
+    Accepted,
+    /// Let in, and waits for the user before anything runs.
+    Held,
+    /// Its sender is unknown: refused, and the user is asked.
+    Knock,
+    /// The user blocked its sender.
+    Blocked,
+    /// The user revoked its sender's key.
+    Revoked,
+    /// What it asks for (a scope, delegation, a capability) is not allowed its sender.
+    NotAllowed,
+    TooLarge,
+    RateLimited,
+    /// Seen before.
+    Replay,
+    /// Its door could not read it, or what it claims beside its proof is wrong.
+    Malformed,
+    /// Its proof failed: a signature, a key, a credential at the transport.
+    Unproven,
+    /// Too old, from the future, or past its end.
+    Stale,
+    /// For someone else.
+    WrongRecipient,
+    /// The gate could not keep it now (its database unreachable); try again.
+    Unavailable,
+    /// Something in the gate failed.
+    Internal,
+}
+
+impl Outcome {
+    /// Let in (held or not).
+    pub fn accepted(self) -> bool {
+        matches!(self, Outcome::Accepted | Outcome::Held)
+    }
+
+    /// As the store keeps it (`knock`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Held => "held",
+            Outcome::Knock => "knock",
+            Outcome::Blocked => "blocked",
+            Outcome::Revoked => "revoked",
+            Outcome::NotAllowed => "not_allowed",
+            Outcome::TooLarge => "too_large",
+            Outcome::RateLimited => "rate_limited",
+            Outcome::Replay => "replay",
+            Outcome::Malformed => "malformed",
+            Outcome::Unproven => "unproven",
+            Outcome::Stale => "stale",
+            Outcome::WrongRecipient => "wrong_recipient",
+            Outcome::Unavailable => "unavailable",
+            Outcome::Internal => "internal",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +137,13 @@ mod tests {
             assert_eq!(code.name(), wire);
             assert_eq!(serde_json::to_value(code).unwrap(), wire);
             assert_eq!(serde_json::from_value::<Code>(wire.into()).unwrap(), code);
+        }
+    }
+
+    #[test]
+    fn an_outcome_is_kept_as_serde_writes_it() {
+        for o in [Outcome::Knock, Outcome::NotAllowed, Outcome::WrongRecipient, Outcome::Held] {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
         }
     }
 }

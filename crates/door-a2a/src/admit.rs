@@ -62,7 +62,7 @@ impl A2aDoor {
         let nonce = sha256_hex(format!("a2a\0{sender}\0{}", send.message.message_id).as_bytes()).into_bytes();
         let received_at = gatehouse_gate::clock::utc_string(now);
         let scopes = [scope.clone()];
-        let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: size as u64, delegated: false, at: now };
+        let arrival = gatehouse_gate::Asked { scopes: &scopes, size: size as u64, delegated: false, at: now };
         // The receipt either verdict leaves: the task's id is its id.
         let receipt_row = |status: &str, code: Option<&str>, message: Option<String>, receipt: Value| ReceiptRow {
             receipt_id: receipt_id.clone(),

@@ -324,7 +324,7 @@ impl Guardian {
             let verdict = blocking(move || {
                 let view = s.admission(&key, "")?;
                 let scopes = [SCOPE.to_string()];
-                let arrival = gatehouse_gate::Arrival { scopes: &scopes, size, delegated: false, at };
+                let arrival = gatehouse_gate::Asked { scopes: &scopes, size, delegated: false, at };
                 Ok(match gatehouse_gate::admit(&view, None, &arrival, &gatehouse_gate::NoChecks) {
                     gatehouse_gate::Verdict::Accept { entry, held } => match s.take_rate(&key, at.timestamp_millis(), &entry.policy.rate_limit)? {
                         Ok(()) => Ok(held),

@@ -71,7 +71,7 @@ impl UampDoor {
             Some(Ok(claims)) if !claims.scopes.is_empty() => claims.scopes.clone(),
             _ => vec![scope.clone()],
         };
-        let arrival = gatehouse_gate::Arrival { scopes: &scopes, size: bytes.len() as u64, delegated: false, at: now };
+        let arrival = gatehouse_gate::Asked { scopes: &scopes, size: bytes.len() as u64, delegated: false, at: now };
         let checks = UampChecks { store, env: &env, auth, token: token.as_ref().and_then(|t| t.as_ref().err()) };
         let (trust, held) = match gatehouse_gate::admit(&adm, None, &arrival, &checks) {
             gatehouse_gate::Verdict::Accept { entry, held } => (entry, held),

@@ -16,7 +16,7 @@ use gatehouse_store::{Admission, TrustEntry};
 
 /// What a door asks the gate about one arrival.
 #[derive(Debug, Clone)]
-pub struct Arrival<'a> {
+pub struct Asked<'a> {
     /// The scopes it asks for, the first being the one its hold is decided by; none for
     /// an arrival that only steers work it was already let in for (acknowledging or
     /// cancelling its own stream).
@@ -94,7 +94,7 @@ impl<R> Verdict<'_, R> {
 
 /// Decides `arrival` on `view`, the registry as read for its sender. `consent` is the
 /// user's one-time "allow once", standing in for a trust entry.
-pub fn admit<'v, C: Checks>(view: &'v Admission, consent: Option<&'v TrustEntry>, arrival: &Arrival<'_>, checks: &C) -> Verdict<'v, C::Refusal> {
+pub fn admit<'v, C: Checks>(view: &'v Admission, consent: Option<&'v TrustEntry>, arrival: &Asked<'_>, checks: &C) -> Verdict<'v, C::Refusal> {
     match decide(view, consent, arrival, checks) {
         Ok(Some(entry)) => {
             let held = arrival.scopes.first().is_some_and(|s| entry.policy.holds(s, arrival.at));
@@ -109,7 +109,7 @@ pub fn admit<'v, C: Checks>(view: &'v Admission, consent: Option<&'v TrustEntry>
 /// registered with the guardian, an IntentSite's key): the same decision, no door checks.
 pub fn standing<'v>(view: &'v Admission, scope: &str, at: DateTime<Utc>) -> Verdict<'v, std::convert::Infallible> {
     let scopes = [scope.to_string()];
-    admit(view, None, &Arrival { scopes: &scopes, size: 0, delegated: false, at }, &NoChecks)
+    admit(view, None, &Asked { scopes: &scopes, size: 0, delegated: false, at }, &NoChecks)
 }
 
 /// The entry an admitted arrival is let in under: the user's one-time consent, or their
@@ -121,7 +121,7 @@ pub fn admitted_under<'v>(view: &'v Admission, consent: Option<&'v TrustEntry>) 
 fn decide<'v, C: Checks>(
     view: &'v Admission,
     consent: Option<&'v TrustEntry>,
-    a: &Arrival<'_>,
+    a: &Asked<'_>,
     checks: &C,
 ) -> Result<Option<&'v TrustEntry>, Refusal<C::Refusal>> {
     if view.blocked {
@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn every_trust_state_gets_its_verdict() {
         let support = vec!["support".to_string()];
-        let small = Arrival { scopes: &support, size: 100, delegated: false, at: at() };
+        let small = Asked { scopes: &support, size: 100, delegated: false, at: at() };
         let trusted = entry(Policy { allowed_scopes: support.clone(), ..Policy::default() });
         let mut ended = trusted.clone();
         ended.policy.grant_until.insert("support".into(), "2026-05-01T00:00:00Z".into());
@@ -217,7 +217,7 @@ mod tests {
         let blocked = Admission { blocked: true, ..view(Some(trusted.clone())) };
         let revoked = Admission { revoked: Some("lost laptop".into()), ..view(Some(trusted.clone())) };
 
-        let cases: Vec<(&str, Admission, Arrival, Verdict<&str>)> = vec![
+        let cases: Vec<(&str, Admission, Asked, Verdict<&str>)> = vec![
             ("unknown", view(None), small.clone(), Verdict::Knock),
             ("trusted", view(Some(trusted.clone())), small.clone(), Verdict::Accept { entry: &trusted, held: false }),
             ("blocked", blocked, small.clone(), Verdict::Refuse(Refusal::Blocked)),
@@ -227,7 +227,7 @@ mod tests {
             ("key changed", view(Some(changed.clone())), small.clone(), Verdict::Accept { entry: &changed, held: true }),
             ("over scope", view(Some(other)), small.clone(), Verdict::Refuse(Refusal::Scope("support".into()))),
             ("over size", view(Some(tiny)), small.clone(), Verdict::Refuse(Refusal::Size { size: 100, limit: 99 })),
-            ("delegated", view(Some(no_delegation)), Arrival { delegated: true, ..small.clone() }, Verdict::Refuse(Refusal::Delegation)),
+            ("delegated", view(Some(no_delegation)), Asked { delegated: true, ..small.clone() }, Verdict::Refuse(Refusal::Delegation)),
         ];
         for (state, v, a, want) in cases {
             let got = admit(&v, None, &a, &GOOD);
@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn blocks_and_revocations_come_before_claims_and_claims_before_a_knock() {
         let support = vec!["support".to_string()];
-        let a = Arrival { scopes: &support, size: 1, delegated: false, at: at() };
+        let a = Asked { scopes: &support, size: 1, delegated: false, at: at() };
         let bad_claims = Door { claims: false, ..GOOD };
         let blocked = Admission { blocked: true, revoked: Some(String::new()), ..view(None) };
         assert_eq!(admit(&blocked, None, &a, &bad_claims), Verdict::Refuse(Refusal::Blocked));
@@ -267,7 +267,7 @@ mod tests {
     #[test]
     fn a_one_time_consent_stands_in_for_an_entry_but_not_for_a_block() {
         let support = vec!["support".to_string()];
-        let a = Arrival { scopes: &support, size: 1, delegated: false, at: at() };
+        let a = Asked { scopes: &support, size: 1, delegated: false, at: at() };
         let once = entry(Policy { allowed_scopes: support.clone(), ..Policy::default() });
         assert!(admit(&view(None), Some(&once), &a, &NoChecks).accepted());
         let blocked = Admission { blocked: true, ..view(None) };
@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn an_arrival_that_asks_for_no_scope_is_judged_on_the_rest_and_never_held() {
-        let a = Arrival { scopes: &[], size: 1, delegated: false, at: at() };
+        let a = Asked { scopes: &[], size: 1, delegated: false, at: at() };
         let mut changed = entry(Policy { allowed_scopes: vec!["billing".into()], ..Policy::default() });
         changed.policy.key_change_unverified = true;
         assert!(matches!(admit(&view(Some(changed)), None, &a, &NoChecks), Verdict::Accept { held: false, .. }));

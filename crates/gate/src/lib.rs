@@ -12,6 +12,8 @@
 
 //! Around the decision, what every door shares and that names no protocol either:
 //!
+//! - [`accept`]: one acceptance for every door ([`Door`], [`Gate::accept`]): the decision,
+//!   the record, the commit, the knock, the event, the job
 //! - [`admit`]: the decision itself
 //! - [`clock`]: what "now" is for grants, deferrals and freshness (a test may move it)
 //! - [`state`]: the gate's state every door shares ([`Gate`]: store, events, executor queue, registered doors)
@@ -28,6 +30,7 @@
 // a str at a byte offset panics inside a character (docs/threat-model.md 1).
 #![cfg_attr(not(test), deny(clippy::string_slice))]
 
+pub mod accept;
 pub mod admit;
 pub mod clock;
 pub mod consent;
@@ -38,6 +41,7 @@ pub mod process;
 pub mod runner;
 pub mod state;
 
-pub use admit::{admit, admitted_under, standing, Arrival, Checks, NoChecks, Refusal, Verdict};
+pub use accept::{Answered, Arrival, Door, Kept, Why, Words};
+pub use admit::{admit, admitted_under, standing, Asked, Checks, NoChecks, Refusal, Verdict};
 pub use executor::{ExecutorConfig, ExecutorSpec};
 pub use state::Gate;

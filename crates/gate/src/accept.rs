@@ -1,0 +1,447 @@
+//! One acceptance for every door. A door turns its protocol's bytes into an [`Arrival`]
+//! (who proved what, the scope, the size, what is kept) and, through [`Door`], a verdict
+//! back into its protocol's words; [`Gate::accept`] does the rest, the same for all: the
+//! registry view, the decision, the replay order, the executor chosen once, the record,
+//! the commit with one stale-view rule, the flood budget, the knock, the event, the job.
+
+use chrono::{DateTime, Utc};
+use gatehouse_code::Outcome;
+use gatehouse_store::{AcceptRefusal, Admission, ExecStatus, Knock, NewEnvelope, RateLimit, ReceiptRow, StoreError, TrustEntry};
+use serde_json::Value;
+
+use crate::admit::{admit, admitted_under, Asked, Checks, Refusal, Verdict};
+use crate::executor::{ExecutorSpec, SETTINGS_KEY};
+use crate::state::{ArrivalEvent, Gate, Status};
+
+/// Rejected input is kept for the user up to this many bytes.
+pub const KEEP_REFUSED_BYTES: usize = 64 * 1024;
+/// A knock is kept whole up to this size, so the user's "allow" can still deliver it.
+pub const KEEP_KNOCK_BYTES: usize = 2 * 1024 * 1024;
+/// Retry-After while the gate's database cannot be reached.
+pub const UNAVAILABLE_RETRY_SECS: u64 = 5;
+/// How many times an arrival is decided again because the registry changed before its
+/// commit. Each retry reads the registry first, so it only fails again if the registry
+/// changes again before the commit: the bound is only a guard.
+const MAX_STALE_RETRIES: u32 = 8;
+
+/// One arrival its door verified, in no protocol's words.
+pub struct Arrival<'a> {
+    /// The door it came by, as the composition names it (its knocks are found by it).
+    pub door: &'static str,
+    /// How it came (`http`, `folder:<file>`, `a2a`), as its receipt shows.
+    pub transport: &'a str,
+    /// The key its sender proved.
+    pub sender: String,
+    /// The scope it asks for: its hold and its executor are decided by it.
+    pub scope: String,
+    /// Its size as it arrived.
+    pub size: u64,
+    /// Whose behalf it is sent on, if anyone's.
+    pub on_behalf_of: Option<String>,
+    pub at: DateTime<Utc>,
+    pub received_at: &'a str,
+    pub receipt_id: &'a str,
+    /// The user's one-time "allow once", standing in for a trust entry.
+    pub consent: Option<&'a TrustEntry>,
+    /// What is kept when it is let in.
+    pub kept: Kept<'a>,
+    /// Whether its bytes are kept with a refusal (and whole with a knock, so "allow" can
+    /// deliver it); a door whose senders send again keeps none.
+    pub keeps_refused: bool,
+}
+
+/// What an arrival let in is kept as.
+pub struct Kept<'a> {
+    pub id: String,
+    pub recipient: String,
+    pub payload_type: Option<String>,
+    pub conversation_id: Option<String>,
+    pub in_reply_to: Option<String>,
+    pub prompt: String,
+    /// When its sender says it was made, and until when it holds.
+    pub timestamp: String,
+    pub expires_at: String,
+    pub expires_at_ms: i64,
+    /// What a replay of it is known by.
+    pub nonce: Vec<u8>,
+    /// How its proof covered it (`reference`, `variant`, `transport`).
+    pub signed_form: &'static str,
+    pub raw: &'a [u8],
+    pub raw_sha256: String,
+}
+
+/// Why an arrival was not let in.
+#[derive(Debug)]
+pub enum Why<R> {
+    /// Its sender is unknown: the user is asked.
+    Knock,
+    Refused(Refusal<R>),
+    /// It asks for a scope a door keeps for what it records itself.
+    Reserved(String),
+    Replay,
+    RateLimited { window: &'static str, limit: u32, retry_after_secs: u64 },
+    /// The registry kept changing while it was decided.
+    Unsettled,
+    /// The executor setting cannot be read.
+    Executor(String),
+    Store(StoreError),
+}
+
+impl<R> Why<R> {
+    /// The outcome in the gate's words; `door` names a door's own refusal's.
+    pub fn outcome(&self, door: impl FnOnce(&R) -> Outcome) -> Outcome {
+        match self {
+            Why::Knock => Outcome::Knock,
+            Why::Refused(Refusal::Blocked) => Outcome::Blocked,
+            Why::Refused(Refusal::Revoked(_)) => Outcome::Revoked,
+            Why::Refused(Refusal::Door(r)) => door(r),
+            Why::Refused(Refusal::Scope(_) | Refusal::Delegation) => Outcome::NotAllowed,
+            Why::Refused(Refusal::Size { .. }) => Outcome::TooLarge,
+            Why::Reserved(_) => Outcome::Malformed,
+            Why::Replay => Outcome::Replay,
+            Why::RateLimited { .. } => Outcome::RateLimited,
+            Why::Store(e) if e.is_unavailable() => Outcome::Unavailable,
+            Why::Unsettled | Why::Executor(_) | Why::Store(_) => Outcome::Internal,
+        }
+    }
+
+    /// Seconds until the sender may try again, where waiting helps.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Why::RateLimited { retry_after_secs, .. } => Some(*retry_after_secs),
+            Why::Store(e) if e.is_unavailable() => Some(UNAVAILABLE_RETRY_SECS),
+            _ => None,
+        }
+    }
+}
+
+/// A verdict in a door's words: what its receipt says, and what the door answers with.
+pub struct Words<A> {
+    /// Its refusal's code on the door's wire (`UNTRUSTED_SENDER`); none when let in.
+    pub code: Option<String>,
+    pub message: Option<String>,
+    /// The receipt as the door's sender reads it.
+    pub receipt: Value,
+    pub answer: A,
+    /// Whether a refusal is kept as a receipt (a door that answers a retry with what it
+    /// started keeps none for it).
+    pub keep: bool,
+}
+
+/// What a door does for the gate: the checks only it can make ([`Checks`]) and its words
+/// for a verdict. Implemented per arrival, so it may hold what it read.
+pub trait Door: Checks {
+    /// What the door answers its sender with.
+    type Answer;
+    fn accepted(&self, a: &Arrival<'_>, executor: &str, held: bool) -> Words<Self::Answer>;
+    fn refused(&self, a: &Arrival<'_>, why: &Why<Self::Refusal>) -> Words<Self::Answer>;
+}
+
+/// What became of an arrival.
+pub struct Answered<A, R> {
+    pub answer: A,
+    /// The envelope kept, when it was let in.
+    pub row: Option<i64>,
+    /// Why not, when it was not.
+    pub why: Option<Why<R>>,
+    /// A refusal's receipt as kept (or as it would have been, past the flood budget).
+    pub receipt: Option<ReceiptRow>,
+}
+
+impl<A, R> Answered<A, R> {
+    pub fn retry_after(&self) -> Option<u64> {
+        self.why.as_ref().and_then(Why::retry_after)
+    }
+}
+
+/// Where admission waits for the database.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// On the caller's thread: SQLite on this machine, or a caller that is no async worker.
+    Here,
+    /// Off the async worker (a team's gate): its other tasks move to the rest of the pool
+    /// while this one waits. Only around the reads themselves: handing the worker off
+    /// costs thread switches, which a cached view never needs (measured: 40 CPU-µs per
+    /// envelope on three nodes when every admission left the worker).
+    OffWorker,
+}
+
+impl Wait {
+    fn run<T>(self, f: impl FnOnce() -> T) -> T {
+        match self {
+            Wait::Here => f(),
+            Wait::OffWorker => tokio::task::block_in_place(f),
+        }
+    }
+}
+
+/// A record ready for the commit, and what to say once it is durable.
+struct Ready<A> {
+    record: NewEnvelope,
+    limits: RateLimit,
+    answer: A,
+    held: bool,
+    noop: bool,
+}
+
+impl Gate {
+    /// Decides, keeps and announces one arrival. Blocking (SQLite, or a thread that may
+    /// wait for PostgreSQL).
+    pub fn accept<D: Door>(&self, door: &D, a: &Arrival<'_>) -> Answered<D::Answer, D::Refusal> {
+        let mut tries = 0;
+        let mut fresh = false;
+        let why = loop {
+            let ready = match self.ready(door, a, fresh, Wait::Here) {
+                Ok(r) => r,
+                Err(why) => break why,
+            };
+            let Ready { record, limits, answer, held, noop } = ready;
+            let stored = self.store.accept(record, &limits);
+            match settled(stored, &mut tries) {
+                Ok(row) => return self.let_in(a, answer, held, noop, row),
+                Err(Some(why)) => break why,
+                Err(None) => fresh = true,
+            }
+        };
+        let (answered, knock, kept) = self.refusal(door, a, why);
+        let stored = match (&answered.receipt, kept) {
+            (Some(r), true) => self.store.record_rejection(r, knock.as_ref()),
+            _ => Ok(()),
+        };
+        self.refused_said(answered, knock.is_some(), kept, stored)
+    }
+
+    /// [`Gate::accept`] on an async worker: waiting for the commit holds no thread, and on
+    /// a team's gate the registry's reads leave the worker.
+    pub async fn accept_async<D: Door>(&self, door: &D, a: &Arrival<'_>) -> Answered<D::Answer, D::Refusal> {
+        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let wait = if multi_thread && self.store.is_shared() { Wait::OffWorker } else { Wait::Here };
+        let mut tries = 0;
+        let mut fresh = false;
+        let why = loop {
+            let ready = match self.ready(door, a, fresh, wait) {
+                Ok(r) => r,
+                Err(why) => break why,
+            };
+            let Ready { record, limits, answer, held, noop } = ready;
+            let stored = self.store.accept_async(record, &limits).await;
+            match settled(stored, &mut tries) {
+                Ok(row) => return self.let_in(a, answer, held, noop, row),
+                Err(Some(why)) => break why,
+                Err(None) => fresh = true,
+            }
+        };
+        let (answered, knock, kept) = self.refusal(door, a, why);
+        let stored = match (&answered.receipt, kept) {
+            (Some(r), true) => self.store.record_rejection_async(r, knock.as_ref()).await,
+            _ => Ok(()),
+        };
+        self.refused_said(answered, knock.is_some(), kept, stored)
+    }
+
+    /// Keeps a refusal its door decided before there was an arrival to judge (unreadable,
+    /// a signature that fails), within the flood budget, and announces it.
+    pub fn refused_early(&self, receipt: &ReceiptRow, now: DateTime<Utc>) {
+        let kept = self.keep(crate::flood::Kind::Refusal, now);
+        let stored = if kept { self.store.record_rejection(receipt, None) } else { Ok(()) };
+        self.said_refusal(receipt, false, kept, stored);
+    }
+
+    /// [`Gate::refused_early`] on an async worker.
+    pub async fn refused_early_async(&self, receipt: &ReceiptRow, now: DateTime<Utc>) {
+        let kept = self.keep(crate::flood::Kind::Refusal, now);
+        let stored = if kept { self.store.record_rejection_async(receipt, None).await } else { Ok(()) };
+        self.said_refusal(receipt, false, kept, stored);
+    }
+
+    /// The decision on one view of the registry and the record it leaves. `fresh` reads
+    /// the registry first; otherwise the view last read is used and the commit refuses the
+    /// record if the registry has changed since. A refusal never rests on a cached view.
+    fn ready<D: Door>(&self, door: &D, a: &Arrival<'_>, fresh: bool, wait: Wait) -> Result<Ready<D::Answer>, Why<D::Refusal>> {
+        if self.reserved_scope(&a.scope) {
+            return Err(Why::Reserved(a.scope.clone()));
+        }
+        let read = |fresh: bool| {
+            let cached = if fresh { None } else { self.store.cached_admission(&a.sender, SETTINGS_KEY) };
+            match cached {
+                Some(view) => Ok(view),
+                None => wait.run(|| self.store.admission(&a.sender, SETTINGS_KEY)),
+            }
+        };
+        let scopes = std::slice::from_ref(&a.scope);
+        let asked = Asked { scopes, size: a.size, delegated: a.on_behalf_of.is_some(), at: a.at };
+        let judged = |v: &Admission| match admit(v, a.consent, &asked, door) {
+            Verdict::Accept { held, .. } => Ok(held),
+            Verdict::Knock => Err(Why::Knock),
+            Verdict::Refuse(r) => Err(Why::Refused(r)),
+        };
+        let mut view = read(fresh).map_err(Why::Store)?;
+        let mut verdict = judged(&view);
+        if verdict.is_err() && !fresh {
+            view = read(true).map_err(Why::Store)?;
+            verdict = judged(&view);
+        }
+        let held = match verdict {
+            Ok(held) => held,
+            // Replay is decided inside the accepting transaction. An arrival about to be
+            // refused for trust or policy is looked up here first, so a replay is told as
+            // one (and never knocks) without a read per arrival let in.
+            Err(why) => {
+                return Err(match wait.run(|| self.store.nonce_seen(&a.kept.nonce)) {
+                    Ok(true) => Why::Replay,
+                    Ok(false) => why,
+                    Err(e) => Why::Store(e),
+                })
+            }
+        };
+        let Some(entry) = admitted_under(&view, a.consent) else {
+            return Err(Why::Executor("admitted without a trust entry".into()));
+        };
+        let config = self.executor_config(view.setting.as_deref()).map_err(|e| Why::Executor(format!("the executor setting is unreadable: {e}")))?;
+        let spec = config.for_scope(&a.scope);
+        // The no-op executor has nothing to run: its outcome is stored with the envelope,
+        // which spares the runner two status commits per envelope.
+        let noop = !held && *spec == ExecutorSpec::Noop;
+        let said = door.accepted(a, spec.name(), held);
+        let receipt = receipt_row(a, None, None, said.receipt, None);
+        let k = &a.kept;
+        let record = NewEnvelope {
+            envelope_id: k.id.clone(),
+            sender: a.sender.clone(),
+            recipient: k.recipient.clone(),
+            scope: a.scope.clone(),
+            payload_type: k.payload_type.clone(),
+            conversation_id: k.conversation_id.clone(),
+            in_reply_to: k.in_reply_to.clone(),
+            on_behalf_of: a.on_behalf_of.clone(),
+            prompt: k.prompt.clone(),
+            timestamp: k.timestamp.clone(),
+            expires_at: k.expires_at.clone(),
+            expires_at_ms: k.expires_at_ms,
+            nonce: k.nonce.clone(),
+            received_at: a.received_at.to_string(),
+            received_ms: a.at.timestamp_millis(),
+            transport: a.transport.to_string(),
+            signed_form: k.signed_form.to_string(),
+            raw: String::from_utf8_lossy(k.raw).into_owned(),
+            raw_sha256: k.raw_sha256.clone(),
+            executor: spec.name().to_string(),
+            // Kept for the runner; a no-op done at acceptance never reaches it.
+            executor_spec: if noop { None } else { serde_json::to_string(spec).ok() },
+            exec_status: if held {
+                ExecStatus::Held
+            } else if noop {
+                ExecStatus::Succeeded
+            } else {
+                ExecStatus::Queued
+            },
+            exec_result: noop.then(crate::executor::noop_result),
+            receipt,
+            admission_version: Some(view.version),
+        };
+        Ok(Ready { record, limits: entry.policy.rate_limit.clone(), answer: said.answer, held, noop })
+    }
+
+    /// A record now durable: its job queued, its arrival announced.
+    fn let_in<A, R>(&self, a: &Arrival<'_>, answer: A, held: bool, noop: bool, row: i64) -> Answered<A, R> {
+        if !held && !noop {
+            self.execute(row);
+        }
+        self.emit_event(ArrivalEvent {
+            receipt_id: a.receipt_id.to_string(),
+            status: Status::Accepted,
+            code: None,
+            sender: Some(a.sender.clone()),
+            scope: Some(a.scope.clone()),
+            transport: a.transport.to_string(),
+            needs_consent: held,
+            key_change: false,
+        });
+        Answered { answer, row: Some(row), why: None, receipt: None }
+    }
+
+    /// A refusal's receipt in its door's words, the knock to keep with it, and whether
+    /// the flood budget keeps it.
+    fn refusal<D: Door>(&self, door: &D, a: &Arrival<'_>, why: Why<D::Refusal>) -> (Answered<D::Answer, D::Refusal>, Option<Knock>, bool) {
+        let said = door.refused(a, &why);
+        let knocks = matches!(why, Why::Knock);
+        let body = a.keeps_refused.then(|| {
+            let cut = a.kept.raw.len().min(if knocks { KEEP_KNOCK_BYTES } else { KEEP_REFUSED_BYTES });
+            (String::from_utf8_lossy(a.kept.raw.get(..cut).unwrap_or_default()).into_owned(), cut < a.kept.raw.len())
+        });
+        let receipt = receipt_row(a, said.code, said.message, said.receipt, body);
+        let knock = knocks.then(|| Knock { door: a.door, sender: a.sender.clone(), scope: a.scope.clone(), envelope_id: a.kept.id.clone(), at: a.received_at.to_string() });
+        let kind = if knocks { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
+        let kept = said.keep && self.keep(kind, a.at);
+        (Answered { answer: said.answer, row: None, why: Some(why), receipt: Some(receipt) }, knock, kept)
+    }
+
+    fn refused_said<A, R>(&self, answered: Answered<A, R>, knock: bool, kept: bool, stored: gatehouse_store::Result<()>) -> Answered<A, R> {
+        if let Some(r) = &answered.receipt {
+            self.said_refusal(r, knock, kept, stored);
+        }
+        answered
+    }
+
+    fn said_refusal(&self, receipt: &ReceiptRow, knock: bool, kept: bool, stored: gatehouse_store::Result<()>) {
+        if let Err(e) = stored {
+            tracing::error!(error = %e, "could not record a refusal's receipt");
+        }
+        // A flood's uncounted rest is announced at most once a second (so the window's
+        // count keeps up), not one by one.
+        if kept || self.announce_unkept(chrono::Utc::now()) {
+            self.emit_event(ArrivalEvent {
+                receipt_id: receipt.receipt_id.clone(),
+                status: Status::Rejected,
+                code: receipt.code.clone(),
+                sender: receipt.sender.clone(),
+                scope: receipt.scope.clone(),
+                transport: receipt.transport.clone(),
+                needs_consent: knock,
+                key_change: false,
+            });
+        }
+    }
+}
+
+/// The store's answer to a commit: the row, why it was refused, or None to decide again
+/// (the registry changed under it).
+fn settled<R>(stored: gatehouse_store::Result<Result<i64, AcceptRefusal>>, tries: &mut u32) -> Result<i64, Option<Why<R>>> {
+    match stored {
+        Ok(Ok(row)) => Ok(row),
+        Err(e) => Err(Some(Why::Store(e))),
+        Ok(Err(AcceptRefusal::Replay)) => Err(Some(Why::Replay)),
+        Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs })) => Err(Some(Why::RateLimited { window, limit, retry_after_secs })),
+        Ok(Err(AcceptRefusal::Stale)) if *tries < MAX_STALE_RETRIES => {
+            *tries += 1;
+            Err(None)
+        }
+        Ok(Err(AcceptRefusal::Stale)) => Err(Some(Why::Unsettled)),
+    }
+}
+
+/// The receipt an arrival leaves: accepted (no code) or refused in its door's words.
+fn receipt_row(a: &Arrival<'_>, code: Option<String>, message: Option<String>, receipt: Value, body: Option<(String, bool)>) -> ReceiptRow {
+    let refused = code.is_some();
+    let (body, body_truncated) = match body {
+        Some((b, cut)) if !b.is_empty() => (Some(b), cut),
+        _ => (None, false),
+    };
+    ReceiptRow {
+        receipt_id: a.receipt_id.to_string(),
+        envelope_id: Some(a.kept.id.clone()),
+        status: if refused { "rejected" } else { "accepted" }.into(),
+        code,
+        message,
+        received_at: a.received_at.to_string(),
+        received_ms: a.at.timestamp_millis(),
+        transport: a.transport.to_string(),
+        sender: Some(a.sender.clone()),
+        scope: Some(a.scope.clone()),
+        body,
+        body_truncated,
+        receipt,
+        prompt: Some(a.kept.prompt.clone()),
+        envelope_row: None,
+    }
+}
