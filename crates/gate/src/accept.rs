@@ -123,8 +123,8 @@ pub struct Words<A> {
     /// The receipt as the door's sender reads it.
     pub receipt: Value,
     pub answer: A,
-    /// Whether a refusal is kept as a receipt (a door that answers a retry with what it
-    /// started keeps none for it).
+    /// Whether a refusal is kept as a receipt and announced (a door that answers a retry
+    /// with the task it started, or a failure with an error of its own, keeps none).
     pub keep: bool,
 }
 
@@ -364,6 +364,9 @@ impl Gate {
     /// the flood budget keeps it.
     fn refusal<D: Door>(&self, door: &D, a: &Arrival<'_>, why: Why<D::Refusal>) -> (Answered<D::Answer, D::Refusal>, Option<Knock>, bool) {
         let said = door.refused(a, &why);
+        if !said.keep {
+            return (Answered { answer: said.answer, row: None, why: Some(why), receipt: None }, None, false);
+        }
         let knocks = matches!(why, Why::Knock);
         let body = a.keeps_refused.then(|| {
             let cut = a.kept.raw.len().min(if knocks { KEEP_KNOCK_BYTES } else { KEEP_REFUSED_BYTES });
@@ -372,7 +375,7 @@ impl Gate {
         let receipt = receipt_row(a, said.code, said.message, said.receipt, body);
         let knock = knocks.then(|| Knock { door: a.door, sender: a.sender.clone(), scope: a.scope.clone(), envelope_id: a.kept.id.clone(), at: a.received_at.to_string() });
         let kind = if knocks { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
-        let kept = said.keep && self.keep(kind, a.at);
+        let kept = self.keep(kind, a.at);
         (Answered { answer: said.answer, row: None, why: Some(why), receipt: Some(receipt) }, knock, kept)
     }
 
