@@ -23,6 +23,7 @@ use gatehouse_asop::jsonrpc::{self, RpcError};
 use gatehouse_asop::rules::{self, Action, Rule};
 use gatehouse_asop::{redact, schema, Step, METHODS};
 use gatehouse_store::asop::{AsopRuleRow, AsopStepRow, NewAsopStep};
+use gatehouse_gate::{Refusal, Why};
 use gatehouse_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -321,13 +322,14 @@ impl Guardian {
             let (s, key, who) = (self.store.clone(), agent_key(agent), agent.clone());
             let size = req.raw.to_string().len() as u64;
             let at = gatehouse_gate::clock::now();
+            let gate = self.inbox.upgrade();
             let verdict = blocking(move || {
-                let view = s.admission(&key, "")?;
+                let Some(gate) = gate else { return Ok(Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, "Internal server error: the gate stopped")))) };
                 let scopes = [SCOPE.to_string()];
-                let arrival = gatehouse_gate::Asked { scopes: &scopes, size, delegated: false, at };
-                Ok(match gatehouse_gate::admit(&view, None, &arrival, &gatehouse_gate::NoChecks) {
-                    gatehouse_gate::Verdict::Accept { entry, held } => match s.take_rate(&key, at.timestamp_millis(), &entry.policy.rate_limit)? {
-                        Ok(()) => Ok(held),
+                let asked = gatehouse_gate::Asked { scopes: &scopes, size, delegated: false, at };
+                Ok(match gate.judge(&gatehouse_gate::NoChecks, &key, &asked, "", None) {
+                    Ok(admitted) => match s.take_rate(&key, at.timestamp_millis(), &admitted.limits)? {
+                        Ok(()) => Ok(admitted.held),
                         Err(gatehouse_store::AcceptRefusal::RateLimited { window, limit, retry_after_secs }) => Err(Some(
                             RpcError::new(jsonrpc::RATE_LIMITED, format!("The user allows agent {who} {limit} steps per {window}; try again later"))
                                 .with_data(json!({"retryAfter": retry_after_secs})),
@@ -335,17 +337,17 @@ impl Guardian {
                         // Only a rate is counted here: nothing else refuses.
                         Err(other) => Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {other:?}")))),
                     },
-                    gatehouse_gate::Verdict::Knock => Err(None),
-                    gatehouse_gate::Verdict::Refuse(r) => Err(Some(match r {
-                        gatehouse_gate::Refusal::Blocked => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user blocked agent {who}")),
-                        gatehouse_gate::Refusal::Revoked(_) => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user revoked agent {who}'s registration")),
-                        gatehouse_gate::Refusal::Size { size, limit } => {
-                            RpcError::new(jsonrpc::TOO_LARGE, format!("The step is {size} bytes; the user allows agent {who} {limit}"))
-                        }
-                        gatehouse_gate::Refusal::Scope(_) | gatehouse_gate::Refusal::Delegation | gatehouse_gate::Refusal::Door(_) => {
+                    Err(Why::Knock) => Err(None),
+                    Err(Why::Store(e)) => return Err(e),
+                    Err(Why::Refused(r)) => Err(Some(match r {
+                        Refusal::Blocked => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user blocked agent {who}")),
+                        Refusal::Revoked(_) => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user revoked agent {who}'s registration")),
+                        Refusal::Size { size, limit } => RpcError::new(jsonrpc::TOO_LARGE, format!("The step is {size} bytes; the user allows agent {who} {limit}")),
+                        Refusal::Scope(_) | Refusal::Delegation | Refusal::Door(_) => {
                             RpcError::new(jsonrpc::POLICY_DENIED, format!("The user's registration of agent {who} does not let it ask the guardian"))
                         }
                     })),
+                    Err(other) => Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {}", other.outcome(|n| match *n {}).as_str())))),
                 })
             })
             .await?;

@@ -4,6 +4,7 @@
 //! id seen before is refused as a replay (`Store::uamp_accept`).
 
 use super::*;
+use gatehouse_gate::{Refusal, Why};
 
 impl UampDoor {
     // A Failure is built once per refused request and becomes its receipt; boxing it
@@ -71,11 +72,13 @@ impl UampDoor {
             Some(Ok(claims)) if !claims.scopes.is_empty() => claims.scopes.clone(),
             _ => vec![scope.clone()],
         };
-        let arrival = gatehouse_gate::Asked { scopes: &scopes, size: bytes.len() as u64, delegated: false, at: now };
+        let asked = gatehouse_gate::Asked { scopes: &scopes, size: bytes.len() as u64, delegated: false, at: now };
         let checks = UampChecks { store, env: &env, auth, token: token.as_ref().and_then(|t| t.as_ref().err()) };
-        let (trust, held) = match gatehouse_gate::admit(&adm, None, &arrival, &checks) {
-            gatehouse_gate::Verdict::Accept { entry, held } => (entry, held),
-            gatehouse_gate::Verdict::Knock => {
+        // UAMP keeps its messages with their streams, and their ids against replay, itself:
+        // the gate decides on the registry read now, in the same order as for every door.
+        let admitted = match self.inbox.judge(&checks, &env.from, &asked, gatehouse_gate::executor::SETTINGS_KEY, None) {
+            Ok(a) => a,
+            Err(Why::Knock) => {
                 let mut f = fail(UampError::new(
                     Code::Unauthorized,
                     "untrusted_sender",
@@ -94,25 +97,27 @@ impl UampDoor {
                 });
                 return Err(f);
             }
-            gatehouse_gate::Verdict::Refuse(r) => {
+            Err(Why::Refused(r)) => {
                 return Err(fail(match r {
-                    gatehouse_gate::Refusal::Blocked => UampError::new(Code::Unauthorized, "blocked", format!("{} is blocked", env.from)),
-                    gatehouse_gate::Refusal::Revoked(reason) => {
+                    Refusal::Blocked => UampError::new(Code::Unauthorized, "blocked", format!("{} is blocked", env.from)),
+                    Refusal::Revoked(reason) => {
                         let why = if reason.is_empty() { String::new() } else { format!(": {reason}") };
                         UampError::new(Code::Unauthorized, "revoked", format!("{}'s key was revoked by the user of this inbox{why}", env.from))
                     }
-                    gatehouse_gate::Refusal::Door(e) => e,
-                    gatehouse_gate::Refusal::Scope(s) => {
-                        UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", env.from))
-                    }
+                    Refusal::Door(e) => e,
+                    Refusal::Scope(s) => UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", env.from)),
                     // UAMP carries no delegation.
-                    gatehouse_gate::Refusal::Delegation => UampError::new(Code::Unauthorized, "policy_denied", "delegated messages are not allowed"),
-                    gatehouse_gate::Refusal::Size { limit, .. } => {
-                        UampError::new(Code::PayloadTooLarge, "too_large", format!("policy allows this sender {limit} bytes"))
-                    }
+                    Refusal::Delegation => UampError::new(Code::Unauthorized, "policy_denied", "delegated messages are not allowed"),
+                    Refusal::Size { limit, .. } => UampError::new(Code::PayloadTooLarge, "too_large", format!("policy allows this sender {limit} bytes")),
                 }));
             }
+            Err(Why::Store(e)) => return Err(fail(storage(e))),
+            Err(other) => {
+                let what = other.outcome(|_| gatehouse_code::Outcome::Malformed).as_str();
+                return Err(fail(UampError::new(Code::BackendBusy, "internal", format!("the gate could not decide ({what})"))));
+            }
         };
+        let held = admitted.held;
         // What the intent does to an existing stream is checked before anything is stored.
         let effect_target = match env.intent {
             Intent::Cancel | Intent::Progress => Some(self.target_stream(&env).map_err(&mut fail)?),
@@ -180,7 +185,7 @@ impl UampDoor {
         };
         let new_stream =
             stream_id.as_ref().map(|s| NewStream { stream_id: s.clone(), direction: "in", peer: env.from.clone(), delta_window: env.delta_window });
-        let limits = if steers { gatehouse_store::RateLimit::default() } else { trust.policy.rate_limit.clone() };
+        let limits = if steers { gatehouse_store::RateLimit::default() } else { admitted.limits.clone() };
         match store.uamp_accept(&msg, new_stream.as_ref(), &row, &limits).map_err(|e| fail(storage(e)))? {
             Ok(_) => {}
             Err(UampRefusal::Replay) => return Err(fail(replay(&env))),
@@ -210,13 +215,11 @@ impl UampDoor {
                 }
             });
         }
-        // Parsed once per change of the setting, as for EPP, not once per envelope.
-        let executor = self.inbox.executor_config(adm.setting.as_deref()).unwrap_or_default();
         let job = stream_id.clone().map(|s| {
             (
                 s,
                 streams::Job {
-                    spec: executor.for_scope(&scope).clone(),
+                    spec: admitted.executor(&scope).clone(),
                     message_id: env.id.clone(),
                     sender: env.from.clone(),
                     scope: scope.clone(),

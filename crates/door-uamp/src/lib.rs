@@ -41,7 +41,7 @@ use serde_json::{json, Value};
 
 use admit::{internal, scope_of, trust_keys, Failure, Start};
 use gatehouse_gate::executor::ExecutorConfig;
-use gatehouse_gate::state::{ArrivalEvent, Gate};
+use gatehouse_gate::state::Gate;
 
 /// Streams running at once; beyond this an `ask` is answered 5.04 with Retry-After.
 pub const MAX_ACTIVE_STREAMS: usize = 64;
@@ -218,16 +218,7 @@ impl UampDoor {
         let receipt_id = uuid::Uuid::now_v7().to_string();
         match self.check_and_store(bytes, auth, now, &receipt_id) {
             Ok(accepted) => {
-                self.inbox.emit_event(ArrivalEvent {
-                    receipt_id: receipt_id.clone(),
-                    status: gatehouse_gate::state::Status::Accepted,
-                    code: None,
-                    sender: Some(accepted.sender.clone()),
-                    scope: Some(accepted.scope.clone()),
-                    transport: "uamp".into(),
-                    needs_consent: accepted.held,
-                    key_change: false,
-                });
+                self.inbox.announce_accepted(&receipt_id, &accepted.sender, &accepted.scope, "uamp", accepted.held);
                 let mut body = accepted.receipt.clone();
                 let (status, location) = match &accepted.stream {
                     Some(s) => (202, Some(format!("/v1/stream/{}", s))),
@@ -275,29 +266,13 @@ impl UampDoor {
             prompt: f.prompt.clone(),
             envelope_row: None,
         };
-        let kind = if f.knock.is_some() { gatehouse_gate::flood::Kind::Knock } else { gatehouse_gate::flood::Kind::Refusal };
-        if self.inbox.keep(kind, now) {
-            if let Err(e) = self.store().record_rejection(&row, f.knock.as_ref()) {
-                tracing::error!(error = %e, "could not record a UAMP refusal");
+        let kept = self.inbox.keep_refusal(&row, f.knock.as_ref(), now);
+        if let (true, Some(kid), Some(sender)) = (kept, &f.key_change, &f.sender) {
+            if let Err(e) = self.store().key_change_seen(sender, kid, f.error.reason, &row.received_at) {
+                tracing::error!(error = %e, "could not note a sender's key change");
             }
-            if let (Some(kid), Some(sender)) = (&f.key_change, &f.sender) {
-                if let Err(e) = self.store().key_change_seen(sender, kid, f.error.reason, &row.received_at) {
-                    tracing::error!(error = %e, "could not note a sender's key change");
-                }
-            }
-        } else if !self.inbox.announce_unkept(now) {
-            return body;
         }
-        self.inbox.emit_event(ArrivalEvent {
-            receipt_id: receipt_id.to_string(),
-            status: gatehouse_gate::state::Status::Rejected,
-            code: None,
-            sender: f.sender.clone(),
-            scope: f.scope.clone(),
-            transport: "uamp".into(),
-            needs_consent: f.knock.is_some() || f.key_change.is_some(),
-            key_change: f.key_change.is_some(),
-        });
+        self.inbox.announce_refusal(&row, kept, f.knock.is_some(), f.key_change.is_some());
         body
     }
 }

@@ -175,6 +175,23 @@ impl Wait {
     }
 }
 
+/// An arrival the gate lets in: whether it waits for the user, what it may use, and the
+/// registry's version it was decided on.
+pub struct Admitted {
+    pub held: bool,
+    /// Its sender's rate limits (counted where the door keeps the arrival).
+    pub limits: RateLimit,
+    executors: std::sync::Arc<crate::executor::ExecutorConfig>,
+    pub version: i64,
+}
+
+impl Admitted {
+    /// The executor chosen for `scope`, once, here.
+    pub fn executor(&self, scope: &str) -> &ExecutorSpec {
+        self.executors.for_scope(scope)
+    }
+}
+
 /// A record ready for the commit, and what to say once it is durable.
 struct Ready<A> {
     record: NewEnvelope,
@@ -242,9 +259,8 @@ impl Gate {
     /// Keeps a refusal its door decided before there was an arrival to judge (unreadable,
     /// a signature that fails), within the flood budget, and announces it.
     pub fn refused_early(&self, receipt: &ReceiptRow, now: DateTime<Utc>) {
-        let kept = self.keep(crate::flood::Kind::Refusal, now);
-        let stored = if kept { self.store.record_rejection(receipt, None) } else { Ok(()) };
-        self.said_refusal(receipt, false, kept, stored);
+        let kept = self.keep_refusal(receipt, None, now);
+        self.announce_refusal(receipt, kept, false, false);
     }
 
     /// [`Gate::refused_early`] on an async worker.
@@ -254,23 +270,82 @@ impl Gate {
         self.said_refusal(receipt, false, kept, stored);
     }
 
-    /// The decision on one view of the registry and the record it leaves. `fresh` reads
-    /// the registry first; otherwise the view last read is used and the commit refuses the
-    /// record if the registry has changed since. A refusal never rests on a cached view.
-    fn ready<D: Door>(&self, door: &D, a: &Arrival<'_>, fresh: bool, wait: Wait) -> Result<Ready<D::Answer>, Why<D::Refusal>> {
-        if self.reserved_scope(&a.scope) {
-            return Err(Why::Reserved(a.scope.clone()));
+    /// Keeps a refusal's receipt (and its knock) within the flood budget; whether it was
+    /// kept. A door that words its own refusals then announces it ([`Gate::announce_refusal`]).
+    pub fn keep_refusal(&self, receipt: &ReceiptRow, knock: Option<&Knock>, now: DateTime<Utc>) -> bool {
+        let kind = if knock.is_some() { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
+        if !self.keep(kind, now) {
+            return false;
         }
+        if let Err(e) = self.store.record_rejection(receipt, knock) {
+            tracing::error!(error = %e, "could not record a refusal's receipt");
+        }
+        true
+    }
+
+    /// Tells listeners of an arrival let in (`held`: it waits for the user).
+    pub fn announce_accepted(&self, receipt_id: &str, sender: &str, scope: &str, transport: &str, held: bool) {
+        self.emit_event(ArrivalEvent {
+            receipt_id: receipt_id.to_string(),
+            status: Status::Accepted,
+            code: None,
+            sender: Some(sender.to_string()),
+            scope: Some(scope.to_string()),
+            transport: transport.to_string(),
+            needs_consent: held,
+            key_change: false,
+        });
+    }
+
+    /// Tells listeners of a refusal: each one kept; of the rest past the flood budget, at
+    /// most one a second. `asks`: the user is asked (a knock); `key_change`: to check a
+    /// sender's keys again.
+    pub fn announce_refusal(&self, receipt: &ReceiptRow, kept: bool, asks: bool, key_change: bool) {
+        if kept || self.announce_unkept(chrono::Utc::now()) {
+            self.emit_event(ArrivalEvent {
+                receipt_id: receipt.receipt_id.clone(),
+                status: Status::Rejected,
+                code: receipt.code.clone(),
+                sender: receipt.sender.clone(),
+                scope: receipt.scope.clone(),
+                transport: receipt.transport.clone(),
+                needs_consent: asks || key_change,
+                key_change,
+            });
+        }
+    }
+
+    /// The gate's decision on one arrival, for a door that keeps what it lets in in a
+    /// record of its own (a stream's messages, a guardian's steps): the registry read now
+    /// (no commit of the gate's checks that it did not change since), the same rules and
+    /// order as [`Gate::accept`]. `replay_key`: the arrival's nonce, told as a replay
+    /// before a refusal for trust or policy, where the door keeps its nonces with the gate's.
+    /// A door whose senders name their scope refuses the reserved ones first
+    /// ([`Gate::reserved_scope`]); the doors that own them ask for them here.
+    pub fn judge<C: Checks>(&self, checks: &C, sender: &str, asked: &Asked<'_>, setting: &str, replay_key: Option<&[u8]>) -> Result<Admitted, Why<C::Refusal>> {
+        self.judged(checks, sender, asked, None, setting, replay_key, true, Wait::Here)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn judged<C: Checks>(
+        &self,
+        checks: &C,
+        sender: &str,
+        asked: &Asked<'_>,
+        consent: Option<&TrustEntry>,
+        setting: &str,
+        replay_key: Option<&[u8]>,
+        fresh: bool,
+        wait: Wait,
+    ) -> Result<Admitted, Why<C::Refusal>> {
         let read = |fresh: bool| {
-            let cached = if fresh { None } else { self.store.cached_admission(&a.sender, SETTINGS_KEY) };
+            let cached = if fresh { None } else { self.store.cached_admission(sender, setting) };
             match cached {
                 Some(view) => Ok(view),
-                None => wait.run(|| self.store.admission(&a.sender, SETTINGS_KEY)),
+                None => wait.run(|| self.store.admission(sender, setting)),
             }
         };
-        let scopes = std::slice::from_ref(&a.scope);
-        let asked = Asked { scopes, size: a.size, delegated: a.on_behalf_of.is_some(), at: a.at };
-        let judged = |v: &Admission| match admit(v, a.consent, &asked, door) {
+        let judged = |v: &Admission| match admit(v, consent, asked, checks) {
             Verdict::Accept { held, .. } => Ok(held),
             Verdict::Knock => Err(Why::Knock),
             Verdict::Refuse(r) => Err(Why::Refused(r)),
@@ -287,18 +362,35 @@ impl Gate {
             // refused for trust or policy is looked up here first, so a replay is told as
             // one (and never knocks) without a read per arrival let in.
             Err(why) => {
-                return Err(match wait.run(|| self.store.nonce_seen(&a.kept.nonce)) {
+                let Some(nonce) = replay_key else { return Err(why) };
+                return Err(match wait.run(|| self.store.nonce_seen(nonce)) {
                     Ok(true) => Why::Replay,
                     Ok(false) => why,
                     Err(e) => Why::Store(e),
-                })
+                });
             }
         };
-        let Some(entry) = admitted_under(&view, a.consent) else {
+        let Some(entry) = admitted_under(&view, consent) else {
             return Err(Why::Executor("admitted without a trust entry".into()));
         };
-        let config = self.executor_config(view.setting.as_deref()).map_err(|e| Why::Executor(format!("the executor setting is unreadable: {e}")))?;
-        let spec = config.for_scope(&a.scope);
+        let limits = entry.policy.rate_limit.clone();
+        let executors = self.executor_config(view.setting.as_deref()).map_err(|e| Why::Executor(format!("the executor setting is unreadable: {e}")))?;
+        Ok(Admitted { held, limits, executors, version: view.version })
+    }
+
+    /// The decision on one view of the registry and the record it leaves. `fresh` reads
+    /// the registry first; otherwise the view last read is used and the commit refuses the
+    /// record if the registry has changed since. A refusal never rests on a cached view.
+    fn ready<D: Door>(&self, door: &D, a: &Arrival<'_>, fresh: bool, wait: Wait) -> Result<Ready<D::Answer>, Why<D::Refusal>> {
+        // Its sender names its scope: one a door keeps for what it records itself is not
+        // the sender's to ask for.
+        if self.reserved_scope(&a.scope) {
+            return Err(Why::Reserved(a.scope.clone()));
+        }
+        let scopes = std::slice::from_ref(&a.scope);
+        let asked = Asked { scopes, size: a.size, delegated: a.on_behalf_of.is_some(), at: a.at };
+        let admitted = self.judged(door, &a.sender, &asked, a.consent, SETTINGS_KEY, Some(&a.kept.nonce), fresh, wait)?;
+        let (held, spec) = (admitted.held, admitted.executor(&a.scope));
         // The no-op executor has nothing to run: its outcome is stored with the envelope,
         // which spares the runner two status commits per envelope.
         let noop = !held && *spec == ExecutorSpec::Noop;
@@ -337,9 +429,9 @@ impl Gate {
             },
             exec_result: noop.then(crate::executor::noop_result),
             receipt,
-            admission_version: Some(view.version),
+            admission_version: Some(admitted.version),
         };
-        Ok(Ready { record, limits: entry.policy.rate_limit.clone(), answer: said.answer, held, noop })
+        Ok(Ready { record, limits: admitted.limits, answer: said.answer, held, noop })
     }
 
     /// A record now durable: its job queued, its arrival announced.
@@ -347,16 +439,7 @@ impl Gate {
         if !held && !noop {
             self.execute(row);
         }
-        self.emit_event(ArrivalEvent {
-            receipt_id: a.receipt_id.to_string(),
-            status: Status::Accepted,
-            code: None,
-            sender: Some(a.sender.clone()),
-            scope: Some(a.scope.clone()),
-            transport: a.transport.to_string(),
-            needs_consent: held,
-            key_change: false,
-        });
+        self.announce_accepted(a.receipt_id, &a.sender, &a.scope, a.transport, held);
         Answered { answer, row: Some(row), why: None, receipt: None }
     }
 
@@ -390,20 +473,7 @@ impl Gate {
         if let Err(e) = stored {
             tracing::error!(error = %e, "could not record a refusal's receipt");
         }
-        // A flood's uncounted rest is announced at most once a second (so the window's
-        // count keeps up), not one by one.
-        if kept || self.announce_unkept(chrono::Utc::now()) {
-            self.emit_event(ArrivalEvent {
-                receipt_id: receipt.receipt_id.clone(),
-                status: Status::Rejected,
-                code: receipt.code.clone(),
-                sender: receipt.sender.clone(),
-                scope: receipt.scope.clone(),
-                transport: receipt.transport.clone(),
-                needs_consent: knock,
-                key_change: false,
-            });
-        }
+        self.announce_refusal(receipt, kept, knock, false);
     }
 }
 
