@@ -229,7 +229,7 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
         return Err(ConsentError::Gone);
     };
-    let knock = store.latest_receipt_from(&key, "UNTRUSTED_SENDER")?;
+    let knock = store.knock_of(&request)?;
     let mut scopes: Vec<String> = Vec::new();
     for k in &contact.keys {
         for s in store.trust_get(&k.key)?.map(|t| t.policy.allowed_scopes).unwrap_or_default() {
@@ -255,7 +255,9 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     crate::trust::check_sender_id(&key, &entry.policy)?;
     store.trust_add(&entry)?;
     store.contact_add_key(id, &key, verified_key.as_deref(), &at)?;
-    let body = knock.filter(|k| !k.body_truncated).and_then(|k| k.body);
+    // Only an EPP sender's knock is kept whole to deliver; the other doors' send again.
+    let epp = crate::target::Source::at(&request.door) == crate::target::Source::EppSender;
+    let body = knock.filter(|k| !k.body_truncated && epp).and_then(|k| k.body);
     if let Some(b) = body {
         inbox.submit(b.as_bytes(), "consent", now);
     }

@@ -223,14 +223,17 @@ impl Store {
         self.read(|c| c.query_row("SELECT count(*) FROM envelopes", args![], |r| r.get(0)))
     }
 
-    /// The newest receipt of a sender's knock (its body is what "allow once" delivers).
-    pub fn latest_receipt_from(&self, sender: &str, code: &str) -> Result<Option<ReceiptRow>> {
+    /// The receipt of the knock a waiting sender left last: found by the sender's key and
+    /// what its waiting row names, whatever door it knocked at and however that door words
+    /// its refusals.
+    pub fn knock_of(&self, pending: &crate::PendingSender) -> Result<Option<ReceiptRow>> {
+        let Some(envelope_id) = &pending.last_envelope_id else { return Ok(None) };
         self.read(|conn| {
             let stmt = conn.prepare(&format!(
-                "{RECEIPT_SELECT} WHERE code = ?2 AND seq IN ({SEQS_OF_SENDER_1})
+                "{RECEIPT_SELECT} WHERE status = 'rejected' AND envelope_id = ?2 AND seq IN ({SEQS_OF_SENDER_1})
                  ORDER BY seq DESC LIMIT 1"
             ))?;
-            stmt.query_row(args![sender_key(sender), code], receipt_from_row).optional()
+            stmt.query_row(args![sender_key(&pending.public_key), envelope_id], receipt_from_row).optional()
         })
     }
 

@@ -18,7 +18,7 @@ pub(super) struct Knocks;
 impl Holds for Knocks {
     fn describe(&self, store: &Store, _now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError> {
         for p in store.pending_list()? {
-            let knock = store.latest_receipt_from(&p.public_key, "UNTRUSTED_SENDER")?;
+            let knock = store.knock_of(&p)?;
             // The knock as it came, read once for what it claims and its v1.1 fields.
             let read = knock.as_ref().and_then(|k| k.body.as_deref()).and_then(|raw| gatehouse_epp::Envelope::parse(raw.as_bytes()).ok());
             let ext = read.as_ref().and_then(|e| gatehouse_epp::v11::Extensions::read(e).ok());
@@ -69,7 +69,7 @@ impl Holds for Knocks {
         let Some(request) = store.pending_list()?.into_iter().find(|p| p.public_key == key) else {
             return Err(ConsentError::Gone);
         };
-        let knock = store.latest_receipt_from(&key, "UNTRUSTED_SENDER")?;
+        let knock = store.knock_of(&request)?;
         // The decision is on the knock the user saw: if the sender knocked again in
         // between (another scope, other words), nothing is decided and the newer one
         // is shown instead.
@@ -127,7 +127,9 @@ impl Holds for Knocks {
                     grant(&mut policy, &scope, end, false);
                 }
                 let entry = TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), policy };
-                let body = knock.as_ref().filter(|k| !k.body_truncated).and_then(|k| k.body.clone());
+                // Only an EPP sender's knock is kept whole to deliver (signed, it is verified
+                // again); the other doors' senders send again once let in.
+                let body = knock.as_ref().filter(|k| !k.body_truncated && source == Source::EppSender).and_then(|k| k.body.clone());
                 check_sender_id(&key, &entry.policy)?;
                 let delivered = if decision == Decision::AlwaysAllowScope {
                     match store.trust_get(&key)? {

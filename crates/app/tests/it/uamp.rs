@@ -593,10 +593,15 @@ async fn an_unknown_agents_capability_token_does_not_decide_what_the_prompt_gran
     let (status, body, _) = u.post(&p, &env).await;
     assert_eq!((status, body["reason"].as_str()), (403, Some("untrusted_sender")), "{body}");
     let items = gatehouse_app::consent::pending(&u.store).unwrap();
-    let Some(gatehouse_app::consent::ConsentItem::UnknownSender { source, scope, .. }) = items.first() else { panic!("{items:?}") };
+    let Some(gatehouse_app::consent::ConsentItem::UnknownSender { source, scope, prompt, knock, .. }) = items.first() else { panic!("{items:?}") };
     assert_eq!((*source, scope.as_deref()), (gatehouse_app::consent::Source::UampAgent, Some("ask")));
+    // The knock is found by the waiting sender's key, not by EPP's words for it: the user
+    // sees what the agent sent.
+    assert_eq!(prompt.as_deref(), Some("let me in"), "{items:?}");
+    assert!(knock.is_some(), "{items:?}");
     let target = crate::common::shown(u.inbox.inbox(), &did);
-    gatehouse_app::consent::decide(u.inbox.inbox(), &target, gatehouse_app::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    let done = gatehouse_app::consent::decide(u.inbox.inbox(), &target, gatehouse_app::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert!(done.delivered.is_none() && done.message.starts_with("Trusted for"), "nothing of a UAMP knock is delivered as an envelope: {}", done.message);
     assert_eq!(u.store.trust_get(&did).unwrap().unwrap().policy.allowed_scopes, vec!["ask".to_string()], "only what the prompt showed");
 }
 
