@@ -18,6 +18,7 @@
 //! - [`guardian`]: the ASOP guardian's waiting steps, rules and sessions
 //! - [`history`]: what arrived and what was done: inbox, receipts, envelopes, audit
 //! - [`settings`]: how long history is kept
+//! - [`limits`]: what this machine's store can do, for the benchmark's floor
 //! - [`quorum`]: what several approvers must decide together, and their votes
 //! - [`quiet`]: quiet hours, when prompts are collected into a digest instead of announced
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
@@ -53,6 +54,7 @@ pub mod export;
 pub mod first_run;
 pub mod guardian;
 pub mod history;
+pub mod limits;
 pub mod membership;
 pub mod notify;
 pub mod peers;

@@ -65,6 +65,19 @@ fn sqlite_durable_insert_rate(dir: &std::path::Path) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// The store's CPU for keeping one accepted envelope (its record, receipt and nonce in a
+/// group commit, 64 callers at once, as the inbox commits under load), in µs: with one
+/// verification, the floor an envelope's ingest cannot go below.
+fn store_commit_cpu_us(dir: &std::path::Path) -> f64 {
+    const CALLERS: usize = 64;
+    const EACH: usize = 150;
+    let before = cpu_seconds("self");
+    match gatehouse_app::limits::commit_many(&dir.join("floor.db"), CALLERS, EACH) {
+        Ok(n) if n > 0 => (cpu_seconds("self") - before) * 1e6 / n as f64,
+        _ => f64::NAN,
+    }
+}
+
 /// Sequential write bandwidth to `dir` with an fsync every 4 MiB (MB/s): what a WAL
 /// that is appended and synced continuously can get from this disk.
 fn disk_write_rate(dir: &std::path::Path) -> f64 {
@@ -130,6 +143,9 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     say!("  SQLite durable insert (FULL):    {insert_rate:>10.0} /s");
     let disk_rate = disk_write_rate(dir.path());
     say!("  disk write, fsync every 4 MiB:   {disk_rate:>10.0} MB/s");
+    let commit_us = store_commit_cpu_us(dir.path());
+    let floor_us = 1e6 / verify_rate + commit_us;
+    say!("  floor per envelope (one verify + the store's commit share): {floor_us:.0} CPU-µs ({:.0} + {commit_us:.0})", 1e6 / verify_rate);
 
     let data = dir.path().join("inbox");
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -205,6 +221,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         if let (Some(db), Some(before)) = (&database, before) {
             db.report(before, total);
         }
+        say!("inbox CPU per envelope: {:.0} µs = {:.2}× the floor ({floor_us:.0} µs)", figures.cpu_us, figures.cpu_us / floor_us);
         figures
     };
     drop(servers);
