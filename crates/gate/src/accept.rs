@@ -28,7 +28,7 @@ const MAX_STALE_RETRIES: u32 = 8;
 pub struct Arrival<'a> {
     /// The door it came by, as the composition names it (its knocks are found by it).
     pub door: &'static str,
-    /// How it came (`http`, `folder:<file>`, `a2a`), as its receipt shows.
+    /// How it came (`http`, `folder:<file>`, a door's name), as its receipt shows.
     pub transport: &'a str,
     /// The key its sender proved.
     pub sender: String,
@@ -316,7 +316,7 @@ impl Gate {
     }
 
     /// The gate's decision on one arrival, for a door that keeps what it lets in in a
-    /// record of its own (a stream's messages, a guardian's steps): the registry read now
+    /// record of its own (a stream's messages, an agent's steps): the registry read now
     /// (no commit of the gate's checks that it did not change since), the same rules and
     /// order as [`Gate::accept`]. `replay_key`: the arrival's nonce, told as a replay
     /// before a refusal for trust or policy, where the door keeps its nonces with the gate's.

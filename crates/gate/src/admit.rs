@@ -106,7 +106,7 @@ pub fn admit<'v, C: Checks>(view: &'v Admission, consent: Option<&'v TrustEntry>
 }
 
 /// A key's standing for one scope when nothing else arrives with it to judge (an agent
-/// registered with the guardian, an IntentSite's key): the same decision, no door checks.
+/// a door registered, a counterpart's pinned key): the same decision, no door checks.
 pub fn standing<'v>(view: &'v Admission, scope: &str, at: DateTime<Utc>) -> Verdict<'v, std::convert::Infallible> {
     let scopes = [scope.to_string()];
     admit(view, None, &Asked { scopes: &scopes, size: 0, delegated: false, at }, &NoChecks)

@@ -161,7 +161,7 @@ pub fn now_string(now: DateTime<Utc>) -> String {
     crate::clock::utc_string(now)
 }
 
-/// A scope as every door names one: letters, digits and hyphens, at most 128 (EPP's rule,
+/// A scope as every door names one: letters, digits and hyphens, at most 128 (the strictest door's rule,
 /// which the other doors' scopes are held to as well).
 pub fn is_scope_like(s: &str) -> bool {
     !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')

@@ -1,10 +1,10 @@
 //! The gate: what every door asks it, answered in one place.
 //!
-//! A door (EPP over HTTP, folder or email; UAMP; the guardian; IntentWeb sites) reads
-//! its protocol's bytes, checks what the sender signed, and then asks [`admit`] about the
-//! arrival: who it is (the user's registry, read once as an [`Admission`]), what it asks
-//! for, how large it is. The answer is a [`Verdict`] the door puts back into its own
-//! protocol's words. A rule about who may reach the user's AI (blocks, revocation,
+//! A door (one crate per protocol, composed by the application layer) reads its
+//! protocol's bytes, checks what the sender proved, and hands the gate an [`Arrival`]: who
+//! it is, what it asks for, how large it is, what is kept. [`Gate::accept`] decides on the
+//! user's registry (read as an [`Admission`], [`admit`]), keeps it, knocks, announces and
+//! queues its work; the door puts the verdict back into its protocol's words ([`Door`]). A rule about who may reach the user's AI (blocks, revocation,
 //! grants that end, key changes, scopes, sizes) is written here once, so every door has
 //! it; this crate depends on no protocol or door crate, and Cargo keeps it that way.
 //!

@@ -46,7 +46,7 @@ fn abandon(store: &Store, rows: Vec<EnvelopeRow>, now: chrono::DateTime<chrono::
 const LOOKS_PER_SWEEP: u32 = 300;
 
 /// Queues a failed envelope again under the executor set now, which the row then names
-/// (the user asked: a model that was unreachable, a swarm that refused its token). Only
+/// (the user asked: a model that was unreachable, another agent that refused its token). Only
 /// failed envelopes. The caller hands it to the runner ([`crate::state::Gate::retry`]).
 pub fn requeue_failed(store: &Store, row_id: i64) -> Result<(), RetryError> {
     let row = store.envelope(row_id)?.ok_or(RetryError::NotFound)?;
@@ -83,7 +83,7 @@ const BATCH: usize = 256;
 pub enum ExecProgress {
     /// The answer so far, whole: a listener that joins late or lags still sees all of it.
     Partial { envelope_row: i64, text: String },
-    /// Work without text to show yet (a peer's stream: what has arrived).
+    /// Work without text to show yet (another agent's stream: what has arrived).
     Note { envelope_row: i64, note: String },
     /// The result is stored (the status is `succeeded` or `failed`).
     Finished { envelope_row: i64, status: gatehouse_store::ExecStatus },
@@ -95,7 +95,7 @@ const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(80)
 
 type Progress = tokio::sync::broadcast::Sender<ExecProgress>;
 
-/// What runs after an envelope's executor succeeded (the EPP door drafts or sends a reply).
+/// What runs after an envelope's executor succeeded (a door drafts or sends a reply).
 pub type OnSuccess = Arc<dyn Fn(Arc<Store>, EnvelopeRow, Value) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// How the door that accepted an envelope describes it to its executor (who, the prompt,
@@ -200,7 +200,7 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress, hooks
     }
     let mut done = Vec::new();
     for (spec, row, name) in rows {
-        // Executors that wait on a program, a model, a swarm or a peer run side by side
+        // Executors that wait on a program, a model or another agent run side by side
         // (at most SLOW_AT_ONCE): one that takes its whole timeout must not hold up the
         // envelopes behind it. Instant ones stay in the batch and share its commit.
         if !is_instant(&spec) {

@@ -139,13 +139,13 @@ impl Gate {
         self.flood.unkept(&self.store)
     }
 
-    /// The clock skew and lifetime this inbox takes (EPP and UAMP alike).
+    /// The clock skew and lifetime this inbox takes (every door alike).
     pub fn freshness(&self) -> Freshness {
         self.freshness
     }
 
-    /// A door running on this inbox makes itself findable (the UAMP inbox as it starts,
-    /// the guardian when the service starts it).
+    /// A door running on this inbox makes itself findable (as it starts, or when the
+    /// composition starts it).
     pub fn register_door<T: std::any::Any + Send + Sync>(&self, door: &Arc<T>) {
         let weak: std::sync::Weak<dyn std::any::Any + Send + Sync> = Arc::downgrade(door) as _;
         let mut doors = self.doors.lock().unwrap_or_else(|p| p.into_inner());
@@ -187,7 +187,7 @@ impl Gate {
     }
 
     /// Shares an existing event channel (so listeners survive a transport restart).
-    /// Tells the app something arrived through another protocol's transport (UAMP).
+    /// Tells whoever listens that something arrived, at any door.
     pub fn emit_event(&self, ev: ArrivalEvent) {
         if ev.needs_consent || ev.key_change {
             let _ = self.waiting.send(());

@@ -31,6 +31,58 @@ fn the_gate_names_no_protocol_and_no_door() {
     assert!(named.is_empty(), "the gate depends on {named:?}");
 }
 
+/// The protocols' names, as a word in the gate's source would name one.
+const PROTOCOL_WORDS: [&str; 11] = ["epp", "uamp", "a2a", "asop", "mail", "swarm", "intentweb", "intentsite", "guardian", "mcp", "peer"];
+
+/// The protocol words in `text`, each with its line (whole words, any case).
+fn protocol_words(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        for word in line.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()) {
+            let w = word.to_ascii_lowercase();
+            // A word and its plural or possessive-free form: "peers", "swarms".
+            if PROTOCOL_WORDS.iter().any(|p| w == *p || w.strip_suffix('s') == Some(p)) {
+                found.push(format!("{}: {word}", n + 1));
+            }
+        }
+    }
+    found
+}
+
+// Cargo keeps the gate's dependencies apart; this keeps its words: what it decides is
+// said without naming a protocol, its tests included (a door's words belong to the door).
+#[test]
+fn the_gates_source_names_no_protocol() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gate");
+    let mut files = vec![root.join("Cargo.toml")];
+    let mut dirs = vec![root.join("src")];
+    if root.join("tests").is_dir() {
+        dirs.push(root.join("tests"));
+    }
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() > 10, "the gate's source was not found: {files:?}");
+    let named: Vec<String> = files
+        .iter()
+        .flat_map(|f| protocol_words(&std::fs::read_to_string(f).unwrap()).into_iter().map(move |w| format!("{}:{w}", f.display())))
+        .collect();
+    assert!(named.is_empty(), "the gate names a protocol: {named:#?}");
+}
+
+#[test]
+fn the_protocol_word_check_sees_one() {
+    assert_eq!(protocol_words("a UAMP peer's stream\nnothing here\nswarms: A2A"), ["1: UAMP", "1: peer", "3: swarms", "3: A2A"]);
+    assert!(protocol_words("the gate's own words: map, guard, emails, peering").is_empty());
+}
+
 #[test]
 fn the_manifest_check_sees_a_door() {
     let manifest =

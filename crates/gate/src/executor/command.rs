@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::Sink;
 use crate::process;
 
-/// Bytes read from the program's stdout at a time (one UAMP `chunk` frame at most).
+/// Bytes read from the program's stdout at a time (one frame of a door's stream at most).
 pub const CHUNK_BYTES: usize = 16 * 1024;
 /// Output kept from a command, per stream, for the record the user reads.
 pub const KEEP_OUTPUT_BYTES: usize = 64 * 1024;
@@ -238,7 +238,7 @@ async fn read_capped<R: tokio::io::AsyncRead + Unpin>(mut r: R) -> (String, bool
 mod tests {
     use super::*;
 
-    /// Takes output only after a pause longer than the drain, as a UAMP stream whose
+    /// Takes output only after a pause longer than the drain, as a door's stream whose
     /// consumer acknowledges slowly does.
     struct Slow(Vec<u8>);
 

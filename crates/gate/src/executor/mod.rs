@@ -1,9 +1,9 @@
 //! Executors (spec 9): what happens to accepted work, whichever door it came through.
 //! Chosen per scope, stored in the settings table so the CLI and the app edit the same
 //! configuration. One implementation: a door describes the work ([`Work`]) and where the
-//! output goes ([`Sink`]); EPP's runner collects it into the stored result, a UAMP stream
-//! sends it on as frames. Executors that hand work to another agent (a MAIL swarm, a UAMP
-//! peer) are [`Delegate`]s the service registers; the gate does not know them.
+//! output goes ([`Sink`]); the runner collects it into the stored result, a door's stream
+//! sends it on as frames. Executors that hand work to another agent are [`Delegate`]s a
+//! door provides and the composition registers; the gate does not know them.
 //!
 //! - [`command`]: a program, no shell, killed with its process group
 //! - [`file_queue`]: a JSON file per piece of work, written atomically
@@ -34,8 +34,8 @@ pub enum ExecutorSpec {
     Noop,
     /// Writes each accepted envelope as a JSON file into `dir` for later processing.
     FileQueue { dir: PathBuf },
-    /// Runs `program` with `args` (no shell), the prompt on stdin, envelope facts in
-    /// EPP_* environment variables; killed after `timeout_secs`.
+    /// Runs `program` with `args` (no shell), the prompt on stdin, the facts its door
+    /// names in environment variables; killed after `timeout_secs`.
     Command {
         program: String,
         #[serde(default)]
@@ -60,7 +60,7 @@ pub enum ExecutorSpec {
         api_key_secret: Option<String>,
     },
     /// Hands the work to another agent through the door that registered a delegate under
-    /// this kind (a MAIL swarm, a UAMP peer: [`Delegates`]).
+    /// this kind ([`Delegates`]).
     #[serde(untagged)]
     Delegated(Delegation),
 }
@@ -184,12 +184,12 @@ pub struct Work {
     pub prompt: String,
     /// Context the sender sent with its prompt (given to the model, marked as such).
     pub context: Option<Value>,
-    /// Facts a command finds in its environment (EPP_* or UAMP_*); never its arguments.
+    /// Facts a command finds in its environment (named by the door); never its arguments.
     pub env: Vec<(&'static str, String)>,
     /// The file a file-queue executor writes: its name (chosen locally, never by the
     /// sender) and its content.
     pub queue_file: (String, Value),
-    /// Turns true when the work is cancelled (a UAMP peer's `cancel`).
+    /// Turns true when the work is cancelled (its sender cancelled it).
     pub cancel: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
@@ -207,7 +207,7 @@ pub trait Sink: Send {
     /// A piece of a program's output. May wait (a stream's window is full): the program
     /// then blocks on its full pipe.
     fn output(&mut self, bytes: &[u8]) -> impl std::future::Future<Output = Result<(), Self::Stop>> + Send;
-    /// Progress to show (a model's answer so far, a peer's stream).
+    /// Progress to show (a model's answer so far, another agent's stream).
     fn update(&mut self, _u: Update<'_>) {}
 }
 
@@ -217,7 +217,7 @@ pub enum Done {
     Queued(PathBuf),
     Command(command::Ran),
     Model(super::model::ModelAnswer),
-    /// A delegate's record (a swarm's task, a peer's stream).
+    /// A delegate's record (the other agent's task or stream).
     Delegated(Value),
 }
 
@@ -248,7 +248,7 @@ pub enum Failed<S> {
 }
 
 /// An executor that hands the work to another agent and follows it; registered by the
-/// service for the doors that may use it (EPP).
+/// service for the doors that may use it.
 pub trait Delegate: Send + Sync {
     fn run<'a>(&'a self, spec: &'a Delegation, work: &'a Work, on_update: &'a mut (dyn FnMut(Update<'_>) + Send)) -> BoxFuture<'a, Result<Value, Value>>;
 }
@@ -371,7 +371,7 @@ mod tests {
     #[test]
     fn a_door_s_executor_is_kept_as_it_was_written_and_a_broken_own_one_is_an_error() {
         // As settings written before delegations were the doors' own still read.
-        for raw in [r#"{"kind":"swarm","swarm":"helpers","entrypoint":null}"#, r#"{"kind":"peer","peer":"did:web:a.example","timeout_secs":20}"#] {
+        for raw in [r#"{"kind":"relay","relay":"helpers","entrypoint":null}"#, r#"{"kind":"forward","to":"did:web:a.example","timeout_secs":20}"#] {
             let spec: ExecutorSpec = serde_json::from_str(raw).unwrap();
             let ExecutorSpec::Delegated(d) = &spec else { panic!("{spec:?}") };
             assert_eq!(d.kind, serde_json::from_str::<Value>(raw).unwrap()["kind"]);
@@ -382,12 +382,12 @@ mod tests {
         assert!(!e.to_string().is_empty());
         assert_eq!(serde_json::from_str::<ExecutorSpec>(r#"{"kind":"noop"}"#).unwrap(), ExecutorSpec::Noop);
         // A door reads its own fields; another door's are an error in words.
-        let d = Delegation { kind: "swarm".into(), fields: serde_json::from_str(r#"{"swarm":"helpers"}"#).unwrap() };
+        let d = Delegation { kind: "relay".into(), fields: serde_json::from_str(r#"{"relay":"helpers"}"#).unwrap() };
         #[derive(Debug, Deserialize)]
-        struct Peer {
+        struct Forward {
             #[allow(dead_code)]
-            peer: String,
+            to: String,
         }
-        assert!(d.read::<Peer>().unwrap_err().contains("the swarm executor's settings"));
+        assert!(d.read::<Forward>().unwrap_err().contains("the relay executor's settings"));
     }
 }
