@@ -94,7 +94,6 @@ const WITNESS_PER_MINUTE: u32 = 4;
 pub const PAGES: &[&str] = &["/approve"];
 
 pub fn router(gate: Arc<Gate>) -> Router {
-    tokio::spawn(announce_knocks(gate.clone()));
     let state = Approve { gate, joins: Arc::new(Mutex::new(JoinCounts::default())), witnessed: Arc::new(Mutex::new(PerMinute::default())) };
     Router::new()
         .route("/approve", get(|| page("text/html; charset=utf-8", include_str!("../../../ui/approve/index.html"))))
@@ -275,19 +274,6 @@ async fn witness(State(s): State<Approve>, method: Method, uri: Uri, headers: He
 /// How often an open live view notes its device is looking.
 const LOOKING_EVERY: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// How long a burst of knocks is gathered into one signal.
-const GATHER: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Says "what waits changed" for each knock, held envelope or key change this node takes
-/// in (to followers here and, on a team's gate, at every node).
-async fn announce_knocks(gate: Arc<Gate>) {
-    let mut bursts = crate::waiting::Bursts::of(&gate, GATHER);
-    while bursts.next().await {
-        let store = gate.store().clone();
-        let _ = tokio::task::spawn_blocking(move || store.waiting_changed()).await;
-    }
-}
-
 /// The device's live view: `waiting` whenever what waits changed (it reads the list
 /// again), `removed` (and the end) once the device is removed. Opening it says the device
 /// is looking (the others' prompts show it); a comment every 20 s says it still is.
@@ -297,7 +283,7 @@ async fn events(State(s): State<Approve>, method: Method, uri: Uri, headers: Hea
         Ok(a) => a,
         Err(e) => return Failed(e).into_response(),
     };
-    let changes = s.gate.store().follow_waiting();
+    let changes = crate::waiting::follow(s.gate.store());
     // This device is looking: the others' prompts say so (and are told to read again).
     let (store, id) = (s.gate.store().clone(), approver.id.clone());
     let _ = tokio::task::spawn_blocking(move || {
@@ -317,9 +303,8 @@ async fn events(State(s): State<Approve>, method: Method, uri: Uri, headers: Hea
             Phase::First => {}
             Phase::Following => {
                 tokio::select! {
-                    r = changes.recv() => match r {
-                        Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    more = changes.next() => if !more {
+                        return None;
                     },
                     // Still looking: noted well within LOOKING_SECONDS, and a comment keeps
                     // the stream open through proxies.

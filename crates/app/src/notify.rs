@@ -124,7 +124,7 @@ pub async fn run(gate: Arc<Gate>, mail: Vec<Follow>) {
     }) else {
         return;
     };
-    let mut bursts = crate::waiting::Bursts::of(&gate, GATHER);
+    let mut bursts = crate::waiting::arrivals(&gate).gathering(GATHER);
     while bursts.next().await {
         let (store, f, from) = (gate.store().clone(), f.clone(), from.clone());
         match tokio::task::spawn_blocking(move || queue(&store, &f, &from)).await {

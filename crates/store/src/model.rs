@@ -157,6 +157,21 @@ impl RateLimit {
     }
 }
 
+/// How many of each kind of waiting item the store holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitingCounts {
+    /// Envelopes let in that wait for the user before anything runs.
+    pub held: usize,
+    /// Unknown senders that knocked.
+    pub knocks: usize,
+    /// Streams opened and held for the user.
+    pub held_asks: usize,
+    /// Agents' steps waiting for a decision.
+    pub steps: usize,
+    /// Senders whose keys changed.
+    pub key_changes: usize,
+}
+
 /// An unknown sender that knocked with a valid signature; the user may approve it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingSender {

@@ -205,16 +205,21 @@ impl Store {
 
     /// Held envelopes plus pending sender requests: what waits for the user. Counted,
     /// not loaded, since the app asks on every inbox event.
-    pub fn count_waiting(&self) -> Result<i64> {
+    /// How many of each kind of waiting item there are, in one read (the application
+    /// layer's holders each take their own count).
+    pub fn waiting_counts(&self) -> Result<crate::WaitingCounts> {
         self.read(|c| {
             c.query_row(
-                "SELECT (SELECT count(*) FROM envelopes WHERE exec_status = ?1)
-                      + (SELECT count(*) FROM pending_senders)
-                      + (SELECT count(*) FROM uamp_streams WHERE direction = 'in' AND state = 'NEW' AND detail = ?2)
-                      + (SELECT count(*) FROM asop_steps WHERE decision = 'pending')
-                      + (SELECT count(*) FROM key_changes)",
+                "SELECT (SELECT count(*) FROM envelopes WHERE exec_status = ?1),
+                        (SELECT count(*) FROM pending_senders),
+                        (SELECT count(*) FROM uamp_streams WHERE direction = 'in' AND state = 'NEW' AND detail = ?2),
+                        (SELECT count(*) FROM asop_steps WHERE decision = 'pending'),
+                        (SELECT count(*) FROM key_changes)",
                 args![ExecStatus::Held.as_str(), crate::uamp::HELD_FOR_CONSENT],
-                |r| r.get(0),
+                |r| {
+                    let n = |i: usize| r.get::<i64>(i).map(|v| v.max(0) as usize);
+                    Ok(crate::WaitingCounts { held: n(0)?, knocks: n(1)?, held_asks: n(2)?, steps: n(3)?, key_changes: n(4)? })
+                },
             )
         })
     }

@@ -140,6 +140,7 @@ where
     }
     let key = opts.key.clone().or_else(|| opts.uamp.as_ref().map(|u| u.key.clone()));
     let notify_task = tokio::spawn(crate::notify::run(inbox.clone(), opts.email.clone()));
+    let tell_task = tokio::spawn(crate::waiting::tell(inbox.clone()));
     let runner_task =
         tokio::spawn(runner::run(store.clone(), rx, inbox.progress_sender(), runner_hooks(&store, opts.email.clone(), key.clone(), inbox.runs_here().clone())));
     let gc_store = store.clone();
@@ -323,6 +324,7 @@ where
     state_task.abort();
     runner_task.abort();
     notify_task.abort();
+    tell_task.abort();
     match first_error {
         Some(e) => Err(e),
         None => Ok(()),

@@ -34,6 +34,10 @@ impl Holds for HeldAsks {
         Ok(())
     }
 
+    fn count(&self, counts: &gatehouse_store::WaitingCounts) -> usize {
+        counts.held_asks
+    }
+
     fn holds(&self, target: &ConsentTarget) -> bool {
         matches!(target, ConsentTarget::HeldAsk { .. })
     }

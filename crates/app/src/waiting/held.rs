@@ -38,6 +38,10 @@ impl Holds for HeldEnvelopes {
         Ok(())
     }
 
+    fn count(&self, counts: &gatehouse_store::WaitingCounts) -> usize {
+        counts.held
+    }
+
     fn holds(&self, target: &ConsentTarget) -> bool {
         matches!(target, ConsentTarget::Held { .. })
     }

@@ -30,6 +30,10 @@ impl Holds for KeyChanges {
         Ok(())
     }
 
+    fn count(&self, counts: &gatehouse_store::WaitingCounts) -> usize {
+        counts.key_changes
+    }
+
     fn holds(&self, target: &ConsentTarget) -> bool {
         matches!(target, ConsentTarget::KeyChange { .. })
     }

@@ -57,6 +57,10 @@ impl Holds for Knocks {
         Ok(())
     }
 
+    fn count(&self, counts: &gatehouse_store::WaitingCounts) -> usize {
+        counts.knocks
+    }
+
     fn holds(&self, target: &ConsentTarget) -> bool {
         matches!(target, ConsentTarget::UnknownSender { .. })
     }

@@ -180,6 +180,8 @@ pub(crate) fn ended(trust: Option<&gatehouse_store::TrustEntry>, scope: &str, no
 /// carries out the user's decision on it. The one list is theirs together, in this order.
 pub(crate) trait Holds: Sync {
     fn describe(&self, store: &Store, now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError>;
+    /// How many items it holds, of the counts read once for every holder.
+    fn count(&self, counts: &gatehouse_store::WaitingCounts) -> usize;
     /// Whether a decision on `target` is this holder's to carry out.
     fn holds(&self, target: &ConsentTarget) -> bool;
     fn settle(&self, d: &Decided<'_>, target: &ConsentTarget) -> Result<DecisionOutcome, ConsentError>;
@@ -238,8 +240,10 @@ pub fn pending_at(store: &Store, now: DateTime<Utc>) -> Result<Vec<ConsentItem>,
     Ok(items)
 }
 
+/// How many items wait, counted by the same [`HOLDERS`] that list them.
 pub fn waiting_count(store: &Store) -> Result<usize, ConsentError> {
-    Ok(store.count_waiting()? as usize)
+    let counts = store.waiting_counts()?;
+    Ok(HOLDERS.iter().map(|h| h.count(&counts)).sum())
 }
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -281,28 +285,82 @@ pub(crate) fn granted_words(decision: Decision, end: Option<DateTime<Utc>>) -> S
     }
 }
 
-/// Arrivals that add to what waits (a knock, a hold, a key change), a burst at a time: a
-/// flood of strangers wakes a follower a few times a second, not once per knock.
+/// "What waits changed", a burst at a time: a flood of strangers wakes a follower a few
+/// times a second, not once per knock.
 pub struct Bursts {
-    arrivals: tokio::sync::broadcast::Receiver<()>,
+    changes: tokio::sync::broadcast::Receiver<()>,
     gather: std::time::Duration,
+    /// A change heard whose burst is still being gathered (kept if the wait is dropped).
+    heard: bool,
+}
+
+/// How long a burst of changes is gathered into one.
+pub const GATHER: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The one signal that what waits changed, here and (a team's gate) at every node: an
+/// arrival that adds to it ([`tell`]), a decision made anywhere, a device looking. Who
+/// shows what waits reads [`pending`] and [`waiting_count`] again when it comes.
+pub fn follow(store: &Store) -> Bursts {
+    Bursts { changes: store.follow_waiting(), gather: GATHER, heard: false }
+}
+
+/// Only what adds to what waits at this node (a knock, a hold, a key change), never a
+/// decision: who tells people that something new waits follows this.
+pub fn arrivals(gate: &Gate) -> Bursts {
+    Bursts { changes: gate.subscribe_waiting(), gather: GATHER, heard: false }
+}
+
+/// Says "what waits changed" for each burst of [`arrivals`], until the gate goes: the
+/// gate's arrivals join the one signal [`follow`] hears. The composition runs one per gate.
+pub async fn tell(gate: std::sync::Arc<Gate>) {
+    let mut arrivals = arrivals(&gate);
+    while arrivals.next().await {
+        let store = gate.store().clone();
+        let _ = tokio::task::spawn_blocking(move || store.waiting_changed()).await;
+    }
 }
 
 impl Bursts {
-    pub fn of(gate: &Gate, gather: std::time::Duration) -> Bursts {
-        Bursts { arrivals: gate.subscribe_waiting(), gather }
+    /// Gathers a burst for `gather` instead.
+    pub fn gathering(self, gather: std::time::Duration) -> Bursts {
+        Bursts { gather, ..self }
     }
 
-    /// Waits for the next arrival, then for `gather` more, taking what came meanwhile as
-    /// the same burst; false once the gate is gone.
+    /// Waits for the next change, then for the gathering time more, taking what came
+    /// meanwhile as the same burst; false once the signal is gone. Cancel-safe: a change
+    /// heard by a wait that is dropped (a `select!` that took another branch) is told by
+    /// the next one.
     pub async fn next(&mut self) -> bool {
         use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-        match self.arrivals.recv().await {
-            Ok(()) | Err(RecvError::Lagged(_)) => {}
-            Err(RecvError::Closed) => return false,
+        if !self.heard {
+            match self.changes.recv().await {
+                Ok(()) | Err(RecvError::Lagged(_)) => self.heard = true,
+                Err(RecvError::Closed) => return false,
+            }
         }
         tokio::time::sleep(self.gather).await;
-        while let Ok(()) | Err(TryRecvError::Lagged(_)) = self.arrivals.try_recv() {}
+        while let Ok(()) | Err(TryRecvError::Lagged(_)) = self.changes.try_recv() {}
+        self.heard = false;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The phone's live view waits for a change or its 20 s tick: a change heard just
+    // before the tick must still be told after it.
+    #[tokio::test]
+    async fn a_change_heard_by_a_dropped_wait_is_told_by_the_next() {
+        let (tx, rx) = tokio::sync::broadcast::channel(4);
+        let mut b = Bursts { changes: rx, gather: std::time::Duration::from_millis(200), heard: false };
+        tx.send(()).unwrap();
+        tokio::select! {
+            _ = b.next() => panic!("the burst is still being gathered"),
+            () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
+        }
+        let told = tokio::time::timeout(std::time::Duration::from_secs(1), b.next()).await;
+        assert_eq!(told, Ok(true), "the change heard before the other branch won is told");
     }
 }

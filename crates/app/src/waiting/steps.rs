@@ -18,6 +18,10 @@ impl Holds for Steps {
         Ok(())
     }
 
+    fn count(&self, counts: &gatehouse_store::WaitingCounts) -> usize {
+        counts.steps
+    }
+
     fn holds(&self, _target: &ConsentTarget) -> bool {
         false
     }
