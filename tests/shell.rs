@@ -29,6 +29,7 @@ fn env(id: i64, envelope_id: &str, reply_to: Option<&str>) -> EnvelopeRow {
         exec_result: None,
         exec_updated_at: None,
         executor_spec: None,
+        door: "epp".into(),
     }
 }
 

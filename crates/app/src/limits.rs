@@ -70,6 +70,7 @@ fn record(n: usize) -> NewEnvelope {
             prompt: Some(prompt),
             envelope_row: None,
         },
+        door: "bench".into(),
         admission_version: None,
     }
 }

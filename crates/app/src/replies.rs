@@ -146,6 +146,7 @@ pub fn conversation(store: &Store, own_key: &str, conversation_id: &str) -> Resu
             exec_result: r.receipt.clone(),
             exec_updated_at: Some(r.updated_at.clone()),
             executor_spec: None,
+            door: crate::doors::epp::DOOR.into(),
         });
     }
     let mut out = Vec::new();

@@ -429,6 +429,7 @@ impl Gate {
             },
             exec_result: noop.then(crate::executor::noop_result),
             receipt,
+            door: a.door.to_string(),
             admission_version: Some(admitted.version),
         };
         Ok(Ready { record, limits: admitted.limits, answer: said.answer, held, noop })

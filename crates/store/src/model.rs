@@ -274,6 +274,8 @@ pub struct NewEnvelope {
     /// Set when the outcome is known at acceptance (the no-op executor).
     pub exec_result: Option<serde_json::Value>,
     pub receipt: ReceiptRow,
+    /// The door it came by, as the composition names it.
+    pub door: String,
     /// The admission version ([`crate::Admission::version`]) the decision to accept was
     /// made on. If trust, blocks or settings changed since, the commit refuses the envelope
     /// with [`crate::AcceptRefusal::Stale`] and the caller decides again.
@@ -307,6 +309,9 @@ pub struct EnvelopeRow {
     /// The executor admission chose, whole (JSON); none on envelopes kept before it was.
     #[serde(skip)]
     pub executor_spec: Option<String>,
+    /// The door it came by (what reads its bytes again is that door's).
+    #[serde(skip)]
+    pub door: String,
 }
 
 /// What the inbox list asks for. Every filter is optional; paging is by `before_seq`

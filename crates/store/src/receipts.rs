@@ -66,7 +66,7 @@ pub(crate) fn receipt_from_row(r: &Row<'_>) -> Result<ReceiptRow> {
 
 pub(crate) const ENVELOPE_SELECT: &str = "SELECT id, envelope_id, sender, recipient, scope, payload_type, conversation_id,
     in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, transport, signed_form, raw,
-    receipt_id, executor, exec_status, exec_result, exec_updated_at, executor_spec FROM envelopes";
+    receipt_id, executor, exec_status, exec_result, exec_updated_at, executor_spec, door FROM envelopes";
 
 pub(crate) fn envelope_from_row(r: &Row<'_>) -> Result<EnvelopeRow> {
     let exec_result: Option<String> = r.get(19)?;
@@ -94,6 +94,7 @@ pub(crate) fn envelope_from_row(r: &Row<'_>) -> Result<EnvelopeRow> {
         exec_result: exec_result.and_then(|s| serde_json::from_str(&s).ok()),
         exec_updated_at: r.get(20)?,
         executor_spec: r.get(21)?,
+        door: r.get(22)?,
     })
 }
 

@@ -75,9 +75,9 @@ pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, jso
             "INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
             in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
             transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
-            exec_updated_at, executor_spec)
+            exec_updated_at, executor_spec, door)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-            ?21, CASE WHEN CAST(?21 AS TEXT) IS NULL THEN NULL ELSE ?12 END, ?22) RETURNING id",
+            ?21, CASE WHEN CAST(?21 AS TEXT) IS NULL THEN NULL ELSE ?12 END, ?22, ?23) RETURNING id",
         )?
         .query_row(
             args![
@@ -103,6 +103,7 @@ pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, jso
                 rec.exec_status.as_str(),
                 json.exec_result,
                 rec.executor_spec,
+                rec.door,
             ],
             |r| r.get::<i64>(0),
         )?;

@@ -87,6 +87,8 @@ async fn a_token_holder_sends_streams_and_gets_its_tasks_with_the_executors_answ
     let task_id = task["id"].as_str().unwrap().to_string();
     let receipt = u.store.receipt(&task_id).unwrap().expect("the task is its receipt");
     assert_eq!((receipt.transport.as_str(), receipt.sender.as_deref(), receipt.prompt.as_deref()), ("a2a", Some(id.as_str()), Some("hello gate")));
+    // What it kept says which door it came by: nothing reads its bytes as another door's.
+    assert_eq!(u.store.envelope(receipt.envelope_row.unwrap()).unwrap().unwrap().door, "a2a");
 
     // The same message sent again is the same task, not a second run.
     let again = sdk.run("send", json!({"token": tok, "text": "hello gate", "message_id": "m-1"})).await;

@@ -129,4 +129,8 @@ pub(super) const LATER: &[&str] = &[
         signature TEXT NOT NULL,
         seen_at TEXT NOT NULL
     );",
+    // 41: the door each envelope came by (what reads its bytes again is that door's):
+    // those kept before came by EPP, or by A2A where their transport says so.
+    "ALTER TABLE envelopes ADD COLUMN door TEXT NOT NULL DEFAULT 'epp';
+    UPDATE envelopes SET door = 'a2a' WHERE transport = 'a2a';",
 ];

@@ -50,6 +50,7 @@ impl<'a> Insert<'a> {
             &self.status,
             &json.exec_result,
             &rec.executor_spec,
+            &rec.door,
             &rec.nonce,
             &rec.expires_at_ms,
             &r.receipt_id,
@@ -86,7 +87,7 @@ pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, jso
 
 /// The columns [`insert_many`] unnests: [`Insert::args`] in order, and last the admission
 /// version each envelope was admitted under.
-const COLUMNS: [(&str, &str); 40] = [
+const COLUMNS: [(&str, &str); 41] = [
     ("envelope_id", "text"),
     ("sender", "text"),
     ("recipient", "text"),
@@ -109,6 +110,7 @@ const COLUMNS: [(&str, &str); 40] = [
     ("exec_status", "text"),
     ("exec_result", "text"),
     ("executor_spec", "text"),
+    ("door", "text"),
     ("nonce", "bytea"),
     ("expires_at_ms", "bigint"),
     ("r_receipt_id", "text"),
@@ -152,11 +154,11 @@ fn insert_many_sql() -> String {
  e AS (INSERT INTO envelopes (envelope_id, sender, recipient, scope, payload_type, conversation_id,
         in_reply_to, on_behalf_of, prompt, timestamp, expires_at, received_at, received_ms,
         transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
-        exec_updated_at, executor_spec)
+        exec_updated_at, executor_spec, door)
      SELECT envelope_id, sender, recipient, scope, payload_type, conversation_id, in_reply_to,
         on_behalf_of, prompt, sent_at, expires_at, received_at, received_ms, transport, signed_form,
         raw, raw_sha256, receipt_id, executor, exec_status, exec_result,
-        CASE WHEN exec_result IS NULL THEN NULL ELSE received_at END, executor_spec
+        CASE WHEN exec_result IS NULL THEN NULL ELSE received_at END, executor_spec, door
      FROM t ORDER BY ord RETURNING id, receipt_id),
  j AS (SELECT t.*, e.id AS row FROM t JOIN e USING (receipt_id)),
  n AS (INSERT INTO nonces (nonce, expires_at_ms, envelope_row) SELECT nonce, expires_at_ms, row FROM j ORDER BY ord),

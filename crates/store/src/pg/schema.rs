@@ -541,6 +541,9 @@ CREATE TABLE audit_witnesses (
     seen_at TEXT NOT NULL
     );
 "#,
+    // 11: SQLite's 41, the door each envelope came by.
+    "ALTER TABLE envelopes ADD COLUMN door TEXT NOT NULL DEFAULT 'epp';
+    UPDATE envelopes SET door = 'a2a' WHERE transport = 'a2a';",
 ];
 
 /// Brings the database's schema up to this build's, once: the first node to take the

@@ -389,6 +389,29 @@ fn knocks_waiting_from_before_the_upgrade_keep_the_door_they_came_through() {
 }
 
 #[test]
+fn envelopes_kept_before_the_upgrade_know_the_door_they_came_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    {
+        // Schema 40: envelopes kept without their door.
+        let old = gatehouse_store::create_at_schema(&path, 40).unwrap();
+        for (id, transport) in [("by-http", "http"), ("by-folder", "folder:a.json"), ("by-a2a", "a2a")] {
+            old.execute(
+                "INSERT INTO envelopes (envelope_id, sender, recipient, scope, prompt, timestamp, expires_at, received_at, received_ms,
+                    transport, signed_form, raw, raw_sha256, receipt_id, executor, exec_status)
+                 VALUES (?1, 's', 'r', 'ask', 'p', 't', 't', 't', 0, ?2, 'reference', '{}', '00', ?1, 'noop', 'succeeded')",
+                rusqlite::params![id, transport],
+            )
+            .unwrap();
+        }
+    }
+    let store = Store::open(&path).unwrap();
+    let mut doors: Vec<(String, String)> = store.envelopes(10, 0).unwrap().into_iter().map(|e| (e.envelope_id, e.door)).collect();
+    doors.sort();
+    assert_eq!(doors, [("by-a2a", "a2a"), ("by-folder", "epp"), ("by-http", "epp")].map(|(e, d)| (e.to_string(), d.to_string())));
+}
+
+#[test]
 fn an_upgraded_audit_log_is_chained_from_its_first_entry_and_goes_on_from_there() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gatehouse.db");

@@ -54,6 +54,7 @@ pub fn envelope_at(nonce: &[u8], n: usize, received_ms: i64) -> NewEnvelope {
             prompt: Some(format!("prompt {n}")),
             envelope_row: None,
         },
+        door: "epp".into(),
         admission_version: None,
     }
 }
