@@ -14,7 +14,8 @@
 pub mod canonical;
 pub mod crypto;
 pub mod envelope;
-pub mod json;
+/// The strict JSON reader envelopes are read with (`gatehouse-json`).
+pub use gatehouse_json as json;
 pub mod receipt;
 pub mod shapes;
 pub mod v11;

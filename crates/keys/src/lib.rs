@@ -131,11 +131,17 @@ pub fn load(data_dir: &Path, kind: KeystoreKind) -> Result<Identity, KeyError> {
         }
     };
     let key = key_from_hex(seed_hex.trim())?;
-    let public_key = gatehouse_epp::public_key_hex(&key);
+    let public_key = public_hex(&key);
     if public_key != meta.public_key {
         return Err(KeyError::Mismatch(meta.public_key));
     }
     Ok(Identity { key, public_key, keystore: meta.keystore })
+}
+
+/// An identity's public key as every door and the registry write it: 64 lower-case hex
+/// digits of the Ed25519 key.
+pub fn public_hex(key: &ed25519_dalek::SigningKey) -> String {
+    hex::encode(key.verifying_key().as_bytes())
 }
 
 /// Loads the identity, creating it first if the data dir has none. Returns whether it
@@ -145,8 +151,8 @@ pub fn load_or_create(data_dir: &Path, kind: KeystoreKind) -> Result<(Identity, 
         return load(data_dir, kind).map(|i| (i, false));
     }
     std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
-    let key = gatehouse_epp::generate_signing_key();
-    let public_key = gatehouse_epp::public_key_hex(&key);
+    let key = ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng);
+    let public_key = public_hex(&key);
     let seed_hex = hex::encode(key.to_bytes());
     let keychain_account = match kind {
         KeystoreKind::Os => {

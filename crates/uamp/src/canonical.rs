@@ -10,7 +10,7 @@
 //! each is the same envelope written differently, so accepting them lets nobody change
 //! what was signed.
 
-use gatehouse_epp::json::{self, Json, NumberStyle, Style};
+use gatehouse_json::{self as json, Json, NumberStyle, Style};
 use sha2::{Digest, Sha256};
 
 /// The envelope without its top-level `sig`.

@@ -1,7 +1,7 @@
 //! Reading a UAMP envelope (spec 4, schema A.1).
 
 use chrono::{DateTime, Utc};
-use gatehouse_epp::json::{self, Json};
+use gatehouse_json::{self as json, Json};
 use serde::Serialize;
 use uuid::Uuid;
 

@@ -1,7 +1,7 @@
 //! Building and signing the envelopes Gatehouse sends.
 
 use ed25519_dalek::SigningKey;
-use gatehouse_epp::json::Json;
+use gatehouse_json::Json;
 use serde_json::{json, Value};
 
 use crate::canonical;

@@ -6,6 +6,10 @@
 //! number's exact text, keeps object key order (the spec's "compact JSON" is not
 //! necessarily sorted) and bounds nesting depth so hostile input cannot exhaust the stack.
 
+// It reads a stranger's bytes: no slicing inside a character, no offset or count that
+// wraps, no index trusted to be in range (docs/threat-model.md 1).
+#![cfg_attr(not(test), deny(clippy::string_slice, clippy::arithmetic_side_effects, clippy::indexing_slicing))]
+
 use std::fmt::Write as _;
 
 /// Nesting deeper than this is refused; no real payload comes near it.
