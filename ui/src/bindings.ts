@@ -457,6 +457,39 @@ export type ArrivalEvent_Serialize = {
 	key_change: boolean,
 };
 
+/**
+ *  What became of an arrival at the gate, whatever door it came by. Each door spells it
+ *  in its protocol's words on the wire (EPP's `UNTRUSTED_SENDER`, an A2A task rejected, a
+ *  UAMP 4.01); the gate and the app read this, never those words.
+ */
+export type ArrivalOutcome = 
+/**  Let in; its work is queued or done. */
+"accepted" | 
+/**  Let in, and waits for the user before anything runs. */
+"held" | 
+/**  Its sender is unknown: refused, and the user is asked. */
+"knock" | 
+/**  The user blocked its sender. */
+"blocked" | 
+/**  The user revoked its sender's key. */
+"revoked" | 
+/**  What it asks for (a scope, delegation, a capability) is not allowed its sender. */
+"not_allowed" | "too_large" | "rate_limited" | 
+/**  Seen before. */
+"replay" | 
+/**  Its door could not read it, or what it claims beside its proof is wrong. */
+"malformed" | 
+/**  Its proof failed: a signature, a key, a credential at the transport. */
+"unproven" | 
+/**  Too old, from the future, or past its end. */
+"stale" | 
+/**  For someone else. */
+"wrong_recipient" | 
+/**  The gate could not keep it now (its database unreachable); try again. */
+"unavailable" | 
+/**  Something in the gate failed. */
+"internal";
+
 /**  Where an ask's stream stands, reported after every frame. */
 export type AskProgress = AskProgress_Serialize;
 
@@ -1396,7 +1429,7 @@ export type ErrorDetail = {
 export type ExecProgress = 
 /**  The answer so far, whole: a listener that joins late or lags still sees all of it. */
 { kind: "partial"; envelope_row: number; text: string } | 
-/**  Work without text to show yet (a peer's stream: what has arrived). */
+/**  Work without text to show yet (another agent's stream: what has arrived). */
 { kind: "note"; envelope_row: number; note: string } | 
 /**  The result is stored (the status is `succeeded` or `failed`). */
 { kind: "finished"; envelope_row: number; status: ExecStatus };
@@ -1429,8 +1462,8 @@ export type ExecutorSpec_Deserialize =
 /**  Writes each accepted envelope as a JSON file into `dir` for later processing. */
 ({ kind: "file-queue"; dir: string }) & { api_key_secret?: never; args?: never; endpoint?: never; model?: never; program?: never; system_prompt?: never; timeout_secs?: never } | 
 /**
- *  Runs `program` with `args` (no shell), the prompt on stdin, envelope facts in
- *  EPP_* environment variables; killed after `timeout_secs`.
+ *  Runs `program` with `args` (no shell), the prompt on stdin, the facts its door
+ *  names in environment variables; killed after `timeout_secs`.
  */
 ({ kind: "command"; program: string; args?: string[]; timeout_secs?: number }) & { api_key_secret?: never; dir?: never; endpoint?: never; model?: never; system_prompt?: never } | 
 /**
@@ -1445,7 +1478,7 @@ system_prompt?: string | null; timeout_secs?: number;
 api_key_secret?: string | null }) & { args?: never; dir?: never; program?: never } | 
 /**
  *  Hands the work to another agent through the door that registered a delegate under
- *  this kind (a MAIL swarm, a UAMP peer: [`Delegates`]).
+ *  this kind ([`Delegates`]).
  */
 Delegation;
 
@@ -1455,8 +1488,8 @@ export type ExecutorSpec_Serialize =
 /**  Writes each accepted envelope as a JSON file into `dir` for later processing. */
 ({ kind: "file-queue"; dir: string }) & { api_key_secret?: never; args?: never; endpoint?: never; model?: never; program?: never; system_prompt?: never; timeout_secs?: never } | 
 /**
- *  Runs `program` with `args` (no shell), the prompt on stdin, envelope facts in
- *  EPP_* environment variables; killed after `timeout_secs`.
+ *  Runs `program` with `args` (no shell), the prompt on stdin, the facts its door
+ *  names in environment variables; killed after `timeout_secs`.
  */
 ({ kind: "command"; program: string; args: string[]; timeout_secs: number }) & { api_key_secret?: never; dir?: never; endpoint?: never; model?: never; system_prompt?: never } | 
 /**
@@ -1471,7 +1504,7 @@ system_prompt: string | null; timeout_secs: number;
 api_key_secret?: string }) & { args?: never; dir?: never; program?: never } | 
 /**
  *  Hands the work to another agent through the door that registered a delegate under
- *  this kind (a MAIL swarm, a UAMP peer: [`Delegates`]).
+ *  this kind ([`Delegates`]).
  */
 Delegation;
 
@@ -2469,6 +2502,11 @@ export type ReceiptRow_Deserialize = {
 	prompt?: string | null,
 	/**  The stored envelope, for accepted receipts. */
 	envelope_row?: number | null,
+	/**
+	 *  What became of the arrival in no door's words (`code` is its door's); none on
+	 *  receipts kept before it was recorded that no code tells.
+	 */
+	outcome?: ArrivalOutcome | null,
 };
 
 /**  A receipt as stored: the wire JSON plus columns to filter on. */
@@ -2492,6 +2530,11 @@ export type ReceiptRow_Serialize = {
 	prompt: string | null,
 	/**  The stored envelope, for accepted receipts. */
 	envelope_row: number | null,
+	/**
+	 *  What became of the arrival in no door's words (`code` is its door's); none on
+	 *  receipts kept before it was recorded that no code tells.
+	 */
+	outcome: ArrivalOutcome | null,
 };
 
 export type ReceiptStatus = "accepted" | "rejected";

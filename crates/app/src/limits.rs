@@ -69,6 +69,7 @@ fn record(n: usize) -> NewEnvelope {
             receipt: serde_json::json!({"status": "accepted", "receipt_id": receipt_id, "executor": "noop"}),
             prompt: Some(prompt),
             envelope_row: None,
+            outcome: Some(gatehouse_code::Outcome::Accepted),
         },
         door: "bench".into(),
         admission_version: None,

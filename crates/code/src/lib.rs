@@ -67,7 +67,8 @@ impl Code {
 /// UAMP 4.01); the gate and the app read this, never those words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(rename_all = "snake_case")]
+// The window's bindings name it apart from MAIL's task outcome (JSON is unchanged).
+#[serde(rename = "ArrivalOutcome", rename_all = "snake_case")]
 pub enum Outcome {
     /// Let in; its work is queued or done.
     Accepted,

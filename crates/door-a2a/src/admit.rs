@@ -138,6 +138,10 @@ impl gatehouse_gate::Door for A2aWords<'_> {
         Words { code: None, message: None, receipt, answer: (), keep: true }
     }
 
+    fn outcome(&self, never: &std::convert::Infallible) -> gatehouse_code::Outcome {
+        match *never {}
+    }
+
     fn refused(&self, a: &Arrival<'_>, why: &Why<std::convert::Infallible>) -> Words<()> {
         let (code, words) = match why {
             Why::Knock => (

@@ -165,6 +165,7 @@ impl UampDoor {
             receipt: receipt.clone(),
             prompt: Some(env.body.content.clone()),
             envelope_row: None,
+            outcome: Some(if held { gatehouse_code::Outcome::Held } else { gatehouse_code::Outcome::Accepted }),
         };
         let msg = NewUampMessage {
             message_id: env.uuid.to_string(),

@@ -265,6 +265,7 @@ impl UampDoor {
             receipt: body.clone(),
             prompt: f.prompt.clone(),
             envelope_row: None,
+            outcome: Some(if f.knock.is_some() { gatehouse_code::Outcome::Knock } else { outcome_of(&f.error) }),
         };
         let kept = self.inbox.keep_refusal(&row, f.knock.as_ref(), now);
         if let (true, Some(kid), Some(sender)) = (kept, &f.key_change, &f.sender) {
@@ -274,5 +275,33 @@ impl UampDoor {
         }
         self.inbox.announce_refusal(&row, kept, f.knock.is_some(), f.key_change.is_some());
         body
+    }
+}
+
+/// What a UAMP refusal is, in no door's words (by its reason, else its code).
+fn outcome_of(e: &UampError) -> gatehouse_code::Outcome {
+    use gatehouse_code::Outcome;
+    match e.reason {
+        "untrusted_sender" => Outcome::Knock,
+        "blocked" => Outcome::Blocked,
+        "revoked" => Outcome::Revoked,
+        "policy_denied" => Outcome::NotAllowed,
+        "too_large" => Outcome::TooLarge,
+        "replay" => Outcome::Replay,
+        "rate_limited" => Outcome::RateLimited,
+        "clock_skew" | "stale" => Outcome::Stale,
+        "wrong_recipient" => Outcome::WrongRecipient,
+        "storage" | "busy" => Outcome::Unavailable,
+        "internal" => Outcome::Internal,
+        _ => match e.code {
+            Code::BadRequest | Code::MissingDeltaSeq => Outcome::Malformed,
+            Code::PayloadTooLarge => Outcome::TooLarge,
+            Code::Unauthenticated => Outcome::Unproven,
+            Code::Unauthorized => match e.reason {
+                "unknown_key" | "invalid_signature" => Outcome::Unproven,
+                _ => Outcome::NotAllowed,
+            },
+            Code::BackendBusy => Outcome::Unavailable,
+        },
     }
 }

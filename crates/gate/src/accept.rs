@@ -135,6 +135,8 @@ pub trait Door: Checks {
     type Answer;
     fn accepted(&self, a: &Arrival<'_>, executor: &str, held: bool) -> Words<Self::Answer>;
     fn refused(&self, a: &Arrival<'_>, why: &Why<Self::Refusal>) -> Words<Self::Answer>;
+    /// What one of its own refusals is, in no door's words.
+    fn outcome(&self, refusal: &Self::Refusal) -> Outcome;
 }
 
 /// What became of an arrival.
@@ -395,7 +397,7 @@ impl Gate {
         // which spares the runner two status commits per envelope.
         let noop = !held && *spec == ExecutorSpec::Noop;
         let said = door.accepted(a, spec.name(), held);
-        let receipt = receipt_row(a, None, None, said.receipt, None);
+        let receipt = receipt_row(a, if held { Outcome::Held } else { Outcome::Accepted }, None, None, said.receipt, None);
         let k = &a.kept;
         let record = NewEnvelope {
             envelope_id: k.id.clone(),
@@ -456,7 +458,7 @@ impl Gate {
             let cut = a.kept.raw.len().min(if knocks { KEEP_KNOCK_BYTES } else { KEEP_REFUSED_BYTES });
             (String::from_utf8_lossy(a.kept.raw.get(..cut).unwrap_or_default()).into_owned(), cut < a.kept.raw.len())
         });
-        let receipt = receipt_row(a, said.code, said.message, said.receipt, body);
+        let receipt = receipt_row(a, why.outcome(|r| door.outcome(r)), said.code, said.message, said.receipt, body);
         let knock = knocks.then(|| Knock { door: a.door, sender: a.sender.clone(), scope: a.scope.clone(), envelope_id: a.kept.id.clone(), at: a.received_at.to_string() });
         let kind = if knocks { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
         let kept = self.keep(kind, a.at);
@@ -495,7 +497,7 @@ fn settled<R>(stored: gatehouse_store::Result<Result<i64, AcceptRefusal>>, tries
 }
 
 /// The receipt an arrival leaves: accepted (no code) or refused in its door's words.
-fn receipt_row(a: &Arrival<'_>, code: Option<String>, message: Option<String>, receipt: Value, body: Option<(String, bool)>) -> ReceiptRow {
+fn receipt_row(a: &Arrival<'_>, outcome: Outcome, code: Option<String>, message: Option<String>, receipt: Value, body: Option<(String, bool)>) -> ReceiptRow {
     let refused = code.is_some();
     let (body, body_truncated) = match body {
         Some((b, cut)) if !b.is_empty() => (Some(b), cut),
@@ -517,5 +519,6 @@ fn receipt_row(a: &Arrival<'_>, code: Option<String>, message: Option<String>, r
         receipt,
         prompt: Some(a.kept.prompt.clone()),
         envelope_row: None,
+        outcome: Some(outcome),
     }
 }

@@ -63,12 +63,12 @@ impl Store {
             let stmt = conn.prepare_cached(&format!(
                 "SELECT r.*, e.exec_status FROM ({with_seq} WHERE scope = ?2 AND seq IN ({SEQS_OF_SENDER_1})) r
                  LEFT JOIN envelopes e ON e.id = r.envelope_row
-                 WHERE (r.code = 'UNTRUSTED_SENDER' OR e.exec_status IN ('held', 'denied'))
+                 WHERE (r.outcome = 'knock' OR e.exec_status IN ('held', 'denied'))
                    AND (CAST(?3 AS TEXT) IS NULL OR r.envelope_id IS DISTINCT FROM ?3)
                  ORDER BY r.received_ms DESC, r.seq DESC LIMIT ?4"
             ))?;
             let rows = stmt.query_map(args![sender_key(sender), scope, except, MAX_COUNTED + 1], |row| {
-                Ok((crate::receipts::receipt_from_row(row)?, row.get::<Option<String>>(16)?))
+                Ok((crate::receipts::receipt_from_row(row)?, row.get::<Option<String>>(17)?))
             })?;
             let (mut out, mut total) = (Vec::new(), 0i64);
             for row in rows {

@@ -521,6 +521,28 @@ const EARLY: &[&str] = &[
 
 mod later;
 
+/// Step 42 (PostgreSQL's 12): what became of each arrival in no door's words, beside its
+/// door's code, so a knock is found as one, never by EPP's UNTRUSTED_SENDER (which a
+/// block also says). Receipts kept before are named by their code and words where those
+/// tell; the rest stay unnamed.
+pub(crate) const RECEIPT_OUTCOMES: &str = "ALTER TABLE receipts ADD COLUMN outcome TEXT;
+    UPDATE receipts SET outcome = CASE
+        WHEN status = 'accepted' THEN 'accepted'
+        WHEN code = 'UNTRUSTED_SENDER' AND message LIKE '%has been asked%' THEN 'knock'
+        WHEN code = 'UNTRUSTED_SENDER' AND message LIKE '%blocked%' THEN 'blocked'
+        WHEN code = 'SENDER_REVOKED' THEN 'revoked'
+        WHEN code = 'POLICY_DENIED' THEN 'not_allowed'
+        WHEN code = 'SIZE_EXCEEDED' THEN 'too_large'
+        WHEN code = 'RATE_LIMITED' THEN 'rate_limited'
+        WHEN code = 'REPLAY_DETECTED' THEN 'replay'
+        WHEN code IN ('INVALID_FORMAT', 'UNSUPPORTED_VERSION', 'INTEGRITY_MISMATCH') THEN 'malformed'
+        WHEN code IN ('INVALID_SIGNATURE', 'PROVENANCE_INVALID') THEN 'unproven'
+        WHEN code = 'EXPIRED' THEN 'stale'
+        WHEN code = 'WRONG_RECIPIENT' THEN 'wrong_recipient'
+        WHEN code = 'INTERNAL_ERROR' THEN 'internal'
+        WHEN code LIKE 'UAMP_%' AND message LIKE '%has been asked' THEN 'knock'
+        ELSE NULL END;";
+
 /// Every migration, in order.
 fn migrations() -> impl Iterator<Item = &'static str> {
     EARLY.iter().chain(later::LATER).copied()

@@ -243,6 +243,10 @@ pub struct ReceiptRow {
     /// The stored envelope, for accepted receipts.
     #[serde(default)]
     pub envelope_row: Option<i64>,
+    /// What became of the arrival in no door's words (`code` is its door's); none on
+    /// receipts kept before it was recorded that no code tells.
+    #[serde(default)]
+    pub outcome: Option<gatehouse_code::Outcome>,
 }
 
 /// What the inbox hands the store for an acceptance.

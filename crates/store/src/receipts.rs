@@ -4,7 +4,7 @@ use crate::sql::{args, Db, Optional, Row};
 use crate::*;
 
 pub(crate) const RECEIPT_SELECT: &str = "SELECT receipt_id, envelope_id, status, code, message, received_at, received_ms,
-    transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row FROM receipts";
+    transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row, outcome FROM receipts";
 
 /// The seqs of the receipts of the sender bound to `?1`: from the index by sender, and
 /// from the receipts stored since it was last filled.
@@ -21,8 +21,8 @@ pub(crate) fn insert_receipt_as(conn: &Db<'_>, r: &ReceiptRow, envelope_row: Opt
     // SQLite indexes receipts by sender in batches (`commit::index_receipts`); PostgreSQL,
     // where nodes commit in any order, in an index of the receipts table itself.
     let sql = "INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
-            transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+            transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row, outcome)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
     conn.prepare_cached(sql)?.execute(args![
         r.receipt_id,
         r.envelope_id,
@@ -39,6 +39,7 @@ pub(crate) fn insert_receipt_as(conn: &Db<'_>, r: &ReceiptRow, envelope_row: Opt
         receipt,
         r.prompt,
         envelope_row,
+        r.outcome.map(gatehouse_code::Outcome::as_str),
     ])?;
     Ok(())
 }
@@ -61,6 +62,7 @@ pub(crate) fn receipt_from_row(r: &Row<'_>) -> Result<ReceiptRow> {
         receipt: serde_json::from_str(&receipt).unwrap_or(serde_json::Value::Null),
         prompt: r.get(13)?,
         envelope_row: r.get(14)?,
+        outcome: r.get::<Option<String>>(15)?.and_then(|o| serde_json::from_value(serde_json::Value::String(o)).ok()),
     })
 }
 

@@ -126,6 +126,29 @@ async fn before_always_the_prompt_lists_what_it_would_have_let_in() {
     inbox.stop().await;
 }
 
+// EPP says UNTRUSTED_SENDER both to a stranger that knocks and to a sender the user
+// blocked: the receipt keeps which it was, and only a knock is what "always" would have
+// let in.
+#[tokio::test]
+async fn what_was_refused_while_blocked_is_not_counted_as_a_knock() {
+    let stranger = key(7);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    inbox.post_json(&inbox.signed(&stranger, "support", "knocking")).await;
+    inbox.store.block(&pubhex(&stranger), "test", "2026-11-28T00:00:00Z").unwrap();
+    inbox.post_json(&inbox.signed(&stranger, "support", "while blocked")).await;
+    inbox.store.unblock(&pubhex(&stranger)).unwrap();
+    inbox.post_json(&inbox.signed(&stranger, "support", "knocking again")).await;
+
+    let receipts = inbox.store.receipts(10, 0).unwrap();
+    let outcomes: Vec<(Option<&str>, Option<gatehouse_code::Outcome>)> = receipts.iter().map(|r| (r.prompt.as_deref(), r.outcome)).collect();
+    use gatehouse_code::Outcome::{Blocked, Knock};
+    assert_eq!(outcomes, [(Some("knocking again"), Some(Knock)), (Some("while blocked"), Some(Blocked)), (Some("knocking"), Some(Knock))]);
+    assert!(receipts.iter().all(|r| r.code.as_deref() == Some("UNTRUSTED_SENDER")), "EPP's own words are unchanged");
+    let (covered, total) = inbox.store.covered_by_grant(&pubhex(&stranger), "support", receipts[0].envelope_id.as_deref(), 5).unwrap();
+    assert_eq!((total, covered.iter().map(|c| c.excerpt.as_deref().unwrap()).collect::<Vec<_>>()), (1, vec!["knocking"]));
+    inbox.stop().await;
+}
+
 #[tokio::test]
 async fn a_uamp_agents_grant_for_an_hour_runs_its_asks_for_the_hour_then_holds_them_and_asks_again() {
     use crate::uamp::{cat, Uamp};

@@ -19,6 +19,25 @@ impl EppRefusal {
     }
 }
 
+/// What an EPP refusal is, in no door's words.
+pub(crate) fn outcome_of(code: ErrorCode) -> gatehouse_code::Outcome {
+    use gatehouse_code::Outcome;
+    match code {
+        ErrorCode::InvalidFormat | ErrorCode::UnsupportedVersion | ErrorCode::IntegrityMismatch => Outcome::Malformed,
+        ErrorCode::InvalidSignature | ErrorCode::ProvenanceInvalid => Outcome::Unproven,
+        ErrorCode::WrongRecipient => Outcome::WrongRecipient,
+        ErrorCode::Expired => Outcome::Stale,
+        ErrorCode::ReplayDetected => Outcome::Replay,
+        // Said of a block too; the gate names which it is where it decided.
+        ErrorCode::UntrustedSender => Outcome::Knock,
+        ErrorCode::PolicyDenied => Outcome::NotAllowed,
+        ErrorCode::SizeExceeded => Outcome::TooLarge,
+        ErrorCode::RateLimited => Outcome::RateLimited,
+        ErrorCode::InternalError => Outcome::Internal,
+        ErrorCode::SenderRevoked => Outcome::Revoked,
+    }
+}
+
 /// One verified envelope at the gate: what only EPP reads of it, and EPP's words.
 pub(super) struct EppDoor<'a> {
     pub(super) env: &'a Envelope,
@@ -31,6 +50,10 @@ impl gatehouse_gate::Door for EppDoor<'_> {
     fn accepted(&self, a: &Arrival<'_>, executor: &str, held: bool) -> Words<Receipt> {
         let receipt = Receipt::accepted(a.kept.id.clone(), a.received_at.to_string(), a.receipt_id.to_string(), executor.to_string(), held);
         Words { code: None, message: None, receipt: serde_json::to_value(&receipt).expect("receipts serialise"), answer: receipt, keep: true }
+    }
+
+    fn outcome(&self, r: &EppRefusal) -> gatehouse_code::Outcome {
+        outcome_of(r.code)
     }
 
     fn refused(&self, a: &Arrival<'_>, why: &Why<EppRefusal>) -> Words<Receipt> {

@@ -224,6 +224,7 @@ impl Ctx<'_> {
             receipt: serde_json::to_value(receipt).expect("receipts serialise"),
             prompt: env.map(|e| e.payload.prompt.clone()),
             envelope_row: None,
+            outcome: Some(admit::outcome_of(rejection.code)),
         }
     }
 

@@ -133,4 +133,6 @@ pub(super) const LATER: &[&str] = &[
     // those kept before came by EPP, or by A2A where their transport says so.
     "ALTER TABLE envelopes ADD COLUMN door TEXT NOT NULL DEFAULT 'epp';
     UPDATE envelopes SET door = 'a2a' WHERE transport = 'a2a';",
+    // 42: what became of each arrival in no door's words, beside its door's code.
+    super::RECEIPT_OUTCOMES,
 ];

@@ -17,12 +17,13 @@ struct Insert<'a> {
     rec: &'a NewEnvelope,
     json: &'a Serialized,
     status: &'static str,
+    outcome: Option<&'static str>,
     minute: i64,
 }
 
 impl<'a> Insert<'a> {
     fn new(rec: &'a NewEnvelope, json: &'a Serialized) -> Self {
-        Insert { rec, json, status: rec.exec_status.as_str(), minute: minute_of(rec.received_ms) }
+        Insert { rec, json, status: rec.exec_status.as_str(), outcome: rec.receipt.outcome.map(gatehouse_code::Outcome::as_str), minute: minute_of(rec.received_ms) }
     }
 
     fn args(&self) -> Vec<&dyn Arg> {
@@ -67,6 +68,7 @@ impl<'a> Insert<'a> {
             &r.body_truncated,
             &json.receipt,
             &r.prompt,
+            &self.outcome,
             &self.minute,
         ]
     }
@@ -87,7 +89,7 @@ pub(crate) fn accept_one(tx: &Db<'_>, rec: &NewEnvelope, limits: &RateLimit, jso
 
 /// The columns [`insert_many`] unnests: [`Insert::args`] in order, and last the admission
 /// version each envelope was admitted under.
-const COLUMNS: [(&str, &str); 41] = [
+const COLUMNS: [(&str, &str); 42] = [
     ("envelope_id", "text"),
     ("sender", "text"),
     ("recipient", "text"),
@@ -127,6 +129,7 @@ const COLUMNS: [(&str, &str); 41] = [
     ("r_body_truncated", "bigint"),
     ("r_receipt", "text"),
     ("r_prompt", "text"),
+    ("r_outcome", "text"),
     ("minute", "bigint"),
     ("admitted", "bigint"),
 ];
@@ -163,9 +166,9 @@ fn insert_many_sql() -> String {
  j AS (SELECT t.*, e.id AS row FROM t JOIN e USING (receipt_id)),
  n AS (INSERT INTO nonces (nonce, expires_at_ms, envelope_row) SELECT nonce, expires_at_ms, row FROM j ORDER BY ord),
  r AS (INSERT INTO receipts (receipt_id, envelope_id, status, code, message, received_at, received_ms,
-        transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row)
+        transport, sender, scope, body, body_truncated, receipt, prompt, envelope_row, outcome)
      SELECT r_receipt_id, r_envelope_id, r_status, r_code, r_message, r_received_at, r_received_ms,
-        r_transport, r_sender, r_scope, r_body, r_body_truncated, r_receipt, r_prompt, row
+        r_transport, r_sender, r_scope, r_body, r_body_truncated, r_receipt, r_prompt, row, r_outcome
      FROM j ORDER BY ord),
  u AS (INSERT INTO usage_minutes (sender, minute, writer, n)
      SELECT sender, minute, pg_backend_pid(), count(*) FROM t GROUP BY sender, minute ORDER BY sender, minute

@@ -544,6 +544,8 @@ CREATE TABLE audit_witnesses (
     // 11: SQLite's 41, the door each envelope came by.
     "ALTER TABLE envelopes ADD COLUMN door TEXT NOT NULL DEFAULT 'epp';
     UPDATE envelopes SET door = 'a2a' WHERE transport = 'a2a';",
+    // 12: SQLite's 42, each receipt's outcome.
+    crate::migrations::RECEIPT_OUTCOMES,
 ];
 
 /// Brings the database's schema up to this build's, once: the first node to take the

@@ -240,6 +240,7 @@ crate::on_both_engines! {
             receipt: serde_json::json!({"status": status}),
             prompt: None,
             envelope_row: None,
+            outcome: None,
         };
         store.record_receipts(&[row("old", now - 8 * day, "rejected"), row("new", now - day, "rejected")]).unwrap();
         let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -286,6 +287,7 @@ fn refused_receipts_go_after_their_retention_with_their_search_and_sender_entrie
         receipt: serde_json::json!({"status": status}),
         prompt: Some(format!("needle {id}")),
         envelope_row: None,
+        outcome: None,
     };
     store
         .record_receipts(&[
@@ -409,6 +411,48 @@ fn envelopes_kept_before_the_upgrade_know_the_door_they_came_by() {
     let mut doors: Vec<(String, String)> = store.envelopes(10, 0).unwrap().into_iter().map(|e| (e.envelope_id, e.door)).collect();
     doors.sort();
     assert_eq!(doors, [("by-a2a", "a2a"), ("by-folder", "epp"), ("by-http", "epp")].map(|(e, d)| (e.to_string(), d.to_string())));
+}
+
+#[test]
+fn receipts_kept_before_the_upgrade_say_what_became_of_their_arrival_where_their_words_tell() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.db");
+    {
+        // Schema 41: receipts with their door's code only.
+        let old = gatehouse_store::create_at_schema(&path, 41).unwrap();
+        for (id, status, code, message) in [
+            ("knock", "rejected", Some("UNTRUSTED_SENDER"), "sender ab… is not in this inbox's trust registry; the owner has been asked"),
+            ("block", "rejected", Some("UNTRUSTED_SENDER"), "sender is blocked by the owner of this inbox"),
+            ("a2a-knock", "rejected", Some("UNTRUSTED_SENDER"), "You are not known to this gate yet (a token you issued); the person it belongs to has been asked whether you may reach their AI."),
+            ("uamp-knock", "rejected", Some("UAMP_4.03"), "did:key:z6Mk is not in this inbox's trust registry; the user has been asked"),
+            ("uamp-keys", "rejected", Some("UAMP_4.03"), "bad signature; if its keys changed, the user has been asked to check its DID document again"),
+            ("revoked", "rejected", Some("SENDER_REVOKED"), "revoked"),
+            ("late", "rejected", Some("EXPIRED"), "expired"),
+            ("fine", "accepted", None, ""),
+        ] {
+            old.execute(
+                "INSERT INTO receipts (receipt_id, status, code, message, received_at, received_ms, transport, body_truncated, receipt)
+                 VALUES (?1, ?2, ?3, ?4, 't', 0, 'http', 0, '{}')",
+                rusqlite::params![id, status, code, message],
+            )
+            .unwrap();
+        }
+    }
+    let store = Store::open(&path).unwrap();
+    let mut outcomes: Vec<(String, Option<String>)> =
+        store.receipts(20, 0).unwrap().into_iter().map(|r| (r.receipt_id, r.outcome.map(|o| o.as_str().to_string()))).collect();
+    outcomes.sort();
+    let want = [
+        ("a2a-knock", Some("knock")),
+        ("block", Some("blocked")),
+        ("fine", Some("accepted")),
+        ("knock", Some("knock")),
+        ("late", Some("stale")),
+        ("revoked", Some("revoked")),
+        ("uamp-keys", None),
+        ("uamp-knock", Some("knock")),
+    ];
+    assert_eq!(outcomes, want.map(|(r, o)| (r.to_string(), o.map(str::to_string))));
 }
 
 #[test]

@@ -9,6 +9,7 @@ use crate::common::SENDER;
 fn knock(n: usize, received_ms: i64) -> ReceiptRow {
     let mut r = crate::common::envelope_at(&[], n, received_ms).receipt;
     (r.status, r.code, r.prompt) = ("rejected".into(), Some("UNTRUSTED_SENDER".into()), Some(format!("try {n}")));
+    r.outcome = Some(gatehouse_code::Outcome::Knock);
     r.receipt = serde_json::json!({"status": "rejected"});
     r
 }

@@ -21,6 +21,7 @@ fn row(i: usize) -> ReceiptRow {
         receipt: serde_json::json!({"status": "accepted"}),
         prompt: Some(if i == 77_777 { "the needle prompt".to_string() } else { format!("routine message number {i}") }),
         envelope_row: None,
+        outcome: None,
     }
 }
 

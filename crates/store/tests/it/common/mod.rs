@@ -53,6 +53,7 @@ pub fn envelope_at(nonce: &[u8], n: usize, received_ms: i64) -> NewEnvelope {
             receipt: serde_json::json!({"status": "accepted"}),
             prompt: Some(format!("prompt {n}")),
             envelope_row: None,
+            outcome: None,
         },
         door: "epp".into(),
         admission_version: None,
