@@ -43,6 +43,19 @@ impl Context {
             created: o.created,
         })
     }
+
+    /// Where a team's gate keeps its tables (the PostgreSQL database, described without
+    /// its password); none for a laptop's gate on its own SQLite file.
+    pub fn team_database(&self) -> Option<String> {
+        self.store.is_shared().then(|| self.store.location())
+    }
+
+    /// What the team's database counted so far (commits; statements, when
+    /// `pg_stat_statements` is loaded): zeros on SQLite. For the benchmark.
+    pub fn database_counters(&self) -> Result<(i64, Option<i64>)> {
+        let c = self.store.database_counters()?;
+        Ok((c.commits, c.statements))
+    }
 }
 
 #[cfg(test)]

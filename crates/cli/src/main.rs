@@ -497,8 +497,8 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                     note!("warning: listening on {}, which is reachable from other machines", bound.epp);
                 }
                 note!("Gatehouse inbox {} listening on http://{}/epp/v1/submit", o.public_key, bound.epp);
-                if o.store.is_shared() {
-                    note!("a node of a team's gate: its tables are in the {}", o.store.location());
+                if let Some(db) = o.team_database() {
+                    note!("a node of a team's gate: its tables are in the {db}");
                 }
                 if let Some(w) = &bound.options.watch {
                     note!("watching {}", w.display());

@@ -55,7 +55,7 @@ impl Database {
     }
 
     pub(super) fn counters(&self) -> Counters {
-        self.0.store.database_counters().map(|c| (c.commits, c.statements)).unwrap_or_default()
+        self.0.database_counters().unwrap_or_default()
     }
 
     pub(super) fn report(&self, (commits_before, statements_before): Counters, total: usize) {
