@@ -169,7 +169,8 @@ impl gatehouse_gate::Door for A2aWords<'_> {
                 return Words { code: Some("INTERNAL_ERROR".into()), message: None, receipt: Value::Null, answer: (), keep: false }
             }
         };
-        let receipt = json!({"receipt_id": a.receipt_id, "status": "rejected", "code": code, "message": words, "task_id": a.receipt_id, "context_id": self.context_id});
+        let receipt =
+            json!({"receipt_id": a.receipt_id, "status": "rejected", "code": code, "message": words, "task_id": a.receipt_id, "context_id": self.context_id});
         Words { code: Some(code.into()), message: Some(words), receipt, answer: (), keep: true }
     }
 }

@@ -22,8 +22,8 @@ use axum::Router;
 use gatehouse_asop::jsonrpc::{self, RpcError};
 use gatehouse_asop::rules::{self, Action, Rule};
 use gatehouse_asop::{redact, schema, Step, METHODS};
-use gatehouse_store::asop::{AsopRuleRow, AsopStepRow, NewAsopStep};
 use gatehouse_gate::{Refusal, Why};
+use gatehouse_store::asop::{AsopRuleRow, AsopStepRow, NewAsopStep};
 use gatehouse_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -342,12 +342,16 @@ impl Guardian {
                     Err(Why::Refused(r)) => Err(Some(match r {
                         Refusal::Blocked => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user blocked agent {who}")),
                         Refusal::Revoked(_) => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user revoked agent {who}'s registration")),
-                        Refusal::Size { size, limit } => RpcError::new(jsonrpc::TOO_LARGE, format!("The step is {size} bytes; the user allows agent {who} {limit}")),
+                        Refusal::Size { size, limit } => {
+                            RpcError::new(jsonrpc::TOO_LARGE, format!("The step is {size} bytes; the user allows agent {who} {limit}"))
+                        }
                         Refusal::Scope(_) | Refusal::Delegation | Refusal::Door(_) => {
                             RpcError::new(jsonrpc::POLICY_DENIED, format!("The user's registration of agent {who} does not let it ask the guardian"))
                         }
                     })),
-                    Err(other) => Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {}", other.outcome(|n| match *n {}).as_str())))),
+                    Err(other) => {
+                        Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {}", other.outcome(|n| match *n {}).as_str()))))
+                    }
                 })
             })
             .await?;

@@ -79,7 +79,11 @@ pub enum Why<R> {
     /// It asks for a scope a door keeps for what it records itself.
     Reserved(String),
     Replay,
-    RateLimited { window: &'static str, limit: u32, retry_after_secs: u64 },
+    RateLimited {
+        window: &'static str,
+        limit: u32,
+        retry_after_secs: u64,
+    },
     /// The registry kept changing while it was decided.
     Unsettled,
     /// The executor setting cannot be read.
@@ -459,7 +463,13 @@ impl Gate {
             (String::from_utf8_lossy(a.kept.raw.get(..cut).unwrap_or_default()).into_owned(), cut < a.kept.raw.len())
         });
         let receipt = receipt_row(a, why.outcome(|r| door.outcome(r)), said.code, said.message, said.receipt, body);
-        let knock = knocks.then(|| Knock { door: a.door, sender: a.sender.clone(), scope: a.scope.clone(), envelope_id: a.kept.id.clone(), at: a.received_at.to_string() });
+        let knock = knocks.then(|| Knock {
+            door: a.door,
+            sender: a.sender.clone(),
+            scope: a.scope.clone(),
+            envelope_id: a.kept.id.clone(),
+            at: a.received_at.to_string(),
+        });
         let kind = if knocks { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
         let kept = self.keep(kind, a.at);
         (Answered { answer: said.answer, row: None, why: Some(why), receipt: Some(receipt) }, knock, kept)

@@ -70,10 +70,8 @@ fn the_gates_source_names_no_protocol() {
         }
     }
     assert!(files.len() > 10, "the gate's source was not found: {files:?}");
-    let named: Vec<String> = files
-        .iter()
-        .flat_map(|f| protocol_words(&std::fs::read_to_string(f).unwrap()).into_iter().map(move |w| format!("{}:{w}", f.display())))
-        .collect();
+    let named: Vec<String> =
+        files.iter().flat_map(|f| protocol_words(&std::fs::read_to_string(f).unwrap()).into_iter().map(move |w| format!("{}:{w}", f.display()))).collect();
     assert!(named.is_empty(), "the gate names a protocol: {named:#?}");
 }
 

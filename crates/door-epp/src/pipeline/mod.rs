@@ -17,7 +17,6 @@ use admit::{unsigned, EppDoor, EppRefusal, Unsigned};
 /// microseconds); larger ones off it.
 const INLINE_CHECK_BYTES: usize = 64 * 1024;
 
-
 /// What the transport needs to answer the sender.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -182,7 +181,6 @@ impl Pipeline<'_> {
             Err(r) => Err(Failure { rejection: r, env: Some(env) }),
         }
     }
-
 }
 
 /// Receipt ids are UUIDv7: unique like v4, but time-ordered, so the indexes over them
@@ -288,4 +286,3 @@ pub const UNAVAILABLE_RETRY_SECS: u64 = gatehouse_gate::accept::UNAVAILABLE_RETR
 fn freshness(f: gatehouse_gate::state::Freshness) -> gatehouse_epp::Freshness {
     gatehouse_epp::Freshness { max_clock_skew_secs: f.max_clock_skew_secs, max_lifetime_secs: f.max_lifetime_secs }
 }
-

@@ -23,7 +23,13 @@ struct Insert<'a> {
 
 impl<'a> Insert<'a> {
     fn new(rec: &'a NewEnvelope, json: &'a Serialized) -> Self {
-        Insert { rec, json, status: rec.exec_status.as_str(), outcome: rec.receipt.outcome.map(gatehouse_code::Outcome::as_str), minute: minute_of(rec.received_ms) }
+        Insert {
+            rec,
+            json,
+            status: rec.exec_status.as_str(),
+            outcome: rec.receipt.outcome.map(gatehouse_code::Outcome::as_str),
+            minute: minute_of(rec.received_ms),
+        }
     }
 
     fn args(&self) -> Vec<&dyn Arg> {

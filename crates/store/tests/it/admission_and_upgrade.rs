@@ -423,7 +423,12 @@ fn receipts_kept_before_the_upgrade_say_what_became_of_their_arrival_where_their
         for (id, status, code, message) in [
             ("knock", "rejected", Some("UNTRUSTED_SENDER"), "sender ab… is not in this inbox's trust registry; the owner has been asked"),
             ("block", "rejected", Some("UNTRUSTED_SENDER"), "sender is blocked by the owner of this inbox"),
-            ("a2a-knock", "rejected", Some("UNTRUSTED_SENDER"), "You are not known to this gate yet (a token you issued); the person it belongs to has been asked whether you may reach their AI."),
+            (
+                "a2a-knock",
+                "rejected",
+                Some("UNTRUSTED_SENDER"),
+                "You are not known to this gate yet (a token you issued); the person it belongs to has been asked whether you may reach their AI.",
+            ),
             ("uamp-knock", "rejected", Some("UAMP_4.03"), "did:key:z6Mk is not in this inbox's trust registry; the user has been asked"),
             ("uamp-keys", "rejected", Some("UAMP_4.03"), "bad signature; if its keys changed, the user has been asked to check its DID document again"),
             ("revoked", "rejected", Some("SENDER_REVOKED"), "revoked"),
