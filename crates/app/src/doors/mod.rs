@@ -1,5 +1,5 @@
-//! The gate and its six doors, composed. Each door is its own crate (they never import
-//! each other: Cargo holds it) and the gate names none of them; this module is where they
+//! The gate, its four doors and its two outbound clients, composed. Each is its own crate
+//! (they never import each other: Cargo holds it) and the gate names none of them; this module is where they
 //! meet, once, under the application layer both faces call.
 //!
 //! - [`gate`]: the gate (`gatehouse-gate`): the decision, the state every door shares,
@@ -7,8 +7,10 @@
 //! - [`epp`]: the EPP door (`gatehouse-door-epp`): the pipeline of spec 5.1, its HTTP,
 //!   watched-folder and email transports, and replies sent back to senders
 //! - [`uamp`]: the UAMP 1.0 door (`gatehouse-door-uamp`), over TLS 1.3
-//! - [`mail`]: the MAIL door (`gatehouse-door-mail`): swarm tasks followed live or imported
-//! - [`intent`]: the IntentWeb door (`gatehouse-door-intentweb`)
+//! - [`mail`]: MAIL swarms as their client (`gatehouse-client-mail`): tasks sent, followed
+//!   live or imported, the swarm executor
+//! - [`intent`]: IntentSites as their client (`gatehouse-client-intentweb`): conversations,
+//!   their keys pinned through the gate
 //! - [`guardian`]: the ASOP door (`gatehouse-door-guardian`)
 //! - [`a2a`]: the A2A 1.0 door (`gatehouse-door-a2a`), on the TLS listener beside UAMP
 //! - [`service`]: the composition: which doors run on which listener, which delegates
@@ -22,12 +24,12 @@ pub mod lease;
 pub mod open;
 pub mod service;
 
+pub use gatehouse_client_intentweb as intent;
+pub use gatehouse_client_mail as mail;
 pub use gatehouse_door_a2a as a2a;
 pub use gatehouse_door_epp as epp;
 pub use gatehouse_door_epp::email;
 pub use gatehouse_door_guardian as guardian;
-pub use gatehouse_door_intentweb as intent;
-pub use gatehouse_door_mail as mail;
 pub use gatehouse_door_uamp as uamp;
 pub use gatehouse_gate as gate;
 

@@ -88,25 +88,43 @@ fn the_manifest_check_sees_a_door() {
     assert_eq!(gatehouse_dependencies(manifest), ["gatehouse-store", "gatehouse-epp"]);
 }
 
-const DOORS: [&str; 5] = ["epp", "uamp", "mail", "intentweb", "guardian"];
+/// Where others' messages arrive, and what reaches counterparts the user chose.
+const DOORS: [&str; 4] = ["door-epp", "door-uamp", "door-a2a", "door-guardian"];
+const CLIENTS: [&str; 2] = ["client-mail", "client-intentweb"];
 
 #[test]
 fn a_door_names_no_other_door_and_not_the_composition() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = Vec::new();
-    for door in DOORS {
-        let manifest = std::fs::read_to_string(crates.join(format!("door-{door}/Cargo.toml"))).unwrap();
+    for one in DOORS.iter().chain(CLIENTS.iter()) {
+        let manifest = std::fs::read_to_string(crates.join(format!("{one}/Cargo.toml"))).unwrap();
         let deps = gatehouse_dependencies(&manifest);
-        assert!(deps.contains(&"gatehouse-gate".to_string()), "door-{door}'s manifest was not read: {deps:?}");
-        found.extend(deps.into_iter().filter(|d| d.starts_with("gatehouse-door-") || d == "gatehouse-app").map(|d| format!("door-{door} -> {d}")));
+        assert!(deps.contains(&"gatehouse-gate".to_string()), "{one}'s manifest was not read: {deps:?}");
+        found.extend(
+            deps.into_iter()
+                .filter(|d| d.starts_with("gatehouse-door-") || d.starts_with("gatehouse-client-") || d == "gatehouse-app")
+                .map(|d| format!("{one} -> {d}")),
+        );
     }
-    assert!(found.is_empty(), "a door names another door or the composition: {found:?}");
+    assert!(found.is_empty(), "a door or client names another or the composition: {found:?}");
+    // Every crate named as one is listed here, so a new one is checked too.
+    let listed: Vec<String> = std::fs::read_dir(&crates)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("door-") || n.starts_with("client-"))
+        .collect();
+    for n in &listed {
+        assert!(DOORS.contains(&n.as_str()) || CLIENTS.contains(&n.as_str()), "{n} is not checked here");
+    }
 }
 
 /// What a face (the window's crate, the CLI) may not name: everything below the application
 /// layer but the pure protocol crates (whose types it shows).
 fn below_the_app_layer(dep: &str) -> bool {
-    matches!(dep, "gatehouse-store" | "gatehouse-keys" | "gatehouse-gate" | "gatehouse-net") || dep.starts_with("gatehouse-door-")
+    matches!(dep, "gatehouse-store" | "gatehouse-keys" | "gatehouse-gate" | "gatehouse-net")
+        || dep.starts_with("gatehouse-door-")
+        || dep.starts_with("gatehouse-client-")
 }
 
 #[test]

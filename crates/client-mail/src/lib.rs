@@ -1,4 +1,4 @@
-//! The MAIL door: tasks kept for the user: what a swarm streams while a task runs, and
+//! MAIL swarms as the user's client (no door: nothing arrives here unasked): tasks kept for the user: what a swarm streams while a task runs, and
 //! task logs imported from files, stored by task_id so a task's history (and its later
 //! turns) survives restarts.
 //!
