@@ -24,7 +24,7 @@
 //! - [`replies`]: answers to senders; a receipt's detail; a conversation in reply order
 //! - [`risk`]: risk flags the user dismisses
 //! - [`serve`]: where the doors listen and the gate they open onto, for both faces
-//! - [`doors`]: the gate and its six doors (each its own crate), composed once
+//! - [`doors`]: the gate, its four doors and two outbound clients (each its own crate), composed once
 //! - [`export`]: receipts, audit, conversations and guardian decisions as JSON
 //! - [`approve_http`]: the approvers' HTTP API on the gate's listener
 //! - [`approvers`]: devices that may decide what waits: invited, joined with a key, signed requests
