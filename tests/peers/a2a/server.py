@@ -1,7 +1,7 @@
 """The A2A peer as a server (a2a-sdk 1.3.0 with uvicorn): an agent that answers every
 message with its text in upper case, streamed as two artifact pieces, over plain HTTP on
 loopback. It requires `Authorization: Bearer <token>` on its endpoint (not on its card).
-Prints `READY <port> <workdir>` once listening. Driven by the tests through
+Prints `READY <port> <workdir>` once its socket listens. Driven by the tests through
 crates/mail-testswarm/src/reference.rs.
 
 usage: server.py TOKEN [ENDPOINT]   ENDPOINT: the endpoint its card names instead of its own
@@ -54,10 +54,12 @@ class Bearer(BaseHTTPMiddleware):
 
 def main():
     token = sys.argv[1]
+    # Listening before READY is said, and handed to uvicorn as it is: a client that comes
+    # at once waits in the backlog instead of being refused while uvicorn starts up.
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
+    s.listen(128)
     port = s.getsockname()[1]
-    s.close()
     endpoint = sys.argv[2] if len(sys.argv) > 2 else f"http://127.0.0.1:{port}/"
     card = pb.AgentCard(
         name="Upper",
@@ -73,7 +75,7 @@ def main():
     app = Starlette(routes=create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/"))
     app.add_middleware(Bearer, token=token)
     print(f"READY {port} {tempfile.mkdtemp()}", flush=True)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[s])
 
 
 main()
