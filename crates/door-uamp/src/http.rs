@@ -15,8 +15,9 @@ use gatehouse_uamp::{Code, UampError, MAX_ENVELOPE_BYTES};
 use tokio::sync::mpsc;
 
 use super::streams::follow;
-use super::tls::{transport_auth, ClientKey};
+use super::tls::transport_auth;
 use super::{Answer, UampDoor};
+use gatehouse_net::tls::PeerCertificate;
 
 pub fn router(uamp: Arc<UampDoor>) -> Router {
     Router::new()
@@ -85,7 +86,7 @@ fn media_type_ok(headers: &HeaderMap) -> Result<(), String> {
 
 async fn messages(State(uamp): State<Arc<UampDoor>>, req: Request<Body>) -> Response {
     let now = gatehouse_gate::clock::now();
-    let auth = transport_auth(req.headers(), req.extensions().get::<ClientKey>());
+    let auth = transport_auth(req.headers(), req.extensions().get::<PeerCertificate>());
     if let Err(m) = media_type_ok(req.headers()) {
         // Recorded like any refusal, so the user sees it.
         let e = UampError::invalid("Content-Type", m).with_reason("media_type");
@@ -136,7 +137,7 @@ async fn manifest(State(uamp): State<Arc<UampDoor>>) -> Response {
 /// Serves a stream's frames as SSE (`id:` = delta_seq, `data:` = the frame), from
 /// `Last-Event-ID` + 1 when the consumer resumes, until the terminal frame. Only the
 /// sender that opened the stream may read it (its client certificate or bearer token).
-async fn stream(State(uamp): State<Arc<UampDoor>>, Path(id): Path<String>, headers: HeaderMap, client: Option<Extension<ClientKey>>) -> Response {
+async fn stream(State(uamp): State<Arc<UampDoor>>, Path(id): Path<String>, headers: HeaderMap, client: Option<Extension<PeerCertificate>>) -> Response {
     let store = uamp.store().clone();
     let (sid, auth) = (id.clone(), transport_auth(&headers, client.as_ref().map(|c| &c.0)));
     let checked = tokio::task::spawn_blocking(move || -> Result<(), (u16, UampError)> {

@@ -69,7 +69,7 @@ static SESSIONS: Semaphore = Semaphore::const_new(MAX_SESSIONS);
 pub async fn upgrade(
     State(uamp): State<Arc<UampDoor>>,
     headers: HeaderMap,
-    client: Option<axum::Extension<super::tls::ClientKey>>,
+    client: Option<axum::Extension<gatehouse_net::tls::PeerCertificate>>,
     ws: WebSocketUpgrade,
 ) -> Response {
     let auth = super::tls::transport_auth(&headers, client.as_ref().map(|c| &c.0));

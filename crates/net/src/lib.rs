@@ -8,6 +8,7 @@
 //! - [`regular_file`]: reading files others put where Gatehouse looks (regular, bounded)
 //! - [`plain`]: the plain HTTP listener (header deadline, the checks above)
 //! - [`peer`]: who a TLS client is (its certificate's key), for any door to read
+//! - [`tls`]: the TLS listener every door on it shares (TLS 1.3, HTTP/1.1 and 2, mTLS)
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1).
@@ -20,3 +21,4 @@ pub mod host_check;
 pub mod peer;
 pub mod plain;
 pub mod regular_file;
+pub mod tls;
