@@ -226,19 +226,18 @@ impl Gate {
                 Err(None) => fresh = true,
             }
         };
-        let (answered, knock, kept) = self.refusal(door, a, why);
-        let stored = match (&answered.receipt, kept) {
-            (Some(r), true) => self.store.record_rejection(r, knock.as_ref()),
-            _ => Ok(()),
-        };
-        self.refused_said(answered, knock.is_some(), kept, stored)
+        let (answered, knock) = self.refusal(door, a, why);
+        if let Some(r) = &answered.receipt {
+            let kept = self.keep_refusal(r, knock.as_ref(), a.at);
+            self.announce_refusal(r, kept, knock.is_some(), false);
+        }
+        answered
     }
 
     /// [`Gate::accept`] on an async worker: waiting for the commit holds no thread, and on
     /// a team's gate the registry's reads leave the worker.
     pub async fn accept_async<D: Door>(&self, door: &D, a: &Arrival<'_>) -> Answered<D::Answer, D::Refusal> {
-        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        let wait = if multi_thread && self.store.is_shared() { Wait::OffWorker } else { Wait::Here };
+        let wait = if on_many_workers() && self.store.is_shared() { Wait::OffWorker } else { Wait::Here };
         let mut tries = 0;
         let mut fresh = false;
         let why = loop {
@@ -254,12 +253,12 @@ impl Gate {
                 Err(None) => fresh = true,
             }
         };
-        let (answered, knock, kept) = self.refusal(door, a, why);
-        let stored = match (&answered.receipt, kept) {
-            (Some(r), true) => self.store.record_rejection_async(r, knock.as_ref()).await,
-            _ => Ok(()),
-        };
-        self.refused_said(answered, knock.is_some(), kept, stored)
+        let (answered, knock) = self.refusal(door, a, why);
+        if let Some(r) = &answered.receipt {
+            let kept = self.keep_refusal_async(r, knock.as_ref(), a.at).await;
+            self.announce_refusal(r, kept, knock.is_some(), false);
+        }
+        answered
     }
 
     /// Keeps a refusal its door decided before there was an arrival to judge (unreadable,
@@ -271,21 +270,26 @@ impl Gate {
 
     /// [`Gate::refused_early`] on an async worker.
     pub async fn refused_early_async(&self, receipt: &ReceiptRow, now: DateTime<Utc>) {
-        let kept = self.keep(crate::flood::Kind::Refusal, now);
-        let stored = if kept { self.store.record_rejection_async(receipt, None).await } else { Ok(()) };
-        self.said_refusal(receipt, false, kept, stored);
+        let kept = self.keep_refusal_async(receipt, None, now).await;
+        self.announce_refusal(receipt, kept, false, false);
     }
 
     /// Keeps a refusal's receipt (and its knock) within the flood budget; whether it was
     /// kept. A door that words its own refusals then announces it ([`Gate::announce_refusal`]).
     pub fn keep_refusal(&self, receipt: &ReceiptRow, knock: Option<&Knock>, now: DateTime<Utc>) -> bool {
-        let kind = if knock.is_some() { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
-        if !self.keep(kind, now) {
+        if !self.keep(flood_kind(knock), now) {
             return false;
         }
-        if let Err(e) = self.store.record_rejection(receipt, knock) {
-            tracing::error!(error = %e, "could not record a refusal's receipt");
+        recorded(self.store.record_rejection(receipt, knock));
+        true
+    }
+
+    /// [`Gate::keep_refusal`] on an async worker: waiting for the commit holds no thread.
+    pub async fn keep_refusal_async(&self, receipt: &ReceiptRow, knock: Option<&Knock>, now: DateTime<Utc>) -> bool {
+        if !self.keep(flood_kind(knock), now) {
+            return false;
         }
+        recorded(self.store.record_rejection_async(receipt, knock).await);
         true
     }
 
@@ -450,12 +454,12 @@ impl Gate {
         Answered { answer, row: Some(row), why: None, receipt: None }
     }
 
-    /// A refusal's receipt in its door's words, the knock to keep with it, and whether
-    /// the flood budget keeps it.
-    fn refusal<D: Door>(&self, door: &D, a: &Arrival<'_>, why: Why<D::Refusal>) -> (Answered<D::Answer, D::Refusal>, Option<Knock>, bool) {
+    /// A refusal in its door's words: its receipt (none when the door keeps none) and
+    /// the knock to keep with it.
+    fn refusal<D: Door>(&self, door: &D, a: &Arrival<'_>, why: Why<D::Refusal>) -> (Answered<D::Answer, D::Refusal>, Option<Knock>) {
         let said = door.refused(a, &why);
         if !said.keep {
-            return (Answered { answer: said.answer, row: None, why: Some(why), receipt: None }, None, false);
+            return (Answered { answer: said.answer, row: None, why: Some(why), receipt: None }, None);
         }
         let knocks = matches!(why, Why::Knock);
         let body = a.keeps_refused.then(|| {
@@ -470,23 +474,29 @@ impl Gate {
             envelope_id: a.kept.id.clone(),
             at: a.received_at.to_string(),
         });
-        let kind = if knocks { crate::flood::Kind::Knock } else { crate::flood::Kind::Refusal };
-        let kept = self.keep(kind, a.at);
-        (Answered { answer: said.answer, row: None, why: Some(why), receipt: Some(receipt) }, knock, kept)
+        (Answered { answer: said.answer, row: None, why: Some(why), receipt: Some(receipt) }, knock)
     }
+}
 
-    fn refused_said<A, R>(&self, answered: Answered<A, R>, knock: bool, kept: bool, stored: gatehouse_store::Result<()>) -> Answered<A, R> {
-        if let Some(r) = &answered.receipt {
-            self.said_refusal(r, knock, kept, stored);
-        }
-        answered
+/// Whether this runs on a multi-threaded async runtime, where work that waits or computes
+/// long can hand the worker's other tasks to the rest of the pool (`block_in_place`).
+pub fn on_many_workers() -> bool {
+    tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+/// The flood budget a refusal is kept under: a knock's, or any other refusal's.
+fn flood_kind(knock: Option<&Knock>) -> crate::flood::Kind {
+    if knock.is_some() {
+        crate::flood::Kind::Knock
+    } else {
+        crate::flood::Kind::Refusal
     }
+}
 
-    fn said_refusal(&self, receipt: &ReceiptRow, knock: bool, kept: bool, stored: gatehouse_store::Result<()>) {
-        if let Err(e) = stored {
-            tracing::error!(error = %e, "could not record a refusal's receipt");
-        }
-        self.announce_refusal(receipt, kept, knock, false);
+/// A refusal's receipt that could not be written is logged: its sender has its answer.
+fn recorded(stored: gatehouse_store::Result<()>) {
+    if let Err(e) = stored {
+        tracing::error!(error = %e, "could not record a refusal's receipt");
     }
 }
 

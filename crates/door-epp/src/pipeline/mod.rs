@@ -112,8 +112,11 @@ impl Pipeline<'_> {
         let ctx = Ctx { bytes, transport, now, received_at: &received_at, receipt_id: &receipt_id, consent: None };
         // Reading and verifying a large body takes milliseconds: the worker hands its other
         // tasks (health checks, other senders) to the rest of the pool meanwhile.
-        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        let checked = if bytes.len() > INLINE_CHECK_BYTES && multi_thread { tokio::task::block_in_place(|| self.check(&ctx)) } else { self.check(&ctx) };
+        let checked = if bytes.len() > INLINE_CHECK_BYTES && gatehouse_gate::accept::on_many_workers() {
+            tokio::task::block_in_place(|| self.check(&ctx))
+        } else {
+            self.check(&ctx)
+        };
         match checked {
             Ok((env, form, unsigned)) => {
                 let (arrival, door) = (ctx.arrival(&env, form), EppDoor { env: &env, unsigned: &unsigned });
