@@ -255,10 +255,7 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     crate::trust::check_sender_id(&key, &entry.policy)?;
     store.trust_add(&entry)?;
     store.contact_add_key(id, &key, verified_key.as_deref(), &at)?;
-    // Only an EPP sender's knock is kept whole to deliver; the other doors' send again.
-    let epp = crate::target::Source::at(&request.door) == crate::target::Source::EppSender;
-    let body = knock.filter(|k| !k.body_truncated && epp).and_then(|k| k.body);
-    if let Some(b) = body {
+    if let Some(b) = crate::waiting::knocks::deliverable(knock.as_ref(), Source::at(&request.door)) {
         inbox.submit(b.as_bytes(), "consent", now);
     }
     store.audit("contact.add_key", Some(&key), &serde_json::json!({"contact": id, "changed_from": verified_key}), &at)?;

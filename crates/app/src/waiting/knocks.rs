@@ -15,6 +15,12 @@ use crate::trust::{check_sender_id, default_name};
 
 pub(super) struct Knocks;
 
+/// What a knock kept to deliver once its sender is let in: only an EPP sender's whole
+/// envelope (signed, it is verified again); the other doors' senders send again.
+pub(crate) fn deliverable(knock: Option<&gatehouse_store::ReceiptRow>, source: Source) -> Option<String> {
+    knock.filter(|k| !k.body_truncated && source == Source::EppSender).and_then(|k| k.body.clone())
+}
+
 impl Holds for Knocks {
     fn describe(&self, store: &Store, _now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError> {
         for p in store.pending_list()? {
@@ -131,9 +137,7 @@ impl Holds for Knocks {
                     grant(&mut policy, &scope, end, false);
                 }
                 let entry = TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), policy };
-                // Only an EPP sender's knock is kept whole to deliver (signed, it is verified
-                // again); the other doors' senders send again once let in.
-                let body = knock.as_ref().filter(|k| !k.body_truncated && source == Source::EppSender).and_then(|k| k.body.clone());
+                let body = deliverable(knock.as_ref(), source);
                 check_sender_id(&key, &entry.policy)?;
                 let delivered = if decision == Decision::AlwaysAllowScope {
                     match store.trust_get(&key)? {

@@ -8,7 +8,7 @@
 mod asks;
 mod held;
 mod key_changes;
-mod knocks;
+pub(crate) mod knocks;
 pub mod shown;
 mod steps;
 
