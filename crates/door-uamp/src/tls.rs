@@ -116,14 +116,14 @@ impl ClientKey {
     /// The key of the connection's certificate (the listener's request extension).
     pub fn of(cert: Option<&PeerCertificate>) -> ClientKey {
         let der = cert.and_then(|c| c.0.as_deref());
-        ClientKey(der.and_then(|d| PublicKey::from_certificate(&CertificateDer::from(d.to_vec())).ok()))
+        ClientKey(der.and_then(|d| PublicKey::from_certificate(&CertificateDer::from(d)).ok()))
     }
 }
 
 /// Whether the listener takes a client certificate: its key is one a did:key can name
 /// (Ed25519 or P-256).
 pub fn client_key_taken(der: &[u8]) -> Result<(), String> {
-    PublicKey::from_certificate(&CertificateDer::from(der.to_vec())).map(|_| ()).map_err(|e| e.to_string())
+    PublicKey::from_certificate(&CertificateDer::from(der)).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// The inbox's TLS configuration on the shared listener: its certificate on its identity
