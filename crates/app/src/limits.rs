@@ -16,7 +16,7 @@ pub fn commit_many(path: &Path, callers: usize, each: usize) -> Result<usize, cr
         .into_iter()
         .map(|mine| {
             let store = store.clone();
-            std::thread::spawn(move || mine.into_iter().filter(|r| matches!(store.accept(r.clone(), &RateLimit::default()), Ok(Ok(_)))).count())
+            std::thread::spawn(move || mine.into_iter().map(|r| store.accept(r, &RateLimit::default())).filter(|kept| matches!(kept, Ok(Ok(_)))).count())
         })
         .collect();
     Ok(threads.into_iter().map(|t| t.join().unwrap_or(0)).sum())
