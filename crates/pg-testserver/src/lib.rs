@@ -10,6 +10,7 @@
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 /// The cluster's superuser; it logs in without a password, from loopback only.
 pub const USER: &str = "gatehouse";
@@ -211,15 +212,37 @@ impl Postgres {
     fn signal_all(&self, signal: libc::c_int) {
         let pid_file = std::fs::read_to_string(self.data().join("postmaster.pid")).expect("the cluster runs");
         let postmaster: i32 = pid_file.lines().next().and_then(|l| l.trim().parse().ok()).expect("postmaster.pid names the postmaster");
-        let children = std::fs::read_dir("/proc").into_iter().flatten().flatten().filter_map(|p| {
-            let stat = std::fs::read_to_string(p.path().join("stat")).ok()?;
-            // pid (comm) state ppid …
-            let ppid: i32 = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == postmaster).then(|| p.file_name().to_str()?.parse::<i32>().ok()).flatten()
-        });
-        for pid in std::iter::once(postmaster).chain(children.collect::<Vec<_>>()) {
-            // SAFETY: kill takes plain integers; a process gone meanwhile is an error return.
-            unsafe { libc::kill(pid, signal) };
+        // SAFETY (each kill): kill takes plain integers; a process gone meanwhile is an error return.
+        unsafe { libc::kill(postmaster, signal) };
+        // The postmaster first, and only once it has stopped are its children listed: one it
+        // forked while the list was read (a pool opening a connection) would otherwise go on
+        // answering a "frozen" database. A fork under way when the signal came still ends,
+        // so the list is read again until a reading finds no one new.
+        if signal == libc::SIGSTOP {
+            let stopped = || process_stat(postmaster).is_some_and(|(state, _)| state == 'T' || state == 't');
+            let since = std::time::Instant::now();
+            while !stopped() && since.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let mut told = std::collections::HashSet::new();
+        loop {
+            let children: Vec<i32> = std::fs::read_dir("/proc")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|p| p.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|pid| process_stat(*pid).is_some_and(|(_, ppid)| ppid == postmaster))
+                .filter(|pid| !told.contains(pid))
+                .collect();
+            if children.is_empty() {
+                break;
+            }
+            for pid in children {
+                unsafe { libc::kill(pid, signal) };
+                told.insert(pid);
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -250,4 +273,12 @@ impl Drop for Postgres {
         // Nothing to keep: stopped at once, then the temp dir goes.
         let _ = self.pg_ctl(&["-w", "-m", "immediate", "stop"]);
     }
+}
+
+/// A process's state letter and parent, from `/proc/PID/stat` ("pid (comm) state ppid …").
+fn process_stat(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    Some((state, rest.next()?.parse().ok()?))
 }
