@@ -327,7 +327,7 @@ impl Guardian {
                 let Some(gate) = gate else { return Ok(Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, "Internal server error: the gate stopped")))) };
                 let scopes = [SCOPE.to_string()];
                 let asked = gatehouse_gate::Asked { scopes: &scopes, size, delegated: false, at };
-                Ok(match gate.judge(&gatehouse_gate::NoChecks, &key, &asked, "", None) {
+                Ok(match gate.judge_own_scope(&gatehouse_gate::NoChecks, &key, &asked, "") {
                     Ok(admitted) => match s.take_rate(&key, at.timestamp_millis(), &admitted.limits)? {
                         Ok(()) => Ok(admitted.held),
                         Err(gatehouse_store::AcceptRefusal::RateLimited { window, limit, retry_after_secs }) => Err(Some(

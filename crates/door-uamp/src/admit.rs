@@ -112,6 +112,9 @@ impl UampDoor {
                 }));
             }
             Err(Why::Store(e)) => return Err(fail(storage(e))),
+            Err(Why::Reserved(s)) => {
+                return Err(fail(UampError::new(Code::Unauthorized, "policy_denied", format!("the scope {s:?} is Gatehouse's own; no agent may ask for it"))))
+            }
             Err(other) => {
                 let what = other.outcome(|_| gatehouse_code::Outcome::Malformed).as_str();
                 return Err(fail(UampError::new(Code::BackendBusy, "internal", format!("the gate could not decide ({what})"))));

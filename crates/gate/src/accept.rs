@@ -330,10 +330,19 @@ impl Gate {
     /// (no commit of the gate's checks that it did not change since), the same rules and
     /// order as [`Gate::accept`]. `replay_key`: the arrival's nonce, told as a replay
     /// before a refusal for trust or policy, where the door keeps its nonces with the gate's.
-    /// A door whose senders name their scope refuses the reserved ones first
-    /// ([`Gate::reserved_scope`]); the doors that own them ask for them here.
+    /// A scope the composition keeps for a door's own records ([`Gate::reserved_scope`])
+    /// is refused first: a sender names its scopes, and these are not its to ask for.
     pub fn judge<C: Checks>(&self, checks: &C, sender: &str, asked: &Asked<'_>, setting: &str, replay_key: Option<&[u8]>) -> Result<Admitted, Why<C::Refusal>> {
+        if let Some(s) = asked.scopes.iter().find(|s| self.reserved_scope(s)) {
+            return Err(Why::Reserved(s.clone()));
+        }
         self.judged(checks, sender, asked, None, setting, replay_key, true, Wait::Here)
+    }
+
+    /// [`Gate::judge`] for the door that records a reserved scope itself (an agent
+    /// registered with the guardian): the scope is the door's, not its sender's, to name.
+    pub fn judge_own_scope<C: Checks>(&self, checks: &C, sender: &str, asked: &Asked<'_>, setting: &str) -> Result<Admitted, Why<C::Refusal>> {
+        self.judged(checks, sender, asked, None, setting, None, true, Wait::Here)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -632,3 +632,27 @@ async fn removing_a_sender_revokes_its_tokens_for_good() {
         "{actions:?}"
     );
 }
+
+/// The scopes the guardian and IntentWeb record for themselves are no agent's to ask for,
+/// at this door as at EPP's and A2A's: a trusted agent allowed everything that names one
+/// in its capability token is refused, and nothing is kept or run.
+#[tokio::test]
+async fn a_capability_token_cannot_name_a_scope_gatehouse_keeps_for_itself() {
+    let u = Uamp::start(ExecutorSpec::Noop).await;
+    let p = u.trusted(35, &["*"], RateLimit::default());
+    for reserved in gatehouse_app::doors::RESERVED_SCOPES {
+        for scope in [reserved.to_string(), format!("ask {reserved}")] {
+            let tok = gatehouse_uamp::captoken::issue(
+                &p.key,
+                &format!("{}#key", p.did),
+                &json!({"aud": u.inbox.did(), "scope": scope, "exp": chrono::Utc::now().timestamp() + 3600}),
+            );
+            let env = u.envelope(&p, Intent::Ask, "register me", json!({"cap_token": tok}));
+            let (status, body, _) = u.post(&p, &env).await;
+            assert_eq!((status, body["reason"].as_str()), (403, Some("policy_denied")), "{scope}: {body}");
+            assert!(body["message"].as_str().unwrap_or_default().contains(reserved), "{body}");
+        }
+    }
+    assert_eq!(u.store.uamp_messages(10).unwrap().len(), 0, "nothing kept");
+    assert!(u.store.uamp_streams(10).unwrap().is_empty(), "nothing run");
+}
