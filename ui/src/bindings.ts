@@ -2772,7 +2772,12 @@ export type Shown = {
  */
 export type Source = "epp_sender" | "uamp_agent" | "intent_site" | "asop_agent" | 
 /**  An A2A agent, known by a token the user issued or its certificate's key. */
-"a2a_agent";
+"a2a_agent" | 
+/**
+ *  A knock recorded by a door this node does not run (a newer node of the team's, or
+ *  a row no door wrote): it can be denied or blocked, never let in from here.
+ */
+"other_door";
 
 export type StartInput = StartInput_Serialize;
 

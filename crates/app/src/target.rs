@@ -56,6 +56,9 @@ pub enum Source {
     AsopAgent,
     /// An A2A agent, known by a token the user issued or its certificate's key.
     A2aAgent,
+    /// A knock recorded by a door this node does not run (a newer node of the team's, or
+    /// a row no door wrote): it can be denied or blocked, never let in from here.
+    OtherDoor,
 }
 
 impl Source {
@@ -66,7 +69,8 @@ impl Source {
             intent::DOOR => Source::IntentSite,
             crate::doors::uamp::DOOR => Source::UampAgent,
             crate::doors::a2a::DOOR => Source::A2aAgent,
-            _ => Source::EppSender,
+            crate::doors::epp::DOOR => Source::EppSender,
+            _ => Source::OtherDoor,
         }
     }
 
@@ -91,7 +95,7 @@ impl Source {
         match self {
             Source::AsopAgent => Some(guardian::SCOPE),
             Source::IntentSite => Some(intent::SCOPE),
-            Source::EppSender | Source::UampAgent | Source::A2aAgent => None,
+            Source::EppSender | Source::UampAgent | Source::A2aAgent | Source::OtherDoor => None,
         }
     }
 }
@@ -101,6 +105,9 @@ impl Source {
 pub fn grantable(source: Source, scope: &str) -> Result<(), ConsentError> {
     if !is_scope_like(scope) {
         return Err(ConsentError::Invalid(format!("{scope:?} is not a single scope; a prompt grants one scope, never all")));
+    }
+    if source == Source::OtherDoor {
+        return Err(ConsentError::Invalid("this knocked at a door this Gatehouse does not run: it can be denied or blocked here, not let in".into()));
     }
     match source.fixed_scope() {
         Some(fixed) if fixed != scope => Err(ConsentError::Invalid(format!("this knock can only be let in for \"{fixed}\""))),

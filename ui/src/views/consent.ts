@@ -185,6 +185,8 @@ export class ConsentView {
     // for a while); anything else may be allowed, or an IntentSite pinned, for a while.
     const allow = button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Let this sender through for this scope, for as long as you choose.');
     const picker = item.kind === 'key_change' || (item.kind === 'unknown_sender' && item.source === 'asop_agent') ? null : lastingPicker(scope, allow);
+    // A knock at a door this gate does not run is denied or blocked, never let in.
+    const lettable = !(item.kind === 'unknown_sender' && item.source === 'other_door');
     const card: HTMLElement = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, 'data-sender': item.kind === 'unknown_sender' ? item.public_key : item.sender, tabindex: 0, 'aria-label': consentSentence(item),
       onkeydown: (ev: Event) => {
         const e = ev as KeyboardEvent;
@@ -209,7 +211,7 @@ export class ConsentView {
         item.kind === 'unknown_sender' || item.kind === 'key_change' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },
         // A UAMP or A2A agent's refused message was not kept, so there is nothing to let through once.
-        item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent' || item.source === 'a2a_agent')) ? null
+        item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent' || item.source === 'a2a_agent' || item.source === 'other_door')) ? null
           : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
         // New keys come only from the agent's own DID document, fetched when the user asks.
         item.kind === 'key_change' ? h('button', { className: 'primary', 'data-action': 'check-keys', onclick: async () => {
@@ -217,8 +219,8 @@ export class ConsentView {
             const out = await api.contactCheckKeys(item.sender);
             this.settled(card, result, out.message);
           } catch (e) { this.failed(card, result, e); }
-        } }, 'Check its DID document') : allow,
-        picker?.el,
+        } }, 'Check its DID document') : lettable ? allow : null,
+        lettable ? picker?.el : null,
         item.later ? null : button('ask_later', 'Ask me later', 'secondary', 'Put this off for an hour: nothing is allowed or denied meanwhile.'),
         item.kind === 'key_change' ? button('deny', 'Keep its keys', 'secondary', 'Keep the keys you trusted it with; messages signed with another key stay refused.')
           : button('deny', 'Deny', 'secondary', 'Do not let this message through.'),

@@ -20,6 +20,9 @@ export function consentSentence(item: Prompt): string {
     if (item.source === 'a2a_agent') {
       return `An AI agent you have not approved (certificate key ${fingerprint(item.public_key)}, over A2A) wants to send your AI a message about “${scope}”${times}. It proved only that it holds this key: nothing it says about itself is checked.`;
     }
+    if (item.source === 'other_door') {
+      return `Something (key ${fingerprint(item.public_key)}) knocked about “${scope}” at a door this Gatehouse does not run${times}. It cannot be let in from here; deny it or block it.`;
+    }
     if (item.source === 'uamp_agent') {
       return `An AI agent you have not approved (${fingerprint(item.public_key)}, over UAMP) wants to send your AI a message about “${scope}”${times}.`;
     }

@@ -95,6 +95,7 @@ fn source(s: &crate::target::Source) -> &'static str {
         IntentSite => "a company's site (IntentWeb)",
         AsopAgent => "one of your agents",
         A2aAgent => "an agent (A2A)",
+        OtherDoor => "something at a door this Gatehouse does not run",
     }
 }
 

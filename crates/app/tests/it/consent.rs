@@ -173,6 +173,23 @@ async fn what_knocks_is_named_by_the_door_it_knocked_at_not_by_the_form_of_its_k
     assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::UampAgent, .. }), "{items:?}");
     let e = gatehouse_app::consent::decide(&i, &shown(&i, site), Decision::AllowOnce, chrono::Utc::now()).unwrap_err();
     assert!(e.to_string().contains("UAMP agent"), "{e}");
+    // A door this node does not run (a newer node's, or a row nobody's door wrote) is no
+    // EPP sender: it is shown as what it is, and cannot be let in here, once or for good.
+    let stranger = pubhex(&key(9));
+    inbox.store.pending_record("carrier-pigeon", &stranger, "support", "m-2", "2026-11-24T00:00:02Z").unwrap();
+    let items = consent::pending(&inbox.store).unwrap();
+    let Some(ConsentItem::UnknownSender { source, .. }) =
+        items.iter().find(|i| matches!(i, ConsentItem::UnknownSender { public_key, .. } if *public_key == stranger))
+    else {
+        panic!("{items:?}")
+    };
+    assert_eq!(*source, consent::Source::OtherDoor, "{items:?}");
+    for d in [Decision::AllowOnce, Decision::AlwaysAllowScope] {
+        let e = gatehouse_app::consent::decide(&i, &shown(&i, &stranger), d, chrono::Utc::now()).unwrap_err();
+        assert!(e.to_string().contains("does not run"), "{d:?}: {e}");
+    }
+    assert!(inbox.store.trust_get(&stranger).unwrap().is_none(), "nothing was let in");
+    gatehouse_app::consent::decide(&i, &shown(&i, &stranger), Decision::Block, chrono::Utc::now()).unwrap();
     inbox.stop().await;
 }
 
