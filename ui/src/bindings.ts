@@ -1167,14 +1167,14 @@ export type DecisionOutcome = DecisionOutcome_Serialize;
 
 export type DecisionOutcome_Deserialize = {
 	message: string,
-	/**  The receipt of the envelope the decision delivered, if any. */
-	delivered?: Receipt_Deserialize | null,
+	/**  What became of the waiting message the decision delivered, if any. */
+	delivered?: Delivered_Deserialize | null,
 };
 
 export type DecisionOutcome_Serialize = {
 	message: string,
-	/**  The receipt of the envelope the decision delivered, if any. */
-	delivered: Receipt_Serialize | null,
+	/**  What became of the waiting message the decision delivered, if any. */
+	delivered: Delivered_Serialize | null,
 };
 
 /**
@@ -1184,6 +1184,29 @@ export type DecisionOutcome_Serialize = {
 export type Delegation = {
 	kind: string,
 } & { [key in string]: Value };
+
+/**  What became of a kept arrival handed back to the gate, in no door's words. */
+export type Delivered = Delivered_Serialize;
+
+/**  What became of a kept arrival handed back to the gate, in no door's words. */
+export type Delivered_Deserialize = {
+	/**  Its receipt, as the door kept it. */
+	receipt_id: string,
+	envelope_id?: string | null,
+	outcome: ArrivalOutcome,
+	/**  Why it was not let in, in its door's words. */
+	message?: string | null,
+};
+
+/**  What became of a kept arrival handed back to the gate, in no door's words. */
+export type Delivered_Serialize = {
+	/**  Its receipt, as the door kept it. */
+	receipt_id: string,
+	envelope_id: string | null,
+	outcome: ArrivalOutcome,
+	/**  Why it was not let in, in its door's words. */
+	message: string | null,
+};
 
 /**  Where the desktop's inbox listens and which folder it watches. */
 export type DesktopSettings = DesktopSettings_Serialize;
@@ -1409,20 +1432,6 @@ export type EnvelopeRow_Serialize = {
 	exec_status: ExecStatus,
 	exec_result: Value | null,
 	exec_updated_at: string | null,
-};
-
-/**  Spec 7.3 codes, plus `INTERNAL_ERROR` for the spec's HTTP 500 "inbox processing error". */
-export type ErrorCode = "INVALID_FORMAT" | "UNSUPPORTED_VERSION" | "WRONG_RECIPIENT" | "EXPIRED" | "INVALID_SIGNATURE" | "REPLAY_DETECTED" | "UNTRUSTED_SENDER" | "POLICY_DENIED" | "SIZE_EXCEEDED" | "RATE_LIMITED" | "INTERNAL_ERROR" | 
-/**  EPP v1.1: the payload does not hash to the envelope's `integrity`. */
-"INTEGRITY_MISMATCH" | 
-/**  EPP v1.1: a `provenance` attestation does not verify, or attests to other content. */
-"PROVENANCE_INVALID" | 
-/**  EPP v1.1: the user revoked this sender's key. */
-"SENDER_REVOKED";
-
-export type ErrorDetail = {
-	code: ErrorCode,
-	message: string,
 };
 
 /**  What an executor at work tells the window. */
@@ -2475,9 +2484,6 @@ export type RateLimit_Serialize = {
 	max_per_day?: number,
 };
 
-/**  A receipt as sent on the wire (7.1 / 7.2). Gatehouse extensions are `x-` prefixed (11.1). */
-export type Receipt = Receipt_Serialize;
-
 /**  A receipt as stored: the wire JSON plus columns to filter on. */
 export type ReceiptRow = ReceiptRow_Serialize;
 
@@ -2535,34 +2541,6 @@ export type ReceiptRow_Serialize = {
 	 *  receipts kept before it was recorded that no code tells.
 	 */
 	outcome: ArrivalOutcome | null,
-};
-
-export type ReceiptStatus = "accepted" | "rejected";
-
-/**  A receipt as sent on the wire (7.1 / 7.2). Gatehouse extensions are `x-` prefixed (11.1). */
-export type Receipt_Deserialize = {
-	status: ReceiptStatus,
-	/**  `null` when no envelope_id could be read from the input. */
-	envelope_id?: string | null,
-	received_at: string,
-	receipt_id: string,
-	executor?: string | null,
-	error?: ErrorDetail | null,
-	/**  Set when the sender's policy holds accepted envelopes for the user's consent. */
-	"x-held-for-consent"?: boolean,
-};
-
-/**  A receipt as sent on the wire (7.1 / 7.2). Gatehouse extensions are `x-` prefixed (11.1). */
-export type Receipt_Serialize = {
-	status: ReceiptStatus,
-	/**  `null` when no envelope_id could be read from the input. */
-	envelope_id: string | null,
-	received_at: string,
-	receipt_id: string,
-	executor?: string,
-	error?: ErrorDetail,
-	/**  Set when the sender's policy holds accepted envelopes for the user's consent. */
-	"x-held-for-consent"?: boolean,
 };
 
 export type ReplyInput = ReplyInput_Serialize;

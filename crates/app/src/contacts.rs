@@ -5,7 +5,6 @@
 
 use crate::doors::gate::consent::{now_string, ConsentError};
 use crate::doors::Gate;
-use crate::doors::Submit as _;
 use crate::target::Source;
 pub use crate::waiting::{claims, Claim};
 use chrono::{DateTime, Utc};
@@ -255,9 +254,7 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     crate::trust::check_sender_id(&key, &entry.policy)?;
     store.trust_add(&entry)?;
     store.contact_add_key(id, &key, verified_key.as_deref(), &at)?;
-    if let Some(b) = crate::waiting::knocks::deliverable(knock.as_ref(), Source::at(&request.door)) {
-        inbox.submit(b.as_bytes(), "consent", now);
-    }
+    crate::waiting::knocks::deliver(inbox, &request.door, knock.as_ref(), None, now);
     store.audit("contact.add_key", Some(&key), &serde_json::json!({"contact": id, "changed_from": verified_key}), &at)?;
     Ok(match verified_key {
         Some(_) => format!(

@@ -427,7 +427,7 @@ fn recover_accepted(inbox: &Gate, bytes: &[u8], outcome: Outcome) -> Outcome {
     let Ok(env) = gatehouse_epp::Envelope::parse(bytes) else { return outcome };
     match inbox.store().accepted_by_nonce(&env.nonce_bytes, &sha256_hex(bytes)) {
         Ok(Some(row)) => match serde_json::from_value(row.receipt) {
-            Ok(receipt) => Outcome { receipt, retry_after: None, row_id: None },
+            Ok(receipt) => Outcome { receipt, retry_after: None, row_id: None, arrival: gatehouse_code::Outcome::Accepted },
             Err(_) => outcome,
         },
         _ => outcome,

@@ -340,7 +340,7 @@ impl Gate {
     }
 
     /// [`Gate::judge`] for the door that records a reserved scope itself (an agent
-    /// registered with the guardian): the scope is the door's, not its sender's, to name.
+    /// registered to be guarded): the scope is the door's, not its sender's, to name.
     pub fn judge_own_scope<C: Checks>(&self, checks: &C, sender: &str, asked: &Asked<'_>, setting: &str) -> Result<Admitted, Why<C::Refusal>> {
         self.judged(checks, sender, asked, None, setting, None, true, Wait::Here)
     }

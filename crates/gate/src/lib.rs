@@ -24,6 +24,7 @@
 //!   executors that hand work to another agent are delegates a door registers
 //! - [`model`]: the user's own model behind an OpenAI-compatible API (the model executor)
 //! - [`process`]: programs executors start, killed with their whole process group
+//! - [`release`]: a knock the user allowed, handed back to the gate through its door's reader
 //! - [`runner`]: runs accepted work's executors off the request path and after restarts
 
 // Code here reads others' bytes (a kept message's text, an executor's output): slicing
@@ -38,10 +39,12 @@ pub mod executor;
 pub mod flood;
 pub mod model;
 pub mod process;
+pub mod release;
 pub mod runner;
 pub mod state;
 
 pub use accept::{Answered, Arrival, Door, Kept, Why, Words};
 pub use admit::{admit, admitted_under, standing, Asked, Checks, NoChecks, Refusal, Verdict};
 pub use executor::{ExecutorConfig, ExecutorSpec};
+pub use release::{Delivered, Reread};
 pub use state::Gate;

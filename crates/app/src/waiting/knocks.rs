@@ -4,7 +4,6 @@
 //! site's key pinned).
 
 use crate::doors::gate::consent::{risk_flags, ConsentError, Lasting};
-use crate::doors::Submit as _;
 use chrono::{DateTime, Utc};
 use gatehouse_store::{Policy, Store, TrustEntry};
 
@@ -15,10 +14,18 @@ use crate::trust::{check_sender_id, default_name};
 
 pub(super) struct Knocks;
 
-/// What a knock kept to deliver once its sender is let in: only an EPP sender's whole
-/// envelope (signed, it is verified again); the other doors' senders send again.
-pub(crate) fn deliverable(knock: Option<&gatehouse_store::ReceiptRow>, source: Source) -> Option<String> {
-    knock.filter(|k| !k.body_truncated && source == Source::EppSender).and_then(|k| k.body.clone())
+/// Hands what a knock kept back to the gate once its sender is let in: the door it
+/// knocked at reads it again (verified anew) if that door keeps what it refused; the
+/// other doors' senders send again ([`Gate::release`]). `consent`: "allow once".
+pub(crate) fn deliver(
+    gate: &crate::doors::Gate,
+    door: &str,
+    knock: Option<&gatehouse_store::ReceiptRow>,
+    consent: Option<&TrustEntry>,
+    now: DateTime<Utc>,
+) -> Option<gatehouse_gate::Delivered> {
+    let body = knock.filter(|k| !k.body_truncated).and_then(|k| k.body.as_deref())?;
+    gate.release(door, body.as_bytes(), consent, now)
 }
 
 impl Holds for Knocks {
@@ -137,7 +144,6 @@ impl Holds for Knocks {
                     grant(&mut policy, &scope, end, false);
                 }
                 let entry = TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), policy };
-                let body = deliverable(knock.as_ref(), source);
                 check_sender_id(&key, &entry.policy)?;
                 let delivered = if decision == Decision::AlwaysAllowScope {
                     match store.trust_get(&key)? {
@@ -156,16 +162,15 @@ impl Holds for Knocks {
                         }
                         None => store.trust_add(&entry)?,
                     }
-                    body.map(|b| gate.submit(b.as_bytes(), "consent", now))
+                    deliver(gate, &request.door, knock.as_ref(), None, now)
                 } else {
                     store.pending_remove(&key)?;
-                    body.map(|b| gate.submit_as(b.as_bytes(), "consent", now, Some(&entry)))
+                    deliver(gate, &request.door, knock.as_ref(), Some(&entry), now)
                 };
                 let message = match (&delivered, decision) {
-                    (Some(o), _) if o.receipt.code().is_some() => format!(
-                        "Allowed, but the waiting message could not be delivered: {}",
-                        o.receipt.error.as_ref().map(|e| e.message.as_str()).unwrap_or("")
-                    ),
+                    (Some(d), _) if !d.let_in() => {
+                        format!("Allowed, but the waiting message could not be delivered: {}", d.message.as_deref().unwrap_or(d.outcome.as_str()))
+                    }
                     (_, Decision::AlwaysAllowScope) if source == Source::AsopAgent => {
                         "Registered: this agent's steps are now decided by your rules, or asked about.".to_string()
                     }
@@ -190,7 +195,7 @@ impl Holds for Knocks {
                     (_, Decision::AlwaysAllowScope) => format!("Trusted for \"{scope}\". Its messages in that scope now arrive."),
                     _ => "Allowed once. The waiting message was delivered.".into(),
                 };
-                DecisionOutcome { message, delivered: delivered.map(|o| o.receipt) }
+                DecisionOutcome { message, delivered }
             }
         })
     }

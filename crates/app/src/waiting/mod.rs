@@ -250,8 +250,8 @@ pub fn waiting_count(store: &Store) -> Result<usize, ConsentError> {
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct DecisionOutcome {
     pub message: String,
-    /// The receipt of the envelope the decision delivered, if any.
-    pub delivered: Option<gatehouse_epp::Receipt>,
+    /// What became of the waiting message the decision delivered, if any.
+    pub delivered: Option<gatehouse_gate::Delivered>,
 }
 
 /// Grants `scope` in `policy` until `end` (for good when `None`): a timed grant is listed

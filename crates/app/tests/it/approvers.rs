@@ -102,7 +102,7 @@ async fn a_phone_joins_sees_a_knock_and_lets_the_sender_in_and_the_audit_names_i
     let decision = json!({"target": item["target"], "digest": item["digest"], "decision": "always_allow_scope"}).to_string();
     let (status, out) = call(&inbox, &phone, reqwest::Method::POST, "/approve/decide", &decision).await;
     assert_eq!(status, 200, "{out}");
-    assert_eq!(out["delivered"]["status"], "accepted", "the knock itself went through: {out}");
+    assert_eq!(out["delivered"]["outcome"], "accepted", "the knock itself went through: {out}");
     let (status, _, _) = inbox.post_json(&inbox.signed(&stranger, "support", "Second message")).await;
     assert_eq!(status, 200, "the sender is in");
 

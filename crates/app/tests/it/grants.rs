@@ -16,7 +16,7 @@ async fn an_hour_long_grant_lets_messages_in_for_the_hour_then_holds_them_and_as
     let target = shown(&i, &pubhex(&stranger));
     let out = decide_with_keys(&i, &target, Decision::AlwaysAllowScope, &Lasting::Hour, Utc::now(), &[]).unwrap();
     assert!(out.message.contains("Allowed for \"support\" until"), "{}", out.message);
-    assert!(out.delivered.unwrap().code().is_none(), "the waiting message is delivered");
+    assert!(out.delivered.unwrap().let_in(), "the waiting message is delivered");
     let (status, _, r) = inbox.post_json(&inbox.signed(&stranger, "support", "within the hour")).await;
     assert_eq!((status, r["x-held-for-consent"].as_bool().unwrap_or(false)), (200, false), "{r}");
     // The hour passes (the window's test moves the clock itself).

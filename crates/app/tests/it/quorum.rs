@@ -47,7 +47,7 @@ async fn two_of_three_needs_two_agreeing_devices_each_counted_once_and_a_deny_en
     assert!(vote(&inbox, &b, &item, "allow_once").await.1["message"].as_str().unwrap().contains("1 of the 2"));
     let (status, out) = vote(&inbox, &c, &item, "always_allow_scope").await;
     assert_eq!(status, 200, "{out}");
-    assert_eq!(out["delivered"]["status"], "accepted", "the second agreeing vote decides: {out}");
+    assert_eq!(out["delivered"]["outcome"], "accepted", "the second agreeing vote decides: {out}");
     assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "In now")).await.0, 200);
     let audit = inbox.store.audit_list(30).unwrap();
     let decided = audit.iter().find(|e| e.action == "consent.always_allow_scope").unwrap();
@@ -81,7 +81,7 @@ async fn a_removed_devices_vote_no_longer_counts_and_all_means_the_enrolled_ones
     assert!(out["message"].as_str().unwrap().contains("1 of the 2"), "{out}");
     assert_eq!(waiting(&inbox, &c).await.len(), 1, "still waiting");
     let (_, out) = vote(&inbox, &c, &item, "always_allow_scope").await;
-    assert_eq!(out["delivered"]["status"], "accepted", "two enrolled devices decide: {out}");
+    assert_eq!(out["delivered"]["outcome"], "accepted", "two enrolled devices decide: {out}");
 }
 
 /// A vote row written into the database counts for nothing: each vote is kept with the

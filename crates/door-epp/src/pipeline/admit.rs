@@ -9,7 +9,7 @@ use gatehouse_store::TrustEntry;
 
 /// Why this door's own checks refuse an envelope.
 pub(crate) struct EppRefusal {
-    code: ErrorCode,
+    pub(super) code: ErrorCode,
     message: String,
 }
 

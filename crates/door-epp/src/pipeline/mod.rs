@@ -25,6 +25,8 @@ pub struct Outcome {
     pub retry_after: Option<u64>,
     /// The stored envelope's row id when accepted.
     pub row_id: Option<i64>,
+    /// What became of it, in the gate's words.
+    pub arrival: gatehouse_code::Outcome,
 }
 
 impl Outcome {
@@ -143,7 +145,8 @@ impl Pipeline<'_> {
     fn rejection(&self, ctx: &Ctx<'_>, Failure { rejection, env }: Failure) -> (Outcome, ReceiptRow) {
         let receipt = Receipt::rejected(&rejection, ctx.received_at.to_string(), ctx.receipt_id.to_string());
         let row = ctx.receipt_row(&receipt, env.as_ref(), &rejection);
-        (Outcome { receipt, retry_after: None, row_id: None }, row)
+        let arrival = admit::outcome_of(rejection.code);
+        (Outcome { receipt, retry_after: None, row_id: None, arrival }, row)
     }
 
     /// Steps 1–6: size, structure, version, recipient, expiry, signature; then the
@@ -279,7 +282,29 @@ impl Failure {
 
 /// What the gate decided, as EPP answers it.
 fn outcome(a: Answered<Receipt, EppRefusal>) -> Outcome {
-    Outcome { retry_after: a.retry_after(), row_id: a.row, receipt: a.answer }
+    let arrival = match &a.why {
+        Some(why) => why.outcome(|r| admit::outcome_of(r.code)),
+        None if a.answer.held_for_consent => gatehouse_code::Outcome::Held,
+        None => gatehouse_code::Outcome::Accepted,
+    };
+    Outcome { retry_after: a.retry_after(), row_id: a.row, receipt: a.answer, arrival }
+}
+
+/// EPP's reader for the gate's release ([`gatehouse_gate::release`]): a knock's kept
+/// envelope read and verified again, every check but trust run anew, the user's "allow
+/// once" standing for a trust entry.
+pub struct Reader;
+
+impl gatehouse_gate::Reread for Reader {
+    fn deliver(&self, gate: &Gate, raw: &[u8], consent: Option<&TrustEntry>, now: DateTime<Utc>) -> gatehouse_gate::Delivered {
+        let o = Pipeline(gate).submit_as(raw, "consent", now, consent);
+        gatehouse_gate::Delivered {
+            receipt_id: o.receipt.receipt_id,
+            envelope_id: o.receipt.envelope_id,
+            outcome: o.arrival,
+            message: o.receipt.error.map(|e| e.message),
+        }
+    }
 }
 
 /// Retry-After while the gate's database cannot be reached.
