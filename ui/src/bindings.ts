@@ -854,7 +854,7 @@ knock?: string | null;
 /**  The newest knock: what "allow" would deliver. */
 envelope_id?: string | null; scope?: string | null; prompt?: string | null; 
 /**  What the knock declared (EPP v1.1), in plain words. */
-extras?: Extras_Deserialize | null; 
+extras?: Declared_Deserialize | null; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
 risk: Flag[]; 
 /**  This sender's earlier knocks in the scope: what "always allow" would have let in. */
@@ -869,7 +869,7 @@ claims: Claim[] } |
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; payload_type?: string | null; on_behalf_of?: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
-extras?: Extras_Deserialize | null; 
+extras?: Declared_Deserialize | null; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
 risk: Flag[]; 
 /**
@@ -934,7 +934,7 @@ knock: string | null;
 /**  The newest knock: what "allow" would deliver. */
 envelope_id: string | null; scope: string | null; prompt: string | null; 
 /**  What the knock declared (EPP v1.1), in plain words. */
-extras: Extras_Serialize | null; 
+extras: Declared_Serialize | null; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
 risk: Flag[]; 
 /**  This sender's earlier knocks in the scope: what "always allow" would have let in. */
@@ -949,7 +949,7 @@ claims: Claim[] } |
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
-extras: Extras_Serialize | null; 
+extras: Declared_Serialize | null; 
 /**  What in the prompt looks like an attempt to steer the user's AI. */
 risk: Flag[]; 
 /**
@@ -1178,6 +1178,42 @@ export type DecisionOutcome_Serialize = {
 };
 
 /**
+ *  What a sender declared beyond its message: the integrity hash it passed, what it asks
+ *  to use, who attested to it, and fields kept only to be shown (payments, stakes).
+ */
+export type Declared = Declared_Serialize;
+
+/**
+ *  What a sender declared beyond its message: the integrity hash it passed, what it asks
+ *  to use, who attested to it, and fields kept only to be shown (payments, stakes).
+ */
+export type Declared_Deserialize = {
+	/**  The algorithm of the integrity hash the message matched. */
+	integrity?: string | null,
+	/**  What the sender asks to use, one sentence each ("read files in ~/Documents"). */
+	capabilities: string[],
+	/**  Attestations, author first, each checked under its own key. */
+	provenance: Attested_Deserialize[],
+	/**  Fields kept and shown, never acted on. */
+	inert: Inert[],
+};
+
+/**
+ *  What a sender declared beyond its message: the integrity hash it passed, what it asks
+ *  to use, who attested to it, and fields kept only to be shown (payments, stakes).
+ */
+export type Declared_Serialize = {
+	/**  The algorithm of the integrity hash the message matched. */
+	integrity: string | null,
+	/**  What the sender asks to use, one sentence each ("read files in ~/Documents"). */
+	capabilities: string[],
+	/**  Attestations, author first, each checked under its own key. */
+	provenance: Attested_Serialize[],
+	/**  Fields kept and shown, never acted on. */
+	inert: Inert[],
+};
+
+/**
  *  Work handed to another agent: `kind` names the delegate a door registered, the other
  *  fields are that door's to read ([`Delegation::read`]).
  */
@@ -1237,8 +1273,8 @@ export type Detail_Deserialize = {
 	on_behalf_of_name?: string | null,
 	/**  What arrived, pretty-printed when it is JSON. */
 	raw?: string | null,
-	/**  Its EPP v1.1 fields in plain words, if it has any. */
-	extras?: Extras_Deserialize | null,
+	/**  What it declared beyond its message, as the door it came by read it, if anything. */
+	extras?: Declared_Deserialize | null,
 	/**
 	 *  For an envelope that came by mail: what the mail said about itself (unverified) and
 	 *  whether its receipt was mailed back.
@@ -1256,8 +1292,8 @@ export type Detail_Serialize = {
 	on_behalf_of_name: string | null,
 	/**  What arrived, pretty-printed when it is JSON. */
 	raw: string | null,
-	/**  Its EPP v1.1 fields in plain words, if it has any. */
-	extras: Extras_Serialize | null,
+	/**  What it declared beyond its message, as the door it came by read it, if anything. */
+	extras: Declared_Serialize | null,
 	/**
 	 *  For an envelope that came by mail: what the mail said about itself (unverified) and
 	 *  whether its receipt was mailed back.
@@ -1522,33 +1558,6 @@ export type ExportKind = "receipts" | "audit" |
 "conversations" | 
 /**  Every step the ASOP guardian decided, by session. */
 "guardian";
-
-/**  The v1.1 fields of an accepted (so verified) envelope. */
-export type Extras = Extras_Serialize;
-
-/**  The v1.1 fields of an accepted (so verified) envelope. */
-export type Extras_Deserialize = {
-	/**  The algorithm of the integrity hash the payload matched. */
-	integrity?: string | null,
-	/**  What the sender asks to use, one sentence each ("read files in ~/Documents"). */
-	capabilities: string[],
-	/**  Attestations, author first, each checked under its own key. */
-	provenance: Attested_Deserialize[],
-	/**  Fields kept and shown, never acted on: EPP v1 lists payments as a non-goal. */
-	inert: Inert[],
-};
-
-/**  The v1.1 fields of an accepted (so verified) envelope. */
-export type Extras_Serialize = {
-	/**  The algorithm of the integrity hash the payload matched. */
-	integrity: string | null,
-	/**  What the sender asks to use, one sentence each ("read files in ~/Documents"). */
-	capabilities: string[],
-	/**  Attestations, author first, each checked under its own key. */
-	provenance: Attested_Serialize[],
-	/**  Fields kept and shown, never acted on: EPP v1 lists payments as a non-goal. */
-	inert: Inert[],
-};
 
 /**  One flagged span. */
 export type Flag = {

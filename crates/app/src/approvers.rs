@@ -130,10 +130,10 @@ pub fn invite(store: &Store, gate_key: &str, name: &str, gate_url: &str, now: Da
     let expires = now + chrono::Duration::minutes(INVITE_MINUTES);
     let mut url = base.join("/approve").map_err(|e| CommandError::new(Code::BadUrl, e.to_string()))?;
     store.approver_invite_add(&sha256_hex(code.as_bytes()), &name, &crate::now(), expires.timestamp_millis(), url.as_str())?;
-    store.audit("approver.invite", Some(&name), &serde_json::json!({"expires_at": gatehouse_epp::utc_string(expires)}), &crate::now())?;
+    store.audit("approver.invite", Some(&name), &serde_json::json!({"expires_at": gatehouse_gate::clock::utc_string(expires)}), &crate::now())?;
     // The page checks the gate it is served by has the key the invitation names.
     url.set_fragment(Some(&format!("code={code}&gate={gate_key}")));
-    Ok(Invitation { name, code, url: url.to_string(), expires_at: gatehouse_epp::utc_string(expires), gate_key: gate_key.to_string() })
+    Ok(Invitation { name, code, url: url.to_string(), expires_at: gatehouse_gate::clock::utc_string(expires), gate_key: gate_key.to_string() })
 }
 
 /// What joining signs.

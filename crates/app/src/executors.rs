@@ -47,7 +47,7 @@ pub fn a2a_agent(agent: &str, timeout_secs: u64) -> ExecutorSpec {
 pub fn validate(store: &Store, config: &ExecutorConfig) -> Result<()> {
     let invalid = |m: String| Err(CommandError::new(Code::Invalid, m));
     for (scope, spec) in config.scopes.iter().map(|(s, v)| (s.as_str(), v)).chain([("default", &config.default)]) {
-        if scope != "default" && !gatehouse_epp::envelope::is_scope_like(scope) {
+        if scope != "default" && !gatehouse_gate::consent::is_scope_like(scope) {
             return invalid(format!("scope {scope:?} may contain only letters, digits and hyphens"));
         }
         match spec {

@@ -87,5 +87,5 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 
 }
 
 pub(crate) fn now() -> String {
-    gatehouse_epp::utc_string(crate::doors::gate::clock::now())
+    gatehouse_gate::clock::utc_string(crate::doors::gate::clock::now())
 }

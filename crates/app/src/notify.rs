@@ -83,7 +83,7 @@ fn quiet(m: &ApproverMail, at: NaiveTime) -> bool {
 /// Who is told now: devices with notices on, out of their quiet hours (`local`), under
 /// their hourly bound.
 pub fn due(store: &Store, now: DateTime<Utc>, local: NaiveTime) -> Result<Vec<(Approver, ApproverMail)>> {
-    let since = gatehouse_epp::utc_string(now - chrono::Duration::hours(1));
+    let since = gatehouse_gate::clock::utc_string(now - chrono::Duration::hours(1));
     let mut out = Vec::new();
     for (a, m) in store.approver_mails()? {
         if !quiet(&m, local) && store.approver_notices_since(&m.email, &since)? < m.per_hour {
@@ -108,7 +108,7 @@ fn queue(store: &Store, f: &Follow, from: &str) -> Result<usize> {
     let due = due(store, now, chrono::Local::now().time())?;
     for (a, m) in &due {
         let message = gatehouse_email::smtp::notice_mail(from, &m.email, SUBJECT, &text(a)).map_err(|e| invalid(e.to_string()))?;
-        store.email_outbox_put(&f.name, "approver-notice", &m.email, &message, &gatehouse_epp::utc_string(now))?;
+        store.email_outbox_put(&f.name, "approver-notice", &m.email, &message, &gatehouse_gate::clock::utc_string(now))?;
     }
     if !due.is_empty() {
         f.wake.notify_one();

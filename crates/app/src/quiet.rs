@@ -100,7 +100,7 @@ pub fn on_prompt(store: &Store, now: DateTime<Utc>) -> Result<bool> {
         Some(q) if q.contains(now) => {
             let mut d = digest(store)?;
             d.count = d.count.saturating_add(1);
-            d.since.get_or_insert_with(|| gatehouse_epp::utc_string(now));
+            d.since.get_or_insert_with(|| gatehouse_gate::clock::utc_string(now));
             store.set_setting(DIGEST, &d)?;
             Ok(false)
         }

@@ -50,8 +50,8 @@ pub struct Detail {
     pub on_behalf_of_name: Option<String>,
     /// What arrived, pretty-printed when it is JSON.
     pub raw: Option<String>,
-    /// Its EPP v1.1 fields in plain words, if it has any.
-    pub extras: Option<gatehouse_epp::v11::Extras>,
+    /// What it declared beyond its message, as the door it came by read it, if anything.
+    pub extras: Option<gatehouse_gate::declared::Declared>,
     /// For an envelope that came by mail: what the mail said about itself (unverified) and
     /// whether its receipt was mailed back.
     pub email: Option<gatehouse_store::email::EmailArrivalRow>,
@@ -66,7 +66,7 @@ pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
         None => None,
     };
     let code = receipt.code.as_deref().and_then(gatehouse_epp::ErrorCode::parse);
-    let extras = envelope.as_ref().and_then(|e| gatehouse_epp::v11::Extras::from_raw(&e.raw));
+    let extras = envelope.as_ref().and_then(|e| crate::doors::told(&e.door, &e.raw).declared);
     let steps = crate::doors::verification_steps(code, receipt.sender.is_some())
         .into_iter()
         .map(|(name, state)| {

@@ -123,7 +123,7 @@ fn validate(p: &Policy) -> std::result::Result<(), ConsentError> {
     if p.allowed_scopes.is_empty() {
         return Err(ConsentError::Invalid("allow at least one scope, or * for all".into()));
     }
-    if let Some(bad) = p.allowed_scopes.iter().find(|s| *s != "*" && !gatehouse_epp::envelope::is_scope_like(s)) {
+    if let Some(bad) = p.allowed_scopes.iter().find(|s| *s != "*" && !gatehouse_gate::consent::is_scope_like(s)) {
         return Err(ConsentError::Invalid(format!("scope {bad:?} may contain only letters, digits and hyphens")));
     }
     if let Some(u) = &p.reply_endpoint {

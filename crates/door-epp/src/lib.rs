@@ -6,6 +6,7 @@
 //! - [`folder`]: the watched-folder transport
 //! - [`reply`]: answers sent back to senders as signed EPP envelopes in their conversation
 //! - [`work`]: an accepted envelope as its executor sees it (for the gate's runner)
+//! - [`told`]: what an envelope it kept tells of itself (v1.1 fields, keys it names)
 
 // Code here reads others' bytes: slicing a str at a byte offset panics inside a
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
@@ -16,6 +17,7 @@ pub mod folder;
 pub mod http;
 pub mod pipeline;
 pub mod reply;
+pub mod told;
 pub mod work;
 
 /// This door's name, where it records what knocked at it.

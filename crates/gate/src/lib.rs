@@ -17,6 +17,7 @@
 //! - [`admit`]: the decision itself
 //! - [`clock`]: what "now" is for grants, deferrals and freshness (a test may move it)
 //! - [`state`]: the gate's state every door shares ([`Gate`]: store, events, executor queue, registered doors)
+//! - [`declared`]: what an arrival tells of itself beyond its message, as its door read it
 //! - [`consent`]: what a decision on a waiting item can be, which scope a grant may name,
 //!   and the risk flags a prompt shows
 //! - [`flood`]: how many refusals and knocks are kept per minute; the rest is counted
@@ -35,6 +36,7 @@ pub mod accept;
 pub mod admit;
 pub mod clock;
 pub mod consent;
+pub mod declared;
 pub mod executor;
 pub mod flood;
 pub mod model;

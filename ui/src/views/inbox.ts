@@ -1,6 +1,6 @@
 // The inbox: every envelope and every rejection, newest first, with filters, full-text
 // search and keyset paging; a detail panel; the conversation thread.
-import { api, asShape, errorText, onExecProgress, type ConversationMessage, type Detail, type ExecProgress, type ExecStatus, type Extras, type InboxFilter_Deserialize, type InboxItem, type Reply } from '../api';
+import { api, asShape, errorText, onExecProgress, type ConversationMessage, type Detail, type ExecProgress, type Declared, type ExecStatus, type InboxFilter_Deserialize, type InboxItem, type Reply } from '../api';
 import { h, replace } from '../dom';
 import { failed } from './parts';
 import { arrivalFields } from './email';
@@ -271,7 +271,7 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
 }
 
 /** An envelope's EPP v1.1 fields, in plain words and as claims (none is signed by the sender): what it says it will use, who attests to it, payment fields that do nothing. */
-export function extrasCard(x: Extras, id?: string): HTMLElement {
+export function extrasCard(x: Declared, id?: string): HTMLElement {
   // Consent cards show one each, so the parts are named by class; only the detail's has an id.
   return h('div', { className: 'card extras', ...(id ? { id } : {}) },
     h('h3', {}, 'What the envelope says about itself'),

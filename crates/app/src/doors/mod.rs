@@ -39,3 +39,13 @@ pub use gate::executor::{ExecutorConfig, ExecutorSpec};
 pub use gate::state::Gate;
 pub use open::{make_private, open, open_at, OpenError, Opened};
 pub use service::{build, build_with_events, gate as compose_gate, run, run_with, ServeOptions, UampOptions, RESERVED_SCOPES};
+
+/// What an arrival kept at `door` tells of itself, as that door reads it again (one
+/// `match` over the doors composed here): a door that reads nothing more of what it keeps
+/// tells nothing.
+pub fn told(door: &str, raw: &str) -> gate::declared::Told {
+    match door {
+        epp::DOOR => epp::told::told(raw.as_bytes()),
+        _ => gate::declared::Told::default(),
+    }
+}

@@ -32,8 +32,8 @@ impl Holds for HeldEnvelopes {
                 payload_type: row.payload_type,
                 on_behalf_of: row.on_behalf_of,
                 received_at: row.received_at,
-                // EPP v1.1's fields are read only from what came by EPP.
-                extras: (row.door == crate::doors::epp::DOOR).then(|| gatehouse_epp::v11::Extras::from_raw(&row.raw)).flatten(),
+                // Read by the door it came by (EPP's v1.1 fields only from what came by EPP).
+                extras: crate::doors::told(&row.door, &row.raw).declared,
             });
         }
         Ok(())

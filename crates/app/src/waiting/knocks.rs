@@ -32,9 +32,9 @@ impl Holds for Knocks {
     fn describe(&self, store: &Store, _now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError> {
         for p in store.pending_list()? {
             let knock = store.knock_of(&p)?;
-            // The knock as it came, read once for what it claims and its v1.1 fields.
-            let read = knock.as_ref().and_then(|k| k.body.as_deref()).and_then(|raw| gatehouse_epp::Envelope::parse(raw.as_bytes()).ok());
-            let ext = read.as_ref().and_then(|e| gatehouse_epp::v11::Extensions::read(e).ok());
+            // The knock as it came, read once by the door it knocked at: what it declared and
+            // whose keys it names.
+            let told = knock.as_ref().and_then(|k| k.body.as_deref()).map(|raw| crate::doors::told(&p.door, raw)).unwrap_or_default();
             let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| p.scopes_tried.first().cloned());
             let risk = match knock.as_ref().and_then(|k| Some((k.envelope_id.as_deref()?, k.prompt.as_deref()?, &k.receipt_id))) {
                 // A stranger has no entry of the user's: every link of its is flagged.
@@ -50,15 +50,12 @@ impl Holds for Knocks {
                 covered,
                 covered_total,
                 later: later.of(ConsentTarget::UnknownSender { public_key: p.public_key.clone(), knock: None }),
-                claims: match &read {
-                    Some(env) => claims(store, &p.public_key, env, ext.as_ref())?,
-                    None => Vec::new(),
-                },
+                claims: claims(store, &p.public_key, &told.names)?,
                 source: Source::at(&p.door),
                 envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
                 knock: knock.as_ref().map(|k| k.receipt_id.clone()),
                 scope,
-                extras: ext.as_ref().filter(|x| !x.is_empty()).map(gatehouse_epp::v11::Extras::of),
+                extras: told.declared,
                 prompt: knock.and_then(|k| k.prompt),
                 public_key: p.public_key,
                 first_seen: p.first_seen,

@@ -41,7 +41,7 @@ pub enum ConsentItem {
         scope: Option<String>,
         prompt: Option<String>,
         /// What the knock declared (EPP v1.1), in plain words.
-        extras: Option<gatehouse_epp::v11::Extras>,
+        extras: Option<gatehouse_gate::declared::Declared>,
         /// What in the prompt looks like an attempt to steer the user's AI.
         risk: Vec<gatehouse_risk::Flag>,
         /// This sender's earlier knocks in the scope: what "always allow" would have let in.
@@ -65,7 +65,7 @@ pub enum ConsentItem {
         on_behalf_of: Option<String>,
         received_at: String,
         /// What the envelope declared (EPP v1.1), in plain words.
-        extras: Option<gatehouse_epp::v11::Extras>,
+        extras: Option<gatehouse_gate::declared::Declared>,
         /// What in the prompt looks like an attempt to steer the user's AI.
         risk: Vec<gatehouse_risk::Flag>,
         /// This sender's other held or denied envelopes in the scope: what "always allow"
@@ -148,23 +148,20 @@ pub struct Claim {
     pub how: String,
 }
 
-/// Which contacts a knock claims to be or act for (EPP: a delegation on behalf of a
-/// contact's key, attestations by one in its provenance), from the envelope and its v1.1
-/// fields as read once for the prompt.
-pub fn claims(store: &Store, sender: &str, env: &gatehouse_epp::Envelope, ext: Option<&gatehouse_epp::v11::Extensions>) -> Result<Vec<Claim>, StoreError> {
-    let mut named: Vec<(String, &str)> = Vec::new();
-    if let Some(d) = &env.delegation {
-        named.push((d.on_behalf_of.clone(), "says it acts on behalf of"));
-    }
-    for a in ext.and_then(|x| x.provenance.as_ref()).iter().flat_map(|p| &p.entries) {
-        named.push((a.identity.clone(), "carries an attestation signed as"));
-    }
+/// Which contacts a knock claims to be or act for: the keys it names as others' (as its
+/// door read them: a delegation, attestations), each a contact's key that is not its own.
+pub fn claims(store: &Store, sender: &str, names: &[(String, gatehouse_gate::declared::Relation)]) -> Result<Vec<Claim>, StoreError> {
+    use gatehouse_gate::declared::Relation;
     let mut out: Vec<Claim> = Vec::new();
-    for (key, how) in named {
-        let Some(c) = store.contact_of(&key)? else { continue };
+    for (key, relation) in names {
+        let Some(c) = store.contact_of(key)? else { continue };
         if c.keys.iter().any(|k| k.key == gatehouse_store::sender_key(sender)) || out.iter().any(|o| o.contact_id == c.id) {
             continue;
         }
+        let how = match relation {
+            Relation::OnBehalfOf => "says it acts on behalf of",
+            Relation::AttestedBy => "carries an attestation signed as",
+        };
         out.push(Claim { how: format!("{how} {}, with a key that is not theirs", c.name), verified: c.verified(), contact_id: c.id, contact_name: c.name });
     }
     Ok(out)

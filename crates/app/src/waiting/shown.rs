@@ -62,9 +62,9 @@ impl Lines {
         }
     }
 
-    fn extras(&mut self, extras: &Option<gatehouse_epp::v11::Extras>) {
+    fn extras(&mut self, extras: &Option<gatehouse_gate::declared::Declared>) {
         let Some(x) = extras else { return };
-        let gatehouse_epp::v11::Extras { integrity, capabilities, provenance, inert } = x;
+        let gatehouse_gate::declared::Declared { integrity, capabilities, provenance, inert } = x;
         if let Some(alg) = integrity {
             self.add("extras", "Integrity", format!("the payload matched its {alg} hash"));
         }
