@@ -187,8 +187,14 @@ impl UampDoor {
             raw: String::from_utf8_lossy(bytes).into_owned(),
             receipt_id: receipt_id.to_string(),
         };
-        let new_stream =
-            stream_id.as_ref().map(|s| NewStream { stream_id: s.clone(), direction: "in", peer: env.from.clone(), delta_window: env.delta_window });
+        let new_stream = stream_id.as_ref().map(|s| NewStream {
+            stream_id: s.clone(),
+            direction: "in",
+            peer: env.from.clone(),
+            delta_window: env.delta_window,
+            // Chosen once, here: what runs, now or once the user allows it.
+            executor_spec: serde_json::to_string(admitted.executor(&scope)).ok(),
+        });
         let limits = if steers { gatehouse_store::RateLimit::default() } else { admitted.limits.clone() };
         match store.uamp_accept(&msg, new_stream.as_ref(), &row, &limits).map_err(|e| fail(storage(e)))? {
             Ok(_) => {}

@@ -164,7 +164,7 @@ impl Client {
             receipt_id: body.get("receipt_id").and_then(|r| r.as_str()).unwrap_or_default().to_string(),
         };
         let store = self.store.clone();
-        let new_stream = NewStream { stream_id: stream_id.clone(), direction: "out", peer: peer.did.clone(), delta_window: window };
+        let new_stream = NewStream { stream_id: stream_id.clone(), direction: "out", peer: peer.did.clone(), delta_window: window, executor_spec: None };
         blocking(move || store.uamp_record_out(&msg, Some(&new_stream))).await?;
 
         let mut p = AskProgress {

@@ -114,15 +114,21 @@ impl UampDoor {
             return Ok(true);
         };
         let scope = scope_of(&env);
-        let executor = ExecutorConfig::load(store)?;
-        let job = streams::Job {
-            spec: executor.for_scope(&scope).clone(),
-            message_id: env.id.clone(),
-            sender: env.from.clone(),
-            scope,
-            body: env.body.clone(),
-            window: s.delta_window,
+        let now_set = ExecutorConfig::load(store)?;
+        let now_set = now_set.for_scope(&scope);
+        // The executor chosen when the ask was accepted runs, not one set while it waited.
+        let spec = match gatehouse_gate::executor::still_chosen(store.uamp_stream_executor(stream_id)?.as_deref(), now_set) {
+            Ok(spec) => spec,
+            Err(was) => {
+                let why = format!(
+                    "the executor for “{scope}” was changed after this ask was accepted (for {was}); it was not run. Ask again to use the executor set now ({})",
+                    now_set.name()
+                );
+                self.streams.fail(self.clone(), stream_id.to_string(), why);
+                return Ok(true);
+            }
         };
+        let job = streams::Job { spec, message_id: env.id.clone(), sender: env.from.clone(), scope, body: env.body.clone(), window: s.delta_window };
         self.streams.start(self.clone(), stream_id.to_string(), job);
         Ok(true)
     }

@@ -80,6 +80,20 @@ impl Streams {
         self.map().remove(&stream_id);
     }
 
+    /// Ends a stream that cannot run (its executor was changed while it waited): one
+    /// `error` frame, state ERROR with the reason as its note.
+    pub fn fail(&self, uamp: Arc<UampDoor>, stream_id: String, why: String) {
+        let live = self.map().entry(stream_id.clone()).or_insert_with(new_live).clone();
+        tokio::spawn(async move {
+            let mut p = Producer { uamp: uamp.clone(), stream_id: stream_id.clone(), live, next_seq: 0, window: 1 };
+            if let Err(e) = p.emit(DeltaType::Error, json!({"message": why}), Some("ERROR")).await {
+                tracing::error!(error = ?e, stream = %stream_id, "could not store a stream's last frame");
+            }
+            let _ = uamp.store().uamp_set_state(&stream_id, "ERROR", Some(&why), &gatehouse_gate::clock::utc_string(chrono::Utc::now()));
+            uamp.streams.map().remove(&stream_id);
+        });
+    }
+
     /// Starts the executor of a stream stored as NEW (just now, or released by the user).
     pub fn start(&self, uamp: Arc<UampDoor>, stream_id: String, job: Job) {
         // A held stream's readers already listen on its place: keep it.

@@ -225,20 +225,15 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress, hooks
 /// they no longer want run) is not overruled. A changed one fails with why; running the
 /// envelope again uses the executor set now.
 fn chosen(row: &EnvelopeRow, now: &ExecutorSpec) -> Result<ExecutorSpec, Value> {
-    let Some(spec) = row.executor_spec.as_deref() else {
-        // Accepted before the choice was kept whole: the setting decides, as it did then.
-        return Ok(now.clone());
-    };
-    match serde_json::from_str::<ExecutorSpec>(spec) {
-        Ok(spec) if spec == *now => Ok(spec),
-        _ => Err(serde_json::json!({
+    crate::executor::still_chosen(row.executor_spec.as_deref(), now).map_err(|_| {
+        serde_json::json!({
             "executor": row.executor,
             "error": format!(
                 "the executor for “{}” was changed after this envelope was accepted (for {}); it was not run. Run it again to use the executor set now ({})",
                 row.scope, row.executor, now.name()
             ),
-        })),
-    }
+        })
+    })
 }
 
 /// Executors with nothing to wait for.

@@ -543,6 +543,11 @@ pub(crate) const RECEIPT_OUTCOMES: &str = "ALTER TABLE receipts ADD COLUMN outco
         WHEN code LIKE 'UAMP_%' AND message LIKE '%has been asked' THEN 'knock'
         ELSE NULL END;";
 
+/// Step 43 (PostgreSQL's 13): the executor chosen when a UAMP ask was accepted, kept with
+/// its stream so that the one chosen then is the one that runs once the user allows it.
+/// Streams kept before have none: the executor set when they are released decides.
+pub(crate) const STREAM_EXECUTORS: &str = "ALTER TABLE uamp_streams ADD COLUMN executor_spec TEXT;";
+
 /// Every migration, in order.
 fn migrations() -> impl Iterator<Item = &'static str> {
     EARLY.iter().chain(later::LATER).copied()

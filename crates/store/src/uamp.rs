@@ -37,6 +37,8 @@ pub struct NewStream {
     pub direction: &'static str,
     pub peer: String,
     pub delta_window: u32,
+    /// The executor chosen when the ask was accepted, whole (JSON): what runs for it.
+    pub executor_spec: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -202,9 +204,9 @@ fn insert_message(tx: &Db<'_>, msg: &NewUampMessage) -> Result<i64> {
 
 fn insert_stream(tx: &Db<'_>, s: &NewStream, row: i64, now: &str) -> Result<()> {
     tx.execute(
-        "INSERT INTO uamp_streams (stream_id, message_row, direction, peer, state, delta_window, updated_at)
-         VALUES (?1, ?2, ?3, ?4, 'NEW', ?5, ?6)",
-        args![s.stream_id, row, s.direction, sender_key(&s.peer), s.delta_window, now],
+        "INSERT INTO uamp_streams (stream_id, message_row, direction, peer, state, delta_window, updated_at, executor_spec)
+         VALUES (?1, ?2, ?3, ?4, 'NEW', ?5, ?6, ?7)",
+        args![s.stream_id, row, s.direction, sender_key(&s.peer), s.delta_window, now, s.executor_spec],
     )?;
     Ok(())
 }
@@ -287,6 +289,15 @@ impl Store {
 
     pub fn uamp_stream(&self, stream_id: &str) -> Result<Option<StreamRow>> {
         self.read(|c| c.query_row(&format!("SELECT {STREAM_COLUMNS} FROM uamp_streams WHERE stream_id = ?1"), args![stream_id], stream_from_row).optional())
+    }
+
+    /// The executor chosen when the stream's ask was accepted (JSON), if one was kept.
+    pub fn uamp_stream_executor(&self, stream_id: &str) -> Result<Option<String>> {
+        self.read(|c| {
+            Ok(c.query_row("SELECT executor_spec FROM uamp_streams WHERE stream_id = ?1", args![stream_id], |r| r.get::<Option<String>>(0))
+                .optional()?
+                .flatten())
+        })
     }
 
     pub fn uamp_streams(&self, limit: u32) -> Result<Vec<StreamRow>> {

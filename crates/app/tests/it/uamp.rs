@@ -656,3 +656,29 @@ async fn a_capability_token_cannot_name_a_scope_gatehouse_keeps_for_itself() {
     assert_eq!(u.store.uamp_messages(10).unwrap().len(), 0, "nothing kept");
     assert!(u.store.uamp_streams(10).unwrap().is_empty(), "nothing run");
 }
+
+/// The executor is chosen once, when an ask is accepted, as for every door: one that is
+/// changed while the ask waits for the user is not what runs once it is allowed. The ask
+/// ends with an error that says so (as an EPP envelope's does), and nothing runs.
+#[tokio::test]
+async fn a_held_ask_does_not_run_under_an_executor_changed_while_it_waited() {
+    use gatehouse_app::consent::{ConsentTarget, Decision};
+    let u = Uamp::start(cat()).await;
+    let p = u.trusted(36, &["ask"], RateLimit::default());
+    let mut t = u.store.trust_get(&p.did).unwrap().unwrap();
+    t.policy.hold_for_consent = true;
+    u.store.trust_update(&p.did, None, &t.policy).unwrap();
+    let (s, b, h) = u.post(&p, &u.envelope(&p, Intent::Ask, "Delete my old drafts", json!({}))).await;
+    assert_eq!(s, 202, "{b}");
+    let sid = b["stream_id"].as_str().unwrap().to_string();
+    let mut sse = u.open_stream(&p, h["location"].to_str().unwrap()).await;
+    // While it waits, the user sets another executor for everything.
+    ExecutorConfig { default: ExecutorSpec::Noop, scopes: Default::default() }.save(&u.store).unwrap();
+    let inbox = u.inbox.inbox().clone();
+    gatehouse_app::consent::decide(&inbox, &ConsentTarget::HeldAsk { stream_id: sid.clone() }, Decision::AllowOnce, chrono::Utc::now()).unwrap();
+    let end = sse.next(Duration::from_secs(10)).await.expect("the released stream's last frame");
+    assert_eq!(end["type"], "error", "{end}");
+    let stream = u.store.uamp_stream(&sid).unwrap().unwrap();
+    assert_eq!(stream.state, "ERROR");
+    assert!(stream.detail.as_deref().unwrap_or_default().contains("was changed after"), "{:?}", stream.detail);
+}

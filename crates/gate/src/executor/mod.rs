@@ -170,6 +170,20 @@ impl ExecutorConfig {
     }
 }
 
+/// What runs for work whose executor was chosen when it was accepted (`kept`, the spec
+/// whole as JSON), now that `now` is set for its scope: the one chosen then, once for all.
+/// If the user changed it since, none runs (`Err`: the name of the one chosen then), and
+/// the user runs it again to use the new one. Work kept before the choice was kept whole
+/// runs under the one set now, as it would have then.
+pub fn still_chosen(kept: Option<&str>, now: &ExecutorSpec) -> Result<ExecutorSpec, String> {
+    let Some(kept) = kept else { return Ok(now.clone()) };
+    match serde_json::from_str::<ExecutorSpec>(kept) {
+        Ok(spec) if spec == *now => Ok(spec),
+        Ok(spec) => Err(spec.name().to_string()),
+        Err(_) => Err("an executor this build does not read".into()),
+    }
+}
+
 /// What the no-op executor records.
 pub fn noop_result() -> serde_json::Value {
     serde_json::json!({"executor": "noop"})

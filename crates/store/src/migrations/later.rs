@@ -135,4 +135,6 @@ pub(super) const LATER: &[&str] = &[
     UPDATE envelopes SET door = 'a2a' WHERE transport = 'a2a';",
     // 42: what became of each arrival in no door's words, beside its door's code.
     super::RECEIPT_OUTCOMES,
+    // 43: the executor chosen when a UAMP ask was accepted (what runs once it is allowed).
+    super::STREAM_EXECUTORS,
 ];

@@ -21,6 +21,7 @@ use crate::{Result, StoreError};
 pub(crate) mod accept;
 mod listen;
 mod schema;
+mod schema_later;
 pub(crate) mod tls;
 pub(crate) use schema::{migrate, ADMISSION_LOCK};
 

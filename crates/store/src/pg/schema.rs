@@ -17,7 +17,8 @@ const MIGRATION_LOCK: i64 = 0x6761_7465_686f_7573;
 /// (measured: three nodes waited on it).
 pub(crate) const ADMISSION_LOCK: i64 = 0x6761_7465_6164_6d69;
 
-const STEPS: &[&str] = &[
+/// Steps 1 to 8; the later ones are in `schema_later.rs`.
+const EARLY: &[&str] = &[
     // 1: everything up to SQLite's schema 33.
     r#"
 CREATE TABLE trust (
@@ -527,26 +528,12 @@ CREATE TABLE seal_head (
     signature TEXT NOT NULL
     );
 "#,
-    // 9: SQLite's 39, a vote keeps its proof.
-    "ALTER TABLE quorum_votes ADD COLUMN proof TEXT;",
-    // 10: SQLite's 40, approver devices' checkpoints.
-    r#"
-CREATE TABLE audit_witnesses (
-    approver_id TEXT PRIMARY KEY,
-    at TEXT NOT NULL,
-    through_id BIGINT NOT NULL,
-    hash TEXT NOT NULL,
-    public_key TEXT NOT NULL,
-    signature TEXT NOT NULL,
-    seen_at TEXT NOT NULL
-    );
-"#,
-    // 11: SQLite's 41, the door each envelope came by.
-    "ALTER TABLE envelopes ADD COLUMN door TEXT NOT NULL DEFAULT 'epp';
-    UPDATE envelopes SET door = 'a2a' WHERE transport = 'a2a';",
-    // 12: SQLite's 42, each receipt's outcome.
-    crate::migrations::RECEIPT_OUTCOMES,
 ];
+
+/// Every step, in order.
+fn steps() -> impl Iterator<Item = &'static str> {
+    EARLY.iter().chain(super::schema_later::LATER).copied()
+}
 
 /// Brings the database's schema up to this build's, once: the first node to take the
 /// lock migrates, the others wait for it and then find nothing to do.
@@ -567,11 +554,11 @@ fn migrate_locked(c: &Conn) -> Result<()> {
             0
         }
     };
-    let known = STEPS.len() as i64;
+    let known = steps().count() as i64;
     if current > known {
         return Err(StoreError::TooNew { found: current, known });
     }
-    for (i, sql) in STEPS.iter().enumerate().skip(current as usize) {
+    for (i, sql) in steps().enumerate().skip(current as usize) {
         c.within("BEGIN", || {
             c.batch(sql)?;
             c.batch(&format!("UPDATE gatehouse_schema SET version = {}", i + 1))
@@ -587,6 +574,6 @@ mod tests {
     #[test]
     fn the_trigger_takes_the_lock_acceptances_share() {
         let lock = format!("pg_advisory_xact_lock({ADMISSION_LOCK})");
-        assert!(STEPS[1].contains(&lock), "the trigger of step 2 names {lock}");
+        assert!(EARLY[1].contains(&lock), "the trigger of step 2 names {lock}");
     }
 }

@@ -1,0 +1,26 @@
+//! PostgreSQL's schema steps from 9 on (each beside the SQLite step it mirrors); steps 1
+//! to 8 are in `schema.rs`.
+
+pub(super) const LATER: &[&str] = &[
+    // 9: SQLite's 39, a vote keeps its proof.
+    "ALTER TABLE quorum_votes ADD COLUMN proof TEXT;",
+    // 10: SQLite's 40, approver devices' checkpoints.
+    r#"
+CREATE TABLE audit_witnesses (
+    approver_id TEXT PRIMARY KEY,
+    at TEXT NOT NULL,
+    through_id BIGINT NOT NULL,
+    hash TEXT NOT NULL,
+    public_key TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    seen_at TEXT NOT NULL
+    );
+"#,
+    // 11: SQLite's 41, the door each envelope came by.
+    "ALTER TABLE envelopes ADD COLUMN door TEXT NOT NULL DEFAULT 'epp';
+    UPDATE envelopes SET door = 'a2a' WHERE transport = 'a2a';",
+    // 12: SQLite's 42, each receipt's outcome.
+    crate::migrations::RECEIPT_OUTCOMES,
+    // 13: SQLite's 43, the executor chosen when a UAMP ask was accepted.
+    crate::migrations::STREAM_EXECUTORS,
+];
