@@ -63,6 +63,7 @@ impl A2aDoor {
             transport: DOOR,
             sender,
             scope,
+            asks: None,
             size: size as u64,
             on_behalf_of: None,
             at: now,

@@ -34,6 +34,9 @@ pub struct Arrival<'a> {
     pub sender: String,
     /// The scope it asks for: its hold and its executor are decided by it.
     pub scope: String,
+    /// Every scope it asks for, when that is not just `scope` (a credential naming
+    /// several; none for what only steers work it started): each is judged.
+    pub asks: Option<&'a [String]>,
     /// Its size as it arrived.
     pub size: u64,
     /// Whose behalf it is sent on, if anyone's.
@@ -141,6 +144,38 @@ pub trait Door: Checks {
     fn refused(&self, a: &Arrival<'_>, why: &Why<Self::Refusal>) -> Words<Self::Answer>;
     /// What one of its own refusals is, in no door's words.
     fn outcome(&self, refusal: &Self::Refusal) -> Outcome;
+    /// Keeps what the gate let in in the door's own record (a stream's messages) instead
+    /// of the gate's: in one transaction with its receipt, refusing a replay, a rate over
+    /// the sender's limits, or a registry view that changed since `version`. `None` (the
+    /// default): the gate keeps its record. A door that keeps its own runs what it let in
+    /// itself, and calls [`Gate::accept`] off the async workers (this blocks).
+    fn keep(&self, _store: &gatehouse_store::Store, _k: &Keep<'_>) -> Option<gatehouse_store::Result<Stored<Self::Refusal>>> {
+        None
+    }
+}
+
+/// What the gate decided, for a door that keeps its own record ([`Door::keep`]).
+pub struct Keep<'a> {
+    /// The receipt of the arrival let in, as the door worded it.
+    pub receipt: &'a ReceiptRow,
+    pub limits: &'a RateLimit,
+    /// The registry's version the decision was made on.
+    pub version: i64,
+    /// The executor chosen for it, once.
+    pub executor: &'a ExecutorSpec,
+    /// Whether it waits for the user.
+    pub held: bool,
+}
+
+/// What a door's own record answered.
+pub enum Stored<R> {
+    /// Kept as `row`; `held`: whether it waits for the user after all (the door may hold
+    /// only what it can hold).
+    Row { row: i64, held: bool },
+    /// Refused by the store's checks (a replay, a rate, a registry that changed).
+    Refused(AcceptRefusal),
+    /// Refused by the door's own checks once the gate let it in.
+    Door(R),
 }
 
 /// What became of an arrival.
@@ -198,9 +233,11 @@ impl Admitted {
     }
 }
 
-/// A record ready for the commit, and what to say once it is durable.
+/// A decision ready for the commit, and what to say once it is durable.
 struct Ready<A> {
-    record: NewEnvelope,
+    receipt: ReceiptRow,
+    spec: ExecutorSpec,
+    version: i64,
     limits: RateLimit,
     answer: A,
     held: bool,
@@ -218,10 +255,14 @@ impl Gate {
                 Ok(r) => r,
                 Err(why) => break why,
             };
-            let Ready { record, limits, answer, held, noop } = ready;
-            let stored = self.store.accept(record, &limits);
+            let Ready { receipt, spec, version, limits, answer, held, noop } = ready;
+            let k = Keep { receipt: &receipt, limits: &limits, version, executor: &spec, held };
+            let (stored, own) = match door.keep(&self.store, &k) {
+                Some(own) => (own, true),
+                None => (self.store.accept(record(a, receipt, &spec, version, held, noop), &limits).map(|r| gate_stored(r, held)), false),
+            };
             match settled(stored, &mut tries) {
-                Ok(row) => return self.let_in(a, answer, held, noop, row),
+                Ok((row, held)) => return self.let_in(a, answer, held, noop || own, row),
                 Err(Some(why)) => break why,
                 Err(None) => fresh = true,
             }
@@ -245,10 +286,14 @@ impl Gate {
                 Ok(r) => r,
                 Err(why) => break why,
             };
-            let Ready { record, limits, answer, held, noop } = ready;
-            let stored = self.store.accept_async(record, &limits).await;
+            let Ready { receipt, spec, version, limits, answer, held, noop } = ready;
+            let k = Keep { receipt: &receipt, limits: &limits, version, executor: &spec, held };
+            let (stored, own) = match door.keep(&self.store, &k) {
+                Some(own) => (own, true),
+                None => (self.store.accept_async(record(a, receipt, &spec, version, held, noop), &limits).await.map(|r| gate_stored(r, held)), false),
+            };
             match settled(stored, &mut tries) {
-                Ok(row) => return self.let_in(a, answer, held, noop, row),
+                Ok((row, held)) => return self.let_in(a, answer, held, noop || own, row),
                 Err(Some(why)) => break why,
                 Err(None) => fresh = true,
             }
@@ -403,10 +448,10 @@ impl Gate {
     fn ready<D: Door>(&self, door: &D, a: &Arrival<'_>, fresh: bool, wait: Wait) -> Result<Ready<D::Answer>, Why<D::Refusal>> {
         // Its sender names its scope: one a door keeps for what it records itself is not
         // the sender's to ask for.
-        if self.reserved_scope(&a.scope) {
-            return Err(Why::Reserved(a.scope.clone()));
+        let scopes = a.asks.unwrap_or(std::slice::from_ref(&a.scope));
+        if let Some(s) = std::iter::once(&a.scope).chain(scopes).find(|s| self.reserved_scope(s)) {
+            return Err(Why::Reserved(s.clone()));
         }
-        let scopes = std::slice::from_ref(&a.scope);
         let asked = Asked { scopes, size: a.size, delegated: a.on_behalf_of.is_some(), at: a.at };
         let admitted = self.judged(door, &a.sender, &asked, a.consent, SETTINGS_KEY, Some(&a.kept.nonce), fresh, wait)?;
         let (held, spec) = (admitted.held, admitted.executor(&a.scope));
@@ -415,48 +460,13 @@ impl Gate {
         let noop = !held && *spec == ExecutorSpec::Noop;
         let said = door.accepted(a, spec.name(), held);
         let receipt = receipt_row(a, if held { Outcome::Held } else { Outcome::Accepted }, None, None, said.receipt, None);
-        let k = &a.kept;
-        let record = NewEnvelope {
-            envelope_id: k.id.clone(),
-            sender: a.sender.clone(),
-            recipient: k.recipient.clone(),
-            scope: a.scope.clone(),
-            payload_type: k.payload_type.clone(),
-            conversation_id: k.conversation_id.clone(),
-            in_reply_to: k.in_reply_to.clone(),
-            on_behalf_of: a.on_behalf_of.clone(),
-            prompt: k.prompt.clone(),
-            timestamp: k.timestamp.clone(),
-            expires_at: k.expires_at.clone(),
-            expires_at_ms: k.expires_at_ms,
-            nonce: k.nonce.clone(),
-            received_at: a.received_at.to_string(),
-            received_ms: a.at.timestamp_millis(),
-            transport: a.transport.to_string(),
-            signed_form: k.signed_form.to_string(),
-            raw: String::from_utf8_lossy(k.raw).into_owned(),
-            raw_sha256: k.raw_sha256.clone(),
-            executor: spec.name().to_string(),
-            // Kept for the runner; a no-op done at acceptance never reaches it.
-            executor_spec: if noop { None } else { serde_json::to_string(spec).ok() },
-            exec_status: if held {
-                ExecStatus::Held
-            } else if noop {
-                ExecStatus::Succeeded
-            } else {
-                ExecStatus::Queued
-            },
-            exec_result: noop.then(crate::executor::noop_result),
-            receipt,
-            door: a.door.to_string(),
-            admission_version: Some(admitted.version),
-        };
-        Ok(Ready { record, limits: admitted.limits, answer: said.answer, held, noop })
+        Ok(Ready { receipt, spec: spec.clone(), version: admitted.version, limits: admitted.limits, answer: said.answer, held, noop })
     }
 
-    /// A record now durable: its job queued, its arrival announced.
-    fn let_in<A, R>(&self, a: &Arrival<'_>, answer: A, held: bool, noop: bool, row: i64) -> Answered<A, R> {
-        if !held && !noop {
+    /// A record now durable: its job queued (`ran`: nothing for the runner, done at
+    /// acceptance or run by its door), its arrival announced.
+    fn let_in<A, R>(&self, a: &Arrival<'_>, answer: A, held: bool, ran: bool, row: i64) -> Answered<A, R> {
+        if !held && !ran {
             self.execute(row);
         }
         self.announce_accepted(a.receipt_id, &a.sender, &a.scope, a.transport, held);
@@ -509,19 +519,71 @@ fn recorded(stored: gatehouse_store::Result<()>) {
     }
 }
 
-/// The store's answer to a commit: the row, why it was refused, or None to decide again
-/// (the registry changed under it).
-fn settled<R>(stored: gatehouse_store::Result<Result<i64, AcceptRefusal>>, tries: &mut u32) -> Result<i64, Option<Why<R>>> {
-    match stored {
-        Ok(Ok(row)) => Ok(row),
-        Err(e) => Err(Some(Why::Store(e))),
-        Ok(Err(AcceptRefusal::Replay)) => Err(Some(Why::Replay)),
-        Ok(Err(AcceptRefusal::RateLimited { window, limit, retry_after_secs })) => Err(Some(Why::RateLimited { window, limit, retry_after_secs })),
-        Ok(Err(AcceptRefusal::Stale)) if *tries < MAX_STALE_RETRIES => {
+/// The store's answer to a commit: the row (and whether it is held), why it was refused,
+/// or None to decide again (the registry changed under it).
+fn settled<R>(stored: gatehouse_store::Result<Stored<R>>, tries: &mut u32) -> Result<(i64, bool), Option<Why<R>>> {
+    let refused = match stored {
+        Ok(Stored::Row { row, held }) => return Ok((row, held)),
+        Ok(Stored::Door(r)) => return Err(Some(Why::Refused(Refusal::Door(r)))),
+        Err(e) => return Err(Some(Why::Store(e))),
+        Ok(Stored::Refused(r)) => r,
+    };
+    match refused {
+        AcceptRefusal::Replay => Err(Some(Why::Replay)),
+        AcceptRefusal::RateLimited { window, limit, retry_after_secs } => Err(Some(Why::RateLimited { window, limit, retry_after_secs })),
+        AcceptRefusal::Stale if *tries < MAX_STALE_RETRIES => {
             *tries += 1;
             Err(None)
         }
-        Ok(Err(AcceptRefusal::Stale)) => Err(Some(Why::Unsettled)),
+        AcceptRefusal::Stale => Err(Some(Why::Unsettled)),
+    }
+}
+
+/// The gate's own commit's answer, as a door's record answers.
+fn gate_stored<R>(r: Result<i64, AcceptRefusal>, held: bool) -> Stored<R> {
+    match r {
+        Ok(row) => Stored::Row { row, held },
+        Err(refused) => Stored::Refused(refused),
+    }
+}
+
+/// The gate's record of an arrival let in.
+fn record(a: &Arrival<'_>, receipt: ReceiptRow, spec: &ExecutorSpec, version: i64, held: bool, noop: bool) -> NewEnvelope {
+    let k = &a.kept;
+    NewEnvelope {
+        envelope_id: k.id.clone(),
+        sender: a.sender.clone(),
+        recipient: k.recipient.clone(),
+        scope: a.scope.clone(),
+        payload_type: k.payload_type.clone(),
+        conversation_id: k.conversation_id.clone(),
+        in_reply_to: k.in_reply_to.clone(),
+        on_behalf_of: a.on_behalf_of.clone(),
+        prompt: k.prompt.clone(),
+        timestamp: k.timestamp.clone(),
+        expires_at: k.expires_at.clone(),
+        expires_at_ms: k.expires_at_ms,
+        nonce: k.nonce.clone(),
+        received_at: a.received_at.to_string(),
+        received_ms: a.at.timestamp_millis(),
+        transport: a.transport.to_string(),
+        signed_form: k.signed_form.to_string(),
+        raw: String::from_utf8_lossy(k.raw).into_owned(),
+        raw_sha256: k.raw_sha256.clone(),
+        executor: spec.name().to_string(),
+        // Kept for the runner; a no-op done at acceptance never reaches it.
+        executor_spec: if noop { None } else { serde_json::to_string(spec).ok() },
+        exec_status: if held {
+            ExecStatus::Held
+        } else if noop {
+            ExecStatus::Succeeded
+        } else {
+            ExecStatus::Queued
+        },
+        exec_result: noop.then(crate::executor::noop_result),
+        receipt,
+        door: a.door.to_string(),
+        admission_version: Some(version),
     }
 }
 

@@ -45,7 +45,7 @@ pub mod release;
 pub mod runner;
 pub mod state;
 
-pub use accept::{Answered, Arrival, Door, Kept, Why, Words};
+pub use accept::{Answered, Arrival, Door, Keep, Kept, Stored, Why, Words};
 pub use admit::{admit, admitted_under, standing, Asked, Checks, NoChecks, Refusal, Verdict};
 pub use executor::{ExecutorConfig, ExecutorSpec};
 pub use release::{Delivered, Reread};

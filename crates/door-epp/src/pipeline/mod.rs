@@ -239,6 +239,7 @@ impl Ctx<'_> {
             transport: self.transport,
             sender: env.sender_key(),
             scope: env.scope.clone(),
+            asks: None,
             size: self.bytes.len() as u64,
             on_behalf_of: env.delegation.as_ref().map(|d| d.on_behalf_of.to_ascii_lowercase()),
             at: self.now,
