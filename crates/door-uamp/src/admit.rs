@@ -1,18 +1,26 @@
-//! Admitting one UAMP envelope: the door's checks in their documented order (schema,
-//! signature and sender key, freshness, trust and scope, capability token, intent rules,
-//! stream state) and the one transaction that stores it with its receipt, where a message
-//! id seen before is refused as a replay (`Store::uamp_accept`).
+//! Admitting one UAMP envelope: the door's checks before the gate, in their documented
+//! order (schema, recipient, freshness, signature and sender key, a message id seen
+//! before, the capability token), then the gate's acceptance (`at_gate.rs`: trust and
+//! scope, the intent's rules, the transaction that keeps it with its receipt).
 
 use super::*;
-use gatehouse_gate::{Refusal, Why};
+use at_gate::AtGate;
+use gatehouse_gate::{Arrival, Kept};
 
 impl UampDoor {
     // A Failure is built once per refused request and becomes its receipt; boxing it
     // would cost an allocation on the path floods take and save nothing.
     #[allow(clippy::result_large_err)]
-    pub(super) fn check_and_store(&self, bytes: &[u8], auth: &TransportAuth, now: DateTime<Utc>, receipt_id: &str) -> Result<Accepted, Failure> {
+    pub(super) fn check_and_store(&self, bytes: &[u8], auth: &TransportAuth, now: DateTime<Utc>, receipt_id: &str) -> Result<Accepted, Refused> {
+        let Read { env, trusted, token, scopes, scope, steers } = self.read(bytes, now)?;
+        self.at_gate(bytes, auth, now, receipt_id, Read { env, trusted, token, scopes, scope, steers })
+    }
+
+    /// The envelope read and its signature verified, before the gate judges it.
+    #[allow(clippy::result_large_err)]
+    fn read(&self, bytes: &[u8], now: DateTime<Utc>) -> Result<Read, Failure> {
         let env = Envelope::parse(bytes).map_err(Failure::from)?;
-        let mut fail = |e: UampError| Failure::about(&env, e);
+        let fail = |e: UampError| Failure::about(&env, e);
         if !env.is_for(&self.did) {
             return Err(fail(UampError::new(Code::Unauthorized, "wrong_recipient", format!("this inbox is {}, which `to` does not name", self.did))));
         }
@@ -72,173 +80,69 @@ impl UampDoor {
             Some(Ok(claims)) if !claims.scopes.is_empty() => claims.scopes.clone(),
             _ => vec![scope.clone()],
         };
-        let asked = gatehouse_gate::Asked { scopes: &scopes, size: bytes.len() as u64, delegated: false, at: now };
-        let checks = UampChecks { store, env: &env, auth, token: token.as_ref().and_then(|t| t.as_ref().err()) };
-        // UAMP keeps its messages with their streams, and their ids against replay, itself:
-        // the gate decides on the registry read now, in the same order as for every door.
-        let admitted = match self.inbox.judge(&checks, &env.from, &asked, gatehouse_gate::executor::SETTINGS_KEY, None) {
-            Ok(a) => a,
-            Err(Why::Knock) => {
-                let mut f = fail(UampError::new(
-                    Code::Unauthorized,
-                    "untrusted_sender",
-                    format!("{} is not in this inbox's trust registry; the user has been asked", env.from),
-                ));
-                // The knock asks for its signed intent: a capability token's scope is not checked
-                // until the sender is trusted, so it must not decide what the prompt grants.
-                let asked = env.intent.as_str().to_string();
-                f.scope = Some(asked.clone());
-                f.knock = Some(Knock {
-                    door: crate::DOOR,
-                    sender: env.from.clone(),
-                    scope: asked,
-                    envelope_id: env.id.clone(),
-                    at: gatehouse_gate::clock::utc_string(now),
-                });
-                return Err(f);
-            }
-            Err(Why::Refused(r)) => {
-                return Err(fail(match r {
-                    Refusal::Blocked => UampError::new(Code::Unauthorized, "blocked", format!("{} is blocked", env.from)),
-                    Refusal::Revoked(reason) => {
-                        let why = if reason.is_empty() { String::new() } else { format!(": {reason}") };
-                        UampError::new(Code::Unauthorized, "revoked", format!("{}'s key was revoked by the user of this inbox{why}", env.from))
-                    }
-                    Refusal::Door(e) => e,
-                    Refusal::Scope(s) => UampError::new(Code::Unauthorized, "policy_denied", format!("scope {s:?} is not allowed for {}", env.from)),
-                    // UAMP carries no delegation.
-                    Refusal::Delegation => UampError::new(Code::Unauthorized, "policy_denied", "delegated messages are not allowed"),
-                    Refusal::Size { limit, .. } => UampError::new(Code::PayloadTooLarge, "too_large", format!("policy allows this sender {limit} bytes")),
-                }));
-            }
-            Err(Why::Store(e)) => return Err(fail(storage(e))),
-            Err(Why::Reserved(s)) => {
-                return Err(fail(UampError::new(Code::Unauthorized, "policy_denied", format!("the scope {s:?} is Gatehouse's own; no agent may ask for it"))))
-            }
-            Err(other) => {
-                let what = other.outcome(|_| gatehouse_code::Outcome::Malformed).as_str();
-                return Err(fail(UampError::new(Code::BackendBusy, "internal", format!("the gate could not decide ({what})"))));
-            }
-        };
-        let held = admitted.held;
-        // What the intent does to an existing stream is checked before anything is stored.
-        let effect_target = match env.intent {
-            Intent::Cancel | Intent::Progress => Some(self.target_stream(&env).map_err(&mut fail)?),
-            _ => None,
-        };
-        let ack_seq = match env.intent {
-            Intent::Progress => Some(ack_of(&env).map_err(&mut fail)?),
-            _ => None,
-        };
+        Ok(Read { env, trusted, token, scopes, scope, steers })
+    }
+
+    /// The gate's acceptance of an envelope read.
+    #[allow(clippy::result_large_err)]
+    fn at_gate(&self, bytes: &[u8], auth: &TransportAuth, now: DateTime<Utc>, receipt_id: &str, read: Read) -> Result<Accepted, Refused> {
+        let Read { env, trusted, token, scopes, scope, steers } = read;
+        // An unknown sender knocks for its signed intent: its capability token is not read
+        // until it is known, so it must not decide what the prompt grants.
+        let scope = if trusted { scope } else { env.intent.as_str().to_string() };
         let opens = env.intent.opens_stream();
-        // "Ask me first": the stream is opened and kept, its executor waits for the user.
-        let held = opens && held;
-        if opens && self.streams.active() >= MAX_ACTIVE_STREAMS {
-            let mut f = fail(UampError::new(Code::BackendBusy, "busy", format!("{MAX_ACTIVE_STREAMS} streams are running; try again shortly")));
-            f.retry_after = Some(BUSY_RETRY_AFTER_SECS);
-            return Err(f);
-        }
         let stream_id = opens.then(|| env.stream_id.clone().unwrap_or_else(|| format!("str-{}", uuid::Uuid::now_v7())));
         let received_at = gatehouse_gate::clock::utc_string(now);
-        let mut receipt = json!({
-            "receipt_id": receipt_id,
-            "status": "accepted",
-            "message_id": env.id,
-            "received_at": received_at,
-        });
-        if let Some(s) = &stream_id {
-            receipt["stream_id"] = s.clone().into();
-        }
-        if held {
-            receipt["held_for_consent"] = true.into();
-        }
-        let row = ReceiptRow {
-            receipt_id: receipt_id.to_string(),
-            envelope_id: Some(env.id.clone()),
-            status: "accepted".into(),
-            code: None,
-            message: None,
-            received_at: received_at.clone(),
-            received_ms: now.timestamp_millis(),
-            transport: "uamp".into(),
-            sender: Some(env.from.clone()),
-            scope: Some(scope.clone()),
-            body: None,
-            body_truncated: false,
-            receipt: receipt.clone(),
-            prompt: Some(env.body.content.clone()),
-            envelope_row: None,
-            outcome: Some(if held { gatehouse_code::Outcome::Held } else { gatehouse_code::Outcome::Accepted }),
+        let at_gate = AtGate {
+            uamp: self,
+            env: &env,
+            auth,
+            token: token.as_ref().and_then(|t| t.as_ref().err()),
+            bytes,
+            steers,
+            stream_id: stream_id.clone(),
+            done: std::sync::Mutex::new(None),
         };
-        let msg = NewUampMessage {
-            message_id: env.uuid.to_string(),
-            direction: "in",
+        let arrival = Arrival {
+            door: crate::DOOR,
+            transport: "uamp",
             sender: env.from.clone(),
-            recipients: env.to.clone(),
-            intent: env.intent.as_str().into(),
-            stream_id: stream_id.clone().or_else(|| env.stream_id.clone()),
-            reply_to: env.reply_to.as_deref().and_then(gatehouse_uamp::envelope::parse_uuid).map(|u| u.to_string()),
-            scope: Some(scope.clone()),
-            body_type: env.body.media_type.clone(),
-            content: env.body.content.clone(),
-            ts: env.ts.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            received_at: received_at.clone(),
-            received_ms: now.timestamp_millis(),
-            raw: String::from_utf8_lossy(bytes).into_owned(),
-            receipt_id: receipt_id.to_string(),
+            scope: scope.clone(),
+            asks: trusted.then_some(scopes.as_slice()),
+            size: bytes.len() as u64,
+            on_behalf_of: None,
+            at: now,
+            received_at: &received_at,
+            receipt_id,
+            consent: None,
+            kept: Kept {
+                id: env.id.clone(),
+                recipient: self.did.clone(),
+                payload_type: Some(env.body.media_type.clone()),
+                conversation_id: None,
+                in_reply_to: env.reply_to.clone(),
+                prompt: env.body.content.clone(),
+                timestamp: env.ts.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                expires_at: String::new(),
+                expires_at_ms: 0,
+                // Its message id, apart from every other door's nonces.
+                nonce: [b"uamp\0".as_slice(), env.uuid.as_bytes()].concat(),
+                signed_form: "reference",
+                raw: bytes,
+                raw_sha256: String::new(),
+            },
+            keeps_refused: true,
         };
-        let new_stream = stream_id.as_ref().map(|s| NewStream {
-            stream_id: s.clone(),
-            direction: "in",
-            peer: env.from.clone(),
-            delta_window: env.delta_window,
-            // Chosen once, here: what runs, now or once the user allows it.
-            executor_spec: serde_json::to_string(admitted.executor(&scope)).ok(),
-        });
-        let limits = if steers { gatehouse_store::RateLimit::default() } else { admitted.limits.clone() };
-        match store.uamp_accept(&msg, new_stream.as_ref(), &row, &limits).map_err(|e| fail(storage(e)))? {
-            Ok(_) => {}
-            Err(UampRefusal::Replay) => return Err(fail(replay(&env))),
-            Err(UampRefusal::StreamExists) => {
-                return Err(fail(UampError::invalid("/stream_id", "names a stream that already exists").with_reason("stream_exists")))
-            }
-            Err(UampRefusal::RateLimited { retry_after_secs }) => {
-                let mut f = fail(UampError::new(Code::BackendBusy, "rate_limited", format!("{}'s policy allows no more messages now", env.from)));
-                f.retry_after = Some(retry_after_secs);
-                return Err(f);
-            }
+        // UAMP keeps its messages with their streams: the gate decides, the door keeps
+        // (`at_gate.rs`), the gate announces.
+        let answered = self.inbox.accept(&at_gate, &arrival);
+        if answered.row.is_none() {
+            return Err(Refused::Judged(answered.answer));
         }
-        if let (true, Some(s)) = (held, &stream_id) {
-            store.uamp_hold(s, &received_at).map_err(|e| fail(storage(e)))?;
-        }
-        let mut effect = None;
-        if let Some(target) = effect_target {
-            effect = Some(match env.intent {
-                Intent::Cancel => {
-                    let was = self.streams.cancel(self.store(), &target, &env.from);
-                    json!({"stream_id": target, "cancelled": was})
-                }
-                _ => {
-                    let seq = ack_seq.expect("progress has an ack");
-                    let acked = self.streams.ack(self.store(), &target, seq).map_err(|e| fail(storage(e)))?;
-                    json!({"stream_id": target, "acked_seq": acked})
-                }
-            });
-        }
-        let job = stream_id.clone().map(|s| {
-            (
-                s,
-                streams::Job {
-                    spec: admitted.executor(&scope).clone(),
-                    message_id: env.id.clone(),
-                    sender: env.from.clone(),
-                    scope: scope.clone(),
-                    body: env.body.clone(),
-                    window: env.delta_window,
-                },
-            )
-        });
-        Ok(Accepted { sender: env.from.clone(), scope, receipt, stream: stream_id, effect, job, held })
+        let Some(done) = at_gate.done.into_inner().unwrap_or_else(|p| p.into_inner()) else {
+            return Err(Refused::Judged(internal("the message was let in but not kept".into())));
+        };
+        Ok(Accepted { receipt: answered.answer.body, stream: stream_id, effect: done.effect, job: done.job, held: done.held })
     }
 
     /// The stream a `cancel` or `progress` envelope is about: its `stream_id`, or the
@@ -264,55 +168,6 @@ impl UampDoor {
         match s {
             Some(s) if s.direction == "in" && s.peer == gatehouse_store::sender_key(&env.from) => Ok(id),
             _ => Err(UampError::invalid("/stream_id", format!("{id:?} is not a stream {} opened here", env.from)).with_reason("unknown_stream")),
-        }
-    }
-}
-
-/// What only the UAMP door checks, at the gate's places for it.
-struct UampChecks<'a> {
-    store: &'a Store,
-    env: &'a Envelope,
-    auth: &'a TransportAuth,
-    /// Why the capability token sent does not verify, if it does not.
-    token: Option<&'a UampError>,
-}
-
-impl gatehouse_gate::Checks for UampChecks<'_> {
-    type Refusal = UampError;
-
-    /// A trusted sender also proves itself at the transport: the bearer token the user
-    /// issued to it, or a client certificate on one of its keys. A token that is sent
-    /// must be good: a revoked one is refused even beside a good certificate, so
-    /// revoking is never silently undone. Then its capability token, if it sent one.
-    fn credentials(&self, trust: &TrustEntry) -> Result<(), UampError> {
-        self.transport(trust)?;
-        self.token.map_or(Ok(()), |e| Err(e.clone()))
-    }
-}
-
-impl UampChecks<'_> {
-    fn transport(&self, trust: &TrustEntry) -> Result<(), UampError> {
-        let (env, auth) = (self.env, self.auth);
-        let by_cert = auth.client_key.as_ref().is_some_and(|k| key_speaks_for(k, &env.from, Some(trust)));
-        match &auth.bearer {
-            None if by_cert => Ok(()),
-            None => Err(match &auth.client_key {
-                Some(k) => UampError::new(
-                    Code::Unauthenticated,
-                    "client_cert_mismatch",
-                    format!("the client certificate's key {} is not a key of {}; present that sender's certificate or its bearer token", k.did_key(), env.from),
-                ),
-                None => UampError::new(
-                    Code::Unauthenticated,
-                    "no_credentials",
-                    "present a client certificate on your key (mTLS) or the bearer token this inbox issued to you (Authorization: Bearer …)",
-                ),
-            }),
-            Some(t) => match self.store.uamp_token_sender(&gatehouse_uamp::canonical::sha256_hex(t.as_bytes())).map_err(storage)? {
-                Some(s) if s == gatehouse_store::sender_key(&env.from) => Ok(()),
-                Some(_) => Err(UampError::new(Code::Unauthenticated, "token_sender_mismatch", "the bearer token was issued to another sender")),
-                None => Err(UampError::new(Code::Unauthenticated, "unknown_token", "the bearer token is unknown or revoked")),
-            },
         }
     }
 }
@@ -376,8 +231,6 @@ pub(super) fn internal(message: String) -> Answer {
 }
 
 pub(super) struct Accepted {
-    pub(super) sender: String,
-    pub(super) scope: String,
     pub(super) receipt: Value,
     pub(super) stream: Option<String>,
     pub(super) effect: Option<Value>,
@@ -390,6 +243,34 @@ pub(super) enum Start {
     Run(String, Box<streams::Job>),
     /// The stream waits for the user's consent.
     Hold(String),
+}
+
+/// An envelope read and verified, as the gate will judge it.
+struct Read {
+    env: Envelope,
+    /// Its sender has a trust entry.
+    trusted: bool,
+    /// Its capability token checked, for a known sender that sent one.
+    token: Option<Result<captoken::Claims, UampError>>,
+    /// Every scope it asks for (none when it only steers a stream it opened).
+    scopes: Vec<String>,
+    scope: String,
+    steers: bool,
+}
+
+/// Why an envelope was not let in: refused by the door before the gate judged it (the
+/// door keeps its receipt), or by the gate (which kept it): its answer.
+// Built once per refused request, as a Failure is (see check_and_store).
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Refused {
+    Early(Failure),
+    Judged(Answer),
+}
+
+impl From<Failure> for Refused {
+    fn from(f: Failure) -> Self {
+        Refused::Early(f)
+    }
 }
 
 pub(super) struct Failure {

@@ -16,6 +16,7 @@
 #![cfg_attr(not(test), deny(clippy::string_slice))]
 
 mod admit;
+mod at_gate;
 pub mod client;
 mod connect;
 pub mod executor;
@@ -39,7 +40,7 @@ use gatehouse_uamp::did::PublicKey;
 use gatehouse_uamp::{captoken, manifest, sign, verify, Code, Envelope, Intent, UampError};
 use serde_json::{json, Value};
 
-use admit::{internal, scope_of, trust_keys, Failure, Start};
+use admit::{internal, scope_of, trust_keys, Failure, Refused, Start};
 use gatehouse_gate::executor::ExecutorConfig;
 use gatehouse_gate::state::Gate;
 
@@ -224,7 +225,6 @@ impl UampDoor {
         let receipt_id = uuid::Uuid::now_v7().to_string();
         match self.check_and_store(bytes, auth, now, &receipt_id) {
             Ok(accepted) => {
-                self.inbox.announce_accepted(&receipt_id, &accepted.sender, &accepted.scope, "uamp", accepted.held);
                 let mut body = accepted.receipt.clone();
                 let (status, location) = match &accepted.stream {
                     Some(s) => (202, Some(format!("/v1/stream/{}", s))),
@@ -240,10 +240,12 @@ impl UampDoor {
                 };
                 (Answer { status, body, location, retry_after: None }, start)
             }
-            Err(f) => {
+            Err(Refused::Early(f)) => {
                 let body = self.record_refusal(bytes, &f, now, &receipt_id);
                 (Answer { status: f.error.code.http_status(), body, location: None, retry_after: f.retry_after }, None)
             }
+            // The gate kept its receipt and announced it.
+            Err(Refused::Judged(answer)) => (answer, None),
         }
     }
 

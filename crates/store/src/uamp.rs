@@ -103,7 +103,9 @@ pub enum UampRefusal {
     /// Its `stream_id` names a stream that exists.
     StreamExists,
     /// The sender's policy allows no more messages now.
-    RateLimited { retry_after_secs: u64 },
+    RateLimited { window: &'static str, limit: u32, retry_after_secs: u64 },
+    /// What admitted it (trust, blocks, settings) changed since it was decided.
+    Stale,
 }
 
 pub const STREAM_STATES: [&str; 5] = ["NEW", "IN_PROGRESS", "COMPLETED", "CANCELLED", "ERROR"];
@@ -214,15 +216,28 @@ fn insert_stream(tx: &Db<'_>, s: &NewStream, row: i64, now: &str) -> Result<()> 
 impl Store {
     /// Stores an accepted message, its stream and its receipt in one transaction; the
     /// replay, stream and rate checks run inside it so two racing copies cannot both pass.
+    /// `admitted`: the registry's version the gate decided on (as for an envelope, the
+    /// commit refuses it if trust, blocks or settings changed since).
     pub fn uamp_accept(
         &self,
         msg: &NewUampMessage,
         stream: Option<&NewStream>,
         receipt: &ReceiptRow,
         limits: &RateLimit,
+        admitted: Option<i64>,
     ) -> Result<std::result::Result<i64, UampRefusal>> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
+        if let Some(admitted) = admitted {
+            if tx.db().is_pg() {
+                // As an envelope's acceptance: a change to what admits waits for this commit.
+                tx.query_row(&format!("SELECT pg_advisory_xact_lock_shared({})", crate::pg::ADMISSION_LOCK), args![], |_| Ok(()))?;
+            }
+            let now: i64 = tx.query_row("SELECT n FROM admission_version", args![], |r| r.get(0))?;
+            if now != admitted {
+                return Ok(Err(UampRefusal::Stale));
+            }
+        }
         if crate::replay::uamp_message_seen(&tx.db(), &msg.message_id)? {
             return Ok(Err(UampRefusal::Replay));
         }
@@ -236,7 +251,7 @@ impl Store {
         // `usage_minutes`): acknowledging or cancelling a stream steers it and is not counted.
         let sender = sender_key(&msg.sender);
         if let Some(over) = crate::replay::over_rate(&tx.db(), &sender, msg.received_ms, limits)? {
-            return Ok(Err(UampRefusal::RateLimited { retry_after_secs: over.retry_after_secs }));
+            return Ok(Err(UampRefusal::RateLimited { window: over.window, limit: over.limit, retry_after_secs: over.retry_after_secs }));
         }
         if msg.direction == "in" && !matches!(msg.intent.as_str(), "progress" | "cancel") {
             crate::replay::count_use(&tx.db(), &sender, msg.received_ms)?;

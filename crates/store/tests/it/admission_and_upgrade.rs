@@ -493,3 +493,42 @@ fn an_upgraded_audit_log_is_chained_from_its_first_entry_and_goes_on_from_there(
     let store = Store::open(&path).unwrap();
     assert_eq!(store.audit_chain(0, 10).unwrap(), chain);
 }
+
+crate::on_both_engines! {
+    /// A UAMP message is committed only on the registry it was decided on, as an envelope
+    /// is: the user blocked its sender (on another connection) between the decision and the
+    /// commit, and the commit refuses it as stale, so the gate decides again.
+    fn a_uamp_message_decided_on_a_registry_changed_since_is_refused_as_stale(place) {
+        let inbox = place.open();
+        let cli = place.open();
+        cli.trust_add(&entry(&["*"])).unwrap();
+        let decided = inbox.admission(SENDER, "executors").unwrap().version;
+        cli.block(SENDER, "changed its mind", "2026-11-26T09:59:00Z").unwrap();
+        let msg = gatehouse_store::uamp::NewUampMessage {
+            message_id: "0190f0a0-0000-7000-8000-000000000001".into(),
+            direction: "in",
+            sender: SENDER.into(),
+            recipients: vec!["did:key:z6Mkf5rGMoatrSj1f4CyvuHBeXJELe9RPdzo2PKGNCKVtZxP".into()],
+            intent: "inform".into(),
+            stream_id: None,
+            reply_to: None,
+            scope: Some("inform".into()),
+            body_type: "text/plain".into(),
+            content: "decided before the block".into(),
+            ts: "2026-11-26T10:00:00Z".into(),
+            received_at: "2026-11-26T10:00:00Z".into(),
+            received_ms: 1_795_000_000_000,
+            raw: "{}".into(),
+            receipt_id: "r-stale".into(),
+        };
+        let mut receipt = envelope(b"unused", 1).receipt;
+        receipt.receipt_id = "r-stale".into();
+        receipt.transport = "uamp".into();
+        let r = inbox.uamp_accept(&msg, None, &receipt, &RateLimit::default(), Some(decided)).unwrap();
+        assert!(matches!(r, Err(gatehouse_store::uamp::UampRefusal::Stale)), "{r:?}");
+        assert!(inbox.uamp_message(&msg.message_id).unwrap().is_none(), "nothing kept");
+        // Decided on the registry as it is now, it would be kept (and the gate refuses it: blocked).
+        let now = inbox.admission(SENDER, "executors").unwrap().version;
+        assert!(inbox.uamp_accept(&msg, None, &receipt, &RateLimit::default(), Some(now)).unwrap().is_ok());
+    }
+}

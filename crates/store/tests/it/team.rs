@@ -231,7 +231,7 @@ fn the_same_uamp_message_id_at_two_nodes_at_once_is_stored_once() {
             let mut receipt = envelope_at(b"unused", round * 10 + i, 1_795_000_000_000).receipt;
             receipt.receipt_id = format!("{id}-{i}");
             receipt.transport = "uamp".into();
-            node.uamp_accept(&msg, None, &receipt, &RateLimit::default()).unwrap()
+            node.uamp_accept(&msg, None, &receipt, &RateLimit::default(), None).unwrap()
         });
         let stored = outcomes.iter().filter(|o| o.is_ok()).count();
         assert_eq!(stored, 1, "round {round}: {outcomes:?}");
