@@ -111,7 +111,7 @@ pub fn grantable(source: Source, scope: &str) -> Result<(), ConsentError> {
     }
     match source.fixed_scope() {
         Some(fixed) if fixed != scope => Err(ConsentError::Invalid(format!("this knock can only be let in for \"{fixed}\""))),
-        None if crate::doors::RESERVED_SCOPES.contains(&scope) => {
+        None if crate::doors::RESERVED_SCOPES.iter().any(|(_, s)| *s == scope) => {
             Err(ConsentError::Invalid(format!("\"{scope}\" is reserved for Gatehouse's own agents and sites")))
         }
         _ => Ok(()),

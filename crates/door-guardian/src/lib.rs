@@ -10,6 +10,8 @@
 // character (docs/threat-model.md 1). Tests may; the code uses get() or chars().
 #![cfg_attr(not(test), deny(clippy::string_slice))]
 
+mod at_gate;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,7 +24,6 @@ use axum::Router;
 use gatehouse_asop::jsonrpc::{self, RpcError};
 use gatehouse_asop::rules::{self, Action, Rule};
 use gatehouse_asop::{redact, schema, Step, METHODS};
-use gatehouse_gate::{Refusal, Why};
 use gatehouse_store::asop::{AsopRuleRow, AsopStepRow, NewAsopStep};
 use gatehouse_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
@@ -314,45 +315,15 @@ impl Guardian {
         let Some(agent) = &step.agent_id else {
             return Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, "The step names no agent (context.agent); only registered agents are guarded"));
         };
-        // Who may be guarded is the gate's decision, as for every door: a blocked or
-        // revoked agent is refused, an unknown one knocks, a registration that does not
-        // allow the step (its scope, its size, its rate) refuses it, and one whose grant
-        // ended (or whose key changed unverified) has every step asked of the user.
+        // Who may be guarded is the gate's decision, as for every door (`at_gate.rs`).
         let held = {
-            let (s, key, who) = (self.store.clone(), agent_key(agent), agent.clone());
+            let (key, who) = (agent_key(agent), agent.clone());
             let size = req.raw.to_string().len() as u64;
             let at = gatehouse_gate::clock::now();
             let gate = self.inbox.upgrade();
             let verdict = blocking(move || {
                 let Some(gate) = gate else { return Ok(Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, "Internal server error: the gate stopped")))) };
-                let scopes = [SCOPE.to_string()];
-                let asked = gatehouse_gate::Asked { scopes: &scopes, size, delegated: false, at };
-                Ok(match gate.judge_own_scope(&gatehouse_gate::NoChecks, &key, &asked, "") {
-                    Ok(admitted) => match s.take_rate(&key, at.timestamp_millis(), &admitted.limits)? {
-                        Ok(()) => Ok(admitted.held),
-                        Err(gatehouse_store::AcceptRefusal::RateLimited { window, limit, retry_after_secs }) => Err(Some(
-                            RpcError::new(jsonrpc::RATE_LIMITED, format!("The user allows agent {who} {limit} steps per {window}; try again later"))
-                                .with_data(json!({"retryAfter": retry_after_secs})),
-                        )),
-                        // Only a rate is counted here: nothing else refuses.
-                        Err(other) => Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {other:?}")))),
-                    },
-                    Err(Why::Knock) => Err(None),
-                    Err(Why::Store(e)) => return Err(e),
-                    Err(Why::Refused(r)) => Err(Some(match r {
-                        Refusal::Blocked => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user blocked agent {who}")),
-                        Refusal::Revoked(_) => RpcError::new(jsonrpc::AGENT_BLOCKED, format!("The user revoked agent {who}'s registration")),
-                        Refusal::Size { size, limit } => {
-                            RpcError::new(jsonrpc::TOO_LARGE, format!("The step is {size} bytes; the user allows agent {who} {limit}"))
-                        }
-                        Refusal::Scope(_) | Refusal::Delegation | Refusal::Door(_) => {
-                            RpcError::new(jsonrpc::POLICY_DENIED, format!("The user's registration of agent {who} does not let it ask the guardian"))
-                        }
-                    })),
-                    Err(other) => {
-                        Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {}", other.outcome(|n| match *n {}).as_str()))))
-                    }
-                })
+                Ok(at_gate::judge(&gate, &key, &who, size, at))
             })
             .await?;
             match verdict {

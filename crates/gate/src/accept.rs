@@ -131,7 +131,9 @@ pub struct Words<A> {
     pub receipt: Value,
     pub answer: A,
     /// Whether a refusal is kept as a receipt and announced (a door that answers a retry
-    /// with the task it started, or a failure with an error of its own, keeps none).
+    /// with the task it started, or a failure with an error of its own, keeps none); for
+    /// an arrival let in, whether the gate announces it (a door whose arrivals wait on
+    /// events of its own, an agent's steps, announces them itself).
     pub keep: bool,
 }
 
@@ -236,6 +238,8 @@ impl Admitted {
 /// A decision ready for the commit, and what to say once it is durable.
 struct Ready<A> {
     receipt: ReceiptRow,
+    /// Whether the gate announces it once kept ([`Words::keep`]).
+    announce: bool,
     spec: ExecutorSpec,
     version: i64,
     limits: RateLimit,
@@ -255,14 +259,14 @@ impl Gate {
                 Ok(r) => r,
                 Err(why) => break why,
             };
-            let Ready { receipt, spec, version, limits, answer, held, noop } = ready;
+            let Ready { receipt, announce, spec, version, limits, answer, held, noop } = ready;
             let k = Keep { receipt: &receipt, limits: &limits, version, executor: &spec, held };
             let (stored, own) = match door.keep(&self.store, &k) {
                 Some(own) => (own, true),
                 None => (self.store.accept(record(a, receipt, &spec, version, held, noop), &limits).map(|r| gate_stored(r, held)), false),
             };
             match settled(stored, &mut tries) {
-                Ok((row, held)) => return self.let_in(a, answer, held, noop || own, row),
+                Ok((row, held)) => return self.let_in(a, answer, held, noop || own, announce, row),
                 Err(Some(why)) => break why,
                 Err(None) => fresh = true,
             }
@@ -286,14 +290,14 @@ impl Gate {
                 Ok(r) => r,
                 Err(why) => break why,
             };
-            let Ready { receipt, spec, version, limits, answer, held, noop } = ready;
+            let Ready { receipt, announce, spec, version, limits, answer, held, noop } = ready;
             let k = Keep { receipt: &receipt, limits: &limits, version, executor: &spec, held };
             let (stored, own) = match door.keep(&self.store, &k) {
                 Some(own) => (own, true),
                 None => (self.store.accept_async(record(a, receipt, &spec, version, held, noop), &limits).await.map(|r| gate_stored(r, held)), false),
             };
             match settled(stored, &mut tries) {
-                Ok((row, held)) => return self.let_in(a, answer, held, noop || own, row),
+                Ok((row, held)) => return self.let_in(a, answer, held, noop || own, announce, row),
                 Err(Some(why)) => break why,
                 Err(None) => fresh = true,
             }
@@ -370,26 +374,6 @@ impl Gate {
         }
     }
 
-    /// The gate's decision on one arrival, for a door that keeps what it lets in in a
-    /// record of its own (a stream's messages, an agent's steps): the registry read now
-    /// (no commit of the gate's checks that it did not change since), the same rules and
-    /// order as [`Gate::accept`]. `replay_key`: the arrival's nonce, told as a replay
-    /// before a refusal for trust or policy, where the door keeps its nonces with the gate's.
-    /// A scope the composition keeps for a door's own records ([`Gate::reserved_scope`])
-    /// is refused first: a sender names its scopes, and these are not its to ask for.
-    pub fn judge<C: Checks>(&self, checks: &C, sender: &str, asked: &Asked<'_>, setting: &str, replay_key: Option<&[u8]>) -> Result<Admitted, Why<C::Refusal>> {
-        if let Some(s) = asked.scopes.iter().find(|s| self.reserved_scope(s)) {
-            return Err(Why::Reserved(s.clone()));
-        }
-        self.judged(checks, sender, asked, None, setting, replay_key, true, Wait::Here)
-    }
-
-    /// [`Gate::judge`] for the door that records a reserved scope itself (an agent
-    /// registered to be guarded): the scope is the door's, not its sender's, to name.
-    pub fn judge_own_scope<C: Checks>(&self, checks: &C, sender: &str, asked: &Asked<'_>, setting: &str) -> Result<Admitted, Why<C::Refusal>> {
-        self.judged(checks, sender, asked, None, setting, None, true, Wait::Here)
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn judged<C: Checks>(
         &self,
@@ -449,27 +433,31 @@ impl Gate {
         // Its sender names its scope: one a door keeps for what it records itself is not
         // the sender's to ask for.
         let scopes = a.asks.unwrap_or(std::slice::from_ref(&a.scope));
-        if let Some(s) = std::iter::once(&a.scope).chain(scopes).find(|s| self.reserved_scope(s)) {
+        if let Some(s) = std::iter::once(&a.scope).chain(scopes).find(|s| self.reserved_against(a.door, s)) {
             return Err(Why::Reserved(s.clone()));
         }
         let asked = Asked { scopes, size: a.size, delegated: a.on_behalf_of.is_some(), at: a.at };
-        let admitted = self.judged(door, &a.sender, &asked, a.consent, SETTINGS_KEY, Some(&a.kept.nonce), fresh, wait)?;
+        // A door that keeps no nonce with the gate's has none to look up.
+        let replay_key = (!a.kept.nonce.is_empty()).then_some(a.kept.nonce.as_slice());
+        let admitted = self.judged(door, &a.sender, &asked, a.consent, SETTINGS_KEY, replay_key, fresh, wait)?;
         let (held, spec) = (admitted.held, admitted.executor(&a.scope));
         // The no-op executor has nothing to run: its outcome is stored with the envelope,
         // which spares the runner two status commits per envelope.
         let noop = !held && *spec == ExecutorSpec::Noop;
         let said = door.accepted(a, spec.name(), held);
         let receipt = receipt_row(a, if held { Outcome::Held } else { Outcome::Accepted }, None, None, said.receipt, None);
-        Ok(Ready { receipt, spec: spec.clone(), version: admitted.version, limits: admitted.limits, answer: said.answer, held, noop })
+        Ok(Ready { receipt, announce: said.keep, spec: spec.clone(), version: admitted.version, limits: admitted.limits, answer: said.answer, held, noop })
     }
 
     /// A record now durable: its job queued (`ran`: nothing for the runner, done at
     /// acceptance or run by its door), its arrival announced.
-    fn let_in<A, R>(&self, a: &Arrival<'_>, answer: A, held: bool, ran: bool, row: i64) -> Answered<A, R> {
+    fn let_in<A, R>(&self, a: &Arrival<'_>, answer: A, held: bool, ran: bool, announce: bool, row: i64) -> Answered<A, R> {
         if !held && !ran {
             self.execute(row);
         }
-        self.announce_accepted(a.receipt_id, &a.sender, &a.scope, a.transport, held);
+        if announce {
+            self.announce_accepted(a.receipt_id, &a.sender, &a.scope, a.transport, held);
+        }
         Answered { answer, row: Some(row), why: None, receipt: None }
     }
 

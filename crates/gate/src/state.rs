@@ -78,7 +78,7 @@ pub struct Gate {
     pub(crate) flood: crate::flood::Gate,
     /// Scopes doors record for themselves (the composition names them): no sender may
     /// ask for one at a door that takes any scope.
-    reserved: Vec<&'static str>,
+    reserved: Vec<(&'static str, &'static str)>,
     /// How each door reads again what it kept of a knock ([`crate::release`]), by name.
     readers: HashMap<&'static str, Arc<dyn crate::release::Reread>>,
     /// What this machine's operator allowed to run here (programs, folders).
@@ -116,8 +116,8 @@ impl Gate {
     }
 
     /// The scopes doors keep for what they record themselves (an agent registered, a site
-    /// pinned): a door whose senders name their scope refuses these.
-    pub fn with_reserved_scopes(mut self, scopes: &[&'static str]) -> Self {
+    /// pinned), each with the door it is kept for: no other door's sender may ask for one.
+    pub fn with_reserved_scopes(mut self, scopes: &[(&'static str, &'static str)]) -> Self {
         self.reserved = scopes.to_vec();
         self
     }
@@ -135,7 +135,12 @@ impl Gate {
 
     /// Whether `scope` is one a door keeps for itself ([`Gate::with_reserved_scopes`]).
     pub fn reserved_scope(&self, scope: &str) -> bool {
-        self.reserved.contains(&scope)
+        self.reserved.iter().any(|(_, s)| *s == scope)
+    }
+
+    /// Whether `scope` is kept for a door other than `door`: not for its senders to ask.
+    pub fn reserved_against(&self, door: &str, scope: &str) -> bool {
+        self.reserved.iter().any(|(d, s)| *s == scope && *d != door)
     }
 
     /// Whether one more refusal or knock may be kept now (see [`crate::flood`]).

@@ -199,10 +199,21 @@ impl Store {
 
     /// Counts one arrival the gate let in from `sender` against its rate limits, for a
     /// door that keeps nothing else per arrival (the guardian's steps); the refusal if it
-    /// is over one (nothing is counted then).
-    pub fn take_rate(&self, sender: &str, received_ms: i64, limits: &RateLimit) -> Result<std::result::Result<(), AcceptRefusal>> {
+    /// is over one, or if the registry changed since `admitted`, the version it was decided
+    /// on (nothing is counted then).
+    pub fn take_rate(&self, sender: &str, received_ms: i64, limits: &RateLimit, admitted: Option<i64>) -> Result<std::result::Result<(), AcceptRefusal>> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
+        if let Some(admitted) = admitted {
+            if tx.db().is_pg() {
+                // As an envelope's acceptance: a change to what admits waits for this commit.
+                tx.query_row(&format!("SELECT pg_advisory_xact_lock_shared({})", crate::pg::ADMISSION_LOCK), args![], |_| Ok(()))?;
+            }
+            let now: i64 = tx.query_row("SELECT n FROM admission_version", args![], |r| r.get(0))?;
+            if now != admitted {
+                return Ok(Err(AcceptRefusal::Stale));
+            }
+        }
         if let Some(over) = over_rate(&tx.db(), sender, received_ms, limits)? {
             return Ok(Err(over.into()));
         }

@@ -58,8 +58,8 @@ const GC_EVERY: Duration = Duration::from_secs(600);
 const STATE_EVERY: Duration = Duration::from_secs(30);
 
 /// The scopes the guardian and IntentWeb record for themselves (an agent registered, a
-/// site pinned), which no EPP sender may ask for.
-pub const RESERVED_SCOPES: [&str; 2] = [super::guardian::SCOPE, super::intent::SCOPE];
+/// site pinned), each with its door: no other door's sender may ask for one.
+pub const RESERVED_SCOPES: [(&str, &str); 2] = [(super::guardian::DOOR, super::guardian::SCOPE), (super::intent::DOOR, super::intent::SCOPE)];
 
 /// The gate over a store, with what the doors composed here keep for themselves.
 pub fn gate(store: Arc<Store>, public_key: &str) -> Gate {

@@ -167,7 +167,7 @@ async fn callers_without_a_credential_the_user_gave_are_refused_and_nothing_is_k
     // A scope Gatehouse keeps for its own doors (the guardian's agents) is no agent's to
     // ask for, whatever its token allows: the same rule as for every door.
     let (tok, _) = token(&u, "Any scope");
-    let reserved = sdk.run("send", json!({"token": tok, "text": "register me", "scope": gatehouse_app::doors::RESERVED_SCOPES[0]})).await;
+    let reserved = sdk.run("send", json!({"token": tok, "text": "register me", "scope": gatehouse_app::doors::RESERVED_SCOPES[0].1})).await;
     assert_eq!(state(&reserved[0]["task"]), "TASK_STATE_REJECTED", "{reserved:?}");
     assert!(reserved[0]["task"]["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("Gatehouse's own"), "{reserved:?}");
     assert!(u.store.envelopes(10, 0).unwrap().is_empty(), "nothing was let in");

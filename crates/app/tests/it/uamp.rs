@@ -640,7 +640,7 @@ async fn removing_a_sender_revokes_its_tokens_for_good() {
 async fn a_capability_token_cannot_name_a_scope_gatehouse_keeps_for_itself() {
     let u = Uamp::start(ExecutorSpec::Noop).await;
     let p = u.trusted(35, &["*"], RateLimit::default());
-    for reserved in gatehouse_app::doors::RESERVED_SCOPES {
+    for (_, reserved) in gatehouse_app::doors::RESERVED_SCOPES {
         for scope in [reserved.to_string(), format!("ask {reserved}")] {
             let tok = gatehouse_uamp::captoken::issue(
                 &p.key,

@@ -532,3 +532,23 @@ crate::on_both_engines! {
         assert!(inbox.uamp_accept(&msg, None, &receipt, &RateLimit::default(), Some(now)).unwrap().is_ok());
     }
 }
+
+crate::on_both_engines! {
+    /// An agent's step is counted against its rate only on the registry it was decided on:
+    /// a change between the decision and the count refuses it as stale (the gate decides
+    /// again), and nothing is counted.
+    fn a_step_counted_on_a_registry_changed_since_is_refused_as_stale(place) {
+        let gate = place.open();
+        let cli = place.open();
+        cli.trust_add(&entry(&["asop"])).unwrap();
+        let decided = gate.admission(SENDER, "").unwrap().version;
+        cli.trust_update(SENDER, None, &entry(&[]).policy).unwrap();
+        let at = 1_795_000_000_000;
+        let r = gate.take_rate(SENDER, at, &RateLimit::default(), Some(decided)).unwrap();
+        assert!(matches!(r, Err(AcceptRefusal::Stale)), "{r:?}");
+        assert_eq!(gate.accepted_since(SENDER, at - 60_000).unwrap(), 0, "nothing counted");
+        let now = gate.admission(SENDER, "").unwrap().version;
+        assert!(gate.take_rate(SENDER, at, &RateLimit::default(), Some(now)).unwrap().is_ok());
+        assert_eq!(gate.accepted_since(SENDER, at - 60_000).unwrap(), 1);
+    }
+}
