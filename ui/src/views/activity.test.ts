@@ -21,9 +21,14 @@ function auditPage(q: { since: string | null; before: number | null }) {
   const from = entries.filter((e) => (q.since === null || e.at >= q.since) && (q.before === null || e.id < q.before));
   return { entries: from.slice(0, pageSize), older: from.length > pageSize };
 }
+// How long each next `audit_list` answer takes (ms), to answer out of order.
+const delays: number[] = [];
 vi.mock('@tauri-apps/api/core', () => ({
-  invoke: (cmd: string, args: { query: { since: string | null; before: number | null } }) =>
-    Promise.resolve(cmd === 'audit_list' ? auditPage(args.query) : cmd === 'contacts_list' ? contacts : null),
+  invoke: (cmd: string, args: { query: { since: string | null; before: number | null } }) => {
+    const answer = cmd === 'audit_list' ? auditPage(args.query) : cmd === 'contacts_list' ? contacts : null;
+    const wait = cmd === 'audit_list' ? delays.shift() ?? 0 : 0;
+    return new Promise((resolve) => setTimeout(() => resolve(answer), wait));
+  },
 }));
 vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}) }));
 
@@ -78,4 +83,17 @@ test('the period is asked of the store, and older entries are a click away, kept
   const since = Date.parse(asked.at(-1)?.since ?? '');
   expect(Math.abs(since - (Date.now() - 7 * day))).toBeLessThan(60_000);
   pageSize = 200;
+});
+
+test('a slow answer for a filter chosen before does not overwrite the one chosen after', async () => {
+  const v = new ActivityView();
+  replace(document.body, v.el);
+  await v.load();
+  // "Allowed" is asked first and answers last; "this week" is asked after and answers first.
+  delays.push(150, 0);
+  choose('#activity-show', 'allowed');
+  choose('#activity-when', 'week');
+  await new Promise((r) => setTimeout(r, 300));
+  expect(document.querySelectorAll('#audit-list li')).toHaveLength(2);
+  expect(document.querySelector('#audit-list')?.textContent).not.toContain('Dana');
 });

@@ -68,10 +68,13 @@ export class ActivityView {
   /** Reads the newest pages from the store (the period is the store's filter, so a busy
    *  week is never cut at a fixed count); the kind is picked from what was read. */
   async load(): Promise<void> {
+    // Only the newest read draws: one asked before it (another filter) may answer after.
+    const mine = ++this.reads;
     try {
       const period = PERIODS[this.period.value];
       const since = period ? new Date(Date.now() - period).toISOString() : null;
       const [{ entries, more }, contacts] = await Promise.all([this.pagesSince(since), api.contactsList()]);
+      if (mine !== this.reads) return;
       const names = new Map(contacts.flatMap((c: ContactView) => c.keys.map((k) => [k.key, c.name] as const)));
       const shown = entries.filter((a) => !this.show.value || kindOf(a) === this.show.value);
       const older = more ? h('button', { className: 'secondary', id: 'activity-older', onclick: () => { this.pages += 1; void this.load(); } },
@@ -85,9 +88,12 @@ export class ActivityView {
           : h('p', { className: 'empty' }, entries.length || this.show.value || since ? 'Nothing of that kind in that time.' : 'Nothing yet.'),
         older);
     } catch (e) {
-      replace(this.el, failed(e));
+      if (mine === this.reads) replace(this.el, failed(e));
     }
   }
+
+  /** Reads started so far (see `load`). */
+  private reads = 0;
 
   /** As many pages as were shown, from `since` on, and whether older ones follow. */
   private async pagesSince(since: string | null): Promise<{ entries: AuditEntry[]; more: boolean }> {
