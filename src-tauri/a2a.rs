@@ -24,7 +24,7 @@ pub async fn a2a_info(shell: ShellState<'_>) -> Result<A2aInfo> {
     blocking(move || {
         let st = c.status();
         let plain_endpoint = st.listening.as_deref().and_then(|l| l.strip_suffix("/epp/v1/submit")).map(|base| format!("{base}/a2a"));
-        Ok(A2aInfo { endpoint: st.uamp_listening.map(|u| format!("{u}/a2a")), plain_endpoint, plain: gatehouse_app::a2a::plain_loopback(&c.store)? })
+        Ok(A2aInfo { endpoint: st.uamp_listening.map(|u| format!("{u}/a2a")), plain_endpoint, plain: gatehouse_app::a2a::plain_loopback(&c)? })
     })
     .await
 }
@@ -34,7 +34,7 @@ pub async fn a2a_info(shell: ShellState<'_>) -> Result<A2aInfo> {
 #[specta::specta]
 pub async fn a2a_plain_set(shell: ShellState<'_>, on: bool) -> Result<bool> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::a2a::set_plain_loopback(&c.store, on)).await
+    blocking(move || gatehouse_app::a2a::set_plain_loopback(&c, on)).await
 }
 
 /// A token for a new agent, trusted for `scopes`; the window shows it once.
@@ -42,14 +42,14 @@ pub async fn a2a_plain_set(shell: ShellState<'_>, on: bool) -> Result<bool> {
 #[specta::specta]
 pub async fn a2a_token_issue(shell: ShellState<'_>, name: String, scopes: Vec<String>) -> Result<Issued> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::a2a::token_issue(&c.store, &name, &scopes, chrono::Utc::now())).await
+    blocking(move || gatehouse_app::a2a::token_issue(&c, &name, &scopes, chrono::Utc::now())).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn a2a_agents(shell: ShellState<'_>) -> Result<Vec<AgentRow>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::a2a::agent_list(&c.store, &c.data_dir)).await
+    blocking(move || gatehouse_app::a2a::agent_list(&c, &c.data_dir)).await
 }
 
 #[derive(Deserialize, specta::Type)]
@@ -64,12 +64,12 @@ pub struct A2aAgentInput {
 #[tauri::command]
 #[specta::specta]
 pub async fn a2a_agent_add(shell: ShellState<'_>, input: A2aAgentInput) -> Result<AgentRow> {
-    gatehouse_app::a2a::agent_add(shell.store.clone(), &shell.data_dir, &input.name, &input.url, input.token).await
+    gatehouse_app::a2a::agent_add(&shell, &shell.data_dir, &input.name, &input.url, input.token).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn a2a_agent_remove(shell: ShellState<'_>, name: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::a2a::agent_remove(&c.store, &c.data_dir, &name)).await
+    blocking(move || gatehouse_app::a2a::agent_remove(&c, &c.data_dir, &name)).await
 }

@@ -26,8 +26,8 @@ pub struct InvitationView {
 pub async fn approver_invite(shell: ShellState<'_>, name: String, url: Option<String>) -> Result<InvitationView> {
     let c = shell.inner().clone();
     blocking(move || {
-        let url = url.filter(|u| !u.trim().is_empty()).unwrap_or_else(|| format!("http://127.0.0.1:{}", DesktopSettings::load(&c.store).port));
-        let invitation = approvers::invite(&c.store, &c.public_key, &name, url.trim(), gatehouse_app::clock::now())?;
+        let url = url.filter(|u| !u.trim().is_empty()).unwrap_or_else(|| format!("http://127.0.0.1:{}", DesktopSettings::load(&c).port));
+        let invitation = approvers::invite(&c, &c.public_key, &name, url.trim(), gatehouse_app::clock::now())?;
         let qr = qrcode::QrCode::new(invitation.url.as_bytes()).map_err(|e| CommandError::new(gatehouse_app::Code::Internal, e.to_string()))?;
         Ok(InvitationView { qr_svg: qr.render::<qrcode::render::svg::Color>().min_dimensions(200, 200).build(), invitation })
     })
@@ -38,7 +38,7 @@ pub async fn approver_invite(shell: ShellState<'_>, name: String, url: Option<St
 #[specta::specta]
 pub async fn approvers_list(shell: ShellState<'_>) -> Result<Vec<Approver>> {
     let c = shell.inner().clone();
-    blocking(move || approvers::list(&c.store)).await
+    blocking(move || approvers::list(&c)).await
 }
 
 /// Removes a device: its next request is refused.
@@ -46,7 +46,7 @@ pub async fn approvers_list(shell: ShellState<'_>) -> Result<Vec<Approver>> {
 #[specta::specta]
 pub async fn approver_remove(shell: ShellState<'_>, id: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || approvers::remove(&c.store, &id)).await
+    blocking(move || approvers::remove(&c, &id)).await
 }
 
 /// Names a device anew (as its list and the activity log show it).
@@ -54,5 +54,5 @@ pub async fn approver_remove(shell: ShellState<'_>, id: String) -> Result<()> {
 #[specta::specta]
 pub async fn approver_rename(shell: ShellState<'_>, id: String, name: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || approvers::rename(&c.store, &id, &name)).await
+    blocking(move || approvers::rename(&c, &id, &name)).await
 }

@@ -48,10 +48,10 @@ pub async fn app_info(shell: ShellState<'_>) -> Result<AppInfo> {
             public_key: c.public_key.clone(),
             keystore: c.keystore.to_string(),
             status: c.status(),
-            settings: DesktopSettings::load(&c.store),
-            waiting: gatehouse_app::consent::waiting_count(&c.store)?,
+            settings: DesktopSettings::load(&c),
+            waiting: gatehouse_app::consent::waiting_count(&c)?,
             unkept: c.gate().unkept(),
-            welcome: !gatehouse_app::first_run::done(&c.store)?,
+            welcome: !gatehouse_app::first_run::done(&c)?,
         })
     })
     .await
@@ -66,7 +66,7 @@ pub async fn first_run_sample(shell: ShellState<'_>) -> Result<String> {
         .status()
         .listening
         .ok_or_else(|| CommandError::new(Code::Unreachable, "your inbox is not listening (paused, or its port is taken): see the top of the window"))?;
-    gatehouse_app::first_run::send_sample(c.store.clone(), &url, &c.public_key).await
+    gatehouse_app::first_run::send_sample(&c, &url, &c.public_key).await
 }
 
 /// The welcome is not shown again.
@@ -74,14 +74,14 @@ pub async fn first_run_sample(shell: ShellState<'_>) -> Result<String> {
 #[specta::specta]
 pub async fn first_run_finish(shell: ShellState<'_>) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::first_run::finish(&c.store)).await
+    blocking(move || gatehouse_app::first_run::finish(&c)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn inbox_list(shell: ShellState<'_>, filter: InboxFilter) -> Result<Vec<InboxItem>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::history::inbox(&c.store, &filter)).await
+    blocking(move || gatehouse_app::history::inbox(&c, &filter)).await
 }
 
 pub use gatehouse_app::replies::{ConversationMessage, Detail};
@@ -90,7 +90,7 @@ pub use gatehouse_app::replies::{ConversationMessage, Detail};
 #[specta::specta]
 pub async fn inbox_detail(shell: ShellState<'_>, receipt_id: String) -> Result<Detail> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::replies::detail(&c.store, &receipt_id)).await
+    blocking(move || gatehouse_app::replies::detail(&c, &receipt_id)).await
 }
 
 /// Sets a risk flag aside on a message (an envelope id or a UAMP stream id).
@@ -98,14 +98,14 @@ pub async fn inbox_detail(shell: ShellState<'_>, receipt_id: String) -> Result<D
 #[specta::specta]
 pub async fn risk_dismiss(shell: ShellState<'_>, message_id: String, kind: String, start: u32) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::risk::dismiss(&c.store, &message_id, &kind, start)).await
+    blocking(move || gatehouse_app::risk::dismiss(&c, &message_id, &kind, start)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn conversation(shell: ShellState<'_>, conversation_id: String) -> Result<Vec<ConversationMessage>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::replies::conversation(&c.store, &c.public_key, &conversation_id)).await
+    blocking(move || gatehouse_app::replies::conversation(&c, &c.public_key, &conversation_id)).await
 }
 
 pub use gatehouse_app::trust::{TrustInput, TrustRow};
@@ -114,14 +114,14 @@ pub use gatehouse_app::trust::{TrustInput, TrustRow};
 #[specta::specta]
 pub async fn trust_list(shell: ShellState<'_>) -> Result<Vec<TrustRow>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::trust::list(&c.store)).await
+    blocking(move || gatehouse_app::trust::list(&c)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn quiet_hours_get(shell: ShellState<'_>) -> Result<gatehouse_app::quiet::QuietState> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::quiet::state(&c.store, gatehouse_app::clock::now())).await
+    blocking(move || gatehouse_app::quiet::state(&c, gatehouse_app::clock::now())).await
 }
 
 /// Sets quiet hours (`null`: off).
@@ -130,8 +130,8 @@ pub async fn quiet_hours_get(shell: ShellState<'_>) -> Result<gatehouse_app::qui
 pub async fn quiet_hours_set(shell: ShellState<'_>, hours: Option<gatehouse_app::quiet::QuietHours>) -> Result<gatehouse_app::quiet::QuietState> {
     let c = shell.inner().clone();
     blocking(move || {
-        gatehouse_app::quiet::set(&c.store, hours)?;
-        gatehouse_app::quiet::state(&c.store, gatehouse_app::clock::now())
+        gatehouse_app::quiet::set(&c, hours)?;
+        gatehouse_app::quiet::state(&c, gatehouse_app::clock::now())
     })
     .await
 }
@@ -141,55 +141,55 @@ pub async fn quiet_hours_set(shell: ShellState<'_>, hours: Option<gatehouse_app:
 #[specta::specta]
 pub async fn trust_timed_grants(shell: ShellState<'_>) -> Result<Vec<gatehouse_app::trust::TimedGrant>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::trust::timed_grants(&c.store, gatehouse_app::clock::now())).await
+    blocking(move || gatehouse_app::trust::timed_grants(&c, gatehouse_app::clock::now())).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn trust_add(shell: ShellState<'_>, input: TrustInput) -> Result<()> {
-    gatehouse_app::trust::add_input(shell.store.clone(), input).await.map(|_| ())
+    gatehouse_app::trust::add_input(&shell, input).await.map(|_| ())
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn trust_update(shell: ShellState<'_>, input: TrustInput) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || Ok(gatehouse_app::trust::update(&c.store, &input.public_key, &input.name, &input.policy, chrono::Utc::now())?)).await
+    blocking(move || Ok(gatehouse_app::trust::update(&c, &input.public_key, &input.name, &input.policy, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn trust_remove(shell: ShellState<'_>, public_key: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || Ok(gatehouse_app::trust::remove(&c.store, &public_key, chrono::Utc::now())?)).await
+    blocking(move || Ok(gatehouse_app::trust::remove(&c, &public_key, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn trust_block(shell: ShellState<'_>, public_key: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || Ok(gatehouse_app::trust::block(&c.store, &public_key, chrono::Utc::now())?)).await
+    blocking(move || Ok(gatehouse_app::trust::block(&c, &public_key, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn trust_unblock(shell: ShellState<'_>, public_key: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || Ok(gatehouse_app::trust::unblock(&c.store, &public_key, chrono::Utc::now())?)).await
+    blocking(move || Ok(gatehouse_app::trust::unblock(&c, &public_key, chrono::Utc::now())?)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn blocked_list(shell: ShellState<'_>) -> Result<Vec<BlockedSender>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::history::blocked(&c.store)).await
+    blocking(move || gatehouse_app::history::blocked(&c)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn consent_list(shell: ShellState<'_>) -> Result<Vec<ConsentItem>> {
     let c = shell.inner().clone();
-    blocking(move || Ok(gatehouse_app::consent::pending(&c.store)?)).await
+    blocking(move || Ok(gatehouse_app::consent::pending(&c)?)).await
 }
 
 #[tauri::command]
@@ -210,7 +210,7 @@ pub async fn consent_decide<R: Runtime>(
 #[specta::specta]
 pub async fn audit_list(shell: ShellState<'_>, query: gatehouse_app::history::AuditQuery) -> Result<gatehouse_app::history::AuditPage> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::history::audit(&c.store, &query)).await
+    blocking(move || gatehouse_app::history::audit(&c, &query)).await
 }
 
 /// Checks the audit log against this gate's key (`gatehouse audit verify`).
@@ -236,7 +236,7 @@ pub async fn settings_set(shell: ShellState<'_>, grants: tauri::State<'_, crate:
     let c = shell.inner().clone();
     // The window's path grants, held in this process: asked now, used if the folder changed.
     let may_watch = grants.check(crate::grants::Purpose::WatchFolder, &settings.watch_dir);
-    let s = c.store.clone();
+    let s = c.clone();
     blocking(move || gatehouse_app::settings::set_desktop(&s, &settings, |_| may_watch)).await?;
     c.start().await;
     Ok(c.status())
@@ -246,7 +246,7 @@ pub async fn settings_set(shell: ShellState<'_>, grants: tauri::State<'_, crate:
 #[specta::specta]
 pub async fn retention_get(shell: ShellState<'_>) -> Result<Retention> {
     let c = shell.inner().clone();
-    blocking(move || Ok(gatehouse_app::settings::retention(&c.store))).await
+    blocking(move || Ok(gatehouse_app::settings::retention(&c))).await
 }
 
 /// Applied by the inbox's next clean-up (every 10 minutes), not at once.
@@ -254,7 +254,7 @@ pub async fn retention_get(shell: ShellState<'_>) -> Result<Retention> {
 #[specta::specta]
 pub async fn retention_set(shell: ShellState<'_>, retention: Retention) -> Result<Retention> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::settings::set_retention(&c.store, &retention)).await
+    blocking(move || gatehouse_app::settings::set_retention(&c, &retention)).await
 }
 
 #[tauri::command]
@@ -274,7 +274,7 @@ pub async fn inbox_pause<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, p
 #[specta::specta]
 pub async fn executors_get(shell: ShellState<'_>) -> Result<ExecutorConfig> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::executors::get(&c.store)).await
+    blocking(move || gatehouse_app::executors::get(&c)).await
 }
 
 #[tauri::command]
@@ -282,7 +282,7 @@ pub async fn executors_get(shell: ShellState<'_>) -> Result<ExecutorConfig> {
 pub async fn executors_set<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, config: ExecutorConfig) -> Result<()> {
     // A program to run, or a folder to write into, is confirmed by the user in a native
     // dialog the page cannot answer: the page may only propose it.
-    gatehouse_app::executors::set(shell.store.clone(), &shell.data_dir, config, |asks| async move { crate::grants::confirm(&app, &asks).await }).await
+    gatehouse_app::executors::set(&shell, &shell.data_dir, config, |asks| async move { crate::grants::confirm(&app, &asks).await }).await
 }
 
 /// The public key as a QR code (SVG text; rendered as an image, never as markup).
@@ -311,14 +311,14 @@ pub async fn export_json(shell: ShellState<'_>, grants: tauri::State<'_, crate::
 #[specta::specta]
 pub async fn replies_for(shell: ShellState<'_>, envelope_row: i64) -> Result<Vec<ReplyRow>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::history::replies_for(&c.store, envelope_row)).await
+    blocking(move || gatehouse_app::history::replies_for(&c, envelope_row)).await
 }
 
 /// Sends a reply with the text the user approved (edited or not), signed by this inbox.
 #[tauri::command]
 #[specta::specta]
 pub async fn reply_send(shell: ShellState<'_>, id: i64, text: String) -> Result<ReplyRow> {
-    gatehouse_app::replies::send(shell.store.clone(), &shell.key, id, &text).await
+    gatehouse_app::replies::send(&shell, &shell.key, id, &text).await
 }
 
 /// Runs a failed executor again (the model was unreachable, the swarm refused its token…).

@@ -23,7 +23,7 @@ pub struct Share {
 }
 
 pub fn share_of(c: &Shell) -> Result<Share> {
-    let port = DesktopSettings::load(&c.store).port;
+    let port = DesktopSettings::load(c).port;
     let address = c.status().listening.unwrap_or_else(|| format!("http://127.0.0.1:{port}/epp/v1/submit"));
     let text = contacts::share_text(&c.public_key, &address);
     let qr = qrcode::QrCode::new(text.as_bytes()).map_err(|e| CommandError::new(gatehouse_app::Code::Internal, e.to_string()))?;
@@ -41,7 +41,7 @@ pub async fn identity_share(shell: ShellState<'_>) -> Result<Share> {
 #[specta::specta]
 pub async fn contacts_list(shell: ShellState<'_>) -> Result<Vec<ContactView>> {
     let c = shell.inner().clone();
-    blocking(move || contacts::list(&c.store, &c.public_key)).await
+    blocking(move || contacts::list(&c, &c.public_key)).await
 }
 
 /// Marks a key verified: `pasted` is what the other side shared; without it, the user
@@ -50,7 +50,7 @@ pub async fn contacts_list(shell: ShellState<'_>) -> Result<Vec<ContactView>> {
 #[specta::specta]
 pub async fn contact_verify(shell: ShellState<'_>, key: String, pasted: Option<String>) -> Result<ContactView> {
     let c = shell.inner().clone();
-    blocking(move || contacts::verify(&c.store, &key, pasted.as_deref(), &c.public_key, gatehouse_app::clock::now())).await
+    blocking(move || contacts::verify(&c, &key, pasted.as_deref(), &c.public_key, gatehouse_app::clock::now())).await
 }
 
 /// A key that knocked is a new key of this contact (the user's word).
@@ -65,7 +65,7 @@ pub async fn contact_add_key(shell: ShellState<'_>, contact_id: i64, key: String
 #[specta::specta]
 pub async fn contact_rename(shell: ShellState<'_>, contact_id: i64, name: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || contacts::rename(&c.store, contact_id, &name, gatehouse_app::clock::now())).await
+    blocking(move || contacts::rename(&c, contact_id, &name, gatehouse_app::clock::now())).await
 }
 
 /// The user says two contacts are the same person: `from`'s keys join `into`.
@@ -73,7 +73,7 @@ pub async fn contact_rename(shell: ShellState<'_>, contact_id: i64, name: String
 #[specta::specta]
 pub async fn contact_merge(shell: ShellState<'_>, from: i64, into: i64) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || contacts::merge(&c.store, from, into, gatehouse_app::clock::now())).await
+    blocking(move || contacts::merge(&c, from, into, gatehouse_app::clock::now())).await
 }
 
 /// A did:web contact's DID document fetched again: its keys now replace those kept (a
@@ -81,7 +81,7 @@ pub async fn contact_merge(shell: ShellState<'_>, from: i64, into: i64) -> Resul
 #[tauri::command]
 #[specta::specta]
 pub async fn contact_check_keys(shell: ShellState<'_>, sender: String) -> Result<gatehouse_app::did_change::KeysChecked> {
-    gatehouse_app::did_change::check(shell.inner().store.clone(), sender).await
+    gatehouse_app::did_change::check(shell.inner(), sender).await
 }
 
 /// The Gatehouse contact text in a picture of a QR code (its bytes, base64), to verify

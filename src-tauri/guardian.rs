@@ -13,7 +13,7 @@ type Result<T> = std::result::Result<T, CommandError>;
 #[specta::specta]
 pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, row: i64, answer: UserAnswer) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || guardian::answer(&c.store, c.gate().door::<Guardian>().as_deref(), row, answer)).await?;
+    blocking(move || guardian::answer(&c, c.gate().door::<Guardian>().as_deref(), row, answer)).await?;
     crate::tray::refresh(&app);
     Ok(())
 }
@@ -22,7 +22,7 @@ pub async fn asop_answer<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, r
 #[specta::specta]
 pub async fn asop_rules(shell: ShellState<'_>) -> Result<Vec<AsopRuleRow>> {
     let c = shell.inner().clone();
-    blocking(move || guardian::rules(&c.store)).await
+    blocking(move || guardian::rules(&c)).await
 }
 
 /// Adds a rule after checking it (a usable pattern for modify and for `matches`).
@@ -30,26 +30,26 @@ pub async fn asop_rules(shell: ShellState<'_>) -> Result<Vec<AsopRuleRow>> {
 #[specta::specta]
 pub async fn asop_rule_add(shell: ShellState<'_>, input: RuleInput) -> Result<AsopRuleRow> {
     let c = shell.inner().clone();
-    blocking(move || guardian::rule_add(&c.store, input)).await
+    blocking(move || guardian::rule_add(&c, input)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn asop_rule_remove(shell: ShellState<'_>, id: i64) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || guardian::rule_remove(&c.store, id)).await
+    blocking(move || guardian::rule_remove(&c, id)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn asop_sessions(shell: ShellState<'_>) -> Result<Vec<SessionItem>> {
     let c = shell.inner().clone();
-    blocking(move || guardian::sessions(&c.store, 200)).await
+    blocking(move || guardian::sessions(&c, 200)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn asop_session(shell: ShellState<'_>, session_id: String) -> Result<Vec<AsopStepRow>> {
     let c = shell.inner().clone();
-    blocking(move || guardian::session(&c.store, &session_id)).await
+    blocking(move || guardian::session(&c, &session_id)).await
 }

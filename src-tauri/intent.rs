@@ -15,33 +15,33 @@ type Result<T> = std::result::Result<T, CommandError>;
 #[specta::specta]
 pub async fn iw_sites(shell: ShellState<'_>) -> Result<Vec<IwSiteRow>> {
     let c = shell.inner().clone();
-    blocking(move || sites::list(&c.store)).await
+    blocking(move || sites::list(&c)).await
 }
 
 /// Adds (or refreshes) a site: its manifest is fetched and checked first.
 #[tauri::command]
 #[specta::specta]
 pub async fn iw_site_add(shell: ShellState<'_>, origin: String) -> Result<IwSiteRow> {
-    sites::add(shell.store.clone(), &origin).await
+    sites::add(&shell, &origin).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn iw_site_remove(shell: ShellState<'_>, origin: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || sites::remove(&c.store, &origin)).await
+    blocking(move || sites::remove(&c, &origin)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn iw_start(shell: ShellState<'_>, input: StartInput) -> Result<Turn> {
-    sites::start(shell.store.clone(), &shell.key, input).await
+    sites::start(&shell, &shell.key, input).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn iw_reply(shell: ShellState<'_>, input: ReplyInput) -> Result<Turn> {
-    sites::reply(shell.store.clone(), &shell.key, input).await
+    sites::reply(&shell, &shell.key, input).await
 }
 
 /// Pins the key a site signed its first answer with.
@@ -49,21 +49,21 @@ pub async fn iw_reply(shell: ShellState<'_>, input: ReplyInput) -> Result<Turn> 
 #[specta::specta]
 pub async fn iw_pin(shell: ShellState<'_>, origin: String, kid: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || sites::pin(&c.store, &origin, &kid)).await
+    blocking(move || sites::pin(&c, &origin, &kid)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn iw_conversations(shell: ShellState<'_>) -> Result<Vec<ConversationItem>> {
     let c = shell.inner().clone();
-    blocking(move || sites::conversations(&c.store, 500)).await
+    blocking(move || sites::conversations(&c, 500)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn iw_conversation(shell: ShellState<'_>, interaction_id: String) -> Result<ConversationView> {
     let c = shell.inner().clone();
-    blocking(move || sites::conversation(&c.store, &interaction_id)).await
+    blocking(move || sites::conversation(&c, &interaction_id)).await
 }
 
 /// Opens a link from a site's answer in the system browser, after the user clicked it and

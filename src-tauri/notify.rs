@@ -48,7 +48,7 @@ pub fn prompt<R: Runtime>(app: &AppHandle<R>, shell: &Arc<Shell>, ev: &ArrivalEv
     let (app, shell, body) = (app.clone(), shell.clone(), words(ev));
     let open = OpenPrompt { sender: ev.sender.clone() };
     tauri::async_runtime::spawn_blocking(move || {
-        match gatehouse_app::quiet::on_prompt(&shell.store, gatehouse_app::clock::now()) {
+        match gatehouse_app::quiet::on_prompt(&shell, gatehouse_app::clock::now()) {
             Ok(false) => digest_when_quiet_ends(app, shell),
             // Better announced in quiet hours than not at all.
             Ok(true) | Err(_) => show(&app, &body, open),
@@ -58,7 +58,7 @@ pub fn prompt<R: Runtime>(app: &AppHandle<R>, shell: &Arc<Shell>, ev: &ArrivalEv
 
 /// At start: prompts collected before a restart still get their digest.
 pub fn digests<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>) {
-    if gatehouse_app::quiet::digest(&shell.store).is_ok_and(|d| d.count > 0) {
+    if gatehouse_app::quiet::digest(&shell).is_ok_and(|d| d.count > 0) {
         digest_when_quiet_ends(app, shell);
     }
 }
@@ -73,9 +73,9 @@ fn digest_when_quiet_ends<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>) {
             tokio::time::sleep(DIGEST_EVERY).await;
             let (app, shell) = (app.clone(), shell.clone());
             // Some(digest to give, if any): the watch is over; None: keep watching.
-            let over = tauri::async_runtime::spawn_blocking(move || match gatehouse_app::quiet::due_digest(&shell.store, gatehouse_app::clock::now()) {
+            let over = tauri::async_runtime::spawn_blocking(move || match gatehouse_app::quiet::due_digest(&shell, gatehouse_app::clock::now()) {
                 Ok(Some(body)) => Some(Some(body)),
-                Ok(None) if gatehouse_app::quiet::digest(&shell.store).is_ok_and(|d| d.count > 0) => None,
+                Ok(None) if gatehouse_app::quiet::digest(&shell).is_ok_and(|d| d.count > 0) => None,
                 _ => Some(None),
             })
             .await

@@ -72,7 +72,7 @@ impl Shell {
     /// fatal: the app stays usable to fix them.
     pub async fn start(self: &Arc<Self>) {
         self.stop().await;
-        let settings = DesktopSettings::load(&self.store);
+        let settings = DesktopSettings::load(&self.ctx);
         let doors = gatehouse_app::serve::Doors {
             epp: format!("127.0.0.1:{}", settings.port),
             uamp: Some(format!("127.0.0.1:{}", settings.uamp_port)),

@@ -26,7 +26,7 @@ const MOST_PAUSE: Duration = Duration::from_secs(30);
 
 /// Follows every team gate this desktop approves for (at start).
 pub fn follow_all<R: Runtime>(app: &AppHandle<R>, shell: Arc<Shell>) {
-    for m in membership::list(&shell.store).unwrap_or_default().into_iter().filter(|m| !m.removed) {
+    for m in membership::list(&shell).unwrap_or_default().into_iter().filter(|m| !m.removed) {
         follow(app, shell.clone(), m.id);
     }
 }
@@ -41,7 +41,7 @@ fn follow<R: Runtime>(app: &AppHandle<R>, shell: Arc<Shell>, id: String) {
 
 /// What waits at gate `id` now, sent to the window.
 async fn tell<R: Runtime>(app: &AppHandle<R>, shell: &Shell, id: &str, error: Option<CommandError>) {
-    let Ok(Some(m)) = membership::list(&shell.store).map(|all| all.into_iter().find(|m| m.id == id)) else { return };
+    let Ok(Some(m)) = membership::list(shell).map(|all| all.into_iter().find(|m| m.id == id)) else { return };
     let _ = TeamChanged(membership::waiting_there(shell, m, error).await).emit(app);
 }
 
@@ -74,7 +74,7 @@ async fn follow_one<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>, id: String
         .await;
         drop(tx);
         let _ = reader.await;
-        let gone = match membership::list(&shell.store) {
+        let gone = match membership::list(&shell) {
             Ok(all) => all.iter().find(|m| m.id == id).is_none_or(|m| m.removed),
             Err(_) => false,
         };
@@ -108,7 +108,7 @@ pub async fn team_join<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, lin
 #[specta::specta]
 pub async fn team_list(shell: ShellState<'_>) -> Result<Vec<Membership>> {
     let c = shell.inner().clone();
-    blocking(move || membership::list(&c.store)).await
+    blocking(move || membership::list(&c)).await
 }
 
 /// What waits at every team gate, read from each now.

@@ -59,7 +59,7 @@ pub fn show_window<R: Runtime>(app: &AppHandle<R>) {
 /// Updates the tooltip and title with the number of items waiting, and the pause label.
 pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     let Some(shell) = app.try_state::<Arc<Shell>>() else { return };
-    let waiting = gatehouse_app::consent::waiting_count(&shell.store).unwrap_or(0);
+    let waiting = gatehouse_app::consent::waiting_count(&shell).unwrap_or(0);
     let status = shell.status();
     let text = match (waiting, status.running) {
         (_, false) => format!("Gatehouse — inbox paused — {waiting} waiting"),

@@ -39,7 +39,7 @@ pub async fn uamp_info(shell: ShellState<'_>) -> Result<UampInfo> {
 #[specta::specta]
 pub async fn uamp_token_issue(shell: ShellState<'_>, sender: String) -> Result<String> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::trust::token_issue(&c.store, &sender, chrono::Utc::now())).await
+    blocking(move || gatehouse_app::trust::token_issue(&c, &sender, chrono::Utc::now())).await
 }
 
 /// Revokes every bearer token issued to a sender (it must then present a new one).
@@ -47,7 +47,7 @@ pub async fn uamp_token_issue(shell: ShellState<'_>, sender: String) -> Result<S
 #[specta::specta]
 pub async fn uamp_token_revoke(shell: ShellState<'_>, sender: String) -> Result<usize> {
     let c = shell.inner().clone();
-    blocking(move || Ok(gatehouse_app::trust::token_revoke(&c.store, &sender, chrono::Utc::now())?)).await
+    blocking(move || Ok(gatehouse_app::trust::token_revoke(&c, &sender, chrono::Utc::now())?)).await
 }
 
 /// Step one of adding a peer: what it is, for the user to check before trusting it.
@@ -71,7 +71,7 @@ pub struct PeerInput {
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_peer_add(shell: ShellState<'_>, input: PeerInput) -> Result<PeerRow> {
-    gatehouse_app::peers::add(shell.store.clone(), &shell.data_dir, &input.url, &input.name, &input.cert_sha256, input.token).await
+    gatehouse_app::peers::add(&shell, &shell.data_dir, &input.url, &input.name, &input.cert_sha256, input.token).await
 }
 
 pub use gatehouse_app::peers::PeerView;
@@ -80,14 +80,14 @@ pub use gatehouse_app::peers::PeerView;
 #[specta::specta]
 pub async fn uamp_peers(shell: ShellState<'_>) -> Result<Vec<PeerView>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::peers::list(&c.store, &c.data_dir)).await
+    blocking(move || gatehouse_app::peers::list(&c, &c.data_dir)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_peer_remove(shell: ShellState<'_>, did: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::peers::remove(&c.store, &c.data_dir, &did).map(|_| ())).await
+    blocking(move || gatehouse_app::peers::remove(&c, &c.data_dir, &did).map(|_| ())).await
 }
 
 /// Sends an ask and returns its stream id as soon as the peer accepted it; the stream's
@@ -98,7 +98,7 @@ pub async fn uamp_ask<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, peer
     let c: Arc<Shell> = shell.inner().clone();
     let row = {
         let c = c.clone();
-        blocking(move || peers::find(&c.store, &peer)).await?
+        blocking(move || peers::find(&c, &peer)).await?
     };
     let (first_tx, first_rx) = tokio::sync::oneshot::channel::<Result<String>>();
     let ask = Ask { body_type: body_type.unwrap_or_else(|| "text/plain".into()), content, delta_window: peers::DEFAULT_WINDOW };
@@ -144,12 +144,12 @@ pub use gatehouse_app::streams::{StreamDetail, StreamView};
 #[specta::specta]
 pub async fn uamp_streams(shell: ShellState<'_>) -> Result<Vec<StreamView>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::streams::list(&c.store)).await
+    blocking(move || gatehouse_app::streams::list(&c)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_stream_detail(shell: ShellState<'_>, stream_id: String) -> Result<StreamDetail> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::streams::detail(&c.store, &stream_id)).await
+    blocking(move || gatehouse_app::streams::detail(&c, &stream_id)).await
 }

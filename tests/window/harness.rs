@@ -535,3 +535,9 @@ impl App {
         id
     }
 }
+
+/// The application's context over a test's store (as a face holds it), under a fixed
+/// identity key: what every application function takes.
+pub fn ctx(store: &std::sync::Arc<gatehouse_store::Store>) -> gatehouse_app::Context {
+    gatehouse_app::Context::with_store(std::path::PathBuf::new(), ed25519_dalek::SigningKey::from_bytes(&[3; 32]), store.clone())
+}

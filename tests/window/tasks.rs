@@ -69,7 +69,7 @@ impl<'a> Task<'a> {
 fn a_new_user_finds_stops_and_reviews_in_three_actions_each() {
     let app = App::start();
     app.click("#welcome-done");
-    let store = app.store();
+    let store = std::sync::Arc::new(app.store());
     let now = chrono::Utc::now();
 
     // Alice reaches the user two ways: her own Gatehouse (EPP) and her agent (UAMP), one
@@ -81,7 +81,7 @@ fn a_new_user_finds_stops_and_reviews_in_three_actions_each() {
     app.trust_key(&alice_did, "Alice's agent", &["inform"]);
     let token = gatehouse_app::doors::uamp::UampDoor::issue_token(&store, &alice_did, now).unwrap();
     let id_of = |key: &str| store.contact_of(key).unwrap().unwrap().id;
-    gatehouse_app::contacts::merge(&store, id_of(&alice_did), id_of(&gatehouse_epp::public_key_hex(&alice)), now).unwrap();
+    gatehouse_app::contacts::merge(&crate::harness::ctx(&store), id_of(&alice_did), id_of(&gatehouse_epp::public_key_hex(&alice)), now).unwrap();
     let bob = SigningKey::from_bytes(&[43; 32]);
     app.trust(&bob, "Bob", &["support"]);
     let news = SigningKey::from_bytes(&[44; 32]);

@@ -50,8 +50,8 @@ fn two_desktops_and_a_phone_decide_a_knock_at_a_team_gate_two_of_three() {
     let (node1, _stop1) = node(&rt, &database, &gate_key, "node-1");
     let (node2, _stop2) = node(&rt, &database, &gate_key, "node-2");
     // The owner's own commands (`gatehouse approvers …` on the team's database).
-    let store = gatehouse_store::Store::open_url(&database).unwrap();
-    let invite = |name: &str, at: &str| approvers::invite(&store, &gate_key, name, at, chrono::Utc::now()).unwrap();
+    let store = std::sync::Arc::new(gatehouse_store::Store::open_url(&database).unwrap());
+    let invite = |name: &str, at: &str| approvers::invite(&crate::harness::ctx(&store), &gate_key, name, at, chrono::Utc::now()).unwrap();
 
     // Ana and Ben join from their desktops (through either node), Cy from a phone.
     let ana = App::start();
@@ -63,7 +63,7 @@ fn two_desktops_and_a_phone_decide_a_knock_at_a_team_gate_two_of_three() {
     phone.wait_text("main", "Join this gate as an approver");
     phone.click("#join-button");
     phone.wait_text("#who", "This device: Cy's phone");
-    let devices = approvers::list(&store).unwrap();
+    let devices = approvers::list(&crate::harness::ctx(&store)).unwrap();
     let id_of = |name: &str| devices.iter().find(|d| d.name == name).unwrap_or_else(|| panic!("{name} did not join: {devices:?}")).id.clone();
     let (ana_id, ben_id, cy_id) = (id_of("Ana's laptop"), id_of("Ben's laptop"), id_of("Cy's phone"));
     // The desktops' keys are in their own keychains, never in the data dir.
@@ -75,7 +75,7 @@ fn two_desktops_and_a_phone_decide_a_knock_at_a_team_gate_two_of_three() {
     // Support needs two of the three.
     let rule =
         quorum::RuleInput { scope: Some("support".into()), sender: None, need: 2, approvers: vec![ana_id.clone(), ben_id.clone(), cy_id], deny_ends: None };
-    quorum::rule_add(&store, rule).unwrap();
+    quorum::rule_add(&crate::harness::ctx(&store), rule).unwrap();
     for w in [&*ana, &*ben] {
         w.click("#nav-consent");
         w.wait_text("#team-waiting", "Nothing waits at this gate.");
@@ -135,7 +135,7 @@ fn two_desktops_and_a_phone_decide_a_knock_at_a_team_gate_two_of_three() {
     assert!(by["seen"]["digest"].as_str().is_some_and(|d| d.len() == 64), "{by}");
 
     // Ben's device is removed: his window says so at once.
-    approvers::remove(&store, &ben_id).unwrap();
+    approvers::remove(&crate::harness::ctx(&store), &ben_id).unwrap();
     ben.wait_text("#team-waiting", "This desktop was removed from this gate");
 
     // The audit export verifies; a row edited behind the gate's back does not.

@@ -16,6 +16,7 @@ fn benches(c: &mut Criterion) {
     let store = Arc::new(Store::open(&dir.path().join("bench.db")).unwrap());
     let me = gatehouse_epp::generate_signing_key();
     let inbox = gatehouse_app::doors::compose_gate(store.clone(), &gatehouse_epp::public_key_hex(&me));
+    let ctx = gatehouse_app::Context::with_store(dir.path().to_path_buf(), me.clone(), store.clone());
     let prompt = "Please look at the attached order, thank you. ".repeat(1000 * 1024 / 46);
     let now = chrono::Utc::now();
     eprintln!("{KNOCKS} strangers knock with {} bytes each…", prompt.len());
@@ -28,12 +29,12 @@ fn benches(c: &mut Criterion) {
         assert_eq!(out.receipt.code(), Some(gatehouse_epp::ErrorCode::UntrustedSender));
     }
     let t = std::time::Instant::now();
-    let first = gatehouse_app::consent::pending(&store).unwrap();
+    let first = gatehouse_app::consent::pending(&ctx).unwrap();
     eprintln!("first load: {} prompts in {:?} (each knock scanned once)", first.len(), t.elapsed());
     assert_eq!(first.len(), KNOCKS);
     let mut g = c.benchmark_group("consent_list");
     g.sample_size(10);
-    g.bench_function("256 knocks of 1 MiB, loaded again", |b| b.iter(|| gatehouse_app::consent::pending(&store).unwrap().len()));
+    g.bench_function("256 knocks of 1 MiB, loaded again", |b| b.iter(|| gatehouse_app::consent::pending(&ctx).unwrap().len()));
     g.finish();
 }
 

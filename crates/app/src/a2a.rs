@@ -2,6 +2,7 @@
 //! registry is the token's hash; the token is shown once), or, for an agent that knocked
 //! with a client certificate, by the consent prompt like any stranger.
 
+use crate::Context;
 use chrono::{DateTime, Utc};
 use gatehouse_store::{Policy, Store, TrustEntry};
 
@@ -18,7 +19,7 @@ pub struct Issued {
 
 /// Issues a token for a new A2A agent named `name`, trusted for `scopes` (none given:
 /// the scope a message asks for when it names none). Audited as any trust added.
-pub fn token_issue(store: &Store, name: &str, scopes: &[String], now: DateTime<Utc>) -> crate::Result<Issued> {
+pub fn token_issue(ctx: &Context, name: &str, scopes: &[String], now: DateTime<Utc>) -> crate::Result<Issued> {
     let (token, id) = a2a::new_token();
     let scopes = if scopes.is_empty() { vec![a2a::DEFAULT_SCOPE.to_string()] } else { scopes.to_vec() };
     let entry = TrustEntry {
@@ -27,7 +28,7 @@ pub fn token_issue(store: &Store, name: &str, scopes: &[String], now: DateTime<U
         added_at: crate::doors::gate::consent::now_string(now),
         policy: Policy { allowed_scopes: scopes, ..Policy::default() },
     };
-    crate::trust::add(store, &entry, now)?;
+    crate::trust::add(ctx, &entry, now)?;
     Ok(Issued { token, entry })
 }
 
@@ -52,7 +53,8 @@ fn row(data_dir: &std::path::Path, a: a2a::client::Agent) -> AgentRow {
 /// Adds the A2A agent at `url` (its card is read now; an agent whose card names no
 /// endpoint on that address is not added) under `name`, with the bearer token it gave
 /// the user, kept in the keychain for that address only. Replaces an agent of that name.
-pub async fn agent_add(store: std::sync::Arc<Store>, data_dir: &std::path::Path, name: &str, url: &str, token: Option<String>) -> crate::Result<AgentRow> {
+pub async fn agent_add(ctx: &Context, data_dir: &std::path::Path, name: &str, url: &str, token: Option<String>) -> crate::Result<AgentRow> {
+    let store = ctx.store.clone();
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
         return Err(crate::CommandError::new(crate::Code::Invalid, "an agent's name is 1 to 64 characters"));
@@ -78,12 +80,14 @@ pub async fn agent_add(store: std::sync::Arc<Store>, data_dir: &std::path::Path,
     Ok(row(data_dir, agent))
 }
 
-pub fn agent_list(store: &Store, data_dir: &std::path::Path) -> crate::Result<Vec<AgentRow>> {
+pub fn agent_list(ctx: &Context, data_dir: &std::path::Path) -> crate::Result<Vec<AgentRow>> {
+    let store: &Store = &ctx.store;
     Ok(a2a::executor::agents(store)?.into_iter().map(|a| row(data_dir, a)).collect())
 }
 
 /// Forgets an agent and its token.
-pub fn agent_remove(store: &Store, data_dir: &std::path::Path, name: &str) -> crate::Result<()> {
+pub fn agent_remove(ctx: &Context, data_dir: &std::path::Path, name: &str) -> crate::Result<()> {
+    let store: &Store = &ctx.store;
     let mut all = a2a::executor::agents(store)?;
     let Some(old) = all.iter().find(|a| a.name == name).cloned() else {
         return Err(crate::CommandError::new(crate::Code::NotFound, format!("no A2A agent {name:?}")));
@@ -96,7 +100,8 @@ pub fn agent_remove(store: &Store, data_dir: &std::path::Path, name: &str) -> cr
 }
 
 /// Sends `text` to an agent the user added and waits for its answer (the CLI's `a2a send`).
-pub async fn agent_send(store: &Store, data_dir: &std::path::Path, name: &str, text: &str) -> crate::Result<a2a::client::Answer> {
+pub async fn agent_send(ctx: &Context, data_dir: &std::path::Path, name: &str, text: &str) -> crate::Result<a2a::client::Answer> {
+    let store: &Store = &ctx.store;
     let agent = a2a::executor::agents(store)?
         .into_iter()
         .find(|a| a.name == name)
@@ -111,20 +116,22 @@ pub async fn card(url: &str) -> crate::Result<a2a::client::Agent> {
 }
 
 /// The tasks A2A agents sent here, newest first (their ids are the receipts' ids).
-pub fn tasks(store: &Store, limit: u32) -> crate::Result<Vec<gatehouse_store::InboxItem>> {
+pub fn tasks(ctx: &Context, limit: u32) -> crate::Result<Vec<gatehouse_store::InboxItem>> {
     let filter = gatehouse_store::InboxFilter { transport: Some(a2a::DOOR.into()), limit: Some(limit), ..Default::default() };
-    crate::history::inbox(store, &filter)
+    crate::history::inbox(ctx, &filter)
 }
 
 /// Whether A2A agents on this computer may call over plain HTTP (the inbox's loopback
 /// listener); off unless the user turned it on.
-pub fn plain_loopback(store: &Store) -> crate::Result<bool> {
+pub fn plain_loopback(ctx: &Context) -> crate::Result<bool> {
+    let store: &Store = &ctx.store;
     Ok(a2a::plain_loopback_allowed(store)?)
 }
 
 /// Lets A2A agents on this computer call over plain HTTP, or stops it; applies to the
 /// next request, audited. A token the user issued is still needed.
-pub fn set_plain_loopback(store: &Store, on: bool) -> crate::Result<bool> {
+pub fn set_plain_loopback(ctx: &Context, on: bool) -> crate::Result<bool> {
+    let store: &Store = &ctx.store;
     store.set_setting(a2a::PLAIN_LOOPBACK_SETTING, &on)?;
     store.audit("a2a.plain_loopback", None, &serde_json::json!({"on": on}), &crate::doors::gate::consent::now_string(chrono::Utc::now()))?;
     Ok(on)

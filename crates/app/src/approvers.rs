@@ -11,6 +11,7 @@
 //! device's key. Signatures are ECDSA P-256 with SHA-256, r‖s (64 bytes, as WebCrypto
 //! makes them), base64url without padding, like the key (SEC1 uncompressed, 65 bytes).
 
+use crate::Context;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use chrono::{DateTime, Utc};
@@ -117,7 +118,8 @@ fn check_name(name: &str) -> Result<String> {
 
 /// Makes an invitation for a device to be called `name`, at the gate reached at
 /// `gate_url` (as members reach it: its public address).
-pub fn invite(store: &Store, gate_key: &str, name: &str, gate_url: &str, now: DateTime<Utc>) -> Result<Invitation> {
+pub fn invite(ctx: &Context, gate_key: &str, name: &str, gate_url: &str, now: DateTime<Utc>) -> Result<Invitation> {
+    let store: &Store = &ctx.store;
     let name = check_name(name)?;
     let base = url::Url::parse(gate_url).map_err(|e| CommandError::new(Code::BadUrl, format!("{gate_url}: {e}")))?;
     if !matches!(base.scheme(), "https" | "http") || base.host().is_none() {
@@ -231,12 +233,14 @@ pub fn authenticate(store: &Store, gate_key: &str, req: &SignedRequest<'_>, now:
     Ok(approver)
 }
 
-pub fn list(store: &Store) -> Result<Vec<Approver>> {
+pub fn list(ctx: &Context) -> Result<Vec<Approver>> {
+    let store: &Store = &ctx.store;
     Ok(store.approvers()?)
 }
 
 /// Removes a device: its next request, at any node, is refused.
-pub fn remove(store: &Store, id: &str) -> Result<()> {
+pub fn remove(ctx: &Context, id: &str) -> Result<()> {
+    let store: &Store = &ctx.store;
     let a = store.approver(id)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no approver {id}")))?;
     store.approver_remove(id)?;
     store.audit("approver.remove", Some(id), &serde_json::json!({"name": a.name}), &crate::now())?;
@@ -245,7 +249,8 @@ pub fn remove(store: &Store, id: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn rename(store: &Store, id: &str, name: &str) -> Result<()> {
+pub fn rename(ctx: &Context, id: &str, name: &str) -> Result<()> {
+    let store: &Store = &ctx.store;
     let name = check_name(name)?;
     if !store.approver_rename(id, &name)? {
         return Err(CommandError::new(Code::NotFound, format!("no approver {id}")));
@@ -296,7 +301,7 @@ pub fn waiting(store: &Store, gate_key: &str, me: &str, now: DateTime<Utc>) -> R
         .map(|a| a.name)
         .collect();
     let mut out = Vec::new();
-    for item in crate::consent::pending(store)? {
+    for item in crate::waiting::pending(store)? {
         if let Some(target) = item.target() {
             let digest = digest(&item)?;
             let quorum = match crate::quorum::rule_for(store, &item)? {
@@ -335,7 +340,7 @@ pub async fn decide(
         return Err(CommandError::new(Code::Invalid, "“ask me later” puts a prompt off for the gate's owner; an approver allows, denies or blocks"));
     }
     let now_item = crate::blocking(move || {
-        let items = crate::consent::pending(&store)?;
+        let items = crate::waiting::pending(&store)?;
         let same = items.iter().find(|i| i.target().as_ref() == Some(&target)).cloned();
         let renamed = items.iter().any(|i| i.target().is_some_and(|t| t.key() == target.key()));
         Ok((same, renamed))

@@ -7,6 +7,7 @@
 //! someone who did not recompute the hashes after it; a checkpoint catches the one who did
 //! (they cannot sign the rewritten chain), and entries removed from the end.
 
+use crate::Context;
 use std::collections::HashMap;
 
 pub use gatehouse_store::{ChangeKind, StateChange, StateReport};
@@ -207,7 +208,12 @@ pub fn accept_state(ctx: &crate::Context) -> Result<StateReport> {
 
 /// Signs this gate's log now (see [`checkpoint`]), checked against the checkpoint this
 /// machine keeps, and keeps the newest.
-pub fn checkpoint_here(store: &Store, key: &SigningKey, data_dir: &std::path::Path) -> Result<Option<AuditCheckpoint>> {
+pub fn checkpoint_here(ctx: &Context) -> Result<Option<AuditCheckpoint>> {
+    checkpoint_here_in(&ctx.store, &ctx.key, &ctx.data_dir)
+}
+
+/// [`checkpoint_here`] on the store itself, for this crate's own callers.
+pub(crate) fn checkpoint_here_in(store: &Store, key: &SigningKey, data_dir: &std::path::Path) -> Result<Option<AuditCheckpoint>> {
     let witness = crate::witness::load(data_dir)?;
     let (made, v) = checked_checkpoint(store, key, witness.as_ref())?;
     let newest = match &made {

@@ -9,7 +9,7 @@ pub use crate::doors::gate::consent::{Decision, Lasting};
 use crate::doors::Gate;
 pub use crate::target::{ConsentTarget, Source};
 pub use crate::waiting::DecisionOutcome;
-pub use crate::waiting::{pending, pending_at, waiting_count, ConsentItem};
+pub use crate::waiting::{pending_at, ConsentItem};
 use crate::waiting::{Decided, HOLDERS};
 use chrono::{DateTime, Utc};
 
@@ -120,4 +120,14 @@ fn decide_now(d: &Decided<'_>, target: &ConsentTarget) -> std::result::Result<De
         Some(h) => h.settle(d, target),
         None => Err(ConsentError::Gone),
     }
+}
+
+/// Everything waiting for the user, one list ([`crate::waiting`]).
+pub fn pending(ctx: &crate::Context) -> std::result::Result<Vec<ConsentItem>, ConsentError> {
+    crate::waiting::pending(&ctx.store)
+}
+
+/// How many items wait for the user.
+pub fn waiting_count(ctx: &crate::Context) -> std::result::Result<usize, ConsentError> {
+    crate::waiting::waiting_count(&ctx.store)
 }

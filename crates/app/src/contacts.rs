@@ -7,6 +7,7 @@ use crate::doors::gate::consent::{now_string, ConsentError};
 use crate::doors::Gate;
 use crate::target::Source;
 pub use crate::waiting::{claims, Claim};
+use crate::Context;
 use chrono::{DateTime, Utc};
 use gatehouse_store::contacts::Contact;
 use gatehouse_store::{Policy, Store, TrustEntry};
@@ -128,7 +129,8 @@ fn view(store: &Store, c: Contact, own_key: &str) -> Result<ContactView> {
     })
 }
 
-pub fn list(store: &Store, own_key: &str) -> Result<Vec<ContactView>> {
+pub fn list(ctx: &Context, own_key: &str) -> Result<Vec<ContactView>> {
+    let store: &Store = &ctx.store;
     let mut all: Vec<ContactView> = store.contacts()?.into_iter().map(|c| view(store, c, own_key)).collect::<Result<_>>()?;
     let names: Vec<(i64, String)> = all.iter().map(|c| (c.id, c.name.trim().to_lowercase())).collect();
     for c in &mut all {
@@ -141,7 +143,8 @@ pub fn list(store: &Store, own_key: &str) -> Result<Vec<ContactView>> {
 /// The user says contact `from` is the same person as `into`: its keys join `into`. If
 /// `into` was verified, each joining key is a key change, held until it is verified too.
 /// Audited.
-pub fn merge(store: &Store, from: i64, into: i64, now: DateTime<Utc>) -> Result<()> {
+pub fn merge(ctx: &Context, from: i64, into: i64, now: DateTime<Utc>) -> Result<()> {
+    let store: &Store = &ctx.store;
     if from == into {
         return Err(CommandError::new(Code::Invalid, "a contact is already itself"));
     }
@@ -166,7 +169,8 @@ pub fn merge(store: &Store, from: i64, into: i64, now: DateTime<Utc>) -> Result<
 /// Marks a key verified: `pasted` is what the other side shared (their QR's text or key),
 /// which must be this very key; without it, the user said the safety codes match. A key
 /// change waiting on this key is lifted. Audited.
-pub fn verify(store: &Store, key: &str, pasted: Option<&str>, own_key: &str, now: DateTime<Utc>) -> Result<ContactView> {
+pub fn verify(ctx: &Context, key: &str, pasted: Option<&str>, own_key: &str, now: DateTime<Utc>) -> Result<ContactView> {
+    let store: &Store = &ctx.store;
     let key = gatehouse_store::sender_key(key);
     let Some(contact) = store.contact_of(&key)? else {
         return Err(CommandError::new(Code::NotFound, format!("{key} is not a key of any contact")));
@@ -207,7 +211,8 @@ pub fn verify(store: &Store, key: &str, pasted: Option<&str>, own_key: &str, now
     view(store, c, own_key)
 }
 
-pub fn rename(store: &Store, id: i64, name: &str, now: DateTime<Utc>) -> Result<()> {
+pub fn rename(ctx: &Context, id: i64, name: &str, now: DateTime<Utc>) -> Result<()> {
+    let store: &Store = &ctx.store;
     let name = name.trim();
     if name.is_empty() {
         return Err(CommandError::new(Code::Invalid, "a name is required"));

@@ -19,7 +19,8 @@ pub struct Context {
     /// never leaves the process (no command returns it; `Context` has no `Debug`).
     pub key: ed25519_dalek::SigningKey,
     pub public_key: String,
-    pub store: Arc<Store>,
+    /// Reached only through this crate's functions: a face never holds the store.
+    pub(crate) store: Arc<Store>,
     /// This open made the identity (a first run).
     pub created: bool,
 }
@@ -42,6 +43,13 @@ impl Context {
             store: o.store,
             created: o.created,
         })
+    }
+
+    /// A context over a store opened elsewhere (a test's, or a composition that opened the
+    /// data dir itself), with the identity key given.
+    pub fn with_store(data_dir: PathBuf, key: ed25519_dalek::SigningKey, store: Arc<Store>) -> Context {
+        let public_key = hex::encode(key.verifying_key().as_bytes());
+        Context { data_dir, keystore: KeystoreKind::File, key, public_key, store, created: false }
     }
 
     /// Where a team's gate keeps its tables (the PostgreSQL database, described without

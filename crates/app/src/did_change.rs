@@ -5,7 +5,7 @@
 //! audited, and on a verified contact it blocks everything from the agent until the user
 //! verifies it again.
 
-use std::sync::Arc;
+use crate::Context;
 
 use crate::doors::gate::consent::now_string;
 use chrono::{DateTime, Utc};
@@ -30,7 +30,8 @@ pub struct KeysChecked {
 }
 
 /// Fetches `sender`'s DID document over HTTPS and [`apply`]s what it holds.
-pub async fn check(store: Arc<Store>, sender: String) -> Result<KeysChecked> {
+pub async fn check(ctx: &Context, sender: String) -> Result<KeysChecked> {
+    let store = ctx.store.clone();
     let sender = sender.trim().to_string();
     if !sender.starts_with("did:web:") {
         return Err(CommandError::new(Code::Invalid, format!("{sender} is not a did:web: only a did:web's keys live in a document that can change")));

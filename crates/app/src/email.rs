@@ -3,6 +3,7 @@
 //! kept in the keychain for that server and user only, removed with it, every change
 //! audited; what a running inbox follows.
 
+use crate::Context;
 use std::path::Path;
 
 use crate::doors::email::Follow;
@@ -142,7 +143,8 @@ pub async fn probe(account: &Account, password: &str, smtp_password: Option<&str
 }
 
 /// Adds (or moves) an account once the server accepts the login. Audited.
-pub async fn add(store: std::sync::Arc<Store>, data_dir: &Path, name: &str, account: Account, password: String) -> Result<(EmailAccountRow, String)> {
+pub async fn add(ctx: &Context, data_dir: &Path, name: &str, account: Account, password: String) -> Result<(EmailAccountRow, String)> {
+    let store = ctx.store.clone();
     let name = name.trim().to_string();
     if name.is_empty() || password.is_empty() {
         return Err(CommandError::new(Code::Invalid, "give the account a name and its password"));
@@ -169,12 +171,14 @@ pub async fn add(store: std::sync::Arc<Store>, data_dir: &Path, name: &str, acco
     Ok((row, said))
 }
 
-pub fn list(store: &Store) -> Result<Vec<EmailAccountRow>> {
+pub fn list(ctx: &Context) -> Result<Vec<EmailAccountRow>> {
+    let store: &Store = &ctx.store;
     Ok(store.email_accounts()?)
 }
 
 /// Forgets an account and its password (its receipts stay; its mail stays where it was filed).
-pub fn remove(store: &Store, data_dir: &Path, name: &str) -> Result<()> {
+pub fn remove(ctx: &Context, data_dir: &Path, name: &str) -> Result<()> {
+    let store: &Store = &ctx.store;
     let row = store.email_account(name)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no mail account {name:?}")))?;
     let account = account_of(&row)?;
     forget(&Secrets::open(data_dir)?, name, &account)?;
@@ -184,7 +188,8 @@ pub fn remove(store: &Store, data_dir: &Path, name: &str) -> Result<()> {
 }
 
 /// Asks the server again with the kept password.
-pub async fn test(store: std::sync::Arc<Store>, data_dir: &Path, name: &str) -> Result<String> {
+pub async fn test(ctx: &Context, data_dir: &Path, name: &str) -> Result<String> {
+    let store = ctx.store.clone();
     let (n, dir) = (name.to_string(), data_dir.to_path_buf());
     let (account, password, smtp) = blocking(move || {
         let row = store.email_account(&n)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no mail account {n:?}")))?;
@@ -201,14 +206,8 @@ pub async fn test(store: std::sync::Arc<Store>, data_dir: &Path, name: &str) -> 
 
 /// Sends a signed envelope by mail through an account's outgoing server (the named one,
 /// or the only one that has an outgoing server). Audited. Returns what was done, in words.
-pub async fn send_envelope(
-    store: std::sync::Arc<Store>,
-    data_dir: &Path,
-    account: Option<&str>,
-    to: &str,
-    subject: &str,
-    envelope: &serde_json::Value,
-) -> Result<String> {
+pub async fn send_envelope(ctx: &Context, data_dir: &Path, account: Option<&str>, to: &str, subject: &str, envelope: &serde_json::Value) -> Result<String> {
+    let store = ctx.store.clone();
     let (wanted, dir, st) = (account.map(str::to_string), data_dir.to_path_buf(), store.clone());
     let (name, smtp, certificate, password) = blocking(move || {
         let rows = st.email_accounts()?;

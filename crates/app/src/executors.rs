@@ -2,9 +2,9 @@
 //! program to run, a swarm or peer that exists, a model's address), programs and folders
 //! that are new confirmed by the user, then saved and audited.
 
+use crate::Context;
 use std::future::Future;
 use std::path::Path;
-use std::sync::Arc;
 
 use gatehouse_store::Store;
 
@@ -24,7 +24,12 @@ pub fn keep_model_api_key(data_dir: &std::path::Path, scope: &str, key: &str) ->
     Ok(name)
 }
 
-pub fn get(store: &Store) -> Result<ExecutorConfig> {
+pub fn get(ctx: &Context) -> Result<ExecutorConfig> {
+    get_in(&ctx.store)
+}
+
+/// [`get`] on the store itself, for this crate's own callers.
+pub(crate) fn get_in(store: &Store) -> Result<ExecutorConfig> {
     Ok(ExecutorConfig::load(store)?)
 }
 
@@ -119,11 +124,12 @@ pub fn new_programs_and_folders(before: &ExecutorConfig, after: &ExecutorConfig)
 /// the page cannot answer; the CLI: the user typed the command), lists them as allowed on
 /// this machine (`data_dir`'s own list: a setting in the database alone runs nothing),
 /// saves and audits.
-pub async fn set<F, Fut>(store: Arc<Store>, data_dir: &Path, config: ExecutorConfig, confirm: F) -> Result<()>
+pub async fn set<F, Fut>(ctx: &Context, data_dir: &Path, config: ExecutorConfig, confirm: F) -> Result<()>
 where
     F: FnOnce(Vec<String>) -> Fut,
     Fut: Future<Output = bool>,
 {
+    let store = ctx.store.clone();
     let (s, c) = (store.clone(), config.clone());
     let before = blocking(move || {
         validate(&s, &c)?;
@@ -168,15 +174,16 @@ pub fn allow_here(data_dir: &Path, config: &ExecutorConfig) -> Result<Vec<String
 
 /// Sets one scope's executor (or the default), keeping the others: what the CLI's
 /// `executor set` does.
-pub async fn set_scope(store: Arc<Store>, data_dir: &Path, scope: &str, spec: ExecutorSpec) -> Result<ExecutorConfig> {
+pub async fn set_scope(ctx: &Context, data_dir: &Path, scope: &str, spec: ExecutorSpec) -> Result<ExecutorConfig> {
+    let store = ctx.store.clone();
     let s = store.clone();
-    let mut config = blocking(move || get(&s)).await?;
+    let mut config = blocking(move || get_in(&s)).await?;
     if scope == "default" {
         config.default = spec;
     } else {
         config.scopes.insert(scope.to_string(), spec);
     }
-    set(store, data_dir, config.clone(), |_| async { true }).await?;
+    set(ctx, data_dir, config.clone(), |_| async { true }).await?;
     Ok(config)
 }
 

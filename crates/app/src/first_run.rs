@@ -4,6 +4,7 @@
 //! the user's own inbox over loopback, exactly as any sender's would be: it gets no
 //! shortcut through the gate.
 
+use crate::Context;
 use std::time::Duration;
 
 use gatehouse_store::Store;
@@ -17,12 +18,14 @@ pub const SAMPLE_TEXT: &str = "Hello from Gatehouse! This is a sample message, s
      It knocked like any unknown sender would: you decided whether it reaches your AI, and its receipt is in your inbox.";
 
 /// Whether the welcome was dismissed.
-pub fn done(store: &Store) -> Result<bool> {
+pub fn done(ctx: &Context) -> Result<bool> {
+    let store: &Store = &ctx.store;
     Ok(store.setting::<bool>(SETTING)?.unwrap_or(false))
 }
 
 /// The welcome is not shown again. Audited.
-pub fn finish(store: &Store) -> Result<()> {
+pub fn finish(ctx: &Context) -> Result<()> {
+    let store: &Store = &ctx.store;
     store.set_setting(SETTING, &true)?;
     store.audit("first_run.done", None, &serde_json::json!({}), &now())?;
     Ok(())
@@ -30,7 +33,8 @@ pub fn finish(store: &Store) -> Result<()> {
 
 /// Signs a sample envelope to `inbox_key` and posts it to `submit_url` (the user's own
 /// inbox on loopback). Returns what happened, in words. Audited.
-pub async fn send_sample(store: std::sync::Arc<Store>, submit_url: &str, inbox_key: &str) -> Result<String> {
+pub async fn send_sample(ctx: &Context, submit_url: &str, inbox_key: &str) -> Result<String> {
+    let store = ctx.store.clone();
     let host = url::Url::parse(submit_url).ok().and_then(|u| u.host_str().map(str::to_string));
     if !host.is_some_and(|h| gatehouse_http::is_loopback(&h)) {
         return Err(CommandError::new(Code::Invalid, "the sample goes to this computer's own inbox only"));

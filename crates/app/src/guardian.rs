@@ -3,6 +3,7 @@
 //! (checked before they are kept), and each session's timeline. Every change is audited.
 
 use crate::trust::ASOP_SCOPE;
+use crate::Context;
 use gatehouse_asop::rules::{Action, Condition, Rule};
 use gatehouse_store::Store;
 use serde::{Deserialize, Serialize};
@@ -19,14 +20,16 @@ impl From<crate::doors::guardian::GuardianError> for CommandError {
 }
 
 /// Answers a waiting step; the agent hears it at once. Audited.
-pub fn answer(store: &Store, guardian: Option<&Guardian>, row: i64, answer: UserAnswer) -> Result<()> {
+pub fn answer(ctx: &Context, guardian: Option<&Guardian>, row: i64, answer: UserAnswer) -> Result<()> {
+    let store: &Store = &ctx.store;
     let g = guardian.ok_or_else(|| CommandError::new(Code::NotRunning, "the inbox is paused; the agent's request is gone"))?;
     g.answer(row, answer.clone())?;
     store.audit("asop.answer", None, &serde_json::json!({"row": row, "decision": answer.decision, "always": answer.always}), &now())?;
     Ok(())
 }
 
-pub fn rules(store: &Store) -> Result<Vec<AsopRuleRow>> {
+pub fn rules(ctx: &Context) -> Result<Vec<AsopRuleRow>> {
+    let store: &Store = &ctx.store;
     Ok(store.asop_rules()?)
 }
 
@@ -44,7 +47,8 @@ pub struct RuleInput {
 
 /// Adds a rule after checking it (a usable pattern for modify and for `matches`); a blank
 /// agent, method or tool matches any. Audited.
-pub fn rule_add(store: &Store, input: RuleInput) -> Result<AsopRuleRow> {
+pub fn rule_add(ctx: &Context, input: RuleInput) -> Result<AsopRuleRow> {
+    let store: &Store = &ctx.store;
     let norm = |s: &str| match s.trim() {
         "" => "*".to_string(),
         t => t.to_string(),
@@ -78,7 +82,8 @@ pub fn rule_add(store: &Store, input: RuleInput) -> Result<AsopRuleRow> {
     Ok(row)
 }
 
-pub fn rule_remove(store: &Store, id: i64) -> Result<()> {
+pub fn rule_remove(ctx: &Context, id: i64) -> Result<()> {
+    let store: &Store = &ctx.store;
     if !store.asop_rule_remove(id)? {
         return Err(CommandError::new(Code::NotFound, format!("no rule {id}")));
     }
@@ -96,12 +101,14 @@ pub struct SessionItem {
     pub last: String,
 }
 
-pub fn sessions(store: &Store, limit: usize) -> Result<Vec<SessionItem>> {
+pub fn sessions(ctx: &Context, limit: usize) -> Result<Vec<SessionItem>> {
+    let store: &Store = &ctx.store;
     Ok(store.asop_sessions(limit)?.into_iter().map(|(session_id, agent, steps, last)| SessionItem { session_id, agent, steps, last }).collect())
 }
 
 /// Every step of a session, in order.
-pub fn session(store: &Store, session_id: &str) -> Result<Vec<AsopStepRow>> {
+pub fn session(ctx: &Context, session_id: &str) -> Result<Vec<AsopStepRow>> {
+    let store: &Store = &ctx.store;
     Ok(store.asop_session(session_id)?)
 }
 
@@ -120,7 +127,8 @@ pub struct AgentItem {
 }
 
 /// Every agent that registered, asks to, or was blocked.
-pub fn agents(store: &Store) -> Result<Vec<AgentItem>> {
+pub fn agents(ctx: &Context) -> Result<Vec<AgentItem>> {
+    let store: &Store = &ctx.store;
     let id = |key: &str| key.strip_prefix("asop:").map(str::to_string);
     let mut out: Vec<AgentItem> = Vec::new();
     for t in store.trust_list()? {
@@ -143,14 +151,14 @@ pub fn agents(store: &Store) -> Result<Vec<AgentItem>> {
 
 /// Registers an agent that asked to (it must be waiting): its steps are then decided by the
 /// rules, or asked about. The same as letting it in from the consent prompt; audited.
-pub fn approve(store: &Store, agent: &str, name: Option<String>) -> Result<gatehouse_store::TrustEntry> {
-    approve_with(store, agent, name, gatehouse_store::Policy::default())
+pub fn approve(ctx: &Context, agent: &str, name: Option<String>) -> Result<gatehouse_store::TrustEntry> {
+    approve_with(ctx, agent, name, gatehouse_store::Policy::default())
 }
 
 /// [`approve`] with the limits the user gave (steps per hour or day, their size, every
 /// step asked, registered only for a while): the gate applies them to the agent as to any
 /// sender. It is registered for the guardian's scope whatever `policy` names.
-pub fn approve_with(store: &Store, agent: &str, name: Option<String>, policy: gatehouse_store::Policy) -> Result<gatehouse_store::TrustEntry> {
+pub fn approve_with(ctx: &Context, agent: &str, name: Option<String>, policy: gatehouse_store::Policy) -> Result<gatehouse_store::TrustEntry> {
     let agent = agent.trim().trim_start_matches("asop:");
     if agent.is_empty() {
         return Err(CommandError::new(Code::Invalid, "name the agent (its id)"));
@@ -158,11 +166,11 @@ pub fn approve_with(store: &Store, agent: &str, name: Option<String>, policy: ga
     let grant_until = policy.grant_until.into_iter().filter(|(s, _)| s == ASOP_SCOPE).collect();
     let policy = gatehouse_store::Policy { allowed_scopes: vec![ASOP_SCOPE.into()], grant_until, ..policy };
     let name = name.or_else(|| Some(format!("agent {agent}")));
-    crate::trust::approve(store, &format!("asop:{agent}"), name, policy, chrono::Utc::now())
+    crate::trust::approve(ctx, &format!("asop:{agent}"), name, policy, chrono::Utc::now())
 }
 
 /// Blocks an agent: the guardian refuses its steps and it is never asked about again.
-pub fn block(store: &Store, agent: &str) -> Result<()> {
+pub fn block(ctx: &Context, agent: &str) -> Result<()> {
     let agent = agent.trim().trim_start_matches("asop:");
-    Ok(crate::trust::block(store, &crate::doors::guardian::agent_key(agent), chrono::Utc::now())?)
+    Ok(crate::trust::block(ctx, &crate::doors::guardian::agent_key(agent), chrono::Utc::now())?)
 }

@@ -2,6 +2,7 @@
 //! how they came), accepted envelopes, the senders waiting to be let in, the blocked list,
 //! the audit log and the answers to an envelope. Reads only; each is one call.
 
+use crate::Context;
 use gatehouse_store::Store;
 
 pub use gatehouse_store::{AuditEntry, BlockedSender, EnvelopeRow, InboxFilter, InboxItem, PendingSender, ReceiptRow};
@@ -9,14 +10,16 @@ pub use gatehouse_store::{AuditEntry, BlockedSender, EnvelopeRow, InboxFilter, I
 use crate::Result;
 
 /// The window's inbox list (filtered, keyset-paged).
-pub fn inbox(store: &Store, filter: &InboxFilter) -> Result<Vec<InboxItem>> {
+pub fn inbox(ctx: &Context, filter: &InboxFilter) -> Result<Vec<InboxItem>> {
+    let store: &Store = &ctx.store;
     Ok(store.inbox(filter)?)
 }
 
 /// The newest `limit` receipts as their senders got them, with how each arrived beside it
 /// (Gatehouse's `x-transport`, and for mail `x-email`: the account, the mail's From,
 /// Message-ID and subject).
-pub fn receipts(store: &Store, limit: u32) -> Result<Vec<serde_json::Value>> {
+pub fn receipts(ctx: &Context, limit: u32) -> Result<Vec<serde_json::Value>> {
+    let store: &Store = &ctx.store;
     let mut out = Vec::new();
     for r in store.receipts(limit, 0)? {
         let mut v = r.receipt.clone();
@@ -32,21 +35,25 @@ pub fn receipts(store: &Store, limit: u32) -> Result<Vec<serde_json::Value>> {
 }
 
 /// The newest `limit` receipts as stored (status, code, transport, message).
-pub fn receipt_rows(store: &Store, limit: u32) -> Result<Vec<ReceiptRow>> {
+pub fn receipt_rows(ctx: &Context, limit: u32) -> Result<Vec<ReceiptRow>> {
+    let store: &Store = &ctx.store;
     Ok(store.receipts(limit, 0)?)
 }
 
 /// The newest `limit` accepted envelopes.
-pub fn envelopes(store: &Store, limit: u32) -> Result<Vec<EnvelopeRow>> {
+pub fn envelopes(ctx: &Context, limit: u32) -> Result<Vec<EnvelopeRow>> {
+    let store: &Store = &ctx.store;
     Ok(store.envelopes(limit, 0)?)
 }
 
 /// Unknown senders that knocked and wait to be let in.
-pub fn pending_senders(store: &Store) -> Result<Vec<PendingSender>> {
+pub fn pending_senders(ctx: &Context) -> Result<Vec<PendingSender>> {
+    let store: &Store = &ctx.store;
     Ok(store.pending_list()?)
 }
 
-pub fn blocked(store: &Store) -> Result<Vec<BlockedSender>> {
+pub fn blocked(ctx: &Context) -> Result<Vec<BlockedSender>> {
+    let store: &Store = &ctx.store;
     Ok(store.blocked_list()?)
 }
 
@@ -73,7 +80,8 @@ pub struct AuditPage {
 }
 
 /// One page of the audit log (what changed, by whom, when), newest first.
-pub fn audit(store: &Store, q: &AuditQuery) -> Result<AuditPage> {
+pub fn audit(ctx: &Context, q: &AuditQuery) -> Result<AuditPage> {
+    let store: &Store = &ctx.store;
     let mut entries = store.audit_page(q.since.as_deref(), q.before, AUDIT_PAGE + 1)?;
     let older = entries.len() > AUDIT_PAGE as usize;
     entries.truncate(AUDIT_PAGE as usize);
@@ -81,6 +89,7 @@ pub fn audit(store: &Store, q: &AuditQuery) -> Result<AuditPage> {
 }
 
 /// The answers to one envelope: drafts, sent and failed.
-pub fn replies_for(store: &Store, envelope_row: i64) -> Result<Vec<gatehouse_store::replies::ReplyRow>> {
+pub fn replies_for(ctx: &Context, envelope_row: i64) -> Result<Vec<gatehouse_store::replies::ReplyRow>> {
+    let store: &Store = &ctx.store;
     Ok(store.replies_for_envelope(envelope_row)?)
 }

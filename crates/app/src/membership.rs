@@ -63,7 +63,12 @@ pub struct TeamWaiting {
     pub log_problem: Option<String>,
 }
 
-pub fn list(store: &Store) -> Result<Vec<Membership>> {
+pub fn list(ctx: &Context) -> Result<Vec<Membership>> {
+    list_in(&ctx.store)
+}
+
+/// [`list`] on the store itself, for this crate's own callers.
+pub(crate) fn list_in(store: &Store) -> Result<Vec<Membership>> {
     Ok(store.setting::<Vec<Membership>>(SETTING)?.unwrap_or_default())
 }
 
@@ -72,7 +77,7 @@ fn save(store: &Store, all: &[Membership]) -> Result<()> {
 }
 
 fn find(store: &Store, id: &str) -> Result<Membership> {
-    list(store)?.into_iter().find(|m| m.id == id).ok_or_else(|| CommandError::new(Code::NotFound, format!("this desktop approves for no team gate as {id}")))
+    list_in(store)?.into_iter().find(|m| m.id == id).ok_or_else(|| CommandError::new(Code::NotFound, format!("this desktop approves for no team gate as {id}")))
 }
 
 /// The gate's address and the code an invitation's link holds
@@ -136,7 +141,7 @@ fn parse<T: serde::de::DeserializeOwned>(url: &str, body: &[u8]) -> Result<T> {
 /// Joins the gate an invitation's `link` names as a device called `name`.
 pub async fn join(ctx: &Context, link: &str, name: &str) -> Result<Membership> {
     let (gate_url, code, gate_key) = read_invitation(link)?;
-    if list(&ctx.store)?.iter().any(|m| m.gate_key == gate_key && !m.removed) {
+    if list(ctx)?.iter().any(|m| m.gate_key == gate_key && !m.removed) {
         return Err(CommandError::new(Code::AlreadyTrusted, "this desktop approves for that team's gate already"));
     }
     let http = client()?;
@@ -184,7 +189,7 @@ pub async fn join(ctx: &Context, link: &str, name: &str) -> Result<Membership> {
     let store = ctx.store.clone();
     let kept = m.clone();
     crate::blocking(move || {
-        let mut all = list(&store)?;
+        let mut all = list_in(&store)?;
         all.retain(|o| o.gate_key != kept.gate_key);
         all.push(kept.clone());
         save(&store, &all)?;
@@ -204,7 +209,7 @@ pub async fn join(ctx: &Context, link: &str, name: &str) -> Result<Membership> {
 /// device there).
 pub fn leave(ctx: &Context, id: &str) -> Result<()> {
     let m = find(&ctx.store, id)?;
-    let mut all = list(&ctx.store)?;
+    let mut all = list(ctx)?;
     all.retain(|o| o.id != id);
     save(&ctx.store, &all)?;
     gatehouse_keys::Secrets::open(&ctx.data_dir)?.delete(&m.key_name)?;
@@ -214,7 +219,7 @@ pub fn leave(ctx: &Context, id: &str) -> Result<()> {
 
 /// Marks a membership removed by its gate (kept, so the member sees what happened).
 fn mark_removed(store: &Store, id: &str) -> Result<()> {
-    let mut all = list(store)?;
+    let mut all = list_in(store)?;
     for m in all.iter_mut().filter(|m| m.id == id) {
         m.removed = true;
     }
@@ -300,7 +305,7 @@ pub async fn waiting_at(ctx: &Context, id: &str) -> Result<Vec<ApproverItem>> {
 /// against the checkpoint this desktop holds of it, see [`witness_at`]).
 pub async fn waiting(ctx: &Context) -> Result<Vec<TeamWaiting>> {
     let mut out = Vec::new();
-    for m in list(&ctx.store)? {
+    for m in list(ctx)? {
         out.push(waiting_there(ctx, m, None).await);
     }
     Ok(out)

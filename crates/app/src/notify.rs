@@ -5,6 +5,7 @@
 //! none in their quiet hours; the hourly count is what the outbox holds, so it holds
 //! across the nodes of a team's gate. Each node tells of the knocks it took in.
 
+use crate::Context;
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveTime, Utc};
@@ -39,7 +40,8 @@ fn time(s: &str) -> Result<NaiveTime> {
 }
 
 /// Sets (or, with None, stops) the notices for device `id`.
-pub fn set_mail(store: &Store, id: &str, input: Option<MailInput>) -> Result<()> {
+pub fn set_mail(ctx: &Context, id: &str, input: Option<MailInput>) -> Result<()> {
+    let store: &Store = &ctx.store;
     let mail = match input {
         None => None,
         Some(m) => {

@@ -25,7 +25,8 @@ pub struct PeerView {
 /// Keeps a peer: its manifest is fetched again under `pin` (the fingerprint the user was
 /// shown and confirmed; the peer must still present it), then the peer is stored, its
 /// token (if any) put in the keychain, and the addition audited.
-pub async fn add(store: std::sync::Arc<Store>, data_dir: &Path, url: &str, name: &str, pin: &str, token: Option<String>) -> Result<PeerRow> {
+pub async fn add(ctx: &Context, data_dir: &Path, url: &str, name: &str, pin: &str, token: Option<String>) -> Result<PeerRow> {
+    let store = ctx.store.clone();
     let name = name.trim().to_string();
     if name.is_empty() {
         return Err(CommandError::new(Code::Invalid, "give the peer a name"));
@@ -51,27 +52,35 @@ pub async fn add(store: std::sync::Arc<Store>, data_dir: &Path, url: &str, name:
     .await
 }
 
-pub fn list(store: &Store, data_dir: &Path) -> Result<Vec<PeerView>> {
+pub fn list(ctx: &Context, data_dir: &Path) -> Result<Vec<PeerView>> {
+    let store: &Store = &ctx.store;
     let secrets = Secrets::open(data_dir)?;
     store.uamp_peers()?.into_iter().map(|p| Ok(PeerView { has_token: secrets.get(&client::token_name(&p.did))?.is_some(), peer: p })).collect()
 }
 
 /// A peer by its DID or the name the user gave it.
-pub fn find(store: &Store, peer: &str) -> Result<PeerRow> {
+pub fn find(ctx: &Context, peer: &str) -> Result<PeerRow> {
+    find_in(&ctx.store, peer)
+}
+
+/// [`find`] on the store itself, for this crate's own callers.
+pub(crate) fn find_in(store: &Store, peer: &str) -> Result<PeerRow> {
     store.uamp_peer(peer)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no peer {peer:?}; add it first (its https://host:port address)")))
 }
 
 /// Keeps the token a peer issued to this inbox (replacing an earlier one), audited.
-pub fn set_token(store: &Store, data_dir: &Path, peer: &str, token: &str) -> Result<PeerRow> {
-    let row = find(store, peer)?;
+pub fn set_token(ctx: &Context, data_dir: &Path, peer: &str, token: &str) -> Result<PeerRow> {
+    let store: &Store = &ctx.store;
+    let row = find(ctx, peer)?;
     Secrets::open(data_dir).and_then(|s| s.put(&client::token_name(&row.did), token.trim()))?;
     store.audit("uamp.peer_token", Some(&row.did), &serde_json::json!({}), &crate::now())?;
     Ok(row)
 }
 
 /// Forgets a peer (by DID or name) and the token it issued, audited.
-pub fn remove(store: &Store, data_dir: &Path, peer: &str) -> Result<PeerRow> {
-    let row = find(store, peer)?;
+pub fn remove(ctx: &Context, data_dir: &Path, peer: &str) -> Result<PeerRow> {
+    let store: &Store = &ctx.store;
+    let row = find(ctx, peer)?;
     store.uamp_peer_remove(&row.did)?;
     Secrets::open(data_dir).and_then(|s| s.delete(&client::token_name(&row.did)))?;
     store.audit("uamp.peer_remove", Some(&row.did), &serde_json::json!({}), &crate::now())?;
@@ -105,7 +114,7 @@ pub async fn ask(ctx: &Context, peer: &PeerRow, ask: &Ask, on_progress: impl FnM
 /// Asks the peer of one of this inbox's asks to stop its stream.
 pub async fn cancel(ctx: &Context, stream_id: &str) -> Result<()> {
     let (store, id) = (ctx.store.clone(), stream_id.to_string());
-    let row = crate::blocking(move || find(&store, &crate::streams::peer_of(&store, &id)?)).await?;
+    let row = crate::blocking(move || find_in(&store, &crate::streams::peer_of(&store, &id)?)).await?;
     let token = token_of(ctx, &row).await?;
     Ok(sender(ctx).cancel(&row, token.as_deref(), stream_id).await?)
 }

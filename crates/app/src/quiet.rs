@@ -2,6 +2,7 @@
 //! digest says how many waited once they end. The window's notifier asks here whether to
 //! notify; the count is kept in the store, so a restart in the night loses nothing.
 
+use crate::Context;
 use chrono::{DateTime, Local, NaiveTime, Utc};
 use gatehouse_store::Store;
 use serde::{Deserialize, Serialize};
@@ -56,7 +57,8 @@ pub fn get(store: &Store) -> Result<Option<QuietHours>> {
 }
 
 /// Sets quiet hours (`None`: off). Audited.
-pub fn set(store: &Store, quiet: Option<QuietHours>) -> Result<Option<QuietHours>> {
+pub fn set(ctx: &Context, quiet: Option<QuietHours>) -> Result<Option<QuietHours>> {
+    let store: &Store = &ctx.store;
     let quiet = match quiet {
         Some(q) => {
             let (from, to) = (time(&q.from)?, time(&q.to)?);
@@ -83,22 +85,25 @@ pub struct QuietState {
     pub digest: Digest,
 }
 
-pub fn state(store: &Store, now: DateTime<Utc>) -> Result<QuietState> {
+pub fn state(ctx: &Context, now: DateTime<Utc>) -> Result<QuietState> {
+    let store: &Store = &ctx.store;
     let hours = get(store)?;
-    Ok(QuietState { active: hours.as_ref().is_some_and(|q| q.contains(now)), hours, digest: digest(store)? })
+    Ok(QuietState { active: hours.as_ref().is_some_and(|q| q.contains(now)), hours, digest: digest(ctx)? })
 }
 
-pub fn digest(store: &Store) -> Result<Digest> {
+pub fn digest(ctx: &Context) -> Result<Digest> {
+    let store: &Store = &ctx.store;
     Ok(store.setting(DIGEST)?.unwrap_or_default())
 }
 
 /// A prompt arrived: `true` to announce it now; in quiet hours it is counted for the
 /// digest instead.
-pub fn on_prompt(store: &Store, now: DateTime<Utc>) -> Result<bool> {
+pub fn on_prompt(ctx: &Context, now: DateTime<Utc>) -> Result<bool> {
+    let store: &Store = &ctx.store;
     let _one = COUNTING.lock().unwrap_or_else(|p| p.into_inner());
     match get(store)? {
         Some(q) if q.contains(now) => {
-            let mut d = digest(store)?;
+            let mut d = digest(ctx)?;
             d.count = d.count.saturating_add(1);
             d.since.get_or_insert_with(|| gatehouse_gate::clock::utc_string(now));
             store.set_setting(DIGEST, &d)?;
@@ -110,9 +115,10 @@ pub fn on_prompt(store: &Store, now: DateTime<Utc>) -> Result<bool> {
 
 /// Called now and then: once quiet hours are over, the digest's words (once), and the
 /// count starts again.
-pub fn due_digest(store: &Store, now: DateTime<Utc>) -> Result<Option<String>> {
+pub fn due_digest(ctx: &Context, now: DateTime<Utc>) -> Result<Option<String>> {
+    let store: &Store = &ctx.store;
     let _one = COUNTING.lock().unwrap_or_else(|p| p.into_inner());
-    let d = digest(store)?;
+    let d = digest(ctx)?;
     if d.count == 0 || get(store)?.is_some_and(|q| q.contains(now)) {
         return Ok(None);
     }
@@ -141,32 +147,36 @@ mod tests {
 
     #[test]
     fn prompts_in_quiet_hours_are_counted_and_announced_once_after() {
-        let store = Store::open_in_memory().unwrap();
-        assert!(on_prompt(&store, at(23, 0)).unwrap(), "no quiet hours set: announced");
-        set(&store, Some(QuietHours { from: "22:00".into(), to: "7:00".into() })).unwrap();
-        assert_eq!(get(&store).unwrap().unwrap().to, "07:00");
-        assert!(!on_prompt(&store, at(23, 0)).unwrap());
-        assert!(!on_prompt(&store, at(3, 0)).unwrap());
-        assert_eq!(due_digest(&store, at(5, 0)).unwrap(), None, "still quiet");
-        let words = due_digest(&store, at(7, 1)).unwrap().unwrap();
+        let ctx = crate::Context::with_store(
+            std::path::PathBuf::new(),
+            ed25519_dalek::SigningKey::from_bytes(&[7; 32]),
+            std::sync::Arc::new(Store::open_in_memory().unwrap()),
+        );
+        assert!(on_prompt(&ctx, at(23, 0)).unwrap(), "no quiet hours set: announced");
+        set(&ctx, Some(QuietHours { from: "22:00".into(), to: "7:00".into() })).unwrap();
+        assert_eq!(get(&ctx.store).unwrap().unwrap().to, "07:00");
+        assert!(!on_prompt(&ctx, at(23, 0)).unwrap());
+        assert!(!on_prompt(&ctx, at(3, 0)).unwrap());
+        assert_eq!(due_digest(&ctx, at(5, 0)).unwrap(), None, "still quiet");
+        let words = due_digest(&ctx, at(7, 1)).unwrap().unwrap();
         assert!(words.contains("2 requests waited"), "{words}");
-        assert_eq!(due_digest(&store, at(7, 2)).unwrap(), None, "once");
-        assert!(on_prompt(&store, at(9, 0)).unwrap());
-        set(&store, None).unwrap();
-        assert_eq!(get(&store).unwrap(), None, "off, and readable as off");
-        assert!(on_prompt(&store, at(23, 0)).unwrap());
-        assert!(set(&store, Some(QuietHours { from: "25:00".into(), to: "07:00".into() })).is_err());
+        assert_eq!(due_digest(&ctx, at(7, 2)).unwrap(), None, "once");
+        assert!(on_prompt(&ctx, at(9, 0)).unwrap());
+        set(&ctx, None).unwrap();
+        assert_eq!(get(&ctx.store).unwrap(), None, "off, and readable as off");
+        assert!(on_prompt(&ctx, at(23, 0)).unwrap());
+        assert!(set(&ctx, Some(QuietHours { from: "25:00".into(), to: "07:00".into() })).is_err());
         // A burst counted on many threads loses none.
-        set(&store, Some(QuietHours { from: "22:00".into(), to: "07:00".into() })).unwrap();
-        let store = std::sync::Arc::new(store);
+        set(&ctx, Some(QuietHours { from: "22:00".into(), to: "07:00".into() })).unwrap();
+        let ctx = std::sync::Arc::new(ctx);
         let threads: Vec<_> = (0..8)
             .map(|_| {
-                let s = store.clone();
+                let s = ctx.clone();
                 std::thread::spawn(move || (0..25).for_each(|_| assert!(!on_prompt(&s, at(23, 0)).unwrap())))
             })
             .collect();
         threads.into_iter().for_each(|t| t.join().unwrap());
-        assert_eq!(digest(&store).unwrap().count, 200);
-        assert!(set(&store, Some(QuietHours { from: "07:00".into(), to: "07:00".into() })).is_err());
+        assert_eq!(digest(&ctx).unwrap().count, 200);
+        assert!(set(&ctx, Some(QuietHours { from: "07:00".into(), to: "07:00".into() })).is_err());
     }
 }

@@ -6,6 +6,7 @@
 //! them ends it unless the rule says otherwise. The gate's owner (its own window and CLI,
 //! which hold its key) decides alone.
 
+use crate::Context;
 use gatehouse_store::quorum::{Proven, QuorumRule, Vote};
 use gatehouse_store::Store;
 
@@ -47,7 +48,8 @@ pub struct VoteView {
     pub at: String,
 }
 
-pub fn rule_add(store: &Store, r: RuleInput) -> Result<QuorumRule> {
+pub fn rule_add(ctx: &Context, r: RuleInput) -> Result<QuorumRule> {
+    let store: &Store = &ctx.store;
     if r.approvers.is_empty() {
         return Err(CommandError::new(Code::Invalid, "a quorum names the approver devices whose votes count"));
     }
@@ -81,11 +83,13 @@ pub fn rule_add(store: &Store, r: RuleInput) -> Result<QuorumRule> {
     Ok(rule)
 }
 
-pub fn rules(store: &Store) -> Result<Vec<QuorumRule>> {
+pub fn rules(ctx: &Context) -> Result<Vec<QuorumRule>> {
+    let store: &Store = &ctx.store;
     Ok(store.quorum_rules()?)
 }
 
-pub fn rule_remove(store: &Store, id: i64) -> Result<()> {
+pub fn rule_remove(ctx: &Context, id: i64) -> Result<()> {
+    let store: &Store = &ctx.store;
     if !store.quorum_rule_remove(id)? {
         return Err(CommandError::new(Code::NotFound, format!("no quorum rule {id}")));
     }

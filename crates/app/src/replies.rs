@@ -1,7 +1,7 @@
 //! Answers to senders as the user approves them, and what arrived shown in its place: a
 //! receipt's detail with the verification steps, a conversation ordered by its replies.
 
-use std::sync::Arc;
+use crate::Context;
 
 use gatehouse_store::{EnvelopeRow, ReceiptRow, Store};
 
@@ -11,7 +11,8 @@ use crate::{Code, CommandError, Result};
 
 /// Sends a reply with the text the user approved (edited or not), signed by this inbox;
 /// the approval is audited before it goes.
-pub async fn send(store: Arc<Store>, key: &ed25519_dalek::SigningKey, id: i64, text: &str) -> Result<ReplyRow> {
+pub async fn send(ctx: &Context, key: &ed25519_dalek::SigningKey, id: i64, text: &str) -> Result<ReplyRow> {
+    let store = ctx.store.clone();
     let text = text.trim().to_string();
     if text.is_empty() {
         return Err(CommandError::new(Code::Invalid, "the answer is empty"));
@@ -59,7 +60,8 @@ pub struct Detail {
     pub risk: Vec<gatehouse_risk::Flag>,
 }
 
-pub fn detail(store: &Store, receipt_id: &str) -> Result<Detail> {
+pub fn detail(ctx: &Context, receipt_id: &str) -> Result<Detail> {
+    let store: &Store = &ctx.store;
     let receipt = store.receipt(receipt_id)?.ok_or_else(|| CommandError::new(Code::NotFound, "no such receipt"))?;
     let envelope = match receipt.envelope_row {
         Some(id) => store.envelope(id)?,
@@ -118,7 +120,8 @@ pub struct ConversationMessage {
 
 /// A conversation as the user reads it: what arrived and the answers this inbox sent
 /// back, each under what it answers. `own_key`: this inbox's public key.
-pub fn conversation(store: &Store, own_key: &str, conversation_id: &str) -> Result<Vec<ConversationMessage>> {
+pub fn conversation(ctx: &Context, own_key: &str, conversation_id: &str) -> Result<Vec<ConversationMessage>> {
+    let store: &Store = &ctx.store;
     let mut rows = store.conversation(conversation_id)?;
     for r in store.replies_for_conversation(conversation_id)?.into_iter().filter(|r| r.state == "sent") {
         let sent = r.sent_envelope.clone().unwrap_or_default();

@@ -2,6 +2,7 @@
 //! the audit log), bounded and audited by the store's one path; where the desktop's
 //! inbox listens and which folder it watches.
 
+use crate::Context;
 use std::path::{Path, PathBuf};
 
 use gatehouse_store::Store;
@@ -33,7 +34,8 @@ pub struct DesktopSettings {
 }
 
 impl DesktopSettings {
-    pub fn load(store: &Store) -> Self {
+    pub fn load(ctx: &Context) -> Self {
+        let store: &Store = &ctx.store;
         store.setting(SETTINGS_KEY).ok().flatten().unwrap_or_else(|| DesktopSettings {
             port: std::env::var("GATEHOUSE_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PORT),
             watch_dir: std::env::var_os("GATEHOUSE_WATCH_DIR")
@@ -51,7 +53,8 @@ impl DesktopSettings {
 /// Changes where the desktop's inbox listens and what it watches, checked and audited.
 /// `may_watch` is asked about a new folder (the window: a folder the user chose in its
 /// own dialog); the caller restarts the inbox on what is saved.
-pub fn set_desktop(store: &Store, settings: &DesktopSettings, may_watch: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+pub fn set_desktop(ctx: &Context, settings: &DesktopSettings, may_watch: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let store: &Store = &ctx.store;
     if settings.port == 0 || settings.uamp_port == 0 {
         return Err(CommandError::new(Code::Invalid, "choose ports between 1 and 65535"));
     }
@@ -61,7 +64,7 @@ pub fn set_desktop(store: &Store, settings: &DesktopSettings, may_watch: impl Fn
     if !settings.watch_dir.is_absolute() {
         return Err(CommandError::new(Code::Invalid, "the watched folder must be an absolute path"));
     }
-    let before = DesktopSettings::load(store);
+    let before = DesktopSettings::load(ctx);
     // Files dropped there are read and moved: the folder is one the user chose.
     if settings.watch_dir != before.watch_dir {
         may_watch(&settings.watch_dir)?;
@@ -71,12 +74,14 @@ pub fn set_desktop(store: &Store, settings: &DesktopSettings, may_watch: impl Fn
     Ok(())
 }
 
-pub fn retention(store: &Store) -> Retention {
+pub fn retention(ctx: &Context) -> Retention {
+    let store: &Store = &ctx.store;
     store.retention()
 }
 
 /// Applied by the inbox's next clean-up (every 10 minutes), not at once.
-pub fn set_retention(store: &Store, retention: &Retention) -> Result<Retention> {
+pub fn set_retention(ctx: &Context, retention: &Retention) -> Result<Retention> {
+    let store: &Store = &ctx.store;
     store.set_retention(retention, &crate::now())?;
     Ok(store.retention())
 }
@@ -88,24 +93,25 @@ mod tests {
     #[test]
     fn listening_settings_are_checked_asked_about_a_new_folder_and_audited() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("g.db")).unwrap();
+        let store = std::sync::Arc::new(Store::open(&dir.path().join("g.db")).unwrap());
+        let ctx = crate::Context::with_store(dir.path().to_path_buf(), ed25519_dalek::SigningKey::from_bytes(&[7; 32]), store.clone());
         let good = DesktopSettings { port: 9001, watch_dir: dir.path().join("drop"), uamp_port: 9002 };
         for (bad, why) in [
             (DesktopSettings { port: 0, ..good.clone() }, "between 1 and 65535"),
             (DesktopSettings { uamp_port: 9001, ..good.clone() }, "two different ports"),
             (DesktopSettings { watch_dir: "drop".into(), ..good.clone() }, "absolute path"),
         ] {
-            let e = set_desktop(&store, &bad, |_| Ok(())).unwrap_err();
+            let e = set_desktop(&ctx, &bad, |_| Ok(())).unwrap_err();
             assert!(e.code == Code::Invalid && e.message.contains(why), "{e:?}");
         }
         // A folder the window did not let the user choose is refused; nothing is saved.
-        let refused = set_desktop(&store, &good, |_| Err(CommandError::new(Code::ForbiddenPath, "not chosen"))).unwrap_err();
+        let refused = set_desktop(&ctx, &good, |_| Err(CommandError::new(Code::ForbiddenPath, "not chosen"))).unwrap_err();
         assert_eq!(refused.code, Code::ForbiddenPath);
-        assert_ne!(DesktopSettings::load(&store), good);
-        set_desktop(&store, &good, |d| if d == good.watch_dir { Ok(()) } else { Err(CommandError::new(Code::ForbiddenPath, "other")) }).unwrap();
-        assert_eq!(DesktopSettings::load(&store), good);
+        assert_ne!(DesktopSettings::load(&ctx), good);
+        set_desktop(&ctx, &good, |d| if d == good.watch_dir { Ok(()) } else { Err(CommandError::new(Code::ForbiddenPath, "other")) }).unwrap();
+        assert_eq!(DesktopSettings::load(&ctx), good);
         // The same folder again is not asked about.
-        set_desktop(&store, &DesktopSettings { port: 9003, ..good.clone() }, |_| Err(CommandError::new(Code::ForbiddenPath, "asked"))).unwrap();
+        set_desktop(&ctx, &DesktopSettings { port: 9003, ..good.clone() }, |_| Err(CommandError::new(Code::ForbiddenPath, "asked"))).unwrap();
         let audit = store.audit_list(10).unwrap();
         assert_eq!(audit.iter().filter(|a| a.action == "settings.update").count(), 2);
     }

@@ -2,7 +2,7 @@
 //! first), removed, conversations started and answered (signed with the identity key),
 //! and a site's first-contact key pinned. Every change to what is kept is audited.
 
-use std::sync::Arc;
+use crate::Context;
 
 use crate::doors::intent;
 use ed25519_dalek::SigningKey;
@@ -16,12 +16,14 @@ use crate::{blocking, now, Code, CommandError, Result};
 pub use crate::doors::intent::{ConversationView, Turn};
 pub use gatehouse_store::intentweb::{IwMessageRow, IwSiteRow};
 
-pub fn list(store: &Store) -> Result<Vec<IwSiteRow>> {
+pub fn list(ctx: &Context) -> Result<Vec<IwSiteRow>> {
+    let store: &Store = &ctx.store;
     Ok(store.iw_sites()?)
 }
 
 /// Adds (or refreshes) a site: its manifest is fetched and checked first.
-pub async fn add(store: Arc<Store>, origin: &str) -> Result<IwSiteRow> {
+pub async fn add(ctx: &Context, origin: &str) -> Result<IwSiteRow> {
+    let store = ctx.store.clone();
     let site = intent::add_site(store.clone(), origin).await?;
     let s = site.clone();
     blocking(move || Ok(store.audit("intentweb.site_add", None, &serde_json::json!({"origin": s.origin, "company": s.company}), &now())?)).await?;
@@ -29,7 +31,8 @@ pub async fn add(store: Arc<Store>, origin: &str) -> Result<IwSiteRow> {
 }
 
 /// Forgets a site (its conversations stay); audited.
-pub fn remove(store: &Store, origin: &str) -> Result<()> {
+pub fn remove(ctx: &Context, origin: &str) -> Result<()> {
+    let store: &Store = &ctx.store;
     if !store.iw_site_remove(origin)? {
         return Err(CommandError::new(Code::NotFound, format!("no site {origin}")));
     }
@@ -46,7 +49,8 @@ pub struct StartInput {
 }
 
 /// Starts a conversation: an `intent_request` signed with `key`.
-pub async fn start(store: Arc<Store>, key: &SigningKey, input: StartInput) -> Result<Turn> {
+pub async fn start(ctx: &Context, key: &SigningKey, input: StartInput) -> Result<Turn> {
+    let store = ctx.store.clone();
     let message = input.message.trim();
     if message.is_empty() {
         return Err(CommandError::new(Code::Invalid, "say what you would like to do"));
@@ -65,7 +69,8 @@ pub struct ReplyInput {
 }
 
 /// Answers the site in an open conversation (what it asked for, or a question back).
-pub async fn reply(store: Arc<Store>, key: &SigningKey, input: ReplyInput) -> Result<Turn> {
+pub async fn reply(ctx: &Context, key: &SigningKey, input: ReplyInput) -> Result<Turn> {
+    let store = ctx.store.clone();
     let message = input.message.trim();
     if message.is_empty() {
         return Err(CommandError::new(Code::Invalid, "the answer is empty"));
@@ -75,7 +80,8 @@ pub async fn reply(store: Arc<Store>, key: &SigningKey, input: ReplyInput) -> Re
 }
 
 /// Pins the key a site signed its first answer with (audited by the door).
-pub fn pin(store: &Store, origin: &str, kid: &str) -> Result<()> {
+pub fn pin(ctx: &Context, origin: &str, kid: &str) -> Result<()> {
+    let store: &Store = &ctx.store;
     Ok(intent::pin(store, origin, kid)?)
 }
 
@@ -88,7 +94,8 @@ pub struct ConversationItem {
     pub company: Option<String>,
 }
 
-pub fn conversations(store: &Store, limit: usize) -> Result<Vec<ConversationItem>> {
+pub fn conversations(ctx: &Context, limit: usize) -> Result<Vec<ConversationItem>> {
+    let store: &Store = &ctx.store;
     let sites = store.iw_sites()?;
     Ok(store
         .iw_conversations(limit)?
@@ -97,6 +104,7 @@ pub fn conversations(store: &Store, limit: usize) -> Result<Vec<ConversationItem
         .collect())
 }
 
-pub fn conversation(store: &Store, interaction_id: &str) -> Result<ConversationView> {
+pub fn conversation(ctx: &Context, interaction_id: &str) -> Result<ConversationView> {
+    let store: &Store = &ctx.store;
     intent::view(store, interaction_id)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no conversation {interaction_id}")))
 }

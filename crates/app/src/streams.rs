@@ -1,6 +1,7 @@
 //! UAMP streams in both directions and this inbox's UAMP identity, as both faces show
 //! them: who and what opened each stream, its conversation, its frames, what it produced.
 
+use crate::Context;
 use std::path::Path;
 
 use base64::engine::general_purpose::STANDARD;
@@ -57,7 +58,8 @@ pub struct StreamDetail {
 }
 
 /// Streams in both directions, newest first, with who and what opened them.
-pub fn list(store: &Store) -> Result<Vec<StreamView>> {
+pub fn list(ctx: &Context) -> Result<Vec<StreamView>> {
+    let store: &Store = &ctx.store;
     let peers = store.uamp_peers()?;
     let mut out = Vec::new();
     for s in store.uamp_streams(LISTED)? {
@@ -77,7 +79,8 @@ pub fn peer_of(store: &Store, stream_id: &str) -> Result<String> {
 }
 
 /// One stream: its conversation, its frames and what it produced.
-pub fn detail(store: &Store, stream_id: &str) -> Result<StreamDetail> {
+pub fn detail(ctx: &Context, stream_id: &str) -> Result<StreamDetail> {
+    let store: &Store = &ctx.store;
     let s = store.uamp_stream(stream_id)?.ok_or_else(|| CommandError::new(Code::NotFound, "no such stream"))?;
     let ask = store.uamp_message_by_row(s.message_row)?;
     let thread = match &ask {

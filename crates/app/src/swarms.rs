@@ -3,6 +3,7 @@
 //! asked again, removed with their token, every change audited; tasks sent and followed,
 //! interswarm messages, the task list, a task's timeline, and task logs imported.
 
+use crate::Context;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -59,12 +60,18 @@ pub struct Added {
     pub info: serde_json::Value,
 }
 
-pub fn list(store: &Store, data_dir: &Path) -> Result<Vec<SwarmView>> {
+pub fn list(ctx: &Context, data_dir: &Path) -> Result<Vec<SwarmView>> {
+    let store: &Store = &ctx.store;
     let secrets = Secrets::open(data_dir)?;
     store.mail_swarms()?.into_iter().map(|s| Ok(SwarmView { has_token: secrets.get(&mail::token_name(&s.name, &s.base_url))?.is_some(), swarm: s })).collect()
 }
 
-pub fn find(store: &Store, name: &str) -> Result<MailSwarmRow> {
+pub fn find(ctx: &Context, name: &str) -> Result<MailSwarmRow> {
+    find_in(&ctx.store, name)
+}
+
+/// [`find`] on the store itself, for this crate's own callers.
+pub(crate) fn find_in(store: &Store, name: &str) -> Result<MailSwarmRow> {
     store
         .mail_swarm(name)?
         .ok_or_else(|| CommandError::new(Code::NotFound, format!("no swarm {name:?}; add it first (its https://host address, a name and its token)")))
@@ -72,7 +79,8 @@ pub fn find(store: &Store, name: &str) -> Result<MailSwarmRow> {
 
 /// Connects to a swarm (see [`mail::swarm_add`]: asked first, token kept for this address
 /// only, audited).
-pub async fn add(store: Arc<Store>, data_dir: &Path, input: SwarmInput) -> Result<Added> {
+pub async fn add(ctx: &Context, data_dir: &Path, input: SwarmInput) -> Result<Added> {
+    let store = ctx.store.clone();
     let added = mail::swarm_add(store, data_dir, &input.name, &input.url, input.token, input.address).await?;
     Ok(Added { view: SwarmView { swarm: added.swarm, has_token: added.has_token }, info: added.info })
 }
@@ -84,7 +92,8 @@ async fn connection(store: &Arc<Store>, data_dir: &Path, name: &str) -> Result<C
 
 /// Asks a swarm again (metadata, health, identity and role, status, known swarms) and keeps
 /// what it said.
-pub async fn refresh(store: Arc<Store>, data_dir: &Path, name: &str) -> Result<serde_json::Value> {
+pub async fn refresh(ctx: &Context, data_dir: &Path, name: &str) -> Result<serde_json::Value> {
+    let store = ctx.store.clone();
     let info = match connection(&store, data_dir, name).await? {
         Connection::V1(c) => {
             let root = c.root().await?;
@@ -101,7 +110,8 @@ pub async fn refresh(store: Arc<Store>, data_dir: &Path, name: &str) -> Result<s
 }
 
 /// Forgets a connection and its token; its tasks stay. Audited.
-pub fn remove(store: &Store, data_dir: &Path, name: &str) -> Result<()> {
+pub fn remove(ctx: &Context, data_dir: &Path, name: &str) -> Result<()> {
+    let store: &Store = &ctx.store;
     Ok(mail::swarm_remove(store, data_dir, name)?)
 }
 
@@ -124,7 +134,8 @@ fn blank(s: Option<String>) -> Option<String> {
 
 /// Sends a message and follows its task to the end; every event is stored, then handed to
 /// `on_event` (the window pushes it, the CLI prints it).
-pub async fn send(store: Arc<Store>, data_dir: &Path, input: SendInput, on_event: impl FnMut(&LiveEvent) + Send) -> Result<Outcome> {
+pub async fn send(ctx: &Context, data_dir: &Path, input: SendInput, on_event: impl FnMut(&LiveEvent) + Send) -> Result<Outcome> {
+    let store = ctx.store.clone();
     if input.body.trim().is_empty() {
         return Err(CommandError::new(Code::Invalid, "the message is empty"));
     }
@@ -144,7 +155,8 @@ pub async fn send(store: Arc<Store>, data_dir: &Path, input: SendInput, on_event
 
 /// Picks up what arrived on a MAIL 2.0 server since the last look (1.3 swarms stream their
 /// tasks while they run: nothing to pick up). Returns how many messages were new.
-pub async fn sync(store: Arc<Store>, data_dir: &Path, name: &str, mut on_event: impl FnMut(&LiveEvent) + Send) -> Result<usize> {
+pub async fn sync(ctx: &Context, data_dir: &Path, name: &str, mut on_event: impl FnMut(&LiveEvent) + Send) -> Result<usize> {
+    let store = ctx.store.clone();
     match connection(&store, data_dir, name).await? {
         Connection::V1(_) => Ok(0),
         Connection::V2(c) => mail::v2::sync(&store, &c, name, &mut on_event).await.map_err(|e| CommandError::new(e.code(), e.to_string())),
@@ -164,14 +176,15 @@ pub struct InterswarmInput {
 
 /// Sends to agents of other swarms through this one (it needs the swarm's token, which is
 /// also the user token the swarm forwards); the message opens or joins its task.
-pub async fn interswarm(store: Arc<Store>, data_dir: &Path, input: InterswarmInput) -> Result<MailMessageRow> {
+pub async fn interswarm(ctx: &Context, data_dir: &Path, input: InterswarmInput) -> Result<MailMessageRow> {
+    let store = ctx.store.clone();
     let targets: Vec<String> = input.targets.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
     if targets.is_empty() || targets.iter().any(|t| !t.contains('@')) {
         return Err(CommandError::new(Code::Invalid, "name each target as agent@swarm"));
     }
     let (s, d, name) = (store.clone(), data_dir.to_path_buf(), input.swarm.clone());
     let (row, token) = blocking(move || {
-        let row = find(&s, &name)?;
+        let row = find_in(&s, &name)?;
         if mail::is_v2(row.info.as_ref()) {
             return Err(CommandError::new(
                 Code::Invalid,
@@ -208,16 +221,19 @@ pub async fn interswarm(store: Arc<Store>, data_dir: &Path, input: InterswarmInp
 }
 
 /// Tasks, newest first, optionally those matching `query`.
-pub fn tasks(store: &Store, query: Option<&str>, limit: usize) -> Result<Vec<MailTaskRow>> {
+pub fn tasks(ctx: &Context, query: Option<&str>, limit: usize) -> Result<Vec<MailTaskRow>> {
+    let store: &Store = &ctx.store;
     Ok(store.mail_tasks(query, limit)?)
 }
 
 /// A task with every message and step kept for it.
-pub fn task(store: &Store, task_id: &str) -> Result<MailTaskDetail> {
+pub fn task(ctx: &Context, task_id: &str) -> Result<MailTaskDetail> {
+    let store: &Store = &ctx.store;
     store.mail_task(task_id)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no task {task_id}")))
 }
 
 /// Imports a task log (a file the user named, picked or dropped).
-pub fn import(store: &Store, path: &Path) -> Result<ImportReport> {
+pub fn import(ctx: &Context, path: &Path) -> Result<ImportReport> {
+    let store: &Store = &ctx.store;
     mail::import_file(store, path, true).map_err(|e| CommandError::new(e.code(), e.to_string()))
 }

@@ -2,6 +2,7 @@
 //! change validated and written to the audit log. The window's commands and the CLI both
 //! call these; neither validates on its own.
 
+use crate::Context;
 use chrono::{DateTime, Utc};
 use gatehouse_store::Store;
 
@@ -12,7 +13,12 @@ pub use gatehouse_store::{default_max_envelope_size, CapabilityLimit, Policy, Ra
 use crate::doors::gate::consent::{now_string, ConsentError};
 use crate::target::{grantable, Source};
 
-pub fn add(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+pub fn add(ctx: &Context, entry: &TrustEntry, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    add_in(&ctx.store, entry, now)
+}
+
+/// [`add`] on the store itself, for this crate's own callers.
+pub(crate) fn add_in(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
     validate(&entry.policy)?;
     scopes_grantable(&entry.public_key, &entry.policy)?;
     check_sender_id(&entry.public_key, &entry.policy)?;
@@ -25,7 +31,8 @@ pub fn add(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> std::result
     Ok(())
 }
 
-pub fn update(store: &Store, key: &str, name: &str, policy: &Policy, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+pub fn update(ctx: &Context, key: &str, name: &str, policy: &Policy, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    let store: &Store = &ctx.store;
     validate(policy)?;
     if name.trim().is_empty() {
         return Err(ConsentError::Invalid("a name is required".into()));
@@ -46,7 +53,8 @@ pub fn update(store: &Store, key: &str, name: &str, policy: &Policy, now: DateTi
     Ok(())
 }
 
-pub fn remove(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+pub fn remove(ctx: &Context, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    let store: &Store = &ctx.store;
     if !store.trust_remove(key)? {
         return Err(ConsentError::Gone);
     }
@@ -55,7 +63,8 @@ pub fn remove(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Resu
 }
 
 /// Issues a bearer token for a trusted UAMP sender (shown once; only its hash is kept).
-pub fn token_issue(store: &Store, sender: &str, now: DateTime<Utc>) -> crate::Result<String> {
+pub fn token_issue(ctx: &Context, sender: &str, now: DateTime<Utc>) -> crate::Result<String> {
+    let store: &Store = &ctx.store;
     if store.trust_get(sender)?.is_none() {
         return Err(crate::CommandError::new(
             crate::Code::NotTrusted,
@@ -70,19 +79,22 @@ pub fn token_issue(store: &Store, sender: &str, now: DateTime<Utc>) -> crate::Re
 }
 
 /// Revokes every bearer token of a sender; returns how many there were.
-pub fn token_revoke(store: &Store, sender: &str, now: DateTime<Utc>) -> std::result::Result<usize, ConsentError> {
+pub fn token_revoke(ctx: &Context, sender: &str, now: DateTime<Utc>) -> std::result::Result<usize, ConsentError> {
+    let store: &Store = &ctx.store;
     let n = store.uamp_tokens_revoke(sender)?;
     store.audit("uamp.token_revoke", Some(&gatehouse_store::sender_key(sender)), &serde_json::json!({"revoked": n}), &now_string(now))?;
     Ok(n)
 }
 
-pub fn block(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+pub fn block(ctx: &Context, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    let store: &Store = &ctx.store;
     store.block(key, "blocked from the trust manager", &now_string(now))?;
     store.audit("trust.block", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
     Ok(())
 }
 
-pub fn unblock(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+pub fn unblock(ctx: &Context, key: &str, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+    let store: &Store = &ctx.store;
     store.unblock(key)?;
     store.audit("trust.unblock", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
     Ok(())
@@ -90,14 +102,16 @@ pub fn unblock(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Res
 
 /// Revokes a key (EPP v1.1 SENDER_REVOKED), audited; its trust entry stays. Returns
 /// whether it was not revoked before.
-pub fn revoke(store: &Store, key: &str, reason: &str, now: DateTime<Utc>) -> std::result::Result<bool, ConsentError> {
+pub fn revoke(ctx: &Context, key: &str, reason: &str, now: DateTime<Utc>) -> std::result::Result<bool, ConsentError> {
+    let store: &Store = &ctx.store;
     let new = store.revoke(key, reason.trim(), &now_string(now))?;
     store.audit("trust.revoke", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({"reason": reason.trim(), "new": new}), &now_string(now))?;
     Ok(new)
 }
 
 /// Takes a revocation back, audited. Returns whether the key was revoked.
-pub fn unrevoke(store: &Store, key: &str, now: DateTime<Utc>) -> std::result::Result<bool, ConsentError> {
+pub fn unrevoke(ctx: &Context, key: &str, now: DateTime<Utc>) -> std::result::Result<bool, ConsentError> {
+    let store: &Store = &ctx.store;
     let was = store.unrevoke(key)?;
     if was {
         store.audit("trust.unrevoke", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({}), &now_string(now))?;
@@ -193,14 +207,15 @@ pub struct TrustInput {
 
 /// Trusts a sender as the user typed it: a did:web's keys are fetched over HTTPS first (a
 /// did:key carries its key), then [`add`].
-pub async fn add_input(store: std::sync::Arc<Store>, input: TrustInput) -> crate::Result<TrustEntry> {
+pub async fn add_input(ctx: &Context, input: TrustInput) -> crate::Result<TrustEntry> {
+    let store = ctx.store.clone();
     let key = input.public_key.trim().to_string();
     let mut policy = input.policy;
     policy.uamp_keys = did_web_keys(&key).await?;
     let now = Utc::now();
     let entry = TrustEntry { public_key: gatehouse_store::sender_key(&key), name: input.name.trim().to_string(), added_at: now_string(now), policy };
     crate::blocking(move || {
-        add(&store, &entry, now)?;
+        add_in(&store, &entry, now)?;
         Ok(entry)
     })
     .await
@@ -217,7 +232,8 @@ pub async fn did_web_keys(key: &str) -> crate::Result<Vec<gatehouse_store::UampK
 
 /// Trusts a sender that knocked (it must be waiting for consent), under `name` or a
 /// default one.
-pub fn approve(store: &Store, key: &str, name: Option<String>, policy: Policy, now: DateTime<Utc>) -> crate::Result<TrustEntry> {
+pub fn approve(ctx: &Context, key: &str, name: Option<String>, policy: Policy, now: DateTime<Utc>) -> crate::Result<TrustEntry> {
+    let store: &Store = &ctx.store;
     let key = gatehouse_store::sender_key(key.trim());
     let pending = store.pending_list()?;
     let Some(p) = pending.iter().find(|p| p.public_key == key) else {
@@ -226,7 +242,7 @@ pub fn approve(store: &Store, key: &str, name: Option<String>, policy: Policy, n
     scopes_grantable(&key, &policy)?;
     let name = name.unwrap_or_else(|| default_name(&p.public_key));
     let entry = TrustEntry { public_key: key, name, added_at: now_string(now), policy };
-    add(store, &entry, now)?;
+    add(ctx, &entry, now)?;
     Ok(entry)
 }
 
@@ -240,7 +256,8 @@ pub struct TrustRow {
     pub used_today: i64,
 }
 
-pub fn list(store: &Store) -> crate::Result<Vec<TrustRow>> {
+pub fn list(ctx: &Context) -> crate::Result<Vec<TrustRow>> {
+    let store: &Store = &ctx.store;
     let midnight = Utc::now().date_naive().and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp_millis();
     store
         .trust_list()?
@@ -253,7 +270,8 @@ pub fn list(store: &Store) -> crate::Result<Vec<TrustRow>> {
 }
 
 /// Keys revoked, newest first: their envelopes are refused with SENDER_REVOKED.
-pub fn revoked(store: &Store) -> crate::Result<Vec<RevokedKey>> {
+pub fn revoked(ctx: &Context) -> crate::Result<Vec<RevokedKey>> {
+    let store: &Store = &ctx.store;
     Ok(store.revoked_list()?)
 }
 
@@ -271,7 +289,8 @@ pub struct TimedGrant {
 }
 
 /// Every grant for a while, those ending first (ended ones first of all).
-pub fn timed_grants(store: &Store, now: DateTime<Utc>) -> crate::Result<Vec<TimedGrant>> {
+pub fn timed_grants(ctx: &Context, now: DateTime<Utc>) -> crate::Result<Vec<TimedGrant>> {
+    let store: &Store = &ctx.store;
     let mut out: Vec<TimedGrant> = store
         .trust_list()?
         .into_iter()
@@ -351,16 +370,17 @@ mod tests {
     #[test]
     fn a_token_is_issued_to_a_trusted_sender_only_and_the_refusal_says_how_to_trust_it() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("g.db")).unwrap();
+        let store = std::sync::Arc::new(Store::open(&dir.path().join("g.db")).unwrap());
+        let ctx = crate::Context::with_store(dir.path().to_path_buf(), ed25519_dalek::SigningKey::from_bytes(&[7; 32]), store.clone());
         let key = "a".repeat(64);
-        let e = token_issue(&store, &key, Utc::now()).unwrap_err();
+        let e = token_issue(&ctx, &key, Utc::now()).unwrap_err();
         assert_eq!(e.code, crate::Code::NotTrusted, "{e:?}");
         assert!(e.message.contains("trust it first") && e.message.contains("gatehouse trust add"), "{}", e.message);
         assert!(store.audit_list(10).unwrap().is_empty(), "a refused issue is not audited");
         let policy = Policy { allowed_scopes: vec!["ask".into()], ..Policy::default() };
         let entry = TrustEntry { public_key: key.clone(), name: "a".into(), added_at: "2026-11-26T00:00:00Z".into(), policy };
-        add(&store, &entry, Utc::now()).unwrap();
-        let token = token_issue(&store, &key, Utc::now()).unwrap();
+        add(&ctx, &entry, Utc::now()).unwrap();
+        let token = token_issue(&ctx, &key, Utc::now()).unwrap();
         assert!(token.len() >= 32, "{token}");
     }
 

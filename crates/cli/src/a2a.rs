@@ -76,7 +76,7 @@ pub enum AgentCmd {
 pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, CommandError> {
     match cmd {
         A2aCmd::Token { name, scopes, json } => {
-            let issued = gatehouse_app::a2a::token_issue(&o.store, &name, &scopes, chrono::Utc::now())?;
+            let issued = gatehouse_app::a2a::token_issue(&o, &name, &scopes, chrono::Utc::now())?;
             if json {
                 crate::print_json(&issued);
             } else {
@@ -89,7 +89,7 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
             crate::print_json(&serde_json::json!({"url": card.url, "endpoint": card.endpoint, "name": card.card_name, "streaming": card.streaming}));
         }
         A2aCmd::Tasks { limit, json } => {
-            let tasks = gatehouse_app::a2a::tasks(&o.store, limit)?;
+            let tasks = gatehouse_app::a2a::tasks(&o, limit)?;
             if json {
                 crate::print_json(&tasks);
             } else if tasks.is_empty() {
@@ -104,11 +104,11 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
         }
         A2aCmd::Agent(AgentCmd::Add { url, name, token_stdin }) => {
             let token = if token_stdin { Some(crate::uamp::read_token()?) } else { None };
-            let row = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_add(o.store.clone(), data_dir, &name, &url, token))?;
+            let row = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_add(&o, data_dir, &name, &url, token))?;
             note!("added {} at {} (its card calls it {:?}; endpoint {})", row.name, row.url, row.card_name, row.endpoint);
         }
         A2aCmd::Agent(AgentCmd::List { json }) => {
-            let list = gatehouse_app::a2a::agent_list(&o.store, data_dir)?;
+            let list = gatehouse_app::a2a::agent_list(&o, data_dir)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -120,13 +120,13 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
             }
         }
         A2aCmd::Agent(AgentCmd::Remove { name }) => {
-            gatehouse_app::a2a::agent_remove(&o.store, data_dir, &name)?;
+            gatehouse_app::a2a::agent_remove(&o, data_dir, &name)?;
             note!("removed {name}");
         }
         A2aCmd::Plain { state } => {
             let on = match state.as_deref() {
-                Some(s) => gatehouse_app::a2a::set_plain_loopback(&o.store, s == "on")?,
-                None => gatehouse_app::a2a::plain_loopback(&o.store)?,
+                Some(s) => gatehouse_app::a2a::set_plain_loopback(&o, s == "on")?,
+                None => gatehouse_app::a2a::plain_loopback(&o)?,
             };
             say!(
                 "{}",
@@ -138,7 +138,7 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
             );
         }
         A2aCmd::Send { agent, text, json } => {
-            let answer = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_send(&o.store, data_dir, &agent, &text))?;
+            let answer = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_send(&o, data_dir, &agent, &text))?;
             if json {
                 crate::print_json(&serde_json::json!({"task_id": answer.task_id, "answer": answer.text}));
             } else {

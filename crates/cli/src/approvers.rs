@@ -85,7 +85,7 @@ pub enum QuorumCmd {
 }
 
 pub fn run(cmd: ApproversCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
-    let store = &ctx.store;
+    let store = ctx;
     match cmd {
         ApproversCmd::Invite { name, url, json } => {
             let inv = approvers::invite(store, &ctx.public_key, &name, &url, gatehouse_app::clock::now())?;
@@ -126,7 +126,7 @@ pub fn run(cmd: ApproversCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
 
 fn quorum(cmd: QuorumCmd, ctx: &Context) -> Result<(), CommandError> {
     use gatehouse_app::quorum::{self, RuleInput};
-    let store = &ctx.store;
+    let store = ctx;
     match cmd {
         QuorumCmd::Add { need, approvers, scope, sender, deny_does_not_end } => {
             let rule = quorum::rule_add(store, RuleInput { scope, sender, need, approvers, deny_ends: Some(!deny_does_not_end) })?;

@@ -55,7 +55,7 @@ pub fn run(cmd: AuditCmd, open: impl Fn() -> Result<Context, CommandError>) -> R
         }
         AuditCmd::Checkpoint => {
             let ctx = open()?;
-            match audit::checkpoint_here(&ctx.store, &ctx.key, &ctx.data_dir)? {
+            match audit::checkpoint_here(&ctx)? {
                 Some(c) => note!("signed the audit log up to entry #{} ({})", c.through_id, c.at),
                 None => note!("the last checkpoint already covers the whole log"),
             }

@@ -41,7 +41,7 @@ pub enum ContactsCmd {
 }
 
 pub fn run(cmd: ContactsCmd, ctx: &Context) -> Result<(), CommandError> {
-    let (own, store) = (&ctx.public_key, &ctx.store);
+    let (own, store) = (&ctx.public_key, ctx);
     match cmd {
         ContactsCmd::List { json } => {
             let list = gatehouse_app::contacts::list(store, own)?;
@@ -76,7 +76,7 @@ pub fn run(cmd: ContactsCmd, ctx: &Context) -> Result<(), CommandError> {
             note!("{}", gatehouse_app::contacts::adopt(&gate, contact, &key, clock::now())?);
         }
         ContactsCmd::CheckKeys { did } => {
-            let out = crate::uamp::runtime()?.block_on(gatehouse_app::did_change::check(store.clone(), did))?;
+            let out = crate::uamp::runtime()?.block_on(gatehouse_app::did_change::check(store, did))?;
             say!("{}", out.message);
         }
         ContactsCmd::Share { address } => say!("{}", gatehouse_app::contacts::share_text(own, &address)),

@@ -138,12 +138,12 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comma
             };
             let mut account = input.account()?;
             account.receipt_rate = gatehouse_email::smtp::ReceiptRate { per_sender_per_hour: receipts_per_sender, per_account_per_hour: receipts_per_hour };
-            let (row, said) = crate::uamp::runtime()?.block_on(email::add(o.store.clone(), data_dir, &name, account, password))?;
+            let (row, said) = crate::uamp::runtime()?.block_on(email::add(&o, data_dir, &name, account, password))?;
             say!("{}: {said}", row.name);
             note!("added; `gatehouse serve` (or the app) follows it from its next start");
         }
         EmailCmd::List { json } => {
-            let list = email::list(&o.store)?;
+            let list = email::list(&o)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -167,11 +167,11 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comma
             }
         }
         EmailCmd::Test { name } => {
-            let said = crate::uamp::runtime()?.block_on(email::test(o.store.clone(), data_dir, &name))?;
+            let said = crate::uamp::runtime()?.block_on(email::test(&o, data_dir, &name))?;
             say!("{name}: {said}");
         }
         EmailCmd::Remove { name } => {
-            email::remove(&o.store, data_dir, &name)?;
+            email::remove(&o, data_dir, &name)?;
             note!("removed {name}; its receipts are kept");
         }
     }

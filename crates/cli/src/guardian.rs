@@ -99,7 +99,7 @@ fn step_line(s: &AsopStepRow) -> String {
 }
 
 pub fn run(cmd: GuardianCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
-    let store = &ctx.store;
+    let store = ctx;
     match cmd {
         GuardianCmd::Agents { json } => {
             let list = guardian::agents(store)?;

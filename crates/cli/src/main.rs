@@ -364,7 +364,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         Command::Trust(cmd) => trust::run(cmd, &open(false)?)?,
         Command::Contacts(cmd) => contacts::run(cmd, &open(false)?)?,
         Command::QuietHours { from, to, off } => {
-            let store = open(false)?.store;
+            let store = open(false)?;
             let hours = match (from, to) {
                 (Some(from), Some(to)) => Some(gatehouse_app::quiet::QuietHours { from, to }),
                 _ => None,
@@ -375,7 +375,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             print_json(&gatehouse_app::quiet::state(&store, gatehouse_app::clock::now())?);
         }
         Command::Retention { rejected_body_days, rejected_receipt_days, audit_days } => {
-            let store = open(false)?.store;
+            let store = open(false)?;
             let mut r = gatehouse_app::settings::retention(&store);
             if rejected_body_days.is_some() || rejected_receipt_days.is_some() || audit_days.is_some() {
                 r.rejected_body_days = rejected_body_days.unwrap_or(r.rejected_body_days);
@@ -386,7 +386,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             print_json(&r);
         }
         Command::Pending { json } => {
-            let list = gatehouse_app::history::pending_senders(&open(false)?.store)?;
+            let list = gatehouse_app::history::pending_senders(&open(false)?)?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
@@ -398,7 +398,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             }
         }
         Command::Receipts { json, limit } => {
-            let store = open(false)?.store;
+            let store = open(false)?;
             if json {
                 // The wire receipt, with how it arrived beside it (Gatehouse's x- fields).
                 print_json(&gatehouse_app::history::receipts(&store, limit)?);
@@ -417,7 +417,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             }
         }
         Command::Envelopes { json, limit } => {
-            let list = gatehouse_app::history::envelopes(&open(false)?.store, limit)?;
+            let list = gatehouse_app::history::envelopes(&open(false)?, limit)?;
             if json {
                 print_json(&list);
             } else {
@@ -436,7 +436,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             }
         }
         Command::Executor(cmd) => {
-            let store = open(false)?.store;
+            let store = open(false)?;
             match cmd {
                 ExecutorCmd::List => print_json(&gatehouse_app::executors::get(&store)?),
                 ExecutorCmd::Set { scope, spec } => {
@@ -454,7 +454,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                         SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command { program: argv[0].clone(), args: argv[1..].to_vec(), timeout_secs },
                     };
                     // The user typed the program or folder here: that is the confirmation.
-                    let cfg = uamp::runtime()?.block_on(gatehouse_app::executors::set_scope(store, &data_dir, &scope, spec))?;
+                    let cfg = uamp::runtime()?.block_on(gatehouse_app::executors::set_scope(&store, &data_dir, &scope, spec))?;
                     print_json(&cfg);
                 }
                 ExecutorCmd::Allow => {
@@ -551,8 +551,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             if to.starts_with("mailto:") {
                 let value = serde_json::to_value(&envelope)?;
                 let subject = format!("EPP envelope ({scope})");
-                let said =
-                    uamp::runtime()?.block_on(gatehouse_app::email::send_envelope(o.store.clone(), &data_dir, account.as_deref(), &to, &subject, &value))?;
+                let said = uamp::runtime()?.block_on(gatehouse_app::email::send_envelope(&o, &data_dir, account.as_deref(), &to, &subject, &value))?;
                 say!("{}", envelope["envelope_id"].as_str().unwrap_or_default());
                 note!("{said}; its receipt comes back by mail");
                 return Ok(ExitCode::SUCCESS);

@@ -132,7 +132,7 @@ fn needs_text(needs: &[String]) -> Result<String, CommandError> {
 }
 
 pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
-    let store = o.store.clone();
+    let store = &o;
     let key = &o.key.clone();
     let rt = crate::uamp::runtime;
     match cmd {
@@ -144,7 +144,7 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
             }
         }
         SitesCmd::List { json } => {
-            let list = sites::list(&store)?;
+            let list = sites::list(store)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -156,7 +156,7 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
             }
         }
         SitesCmd::Remove { origin } => {
-            sites::remove(&store, &origin)?;
+            sites::remove(store, &origin)?;
             note!("removed {origin}; its conversations are kept");
         }
         SitesCmd::Talk { origin, intent, capability, json } => {
@@ -180,11 +180,11 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
             return Ok(turn_status(&t));
         }
         SitesCmd::Pin { origin, kid } => {
-            sites::pin(&store, &origin, &kid)?;
+            sites::pin(store, &origin, &kid)?;
             note!("pinned {kid} for {origin}: its answers are now checked against this key");
         }
         SitesCmd::Conversations { json } => {
-            let list = sites::conversations(&store, 500)?;
+            let list = sites::conversations(store, 500)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -196,7 +196,7 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
             }
         }
         SitesCmd::Show { interaction_id, json } => {
-            let v = sites::conversation(&store, &interaction_id)?;
+            let v = sites::conversation(store, &interaction_id)?;
             if json {
                 crate::print_json(&v);
             } else {

@@ -169,11 +169,11 @@ pub enum TrustCmd {
 }
 
 pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
-    let store = &ctx.store;
+    let store = ctx;
     match cmd {
         TrustCmd::Add { key, name, policy } => {
             let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()? };
-            let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store.clone(), input))?;
+            let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store, input))?;
             note!("trusted {} ({})", entry.name, entry.public_key);
         }
         TrustCmd::Approve { key, name, policy } if key.starts_with("asop:") => {

@@ -114,12 +114,12 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             }
         }
         UampCmd::Token { sender } => {
-            let token = gatehouse_app::trust::token_issue(&o.store, &sender, chrono::Utc::now())?;
+            let token = gatehouse_app::trust::token_issue(&o, &sender, chrono::Utc::now())?;
             note!("give this token to {sender}; it is not shown again:");
             say!("{token}");
         }
         UampCmd::Revoke { sender } => {
-            let n = gatehouse_app::trust::token_revoke(&o.store, &sender, chrono::Utc::now())?;
+            let n = gatehouse_app::trust::token_revoke(&o, &sender, chrono::Utc::now())?;
             note!("revoked {n} token(s) of {sender}");
         }
         UampCmd::Peer(PeerCmd::Add { url, name, pin, token_stdin }) => {
@@ -143,16 +143,16 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             }
             let token = if token_stdin { Some(read_token()?) } else { None };
             let pin = found.cert_sha256.clone();
-            let row = runtime()?.block_on(gatehouse_app::peers::add(o.store.clone(), data_dir, &url, &name, &pin, token))?;
+            let row = runtime()?.block_on(gatehouse_app::peers::add(&o, data_dir, &url, &name, &pin, token))?;
             note!("added {} ({}); this inbox is {} to it", row.name, row.did, gatehouse_uamp::sign::did_of(key));
         }
         UampCmd::Peer(PeerCmd::Token { peer }) => {
             let t = read_token()?;
-            let row = gatehouse_app::peers::set_token(&o.store, data_dir, &peer, &t)?;
+            let row = gatehouse_app::peers::set_token(&o, data_dir, &peer, &t)?;
             note!("kept the token for {} in the keychain", row.name);
         }
         UampCmd::Peer(PeerCmd::List { json }) => {
-            let peers = gatehouse_app::peers::list(&o.store, data_dir)?;
+            let peers = gatehouse_app::peers::list(&o, data_dir)?;
             if json {
                 crate::print_json(&peers);
             } else {
@@ -162,7 +162,7 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             }
         }
         UampCmd::Peer(PeerCmd::Remove { peer }) => {
-            let row = gatehouse_app::peers::remove(&o.store, data_dir, &peer)?;
+            let row = gatehouse_app::peers::remove(&o, data_dir, &peer)?;
             note!("removed {}", row.name);
         }
         UampCmd::Send { peer, text, body_file, body_type, window, out, json } => {
@@ -173,7 +173,7 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             };
             let ask = Ask { body_type, content, delta_window: window };
             let bar = progress_bar();
-            let row = gatehouse_app::peers::find(&o.store, &peer)?;
+            let row = gatehouse_app::peers::find(&o, &peer)?;
             let result = runtime()?.block_on(gatehouse_app::peers::ask(&o, &row, &ask, |p| {
                 match p.pct {
                     Some(pct) => bar.set_position(pct.round() as u64),

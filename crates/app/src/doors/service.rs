@@ -159,7 +159,7 @@ where
                 // What changed since the last checkpoint is signed now, pruning included,
                 // if the log extends what was signed before (a rewound log is reported).
                 let signed = match (signer, witness_dir) {
-                    (Some(k), Some(dir)) => Some(crate::audit::checkpoint_here(&s, &k, &dir)),
+                    (Some(k), Some(dir)) => Some(crate::audit::checkpoint_here_in(&s, &k, &dir)),
                     (Some(k), None) => Some(crate::audit::checkpoint(&s, &k, None)),
                     _ => None,
                 };

@@ -57,7 +57,7 @@ fn upper() -> ExecutorSpec {
 }
 
 fn token(u: &Uamp, name: &str) -> (String, String) {
-    let issued = gatehouse_app::a2a::token_issue(&u.store, name, &[], chrono::Utc::now()).unwrap();
+    let issued = gatehouse_app::a2a::token_issue(&crate::common::ctx(&u.store), name, &[], chrono::Utc::now()).unwrap();
     (issued.token, issued.entry.public_key)
 }
 
@@ -178,7 +178,7 @@ async fn one_caller_cannot_hold_every_stream_and_a_stream_refused_for_room_is_no
     // An executor that takes its time, so each stream stays open while its task runs.
     let slow = ExecutorSpec::Command { program: "/bin/sleep".into(), args: vec!["20".into()], timeout_secs: 30 };
     let u = Uamp::start(slow).await;
-    gatehouse_app::a2a::set_plain_loopback(&u.store, true).unwrap();
+    gatehouse_app::a2a::set_plain_loopback(&crate::common::ctx(&u.store), true).unwrap();
     let (greedy, _) = token(&u, "Greedy");
     let (other, _) = token(&u, "Other");
     let client = reqwest::Client::new();
@@ -217,7 +217,7 @@ async fn over_plain_http_from_this_computer_only_while_the_user_allows_it_and_wi
     assert!(off[0]["message"].as_str().is_some_and(|m| m.contains("403")), "{off:?}");
     assert!(u.store.receipts(10, 0).unwrap().is_empty(), "nothing is kept");
 
-    gatehouse_app::a2a::set_plain_loopback(&u.store, true).unwrap();
+    gatehouse_app::a2a::set_plain_loopback(&crate::common::ctx(&u.store), true).unwrap();
     let card = plain.run("card", json!({"verify_key": u.gate_key()})).await;
     assert_eq!(card[0]["supportedInterfaces"][0]["url"], format!("{}/a2a", u.plain), "the card names the plain address it was read from");
     let sent = plain.run("send", json!({"token": tok, "text": "hello from here"})).await;
@@ -230,7 +230,7 @@ async fn over_plain_http_from_this_computer_only_while_the_user_allows_it_and_wi
     assert!(none[0]["message"].as_str().is_some_and(|m| m.contains("401")), "{none:?}");
 
     // Off again: the next request is refused, without a restart.
-    gatehouse_app::a2a::set_plain_loopback(&u.store, false).unwrap();
+    gatehouse_app::a2a::set_plain_loopback(&crate::common::ctx(&u.store), false).unwrap();
     let again = plain.run("send", json!({"token": tok, "text": "hi again"})).await;
     assert!(again[0]["message"].as_str().is_some_and(|m| m.contains("403")), "{again:?}");
     assert_eq!(u.store.receipts(10, 0).unwrap().len(), 1);
@@ -255,7 +255,7 @@ async fn a_strangers_certificate_knocks_and_once_let_in_its_next_message_runs() 
     let task = &knocked[0]["task"];
     assert_eq!(state(task), "TASK_STATE_REJECTED", "{knocked:?}");
     assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("has been asked"), "{task}");
-    let items = gatehouse_app::consent::pending(&u.store).unwrap();
+    let items = gatehouse_app::consent::pending(&crate::common::ctx(&u.store)).unwrap();
     let Some(ConsentItem::UnknownSender { source, public_key, scope, prompt, .. }) = items.first() else { panic!("{items:?}") };
     assert_eq!((*source, public_key.as_str(), scope.as_deref(), prompt.as_deref()), (Source::A2aAgent, id.as_str(), Some("travel"), Some("may I?")));
 
@@ -320,7 +320,7 @@ async fn an_accepted_message_is_sent_to_an_a2a_agent_the_user_added_and_its_answ
     let u = Uamp::start(gatehouse_app::executors::a2a_agent("upper", 30)).await;
     let Some(sdk) = Sdk::of(&u) else { return };
     gatehouse_keys::load_or_create(u.dir(), gatehouse_keys::KeystoreKind::File).unwrap();
-    let added = gatehouse_app::a2a::agent_add(u.store.clone(), u.dir(), "upper", &agent.url, Some("s3cret".into())).await.unwrap();
+    let added = gatehouse_app::a2a::agent_add(&crate::common::ctx(&u.store), u.dir(), "upper", &agent.url, Some("s3cret".into())).await.unwrap();
     assert_eq!((added.card_name.as_str(), added.streaming, added.has_token), ("Upper", true, true), "{added:?}");
     assert_eq!(added.endpoint, format!("{}/", agent.url));
 
@@ -350,9 +350,9 @@ async fn an_agent_whose_card_sends_gatehouse_elsewhere_is_not_added() {
     let dir = tempfile::tempdir().unwrap();
     let store = std::sync::Arc::new(crate::common::test_store(dir.path()));
     gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
-    let e = gatehouse_app::a2a::agent_add(store.clone(), dir.path(), "elsewhere", &agent.url, None).await.unwrap_err();
+    let e = gatehouse_app::a2a::agent_add(&crate::common::ctx(&store), dir.path(), "elsewhere", &agent.url, None).await.unwrap_err();
     assert!(e.message.contains("an endpoint elsewhere is not used"), "{e:?}");
-    assert!(gatehouse_app::a2a::agent_list(&store, dir.path()).unwrap().is_empty());
-    let plain = gatehouse_app::a2a::agent_add(store, dir.path(), "far", "http://agent.example", None).await.unwrap_err();
+    assert!(gatehouse_app::a2a::agent_list(&crate::common::ctx(&store), dir.path()).unwrap().is_empty());
+    let plain = gatehouse_app::a2a::agent_add(&crate::common::ctx(&store), dir.path(), "far", "http://agent.example", None).await.unwrap_err();
     assert!(plain.message.contains("plain HTTP to another machine"), "{plain:?}");
 }

@@ -10,7 +10,7 @@ use serde_json::json;
 
 struct Log {
     dir: tempfile::TempDir,
-    store: Store,
+    store: std::sync::Arc<Store>,
     key: ed25519_dalek::SigningKey,
     public: String,
 }
@@ -18,7 +18,7 @@ struct Log {
 /// Six decisions, signed by a checkpoint.
 fn log() -> Log {
     let dir = tempfile::tempdir().unwrap();
-    let store = test_store(dir.path());
+    let store = std::sync::Arc::new(test_store(dir.path()));
     let key = gatehouse_epp::generate_signing_key();
     let public = gatehouse_epp::public_key_hex(&key);
     for i in 1..=6 {
@@ -208,7 +208,7 @@ fn a_log_rewound_with_its_checkpoints_is_found_by_the_checkpoint_this_machine_ke
         for i in 7..=8 {
             l.store.audit("trust.block", Some(&format!("key-{i}")), &json!({}), &format!("2026-11-26T10:02:0{i}Z")).unwrap();
         }
-        assert!(audit::checkpoint_here(&l.store, &l.key, here.path()).unwrap().is_some());
+        assert!(audit::checkpoint_here(&gatehouse_app::Context::with_store(here.path().to_path_buf(), l.key.clone(), l.store.clone())).unwrap().is_some());
         let kept = gatehouse_app::witness::load(here.path()).unwrap().expect("the checkpoint is kept");
         assert_eq!(kept.through_id, 8);
         #[cfg(unix)]
@@ -225,7 +225,7 @@ fn a_log_rewound_with_its_checkpoints_is_found_by_the_checkpoint_this_machine_ke
         assert!(!v.intact, "{attack}: found with the kept checkpoint: {v:?}");
         let reason = v.problem.unwrap().reason;
         assert!(reason.contains("removed") || reason.contains("rewritten"), "{attack}: {reason}");
-        let e = audit::checkpoint_here(&l.store, &l.key, here.path()).unwrap_err();
+        let e = audit::checkpoint_here(&gatehouse_app::Context::with_store(here.path().to_path_buf(), l.key.clone(), l.store.clone())).unwrap_err();
         assert_eq!(e.code, gatehouse_app::Code::Changed, "{attack}: the rewound head is not signed: {e:?}");
         assert_eq!(gatehouse_app::witness::load(here.path()).unwrap().unwrap().through_id, 8, "{attack}: the kept checkpoint stays");
     }

@@ -539,14 +539,14 @@ async fn what_waits_is_one_list_of_every_kind_and_its_count() {
     };
     let mut items = Vec::new();
     for _ in 0..200 {
-        items = consent::pending(&u.store).unwrap();
+        items = consent::pending(&crate::common::ctx(&u.store)).unwrap();
         if items.len() == 5 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     assert_eq!(kinds(&items), ["guardian step", "held", "held ask", "key change", "knock"]);
-    assert_eq!(consent::waiting_count(&u.store).unwrap(), items.len());
+    assert_eq!(consent::waiting_count(&crate::common::ctx(&u.store)).unwrap(), items.len());
     // The step answered: gone from both.
     let ConsentItem::GuardianStep { step } = &items[0] else { panic!("the agent's step comes first: {items:?}") };
     let guardian = u.inbox.inbox().door::<gatehouse_app::doors::guardian::Guardian>().unwrap();
@@ -554,8 +554,8 @@ async fn what_waits_is_one_list_of_every_kind_and_its_count() {
         gatehouse_app::doors::guardian::UserAnswer { decision: gatehouse_asop::rules::Action::Allow, always: false, redact: None, note: None, lasting: None };
     guardian.answer(step.row, answer).unwrap();
     assert_eq!(asked.await.unwrap()["result"]["decision"], "allow");
-    let items = consent::pending(&u.store).unwrap();
-    assert_eq!((items.len(), consent::waiting_count(&u.store).unwrap()), (4, 4));
+    let items = consent::pending(&crate::common::ctx(&u.store)).unwrap();
+    assert_eq!((items.len(), consent::waiting_count(&crate::common::ctx(&u.store)).unwrap()), (4, 4));
 }
 
 /// A trusted UAMP agent's capability token names the scopes it asks for: each must be

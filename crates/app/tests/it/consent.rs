@@ -11,13 +11,13 @@ async fn unknown_sender_allow_once_delivers_only_the_waiting_message() {
     let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     let env = inbox.signed(&stranger, "support", "please look at this");
     assert_eq!(inbox.post_json(&env).await.0, 401);
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     assert!(matches!(&items[0], ConsentItem::UnknownSender { prompt: Some(p), .. } if p == "please look at this"));
     let target = shown(&i, &pubhex(&stranger));
     let out = gatehouse_app::consent::decide(&i, &target, Decision::AllowOnce, chrono::Utc::now()).unwrap();
     assert_eq!(out.delivered.unwrap().envelope_id.as_deref(), env["envelope_id"].as_str());
     // Once: the sender is still unknown for the next message, and nothing is pending.
-    assert!(consent::pending(&inbox.store).unwrap().is_empty());
+    assert!(consent::pending(&crate::common::ctx(&inbox.store)).unwrap().is_empty());
     assert_eq!(inbox.post_json(&inbox.signed(&stranger, "support", "again")).await.0, 401);
     // The delivered envelope is in the inbox, marked as delivered by consent.
     let accepted = inbox.store.inbox(&InboxFilter { status: Some("accepted".into()), ..Default::default() }).unwrap();
@@ -42,7 +42,7 @@ async fn always_allow_trusts_the_scope_and_block_silences_the_sender() {
     gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&b)), Decision::Block, chrono::Utc::now()).unwrap();
     let (status, _, r) = inbox.post_json(&inbox.signed(&b, "support", "spam again")).await;
     assert_eq!((status, r["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")));
-    assert!(consent::pending(&inbox.store).unwrap().is_empty(), "a blocked sender never asks again");
+    assert!(consent::pending(&crate::common::ctx(&inbox.store)).unwrap().is_empty(), "a blocked sender never asks again");
     // A decision on something already decided is a clear error.
     let again = gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&b)), Decision::Deny, chrono::Utc::now());
     assert!(matches!(again, Err(consent::ConsentError::Gone)));
@@ -57,7 +57,7 @@ async fn held_envelopes_run_or_are_denied_on_the_users_word() {
     inbox.trust(&pubhex(&bob), "Bob", Policy { hold_for_consent: true, ..policy(&["*"]) });
     inbox.post_json(&inbox.signed(&bob, "support", "run me")).await;
     inbox.post_json(&inbox.signed(&bob, "billing", "not me")).await;
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     assert_eq!(items.len(), 2);
     let row_of = |scope: &str| {
         items
@@ -135,10 +135,10 @@ async fn a_sender_cannot_knock_dressed_as_an_agent_or_a_company_nor_be_granted_e
         assert_eq!((status, r["error"]["code"].as_str()), (400, Some("INVALID_FORMAT")), "{scope}: {r}");
         assert!(r["error"]["message"].as_str().unwrap().contains("reserved"), "{r}");
     }
-    assert!(consent::pending(&inbox.store).unwrap().is_empty(), "nothing asks the user");
+    assert!(consent::pending(&crate::common::ctx(&inbox.store)).unwrap().is_empty(), "nothing asks the user");
     // An ordinary knock is an EPP sender's, whatever it says.
     inbox.post_json(&inbox.signed(&stranger, "support", "hello")).await;
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::EppSender, scope: Some(s), .. } if s == "support"), "{items:?}");
     // A knock recorded for all scopes (an old store, a bug elsewhere) is never granted as such.
     let other = key(8);
@@ -162,14 +162,14 @@ async fn what_knocks_is_named_by_the_door_it_knocked_at_not_by_the_form_of_its_k
     // A DID that knocked at IntentWeb is a site whose key is not pinned, not a UAMP agent,
     // and letting it in "once" is said in a site's words.
     inbox.store.pending_record(gatehouse_app::doors::intent::DOOR, site, gatehouse_app::doors::intent::SCOPE, "conv-1", "2026-11-24T00:00:00Z").unwrap();
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::IntentSite, .. }), "{items:?}");
     let e = gatehouse_app::consent::decide(&i, &shown(&i, site), Decision::AllowOnce, chrono::Utc::now()).unwrap_err();
     assert!(e.to_string().contains("site's key is pinned"), "{e}");
     // The same DID at the UAMP door is an agent, asked about in UAMP's words.
     inbox.store.pending_remove(site).unwrap();
     inbox.store.pending_record(gatehouse_app::doors::uamp::DOOR, site, "ask", "m-1", "2026-11-24T00:00:01Z").unwrap();
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     assert!(matches!(&items[0], ConsentItem::UnknownSender { source: consent::Source::UampAgent, .. }), "{items:?}");
     let e = gatehouse_app::consent::decide(&i, &shown(&i, site), Decision::AllowOnce, chrono::Utc::now()).unwrap_err();
     assert!(e.to_string().contains("UAMP agent"), "{e}");
@@ -177,7 +177,7 @@ async fn what_knocks_is_named_by_the_door_it_knocked_at_not_by_the_form_of_its_k
     // EPP sender: it is shown as what it is, and cannot be let in here, once or for good.
     let stranger = pubhex(&key(9));
     inbox.store.pending_record("carrier-pigeon", &stranger, "support", "m-2", "2026-11-24T00:00:02Z").unwrap();
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     let Some(ConsentItem::UnknownSender { source, .. }) =
         items.iter().find(|i| matches!(i, ConsentItem::UnknownSender { public_key, .. } if *public_key == stranger))
     else {
@@ -208,7 +208,7 @@ async fn a_decision_is_carried_out_on_the_knock_the_user_saw_and_a_newer_one_sta
     }
     assert!(inbox.store.trust_get(&pubhex(&s)).unwrap().is_none(), "nothing was allowed");
     // The newer knock waits, and is what the prompt shows now.
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     assert!(matches!(&items[..], [ConsentItem::UnknownSender { scope: Some(sc), .. }] if sc == "payments"), "{items:?}");
     // Decided on what is shown now, it is that one that is let in, and only it.
     gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&s)), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
@@ -225,7 +225,7 @@ async fn only_the_users_own_entry_lets_a_link_go_unflagged_never_what_the_messag
     let mut knock = inbox.signed(&stranger, "support", "Pay here: https://evil-pay.com/x");
     knock["capabilities"] = serde_json::json!({"network": {"domains": ["com"]}});
     assert_eq!(inbox.post_json(&knock).await.0, 401);
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     let ConsentItem::UnknownSender { risk, .. } = &items[0] else { panic!("{items:?}") };
     assert!(risk.iter().any(|f| f.kind == gatehouse_risk::Kind::Link && f.excerpt.contains("evil-pay.com")), "{risk:?}");
 
@@ -236,7 +236,7 @@ async fn only_the_users_own_entry_lets_a_link_go_unflagged_never_what_the_messag
     let mut held = inbox.signed(&shop, "orders", "Track: https://track.shop.example/1 or https://evil-pay.com/x");
     held["capabilities"] = serde_json::json!({"network": {"domains": ["shop.example"]}});
     assert_eq!(inbox.post_json(&held).await.0, 200);
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     let risk = items.iter().find_map(|i| if let ConsentItem::Held { risk, .. } = i { Some(risk.clone()) } else { None }).unwrap();
     let links: Vec<&str> = risk.iter().filter(|f| f.kind == gatehouse_risk::Kind::Link).map(|f| f.excerpt.as_str()).collect();
     assert!(links.len() == 1 && links[0].contains("evil-pay.com"), "{links:?}");

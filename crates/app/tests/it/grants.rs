@@ -31,13 +31,13 @@ async fn an_hour_long_grant_lets_messages_in_for_the_hour_then_holds_them_and_as
     let (status, _, r) = inbox.post_json(&inbox.signed(&stranger, "support", "after the hour")).await;
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["x-held-for-consent"].as_bool(), Some(true), "{r}");
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     let (row_id, ended) = match &items[..] {
         [ConsentItem::Held { row_id, grant_ended: Some(until), prompt, .. }] if prompt == "after the hour" => (*row_id, until.clone()),
         other => panic!("{other:?}"),
     };
     assert_eq!(Some(&ended), entry.policy.grant_until.get("support"));
-    let listed = gatehouse_app::trust::timed_grants(&inbox.store, Utc::now()).unwrap();
+    let listed = gatehouse_app::trust::timed_grants(&crate::common::ctx(&inbox.store), Utc::now()).unwrap();
     assert!(listed.len() == 1 && listed[0].ended && listed[0].scope == "support", "{listed:?}");
 
     // Allowed again for an hour from now: released, and the next one goes through.
@@ -45,7 +45,7 @@ async fn an_hour_long_grant_lets_messages_in_for_the_hour_then_holds_them_and_as
     assert!(out.message.contains("without asking until"), "{}", out.message);
     let (status, _, r) = inbox.post_json(&inbox.signed(&stranger, "support", "within the new hour")).await;
     assert_eq!((status, r["x-held-for-consent"].as_bool().unwrap_or(false)), (200, false), "{r}");
-    assert!(!gatehouse_app::trust::timed_grants(&inbox.store, Utc::now()).unwrap()[0].ended);
+    assert!(!gatehouse_app::trust::timed_grants(&crate::common::ctx(&inbox.store), Utc::now()).unwrap()[0].ended);
     let audit = inbox.store.audit_list(5).unwrap();
     assert!(audit.iter().any(|a| a.action == "consent.always_allow_scope" && a.detail["until"].is_string()), "the end is audited");
     inbox.stop().await;
@@ -115,7 +115,7 @@ async fn before_always_the_prompt_lists_what_it_would_have_let_in() {
         inbox.post_json(&inbox.signed(&stranger, "support", text)).await;
     }
     inbox.post_json(&inbox.signed(&stranger, "billing", "another scope")).await;
-    let items = consent::pending(&inbox.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
     let ConsentItem::UnknownSender { covered_total, scope, prompt, .. } = &items[0] else { panic!("{items:?}") };
     // The newest knock is the one the prompt shows (billing); its scope's history is empty.
     assert_eq!((scope.as_deref(), prompt.as_deref(), *covered_total), (Some("billing"), Some("another scope"), 0));
@@ -182,7 +182,7 @@ async fn a_uamp_agents_grant_for_an_hour_runs_its_asks_for_the_hour_then_holds_t
     u.store.trust_update(&p.did, None, &t.policy).unwrap();
     let (s, b, _) = u.post(&p, &ask("after the hour")).await;
     assert_eq!((s, b["held_for_consent"].as_bool()), (202, Some(true)), "{b}");
-    let items = consent::pending(&u.store).unwrap();
+    let items = consent::pending(&crate::common::ctx(&u.store)).unwrap();
     assert!(
         matches!(&items[..], [ConsentItem::HeldAsk { prompt, grant_ended: Some(e), .. }] if prompt == "after the hour" && e == "2020-01-01T00:00:00Z"),
         "{items:?}"

@@ -29,17 +29,17 @@ fn an_invitation_link_names_the_gate_its_code_and_key() {
 async fn a_desktop_joins_sees_a_knock_decides_and_learns_it_was_removed() {
     let inbox = TestInbox::start(&pubhex(&key(0x71)), false).await;
     let (_dir, me) = desktop();
-    let inv = approvers::invite(&inbox.store, &inbox.public_key, "Ana's laptop", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ana's laptop", &inbox.url, chrono::Utc::now()).unwrap();
 
     // An invitation naming another gate key is refused before the code is sent.
     let forged = inv.url.replace(&inbox.public_key, &"cd".repeat(32));
     let e = membership::join(&me, &forged, "Ana's laptop").await.unwrap_err();
     assert_eq!(e.code, Code::PinMismatch, "{e:?}");
-    assert!(approvers::list(&inbox.store).unwrap().is_empty());
+    assert!(approvers::list(&crate::common::ctx(&inbox.store)).unwrap().is_empty());
 
     let m = membership::join(&me, &inv.url, "Ana's laptop").await.unwrap();
     assert_eq!((m.name.as_str(), m.gate_url.as_str(), m.gate_key.as_str()), ("Ana's laptop", inbox.url.as_str(), inbox.public_key.as_str()));
-    assert_eq!(approvers::list(&inbox.store).unwrap()[0].id, m.id);
+    assert_eq!(approvers::list(&crate::common::ctx(&inbox.store)).unwrap()[0].id, m.id);
     assert_eq!(membership::join(&me, &inv.url, "again").await.unwrap_err().code, Code::AlreadyTrusted);
 
     let stranger = key(0x72);
@@ -59,10 +59,10 @@ async fn a_desktop_joins_sees_a_knock_decides_and_learns_it_was_removed() {
     assert_eq!(decided.detail["by"]["approver"], m.id.as_str());
 
     // Removed at the gate: the next request is refused, and the desktop keeps that.
-    approvers::remove(&inbox.store, &m.id).unwrap();
+    approvers::remove(&crate::common::ctx(&inbox.store), &m.id).unwrap();
     let e = membership::waiting_at(&me, &m.id).await.unwrap_err();
     assert_eq!(e.code, Code::Unauthorized);
-    assert!(membership::list(&me.store).unwrap()[0].removed);
+    assert!(membership::list(&me).unwrap()[0].removed);
     let all = membership::waiting(&me).await.unwrap();
     assert!(all[0].membership.removed && all[0].items.is_empty());
     let target = ConsentTarget::UnknownSender { public_key: pubhex(&stranger), knock: None };
@@ -70,7 +70,7 @@ async fn a_desktop_joins_sees_a_knock_decides_and_learns_it_was_removed() {
 
     // Leaving forgets it here, and its key.
     membership::leave(&me, &m.id).unwrap();
-    assert!(membership::list(&me.store).unwrap().is_empty());
+    assert!(membership::list(&me).unwrap().is_empty());
     inbox.stop().await;
 }
 
@@ -84,7 +84,7 @@ async fn the_desktop_follows_the_gates_stream_until_it_is_removed() {
     let inbox = TestInbox::start(&pubhex(&key(0x73)), false).await;
     let (_dir, me) = desktop();
     let me = std::sync::Arc::new(me);
-    let inv = approvers::invite(&inbox.store, &inbox.public_key, "Ben's laptop", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ben's laptop", &inbox.url, chrono::Utc::now()).unwrap();
     let m = membership::join(&me, &inv.url, "Ben's laptop").await.unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let follower = {
@@ -95,14 +95,14 @@ async fn the_desktop_follows_the_gates_stream_until_it_is_removed() {
     while tokio::time::timeout(std::time::Duration::from_millis(300), rx.recv()).await.is_ok() {}
     assert_eq!(inbox.post_json(&inbox.signed(&key(0x74), "support", "a knock")).await.0, 401);
     assert_eq!(next(&mut rx).await, membership::Heard::Changed);
-    approvers::remove(&inbox.store, &m.id).unwrap();
+    approvers::remove(&crate::common::ctx(&inbox.store), &m.id).unwrap();
     loop {
         if next(&mut rx).await == membership::Heard::Removed {
             break;
         }
     }
     follower.await.unwrap().unwrap();
-    assert!(membership::list(&me.store).unwrap()[0].removed);
+    assert!(membership::list(&me).unwrap()[0].removed);
     inbox.stop().await;
 }
 
@@ -114,7 +114,7 @@ async fn a_members_desktop_says_when_the_gates_log_was_rewound_behind_its_back()
     let gate = key(0x73);
     let inbox = TestInbox::start(&pubhex(&gate), false).await;
     let (_dir, me) = desktop();
-    let inv = approvers::invite(&inbox.store, &inbox.public_key, "Ana's laptop", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ana's laptop", &inbox.url, chrono::Utc::now()).unwrap();
     let m = membership::join(&me, &inv.url, "Ana's laptop").await.unwrap();
     let first = gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
     inbox.store.audit("trust.revoke", Some("aa"), &serde_json::json!({}), "2026-11-28T10:05:00Z").unwrap();

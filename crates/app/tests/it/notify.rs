@@ -15,8 +15,12 @@ async fn a_knock_tells_approvers_by_mail_within_their_bound_and_never_in_quiet_h
     let inbox = following(follow_sending(&sending(&dv, &ex, MailReceipts::Known)), None).await;
     let (ana, bo) = (joined(&inbox, "Ana's phone").await, joined(&inbox, "Bo's phone").await);
     let notify = |id: &str, email: &str, per_hour: u32, quiet: Option<String>| {
-        gatehouse_app::notify::set_mail(&inbox.store, id, Some(gatehouse_app::notify::MailInput { email: email.into(), per_hour: Some(per_hour), quiet }))
-            .unwrap()
+        gatehouse_app::notify::set_mail(
+            &crate::common::ctx(&inbox.store),
+            id,
+            Some(gatehouse_app::notify::MailInput { email: email.into(), per_hour: Some(per_hour), quiet }),
+        )
+        .unwrap()
     };
     notify(&ana.id, "ana@team.example", 2, None);
     // Bo is in his quiet hours now (the hour around this moment, the gate's local time).
@@ -24,7 +28,7 @@ async fn a_knock_tells_approvers_by_mail_within_their_bound_and_never_in_quiet_h
     let around = format!("{}-{}", (now - chrono::Duration::minutes(30)).format("%H:%M"), (now + chrono::Duration::minutes(30)).format("%H:%M"));
     notify(&bo.id, "bo@team.example", 10, Some(around));
     assert!(gatehouse_app::notify::set_mail(
-        &inbox.store,
+        &crate::common::ctx(&inbox.store),
         &bo.id,
         Some(gatehouse_app::notify::MailInput { email: "not an address".into(), per_hour: None, quiet: None })
     )
@@ -49,7 +53,7 @@ async fn a_knock_tells_approvers_by_mail_within_their_bound_and_never_in_quiet_h
     }
 
     // Removed: no more notices for that device.
-    gatehouse_app::approvers::remove(&inbox.store, &ana.id).unwrap();
+    gatehouse_app::approvers::remove(&crate::common::ctx(&inbox.store), &ana.id).unwrap();
     assert!(gatehouse_app::notify::due(&inbox.store, chrono::Utc::now() + chrono::Duration::hours(2), now).unwrap().iter().all(|(a, _)| a.id != ana.id));
     inbox.stop().await;
 }

@@ -124,7 +124,7 @@ impl Browser {
 async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_removed() {
     let Some(phone) = chromium().await else { return };
     let inbox = TestInbox::start(&pubhex(&key(0x61)), false).await;
-    let inv = approvers::invite(&inbox.store, &inbox.public_key, "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
 
     phone.go(&inv.url).await;
     phone.wait_text("main", "Join this gate as an approver").await;
@@ -146,13 +146,13 @@ async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_remo
         )
         .await;
     assert_eq!(extractable, json!([false, "P-256"]));
-    let registered = approvers::list(&inbox.store).unwrap();
+    let registered = approvers::list(&crate::common::ctx(&inbox.store)).unwrap();
     assert_eq!(registered.len(), 1);
 
     // Knocks in "support" need this phone's vote (a quorum of one, shown on the card).
     let rule =
         gatehouse_app::quorum::RuleInput { scope: Some("support".into()), sender: None, need: 1, approvers: vec![registered[0].id.clone()], deny_ends: None };
-    gatehouse_app::quorum::rule_add(&inbox.store, rule).unwrap();
+    gatehouse_app::quorum::rule_add(&crate::common::ctx(&inbox.store), rule).unwrap();
 
     // A stranger knocks; the phone sees it (refreshed) and lets it in for good.
     let stranger = key(0x62);
@@ -197,7 +197,7 @@ async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_remo
     phone.wait_text("main", "Nothing waits.").await;
 
     // Removed on the gate: the phone's next request is refused, and it says so.
-    approvers::remove(&inbox.store, &registered[0].id).unwrap();
+    approvers::remove(&crate::common::ctx(&inbox.store), &registered[0].id).unwrap();
     phone.wait_text("main", "This device was removed from the gate").await;
     assert_eq!(phone.text("#status").await, "", "what it said before is gone");
     phone.screenshot("phone-removed").await;
@@ -216,7 +216,7 @@ async fn a_phone_holding_a_later_checkpoint_says_the_log_was_rewound() {
     let first = gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
     inbox.store.audit("trust.revoke", Some("aa"), &json!({}), "2026-11-28T10:05:00Z").unwrap();
     gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
-    let inv = approvers::invite(&inbox.store, &inbox.public_key, "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
     phone.go(&inv.url).await;
     phone.wait_text("main", "Join this gate as an approver").await;
     phone.click("#join-button").await;

@@ -23,7 +23,7 @@ async fn two_of_three_needs_two_agreeing_devices_each_counted_once_and_a_deny_en
     let inbox = TestInbox::start(&pubhex(&key(0x71)), false).await;
     let (a, b, c, d) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await, joined(&inbox, "Cy").await, joined(&inbox, "Dee").await);
     let rule = RuleInput { scope: Some("support".into()), sender: None, need: 2, approvers: vec![a.id.clone(), b.id.clone(), c.id.clone()], deny_ends: None };
-    quorum::rule_add(&inbox.store, rule).unwrap();
+    quorum::rule_add(&crate::common::ctx(&inbox.store), rule).unwrap();
 
     let stranger = key(0x72);
     inbox.post_json(&inbox.signed(&stranger, "support", "May I reach your AI?")).await;
@@ -68,13 +68,13 @@ async fn a_removed_devices_vote_no_longer_counts_and_all_means_the_enrolled_ones
     let inbox = TestInbox::start(&pubhex(&key(0x74)), false).await;
     let (a, b, c) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await, joined(&inbox, "Cy").await);
     let rule = RuleInput { scope: Some("support".into()), sender: None, need: 2, approvers: vec![a.id.clone(), b.id.clone(), c.id.clone()], deny_ends: None };
-    quorum::rule_add(&inbox.store, rule).unwrap();
+    quorum::rule_add(&crate::common::ctx(&inbox.store), rule).unwrap();
     let stranger = key(0x75);
     inbox.post_json(&inbox.signed(&stranger, "support", "May I reach your AI?")).await;
     let item = waiting(&inbox, &a).await[0].clone();
     assert!(vote(&inbox, &a, &item, "always_allow_scope").await.1["message"].as_str().unwrap().contains("1 of the 2"));
     // Ana's device is removed: her vote goes with it, so Bo's alone is one of two.
-    gatehouse_app::approvers::remove(&inbox.store, &a.id).unwrap();
+    gatehouse_app::approvers::remove(&crate::common::ctx(&inbox.store), &a.id).unwrap();
     let (status, out) = vote(&inbox, &b, &item, "always_allow_scope").await;
     assert_eq!(status, 200, "{out}");
     assert!(out["delivered"].is_null(), "a removed device's vote decided: {out}");
@@ -92,7 +92,7 @@ async fn a_vote_written_into_the_database_counts_for_nothing() {
     let inbox = TestInbox::start(&pubhex(&key(0x78)), false).await;
     let (a, b, c) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await, joined(&inbox, "Cy").await);
     let rule = RuleInput { scope: Some("support".into()), sender: None, need: 3, approvers: vec![a.id.clone(), b.id.clone(), c.id.clone()], deny_ends: None };
-    quorum::rule_add(&inbox.store, rule).unwrap();
+    quorum::rule_add(&crate::common::ctx(&inbox.store), rule).unwrap();
     inbox.post_json(&inbox.signed(&key(0x79), "support", "May I reach your AI?")).await;
     let item = waiting(&inbox, &a).await[0].clone();
     assert!(vote(&inbox, &a, &item, "always_allow_scope").await.1["message"].as_str().unwrap().contains("1 of the 3"));
@@ -116,8 +116,11 @@ async fn a_vote_written_into_the_database_counts_for_nothing() {
 async fn two_votes_at_the_same_moment_cannot_both_decide() {
     let inbox = TestInbox::start(&pubhex(&key(0x74)), false).await;
     let (a, b) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await);
-    quorum::rule_add(&inbox.store, RuleInput { scope: None, sender: None, need: 1, approvers: vec![a.id.clone(), b.id.clone()], deny_ends: Some(false) })
-        .unwrap();
+    quorum::rule_add(
+        &crate::common::ctx(&inbox.store),
+        RuleInput { scope: None, sender: None, need: 1, approvers: vec![a.id.clone(), b.id.clone()], deny_ends: Some(false) },
+    )
+    .unwrap();
     for round in 0..10u8 {
         let stranger = key(0x80 + round);
         inbox.post_json(&inbox.signed(&stranger, "support", &format!("round {round}"))).await;
@@ -135,8 +138,11 @@ async fn two_votes_at_the_same_moment_cannot_both_decide() {
 async fn two_denies_agree_whatever_duration_each_page_had_selected() {
     let inbox = TestInbox::start(&pubhex(&key(0x75)), false).await;
     let (a, b) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await);
-    quorum::rule_add(&inbox.store, RuleInput { scope: None, sender: None, need: 2, approvers: vec![a.id.clone(), b.id.clone()], deny_ends: Some(false) })
-        .unwrap();
+    quorum::rule_add(
+        &crate::common::ctx(&inbox.store),
+        RuleInput { scope: None, sender: None, need: 2, approvers: vec![a.id.clone(), b.id.clone()], deny_ends: Some(false) },
+    )
+    .unwrap();
     inbox.post_json(&inbox.signed(&key(0x76), "support", "knock")).await;
     let item = waiting(&inbox, &a).await[0].clone();
     let deny = |lasting: &str| json!({"target": item["target"], "digest": item["digest"], "decision": "deny", "lasting": {"for": lasting}}).to_string();
@@ -156,7 +162,11 @@ async fn two_denies_agree_whatever_duration_each_page_had_selected() {
 async fn a_deciding_vote_that_cannot_be_carried_out_leaves_the_item_waiting() {
     let inbox = TestInbox::start(&pubhex(&key(0x77)), false).await;
     let (a, b) = (joined(&inbox, "Ana").await, joined(&inbox, "Bo").await);
-    quorum::rule_add(&inbox.store, RuleInput { scope: None, sender: None, need: 1, approvers: vec![a.id.clone(), b.id.clone()], deny_ends: None }).unwrap();
+    quorum::rule_add(
+        &crate::common::ctx(&inbox.store),
+        RuleInput { scope: None, sender: None, need: 1, approvers: vec![a.id.clone(), b.id.clone()], deny_ends: None },
+    )
+    .unwrap();
     inbox.store.pending_record("epp", &pubhex(&key(0x78)), "*", "x", "2026-11-24T00:00:00Z").unwrap();
     let item = waiting(&inbox, &a).await[0].clone();
     let (status, out) = vote(&inbox, &a, &item, "always_allow_scope").await;

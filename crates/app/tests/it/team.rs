@@ -22,7 +22,7 @@ async fn a_held_envelope_released_at_another_node_is_run_by_a_node_that_looks() 
     let approver = std::sync::Arc::new(Store::open_url(&url).unwrap().with_node("node-2"));
     let (gate, executions) = gatehouse_app::doors::build(approver.clone(), &node1.public_key);
     drop(executions); // this process runs nothing
-    let items = gatehouse_app::consent::pending(&approver).unwrap();
+    let items = gatehouse_app::consent::pending(&crate::common::ctx(&approver)).unwrap();
     let row_id = items.iter().find_map(|i| if let ConsentItem::Held { row_id, .. } = i { Some(*row_id) } else { None }).expect("held, seen from node 2");
     let out = gatehouse_app::consent::decide(&gate, &ConsentTarget::Held { row_id }, Decision::AllowOnce, chrono::Utc::now()).unwrap();
     assert!(out.message.starts_with("Released"), "{}", out.message);
@@ -154,7 +154,7 @@ async fn a_knock_at_one_node_reaches_an_approver_following_another() {
     let (status, waiting) = crate::approvers::call(&node2, &phone, reqwest::Method::GET, "/approve/waiting", "").await;
     assert_eq!((status, waiting[0]["item"]["prompt"].as_str()), (200, Some("knock at node 1")));
 
-    gatehouse_app::approvers::remove(&node1.store, &phone.id).unwrap();
+    gatehouse_app::approvers::remove(&crate::common::ctx(&node1.store), &phone.id).unwrap();
     loop {
         let event = next_event().await;
         if event.starts_with("event: removed") {

@@ -525,9 +525,9 @@ async fn an_ask_held_for_consent_waits_on_its_stream_until_the_user_decides() {
     assert!(sse.next(Duration::from_millis(800)).await.is_none(), "nothing runs before the user decides");
     let stream = u.store.uamp_stream(&sid).unwrap().unwrap();
     assert_eq!((stream.state.as_str(), stream.detail.as_deref()), ("NEW", Some(gatehouse_store::uamp::HELD_FOR_CONSENT)));
-    let waiting = consent::pending(&u.store).unwrap();
+    let waiting = consent::pending(&crate::common::ctx(&u.store)).unwrap();
     assert!(matches!(&waiting[0], ConsentItem::HeldAsk { stream_id, prompt, .. } if *stream_id == sid && prompt == "Delete my old drafts"), "{waiting:?}");
-    assert_eq!(consent::waiting_count(&u.store).unwrap(), 1);
+    assert_eq!(consent::waiting_count(&crate::common::ctx(&u.store)).unwrap(), 1);
 
     // Allowed: the executor runs and the waiting reader gets its frames.
     let inbox = u.inbox.inbox().clone();
@@ -535,7 +535,7 @@ async fn an_ask_held_for_consent_waits_on_its_stream_until_the_user_decides() {
     let chunk = sse.next(Duration::from_secs(10)).await.expect("the released stream's first frame");
     assert_eq!(base64::engine::general_purpose::STANDARD.decode(chunk["payload"]["chunk_b64"].as_str().unwrap()).unwrap(), b"Delete my old drafts");
     assert_eq!(sse.next(Duration::from_secs(10)).await.unwrap()["type"], "done");
-    assert_eq!(consent::waiting_count(&u.store).unwrap(), 0);
+    assert_eq!(consent::waiting_count(&crate::common::ctx(&u.store)).unwrap(), 0);
     // Deciding twice finds nothing waiting.
     assert!(gatehouse_app::consent::decide(&inbox, &ConsentTarget::HeldAsk { stream_id: sid }, Decision::Deny, chrono::Utc::now()).is_err());
 
@@ -592,7 +592,7 @@ async fn an_unknown_agents_capability_token_does_not_decide_what_the_prompt_gran
     let env = u.envelope(&p, Intent::Ask, "let me in", json!({"cap_token": tok}));
     let (status, body, _) = u.post(&p, &env).await;
     assert_eq!((status, body["reason"].as_str()), (403, Some("untrusted_sender")), "{body}");
-    let items = gatehouse_app::consent::pending(&u.store).unwrap();
+    let items = gatehouse_app::consent::pending(&crate::common::ctx(&u.store)).unwrap();
     let Some(gatehouse_app::consent::ConsentItem::UnknownSender { source, scope, prompt, knock, .. }) = items.first() else { panic!("{items:?}") };
     assert_eq!((*source, scope.as_deref()), (gatehouse_app::consent::Source::UampAgent, Some("ask")));
     // The knock is found by the waiting sender's key, not by EPP's words for it: the user
@@ -610,11 +610,11 @@ async fn removing_a_sender_revokes_its_tokens_for_good() {
     let u = Uamp::start(ExecutorSpec::Noop).await;
     let p = u.trusted(34, &["inform"], RateLimit::default());
     assert_eq!(u.post(&p, &u.envelope(&p, Intent::Inform, "one", json!({}))).await.0, 200);
-    gatehouse_app::trust::remove(&u.store, &p.did, chrono::Utc::now()).unwrap();
+    gatehouse_app::trust::remove(&crate::common::ctx(&u.store), &p.did, chrono::Utc::now()).unwrap();
     // Trusted again later: the token issued under the old trust is dead.
     let policy = Policy { allowed_scopes: vec!["inform".into()], ..Policy::default() };
     gatehouse_app::trust::add(
-        &u.store,
+        &crate::common::ctx(&u.store),
         &TrustEntry { public_key: p.did.clone(), name: "again".into(), added_at: "2026-11-24T00:00:00Z".into(), policy },
         chrono::Utc::now(),
     )
@@ -622,9 +622,13 @@ async fn removing_a_sender_revokes_its_tokens_for_good() {
     let (status, body, _) = u.post(&p, &u.envelope(&p, Intent::Inform, "two", json!({}))).await;
     assert_eq!((status, body["reason"].as_str()), (401, Some("unknown_token")), "{body}");
     // A token issued now works, and the window can revoke it (audited).
-    let fresh = Peer { token: Some(gatehouse_app::trust::token_issue(&u.store, &p.did, chrono::Utc::now()).unwrap()), key: p.key.clone(), did: p.did.clone() };
+    let fresh = Peer {
+        token: Some(gatehouse_app::trust::token_issue(&crate::common::ctx(&u.store), &p.did, chrono::Utc::now()).unwrap()),
+        key: p.key.clone(),
+        did: p.did.clone(),
+    };
     assert_eq!(u.post(&fresh, &u.envelope(&fresh, Intent::Inform, "three", json!({}))).await.0, 200);
-    assert_eq!(gatehouse_app::trust::token_revoke(&u.store, &p.did, chrono::Utc::now()).unwrap(), 1);
+    assert_eq!(gatehouse_app::trust::token_revoke(&crate::common::ctx(&u.store), &p.did, chrono::Utc::now()).unwrap(), 1);
     assert_eq!(u.post(&fresh, &u.envelope(&fresh, Intent::Inform, "four", json!({}))).await.0, 401);
     let actions: Vec<String> = u.store.audit_list(10).unwrap().into_iter().map(|a| a.action).collect();
     assert!(

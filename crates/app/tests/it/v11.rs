@@ -27,7 +27,7 @@ async fn inbox(d: &serde_json::Value) -> TestInbox {
 
 /// The steps the detail shows for the receipt with this id.
 fn steps(inbox: &TestInbox, receipt_id: &str) -> Vec<(String, String)> {
-    let detail = gatehouse_app::replies::detail(&inbox.store, receipt_id).unwrap();
+    let detail = gatehouse_app::replies::detail(&crate::common::ctx(&inbox.store), receipt_id).unwrap();
     detail.steps.iter().map(|s| (s.name.to_string(), s.state.to_string())).collect()
 }
 
@@ -77,7 +77,7 @@ async fn the_detail_says_what_the_v11_fields_mean() {
     let receipts = inbox.store.receipts(50, 0).unwrap();
     let detail_of = |id: &str| {
         let r = receipts.iter().find(|r| r.envelope_id.as_deref() == Some(id)).unwrap();
-        gatehouse_app::replies::detail(&inbox.store, &r.receipt_id).unwrap()
+        gatehouse_app::replies::detail(&crate::common::ctx(&inbox.store), &r.receipt_id).unwrap()
     };
     let p = detail_of(envelope(&d, "provenance")["envelope_id"].as_str().unwrap());
     let x = p.extras.unwrap();
@@ -103,7 +103,7 @@ async fn a_revoked_sender_is_refused_and_never_asks_again() {
     let d = data();
     let inbox = inbox(&d).await;
     let sender = d["keys"]["sender"]["public_hex"].as_str().unwrap();
-    assert!(gatehouse_app::trust::revoke(&inbox.store, sender, "key leaked", chrono::Utc::now()).unwrap());
+    assert!(gatehouse_app::trust::revoke(&crate::common::ctx(&inbox.store), sender, "key leaked", chrono::Utc::now()).unwrap());
     let (status, _, r) = inbox.post_json(envelope(&d, "plain")).await;
     assert_eq!((status, code(&r)), (403, "SENDER_REVOKED"), "{r}");
     assert!(r["error"]["message"].as_str().unwrap().contains("key leaked"), "{r}");
@@ -111,7 +111,7 @@ async fn a_revoked_sender_is_refused_and_never_asks_again() {
     assert!(inbox.store.pending_list().unwrap().is_empty(), "a revoked key does not knock");
     assert!(inbox.store.audit_list(10).unwrap().iter().any(|a| a.action == "trust.revoke"));
     // Taken back: the next envelope is accepted.
-    assert!(gatehouse_app::trust::unrevoke(&inbox.store, sender, chrono::Utc::now()).unwrap());
+    assert!(gatehouse_app::trust::unrevoke(&crate::common::ctx(&inbox.store), sender, chrono::Utc::now()).unwrap());
     let (status, _, r) = inbox.post_json(envelope(&d, "integrity")).await;
     assert_eq!(status, 200, "{r}");
     inbox.stop().await;
@@ -173,7 +173,7 @@ async fn a_copy_with_unsigned_fields_changed_is_judged_by_what_was_signed_first(
     }
     // A revoked key is refused as revoked, whatever was added to its envelope.
     let sender = d["keys"]["sender"]["public_hex"].as_str().unwrap();
-    assert!(gatehouse_app::trust::revoke(&inbox.store, sender, "key leaked", chrono::Utc::now()).unwrap());
+    assert!(gatehouse_app::trust::revoke(&crate::common::ctx(&inbox.store), sender, "key leaked", chrono::Utc::now()).unwrap());
     let (status, _, r) = inbox.post_json(&with(envelope(&d, "integrity"), "integrity", bogus_integrity)).await;
     assert_eq!((status, code(&r)), (403, "SENDER_REVOKED"), "{r}");
     inbox.stop().await;

@@ -170,7 +170,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
                 added_at: gatehouse_epp::utc_string(chrono::Utc::now()),
                 policy: Policy { allowed_scopes: vec!["*".into()], ..Policy::default() },
             };
-            gatehouse_app::trust::add(&ctx.store, &entry, chrono::Utc::now()).map_err(|e| e.to_string())?;
+            gatehouse_app::trust::add(&ctx, &entry, chrono::Utc::now()).map_err(|e| e.to_string())?;
         }
     }
     match args.warm_up {

@@ -228,10 +228,16 @@ pub async fn eventually<F: FnMut() -> bool>(what: &str, mut f: F) {
 pub fn shown(inbox: &gatehouse_app::doors::Gate, key: &str) -> gatehouse_app::consent::ConsentTarget {
     use gatehouse_app::consent::ConsentTarget;
     let key = gatehouse_store::sender_key(key);
-    gatehouse_app::consent::pending(inbox.store())
+    gatehouse_app::consent::pending(&ctx(inbox.store()))
         .unwrap()
         .into_iter()
         .filter_map(|i| i.target())
         .find(|t| matches!(t, ConsentTarget::UnknownSender { public_key, .. } if *public_key == key))
         .unwrap_or(ConsentTarget::UnknownSender { public_key: key, knock: None })
+}
+
+/// The application's context over a test's store (as a face holds it), under a fixed
+/// identity key: what every application function takes.
+pub fn ctx(store: &std::sync::Arc<Store>) -> gatehouse_app::Context {
+    gatehouse_app::Context::with_store(std::path::PathBuf::new(), ed25519_dalek::SigningKey::from_bytes(&[3; 32]), store.clone())
 }
