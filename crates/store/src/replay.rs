@@ -140,6 +140,19 @@ pub(crate) fn over_rate(tx: &Db<'_>, sender: &str, received_ms: i64, limits: &Ra
     Ok(None)
 }
 
+/// Whether what admits (trust, blocks, settings) changed since `admitted`, the version a
+/// door's arrival was decided on, read inside the transaction that keeps it (on
+/// PostgreSQL under the admission lock, as an envelope's acceptance: a change waits for
+/// this commit). None: nothing to compare.
+pub(crate) fn changed_since(tx: &Db<'_>, admitted: Option<i64>) -> Result<bool> {
+    let Some(admitted) = admitted else { return Ok(false) };
+    if tx.is_pg() {
+        tx.query_row(&format!("SELECT pg_advisory_xact_lock_shared({})", crate::pg::ADMISSION_LOCK), args![], |_| Ok(()))?;
+    }
+    let now: i64 = tx.query_row("SELECT n FROM admission_version", args![], |r| r.get(0))?;
+    Ok(now != admitted)
+}
+
 /// The limit one more arrival would go over, and in how long a slot frees.
 pub(crate) struct OverRate {
     pub window: &'static str,
@@ -204,15 +217,8 @@ impl Store {
     pub fn take_rate(&self, sender: &str, received_ms: i64, limits: &RateLimit, admitted: Option<i64>) -> Result<std::result::Result<(), AcceptRefusal>> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        if let Some(admitted) = admitted {
-            if tx.db().is_pg() {
-                // As an envelope's acceptance: a change to what admits waits for this commit.
-                tx.query_row(&format!("SELECT pg_advisory_xact_lock_shared({})", crate::pg::ADMISSION_LOCK), args![], |_| Ok(()))?;
-            }
-            let now: i64 = tx.query_row("SELECT n FROM admission_version", args![], |r| r.get(0))?;
-            if now != admitted {
-                return Ok(Err(AcceptRefusal::Stale));
-            }
+        if changed_since(&tx.db(), admitted)? {
+            return Ok(Err(AcceptRefusal::Stale));
         }
         if let Some(over) = over_rate(&tx.db(), sender, received_ms, limits)? {
             return Ok(Err(over.into()));

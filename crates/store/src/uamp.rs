@@ -228,15 +228,8 @@ impl Store {
     ) -> Result<std::result::Result<i64, UampRefusal>> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        if let Some(admitted) = admitted {
-            if tx.db().is_pg() {
-                // As an envelope's acceptance: a change to what admits waits for this commit.
-                tx.query_row(&format!("SELECT pg_advisory_xact_lock_shared({})", crate::pg::ADMISSION_LOCK), args![], |_| Ok(()))?;
-            }
-            let now: i64 = tx.query_row("SELECT n FROM admission_version", args![], |r| r.get(0))?;
-            if now != admitted {
-                return Ok(Err(UampRefusal::Stale));
-            }
+        if crate::replay::changed_since(&tx.db(), admitted)? {
+            return Ok(Err(UampRefusal::Stale));
         }
         if crate::replay::uamp_message_seen(&tx.db(), &msg.message_id)? {
             return Ok(Err(UampRefusal::Replay));
