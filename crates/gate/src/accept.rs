@@ -6,11 +6,13 @@
 
 use chrono::{DateTime, Utc};
 use gatehouse_code::Outcome;
-use gatehouse_store::{AcceptRefusal, Admission, ExecStatus, Knock, NewEnvelope, RateLimit, ReceiptRow, StoreError, TrustEntry};
+use gatehouse_store::{AcceptRefusal, Admission, Knock, RateLimit, ReceiptRow, StoreError, TrustEntry};
 use serde_json::Value;
 
 use crate::admit::{admit, admitted_under, Asked, Checks, Refusal, Verdict};
+pub use crate::arrival::{Arrival, Kept};
 use crate::executor::{ExecutorSpec, SETTINGS_KEY};
+use crate::record::{receipt_row, record};
 use crate::state::{ArrivalEvent, Gate, Status};
 
 /// Rejected input is kept for the user up to this many bytes.
@@ -23,55 +25,6 @@ pub const UNAVAILABLE_RETRY_SECS: u64 = 5;
 /// commit. Each retry reads the registry first, so it only fails again if the registry
 /// changes again before the commit: the bound is only a guard.
 const MAX_STALE_RETRIES: u32 = 8;
-
-/// One arrival its door verified, in no protocol's words.
-pub struct Arrival<'a> {
-    /// The door it came by, as the composition names it (its knocks are found by it).
-    pub door: &'static str,
-    /// How it came (`http`, `folder:<file>`, a door's name), as its receipt shows.
-    pub transport: &'a str,
-    /// The key its sender proved.
-    pub sender: String,
-    /// The scope it asks for: its hold and its executor are decided by it.
-    pub scope: String,
-    /// Every scope it asks for, when that is not just `scope` (a credential naming
-    /// several; none for what only steers work it started): each is judged.
-    pub asks: Option<&'a [String]>,
-    /// Its size as it arrived.
-    pub size: u64,
-    /// Whose behalf it is sent on, if anyone's.
-    pub on_behalf_of: Option<String>,
-    pub at: DateTime<Utc>,
-    pub received_at: &'a str,
-    pub receipt_id: &'a str,
-    /// The user's one-time "allow once", standing in for a trust entry.
-    pub consent: Option<&'a TrustEntry>,
-    /// What is kept when it is let in.
-    pub kept: Kept<'a>,
-    /// Whether its bytes are kept with a refusal (and whole with a knock, so "allow" can
-    /// deliver it); a door whose senders send again keeps none.
-    pub keeps_refused: bool,
-}
-
-/// What an arrival let in is kept as.
-pub struct Kept<'a> {
-    pub id: String,
-    pub recipient: String,
-    pub payload_type: Option<String>,
-    pub conversation_id: Option<String>,
-    pub in_reply_to: Option<String>,
-    pub prompt: String,
-    /// When its sender says it was made, and until when it holds.
-    pub timestamp: String,
-    pub expires_at: String,
-    pub expires_at_ms: i64,
-    /// What a replay of it is known by.
-    pub nonce: Vec<u8>,
-    /// How its proof covered it (`reference`, `variant`, `transport`).
-    pub signed_form: &'static str,
-    pub raw: &'a [u8],
-    pub raw_sha256: String,
-}
 
 /// Why an arrival was not let in.
 #[derive(Debug)]
@@ -532,72 +485,5 @@ fn gate_stored<R>(r: Result<i64, AcceptRefusal>, held: bool) -> Stored<R> {
     match r {
         Ok(row) => Stored::Row { row, held },
         Err(refused) => Stored::Refused(refused),
-    }
-}
-
-/// The gate's record of an arrival let in.
-fn record(a: &Arrival<'_>, receipt: ReceiptRow, spec: &ExecutorSpec, version: i64, held: bool, noop: bool) -> NewEnvelope {
-    let k = &a.kept;
-    NewEnvelope {
-        envelope_id: k.id.clone(),
-        sender: a.sender.clone(),
-        recipient: k.recipient.clone(),
-        scope: a.scope.clone(),
-        payload_type: k.payload_type.clone(),
-        conversation_id: k.conversation_id.clone(),
-        in_reply_to: k.in_reply_to.clone(),
-        on_behalf_of: a.on_behalf_of.clone(),
-        prompt: k.prompt.clone(),
-        timestamp: k.timestamp.clone(),
-        expires_at: k.expires_at.clone(),
-        expires_at_ms: k.expires_at_ms,
-        nonce: k.nonce.clone(),
-        received_at: a.received_at.to_string(),
-        received_ms: a.at.timestamp_millis(),
-        transport: a.transport.to_string(),
-        signed_form: k.signed_form.to_string(),
-        raw: String::from_utf8_lossy(k.raw).into_owned(),
-        raw_sha256: k.raw_sha256.clone(),
-        executor: spec.name().to_string(),
-        // Kept for the runner; a no-op done at acceptance never reaches it.
-        executor_spec: if noop { None } else { serde_json::to_string(spec).ok() },
-        exec_status: if held {
-            ExecStatus::Held
-        } else if noop {
-            ExecStatus::Succeeded
-        } else {
-            ExecStatus::Queued
-        },
-        exec_result: noop.then(crate::executor::noop_result),
-        receipt,
-        door: a.door.to_string(),
-        admission_version: Some(version),
-    }
-}
-
-/// The receipt an arrival leaves: accepted (no code) or refused in its door's words.
-fn receipt_row(a: &Arrival<'_>, outcome: Outcome, code: Option<String>, message: Option<String>, receipt: Value, body: Option<(String, bool)>) -> ReceiptRow {
-    let refused = code.is_some();
-    let (body, body_truncated) = match body {
-        Some((b, cut)) if !b.is_empty() => (Some(b), cut),
-        _ => (None, false),
-    };
-    ReceiptRow {
-        receipt_id: a.receipt_id.to_string(),
-        envelope_id: Some(a.kept.id.clone()),
-        status: if refused { "rejected" } else { "accepted" }.into(),
-        code,
-        message,
-        received_at: a.received_at.to_string(),
-        received_ms: a.at.timestamp_millis(),
-        transport: a.transport.to_string(),
-        sender: Some(a.sender.clone()),
-        scope: Some(a.scope.clone()),
-        body,
-        body_truncated,
-        receipt,
-        prompt: Some(a.kept.prompt.clone()),
-        envelope_row: None,
-        outcome: Some(outcome),
     }
 }

@@ -13,7 +13,9 @@
 //! Around the decision, what every door shares and that names no protocol either:
 //!
 //! - [`accept`]: one acceptance for every door ([`Door`], [`Gate::accept`]): the decision,
-//!   the record, the commit, the knock, the event, the job
+//!   the record, the commit, the knock, the event, the job; an [`Arrival`] as a door hands it
+//!   over (`arrival.rs`), and what it leaves in the store (`record.rs`: the gate's record,
+//!   its receipts)
 //! - [`admit`]: the decision itself
 //! - [`clock`]: what "now" is for grants, deferrals and freshness (a test may move it)
 //! - [`state`]: the gate's state every door shares ([`Gate`]: store, events, executor queue, registered doors)
@@ -25,7 +27,7 @@
 //!   executors that hand work to another agent are delegates a door registers
 //! - [`model`]: the user's own model behind an OpenAI-compatible API (the model executor)
 //! - [`process`]: programs executors start, killed with their whole process group
-//! - [`release`]: a knock the user allowed, handed back to the gate through its door's reader
+//! - [`release`]: a knock the user allowed, read again by its door ([`Reread`]) and accepted
 //! - [`runner`]: runs accepted work's executors off the request path and after restarts
 
 // Code here reads others' bytes (a kept message's text, an executor's output): slicing
@@ -34,6 +36,7 @@
 
 pub mod accept;
 pub mod admit;
+mod arrival;
 pub mod clock;
 pub mod consent;
 pub mod declared;
@@ -41,6 +44,7 @@ pub mod executor;
 pub mod flood;
 pub mod model;
 pub mod process;
+mod record;
 pub mod release;
 pub mod runner;
 pub mod state;

@@ -79,8 +79,6 @@ pub struct Gate {
     /// Scopes doors record for themselves (the composition names them): no sender may
     /// ask for one at a door that takes any scope.
     reserved: Vec<(&'static str, &'static str)>,
-    /// How each door reads again what it kept of a knock ([`crate::release`]), by name.
-    readers: HashMap<&'static str, Arc<dyn crate::release::Reread>>,
     /// What this machine's operator allowed to run here (programs, folders).
     runs_here: crate::executor::here::RunsHere,
     /// What this node found wrong with the state it shares (its activity log rewound),
@@ -110,7 +108,6 @@ impl Gate {
             freshness: store.setting(FRESHNESS_SETTING).ok().flatten().unwrap_or_default(),
             flood: crate::flood::Gate::default(),
             reserved: Vec::new(),
-            readers: HashMap::new(),
             store,
         }
     }
@@ -120,17 +117,6 @@ impl Gate {
     pub fn with_reserved_scopes(mut self, scopes: &[(&'static str, &'static str)]) -> Self {
         self.reserved = scopes.to_vec();
         self
-    }
-
-    /// How `door` reads again what it kept of a knock, so that "allow" can deliver it
-    /// ([`Gate::release`]). The composition registers one per door that keeps one.
-    pub fn with_reader(mut self, door: &'static str, reader: Arc<dyn crate::release::Reread>) -> Self {
-        self.readers.insert(door, reader);
-        self
-    }
-
-    pub(crate) fn reader(&self, door: &str) -> Option<&Arc<dyn crate::release::Reread>> {
-        self.readers.get(door)
     }
 
     /// Whether `scope` is one a door keeps for itself ([`Gate::with_reserved_scopes`]).

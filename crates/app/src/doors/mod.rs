@@ -49,3 +49,20 @@ pub fn told(door: &str, raw: &str) -> gate::declared::Told {
         _ => gate::declared::Told::default(),
     }
 }
+
+/// Hands a knock's kept bytes back through the door it knocked at, to be read and
+/// verified again and accepted by the gate (one `match` over the doors composed here):
+/// `None` for a door that keeps nothing to deliver. `consent`: the user's "allow once".
+pub fn release(
+    gate: &Gate,
+    door: &str,
+    raw: &[u8],
+    consent: Option<&gatehouse_store::TrustEntry>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<gate::Delivered> {
+    use gate::Reread as _;
+    match door {
+        epp::DOOR => Some(epp::pipeline::Reader.deliver(gate, raw, consent, now)),
+        _ => None,
+    }
+}

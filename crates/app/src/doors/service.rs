@@ -63,7 +63,7 @@ pub const RESERVED_SCOPES: [(&str, &str); 2] = [(super::guardian::DOOR, super::g
 
 /// The gate over a store, with what the doors composed here keep for themselves.
 pub fn gate(store: Arc<Store>, public_key: &str) -> Gate {
-    Gate::new(store, public_key).with_reserved_scopes(&RESERVED_SCOPES).with_reader(super::epp::DOOR, Arc::new(super::epp::pipeline::Reader))
+    Gate::new(store, public_key).with_reserved_scopes(&RESERVED_SCOPES)
 }
 
 /// An inbox wired to an executor queue; [`run_with`] drains the queue.

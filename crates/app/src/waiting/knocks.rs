@@ -16,7 +16,7 @@ pub(super) struct Knocks;
 
 /// Hands what a knock kept back to the gate once its sender is let in: the door it
 /// knocked at reads it again (verified anew) if that door keeps what it refused; the
-/// other doors' senders send again ([`Gate::release`]). `consent`: "allow once".
+/// other doors' senders send again ([`crate::doors::release`]). `consent`: "allow once".
 pub(crate) fn deliver(
     gate: &crate::doors::Gate,
     door: &str,
@@ -25,7 +25,7 @@ pub(crate) fn deliver(
     now: DateTime<Utc>,
 ) -> Option<gatehouse_gate::Delivered> {
     let body = knock.filter(|k| !k.body_truncated).and_then(|k| k.body.as_deref())?;
-    gate.release(door, body.as_bytes(), consent, now)
+    crate::doors::release(gate, door, body.as_bytes(), consent, now)
 }
 
 impl Holds for Knocks {
