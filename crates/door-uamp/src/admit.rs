@@ -218,10 +218,12 @@ pub(super) fn replay(env: &Envelope) -> UampError {
     UampError::new(Code::Unauthorized, "replay", format!("message {} was received before", env.id))
 }
 
-pub(super) fn storage(e: gatehouse_store::StoreError) -> UampError {
+pub(super) fn storage(e: impl std::fmt::Display) -> UampError {
     tracing::error!(error = %e, "store failed during a UAMP submission");
     let mut err = UampError::new(Code::BackendBusy, "storage", format!("the inbox could not store the message: {e}"));
-    err.message.truncate(300);
+    // At most 300 bytes, cut where a character starts: the store's words may quote others'.
+    let cut = (0..=err.message.len().min(300)).rev().find(|&i| err.message.is_char_boundary(i)).unwrap_or(0);
+    err.message.truncate(cut);
     err
 }
 
@@ -304,5 +306,17 @@ impl Failure {
             key_change: None,
             retry_after,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_storage_error_is_cut_short_where_a_character_starts() {
+        // "the inbox could not store the message: " is 39 bytes; the é (2 bytes) straddles byte 300.
+        let said = format!("{}é and more", "x".repeat(260));
+        let e = super::storage(gatehouse_store::StoreError::Invalid(said));
+        assert_eq!(e.message.len(), 299, "{}", e.message);
+        assert!(e.message.ends_with('x'));
     }
 }

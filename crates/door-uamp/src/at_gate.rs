@@ -142,11 +142,7 @@ impl AtGate<'_> {
             Why::Reserved(s) => UampError::new(Code::Unauthorized, "policy_denied", format!("the scope {s:?} is Gatehouse's own; no agent may ask for it")),
             Why::Replay => replay(self.env),
             Why::RateLimited { .. } => UampError::new(Code::BackendBusy, "rate_limited", format!("{from}'s policy allows no more messages now")),
-            Why::Store(e) => {
-                let mut err = UampError::new(Code::BackendBusy, "storage", format!("the inbox could not store the message: {e}"));
-                err.message.truncate(300);
-                err
-            }
+            Why::Store(e) => storage(e),
             Why::Unsettled => UampError::new(Code::BackendBusy, "internal", "the user's registry kept changing while this was decided; try again"),
             Why::Executor(m) => UampError::new(Code::BackendBusy, "internal", format!("the gate could not decide: {m}")),
         }
