@@ -12,8 +12,8 @@ impl UampDoor {
     // would cost an allocation on the path floods take and save nothing.
     #[allow(clippy::result_large_err)]
     pub(super) fn check_and_store(&self, bytes: &[u8], auth: &TransportAuth, now: DateTime<Utc>, receipt_id: &str) -> Result<Accepted, Refused> {
-        let Read { env, trusted, token, scopes, scope, steers } = self.read(bytes, now)?;
-        self.at_gate(bytes, auth, now, receipt_id, Read { env, trusted, token, scopes, scope, steers })
+        let read = self.read(bytes, now)?;
+        self.at_gate(bytes, auth, now, receipt_id, read)
     }
 
     /// The envelope read and its signature verified, before the gate judges it.
@@ -125,8 +125,9 @@ impl UampDoor {
                 timestamp: env.ts.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 expires_at: String::new(),
                 expires_at_ms: 0,
-                // Its message id, apart from every other door's nonces.
-                nonce: [b"uamp\0".as_slice(), env.uuid.as_bytes()].concat(),
+                // None with the gate's: a replay is told by message id before the gate
+                // (`read`) and refused inside the record's own transaction.
+                nonce: Vec::new(),
                 signed_form: "reference",
                 raw: bytes,
                 raw_sha256: String::new(),
