@@ -205,6 +205,8 @@ fn fill(data: &Path) -> Senders {
     for (i, s) in senders.iter().enumerate() {
         store
             .trust_add(&gatehouse_store::TrustEntry {
+                door: "epp".into(),
+                facts: Default::default(),
                 public_key: gatehouse_epp::public_key_hex(s),
                 name: format!("Agent {i}"),
                 added_at: "2026-11-22T00:00:00Z".into(),

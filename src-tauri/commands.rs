@@ -154,7 +154,7 @@ pub async fn trust_add(shell: ShellState<'_>, input: TrustInput) -> Result<()> {
 #[specta::specta]
 pub async fn trust_update(shell: ShellState<'_>, input: TrustInput) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || Ok(gatehouse_app::trust::update(&c, &input.public_key, &input.name, &input.policy, chrono::Utc::now())?)).await
+    blocking(move || Ok(gatehouse_app::trust::update(&c, &input.public_key, &input.name, &input.policy, input.epp.as_ref(), chrono::Utc::now())?)).await
 }
 
 #[tauri::command]

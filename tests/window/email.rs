@@ -73,8 +73,8 @@ fn a_mail_account_is_added_in_settings_and_an_envelope_by_mail_is_shown_with_its
     let store = app.store();
     let key = gatehouse_epp::public_key_hex(&clinic);
     let mut entry = store.trust_get(&key).unwrap().unwrap();
-    entry.policy.mail_address = Some("agent@clinic.example".into());
-    store.trust_update(&key, None, &entry.policy).unwrap();
+    entry.facts.epp.get_or_insert_with(Default::default).mail_address = Some("agent@clinic.example".into());
+    store.trust_update(&key, None, &entry.policy, Some(&entry.facts)).unwrap();
     let env = app.envelope(&clinic, "support", "Your lab results are ready; nothing needs doing.");
     deliver(
         &dv,

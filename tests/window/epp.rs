@@ -120,10 +120,10 @@ fn editing_a_policy_changes_the_next_verdict() {
     // A capability limit set from the CLI, which this form does not edit: kept by a save.
     let store = app.store();
     let key = gatehouse_epp::public_key_hex(&clinic);
-    let mut policy = store.trust_get(&key).unwrap().unwrap().policy;
+    let policy = store.trust_get(&key).unwrap().unwrap().policy;
     let limit = gatehouse_store::CapabilityLimit { require: false, allowed: json!({"actions": ["notify"]}) };
-    policy.capabilities = Some(limit.clone());
-    store.trust_update(&key, None, &policy).unwrap();
+    let facts = gatehouse_store::Facts::epp(gatehouse_store::EppFacts { capabilities: Some(limit.clone()), ..Default::default() });
+    store.trust_update(&key, None, &policy, Some(&facts)).unwrap();
     let (status, r) = app.send(&clinic, "billing", "Your invoice is ready");
     assert_eq!((status, r["error"]["code"].as_str()), (403, Some("POLICY_DENIED")));
 
@@ -139,7 +139,7 @@ fn editing_a_policy_changes_the_next_verdict() {
 
     let (status, _) = app.send(&clinic, "billing", "Your invoice is ready (again)");
     assert_eq!(status, 200, "the edited policy applies to the very next envelope");
-    assert_eq!(store.trust_get(&key).unwrap().unwrap().policy.capabilities, Some(limit), "the save kept what it does not show");
+    assert_eq!(store.trust_get(&key).unwrap().unwrap().facts.capabilities(), Some(&limit), "the save kept what it does not show");
     // Adding a sender by pasting a key, with a bad key first: a clear error, nothing saved.
     app.click("#people-add-open");
     app.click("#add-key");

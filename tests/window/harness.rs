@@ -482,6 +482,8 @@ impl App {
     pub fn trust_key(&self, public_key: &str, name: &str, scopes: &[&str]) {
         self.store()
             .trust_add(&gatehouse_store::TrustEntry {
+                door: gatehouse_app::trust::door_of_typed_key(public_key).into(),
+                facts: Default::default(),
                 public_key: public_key.into(),
                 name: name.into(),
                 added_at: "2026-11-01T00:00:00Z".into(),

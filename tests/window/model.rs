@@ -14,6 +14,8 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
     let bea_store = std::sync::Arc::new(gatehouse_store::Store::open(&bea_dir.path().join("gatehouse.db")).unwrap());
     bea_store
         .trust_add(&gatehouse_store::TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
             public_key: app.public_key.clone(),
             name: "Me".into(),
             added_at: "2026-11-01T00:00:00Z".into(),
@@ -40,10 +42,12 @@ fn the_models_answer_is_reviewed_edited_and_sent_back_from_the_window() {
     let store = app.store();
     store
         .trust_add(&gatehouse_store::TrustEntry {
+            door: "epp".into(),
+            facts: gatehouse_store::Facts::epp(gatehouse_store::EppFacts { reply_endpoint: Some(bea_submit), ..Default::default() }),
             public_key: gatehouse_epp::public_key_hex(&bea),
             name: "Bea".into(),
             added_at: "2026-11-01T00:00:00Z".into(),
-            policy: gatehouse_store::Policy { allowed_scopes: vec!["ask-ai".into()], reply_endpoint: Some(bea_submit), ..Default::default() },
+            policy: gatehouse_store::Policy { allowed_scopes: vec!["ask-ai".into()], ..Default::default() },
         })
         .unwrap();
     let mut scopes = std::collections::BTreeMap::new();
@@ -109,6 +113,8 @@ fn a_failed_model_is_run_again_and_its_answer_is_written_live_in_the_window() {
     let store = app.store();
     store
         .trust_add(&gatehouse_store::TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
             public_key: gatehouse_epp::public_key_hex(&cy),
             name: "Cy".into(),
             added_at: "2026-11-01T00:00:00Z".into(),

@@ -83,6 +83,8 @@ fn uamp_peer_added_by_url_answers_an_ask_with_an_image_and_an_unknown_agent_wait
     // The peer's owner trusts this app and hands over a token.
     peer.store
         .trust_add(&gatehouse_store::TrustEntry {
+            door: "uamp".into(),
+            facts: Default::default(),
             public_key: my_did.clone(),
             name: "the app".into(),
             added_at: "2026-11-01T00:00:00Z".into(),

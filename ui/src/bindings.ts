@@ -1470,6 +1470,43 @@ export type EnvelopeRow_Serialize = {
 	exec_updated_at: string | null,
 };
 
+/**  What the EPP door keeps about a sender. */
+export type EppFacts = EppFacts_Serialize;
+
+/**  What the EPP door keeps about a sender. */
+export type EppFacts_Deserialize = {
+	/**
+	 *  Where this sender takes EPP envelopes (its submit URL, or `mailto:`): answers go
+	 *  back there.
+	 */
+	reply_endpoint?: string | null,
+	/**
+	 *  The mail address this sender's receipts go to: the From of the mail the user let
+	 *  its key in from (or one the user wrote). Receipt mails go only here or to a
+	 *  `mailto:` reply endpoint, never to whatever a later mail's headers name.
+	 */
+	mail_address?: string | null,
+	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */
+	capabilities?: CapabilityLimit_Deserialize | null,
+};
+
+/**  What the EPP door keeps about a sender. */
+export type EppFacts_Serialize = {
+	/**
+	 *  Where this sender takes EPP envelopes (its submit URL, or `mailto:`): answers go
+	 *  back there.
+	 */
+	reply_endpoint?: string,
+	/**
+	 *  The mail address this sender's receipts go to: the From of the mail the user let
+	 *  its key in from (or one the user wrote). Receipt mails go only here or to a
+	 *  `mailto:` reply endpoint, never to whatever a later mail's headers name.
+	 */
+	mail_address?: string,
+	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */
+	capabilities?: CapabilityLimit_Serialize,
+};
+
 /**  What an executor at work tells the window. */
 export type ExecProgress = 
 /**  The answer so far, whole: a listener that joins late or lags still sees all of it. */
@@ -1558,6 +1595,21 @@ export type ExportKind = "receipts" | "audit" |
 "conversations" | 
 /**  Every step the ASOP guardian decided, by session. */
 "guardian";
+
+/**  What the entry's door keeps about it (at most one door's, the one it came by). */
+export type Facts = Facts_Serialize;
+
+/**  What the entry's door keeps about it (at most one door's, the one it came by). */
+export type Facts_Deserialize = {
+	epp?: EppFacts_Deserialize | null,
+	uamp?: UampFacts_Deserialize | null,
+};
+
+/**  What the entry's door keeps about it (at most one door's, the one it came by). */
+export type Facts_Serialize = {
+	epp?: EppFacts_Serialize,
+	uamp?: UampFacts_Serialize,
+};
 
 /**  One flagged span. */
 export type Flag = {
@@ -2340,23 +2392,8 @@ export type Policy_Deserialize = {
 	"x-allow-delegation"?: boolean,
 	/**  Scopes the user chose "always allow" for, exempt from `x-hold-for-consent`. */
 	"x-consent-granted-scopes"?: string[],
-	/**
-	 *  For UAMP senders named by a DID that does not carry its key (did:web): the keys
-	 *  read from its DID document when the user added it, by `kid`.
-	 */
-	"x-uamp-keys"?: UampKey[],
-	/**  Where this sender takes EPP envelopes (its submit URL): answers go back there. */
-	"x-reply-endpoint"?: string | null,
-	/**
-	 *  The mail address this sender's receipts go to: the From of the mail the user let
-	 *  its key in from (or one the user wrote). Receipt mails go only here or to a
-	 *  `mailto:` reply endpoint, never to whatever a later mail's headers name.
-	 */
-	"x-mail-address"?: string | null,
 	/**  Scopes whose answers are sent back without the user reviewing them first. */
 	"x-auto-reply-scopes"?: string[],
-	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */
-	"x-capabilities"?: CapabilityLimit_Deserialize | null,
 	/**
 	 *  Scopes granted for a while (an hour, until tonight, until a date), with when each
 	 *  grant ends (UTC, as the store writes times). Once it has ended, envelopes in the
@@ -2382,23 +2419,8 @@ export type Policy_Serialize = {
 	"x-allow-delegation": boolean,
 	/**  Scopes the user chose "always allow" for, exempt from `x-hold-for-consent`. */
 	"x-consent-granted-scopes"?: string[],
-	/**
-	 *  For UAMP senders named by a DID that does not carry its key (did:web): the keys
-	 *  read from its DID document when the user added it, by `kid`.
-	 */
-	"x-uamp-keys"?: UampKey[],
-	/**  Where this sender takes EPP envelopes (its submit URL): answers go back there. */
-	"x-reply-endpoint"?: string,
-	/**
-	 *  The mail address this sender's receipts go to: the From of the mail the user let
-	 *  its key in from (or one the user wrote). Receipt mails go only here or to a
-	 *  `mailto:` reply endpoint, never to whatever a later mail's headers name.
-	 */
-	"x-mail-address"?: string,
 	/**  Scopes whose answers are sent back without the user reviewing them first. */
 	"x-auto-reply-scopes"?: string[],
-	/**  EPP v1.1: what this sender may ask to use; absent, anything declared is shown only. */
-	"x-capabilities"?: CapabilityLimit_Serialize,
 	/**
 	 *  Scopes granted for a while (an hour, until tonight, until a date), with when each
 	 *  grant ends (UTC, as the store writes times). Once it has ended, envelopes in the
@@ -2752,10 +2774,9 @@ export type Shown = {
 };
 
 /**
- *  What an unknown key is. For a knock, the door it knocked at says (each door records
- *  its own name with the knock); senders cannot choose it. For a key already in the
- *  registry, which no door recorded, the form of the key says: only the guardian names
- *  agents `asop:…`, only IntentWeb pins keys for its scope, a DID is a UAMP agent's.
+ *  What a key is, by the door that recorded it: a knock's door (each door records its own
+ *  name with the knock), a trust entry's door (recorded when it was made); senders cannot
+ *  choose it.
  */
 export type Source = "epp_sender" | "uamp_agent" | "intent_site" | "asop_agent" | 
 /**  An A2A agent, known by a token the user issued or its certificate's key. */
@@ -2783,7 +2804,7 @@ export type StartInput_Serialize = {
 /**  A row that is not as the gate sealed it. */
 export type StateChange = {
 	/**
-	 *  The table (`trust`, `blocked`, `revoked`, `settings`, `approvers`,
+	 *  The table (`trust`, `epp_entries`, `uamp_entries`, `blocked`, `revoked`, `settings`, `approvers`,
 	 *  `approver_mail`, `approver_invites`, `quorum_rules`, `uamp_tokens`, `asop_rules`).
 	 */
 	table: string,
@@ -3008,23 +3029,51 @@ export type TimedGrant = {
 	ended: boolean,
 };
 
-/**  Spec 6.1 trust entry. */
+/**
+ *  Spec 6.1 trust entry: who it is, the door it came by, what it may do there (the
+ *  neutral policy every door's arrivals are judged by) and what only its door knows about
+ *  it, kept in that door's own table (`entry_facts`).
+ */
 export type TrustEntry = TrustEntry_Serialize;
 
-/**  Spec 6.1 trust entry. */
+/**
+ *  Spec 6.1 trust entry: who it is, the door it came by, what it may do there (the
+ *  neutral policy every door's arrivals are judged by) and what only its door knows about
+ *  it, kept in that door's own table (`entry_facts`).
+ */
 export type TrustEntry_Deserialize = {
 	public_key: string,
 	name: string,
 	added_at: string,
+	/**
+	 *  The door the entry came by, by the name the composition registers it under
+	 *  (`epp`, `uamp`, `a2a`, `guardian`, `intentweb`, …): recorded when the entry is
+	 *  made, never read from the key's spelling.
+	 */
+	door: string,
 	policy: Policy_Deserialize,
+	/**  What only the entry's door knows about it. */
+	facts?: Facts_Deserialize,
 };
 
-/**  Spec 6.1 trust entry. */
+/**
+ *  Spec 6.1 trust entry: who it is, the door it came by, what it may do there (the
+ *  neutral policy every door's arrivals are judged by) and what only its door knows about
+ *  it, kept in that door's own table (`entry_facts`).
+ */
 export type TrustEntry_Serialize = {
 	public_key: string,
 	name: string,
 	added_at: string,
+	/**
+	 *  The door the entry came by, by the name the composition registers it under
+	 *  (`epp`, `uamp`, `a2a`, `guardian`, `intentweb`, …): recorded when the entry is
+	 *  made, never read from the key's spelling.
+	 */
+	door: string,
 	policy: Policy_Serialize,
+	/**  What only the entry's door knows about it. */
+	facts: Facts_Serialize,
 };
 
 /**  A trust entry as the user gives it (the window's form, the CLI's flags). */
@@ -3035,6 +3084,8 @@ export type TrustInput_Deserialize = {
 	public_key: string,
 	name: string,
 	policy: Policy_Deserialize,
+	/**  For an EPP sender: where answers go, its mail address, its capability limit. */
+	epp?: EppFacts_Deserialize | null,
 };
 
 /**  A trust entry as the user gives it (the window's form, the CLI's flags). */
@@ -3042,6 +3093,8 @@ export type TrustInput_Serialize = {
 	public_key: string,
 	name: string,
 	policy: Policy_Serialize,
+	/**  For an EPP sender: where answers go, its mail address, its capability limit. */
+	epp: EppFacts_Serialize | null,
 };
 
 /**  A trusted sender as the user sees it: short fingerprint, and how much it sent today. */
@@ -3074,6 +3127,27 @@ export type Turn_Serialize = {
 	conversation: IwConversationRow_Serialize,
 	sent: IwMessageRow_Serialize,
 	received: IwMessageRow_Serialize,
+};
+
+/**  What the UAMP door keeps about an agent. */
+export type UampFacts = UampFacts_Serialize;
+
+/**  What the UAMP door keeps about an agent. */
+export type UampFacts_Deserialize = {
+	/**
+	 *  For an agent named by a DID that does not carry its key (did:web): the keys read
+	 *  from its DID document when the user added it, by `kid`.
+	 */
+	keys?: UampKey[],
+};
+
+/**  What the UAMP door keeps about an agent. */
+export type UampFacts_Serialize = {
+	/**
+	 *  For an agent named by a DID that does not carry its key (did:web): the keys read
+	 *  from its DID document when the user added it, by `kid`.
+	 */
+	keys: UampKey[],
 };
 
 export type UampInfo = UampInfo_Serialize;

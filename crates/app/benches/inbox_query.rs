@@ -18,6 +18,8 @@ fn benches(c: &mut Criterion) {
     for (i, s) in senders.iter().enumerate() {
         store
             .trust_add(&TrustEntry {
+                door: "epp".into(),
+                facts: Default::default(),
                 public_key: gatehouse_epp::public_key_hex(s),
                 name: format!("sender {i}"),
                 added_at: "2026-01-01T00:00:00Z".into(),

@@ -14,6 +14,8 @@ fn benches(c: &mut Criterion) {
     let inbox_pub = gatehouse_epp::public_key_hex(&gatehouse_epp::generate_signing_key());
     store
         .trust_add(&TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
             public_key: gatehouse_epp::public_key_hex(&sender),
             name: "bench".into(),
             added_at: "2026-01-01T00:00:00Z".into(),

@@ -23,6 +23,8 @@ pub fn token_issue(ctx: &Context, name: &str, scopes: &[String], now: DateTime<U
     let (token, id) = a2a::new_token();
     let scopes = if scopes.is_empty() { vec![a2a::DEFAULT_SCOPE.to_string()] } else { scopes.to_vec() };
     let entry = TrustEntry {
+        door: a2a::DOOR.into(),
+        facts: Default::default(),
         public_key: id,
         name: name.trim().to_string(),
         added_at: crate::doors::gate::consent::now_string(now),

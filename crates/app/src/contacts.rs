@@ -104,10 +104,10 @@ fn view(store: &Store, c: Contact, own_key: &str) -> Result<ContactView> {
     for k in &c.keys {
         let trust = store.trust_get(&k.key)?;
         let scopes = trust.as_ref().map(|t| t.policy.allowed_scopes.clone()).unwrap_or_default();
-        let code = safety_code(own_key, &crate::did_change::code_material(&k.key, trust.as_ref().map_or(&[], |t| &t.policy.uamp_keys[..])));
+        let code = safety_code(own_key, &crate::did_change::code_material(&k.key, trust.as_ref().map_or(&[], |t| t.facts.uamp_keys())));
         keys.push(KeyView {
             fingerprint: crate::trust::fingerprint(&k.key),
-            source: Source::of_key(&k.key, scopes.first().map(String::as_str)),
+            source: Source::at(trust.as_ref().map_or(crate::trust::door_of_typed_key(&k.key), |t| &t.door)),
             blocked: trust.is_some_and(|t| t.policy.key_change_unverified),
             safety_code: code,
             scopes,
@@ -158,7 +158,7 @@ pub fn merge(ctx: &Context, from: i64, into: i64, now: DateTime<Utc>) -> Result<
         if verified_key.is_some() && k.verified_at.is_none() {
             if let Some(mut t) = store.trust_get(&k.key)? {
                 t.policy.key_change_unverified = true;
-                store.trust_update(&k.key, None, &t.policy)?;
+                store.trust_update(&k.key, None, &t.policy, None)?;
             }
         }
     }
@@ -181,7 +181,7 @@ pub fn verify(ctx: &Context, key: &str, pasted: Option<&str>, own_key: &str, now
             // A did:web is verified by a key its DID document holds now (as kept when it
             // was last checked), never by its DID, which anyone can read.
             let names_it = match key.starts_with("did:web:") {
-                true => store.trust_get(&key)?.is_some_and(|t| crate::did_change::did_keys(&t.policy.uamp_keys).contains(&theirs)),
+                true => store.trust_get(&key)?.is_some_and(|t| crate::did_change::did_keys(t.facts.uamp_keys()).contains(&theirs)),
                 false => theirs == key,
             };
             if !names_it {
@@ -204,7 +204,7 @@ pub fn verify(ctx: &Context, key: &str, pasted: Option<&str>, own_key: &str, now
     store.contact_key_reverify(&key, None)?;
     if let Some(mut t) = store.trust_get(&key)?.filter(|t| t.policy.key_change_unverified) {
         t.policy.key_change_unverified = false;
-        store.trust_update(&key, None, &t.policy)?;
+        store.trust_update(&key, None, &t.policy, None)?;
     }
     store.audit("contact.verify", Some(&key), &serde_json::json!({"contact": contact.id, "how": how}), &at)?;
     let c = store.contact(contact.id)?.ok_or_else(|| CommandError::new(Code::NotFound, "the contact is gone"))?;
@@ -251,12 +251,14 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     let verified_key = contact.keys.iter().find(|k| k.verified_at.is_some()).map(|k| k.key.clone());
     let at = now_string(now);
     let entry = TrustEntry {
+        door: request.door.clone(),
+        facts: Default::default(),
         public_key: key.clone(),
         name: contact.name.clone(),
         added_at: at.clone(),
         policy: Policy { allowed_scopes: scopes, key_change_unverified: verified_key.is_some(), ..Policy::default() },
     };
-    crate::trust::check_sender_id(&key, &entry.policy)?;
+    crate::trust::check_sender_id(&key, &entry.facts)?;
     store.trust_add(&entry)?;
     store.contact_add_key(id, &key, verified_key.as_deref(), &at)?;
     crate::waiting::knocks::deliver(inbox, &request.door, knock.as_ref(), None, now);

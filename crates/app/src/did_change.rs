@@ -51,8 +51,8 @@ pub fn apply(store: &Store, sender: &str, keys: &[UampKey], now: DateTime<Utc>) 
         return Err(CommandError::new(Code::NotFound, format!("{sender} is not a trusted sender")));
     };
     let name = trust.name.clone();
-    let added: Vec<String> = keys.iter().filter(|k| !trust.policy.uamp_keys.iter().any(|o| same(o, k))).map(label).collect();
-    let removed: Vec<String> = trust.policy.uamp_keys.iter().filter(|o| !keys.iter().any(|k| same(o, k))).map(label).collect();
+    let added: Vec<String> = keys.iter().filter(|k| !trust.facts.uamp_keys().iter().any(|o| same(o, k))).map(label).collect();
+    let removed: Vec<String> = trust.facts.uamp_keys().iter().filter(|o| !keys.iter().any(|k| same(o, k))).map(label).collect();
     let waited = store.key_change_take(&sender)?;
     let at = now_string(now);
     if added.is_empty() && removed.is_empty() {
@@ -67,12 +67,12 @@ pub fn apply(store: &Store, sender: &str, keys: &[UampKey], now: DateTime<Utc>) 
         return Ok(KeysChecked { message, added, removed, blocked: false });
     }
     let verified = store.contact_of(&sender)?.is_some_and(|c| c.verified());
-    trust.policy.uamp_keys = keys.to_vec();
+    let facts = gatehouse_store::Facts::uamp(keys.to_vec());
     if verified {
         trust.policy.key_change_unverified = true;
         store.contact_key_unverified(&sender)?;
     }
-    store.trust_update(&sender, None, &trust.policy)?;
+    store.trust_update(&sender, None, &trust.policy, Some(&facts))?;
     store.audit("contact.key_change", Some(&sender), &serde_json::json!({"added": added, "removed": removed, "blocked": verified}), &at)?;
     let mut message = format!("{name}'s keys changed: {}.", words(&added, &removed));
     if let Some(w) = waited.filter(|w| !keys.iter().any(|k| k.kid == w.key_id)) {

@@ -166,7 +166,7 @@ pub fn approve_with(ctx: &Context, agent: &str, name: Option<String>, policy: ga
     let grant_until = policy.grant_until.into_iter().filter(|(s, _)| s == ASOP_SCOPE).collect();
     let policy = gatehouse_store::Policy { allowed_scopes: vec![ASOP_SCOPE.into()], grant_until, ..policy };
     let name = name.or_else(|| Some(format!("agent {agent}")));
-    crate::trust::approve(ctx, &format!("asop:{agent}"), name, policy, chrono::Utc::now())
+    crate::trust::approve(ctx, &format!("asop:{agent}"), name, policy, None, chrono::Utc::now())
 }
 
 /// Blocks an agent: the guardian refuses its steps and it is never asked about again.

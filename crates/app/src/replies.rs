@@ -101,8 +101,12 @@ pub fn detail(ctx: &Context, receipt_id: &str) -> Result<Detail> {
         None => None,
     };
     let risk = match (&envelope, receipt.prompt.as_deref(), receipt.envelope_id.as_deref()) {
-        (Some(e), _, _) => crate::doors::gate::consent::risk_flags(store, &e.envelope_id, &e.prompt, entry.as_ref(), Some(&receipt.receipt_id))?,
-        (None, Some(text), Some(id)) => crate::doors::gate::consent::risk_flags(store, id, text, entry.as_ref(), Some(&receipt.receipt_id))?,
+        (Some(e), _, _) => {
+            crate::doors::gate::consent::risk_flags(store, &e.envelope_id, &e.prompt, &crate::doors::allowed_hosts(entry.as_ref()), Some(&receipt.receipt_id))?
+        }
+        (None, Some(text), Some(id)) => {
+            crate::doors::gate::consent::risk_flags(store, id, text, &crate::doors::allowed_hosts(entry.as_ref()), Some(&receipt.receipt_id))?
+        }
         _ => Vec::new(),
     };
     Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras, email, risk })

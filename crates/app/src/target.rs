@@ -42,10 +42,9 @@ impl ConsentTarget {
     }
 }
 
-/// What an unknown key is. For a knock, the door it knocked at says (each door records
-/// its own name with the knock); senders cannot choose it. For a key already in the
-/// registry, which no door recorded, the form of the key says: only the guardian names
-/// agents `asop:…`, only IntentWeb pins keys for its scope, a DID is a UAMP agent's.
+/// What a key is, by the door that recorded it: a knock's door (each door records its own
+/// name with the knock), a trust entry's door (recorded when it was made); senders cannot
+/// choose it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
@@ -71,22 +70,6 @@ impl Source {
             crate::doors::a2a::DOOR => Source::A2aAgent,
             crate::doors::epp::DOOR => Source::EppSender,
             _ => Source::OtherDoor,
-        }
-    }
-
-    /// What a key in the registry is, by its form and the scope it is kept for.
-    pub fn of_key(key: &str, scope: Option<&str>) -> Source {
-        if key.starts_with("asop:") {
-            Source::AsopAgent
-        } else if crate::doors::a2a::is_caller_id(key) {
-            Source::A2aAgent
-        } else if scope == Some(intent::SCOPE) {
-            // IntentSite keys are DIDs too; only IntentWeb records this scope.
-            Source::IntentSite
-        } else if key.starts_with("did:") {
-            Source::UampAgent
-        } else {
-            Source::EppSender
         }
     }
 

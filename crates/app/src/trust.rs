@@ -8,7 +8,7 @@ use gatehouse_store::Store;
 
 /// The scope under which the user's own agents are registered with the guardian.
 pub const ASOP_SCOPE: &str = crate::doors::guardian::SCOPE;
-pub use gatehouse_store::{default_max_envelope_size, CapabilityLimit, Policy, RateLimit, RevokedKey, TrustEntry};
+pub use gatehouse_store::{default_max_envelope_size, CapabilityLimit, EppFacts, Facts, Policy, RateLimit, RevokedKey, TrustEntry};
 
 use crate::doors::gate::consent::{now_string, ConsentError};
 use crate::target::{grantable, Source};
@@ -19,9 +19,9 @@ pub fn add(ctx: &Context, entry: &TrustEntry, now: DateTime<Utc>) -> std::result
 
 /// [`add`] on the store itself, for this crate's own callers.
 pub(crate) fn add_in(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
-    validate(&entry.policy)?;
-    scopes_grantable(&entry.public_key, &entry.policy)?;
-    check_sender_id(&entry.public_key, &entry.policy)?;
+    validate(&entry.policy, &entry.door, &entry.facts)?;
+    scopes_grantable(entry)?;
+    check_sender_id(&entry.public_key, &entry.facts)?;
     if entry.name.trim().is_empty() {
         return Err(ConsentError::Invalid("a name is required".into()));
     }
@@ -31,25 +31,34 @@ pub(crate) fn add_in(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> s
     Ok(())
 }
 
-pub fn update(ctx: &Context, key: &str, name: &str, policy: &Policy, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
+/// Changes an entry's name and policy and, when `epp` is given, what the EPP door keeps
+/// about an EPP sender (where answers go, its mail address, its capability limit).
+pub fn update(ctx: &Context, key: &str, name: &str, policy: &Policy, epp: Option<&EppFacts>, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
     let store: &Store = &ctx.store;
-    validate(policy)?;
     if name.trim().is_empty() {
         return Err(ConsentError::Invalid("a name is required".into()));
     }
-    // The window edits scopes and limits; a UAMP sender's keys (learnt when it was
-    // added) are kept as they are.
-    let mut policy = policy.clone();
-    let stored = store.trust_get(key)?;
-    if policy.uamp_keys.is_empty() {
-        if let Some(t) = &stored {
-            policy.uamp_keys = t.policy.uamp_keys.clone();
+    let Some(stored) = store.trust_get(key)? else { return Err(ConsentError::Gone) };
+    // The window edits scopes, limits and an EPP sender's addresses; what another door
+    // keeps (a UAMP agent's keys, learnt when it was added) is kept as it is.
+    let facts = match epp {
+        Some(_) if stored.door != crate::doors::epp::DOOR => {
+            return Err(ConsentError::Invalid(format!("{key} came by the {} door: answers go back where that door says", stored.door)))
         }
-    }
+        Some(e) => Facts { epp: Some(e.clone()).filter(|e| *e != EppFacts::default()), ..stored.facts.clone() },
+        None => stored.facts.clone(),
+    };
+    validate(policy, &stored.door, &facts)?;
+    let mut policy = policy.clone();
     // A key change waiting to be verified is lifted by verifying it, never by an edit.
-    policy.key_change_unverified = stored.is_some_and(|t| t.policy.key_change_unverified);
-    store.trust_update(key, Some(name), &policy)?;
-    store.audit("trust.update", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({"name": name, "policy": policy}), &now_string(now))?;
+    policy.key_change_unverified = stored.policy.key_change_unverified;
+    store.trust_update(key, Some(name), &policy, Some(&facts))?;
+    store.audit(
+        "trust.update",
+        Some(&gatehouse_store::sender_key(key)),
+        &serde_json::json!({"name": name, "policy": policy, "facts": facts}),
+        &now_string(now),
+    )?;
     Ok(())
 }
 
@@ -121,11 +130,11 @@ pub fn unrevoke(ctx: &Context, key: &str, now: DateTime<Utc>) -> std::result::Re
 
 /// What the consent prompt would let a key in for, and nothing more: an agent or a site
 /// only for its own scope, anyone else never for those.
-fn scopes_grantable(key: &str, policy: &Policy) -> std::result::Result<(), ConsentError> {
-    for scope in &policy.allowed_scopes {
-        let source = Source::of_key(key, Some(scope));
+fn scopes_grantable(entry: &TrustEntry) -> std::result::Result<(), ConsentError> {
+    let source = Source::at(&entry.door);
+    for scope in &entry.policy.allowed_scopes {
         match source.fixed_scope() {
-            Some(fixed) if scope != fixed => return Err(ConsentError::Invalid(format!("{key} can only be let in for \"{fixed}\""))),
+            Some(fixed) if scope != fixed => return Err(ConsentError::Invalid(format!("{} can only be let in for \"{fixed}\"", entry.public_key))),
             _ if scope == "*" => {}
             _ => grantable(source, scope)?,
         }
@@ -133,14 +142,22 @@ fn scopes_grantable(key: &str, policy: &Policy) -> std::result::Result<(), Conse
     Ok(())
 }
 
-fn validate(p: &Policy) -> std::result::Result<(), ConsentError> {
+fn validate(p: &Policy, door: &str, facts: &Facts) -> std::result::Result<(), ConsentError> {
     if p.allowed_scopes.is_empty() {
         return Err(ConsentError::Invalid("allow at least one scope, or * for all".into()));
     }
     if let Some(bad) = p.allowed_scopes.iter().find(|s| *s != "*" && !gatehouse_gate::consent::is_scope_like(s)) {
         return Err(ConsentError::Invalid(format!("scope {bad:?} may contain only letters, digits and hyphens")));
     }
-    if let Some(u) = &p.reply_endpoint {
+    if facts.epp.is_some() && door != crate::doors::epp::DOOR {
+        return Err(ConsentError::Invalid(format!(
+            "reply and mail addresses and capability limits are kept for EPP senders; this entry came by the {door} door"
+        )));
+    }
+    if facts.uamp.is_some() && door != crate::doors::uamp::DOOR {
+        return Err(ConsentError::Invalid(format!("UAMP keys are kept for UAMP agents; this entry came by the {door} door")));
+    }
+    if let Some(u) = facts.reply_endpoint() {
         // An inbox's address, or a mail address answers go to by mail (EPP 8.2).
         let ok = match u.strip_prefix("mailto:") {
             Some(addr) => bare_mail_address(addr),
@@ -152,26 +169,26 @@ fn validate(p: &Policy) -> std::result::Result<(), ConsentError> {
             )));
         }
     }
-    if let Some(a) = &p.mail_address {
+    if let Some(a) = facts.epp.as_ref().and_then(|e| e.mail_address.as_deref()) {
         // Receipts are mailed to this one address, as it is written (never a display
         // name, a list, or anything a mail reader would re-interpret).
         if !bare_mail_address(a) {
             return Err(ConsentError::Invalid(format!("{a:?} is not a mail address (someone@example.com): receipts are mailed only to a plain address")));
         }
     }
-    if !p.auto_reply_scopes.is_empty() && p.reply_endpoint.is_none() {
+    if !p.auto_reply_scopes.is_empty() && facts.reply_endpoint().is_none() {
         return Err(ConsentError::Invalid("answers can go back without review only to an address: fill in where to send them".into()));
     }
     Ok(())
 }
 
-/// One address and nothing else: the reading `Policy::mail_address` relies on.
+/// One address and nothing else: the reading `Facts::mail_to` relies on.
 fn bare_mail_address(a: &str) -> bool {
     gatehouse_email::smtp::mailbox(a, "the mail address").is_ok_and(|m| m.name.is_none())
 }
 
 /// An EPP public key (64 hex), a did:key, or a did:web whose keys were fetched.
-pub(crate) fn check_sender_id(id: &str, policy: &Policy) -> std::result::Result<(), ConsentError> {
+pub(crate) fn check_sender_id(id: &str, facts: &Facts) -> std::result::Result<(), ConsentError> {
     if id.starts_with("did:key:") {
         gatehouse_uamp::did::resolve_did_key(id).map_err(|e| ConsentError::Invalid(format!("not a usable did:key: {e}")))?;
     } else if let Some(agent) = id.strip_prefix("asop:") {
@@ -187,7 +204,7 @@ pub(crate) fn check_sender_id(id: &str, policy: &Policy) -> std::result::Result<
         }
     } else if id.starts_with("did:web:") {
         gatehouse_uamp::did::did_web_url(id).map_err(ConsentError::Invalid)?;
-        if policy.uamp_keys.is_empty() {
+        if facts.uamp_keys().is_empty() {
             return Err(ConsentError::Invalid(format!("{id}'s keys were not fetched; add it with its DID document reachable")));
         }
     } else {
@@ -203,6 +220,24 @@ pub struct TrustInput {
     pub public_key: String,
     pub name: String,
     pub policy: Policy,
+    /// For an EPP sender: where answers go, its mail address, its capability limit.
+    #[serde(default)]
+    pub epp: Option<EppFacts>,
+}
+
+/// The door of a key the user types in by hand (no door recorded it): its form is the
+/// user's statement of what it is — a DID a UAMP agent's, `asop:` one of their own agents,
+/// `a2a:` an A2A agent's, a 64-hex key an EPP sender's.
+pub fn door_of_typed_key(key: &str) -> &'static str {
+    if key.starts_with("did:") {
+        crate::doors::uamp::DOOR
+    } else if key.starts_with("asop:") {
+        crate::doors::guardian::DOOR
+    } else if key.starts_with("a2a:") {
+        crate::doors::a2a::DOOR
+    } else {
+        crate::doors::epp::DOOR
+    }
 }
 
 /// Trusts a sender as the user typed it: a did:web's keys are fetched over HTTPS first (a
@@ -210,10 +245,21 @@ pub struct TrustInput {
 pub async fn add_input(ctx: &Context, input: TrustInput) -> crate::Result<TrustEntry> {
     let store = ctx.store.clone();
     let key = input.public_key.trim().to_string();
-    let mut policy = input.policy;
-    policy.uamp_keys = did_web_keys(&key).await?;
+    let door = door_of_typed_key(&key);
+    let keys = did_web_keys(&key).await?;
+    let facts = match door {
+        d if d == crate::doors::uamp::DOOR && !keys.is_empty() => Facts::uamp(keys),
+        _ => Facts { epp: input.epp.filter(|e| *e != EppFacts::default()), uamp: None },
+    };
     let now = Utc::now();
-    let entry = TrustEntry { public_key: gatehouse_store::sender_key(&key), name: input.name.trim().to_string(), added_at: now_string(now), policy };
+    let entry = TrustEntry {
+        public_key: gatehouse_store::sender_key(&key),
+        name: input.name.trim().to_string(),
+        added_at: now_string(now),
+        door: door.to_string(),
+        policy: input.policy,
+        facts,
+    };
     crate::blocking(move || {
         add_in(&store, &entry, now)?;
         Ok(entry)
@@ -232,16 +278,17 @@ pub async fn did_web_keys(key: &str) -> crate::Result<Vec<gatehouse_store::UampK
 
 /// Trusts a sender that knocked (it must be waiting for consent), under `name` or a
 /// default one.
-pub fn approve(ctx: &Context, key: &str, name: Option<String>, policy: Policy, now: DateTime<Utc>) -> crate::Result<TrustEntry> {
+pub fn approve(ctx: &Context, key: &str, name: Option<String>, policy: Policy, epp: Option<EppFacts>, now: DateTime<Utc>) -> crate::Result<TrustEntry> {
     let store: &Store = &ctx.store;
     let key = gatehouse_store::sender_key(key.trim());
     let pending = store.pending_list()?;
     let Some(p) = pending.iter().find(|p| p.public_key == key) else {
         return Err(crate::CommandError::new(crate::Code::NotFound, format!("{key} has no pending request; trust it directly instead")));
     };
-    scopes_grantable(&key, &policy)?;
     let name = name.unwrap_or_else(|| default_name(&p.public_key));
-    let entry = TrustEntry { public_key: key, name, added_at: now_string(now), policy };
+    // The door it knocked at, as that door recorded it.
+    let entry = TrustEntry { public_key: key, name, added_at: now_string(now), door: p.door.clone(), policy, facts: Facts { epp, uamp: None } };
+    scopes_grantable(&entry)?;
     add(ctx, &entry, now)?;
     Ok(entry)
 }
@@ -378,35 +425,58 @@ mod tests {
         assert!(e.message.contains("trust it first") && e.message.contains("gatehouse trust add"), "{}", e.message);
         assert!(store.audit_list(10).unwrap().is_empty(), "a refused issue is not audited");
         let policy = Policy { allowed_scopes: vec!["ask".into()], ..Policy::default() };
-        let entry = TrustEntry { public_key: key.clone(), name: "a".into(), added_at: "2026-11-26T00:00:00Z".into(), policy };
+        let entry = TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
+            public_key: key.clone(),
+            name: "a".into(),
+            added_at: "2026-11-26T00:00:00Z".into(),
+            policy,
+        };
         add(&ctx, &entry, Utc::now()).unwrap();
         let token = token_issue(&ctx, &key, Utc::now()).unwrap();
         assert!(token.len() >= 32, "{token}");
     }
 
-    fn with_endpoint(e: &str) -> Policy {
-        Policy { allowed_scopes: vec!["support".into()], reply_endpoint: Some(e.into()), ..Policy::default() }
+    fn with_endpoint(e: &str) -> (Policy, Facts) {
+        let facts = Facts::epp(EppFacts { reply_endpoint: Some(e.into()), ..EppFacts::default() });
+        (Policy { allowed_scopes: vec!["support".into()], ..Policy::default() }, facts)
     }
 
     #[test]
     fn answers_go_to_an_inbox_url_or_a_bare_mail_address_only() {
         for ok in ["https://inbox.example/epp/v1/submit", "http://127.0.0.1:8080/epp/v1/submit", "mailto:agent@clinic.example"] {
-            assert!(validate(&with_endpoint(ok)).is_ok(), "{ok}");
+            let (p, f) = with_endpoint(ok);
+            assert!(validate(&p, "epp", &f).is_ok(), "{ok}");
         }
         // A display name, no address, another scheme: not where answers can go.
         for bad in ["mailto:Clinic <agent@clinic.example>", "mailto:not an address", "mailto:", "file:///etc/passwd", "ftp://x.example/"] {
-            let e = validate(&with_endpoint(bad)).unwrap_err();
+            let (p, f) = with_endpoint(bad);
+            let e = validate(&p, "epp", &f).unwrap_err();
             assert!(e.to_string().contains("mail address (mailto:"), "{bad}: {e}");
         }
     }
 
     #[test]
     fn receipts_are_bound_to_a_plain_mail_address_only() {
-        let with = |a: &str| Policy { allowed_scopes: vec!["support".into()], mail_address: Some(a.into()), ..Policy::default() };
-        assert!(validate(&with("agent@clinic.example")).is_ok());
+        let p = Policy { allowed_scopes: vec!["support".into()], ..Policy::default() };
+        let with = |a: &str| Facts::epp(EppFacts { mail_address: Some(a.into()), ..EppFacts::default() });
+        assert!(validate(&p, "epp", &with("agent@clinic.example")).is_ok());
         for bad in ["Clinic <agent@clinic.example>", "a@x.example, b@y.example", "agent@clinic.example?cc=me@evil.example", "not an address", ""] {
-            let e = validate(&with(bad)).unwrap_err();
+            let e = validate(&p, "epp", &with(bad)).unwrap_err();
             assert!(e.to_string().contains("is not a mail address"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn what_one_door_keeps_is_kept_only_for_an_entry_that_came_by_it() {
+        let p = Policy { allowed_scopes: vec!["support".into()], ..Policy::default() };
+        let e = validate(&p, "uamp", &with_endpoint("https://inbox.example/epp/v1/submit").1).unwrap_err();
+        assert!(e.to_string().contains("kept for EPP senders"), "{e}");
+        let keys = Facts::uamp(vec![gatehouse_store::UampKey { kid: "k".into(), jwk: serde_json::json!({}) }]);
+        let e = validate(&p, "epp", &keys).unwrap_err();
+        assert!(e.to_string().contains("kept for UAMP agents"), "{e}");
+        assert_eq!(door_of_typed_key("did:key:z6Mk"), "uamp");
+        assert_eq!(door_of_typed_key(&"ab".repeat(32)), "epp");
     }
 }

@@ -76,20 +76,6 @@ impl PolicyArgs {
                 return Err(invalid(format!("scope {s:?} must be alphanumeric characters and hyphens, or *")));
             }
         }
-        let capabilities = match (&self.allow_capabilities, self.require_capabilities) {
-            (None, false) => None,
-            (json, require) => {
-                let allowed = match json {
-                    Some(j) => {
-                        let v: serde_json::Value = serde_json::from_str(j).map_err(|e| invalid(format!("--allow-capabilities is not JSON: {e}")))?;
-                        serde_json::from_value::<gatehouse_epp::v11::Capabilities>(v.clone()).map_err(|e| invalid(format!("--allow-capabilities: {e}")))?;
-                        v
-                    }
-                    None => serde_json::json!({}),
-                };
-                Some(gatehouse_app::trust::CapabilityLimit { require, allowed })
-            }
-        };
         let mut grant_until = std::collections::BTreeMap::new();
         if let Some(arg) = &self.lasting {
             if self.scopes.iter().any(|s| s == "*") {
@@ -110,12 +96,29 @@ impl PolicyArgs {
             hold_for_consent: self.hold,
             allow_delegation: !self.no_delegation,
             consent_granted_scopes: Vec::new(),
-            uamp_keys: Vec::new(),
-            reply_endpoint: self.reply_endpoint.clone(),
-            mail_address: self.mail_address.clone(),
             auto_reply_scopes: self.auto_reply.clone(),
-            capabilities,
         })
+    }
+
+    /// What the EPP door keeps about an EPP sender, from the flags that name it (none given:
+    /// nothing).
+    pub fn epp(&self) -> Result<Option<gatehouse_app::trust::EppFacts>, CommandError> {
+        let capabilities = match (&self.allow_capabilities, self.require_capabilities) {
+            (None, false) => None,
+            (json, require) => {
+                let allowed = match json {
+                    Some(j) => {
+                        let v: serde_json::Value = serde_json::from_str(j).map_err(|e| invalid(format!("--allow-capabilities is not JSON: {e}")))?;
+                        serde_json::from_value::<gatehouse_epp::v11::Capabilities>(v.clone()).map_err(|e| invalid(format!("--allow-capabilities: {e}")))?;
+                        v
+                    }
+                    None => serde_json::json!({}),
+                };
+                Some(gatehouse_app::trust::CapabilityLimit { require, allowed })
+            }
+        };
+        let facts = gatehouse_app::trust::EppFacts { reply_endpoint: self.reply_endpoint.clone(), mail_address: self.mail_address.clone(), capabilities };
+        Ok(Some(facts).filter(|f| *f != gatehouse_app::trust::EppFacts::default()))
     }
 }
 
@@ -172,7 +175,7 @@ pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
     let store = ctx;
     match cmd {
         TrustCmd::Add { key, name, policy } => {
-            let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()? };
+            let input = gatehouse_app::trust::TrustInput { public_key: check_key(&key)?, name, policy: policy.policy()?, epp: policy.epp()? };
             let entry = uamp::runtime()?.block_on(gatehouse_app::trust::add_input(store, input))?;
             note!("trusted {} ({})", entry.name, entry.public_key);
         }
@@ -186,7 +189,7 @@ pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
             note!("registered {} ({}): its steps are now decided by your rules, or asked about", entry.name, entry.public_key);
         }
         TrustCmd::Approve { key, name, policy } => {
-            let entry = gatehouse_app::trust::approve(store, &check_key(&key)?, name, policy.policy()?, chrono::Utc::now())?;
+            let entry = gatehouse_app::trust::approve(store, &check_key(&key)?, name, policy.policy()?, policy.epp()?, chrono::Utc::now())?;
             note!("approved {} ({})", entry.name, entry.public_key);
         }
         TrustCmd::List { json } => {

@@ -120,7 +120,14 @@ pub fn pin(store: &Store, origin: &str, kid: &str) -> Result<(), IntentError> {
     gatehouse_uamp::did::resolve_did_key(kid).map_err(|e| IntentError::Rule(format!("{kid} is not a did:key: {e}")))?;
     if store.trust_get(kid)?.is_none() {
         let policy = Policy { allowed_scopes: vec![SCOPE.into()], ..Policy::default() };
-        store.trust_add(&TrustEntry { public_key: kid.into(), name: site.company.clone(), added_at: now(), policy })?;
+        store.trust_add(&TrustEntry {
+            door: DOOR.into(),
+            facts: Default::default(),
+            public_key: kid.into(),
+            name: site.company.clone(),
+            added_at: now(),
+            policy,
+        })?;
     }
     store.pending_remove(kid)?;
     store.iw_site_pin(origin, Some(kid))?;

@@ -54,7 +54,7 @@ pub fn answer_text(result: &Value) -> Option<String> {
 pub fn draft_after(store: &Store, env: &EnvelopeRow, result: &Value) -> Result<Option<(i64, bool)>, StoreError> {
     let Some(text) = answer_text(result) else { return Ok(None) };
     let Some(trust) = store.trust_get(&env.sender)? else { return Ok(None) };
-    let Some(endpoint) = trust.policy.reply_endpoint.clone() else { return Ok(None) };
+    let Some(endpoint) = trust.facts.reply_endpoint().map(str::to_string) else { return Ok(None) };
     // The reply continues the sender's conversation, or starts one named after its envelope.
     let conversation = env.conversation_id.clone().unwrap_or_else(|| env.envelope_id.clone());
     let id = store.reply_draft(env.id, &env.envelope_id, &conversation, &env.sender, &endpoint, &env.scope, &text, &now())?;

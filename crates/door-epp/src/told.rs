@@ -49,3 +49,13 @@ fn declared(ext: &Extensions) -> Declared {
         inert,
     }
 }
+
+/// The hosts a sender's trust entry lets its envelopes link to unflagged: the network
+/// domains of the v1.1 capability limit the user set for it.
+pub fn allowed_hosts(facts: &gatehouse_store::Facts) -> Vec<String> {
+    facts
+        .capabilities()
+        .and_then(|c| c.allowed.get("network")?.get("domains")?.as_array().cloned())
+        .map(|d| d.into_iter().filter_map(|h| h.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}

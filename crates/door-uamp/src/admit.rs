@@ -212,7 +212,7 @@ fn key_change(mut f: Failure, env: &Envelope, trusted: bool) -> Failure {
 }
 
 pub(super) fn trust_keys(trust: Option<&TrustEntry>) -> Vec<(String, PublicKey)> {
-    trust.map(|t| t.policy.uamp_keys.iter().filter_map(|k| PublicKey::from_jwk(&k.jwk).ok().map(|pk| (k.kid.clone(), pk))).collect()).unwrap_or_default()
+    trust.map(|t| t.facts.uamp_keys().iter().filter_map(|k| PublicKey::from_jwk(&k.jwk).ok().map(|pk| (k.kid.clone(), pk))).collect()).unwrap_or_default()
 }
 
 pub(super) fn replay(env: &Envelope) -> UampError {

@@ -153,7 +153,14 @@ mod tests {
     use gatehouse_store::Policy;
 
     fn entry(policy: Policy) -> TrustEntry {
-        TrustEntry { public_key: "k".into(), name: "Ada".into(), added_at: "2026-01-01T00:00:00Z".into(), policy }
+        TrustEntry {
+            door: "a-door".into(),
+            facts: Default::default(),
+            public_key: "k".into(),
+            name: "Ada".into(),
+            added_at: "2026-01-01T00:00:00Z".into(),
+            policy,
+        }
     }
 
     fn view(trust: Option<TrustEntry>) -> Admission {

@@ -9,28 +9,17 @@ use gatehouse_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 /// The risk flags of a message's text, with those the user dismissed marked. Links to the
-/// hosts the user's own trust entry for the sender (`entry`) allows (`x-capabilities`) are not
-/// flagged; what the message itself declares never relaxes a flag (it is unsigned: a
-/// sender or relay declaring `com` would silence every .com link).
+/// `hosts` the user's own trust entry for the sender allows (as its door reads the entry)
+/// are not flagged; what the message itself declares never relaxes a flag (it is
+/// unsigned: a sender or relay declaring `com` would silence every .com link).
 ///
 /// `ours` names the message by a receipt id Gatehouse gave it (random, never reused),
 /// under which its text never changes: the scan (17 ms for a 1 MiB text) is kept under
 /// it, so a list of 256 waiting prompts is not scanned again at every redraw.
-pub fn risk_flags(
-    store: &Store,
-    message_id: &str,
-    text: &str,
-    entry: Option<&gatehouse_store::TrustEntry>,
-    ours: Option<&str>,
-) -> Result<Vec<gatehouse_risk::Flag>, StoreError> {
-    let hosts: Vec<String> = entry
-        .and_then(|t| t.policy.capabilities.as_ref())
-        .and_then(|c| c.allowed.get("network")?.get("domains")?.as_array().cloned())
-        .map(|d| d.into_iter().filter_map(|h| h.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
+pub fn risk_flags(store: &Store, message_id: &str, text: &str, hosts: &[String], ours: Option<&str>) -> Result<Vec<gatehouse_risk::Flag>, StoreError> {
     let mut flags = match ours {
-        Some(id) => scanned(id, text, &hosts),
-        None => gatehouse_risk::scan(text, &hosts),
+        Some(id) => scanned(id, text, hosts),
+        None => gatehouse_risk::scan(text, hosts),
     };
     if !flags.is_empty() {
         let dismissed = store.risk_dismissed(message_id)?;

@@ -82,7 +82,16 @@ fn a_door_the_gate_never_heard_of_gets_the_whole_acceptance() {
 
     // Trusted for its scope: let in, kept as the gate's record, with this door's name.
     let policy = Policy { allowed_scopes: vec!["support".into()], ..Policy::default() };
-    store.trust_add(&TrustEntry { public_key: sender.clone(), name: "Pigeon".into(), added_at: at.clone(), policy }).unwrap();
+    store
+        .trust_add(&TrustEntry {
+            door: "pigeon".into(),
+            facts: Default::default(),
+            public_key: sender.clone(),
+            name: "Pigeon".into(),
+            added_at: at.clone(),
+            policy,
+        })
+        .unwrap();
     let let_in = gate.accept(&Pigeon, &arrival(&sender, b"nonce-2", "r-2", &at));
     let row = let_in.row.expect("let in");
     assert_eq!(let_in.answer, "delivered to noop");

@@ -13,14 +13,23 @@ pub fn sender_key(s: &str) -> String {
     }
 }
 
-/// Spec 6.1 trust entry.
+/// Spec 6.1 trust entry: who it is, the door it came by, what it may do there (the
+/// neutral policy every door's arrivals are judged by) and what only its door knows about
+/// it, kept in that door's own table (`entry_facts`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct TrustEntry {
     pub public_key: String,
     pub name: String,
     pub added_at: String,
+    /// The door the entry came by, by the name the composition registers it under
+    /// (`epp`, `uamp`, `a2a`, `guardian`, `intentweb`, …): recorded when the entry is
+    /// made, never read from the key's spelling.
+    pub door: String,
     pub policy: Policy,
+    /// What only the entry's door knows about it.
+    #[serde(default)]
+    pub facts: crate::entry_facts::Facts,
 }
 
 /// Spec 6.1 policy, with Gatehouse extensions in `x-` fields (spec 11.1).
@@ -42,24 +51,9 @@ pub struct Policy {
     /// Scopes the user chose "always allow" for, exempt from `x-hold-for-consent`.
     #[serde(rename = "x-consent-granted-scopes", default, skip_serializing_if = "Vec::is_empty")]
     pub consent_granted_scopes: Vec<String>,
-    /// For UAMP senders named by a DID that does not carry its key (did:web): the keys
-    /// read from its DID document when the user added it, by `kid`.
-    #[serde(rename = "x-uamp-keys", default, skip_serializing_if = "Vec::is_empty")]
-    pub uamp_keys: Vec<UampKey>,
-    /// Where this sender takes EPP envelopes (its submit URL): answers go back there.
-    #[serde(rename = "x-reply-endpoint", default, skip_serializing_if = "Option::is_none")]
-    pub reply_endpoint: Option<String>,
-    /// The mail address this sender's receipts go to: the From of the mail the user let
-    /// its key in from (or one the user wrote). Receipt mails go only here or to a
-    /// `mailto:` reply endpoint, never to whatever a later mail's headers name.
-    #[serde(rename = "x-mail-address", default, skip_serializing_if = "Option::is_none")]
-    pub mail_address: Option<String>,
     /// Scopes whose answers are sent back without the user reviewing them first.
     #[serde(rename = "x-auto-reply-scopes", default, skip_serializing_if = "Vec::is_empty")]
     pub auto_reply_scopes: Vec<String>,
-    /// EPP v1.1: what this sender may ask to use; absent, anything declared is shown only.
-    #[serde(rename = "x-capabilities", default, skip_serializing_if = "Option::is_none")]
-    pub capabilities: Option<CapabilityLimit>,
     /// Scopes granted for a while (an hour, until tonight, until a date), with when each
     /// grant ends (UTC, as the store writes times). Once it has ended, envelopes in the
     /// scope are kept and held for the user again: the grant asks again, never fails
@@ -70,14 +64,6 @@ pub struct Policy {
     /// itself: everything it sends is held, and cannot be let through, until it is.
     #[serde(rename = "x-key-change-unverified", default, skip_serializing_if = "std::ops::Not::not")]
     pub key_change_unverified: bool,
-}
-
-/// One key of a UAMP sender: the `kid` its signatures name and the key as a JWK.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct UampKey {
-    pub kid: String,
-    pub jwk: serde_json::Value,
 }
 
 fn yes() -> bool {
@@ -98,11 +84,7 @@ impl Default for Policy {
             hold_for_consent: false,
             allow_delegation: true,
             consent_granted_scopes: Vec::new(),
-            uamp_keys: Vec::new(),
-            reply_endpoint: None,
-            mail_address: None,
             auto_reply_scopes: Vec::new(),
-            capabilities: None,
             grant_until: Default::default(),
             key_change_unverified: false,
         }
@@ -110,15 +92,6 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// Where this sender's receipts may be mailed: the address the user let it in from,
-    /// else its `mailto:` reply endpoint.
-    pub fn mail_address(&self) -> Option<String> {
-        // As the reply sender reads it: the whole rest is the address (a trust entry's
-        // endpoint is checked to be one plain address when it is set).
-        let endpoint = self.reply_endpoint.as_deref().and_then(|e| e.strip_prefix("mailto:")).map(str::to_string);
-        self.mail_address.clone().or(endpoint).filter(|a| !a.trim().is_empty())
-    }
-
     pub fn allows_scope(&self, scope: &str) -> bool {
         self.allowed_scopes.iter().any(|s| s == "*" || s == scope)
     }
@@ -382,19 +355,6 @@ pub struct RevokedKey {
     pub public_key: String,
     pub revoked_at: String,
     pub reason: String,
-}
-
-/// What an EPP v1.1 sender may ask to use (`capabilities`), as the user set it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct CapabilityLimit {
-    /// Envelopes that declare no capabilities are refused.
-    #[serde(default)]
-    pub require: bool,
-    /// The most it may ask for, in the envelope's own `capabilities` shape
-    /// (`{filesystem: {read, write}, network: {domains}, actions, data_access}`).
-    #[serde(default)]
-    pub allowed: serde_json::Value,
 }
 
 /// One decision or change the user made, readable later.

@@ -137,6 +137,7 @@ impl Store {
         let p = pg.clone();
         let store = Store::with_committer(Engine::Pg(pg), None, tx, move || crate::commit_pg::committer(&p, rx))?;
         store.seal_audit()?;
+        store.move_if_never_sealed()?;
         Ok(store)
     }
 
@@ -286,6 +287,7 @@ impl Store {
         let syncer = path.as_deref().and_then(|p| Syncer::start(p, tx.clone()));
         let store = Store::with_committer(Engine::Lite(conn), path, tx, move || committer(c, rx, helper, syncer))?;
         store.seal_audit()?;
+        store.move_if_never_sealed()?;
         Ok(store)
     }
 

@@ -48,7 +48,15 @@ pub(crate) struct Table {
     cols: &'static [&'static str],
 }
 
-pub(crate) const TRUST: &Table = &Table { name: "trust", id: "public_key", int_id: false, cols: &["name", "added_at", "policy"] };
+pub(crate) const TRUST: &Table = &Table { name: "trust", id: "public_key", int_id: false, cols: &["name", "added_at", "policy", "door"] };
+/// A trust entry's row as it was sealed before entries recorded their door (read only to
+/// move it: `entry_facts`).
+pub(crate) const LEGACY_TRUST: &Table = &Table { name: "trust", id: "public_key", int_id: false, cols: &["name", "added_at", "policy"] };
+/// (What a door keeps about an entry decides too: a key that verifies its agent, where
+/// answers go, a limit on what it may ask.)
+pub(crate) const EPP_ENTRIES: &Table =
+    &Table { name: "epp_entries", id: "public_key", int_id: false, cols: &["reply_endpoint", "mail_address", "capabilities"] };
+pub(crate) const UAMP_ENTRIES: &Table = &Table { name: "uamp_entries", id: "public_key", int_id: false, cols: &["keys"] };
 pub(crate) const BLOCKED: &Table = &Table { name: "blocked", id: "public_key", int_id: false, cols: &["blocked_at", "reason"] };
 pub(crate) const REVOKED: &Table = &Table { name: "revoked", id: "public_key", int_id: false, cols: &["revoked_at", "reason"] };
 pub(crate) const SETTINGS: &Table = &Table { name: "settings", id: "key", int_id: false, cols: &["value"] };
@@ -72,7 +80,8 @@ pub(crate) const ASOP_RULES: &Table = &Table {
     cols: &["agent", "method", "tool", "condition", "action", "redact", "note", "source", "created_at", "until"],
 };
 
-pub(crate) const TABLES: &[&Table] = &[TRUST, BLOCKED, REVOKED, SETTINGS, APPROVERS, APPROVER_MAIL, INVITES, QUORUM_RULES, UAMP_TOKENS, ASOP_RULES];
+pub(crate) const TABLES: &[&Table] =
+    &[TRUST, EPP_ENTRIES, UAMP_ENTRIES, BLOCKED, REVOKED, SETTINGS, APPROVERS, APPROVER_MAIL, INVITES, QUORUM_RULES, UAMP_TOKENS, ASOP_RULES];
 
 /// A row's content as text, column by column (NULL as `None`), in the table's order.
 pub(crate) type Cols = Vec<Option<String>>;
@@ -276,7 +285,7 @@ fn check_seals(seals: &BTreeMap<Key, Seal>, head: i64, me: &str, verify: Option<
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StateChange {
-    /// The table (`trust`, `blocked`, `revoked`, `settings`, `approvers`,
+    /// The table (`trust`, `epp_entries`, `uamp_entries`, `blocked`, `revoked`, `settings`, `approvers`,
     /// `approver_mail`, `approver_invites`, `quorum_rules`, `uamp_tokens`, `asop_rules`).
     pub table: String,
     /// The row's key (a sender's key, a setting's name, a device's id, …).

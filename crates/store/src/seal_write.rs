@@ -24,6 +24,7 @@ impl Store {
         if sealer.kept().is_none() {
             self.seal_everything(true)?;
         }
+        self.move_entry_facts()?;
         Ok(self)
     }
 
@@ -36,6 +37,7 @@ impl Store {
             return Err(StoreError::Invalid("this store was opened without the gate's key".into()));
         }
         self.seal_everything(false)?;
+        self.move_entry_facts()?;
         self.state_check()
     }
 

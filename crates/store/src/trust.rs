@@ -2,7 +2,7 @@
 //! senders waiting for consent, and the admission view the pipeline reads per sender.
 
 use crate::seal::{judge_in, Judged, BLOCKED, REVOKED, TRUST};
-use crate::sql::{args, Db, Optional, Row};
+use crate::sql::{args, Db, Optional};
 use crate::*;
 
 /// Senders whose admission view is kept between envelopes.
@@ -71,23 +71,25 @@ pub(crate) fn upsert_pending(conn: &Db<'_>, k: &Knock) -> Result<()> {
     Ok(())
 }
 
-pub(crate) const TRUST_SELECT: &str = "SELECT public_key, name, added_at, policy FROM trust";
-
-pub(crate) type TrustColumns = (String, String, String, String);
-
-pub(crate) fn trust_columns(r: &Row<'_>) -> Result<TrustColumns> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-}
-
-pub(crate) fn trust_entry((public_key, name, added_at, policy): TrustColumns) -> Result<TrustEntry> {
-    Ok(TrustEntry { public_key, name, added_at, policy: serde_json::from_str(&policy)? })
-}
-
-/// A trust entry from its sealed row (`seal::TRUST`'s columns).
-fn sealed_entry(key: &str, cols: Option<Vec<Option<String>>>) -> Result<Option<TrustEntry>> {
-    let Some(mut cols) = cols else { return Ok(None) };
-    let mut take = |i: usize| cols.get_mut(i).and_then(Option::take).unwrap_or_default();
-    Ok(Some(trust_entry((key.to_string(), take(0), take(1), take(2)))?))
+/// A trust entry from its sealed row (`seal::TRUST`'s columns) and what its door keeps
+/// about it, as of `db`'s snapshot: `None` when either is not as the gate sealed it.
+pub(crate) fn entry_in(db: &Db<'_>, view: Option<&crate::seal::View>, key: &str) -> Result<Option<TrustEntry>> {
+    let Some(mut cols) = (match judge_in(db, view, TRUST, key)? {
+        (Judged::Sealed, row) => row,
+        _ => None,
+    }) else {
+        return Ok(None);
+    };
+    let Some(facts) = crate::entry_facts::read(db, view, key)? else { return Ok(None) };
+    let mut take = |i: usize| cols.get_mut(i).and_then(Option::take);
+    let (name, added_at, policy, door) = (take(0).unwrap_or_default(), take(1).unwrap_or_default(), take(2).unwrap_or_default(), take(3));
+    let door = match door {
+        Some(d) => d,
+        // Sealed before entries recorded their door and not moved yet (a store that seals
+        // nothing): read as it would be moved.
+        None => crate::entry_facts::door_before_doors(key, &serde_json::from_str(&policy)?).to_string(),
+    };
+    Ok(Some(TrustEntry { public_key: key.to_string(), name, added_at, door, policy: serde_json::from_str(&policy)?, facts }))
 }
 
 /// What a revocation says: its reason, or that its row was taken out.
@@ -109,26 +111,32 @@ impl Store {
                 tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])?;
             }
             let n = tx.execute(
-                "INSERT INTO trust (public_key, name, added_at, policy) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
-                args![key, entry.name, entry.added_at, serde_json::to_string(&entry.policy)?],
+                "INSERT INTO trust (public_key, name, added_at, policy, door) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
+                args![key, entry.name, entry.added_at, serde_json::to_string(&entry.policy)?, entry.door],
             )?;
             if n == 0 {
                 return Err(StoreError::AlreadyTrusted(key.clone()));
             }
+            crate::entry_facts::write(tx, &key, &entry.facts)?;
             crate::contacts::ensure_contact(&tx.db(), &key, &entry.name, &entry.added_at)?;
             tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", args![&key])?;
             Ok(())
         })
     }
 
-    pub fn trust_update(&self, key: &str, name: Option<&str>, policy: &Policy) -> Result<()> {
+    /// Changes an entry's policy (and name, and what its door keeps, when given).
+    pub fn trust_update(&self, key: &str, name: Option<&str>, policy: &Policy, facts: Option<&crate::entry_facts::Facts>) -> Result<()> {
         let key = sender_key(key);
         self.sealed_write(|tx| {
             // Only the gate's own entry is changed (and sealed): never one put there outside it.
-            if self.judge(&tx.db(), TRUST, &key)?.0 != Judged::Sealed {
+            let view = self.view(&tx.db())?;
+            if entry_in(&tx.db(), view.as_deref(), &key)?.is_none() {
                 return Err(StoreError::NotTrusted(key.clone()));
             }
             tx.execute("UPDATE trust SET policy = ?2, name = COALESCE(?3, name) WHERE public_key = ?1", args![key, serde_json::to_string(policy)?, name])?;
+            if let Some(facts) = facts {
+                crate::entry_facts::write(tx, &key, facts)?;
+            }
             Ok(())
         })
     }
@@ -138,9 +146,9 @@ impl Store {
     pub fn trust_get(&self, key: &str) -> Result<Option<TrustEntry>> {
         let key = sender_key(key);
         self.read(|c| {
-            c.snapshot(|db| match self.judge(db, TRUST, &key)? {
-                (Judged::Sealed, row) => sealed_entry(&key, row),
-                _ => Ok(None),
+            c.snapshot(|db| {
+                let view = self.view(db)?;
+                entry_in(db, view.as_deref(), &key)
             })
         })
     }
@@ -149,10 +157,14 @@ impl Store {
     pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
         self.read(|c| {
             c.snapshot(|db| {
-                let sealed = self.sealed_ids(db, TRUST)?;
-                let stmt = db.prepare(&format!("{TRUST_SELECT} ORDER BY name, public_key"))?;
-                let rows = stmt.query_map(args![], trust_columns)?;
-                rows.filter(|row| row.as_ref().map_or(true, |r| sealed.contains(&r.0))).map(|row| trust_entry(row?)).collect()
+                let view = self.view(db)?;
+                let keys: Vec<String> =
+                    db.query_map("SELECT public_key FROM trust ORDER BY name, public_key", args![], |r| r.get(0))?.collect::<Result<_>>()?;
+                let mut out = Vec::with_capacity(keys.len());
+                for key in keys {
+                    out.extend(entry_in(db, view.as_deref(), &key)?);
+                }
+                Ok(out)
             })
         })
     }
@@ -164,6 +176,7 @@ impl Store {
         let key = sender_key(key);
         self.sealed_write(|tx| {
             let removed = tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])? > 0;
+            crate::entry_facts::forget(tx, &key)?;
             tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![&key])?;
             tx.execute("DELETE FROM key_changes WHERE sender = ?1", args![&key])?;
             crate::contacts::forget_key(&tx.db(), &key)?;
@@ -236,10 +249,7 @@ impl Store {
                 let blocked = judge_in(tx, view, BLOCKED, &key)?.0 != Judged::Absent;
                 let (judged, row) = judge_in(tx, view, REVOKED, &key)?;
                 let revoked = revocation(judged, row);
-                let trust = match judge_in(tx, view, TRUST, &key)? {
-                    (Judged::Sealed, row) => sealed_entry(&key, row)?,
-                    _ => None,
-                };
+                let trust = entry_in(tx, view, &key)?;
                 let setting = self.setting_in(tx, view, setting)?;
                 Ok((version, blocked, revoked, trust, setting))
             })?;
@@ -259,6 +269,7 @@ impl Store {
         let key = sender_key(key);
         self.sealed_write(|tx| {
             tx.execute("DELETE FROM trust WHERE public_key = ?1", args![&key])?;
+            crate::entry_facts::forget(tx, &key)?;
             tx.execute("DELETE FROM pending_senders WHERE public_key = ?1", args![&key])?;
             tx.execute("DELETE FROM uamp_tokens WHERE sender = ?1", args![&key])?;
             tx.execute(

@@ -1,6 +1,6 @@
 // Who may reach your AI, for what, how often: the form that trusts a key (or edits what a
 // trusted key may do), a trusted key's limits in words, and what is allowed for a while.
-import { api, errorText, type Policy, type Policy_Deserialize, type TimedGrant, type TrustRow } from '../api';
+import { api, errorText, type EppFacts_Deserialize, type Policy, type Policy_Deserialize, type TimedGrant, type TrustRow } from '../api';
 import { h, replace } from '../dom';
 import { isSenderId, optionalNumber, parseScopes, scopesText, when } from '../format';
 
@@ -33,7 +33,10 @@ export function trustForm(box: HTMLElement, existing: TrustRow | null, saved: ()
   const day = h('input', { id: 'trust-per-day', type: 'number', min: 0, value: p?.rate_limit.max_per_day ?? '', placeholder: 'no limit' });
   const hold = h('input', { id: 'trust-hold', type: 'checkbox', checked: p?.['x-hold-for-consent'] ?? false });
   const deleg = h('input', { id: 'trust-delegation', type: 'checkbox', checked: p?.['x-allow-delegation'] ?? true });
-  const replyTo = h('input', { id: 'trust-reply-endpoint', type: 'text', value: p?.['x-reply-endpoint'] ?? prefill?.replyTo ?? '', placeholder: 'http://their-inbox/epp/v1/submit or mailto:agent@example.com (optional)', size: 40 });
+  // Where answers go is kept by the EPP door for its senders; another door's entry has none.
+  const epp = existing?.facts.epp;
+  const eppSender = !existing || existing.door === 'epp';
+  const replyTo = h('input', { id: 'trust-reply-endpoint', type: 'text', value: epp?.reply_endpoint ?? prefill?.replyTo ?? '', placeholder: 'http://their-inbox/epp/v1/submit or mailto:agent@example.com (optional)', size: 40 });
   const autoReply = h('input', { id: 'trust-auto-reply', type: 'text', value: (p?.['x-auto-reply-scopes'] ?? []).join(', '), placeholder: 'none: you review each answer', size: 30 });
   const err = h('p', { className: 'error', role: 'alert' });
   const save = async (ev: Event) => {
@@ -47,16 +50,20 @@ export function trustForm(box: HTMLElement, existing: TrustRow | null, saved: ()
         'x-hold-for-consent': hold.checked,
         'x-allow-delegation': deleg.checked,
         'x-consent-granted-scopes': p?.['x-consent-granted-scopes'] ?? [],
-        'x-reply-endpoint': replyTo.value.trim() || null,
         'x-auto-reply-scopes': parseScopes(autoReply.value),
-        // Set from the CLI (EPP v1.1 capability limit); this form does not edit it, so it is kept.
-        'x-capabilities': p?.['x-capabilities'] ?? null,
         // Granted from a prompt for a while; kept until it is granted again or removed.
         'x-grant-until': p?.['x-grant-until'] ?? {},
         // Lifted by verifying the key, never by this form.
         'x-key-change-unverified': p?.['x-key-change-unverified'] ?? false,
       };
-      const input = { public_key: key.value.trim(), name: name.value.trim(), policy };
+      const facts: EppFacts_Deserialize | null = eppSender ? {
+        reply_endpoint: replyTo.value.trim() || null,
+        // Set when it was let in from a mail, or from the CLI (its EPP v1.1 capability
+        // limit); this form does not edit them, so they are kept.
+        mail_address: epp?.mail_address ?? null,
+        capabilities: epp?.capabilities ?? null,
+      } : null;
+      const input = { public_key: key.value.trim(), name: name.value.trim(), policy, epp: facts };
       await (existing ? api.trustUpdate(input) : api.trustAdd(input));
       replace(box);
       await saved();
@@ -75,7 +82,7 @@ export function trustForm(box: HTMLElement, existing: TrustRow | null, saved: ()
     row('At most per day', day),
     h('label', { className: 'check' }, hold, ' Ask me before passing their messages on'),
     h('label', { className: 'check' }, deleg, ' Allow messages sent on behalf of someone else'),
-    row('Send answers back to', replyTo, 'Their inbox address: what your AI answers goes back to them, signed by you.'),
+    eppSender ? row('Send answers back to', replyTo, 'Their inbox address: what your AI answers goes back to them, signed by you.') : null,
     row('Without review for (scopes)', autoReply, 'Answers in these scopes go back at once; others wait for you to read and approve them.'),
     err,
     h('div', { className: 'actions' },

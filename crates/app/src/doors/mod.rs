@@ -50,6 +50,15 @@ pub fn told(door: &str, raw: &str) -> gate::declared::Told {
     }
 }
 
+/// The hosts the user's trust entry lets its sender link to without a flag, as the door
+/// the entry came by reads what it keeps about it.
+pub fn allowed_hosts(entry: Option<&gatehouse_store::TrustEntry>) -> Vec<String> {
+    match entry {
+        Some(t) if t.door == epp::DOOR => epp::told::allowed_hosts(&t.facts),
+        _ => Vec::new(),
+    }
+}
+
 /// Hands a knock's kept bytes back through the door it knocked at, to be read and
 /// verified again and accepted by the gate (one `match` over the doors composed here):
 /// `None` for a door that keeps nothing to deliver. `consent`: the user's "allow once".

@@ -16,7 +16,7 @@ impl Holds for HeldAsks {
             let Some(m) = store.uamp_message_by_row(s.message_row)? else { continue };
             let trust = store.trust_get(&s.peer)?;
             // A stream id may be the agent's own choice: not a key to keep a scan under.
-            let risk = risk_flags(store, &s.stream_id, &m.content, trust.as_ref(), None)?;
+            let risk = risk_flags(store, &s.stream_id, &m.content, &crate::doors::allowed_hosts(trust.as_ref()), None)?;
             let scope = m.scope.unwrap_or(m.intent);
             items.push(ConsentItem::HeldAsk {
                 grant_ended: ended(trust.as_ref(), &scope, now),
@@ -61,7 +61,7 @@ impl Holds for HeldAsks {
                     let scope = store.uamp_message_by_row(s.message_row)?.and_then(|m| m.scope);
                     if let (Some(mut t), Some(scope)) = (store.trust_get(&s.peer)?, scope) {
                         grant(&mut t.policy, &scope, end, true);
-                        store.trust_update(&s.peer, None, &t.policy)?;
+                        store.trust_update(&s.peer, None, &t.policy, None)?;
                     }
                 }
                 if !uamp.release(stream_id, now)? {

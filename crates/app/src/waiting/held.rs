@@ -14,7 +14,7 @@ impl Holds for HeldEnvelopes {
     fn describe(&self, store: &Store, now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError> {
         for row in store.envelopes_with_status(ExecStatus::Held)?.into_iter().rev() {
             let trust = store.trust_get(&row.sender)?;
-            let risk = risk_flags(store, &row.envelope_id, &row.prompt, trust.as_ref(), Some(&row.receipt_id))?;
+            let risk = risk_flags(store, &row.envelope_id, &row.prompt, &crate::doors::allowed_hosts(trust.as_ref()), Some(&row.receipt_id))?;
             let (covered, covered_total) = store.covered_by_grant(&row.sender, &row.scope, Some(&row.envelope_id), COVERED_SHOWN)?;
             items.push(ConsentItem::Held {
                 risk,
@@ -62,7 +62,7 @@ impl Holds for HeldEnvelopes {
                 if decision == Decision::AlwaysAllowScope {
                     if let Some(mut t) = store.trust_get(&row.sender)? {
                         grant(&mut t.policy, &row.scope, end, true);
-                        store.trust_update(&row.sender, None, &t.policy)?;
+                        store.trust_update(&row.sender, None, &t.policy, None)?;
                     }
                 }
                 store.set_exec(row.id, ExecStatus::Queued, None, &at)?;

@@ -5,7 +5,7 @@
 
 use crate::doors::gate::consent::{risk_flags, ConsentError, Lasting};
 use chrono::{DateTime, Utc};
-use gatehouse_store::{Policy, Store, TrustEntry};
+use gatehouse_store::{EppFacts, Facts, Policy, Store, TrustEntry};
 
 use super::{claims, Decided, Holds, Later, COVERED_SHOWN};
 use super::{grant, ConsentItem, ConsentTarget, Decision, DecisionOutcome};
@@ -38,7 +38,7 @@ impl Holds for Knocks {
             let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| p.scopes_tried.first().cloned());
             let risk = match knock.as_ref().and_then(|k| Some((k.envelope_id.as_deref()?, k.prompt.as_deref()?, &k.receipt_id))) {
                 // A stranger has no entry of the user's: every link of its is flagged.
-                Some((id, text, ours)) => risk_flags(store, id, text, None, Some(ours))?,
+                Some((id, text, ours)) => risk_flags(store, id, text, &[], Some(ours))?,
                 None => Vec::new(),
             };
             let (covered, covered_total) = match &scope {
@@ -135,13 +135,19 @@ impl Holds for Knocks {
                     Some(k) => store.email_arrival_get(&k.receipt_id)?.and_then(|a| a.from_addr),
                     None => None,
                 };
-                let mut policy =
-                    Policy { allowed_scopes: vec![scope.clone()], uamp_keys: uamp_keys.to_vec(), mail_address: mail_from.clone(), ..Policy::default() };
+                let mut policy = Policy { allowed_scopes: vec![scope.clone()], ..Policy::default() };
                 if decision == Decision::AlwaysAllowScope {
                     grant(&mut policy, &scope, end, false);
                 }
-                let entry = TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), policy };
-                check_sender_id(&key, &entry.policy)?;
+                // What the door it knocked at keeps about it: a UAMP agent's keys read
+                // from its DID document, the address a mailed knock came from.
+                let facts = match (uamp_keys.is_empty(), &mail_from) {
+                    (false, _) => Facts::uamp(uamp_keys.to_vec()),
+                    (true, Some(m)) => Facts::epp(EppFacts { mail_address: Some(m.clone()), ..EppFacts::default() }),
+                    (true, None) => Facts::default(),
+                };
+                let entry = TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), door: request.door.clone(), policy, facts };
+                check_sender_id(&key, &entry.facts)?;
                 let delivered = if decision == Decision::AlwaysAllowScope {
                     match store.trust_get(&key)? {
                         // Known already, its grant for this scope ended (a pin for a
@@ -151,10 +157,16 @@ impl Holds for Knocks {
                             if !t.policy.allows_scope(&scope) {
                                 t.policy.allowed_scopes.push(scope.clone());
                             }
-                            if t.policy.mail_address.is_none() {
-                                t.policy.mail_address = mail_from;
-                            }
-                            store.trust_update(&key, None, &t.policy)?;
+                            // A mailed knock's From becomes where an EPP sender's receipts
+                            // go, unless an address is kept for it already.
+                            let mailed = match mail_from {
+                                Some(m) if t.door == crate::doors::epp::DOOR && t.facts.epp.as_ref().is_none_or(|e| e.mail_address.is_none()) => {
+                                    t.facts.epp.get_or_insert_with(EppFacts::default).mail_address = Some(m);
+                                    true
+                                }
+                                _ => false,
+                            };
+                            store.trust_update(&key, None, &t.policy, mailed.then_some(&t.facts))?;
                             store.pending_remove(&key)?;
                         }
                         None => store.trust_add(&entry)?,

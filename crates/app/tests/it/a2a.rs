@@ -263,7 +263,8 @@ async fn a_strangers_certificate_knocks_and_once_let_in_its_next_message_runs() 
     let target = crate::common::shown(u.inbox.inbox(), &id);
     assert!(gatehouse_app::consent::decide(u.inbox.inbox(), &target, Decision::AllowOnce, chrono::Utc::now()).is_err());
     gatehouse_app::consent::decide(u.inbox.inbox(), &target, Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
-    assert_eq!(u.store.trust_get(&id).unwrap().unwrap().policy.allowed_scopes, vec!["travel".to_string()]);
+    let entry = u.store.trust_get(&id).unwrap().unwrap();
+    assert_eq!((entry.policy.allowed_scopes, entry.door.as_str()), (vec!["travel".to_string()], "a2a"), "the door it knocked at is recorded");
 
     let sent = sdk.run("send", me.clone()).await;
     assert_eq!(state(&sent[0]["task"]), "TASK_STATE_COMPLETED", "{sent:?}");
@@ -281,7 +282,7 @@ async fn a_held_message_is_input_required_until_the_user_decides_and_can_be_canc
     // The user's grant for "ask" ended: what arrives is held for them.
     let mut t = u.store.trust_get(&id).unwrap().unwrap();
     t.policy.grant_until.insert("ask".into(), "2026-01-01T00:00:00Z".into());
-    u.store.trust_update(&id, None, &t.policy).unwrap();
+    u.store.trust_update(&id, None, &t.policy, None).unwrap();
 
     let first = sdk.run("send", json!({"token": tok, "text": "one"})).await;
     let task = &first[0]["task"];

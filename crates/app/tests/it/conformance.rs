@@ -69,7 +69,16 @@ fn enter_for(store: &Store, id: &str, state: State, scopes: &[&str]) {
         State::OverRate => policy.rate_limit = RateLimit { max_per_hour: Some(1), max_per_day: None },
         State::Trusted => {}
     }
-    store.trust_add(&TrustEntry { public_key: id.into(), name: format!("{state:?}"), added_at: gatehouse_epp::utc_string(now), policy }).unwrap();
+    store
+        .trust_add(&TrustEntry {
+            door: gatehouse_app::trust::door_of_typed_key(id).into(),
+            facts: Default::default(),
+            public_key: id.into(),
+            name: format!("{state:?}"),
+            added_at: gatehouse_epp::utc_string(now),
+            policy,
+        })
+        .unwrap();
 }
 
 fn waiting(store: &Store, id: &str) -> bool {
@@ -498,6 +507,8 @@ async fn what_waits_is_one_list_of_every_kind_and_its_count() {
     let mut policy = Policy { allowed_scopes: vec!["support".into()], hold_for_consent: true, ..Policy::default() };
     u.store
         .trust_add(&TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
             public_key: gatehouse_epp::public_key_hex(&held),
             name: "Held".into(),
             added_at: "2026-11-26T00:00:00Z".into(),
@@ -508,14 +519,23 @@ async fn what_waits_is_one_list_of_every_kind_and_its_count() {
     // A UAMP agent's ask, held the same way.
     let p = u.trusted(203, &["ask"], RateLimit::default());
     policy.allowed_scopes = vec!["ask".into()];
-    u.store.trust_update(&p.did, None, &policy).unwrap();
+    u.store.trust_update(&p.did, None, &policy, None).unwrap();
     assert_eq!(u.post(&p, &u.envelope(&p, Intent::Ask, "hold me", json!({}))).await.0, 202);
     // A trusted sender's signature named a key not kept for it.
     u.store.key_change_seen(&p.did, "#k2", "unknown_key", "2026-11-26T00:00:00Z").unwrap();
     // One of the user's agents asks before it acts (its request stays open meanwhile).
     let agent = gatehouse_app::doors::guardian::agent_key("helper-1");
     let asop = Policy { allowed_scopes: vec![gatehouse_app::doors::guardian::SCOPE.into()], ..Policy::default() };
-    u.store.trust_add(&TrustEntry { public_key: agent, name: "Helper".into(), added_at: "2026-11-26T00:00:00Z".into(), policy: asop }).unwrap();
+    u.store
+        .trust_add(&TrustEntry {
+            door: "guardian".into(),
+            facts: Default::default(),
+            public_key: agent,
+            name: "Helper".into(),
+            added_at: "2026-11-26T00:00:00Z".into(),
+            policy: asop,
+        })
+        .unwrap();
     let step = json!({"jsonrpc": "2.0", "id": 1, "method": "steps/toolCallRequest", "params": {
         "context": {"agent": {"id": "helper-1", "name": "Helper", "instructions": "help", "version": "1", "provider": {"name": "Me", "url": "https://me.example"}},
             "session": {"id": "s-1"}, "turnId": "t-1", "stepId": "step-1", "timestamp": "2026-11-26T00:00:00.000Z", "user": {"id": "u", "organization": {"id": "o"}}},

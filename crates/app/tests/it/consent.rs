@@ -232,7 +232,8 @@ async fn only_the_users_own_entry_lets_a_link_go_unflagged_never_what_the_messag
     // A trusted shop whose entry (the user's) allows shop.example: its tracking link is
     // not flagged, another host is, whatever its envelope declares.
     let limit = gatehouse_store::CapabilityLimit { require: false, allowed: serde_json::json!({"network": {"domains": ["shop.example"]}}) };
-    inbox.trust(&pubhex(&shop), "Shop", Policy { hold_for_consent: true, capabilities: Some(limit), ..policy(&["orders"]) });
+    let facts = gatehouse_store::EppFacts { capabilities: Some(limit), ..Default::default() };
+    inbox.trust_epp(&pubhex(&shop), "Shop", Policy { hold_for_consent: true, ..policy(&["orders"]) }, facts);
     let mut held = inbox.signed(&shop, "orders", "Track: https://track.shop.example/1 or https://evil-pay.com/x");
     held["capabilities"] = serde_json::json!({"network": {"domains": ["shop.example"]}});
     assert_eq!(inbox.post_json(&held).await.0, 200);
@@ -252,6 +253,8 @@ async fn a_held_envelope_runs_the_executor_its_receipt_named_or_says_it_changed(
     let bob = key(41);
     u.store
         .trust_add(&gatehouse_store::TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
             public_key: pubhex(&bob),
             name: "Bob".into(),
             added_at: "2026-11-26T00:00:00Z".into(),

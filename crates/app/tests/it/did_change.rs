@@ -54,9 +54,17 @@ async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_c
     let (old, new, forger) = (SigningKey::from_bytes(&[40; 32]), SigningKey::from_bytes(&[41; 32]), SigningKey::from_bytes(&[42; 32]));
     host.web.publish(&[("key-1", &old)]);
     // Trusted as the user adds it: its keys read from its DID document then.
-    let policy = Policy { allowed_scopes: vec!["ask".into()], uamp_keys: host.keys().await, ..Policy::default() };
+    let policy = Policy { allowed_scopes: vec!["ask".into()], ..Policy::default() };
+    let facts = gatehouse_store::Facts::uamp(host.keys().await);
     u.store
-        .trust_add(&TrustEntry { public_key: host.web.did().to_string(), name: "Acme agent".into(), added_at: "2026-01-01T00:00:00Z".into(), policy })
+        .trust_add(&TrustEntry {
+            door: "uamp".into(),
+            facts,
+            public_key: host.web.did().to_string(),
+            name: "Acme agent".into(),
+            added_at: "2026-01-01T00:00:00Z".into(),
+            policy,
+        })
         .unwrap();
     let p = Peer { key: old.clone(), did: host.web.did().to_string(), token: Some(UampDoor::issue_token(&u.store, host.web.did(), Utc::now()).unwrap()) };
     let (s, b, _) = u.post(&p, &ask(&u, &host, &old, "key-1", "hello from the first key")).await;

@@ -40,8 +40,16 @@ pub(crate) async fn following(f: Follow, trusted: Option<&ed25519_dalek::Signing
             s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap();
             if let Some(k) = trusted {
                 // Let in from the clinic's mail: receipts go to that address.
-                let policy = gatehouse_store::Policy { mail_address: Some("agent@clinic.example".into()), ..policy(&["support"]) };
-                let entry = gatehouse_store::TrustEntry { public_key: k, name: "Alice".into(), added_at: "2026-01-01T00:00:00Z".into(), policy };
+                let policy = policy(&["support"]);
+                let facts = gatehouse_store::Facts::epp(gatehouse_store::EppFacts { mail_address: Some("agent@clinic.example".into()), ..Default::default() });
+                let entry = gatehouse_store::TrustEntry {
+                    door: "epp".into(),
+                    facts,
+                    public_key: k,
+                    name: "Alice".into(),
+                    added_at: "2026-01-01T00:00:00Z".into(),
+                    policy,
+                };
                 s.trust_add(&entry).unwrap();
             }
         },
@@ -409,10 +417,12 @@ async fn a_relayed_copy_is_judged_as_a_replay_or_a_revoked_key_and_no_mail_goes_
         |s| {
             s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap();
             let entry = |k: &str, name: &str, mail: Option<&str>| gatehouse_store::TrustEntry {
+                door: "epp".into(),
+                facts: gatehouse_store::Facts::epp(gatehouse_store::EppFacts { mail_address: mail.map(str::to_string), ..Default::default() }),
                 public_key: k.into(),
                 name: name.into(),
                 added_at: "2026-01-01T00:00:00Z".into(),
-                policy: gatehouse_store::Policy { mail_address: mail.map(str::to_string), ..policy(&["support"]) },
+                policy: policy(&["support"]),
             };
             s.trust_add(&entry(&alice_key, "Alice", Some("agent@clinic.example"))).unwrap();
             // Bob was trusted, then revoked: a copy of his envelope is refused for that first.
@@ -474,7 +484,7 @@ async fn a_sender_let_in_from_a_mail_gets_its_receipts_at_that_address_whatever_
     let (gate, _rx) = gatehouse_app::doors::build(store.clone(), &inbox.public_key);
     let target = shown(&gate, &pubhex(&lee));
     gatehouse_app::consent::decide(&gate, &target, gatehouse_app::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
-    assert_eq!(store.trust_get(&pubhex(&lee)).unwrap().unwrap().policy.mail_address.as_deref(), Some("office@lee.example"));
+    assert_eq!(store.trust_get(&pubhex(&lee)).unwrap().unwrap().facts.mail_to().as_deref(), Some("office@lee.example"));
     // Its next envelope comes through another relay, which names other addresses.
     deliver(dv.port, &relayed(&later, 2, "someone@relay.example", "victim@elsewhere.example", "hello")).await;
     wait_account(&store, "the second mail handled", |a| a.last_uid == 2).await;

@@ -113,6 +113,8 @@ async fn files_waiting_at_start_up_are_processed() {
     let store = std::sync::Arc::new(gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap());
     store
         .trust_add(&gatehouse_store::TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
             public_key: pubhex(&alice),
             name: "Alice".into(),
             added_at: "2026-01-01T00:00:00Z".into(),

@@ -24,7 +24,7 @@ async fn an_hour_long_grant_lets_messages_in_for_the_hour_then_holds_them_and_as
     let end = chrono::DateTime::parse_from_rfc3339(&entry.policy.grant_until["support"]).unwrap();
     assert!((end.with_timezone(&Utc) - Utc::now() - Duration::hours(1)).num_seconds().abs() < 60, "{end}");
     entry.policy.grant_until.insert("support".into(), gatehouse_epp::utc_string(Utc::now() - Duration::seconds(1)));
-    inbox.store.trust_update(&entry.public_key, None, &entry.policy).unwrap();
+    inbox.store.trust_update(&entry.public_key, None, &entry.policy, None).unwrap();
 
     // The next message is not refused and does not run: it is kept, held, and the
     // receipt says so; the prompt says the permission ended.
@@ -73,7 +73,7 @@ async fn a_grant_for_good_after_a_timed_one_lasts_and_a_past_date_is_refused() {
     // Held again (the grant ended), then "always": no end is kept and nothing is held.
     let mut p = inbox.store.trust_get(&pubhex(&bob)).unwrap().unwrap().policy;
     p.grant_until.insert("support".into(), "2020-01-01T00:00:00Z".into());
-    inbox.store.trust_update(&pubhex(&bob), None, &p).unwrap();
+    inbox.store.trust_update(&pubhex(&bob), None, &p, None).unwrap();
     inbox.post_json(&inbox.signed(&bob, "support", "three")).await;
     let row = inbox.store.envelopes_with_status(ExecStatus::Held).unwrap()[0].id;
     gatehouse_app::consent::decide(&i, &ConsentTarget::Held { row_id: row }, Decision::AlwaysAllowScope, Utc::now()).unwrap();
@@ -157,7 +157,7 @@ async fn a_uamp_agents_grant_for_an_hour_runs_its_asks_for_the_hour_then_holds_t
     let p = u.trusted(45, &["ask"], Default::default());
     let mut t = u.store.trust_get(&p.did).unwrap().unwrap();
     t.policy.hold_for_consent = true;
-    u.store.trust_update(&p.did, None, &t.policy).unwrap();
+    u.store.trust_update(&p.did, None, &t.policy, None).unwrap();
     let inbox = u.inbox.inbox().clone();
     let ask = |text: &str| u.envelope(&p, Intent::Ask, text, serde_json::json!({}));
 
@@ -179,7 +179,7 @@ async fn a_uamp_agents_grant_for_an_hour_runs_its_asks_for_the_hour_then_holds_t
     // the prompt says the permission ended.
     let mut t = u.store.trust_get(&p.did).unwrap().unwrap();
     t.policy.grant_until.insert("ask".into(), "2020-01-01T00:00:00Z".into());
-    u.store.trust_update(&p.did, None, &t.policy).unwrap();
+    u.store.trust_update(&p.did, None, &t.policy, None).unwrap();
     let (s, b, _) = u.post(&p, &ask("after the hour")).await;
     assert_eq!((s, b["held_for_consent"].as_bool()), (202, Some(true)), "{b}");
     let items = consent::pending(&crate::common::ctx(&u.store)).unwrap();

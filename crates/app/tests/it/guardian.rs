@@ -350,7 +350,7 @@ async fn the_gate_decides_who_is_guarded_a_revoked_agent_is_refused_and_an_ended
     let key = agent_key("mailer-1");
     let mut entry = g.store.trust_get(&key).unwrap().unwrap();
     entry.policy.grant_until.insert(gatehouse_app::doors::guardian::SCOPE.into(), "2026-01-01T00:00:00Z".into());
-    g.store.trust_update(&key, None, &entry.policy).unwrap();
+    g.store.trust_update(&key, None, &entry.policy, None).unwrap();
     let asked = g.answer_next(UserAnswer { decision: Action::Deny, always: false, redact: None, note: None, lasting: None });
     assert_eq!(g.call(tool_call(2, "send", json!([]))).await["result"]["decision"], "deny");
     assert!(asked.await.unwrap().contains("send"));

@@ -304,6 +304,8 @@ async fn registry_changes_from_another_process_apply_to_the_next_envelope() {
     let cli = crate::common::another_store(inbox.dir.path());
     let trust = |k: &ed25519_dalek::SigningKey, scopes: &[&str]| {
         cli.trust_add(&gatehouse_store::TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
             public_key: pubhex(k),
             name: "from the CLI".into(),
             added_at: "2026-11-23T09:00:00Z".into(),
@@ -319,10 +321,10 @@ async fn registry_changes_from_another_process_apply_to_the_next_envelope() {
         assert_eq!(status, 200, "{r}");
     }
     // Narrowed, blocked, removed: each refuses the next envelope.
-    cli.trust_update(&pubhex(&bob), None, &policy(&["billing"])).unwrap();
+    cli.trust_update(&pubhex(&bob), None, &policy(&["billing"]), None).unwrap();
     let (status, _, r) = inbox.post_json(&send(&bob, "support", "after the narrowing")).await;
     assert_eq!((status, code(&r)), (403, "POLICY_DENIED"), "{r}");
-    cli.trust_update(&pubhex(&bob), None, &policy(&["support"])).unwrap();
+    cli.trust_update(&pubhex(&bob), None, &policy(&["support"]), None).unwrap();
     assert_eq!(inbox.post_json(&send(&bob, "support", "widened again")).await.0, 200);
     cli.block(&pubhex(&bob), "changed my mind", "2026-11-23T09:05:00Z").unwrap();
     let (status, _, r) = inbox.post_json(&send(&bob, "support", "after the block")).await;

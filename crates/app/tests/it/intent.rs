@@ -107,7 +107,7 @@ async fn a_pin_for_an_hour_ends_and_the_sites_next_answer_asks_again() {
     // its key asks to be pinned.
     let mut entry = f.store.trust_get(&f.site.did()).unwrap().unwrap();
     entry.policy.grant_until.insert(intent::SCOPE.into(), "2020-01-01T00:00:00Z".into());
-    f.store.trust_update(&entry.public_key, None, &entry.policy).unwrap();
+    f.store.trust_update(&entry.public_key, None, &entry.policy, None).unwrap();
     let t = intent::reply(f.store.clone(), &f.key, &id, FlowType::InformationResponse, "7 pm", None).await.unwrap();
     assert_eq!(t.received.verdict.as_ref().unwrap()["kind"], "new_key", "{:?}", t.received.verdict);
     assert!(f.store.pending_list().unwrap().iter().any(|p| p.public_key == f.site.did()), "it asks again");

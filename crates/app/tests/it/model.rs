@@ -166,6 +166,8 @@ async fn a_failed_model_call_is_run_again_on_request_with_the_senders_context() 
     let lee = key(1);
     store
         .trust_add(&gatehouse_store::TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
             public_key: pubhex(&lee),
             name: "Dr. Lee".into(),
             added_at: "2026-11-22T00:00:00Z".into(),
@@ -271,6 +273,8 @@ async fn a_prompt_handed_to_a_uamp_peer_comes_back_as_its_answer() {
         .unwrap();
     pstore
         .trust_add(&gatehouse_store::TrustEntry {
+            door: "uamp".into(),
+            facts: Default::default(),
             public_key: my_did,
             name: "friend".into(),
             added_at: "2026-11-22T00:00:00Z".into(),

@@ -57,7 +57,24 @@ async fn node_keyed(executors: ExecutorConfig, port: Option<u16>, email: Vec<gat
 }
 
 fn trust(n: &Node, who: &str, name: &str, p: Policy) {
-    n.store.trust_add(&TrustEntry { public_key: who.into(), name: name.into(), added_at: "2026-11-22T00:00:00Z".into(), policy: p }).unwrap();
+    n.store
+        .trust_add(&TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
+            public_key: who.into(),
+            name: name.into(),
+            added_at: "2026-11-22T00:00:00Z".into(),
+            policy: p,
+        })
+        .unwrap();
+}
+
+/// Trusts an EPP sender whose answers go back to `endpoint`.
+fn trust_answered(n: &Node, who: &str, name: &str, p: Policy, endpoint: String) {
+    let facts = gatehouse_store::Facts::epp(gatehouse_store::EppFacts { reply_endpoint: Some(endpoint), ..Default::default() });
+    n.store
+        .trust_add(&TrustEntry { door: "epp".into(), facts, public_key: who.into(), name: name.into(), added_at: "2026-11-22T00:00:00Z".into(), policy: p })
+        .unwrap();
 }
 
 async fn send(from: &Node, to: &Node, scope: &str, prompt: &str, conversation: &str) -> serde_json::Value {
@@ -79,12 +96,7 @@ async fn an_answer_goes_back_signed_in_the_same_conversation() {
     let a = node(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None).await;
     let b = node(ExecutorConfig::default(), None).await;
     // A takes B's prompts and answers B at B's inbox, at once for "ask-ai" only.
-    trust(
-        &a,
-        &b.public_key,
-        "Bea",
-        Policy { reply_endpoint: Some(b.submit.clone()), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai", "review"]) },
-    );
+    trust_answered(&a, &b.public_key, "Bea", Policy { auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai", "review"]) }, b.submit.clone());
     // B takes A's answers in those scopes.
     trust(&b, &a.public_key, "Ada", policy(&["ask-ai", "review"]));
 
@@ -135,7 +147,7 @@ async fn replies_are_signed_with_the_key_the_inbox_was_started_with_not_read_aga
     let spec = ExecutorSpec::Model { endpoint: model, model: "llama-test".into(), system_prompt: None, timeout_secs: 10, api_key_secret: None };
     let a = node_keyed(ExecutorConfig { default: spec, scopes: BTreeMap::new() }, None, Vec::new(), true).await;
     let b = node(ExecutorConfig::default(), None).await;
-    trust(&a, &b.public_key, "Bea", Policy { reply_endpoint: Some(b.submit.clone()), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) });
+    trust_answered(&a, &b.public_key, "Bea", Policy { auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) }, b.submit.clone());
     trust(&b, &a.public_key, "Ada", policy(&["ask-ai"]));
     // The key store becomes unreadable after the start (a keychain locked with the
     // session, a key file moved away): answers still go out.
@@ -156,11 +168,12 @@ async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let b_key = gatehouse_epp::crypto::generate_signing_key();
     let b_pub = gatehouse_epp::public_key_hex(&b_key);
-    trust(
+    trust_answered(
         &a,
         &b_pub,
         "Bea",
-        Policy { reply_endpoint: Some(format!("http://127.0.0.1:{port}/epp/v1/submit")), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) },
+        Policy { auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) },
+        format!("http://127.0.0.1:{port}/epp/v1/submit"),
     );
     let mut d = gatehouse_epp::Draft::new(&a.public_key, "ask-ai", "ping?");
     d.conversation_id = Some("7a1c0000-0000-4000-8000-000000000009".into());
@@ -179,7 +192,14 @@ async fn a_reply_that_cannot_be_delivered_is_kept_and_sent_again_later() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
     store
-        .trust_add(&TrustEntry { public_key: a.public_key.clone(), name: "Ada".into(), added_at: "2026-11-22T00:00:00Z".into(), policy: policy(&["ask-ai"]) })
+        .trust_add(&TrustEntry {
+            door: "epp".into(),
+            facts: Default::default(),
+            public_key: a.public_key.clone(),
+            name: "Ada".into(),
+            added_at: "2026-11-22T00:00:00Z".into(),
+            policy: policy(&["ask-ai"]),
+        })
         .unwrap();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
     let (_tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -217,7 +237,7 @@ async fn a_reply_endpoint_that_redirects_does_not_get_the_signed_reply_sent_else
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let endpoint = format!("http://{}/epp/v1/submit", l.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(l, redirector).await });
-    trust(&a, &b.public_key, "Bea", Policy { reply_endpoint: Some(endpoint), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) });
+    trust_answered(&a, &b.public_key, "Bea", Policy { auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) }, endpoint);
     send(&b, &a, "ask-ai", "where do you answer?", "7a1c0000-0000-4000-8000-00000000000a").await;
     let astore = a.store.clone();
     eventually("the refused reply", || {
@@ -247,12 +267,7 @@ async fn an_answer_to_a_sender_whose_reply_endpoint_is_mailto_goes_back_by_mail(
     let follow = gatehouse_app::doors::email::Follow::new("personal".into(), account.clone(), "secret".into(), Some("secret".into()));
     let a = node_with(ExecutorConfig { default: ExecutorSpec::Noop, scopes }, None, vec![follow]).await;
     let b = node(ExecutorConfig::default(), None).await;
-    trust(
-        &a,
-        &b.public_key,
-        "Bea",
-        Policy { reply_endpoint: Some("mailto:bea@elsewhere.example".into()), auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) },
-    );
+    trust_answered(&a, &b.public_key, "Bea", Policy { auto_reply_scopes: vec!["ask-ai".into()], ..policy(&["ask-ai"]) }, "mailto:bea@elsewhere.example".into());
     trust(&b, &a.public_key, "Ada", policy(&["ask-ai"]));
 
     // B's question arrives at A by mail.

@@ -88,6 +88,8 @@ async fn a_mail_read_while_the_database_is_down_waits_and_is_accepted_once_it_is
         |s| {
             s.email_account_put("personal", &acct, "2026-11-25T00:00:00Z").unwrap();
             s.trust_add(&gatehouse_store::TrustEntry {
+                door: "epp".into(),
+                facts: Default::default(),
                 public_key: pubhex(&alice),
                 name: "Alice".into(),
                 added_at: "2026-01-01T00:00:00Z".into(),

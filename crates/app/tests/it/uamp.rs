@@ -87,7 +87,16 @@ impl Uamp {
         let key = SigningKey::from_bytes(&[seed; 32]);
         let did = sign::did_of(&key);
         let policy = Policy { allowed_scopes: scopes.iter().map(|s| s.to_string()).collect(), rate_limit: rate, ..Policy::default() };
-        self.store.trust_add(&TrustEntry { public_key: did.clone(), name: format!("peer {seed}"), added_at: "2026-01-01T00:00:00Z".into(), policy }).unwrap();
+        self.store
+            .trust_add(&TrustEntry {
+                door: "uamp".into(),
+                facts: Default::default(),
+                public_key: did.clone(),
+                name: format!("peer {seed}"),
+                added_at: "2026-01-01T00:00:00Z".into(),
+                policy,
+            })
+            .unwrap();
         let token = UampDoor::issue_token(&self.store, &did, chrono::Utc::now()).unwrap();
         Peer { key, did, token: Some(token) }
     }
@@ -418,10 +427,12 @@ async fn a_client_certificate_on_the_senders_key_stands_in_for_the_bearer_token(
     // A did:web sender's certificate counts when its key is one the trust entry holds.
     let web = "did:web:agents.example.com";
     let entry = |keys: Vec<gatehouse_store::UampKey>| TrustEntry {
+        door: "uamp".into(),
+        facts: gatehouse_store::Facts::uamp(keys),
         public_key: web.into(),
         name: "web".into(),
         added_at: "2026-01-01T00:00:00Z".into(),
-        policy: Policy { uamp_keys: keys, ..Policy::default() },
+        policy: Policy::default(),
     };
     let pk = gatehouse_uamp::did::PublicKey::Ed25519(other.verifying_key());
     let held = gatehouse_store::UampKey { kid: format!("{web}#k1"), jwk: pk.to_jwk() };
@@ -516,7 +527,7 @@ async fn an_ask_held_for_consent_waits_on_its_stream_until_the_user_decides() {
     let p = u.trusted(15, &["ask"], RateLimit::default());
     let mut t = u.store.trust_get(&p.did).unwrap().unwrap();
     t.policy.hold_for_consent = true;
-    u.store.trust_update(&p.did, None, &t.policy).unwrap();
+    u.store.trust_update(&p.did, None, &t.policy, None).unwrap();
 
     let (s, b, h) = u.post(&p, &u.envelope(&p, Intent::Ask, "Delete my old drafts", json!({}))).await;
     assert_eq!((s, b["held_for_consent"].as_bool()), (202, Some(true)), "{b}");
@@ -602,7 +613,10 @@ async fn an_unknown_agents_capability_token_does_not_decide_what_the_prompt_gran
     let target = crate::common::shown(u.inbox.inbox(), &did);
     let done = gatehouse_app::consent::decide(u.inbox.inbox(), &target, gatehouse_app::consent::Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert!(done.delivered.is_none() && done.message.starts_with("Trusted for"), "nothing of a UAMP knock is delivered as an envelope: {}", done.message);
-    assert_eq!(u.store.trust_get(&did).unwrap().unwrap().policy.allowed_scopes, vec!["ask".to_string()], "only what the prompt showed");
+    let entry = u.store.trust_get(&did).unwrap().unwrap();
+    assert_eq!(entry.policy.allowed_scopes, vec!["ask".to_string()], "only what the prompt showed");
+    // The entry records the door the knock came by (never read from the key's spelling).
+    assert_eq!(entry.door, "uamp");
 }
 
 #[tokio::test]
@@ -615,7 +629,14 @@ async fn removing_a_sender_revokes_its_tokens_for_good() {
     let policy = Policy { allowed_scopes: vec!["inform".into()], ..Policy::default() };
     gatehouse_app::trust::add(
         &crate::common::ctx(&u.store),
-        &TrustEntry { public_key: p.did.clone(), name: "again".into(), added_at: "2026-11-24T00:00:00Z".into(), policy },
+        &TrustEntry {
+            door: "uamp".into(),
+            facts: Default::default(),
+            public_key: p.did.clone(),
+            name: "again".into(),
+            added_at: "2026-11-24T00:00:00Z".into(),
+            policy,
+        },
         chrono::Utc::now(),
     )
     .unwrap();
@@ -671,7 +692,7 @@ async fn a_held_ask_does_not_run_under_an_executor_changed_while_it_waited() {
     let p = u.trusted(36, &["ask"], RateLimit::default());
     let mut t = u.store.trust_get(&p.did).unwrap().unwrap();
     t.policy.hold_for_consent = true;
-    u.store.trust_update(&p.did, None, &t.policy).unwrap();
+    u.store.trust_update(&p.did, None, &t.policy, None).unwrap();
     let (s, b, h) = u.post(&p, &u.envelope(&p, Intent::Ask, "Delete my old drafts", json!({}))).await;
     assert_eq!(s, 202, "{b}");
     let sid = b["stream_id"].as_str().unwrap().to_string();

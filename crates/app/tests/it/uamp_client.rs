@@ -59,7 +59,16 @@ impl PeerInbox {
     /// The peer's user trusts `did` for asks and issues it a token.
     fn trust(&self, did: &str) -> String {
         let policy = Policy { allowed_scopes: vec!["ask".into()], ..Policy::default() };
-        self.store.trust_add(&TrustEntry { public_key: did.into(), name: "gatehouse".into(), added_at: "2026-01-01T00:00:00Z".into(), policy }).unwrap();
+        self.store
+            .trust_add(&TrustEntry {
+                door: "uamp".into(),
+                facts: Default::default(),
+                public_key: did.into(),
+                name: "gatehouse".into(),
+                added_at: "2026-01-01T00:00:00Z".into(),
+                policy,
+            })
+            .unwrap();
         UampDoor::issue_token(&self.store, did, chrono::Utc::now()).unwrap()
     }
 }

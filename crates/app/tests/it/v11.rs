@@ -123,9 +123,8 @@ async fn a_trust_entry_limits_or_requires_capabilities() {
     let inbox = inbox(&d).await;
     let sender = d["keys"]["sender"]["public_hex"].as_str().unwrap();
     let limited = |allowed: serde_json::Value, require: bool| {
-        let mut p = policy(&["orders"]);
-        p.capabilities = Some(CapabilityLimit { require, allowed });
-        inbox.store.trust_update(sender, None, &p).unwrap();
+        let facts = gatehouse_store::Facts::epp(gatehouse_store::EppFacts { capabilities: Some(CapabilityLimit { require, allowed }), ..Default::default() });
+        inbox.store.trust_update(sender, None, &policy(&["orders"]), Some(&facts)).unwrap();
     };
     // More than it may: refused, naming what is beyond.
     limited(serde_json::json!({"actions": ["notify"]}), false);

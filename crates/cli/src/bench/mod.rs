@@ -165,6 +165,8 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         for (i, s) in senders.iter().enumerate() {
             let entry = TrustEntry {
+                door: "epp".into(),
+                facts: Default::default(),
                 public_key: gatehouse_epp::public_key_hex(s),
                 name: format!("bench sender {i}"),
                 added_at: gatehouse_epp::utc_string(chrono::Utc::now()),

@@ -360,7 +360,7 @@ fn a_revoked_sender_and_a_capability_limit_are_set_from_the_cli_and_enforced_by_
         &["trust", "add", &sender_key, "--name", "Shop", "--scopes", "orders", "--require-capabilities", "--allow-capabilities", r#"{"actions":["notify"]}"#],
     );
     let trusted: serde_json::Value = serde_json::from_str(&ok(d, &["trust", "list", "--json"])).unwrap();
-    assert_eq!(trusted[0]["policy"]["x-capabilities"], serde_json::json!({"require": true, "allowed": {"actions": ["notify"]}}));
+    assert_eq!(trusted[0]["facts"]["epp"]["capabilities"], serde_json::json!({"require": true, "allowed": {"actions": ["notify"]}}));
     let bad = gh(d, &["trust", "add", &sender_key, "--name", "x", "--scopes", "orders", "--allow-capabilities", "{nope"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--allow-capabilities is not JSON"));
 

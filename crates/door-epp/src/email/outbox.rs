@@ -103,8 +103,8 @@ pub fn mail_back<'r>(
     let trust = store.trust_get(sender).map_err(|e| e.to_string())?;
     let to = match &trust {
         Some(t) => t
-            .policy
-            .mail_address()
+            .facts
+            .mail_to()
             .ok_or("no mail address of this sender's is in your trust registry (the From of the mail you let it in from, or a mailto: reply endpoint)")?,
         None if f.account.receipts != MailReceipts::Everyone => {
             return Err("the sender is not in your trust registry; receipts by mail go to strangers only if you allow it".into())

@@ -105,7 +105,7 @@ impl gatehouse_gate::Checks for EppDoor<'_> {
         self.unsigned.as_ref().map(|_| ()).map_err(|r| EppRefusal::new(r.code, r.message.clone()))
     }
     fn limits(&self, entry: &TrustEntry) -> Result<(), EppRefusal> {
-        match (&entry.policy.capabilities, self.unsigned) {
+        match (entry.facts.capabilities(), self.unsigned) {
             (Some(limit), Ok(ext)) => capability_policy(limit, ext.capabilities.as_ref()),
             _ => Ok(()),
         }

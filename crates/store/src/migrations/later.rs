@@ -137,4 +137,21 @@ pub(super) const LATER: &[&str] = &[
     super::RECEIPT_OUTCOMES,
     // 43: the executor chosen when a UAMP ask was accepted (what runs once it is allowed).
     super::STREAM_EXECUTORS,
+    // 44: what only one door knows about a trust entry, in the door's own table, and the
+    // door each entry came by (`entry_facts`).
+    ENTRY_FACTS,
+    // 45: a change to what a door keeps about an entry changes admission, as the entry's own.
+    "CREATE TRIGGER epp_entries_ins AFTER INSERT ON epp_entries BEGIN UPDATE admission_version SET n = n + 1; END;
+    CREATE TRIGGER epp_entries_upd AFTER UPDATE ON epp_entries BEGIN UPDATE admission_version SET n = n + 1; END;
+    CREATE TRIGGER epp_entries_del AFTER DELETE ON epp_entries BEGIN UPDATE admission_version SET n = n + 1; END;
+    CREATE TRIGGER uamp_entries_ins AFTER INSERT ON uamp_entries BEGIN UPDATE admission_version SET n = n + 1; END;
+    CREATE TRIGGER uamp_entries_upd AFTER UPDATE ON uamp_entries BEGIN UPDATE admission_version SET n = n + 1; END;
+    CREATE TRIGGER uamp_entries_del AFTER DELETE ON uamp_entries BEGIN UPDATE admission_version SET n = n + 1; END;",
 ];
+
+/// Step 44's tables and column, as both engines write them (PostgreSQL's 14; each engine
+/// adds its own triggers next). Entries kept before are moved by `Store::move_entry_facts`, which signs
+/// what it moves (SQL cannot).
+pub(crate) const ENTRY_FACTS: &str = "ALTER TABLE trust ADD COLUMN door TEXT;
+    CREATE TABLE epp_entries (public_key TEXT PRIMARY KEY, reply_endpoint TEXT, mail_address TEXT, capabilities TEXT);
+    CREATE TABLE uamp_entries (public_key TEXT PRIMARY KEY, keys TEXT NOT NULL);";

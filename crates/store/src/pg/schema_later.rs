@@ -23,4 +23,9 @@ CREATE TABLE audit_witnesses (
     crate::migrations::RECEIPT_OUTCOMES,
     // 13: SQLite's 43, the executor chosen when a UAMP ask was accepted.
     crate::migrations::STREAM_EXECUTORS,
+    // 14: SQLite's 44, what only one door knows about a trust entry, and each entry's door.
+    crate::migrations::ENTRY_FACTS,
+    // 15: SQLite's 45, a change to them changes admission.
+    "CREATE TRIGGER epp_entries_changed AFTER INSERT OR UPDATE OR DELETE ON epp_entries FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_admission_changed();
+    CREATE TRIGGER uamp_entries_changed AFTER INSERT OR UPDATE OR DELETE ON uamp_entries FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_admission_changed();",
 ];

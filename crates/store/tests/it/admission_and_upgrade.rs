@@ -8,6 +8,8 @@ use gatehouse_store::{AcceptRefusal, Policy, RateLimit, Store, TrustEntry};
 
 fn entry(scopes: &[&str]) -> TrustEntry {
     TrustEntry {
+        door: "epp".into(),
+        facts: Default::default(),
         public_key: SENDER.into(),
         name: "Bob's agent".into(),
         added_at: "2026-11-23T09:00:00Z".into(),
@@ -29,7 +31,7 @@ crate::on_both_engines! {
         let a = inbox.admission(SENDER, "executors").unwrap();
         assert_eq!(a.trust.expect("trusted now").policy.allowed_scopes, vec!["support".to_string()]);
 
-        cli.trust_update(SENDER, None, &entry(&["support", "billing"]).policy).unwrap();
+        cli.trust_update(SENDER, None, &entry(&["support", "billing"]).policy, None).unwrap();
         let a = inbox.admission(SENDER, "executors").unwrap();
         assert_eq!(a.trust.unwrap().policy.allowed_scopes.len(), 2, "an edited policy is seen at once");
 
@@ -542,7 +544,7 @@ crate::on_both_engines! {
         let cli = place.open();
         cli.trust_add(&entry(&["asop"])).unwrap();
         let decided = gate.admission(SENDER, "").unwrap().version;
-        cli.trust_update(SENDER, None, &entry(&[]).policy).unwrap();
+        cli.trust_update(SENDER, None, &entry(&[]).policy, None).unwrap();
         let at = 1_795_000_000_000;
         let r = gate.take_rate(SENDER, at, &RateLimit::default(), Some(decided)).unwrap();
         assert!(matches!(r, Err(AcceptRefusal::Stale)), "{r:?}");

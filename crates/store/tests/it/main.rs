@@ -4,6 +4,7 @@ mod audit;
 mod common;
 mod conversations;
 mod database_tls;
+mod entry_facts;
 mod knocks;
 mod large_inbox;
 mod rate_limits;

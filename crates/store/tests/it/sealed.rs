@@ -14,13 +14,13 @@ use crate::on_both_engines;
 /// A sealer for the store's own tests: a keyed hash stands in for the gate's Ed25519 key
 /// (the app's `GateSealer` is tested with the real one). Nodes of one gate share the key
 /// and each keeps its own witness.
-struct TestSealer {
+pub(crate) struct TestSealer {
     key: &'static str,
     kept: Mutex<Option<i64>>,
 }
 
 impl TestSealer {
-    fn node() -> Arc<TestSealer> {
+    pub(crate) fn node() -> Arc<TestSealer> {
         Arc::new(TestSealer { key: "the gate's key", kept: Mutex::new(None) })
     }
 }
@@ -44,12 +44,12 @@ impl Sealer for TestSealer {
     }
 }
 
-fn open(place: &Place, sealer: &Arc<TestSealer>) -> Store {
+pub(crate) fn open(place: &Place, sealer: &Arc<TestSealer>) -> Store {
     place.open().with_sealer(sealer.clone()).unwrap()
 }
 
 /// SQL run straight on the database, outside Gatehouse.
-fn behind_its_back(place: &Place, sql: &str) {
+pub(crate) fn behind_its_back(place: &Place, sql: &str) {
     match place {
         Place::Lite(dir) => rusqlite::Connection::open(dir.path().join("gatehouse.db")).unwrap().execute_batch(sql).unwrap(),
         Place::Pg(url) => {
@@ -75,7 +75,7 @@ const MALLORY: &str = "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f
 
 fn entry(key: &str, scopes: &[&str]) -> TrustEntry {
     let policy: Policy = serde_json::from_value(serde_json::json!({ "allowed_scopes": scopes })).unwrap();
-    TrustEntry { public_key: key.into(), name: "Ana".into(), added_at: "2026-11-28T10:00:00Z".into(), policy }
+    TrustEntry { door: "epp".into(), facts: Default::default(), public_key: key.into(), name: "Ana".into(), added_at: "2026-11-28T10:00:00Z".into(), policy }
 }
 
 fn changes(store: &Store) -> Vec<(String, String, ChangeKind)> {
@@ -145,7 +145,7 @@ on_both_engines! {
         store.trust_add(&entry(ANA, &["support", "billing", "admin"])).unwrap();
         let old_policy = read_back(&place, "SELECT policy FROM trust");
         let old_seal = read_back(&place, "SELECT version || ' ' || hash || ' ' || signature FROM seals WHERE tbl = 'trust'");
-        store.trust_update(ANA, None, &entry(ANA, &["support"]).policy).unwrap();
+        store.trust_update(ANA, None, &entry(ANA, &["support"]).policy, None).unwrap();
         let parts: Vec<&str> = old_seal.split(' ').collect();
         behind_its_back(
             &place,

@@ -171,7 +171,24 @@ impl TestInbox {
     }
 
     pub fn trust(&self, k: &str, name: &str, policy: Policy) {
-        self.store.trust_add(&TrustEntry { public_key: k.into(), name: name.into(), added_at: "2026-01-01T00:00:00Z".into(), policy }).unwrap();
+        self.store
+            .trust_add(&TrustEntry {
+                door: "epp".into(),
+                facts: Default::default(),
+                public_key: k.into(),
+                name: name.into(),
+                added_at: "2026-01-01T00:00:00Z".into(),
+                policy,
+            })
+            .unwrap();
+    }
+
+    /// Trusts an EPP sender with what the EPP door keeps about it.
+    pub fn trust_epp(&self, k: &str, name: &str, policy: Policy, epp: gatehouse_store::EppFacts) {
+        let facts = gatehouse_store::Facts::epp(epp);
+        self.store
+            .trust_add(&TrustEntry { door: "epp".into(), facts, public_key: k.into(), name: name.into(), added_at: "2026-01-01T00:00:00Z".into(), policy })
+            .unwrap();
     }
 
     pub fn submit_url(&self) -> String {
