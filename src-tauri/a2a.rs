@@ -49,7 +49,7 @@ pub async fn a2a_token_issue(shell: ShellState<'_>, name: String, scopes: Vec<St
 #[specta::specta]
 pub async fn a2a_agents(shell: ShellState<'_>) -> Result<Vec<AgentRow>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::a2a::agent_list(&c, &c.data_dir)).await
+    blocking(move || gatehouse_app::a2a::agent_list(&c)).await
 }
 
 #[derive(Deserialize, specta::Type)]
@@ -64,12 +64,12 @@ pub struct A2aAgentInput {
 #[tauri::command]
 #[specta::specta]
 pub async fn a2a_agent_add(shell: ShellState<'_>, input: A2aAgentInput) -> Result<AgentRow> {
-    gatehouse_app::a2a::agent_add(&shell, &shell.data_dir, &input.name, &input.url, input.token).await
+    gatehouse_app::a2a::agent_add(&shell, &input.name, &input.url, input.token).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn a2a_agent_remove(shell: ShellState<'_>, name: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::a2a::agent_remove(&c, &c.data_dir, &name)).await
+    blocking(move || gatehouse_app::a2a::agent_remove(&c, &name)).await
 }

@@ -27,7 +27,7 @@ pub async fn approver_invite(shell: ShellState<'_>, name: String, url: Option<St
     let c = shell.inner().clone();
     blocking(move || {
         let url = url.filter(|u| !u.trim().is_empty()).unwrap_or_else(|| format!("http://127.0.0.1:{}", DesktopSettings::load(&c).port));
-        let invitation = approvers::invite(&c, &c.public_key, &name, url.trim(), gatehouse_app::clock::now())?;
+        let invitation = approvers::invite(&c, &name, url.trim(), gatehouse_app::clock::now())?;
         let qr = qrcode::QrCode::new(invitation.url.as_bytes()).map_err(|e| CommandError::new(gatehouse_app::Code::Internal, e.to_string()))?;
         Ok(InvitationView { qr_svg: qr.render::<qrcode::render::svg::Color>().min_dimensions(200, 200).build(), invitation })
     })

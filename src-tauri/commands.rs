@@ -105,7 +105,7 @@ pub async fn risk_dismiss(shell: ShellState<'_>, message_id: String, kind: Strin
 #[specta::specta]
 pub async fn conversation(shell: ShellState<'_>, conversation_id: String) -> Result<Vec<ConversationMessage>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::replies::conversation(&c, &c.public_key, &conversation_id)).await
+    blocking(move || gatehouse_app::replies::conversation(&c, &conversation_id)).await
 }
 
 pub use gatehouse_app::trust::{TrustInput, TrustRow};
@@ -282,7 +282,7 @@ pub async fn executors_get(shell: ShellState<'_>) -> Result<ExecutorConfig> {
 pub async fn executors_set<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, config: ExecutorConfig) -> Result<()> {
     // A program to run, or a folder to write into, is confirmed by the user in a native
     // dialog the page cannot answer: the page may only propose it.
-    gatehouse_app::executors::set(&shell, &shell.data_dir, config, |asks| async move { crate::grants::confirm(&app, &asks).await }).await
+    gatehouse_app::executors::set(&shell, config, |asks| async move { crate::grants::confirm(&app, &asks).await }).await
 }
 
 /// The public key as a QR code (SVG text; rendered as an image, never as markup).
@@ -318,7 +318,7 @@ pub async fn replies_for(shell: ShellState<'_>, envelope_row: i64) -> Result<Vec
 #[tauri::command]
 #[specta::specta]
 pub async fn reply_send(shell: ShellState<'_>, id: i64, text: String) -> Result<ReplyRow> {
-    gatehouse_app::replies::send(&shell, &shell.key, id, &text).await
+    gatehouse_app::replies::send(&shell, id, &text).await
 }
 
 /// Runs a failed executor again (the model was unreachable, the swarm refused its token…).

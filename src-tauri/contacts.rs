@@ -41,7 +41,7 @@ pub async fn identity_share(shell: ShellState<'_>) -> Result<Share> {
 #[specta::specta]
 pub async fn contacts_list(shell: ShellState<'_>) -> Result<Vec<ContactView>> {
     let c = shell.inner().clone();
-    blocking(move || contacts::list(&c, &c.public_key)).await
+    blocking(move || contacts::list(&c)).await
 }
 
 /// Marks a key verified: `pasted` is what the other side shared; without it, the user
@@ -50,7 +50,7 @@ pub async fn contacts_list(shell: ShellState<'_>) -> Result<Vec<ContactView>> {
 #[specta::specta]
 pub async fn contact_verify(shell: ShellState<'_>, key: String, pasted: Option<String>) -> Result<ContactView> {
     let c = shell.inner().clone();
-    blocking(move || contacts::verify(&c, &key, pasted.as_deref(), &c.public_key, gatehouse_app::clock::now())).await
+    blocking(move || contacts::verify(&c, &key, pasted.as_deref(), gatehouse_app::clock::now())).await
 }
 
 /// A key that knocked is a new key of this contact (the user's word).

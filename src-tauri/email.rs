@@ -22,7 +22,7 @@ pub async fn email_accounts(shell: ShellState<'_>) -> Result<Vec<EmailAccountRow
 pub async fn email_add(shell: ShellState<'_>, input: AccountInput) -> Result<String> {
     let c = shell.inner().clone();
     let account = input.account()?;
-    let (_, said) = email::add(&c, &c.data_dir, &input.name, account, input.password).await?;
+    let (_, said) = email::add(&c, &input.name, account, input.password).await?;
     restart(&c).await;
     Ok(said)
 }
@@ -32,15 +32,15 @@ pub async fn email_add(shell: ShellState<'_>, input: AccountInput) -> Result<Str
 #[specta::specta]
 pub async fn email_test(shell: ShellState<'_>, name: String) -> Result<String> {
     let c = shell.inner().clone();
-    email::test(&c, &c.data_dir, &name).await
+    email::test(&c, &name).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn email_remove(shell: ShellState<'_>, name: String) -> Result<()> {
     let c = shell.inner().clone();
-    let (shell, dir) = (c.clone(), c.data_dir.clone());
-    blocking(move || email::remove(&shell, &dir, &name)).await?;
+    let shell = c.clone();
+    blocking(move || email::remove(&shell, &name)).await?;
     restart(&c).await;
     Ok(())
 }

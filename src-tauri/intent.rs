@@ -35,13 +35,13 @@ pub async fn iw_site_remove(shell: ShellState<'_>, origin: String) -> Result<()>
 #[tauri::command]
 #[specta::specta]
 pub async fn iw_start(shell: ShellState<'_>, input: StartInput) -> Result<Turn> {
-    sites::start(&shell, &shell.key, input).await
+    sites::start(&shell, input).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn iw_reply(shell: ShellState<'_>, input: ReplyInput) -> Result<Turn> {
-    sites::reply(&shell, &shell.key, input).await
+    sites::reply(&shell, input).await
 }
 
 /// Pins the key a site signed its first answer with.

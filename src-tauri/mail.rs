@@ -17,7 +17,7 @@ type Result<T> = std::result::Result<T, CommandError>;
 #[specta::specta]
 pub async fn mail_swarms(shell: ShellState<'_>) -> Result<Vec<SwarmView>> {
     let c = shell.inner().clone();
-    blocking(move || swarms::list(&c, &c.data_dir)).await
+    blocking(move || swarms::list(&c)).await
 }
 
 /// Connects to a swarm: what it says about itself is fetched first; a token it refuses is
@@ -26,7 +26,7 @@ pub async fn mail_swarms(shell: ShellState<'_>) -> Result<Vec<SwarmView>> {
 #[specta::specta]
 pub async fn mail_swarm_add(shell: ShellState<'_>, input: SwarmInput) -> Result<SwarmView> {
     let c = shell.inner().clone();
-    Ok(swarms::add(&c, &c.data_dir, input).await?.view)
+    Ok(swarms::add(&c, input).await?.view)
 }
 
 /// Asks the swarm again: metadata, health, identity and role, status, known swarms.
@@ -34,14 +34,14 @@ pub async fn mail_swarm_add(shell: ShellState<'_>, input: SwarmInput) -> Result<
 #[specta::specta]
 pub async fn mail_swarm_refresh(shell: ShellState<'_>, name: String) -> Result<serde_json::Value> {
     let c = shell.inner().clone();
-    swarms::refresh(&c, &c.data_dir, &name).await
+    swarms::refresh(&c, &name).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn mail_swarm_remove(shell: ShellState<'_>, name: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || swarms::remove(&c, &c.data_dir, &name)).await
+    blocking(move || swarms::remove(&c, &name)).await
 }
 
 /// Sends a message and follows its task; every event is stored, then pushed to the window
@@ -50,7 +50,7 @@ pub async fn mail_swarm_remove(shell: ShellState<'_>, name: String) -> Result<()
 #[specta::specta]
 pub async fn mail_send<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, input: SendInput) -> Result<Outcome> {
     let c = shell.inner().clone();
-    swarms::send(&c, &c.data_dir, input, |e: &LiveEvent| {
+    swarms::send(&c, input, |e: &LiveEvent| {
         let _ = tauri_specta::Event::emit(&crate::events::MailLive(e.clone()), &app);
     })
     .await
@@ -62,7 +62,7 @@ pub async fn mail_send<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, inp
 #[specta::specta]
 pub async fn mail_sync<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, name: String) -> Result<u32> {
     let c = shell.inner().clone();
-    let n = swarms::sync(&c, &c.data_dir, &name, |e: &LiveEvent| {
+    let n = swarms::sync(&c, &name, |e: &LiveEvent| {
         let _ = tauri_specta::Event::emit(&crate::events::MailLive(e.clone()), &app);
     })
     .await?;
@@ -73,7 +73,7 @@ pub async fn mail_sync<R: Runtime>(app: AppHandle<R>, shell: ShellState<'_>, nam
 #[specta::specta]
 pub async fn mail_interswarm(shell: ShellState<'_>, input: InterswarmInput) -> Result<MailMessageRow> {
     let c = shell.inner().clone();
-    swarms::interswarm(&c, &c.data_dir, input).await
+    swarms::interswarm(&c, input).await
 }
 
 #[tauri::command]

@@ -71,7 +71,7 @@ pub struct PeerInput {
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_peer_add(shell: ShellState<'_>, input: PeerInput) -> Result<PeerRow> {
-    gatehouse_app::peers::add(&shell, &shell.data_dir, &input.url, &input.name, &input.cert_sha256, input.token).await
+    gatehouse_app::peers::add(&shell, &input.url, &input.name, &input.cert_sha256, input.token).await
 }
 
 pub use gatehouse_app::peers::PeerView;
@@ -80,14 +80,14 @@ pub use gatehouse_app::peers::PeerView;
 #[specta::specta]
 pub async fn uamp_peers(shell: ShellState<'_>) -> Result<Vec<PeerView>> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::peers::list(&c, &c.data_dir)).await
+    blocking(move || gatehouse_app::peers::list(&c)).await
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn uamp_peer_remove(shell: ShellState<'_>, did: String) -> Result<()> {
     let c = shell.inner().clone();
-    blocking(move || gatehouse_app::peers::remove(&c, &c.data_dir, &did).map(|_| ())).await
+    blocking(move || gatehouse_app::peers::remove(&c, &did).map(|_| ())).await
 }
 
 /// Sends an ask and returns its stream id as soon as the peer accepted it; the stream's

@@ -51,7 +51,9 @@ fn two_desktops_and_a_phone_decide_a_knock_at_a_team_gate_two_of_three() {
     let (node2, _stop2) = node(&rt, &database, &gate_key, "node-2");
     // The owner's own commands (`gatehouse approvers …` on the team's database).
     let store = std::sync::Arc::new(gatehouse_store::Store::open_url(&database).unwrap());
-    let invite = |name: &str, at: &str| approvers::invite(&crate::harness::ctx(&store), &gate_key, name, at, chrono::Utc::now()).unwrap();
+    let owners = tempfile::tempdir().unwrap();
+    let ctx = gatehouse_app::Context::with_store(owners.path().to_path_buf(), owner.clone(), store.clone());
+    let invite = |name: &str, at: &str| approvers::invite(&ctx, name, at, chrono::Utc::now()).unwrap();
 
     // Ana and Ben join from their desktops (through either node), Cy from a phone.
     let ana = App::start();

@@ -55,7 +55,8 @@ fn row(data_dir: &std::path::Path, a: a2a::client::Agent) -> AgentRow {
 /// Adds the A2A agent at `url` (its card is read now; an agent whose card names no
 /// endpoint on that address is not added) under `name`, with the bearer token it gave
 /// the user, kept in the keychain for that address only. Replaces an agent of that name.
-pub async fn agent_add(ctx: &Context, data_dir: &std::path::Path, name: &str, url: &str, token: Option<String>) -> crate::Result<AgentRow> {
+pub async fn agent_add(ctx: &Context, name: &str, url: &str, token: Option<String>) -> crate::Result<AgentRow> {
+    let data_dir: &std::path::Path = &ctx.data_dir;
     let store = ctx.store.clone();
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
@@ -82,13 +83,15 @@ pub async fn agent_add(ctx: &Context, data_dir: &std::path::Path, name: &str, ur
     Ok(row(data_dir, agent))
 }
 
-pub fn agent_list(ctx: &Context, data_dir: &std::path::Path) -> crate::Result<Vec<AgentRow>> {
+pub fn agent_list(ctx: &Context) -> crate::Result<Vec<AgentRow>> {
+    let data_dir: &std::path::Path = &ctx.data_dir;
     let store: &Store = &ctx.store;
     Ok(a2a::executor::agents(store)?.into_iter().map(|a| row(data_dir, a)).collect())
 }
 
 /// Forgets an agent and its token.
-pub fn agent_remove(ctx: &Context, data_dir: &std::path::Path, name: &str) -> crate::Result<()> {
+pub fn agent_remove(ctx: &Context, name: &str) -> crate::Result<()> {
+    let data_dir: &std::path::Path = &ctx.data_dir;
     let store: &Store = &ctx.store;
     let mut all = a2a::executor::agents(store)?;
     let Some(old) = all.iter().find(|a| a.name == name).cloned() else {
@@ -102,7 +105,8 @@ pub fn agent_remove(ctx: &Context, data_dir: &std::path::Path, name: &str) -> cr
 }
 
 /// Sends `text` to an agent the user added and waits for its answer (the CLI's `a2a send`).
-pub async fn agent_send(ctx: &Context, data_dir: &std::path::Path, name: &str, text: &str) -> crate::Result<a2a::client::Answer> {
+pub async fn agent_send(ctx: &Context, name: &str, text: &str) -> crate::Result<a2a::client::Answer> {
+    let data_dir: &std::path::Path = &ctx.data_dir;
     let store: &Store = &ctx.store;
     let agent = a2a::executor::agents(store)?
         .into_iter()

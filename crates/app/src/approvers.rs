@@ -118,7 +118,8 @@ fn check_name(name: &str) -> Result<String> {
 
 /// Makes an invitation for a device to be called `name`, at the gate reached at
 /// `gate_url` (as members reach it: its public address).
-pub fn invite(ctx: &Context, gate_key: &str, name: &str, gate_url: &str, now: DateTime<Utc>) -> Result<Invitation> {
+pub fn invite(ctx: &Context, name: &str, gate_url: &str, now: DateTime<Utc>) -> Result<Invitation> {
+    let gate_key = ctx.public_key.as_str();
     let store: &Store = &ctx.store;
     let name = check_name(name)?;
     let base = url::Url::parse(gate_url).map_err(|e| CommandError::new(Code::BadUrl, format!("{gate_url}: {e}")))?;

@@ -129,7 +129,8 @@ fn view(store: &Store, c: Contact, own_key: &str) -> Result<ContactView> {
     })
 }
 
-pub fn list(ctx: &Context, own_key: &str) -> Result<Vec<ContactView>> {
+pub fn list(ctx: &Context) -> Result<Vec<ContactView>> {
+    let own_key = ctx.public_key.as_str();
     let store: &Store = &ctx.store;
     let mut all: Vec<ContactView> = store.contacts()?.into_iter().map(|c| view(store, c, own_key)).collect::<Result<_>>()?;
     let names: Vec<(i64, String)> = all.iter().map(|c| (c.id, c.name.trim().to_lowercase())).collect();
@@ -169,7 +170,8 @@ pub fn merge(ctx: &Context, from: i64, into: i64, now: DateTime<Utc>) -> Result<
 /// Marks a key verified: `pasted` is what the other side shared (their QR's text or key),
 /// which must be this very key; without it, the user said the safety codes match. A key
 /// change waiting on this key is lifted. Audited.
-pub fn verify(ctx: &Context, key: &str, pasted: Option<&str>, own_key: &str, now: DateTime<Utc>) -> Result<ContactView> {
+pub fn verify(ctx: &Context, key: &str, pasted: Option<&str>, now: DateTime<Utc>) -> Result<ContactView> {
+    let own_key = ctx.public_key.as_str();
     let store: &Store = &ctx.store;
     let key = gatehouse_store::sender_key(key);
     let Some(contact) = store.contact_of(&key)? else {

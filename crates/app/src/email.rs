@@ -143,7 +143,8 @@ pub async fn probe(account: &Account, password: &str, smtp_password: Option<&str
 }
 
 /// Adds (or moves) an account once the server accepts the login. Audited.
-pub async fn add(ctx: &Context, data_dir: &Path, name: &str, account: Account, password: String) -> Result<(EmailAccountRow, String)> {
+pub async fn add(ctx: &Context, name: &str, account: Account, password: String) -> Result<(EmailAccountRow, String)> {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     let name = name.trim().to_string();
     if name.is_empty() || password.is_empty() {
@@ -177,7 +178,8 @@ pub fn list(ctx: &Context) -> Result<Vec<EmailAccountRow>> {
 }
 
 /// Forgets an account and its password (its receipts stay; its mail stays where it was filed).
-pub fn remove(ctx: &Context, data_dir: &Path, name: &str) -> Result<()> {
+pub fn remove(ctx: &Context, name: &str) -> Result<()> {
+    let data_dir: &Path = &ctx.data_dir;
     let store: &Store = &ctx.store;
     let row = store.email_account(name)?.ok_or_else(|| CommandError::new(Code::NotFound, format!("no mail account {name:?}")))?;
     let account = account_of(&row)?;
@@ -188,7 +190,8 @@ pub fn remove(ctx: &Context, data_dir: &Path, name: &str) -> Result<()> {
 }
 
 /// Asks the server again with the kept password.
-pub async fn test(ctx: &Context, data_dir: &Path, name: &str) -> Result<String> {
+pub async fn test(ctx: &Context, name: &str) -> Result<String> {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     let (n, dir) = (name.to_string(), data_dir.to_path_buf());
     let (account, password, smtp) = blocking(move || {
@@ -206,7 +209,8 @@ pub async fn test(ctx: &Context, data_dir: &Path, name: &str) -> Result<String> 
 
 /// Sends a signed envelope by mail through an account's outgoing server (the named one,
 /// or the only one that has an outgoing server). Audited. Returns what was done, in words.
-pub async fn send_envelope(ctx: &Context, data_dir: &Path, account: Option<&str>, to: &str, subject: &str, envelope: &serde_json::Value) -> Result<String> {
+pub async fn send_envelope(ctx: &Context, account: Option<&str>, to: &str, subject: &str, envelope: &serde_json::Value) -> Result<String> {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     let (wanted, dir, st) = (account.map(str::to_string), data_dir.to_path_buf(), store.clone());
     let (name, smtp, certificate, password) = blocking(move || {

@@ -124,11 +124,12 @@ pub fn new_programs_and_folders(before: &ExecutorConfig, after: &ExecutorConfig)
 /// the page cannot answer; the CLI: the user typed the command), lists them as allowed on
 /// this machine (`data_dir`'s own list: a setting in the database alone runs nothing),
 /// saves and audits.
-pub async fn set<F, Fut>(ctx: &Context, data_dir: &Path, config: ExecutorConfig, confirm: F) -> Result<()>
+pub async fn set<F, Fut>(ctx: &Context, config: ExecutorConfig, confirm: F) -> Result<()>
 where
     F: FnOnce(Vec<String>) -> Fut,
     Fut: Future<Output = bool>,
 {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     let (s, c) = (store.clone(), config.clone());
     let before = blocking(move || {
@@ -174,7 +175,7 @@ pub fn allow_here(data_dir: &Path, config: &ExecutorConfig) -> Result<Vec<String
 
 /// Sets one scope's executor (or the default), keeping the others: what the CLI's
 /// `executor set` does.
-pub async fn set_scope(ctx: &Context, data_dir: &Path, scope: &str, spec: ExecutorSpec) -> Result<ExecutorConfig> {
+pub async fn set_scope(ctx: &Context, scope: &str, spec: ExecutorSpec) -> Result<ExecutorConfig> {
     let store = ctx.store.clone();
     let s = store.clone();
     let mut config = blocking(move || get_in(&s)).await?;
@@ -183,7 +184,7 @@ pub async fn set_scope(ctx: &Context, data_dir: &Path, scope: &str, spec: Execut
     } else {
         config.scopes.insert(scope.to_string(), spec);
     }
-    set(ctx, data_dir, config.clone(), |_| async { true }).await?;
+    set(ctx, config.clone(), |_| async { true }).await?;
     Ok(config)
 }
 

@@ -25,7 +25,8 @@ pub struct PeerView {
 /// Keeps a peer: its manifest is fetched again under `pin` (the fingerprint the user was
 /// shown and confirmed; the peer must still present it), then the peer is stored, its
 /// token (if any) put in the keychain, and the addition audited.
-pub async fn add(ctx: &Context, data_dir: &Path, url: &str, name: &str, pin: &str, token: Option<String>) -> Result<PeerRow> {
+pub async fn add(ctx: &Context, url: &str, name: &str, pin: &str, token: Option<String>) -> Result<PeerRow> {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     let name = name.trim().to_string();
     if name.is_empty() {
@@ -52,7 +53,8 @@ pub async fn add(ctx: &Context, data_dir: &Path, url: &str, name: &str, pin: &st
     .await
 }
 
-pub fn list(ctx: &Context, data_dir: &Path) -> Result<Vec<PeerView>> {
+pub fn list(ctx: &Context) -> Result<Vec<PeerView>> {
+    let data_dir: &Path = &ctx.data_dir;
     let store: &Store = &ctx.store;
     let secrets = Secrets::open(data_dir)?;
     store.uamp_peers()?.into_iter().map(|p| Ok(PeerView { has_token: secrets.get(&client::token_name(&p.did))?.is_some(), peer: p })).collect()
@@ -69,7 +71,8 @@ pub(crate) fn find_in(store: &Store, peer: &str) -> Result<PeerRow> {
 }
 
 /// Keeps the token a peer issued to this inbox (replacing an earlier one), audited.
-pub fn set_token(ctx: &Context, data_dir: &Path, peer: &str, token: &str) -> Result<PeerRow> {
+pub fn set_token(ctx: &Context, peer: &str, token: &str) -> Result<PeerRow> {
+    let data_dir: &Path = &ctx.data_dir;
     let store: &Store = &ctx.store;
     let row = find(ctx, peer)?;
     Secrets::open(data_dir).and_then(|s| s.put(&client::token_name(&row.did), token.trim()))?;
@@ -78,7 +81,8 @@ pub fn set_token(ctx: &Context, data_dir: &Path, peer: &str, token: &str) -> Res
 }
 
 /// Forgets a peer (by DID or name) and the token it issued, audited.
-pub fn remove(ctx: &Context, data_dir: &Path, peer: &str) -> Result<PeerRow> {
+pub fn remove(ctx: &Context, peer: &str) -> Result<PeerRow> {
+    let data_dir: &Path = &ctx.data_dir;
     let store: &Store = &ctx.store;
     let row = find(ctx, peer)?;
     store.uamp_peer_remove(&row.did)?;

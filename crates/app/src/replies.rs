@@ -11,7 +11,8 @@ use crate::{Code, CommandError, Result};
 
 /// Sends a reply with the text the user approved (edited or not), signed by this inbox;
 /// the approval is audited before it goes.
-pub async fn send(ctx: &Context, key: &ed25519_dalek::SigningKey, id: i64, text: &str) -> Result<ReplyRow> {
+pub async fn send(ctx: &Context, id: i64, text: &str) -> Result<ReplyRow> {
+    let key = &ctx.key;
     let store = ctx.store.clone();
     let text = text.trim().to_string();
     if text.is_empty() {
@@ -124,7 +125,8 @@ pub struct ConversationMessage {
 
 /// A conversation as the user reads it: what arrived and the answers this inbox sent
 /// back, each under what it answers. `own_key`: this inbox's public key.
-pub fn conversation(ctx: &Context, own_key: &str, conversation_id: &str) -> Result<Vec<ConversationMessage>> {
+pub fn conversation(ctx: &Context, conversation_id: &str) -> Result<Vec<ConversationMessage>> {
+    let own_key = ctx.public_key.as_str();
     let store: &Store = &ctx.store;
     let mut rows = store.conversation(conversation_id)?;
     for r in store.replies_for_conversation(conversation_id)?.into_iter().filter(|r| r.state == "sent") {

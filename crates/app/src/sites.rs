@@ -5,7 +5,6 @@
 use crate::Context;
 
 use crate::doors::intent;
-use ed25519_dalek::SigningKey;
 use gatehouse_intentweb::FlowType;
 use gatehouse_store::intentweb::IwConversationRow;
 use gatehouse_store::Store;
@@ -49,7 +48,8 @@ pub struct StartInput {
 }
 
 /// Starts a conversation: an `intent_request` signed with `key`.
-pub async fn start(ctx: &Context, key: &SigningKey, input: StartInput) -> Result<Turn> {
+pub async fn start(ctx: &Context, input: StartInput) -> Result<Turn> {
+    let key = &ctx.key;
     let store = ctx.store.clone();
     let message = input.message.trim();
     if message.is_empty() {
@@ -69,7 +69,8 @@ pub struct ReplyInput {
 }
 
 /// Answers the site in an open conversation (what it asked for, or a question back).
-pub async fn reply(ctx: &Context, key: &SigningKey, input: ReplyInput) -> Result<Turn> {
+pub async fn reply(ctx: &Context, input: ReplyInput) -> Result<Turn> {
+    let key = &ctx.key;
     let store = ctx.store.clone();
     let message = input.message.trim();
     if message.is_empty() {

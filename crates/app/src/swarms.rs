@@ -60,7 +60,8 @@ pub struct Added {
     pub info: serde_json::Value,
 }
 
-pub fn list(ctx: &Context, data_dir: &Path) -> Result<Vec<SwarmView>> {
+pub fn list(ctx: &Context) -> Result<Vec<SwarmView>> {
+    let data_dir: &Path = &ctx.data_dir;
     let store: &Store = &ctx.store;
     let secrets = Secrets::open(data_dir)?;
     store.mail_swarms()?.into_iter().map(|s| Ok(SwarmView { has_token: secrets.get(&mail::token_name(&s.name, &s.base_url))?.is_some(), swarm: s })).collect()
@@ -79,7 +80,8 @@ pub(crate) fn find_in(store: &Store, name: &str) -> Result<MailSwarmRow> {
 
 /// Connects to a swarm (see [`mail::swarm_add`]: asked first, token kept for this address
 /// only, audited).
-pub async fn add(ctx: &Context, data_dir: &Path, input: SwarmInput) -> Result<Added> {
+pub async fn add(ctx: &Context, input: SwarmInput) -> Result<Added> {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     let added = mail::swarm_add(store, data_dir, &input.name, &input.url, input.token, input.address).await?;
     Ok(Added { view: SwarmView { swarm: added.swarm, has_token: added.has_token }, info: added.info })
@@ -92,7 +94,8 @@ async fn connection(store: &Arc<Store>, data_dir: &Path, name: &str) -> Result<C
 
 /// Asks a swarm again (metadata, health, identity and role, status, known swarms) and keeps
 /// what it said.
-pub async fn refresh(ctx: &Context, data_dir: &Path, name: &str) -> Result<serde_json::Value> {
+pub async fn refresh(ctx: &Context, name: &str) -> Result<serde_json::Value> {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     let info = match connection(&store, data_dir, name).await? {
         Connection::V1(c) => {
@@ -110,7 +113,8 @@ pub async fn refresh(ctx: &Context, data_dir: &Path, name: &str) -> Result<serde
 }
 
 /// Forgets a connection and its token; its tasks stay. Audited.
-pub fn remove(ctx: &Context, data_dir: &Path, name: &str) -> Result<()> {
+pub fn remove(ctx: &Context, name: &str) -> Result<()> {
+    let data_dir: &Path = &ctx.data_dir;
     let store: &Store = &ctx.store;
     Ok(mail::swarm_remove(store, data_dir, name)?)
 }
@@ -134,7 +138,8 @@ fn blank(s: Option<String>) -> Option<String> {
 
 /// Sends a message and follows its task to the end; every event is stored, then handed to
 /// `on_event` (the window pushes it, the CLI prints it).
-pub async fn send(ctx: &Context, data_dir: &Path, input: SendInput, on_event: impl FnMut(&LiveEvent) + Send) -> Result<Outcome> {
+pub async fn send(ctx: &Context, input: SendInput, on_event: impl FnMut(&LiveEvent) + Send) -> Result<Outcome> {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     if input.body.trim().is_empty() {
         return Err(CommandError::new(Code::Invalid, "the message is empty"));
@@ -155,7 +160,8 @@ pub async fn send(ctx: &Context, data_dir: &Path, input: SendInput, on_event: im
 
 /// Picks up what arrived on a MAIL 2.0 server since the last look (1.3 swarms stream their
 /// tasks while they run: nothing to pick up). Returns how many messages were new.
-pub async fn sync(ctx: &Context, data_dir: &Path, name: &str, mut on_event: impl FnMut(&LiveEvent) + Send) -> Result<usize> {
+pub async fn sync(ctx: &Context, name: &str, mut on_event: impl FnMut(&LiveEvent) + Send) -> Result<usize> {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     match connection(&store, data_dir, name).await? {
         Connection::V1(_) => Ok(0),
@@ -176,7 +182,8 @@ pub struct InterswarmInput {
 
 /// Sends to agents of other swarms through this one (it needs the swarm's token, which is
 /// also the user token the swarm forwards); the message opens or joins its task.
-pub async fn interswarm(ctx: &Context, data_dir: &Path, input: InterswarmInput) -> Result<MailMessageRow> {
+pub async fn interswarm(ctx: &Context, input: InterswarmInput) -> Result<MailMessageRow> {
+    let data_dir: &Path = &ctx.data_dir;
     let store = ctx.store.clone();
     let targets: Vec<String> = input.targets.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
     if targets.is_empty() || targets.iter().any(|t| !t.contains('@')) {

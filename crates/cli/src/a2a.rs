@@ -2,7 +2,6 @@
 //! send to.
 
 use crate::terminal::{note, say};
-use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -73,7 +72,7 @@ pub enum AgentCmd {
     },
 }
 
-pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, CommandError> {
+pub fn run(cmd: A2aCmd, o: Context) -> Result<ExitCode, CommandError> {
     match cmd {
         A2aCmd::Token { name, scopes, json } => {
             let issued = gatehouse_app::a2a::token_issue(&o, &name, &scopes, chrono::Utc::now())?;
@@ -104,11 +103,11 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
         }
         A2aCmd::Agent(AgentCmd::Add { url, name, token_stdin }) => {
             let token = if token_stdin { Some(crate::uamp::read_token()?) } else { None };
-            let row = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_add(&o, data_dir, &name, &url, token))?;
+            let row = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_add(&o, &name, &url, token))?;
             note!("added {} at {} (its card calls it {:?}; endpoint {})", row.name, row.url, row.card_name, row.endpoint);
         }
         A2aCmd::Agent(AgentCmd::List { json }) => {
-            let list = gatehouse_app::a2a::agent_list(&o, data_dir)?;
+            let list = gatehouse_app::a2a::agent_list(&o)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -120,7 +119,7 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
             }
         }
         A2aCmd::Agent(AgentCmd::Remove { name }) => {
-            gatehouse_app::a2a::agent_remove(&o, data_dir, &name)?;
+            gatehouse_app::a2a::agent_remove(&o, &name)?;
             note!("removed {name}");
         }
         A2aCmd::Plain { state } => {
@@ -138,7 +137,7 @@ pub fn run(cmd: A2aCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Command
             );
         }
         A2aCmd::Send { agent, text, json } => {
-            let answer = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_send(&o, data_dir, &agent, &text))?;
+            let answer = crate::uamp::runtime()?.block_on(gatehouse_app::a2a::agent_send(&o, &agent, &text))?;
             if json {
                 crate::print_json(&serde_json::json!({"task_id": answer.task_id, "answer": answer.text}));
             } else {

@@ -88,7 +88,7 @@ pub fn run(cmd: ApproversCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
     let store = ctx;
     match cmd {
         ApproversCmd::Invite { name, url, json } => {
-            let inv = approvers::invite(store, &ctx.public_key, &name, &url, gatehouse_app::clock::now())?;
+            let inv = approvers::invite(store, &name, &url, gatehouse_app::clock::now())?;
             if json {
                 crate::print_json(&inv);
             } else {

@@ -44,7 +44,7 @@ pub fn run(cmd: ContactsCmd, ctx: &Context) -> Result<(), CommandError> {
     let (own, store) = (&ctx.public_key, ctx);
     match cmd {
         ContactsCmd::List { json } => {
-            let list = gatehouse_app::contacts::list(store, own)?;
+            let list = gatehouse_app::contacts::list(store)?;
             if json {
                 print_json(&list);
             } else if list.is_empty() {
@@ -67,7 +67,7 @@ pub fn run(cmd: ContactsCmd, ctx: &Context) -> Result<(), CommandError> {
             }
         }
         ContactsCmd::Verify { key, shared, codes_match: _ } => {
-            let c = gatehouse_app::contacts::verify(store, &key, shared.as_deref(), own, clock::now())?;
+            let c = gatehouse_app::contacts::verify(store, &key, shared.as_deref(), clock::now())?;
             note!("{}'s key is verified", c.name);
         }
         ContactsCmd::AddKey { contact, key } => {

@@ -3,7 +3,6 @@
 
 use crate::terminal::{note, say};
 use crate::{io_error, CommandError};
-use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -85,7 +84,7 @@ pub enum EmailCmd {
     Remove { name: String },
 }
 
-pub fn run(cmd: EmailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, CommandError> {
+pub fn run(cmd: EmailCmd, o: Context) -> Result<ExitCode, CommandError> {
     match cmd {
         EmailCmd::Add {
             name,
@@ -138,7 +137,7 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comma
             };
             let mut account = input.account()?;
             account.receipt_rate = gatehouse_email::smtp::ReceiptRate { per_sender_per_hour: receipts_per_sender, per_account_per_hour: receipts_per_hour };
-            let (row, said) = crate::uamp::runtime()?.block_on(email::add(&o, data_dir, &name, account, password))?;
+            let (row, said) = crate::uamp::runtime()?.block_on(email::add(&o, &name, account, password))?;
             say!("{}: {said}", row.name);
             note!("added; `gatehouse serve` (or the app) follows it from its next start");
         }
@@ -167,11 +166,11 @@ pub fn run(cmd: EmailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comma
             }
         }
         EmailCmd::Test { name } => {
-            let said = crate::uamp::runtime()?.block_on(email::test(&o, data_dir, &name))?;
+            let said = crate::uamp::runtime()?.block_on(email::test(&o, &name))?;
             say!("{name}: {said}");
         }
         EmailCmd::Remove { name } => {
-            email::remove(&o, data_dir, &name)?;
+            email::remove(&o, &name)?;
             note!("removed {name}; its receipts are kept");
         }
     }

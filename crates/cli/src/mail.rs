@@ -3,7 +3,7 @@
 
 use crate::terminal::{note, say};
 use crate::CommandError;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -152,12 +152,12 @@ fn line(m: &MailMessageRow) -> String {
     format!("{time}  T{}  {:<18} {} → {}{flag}  {:?}: {body}{odd}", m.tier, m.msg_type, m.sender, m.recipients.join(", "), m.subject)
 }
 
-pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, CommandError> {
+pub fn run(cmd: MailCmd, o: Context) -> Result<ExitCode, CommandError> {
     match cmd {
         MailCmd::Add { url, name, token_stdin, address, password_stdin } => {
             let token = if token_stdin || password_stdin { Some(crate::uamp::read_token()?) } else { None };
             let input = SwarmInput { url, name, token, address };
-            let added = crate::uamp::runtime()?.block_on(swarms::add(&o, data_dir, input))?;
+            let added = crate::uamp::runtime()?.block_on(swarms::add(&o, input))?;
             let info = added.info;
             print_survey(&added.view.swarm.name, &added.view.swarm.base_url, &info);
             if info["whoami"].get("error").is_some() {
@@ -165,7 +165,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             }
         }
         MailCmd::List { json } => {
-            let list = swarms::list(&o, data_dir)?;
+            let list = swarms::list(&o)?;
             if json {
                 crate::print_json(&list);
             } else if list.is_empty() {
@@ -178,7 +178,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
         }
         MailCmd::Info { name, json } => {
             let s = swarms::find(&o, &name)?;
-            let info = crate::uamp::runtime()?.block_on(swarms::refresh(&o, data_dir, &name))?;
+            let info = crate::uamp::runtime()?.block_on(swarms::refresh(&o, &name))?;
             if json {
                 crate::print_json(&info);
             } else {
@@ -186,11 +186,11 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             }
         }
         MailCmd::Remove { name } => {
-            swarms::remove(&o, data_dir, &name)?;
+            swarms::remove(&o, &name)?;
             note!("removed {name}; its tasks are kept");
         }
         MailCmd::Sync { name, json } => {
-            let n = crate::uamp::runtime()?.block_on(swarms::sync(&o, data_dir, &name, |e| match e {
+            let n = crate::uamp::runtime()?.block_on(swarms::sync(&o, &name, |e| match e {
                 LiveEvent::Message { message, .. } if !json => say!("{}", line(message)),
                 e if json => crate::terminal::say_verbatim(&serde_json::to_string(e).unwrap_or_default()),
                 _ => {}
@@ -201,7 +201,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
         }
         MailCmd::Send { swarm, body, subject, task, entrypoint, deadline, json } => {
             let input = SendInput { swarm, body, subject, task_id: task, entrypoint, deadline_secs: deadline };
-            let out = crate::uamp::runtime()?.block_on(swarms::send(&o, data_dir, input, |e| {
+            let out = crate::uamp::runtime()?.block_on(swarms::send(&o, input, |e| {
                 if json {
                     crate::terminal::say_verbatim(&serde_json::to_string(e).unwrap_or_default());
                     return;
@@ -222,7 +222,7 @@ pub fn run(cmd: MailCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
         }
         MailCmd::Interswarm { swarm, body, to, subject, task, json } => {
             let input = InterswarmInput { swarm, body, targets: to, subject, task_id: task };
-            let row = crate::uamp::runtime()?.block_on(swarms::interswarm(&o, data_dir, input))?;
+            let row = crate::uamp::runtime()?.block_on(swarms::interswarm(&o, input))?;
             if json {
                 crate::print_json(&row);
             } else {

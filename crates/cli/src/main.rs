@@ -454,7 +454,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                         SpecCmd::Command { timeout_secs, argv } => ExecutorSpec::Command { program: argv[0].clone(), args: argv[1..].to_vec(), timeout_secs },
                     };
                     // The user typed the program or folder here: that is the confirmation.
-                    let cfg = uamp::runtime()?.block_on(gatehouse_app::executors::set_scope(&store, &data_dir, &scope, spec))?;
+                    let cfg = uamp::runtime()?.block_on(gatehouse_app::executors::set_scope(&store, &scope, spec))?;
                     print_json(&cfg);
                 }
                 ExecutorCmd::Allow => {
@@ -470,9 +470,9 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             }
         }
         Command::Uamp(cmd) => return uamp::run(cmd, &data_dir, open(true)?),
-        Command::A2a(cmd) => return a2a::run(cmd, &data_dir, open(false)?),
-        Command::Mail(cmd) => return mail::run(cmd, &data_dir, open(true)?),
-        Command::Email(cmd) => return email::run(cmd, &data_dir, open(true)?),
+        Command::A2a(cmd) => return a2a::run(cmd, open(false)?),
+        Command::Mail(cmd) => return mail::run(cmd, open(true)?),
+        Command::Email(cmd) => return email::run(cmd, open(true)?),
         Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?),
         Command::Sites(cmd) => return sites::run(cmd, open(false)?),
         Command::Audit(cmd) => return audit::run(cmd, || open(false)),
@@ -551,7 +551,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             if to.starts_with("mailto:") {
                 let value = serde_json::to_value(&envelope)?;
                 let subject = format!("EPP envelope ({scope})");
-                let said = uamp::runtime()?.block_on(gatehouse_app::email::send_envelope(&o, &data_dir, account.as_deref(), &to, &subject, &value))?;
+                let said = uamp::runtime()?.block_on(gatehouse_app::email::send_envelope(&o, account.as_deref(), &to, &subject, &value))?;
                 say!("{}", envelope["envelope_id"].as_str().unwrap_or_default());
                 note!("{said}; its receipt comes back by mail");
                 return Ok(ExitCode::SUCCESS);

@@ -133,7 +133,6 @@ fn needs_text(needs: &[String]) -> Result<String, CommandError> {
 
 pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
     let store = &o;
-    let key = &o.key.clone();
     let rt = crate::uamp::runtime;
     match cmd {
         SitesCmd::Add { origin } => {
@@ -160,7 +159,7 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
             note!("removed {origin}; its conversations are kept");
         }
         SitesCmd::Talk { origin, intent, capability, json } => {
-            let t = rt()?.block_on(sites::start(store, key, StartInput { origin, capability, message: intent }))?;
+            let t = rt()?.block_on(sites::start(store, StartInput { origin, capability, message: intent }))?;
             if json {
                 crate::print_json(&t);
             } else {
@@ -171,7 +170,7 @@ pub fn run(cmd: SitesCmd, o: Context) -> Result<ExitCode, CommandError> {
         SitesCmd::Answer { interaction_id, message, needs, ask, json } => {
             let text = [needs_text(&needs)?, message.unwrap_or_default()].into_iter().filter(|s| !s.trim().is_empty()).collect::<Vec<_>>().join("\n");
             let flow_type = Some(if ask { FlowType::ClarificationRequest } else { FlowType::InformationResponse });
-            let t = rt()?.block_on(sites::reply(store, key, ReplyInput { interaction_id, message: text, flow_type }))?;
+            let t = rt()?.block_on(sites::reply(store, ReplyInput { interaction_id, message: text, flow_type }))?;
             if json {
                 crate::print_json(&t);
             } else {

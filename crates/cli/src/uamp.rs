@@ -143,16 +143,16 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             }
             let token = if token_stdin { Some(read_token()?) } else { None };
             let pin = found.cert_sha256.clone();
-            let row = runtime()?.block_on(gatehouse_app::peers::add(&o, data_dir, &url, &name, &pin, token))?;
+            let row = runtime()?.block_on(gatehouse_app::peers::add(&o, &url, &name, &pin, token))?;
             note!("added {} ({}); this inbox is {} to it", row.name, row.did, gatehouse_uamp::sign::did_of(key));
         }
         UampCmd::Peer(PeerCmd::Token { peer }) => {
             let t = read_token()?;
-            let row = gatehouse_app::peers::set_token(&o, data_dir, &peer, &t)?;
+            let row = gatehouse_app::peers::set_token(&o, &peer, &t)?;
             note!("kept the token for {} in the keychain", row.name);
         }
         UampCmd::Peer(PeerCmd::List { json }) => {
-            let peers = gatehouse_app::peers::list(&o, data_dir)?;
+            let peers = gatehouse_app::peers::list(&o)?;
             if json {
                 crate::print_json(&peers);
             } else {
@@ -162,7 +162,7 @@ pub fn run(cmd: UampCmd, data_dir: &Path, o: Context) -> Result<ExitCode, Comman
             }
         }
         UampCmd::Peer(PeerCmd::Remove { peer }) => {
-            let row = gatehouse_app::peers::remove(&o, data_dir, &peer)?;
+            let row = gatehouse_app::peers::remove(&o, &peer)?;
             note!("removed {}", row.name);
         }
         UampCmd::Send { peer, text, body_file, body_type, window, out, json } => {

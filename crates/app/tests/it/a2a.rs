@@ -321,7 +321,7 @@ async fn an_accepted_message_is_sent_to_an_a2a_agent_the_user_added_and_its_answ
     let u = Uamp::start(gatehouse_app::executors::a2a_agent("upper", 30)).await;
     let Some(sdk) = Sdk::of(&u) else { return };
     gatehouse_keys::load_or_create(u.dir(), gatehouse_keys::KeystoreKind::File).unwrap();
-    let added = gatehouse_app::a2a::agent_add(&crate::common::ctx(&u.store), u.dir(), "upper", &agent.url, Some("s3cret".into())).await.unwrap();
+    let added = gatehouse_app::a2a::agent_add(&crate::common::ctx_in(&u.store, u.dir()), "upper", &agent.url, Some("s3cret".into())).await.unwrap();
     assert_eq!((added.card_name.as_str(), added.streaming, added.has_token), ("Upper", true, true), "{added:?}");
     assert_eq!(added.endpoint, format!("{}/", agent.url));
 
@@ -351,9 +351,9 @@ async fn an_agent_whose_card_sends_gatehouse_elsewhere_is_not_added() {
     let dir = tempfile::tempdir().unwrap();
     let store = std::sync::Arc::new(crate::common::test_store(dir.path()));
     gatehouse_keys::load_or_create(dir.path(), gatehouse_keys::KeystoreKind::File).unwrap();
-    let e = gatehouse_app::a2a::agent_add(&crate::common::ctx(&store), dir.path(), "elsewhere", &agent.url, None).await.unwrap_err();
+    let e = gatehouse_app::a2a::agent_add(&crate::common::ctx_in(&store, dir.path()), "elsewhere", &agent.url, None).await.unwrap_err();
     assert!(e.message.contains("an endpoint elsewhere is not used"), "{e:?}");
-    assert!(gatehouse_app::a2a::agent_list(&crate::common::ctx(&store), dir.path()).unwrap().is_empty());
-    let plain = gatehouse_app::a2a::agent_add(&crate::common::ctx(&store), dir.path(), "far", "http://agent.example", None).await.unwrap_err();
+    assert!(gatehouse_app::a2a::agent_list(&crate::common::ctx_in(&store, dir.path())).unwrap().is_empty());
+    let plain = gatehouse_app::a2a::agent_add(&crate::common::ctx_in(&store, dir.path()), "far", "http://agent.example", None).await.unwrap_err();
     assert!(plain.message.contains("plain HTTP to another machine"), "{plain:?}");
 }

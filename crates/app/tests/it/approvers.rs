@@ -44,7 +44,7 @@ async fn join(inbox: &TestInbox, code: &str, name: &str) -> (u16, Value, EcdsaKe
 }
 
 pub(crate) async fn joined(inbox: &TestInbox, name: &str) -> Device {
-    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, name, &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&inbox.ctx(), name, &inbox.url, chrono::Utc::now()).unwrap();
     let (status, v, pair, public) = join(inbox, &inv.code, "").await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["name"], name, "named as invited");
@@ -174,17 +174,16 @@ async fn a_replayed_or_stale_request_a_forged_device_and_an_unseen_knock_are_ref
 #[tokio::test]
 async fn a_code_works_once_and_for_fifteen_minutes_and_a_removed_device_is_refused_at_once() {
     let inbox = TestInbox::start(&pubhex(&key(0x55)), false).await;
-    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "laptop", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&inbox.ctx(), "laptop", &inbox.url, chrono::Utc::now()).unwrap();
     assert_eq!(inv.url, format!("{}/approve#code={}&gate={}", inbox.url, inv.code, inbox.public_key));
     assert_eq!(join(&inbox, &inv.code, "Bo's laptop").await.0, 200);
     let (status, v, _, _) = join(&inbox, &inv.code, "someone else").await;
     assert!(status == 401 && v["message"].as_str().unwrap().contains("no invitation has this code"), "{v}");
     // Made 16 minutes ago: run out.
-    let old = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "late", &inbox.url, chrono::Utc::now() - chrono::Duration::minutes(16))
-        .unwrap();
+    let old = approvers::invite(&inbox.ctx(), "late", &inbox.url, chrono::Utc::now() - chrono::Duration::minutes(16)).unwrap();
     assert_eq!(join(&inbox, &old.code, "").await.0, 401);
     // A join signed by another key than the one it registers.
-    let fresh = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "x", &inbox.url, chrono::Utc::now()).unwrap();
+    let fresh = approvers::invite(&inbox.ctx(), "x", &inbox.url, chrono::Utc::now()).unwrap();
     let (pair, _) = p256();
     let (_, other) = p256();
     let body = json!({"code": fresh.code, "public_key": other, "signature": sign(&pair, &approvers::join_message(&inbox.public_key, &fresh.code, &other))});
@@ -203,7 +202,7 @@ async fn a_code_works_once_and_for_fifteen_minutes_and_a_removed_device_is_refus
 async fn junk_from_anywhere_cannot_lock_out_a_valid_code_and_a_device_cannot_take_anothers_name() {
     let inbox = TestInbox::start(&pubhex(&key(0x56)), false).await;
     let ana = joined(&inbox, "Ana's phone").await;
-    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Bo's phone", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&inbox.ctx(), "Bo's phone", &inbox.url, chrono::Utc::now()).unwrap();
     // Junk of every kind, well past a minute's worth: not JSON, a code of the wrong shape,
     // and codes of the right shape that name no invitation.
     let post = |body: String| send(reqwest::Client::new().post(format!("{}/approve/join", inbox.url)).header("content-type", "application/json").body(body));

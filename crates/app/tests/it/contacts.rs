@@ -14,12 +14,12 @@ async fn a_new_key_of_a_verified_contact_is_a_claim_then_a_change_held_until_ver
     let inbox = TestInbox::start(&own, false).await;
     let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
     inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["lab-results"]));
-    let list = contacts::list(&crate::common::ctx(&inbox.store), &own).unwrap();
+    let list = contacts::list(&inbox.ctx()).unwrap();
     assert_eq!((list.len(), list[0].name.as_str(), list[0].verified), (1, "Dr. Lee", false));
     let id = list[0].id;
     // Verified with what Dr. Lee shared (their QR's text).
     let shared = contacts::share_text(&pubhex(&lee), "http://127.0.0.1:1/epp/v1/submit");
-    let v = contacts::verify(&crate::common::ctx(&inbox.store), &pubhex(&lee), Some(&shared), &own, Utc::now()).unwrap();
+    let v = contacts::verify(&inbox.ctx(), &pubhex(&lee), Some(&shared), Utc::now()).unwrap();
     assert!(v.verified && !v.key_changed);
     assert_eq!(v.keys[0].safety_code, contacts::safety_code(&pubhex(&lee), &own), "the code both sides compute");
 
@@ -49,18 +49,15 @@ async fn a_new_key_of_a_verified_contact_is_a_claim_then_a_change_held_until_ver
     assert!(matches!(&e, ConsentError::Invalid(m) if m.contains("verify it first")), "{e}");
     let (status, _, r) = inbox.post_json(&inbox.signed(&lee2, "lab-results", "and another")).await;
     assert_eq!((status, r["x-held-for-consent"].as_bool()), (200, Some(true)), "{r}");
-    assert!(contacts::list(&crate::common::ctx(&inbox.store), &own).unwrap()[0].key_changed);
+    assert!(contacts::list(&inbox.ctx()).unwrap()[0].key_changed);
 
     // A code shared for another key verifies nothing.
     let wrong = contacts::share_text(&pubhex(&other), "http://x/");
-    assert!(contacts::verify(&crate::common::ctx(&inbox.store), &pubhex(&lee2), Some(&wrong), &own, Utc::now())
-        .unwrap_err()
-        .to_string()
-        .contains("for another key"));
-    assert!(contacts::list(&crate::common::ctx(&inbox.store), &own).unwrap()[0].key_changed);
+    assert!(contacts::verify(&inbox.ctx(), &pubhex(&lee2), Some(&wrong), Utc::now()).unwrap_err().to_string().contains("for another key"));
+    assert!(contacts::list(&inbox.ctx()).unwrap()[0].key_changed);
 
     // Verified (the codes matched): it may now be let through, and is no longer held.
-    let v = contacts::verify(&crate::common::ctx(&inbox.store), &pubhex(&lee2), None, &own, Utc::now()).unwrap();
+    let v = contacts::verify(&inbox.ctx(), &pubhex(&lee2), None, Utc::now()).unwrap();
     assert!(v.verified && !v.key_changed);
     gatehouse_app::consent::decide(&i, &ConsentTarget::Held { row_id }, Decision::AllowOnce, Utc::now()).unwrap();
     let (_, _, r) = inbox.post_json(&inbox.signed(&lee2, "lab-results", "after verifying")).await;
@@ -83,13 +80,13 @@ async fn a_namesake_is_flagged_and_joins_a_verified_contact_only_as_a_key_change
     let inbox = TestInbox::start(&own, false).await;
     inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["lab-results"]));
     inbox.trust(&pubhex(&other), "dr. lee ", policy(&["lab-results"]));
-    let list = contacts::list(&crate::common::ctx(&inbox.store), &own).unwrap();
+    let list = contacts::list(&inbox.ctx()).unwrap();
     assert_eq!(list.len(), 2, "the same name is never merged on its own");
     let (first, second) = (list.iter().find(|c| c.name == "Dr. Lee").unwrap().id, list.iter().find(|c| c.name != "Dr. Lee").unwrap().id);
     assert!(list.iter().all(|c| c.namesakes.len() == 1), "{list:?}");
-    contacts::verify(&crate::common::ctx(&inbox.store), &pubhex(&lee), None, &own, Utc::now()).unwrap();
+    contacts::verify(&inbox.ctx(), &pubhex(&lee), None, Utc::now()).unwrap();
     contacts::merge(&crate::common::ctx(&inbox.store), second, first, Utc::now()).unwrap();
-    let list = contacts::list(&crate::common::ctx(&inbox.store), &own).unwrap();
+    let list = contacts::list(&inbox.ctx()).unwrap();
     assert_eq!((list.len(), list[0].keys.len(), list[0].key_changed, list[0].verified), (1, 2, true, true));
     let (_, _, r) = inbox.post_json(&inbox.signed(&other, "lab-results", "from the merged key")).await;
     assert_eq!(r["x-held-for-consent"].as_bool(), Some(true), "held until verified: {r}");

@@ -69,9 +69,8 @@ async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_c
     let p = Peer { key: old.clone(), did: host.web.did().to_string(), token: Some(UampDoor::issue_token(&u.store, host.web.did(), Utc::now()).unwrap()) };
     let (s, b, _) = u.post(&p, &ask(&u, &host, &old, "key-1", "hello from the first key")).await;
     assert_eq!(s, 202, "{b}");
-    let own = u.inbox.did().to_string();
-    contacts::verify(&crate::common::ctx(&u.store), host.web.did(), None, &own, Utc::now()).unwrap();
-    let code_before = contacts::list(&crate::common::ctx(&u.store), &own).unwrap()[0].keys[0].safety_code.clone();
+    contacts::verify(&crate::common::ctx(&u.store), host.web.did(), None, Utc::now()).unwrap();
+    let code_before = contacts::list(&crate::common::ctx(&u.store)).unwrap()[0].keys[0].safety_code.clone();
 
     // The agent signs with a key its document did not hold: refused, and a key change waits.
     let (s, b, _) = u.post(&p, &ask(&u, &host, &new, "key-2", "from a key you never saw")).await;
@@ -105,7 +104,7 @@ async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_c
     assert_eq!((out.added.len(), out.removed.len(), out.blocked), (1, 1, true), "{out:?}");
     assert!(out.message.contains("verify it again"), "{}", out.message);
     assert!(key_changes(&u).is_empty());
-    let c = &contacts::list(&crate::common::ctx(&u.store), &own).unwrap()[0];
+    let c = &contacts::list(&crate::common::ctx(&u.store)).unwrap()[0];
     assert!(c.key_changed && !c.verified, "{c:?}");
     assert_ne!(c.keys[0].safety_code, code_before, "the code follows the keys in the document");
 
@@ -120,10 +119,10 @@ async fn a_changed_did_document_is_a_key_change_the_user_checks_and_a_verified_c
     // the key the document no longer holds. One of the keys it holds now does.
     let did_key = |k: &SigningKey| gatehouse_uamp::did::PublicKey::Ed25519(k.verifying_key()).did_key();
     for wrong in [host.web.did().to_string(), did_key(&old)] {
-        assert!(contacts::verify(&crate::common::ctx(&u.store), host.web.did(), Some(&wrong), &own, Utc::now()).is_err(), "{wrong} verifies nothing");
-        assert!(contacts::list(&crate::common::ctx(&u.store), &own).unwrap()[0].key_changed, "still blocked after pasting {wrong}");
+        assert!(contacts::verify(&crate::common::ctx(&u.store), host.web.did(), Some(&wrong), Utc::now()).is_err(), "{wrong} verifies nothing");
+        assert!(contacts::list(&crate::common::ctx(&u.store)).unwrap()[0].key_changed, "still blocked after pasting {wrong}");
     }
-    contacts::verify(&crate::common::ctx(&u.store), host.web.did(), Some(&did_key(&new)), &own, Utc::now()).unwrap();
+    contacts::verify(&crate::common::ctx(&u.store), host.web.did(), Some(&did_key(&new)), Utc::now()).unwrap();
     gatehouse_app::consent::decide(&inbox, &held, Decision::AllowOnce, Utc::now()).unwrap();
 
     // A signature by another key under a kept key id: a key change too; kept as it is.

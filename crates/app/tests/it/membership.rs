@@ -29,7 +29,7 @@ fn an_invitation_link_names_the_gate_its_code_and_key() {
 async fn a_desktop_joins_sees_a_knock_decides_and_learns_it_was_removed() {
     let inbox = TestInbox::start(&pubhex(&key(0x71)), false).await;
     let (_dir, me) = desktop();
-    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ana's laptop", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&inbox.ctx(), "Ana's laptop", &inbox.url, chrono::Utc::now()).unwrap();
 
     // An invitation naming another gate key is refused before the code is sent.
     let forged = inv.url.replace(&inbox.public_key, &"cd".repeat(32));
@@ -84,7 +84,7 @@ async fn the_desktop_follows_the_gates_stream_until_it_is_removed() {
     let inbox = TestInbox::start(&pubhex(&key(0x73)), false).await;
     let (_dir, me) = desktop();
     let me = std::sync::Arc::new(me);
-    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ben's laptop", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&inbox.ctx(), "Ben's laptop", &inbox.url, chrono::Utc::now()).unwrap();
     let m = membership::join(&me, &inv.url, "Ben's laptop").await.unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let follower = {
@@ -114,7 +114,7 @@ async fn a_members_desktop_says_when_the_gates_log_was_rewound_behind_its_back()
     let gate = key(0x73);
     let inbox = TestInbox::start(&pubhex(&gate), false).await;
     let (_dir, me) = desktop();
-    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ana's laptop", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&inbox.ctx(), "Ana's laptop", &inbox.url, chrono::Utc::now()).unwrap();
     let m = membership::join(&me, &inv.url, "Ana's laptop").await.unwrap();
     let first = gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
     inbox.store.audit("trust.revoke", Some("aa"), &serde_json::json!({}), "2026-11-28T10:05:00Z").unwrap();

@@ -124,7 +124,7 @@ impl Browser {
 async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_removed() {
     let Some(phone) = chromium().await else { return };
     let inbox = TestInbox::start(&pubhex(&key(0x61)), false).await;
-    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&inbox.ctx(), "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
 
     phone.go(&inv.url).await;
     phone.wait_text("main", "Join this gate as an approver").await;
@@ -216,7 +216,7 @@ async fn a_phone_holding_a_later_checkpoint_says_the_log_was_rewound() {
     let first = gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
     inbox.store.audit("trust.revoke", Some("aa"), &json!({}), "2026-11-28T10:05:00Z").unwrap();
     gatehouse_app::audit::checkpoint(&inbox.store, &gate, None).unwrap().unwrap();
-    let inv = approvers::invite(&crate::common::ctx(&inbox.store), &inbox.public_key, "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
+    let inv = approvers::invite(&inbox.ctx(), "Ana's phone", &inbox.url, chrono::Utc::now()).unwrap();
     phone.go(&inv.url).await;
     phone.wait_text("main", "Join this gate as an approver").await;
     phone.click("#join-button").await;

@@ -183,6 +183,15 @@ impl TestInbox {
             .unwrap();
     }
 
+    /// The application's context over this inbox: its data dir, its store and the name it
+    /// goes by (an inbox here is named by a public key alone; what the app signs for it is
+    /// signed with the tests' fixed key).
+    pub fn ctx(&self) -> gatehouse_app::Context {
+        let mut c = gatehouse_app::Context::with_store(self.dir.path().to_path_buf(), ed25519_dalek::SigningKey::from_bytes(&[3; 32]), self.store.clone());
+        c.public_key = self.public_key.clone();
+        c
+    }
+
     /// Trusts an EPP sender with what the EPP door keeps about it.
     pub fn trust_epp(&self, k: &str, name: &str, policy: Policy, epp: gatehouse_store::EppFacts) {
         let facts = gatehouse_store::Facts::epp(epp);
@@ -257,4 +266,9 @@ pub fn shown(inbox: &gatehouse_app::doors::Gate, key: &str) -> gatehouse_app::co
 /// identity key: what every application function takes.
 pub fn ctx(store: &std::sync::Arc<Store>) -> gatehouse_app::Context {
     gatehouse_app::Context::with_store(std::path::PathBuf::new(), ed25519_dalek::SigningKey::from_bytes(&[3; 32]), store.clone())
+}
+
+/// [`ctx`] over the data dir `dir` (for what the app keeps there beside the store).
+pub fn ctx_in(store: &std::sync::Arc<Store>, dir: &Path) -> gatehouse_app::Context {
+    gatehouse_app::Context::with_store(dir.to_path_buf(), ed25519_dalek::SigningKey::from_bytes(&[3; 32]), store.clone())
 }
