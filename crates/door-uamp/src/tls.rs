@@ -113,10 +113,11 @@ pub fn client_identity(key: &SigningKey) -> Result<(Vec<CertificateDer<'static>>
 pub struct ClientKey(pub Option<PublicKey>);
 
 impl ClientKey {
-    /// The key of the connection's certificate (the listener's request extension).
+    /// The key of the connection's certificate (the listener's request extension), read
+    /// once per connection.
     pub fn of(cert: Option<&PeerCertificate>) -> ClientKey {
-        let der = cert.and_then(|c| c.0.as_deref());
-        ClientKey(der.and_then(|d| PublicKey::from_certificate(&CertificateDer::from(d)).ok()))
+        let read = |der: Option<&[u8]>| der.and_then(|d| PublicKey::from_certificate(&CertificateDer::from(d)).ok());
+        ClientKey(cert.and_then(|c| (*c.read(read)).clone()))
     }
 }
 

@@ -24,9 +24,38 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
 
 /// The client certificate of a TLS connection (DER), as the handshake proved its key: a
-/// request extension beside [`PeerKey`], for a door that reads the key its own way.
+/// request extension beside [`PeerKey`], for a door that reads the key its own way. One
+/// per connection, shared by its requests: what a door reads of it is read once
+/// ([`PeerCertificate::read`]), not again for every request the connection carries.
 #[derive(Debug, Clone, Default)]
-pub struct PeerCertificate(pub Option<Arc<[u8]>>);
+pub struct PeerCertificate {
+    der: Option<Arc<[u8]>>,
+    read: Arc<std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>>,
+}
+
+impl PeerCertificate {
+    pub fn new(der: Option<&[u8]>) -> PeerCertificate {
+        PeerCertificate { der: der.map(Arc::from), read: Arc::default() }
+    }
+
+    /// The certificate (DER), if the client presented one.
+    pub fn der(&self) -> Option<&[u8]> {
+        self.der.as_deref()
+    }
+
+    /// What `read` makes of the certificate, made once per connection and kept with it.
+    /// (Were two doors to read one connection's certificate as different things, the
+    /// second would read it at each request: only the first reading is kept.)
+    pub fn read<T: Send + Sync + 'static>(&self, read: impl FnOnce(Option<&[u8]>) -> T) -> Arc<T> {
+        if let Some(t) = self.read.get().and_then(|k| k.clone().downcast::<T>().ok()) {
+            return t;
+        }
+        let t = Arc::new(read(self.der()));
+        // The first reading is kept (two first requests racing both read; one is kept).
+        let _ = self.read.set(t.clone());
+        t
+    }
+}
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, admitting connections
 /// within `limits` ([`crate::conn`]). A client that does not complete a TLS 1.3
@@ -67,7 +96,7 @@ pub async fn serve(
             // Verified above; what the handlers need is the key.
             let cert = tls.get_ref().1.peer_certificates().and_then(|c| c.first());
             let peer = cert.map(|c| PeerKey::from_certificate(c)).unwrap_or_default();
-            let certificate = PeerCertificate(cert.map(|c| Arc::from(c.as_ref())));
+            let certificate = PeerCertificate::new(cert.map(|c| c.as_ref()));
             let app = app.layer(axum::Extension(certificate)).layer(axum::Extension(peer));
             let activity = crate::conn::Activity::default();
             let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app, activity.clone(), remote));
@@ -138,5 +167,34 @@ impl ClientCertVerifier for AnyClientKey {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         // Only the key types a door names (a did:key's).
         vec![SignatureScheme::ED25519, SignatureScheme::ECDSA_NISTP256_SHA256]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PeerCertificate;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_connections_certificate_is_read_once_for_all_its_requests() {
+        let conn = PeerCertificate::new(Some(b"certificate bytes"));
+        let reads = AtomicUsize::new(0);
+        let read = |der: Option<&[u8]>| {
+            reads.fetch_add(1, Ordering::SeqCst);
+            der.map(<[u8]>::len)
+        };
+        // Each request gets a clone of the connection's extension.
+        for request in [conn.clone(), conn.clone(), conn] {
+            assert_eq!(*request.read(read), Some(17));
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_second_doors_reading_of_another_kind_is_made_again_not_refused() {
+        let conn = PeerCertificate::new(None);
+        assert!(!*conn.read(|d| d.is_some()));
+        assert_eq!(*conn.read(|d| d.map_or(0u8, |_| 1)), 0);
+        assert_eq!(*conn.read(|d| d.map_or(7u8, |_| 1)), 7, "not kept: read each time");
     }
 }
