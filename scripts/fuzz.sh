@@ -2,7 +2,7 @@
 # Fuzzes every reader of others' bytes with cargo-fuzz (libFuzzer): the EPP envelope reader
 # and canonical serialisations, UAMP envelopes/JWS/frames, ASOP JSON-RPC, MAIL events and
 # task logs, IntentWeb manifests and envelopes, the SSE reader, and mails (where an envelope
-# is in one), and A2A JSON-RPC requests.
+# is in one), A2A JSON-RPC requests, and MCP messages.
 #   scripts/fuzz.sh [seconds-per-target]     default 30 (what CI runs); try 3600 overnight
 # Seeds come from the shared EPP vectors; findings land in fuzz/artifacts/<target>/ and
 # make this script fail. Runs on stable Rust (no sanitizer: -s none).
@@ -15,7 +15,7 @@ command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 # instrumentation took most of the test command's fuzz stage. Long runs keep opt-level 3.
 if [ "$secs" -le 60 ]; then export CARGO_PROFILE_RELEASE_OPT_LEVEL=1; fi
 vectors="tests/data/vectors/epp/envelopes.json"
-for target in envelope canonical uamp asop mail intentweb sse email qr a2a; do
+for target in envelope canonical uamp asop mail intentweb sse email qr a2a mcp; do
   corpus="fuzz/corpus/$target"
   mkdir -p "$corpus"
   if [ -f "$vectors" ] && { [ "$target" = envelope ] || [ "$target" = canonical ]; }; then
