@@ -7,6 +7,7 @@
 #               2.0.1) pinned the same way (tests/peers/mail-2.0/requirements.txt).
 #   a2a-1.3.0:  the A2A Python SDK (tests/peers/a2a/requirements.txt).
 #   a2a-js-1.3.0: the A2A JavaScript SDK, @a2a-js/sdk (tests/peers/a2a-js/package-lock.json).
+#   mcp-2.3.0:  the MCP Python SDK, as client and server (tests/peers/mcp/requirements.txt).
 # Idempotent: a virtualenv whose requirements have not changed is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,4 +66,5 @@ install_venv mail-1.3.6 tests/peers/mail-1.3/requirements.txt
 install_venv mail-2.0.1 tests/peers/mail-2.0/requirements.txt
 install_venv a2a-1.3.0 tests/peers/a2a/requirements.txt
 install_npm a2a-js-1.3.0 tests/peers/a2a-js
+install_venv mcp-2.3.0 tests/peers/mcp/requirements.txt
 echo "setup-peers: ok ($PEERS)"

@@ -1,6 +1,8 @@
 //! The Model Context Protocol as Gatehouse reads it, standing between an MCP client (the
-//! user's AI app) and an MCP server (a tool the app reaches): revision
-//! [`PROTOCOL_VERSION`], the one the official SDKs speak (docs/interop.md, MCP).
+//! user's AI app) and an MCP server (a tool the app reaches): the handshake revisions up to
+//! [`PROTOCOL_VERSION`], the newest the official SDKs' clients offer in `initialize`. (The
+//! SDKs also speak 2026-07-28, stateless, which a client in "auto" mode probes with
+//! `server/discover` first and leaves for the handshake when that is refused.)
 //!
 //! - [`message`]: each JSON-RPC message peeked at (its kind, id and method) without
 //!   copying or re-encoding what passes through unchanged.
@@ -19,7 +21,8 @@ pub mod message;
 pub mod reply;
 pub mod tools;
 
-/// The protocol revision Gatehouse speaks to both sides (the official SDKs' latest).
+/// The newest handshake revision, which Gatehouse speaks to both sides (the official
+/// SDKs' `LATEST_HANDSHAKE_VERSION`).
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// The earlier revisions a side may ask for and still be answered in (stdio and
