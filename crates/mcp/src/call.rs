@@ -66,6 +66,21 @@ impl ToolCall {
         hex::encode(h.finalize())
     }
 
+    /// The request again with `arguments` in place of the client's (a rule that changes
+    /// what a call may do), written as compactly as the strict reader writes.
+    pub fn with_arguments(bytes: &[u8], arguments: &Json) -> Result<Vec<u8>, McpError> {
+        let mut msg = gatehouse_json::parse(bytes).map_err(|e| McpError::Malformed(e.to_string()))?;
+        let Json::Object(members) = &mut msg else { return Err(McpError::Malformed("not an object".into())) };
+        let Some((_, Json::Object(params))) = members.iter_mut().find(|(k, _)| k == "params") else {
+            return Err(McpError::Malformed("a tools/call needs params".into()));
+        };
+        match params.iter_mut().find(|(k, _)| k == "arguments") {
+            Some((_, a)) => *a = arguments.clone(),
+            None => params.push(("arguments".to_string(), arguments.clone())),
+        }
+        Ok(gatehouse_json::to_compact(&msg, COMPACT).into_bytes())
+    }
+
     /// The arguments in plain words, one line each (`name: value`): strings as they are,
     /// anything else as compact JSON. Nothing is cut: the user decides on all of it.
     pub fn in_words(&self) -> Vec<(String, String)> {
@@ -100,6 +115,15 @@ mod tests {
             ToolCall::read(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/etc/shadow","lines":20}}}"#)
                 .unwrap();
         assert_ne!(c.digest(), other.digest(), "a decision is bound to the exact arguments");
+    }
+
+    #[test]
+    fn a_call_given_other_arguments_keeps_everything_else() {
+        let sent = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"send_mail","arguments":{"to":"a@x.example","cc":"me@evil.example"},"_meta":{"progressToken":1}}}"#;
+        let narrowed = gatehouse_json::parse(br#"{"to":"a@x.example"}"#).unwrap();
+        let out = ToolCall::with_arguments(sent, &narrowed).unwrap();
+        let again = ToolCall::read(&out).unwrap();
+        assert_eq!((again.id.json(), again.arguments_json(), again.progress_token.as_deref()), ("4", r#"{"to":"a@x.example"}"#.to_string(), Some("1")));
     }
 
     #[test]

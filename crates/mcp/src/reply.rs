@@ -8,6 +8,8 @@ use crate::message::Id;
 pub const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC's code for a message that is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's code for a method the receiver does not have.
+pub const METHOD_NOT_FOUND: i64 = -32601;
 /// The code of a call Gatehouse did not let through (in the range JSON-RPC leaves to
 /// servers): the client shows its message.
 pub const REFUSED: i64 = -32001;
@@ -16,6 +18,11 @@ pub const REFUSED: i64 = -32001;
 pub fn error(id: &Id, code: i64, message: &str) -> Vec<u8> {
     let id: Value = serde_json::from_str(id.json()).unwrap_or(Value::Null);
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})).unwrap_or_default()
+}
+
+/// An error answer to a message whose id could not be read (JSON-RPC: id null).
+pub fn unreadable(code: i64, message: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})).unwrap_or_default()
 }
 
 /// A progress notification under the client's token (`progress` counts up; `message` says

@@ -1,0 +1,15 @@
+//! The MCP door: Gatehouse between an MCP client (the user's AI app) and an MCP server
+//! (a tool it reaches). What the gate does not need to see passes as it came; a
+//! `tools/call`, a changed tool and a request of the server's for the user wait for the
+//! gate's answer ([`relay::Keeper`]).
+//!
+//! - [`frame`]: stdio's one-message-per-line framing, within a bound.
+//! - [`relay`]: the relay itself, both directions.
+//! - [`child`]: the server started as a child, dying with its whole group.
+
+pub mod child;
+pub mod frame;
+pub mod relay;
+
+/// The door's name, recorded with what knocks at it and with the trust entries it makes.
+pub const DOOR: &str = "mcp";

@@ -1,0 +1,264 @@
+//! The relay between an MCP client and an MCP server: every message passes through as
+//! the bytes it came as, except what the gate must see first. A client's `tools/call`
+//! waits for the [`Keeper`]'s verdict (telling the client progress meanwhile, when it
+//! asked for it) and goes on, goes on with other arguments, or is answered with a
+//! refusal; the server's answer to `tools/list` is shown to the keeper, which may
+//! withhold tools (a changed one, until the user accepted the change); a request of the
+//! server's to the client (sampling, elicitation) waits for the keeper too. Each
+//! direction is read by one task and written by one; what waits does not stop anything
+//! else from passing.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gatehouse_json::Json;
+use gatehouse_mcp::call::ToolCall;
+use gatehouse_mcp::message::{peek, Id, Kind};
+use gatehouse_mcp::tools::Pin;
+use gatehouse_mcp::{reply, MAX_MESSAGE};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::frame::{Line, Lines};
+
+/// What the gate says of something that waits for it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Let it through as it came.
+    Pass,
+    /// Let the call through with these arguments instead (a rule that narrows it).
+    Arguments(Json),
+    /// Answer it with this refusal, in words the client shows.
+    Refuse(String),
+}
+
+/// The gate behind the door, for one server.
+pub trait Keeper: Send + Sync + 'static {
+    /// A call of one of the server's tools, as the client asked it.
+    fn call(&self, call: &ToolCall) -> impl Future<Output = Verdict> + Send;
+    /// The tools the server listed: the names of those to withhold from the client.
+    fn listed(&self, tools: &[Pin]) -> impl Future<Output = Vec<String>> + Send;
+    /// A request of the server's to the client or its user (`method`, the whole message).
+    fn server_asks(&self, method: &str, message: &[u8]) -> impl Future<Output = Verdict> + Send;
+}
+
+/// Calls and requests waiting for the gate at once, per relay; more are refused at once.
+pub const MAX_WAITING: usize = 32;
+/// Messages queued for a side that is slow to read, per direction.
+const QUEUED: usize = 64;
+/// How often a client that asked for progress hears that its call still waits.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// How a relay ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The client closed its side (it disconnected, or quit).
+    Client,
+    /// The server closed its side (it exited).
+    Server,
+}
+
+struct Shared<K> {
+    keeper: K,
+    /// Ids of the client's `tools/list` requests still unanswered.
+    listing: Mutex<HashSet<Id>>,
+    waiting: Semaphore,
+    to_client: mpsc::Sender<Vec<u8>>,
+    to_server: mpsc::Sender<Vec<u8>>,
+}
+
+/// Relays between a client (`client_in` read, `client_out` written) and a server until
+/// either side closes.
+pub async fn run<K: Keeper>(
+    client_in: impl AsyncBufRead + Unpin + Send + 'static,
+    client_out: impl AsyncWrite + Unpin + Send + 'static,
+    server_in: impl AsyncBufRead + Unpin + Send + 'static,
+    server_out: impl AsyncWrite + Unpin + Send + 'static,
+    keeper: K,
+) -> std::io::Result<Ended> {
+    let (to_client, client_rx) = mpsc::channel(QUEUED);
+    let (to_server, server_rx) = mpsc::channel(QUEUED);
+    let shared = Arc::new(Shared { keeper, listing: Mutex::new(HashSet::new()), waiting: Semaphore::new(MAX_WAITING), to_client, to_server });
+    let writers = [tokio::spawn(write(client_rx, client_out)), tokio::spawn(write(server_rx, server_out))];
+    let from_client = tokio::spawn(from_client(Lines::new(client_in, MAX_MESSAGE), shared.clone()));
+    let from_server = tokio::spawn(from_server(Lines::new(server_in, MAX_MESSAGE), shared.clone()));
+    let ended = tokio::select! {
+        r = from_client => r.unwrap_or(Ok(())).map(|()| Ended::Client),
+        r = from_server => r.unwrap_or(Ok(())).map(|()| Ended::Server),
+    };
+    for w in writers {
+        w.abort();
+    }
+    ended
+}
+
+async fn write(mut rx: mpsc::Receiver<Vec<u8>>, mut out: impl AsyncWrite + Unpin) {
+    while let Some(mut line) = rx.recv().await {
+        line.push(b'\n');
+        if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn from_client<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: Arc<Shared<K>>) -> std::io::Result<()> {
+    while let Some(line) = lines.next().await? {
+        let bytes = match line {
+            Line::Message(b) => b,
+            Line::TooLong(n) => {
+                let _ =
+                    s.to_client.send(reply::unreadable(reply::INVALID_REQUEST, &format!("a message of {n} bytes is over the {MAX_MESSAGE}-byte bound"))).await;
+                continue;
+            }
+        };
+        match peek(&bytes) {
+            Err(e) => {
+                let _ = s.to_client.send(reply::unreadable(reply::INVALID_REQUEST, &e.to_string())).await;
+            }
+            Ok(Kind::Request { id, method }) if method == "tools/call" => {
+                let Ok(permit) = s.waiting.try_acquire() else {
+                    let _ = s
+                        .to_client
+                        .send(reply::error(&id, reply::REFUSED, "Gatehouse: too many calls are waiting for your answer; try again once they are decided"))
+                        .await;
+                    continue;
+                };
+                permit.forget();
+                let s = s.clone();
+                tokio::spawn(async move {
+                    judge_call(&s, id, bytes).await;
+                    s.waiting.add_permits(1);
+                });
+            }
+            // Gatehouse speaks the handshake revisions: a client probing for the stateless
+            // one is told it is not here and falls back to `initialize` (docs/interop.md).
+            Ok(Kind::Request { id, method }) if method == "server/discover" => {
+                let _ = s.to_client.send(reply::error(&id, reply::METHOD_NOT_FOUND, "server/discover: this server speaks the initialize handshake")).await;
+            }
+            Ok(Kind::Request { id, method }) if method == "tools/list" => {
+                s.listing.lock().unwrap_or_else(|p| p.into_inner()).insert(id);
+                let _ = s.to_server.send(bytes).await;
+            }
+            Ok(_) => {
+                let _ = s.to_server.send(bytes).await;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn judge_call<K: Keeper>(s: &Shared<K>, id: Id, bytes: Vec<u8>) {
+    let call = match ToolCall::read(&bytes) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = s.to_client.send(reply::error(&id, reply::INVALID_REQUEST, &e.to_string())).await;
+            return;
+        }
+    };
+    let verdict = {
+        let judged = s.keeper.call(&call);
+        tokio::pin!(judged);
+        let mut tick = tokio::time::interval(PROGRESS_EVERY);
+        tick.tick().await;
+        let mut told: u64 = 0;
+        loop {
+            tokio::select! {
+                v = &mut judged => break v,
+                _ = tick.tick() => {
+                    if let Some(token) = &call.progress_token {
+                        told = told.saturating_add(1);
+                        let _ = s.to_client.send(reply::progress(token, told, "waiting for the user to decide in Gatehouse")).await;
+                    }
+                }
+            }
+        }
+    };
+    match verdict {
+        Verdict::Pass => {
+            let _ = s.to_server.send(bytes).await;
+        }
+        Verdict::Arguments(a) => match ToolCall::with_arguments(&bytes, &a) {
+            Ok(b) => {
+                let _ = s.to_server.send(b).await;
+            }
+            Err(e) => {
+                let _ = s.to_client.send(reply::error(&id, reply::REFUSED, &format!("Gatehouse could not change the call's arguments: {e}"))).await;
+            }
+        },
+        Verdict::Refuse(why) => {
+            let _ = s.to_client.send(reply::error(&id, reply::REFUSED, &why)).await;
+        }
+    }
+}
+
+async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: Arc<Shared<K>>) -> std::io::Result<()> {
+    while let Some(line) = lines.next().await? {
+        let bytes = match line {
+            Line::Message(b) => b,
+            // Which request it answered cannot be read: the client's wait for it ends with
+            // the client's own timeout, and the message is not passed on.
+            Line::TooLong(n) => {
+                tracing::warn!(bytes = n, "an MCP server's message over the bound was not passed on");
+                continue;
+            }
+        };
+        match peek(&bytes) {
+            Ok(Kind::Response { id, error: false }) if s.listing.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) => {
+                let out = listed(&s.keeper, &id, bytes).await;
+                let _ = s.to_client.send(out).await;
+            }
+            Ok(Kind::Request { id, method }) if method == "sampling/createMessage" || method == "elicitation/create" => {
+                let Ok(permit) = s.waiting.try_acquire() else {
+                    let _ = s.to_server.send(reply::error(&id, reply::REFUSED, "Gatehouse: too many requests are waiting for the user")).await;
+                    continue;
+                };
+                permit.forget();
+                let s = s.clone();
+                tokio::spawn(async move {
+                    match s.keeper.server_asks(&method, &bytes).await {
+                        Verdict::Pass | Verdict::Arguments(_) => {
+                            let _ = s.to_client.send(bytes).await;
+                        }
+                        Verdict::Refuse(why) => {
+                            let _ = s.to_server.send(reply::error(&id, reply::REFUSED, &why)).await;
+                        }
+                    }
+                    s.waiting.add_permits(1);
+                });
+            }
+            Ok(_) => {
+                let _ = s.to_client.send(bytes).await;
+            }
+            // A server's message that is not MCP is not passed on (the client would have
+            // to make sense of it).
+            Err(e) => tracing::warn!(error = %e, "an MCP server sent what is not an MCP message"),
+        }
+    }
+    Ok(())
+}
+
+/// The server's answer to `tools/list` shown to the keeper, and passed on without the
+/// tools it withholds (unchanged when it withholds none). A list the gate cannot read
+/// does not reach the client: the model would be shown tools nobody pinned.
+async fn listed<K: Keeper>(keeper: &K, id: &Id, bytes: Vec<u8>) -> Vec<u8> {
+    let refused = |why: String| reply::error(id, reply::REFUSED, &format!("Gatehouse could not read this server's tool list: {why}"));
+    let mut msg: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(m) => m,
+        Err(e) => return refused(e.to_string()),
+    };
+    let pins = match msg.get("result").map(gatehouse_mcp::tools::pins) {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => return refused(e.to_string()),
+        None => return refused("it has no result".into()),
+    };
+    let withheld = keeper.listed(&pins).await;
+    if withheld.is_empty() {
+        return bytes;
+    }
+    if let Some(tools) = msg.get_mut("result").and_then(|r| r.get_mut("tools")).and_then(serde_json::Value::as_array_mut) {
+        tools.retain(|t| !t.get("name").and_then(serde_json::Value::as_str).is_some_and(|n| withheld.iter().any(|w| w == n)));
+    }
+    serde_json::to_vec(&msg).unwrap_or_else(|e| refused(e.to_string()))
+}

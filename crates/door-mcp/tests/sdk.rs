@@ -1,0 +1,186 @@
+//! The relay between the official Python SDK (mcp 2.3.0, tests/peers/mcp, installed by
+//! scripts/setup-peers.sh) as the client and as the server, over stdio: what the gate lets
+//! through arrives unchanged, what it refuses is an error the client shows, a tool whose
+//! words changed is withheld, and the server is gone once the client is.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use gatehouse_door_mcp::relay::{self, Ended, Keeper, Verdict};
+use gatehouse_mcp::call::ToolCall;
+use gatehouse_mcp::tools::{changes, Change, Pin};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The SDK's Python, or None (said why) when the peers are not installed and the run
+/// does not require them (scripts/test.sh does).
+fn python() -> Option<PathBuf> {
+    let dir = std::env::var_os("GATEHOUSE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"));
+    let py = dir.join("mcp-2.3.0/bin/python");
+    if py.exists() {
+        return Some(py);
+    }
+    let why = format!("the MCP SDK is not installed at {}; run scripts/setup-peers.sh", py.display());
+    assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/mcp").join(name)
+}
+
+/// A gate that lets everything through but the tools it is told to refuse, and withholds
+/// every listed tool not as pinned.
+struct TestKeeper {
+    refuse: &'static [&'static str],
+    pinned: Option<Vec<Pin>>,
+    calls: Mutex<Vec<ToolCall>>,
+    lists: Mutex<Vec<Vec<Pin>>>,
+}
+
+impl TestKeeper {
+    fn new(refuse: &'static [&'static str], pinned: Option<Vec<Pin>>) -> TestKeeper {
+        TestKeeper { refuse, pinned, calls: Mutex::default(), lists: Mutex::default() }
+    }
+}
+
+impl Keeper for &'static TestKeeper {
+    async fn call(&self, call: &ToolCall) -> Verdict {
+        self.calls.lock().unwrap().push(call.clone());
+        match self.refuse.contains(&call.name.as_str()) {
+            true => Verdict::Refuse(format!("Gatehouse: you denied {}", call.name)),
+            false => Verdict::Pass,
+        }
+    }
+
+    async fn listed(&self, tools: &[Pin]) -> Vec<String> {
+        self.lists.lock().unwrap().push(tools.to_vec());
+        let Some(pinned) = &self.pinned else { return Vec::new() };
+        changes(pinned, tools)
+            .into_iter()
+            .filter_map(|c| match c {
+                Change::Added { now } | Change::Changed { now, .. } => Some(now.name),
+                Change::Removed { .. } => None,
+            })
+            .collect()
+    }
+
+    async fn server_asks(&self, _method: &str, _message: &[u8]) -> Verdict {
+        Verdict::Refuse("Gatehouse: not in this test".into())
+    }
+}
+
+/// Runs the SDK's client through the relay to the SDK's server (`server_args` after the
+/// script), one step per element; returns each step's answer and how the relay ended.
+async fn session(py: &Path, keeper: &'static TestKeeper, server_args: &[String], steps: &[Value]) -> (Vec<Value>, Ended, gatehouse_door_mcp::child::Server) {
+    let mut args = vec![script("server.py").display().to_string()];
+    args.extend_from_slice(server_args);
+    let mut server = gatehouse_door_mcp::child::start(&py.display().to_string(), &args).unwrap();
+    let mut client = tokio::process::Command::new(py)
+        .arg(script("client.py"))
+        .args(steps.iter().map(Value::to_string))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (client_in, client_out) = (client.stdout.take().unwrap(), client.stdin.take().unwrap());
+    let stderr = client.stderr.take().unwrap();
+    let answers = tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        let mut out = Vec::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            match l.strip_prefix("ANSWER ") {
+                Some(a) => out.push(serde_json::from_str::<Value>(a).unwrap()),
+                None => eprintln!("client: {l}"),
+            }
+        }
+        out
+    });
+    let (stdin, stdout) = server.take_pipes().unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(60), relay::run(BufReader::new(client_in), client_out, BufReader::new(stdout), stdin, keeper))
+        .await
+        .expect("the session ended within a minute")
+        .unwrap();
+    let _ = client.wait().await;
+    (answers.await.unwrap(), ended, server)
+}
+
+fn leak(k: TestKeeper) -> &'static TestKeeper {
+    Box::leak(Box::new(k))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_let_through_comes_back_unchanged_and_a_refused_one_is_an_error_the_client_shows() {
+    let Some(py) = python() else { return };
+    let keeper = leak(TestKeeper::new(&["send_mail"], None));
+    let steps = [
+        json!(["list"]),
+        json!(["call", "echo", {"text": "héllo, \"world\"\n"}]),
+        json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}]),
+        json!(["call", "big", {"size": 10_000_000}]),
+    ];
+    let (answers, ended, _server) = session(&py, keeper, &[], &steps).await;
+    assert_eq!(ended, Ended::Client, "the client ended the session");
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    let names: Vec<&str> = answers[0]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["echo", "big", "send_mail"]);
+    assert_eq!(answers[1], json!({"is_error": false, "text": "héllo, \"world\"\n"}), "the result as the server gave it");
+    assert_eq!(answers[2]["error"]["code"], -32001, "{:?}", answers[2]);
+    assert!(answers[2]["error"]["message"].as_str().unwrap().contains("you denied send_mail"), "{:?}", answers[2]);
+    assert_eq!(answers[3]["text"].as_str().map(str::len), Some(10_000_000), "a 10 MB result passes whole");
+    let calls = keeper.calls.lock().unwrap();
+    assert_eq!(calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["echo", "send_mail", "big"], "every call was shown to the gate");
+    let mut words = calls[1].in_words();
+    words.sort();
+    assert_eq!(words, [("body".to_string(), "hi".to_string()), ("to".to_string(), "a@x.example".to_string())], "the arguments as the client sent them");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_whose_words_changed_since_it_was_pinned_is_withheld_from_the_client() {
+    let Some(py) = python() else { return };
+    let first = leak(TestKeeper::new(&[], None));
+    let (answers, _, _server) = session(&py, first, &[], &[json!(["list"])]).await;
+    assert_eq!(answers[0]["tools"].as_array().unwrap().len(), 3);
+    let pinned = first.lists.lock().unwrap()[0].clone();
+
+    let later = leak(TestKeeper::new(&[], Some(pinned)));
+    let (answers, _, _server) = session(&py, later, &["--rug".to_string()], &[json!(["list"])]).await;
+    let names: Vec<&str> = answers[0]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["echo", "big"], "the changed send_mail is not shown to the model");
+    let seen = &later.lists.lock().unwrap()[0];
+    assert!(seen.iter().any(|p| p.name == "send_mail" && p.description.contains("id_rsa")), "the gate saw what changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_is_gone_once_the_client_is() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("server.pid");
+    let keeper = leak(TestKeeper::new(&[], None));
+    let (_, ended, server) = session(&py, keeper, &["--pidfile".to_string(), pidfile.display().to_string()], &[json!(["list"])]).await;
+    assert_eq!(ended, Ended::Client);
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(alive(pid), "the server runs until the relay lets it go");
+    drop(server);
+    let gone = async {
+        while alive(pid) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), gone).await.expect("the server's group is gone with the relay");
+}
+
+/// Whether `pid` runs (a zombie waiting to be reaped does not).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
