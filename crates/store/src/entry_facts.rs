@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::open::Tx;
-use crate::seal::{Judged, View, EPP_ENTRIES, LEGACY_TRUST, TRUST, UAMP_ENTRIES};
-use crate::sql::{args, Db};
+use crate::seal::{Judged, EPP_ENTRIES, LEGACY_TRUST, TRUST, UAMP_ENTRIES};
+use crate::sql::{args, Db, Optional};
 use crate::*;
 
 /// What the entry's door keeps about it (at most one door's, the one it came by).
@@ -104,24 +104,52 @@ impl Facts {
     }
 }
 
-/// The facts kept for `key`, each row as the gate sealed it; `None` when one is not (added,
-/// changed or taken out outside Gatehouse: its entry then lets nobody in, as a limit taken
-/// out must not open what it closed).
-pub(crate) fn read(db: &Db<'_>, view: Option<&View>, key: &str) -> Result<Option<Facts>> {
+/// One entry's rows as the database holds them: the trust row's sealed columns, and each
+/// door's row (its sealed columns) where there is one.
+pub(crate) struct Rows {
+    pub(crate) trust: Vec<Option<String>>,
+    epp: Option<Vec<Option<String>>>,
+    uamp: Option<Vec<Option<String>>>,
+}
+
+/// The entry `key` and what the doors keep about it, in one query (the admission view and
+/// every read of an entry): `None` when there is no trust row.
+pub(crate) fn rows(db: &Db<'_>, key: &str) -> Result<Option<Rows>> {
+    // The columns as the seals hash them (`seal::Table`: each as text).
+    let sql = "SELECT CAST(t.name AS TEXT), CAST(t.added_at AS TEXT), CAST(t.policy AS TEXT), CAST(t.door AS TEXT),
+            CAST(e.public_key AS TEXT), CAST(e.reply_endpoint AS TEXT), CAST(e.mail_address AS TEXT), CAST(e.capabilities AS TEXT),
+            CAST(u.public_key AS TEXT), CAST(u.keys AS TEXT)
+        FROM trust t LEFT JOIN epp_entries e ON e.public_key = t.public_key LEFT JOIN uamp_entries u ON u.public_key = t.public_key
+        WHERE t.public_key = ?1";
+    db.prepare_cached(sql)?
+        .query_row(args![key], |r| {
+            let col = |i: usize| r.get::<Option<String>>(i);
+            let trust = vec![col(0)?, col(1)?, col(2)?, col(3)?];
+            let epp = col(4)?.map(|_| Ok::<_, StoreError>(vec![col(5)?, col(6)?, col(7)?])).transpose()?;
+            let uamp = col(8)?.map(|_| Ok::<_, StoreError>(vec![col(9)?])).transpose()?;
+            Ok(Rows { trust, epp, uamp })
+        })
+        .optional()
+}
+
+/// What the doors keep about the entry, each row as the gate sealed it (`judge` says);
+/// `None` when one is not (added, changed or taken out outside Gatehouse: its entry then
+/// lets nobody in, as a limit taken out must not open what it closed).
+pub(crate) fn judged(rows: &Rows, judge: impl Fn(&crate::seal::Table, Option<&[Option<String>]>) -> Judged) -> Result<Option<Facts>> {
     let mut facts = Facts::default();
-    match crate::seal::judge_in(db, view, EPP_ENTRIES, key)? {
+    match (judge(EPP_ENTRIES, rows.epp.as_deref()), &rows.epp) {
         (Judged::Absent, _) => {}
-        (Judged::Sealed, Some(mut c)) => {
-            let mut take = |i: usize| c.get_mut(i).and_then(Option::take);
-            let capabilities = take(2).map(|j| serde_json::from_str(&j)).transpose()?;
-            facts.epp = Some(EppFacts { reply_endpoint: take(0), mail_address: take(1), capabilities });
+        (Judged::Sealed, Some(c)) => {
+            let at = |i: usize| c.get(i).cloned().flatten();
+            let capabilities = at(2).map(|j| serde_json::from_str(&j)).transpose()?;
+            facts.epp = Some(EppFacts { reply_endpoint: at(0), mail_address: at(1), capabilities });
         }
         _ => return Ok(None),
     }
-    match crate::seal::judge_in(db, view, UAMP_ENTRIES, key)? {
+    match (judge(UAMP_ENTRIES, rows.uamp.as_deref()), &rows.uamp) {
         (Judged::Absent, _) => {}
-        (Judged::Sealed, Some(mut c)) => {
-            let keys = c.get_mut(0).and_then(Option::take).unwrap_or_default();
+        (Judged::Sealed, Some(c)) => {
+            let keys = c.first().cloned().flatten().unwrap_or_default();
             facts.uamp = Some(UampFacts { keys: serde_json::from_str(&keys)? });
         }
         _ => return Ok(None),

@@ -72,15 +72,24 @@ pub(crate) fn upsert_pending(conn: &Db<'_>, k: &Knock) -> Result<()> {
 }
 
 /// A trust entry from its sealed row (`seal::TRUST`'s columns) and what its door keeps
-/// about it, as of `db`'s snapshot: `None` when either is not as the gate sealed it.
+/// about it, as of `db`'s snapshot, in one query: `None` when any of them is not as the
+/// gate sealed it.
 pub(crate) fn entry_in(db: &Db<'_>, view: Option<&crate::seal::View>, key: &str) -> Result<Option<TrustEntry>> {
-    let Some(mut cols) = (match judge_in(db, view, TRUST, key)? {
-        (Judged::Sealed, row) => row,
-        _ => None,
-    }) else {
+    let Some(rows) = crate::entry_facts::rows(db, key)? else {
+        // No row: an entry whose seal says it should be here is not one either.
         return Ok(None);
     };
-    let Some(facts) = crate::entry_facts::read(db, view, key)? else { return Ok(None) };
+    // A store that seals nothing takes every row as it is.
+    let judged = |table: &crate::seal::Table, row: Option<&[Option<String>]>| match (view, row) {
+        (Some(v), _) => v.judge(table, key, row),
+        (None, Some(_)) => Judged::Sealed,
+        (None, None) => Judged::Absent,
+    };
+    if judged(TRUST, Some(&rows.trust)) != Judged::Sealed {
+        return Ok(None);
+    }
+    let Some(facts) = crate::entry_facts::judged(&rows, judged)? else { return Ok(None) };
+    let mut cols = rows.trust;
     let mut take = |i: usize| cols.get_mut(i).and_then(Option::take);
     let (name, added_at, policy, door) = (take(0).unwrap_or_default(), take(1).unwrap_or_default(), take(2).unwrap_or_default(), take(3));
     let door = match door {
