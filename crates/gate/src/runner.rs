@@ -182,7 +182,7 @@ async fn run_batch(store: &Arc<Store>, ids: Vec<i64>, progress: &Progress, hooks
             if let Some(r) = s.envelope(id)? {
                 match chosen(&r, config.for_scope(&r.scope)) {
                     Ok(spec) => {
-                        let name = s.trust_get(&r.sender)?.map(|t| t.name);
+                        let name = s.trust_name(&r.sender)?;
                         rows.push((spec, r, name));
                     }
                     Err(note) => changed.push((r.id, ExecStatus::Failed, Some(note))),

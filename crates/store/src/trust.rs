@@ -162,6 +162,19 @@ impl Store {
         })
     }
 
+    /// The name the user gave `key`'s entry, if its row is as the gate sealed it: what the
+    /// runner tells a program it runs for, one small read per envelope run (the entry's
+    /// door facts are not read: nothing is decided on a name).
+    pub fn trust_name(&self, key: &str) -> Result<Option<String>> {
+        let key = sender_key(key);
+        self.read(|c| {
+            c.snapshot(|db| match self.judge(db, TRUST, &key)? {
+                (Judged::Sealed, Some(cols)) => Ok(cols.into_iter().next().flatten()),
+                _ => Ok(None),
+            })
+        })
+    }
+
     /// Every sealed trust entry.
     pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
         self.read(|c| {

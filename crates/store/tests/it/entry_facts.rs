@@ -183,3 +183,24 @@ fn an_unsealed_store_from_before_is_moved_when_opened() {
     assert_eq!((clinic.door.as_str(), clinic.facts.mail_to().as_deref()), ("epp", Some("agent@clinic.example")));
     assert!(store.state_check().unwrap().intact());
 }
+
+on_both_engines! {
+    /// The runner's one small read per envelope: the entry's name, only from a row as the
+    /// gate sealed it.
+    fn a_senders_name_is_read_from_its_sealed_row_only(place) {
+        let store = open(&place, &TestSealer::node());
+        let entry = TrustEntry {
+            public_key: EPP.into(),
+            name: "Clinic".into(),
+            added_at: "2026-01-01T00:00:00Z".into(),
+            door: "epp".into(),
+            policy: Policy { allowed_scopes: vec!["support".into()], ..Policy::default() },
+            facts: Facts::default(),
+        };
+        store.trust_add(&entry).unwrap();
+        assert_eq!(store.trust_name(EPP).unwrap().as_deref(), Some("Clinic"));
+        assert_eq!(store.trust_name(PUT_IN).unwrap(), None);
+        behind_its_back(&place, &format!("UPDATE trust SET name = 'Your bank' WHERE public_key = '{EPP}'"));
+        assert_eq!(store.trust_name(EPP).unwrap(), None, "a name changed outside Gatehouse is not shown as the user's");
+    }
+}
