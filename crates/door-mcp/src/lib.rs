@@ -6,10 +6,13 @@
 //! - [`frame`]: stdio's one-message-per-line framing, within a bound.
 //! - [`relay`]: the relay itself, both directions.
 //! - [`child`]: the server started as a child, dying with its whole group.
+//! - [`upstream`]: a server reached by address (Streamable HTTP), made to look like a
+//!   child's pipes to the relay.
 
 pub mod child;
 pub mod frame;
 pub mod relay;
+pub mod upstream;
 
 /// The door's name, recorded with what knocks at it and with the trust entries it makes.
 pub const DOOR: &str = "mcp";

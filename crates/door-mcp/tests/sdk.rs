@@ -177,6 +177,68 @@ async fn the_server_is_gone_once_the_client_is() {
     tokio::time::timeout(Duration::from_secs(5), gone).await.expect("the server's group is gone with the relay");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_by_address_is_reached_over_streamable_http_through_the_same_relay() {
+    let Some(py) = python() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _server = tokio::process::Command::new(&py)
+        .arg(script("server.py"))
+        .args(["--http", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let up = async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), up).await.expect("the SDK's HTTP server listens");
+    let side = gatehouse_door_mcp::upstream::connect(&format!("http://127.0.0.1:{port}/mcp"), Default::default()).unwrap();
+    let (server_in, server_out) = tokio::io::split(side);
+    let keeper = leak(TestKeeper::new(&["send_mail"], None));
+    let steps = [
+        json!(["list"]),
+        json!(["call", "echo", {"text": "over HTTP"}]),
+        json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}]),
+        json!(["call", "big", {"size": 10_000_000}]),
+    ];
+    let mut client = tokio::process::Command::new(&py)
+        .arg(script("client.py"))
+        .args(steps.iter().map(Value::to_string))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (client_in, client_out, stderr) = (client.stdout.take().unwrap(), client.stdin.take().unwrap(), client.stderr.take().unwrap());
+    let answers = tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        let mut out = Vec::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            if let Some(a) = l.strip_prefix("ANSWER ") {
+                out.push(serde_json::from_str::<Value>(a).unwrap());
+            }
+        }
+        out
+    });
+    let ended = tokio::time::timeout(Duration::from_secs(60), relay::run(BufReader::new(client_in), client_out, BufReader::new(server_in), server_out, keeper))
+        .await
+        .expect("the session ended within a minute")
+        .unwrap();
+    assert_eq!(ended, Ended::Client);
+    let answers = answers.await.unwrap();
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    assert_eq!(answers[0]["tools"].as_array().map(Vec::len), Some(3), "{:?}", answers[0]);
+    assert_eq!(answers[1], json!({"is_error": false, "text": "over HTTP"}));
+    assert_eq!(answers[2]["error"]["code"], -32001, "{:?}", answers[2]);
+    assert_eq!(answers[3]["text"].as_str().map(str::len), Some(10_000_000), "a 10 MB result over SSE passes whole");
+    assert_eq!(keeper.lists.lock().unwrap().len(), 1, "the list was shown to the gate");
+}
+
 /// Whether `pid` runs (a zombie waiting to be reaped does not).
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -8,6 +8,8 @@ use crate::message::Id;
 pub const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC's code for a message that is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's code for an error of the receiver's own.
+pub const INTERNAL_ERROR: i64 = -32603;
 /// JSON-RPC's code for a method the receiver does not have.
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// The code of a call Gatehouse did not let through (in the range JSON-RPC leaves to

@@ -1,7 +1,7 @@
 """An MCP server on the official Python SDK (mcp 2.3.0), over stdio: the server Gatehouse
 wraps in the tests. `--pidfile PATH` writes its pid there (to check it is gone once the
 client is); `--rug` gives send_mail other words (a "rug pull": same name, new
-instructions)."""
+instructions); `--http PORT` serves Streamable HTTP on 127.0.0.1:PORT/mcp instead."""
 
 import os
 import sys
@@ -38,4 +38,7 @@ def send_mail(to: str, body: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if "--http" in sys.argv:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        server.run("stdio")
