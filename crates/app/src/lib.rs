@@ -55,6 +55,7 @@ pub mod first_run;
 pub mod guardian;
 pub mod history;
 pub mod limits;
+pub mod mcp;
 pub mod membership;
 pub mod notify;
 pub mod peers;

@@ -8,6 +8,7 @@ mod contacts;
 mod email;
 mod guardian;
 mod mail;
+mod mcp;
 mod sites;
 mod terminal;
 mod trust;
@@ -93,6 +94,9 @@ enum Command {
     /// The ASOP guardian: your agents, its rules, sessions and their decisions
     #[command(subcommand)]
     Guardian(guardian::GuardianCmd),
+    /// MCP servers your AI app reaches through Gatehouse
+    #[command(subcommand)]
+    Mcp(mcp::McpCmd),
     /// IntentWeb: companies' sites, conversations with them, their keys
     #[command(subcommand)]
     Sites(sites::SitesCmd),
@@ -474,6 +478,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         Command::Mail(cmd) => return mail::run(cmd, open(true)?),
         Command::Email(cmd) => return email::run(cmd, open(true)?),
         Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?),
+        Command::Mcp(cmd) => return mcp::run(cmd),
         Command::Sites(cmd) => return sites::run(cmd, open(false)?),
         Command::Audit(cmd) => return audit::run(cmd, || open(false)),
         Command::Approvers(cmd) => return approvers::run(cmd, &open(false)?),

@@ -30,6 +30,7 @@ pub use gatehouse_door_a2a as a2a;
 pub use gatehouse_door_epp as epp;
 pub use gatehouse_door_epp::email;
 pub use gatehouse_door_guardian as guardian;
+pub use gatehouse_door_mcp as mcp;
 pub use gatehouse_door_uamp as uamp;
 pub use gatehouse_gate as gate;
 

@@ -89,7 +89,7 @@ fn the_manifest_check_sees_a_door() {
 }
 
 /// Where others' messages arrive, and what reaches counterparts the user chose.
-const DOORS: [&str; 4] = ["door-epp", "door-uamp", "door-a2a", "door-guardian"];
+const DOORS: [&str; 5] = ["door-epp", "door-uamp", "door-a2a", "door-guardian", "door-mcp"];
 const CLIENTS: [&str; 2] = ["client-mail", "client-intentweb"];
 
 #[test]

@@ -8,6 +8,7 @@ mod guardian;
 mod load;
 mod mail;
 mod mail_reference;
+mod mcp;
 mod printing;
 mod proxy;
 mod rewind;

@@ -1,0 +1,106 @@
+//! `gatehouse mcp wrap` as an AI app runs it: the official Python SDK's client (mcp 2.3.0,
+//! tests/peers/mcp/app.py) starts `gatehouse mcp wrap --name tools -- <the SDK's server>`
+//! over stdio, and `gatehouse serve` judges each tool call as a step of the agent
+//! `mcp-tools`: unknown first (the call is refused and the server knocks), then let in from
+//! the command line and decided by the user's rules.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::{json, ok, Cleanup, Server, BIN};
+use serde_json::{json, Value};
+
+fn python() -> Option<PathBuf> {
+    let dir = std::env::var_os("GATEHOUSE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"));
+    let py = dir.join("mcp-2.3.0/bin/python");
+    if py.exists() {
+        return Some(py);
+    }
+    let why = format!("the MCP SDK is not installed at {}; run scripts/setup-peers.sh", py.display());
+    assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+fn peer(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/mcp").join(name).display().to_string()
+}
+
+/// The app's session through the wrap: each step's answer. The server writes its pid to
+/// `pidfile`, and leaves a helper process running whose pid it writes beside it.
+fn app(py: &Path, gate: &str, pidfile: &Path, steps: &[Value]) -> Vec<Value> {
+    let helper = pidfile.with_extension("helper");
+    let command =
+        [py.display().to_string(), peer("server.py"), "--pidfile".into(), pidfile.display().to_string(), "--grandchild".into(), helper.display().to_string()];
+    let mut server = vec![BIN.to_string(), "mcp".into(), "wrap".into(), "--name".into(), "tools".into(), "--gate".into(), gate.into(), "--".into()];
+    server.extend(command);
+    let server = json!(server);
+    // Its stderr (the wrap's and the server's too) goes to a file: a process left running
+    // would hold a pipe open, and the test would wait for it instead of seeing it.
+    let errors = pidfile.with_extension("stderr");
+    let out = Command::new(py)
+        .arg(peer("app.py"))
+        .arg(server.to_string())
+        .args(steps.iter().map(Value::to_string))
+        .stderr(std::fs::File::create(&errors).unwrap())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the app failed: {text}\n{}", std::fs::read_to_string(&errors).unwrap_or_default());
+    text.lines().filter_map(|l| l.strip_prefix("ANSWER ")).map(|a| serde_json::from_str(a).unwrap()).collect()
+}
+
+#[test]
+fn an_ai_apps_tool_calls_through_the_wrap_are_decided_by_the_users_gate() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _c = Cleanup(vec![d.into()]);
+    ok(d, &["init"]);
+    let server = Server::start(d);
+
+    // A server the gate has never seen: its calls are refused, and it asks to be let in.
+    let pidfile = d.join("server.pid");
+    let first = app(&py, &server.1, &pidfile, &[json!(["list"]), json!(["call", "echo", {"text": "hello"}])]);
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    assert!(gone(pid.trim()), "the server went with the app's session");
+    let helper = std::fs::read_to_string(pidfile.with_extension("helper")).unwrap();
+    assert!(gone(helper.trim()), "and so did everything it started in its group");
+    assert_eq!(first[0]["tools"], json!(["echo", "big", "send_mail"]), "listing tools asks nothing");
+    let refused = first[1]["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(first[1]["error"]["code"], -32001, "{first:?}");
+    assert!(refused.starts_with("Gatehouse:"), "the app shows who refused: {refused}");
+    let agents = json(d, &["guardian", "agents", "--json"]);
+    assert_eq!((agents[0]["agent"].as_str(), agents[0]["state"].as_str()), (Some("mcp-tools"), Some("waiting")), "{agents}");
+
+    // Let in, with the user's rules: echo runs, send_mail never does.
+    ok(d, &["trust", "approve", "asop:mcp-tools", "--name", "Test tools"]);
+    ok(d, &["guardian", "rules", "add", "--agent", "mcp-tools", "--method", "steps/toolCallRequest", "--tool", "echo", "--action", "allow"]);
+    ok(d, &["guardian", "rules", "add", "--agent", "mcp-tools", "--method", "steps/toolCallRequest", "--tool", "send_mail", "--action", "deny"]);
+    let later =
+        app(&py, &server.1, &pidfile, &[json!(["call", "echo", {"text": "hello, gate"}]), json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}])]);
+    assert_eq!(later[0], json!({"is_error": false, "text": "hello, gate"}), "{later:?}");
+    assert_eq!(later[1]["error"]["code"], -32001, "{later:?}");
+
+    // Each call is a step the user can read back, with its tool and what was decided.
+    let sessions = json(d, &["guardian", "sessions", "--json"]);
+    assert!(sessions.as_array().is_some_and(|s| !s.is_empty()), "{sessions}");
+}
+
+/// Whether the process `pid` is gone (a zombie waiting to be reaped is), within 5 s.
+fn gone(pid: &str) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let running =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
+        if !running {
+            return true;
+        }
+        if std::time::Instant::now() > until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
