@@ -44,7 +44,8 @@ pub trait Keeper: Send + Sync + 'static {
     fn server_asks(&self, method: &str, message: &[u8]) -> impl Future<Output = Verdict> + Send;
 }
 
-/// Calls and requests waiting for the gate at once, per relay; more are refused at once.
+/// Calls and requests waiting for the gate at once, per relay (and tool lists asked for
+/// and not yet answered); more are refused at once.
 pub const MAX_WAITING: usize = 32;
 /// Messages queued for a side that is slow to read, per direction.
 const QUEUED: usize = 64;
@@ -138,8 +139,21 @@ async fn from_client<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
                 let _ = s.to_client.send(reply::error(&id, reply::METHOD_NOT_FOUND, "server/discover: this server speaks the initialize handshake")).await;
             }
             Ok(Kind::Request { id, method }) if method == "tools/list" => {
-                s.listing.lock().unwrap_or_else(|p| p.into_inner()).insert(id);
-                let _ = s.to_server.send(bytes).await;
+                let kept = {
+                    let mut listing = s.listing.lock().unwrap_or_else(|p| p.into_inner());
+                    listing.len() < MAX_WAITING && listing.insert(id.clone())
+                };
+                // An answer the gate would not be watching for must not reach the client
+                // unread: a list asked for beyond the bound (or under an id already
+                // waiting) is refused instead.
+                match kept {
+                    true => {
+                        let _ = s.to_server.send(bytes).await;
+                    }
+                    false => {
+                        let _ = s.to_client.send(reply::error(&id, reply::INVALID_REQUEST, "Gatehouse: too many tool lists are being asked for at once")).await;
+                    }
+                }
             }
             Ok(_) => {
                 let _ = s.to_server.send(bytes).await;
@@ -261,4 +275,51 @@ async fn listed<K: Keeper>(keeper: &K, id: &Id, bytes: Vec<u8>) -> Vec<u8> {
         tools.retain(|t| !t.get("name").and_then(serde_json::Value::as_str).is_some_and(|n| withheld.iter().any(|w| w == n)));
     }
     serde_json::to_vec(&msg).unwrap_or_else(|e| refused(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt as _, BufReader};
+
+    struct Nobody;
+
+    impl Keeper for Nobody {
+        async fn call(&self, _call: &ToolCall) -> Verdict {
+            Verdict::Pass
+        }
+        async fn listed(&self, _tools: &[Pin]) -> Vec<String> {
+            Vec::new()
+        }
+        async fn server_asks(&self, _method: &str, _message: &[u8]) -> Verdict {
+            Verdict::Pass
+        }
+    }
+
+    #[tokio::test]
+    async fn tool_lists_asked_for_beyond_the_bound_are_refused_not_passed_unwatched() {
+        let (client, relay_client) = tokio::io::duplex(1 << 20);
+        let (server, relay_server) = tokio::io::duplex(1 << 20);
+        let (rc_in, rc_out) = tokio::io::split(relay_client);
+        let (rs_in, rs_out) = tokio::io::split(relay_server);
+        tokio::spawn(run(BufReader::new(rc_in), rc_out, BufReader::new(rs_in), rs_out, Nobody));
+        let (client_in, mut client_out) = tokio::io::split(client);
+        // A server that never answers: every list waits.
+        let (server_in, _server_out) = tokio::io::split(server);
+        for n in 0..=MAX_WAITING {
+            client_out.write_all(format!("{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"tools/list\"}}\n").as_bytes()).await.unwrap();
+        }
+        client_out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"tools/list\"}\n").await.unwrap();
+        let mut answers = BufReader::new(client_in).lines();
+        for want in [MAX_WAITING, 0] {
+            let line = tokio::time::timeout(Duration::from_secs(5), answers.next_line()).await.unwrap().unwrap().unwrap();
+            let Ok(Kind::Response { id, error: true }) = peek(line.as_bytes()) else { panic!("{line}") };
+            assert_eq!(id.json(), want.to_string(), "{line}");
+        }
+        let mut forwarded = BufReader::new(server_in).lines();
+        for n in 0..MAX_WAITING {
+            let line = forwarded.next_line().await.unwrap().unwrap();
+            assert!(line.contains(&format!("\"id\":{n},")), "{line}");
+        }
+    }
 }
