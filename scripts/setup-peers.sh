@@ -8,6 +8,8 @@
 #   a2a-1.3.0:  the A2A Python SDK (tests/peers/a2a/requirements.txt).
 #   a2a-js-1.3.0: the A2A JavaScript SDK, @a2a-js/sdk (tests/peers/a2a-js/package-lock.json).
 #   mcp-2.3.0:  the MCP Python SDK, as client and server (tests/peers/mcp/requirements.txt).
+#   mcp-js-1.32.2: the MCP TypeScript SDK, @modelcontextprotocol/sdk, as an app's client
+#               (tests/peers/mcp-js/package-lock.json).
 # Idempotent: a virtualenv whose requirements have not changed is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,4 +69,5 @@ install_venv mail-2.0.1 tests/peers/mail-2.0/requirements.txt
 install_venv a2a-1.3.0 tests/peers/a2a/requirements.txt
 install_npm a2a-js-1.3.0 tests/peers/a2a-js
 install_venv mcp-2.3.0 tests/peers/mcp/requirements.txt
+install_npm mcp-js-1.32.2 tests/peers/mcp-js
 echo "setup-peers: ok ($PEERS)"

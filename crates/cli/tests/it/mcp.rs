@@ -10,27 +10,40 @@ use std::process::Command;
 use crate::common::{json, ok, Cleanup, Server, BIN};
 use serde_json::{json, Value};
 
-fn python() -> Option<PathBuf> {
+/// A peer installed by scripts/setup-peers.sh, or None (said why) when the peers are not
+/// installed and the run does not require them (scripts/test.sh does).
+fn installed(rel: &str, what: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("GATEHOUSE_PEERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"));
-    let py = dir.join("mcp-2.3.0/bin/python");
-    if py.exists() {
-        return Some(py);
+    let path = dir.join(rel);
+    if path.exists() {
+        return Some(path);
     }
-    let why = format!("the MCP SDK is not installed at {}; run scripts/setup-peers.sh", py.display());
+    let why = format!("the {what} is not installed at {}; run scripts/setup-peers.sh", path.display());
     assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
     eprintln!("skipped: {why}");
     None
+}
+
+fn python() -> Option<PathBuf> {
+    installed("mcp-2.3.0/bin/python", "MCP Python SDK")
+}
+
+/// An AI app: the Python SDK's client, or the TypeScript SDK's (node, with its folder).
+enum App {
+    Python(PathBuf),
+    Js(PathBuf),
 }
 
 fn peer(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/mcp").join(name).display().to_string()
 }
 
-/// The app's session through the wrap: each step's answer. The server writes its pid to
-/// `pidfile`, and leaves a helper process running whose pid it writes beside it.
-fn app(py: &Path, gate: &str, pidfile: &Path, steps: &[Value]) -> Vec<Value> {
+/// The app's session through the wrap (the server on the Python SDK): each step's answer.
+/// The server writes its pid to `pidfile`, and leaves a helper process running whose pid
+/// it writes beside it.
+fn app(app: &App, py: &Path, gate: &str, pidfile: &Path, steps: &[Value]) -> Vec<Value> {
     let helper = pidfile.with_extension("helper");
     let command =
         [py.display().to_string(), peer("server.py"), "--pidfile".into(), pidfile.display().to_string(), "--grandchild".into(), helper.display().to_string()];
@@ -40,13 +53,19 @@ fn app(py: &Path, gate: &str, pidfile: &Path, steps: &[Value]) -> Vec<Value> {
     // Its stderr (the wrap's and the server's too) goes to a file: a process left running
     // would hold a pipe open, and the test would wait for it instead of seeing it.
     let errors = pidfile.with_extension("stderr");
-    let out = Command::new(py)
-        .arg(peer("app.py"))
-        .arg(server.to_string())
-        .args(steps.iter().map(Value::to_string))
-        .stderr(std::fs::File::create(&errors).unwrap())
-        .output()
-        .unwrap();
+    let mut cmd = match app {
+        App::Python(p) => {
+            let mut c = Command::new(p);
+            c.arg(peer("app.py"));
+            c
+        }
+        App::Js(dir) => {
+            let mut c = Command::new("node");
+            c.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/mcp-js/app.mjs")).env("GATEHOUSE_MCP_JS", dir);
+            c
+        }
+    };
+    let out = cmd.arg(server.to_string()).args(steps.iter().map(Value::to_string)).stderr(std::fs::File::create(&errors).unwrap()).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "the app failed: {text}\n{}", std::fs::read_to_string(&errors).unwrap_or_default());
     text.lines().filter_map(|l| l.strip_prefix("ANSWER ")).map(|a| serde_json::from_str(a).unwrap()).collect()
@@ -55,6 +74,17 @@ fn app(py: &Path, gate: &str, pidfile: &Path, steps: &[Value]) -> Vec<Value> {
 #[test]
 fn an_ai_apps_tool_calls_through_the_wrap_are_decided_by_the_users_gate() {
     let Some(py) = python() else { return };
+    decided_by_the_users_gate(&App::Python(py.clone()), &py);
+}
+
+/// The same with the TypeScript SDK's client as the app (its own framing and errors).
+#[test]
+fn the_typescript_sdks_client_is_answered_the_same_way() {
+    let (Some(py), Some(js)) = (python(), installed("mcp-js-1.32.2", "MCP TypeScript SDK")) else { return };
+    decided_by_the_users_gate(&App::Js(js), &py);
+}
+
+fn decided_by_the_users_gate(client: &App, py: &Path) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let _c = Cleanup(vec![d.into()]);
@@ -63,7 +93,7 @@ fn an_ai_apps_tool_calls_through_the_wrap_are_decided_by_the_users_gate() {
 
     // A server the gate has never seen: its calls are refused, and it asks to be let in.
     let pidfile = d.join("server.pid");
-    let first = app(&py, &server.1, &pidfile, &[json!(["list"]), json!(["call", "echo", {"text": "hello"}])]);
+    let first = app(client, py, &server.1, &pidfile, &[json!(["list"]), json!(["call", "echo", {"text": "hello"}])]);
     let pid = std::fs::read_to_string(&pidfile).unwrap();
     assert!(gone(pid.trim()), "the server went with the app's session");
     let helper = std::fs::read_to_string(pidfile.with_extension("helper")).unwrap();
@@ -71,7 +101,7 @@ fn an_ai_apps_tool_calls_through_the_wrap_are_decided_by_the_users_gate() {
     assert_eq!(first[0]["tools"], json!(["echo", "big", "send_mail"]), "listing tools asks nothing");
     let refused = first[1]["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(first[1]["error"]["code"], -32001, "{first:?}");
-    assert!(refused.starts_with("Gatehouse:"), "the app shows who refused: {refused}");
+    assert!(refused.contains("Gatehouse: ") && refused.contains("asked to let it in"), "the app shows who refused and why: {refused}");
     let agents = json(d, &["guardian", "agents", "--json"]);
     assert_eq!((agents[0]["agent"].as_str(), agents[0]["state"].as_str()), (Some("mcp-tools"), Some("waiting")), "{agents}");
 
@@ -79,8 +109,13 @@ fn an_ai_apps_tool_calls_through_the_wrap_are_decided_by_the_users_gate() {
     ok(d, &["trust", "approve", "asop:mcp-tools", "--name", "Test tools"]);
     ok(d, &["guardian", "rules", "add", "--agent", "mcp-tools", "--method", "steps/toolCallRequest", "--tool", "echo", "--action", "allow"]);
     ok(d, &["guardian", "rules", "add", "--agent", "mcp-tools", "--method", "steps/toolCallRequest", "--tool", "send_mail", "--action", "deny"]);
-    let later =
-        app(&py, &server.1, &pidfile, &[json!(["call", "echo", {"text": "hello, gate"}]), json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}])]);
+    let later = app(
+        client,
+        py,
+        &server.1,
+        &pidfile,
+        &[json!(["call", "echo", {"text": "hello, gate"}]), json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}])],
+    );
     assert_eq!(later[0], json!({"is_error": false, "text": "hello, gate"}), "{later:?}");
     assert_eq!(later[1]["error"]["code"], -32001, "{later:?}");
 
