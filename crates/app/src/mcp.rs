@@ -82,9 +82,9 @@ struct GuardianKeeper {
     steps: AtomicU64,
 }
 
-/// How long a call may wait for the guardian's answer (the guardian's own wait for the
-/// user is shorter; this only ends a gate that stopped answering).
-const ANSWER_WITHIN: Duration = Duration::from_secs(15 * 60);
+/// How long a call may wait for the guardian's answer: its longest wait for the user and a
+/// minute more (this only ends a gate that stopped answering).
+const ANSWER_WITHIN: Duration = Duration::from_secs(crate::doors::guardian::MAX_ASK_TIMEOUT.as_secs() + 60);
 
 impl GuardianKeeper {
     fn new(name: &str, url: &str) -> Result<GuardianKeeper> {
@@ -121,6 +121,13 @@ impl Keeper for GuardianKeeper {
     async fn call(&self, call: &ToolCall) -> Verdict {
         let answer = match self.http.post(&self.url).json(&self.step(call)).send().await {
             Ok(r) => r.json::<Value>().await,
+            Err(e) if e.is_timeout() => {
+                return Verdict::Refuse(format!(
+                    "Gatehouse at {} did not decide within {} minutes; the call was not sent",
+                    self.url,
+                    ANSWER_WITHIN.as_secs() / 60
+                ))
+            }
             Err(e) => {
                 return Verdict::Refuse(format!(
                     "Gatehouse is not answering at {} ({}): start it (the app, or `gatehouse serve`) to use this server's tools",

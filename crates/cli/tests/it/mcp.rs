@@ -139,3 +139,16 @@ fn gone(pid: &str) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// With no Gatehouse answering where the wrap asks, nothing runs: every call is refused
+/// and says why (never "allowed when unsure").
+#[test]
+fn with_no_gate_answering_every_call_is_refused_and_says_so() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = format!("http://127.0.0.1:{}", crate::common::free_port());
+    let answers = app(&App::Python(py.clone()), &py, &nowhere, &dir.path().join("server.pid"), &[json!(["call", "echo", {"text": "hello"}])]);
+    let message = answers[0]["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(answers[0]["error"]["code"], -32001, "{answers:?}");
+    assert!(message.contains("Gatehouse is not answering") && message.contains("start it"), "{message}");
+}
