@@ -32,14 +32,8 @@ pub fn run(cmd: McpCmd) -> Result<ExitCode, CommandError> {
     match cmd {
         McpCmd::Wrap { name, gate, command } => {
             let (program, args) = command.split_first().ok_or_else(|| crate::invalid("name the server's command after --"))?;
-            crate::uamp::runtime()?.block_on(gatehouse_app::mcp::wrap(
-                &name,
-                program,
-                args,
-                gate.as_deref(),
-                tokio::io::BufReader::new(tokio::io::stdin()),
-                tokio::io::stdout(),
-            ))?;
+            let (stdin, stdout) = crate::terminal::protocol_channel();
+            crate::uamp::runtime()?.block_on(gatehouse_app::mcp::wrap(&name, program, args, gate.as_deref(), tokio::io::BufReader::new(stdin), stdout))?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -105,3 +105,10 @@ pub fn say_lines(text: &str, indent: &str) {
         say!("{indent}{line}");
     }
 }
+
+/// The process's stdin and stdout when they are a protocol's channel rather than text for
+/// a terminal (`mcp wrap`: the app's MCP messages pass there as they came, and nothing else
+/// is written to them).
+pub fn protocol_channel() -> (tokio::io::Stdin, tokio::io::Stdout) {
+    (tokio::io::stdin(), tokio::io::stdout())
+}

@@ -13,21 +13,12 @@ use gatehouse_mcp::call::ToolCall;
 use gatehouse_mcp::tools::{changes, Change, Pin};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
 
-/// The SDK's Python, or None (said why) when the peers are not installed and the run
-/// does not require them (scripts/test.sh does).
+/// The SDK's Python (scripts/setup-peers.sh), or None, said why, when the peers are not
+/// installed and the run does not require them (scripts/test.sh does).
 fn python() -> Option<PathBuf> {
-    let dir = std::env::var_os("GATEHOUSE_PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"));
-    let py = dir.join("mcp-2.3.0/bin/python");
-    if py.exists() {
-        return Some(py);
-    }
-    let why = format!("the MCP SDK is not installed at {}; run scripts/setup-peers.sh", py.display());
-    assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
-    eprintln!("skipped: {why}");
-    None
+    gatehouse_mail_testswarm::reference::python("mcp-2.3.0", "MCP Python SDK")
 }
 
 fn script(name: &str) -> PathBuf {
@@ -81,6 +72,19 @@ async fn session(py: &Path, keeper: &'static TestKeeper, server_args: &[String],
     let mut args = vec![script("server.py").display().to_string()];
     args.extend_from_slice(server_args);
     let mut server = gatehouse_door_mcp::child::start(&py.display().to_string(), &args).unwrap();
+    let (mut client, client_in, client_out, answers) = client(py, steps);
+    let (stdin, stdout) = server.take_pipes().unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(60), relay::run(BufReader::new(client_in), client_out, BufReader::new(stdout), stdin, keeper))
+        .await
+        .expect("the session ended within a minute")
+        .unwrap();
+    let _ = client.wait().await;
+    (answers.await.unwrap(), ended, server)
+}
+
+/// The SDK's client speaking over its own stdio, one step per element; its answers as it
+/// prints them (to stderr).
+fn client(py: &Path, steps: &[Value]) -> (tokio::process::Child, ChildStdout, ChildStdin, tokio::task::JoinHandle<Vec<Value>>) {
     let mut client = tokio::process::Command::new(py)
         .arg(script("client.py"))
         .args(steps.iter().map(Value::to_string))
@@ -90,8 +94,7 @@ async fn session(py: &Path, keeper: &'static TestKeeper, server_args: &[String],
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let (client_in, client_out) = (client.stdout.take().unwrap(), client.stdin.take().unwrap());
-    let stderr = client.stderr.take().unwrap();
+    let (client_in, client_out, stderr) = (client.stdout.take().unwrap(), client.stdin.take().unwrap(), client.stderr.take().unwrap());
     let answers = tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         let mut out = Vec::new();
@@ -103,13 +106,7 @@ async fn session(py: &Path, keeper: &'static TestKeeper, server_args: &[String],
         }
         out
     });
-    let (stdin, stdout) = server.take_pipes().unwrap();
-    let ended = tokio::time::timeout(Duration::from_secs(60), relay::run(BufReader::new(client_in), client_out, BufReader::new(stdout), stdin, keeper))
-        .await
-        .expect("the session ended within a minute")
-        .unwrap();
-    let _ = client.wait().await;
-    (answers.await.unwrap(), ended, server)
+    (client, client_in, client_out, answers)
 }
 
 fn leak(k: TestKeeper) -> &'static TestKeeper {
@@ -205,26 +202,7 @@ async fn a_server_by_address_is_reached_over_streamable_http_through_the_same_re
         json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}]),
         json!(["call", "big", {"size": 10_000_000}]),
     ];
-    let mut client = tokio::process::Command::new(&py)
-        .arg(script("client.py"))
-        .args(steps.iter().map(Value::to_string))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let (client_in, client_out, stderr) = (client.stdout.take().unwrap(), client.stdin.take().unwrap(), client.stderr.take().unwrap());
-    let answers = tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        let mut out = Vec::new();
-        while let Ok(Some(l)) = lines.next_line().await {
-            if let Some(a) = l.strip_prefix("ANSWER ") {
-                out.push(serde_json::from_str::<Value>(a).unwrap());
-            }
-        }
-        out
-    });
+    let (_client, client_in, client_out, answers) = client(&py, &steps);
     let ended = tokio::time::timeout(Duration::from_secs(60), relay::run(BufReader::new(client_in), client_out, BufReader::new(server_in), server_out, keeper))
         .await
         .expect("the session ended within a minute")

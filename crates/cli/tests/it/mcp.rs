@@ -10,24 +10,10 @@ use std::process::Command;
 use crate::common::{json, ok, Cleanup, Server, BIN};
 use serde_json::{json, Value};
 
-/// A peer installed by scripts/setup-peers.sh, or None (said why) when the peers are not
-/// installed and the run does not require them (scripts/test.sh does).
-fn installed(rel: &str, what: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("GATEHOUSE_PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/gatehouse/peers"));
-    let path = dir.join(rel);
-    if path.exists() {
-        return Some(path);
-    }
-    let why = format!("the {what} is not installed at {}; run scripts/setup-peers.sh", path.display());
-    assert!(std::env::var_os("GATEHOUSE_REQUIRE_PEERS").is_none(), "{why}");
-    eprintln!("skipped: {why}");
-    None
-}
-
+/// The Python SDK's interpreter (scripts/setup-peers.sh), or None, said why, when the
+/// peers are not installed and the run does not require them.
 fn python() -> Option<PathBuf> {
-    installed("mcp-2.3.0/bin/python", "MCP Python SDK")
+    gatehouse_mail_testswarm::reference::python("mcp-2.3.0", "MCP Python SDK")
 }
 
 /// An AI app: the Python SDK's client, or the TypeScript SDK's (node, with its folder).
@@ -80,7 +66,7 @@ fn an_ai_apps_tool_calls_through_the_wrap_are_decided_by_the_users_gate() {
 /// The same with the TypeScript SDK's client as the app (its own framing and errors).
 #[test]
 fn the_typescript_sdks_client_is_answered_the_same_way() {
-    let (Some(py), Some(js)) = (python(), installed("mcp-js-1.32.2", "MCP TypeScript SDK")) else { return };
+    let (Some(py), Some(js)) = (python(), gatehouse_mail_testswarm::reference::node_peer("mcp-js-1.32.2", "MCP TypeScript SDK")) else { return };
     decided_by_the_users_gate(&App::Js(js), &py);
 }
 
