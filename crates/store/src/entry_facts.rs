@@ -268,7 +268,15 @@ impl Store {
                         continue;
                     }
                 }
-                let (policy, door, facts) = split(&key, cols[2].as_deref().unwrap_or("{}"))?;
+                // A row that does not read (it never let anyone in either) is left as it
+                // is: one broken entry must not keep the store from opening.
+                let (policy, door, facts) = match split(&key, cols.get(2).cloned().flatten().as_deref().unwrap_or("{}")) {
+                    Ok(moved) => moved,
+                    Err(e) => {
+                        tracing::warn!(key = %key, error = %e, "a trust entry kept before doors kept their own does not read; left as it is");
+                        continue;
+                    }
+                };
                 tx.execute("UPDATE trust SET policy = ?2, door = ?3 WHERE public_key = ?1", args![&key, policy, door])?;
                 write(tx, &key, &facts)?;
                 n += 1;

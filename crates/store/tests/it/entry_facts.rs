@@ -177,11 +177,15 @@ fn an_unsealed_store_from_before_is_moved_when_opened() {
         let policy = json!({"allowed_scopes": ["support"], "x-reply-endpoint": "mailto:agent@clinic.example"});
         old.execute("INSERT INTO trust (public_key, name, added_at, policy) VALUES (?1, 'Clinic', 't', ?2)", rusqlite::params![EPP, policy.to_string()])
             .unwrap();
+        // One that never read: it must not keep the store from opening.
+        old.execute("INSERT INTO trust (public_key, name, added_at, policy) VALUES (?1, 'Broken', 't', '{\"x-capabilities\": 7')", rusqlite::params![PUT_IN])
+            .unwrap();
     }
     let store = Store::open(&path).unwrap().with_sealer(TestSealer::node() as Arc<dyn Sealer>).unwrap();
     let clinic = store.trust_get(EPP).unwrap().unwrap();
     assert_eq!((clinic.door.as_str(), clinic.facts.mail_to().as_deref()), ("epp", Some("agent@clinic.example")));
-    assert!(store.state_check().unwrap().intact());
+    assert!(store.trust_get(PUT_IN).is_err(), "the broken row is left as it was, and still does not read");
+    assert!(store.state_check().unwrap().intact(), "what was moved is sealed");
 }
 
 on_both_engines! {
