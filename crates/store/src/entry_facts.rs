@@ -253,10 +253,9 @@ impl Store {
         if self.read(|c| c.snapshot(|db| legacy(db)))?.is_empty() {
             return Ok(0);
         }
-        let sealing = self.sealer.is_some();
         let moved = self.sealed_write(|tx| {
             let db = tx.db();
-            let view = if sealing { Some(crate::seal::load(&db, self.sealer.as_deref().expect("sealing"), &self.seals_verified, false)?) } else { None };
+            let view = self.view(&db)?;
             let mut n = 0;
             for (key, cols) in legacy(&db)? {
                 if let Some(view) = &view {

@@ -199,12 +199,17 @@ impl View {
 /// [`Store::judge`] with the seals already read (several rows judged in one snapshot).
 pub(crate) fn judge_in(db: &Db<'_>, view: Option<&View>, table: &Table, id: &str) -> Result<(Judged, Option<Cols>)> {
     let row = table.row(db, id)?;
-    let judged = match view {
+    Ok((judge_row(view, table, id, row.as_deref()), row))
+}
+
+/// How a deciding read takes `row` (already read) of `table`: against the seals, or, in a
+/// store that seals nothing, as it is.
+pub(crate) fn judge_row(view: Option<&View>, table: &Table, id: &str, row: Option<&[Option<String>]>) -> Judged {
+    match view {
         None if row.is_some() => Judged::Sealed,
         None => Judged::Absent,
-        Some(view) => view.judge(table, id, row.as_deref()),
-    };
-    Ok((judged, row))
+        Some(view) => view.judge(table, id, row),
+    }
 }
 
 /// Reads the head and every seal and checks them, in the snapshot `db` is in. The head's

@@ -79,12 +79,7 @@ pub(crate) fn entry_in(db: &Db<'_>, view: Option<&crate::seal::View>, key: &str)
         // No row: an entry whose seal says it should be here is not one either.
         return Ok(None);
     };
-    // A store that seals nothing takes every row as it is.
-    let judged = |table: &crate::seal::Table, row: Option<&[Option<String>]>| match (view, row) {
-        (Some(v), _) => v.judge(table, key, row),
-        (None, Some(_)) => Judged::Sealed,
-        (None, None) => Judged::Absent,
-    };
+    let judged = |table: &crate::seal::Table, row: Option<&[Option<String>]>| crate::seal::judge_row(view, table, key, row);
     if judged(TRUST, Some(&rows.trust)) != Judged::Sealed {
         return Ok(None);
     }
