@@ -65,7 +65,7 @@ struct Shared<K> {
     keeper: K,
     /// Ids of the client's `tools/list` requests still unanswered.
     listing: Mutex<HashSet<Id>>,
-    waiting: Semaphore,
+    waiting: Arc<Semaphore>,
     to_client: mpsc::Sender<Vec<u8>>,
     to_server: mpsc::Sender<Vec<u8>>,
 }
@@ -81,7 +81,7 @@ pub async fn run<K: Keeper>(
 ) -> std::io::Result<Ended> {
     let (to_client, client_rx) = mpsc::channel(QUEUED);
     let (to_server, server_rx) = mpsc::channel(QUEUED);
-    let shared = Arc::new(Shared { keeper, listing: Mutex::new(HashSet::new()), waiting: Semaphore::new(MAX_WAITING), to_client, to_server });
+    let shared = Arc::new(Shared { keeper, listing: Mutex::new(HashSet::new()), waiting: Arc::new(Semaphore::new(MAX_WAITING)), to_client, to_server });
     let writers = [tokio::spawn(write(client_rx, client_out)), tokio::spawn(write(server_rx, server_out))];
     let from_client = tokio::spawn(from_client(Lines::new(client_in, MAX_MESSAGE), shared.clone()));
     let from_server = tokio::spawn(from_server(Lines::new(server_in, MAX_MESSAGE), shared.clone()));
@@ -119,18 +119,17 @@ async fn from_client<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
                 let _ = s.to_client.send(reply::unreadable(reply::INVALID_REQUEST, &e.to_string())).await;
             }
             Ok(Kind::Request { id, method }) if method == "tools/call" => {
-                let Ok(permit) = s.waiting.try_acquire() else {
+                let Ok(permit) = s.waiting.clone().try_acquire_owned() else {
                     let _ = s
                         .to_client
                         .send(reply::error(&id, reply::REFUSED, "Gatehouse: too many calls are waiting for your answer; try again once they are decided"))
                         .await;
                     continue;
                 };
-                permit.forget();
                 let s = s.clone();
                 tokio::spawn(async move {
                     judge_call(&s, id, bytes).await;
-                    s.waiting.add_permits(1);
+                    drop(permit);
                 });
             }
             // Gatehouse speaks the handshake revisions: a client probing for the stateless
@@ -224,11 +223,10 @@ async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
                 let _ = s.to_client.send(out).await;
             }
             Ok(Kind::Request { id, method }) if method == "sampling/createMessage" || method == "elicitation/create" => {
-                let Ok(permit) = s.waiting.try_acquire() else {
+                let Ok(permit) = s.waiting.clone().try_acquire_owned() else {
                     let _ = s.to_server.send(reply::error(&id, reply::REFUSED, "Gatehouse: too many requests are waiting for the user")).await;
                     continue;
                 };
-                permit.forget();
                 let s = s.clone();
                 tokio::spawn(async move {
                     match s.keeper.server_asks(&method, &bytes).await {
@@ -239,7 +237,7 @@ async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
                             let _ = s.to_server.send(reply::error(&id, reply::REFUSED, &why)).await;
                         }
                     }
-                    s.waiting.add_permits(1);
+                    drop(permit);
                 });
             }
             Ok(_) => {
