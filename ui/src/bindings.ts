@@ -2779,6 +2779,11 @@ export type Shown = {
  *  choose it.
  */
 export type Source = "epp_sender" | "uamp_agent" | "intent_site" | "asop_agent" | 
+/**
+ *  An MCP server the user's AI app reaches through Gatehouse, known by its name and its
+ *  own key (`gatehouse mcp wrap`).
+ */
+"mcp_server" | 
 /**  An A2A agent, known by a token the user issued or its certificate's key. */
 "a2a_agent" | 
 /**

@@ -53,6 +53,9 @@ pub enum Source {
     UampAgent,
     IntentSite,
     AsopAgent,
+    /// An MCP server the user's AI app reaches through Gatehouse, known by its name and its
+    /// own key (`gatehouse mcp wrap`).
+    McpServer,
     /// An A2A agent, known by a token the user issued or its certificate's key.
     A2aAgent,
     /// A knock recorded by a door this node does not run (a newer node of the team's, or
@@ -65,6 +68,7 @@ impl Source {
     pub fn at(door: &str) -> Source {
         match door {
             guardian::DOOR => Source::AsopAgent,
+            crate::doors::mcp::DOOR => Source::McpServer,
             intent::DOOR => Source::IntentSite,
             crate::doors::uamp::DOOR => Source::UampAgent,
             crate::doors::a2a::DOOR => Source::A2aAgent,
@@ -77,6 +81,7 @@ impl Source {
     pub fn fixed_scope(self) -> Option<&'static str> {
         match self {
             Source::AsopAgent => Some(guardian::SCOPE),
+            Source::McpServer => Some(crate::doors::mcp::at_gate::SCOPE),
             Source::IntentSite => Some(intent::SCOPE),
             Source::EppSender | Source::UampAgent | Source::A2aAgent | Source::OtherDoor => None,
         }

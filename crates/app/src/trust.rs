@@ -202,6 +202,12 @@ pub(crate) fn check_sender_id(id: &str, facts: &Facts) -> std::result::Result<()
         if !crate::doors::a2a::is_caller_id(id) {
             return Err(ConsentError::Invalid(format!("not an A2A agent's key: {id} (a2a:token:<sha256> or a2a:key:<sha256>)")));
         }
+    } else if id.starts_with("mcp:") {
+        // An MCP server: the name its app runs it under and its own Ed25519 key.
+        let key = id.rsplit(':').next().unwrap_or_default();
+        if crate::doors::mcp::signed::name_of(id).is_none() || gatehouse_epp::parse_public_key(key).is_err() {
+            return Err(ConsentError::Invalid(format!("not an MCP server's key: {id} (mcp:<name>:<64 hex digits>)")));
+        }
     } else if id.starts_with("did:web:") {
         gatehouse_uamp::did::did_web_url(id).map_err(ConsentError::Invalid)?;
         if facts.uamp_keys().is_empty() {
@@ -235,6 +241,8 @@ pub fn door_of_typed_key(key: &str) -> &'static str {
         crate::doors::guardian::DOOR
     } else if key.starts_with("a2a:") {
         crate::doors::a2a::DOOR
+    } else if key.starts_with("mcp:") {
+        crate::doors::mcp::DOOR
     } else {
         crate::doors::epp::DOOR
     }
@@ -381,7 +389,11 @@ pub(crate) fn default_name(key: &str) -> String {
     // any part of it could be chosen to look like another. Other ids begin with key
     // material; cut by characters, never bytes (an asop: id is the agent's own text).
     let a2a = key.strip_prefix(crate::doors::a2a::KEY_PREFIX).or_else(|| key.strip_prefix(crate::doors::a2a::TOKEN_PREFIX));
-    if let Some(hash) = a2a {
+    if let Some(name) = crate::doors::mcp::signed::name_of(key) {
+        // The name its app's configuration runs it under, and the start of its own key.
+        let hex = key.rsplit(':').next().unwrap_or_default();
+        format!("MCP server {name} ({})", hex.chars().take(8).collect::<String>())
+    } else if let Some(hash) = a2a {
         // Only the hash of what it proved is known of it.
         format!("A2A agent {}", hash.chars().take(8).collect::<String>())
     } else if key.starts_with("did:web:") {

@@ -88,14 +88,24 @@ pub enum RulesCmd {
 
 /// A value of the guardian's own vocabulary by its name (`ends-with` or `ends_with`), so
 /// the CLI accepts exactly what a rule can say.
-fn named<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, CommandError> {
+pub(crate) fn named<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, CommandError> {
     serde_json::from_value(serde_json::Value::String(s.trim().replace('-', "_")))
         .map_err(|_| invalid(format!("{s:?} is not one of the names listed in --help")))
 }
 
-fn step_line(s: &AsopStepRow) -> String {
+pub(crate) fn step_line(s: &AsopStepRow) -> String {
     let by = s.decided_by.as_deref().unwrap_or("-");
     format!("{}  {:<8} by {by:<6} {}  {}  {}", s.created_at, s.decision, s.method, s.summary, s.message.as_deref().unwrap_or(""))
+}
+
+pub(crate) fn rule_line(r: &gatehouse_app::guardian::AsopRuleRow) -> String {
+    let cond = r
+        .condition
+        .as_ref()
+        .map(|c| format!(" when {} {} {:?}", c["argument"].as_str().unwrap_or("?"), c["op"].as_str().unwrap_or("?"), c["value"].as_str().unwrap_or("")))
+        .unwrap_or_default();
+    let redact = r.redact.as_deref().map(|p| format!(" (redact {p:?})")).unwrap_or_default();
+    format!("{:>4}  agent {}  {}  tool {}{cond}: {}{redact}  [{}]", r.id, r.agent, r.method, r.tool, r.action, r.source)
 }
 
 pub fn run(cmd: GuardianCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
@@ -128,15 +138,7 @@ pub fn run(cmd: GuardianCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
                 note!("no rules: every step is asked about");
             }
             for r in rules.iter().filter(|_| !json) {
-                let cond = r
-                    .condition
-                    .as_ref()
-                    .map(|c| {
-                        format!(" when {} {} {:?}", c["argument"].as_str().unwrap_or("?"), c["op"].as_str().unwrap_or("?"), c["value"].as_str().unwrap_or(""))
-                    })
-                    .unwrap_or_default();
-                let redact = r.redact.as_deref().map(|p| format!(" (redact {p:?})")).unwrap_or_default();
-                say!("{:>4}  agent {}  {}  tool {}{cond}: {}{redact}  [{}]", r.id, r.agent, r.method, r.tool, r.action, r.source);
+                say!("{}", rule_line(r));
             }
         }
         GuardianCmd::Rules(RulesCmd::Add { agent, method, tool, action, argument, op, value, redact, note }) => {

@@ -478,7 +478,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
         Command::Mail(cmd) => return mail::run(cmd, open(true)?),
         Command::Email(cmd) => return email::run(cmd, open(true)?),
         Command::Guardian(cmd) => return guardian::run(cmd, &open(false)?),
-        Command::Mcp(cmd) => return mcp::run(cmd),
+        Command::Mcp(cmd) => return mcp::run(cmd, &data_dir, || open(false)),
         Command::Sites(cmd) => return sites::run(cmd, open(false)?),
         Command::Audit(cmd) => return audit::run(cmd, || open(false)),
         Command::Approvers(cmd) => return approvers::run(cmd, &open(false)?),

@@ -1,18 +1,24 @@
-//! `gatehouse mcp …`: MCP servers your AI app reaches through Gatehouse.
+//! `gatehouse mcp …`: MCP servers your AI app reaches through Gatehouse: running one behind
+//! the gate (`wrap`), and the servers, their rules and their calls, through the same
+//! application layer as the window.
 
+use crate::terminal::{note, say};
 use crate::CommandError;
 use std::process::ExitCode;
 
 use clap::Subcommand;
+use gatehouse_app::guardian::RuleInput;
+use gatehouse_app::Context;
+use gatehouse_asop::rules::{Action, Condition, Op};
 
 #[derive(Subcommand)]
 pub enum McpCmd {
     /// Run an MCP server behind Gatehouse: put this in your AI app's MCP configuration in
     /// place of the server's command (`gatehouse mcp wrap --name files -- npx server …`).
-    /// Every tool call is judged by your running Gatehouse as a step of the agent
-    /// `mcp-NAME` (let it in once; then your rules decide, or you are asked).
+    /// Every tool call is judged by your running Gatehouse: the server asks to be let in
+    /// once, then your rules decide each call, or you are asked.
     Wrap {
-        /// What you call this server (letters, digits, - and _): it is your agent `mcp-NAME`
+        /// What you call this server (letters, digits, - and _)
         #[arg(long)]
         name: String,
         /// Where your Gatehouse listens, when not at the inbox's default address
@@ -23,18 +29,130 @@ pub enum McpCmd {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// The MCP servers Gatehouse knows: let in, waiting to be let in, or blocked
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let in a server that asked (by its name, or its key when two share a name)
+    Allow {
+        server: String,
+        /// What to call it
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// The rules that decide a server's calls
+    #[command(subcommand)]
+    Rules(RulesCmd),
+    /// A server's calls, newest first, with what became of each
+    Log {
+        server: String,
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
 }
 
-/// Runs on the process's own stdin and stdout, which are the app's MCP channel: nothing
-/// else is printed there. Opens nothing of the data dir (an app starts its servers with
-/// little of the user's environment: no keychain).
-pub fn run(cmd: McpCmd) -> Result<ExitCode, CommandError> {
+#[derive(Subcommand)]
+pub enum RulesCmd {
+    /// The rules for a server's calls (and those for every agent)
+    List {
+        server: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a rule for one of a server's tools; the most specific rule decides
+    Add {
+        server: String,
+        /// The tool, or * (every tool)
+        #[arg(long, default_value = "*")]
+        tool: String,
+        /// allow, deny, ask, or modify (allow with --redact's pattern redacted)
+        #[arg(long, value_parser = crate::guardian::named::<Action>)]
+        action: Action,
+        /// Only when this argument of the call… (with --op and --value)
+        #[arg(long, requires_all = ["op", "value"])]
+        argument: Option<String>,
+        /// equals, not-equals, contains, not-contains, ends-with, not-ends-with, matches
+        #[arg(long, value_parser = crate::guardian::named::<Op>)]
+        op: Option<Op>,
+        #[arg(long)]
+        value: Option<String>,
+        /// For modify: the pattern to redact before the call goes on
+        #[arg(long)]
+        redact: Option<String>,
+        #[arg(long)]
+        note: Option<String>,
+    },
+}
+
+/// `wrap` runs on the process's own stdin and stdout, which are the app's MCP channel:
+/// nothing else is printed there, and it opens only the server's key in the data dir (an
+/// app starts its servers with little of the user's environment: no keychain). The rest
+/// open the data dir as every command does.
+pub fn run(cmd: McpCmd, data_dir: &std::path::Path, open: impl FnOnce() -> Result<Context, CommandError>) -> Result<ExitCode, CommandError> {
     match cmd {
         McpCmd::Wrap { name, gate, command } => {
             let (program, args) = command.split_first().ok_or_else(|| crate::invalid("name the server's command after --"))?;
             let (stdin, stdout) = crate::terminal::protocol_channel();
-            crate::uamp::runtime()?.block_on(gatehouse_app::mcp::wrap(&name, program, args, gate.as_deref(), tokio::io::BufReader::new(stdin), stdout))?;
-            Ok(ExitCode::SUCCESS)
+            crate::uamp::runtime()?.block_on(gatehouse_app::mcp::wrap(
+                data_dir,
+                &name,
+                program,
+                args,
+                gate.as_deref(),
+                tokio::io::BufReader::new(stdin),
+                stdout,
+            ))?;
+        }
+        McpCmd::List { json } => {
+            let list = gatehouse_app::mcp::servers(&open()?)?;
+            if json {
+                crate::print_json(&list);
+            } else if list.is_empty() {
+                note!("no MCP server has come to Gatehouse yet (run one with `gatehouse mcp wrap`)");
+            }
+            for s in list.iter().filter(|_| !json) {
+                say!("{:<8}  {:<16}  {}  since {}  {}", s.state, s.name, s.shown_as.as_deref().unwrap_or(""), s.since, s.key);
+            }
+        }
+        McpCmd::Allow { server, name } => {
+            let e = gatehouse_app::mcp::allow(&open()?, &server, name)?;
+            note!("let in {} ({}): its calls are now decided by your rules, or asked about", e.name, e.public_key);
+        }
+        McpCmd::Rules(RulesCmd::List { server, json }) => {
+            let rules = gatehouse_app::mcp::rules(&open()?, &server)?;
+            if json {
+                crate::print_json(&rules);
+            } else if rules.is_empty() {
+                note!("no rules for {server}: every call is asked about");
+            }
+            for r in rules.iter().filter(|_| !json) {
+                say!("{}", crate::guardian::rule_line(r));
+            }
+        }
+        McpCmd::Rules(RulesCmd::Add { server, tool, action, argument, op, value, redact, note }) => {
+            let condition = match (argument, op, value) {
+                (Some(argument), Some(op), Some(value)) => Some(Condition { argument, op, value }),
+                _ => None,
+            };
+            let input = RuleInput { agent: String::new(), method: String::new(), tool, condition, action, redact, note };
+            let row = gatehouse_app::mcp::rule_add(&open()?, &server, input)?;
+            say!("{}", row.id);
+            note!("added rule {} for {server}", row.id);
+        }
+        McpCmd::Log { server, json, limit } => {
+            let steps = gatehouse_app::mcp::log(&open()?, &server, limit)?;
+            if json {
+                crate::print_json(&steps);
+            } else if steps.is_empty() {
+                note!("no calls from {server} yet");
+            }
+            for s in steps.iter().filter(|_| !json) {
+                say!("{}", crate::guardian::step_line(s));
+            }
         }
     }
+    Ok(ExitCode::SUCCESS)
 }

@@ -47,6 +47,9 @@ pub const MAX_WAITING: usize = 64;
 pub const MAX_WAITING_PER_AGENT: usize = 8;
 /// The longest an agent may ask the guardian to hold a step for the user.
 pub const MAX_ASK_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// How the agent ids of the MCP servers the gate guards begin (`mcp:files`): they are let
+/// in at the MCP door, by their keys; an ASOP agent cannot take one of their names.
+pub const OTHER_DOORS_AGENTS: &str = "mcp:";
 
 /// The trust-registry key of an agent.
 pub fn agent_key(agent_id: &str) -> String {
@@ -139,6 +142,11 @@ impl Guardian {
             tracing::error!(error = %e, "could not close steps left waiting");
         }
         Arc::new(Guardian { store, inbox: Arc::downgrade(inbox), waiting: Mutex::new(HashMap::new()), default_timeout, events: broadcast::channel(64).0 })
+    }
+
+    /// The store its steps and rules are kept in.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
     }
 
     fn announce(&self, row: i64, agent: Option<String>, needs_user: bool) {
@@ -293,6 +301,62 @@ impl Guardian {
             return Ok(json!({"status": "connected", "version": gatehouse_asop::VERSION, "timestamp": now()}));
         }
         let step = Step::of(&req.method, &req.params);
+        // Registration: only agents the user let in, and every step names its agent; one
+        // that does not is refused before anything is kept or queued.
+        let Some(agent) = step.agent_id.clone() else {
+            return Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, "The step names no agent (context.agent); only registered agents are guarded"));
+        };
+        if agent.starts_with(OTHER_DOORS_AGENTS) {
+            return Err(RpcError::new(jsonrpc::POLICY_DENIED, format!("Agent ids beginning {OTHER_DOORS_AGENTS:?} are the MCP servers Gatehouse guards")));
+        }
+        // Who may be guarded is the gate's decision, as for every door (`at_gate.rs`).
+        let (key, who) = (agent_key(&agent), agent.clone());
+        let size = req.raw.to_string().len() as u64;
+        let at = gatehouse_gate::clock::now();
+        let gate = self.inbox.upgrade();
+        let verdict = blocking(move || {
+            let Some(gate) = gate else { return Ok(Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, "Internal server error: the gate stopped")))) };
+            Ok(at_gate::judge(&gate, &key, &who, size, at))
+        })
+        .await?;
+        let admitted = match verdict {
+            Ok(held) => Ok(held),
+            Err(Some(e)) => Err(e),
+            Err(None) => {
+                let name = step.agent_name.clone().unwrap_or_else(|| agent.clone());
+                let (s, key, sid) = (self.store.clone(), agent_key(&agent), step.step_id.clone().unwrap_or_default());
+                blocking(move || s.pending_record(DOOR, &key, SCOPE, &sid, &now())).await?;
+                Err(RpcError::new(
+                    jsonrpc::AGENT_NOT_REGISTERED,
+                    format!("Agent {name} is not registered with this guardian; the user has been asked to let it in"),
+                )
+                .with_data(json!({"agentId": agent})))
+            }
+        };
+        self.decide(req, step, admitted).await
+    }
+
+    /// Decides a step of an agent another door let in (`admitted`: held or not), or
+    /// refused (recorded with why): an MCP server's call, judged by the user's rules for
+    /// it or asked of the user like any agent's step. `raw` is the step as ASOP words it.
+    pub async fn judge_admitted(self: &Arc<Self>, raw: Value, admitted: Result<bool, RpcError>) -> Result<Value, RpcError> {
+        let req = jsonrpc::read(&raw).map_err(|(_, e)| e)?;
+        if !METHODS.contains(&req.method.as_str()) || req.method == "ping" {
+            return Err(RpcError::new(jsonrpc::METHOD_NOT_FOUND, format!("Method not found: {}", req.method)));
+        }
+        schema::check(&req.method, &req.raw)?;
+        let step = Step::of(&req.method, &req.params);
+        if step.agent_id.is_none() {
+            return Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, "The step names no agent (context.agent)"));
+        }
+        self.decide(req, step, admitted).await
+    }
+
+    /// A step of an agent the gate judged: recorded with why if it was refused, else
+    /// decided by the user's rules or asked of the user.
+    async fn decide(self: &Arc<Self>, req: jsonrpc::Request, step: Step, admitted: Result<bool, RpcError>) -> Result<Value, RpcError> {
+        let agent = step.agent_id.clone().unwrap_or_default();
+        let agent = &agent;
         let summary = step.describe();
         let record = |decision: &str, message: Option<String>, rule_id: Option<i64>, by: &str| NewAsopStep {
             session_id: step.session_id.clone(),
@@ -310,51 +374,20 @@ impl Guardian {
             decided_by: Some(by.into()),
             at: now(),
         };
-        // Registration: only agents the user let in, and every step names its agent; one
-        // that does not is refused before anything is kept or queued.
-        let Some(agent) = &step.agent_id else {
-            return Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, "The step names no agent (context.agent); only registered agents are guarded"));
-        };
-        // Who may be guarded is the gate's decision, as for every door (`at_gate.rs`).
-        let held = {
-            let (key, who) = (agent_key(agent), agent.clone());
-            let size = req.raw.to_string().len() as u64;
-            let at = gatehouse_gate::clock::now();
-            let gate = self.inbox.upgrade();
-            let verdict = blocking(move || {
-                let Some(gate) = gate else { return Ok(Err(Some(RpcError::new(jsonrpc::INTERNAL_ERROR, "Internal server error: the gate stopped")))) };
-                Ok(at_gate::judge(&gate, &key, &who, size, at))
-            })
-            .await?;
-            match verdict {
-                Ok(held) => held,
-                Err(Some(e)) => {
-                    let by = if e.code == jsonrpc::AGENT_BLOCKED { "blocked" } else { "policy" };
-                    let (s, r) = (self.store.clone(), record("error", Some(e.message.clone()), None, by));
-                    blocking(move || s.asop_step_add(&r)).await?;
-                    return Err(e);
+        let held = match admitted {
+            Ok(held) => held,
+            Err(e) => {
+                let by = match e.code {
+                    jsonrpc::AGENT_BLOCKED => "blocked",
+                    jsonrpc::AGENT_NOT_REGISTERED => "unregistered",
+                    _ => "policy",
+                };
+                let (s, r) = (self.store.clone(), record("error", Some(e.message.clone()), None, by));
+                let row = blocking(move || s.asop_step_add(&r)).await?;
+                if by == "unregistered" {
+                    self.announce(row, Some(step.agent_name.clone().unwrap_or_else(|| agent.clone())), true);
                 }
-                Err(None) => {
-                    let name = step.agent_name.clone().unwrap_or_else(|| agent.clone());
-                    let e = RpcError::new(
-                        jsonrpc::AGENT_NOT_REGISTERED,
-                        format!("Agent {name} is not registered with this guardian; the user has been asked to let it in"),
-                    )
-                    .with_data(json!({"agentId": agent}));
-                    let (s, key, sid, r) = (
-                        self.store.clone(),
-                        agent_key(agent),
-                        step.step_id.clone().unwrap_or_default(),
-                        record("error", Some(e.message.clone()), None, "unregistered"),
-                    );
-                    let row = blocking(move || {
-                        s.pending_record(DOOR, &key, SCOPE, &sid, &now())?;
-                        s.asop_step_add(&r)
-                    })
-                    .await?;
-                    self.announce(row, Some(name), true);
-                    return Err(e);
-                }
+                return Err(e);
             }
         };
         let rules = {

@@ -8,10 +8,17 @@
 //! - [`child`]: the server started as a child, dying with its whole group.
 //! - [`upstream`]: a server reached by address (Streamable HTTP), made to look like a
 //!   child's pipes to the relay.
+//! - [`signed`]: what a wrap asks the gate about a call, signed with its server's key.
+//! - [`at_gate`]: the call at the gate: the server judged by [`gatehouse_gate::Gate::accept`],
+//!   the call by the [`at_gate::Judge`] the composition gives.
+//! - [`http`]: the door's endpoint on the inbox.
 
+pub mod at_gate;
 pub mod child;
 pub mod frame;
+pub mod http;
 pub mod relay;
+pub mod signed;
 pub mod upstream;
 
 /// The door's name, recorded with what knocks at it and with the trust entries it makes.

@@ -181,6 +181,56 @@ pub fn load_or_create(data_dir: &Path, kind: KeystoreKind) -> Result<(Identity, 
     Ok((Identity { key, public_key, keystore: kind }, true))
 }
 
+/// A key of its own kept in `path` (0600, its folder 0700), made on first use: for a
+/// process that runs where the keychain cannot be reached (an MCP server's wrap, started
+/// by an app that passes it little of the user's environment). A file readable by anyone
+/// else is refused, as the identity's is.
+pub fn load_or_create_file(path: &Path) -> Result<SigningKey, KeyError> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => {
+            check_private(path)?;
+            return key_from_hex(s.trim());
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(path)(e)),
+    }
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir)?;
+    }
+    let key = SigningKey::generate(&mut rand::rngs::OsRng);
+    // Written whole beside it, then linked into place: a process starting at the same time
+    // reads no half-written key, and the first one linked is the one both use.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}.new", uuid::Uuid::new_v4()));
+    let tmp = PathBuf::from(tmp);
+    write_private(&tmp, &hex::encode(key.to_bytes()))?;
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(key),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let s = std::fs::read_to_string(path).map_err(io(path))?;
+            check_private(path)?;
+            key_from_hex(s.trim())
+        }
+        Err(e) => Err(io(path)(e)),
+    }
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> Result<(), KeyError> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(io(dir)(e)),
+    }
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> Result<(), KeyError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))
+}
+
 /// Removes the identity's secret and metadata (used by tests and `gatehouse identity --delete`).
 pub fn delete(data_dir: &Path) -> Result<(), KeyError> {
     let Some(meta) = read_meta(data_dir)? else { return Ok(()) };

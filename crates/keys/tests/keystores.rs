@@ -85,3 +85,30 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// A wrap's key file: made private in a private folder, the same key when read again or
+/// made by two processes at once, and refused once others may read it.
+#[cfg(unix)]
+#[test]
+fn a_key_file_of_its_own_is_private_made_once_and_refused_when_loose() {
+    use gatehouse_keys::load_or_create_file;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp").join("files.key");
+    let keys: Vec<_> = (0..8)
+        .map(|_| {
+            std::thread::spawn({
+                let p = path.clone();
+                move || load_or_create_file(&p).unwrap().to_bytes()
+            })
+        })
+        .collect();
+    let keys: Vec<_> = keys.into_iter().map(|k| k.join().unwrap()).collect();
+    assert!(keys.iter().all(|k| *k == keys[0]), "processes starting together must share one key");
+    assert_eq!(load_or_create_file(&path).unwrap().to_bytes(), keys[0]);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&path), mode(path.parent().unwrap())), (0o600, 0o700));
+    assert_eq!(std::fs::read_dir(path.parent().unwrap()).unwrap().count(), 1, "nothing left beside it");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(matches!(load_or_create_file(&path), Err(KeyError::LooseFile { .. })));
+}

@@ -177,6 +177,15 @@ impl Store {
         })
     }
 
+    /// An agent's last `limit` steps, newest first (an MCP server's calls).
+    pub fn asop_agent_steps(&self, agent_id: &str, limit: usize) -> Result<Vec<AsopStepRow>> {
+        self.read(|c| {
+            c.prepare_cached(&format!("{STEP} WHERE agent_id = ?1 ORDER BY row DESC LIMIT ?2"))?
+                .query_map(args![agent_id, limit as i64], step_row)?
+                .collect::<Result<Vec<_>>>()
+        })
+    }
+
     /// Sessions, newest activity first: (session id, agent name, steps, last step time).
     pub fn asop_sessions(&self, limit: usize) -> Result<Vec<SessionSummary>> {
         self.read(|c| {

@@ -16,7 +16,7 @@ describe('consent prompts', () => {
   });
 
   it('word a knock by where it came from, never by the scope a sender chose', () => {
-    const knock = (source: 'epp_sender' | 'uamp_agent' | 'intent_site' | 'asop_agent' | 'a2a_agent', public_key: string, scope: string) =>
+    const knock = (source: 'epp_sender' | 'uamp_agent' | 'intent_site' | 'asop_agent' | 'mcp_server' | 'a2a_agent', public_key: string, scope: string) =>
       consentSentence({ kind: 'unknown_sender', public_key, source, first_seen: '', last_seen: '', count: 1, scopes_tried: [scope], knock: null, envelope_id: null, scope, prompt: null, extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [] });
     // A stranger's envelope whose scope names another door is still a stranger's message.
     for (const scope of ['asop', 'intentweb']) {
@@ -32,6 +32,9 @@ describe('consent prompts', () => {
     expect(a2a).toContain('over A2A');
     expect(a2a).toContain('nothing it says about itself is checked');
     expect(a2a).not.toContain('a2a:key:');
+    const mcp = knock('mcp_server', `mcp:files:${'0a'.repeat(32)}`, 'mcp');
+    expect(mcp).toContain('MCP server your AI app runs as “files”');
+    expect(mcp).not.toContain('mcp:files:');
   });
 });
 

@@ -180,7 +180,7 @@ export class ConsentView {
     const prompt = item.kind === 'key_change' ? null : item.prompt;
     // Agents and IntentSites knock with their key alone, and a key change is about keys:
     // there is no message to show.
-    const keyOnly = item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'intent_site'));
+    const keyOnly = item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'mcp_server' || item.source === 'intent_site'));
     // Agents are registered for good (and removed at any time; their steps can be allowed
     // for a while); anything else may be allowed, or an IntentSite pinned, for a while.
     const allow = button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Let this sender through for this scope, for as long as you choose.');
@@ -211,7 +211,7 @@ export class ConsentView {
         item.kind === 'unknown_sender' || item.kind === 'key_change' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },
         // A UAMP or A2A agent's refused message was not kept, so there is nothing to let through once.
-        item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent' || item.source === 'a2a_agent' || item.source === 'other_door')) ? null
+        item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent' || item.source === 'mcp_server' || item.source === 'a2a_agent' || item.source === 'other_door')) ? null
           : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
         // New keys come only from the agent's own DID document, fetched when the user asks.
         item.kind === 'key_change' ? h('button', { className: 'primary', 'data-action': 'check-keys', onclick: async () => {

@@ -22,7 +22,7 @@ export function base64Of(f: Blob): Promise<string> {
 /** Asks the window to show a contact's messages (all their keys) in the inbox. */
 export const CONTACT_HISTORY = 'gatehouse:contact-history';
 
-const SOURCE: Record<string, string> = { epp_sender: 'EPP key', uamp_agent: 'UAMP agent', intent_site: 'IntentSite key', asop_agent: 'guardian agent', a2a_agent: 'A2A agent', other_door: 'key at another door' };
+const SOURCE: Record<string, string> = { epp_sender: 'EPP key', uamp_agent: 'UAMP agent', intent_site: 'IntentSite key', asop_agent: 'guardian agent', mcp_server: 'MCP server', a2a_agent: 'A2A agent', other_door: 'key at another door' };
 
 /** What a key is, in words. An A2A agent's is what the transport proved: nothing it sends
  *  is signed, and the user sees how it is known. */

@@ -14,6 +14,10 @@ export function consentSentence(item: Prompt): string {
     if (item.source === 'asop_agent') {
       return `Your agent “${item.public_key.replace(/^asop:/, '')}” wants Gatehouse to guard what it does (ASOP). Let it in, and its steps are decided by your rules — or asked about here.`;
     }
+    if (item.source === 'mcp_server') {
+      const [, name = '?', key = ''] = item.public_key.split(':');
+      return `An MCP server your AI app runs as “${name}” (its key ${fingerprint(key)}) wants its tools to be usable through Gatehouse. Let it in, and each call is decided by your rules — or asked about here.`;
+    }
     if (item.source === 'intent_site') {
       return `A company you contacted over IntentWeb signs its answers with a key you have not pinned (${fingerprint(item.public_key)}). Pin it so that later answers signed by any other key are refused.`;
     }

@@ -119,7 +119,7 @@ export class TeamSection {
     const voted = it.quorum?.votes.some((v) => v.approver === m.name) ?? false;
     const prompt = item.kind === 'key_change' ? null : item.prompt;
     // As the gate's own window offers them: a refused UAMP or ASOP knock kept no message.
-    const once = !(item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent' || item.source === 'a2a_agent' || item.source === 'other_door')));
+    const once = !(item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent' || item.source === 'mcp_server' || item.source === 'a2a_agent' || item.source === 'other_door')));
     // A knock at a door this gate does not run is denied or blocked, never let in.
     const lettable = !(item.kind === 'unknown_sender' && item.source === 'other_door');
     const card: HTMLElement = h('article', { className: `consent-card team ${item.kind}`, 'data-digest': it.digest, tabindex: 0, 'aria-label': teamSentence(item) },

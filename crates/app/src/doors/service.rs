@@ -57,9 +57,11 @@ const GC_EVERY: Duration = Duration::from_secs(600);
 /// on `/ready`): a read of every sealed row, cheap beside a minute of arrivals.
 const STATE_EVERY: Duration = Duration::from_secs(30);
 
-/// The scopes the guardian and IntentWeb record for themselves (an agent registered, a
-/// site pinned), each with its door: no other door's sender may ask for one.
-pub const RESERVED_SCOPES: [(&str, &str); 2] = [(super::guardian::DOOR, super::guardian::SCOPE), (super::intent::DOOR, super::intent::SCOPE)];
+/// The scopes the guardian, the MCP door and IntentWeb record for themselves (an agent
+/// registered, a server let in, a site pinned), each with its door: no other door's
+/// sender may ask for one.
+pub const RESERVED_SCOPES: [(&str, &str); 3] =
+    [(super::guardian::DOOR, super::guardian::SCOPE), (super::mcp::DOOR, super::mcp::at_gate::SCOPE), (super::intent::DOOR, super::intent::SCOPE)];
 
 /// The gate over a store, with what the doors composed here keep for themselves.
 pub fn gate(store: Arc<Store>, public_key: &str) -> Gate {
@@ -208,8 +210,12 @@ where
         let mut stop = stop_tx.subscribe();
         let guardian = super::guardian::Guardian::new(&inbox, super::guardian::DEFAULT_TIMEOUT);
         inbox.register_door(&guardian);
+        // An MCP server's call: its server judged at the gate, the call by the guardian's
+        // rules (the two doors meet here, never in each other).
+        let mcp = super::mcp::at_gate::McpDoor::new(&inbox, crate::mcp::GuardianJudge::new(&guardian));
         let app = super::epp::http::router(inbox.clone())
             .merge(super::guardian::router(guardian))
+            .merge(super::mcp::http::router(mcp))
             .merge(super::uamp::http::plain_router())
             .merge(crate::approve_http::router(inbox.clone()));
         // A2A without TLS only where no other machine can connect, and only while the

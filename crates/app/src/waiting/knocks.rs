@@ -108,6 +108,9 @@ impl Holds for Knocks {
             Decision::AllowOnce if source == Source::AsopAgent => {
                 return Err(ConsentError::Invalid("an agent is registered by letting it in for good; it then asks again and your rules decide".into()));
             }
+            Decision::AllowOnce if source == Source::McpServer => {
+                return Err(ConsentError::Invalid("an MCP server is let in, for good or for a while; its calls then ask again and your rules decide".into()));
+            }
             Decision::AllowOnce if source == Source::UampAgent => {
                 return Err(ConsentError::Invalid(
                     "a UAMP agent is let in by trusting it for the scope and issuing it a token; nothing of its message was kept to deliver once".into(),
@@ -182,6 +185,9 @@ impl Holds for Knocks {
                     }
                     (_, Decision::AlwaysAllowScope) if source == Source::AsopAgent => {
                         "Registered: this agent's steps are now decided by your rules, or asked about.".to_string()
+                    }
+                    (_, Decision::AlwaysAllowScope) if source == Source::McpServer => {
+                        format!("Let in {}: this MCP server's tool calls are now decided by your rules, or asked about.", Lasting::words(end))
                     }
                     (_, Decision::AlwaysAllowScope) if source == Source::IntentSite => {
                         format!(

@@ -94,6 +94,7 @@ fn source(s: &crate::target::Source) -> &'static str {
         UampAgent => "an agent (UAMP)",
         IntentSite => "a company's site (IntentWeb)",
         AsopAgent => "one of your agents",
+        McpServer => "an MCP server your AI app uses",
         A2aAgent => "an agent (A2A)",
         OtherDoor => "something at a door this Gatehouse does not run",
     }

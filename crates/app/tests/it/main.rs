@@ -19,6 +19,7 @@ mod intent;
 mod layers;
 mod mail;
 mod mail_v2;
+mod mcp_door;
 mod membership;
 mod model;
 mod notify;

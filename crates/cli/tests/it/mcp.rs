@@ -1,9 +1,10 @@
 //! `gatehouse mcp wrap` as an AI app runs it: the official Python SDK's client (mcp 2.3.0,
 //! tests/peers/mcp/app.py) starts `gatehouse mcp wrap --name tools -- <the SDK's server>`
-//! over stdio, and `gatehouse serve` judges each tool call as a step of the agent
-//! `mcp-tools`: unknown first (the call is refused and the server knocks), then let in from
-//! the command line and decided by the user's rules.
+//! over stdio, and `gatehouse serve`'s MCP door judges each tool call: the server is
+//! unknown first (the call is refused and the server knocks, known by its own key), then
+//! let in from the command line, and each call decided by the user's rules for it.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -26,14 +27,15 @@ fn peer(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/mcp").join(name).display().to_string()
 }
 
-/// The app's session through the wrap (the server on the Python SDK): each step's answer.
-/// The server writes its pid to `pidfile`, and leaves a helper process running whose pid
-/// it writes beside it.
-fn app(app: &App, py: &Path, gate: &str, pidfile: &Path, steps: &[Value]) -> Vec<Value> {
+/// The app's session through the wrap (the server on the Python SDK, its key in
+/// `keys`' data dir): each step's answer. The server writes its pid to `pidfile`, and
+/// leaves a helper process running whose pid it writes beside it.
+fn app(app: &App, py: &Path, gate: &str, keys: &Path, pidfile: &Path, steps: &[Value]) -> Vec<Value> {
     let helper = pidfile.with_extension("helper");
     let command =
         [py.display().to_string(), peer("server.py"), "--pidfile".into(), pidfile.display().to_string(), "--grandchild".into(), helper.display().to_string()];
-    let mut server = vec![BIN.to_string(), "mcp".into(), "wrap".into(), "--name".into(), "tools".into(), "--gate".into(), gate.into(), "--".into()];
+    let mut server = vec![BIN.to_string(), "--data-dir".into(), keys.display().to_string()];
+    server.extend(["mcp", "wrap", "--name", "tools", "--gate", gate, "--"].map(String::from));
     server.extend(command);
     let server = json!(server);
     // Its stderr (the wrap's and the server's too) goes to a file: a process left running
@@ -79,7 +81,7 @@ fn decided_by_the_users_gate(client: &App, py: &Path) {
 
     // A server the gate has never seen: its calls are refused, and it asks to be let in.
     let pidfile = d.join("server.pid");
-    let first = app(client, py, &server.1, &pidfile, &[json!(["list"]), json!(["call", "echo", {"text": "hello"}])]);
+    let first = app(client, py, &server.1, d, &pidfile, &[json!(["list"]), json!(["call", "echo", {"text": "hello"}])]);
     let pid = std::fs::read_to_string(&pidfile).unwrap();
     assert!(gone(pid.trim()), "the server went with the app's session");
     let helper = std::fs::read_to_string(pidfile.with_extension("helper")).unwrap();
@@ -87,27 +89,51 @@ fn decided_by_the_users_gate(client: &App, py: &Path) {
     assert_eq!(first[0]["tools"], json!(["echo", "big", "send_mail"]), "listing tools asks nothing");
     let refused = first[1]["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(first[1]["error"]["code"], -32001, "{first:?}");
-    assert!(refused.contains("Gatehouse: ") && refused.contains("asked to let it in"), "the app shows who refused and why: {refused}");
-    let agents = json(d, &["guardian", "agents", "--json"]);
-    assert_eq!((agents[0]["agent"].as_str(), agents[0]["state"].as_str()), (Some("mcp-tools"), Some("waiting")), "{agents}");
+    assert!(refused.contains("Gatehouse: ") && refused.contains("let the MCP server “tools” in"), "the app shows who refused and why: {refused}");
+    let servers = json(d, &["mcp", "list", "--json"]);
+    assert_eq!((servers[0]["name"].as_str(), servers[0]["state"].as_str()), (Some("tools"), Some("waiting")), "{servers}");
+    let key = servers[0]["key"].as_str().unwrap().to_string();
+    let public = std::fs::read_to_string(d.join("mcp/tools.key")).map(|_| ()).map_err(|e| e.to_string());
+    assert_eq!(public, Ok(()), "the wrap keeps its server's key in the data dir");
+    assert_eq!(std::fs::metadata(d.join("mcp/tools.key")).unwrap().permissions().mode() & 0o777, 0o600);
 
     // Let in, with the user's rules: echo runs, send_mail never does.
-    ok(d, &["trust", "approve", "asop:mcp-tools", "--name", "Test tools"]);
-    ok(d, &["guardian", "rules", "add", "--agent", "mcp-tools", "--method", "steps/toolCallRequest", "--tool", "echo", "--action", "allow"]);
-    ok(d, &["guardian", "rules", "add", "--agent", "mcp-tools", "--method", "steps/toolCallRequest", "--tool", "send_mail", "--action", "deny"]);
+    ok(d, &["mcp", "allow", "tools", "--name", "Test tools"]);
+    ok(d, &["mcp", "rules", "add", "tools", "--tool", "echo", "--action", "allow"]);
+    ok(d, &["mcp", "rules", "add", "tools", "--tool", "send_mail", "--action", "deny"]);
     let later = app(
         client,
         py,
         &server.1,
+        d,
         &pidfile,
         &[json!(["call", "echo", {"text": "hello, gate"}]), json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}])],
     );
     assert_eq!(later[0], json!({"is_error": false, "text": "hello, gate"}), "{later:?}");
     assert_eq!(later[1]["error"]["code"], -32001, "{later:?}");
 
-    // Each call is a step the user can read back, with its tool and what was decided.
-    let sessions = json(d, &["guardian", "sessions", "--json"]);
-    assert!(sessions.as_array().is_some_and(|s| !s.is_empty()), "{sessions}");
+    // Each call is in the server's log with what was decided, newest first.
+    let log = json(d, &["mcp", "log", "tools", "--json"]);
+    let seen: Vec<_> = log.as_array().unwrap().iter().map(|s| (s["decision"].as_str(), s["decided_by"].as_str(), s["agent_name"].as_str())).collect();
+    assert_eq!(
+        seen,
+        [
+            (Some("deny"), Some("rule"), Some("Test tools")),
+            (Some("allow"), Some("rule"), Some("Test tools")),
+            (Some("error"), Some("unregistered"), Some("MCP server tools"))
+        ],
+        "{log}"
+    );
+    assert!(log[1]["summary"].as_str().unwrap_or_default().contains("hello, gate"), "the call's arguments are what the user reads: {log}");
+
+    // The gate knows a server by its key, not its name: another program running as
+    // "tools" (another key) is refused and asks to be let in itself.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other = app(client, py, &server.1, elsewhere.path(), &pidfile, &[json!(["call", "echo", {"text": "me too"}])]);
+    assert!(other[0]["error"]["message"].as_str().unwrap_or_default().contains("let the MCP server “tools” in"), "{other:?}");
+    let servers = json(d, &["mcp", "list", "--json"]);
+    let states: Vec<_> = servers.as_array().unwrap().iter().map(|s| (s["state"].as_str(), s["key"].as_str() == Some(key.as_str()))).collect();
+    assert_eq!(states, [(Some("let_in"), true), (Some("waiting"), false)], "{servers}");
 }
 
 /// Whether the process `pid` is gone (a zombie waiting to be reaped is), within 5 s.
@@ -133,7 +159,7 @@ fn with_no_gate_answering_every_call_is_refused_and_says_so() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let nowhere = format!("http://127.0.0.1:{}", crate::common::free_port());
-    let answers = app(&App::Python(py.clone()), &py, &nowhere, &dir.path().join("server.pid"), &[json!(["call", "echo", {"text": "hello"}])]);
+    let answers = app(&App::Python(py.clone()), &py, &nowhere, dir.path(), &dir.path().join("server.pid"), &[json!(["call", "echo", {"text": "hello"}])]);
     let message = answers[0]["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(answers[0]["error"]["code"], -32001, "{answers:?}");
     assert!(message.contains("Gatehouse is not answering") && message.contains("start it"), "{message}");

@@ -1,0 +1,100 @@
+//! The judge the composition gives the MCP door: a call of a server the gate let in is a
+//! step of one of the user's own agents (`mcp:<name>`), decided by the guardian's rules
+//! per tool with conditions on its arguments, or asked of the user in Waiting for you, on
+//! the phone, by quorum; a refused one is recorded there too. The two doors meet only
+//! here: neither imports the other.
+
+use std::sync::{Arc, Weak};
+
+use futures_util::future::BoxFuture;
+use gatehouse_asop::jsonrpc::{self, RpcError};
+use serde_json::{json, Value};
+
+use crate::doors::guardian::Guardian;
+use crate::doors::mcp::at_gate::{Admission, Judge, Judged};
+use crate::doors::mcp::signed::Answer;
+
+/// The guardian's agent id of the MCP server `name`: its rules and its steps are kept
+/// under it (the server itself is let in by its key, at the MCP door).
+pub fn agent_id(name: &str) -> String {
+    format!("{}{}", crate::doors::guardian::OTHER_DOORS_AGENTS, name.to_ascii_lowercase())
+}
+
+pub struct GuardianJudge {
+    guardian: Weak<Guardian>,
+}
+
+impl GuardianJudge {
+    pub fn new(guardian: &Arc<Guardian>) -> Arc<GuardianJudge> {
+        Arc::new(GuardianJudge { guardian: Arc::downgrade(guardian) })
+    }
+}
+
+/// The call as a step of the agent `mcp:<name>`, in ASOP's words (what the guardian keeps
+/// and shows; the decision is bound to these arguments).
+fn step(j: &Judged, shown_as: &str) -> Value {
+    let a = &j.asked;
+    let inputs: Vec<Value> = match &a.arguments {
+        Value::Object(members) => members.iter().map(|(k, v)| json!({"name": k, "value": v})).collect(),
+        _ => Vec::new(),
+    };
+    let mut tool = json!({"name": a.tool, "id": a.tool, "type": "mcp", "arguments": null, "outputs": null});
+    if let Some(d) = &a.description {
+        tool["description"] = json!(d);
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    json!({"jsonrpc": "2.0", "id": id, "method": "steps/toolCallRequest", "params": {
+        "context": {
+            "agent": {"id": agent_id(&a.server), "name": shown_as,
+                "instructions": "A tool server the user's AI app reaches through Gatehouse (MCP)", "version": "1",
+                "provider": {"name": a.server, "url": "https://modelcontextprotocol.io"}, "tools": [tool]},
+            "session": {"id": a.session}, "turnId": id, "stepId": id,
+            "timestamp": crate::doors::gate::clock::utc_string(crate::doors::gate::clock::now()),
+        },
+        "toolCallRequest": {"executionId": id, "toolId": a.tool, "inputs": inputs},
+    }})
+}
+
+/// The guardian's answer in the MCP door's words.
+fn answer(decided: Result<Value, RpcError>) -> Answer {
+    let result = match decided {
+        Ok(r) => r,
+        Err(e) => return Answer::Deny { message: e.message },
+    };
+    let message = result["message"].as_str().unwrap_or_default().to_string();
+    match result["decision"].as_str() {
+        Some("allow") => Answer::Allow,
+        Some("modify") => match result.pointer("/modifiedRequest/params/toolCallRequest/inputs").and_then(Value::as_array) {
+            Some(inputs) => Answer::Modify {
+                arguments: Value::Object(inputs.iter().filter_map(|x| Some((x.get("name")?.as_str()?.to_string(), x.get("value")?.clone()))).collect()),
+            },
+            None => Answer::Deny { message: "Gatehouse changed this call but did not say how; it is not sent".into() },
+        },
+        _ => Answer::Deny { message: if message.is_empty() { "you denied this call".into() } else { message } },
+    }
+}
+
+impl Judge for GuardianJudge {
+    fn judge(&self, j: Judged) -> BoxFuture<'static, Answer> {
+        let guardian = self.guardian.upgrade();
+        Box::pin(async move {
+            let Some(guardian) = guardian else { return Answer::Deny { message: "Gatehouse's guardian is stopping; the call was not sent".into() } };
+            let admitted = match &j.admission {
+                Admission::Admitted { held } => Ok(*held),
+                Admission::Knocked { message } => Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, message.clone())),
+                Admission::Refused { message, blocked: true } => Err(RpcError::new(jsonrpc::AGENT_BLOCKED, message.clone())),
+                Admission::Refused { message, blocked: false } => Err(RpcError::new(jsonrpc::POLICY_DENIED, message.clone())),
+            };
+            // The name the user gave it when they let it in; the server's own until then.
+            let named = match &j.admission {
+                Admission::Admitted { .. } => {
+                    let (store, key) = (guardian.store().clone(), j.sender.clone());
+                    tokio::task::spawn_blocking(move || store.trust_name(&key)).await.ok().and_then(Result::ok).flatten()
+                }
+                _ => None,
+            };
+            let shown_as = named.unwrap_or_else(|| format!("MCP server {}", j.asked.server));
+            answer(guardian.judge_admitted(step(&j, &shown_as), admitted).await)
+        })
+    }
+}

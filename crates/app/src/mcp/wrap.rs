@@ -1,0 +1,171 @@
+//! `gatehouse mcp wrap`: what an app's MCP configuration runs instead of the server.
+//! Gatehouse starts the server as its child and relays between the app and it
+//! (`door-mcp`); each `tools/call` is asked of the running gate's MCP door, signed with
+//! this server's own key (`<data dir>/mcp/<name>.key`, 0600: an app starts its servers
+//! with little of the user's environment and no keychain), and goes on only as the gate
+//! answers.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ed25519_dalek::SigningKey;
+
+use crate::doors::mcp::relay::{self, Keeper, Verdict};
+use crate::doors::mcp::signed::{self, Answer, Asked};
+use crate::{Code, CommandError, Result};
+use gatehouse_json::Json;
+use gatehouse_mcp::call::ToolCall;
+use gatehouse_mcp::tools::Pin;
+
+/// Where the server `name`'s key is kept in `data_dir`.
+pub fn key_file(data_dir: &Path, name: &str) -> std::path::PathBuf {
+    data_dir.join("mcp").join(format!("{name}.key"))
+}
+
+/// Where the gate's MCP door listens: at `gate` when given, else at the inbox's default
+/// address on this computer.
+pub fn door_url(gate: Option<&str>) -> String {
+    let gate = match gate {
+        Some(g) => g.trim_end_matches('/').to_string(),
+        None => {
+            let port = std::env::var("GATEHOUSE_PORT").ok().and_then(|p| p.parse::<u16>().ok()).unwrap_or(crate::settings::DEFAULT_PORT);
+            format!("http://127.0.0.1:{port}")
+        }
+    };
+    format!("{gate}{}", signed::PATH)
+}
+
+/// Runs `program` with `args` as the MCP server `name` and relays between the app (on
+/// `client_in`/`client_out`) and it until either goes; the server's whole process group
+/// goes with it. The server's key is read from (or made in) `data_dir`.
+#[allow(clippy::too_many_arguments)]
+pub async fn wrap(
+    data_dir: &Path,
+    name: &str,
+    program: &str,
+    args: &[String],
+    gate: Option<&str>,
+    client_in: impl tokio::io::AsyncBufRead + Unpin + Send + 'static,
+    client_out: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+) -> Result<()> {
+    if !signed::name_ok(name) {
+        return Err(CommandError::new(Code::Invalid, format!("{name:?}: a server's name is 1 to 64 letters, digits, - or _")));
+    }
+    let key = gatehouse_keys::load_or_create_file(&key_file(data_dir, name))
+        .map_err(|e| CommandError::new(Code::Invalid, format!("cannot read or make the server's key: {e}")))?;
+    let keeper = GateKeeper::new(name, &door_url(gate), key)?;
+    let mut server = crate::doors::mcp::child::start(program, args)
+        .map_err(|e| CommandError::new(Code::Unreachable, format!("cannot start the MCP server {program}: {e}")))?;
+    let (stdin, stdout) = server.take_pipes().ok_or_else(|| CommandError::new(Code::Internal, "the server's pipes were taken"))?;
+    let relayed = relay::run(client_in, client_out, tokio::io::BufReader::new(stdout), stdin, keeper);
+    // An app that quits may signal its servers rather than close their stdin: the server
+    // is in a process group of its own, so it goes with us either way.
+    let ended = tokio::select! {
+        r = relayed => r.map(|_| ()).map_err(|e| CommandError::new(Code::Internal, format!("the MCP relay failed: {e}"))),
+        () = ended_by_signal() => Ok(()),
+    };
+    server.stop();
+    ended
+}
+
+/// Asks the gate's MCP door about each call.
+struct GateKeeper {
+    url: String,
+    http: reqwest::Client,
+    name: String,
+    key: SigningKey,
+    session: String,
+    /// What the server last said each tool does, shown with its calls.
+    described: Mutex<HashMap<String, String>>,
+}
+
+/// How long a call may wait for the gate's answer: its longest wait for the user and a
+/// minute more (this only ends a gate that stopped answering).
+const ANSWER_WITHIN: Duration = Duration::from_secs(crate::doors::guardian::MAX_ASK_TIMEOUT.as_secs() + 60);
+
+impl GateKeeper {
+    fn new(name: &str, url: &str, key: SigningKey) -> Result<GateKeeper> {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(ANSWER_WITHIN)
+            .build()
+            .map_err(|e| CommandError::new(Code::Internal, format!("cannot make an HTTP client: {e}")))?;
+        Ok(GateKeeper {
+            url: url.to_string(),
+            http,
+            name: name.to_string(),
+            key,
+            session: uuid::Uuid::new_v4().to_string(),
+            described: Mutex::new(HashMap::new()),
+        })
+    }
+
+    async fn ask(&self, call: &ToolCall) -> std::result::Result<Answer, String> {
+        let description = self.described.lock().unwrap_or_else(|p| p.into_inner()).get(&call.name).cloned();
+        let asked =
+            Asked { server: self.name.clone(), session: self.session.clone(), tool: call.name.clone(), arguments: call.arguments.to_serde(), description };
+        let body = serde_json::to_vec(&asked).map_err(|e| e.to_string())?;
+        let mut req = self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json");
+        for (name, value) in signed::sign(&self.key, chrono::Utc::now().timestamp(), &body) {
+            req = req.header(name, value);
+        }
+        let r = match req.body(body).send().await {
+            Ok(r) => r,
+            Err(e) if e.is_timeout() => {
+                return Err(format!("Gatehouse at {} did not decide within {} minutes; the call was not sent", self.url, ANSWER_WITHIN.as_secs() / 60))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "Gatehouse is not answering at {} ({}): start it (the app, or `gatehouse serve`) to use this server's tools",
+                    self.url,
+                    gatehouse_http::innermost(&e)
+                ))
+            }
+        };
+        let status = r.status();
+        let v: serde_json::Value = r.json().await.map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.url))?;
+        if !status.is_success() {
+            return Err(format!("Gatehouse refused to judge the call: {}", v["error"].as_str().unwrap_or("no reason given")));
+        }
+        serde_json::from_value(v).map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.url))
+    }
+}
+
+impl Keeper for GateKeeper {
+    async fn call(&self, call: &ToolCall) -> Verdict {
+        match self.ask(call).await {
+            Ok(Answer::Allow) => Verdict::Pass,
+            Ok(Answer::Modify { arguments }) => Verdict::Arguments(Json::from_serde(&arguments)),
+            Ok(Answer::Deny { message }) => Verdict::Refuse(format!("Gatehouse: {message}")),
+            Err(why) => Verdict::Refuse(why),
+        }
+    }
+
+    async fn listed(&self, tools: &[Pin]) -> Vec<String> {
+        let mut described = self.described.lock().unwrap_or_else(|p| p.into_inner());
+        described.clear();
+        described.extend(tools.iter().map(|t| (t.name.clone(), t.description.clone())));
+        Vec::new()
+    }
+
+    async fn server_asks(&self, method: &str, _message: &[u8]) -> Verdict {
+        Verdict::Refuse(format!("Gatehouse does not pass an MCP server's {method} requests to the app yet"))
+    }
+}
+
+/// Resolves when the process is told to stop (SIGTERM, SIGINT, SIGHUP); never, where it
+/// cannot listen for them.
+async fn ended_by_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+        _ = hup.recv() => {}
+    }
+}

@@ -1,0 +1,178 @@
+//! The MCP door at the gate, over loopback HTTP as a wrap asks it (`POST /mcp/v1/calls`):
+//! nothing unsigned, stale or forged is read; an unknown server knocks and is let in from
+//! Waiting for you; then each call is decided by the user's rules for it or asked of the
+//! user, bound to its arguments; a blocked server is refused; an ASOP agent cannot take a
+//! server's id.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::common::shown;
+use gatehouse_app::consent::Decision;
+use gatehouse_app::doors::guardian::{Guardian, UserAnswer};
+use gatehouse_app::doors::mcp::signed::{self, Answer};
+use gatehouse_app::doors::ServeOptions;
+use gatehouse_app::target::Source;
+use gatehouse_asop::rules::Action;
+use gatehouse_store::asop::AsopRuleRow;
+use gatehouse_store::Store;
+use serde_json::{json, Value};
+
+struct M {
+    _dir: tempfile::TempDir,
+    store: Arc<Store>,
+    inbox: Arc<gatehouse_app::doors::gate::state::Gate>,
+    base: String,
+    http: reqwest::Client,
+    server: ed25519_dalek::SigningKey,
+}
+
+async fn start() -> M {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    let key = ed25519_dalek::SigningKey::from_bytes(&[4; 32]);
+    let (inbox, rx) = gatehouse_app::doors::service::build(store.clone(), &gatehouse_epp::public_key_hex(&key));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let opts = ServeOptions { listener: Some(listener), watch: None, uamp: None, ..Default::default() };
+    tokio::spawn(gatehouse_app::doors::service::run_with(inbox.clone(), rx, opts, std::future::pending(), |_| {}));
+    for _ in 0..100 {
+        if inbox.door::<Guardian>().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    M { _dir: dir, store, inbox, base, http: reqwest::Client::new(), server: ed25519_dalek::SigningKey::from_bytes(&[9; 32]) }
+}
+
+impl M {
+    /// The server's registry key.
+    fn key(&self) -> String {
+        signed::sender("files", &hex::encode(self.server.verifying_key().as_bytes()))
+    }
+
+    /// Posts `body` with `headers`: the status and the answer.
+    async fn post(&self, body: &[u8], headers: &[(&str, String)]) -> (u16, Value) {
+        let mut r = self.http.post(format!("{}{}", self.base, signed::PATH)).header("content-type", "application/json");
+        for (n, v) in headers {
+            r = r.header(*n, v);
+        }
+        let r = r.body(body.to_vec()).send().await.unwrap();
+        (r.status().as_u16(), r.json().await.unwrap())
+    }
+
+    /// A call of `tool` as the wrap asks it, signed now.
+    async fn call(&self, tool: &str, arguments: Value) -> Answer {
+        let body =
+            serde_json::to_vec(&json!({"server": "files", "session": "s-1", "tool": tool, "arguments": arguments, "description": "Reads a file"})).unwrap();
+        let (status, v) = self.post(&body, &signed::sign(&self.server, chrono::Utc::now().timestamp(), &body)).await;
+        assert_eq!(status, 200, "{v}");
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn rule(&self, tool: &str, condition: Option<Value>, action: &str, redact: Option<&str>) {
+        let row = AsopRuleRow {
+            id: 0,
+            agent: gatehouse_app::mcp::agent_id("files"),
+            method: "steps/toolCallRequest".into(),
+            tool: tool.into(),
+            condition,
+            action: action.into(),
+            redact: redact.map(str::to_string),
+            note: None,
+            source: "user".into(),
+            created_at: "2026-11-29T00:00:00Z".into(),
+            until: None,
+        };
+        self.store.asop_rule_add(&row).unwrap();
+    }
+}
+
+fn denied(a: &Answer) -> &str {
+    match a {
+        Answer::Deny { message } => message,
+        other => panic!("not denied: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn nothing_unsigned_stale_or_forged_is_judged() {
+    let m = start().await;
+    let body = br#"{"server":"files","session":"s","tool":"read","arguments":{}}"#.to_vec();
+    let now = chrono::Utc::now().timestamp();
+    let (status, v) = m.post(&body, &[]).await;
+    assert_eq!(status, 401, "{v}");
+    let old = signed::sign(&m.server, now - 600, &body);
+    let (status, v) = m.post(&body, &old).await;
+    assert_eq!(status, 401);
+    assert!(v["error"].as_str().unwrap().contains("away from this gate's clock"), "{v}");
+    let mut forged = signed::sign(&m.server, now, &body);
+    forged[0].1 = hex::encode(ed25519_dalek::SigningKey::from_bytes(&[7; 32]).verifying_key().as_bytes());
+    assert_eq!(m.post(&body, &forged).await.0, 401);
+    // Signed, but not a call: refused saying so.
+    let bad = br#"{"server":"../files","session":"s","tool":"read","arguments":{}}"#.to_vec();
+    assert_eq!(m.post(&bad, &signed::sign(&m.server, now, &bad)).await.0, 400);
+    assert!(m.store.pending_list().unwrap().is_empty(), "nobody knocked");
+    assert!(m.store.asop_agent_steps(&gatehouse_app::mcp::agent_id("files"), 10).unwrap().is_empty(), "nothing recorded");
+}
+
+#[tokio::test]
+async fn a_server_knocks_is_let_in_and_its_calls_are_decided_by_rules_or_the_user() {
+    let m = start().await;
+    let first = m.call("read_file", json!({"path": "notes.txt"})).await;
+    assert!(denied(&first).contains("let the MCP server “files” in"), "{first:?}");
+    let knock = m.store.pending_list().unwrap().into_iter().find(|p| p.public_key == m.key()).expect("the server knocked");
+    assert_eq!((knock.door.as_str(), Source::at(&knock.door)), ("mcp", Source::McpServer));
+
+    let out = gatehouse_app::consent::decide(&m.inbox, &shown(&m.inbox, &m.key()), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    assert!(out.message.starts_with("Let in"), "{}", out.message);
+
+    // No rule: the user is asked, shown the tool and its arguments, and allows.
+    let guardian = m.inbox.door::<Guardian>().unwrap();
+    let asked = tokio::spawn({
+        let g = guardian.clone();
+        async move {
+            for _ in 0..200 {
+                if let Some(s) = g.pending().unwrap().first().cloned() {
+                    g.answer(s.row, UserAnswer { decision: Action::Allow, always: false, redact: None, note: None, lasting: None }).unwrap();
+                    return s;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("nothing was asked");
+        }
+    });
+    assert_eq!(m.call("read_file", json!({"path": "notes.txt"})).await, Answer::Allow);
+    let step = asked.await.unwrap();
+    assert!(step.summary.contains("read_file") && step.summary.contains("notes.txt"), "{}", step.summary);
+    assert_eq!(step.request.pointer("/params/context/agent/tools/0/description"), Some(&json!("Reads a file")), "the tool's description is kept with it");
+
+    // Rules: a condition on an argument denies, a redaction modifies.
+    m.rule("read_file", Some(json!({"argument": "path", "op": "contains", "value": ".ssh"})), "deny", None);
+    m.rule("read_file", None, "modify", Some("secret-[0-9]+"));
+    let ssh = m.call("read_file", json!({"path": "/home/me/.ssh/id_rsa"})).await;
+    assert!(!denied(&ssh).is_empty());
+    let redacted = m.call("read_file", json!({"path": "notes.txt", "note": "secret-1234"})).await;
+    assert_eq!(redacted, Answer::Modify { arguments: json!({"path": "notes.txt", "note": "[REDACTED]"}) });
+
+    // Blocked: refused, saying so, and nobody asked.
+    gatehouse_app::trust::block(&crate::common::ctx(&m.store), &m.key(), chrono::Utc::now()).unwrap();
+    let blocked = m.call("read_file", json!({"path": "notes.txt"})).await;
+    assert!(denied(&blocked).contains("You blocked the MCP server “files”"), "{blocked:?}");
+    assert!(guardian.pending().unwrap().is_empty());
+    let log: Vec<_> = m.store.asop_agent_steps(&gatehouse_app::mcp::agent_id("files"), 10).unwrap().into_iter().map(|s| (s.decision, s.decided_by)).collect();
+    let by = |d: &str, b: &str| (d.to_string(), Some(b.to_string()));
+    assert_eq!(log, [by("error", "blocked"), by("modify", "rule"), by("deny", "rule"), by("allow", "user"), by("error", "unregistered")]);
+}
+
+#[tokio::test]
+async fn an_asop_agent_cannot_take_an_mcp_servers_id() {
+    let m = start().await;
+    let step = json!({"jsonrpc": "2.0", "id": 1, "method": "steps/toolCallRequest", "params": {
+        "context": {"agent": {"id": "mcp:files", "name": "Files", "instructions": "x", "version": "1", "provider": {"name": "x", "url": "https://x.example"}},
+            "session": {"id": "s"}, "turnId": "t", "stepId": "p", "timestamp": "2026-11-29T00:00:00Z"},
+        "toolCallRequest": {"executionId": "e", "toolId": "read_file", "inputs": []}}});
+    let r: Value = m.http.post(format!("{}/asop/v1", m.base)).json(&step).send().await.unwrap().json().await.unwrap();
+    assert_eq!(r["error"]["code"], -32004, "{r}");
+    assert!(m.store.pending_list().unwrap().is_empty(), "and it knocks for nothing");
+}

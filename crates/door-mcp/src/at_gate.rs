@@ -1,0 +1,178 @@
+//! A wrapped server's call at the gate. Who may call at all is the gate's decision, as for
+//! every door ([`gatehouse_gate::Gate::accept`], door [`DOOR`], scope [`SCOPE`]): an unknown
+//! server knocks (the user is asked to let it in), a blocked or revoked one is refused, one
+//! whose grant ended has every call asked of the user, and its rate is counted. What the
+//! call itself may do (the user's rules per tool with conditions on its arguments, or the
+//! user asked) is decided by the [`Judge`] the composition gives the door: this crate
+//! names no other door.
+
+use std::sync::{Arc, Weak};
+
+use futures_util::future::BoxFuture;
+use gatehouse_gate::{Arrival, Gate, Keep, Kept, Refusal, Stored, Why, Words};
+use gatehouse_store::Store;
+use serde_json::Value;
+
+use crate::signed::{Answer, Asked};
+use crate::DOOR;
+
+/// The trust-registry scope of a server let in.
+pub const SCOPE: &str = "mcp";
+
+/// What the gate decided about the server behind a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// Let in; `held`: every call is asked of the user (a grant that ended, a key changed).
+    Admitted { held: bool },
+    /// Unknown: the user has been asked to let it in.
+    Knocked { message: String },
+    /// Refused (`blocked`: the user blocked or revoked it), in words the client shows.
+    Refused { message: String, blocked: bool },
+}
+
+/// A call as the gate hands it to the judge.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// The server's registry key ([`crate::signed::sender`]).
+    pub sender: String,
+    pub asked: Asked,
+    pub admission: Admission,
+}
+
+/// Decides a call once the gate has judged its server; records it either way.
+pub trait Judge: Send + Sync + 'static {
+    fn judge(&self, call: Judged) -> BoxFuture<'static, Answer>;
+}
+
+/// The door at the gate.
+pub struct McpDoor {
+    gate: Weak<Gate>,
+    judge: Arc<dyn Judge>,
+}
+
+impl McpDoor {
+    pub fn new(gate: &Arc<Gate>, judge: Arc<dyn Judge>) -> Arc<McpDoor> {
+        Arc::new(McpDoor { gate: Arc::downgrade(gate), judge })
+    }
+
+    /// The answer to `asked`, signed by the key `public_hex`, `size` bytes as it came.
+    pub async fn ask(&self, public_hex: &str, asked: Asked, size: u64) -> Answer {
+        let sender = crate::signed::sender(&asked.server, public_hex);
+        let Some(gate) = self.gate.upgrade() else { return Answer::Deny { message: "Gatehouse is stopping; the call was not sent".into() } };
+        let (who, key) = (asked.server.clone(), sender.clone());
+        let admission = tokio::task::spawn_blocking(move || admit(&gate, &key, &who, size)).await;
+        let admission = admission.unwrap_or_else(|e| Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false });
+        self.judge.judge(Judged { sender, asked, admission }).await
+    }
+}
+
+/// The gate's decision on the server behind one call; a knock is recorded and the user
+/// told.
+fn admit(gate: &Gate, key: &str, who: &str, size: u64) -> Admission {
+    let at = gatehouse_gate::clock::now();
+    let received_at = gatehouse_gate::clock::utc_string(at);
+    let arrival = Arrival {
+        door: DOOR,
+        transport: DOOR,
+        sender: key.to_string(),
+        scope: SCOPE.to_string(),
+        asks: None,
+        size,
+        on_behalf_of: None,
+        at,
+        received_at: &received_at,
+        receipt_id: "",
+        consent: None,
+        // A call is kept by the judge, with its decision: nothing of it is the gate's.
+        kept: Kept {
+            id: String::new(),
+            recipient: String::new(),
+            payload_type: None,
+            conversation_id: None,
+            in_reply_to: None,
+            prompt: String::new(),
+            timestamp: String::new(),
+            expires_at: String::new(),
+            expires_at_ms: 0,
+            nonce: Vec::new(),
+            signed_form: "transport",
+            raw: &[],
+            raw_sha256: String::new(),
+        },
+        keeps_refused: false,
+    };
+    let admission = gate.accept(&Call { who }, &arrival).answer;
+    if let Admission::Knocked { .. } = &admission {
+        // Recorded here, as the guardian records its agents' knocks: a knock is a server
+        // asking to be let in, never a row of the Inbox.
+        if let Err(e) = gate.store().pending_record(DOOR, key, SCOPE, "", &received_at) {
+            tracing::error!(error = %e, "could not record an MCP server's knock");
+        }
+        gate.emit_event(gatehouse_gate::state::ArrivalEvent {
+            receipt_id: format!("mcp-knock:{key}"),
+            status: gatehouse_gate::state::Status::Rejected,
+            code: None,
+            sender: Some(key.to_string()),
+            scope: Some(SCOPE.into()),
+            transport: DOOR.into(),
+            needs_consent: true,
+            key_change: false,
+        });
+    }
+    admission
+}
+
+struct Call<'a> {
+    who: &'a str,
+}
+
+impl gatehouse_gate::Checks for Call<'_> {
+    type Refusal = std::convert::Infallible;
+}
+
+impl gatehouse_gate::Door for Call<'_> {
+    type Answer = Admission;
+
+    // The judge announces what it asks and decides.
+    fn accepted(&self, _a: &Arrival<'_>, _executor: &str, held: bool) -> Words<Admission> {
+        Words { code: None, message: None, receipt: Value::Null, answer: Admission::Admitted { held }, keep: false }
+    }
+
+    fn refused(&self, _a: &Arrival<'_>, why: &Why<std::convert::Infallible>) -> Words<Admission> {
+        Words { code: None, message: None, receipt: Value::Null, answer: self.refusal(why), keep: false }
+    }
+
+    fn outcome(&self, r: &std::convert::Infallible) -> gatehouse_code::Outcome {
+        match *r {}
+    }
+
+    fn keep(&self, store: &Store, k: &Keep<'_>) -> Option<gatehouse_store::Result<Stored<std::convert::Infallible>>> {
+        let sender = k.receipt.sender.as_deref().unwrap_or_default();
+        let counted = store.take_rate(sender, k.receipt.received_ms, k.limits, Some(k.version));
+        Some(counted.map(|r| match r {
+            Ok(()) => Stored::Row { row: 0, held: k.held },
+            Err(refused) => Stored::Refused(refused),
+        }))
+    }
+}
+
+impl Call<'_> {
+    fn refusal(&self, why: &Why<std::convert::Infallible>) -> Admission {
+        let who = self.who;
+        let refused = |message: String| Admission::Refused { message, blocked: false };
+        match why {
+            Why::Knock => {
+                Admission::Knocked { message: format!("Gatehouse asked you to let the MCP server “{who}” in (Waiting for you); call again once you have") }
+            }
+            Why::Refused(Refusal::Blocked) => Admission::Refused { message: format!("You blocked the MCP server “{who}” in Gatehouse"), blocked: true },
+            Why::Refused(Refusal::Revoked(_)) => Admission::Refused { message: format!("You took the MCP server “{who}” out of Gatehouse"), blocked: true },
+            Why::Refused(Refusal::Size { size, limit }) => refused(format!("The call is {size} bytes; you allow the MCP server “{who}” {limit}")),
+            Why::Refused(Refusal::Scope(_) | Refusal::Delegation) | Why::Reserved(_) => {
+                refused(format!("You let “{who}” in for something else, not as an MCP server"))
+            }
+            Why::Refused(Refusal::Door(never)) => match *never {},
+            Why::RateLimited { window, limit, .. } => refused(format!("You allow the MCP server “{who}” {limit} calls per {window}; try again later")),
+            other => refused(format!("Gatehouse could not decide ({}); the call was not sent", other.outcome(|n| match *n {}).as_str())),
+        }
+    }
+}

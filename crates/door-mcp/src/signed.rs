@@ -1,0 +1,132 @@
+//! What a wrap asks the gate about one call, and how the gate knows which server asks: one
+//! JSON body at [`PATH`] on the inbox, signed with the wrapped server's own key (kept by
+//! the wrap in a 0600 file; an app starts its servers without the keychain). The gate
+//! knows a server by that key and the name it runs under ([`sender`]), never by the name
+//! alone: another program calling itself "files" is another server, and knocks.
+//!
+//! A signature covers the time it was made and the whole body; the gate takes it for
+//! [`FRESH_FOR`] either side of its clock. A copy sent again within that time asks the
+//! same question again and is answered again: nothing runs on the gate's side, the wrap
+//! that asked is the only one that sends the call on.
+
+use std::time::Duration;
+
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Where the gate's MCP door listens on the inbox.
+pub const PATH: &str = "/mcp/v1/calls";
+/// The headers a request is signed in.
+pub const KEY_HEADER: &str = "gatehouse-mcp-key";
+pub const TIME_HEADER: &str = "gatehouse-mcp-time";
+pub const SIGNATURE_HEADER: &str = "gatehouse-mcp-signature";
+/// How far a request's time may be from the gate's.
+pub const FRESH_FOR: Duration = Duration::from_secs(120);
+/// A request larger than this is refused (a call's arguments are shown to the user).
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+/// What a signature is made over, before the time and the body's digest.
+const CONTEXT: &str = "gatehouse-mcp-call/1";
+
+/// One call, as the wrap asks the gate about it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Asked {
+    /// What the app's configuration calls the server (letters, digits, - and _).
+    pub server: String,
+    /// The app's session with it, as the wrap numbers them.
+    pub session: String,
+    /// The tool called.
+    pub tool: String,
+    /// Its arguments as the client sent them (an object).
+    pub arguments: Value,
+    /// The tool as the server last listed it, when it did: its description is shown with
+    /// the call and read for risks.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// The gate's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Answer {
+    Allow,
+    /// Send the call with these arguments instead.
+    Modify {
+        arguments: Value,
+    },
+    /// Refuse it, in words the client shows.
+    Deny {
+        message: String,
+    },
+}
+
+/// Whether `name` can be a server's name.
+pub fn name_ok(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The registry key of the server `name` running with the key `public_hex`.
+pub fn sender(name: &str, public_hex: &str) -> String {
+    format!("mcp:{}:{public_hex}", name.to_ascii_lowercase())
+}
+
+/// The name a registry key of this door's was made with.
+pub fn name_of(sender: &str) -> Option<&str> {
+    let rest = sender.strip_prefix("mcp:")?;
+    let (name, key) = rest.rsplit_once(':')?;
+    (name_ok(name) && key.len() == 64).then_some(name)
+}
+
+fn message(time: i64, body: &[u8]) -> Vec<u8> {
+    format!("{CONTEXT}\n{time}\n{}", hex::encode(Sha256::digest(body))).into_bytes()
+}
+
+/// The three headers that sign `body` at `time` (seconds since the epoch).
+pub fn sign(key: &SigningKey, time: i64, body: &[u8]) -> [(&'static str, String); 3] {
+    let sig = key.sign(&message(time, body));
+    [(KEY_HEADER, hex::encode(key.verifying_key().as_bytes())), (TIME_HEADER, time.to_string()), (SIGNATURE_HEADER, hex::encode(sig.to_bytes()))]
+}
+
+/// Why a request was not taken as its server's.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unsigned {
+    /// A header is missing or not what it must be.
+    Malformed(&'static str),
+    /// Made too far from now.
+    Stale { seconds: i64 },
+    /// The signature does not verify.
+    Forged,
+}
+
+impl std::fmt::Display for Unsigned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unsigned::Malformed(what) => write!(f, "the request's {what} is missing or malformed"),
+            Unsigned::Stale { seconds } => {
+                write!(f, "the request was signed {seconds} s away from this gate's clock (at most {} s are taken)", FRESH_FOR.as_secs())
+            }
+            Unsigned::Forged => f.write_str("the request's signature does not verify with the key it names"),
+        }
+    }
+}
+
+/// The key that signed `body` (64 lower-case hex digits), judged at `now`, from the values
+/// of the three headers.
+pub fn verify(key: Option<&str>, time: Option<&str>, signature: Option<&str>, body: &[u8], now: i64) -> Result<String, Unsigned> {
+    let public: [u8; 32] =
+        key.and_then(|k| hex::decode(k).ok()).and_then(|b| b.try_into().ok()).ok_or(Unsigned::Malformed("key (gatehouse-mcp-key: 64 hex digits)"))?;
+    let time: i64 = time.and_then(|t| t.parse().ok()).ok_or(Unsigned::Malformed("time (gatehouse-mcp-time: seconds since 1970)"))?;
+    let sig: [u8; 64] = signature
+        .and_then(|s| hex::decode(s).ok())
+        .and_then(|b| b.try_into().ok())
+        .ok_or(Unsigned::Malformed("signature (gatehouse-mcp-signature: 128 hex digits)"))?;
+    let away = now.saturating_sub(time).saturating_abs();
+    if away > FRESH_FOR.as_secs() as i64 {
+        return Err(Unsigned::Stale { seconds: away });
+    }
+    let public = VerifyingKey::from_bytes(&public).map_err(|_| Unsigned::Forged)?;
+    public.verify_strict(&message(time, body), &Signature::from_bytes(&sig)).map_err(|_| Unsigned::Forged)?;
+    Ok(hex::encode(public.as_bytes()))
+}
