@@ -865,7 +865,9 @@ later?: string | null;
  *  Contacts this new key claims to be or act for: a change to them, never merged
  *  but by the user's word.
  */
-claims: Claim[] } | 
+claims: Claim[]; 
+/**  What an MCP server offers: the tools it listed, pinned as shown when it is let in. */
+tools?: ToolShown_Deserialize[] } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; payload_type?: string | null; on_behalf_of?: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
@@ -918,7 +920,16 @@ verified: boolean; later?: string | null } |
  *  One of the user's own agents (the guardian) waits, its request held, for a decision
  *  on a step.
  */
-{ kind: "guardian_step"; step: AsopStepRow_Deserialize };
+{ kind: "guardian_step"; step: AsopStepRow_Deserialize } | 
+/**
+ *  An MCP server the user let in lists tools that differ from those they let in: held
+ *  from the user's AI until accepted.
+ */
+{ kind: "tool_change"; 
+/**  The server's registry key. */
+server: string; server_name: string; tools: ToolShown_Deserialize[]; 
+/**  What these tools are known by: a decision names it. */
+digest: string; later?: string | null };
 
 /**  One thing waiting for the user. */
 export type ConsentItem_Serialize = 
@@ -945,7 +956,9 @@ later: string | null;
  *  Contacts this new key claims to be or act for: a change to them, never merged
  *  but by the user's word.
  */
-claims: Claim[] } | 
+claims: Claim[]; 
+/**  What an MCP server offers: the tools it listed, pinned as shown when it is let in. */
+tools: ToolShown_Serialize[] } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
@@ -998,7 +1011,16 @@ verified: boolean; later: string | null } |
  *  One of the user's own agents (the guardian) waits, its request held, for a decision
  *  on a step.
  */
-{ kind: "guardian_step"; step: AsopStepRow_Serialize };
+{ kind: "guardian_step"; step: AsopStepRow_Serialize } | 
+/**
+ *  An MCP server the user let in lists tools that differ from those they let in: held
+ *  from the user's AI until accepted.
+ */
+{ kind: "tool_change"; 
+/**  The server's registry key. */
+server: string; server_name: string; tools: ToolShown_Serialize[]; 
+/**  What these tools are known by: a decision names it. */
+digest: string; later: string | null };
 
 /**  The same submission, when it needs the user's decision. */
 export type ConsentRequested = ConsentRequested_Serialize;
@@ -1020,7 +1042,9 @@ export type ConsentTarget_Deserialize = { kind: "unknown_sender"; public_key: st
  */
 knock?: string | null } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string } | 
 /**  A trusted sender's signature named a key not kept for it. */
-{ kind: "key_change"; sender: string };
+{ kind: "key_change"; sender: string } | 
+/**  An MCP server's tools that differ from those the user let in, as shown (`digest`). */
+{ kind: "tool_change"; server: string; digest: string };
 
 /**  What a prompt decides on. */
 export type ConsentTarget_Serialize = { kind: "unknown_sender"; public_key: string; 
@@ -1030,7 +1054,9 @@ export type ConsentTarget_Serialize = { kind: "unknown_sender"; public_key: stri
  */
 knock: string | null } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string } | 
 /**  A trusted sender's signature named a key not kept for it. */
-{ kind: "key_change"; sender: string };
+{ kind: "key_change"; sender: string } | 
+/**  An MCP server's tools that differ from those the user let in, as shown (`digest`). */
+{ kind: "tool_change"; server: string; digest: string };
 
 export type Contact = Contact_Serialize;
 
@@ -3032,6 +3058,34 @@ export type TimedGrant = {
 	until: string,
 	/**  It has ended: the sender's next message in the scope is held and asks again. */
 	ended: boolean,
+};
+
+/**
+ *  One tool as the user is shown it: as they let it in (none: new) and as listed now, with
+ *  what in its new words looks like an attempt to steer the user's AI.
+ */
+export type ToolShown = ToolShown_Serialize;
+
+/**
+ *  One tool as the user is shown it: as they let it in (none: new) and as listed now, with
+ *  what in its new words looks like an attempt to steer the user's AI.
+ */
+export type ToolShown_Deserialize = {
+	tool: string,
+	pinned?: Value | null,
+	now: Value,
+	risk: Flag[],
+};
+
+/**
+ *  One tool as the user is shown it: as they let it in (none: new) and as listed now, with
+ *  what in its new words looks like an attempt to steer the user's AI.
+ */
+export type ToolShown_Serialize = {
+	tool: string,
+	pinned: Value | null,
+	now: Value,
+	risk: Flag[],
 };
 
 /**

@@ -104,6 +104,7 @@ fn about(item: &ConsentItem) -> (Option<&str>, Option<&str>) {
         ConsentItem::Held { sender, scope, .. } | ConsentItem::HeldAsk { sender, scope, .. } => (Some(scope), Some(sender)),
         ConsentItem::KeyChange { sender, .. } => (None, Some(sender)),
         ConsentItem::GuardianStep { .. } => (None, None),
+        ConsentItem::ToolChange { server, .. } => (Some(crate::doors::mcp::at_gate::SCOPE), Some(server)),
     }
 }
 

@@ -28,6 +28,11 @@ pub enum ConsentTarget {
     KeyChange {
         sender: String,
     },
+    /// An MCP server's tools that differ from those the user let in, as shown (`digest`).
+    ToolChange {
+        server: String,
+        digest: String,
+    },
 }
 
 impl ConsentTarget {
@@ -38,6 +43,7 @@ impl ConsentTarget {
             ConsentTarget::Held { row_id } => format!("envelope-row:{row_id}"),
             ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
             ConsentTarget::KeyChange { sender } => format!("key-change:{}", gatehouse_store::sender_key(sender)),
+            ConsentTarget::ToolChange { server, .. } => format!("mcp-tools:{}", gatehouse_store::sender_key(server)),
         }
     }
 }

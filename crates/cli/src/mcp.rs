@@ -41,6 +41,14 @@ pub enum McpCmd {
         #[arg(long)]
         name: Option<String>,
     },
+    /// A server's tools: as you let them in, and those that differ now (held from your AI)
+    Tools {
+        server: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accept a server's held tools as they are now (look at them with `tools` first)
+    Accept { server: String },
     /// The rules that decide a server's calls
     #[command(subcommand)]
     Rules(RulesCmd),
@@ -118,8 +126,40 @@ pub fn run(cmd: McpCmd, data_dir: &std::path::Path, open: impl FnOnce() -> Resul
             }
         }
         McpCmd::Allow { server, name } => {
-            let e = gatehouse_app::mcp::allow(&open()?, &server, name)?;
+            let (e, tools) = gatehouse_app::mcp::allow(&open()?, &server, name)?;
             note!("let in {} ({}): its calls are now decided by your rules, or asked about", e.name, e.public_key);
+            match tools.is_empty() {
+                true => note!("it had listed no tools: each it lists will wait for you (`gatehouse mcp tools {server}`)"),
+                false => note!("its tools as you let them in: {}", tools.join(", ")),
+            }
+        }
+        McpCmd::Tools { server, json } => {
+            let t = gatehouse_app::mcp::tools(&open()?, &server)?;
+            if json {
+                crate::print_json(&t);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let said = |p: &serde_json::Value| p["description"].as_str().unwrap_or("").to_string();
+            for p in &t.pinned {
+                say!("let in   {:<24}  {}", p.tool, said(&p.pin));
+            }
+            for h in &t.held {
+                let what = if h.pinned.is_some() { "changed" } else { "new" };
+                say!("held     {:<24}  ({what}) {}", h.tool, said(&h.now));
+                if let Some(was) = &h.pinned {
+                    say!("           was: {}", said(was));
+                }
+                for f in &h.risk {
+                    say!("           ⚠ {}", f.why);
+                }
+            }
+            if t.pinned.is_empty() && t.held.is_empty() {
+                note!("{server} has listed no tools yet");
+            }
+        }
+        McpCmd::Accept { server } => {
+            let names = gatehouse_app::mcp::accept(&open()?, &server)?;
+            note!("accepted for {server}: {} (your AI sees them from its next list)", names.join(", "));
         }
         McpCmd::Rules(RulesCmd::List { server, json }) => {
             let rules = gatehouse_app::mcp::rules(&open()?, &server)?;

@@ -13,8 +13,10 @@ use gatehouse_gate::{Arrival, Gate, Keep, Kept, Refusal, Stored, Why, Words};
 use gatehouse_store::Store;
 use serde_json::Value;
 
-use crate::signed::{Answer, Asked};
+use crate::signed::{Answer, Asked, Listed, Withheld};
 use crate::DOOR;
+use gatehouse_mcp::tools::{self, Change, Pin};
+use serde_json::json;
 
 /// The trust-registry scope of a server let in.
 pub const SCOPE: &str = "mcp";
@@ -59,16 +61,101 @@ impl McpDoor {
     pub async fn ask(&self, public_hex: &str, asked: Asked, size: u64) -> Answer {
         let sender = crate::signed::sender(&asked.server, public_hex);
         let Some(gate) = self.gate.upgrade() else { return Answer::Deny { message: "Gatehouse is stopping; the call was not sent".into() } };
-        let (who, key) = (asked.server.clone(), sender.clone());
-        let admission = tokio::task::spawn_blocking(move || admit(&gate, &key, &who, size)).await;
+        let (who, key, tool) = (asked.server.clone(), sender.clone(), asked.tool.clone());
+        let admission = tokio::task::spawn_blocking(move || match admit(&gate, &key, &who, size, None) {
+            // Only a tool the user let in, as they saw it, is called.
+            Admission::Admitted { held } => match tool_held(gate.store(), &key, &who, &tool) {
+                Ok(None) => Admission::Admitted { held },
+                Ok(Some(message)) => Admission::Refused { message, blocked: false },
+                Err(e) => Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false },
+            },
+            other => other,
+        })
+        .await;
         let admission = admission.unwrap_or_else(|e| Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false });
         self.judge.judge(Judged { sender, asked, admission }).await
     }
+
+    /// The tools of `listed` to withhold from the client: all of them from a server not let
+    /// in (they wait with its knock, shown to the user, and are pinned when it is let in);
+    /// from one let in, each that differs from its pin (kept as offered, shown to the user,
+    /// withheld until accepted).
+    pub async fn listed(&self, public_hex: &str, listed: Listed, size: u64) -> Withheld {
+        let sender = crate::signed::sender(&listed.server, public_hex);
+        let everything = |message: String| Withheld { withhold: listed.tools.iter().map(|t| t.name.clone()).collect(), message: Some(message) };
+        let Some(gate) = self.gate.upgrade() else { return everything("Gatehouse is stopping".into()) };
+        let tools: Vec<Pin> = listed.tools.iter().cloned().map(Pin::checked).collect();
+        let who = listed.server.clone();
+        let decided = tokio::task::spawn_blocking(move || -> Result<Withheld, String> {
+            let offered: Vec<(String, String, String)> = tools.iter().map(|t| (t.name.clone(), json!(t).to_string(), t.digest.clone())).collect();
+            match admit(&gate, &sender, &who, size, Some(&offered)) {
+                Admission::Admitted { .. } => {
+                    let store = gate.store();
+                    let pins: Vec<Pin> =
+                        store.mcp_pins(&sender).map_err(|e| e.to_string())?.into_iter().filter_map(|p| serde_json::from_value(p.pin).ok()).collect();
+                    let differs: Vec<&Pin> = tools::changes(&pins, &tools)
+                        .iter()
+                        .filter_map(|c| match c {
+                            Change::Added { now } | Change::Changed { now, .. } => Some(now.name.as_str()),
+                            Change::Removed { .. } => None,
+                        })
+                        .filter_map(|name| tools.iter().find(|t| t.name == name))
+                        .collect();
+                    if differs.is_empty() {
+                        return Ok(Withheld { withhold: Vec::new(), message: None });
+                    }
+                    let kept: Vec<_> = differs.iter().map(|t| (t.name.clone(), json!(t).to_string(), t.digest.clone())).collect();
+                    if store.mcp_offer(&sender, &kept, &gatehouse_gate::clock::now_string()).map_err(|e| e.to_string())? > 0 {
+                        tell(&gate, &sender);
+                    }
+                    let names: Vec<String> = differs.iter().map(|t| t.name.clone()).collect();
+                    let message = format!("held until you accept them in Gatehouse (they differ from what you let in): {}", names.join(", "));
+                    Ok(Withheld { withhold: names, message: Some(message) })
+                }
+                Admission::Knocked { message } | Admission::Refused { message, .. } => {
+                    Ok(Withheld { withhold: tools.iter().map(|t| t.name.clone()).collect(), message: Some(message) })
+                }
+            }
+        })
+        .await;
+        match decided {
+            Ok(Ok(w)) => w,
+            Ok(Err(e)) => everything(format!("Gatehouse could not read the tools you let in: {e}")),
+            Err(e) => everything(format!("Gatehouse could not decide: {e}")),
+        }
+    }
 }
 
-/// The gate's decision on the server behind one call; a knock is recorded and the user
-/// told.
-fn admit(gate: &Gate, key: &str, who: &str, size: u64) -> Admission {
+/// Why a call of `tool` may not go on although its server is let in: the tool is not
+/// among those the user let in, or it changed since.
+fn tool_held(store: &Store, key: &str, who: &str, tool: &str) -> gatehouse_store::Result<Option<String>> {
+    let pinned = store.mcp_pins(key)?.iter().any(|p| p.tool == tool);
+    let offered = store.mcp_offers(Some(key))?.iter().any(|o| o.tool == tool);
+    Ok(match (pinned, offered) {
+        (true, false) => None,
+        (true, true) => Some(format!("the tool {tool:?} of “{who}” changed since you let it in; it is held until you accept the change in Gatehouse")),
+        (false, _) => Some(format!("{tool:?} is not among the tools of “{who}” you let in; it is held until you accept it in Gatehouse")),
+    })
+}
+
+/// Tells the window (and the phone) that something waits for the user at this door.
+fn tell(gate: &Gate, key: &str) {
+    gate.emit_event(gatehouse_gate::state::ArrivalEvent {
+        receipt_id: format!("mcp-knock:{key}"),
+        status: gatehouse_gate::state::Status::Rejected,
+        code: None,
+        sender: Some(key.to_string()),
+        scope: Some(SCOPE.into()),
+        transport: DOOR.into(),
+        needs_consent: true,
+        key_change: false,
+    });
+}
+
+/// The gate's decision on the server behind a call or a list; a knock is recorded, with
+/// the tools the server `offered` (its list), and the user told. The knock is known by the
+/// tools offered (`offers_digest`): letting it in pins exactly those the user saw.
+fn admit(gate: &Gate, key: &str, who: &str, size: u64, offered: Option<&[(String, String, String)]>) -> Admission {
     let at = gatehouse_gate::clock::now();
     let received_at = gatehouse_gate::clock::utc_string(at);
     let arrival = Arrival {
@@ -105,19 +192,18 @@ fn admit(gate: &Gate, key: &str, who: &str, size: u64) -> Admission {
     if let Admission::Knocked { .. } = &admission {
         // Recorded here, as the guardian records its agents' knocks: a knock is a server
         // asking to be let in, never a row of the Inbox.
-        if let Err(e) = gate.store().pending_record(DOOR, key, SCOPE, "", &received_at) {
+        let store = gate.store();
+        let recorded = (|| {
+            if let Some(tools) = offered {
+                store.mcp_offer(key, tools, &received_at)?;
+            }
+            let offers = gatehouse_store::mcp::offers_digest(&store.mcp_offers(Some(key))?);
+            store.pending_record(DOOR, key, SCOPE, &offers, &received_at)
+        })();
+        if let Err(e) = recorded {
             tracing::error!(error = %e, "could not record an MCP server's knock");
         }
-        gate.emit_event(gatehouse_gate::state::ArrivalEvent {
-            receipt_id: format!("mcp-knock:{key}"),
-            status: gatehouse_gate::state::Status::Rejected,
-            code: None,
-            sender: Some(key.to_string()),
-            scope: Some(SCOPE.into()),
-            transport: DOOR.into(),
-            needs_consent: true,
-            key_change: false,
-        });
+        tell(gate, key);
     }
     admission
 }

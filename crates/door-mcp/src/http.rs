@@ -12,41 +12,67 @@ use axum::Router;
 use serde_json::json;
 
 use crate::at_gate::McpDoor;
-use crate::signed::{self, Asked};
+use crate::signed::{self, Asked, Listed};
 
-/// `POST /mcp/v1/calls`.
+/// `POST /mcp/v1/calls` and `POST /mcp/v1/tools`.
 pub fn router(door: Arc<McpDoor>) -> Router {
-    Router::new().route(signed::PATH, post(call)).with_state(door)
+    Router::new().route(signed::PATH, post(call)).route(signed::TOOLS_PATH, post(tools)).with_state(door)
 }
 
 fn refused(status: StatusCode, message: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], json!({"error": message}).to_string()).into_response()
 }
 
-async fn call(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {
+/// The body of a request to `path`, and the key that signed it; or the refusal.
+async fn signed_body(req: axum::extract::Request, path: &str) -> Result<(String, axum::body::Bytes), Response> {
     let headers: HeaderMap = req.headers().clone();
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     let body = match gatehouse_net::body::read(req.into_body(), declared, signed::MAX_BODY).await {
         Ok(r) => r,
         Err(gatehouse_net::body::BodyError::TooLarge(_)) => {
-            return refused(StatusCode::PAYLOAD_TOO_LARGE, format!("a call is judged up to {} bytes; this one is larger", signed::MAX_BODY))
+            return Err(refused(StatusCode::PAYLOAD_TOO_LARGE, format!("a request is judged up to {} bytes; this one is larger", signed::MAX_BODY)))
         }
-        Err(_) => return refused(StatusCode::REQUEST_TIMEOUT, "the request did not arrive in time".into()),
+        Err(_) => return Err(refused(StatusCode::REQUEST_TIMEOUT, "the request did not arrive in time".into())),
     };
     let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let now = gatehouse_gate::clock::now().timestamp();
     // The signature first: nothing of an unsigned body is read.
-    let public = match signed::verify(h(signed::KEY_HEADER), h(signed::TIME_HEADER), h(signed::SIGNATURE_HEADER), &body.bytes, now) {
-        Ok(k) => k,
-        Err(e) => return refused(StatusCode::UNAUTHORIZED, e.to_string()),
+    match signed::verify(h(signed::KEY_HEADER), h(signed::TIME_HEADER), h(signed::SIGNATURE_HEADER), path, &body.bytes, now) {
+        Ok(k) => Ok((k, body.bytes.clone())),
+        Err(e) => Err(refused(StatusCode::UNAUTHORIZED, e.to_string())),
+    }
+}
+
+async fn call(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {
+    let (public, body) = match signed_body(req, signed::PATH).await {
+        Ok(b) => b,
+        Err(r) => return r,
     };
-    let asked: Asked = match serde_json::from_slice(&body.bytes) {
+    let asked: Asked = match serde_json::from_slice(&body) {
         Ok(a) => a,
         Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not a call Gatehouse can judge: {e}")),
     };
     if !signed::name_ok(&asked.server) || !asked.arguments.is_object() || asked.tool.is_empty() {
         return refused(StatusCode::BAD_REQUEST, "a call names its server (letters, digits, - and _), its tool, and its arguments (an object)".into());
     }
-    let answer = door.ask(&public, asked, body.bytes.len() as u64).await;
+    let answer = door.ask(&public, asked, body.len() as u64).await;
+    ([(header::CONTENT_TYPE, "application/json")], json!(answer).to_string()).into_response()
+}
+
+async fn tools(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {
+    let (public, body) = match signed_body(req, signed::TOOLS_PATH).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let listed: Listed = match serde_json::from_slice(&body) {
+        Ok(l) => l,
+        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not a list of tools Gatehouse can read: {e}")),
+    };
+    let mut names = std::collections::HashSet::new();
+    let twice = !listed.tools.iter().all(|t| names.insert(t.name.as_str()));
+    if !signed::name_ok(&listed.server) || listed.tools.len() > gatehouse_mcp::tools::MAX_TOOLS || twice || listed.tools.iter().any(|t| t.name.is_empty()) {
+        return refused(StatusCode::BAD_REQUEST, format!("a list names its server and at most {} tools, each once by a name", gatehouse_mcp::tools::MAX_TOOLS));
+    }
+    let answer = door.listed(&public, listed, body.len() as u64).await;
     ([(header::CONTENT_TYPE, "application/json")], json!(answer).to_string()).into_response()
 }

@@ -4,7 +4,7 @@
 //! knows a server by that key and the name it runs under ([`sender`]), never by the name
 //! alone: another program calling itself "files" is another server, and knocks.
 //!
-//! A signature covers the time it was made and the whole body; the gate takes it for
+//! A signature covers the time it was made, the path and the whole body; the gate takes it for
 //! [`FRESH_FOR`] either side of its clock. A copy sent again within that time asks the
 //! same question again and is answered again: nothing runs on the gate's side, the wrap
 //! that asked is the only one that sends the call on.
@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Where the gate's MCP door listens on the inbox.
+/// Where the gate's MCP door listens on the inbox: a call, and what a server listed.
 pub const PATH: &str = "/mcp/v1/calls";
+pub const TOOLS_PATH: &str = "/mcp/v1/tools";
 /// The headers a request is signed in.
 pub const KEY_HEADER: &str = "gatehouse-mcp-key";
 pub const TIME_HEADER: &str = "gatehouse-mcp-time";
@@ -47,7 +48,24 @@ pub struct Asked {
     pub description: Option<String>,
 }
 
-/// The gate's answer.
+/// The tools a server listed, as the wrap asks the gate which may reach the client.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Listed {
+    pub server: String,
+    pub session: String,
+    pub tools: Vec<gatehouse_mcp::tools::Pin>,
+}
+
+/// The gate's answer to a list: the tools held from the client, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Withheld {
+    pub withhold: Vec<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// The gate's answer to a call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Answer {
@@ -79,13 +97,14 @@ pub fn name_of(sender: &str) -> Option<&str> {
     (name_ok(name) && key.len() == 64).then_some(name)
 }
 
-fn message(time: i64, body: &[u8]) -> Vec<u8> {
-    format!("{CONTEXT}\n{time}\n{}", hex::encode(Sha256::digest(body))).into_bytes()
+fn message(time: i64, path: &str, body: &[u8]) -> Vec<u8> {
+    format!("{CONTEXT}\n{time}\n{path}\n{}", hex::encode(Sha256::digest(body))).into_bytes()
 }
 
-/// The three headers that sign `body` at `time` (seconds since the epoch).
-pub fn sign(key: &SigningKey, time: i64, body: &[u8]) -> [(&'static str, String); 3] {
-    let sig = key.sign(&message(time, body));
+/// The three headers that sign `body`, sent to `path`, at `time` (seconds since the
+/// epoch).
+pub fn sign(key: &SigningKey, time: i64, path: &str, body: &[u8]) -> [(&'static str, String); 3] {
+    let sig = key.sign(&message(time, path, body));
     [(KEY_HEADER, hex::encode(key.verifying_key().as_bytes())), (TIME_HEADER, time.to_string()), (SIGNATURE_HEADER, hex::encode(sig.to_bytes()))]
 }
 
@@ -112,9 +131,9 @@ impl std::fmt::Display for Unsigned {
     }
 }
 
-/// The key that signed `body` (64 lower-case hex digits), judged at `now`, from the values
-/// of the three headers.
-pub fn verify(key: Option<&str>, time: Option<&str>, signature: Option<&str>, body: &[u8], now: i64) -> Result<String, Unsigned> {
+/// The key that signed `body` for `path` (64 lower-case hex digits), judged at `now`, from
+/// the values of the three headers.
+pub fn verify(key: Option<&str>, time: Option<&str>, signature: Option<&str>, path: &str, body: &[u8], now: i64) -> Result<String, Unsigned> {
     let public: [u8; 32] =
         key.and_then(|k| hex::decode(k).ok()).and_then(|b| b.try_into().ok()).ok_or(Unsigned::Malformed("key (gatehouse-mcp-key: 64 hex digits)"))?;
     let time: i64 = time.and_then(|t| t.parse().ok()).ok_or(Unsigned::Malformed("time (gatehouse-mcp-time: seconds since 1970)"))?;
@@ -127,6 +146,6 @@ pub fn verify(key: Option<&str>, time: Option<&str>, signature: Option<&str>, bo
         return Err(Unsigned::Stale { seconds: away });
     }
     let public = VerifyingKey::from_bytes(&public).map_err(|_| Unsigned::Forged)?;
-    public.verify_strict(&message(time, body), &Signature::from_bytes(&sig)).map_err(|_| Unsigned::Forged)?;
+    public.verify_strict(&message(time, path, body), &Signature::from_bytes(&sig)).map_err(|_| Unsigned::Forged)?;
     Ok(hex::encode(public.as_bytes()))
 }

@@ -3,7 +3,7 @@
 //! body is read.
 
 use ed25519_dalek::SigningKey;
-use gatehouse_door_mcp::signed::{name_of, sender, sign, verify, Unsigned, FRESH_FOR};
+use gatehouse_door_mcp::signed::{name_of, sender, sign, verify, Unsigned, FRESH_FOR, PATH, TOOLS_PATH};
 
 fn key(n: u8) -> SigningKey {
     SigningKey::from_bytes(&[n; 32])
@@ -17,30 +17,32 @@ fn headers<'a>(h: &'a [(&'static str, String); 3]) -> (Option<&'a str>, Option<&
 fn a_signed_call_names_its_key_and_nothing_else_passes() {
     let body = br#"{"server":"files","session":"s","tool":"read","arguments":{"path":"a"}}"#;
     let now = 1_800_000_000;
-    let h = sign(&key(1), now, body);
+    let h = sign(&key(1), now, PATH, body);
     let (k, t, s) = headers(&h);
-    let public = verify(k, t, s, body, now + 5).expect("signed by its key");
+    let public = verify(k, t, s, PATH, body, now + 5).expect("signed by its key");
     assert_eq!(public, hex::encode(key(1).verifying_key().as_bytes()));
 
     // The body changed after signing (another path): refused.
     let changed = br#"{"server":"files","session":"s","tool":"read","arguments":{"path":"b"}}"#;
-    assert_eq!(verify(k, t, s, changed, now), Err(Unsigned::Forged));
+    assert_eq!(verify(k, t, s, PATH, changed, now), Err(Unsigned::Forged));
+    // Sent to the other path: refused.
+    assert_eq!(verify(k, t, s, TOOLS_PATH, body, now), Err(Unsigned::Forged));
     // Another key named in its place: refused.
     let other = hex::encode(key(2).verifying_key().as_bytes());
-    assert_eq!(verify(Some(&other), t, s, body, now), Err(Unsigned::Forged));
+    assert_eq!(verify(Some(&other), t, s, PATH, body, now), Err(Unsigned::Forged));
     // A time moved to make an old request fresh: the signature covers it.
     let later = (now + 600).to_string();
-    assert_eq!(verify(k, Some(&later), s, body, now + 600), Err(Unsigned::Forged));
+    assert_eq!(verify(k, Some(&later), s, PATH, body, now + 600), Err(Unsigned::Forged));
     // Replayed too late, or signed too far ahead.
     let fresh = FRESH_FOR.as_secs() as i64;
-    assert_eq!(verify(k, t, s, body, now + fresh + 1), Err(Unsigned::Stale { seconds: fresh + 1 }));
-    assert_eq!(verify(k, t, s, body, now - fresh - 1), Err(Unsigned::Stale { seconds: fresh + 1 }));
+    assert_eq!(verify(k, t, s, PATH, body, now + fresh + 1), Err(Unsigned::Stale { seconds: fresh + 1 }));
+    assert_eq!(verify(k, t, s, PATH, body, now - fresh - 1), Err(Unsigned::Stale { seconds: fresh + 1 }));
     // Missing or malformed headers say which.
-    assert!(matches!(verify(None, t, s, body, now), Err(Unsigned::Malformed(w)) if w.starts_with("key")));
-    assert!(matches!(verify(k, Some("soon"), s, body, now), Err(Unsigned::Malformed(w)) if w.starts_with("time")));
-    assert!(matches!(verify(k, t, Some("00"), body, now), Err(Unsigned::Malformed(w)) if w.starts_with("signature")));
+    assert!(matches!(verify(None, t, s, PATH, body, now), Err(Unsigned::Malformed(w)) if w.starts_with("key")));
+    assert!(matches!(verify(k, Some("soon"), s, PATH, body, now), Err(Unsigned::Malformed(w)) if w.starts_with("time")));
+    assert!(matches!(verify(k, t, Some("00"), PATH, body, now), Err(Unsigned::Malformed(w)) if w.starts_with("signature")));
     // A time at the ends of the range does not wrap into "fresh".
-    assert!(matches!(verify(k, Some(&i64::MIN.to_string()), s, body, i64::MAX), Err(Unsigned::Stale { .. })));
+    assert!(matches!(verify(k, Some(&i64::MIN.to_string()), s, PATH, body, i64::MAX), Err(Unsigned::Stale { .. })));
 }
 
 #[test]

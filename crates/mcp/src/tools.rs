@@ -22,6 +22,15 @@ pub struct Pin {
     pub digest: String,
 }
 
+impl Pin {
+    /// The pin with its digest computed from what it says (a digest handed over with it is
+    /// not taken).
+    pub fn checked(mut self) -> Pin {
+        self.digest = hex::encode(Sha256::digest(serde_json::to_vec(&(&self.name, &self.title, &self.description, &self.input_schema)).unwrap_or_default()));
+        self
+    }
+}
+
 /// How a listed tool differs from its pin.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "change", rename_all = "snake_case")]
@@ -53,8 +62,7 @@ pub fn pins(result: &Value) -> Result<Vec<Pin>, McpError> {
         let title = t.get("title").and_then(Value::as_str).map(str::to_string);
         let description = t.get("description").and_then(Value::as_str).unwrap_or_default().to_string();
         let input_schema = canonical(t.get("inputSchema").unwrap_or(&Value::Null));
-        let digest = hex::encode(Sha256::digest(serde_json::to_vec(&(name, &title, &description, &input_schema)).unwrap_or_default()));
-        out.push(Pin { name: name.to_string(), title, description, input_schema, digest });
+        out.push(Pin { name: name.to_string(), title, description, input_schema, digest: String::new() }.checked());
     }
     Ok(out)
 }

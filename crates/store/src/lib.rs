@@ -44,6 +44,7 @@ pub mod intentweb;
 mod jobs;
 mod later;
 pub mod mail;
+pub mod mcp;
 mod migrations;
 mod model;
 mod open;

@@ -143,6 +143,8 @@ pub struct WaitingCounts {
     pub steps: usize,
     /// Senders whose keys changed.
     pub key_changes: usize,
+    /// MCP servers let in whose tools changed.
+    pub tool_changes: usize,
 }
 
 /// An unknown sender that knocked with a valid signature; the user may approve it.

@@ -217,11 +217,12 @@ impl Store {
                         (SELECT count(*) FROM pending_senders),
                         (SELECT count(*) FROM uamp_streams WHERE direction = 'in' AND state = 'NEW' AND detail = ?2),
                         (SELECT count(*) FROM asop_steps WHERE decision = 'pending'),
-                        (SELECT count(*) FROM key_changes)",
+                        (SELECT count(*) FROM key_changes),
+                        (SELECT count(DISTINCT server) FROM mcp_offers WHERE refused = 0 AND server IN (SELECT public_key FROM trust))",
                 args![ExecStatus::Held.as_str(), crate::uamp::HELD_FOR_CONSENT],
                 |r| {
                     let n = |i: usize| r.get::<i64>(i).map(|v| v.max(0) as usize);
-                    Ok(crate::WaitingCounts { held: n(0)?, knocks: n(1)?, held_asks: n(2)?, steps: n(3)?, key_changes: n(4)? })
+                    Ok(crate::WaitingCounts { held: n(0)?, knocks: n(1)?, held_asks: n(2)?, steps: n(3)?, key_changes: n(4)?, tool_changes: n(5)? })
                 },
             )
         })

@@ -1,7 +1,7 @@
 //! The deciding state, sealed. Every row that lets someone in or makes something run —
 //! trust entries and their grants, blocks, revocations, the settings that decide, approver
 //! devices, their invitations, quorum rules, UAMP bearer tokens, the guardian's rules for
-//! the user's own agents — has a seal: the row's hash and the version
+//! the user's own agents, the MCP tools the user let in — has a seal: the row's hash and the version
 //! it was written at, signed by the gate's key (the team's, on every node). One head,
 //! signed too, covers every seal (their count and a digest of them all), so a row taken
 //! out, or an older signed row put back, leaves a head that no longer matches. The head's
@@ -80,8 +80,11 @@ pub(crate) const ASOP_RULES: &Table = &Table {
     cols: &["agent", "method", "tool", "condition", "action", "redact", "note", "source", "created_at", "until"],
 };
 
+/// (A pin lets an MCP server's tool, as the user saw it, reach the user's AI.)
+pub(crate) const MCP_PINS: &Table = &Table { name: "mcp_pins", id: "id", int_id: false, cols: &["server", "tool", "pin", "digest", "at"] };
+
 pub(crate) const TABLES: &[&Table] =
-    &[TRUST, EPP_ENTRIES, UAMP_ENTRIES, BLOCKED, REVOKED, SETTINGS, APPROVERS, APPROVER_MAIL, INVITES, QUORUM_RULES, UAMP_TOKENS, ASOP_RULES];
+    &[TRUST, EPP_ENTRIES, UAMP_ENTRIES, BLOCKED, REVOKED, SETTINGS, APPROVERS, APPROVER_MAIL, INVITES, QUORUM_RULES, UAMP_TOKENS, ASOP_RULES, MCP_PINS];
 
 /// A row's content as text, column by column (NULL as `None`), in the table's order.
 pub(crate) type Cols = Vec<Option<String>>;

@@ -2,7 +2,7 @@ import { consentSentence } from './consent';
 
 describe('consent prompts', () => {
   it('tell a person who is asking and about what', () => {
-    const s = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), source: 'epp_sender', first_seen: '', last_seen: '', count: 3, scopes_tried: ['support'], knock: null, envelope_id: null, scope: 'support', prompt: 'hi', extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [] });
+    const s = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), source: 'epp_sender', first_seen: '', last_seen: '', count: 3, scopes_tried: ['support'], knock: null, envelope_id: null, scope: 'support', prompt: 'hi', extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [], tools: [] });
     expect(s).toContain('not approved');
     expect(s).toContain('d04a b232');
     expect(s).toContain('“support”');
@@ -17,7 +17,7 @@ describe('consent prompts', () => {
 
   it('word a knock by where it came from, never by the scope a sender chose', () => {
     const knock = (source: 'epp_sender' | 'uamp_agent' | 'intent_site' | 'asop_agent' | 'mcp_server' | 'a2a_agent', public_key: string, scope: string) =>
-      consentSentence({ kind: 'unknown_sender', public_key, source, first_seen: '', last_seen: '', count: 1, scopes_tried: [scope], knock: null, envelope_id: null, scope, prompt: null, extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [] });
+      consentSentence({ kind: 'unknown_sender', public_key, source, first_seen: '', last_seen: '', count: 1, scopes_tried: [scope], knock: null, envelope_id: null, scope, prompt: null, extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [], tools: [] });
     // A stranger's envelope whose scope names another door is still a stranger's message.
     for (const scope of ['asop', 'intentweb']) {
       const s = knock('epp_sender', 'ab'.repeat(32), scope);

@@ -10,6 +10,7 @@ import { quietBanner } from './quiet';
 import { stateNotice } from './state';
 import { when } from '../format';
 import { TeamSection } from './team';
+import { toolChangeCard, toolsList } from './tools';
 
 /** The keys (with Alt) that decide a prompt from the keyboard. */
 export const SHORTCUTS: Record<Decision, string> = { allow_once: 'O', always_allow_scope: 'A', ask_later: 'L', deny: 'D', block: 'B' };
@@ -42,22 +43,26 @@ export class ConsentView {
       // One list of everything that waits (the count on the tab is its length).
       const [all, quiet, state] = await Promise.all([api.consentList(), api.quietHoursGet().catch(() => null), api.stateCheck().catch(() => null)]);
       const asks = all.flatMap((it) => (it.kind === 'guardian_step' ? [it.step] : []));
-      const prompts = all.filter((it): it is Prompt => it.kind !== 'guardian_step');
+      const changes = all.flatMap((it) => (it.kind === 'tool_change' ? [it] : []));
+      const changeCard = (it: (typeof changes)[number]) => this.cards.get(JSON.stringify(it), () => toolChangeCard(it, (c, r, t) => this.settled(c, r, t), (c, r, e) => this.failed(c, r, e)));
+      const prompts = all.filter((it): it is Prompt => it.kind !== 'guardian_step' && it.kind !== 'tool_change');
       const items = prompts.filter((it) => !it.later);
       const later = prompts.filter((it) => it.later);
       replace(this.el, h('h2', {}, 'Waiting for you'), stateNotice(state), quietBanner(quiet), this.notice,
-        items.length || asks.length ? null : h('p', { className: 'empty' }, later.length
+        items.length || asks.length || changes.some((c) => !c.later) ? null : h('p', { className: 'empty' }, later.length
           ? 'Nothing else is waiting: what you put off is below.'
           : 'Nothing is waiting. When an unknown sender knocks, a message needs your consent, or one of your agents asks before it acts, it appears here.'),
         ...asks.map((a) => this.asks.get(String(a.row), () => this.askCard(a))),
+        ...changes.filter((c) => !c.later).map(changeCard),
         ...items.map((it) => this.cards.get(JSON.stringify(it), () => this.card(it))),
-        later.length ? h('details', { className: 'later', id: 'consent-later' },
-          h('summary', {}, `Put off (${later.length}) — nothing was allowed or denied; each asks again when its time comes`),
+        later.length + changes.filter((c) => c.later).length ? h('details', { className: 'later', id: 'consent-later' },
+          h('summary', {}, `Put off (${later.length + changes.filter((c) => c.later).length}) — nothing was allowed or denied; each asks again when its time comes`),
+          ...changes.filter((c) => c.later).map(changeCard),
           ...later.map((it) => this.cards.get(JSON.stringify(it), () => this.card(it)))) : null,
         this.team.el);
       this.asks.sweep();
       this.cards.sweep();
-      this.wakeAt(later.map((it) => it.later ?? '').filter(Boolean));
+      this.wakeAt([...later, ...changes].map((it) => it.later ?? '').filter(Boolean));
     } catch (e) {
       replace(this.el, failed(e));
     }
@@ -197,6 +202,8 @@ export class ConsentView {
       } },
       h('p', { className: 'ask' }, consentSentence(item)),
       item.kind === 'unknown_sender' ? this.claims(item.public_key, item.claims, (): HTMLElement => card) : null,
+      // (A team node of an older release sends no tools.)
+      item.kind === 'unknown_sender' && item.tools?.length ? toolsList(item.tools) : null,
       item.kind === 'key_change' ? keyChangeWarning(item) : null,
       item.kind === 'held' && item.key_change ? h('p', { className: 'key-change', role: 'alert' },
         '⚠ This is a new key of a contact you verified, and it is not verified itself. Nothing from it gets through until you check it with them: People & agents → the contact → Verify.') : null,

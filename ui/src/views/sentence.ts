@@ -3,8 +3,9 @@
 import type { ConsentItem } from '../api';
 import { fingerprint, senderLabel, when } from '../format';
 
-/** What waits, other than an agent's step (decided in its own card). */
-export type Prompt = Exclude<ConsentItem, { kind: 'guardian_step' }>;
+/** What waits, other than an agent's step or an MCP server's changed tools (each decided
+ *  in its own card). */
+export type Prompt = Exclude<ConsentItem, { kind: 'guardian_step' } | { kind: 'tool_change' }>;
 
 export function consentSentence(item: Prompt): string {
   if (item.kind === 'unknown_sender') {

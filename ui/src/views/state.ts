@@ -16,6 +16,7 @@ function rowWords(c: StateChange): string {
     case 'approver_mail': return `Where the notices of approver device ${c.id} are mailed`;
     case 'approver_invites': return 'An invitation for an approver device';
     case 'quorum_rules': return `Quorum rule #${c.id}`;
+    case 'mcp_pins': return `An MCP tool you let in (${c.id.split('\n')[1] ?? c.id})`;
     default: return `${c.table} ${c.id}`;
   }
 }

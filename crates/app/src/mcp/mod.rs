@@ -11,5 +11,5 @@ pub mod servers;
 pub mod wrap;
 
 pub use judge::{agent_id, GuardianJudge};
-pub use servers::{allow, log, rule_add, rules, servers, McpServerItem};
-pub use wrap::{door_url, key_file, wrap};
+pub use servers::{accept, allow, log, rule_add, rules, servers, tools, McpServerItem, McpTools};
+pub use wrap::{gate_url, key_file, wrap};

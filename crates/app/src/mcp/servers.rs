@@ -59,10 +59,46 @@ fn one(ctx: &Context, which: &str, state: &str) -> Result<McpServerItem> {
 
 /// Lets in a server that asked (by its name or key): its calls are then decided by your
 /// rules, or asked about. The same as letting it in from Waiting for you; audited.
-pub fn allow(ctx: &Context, which: &str, shown_as: Option<String>) -> Result<TrustEntry> {
+/// The tools it offered (`gatehouse mcp tools` shows them) are pinned as they are.
+pub fn allow(ctx: &Context, which: &str, shown_as: Option<String>) -> Result<(TrustEntry, Vec<String>)> {
     let s = one(ctx, which, "waiting")?;
+    let offered: Vec<(String, String)> = ctx.store.mcp_offers(Some(&s.key))?.into_iter().filter(|o| !o.refused).map(|o| (o.tool, o.digest)).collect();
     let policy = Policy { allowed_scopes: vec![SCOPE.into()], ..Policy::default() };
-    crate::trust::approve(ctx, &s.key, shown_as, policy, None, chrono::Utc::now())
+    let entry = crate::trust::approve(ctx, &s.key, shown_as, policy, None, chrono::Utc::now())?;
+    ctx.store.mcp_accept(&s.key, &offered, &crate::now())?;
+    Ok((entry, offered.into_iter().map(|(t, _)| t).collect()))
+}
+
+/// A server's tools: as the user let them in, and what it lists that differs (held).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct McpTools {
+    pub server: McpServerItem,
+    pub pinned: Vec<gatehouse_store::mcp::McpTool>,
+    pub held: Vec<crate::waiting::ToolShown>,
+}
+
+/// The tools of the server `which` (let in, or waiting).
+pub fn tools(ctx: &Context, which: &str) -> Result<McpTools> {
+    let server = one(ctx, which, "let_in").or_else(|_| one(ctx, which, "waiting"))?;
+    let pinned = ctx.store.mcp_pins(&server.key)?;
+    let held = crate::waiting::tool_shown(&ctx.store.mcp_offers(Some(&server.key))?, &pinned);
+    Ok(McpTools { server, pinned, held })
+}
+
+/// Accepts every tool the server `which` (let in) lists that differs from its pins, as
+/// they are now: they reach the user's AI from its next list. Audited. Returns their
+/// names.
+pub fn accept(ctx: &Context, which: &str) -> Result<Vec<String>> {
+    let s = one(ctx, which, "let_in")?;
+    let offered: Vec<(String, String)> = ctx.store.mcp_offers(Some(&s.key))?.into_iter().filter(|o| !o.refused).map(|o| (o.tool, o.digest)).collect();
+    if offered.is_empty() {
+        return Err(CommandError::new(Code::NotFound, format!("no tool of {} waits to be accepted", s.name)));
+    }
+    ctx.store.mcp_accept(&s.key, &offered, &crate::now())?;
+    let names: Vec<String> = offered.into_iter().map(|(t, _)| t).collect();
+    ctx.store.audit("mcp.tools_accept", Some(&s.key), &serde_json::json!({"tools": names}), &crate::now())?;
+    Ok(names)
 }
 
 /// The rules that decide a server's calls (those for every agent included).

@@ -13,7 +13,7 @@ use std::time::Duration;
 use ed25519_dalek::SigningKey;
 
 use crate::doors::mcp::relay::{self, Keeper, Verdict};
-use crate::doors::mcp::signed::{self, Answer, Asked};
+use crate::doors::mcp::signed::{self, Answer, Asked, Listed, Withheld};
 use crate::{Code, CommandError, Result};
 use gatehouse_json::Json;
 use gatehouse_mcp::call::ToolCall;
@@ -24,17 +24,16 @@ pub fn key_file(data_dir: &Path, name: &str) -> std::path::PathBuf {
     data_dir.join("mcp").join(format!("{name}.key"))
 }
 
-/// Where the gate's MCP door listens: at `gate` when given, else at the inbox's default
-/// address on this computer.
-pub fn door_url(gate: Option<&str>) -> String {
-    let gate = match gate {
+/// Where the gate listens: at `gate` when given, else at the inbox's default address on
+/// this computer.
+pub fn gate_url(gate: Option<&str>) -> String {
+    match gate {
         Some(g) => g.trim_end_matches('/').to_string(),
         None => {
             let port = std::env::var("GATEHOUSE_PORT").ok().and_then(|p| p.parse::<u16>().ok()).unwrap_or(crate::settings::DEFAULT_PORT);
             format!("http://127.0.0.1:{port}")
         }
-    };
-    format!("{gate}{}", signed::PATH)
+    }
 }
 
 /// Runs `program` with `args` as the MCP server `name` and relays between the app (on
@@ -55,7 +54,7 @@ pub async fn wrap(
     }
     let key = gatehouse_keys::load_or_create_file(&key_file(data_dir, name))
         .map_err(|e| CommandError::new(Code::Invalid, format!("cannot read or make the server's key: {e}")))?;
-    let keeper = GateKeeper::new(name, &door_url(gate), key)?;
+    let keeper = GateKeeper::new(name, &gate_url(gate), key)?;
     let mut server = crate::doors::mcp::child::start(program, args)
         .map_err(|e| CommandError::new(Code::Unreachable, format!("cannot start the MCP server {program}: {e}")))?;
     let (stdin, stdout) = server.take_pipes().ok_or_else(|| CommandError::new(Code::Internal, "the server's pipes were taken"))?;
@@ -72,7 +71,8 @@ pub async fn wrap(
 
 /// Asks the gate's MCP door about each call.
 struct GateKeeper {
-    url: String,
+    /// The gate's address (its door's paths are added to it).
+    gate: String,
     http: reqwest::Client,
     name: String,
     key: SigningKey,
@@ -86,7 +86,7 @@ struct GateKeeper {
 const ANSWER_WITHIN: Duration = Duration::from_secs(crate::doors::guardian::MAX_ASK_TIMEOUT.as_secs() + 60);
 
 impl GateKeeper {
-    fn new(name: &str, url: &str, key: SigningKey) -> Result<GateKeeper> {
+    fn new(name: &str, gate: &str, key: SigningKey) -> Result<GateKeeper> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5))
@@ -94,7 +94,7 @@ impl GateKeeper {
             .build()
             .map_err(|e| CommandError::new(Code::Internal, format!("cannot make an HTTP client: {e}")))?;
         Ok(GateKeeper {
-            url: url.to_string(),
+            gate: gate.to_string(),
             http,
             name: name.to_string(),
             key,
@@ -103,34 +103,39 @@ impl GateKeeper {
         })
     }
 
-    async fn ask(&self, call: &ToolCall) -> std::result::Result<Answer, String> {
-        let description = self.described.lock().unwrap_or_else(|p| p.into_inner()).get(&call.name).cloned();
-        let asked =
-            Asked { server: self.name.clone(), session: self.session.clone(), tool: call.name.clone(), arguments: call.arguments.to_serde(), description };
-        let body = serde_json::to_vec(&asked).map_err(|e| e.to_string())?;
-        let mut req = self.http.post(&self.url).header(reqwest::header::CONTENT_TYPE, "application/json");
-        for (name, value) in signed::sign(&self.key, chrono::Utc::now().timestamp(), &body) {
+    /// Posts `body` to the door's `path`, signed: the answer, or why there is none.
+    async fn post<T: serde::de::DeserializeOwned>(&self, path: &str, body: Vec<u8>) -> std::result::Result<T, String> {
+        let url = format!("{}{path}", self.gate);
+        let mut req = self.http.post(&url).header(reqwest::header::CONTENT_TYPE, "application/json");
+        for (name, value) in signed::sign(&self.key, chrono::Utc::now().timestamp(), path, &body) {
             req = req.header(name, value);
         }
         let r = match req.body(body).send().await {
             Ok(r) => r,
             Err(e) if e.is_timeout() => {
-                return Err(format!("Gatehouse at {} did not decide within {} minutes; the call was not sent", self.url, ANSWER_WITHIN.as_secs() / 60))
+                return Err(format!("Gatehouse at {} did not decide within {} minutes; the call was not sent", self.gate, ANSWER_WITHIN.as_secs() / 60))
             }
             Err(e) => {
                 return Err(format!(
                     "Gatehouse is not answering at {} ({}): start it (the app, or `gatehouse serve`) to use this server's tools",
-                    self.url,
+                    self.gate,
                     gatehouse_http::innermost(&e)
                 ))
             }
         };
         let status = r.status();
-        let v: serde_json::Value = r.json().await.map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.url))?;
+        let v: serde_json::Value = r.json().await.map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.gate))?;
         if !status.is_success() {
-            return Err(format!("Gatehouse refused to judge the call: {}", v["error"].as_str().unwrap_or("no reason given")));
+            return Err(format!("Gatehouse refused to judge it: {}", v["error"].as_str().unwrap_or("no reason given")));
         }
-        serde_json::from_value(v).map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.url))
+        serde_json::from_value(v).map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.gate))
+    }
+
+    async fn ask(&self, call: &ToolCall) -> std::result::Result<Answer, String> {
+        let description = self.described.lock().unwrap_or_else(|p| p.into_inner()).get(&call.name).cloned();
+        let asked =
+            Asked { server: self.name.clone(), session: self.session.clone(), tool: call.name.clone(), arguments: call.arguments.to_serde(), description };
+        self.post(signed::PATH, serde_json::to_vec(&asked).map_err(|e| e.to_string())?).await
     }
 }
 
@@ -145,10 +150,26 @@ impl Keeper for GateKeeper {
     }
 
     async fn listed(&self, tools: &[Pin]) -> Vec<String> {
-        let mut described = self.described.lock().unwrap_or_else(|p| p.into_inner());
-        described.clear();
-        described.extend(tools.iter().map(|t| (t.name.clone(), t.description.clone())));
-        Vec::new()
+        {
+            let mut described = self.described.lock().unwrap_or_else(|p| p.into_inner());
+            described.clear();
+            described.extend(tools.iter().map(|t| (t.name.clone(), t.description.clone())));
+        }
+        let listed = Listed { server: self.name.clone(), session: self.session.clone(), tools: tools.to_vec() };
+        let body = serde_json::to_vec(&listed).unwrap_or_default();
+        // What the gate does not let through is withheld; with no answer, everything is.
+        match self.post::<Withheld>(signed::TOOLS_PATH, body).await {
+            Ok(w) => {
+                if let Some(m) = w.message.filter(|_| !w.withhold.is_empty()) {
+                    tracing::warn!(server = %self.name, "tools withheld from the app: {m}");
+                }
+                w.withhold
+            }
+            Err(why) => {
+                tracing::warn!(server = %self.name, "every tool withheld from the app: {why}");
+                tools.iter().map(|t| t.name.clone()).collect()
+            }
+        }
     }
 
     async fn server_asks(&self, method: &str, _message: &[u8]) -> Verdict {

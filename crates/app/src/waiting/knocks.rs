@@ -31,6 +31,12 @@ pub(crate) fn deliver(
 impl Holds for Knocks {
     fn describe(&self, store: &Store, _now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError> {
         for p in store.pending_list()? {
+            let source = Source::at(&p.door);
+            // An MCP server's knock is known by the tools it offered; they are shown with it.
+            let tools = match source {
+                Source::McpServer => super::tool_changes::shown(&store.mcp_offers(Some(&p.public_key))?, &[]),
+                _ => Vec::new(),
+            };
             let knock = store.knock_of(&p)?;
             // The knock as it came, read once by the door it knocked at: what it declared and
             // whose keys it names.
@@ -51,9 +57,13 @@ impl Holds for Knocks {
                 covered_total,
                 later: later.of(ConsentTarget::UnknownSender { public_key: p.public_key.clone(), knock: None }),
                 claims: claims(store, &p.public_key, &told.names)?,
-                source: Source::at(&p.door),
+                source,
                 envelope_id: knock.as_ref().and_then(|k| k.envelope_id.clone()),
-                knock: knock.as_ref().map(|k| k.receipt_id.clone()),
+                knock: match source {
+                    Source::McpServer => p.last_envelope_id.clone(),
+                    _ => knock.as_ref().map(|k| k.receipt_id.clone()),
+                },
+                tools,
                 scope,
                 extras: told.declared,
                 prompt: knock.and_then(|k| k.prompt),
@@ -84,17 +94,21 @@ impl Holds for Knocks {
             return Err(ConsentError::Gone);
         };
         let knock = store.knock_of(&request)?;
+        // What knocked, by the door it knocked at.
+        let source = Source::at(&request.door);
         // The decision is on the knock the user saw: if the sender knocked again in
-        // between (another scope, other words), nothing is decided and the newer one
-        // is shown instead.
-        if knock.as_ref().map(|k| &k.receipt_id) != shown.as_ref() && decision != Decision::Block {
+        // between (another scope, other words; an MCP server: other tools), nothing is
+        // decided and the newer one is shown instead.
+        let now_knock = match source {
+            Source::McpServer => request.last_envelope_id.clone(),
+            _ => knock.as_ref().map(|k| k.receipt_id.clone()),
+        };
+        if now_knock != *shown && decision != Decision::Block {
             return Err(ConsentError::Changed(
                 "Nothing was decided: this sender knocked again since the prompt was shown. Look at what it sends now, then decide.".into(),
             ));
         }
         let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| request.scopes_tried.first().cloned());
-        // What knocked, by the door it knocked at.
-        let source = Source::at(&request.door);
         Ok(match decision {
             Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),
             Decision::Deny => {
@@ -151,6 +165,20 @@ impl Holds for Knocks {
                 };
                 let entry = TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), door: request.door.clone(), policy, facts };
                 check_sender_id(&key, &entry.facts)?;
+                // An MCP server's tools, exactly as the user saw them with its knock, are
+                // pinned as it is let in (a tool it offers later waits for the user).
+                let pinned: Vec<(String, String)> = match source {
+                    Source::McpServer => {
+                        let offers: Vec<_> = store.mcp_offers(Some(&key))?.into_iter().filter(|o| !o.refused).collect();
+                        if Some(gatehouse_store::mcp::offers_digest(&offers)) != *shown {
+                            return Err(ConsentError::Changed(
+                                "Nothing was decided: the server listed other tools since this was shown. Look at them again, then decide.".into(),
+                            ));
+                        }
+                        offers.into_iter().map(|o| (o.tool, o.digest)).collect()
+                    }
+                    _ => Vec::new(),
+                };
                 let delivered = if decision == Decision::AlwaysAllowScope {
                     match store.trust_get(&key)? {
                         // Known already, its grant for this scope ended (a pin for a
@@ -173,6 +201,9 @@ impl Holds for Knocks {
                             store.pending_remove(&key)?;
                         }
                         None => store.trust_add(&entry)?,
+                    }
+                    if !pinned.is_empty() {
+                        store.mcp_accept(&key, &pinned, &at)?;
                     }
                     deliver(gate, &request.door, knock.as_ref(), None, now)
                 } else {

@@ -11,6 +11,9 @@ mod key_changes;
 pub(crate) mod knocks;
 pub mod shown;
 mod steps;
+mod tool_changes;
+
+pub use tool_changes::{shown as tool_shown, ToolShown};
 
 use crate::doors::gate::consent::{now_string, ConsentError, Decision, Lasting};
 use crate::doors::Gate;
@@ -52,6 +55,9 @@ pub enum ConsentItem {
         /// Contacts this new key claims to be or act for: a change to them, never merged
         /// but by the user's word.
         claims: Vec<Claim>,
+        /// What an MCP server offers: the tools it listed, pinned as shown when it is let in.
+        #[serde(default)]
+        tools: Vec<ToolShown>,
     },
     /// A trusted sender's envelope whose policy holds it for consent.
     Held {
@@ -118,6 +124,17 @@ pub enum ConsentItem {
     /// One of the user's own agents (the guardian) waits, its request held, for a decision
     /// on a step.
     GuardianStep { step: gatehouse_store::asop::AsopStepRow },
+    /// An MCP server the user let in lists tools that differ from those they let in: held
+    /// from the user's AI until accepted.
+    ToolChange {
+        /// The server's registry key.
+        server: String,
+        server_name: String,
+        tools: Vec<ToolShown>,
+        /// What these tools are known by: a decision names it.
+        digest: String,
+        later: Option<String>,
+    },
 }
 
 /// How many past messages a prompt lists of those a grant would have let in.
@@ -133,6 +150,7 @@ impl ConsentItem {
             ConsentItem::HeldAsk { stream_id, .. } => ConsentTarget::HeldAsk { stream_id: stream_id.clone() },
             ConsentItem::KeyChange { sender, .. } => ConsentTarget::KeyChange { sender: sender.clone() },
             ConsentItem::GuardianStep { .. } => return None,
+            ConsentItem::ToolChange { server, digest, .. } => ConsentTarget::ToolChange { server: server.clone(), digest: digest.clone() },
         })
     }
 }
@@ -186,7 +204,8 @@ pub(crate) trait Holds: Sync {
 
 /// Everything that holds something for the user: the user's own agents' steps first (each
 /// holds an agent's request open), then newest first by kind.
-pub(crate) const HOLDERS: [&dyn Holds; 5] = [&steps::Steps, &asks::HeldAsks, &held::HeldEnvelopes, &key_changes::KeyChanges, &knocks::Knocks];
+pub(crate) const HOLDERS: [&dyn Holds; 6] =
+    [&steps::Steps, &asks::HeldAsks, &held::HeldEnvelopes, &key_changes::KeyChanges, &tool_changes::ToolChanges, &knocks::Knocks];
 
 /// A decision as a holder carries it out.
 #[derive(Clone, Copy)]

@@ -80,6 +80,20 @@ impl Lines {
         }
     }
 
+    /// Each tool offered: new or changed, its words now and before.
+    fn tools(&mut self, tools: &[super::ToolShown]) {
+        let said = |p: &serde_json::Value| p.get("description").and_then(serde_json::Value::as_str).unwrap_or("(no description)").to_string();
+        for t in tools {
+            match &t.pinned {
+                None => self.add("tool", &format!("New tool {}", t.tool), said(&t.now)),
+                Some(was) => {
+                    self.warn("tool", &format!("Changed tool {}", t.tool), format!("now: {} — was: {}", said(&t.now), said(was)));
+                }
+            }
+            self.risk(&t.risk);
+        }
+    }
+
     fn later(&mut self, later: &Option<String>) {
         if let Some(t) = later {
             self.add("later", "Put off until", t.clone());
@@ -121,6 +135,7 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
             covered_total,
             later,
             claims,
+            tools,
         } => {
             l.claims(claims);
             l.add("source", "Who", format!("{} not in your trust registry", source(from)));
@@ -138,6 +153,7 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
             l.covered(covered, *covered_total);
             l.opt("envelope_id", "Message id", envelope_id);
             l.opt("knock", "Knock", knock);
+            l.tools(tools);
             l.later(later);
         }
         ConsentItem::Held {
@@ -207,6 +223,12 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
         ConsentItem::GuardianStep { step } => {
             let agent = step.agent_name.as_deref().or(step.agent_id.as_deref()).unwrap_or("an agent");
             l.add("step", "Step", format!("{agent}: {} — {}", step.method, step.summary));
+        }
+        ConsentItem::ToolChange { server, server_name, tools, digest: _, later } => {
+            l.add("server_name", "MCP server", server_name.clone());
+            l.add("server", "Key", server.clone());
+            l.tools(tools);
+            l.later(later);
         }
     }
     l.0

@@ -552,6 +552,7 @@ async fn what_waits_is_one_list_of_every_kind_and_its_count() {
                 ConsentItem::HeldAsk { .. } => "held ask",
                 ConsentItem::KeyChange { .. } => "key change",
                 ConsentItem::GuardianStep { .. } => "guardian step",
+                ConsentItem::ToolChange { .. } => "tool change",
             })
             .collect();
         k.sort();

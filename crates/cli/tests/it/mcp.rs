@@ -29,11 +29,21 @@ fn peer(name: &str) -> String {
 
 /// The app's session through the wrap (the server on the Python SDK, its key in
 /// `keys`' data dir): each step's answer. The server writes its pid to `pidfile`, and
-/// leaves a helper process running whose pid it writes beside it.
-fn app(app: &App, py: &Path, gate: &str, keys: &Path, pidfile: &Path, steps: &[Value]) -> Vec<Value> {
+/// leaves a helper process running whose pid it writes beside it; `rug`: its send_mail
+/// has other words than before.
+fn app(app: &App, py: &Path, gate: &str, keys: &Path, pidfile: &Path, rug: bool, steps: &[Value]) -> Vec<Value> {
     let helper = pidfile.with_extension("helper");
-    let command =
-        [py.display().to_string(), peer("server.py"), "--pidfile".into(), pidfile.display().to_string(), "--grandchild".into(), helper.display().to_string()];
+    let mut command = vec![
+        py.display().to_string(),
+        peer("server.py"),
+        "--pidfile".into(),
+        pidfile.display().to_string(),
+        "--grandchild".into(),
+        helper.display().to_string(),
+    ];
+    if rug {
+        command.push("--rug".into());
+    }
     let mut server = vec![BIN.to_string(), "--data-dir".into(), keys.display().to_string()];
     server.extend(["mcp", "wrap", "--name", "tools", "--gate", gate, "--"].map(String::from));
     server.extend(command);
@@ -79,25 +89,28 @@ fn decided_by_the_users_gate(client: &App, py: &Path) {
     ok(d, &["init"]);
     let server = Server::start(d);
 
-    // A server the gate has never seen: its calls are refused, and it asks to be let in.
+    // A server the gate has never seen: its tools are withheld, its calls refused, and it
+    // asks to be let in with the tools it offers.
     let pidfile = d.join("server.pid");
-    let first = app(client, py, &server.1, d, &pidfile, &[json!(["list"]), json!(["call", "echo", {"text": "hello"}])]);
+    let first = app(client, py, &server.1, d, &pidfile, false, &[json!(["list"]), json!(["call", "echo", {"text": "hello"}])]);
     let pid = std::fs::read_to_string(&pidfile).unwrap();
     assert!(gone(pid.trim()), "the server went with the app's session");
     let helper = std::fs::read_to_string(pidfile.with_extension("helper")).unwrap();
     assert!(gone(helper.trim()), "and so did everything it started in its group");
-    assert_eq!(first[0]["tools"], json!(["echo", "big", "send_mail"]), "listing tools asks nothing");
+    assert_eq!(first[0]["tools"], json!([]), "nothing of a server not let in reaches the model: {first:?}");
     let refused = first[1]["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(first[1]["error"]["code"], -32001, "{first:?}");
     assert!(refused.contains("Gatehouse: ") && refused.contains("let the MCP server “tools” in"), "the app shows who refused and why: {refused}");
     let servers = json(d, &["mcp", "list", "--json"]);
     assert_eq!((servers[0]["name"].as_str(), servers[0]["state"].as_str()), (Some("tools"), Some("waiting")), "{servers}");
     let key = servers[0]["key"].as_str().unwrap().to_string();
-    let public = std::fs::read_to_string(d.join("mcp/tools.key")).map(|_| ()).map_err(|e| e.to_string());
-    assert_eq!(public, Ok(()), "the wrap keeps its server's key in the data dir");
-    assert_eq!(std::fs::metadata(d.join("mcp/tools.key")).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(d.join("mcp/tools.key")).unwrap().permissions().mode() & 0o777, 0o600, "the wrap keeps its server's key");
+    let offered = json(d, &["mcp", "tools", "tools", "--json"]);
+    let names: Vec<_> = offered["held"].as_array().unwrap().iter().map(|t| t["tool"].as_str().unwrap().to_string()).collect();
+    assert_eq!(names, ["big", "echo", "send_mail"], "what it offers is shown before it is let in: {offered}");
 
-    // Let in, with the user's rules: echo runs, send_mail never does.
+    // Let in (its tools pinned as shown), with the user's rules: echo runs, send_mail
+    // never does.
     ok(d, &["mcp", "allow", "tools", "--name", "Test tools"]);
     ok(d, &["mcp", "rules", "add", "tools", "--tool", "echo", "--action", "allow"]);
     ok(d, &["mcp", "rules", "add", "tools", "--tool", "send_mail", "--action", "deny"]);
@@ -107,10 +120,12 @@ fn decided_by_the_users_gate(client: &App, py: &Path) {
         &server.1,
         d,
         &pidfile,
-        &[json!(["call", "echo", {"text": "hello, gate"}]), json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}])],
+        false,
+        &[json!(["list"]), json!(["call", "echo", {"text": "hello, gate"}]), json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}])],
     );
-    assert_eq!(later[0], json!({"is_error": false, "text": "hello, gate"}), "{later:?}");
-    assert_eq!(later[1]["error"]["code"], -32001, "{later:?}");
+    assert_eq!(later[0]["tools"], json!(["echo", "big", "send_mail"]), "{later:?}");
+    assert_eq!(later[1], json!({"is_error": false, "text": "hello, gate"}), "{later:?}");
+    assert_eq!(later[2]["error"]["code"], -32001, "{later:?}");
 
     // Each call is in the server's log with what was decided, newest first.
     let log = json(d, &["mcp", "log", "tools", "--json"]);
@@ -126,10 +141,27 @@ fn decided_by_the_users_gate(client: &App, py: &Path) {
     );
     assert!(log[1]["summary"].as_str().unwrap_or_default().contains("hello, gate"), "the call's arguments are what the user reads: {log}");
 
+    // A rug pull: send_mail's words change. It is withheld from the model and its calls
+    // refused, whatever the rules say, until the user has seen the change and accepted it.
+    ok(d, &["mcp", "rules", "add", "tools", "--tool", "send_mail", "--action", "allow"]);
+    let pulled = app(client, py, &server.1, d, &pidfile, true, &[json!(["list"]), json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}])]);
+    assert_eq!(pulled[0]["tools"], json!(["echo", "big"]), "{pulled:?}");
+    assert!(pulled[1]["error"]["message"].as_str().unwrap_or_default().contains("changed since you let it in"), "{pulled:?}");
+    let held = json(d, &["mcp", "tools", "tools", "--json"]);
+    assert_eq!(held["held"][0]["tool"], "send_mail", "{held}");
+    assert!(
+        held["held"][0]["now"]["description"].as_str().unwrap().contains("id_rsa") && held["held"][0]["pinned"]["description"] == "Sends a mail.",
+        "{held}"
+    );
+    assert!(!held["held"][0]["risk"].as_array().unwrap().is_empty(), "the new words are flagged: {held}");
+    ok(d, &["mcp", "accept", "tools"]);
+    let accepted = app(client, py, &server.1, d, &pidfile, true, &[json!(["list"])]);
+    assert_eq!(accepted[0]["tools"], json!(["echo", "big", "send_mail"]), "{accepted:?}");
+
     // The gate knows a server by its key, not its name: another program running as
     // "tools" (another key) is refused and asks to be let in itself.
     let elsewhere = tempfile::tempdir().unwrap();
-    let other = app(client, py, &server.1, elsewhere.path(), &pidfile, &[json!(["call", "echo", {"text": "me too"}])]);
+    let other = app(client, py, &server.1, elsewhere.path(), &pidfile, false, &[json!(["call", "echo", {"text": "me too"}])]);
     assert!(other[0]["error"]["message"].as_str().unwrap_or_default().contains("let the MCP server “tools” in"), "{other:?}");
     let servers = json(d, &["mcp", "list", "--json"]);
     let states: Vec<_> = servers.as_array().unwrap().iter().map(|s| (s["state"].as_str(), s["key"].as_str() == Some(key.as_str()))).collect();
@@ -159,7 +191,8 @@ fn with_no_gate_answering_every_call_is_refused_and_says_so() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let nowhere = format!("http://127.0.0.1:{}", crate::common::free_port());
-    let answers = app(&App::Python(py.clone()), &py, &nowhere, dir.path(), &dir.path().join("server.pid"), &[json!(["call", "echo", {"text": "hello"}])]);
+    let answers =
+        app(&App::Python(py.clone()), &py, &nowhere, dir.path(), &dir.path().join("server.pid"), false, &[json!(["call", "echo", {"text": "hello"}])]);
     let message = answers[0]["error"]["message"].as_str().unwrap_or_default();
     assert_eq!(answers[0]["error"]["code"], -32001, "{answers:?}");
     assert!(message.contains("Gatehouse is not answering") && message.contains("start it"), "{message}");

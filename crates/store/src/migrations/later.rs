@@ -147,7 +147,29 @@ pub(super) const LATER: &[&str] = &[
     CREATE TRIGGER uamp_entries_ins AFTER INSERT ON uamp_entries BEGIN UPDATE admission_version SET n = n + 1; END;
     CREATE TRIGGER uamp_entries_upd AFTER UPDATE ON uamp_entries BEGIN UPDATE admission_version SET n = n + 1; END;
     CREATE TRIGGER uamp_entries_del AFTER DELETE ON uamp_entries BEGIN UPDATE admission_version SET n = n + 1; END;",
+    // 46: an MCP server's tools as the user let them in, and what it lists that differs.
+    MCP_TOOLS,
 ];
+
+/// Step 46 (PostgreSQL's 16): MCP servers' pinned tools (sealed) and offered ones (`mcp`).
+pub(crate) const MCP_TOOLS: &str = "CREATE TABLE mcp_pins (
+        id TEXT PRIMARY KEY,
+        server TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        pin TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX mcp_pins_server ON mcp_pins (server);
+    CREATE TABLE mcp_offers (
+        server TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        pin TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        seen_at TEXT NOT NULL,
+        refused INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (server, tool)
+    );";
 
 /// Step 44's tables and column, as both engines write them (PostgreSQL's 14; each engine
 /// adds its own triggers next). Entries kept before are moved by `Store::move_entry_facts`, which signs

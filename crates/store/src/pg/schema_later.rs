@@ -28,4 +28,6 @@ CREATE TABLE audit_witnesses (
     // 15: SQLite's 45, a change to them changes admission.
     "CREATE TRIGGER epp_entries_changed AFTER INSERT OR UPDATE OR DELETE ON epp_entries FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_admission_changed();
     CREATE TRIGGER uamp_entries_changed AFTER INSERT OR UPDATE OR DELETE ON uamp_entries FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_admission_changed();",
+    // 16: SQLite's 46, MCP servers' pinned and offered tools.
+    crate::migrations::MCP_TOOLS,
 ];

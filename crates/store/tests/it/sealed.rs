@@ -304,3 +304,32 @@ on_both_engines! {
         assert_eq!(changes(&store).len(), 1);
     }
 }
+
+on_both_engines! {
+    /// An MCP tool pinned with Gatehouse is the user's; one pinned, or changed, outside it
+    /// pins nothing (the tool stays held), and an offer the user never saw is pinned only
+    /// as it was when they saw it.
+    fn an_mcp_pin_put_in_or_changed_outside_gatehouse_pins_nothing(place) {
+        let store = open(&place, &TestSealer::node());
+        let server = format!("mcp:files:{}", "ab".repeat(32));
+        let tool = |name: &str, digest: &str| (name.to_string(), format!(r#"{{"name":"{name}","description":"{digest}"}}"#), digest.to_string());
+        store.mcp_offer(&server, &[tool("read", "d1"), tool("send", "d2")], "2026-11-29T00:00:00Z").unwrap();
+        // Accepted as seen (read at d1; send at a digest it no longer has): only read.
+        let n = store.mcp_accept(&server, &[("read".into(), "d1".into()), ("send".into(), "d-old".into())], "2026-11-29T00:01:00Z").unwrap();
+        assert_eq!(n, 1);
+        let pinned = |s: &gatehouse_store::Store| s.mcp_pins(&server).unwrap().into_iter().map(|p| (p.tool, p.digest)).collect::<Vec<_>>();
+        assert_eq!(pinned(&store), [("read".to_string(), "d1".to_string())]);
+        assert_eq!(store.mcp_offers(Some(&server)).unwrap().iter().map(|o| o.tool.as_str()).collect::<Vec<_>>(), ["send"]);
+        behind_its_back(
+            &place,
+            &format!(
+                "INSERT INTO mcp_pins (id, server, tool, pin, digest, at) VALUES ('{server}\nsend', '{server}', 'send', '{{}}', 'd2', 'x');
+                 UPDATE mcp_pins SET digest = 'd9' WHERE tool = 'read';"
+            ),
+        );
+        assert!(pinned(&store).is_empty(), "neither the pin put in nor the one changed is taken");
+        let mut found = changes(&store);
+        found.sort();
+        assert_eq!(found.iter().map(|c| (c.0.as_str(), c.2)).collect::<Vec<_>>(), [("mcp_pins", ChangeKind::Changed), ("mcp_pins", ChangeKind::Added)]);
+    }
+}
