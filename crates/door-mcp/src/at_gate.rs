@@ -13,7 +13,7 @@ use gatehouse_gate::{Arrival, Gate, Keep, Kept, Refusal, Stored, Why, Words};
 use gatehouse_store::Store;
 use serde_json::Value;
 
-use crate::signed::{Answer, Asked, Listed, Withheld};
+use crate::signed::{Answer, Asked, Listed, ServerAsks, Withheld};
 use crate::DOOR;
 use gatehouse_mcp::tools::{self, Change, Pin};
 use serde_json::json;
@@ -41,9 +41,21 @@ pub struct Judged {
     pub admission: Admission,
 }
 
-/// Decides a call once the gate has judged its server; records it either way.
+/// A request of a server's for the user or their app, as the gate hands it to the judge.
+#[derive(Debug, Clone)]
+pub struct AskedOfUser {
+    pub sender: String,
+    pub asked: ServerAsks,
+    /// What it asks, in words the user reads.
+    pub words: String,
+    pub admission: Admission,
+}
+
+/// Decides a call once the gate has judged its server; records it either way. A server's
+/// request for the user is always the user's to pass on: no rule answers it.
 pub trait Judge: Send + Sync + 'static {
     fn judge(&self, call: Judged) -> BoxFuture<'static, Answer>;
+    fn server_asks(&self, request: AskedOfUser) -> BoxFuture<'static, Answer>;
 }
 
 /// The door at the gate.
@@ -74,6 +86,18 @@ impl McpDoor {
         .await;
         let admission = admission.unwrap_or_else(|e| Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false });
         self.judge.judge(Judged { sender, asked, admission }).await
+    }
+
+    /// Whether a server's request may reach the user's app: only a server let in, and only
+    /// as the user answers.
+    pub async fn server_asks(&self, public_hex: &str, asked: ServerAsks, size: u64) -> Answer {
+        let sender = crate::signed::sender(&asked.server, public_hex);
+        let Some(gate) = self.gate.upgrade() else { return Answer::Deny { message: "Gatehouse is stopping".into() } };
+        let (who, key) = (asked.server.clone(), sender.clone());
+        let admission = tokio::task::spawn_blocking(move || admit(&gate, &key, &who, size, None)).await;
+        let admission = admission.unwrap_or_else(|e| Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false });
+        let words = asked_in_words(&asked.method, &asked.params);
+        self.judge.server_asks(AskedOfUser { sender, asked, words, admission }).await
     }
 
     /// The tools of `listed` to withhold from the client: all of them from a server not let
@@ -123,6 +147,45 @@ impl McpDoor {
             Ok(Err(e)) => everything(format!("Gatehouse could not read the tools you let in: {e}")),
             Err(e) => everything(format!("Gatehouse could not decide: {e}")),
         }
+    }
+}
+
+/// At most this much of what a server asks is shown (the rest is said to be cut).
+const WORDS_SHOWN: usize = 4000;
+
+/// A server's request in words: what it would have the app's model answer, or what it
+/// would ask the user.
+fn asked_in_words(method: &str, params: &Value) -> String {
+    let texts = |v: &Value| -> String {
+        let mut out = Vec::new();
+        for m in v.get("messages").and_then(Value::as_array).into_iter().flatten() {
+            let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+            let content = m.get("content");
+            let parts: Vec<&Value> = match content {
+                Some(Value::Array(a)) => a.iter().collect(),
+                Some(c) => vec![c],
+                None => Vec::new(),
+            };
+            for p in parts {
+                match p.get("text").and_then(Value::as_str) {
+                    Some(t) => out.push(format!("{role}: {t}")),
+                    None => out.push(format!("{role}: ({})", p.get("type").and_then(Value::as_str).unwrap_or("content"))),
+                }
+            }
+        }
+        out.join("\n")
+    };
+    let said = match method {
+        "sampling/createMessage" => {
+            let system = params.get("systemPrompt").and_then(Value::as_str).map(|s| format!("\nIts instructions to the model: {s}")).unwrap_or_default();
+            format!("asks your AI app to run its model on:\n{}{system}", texts(params))
+        }
+        "elicitation/create" => format!("asks you, through your AI app: {}", params.get("message").and_then(Value::as_str).unwrap_or("(no question given)")),
+        other => format!("asks your AI app: {other}"),
+    };
+    match said.char_indices().nth(WORDS_SHOWN) {
+        Some((cut, _)) => format!("{}… (cut: {} characters in all)", said.get(..cut).unwrap_or_default(), said.chars().count()),
+        None => said,
     }
 }
 

@@ -14,9 +14,9 @@ use serde_json::json;
 use crate::at_gate::McpDoor;
 use crate::signed::{self, Asked, Listed};
 
-/// `POST /mcp/v1/calls` and `POST /mcp/v1/tools`.
+/// `POST /mcp/v1/calls`, `POST /mcp/v1/tools` and `POST /mcp/v1/asks`.
 pub fn router(door: Arc<McpDoor>) -> Router {
-    Router::new().route(signed::PATH, post(call)).route(signed::TOOLS_PATH, post(tools)).with_state(door)
+    Router::new().route(signed::PATH, post(call)).route(signed::TOOLS_PATH, post(tools)).route(signed::ASKS_PATH, post(asks)).with_state(door)
 }
 
 fn refused(status: StatusCode, message: String) -> Response {
@@ -74,5 +74,21 @@ async fn tools(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) ->
         return refused(StatusCode::BAD_REQUEST, format!("a list names its server and at most {} tools, each once by a name", gatehouse_mcp::tools::MAX_TOOLS));
     }
     let answer = door.listed(&public, listed, body.len() as u64).await;
+    ([(header::CONTENT_TYPE, "application/json")], json!(answer).to_string()).into_response()
+}
+
+async fn asks(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {
+    let (public, body) = match signed_body(req, signed::ASKS_PATH).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let asked: signed::ServerAsks = match serde_json::from_slice(&body) {
+        Ok(a) => a,
+        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not a server's request Gatehouse can read: {e}")),
+    };
+    if !signed::name_ok(&asked.server) || !signed::SERVER_ASKS.contains(&asked.method.as_str()) || !asked.params.is_object() {
+        return refused(StatusCode::BAD_REQUEST, format!("a server's request names its server and one of {}, with its params", signed::SERVER_ASKS.join(", ")));
+    }
+    let answer = door.server_asks(&public, asked, body.len() as u64).await;
     ([(header::CONTENT_TYPE, "application/json")], json!(answer).to_string()).into_response()
 }

@@ -19,6 +19,8 @@ use sha2::{Digest, Sha256};
 /// Where the gate's MCP door listens on the inbox: a call, and what a server listed.
 pub const PATH: &str = "/mcp/v1/calls";
 pub const TOOLS_PATH: &str = "/mcp/v1/tools";
+/// A request of the server's for the user or their AI app (sampling, elicitation).
+pub const ASKS_PATH: &str = "/mcp/v1/asks";
 /// The headers a request is signed in.
 pub const KEY_HEADER: &str = "gatehouse-mcp-key";
 pub const TIME_HEADER: &str = "gatehouse-mcp-time";
@@ -56,6 +58,22 @@ pub struct Listed {
     pub session: String,
     pub tools: Vec<gatehouse_mcp::tools::Pin>,
 }
+
+/// A request of the server's for the client (`sampling/createMessage`: run the app's model;
+/// `elicitation/create`: ask the user something), as the wrap asks the gate whether it may
+/// reach the app. The answer is an [`Answer`]: allow passes it on as it came.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerAsks {
+    pub server: String,
+    pub session: String,
+    pub method: String,
+    /// Its params as the server sent them.
+    pub params: Value,
+}
+
+/// The methods a server may ask the client through the gate.
+pub const SERVER_ASKS: [&str; 2] = ["sampling/createMessage", "elicitation/create"];
 
 /// The gate's answer to a list: the tools held from the client, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

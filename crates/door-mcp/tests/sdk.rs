@@ -32,11 +32,14 @@ struct TestKeeper {
     pinned: Option<Vec<Pin>>,
     calls: Mutex<Vec<ToolCall>>,
     lists: Mutex<Vec<Vec<Pin>>>,
+    /// Whether the server's requests reach the client; each one as shown to the gate.
+    lets_asks: bool,
+    asks: Mutex<Vec<(String, Value)>>,
 }
 
 impl TestKeeper {
     fn new(refuse: &'static [&'static str], pinned: Option<Vec<Pin>>) -> TestKeeper {
-        TestKeeper { refuse, pinned, calls: Mutex::default(), lists: Mutex::default() }
+        TestKeeper { refuse, pinned, calls: Mutex::default(), lists: Mutex::default(), lets_asks: false, asks: Mutex::default() }
     }
 }
 
@@ -61,8 +64,12 @@ impl Keeper for &'static TestKeeper {
             .collect()
     }
 
-    async fn server_asks(&self, _method: &str, _message: &[u8]) -> Verdict {
-        Verdict::Refuse("Gatehouse: not in this test".into())
+    async fn server_asks(&self, method: &str, message: &[u8]) -> Verdict {
+        self.asks.lock().unwrap().push((method.to_string(), serde_json::from_slice(message).unwrap()));
+        match self.lets_asks {
+            true => Verdict::Pass,
+            false => Verdict::Refuse("Gatehouse: you did not let it through".into()),
+        }
     }
 }
 
@@ -153,6 +160,30 @@ async fn a_tool_whose_words_changed_since_it_was_pinned_is_withheld_from_the_cli
     assert_eq!(names, ["echo", "big"], "the changed send_mail is not shown to the model");
     let seen = &later.lists.lock().unwrap()[0];
     assert!(seen.iter().any(|p| p.name == "send_mail" && p.description.contains("id_rsa")), "the gate saw what changed");
+}
+
+/// A server that asks the app's model (sampling) in the middle of a call: the request is
+/// shown to the gate first; let through, the app's model answers it; refused, the server
+/// gets the refusal, and the app's model never sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_sampling_request_reaches_the_app_only_as_the_gate_answers() {
+    let Some(py) = python() else { return };
+    let call = json!(["call", "ask_model", {"question": "What is 2 + 2?"}]);
+    let allowed = leak(TestKeeper { lets_asks: true, ..TestKeeper::new(&[], None) });
+    let (answers, _, _server) = session(&py, allowed, &["--sampling".to_string()], std::slice::from_ref(&call)).await;
+    assert_eq!(answers, [json!({"sampled": "What is 2 + 2?"}), json!({"is_error": false, "text": "the model said: four"})]);
+    let asks = allowed.asks.lock().unwrap().clone();
+    assert_eq!(asks.len(), 1);
+    assert_eq!(asks[0].0, "sampling/createMessage");
+    assert_eq!(asks[0].1.pointer("/params/messages/0/content/text"), Some(&json!("What is 2 + 2?")), "the gate saw what the model would be asked");
+
+    let refused = leak(TestKeeper::new(&[], None));
+    let (answers, _, _server) = session(&py, refused, &["--sampling".to_string()], &[call]).await;
+    // The app's model never saw it; the SDK's server passes the refusal on as the call's
+    // error, which the app shows.
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert!(answers[0]["error"]["message"].as_str().unwrap_or_default().contains("you did not let it through"), "{answers:?}");
+    assert_eq!(refused.asks.lock().unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,8 @@ wraps in the tests. `--pidfile PATH` writes its pid there (to check it is gone o
 client is); `--rug` gives send_mail other words (a "rug pull": same name, new
 instructions); `--http PORT` serves Streamable HTTP on 127.0.0.1:PORT/mcp instead;
 `--grandchild PATH` leaves a process of its own running (its pid written there), as a
-server that starts helpers does."""
+server that starts helpers does; `--sampling` adds ask_model, which asks the app's model
+(sampling) and answers with what it said."""
 
 import os
 import sys
@@ -44,6 +45,21 @@ if "--rug" in sys.argv:
 @server.tool(description=MAIL)
 def send_mail(to: str, body: str) -> str:
     return f"sent to {to}: {body}"
+
+
+if "--sampling" in sys.argv:
+    from mcp.server.mcpserver import Context
+    from mcp.types import SamplingMessage, TextContent
+
+    @server.tool()
+    async def ask_model(question: str, ctx: Context) -> str:
+        """Asks the app's model, and answers with what it said."""
+        said = await ctx.session.create_message(
+            messages=[SamplingMessage(role="user", content=TextContent(type="text", text=question))],
+            max_tokens=50,
+            system_prompt="Answer briefly.",
+        )
+        return "the model said: " + said.content.text
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ use gatehouse_asop::jsonrpc::{self, RpcError};
 use serde_json::{json, Value};
 
 use crate::doors::guardian::Guardian;
-use crate::doors::mcp::at_gate::{Admission, Judge, Judged};
+use crate::doors::mcp::at_gate::{Admission, AskedOfUser, Judge, Judged};
 use crate::doors::mcp::signed::Answer;
 
 /// The guardian's agent id of the MCP server `name`: its rules and its steps are kept
@@ -55,6 +55,46 @@ fn step(j: &Judged, shown_as: &str) -> Value {
     }})
 }
 
+/// A server's request for the user or their app as a step of the agent `mcp:<name>`: a
+/// message it has for the user (`steps/message`), worded by the door.
+fn request_step(r: &AskedOfUser, shown_as: &str) -> Value {
+    let a = &r.asked;
+    let id = uuid::Uuid::new_v4().to_string();
+    json!({"jsonrpc": "2.0", "id": id, "method": "steps/message", "params": {
+        "context": {
+            "agent": {"id": agent_id(&a.server), "name": shown_as,
+                "instructions": "A tool server the user's AI app reaches through Gatehouse (MCP)", "version": "1",
+                "provider": {"name": a.server, "url": "https://modelcontextprotocol.io"}},
+            "session": {"id": a.session}, "turnId": id, "stepId": id,
+            "timestamp": crate::doors::gate::clock::utc_string(crate::doors::gate::clock::now()),
+        },
+        "message": {"role": "agent", "id": id, "content": [{"kind": "text", "text": r.words}],
+            "metadata": {"mcpMethod": a.method}},
+    }})
+}
+
+/// How the gate's admission reads as the guardian's verdict on a step.
+fn admitted(a: &Admission) -> Result<bool, RpcError> {
+    match a {
+        Admission::Admitted { held } => Ok(*held),
+        Admission::Knocked { message } => Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, message.clone())),
+        Admission::Refused { message, blocked: true } => Err(RpcError::new(jsonrpc::AGENT_BLOCKED, message.clone())),
+        Admission::Refused { message, blocked: false } => Err(RpcError::new(jsonrpc::POLICY_DENIED, message.clone())),
+    }
+}
+
+/// The name the user gave a server when they let it in; the server's own until then.
+async fn shown_as(guardian: &Guardian, sender: &str, admission: &Admission, server: &str) -> String {
+    let named = match admission {
+        Admission::Admitted { .. } => {
+            let (store, key) = (guardian.store().clone(), sender.to_string());
+            tokio::task::spawn_blocking(move || store.trust_name(&key)).await.ok().and_then(Result::ok).flatten()
+        }
+        _ => None,
+    };
+    named.unwrap_or_else(|| format!("MCP server {server}"))
+}
+
 /// The guardian's answer in the MCP door's words.
 fn answer(decided: Result<Value, RpcError>) -> Answer {
     let result = match decided {
@@ -79,22 +119,23 @@ impl Judge for GuardianJudge {
         let guardian = self.guardian.upgrade();
         Box::pin(async move {
             let Some(guardian) = guardian else { return Answer::Deny { message: "Gatehouse's guardian is stopping; the call was not sent".into() } };
-            let admitted = match &j.admission {
-                Admission::Admitted { held } => Ok(*held),
-                Admission::Knocked { message } => Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, message.clone())),
-                Admission::Refused { message, blocked: true } => Err(RpcError::new(jsonrpc::AGENT_BLOCKED, message.clone())),
-                Admission::Refused { message, blocked: false } => Err(RpcError::new(jsonrpc::POLICY_DENIED, message.clone())),
-            };
-            // The name the user gave it when they let it in; the server's own until then.
-            let named = match &j.admission {
-                Admission::Admitted { .. } => {
-                    let (store, key) = (guardian.store().clone(), j.sender.clone());
-                    tokio::task::spawn_blocking(move || store.trust_name(&key)).await.ok().and_then(Result::ok).flatten()
-                }
-                _ => None,
-            };
-            let shown_as = named.unwrap_or_else(|| format!("MCP server {}", j.asked.server));
-            answer(guardian.judge_admitted(step(&j, &shown_as), admitted).await)
+            let shown_as = shown_as(&guardian, &j.sender, &j.admission, &j.asked.server).await;
+            answer(guardian.judge_admitted(step(&j, &shown_as), admitted(&j.admission)).await)
+        })
+    }
+
+    fn server_asks(&self, r: AskedOfUser) -> BoxFuture<'static, Answer> {
+        let guardian = self.guardian.upgrade();
+        Box::pin(async move {
+            let Some(guardian) = guardian else { return Answer::Deny { message: "Gatehouse's guardian is stopping".into() } };
+            let shown_as = shown_as(&guardian, &r.sender, &r.admission, &r.asked.server).await;
+            // Held: asked of the user whatever the rules say; never answered for them.
+            let admitted = admitted(&r.admission).map(|_| true);
+            match guardian.judge_admitted(request_step(&r, &shown_as), admitted).await {
+                Ok(v) if v["decision"] == "allow" => Answer::Allow,
+                Ok(v) => Answer::Deny { message: v["message"].as_str().filter(|m| !m.is_empty()).unwrap_or("the user did not let it through").to_string() },
+                Err(e) => Answer::Deny { message: e.message },
+            }
         })
     }
 }

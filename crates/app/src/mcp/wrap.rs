@@ -13,7 +13,7 @@ use std::time::Duration;
 use ed25519_dalek::SigningKey;
 
 use crate::doors::mcp::relay::{self, Keeper, Verdict};
-use crate::doors::mcp::signed::{self, Answer, Asked, Listed, Withheld};
+use crate::doors::mcp::signed::{self, Answer, Asked, Listed, ServerAsks, Withheld};
 use crate::{Code, CommandError, Result};
 use gatehouse_json::Json;
 use gatehouse_mcp::call::ToolCall;
@@ -172,8 +172,15 @@ impl Keeper for GateKeeper {
         }
     }
 
-    async fn server_asks(&self, method: &str, _message: &[u8]) -> Verdict {
-        Verdict::Refuse(format!("Gatehouse does not pass an MCP server's {method} requests to the app yet"))
+    async fn server_asks(&self, method: &str, message: &[u8]) -> Verdict {
+        let params = serde_json::from_slice::<serde_json::Value>(message).ok().and_then(|m| m.get("params").cloned()).unwrap_or_default();
+        let asked = ServerAsks { server: self.name.clone(), session: self.session.clone(), method: method.to_string(), params };
+        match self.post::<Answer>(signed::ASKS_PATH, serde_json::to_vec(&asked).unwrap_or_default()).await {
+            Ok(Answer::Allow) => Verdict::Pass,
+            Ok(Answer::Modify { .. }) => Verdict::Refuse("Gatehouse: a server's request is passed on as it came or not at all".into()),
+            Ok(Answer::Deny { message }) => Verdict::Refuse(format!("Gatehouse: {message}")),
+            Err(why) => Verdict::Refuse(why),
+        }
     }
 }
 

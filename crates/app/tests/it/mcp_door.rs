@@ -84,6 +84,14 @@ impl M {
         serde_json::from_value::<signed::Withheld>(v).unwrap().withhold
     }
 
+    /// A request of the server's for the user or their app, as the wrap asks it.
+    async fn ask(&self, method: &str, params: Value) -> Answer {
+        let body = serde_json::to_vec(&json!({"server": "files", "session": "s-1", "method": method, "params": params})).unwrap();
+        let (status, v) = self.post(signed::ASKS_PATH, &body, &signed::sign(&self.server, chrono::Utc::now().timestamp(), signed::ASKS_PATH, &body)).await;
+        assert_eq!(status, 200, "{v}");
+        serde_json::from_value(v).unwrap()
+    }
+
     fn rule(&self, tool: &str, condition: Option<Value>, action: &str, redact: Option<&str>) {
         let row = AsopRuleRow {
             id: 0,
@@ -239,4 +247,48 @@ async fn a_changed_tool_is_held_until_the_user_accepts_it_and_stays_held_when_re
     gatehouse_app::consent::decide(&m.inbox, &item.target().unwrap(), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     assert_eq!(m.list(&[("send_mail", "Sends a mail to one address.")]).await, Vec::<String>::new());
     assert_eq!(m.call("send_mail", json!({"to": "a@x.example"})).await, Answer::Allow);
+}
+
+#[tokio::test]
+async fn what_a_server_asks_of_the_user_is_theirs_to_pass_on_whatever_the_rules_say() {
+    let m = start().await;
+    let sampling =
+        json!({"messages": [{"role": "user", "content": {"type": "text", "text": "What is in ~/.ssh?"}}], "maxTokens": 50, "systemPrompt": "Answer briefly."});
+    // Not let in: refused, and nobody is asked about the request itself.
+    assert!(denied(&m.ask("sampling/createMessage", sampling.clone()).await).contains("let the MCP server “files” in"));
+    let guardian = m.inbox.door::<Guardian>().unwrap();
+    assert!(guardian.pending().unwrap().is_empty());
+
+    m.list(&[("read_file", "Reads a file")]).await;
+    gatehouse_app::consent::decide(&m.inbox, &shown(&m.inbox, &m.key()), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    m.rule("*", None, "allow", None);
+    let answer_next = |decision: Action| {
+        let g = guardian.clone();
+        tokio::spawn(async move {
+            for _ in 0..200 {
+                if let Some(s) = g.pending().unwrap().first().cloned() {
+                    g.answer(s.row, UserAnswer { decision, always: false, redact: None, note: None, lasting: None }).unwrap();
+                    return s.summary;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("nothing was asked");
+        })
+    };
+    // A rule allows everything, yet the user is asked, and reads what the model would be asked.
+    let asked = answer_next(Action::Allow);
+    assert_eq!(m.ask("sampling/createMessage", sampling.clone()).await, Answer::Allow);
+    let summary = asked.await.unwrap();
+    assert!(
+        summary.contains("asks your AI app to run its model on") && summary.contains("What is in ~/.ssh?") && summary.contains("Answer briefly."),
+        "{summary}"
+    );
+    let asked = answer_next(Action::Deny);
+    let question = json!({"message": "Which folder may I read?", "requestedSchema": {"type": "object", "properties": {"folder": {"type": "string"}}}});
+    assert!(!denied(&m.ask("elicitation/create", question).await).is_empty());
+    assert!(asked.await.unwrap().contains("asks you, through your AI app: Which folder may I read?"));
+    // Only those two methods are a server's to ask.
+    let body = serde_json::to_vec(&json!({"server": "files", "session": "s-1", "method": "roots/list", "params": {}})).unwrap();
+    let headers = signed::sign(&m.server, chrono::Utc::now().timestamp(), signed::ASKS_PATH, &body);
+    assert_eq!(m.post(signed::ASKS_PATH, &body, &headers).await.0, 400);
 }
