@@ -11,6 +11,7 @@ mod grants;
 mod guardian;
 mod intent;
 mod mail;
+mod mcp;
 mod notify;
 mod shell;
 mod team;

@@ -13,6 +13,7 @@ mod first_run;
 mod grants;
 mod harness;
 mod keys;
+mod mcp;
 mod model;
 mod notify;
 mod peers;

@@ -169,6 +169,14 @@ export const commands = {
 	asopRuleRemove: (id: number) => __TAURI_INVOKE<null>("asop_rule_remove", { id }),
 	asopSessions: () => __TAURI_INVOKE<SessionItem_Serialize[]>("asop_sessions"),
 	asopSession: (sessionId: string) => __TAURI_INVOKE<AsopStepRow_Serialize[]>("asop_session", { sessionId }),
+	mcpServers: () => __TAURI_INVOKE<McpServerItem_Serialize[]>("mcp_servers"),
+	/**  A server's tools (`server`: its name, or its key). */
+	mcpTools: (server: string) => __TAURI_INVOKE<McpTools_Serialize>("mcp_tools", { server }),
+	mcpRules: (server: string) => __TAURI_INVOKE<AsopRuleRow_Serialize[]>("mcp_rules", { server }),
+	/**  A rule for one of a server's tools (its agent and method are the server's). */
+	mcpRuleAdd: (server: string, input: RuleInput_Deserialize) => __TAURI_INVOKE<AsopRuleRow_Serialize>("mcp_rule_add", { server, input }),
+	/**  A server's last calls, newest first. */
+	mcpLog: (server: string) => __TAURI_INVOKE<AsopStepRow_Serialize[]>("mcp_log", { server }),
 	/**  Answers to the sender of an envelope: drafts, sent and failed. */
 	repliesFor: (envelopeRow: number) => __TAURI_INVOKE<ReplyRow_Serialize[]>("replies_for", { envelopeRow }),
 	/**  Sends a reply with the text the user approved (edited or not), signed by this inbox. */
@@ -2264,6 +2272,74 @@ export type Manifest_Serialize = {
 	limits: Limits_Serialize,
 };
 
+/**  One MCP server. */
+export type McpServerItem = McpServerItem_Serialize;
+
+/**  One MCP server. */
+export type McpServerItem_Deserialize = {
+	/**  The name its app's configuration runs it under (`gatehouse mcp wrap --name`). */
+	name: string,
+	/**  Its registry key: the name and its own key. */
+	key: string,
+	/**
+	 *  `let_in` (its calls are decided by your rules, or asked about), `waiting` (it asked
+	 *  to be let in) or `blocked`.
+	 */
+	state: string,
+	/**  What you called it when you let it in. */
+	shown_as?: string | null,
+	/**  When it was let in, first asked, or blocked. */
+	since: string,
+};
+
+/**  One MCP server. */
+export type McpServerItem_Serialize = {
+	/**  The name its app's configuration runs it under (`gatehouse mcp wrap --name`). */
+	name: string,
+	/**  Its registry key: the name and its own key. */
+	key: string,
+	/**
+	 *  `let_in` (its calls are decided by your rules, or asked about), `waiting` (it asked
+	 *  to be let in) or `blocked`.
+	 */
+	state: string,
+	/**  What you called it when you let it in. */
+	shown_as: string | null,
+	/**  When it was let in, first asked, or blocked. */
+	since: string,
+};
+
+/**  One tool as kept: pinned (let in) or offered (listed, waiting for the user). */
+export type McpTool = {
+	/**  The server's registry key. */
+	server: string,
+	tool: string,
+	/**  The tool as its door wrote it (name, title, description, input schema). */
+	pin: Value,
+	digest: string,
+	/**  When it was pinned, or last listed. */
+	at: string,
+	/**  For an offer: the user refused this version (it stays held, without asking again). */
+	refused: boolean,
+};
+
+/**  A server's tools: as the user let them in, and what it lists that differs (held). */
+export type McpTools = McpTools_Serialize;
+
+/**  A server's tools: as the user let them in, and what it lists that differs (held). */
+export type McpTools_Deserialize = {
+	server: McpServerItem_Deserialize,
+	pinned: McpTool[],
+	held: ToolShown_Deserialize[],
+};
+
+/**  A server's tools: as the user let them in, and what it lists that differs (held). */
+export type McpTools_Serialize = {
+	server: McpServerItem_Serialize,
+	pinned: McpTool[],
+	held: ToolShown_Serialize[],
+};
+
 /**  One team's gate this desktop approves for. */
 export type Membership = Membership_Serialize;
 
@@ -3074,6 +3150,11 @@ export type ToolShown_Deserialize = {
 	tool: string,
 	pinned?: Value | null,
 	now: Value,
+	/**
+	 *  What it says now, as the user reads it and the risk flags are placed in: its
+	 *  description, then what it takes (each argument, its type and its own words).
+	 */
+	words: string,
 	risk: Flag[],
 };
 
@@ -3085,6 +3166,11 @@ export type ToolShown_Serialize = {
 	tool: string,
 	pinned: Value | null,
 	now: Value,
+	/**
+	 *  What it says now, as the user reads it and the risk flags are placed in: its
+	 *  description, then what it takes (each argument, its type and its own words).
+	 */
+	words: string,
 	risk: Flag[],
 };
 

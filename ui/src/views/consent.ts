@@ -5,7 +5,7 @@ import { h, Kept, replace } from '../dom';
 import { failed } from './parts';
 import { extrasCard } from './inbox';
 import { riskText } from './risk';
-import { coveredList, lasting as lastingOf, lastingPicker, type LastingChoice } from './grants';
+import { coveredList, lasting as lastingOf, lastingPicker, letInLabel, type LastingChoice } from './grants';
 import { quietBanner } from './quiet';
 import { stateNotice } from './state';
 import { when } from '../format';
@@ -188,8 +188,10 @@ export class ConsentView {
     const keyOnly = item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'asop_agent' || item.source === 'mcp_server' || item.source === 'intent_site'));
     // Agents are registered for good (and removed at any time; their steps can be allowed
     // for a while); anything else may be allowed, or an IntentSite pinned, for a while.
-    const allow = button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Let this sender through for this scope, for as long as you choose.');
-    const picker = item.kind === 'key_change' || (item.kind === 'unknown_sender' && item.source === 'asop_agent') ? null : lastingPicker(scope, allow);
+    const mcp = item.kind === 'unknown_sender' && item.source === 'mcp_server';
+    const allow = mcp ? button('always_allow_scope', 'Let it in', 'secondary', 'Its tools as shown reach your AI; each call is decided by your rules, or asked about.')
+      : button('always_allow_scope', `Always allow for “${scope}”`, 'secondary', 'Let this sender through for this scope, for as long as you choose.');
+    const picker = item.kind === 'key_change' || (item.kind === 'unknown_sender' && item.source === 'asop_agent') ? null : lastingPicker(scope, allow, mcp ? letInLabel : undefined);
     // A knock at a door this gate does not run is denied or blocked, never let in.
     const lettable = !(item.kind === 'unknown_sender' && item.source === 'other_door');
     const card: HTMLElement = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, 'data-sender': item.kind === 'unknown_sender' ? item.public_key : item.sender, tabindex: 0, 'aria-label': consentSentence(item),

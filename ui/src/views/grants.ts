@@ -16,6 +16,16 @@ export function allowLabel(choice: LastingChoice, scope: string, date: string): 
   }
 }
 
+/** The words on the button that lets a server in (the same lengths, said of the server). */
+export function letInLabel(choice: LastingChoice, _scope: string, date: string): string {
+  switch (choice) {
+    case 'always': return 'Let it in';
+    case 'hour': return 'Let it in for 1 hour';
+    case 'tonight': return 'Let it in until tonight';
+    case 'until': return date ? `Let it in until ${date}` : 'Let it in until a date…';
+  }
+}
+
 /** The choice as the command takes it; a date choice without a date is not one yet. */
 export function lasting(choice: LastingChoice, date: string): Lasting | null {
   if (choice === 'until') return date ? { for: 'until', date } : null;
@@ -24,7 +34,7 @@ export function lasting(choice: LastingChoice, date: string): Lasting | null {
 
 /** A select of how long, a date field shown for "until a date", and the button's label
  *  following them. */
-export function lastingPicker(scope: string, button: HTMLButtonElement): { el: HTMLElement; value: () => Lasting | null } {
+export function lastingPicker(scope: string, button: HTMLButtonElement, label = allowLabel): { el: HTMLElement; value: () => Lasting | null } {
   const select = h('select', { className: 'grant-for', 'aria-label': 'How long to allow' },
     h('option', { value: 'always' }, 'for good'),
     h('option', { value: 'hour' }, 'for 1 hour'),
@@ -34,7 +44,7 @@ export function lastingPicker(scope: string, button: HTMLButtonElement): { el: H
   const sync = () => {
     const choice = select.value as LastingChoice;
     date.hidden = choice !== 'until';
-    button.textContent = allowLabel(choice, scope, date.value);
+    button.textContent = label(choice, scope, date.value);
   };
   select.addEventListener('change', sync);
   date.addEventListener('input', sync);

@@ -1,22 +1,14 @@
 // Your agents (the ASOP guardian): the rules that decide what your agents may do, and each session's
 // steps with what was decided and by whom. Steps waiting for you are under "Waiting for you".
-import { api, asShape, errorText, type Action, type AsopCondition, type AsopRule, type AsopStep, type Op, type SessionItem } from '../api';
+import { api, errorText, type Action, type AsopRule, type AsopStep, type Op, type SessionItem } from '../api';
 import { h, replace } from '../dom';
 import { act, failed, ListDetail } from './parts';
 import { when } from '../format';
 import { proto } from './sendto';
+import { McpSection } from './mcp';
+import { OPS, ruleText, stepItem } from './steps';
 
 const METHODS = ['*', 'steps/toolCallRequest', 'steps/toolCallResult', 'steps/message', 'steps/agentTrigger', 'steps/knowledgeRetrieval', 'steps/memoryStore', 'steps/memoryContextRetrieval', 'protocols/A2A', 'protocols/MCP'];
-const OPS: [string, string][] = [['not_ends_with', 'does not end with'], ['ends_with', 'ends with'], ['contains', 'contains'], ['not_contains', 'does not contain'], ['equals', 'is'], ['not_equals', 'is not'], ['matches', 'matches (regex)']];
-
-export function ruleText(r: AsopRule): string {
-  const who = r.agent === '*' ? 'any agent' : r.agent.startsWith('provider:') ? `any agent of ${r.agent.slice(9)}` : `agent ${r.agent}`;
-  const what = r.tool !== '*' ? `tool ${r.tool}` : r.method === '*' ? 'any step' : r.method;
-  const c = asShape<AsopCondition | null>(r.condition);
-  const cond = c ? ` when ${c.argument} ${OPS.find(([o]) => o === c.op)?.[1] ?? c.op} “${c.value}”` : '';
-  const act = r.action === 'modify' ? `allow with “${r.redact}” redacted` : r.action;
-  return `${who}, ${what}${cond}: ${act}`;
-}
 
 export class GuardianView {
   readonly el = h('section', { className: 'guardian', id: 'view-agents' });
@@ -29,6 +21,7 @@ export class GuardianView {
       h('div', { className: 'preview mono' }, s.session_id)],
     empty: () => 'No agent has asked yet.', show: (id) => this.showSession(id),
   });
+  private mcp = new McpSection();
   // Built once: a rule being written must survive the redraws that arriving steps cause.
   private ruleList = h('div');
   private rulesPart = h('div', { className: 'card', id: 'asop-rules' }, h('h3', {}, 'Rules'), this.ruleList, this.ruleAdd());
@@ -41,8 +34,9 @@ export class GuardianView {
         h('p', { className: 'muted small' }, 'Your own agents ask Gatehouse before they act (POST /asop/v1 on the inbox address). The most specific rule decides; with no rule, you are asked.'),
         this.rulesCard(rules),
         h('h3', {}, 'Sessions'),
-        h('div', { className: 'split' }, this.sessionsBox, this.sessionBox));
-      await this.sessions.reload();
+        h('div', { className: 'split' }, this.sessionsBox, this.sessionBox),
+        this.mcp.el);
+      await Promise.all([this.sessions.reload(), this.mcp.load()]);
     } catch (e) {
       replace(this.el, failed(e));
     }
@@ -93,14 +87,6 @@ export class GuardianView {
   }
 
   private step(s: AsopStep): HTMLElement {
-    return h('li', { className: `asop-step decision-${s.decision}`, 'data-decision': s.decision },
-      h('div', { className: 'mail-head' },
-        h('span', { className: `badge decision-${s.decision}` }, s.decision),
-        h('span', { className: 'msg-type' }, s.method),
-        h('span', { className: 'muted small' }, `by ${s.decided_by ?? '—'}${s.turn_id ? ` · turn ${s.turn_id}` : ''}`),
-        h('time', {}, when(s.created_at))),
-      h('div', {}, s.summary),
-      s.message ? h('div', { className: 'muted small' }, s.message) : null,
-      h('details', {}, h('summary', {}, 'Request'), h('pre', { className: 'json' }, JSON.stringify(s.request, null, 2))));
+    return stepItem(s);
   }
 }

@@ -39,7 +39,7 @@ export function riskText(tag: 'p' | 'blockquote', attrs: Record<string, unknown>
     replace(box,
       h(tag, { className: 'prompt', ...attrs }, ...markedText(text, flags)),
       live.length ? h('div', { className: 'risk-flags', role: 'note', 'aria-label': 'Warnings about this message' },
-        h('p', { className: 'risk-head' }, `⚠ This message has ${live.length === 1 ? 'something' : `${live.length} things`} that look like an attempt to steer your AI:`),
+        h('p', { className: 'risk-head' }, `⚠ This message has ${live.length === 1 ? 'something that looks' : `${live.length} things that look`} like an attempt to steer your AI:`),
         h('ul', {}, ...live.map((f) => h('li', { 'data-kind': f.kind, 'data-start': String(f.start) },
           h('strong', {}, `${kindWords[f.kind]}: `), f.why, ' ',
           messageId ? h('button', { className: 'link-button', 'data-dismiss': `${f.kind}:${f.start}`, onclick: async (e: Event) => {

@@ -8,12 +8,6 @@ import { riskText } from './risk';
 
 type ToolChange = Extract<ConsentItem, { kind: 'tool_change' }>;
 
-/** A tool's words as they were flagged: its description, then its input schema. */
-function words(pin: unknown): string {
-  const p = (pin ?? {}) as { description?: string; input_schema?: string };
-  return `${p.description ?? ''}\n${p.input_schema ?? ''}`;
-}
-
 function described(pin: unknown): string {
   return ((pin ?? {}) as { description?: string }).description || '(no description)';
 }
@@ -22,7 +16,7 @@ function described(pin: unknown): string {
 export function toolsList(tools: ToolShown[]): HTMLElement {
   return h('ul', { className: 'mcp-tools' }, ...tools.map((t) => h('li', { 'data-tool': t.tool },
     h('p', {}, h('strong', { className: 'mono' }, t.tool), t.pinned ? ' — changed since you let it in' : ' — new'),
-    riskText('blockquote', { className: 'prompt pre' }, words(t.now), t.risk, null),
+    riskText('blockquote', { className: 'prompt' }, t.words, t.risk, null),
     t.pinned ? h('p', { className: 'muted small' }, `Before: ${described(t.pinned)}`) : null)));
 }
 
@@ -41,7 +35,7 @@ export function toolChangeCard(item: ToolChange, settled: (card: HTMLElement, re
   };
   const n = item.tools.length;
   const card: HTMLElement = h('article', { className: 'consent-card tool-change', 'data-kind': 'tool_change', 'data-sender': item.server, tabindex: 0 },
-    h('p', { className: 'ask' }, `The MCP server “${item.server_name}” lists ${n === 1 ? 'a tool' : `${n} tools`} you have not seen. `,
+    h('p', { className: 'ask' }, `“${item.server_name}”, an MCP server your AI app uses, lists ${n === 1 ? 'a tool' : `${n} tools`} you have not seen. `,
       'Your AI does not see ', n === 1 ? 'it' : 'them', ' and ', n === 1 ? 'its calls are' : 'their calls are', ' refused until you accept.'),
     toolsList(item.tools),
     h('div', { className: 'actions' },

@@ -101,14 +101,20 @@ pub fn accept(ctx: &Context, which: &str) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// The name a server is known by in its rules and calls: `which` is its name, or its key.
+fn name_in(which: &str) -> &str {
+    signed::name_of(which).unwrap_or(which)
+}
+
 /// The rules that decide a server's calls (those for every agent included).
 pub fn rules(ctx: &Context, name: &str) -> Result<Vec<AsopRuleRow>> {
-    let agent = super::agent_id(name);
+    let agent = super::agent_id(name_in(name));
     Ok(crate::guardian::rules(ctx)?.into_iter().filter(|r| r.agent == agent || r.agent == "*").collect())
 }
 
 /// A rule for one server's tool (`*`: every tool); audited.
 pub fn rule_add(ctx: &Context, name: &str, mut input: RuleInput) -> Result<AsopRuleRow> {
+    let name = name_in(name);
     if !signed::name_ok(name) {
         return Err(CommandError::new(Code::Invalid, format!("{name:?}: a server's name is 1 to 64 letters, digits, - or _")));
     }
@@ -119,5 +125,5 @@ pub fn rule_add(ctx: &Context, name: &str, mut input: RuleInput) -> Result<AsopR
 
 /// A server's last `limit` calls, newest first, with what became of each.
 pub fn log(ctx: &Context, name: &str, limit: usize) -> Result<Vec<AsopStepRow>> {
-    Ok(ctx.store.asop_agent_steps(&super::agent_id(name), limit)?)
+    Ok(ctx.store.asop_agent_steps(&super::agent_id(name_in(name)), limit)?)
 }

@@ -22,14 +22,35 @@ pub struct ToolShown {
     pub tool: String,
     pub pinned: Option<serde_json::Value>,
     pub now: serde_json::Value,
+    /// What it says now, as the user reads it and the risk flags are placed in: its
+    /// description, then what it takes (each argument, its type and its own words).
+    pub words: String,
     pub risk: Vec<gatehouse_risk::Flag>,
 }
 
-/// A tool's words, as the risk flags read them (its description, and the schema's).
+/// A tool's words as the user reads them: its description, then its arguments from its
+/// input schema (where a server can hide words for the model too).
 pub(crate) fn words(pin: &serde_json::Value) -> String {
-    let d = pin.get("description").and_then(serde_json::Value::as_str).unwrap_or_default();
-    let s = pin.get("input_schema").and_then(serde_json::Value::as_str).unwrap_or_default();
-    format!("{d}\n{s}")
+    use serde_json::Value;
+    let d = pin.get("description").and_then(Value::as_str).unwrap_or_default();
+    let schema: Value = pin.get("input_schema").and_then(Value::as_str).and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let args: Vec<String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, p)| {
+            let kind = p.get("type").and_then(Value::as_str).unwrap_or("any");
+            let optional = if required.contains(&name.as_str()) { "" } else { ", optional" };
+            let said = p.get("description").and_then(Value::as_str).map(|s| format!(": {s}")).unwrap_or_default();
+            format!("{name} ({kind}{optional}){said}")
+        })
+        .collect();
+    match args.is_empty() {
+        true => d.to_string(),
+        false => format!("{d}\nTakes: {}", args.join("; ")),
+    }
 }
 
 /// A server's offered tools as shown (each with its pin, when it had one).
@@ -37,12 +58,16 @@ pub fn shown(offers: &[McpTool], pins: &[McpTool]) -> Vec<ToolShown> {
     offers
         .iter()
         .filter(|o| !o.refused)
-        .map(|o| ToolShown {
-            tool: o.tool.clone(),
-            pinned: pins.iter().find(|p| p.tool == o.tool).map(|p| p.pin.clone()),
-            // A server is no one the user knows: every link of its is flagged.
-            risk: gatehouse_risk::scan(&words(&o.pin), &[]),
-            now: o.pin.clone(),
+        .map(|o| {
+            let words = words(&o.pin);
+            ToolShown {
+                tool: o.tool.clone(),
+                pinned: pins.iter().find(|p| p.tool == o.tool).map(|p| p.pin.clone()),
+                // A server is no one the user knows: every link of its is flagged.
+                risk: gatehouse_risk::scan(&words, &[]),
+                words,
+                now: o.pin.clone(),
+            }
         })
         .collect()
 }

@@ -1,0 +1,28 @@
+// The guardian's words shared by its views: a rule in a sentence, a step in a timeline.
+import { asShape, type AsopCondition, type AsopRule, type AsopStep } from '../api';
+import { h } from '../dom';
+import { when } from '../format';
+
+export const OPS: [string, string][] = [['not_ends_with', 'does not end with'], ['ends_with', 'ends with'], ['contains', 'contains'], ['not_contains', 'does not contain'], ['equals', 'is'], ['not_equals', 'is not'], ['matches', 'matches (regex)']];
+
+export function ruleText(r: AsopRule): string {
+  const who = r.agent === '*' ? 'any agent' : r.agent.startsWith('provider:') ? `any agent of ${r.agent.slice(9)}` : `agent ${r.agent}`;
+  const what = r.tool !== '*' ? `tool ${r.tool}` : r.method === '*' ? 'any step' : r.method;
+  const c = asShape<AsopCondition | null>(r.condition);
+  const cond = c ? ` when ${c.argument} ${OPS.find(([o]) => o === c.op)?.[1] ?? c.op} “${c.value}”` : '';
+  const act = r.action === 'modify' ? `allow with “${r.redact}” redacted` : r.action;
+  return `${who}, ${what}${cond}: ${act}`;
+}
+
+/** One step in a timeline: what was decided, by what, and the request itself. */
+export function stepItem(s: AsopStep): HTMLElement {
+  return h('li', { className: `asop-step decision-${s.decision}`, 'data-decision': s.decision },
+    h('div', { className: 'mail-head' },
+      h('span', { className: `badge decision-${s.decision}` }, s.decision),
+      h('span', { className: 'msg-type' }, s.method),
+      h('span', { className: 'muted small' }, `by ${s.decided_by ?? '—'}${s.turn_id ? ` · turn ${s.turn_id}` : ''}`),
+      h('time', {}, when(s.created_at))),
+    h('div', {}, s.summary),
+    s.message ? h('div', { className: 'muted small' }, s.message) : null,
+    h('details', {}, h('summary', {}, 'Request'), h('pre', { className: 'json' }, JSON.stringify(s.request, null, 2))));
+}
