@@ -170,6 +170,12 @@ const decisions = [
   ['deny', 'Deny', ''],
   ['block', 'Block', 'danger'],
 ];
+// An agent's step (an MCP server's tool call among them) is allowed or denied, as the
+// window does; an MCP server's changed tools are kept held unless accepted.
+const decisionsOf = {
+  guardian_step: [['allow_once', 'Allow', ''], ['deny', 'Deny', '']],
+  tool_change: [['deny', 'Keep held', 'primary'], ['always_allow_scope', 'Accept', ''], ['block', 'Block the server', 'danger']],
+};
 
 function describe(item) {
   const i = item.item;
@@ -182,6 +188,10 @@ function describe(item) {
     if (i.grant_ended) parts.push(el('p', { class: 'muted' }, `Its grant for this scope ended ${i.grant_ended}.`));
   } else if (i.kind === 'key_change') {
     parts.push(el('h3', {}, `${i.sender_name || i.sender} signed with a key not kept for it`), el('p', { class: 'muted' }, 'Check its keys again on the gate before anything from it goes through.'));
+  } else if (i.kind === 'guardian_step') {
+    parts.push(el('h3', {}, i.step.summary), el('p', { class: 'muted' }, 'The agent waits for your answer.'));
+  } else if (i.kind === 'tool_change') {
+    parts.push(el('h3', {}, `“${i.server_name}” lists tools you have not seen`), el('p', { class: 'muted' }, 'Your AI does not see them, and their calls are refused, until you accept.'));
   }
   // Every field the decision's digest covers, in words (the gate makes the lines): a
   // device approves only what it showed.
@@ -235,9 +245,10 @@ async function showWaiting() {
   const cards = items.map((item, n) => {
     const lasting = el('select', { id: `lasting-${n}`, 'aria-label': 'How long “always allow” lasts' },
       el('option', { value: 'always' }, 'for good'), el('option', { value: 'hour' }, 'for an hour'), el('option', { value: 'tonight' }, 'until tonight'));
-    const buttons = decisions.map(([d, label, cls]) => el('button', { class: cls, 'data-decision': d, onclick: () => void decide(item, d, lasting.value) }, label));
-    return el('section', { class: 'card waiting', 'aria-label': 'Waiting for a decision' }, ...describe(item),
-      el('label', { for: `lasting-${n}` }, '“Always allow” lasts'), lasting, el('div', { class: 'actions' }, ...buttons));
+    const own = decisionsOf[item.item.kind];
+    const buttons = (own || decisions).map(([d, label, cls]) => el('button', { class: cls, 'data-decision': d, onclick: () => void decide(item, d, own ? 'always' : lasting.value) }, label));
+    return el('section', { class: 'card waiting', 'aria-label': 'Waiting for a decision', 'data-kind': item.item.kind }, ...describe(item),
+      ...(own ? [] : [el('label', { for: `lasting-${n}` }, '“Always allow” lasts'), lasting]), el('div', { class: 'actions' }, ...buttons));
   });
   main.replaceChildren(
     el('h2', {}, 'Waiting for a decision'),

@@ -1051,6 +1051,11 @@ export type ConsentTarget_Deserialize = { kind: "unknown_sender"; public_key: st
 knock?: string | null } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string } | 
 /**  A trusted sender's signature named a key not kept for it. */
 { kind: "key_change"; sender: string } | 
+/**
+ *  A step of one of the user's own agents (an MCP server's call among them) that waits
+ *  for the user: allowed or denied from any device, as the window does.
+ */
+{ kind: "step"; row: number } | 
 /**  An MCP server's tools that differ from those the user let in, as shown (`digest`). */
 { kind: "tool_change"; server: string; digest: string };
 
@@ -1063,6 +1068,11 @@ export type ConsentTarget_Serialize = { kind: "unknown_sender"; public_key: stri
 knock: string | null } | { kind: "held"; row_id: number } | { kind: "held_ask"; stream_id: string } | 
 /**  A trusted sender's signature named a key not kept for it. */
 { kind: "key_change"; sender: string } | 
+/**
+ *  A step of one of the user's own agents (an MCP server's call among them) that waits
+ *  for the user: allowed or denied from any device, as the window does.
+ */
+{ kind: "step"; row: number } | 
 /**  An MCP server's tools that differ from those the user let in, as shown (`digest`). */
 { kind: "tool_change"; server: string; digest: string };
 

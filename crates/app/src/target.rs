@@ -28,6 +28,11 @@ pub enum ConsentTarget {
     KeyChange {
         sender: String,
     },
+    /// A step of one of the user's own agents (an MCP server's call among them) that waits
+    /// for the user: allowed or denied from any device, as the window does.
+    Step {
+        row: i64,
+    },
     /// An MCP server's tools that differ from those the user let in, as shown (`digest`).
     ToolChange {
         server: String,
@@ -44,6 +49,7 @@ impl ConsentTarget {
             ConsentTarget::HeldAsk { stream_id } => format!("uamp-stream:{stream_id}"),
             ConsentTarget::KeyChange { sender } => format!("key-change:{}", gatehouse_store::sender_key(sender)),
             ConsentTarget::ToolChange { server, .. } => format!("mcp-tools:{}", gatehouse_store::sender_key(server)),
+            ConsentTarget::Step { row } => format!("asop-step:{row}"),
         }
     }
 }

@@ -149,7 +149,7 @@ impl ConsentItem {
             ConsentItem::Held { row_id, .. } => ConsentTarget::Held { row_id: *row_id },
             ConsentItem::HeldAsk { stream_id, .. } => ConsentTarget::HeldAsk { stream_id: stream_id.clone() },
             ConsentItem::KeyChange { sender, .. } => ConsentTarget::KeyChange { sender: sender.clone() },
-            ConsentItem::GuardianStep { .. } => return None,
+            ConsentItem::GuardianStep { step } => ConsentTarget::Step { row: step.row },
             ConsentItem::ToolChange { server, digest, .. } => ConsentTarget::ToolChange { server: server.clone(), digest: digest.clone() },
         })
     }

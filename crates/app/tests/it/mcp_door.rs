@@ -19,18 +19,37 @@ use gatehouse_store::asop::AsopRuleRow;
 use gatehouse_store::Store;
 use serde_json::{json, Value};
 
+/// A gate with its inbox listening, and a wrapped server asking it.
 struct M {
     _dir: tempfile::TempDir,
     store: Arc<Store>,
     inbox: Arc<gatehouse_app::doors::gate::state::Gate>,
+    wrap: Wrap,
+}
+
+impl std::ops::Deref for M {
+    type Target = Wrap;
+    fn deref(&self) -> &Wrap {
+        &self.wrap
+    }
+}
+
+/// A wrapped server "files", as `gatehouse mcp wrap` asks the gate at `base`.
+struct Wrap {
     base: String,
     http: reqwest::Client,
     server: ed25519_dalek::SigningKey,
 }
 
+impl Wrap {
+    fn at(base: &str) -> Wrap {
+        Wrap { base: base.to_string(), http: reqwest::Client::new(), server: ed25519_dalek::SigningKey::from_bytes(&[9; 32]) }
+    }
+}
+
 async fn start() -> M {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(Store::open(&dir.path().join("gatehouse.db")).unwrap());
+    let store = Arc::new(crate::common::test_store(dir.path()));
     let key = ed25519_dalek::SigningKey::from_bytes(&[4; 32]);
     let (inbox, rx) = gatehouse_app::doors::service::build(store.clone(), &gatehouse_epp::public_key_hex(&key));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -43,10 +62,10 @@ async fn start() -> M {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    M { _dir: dir, store, inbox, base, http: reqwest::Client::new(), server: ed25519_dalek::SigningKey::from_bytes(&[9; 32]) }
+    M { _dir: dir, store, inbox, wrap: Wrap::at(&base) }
 }
 
-impl M {
+impl Wrap {
     /// The server's registry key.
     fn key(&self) -> String {
         signed::sender("files", &hex::encode(self.server.verifying_key().as_bytes()))
@@ -91,7 +110,9 @@ impl M {
         assert_eq!(status, 200, "{v}");
         serde_json::from_value(v).unwrap()
     }
+}
 
+impl M {
     fn rule(&self, tool: &str, condition: Option<Value>, action: &str, redact: Option<&str>) {
         let row = AsopRuleRow {
             id: 0,
@@ -291,4 +312,45 @@ async fn what_a_server_asks_of_the_user_is_theirs_to_pass_on_whatever_the_rules_
     let body = serde_json::to_vec(&json!({"server": "files", "session": "s-1", "method": "roots/list", "params": {}})).unwrap();
     let headers = signed::sign(&m.server, chrono::Utc::now().timestamp(), signed::ASKS_PATH, &body);
     assert_eq!(m.post(signed::ASKS_PATH, &body, &headers).await.0, 400);
+}
+
+/// On a phone (an approver device), an MCP server's knock and then a call no rule decides
+/// look like any other item: let in, then allowed, each signed by the device; the call
+/// goes on only once the phone has answered.
+#[tokio::test]
+async fn a_phone_lets_a_server_in_and_allows_its_call() {
+    use crate::approvers::{call, joined};
+    let inbox = crate::common::TestInbox::start(&crate::common::pubhex(&crate::common::key(0x61)), false).await;
+    let phone = joined(&inbox, "Ana's phone").await;
+    let wrap = Wrap::at(&inbox.url);
+    wrap.list(&[("read_file", "Reads a file")]).await;
+    let waiting = |kind: &'static str| {
+        let (inbox, phone) = (&inbox, &phone);
+        async move {
+            for _ in 0..200 {
+                let (status, items) = call(inbox, phone, reqwest::Method::GET, "/approve/waiting", "").await;
+                assert_eq!(status, 200, "{items}");
+                if let Some(item) = items.as_array().unwrap().iter().find(|i| i["item"]["kind"] == kind) {
+                    return item.clone();
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("no {kind} reached the phone");
+        }
+    };
+    let knock = waiting("unknown_sender").await;
+    assert!(knock["shown"].as_array().unwrap().iter().any(|l| l["text"].as_str().unwrap_or_default().contains("Reads a file")), "{knock}");
+    let decide = |item: &Value, decision: &str| json!({"target": item["target"], "digest": item["digest"], "decision": decision}).to_string();
+    let (status, out) = call(&inbox, &phone, reqwest::Method::POST, "/approve/decide", &decide(&knock, "always_allow_scope")).await;
+    assert_eq!(status, 200, "{out}");
+
+    let asked = tokio::spawn(async move { wrap.call("read_file", json!({"path": "notes.txt"})).await });
+    let step = waiting("guardian_step").await;
+    assert!(step["shown"].to_string().contains("notes.txt"), "the phone shows the call's arguments: {step}");
+    assert!(!asked.is_finished(), "the call waits for the phone");
+    let (status, out) = call(&inbox, &phone, reqwest::Method::POST, "/approve/decide", &decide(&step, "allow_once")).await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(asked.await.unwrap(), Answer::Allow);
+    let audit = inbox.store.audit_list(20).unwrap();
+    assert!(audit.iter().any(|a| a.action == "consent.allow_once" && a.detail["by"]["name"] == "Ana's phone"), "the phone's decision is on record");
 }
