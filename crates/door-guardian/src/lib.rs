@@ -390,20 +390,31 @@ impl Guardian {
                 return Err(e);
             }
         };
-        let rules = {
-            let g = self.clone();
-            blocking(move || g.rules()).await?
+        // The rules read, and a step they decide recorded, in one trip off the async
+        // workers (each trip costs thread switches on every step).
+        let ruled = {
+            let (g, step, raw, template) = (self.clone(), step.clone(), req.raw.clone(), record("", None, None, "rule"));
+            blocking(move || {
+                let rules = g.rules()?;
+                // A held registration asks the user at every step, whatever the rules say.
+                let Some(r) = (if held { None } else { rules::decide(&rules, &step).cloned() }).filter(|r| r.action != Action::Ask) else { return Ok(None) };
+                let result = match outcome(&raw, r.action, r.note.clone(), r.redact.as_deref(), "rule") {
+                    Ok(v) => v,
+                    Err(e) => return Ok(Some(Err(e))),
+                };
+                let recorded = NewAsopStep {
+                    decision: r.action.as_str().into(),
+                    message: result["message"].as_str().map(str::to_string),
+                    rule_id: Some(r.id),
+                    ..template
+                };
+                let row = g.store.asop_step_add(&recorded)?;
+                Ok(Some(Ok((result, row, r.action))))
+            })
+            .await?
         };
-        // A held registration asks the user at every step, whatever the rules say.
-        let decided = if held { None } else { rules::decide(&rules, &step).cloned() };
-        let (action, rule_id, note, pattern) = match &decided {
-            Some(r) => (r.action, Some(r.id), r.note.clone(), r.redact.clone()),
-            None => (Action::Ask, None, None, None),
-        };
-        if action != Action::Ask {
-            let result = outcome(&req.raw, action, note, pattern.as_deref(), "rule")?;
-            let (s, r) = (self.store.clone(), record(action.as_str(), result["message"].as_str().map(str::to_string), rule_id, "rule"));
-            let row = blocking(move || s.asop_step_add(&r)).await?;
+        if let Some(ruled) = ruled {
+            let (result, row, action) = ruled?;
             let _ = self.events.send(GuardianEvent::Decided { row, decision: action.as_str().into() });
             return Ok(result);
         }

@@ -39,6 +39,8 @@ pub struct Judged {
     pub sender: String,
     pub asked: Asked,
     pub admission: Admission,
+    /// What the user called the server when they let it in.
+    pub named: Option<String>,
 }
 
 /// A request of a server's for the user or their app, as the gate hands it to the judge.
@@ -74,18 +76,18 @@ impl McpDoor {
         let sender = crate::signed::sender(&asked.server, public_hex);
         let Some(gate) = self.gate.upgrade() else { return Answer::Deny { message: "Gatehouse is stopping; the call was not sent".into() } };
         let (who, key, tool) = (asked.server.clone(), sender.clone(), asked.tool.clone());
-        let admission = tokio::task::spawn_blocking(move || match admit(&gate, &key, &who, size, None) {
+        let judged = tokio::task::spawn_blocking(move || match admit(&gate, &key, &who, size, None) {
             // Only a tool the user let in, as they saw it, is called.
             Admission::Admitted { held } => match tool_held(gate.store(), &key, &who, &tool) {
-                Ok(None) => Admission::Admitted { held },
-                Ok(Some(message)) => Admission::Refused { message, blocked: false },
-                Err(e) => Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false },
+                Ok(None) => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten()),
+                Ok(Some(message)) => (Admission::Refused { message, blocked: false }, None),
+                Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None),
             },
-            other => other,
+            other => (other, None),
         })
         .await;
-        let admission = admission.unwrap_or_else(|e| Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false });
-        self.judge.judge(Judged { sender, asked, admission }).await
+        let (admission, named) = judged.unwrap_or_else(|e| (Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false }, None));
+        self.judge.judge(Judged { sender, asked, admission, named }).await
     }
 
     /// Whether a server's request may reach the user's app: only a server let in, and only

@@ -119,7 +119,7 @@ impl Judge for GuardianJudge {
         let guardian = self.guardian.upgrade();
         Box::pin(async move {
             let Some(guardian) = guardian else { return Answer::Deny { message: "Gatehouse's guardian is stopping; the call was not sent".into() } };
-            let shown_as = shown_as(&guardian, &j.sender, &j.admission, &j.asked.server).await;
+            let shown_as = j.named.clone().unwrap_or_else(|| format!("MCP server {}", j.asked.server));
             answer(guardian.judge_admitted(step(&j, &shown_as), admitted(&j.admission)).await)
         })
     }
