@@ -49,6 +49,10 @@ pub trait Keeper: Send + Sync + 'static {
 pub const MAX_WAITING: usize = 32;
 /// Messages queued for a side that is slow to read, per direction.
 const QUEUED: usize = 64;
+/// Notifications a server may send the client per second (progress, logs, changes); the
+/// rest of a flood is dropped, and how many were is logged.
+pub const NOTIFICATIONS_PER_SECOND: u32 = 100;
+
 /// How often a client that asked for progress hears that its call still waits.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
@@ -207,7 +211,38 @@ async fn judge_call<K: Keeper>(s: &Shared<K>, id: Id, bytes: Vec<u8>) {
     }
 }
 
+/// How many notifications went through in the current second, and how many were dropped.
+struct Budget {
+    second: tokio::time::Instant,
+    sent: u32,
+    dropped: u64,
+}
+
+impl Budget {
+    /// Whether one more notification may go now.
+    fn take(&mut self) -> bool {
+        let now = tokio::time::Instant::now();
+        if now.duration_since(self.second) >= Duration::from_secs(1) {
+            if self.dropped > 0 {
+                tracing::warn!(
+                    dropped = self.dropped,
+                    per_second = NOTIFICATIONS_PER_SECOND,
+                    "an MCP server's notifications over the bound were not passed on"
+                );
+            }
+            *self = Budget { second: now, sent: 0, dropped: 0 };
+        }
+        self.sent = self.sent.saturating_add(1);
+        if self.sent > NOTIFICATIONS_PER_SECOND {
+            self.dropped = self.dropped.saturating_add(1);
+            return false;
+        }
+        true
+    }
+}
+
 async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: Arc<Shared<K>>) -> std::io::Result<()> {
+    let mut budget = Budget { second: tokio::time::Instant::now(), sent: 0, dropped: 0 };
     while let Some(line) = lines.next().await? {
         let bytes = match line {
             Line::Message(b) => b,
@@ -241,6 +276,9 @@ async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
                     drop(permit);
                 });
             }
+            // A flood of notifications reaches the client at a bounded rate: what a server
+            // says to no request in particular cannot keep the client busy.
+            Ok(Kind::Notification { .. }) if !budget.take() => {}
             Ok(_) => {
                 let _ = s.to_client.send(bytes).await;
             }
