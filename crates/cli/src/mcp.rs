@@ -25,8 +25,12 @@ pub enum McpCmd {
         /// (http://127.0.0.1:8765, or $GATEHOUSE_PORT)
         #[arg(long, value_name = "URL")]
         gate: Option<String>,
+        /// A server reached by address (Streamable HTTP: https, or http on this computer)
+        /// instead of a command
+        #[arg(long, value_name = "URL", conflicts_with = "command")]
+        url: Option<String>,
         /// The server's command and its arguments, after --
-        #[arg(last = true, required = true, value_name = "COMMAND")]
+        #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
         command: Vec<String>,
     },
     /// The MCP servers Gatehouse knows: let in, waiting to be let in, or blocked
@@ -101,18 +105,14 @@ pub enum RulesCmd {
 /// open the data dir as every command does.
 pub fn run(cmd: McpCmd, data_dir: &std::path::Path, open: impl FnOnce() -> Result<Context, CommandError>) -> Result<ExitCode, CommandError> {
     match cmd {
-        McpCmd::Wrap { name, gate, command } => {
-            let (program, args) = command.split_first().ok_or_else(|| crate::invalid("name the server's command after --"))?;
+        McpCmd::Wrap { name, gate, url, command } => {
+            let server = match (&url, command.split_first()) {
+                (Some(url), _) => gatehouse_app::mcp::Server::Address(url),
+                (None, Some((program, args))) => gatehouse_app::mcp::Server::Command { program, args },
+                (None, None) => return Err(crate::invalid("name the server's command after --, or its address with --url")),
+            };
             let (stdin, stdout) = crate::terminal::protocol_channel();
-            crate::uamp::runtime()?.block_on(gatehouse_app::mcp::wrap(
-                data_dir,
-                &name,
-                program,
-                args,
-                gate.as_deref(),
-                tokio::io::BufReader::new(stdin),
-                stdout,
-            ))?;
+            crate::uamp::runtime()?.block_on(gatehouse_app::mcp::wrap(data_dir, &name, server, gate.as_deref(), tokio::io::BufReader::new(stdin), stdout))?;
         }
         McpCmd::List { json } => {
             let list = gatehouse_app::mcp::servers(&open()?)?;

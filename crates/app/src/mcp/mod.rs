@@ -12,4 +12,4 @@ pub mod wrap;
 
 pub use judge::{agent_id, GuardianJudge};
 pub use servers::{accept, allow, log, rule_add, rules, servers, tools, McpServerItem, McpTools};
-pub use wrap::{gate_url, key_file, wrap};
+pub use wrap::{gate_url, key_file, wrap, Server};

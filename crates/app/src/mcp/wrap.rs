@@ -36,15 +36,36 @@ pub fn gate_url(gate: Option<&str>) -> String {
     }
 }
 
-/// Runs `program` with `args` as the MCP server `name` and relays between the app (on
-/// `client_in`/`client_out`) and it until either goes; the server's whole process group
-/// goes with it. The server's key is read from (or made in) `data_dir`.
-#[allow(clippy::too_many_arguments)]
+/// The MCP server a wrap reaches: a command it starts (stdio), or an address (Streamable
+/// HTTP), as the user's app configuration names it.
+pub enum Server<'a> {
+    Command { program: &'a str, args: &'a [String] },
+    Address(&'a str),
+}
+
+/// An address a server may be reached at: https, or http on this computer only (a tool
+/// call's arguments are the user's, and no one between must read them).
+fn address_ok(url: &str) -> Result<()> {
+    let u = reqwest::Url::parse(url).map_err(|e| CommandError::new(Code::Invalid, format!("{url:?} is not an address: {e}")))?;
+    let loopback = match u.host() {
+        Some(url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(url::Host::Ipv6(a)) => a.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    match (u.scheme(), loopback) {
+        ("https", _) | ("http", true) => Ok(()),
+        _ => Err(CommandError::new(Code::Invalid, format!("{url}: a server is reached over https (plain http only on this computer)"))),
+    }
+}
+
+/// Relays between the app (on `client_in`/`client_out`) and the MCP server `name` until
+/// either goes; a server it started goes with its whole process group. The server's key is
+/// read from (or made in) `data_dir`.
 pub async fn wrap(
     data_dir: &Path,
     name: &str,
-    program: &str,
-    args: &[String],
+    server: Server<'_>,
     gate: Option<&str>,
     client_in: impl tokio::io::AsyncBufRead + Unpin + Send + 'static,
     client_out: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -52,20 +73,35 @@ pub async fn wrap(
     if !signed::name_ok(name) {
         return Err(CommandError::new(Code::Invalid, format!("{name:?}: a server's name is 1 to 64 letters, digits, - or _")));
     }
+    if let Server::Address(url) = &server {
+        address_ok(url)?;
+    }
     let key = gatehouse_keys::load_or_create_file(&key_file(data_dir, name))
         .map_err(|e| CommandError::new(Code::Invalid, format!("cannot read or make the server's key: {e}")))?;
     let keeper = GateKeeper::new(name, &gate_url(gate), key)?;
-    let mut server = crate::doors::mcp::child::start(program, args)
-        .map_err(|e| CommandError::new(Code::Unreachable, format!("cannot start the MCP server {program}: {e}")))?;
-    let (stdin, stdout) = server.take_pipes().ok_or_else(|| CommandError::new(Code::Internal, "the server's pipes were taken"))?;
-    let relayed = relay::run(client_in, client_out, tokio::io::BufReader::new(stdout), stdin, keeper);
-    // An app that quits may signal its servers rather than close their stdin: the server
-    // is in a process group of its own, so it goes with us either way.
+    type Relayed = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<relay::Ended>> + Send>>;
+    let (mut child, relayed): (_, Relayed) = match server {
+        Server::Command { program, args } => {
+            let mut started = crate::doors::mcp::child::start(program, args)
+                .map_err(|e| CommandError::new(Code::Unreachable, format!("cannot start the MCP server {program}: {e}")))?;
+            let (stdin, stdout) = started.take_pipes().ok_or_else(|| CommandError::new(Code::Internal, "the server's pipes were taken"))?;
+            (Some(started), Box::pin(relay::run(client_in, client_out, tokio::io::BufReader::new(stdout), stdin, keeper)))
+        }
+        Server::Address(url) => {
+            let side = crate::doors::mcp::upstream::connect(url, Default::default()).map_err(|e| CommandError::new(Code::Internal, e))?;
+            let (from_server, to_server) = tokio::io::split(side);
+            (None, Box::pin(relay::run(client_in, client_out, tokio::io::BufReader::new(from_server), to_server, keeper)))
+        }
+    };
+    // An app that quits may signal its servers rather than close their stdin: a server
+    // started here is in a process group of its own, so it goes with us either way.
     let ended = tokio::select! {
         r = relayed => r.map(|_| ()).map_err(|e| CommandError::new(Code::Internal, format!("the MCP relay failed: {e}"))),
         () = ended_by_signal() => Ok(()),
     };
-    server.stop();
+    if let Some(c) = child.as_mut() {
+        c.stop();
+    }
     ended
 }
 

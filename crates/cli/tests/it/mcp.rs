@@ -197,3 +197,62 @@ fn with_no_gate_answering_every_call_is_refused_and_says_so() {
     assert_eq!(answers[0]["error"]["code"], -32001, "{answers:?}");
     assert!(message.contains("Gatehouse is not answering") && message.contains("start it"), "{message}");
 }
+
+/// A server the app reaches by address (the SDK's server over Streamable HTTP): the wrap
+/// relays to it the same way, and the user's gate judges its calls the same way; an
+/// address anyone between could read is refused.
+#[test]
+fn a_server_by_address_is_judged_the_same_way() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _c = Cleanup(vec![d.into()]);
+    ok(d, &["init"]);
+    let gate = Server::start(d);
+    let port = crate::common::free_port();
+    let mut server = Command::new(&py)
+        .arg(peer("server.py"))
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "the SDK's HTTP server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let session = |url: &str, steps: &[Value]| {
+        let wrap = json!([BIN, "--data-dir", d, "mcp", "wrap", "--name", "remote", "--gate", gate.1, "--url", url]);
+        let out = Command::new(&py).arg(peer("app.py")).arg(wrap.to_string()).args(steps.iter().map(Value::to_string)).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (
+            out.status.success(),
+            text.lines().filter_map(|l| l.strip_prefix("ANSWER ")).map(|a| serde_json::from_str::<Value>(a).unwrap()).collect::<Vec<_>>(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (_, first, _) = session(&url, &[json!(["list"])]);
+    assert_eq!(first[0]["tools"], json!([]), "{first:?}");
+    ok(d, &["mcp", "allow", "remote"]);
+    ok(d, &["mcp", "rules", "add", "remote", "--tool", "echo", "--action", "allow"]);
+    let (_, later, errors) = session(&url, &[json!(["list"]), json!(["call", "echo", {"text": "over HTTP, judged"}])]);
+    assert_eq!(later[0]["tools"], json!(["echo", "big", "send_mail"]), "{later:?} {errors}");
+    assert_eq!(later[1], json!({"is_error": false, "text": "over HTTP, judged"}), "{later:?}");
+    let log = json(d, &["mcp", "log", "remote", "--json"]);
+    assert_eq!((log[0]["decision"].as_str(), log[0]["decided_by"].as_str()), (Some("allow"), Some("rule")), "{log}");
+
+    // Plain http to another machine: refused before anything is sent.
+    let refused = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(d)
+        .args(["mcp", "wrap", "--name", "remote", "--gate", &gate.1, "--url", "http://192.0.2.1/mcp"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains("over https (plain http only on this computer)"), "{said}");
+    let _ = server.kill();
+    let _ = server.wait();
+}
