@@ -203,9 +203,10 @@ pub(crate) fn check_sender_id(id: &str, facts: &Facts) -> std::result::Result<()
             return Err(ConsentError::Invalid(format!("not an A2A agent's key: {id} (a2a:token:<sha256> or a2a:key:<sha256>)")));
         }
     } else if id.starts_with("mcp:") {
-        // An MCP server: the name its app runs it under and its own Ed25519 key.
+        // An MCP server: the name its app runs it under, and its own Ed25519 key (a wrap's)
+        // or the hash of the address the user added it by (a server the gate serves).
         let key = id.rsplit(':').next().unwrap_or_default();
-        if crate::doors::mcp::signed::name_of(id).is_none() || gatehouse_epp::parse_public_key(key).is_err() {
+        if crate::doors::mcp::signed::name_of(id).is_none() || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(ConsentError::Invalid(format!("not an MCP server's key: {id} (mcp:<name>:<64 hex digits>)")));
         }
     } else if id.starts_with("did:web:") {

@@ -33,6 +33,26 @@ pub enum McpCmd {
         #[arg(last = true, required_unless_present = "url", value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// Add a server by address that your Gatehouse serves to your AI app (it connects to
+    /// the server; your app connects to it): prints what to put in your app's MCP
+    /// configuration. A credential the server needs is read from stdin and kept in your
+    /// keychain, never in a file
+    Add {
+        /// What you call this server (letters, digits, - and _)
+        name: String,
+        /// The server's address (https, or http on this computer)
+        #[arg(long)]
+        url: String,
+        /// Read the value of the Authorization header the server wants from stdin
+        /// (`Bearer …`)
+        #[arg(long)]
+        credential_stdin: bool,
+        /// Where your Gatehouse listens, when not at the inbox's default address
+        #[arg(long, value_name = "URL")]
+        gate: Option<String>,
+    },
+    /// Remove a server you added by address, and its credential
+    Remove { name: String },
     /// The MCP servers Gatehouse knows: let in, waiting to be let in, or blocked
     List {
         #[arg(long)]
@@ -113,6 +133,17 @@ pub fn run(cmd: McpCmd, data_dir: &std::path::Path, open: impl FnOnce() -> Resul
             };
             let (stdin, stdout) = crate::terminal::protocol_channel();
             crate::uamp::runtime()?.block_on(gatehouse_app::mcp::wrap(data_dir, &name, server, gate.as_deref(), tokio::io::BufReader::new(stdin), stdout))?;
+        }
+        McpCmd::Add { name, url, credential_stdin, gate } => {
+            let credential = if credential_stdin { Some(crate::uamp::read_token()?) } else { None };
+            let added = gatehouse_app::mcp::remote::add(&open()?, &name, &url, credential.as_deref(), &gatehouse_app::mcp::gate_url(gate.as_deref()))?;
+            note!("added {} ({url}); put this in your AI app's MCP configuration (the token is shown this once):", added.name);
+            let config = serde_json::json!({"mcpServers": {added.name.clone(): {"type": "http", "url": added.url, "headers": {"Authorization": format!("Bearer {}", added.token)}}}});
+            crate::print_json(&config);
+        }
+        McpCmd::Remove { name } => {
+            gatehouse_app::mcp::remote::remove(&open()?, &name)?;
+            note!("removed {name}: your app can no longer reach it through Gatehouse");
         }
         McpCmd::List { json } => {
             let list = gatehouse_app::mcp::servers(&open()?)?;

@@ -12,12 +12,15 @@
 //! - [`at_gate`]: the call at the gate: the server judged by [`gatehouse_gate::Gate::accept`],
 //!   the call by the [`at_gate::Judge`] the composition gives.
 //! - [`http`]: the door's endpoint on the inbox.
+//! - [`served`]: remote servers the user added, served to their app on the inbox
+//!   (Streamable HTTP), their calls judged at the gate in this process.
 
 pub mod at_gate;
 pub mod child;
 pub mod frame;
 pub mod http;
 pub mod relay;
+pub mod served;
 pub mod signed;
 pub mod upstream;
 

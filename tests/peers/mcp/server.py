@@ -4,7 +4,8 @@ client is); `--rug` gives send_mail other words (a "rug pull": same name, new
 instructions); `--http PORT` serves Streamable HTTP on 127.0.0.1:PORT/mcp instead;
 `--grandchild PATH` leaves a process of its own running (its pid written there), as a
 server that starts helpers does; `--sampling` adds ask_model, which asks the app's model
-(sampling) and answers with what it said."""
+(sampling) and answers with what it said; with `--http`, `--require-token T` answers 401
+to a request without `Authorization: Bearer T` (a server that wants a credential)."""
 
 import os
 import sys
@@ -63,7 +64,21 @@ if "--sampling" in sys.argv:
 
 
 if __name__ == "__main__":
-    if "--http" in sys.argv:
+    if "--http" in sys.argv and "--require-token" in sys.argv:
+        import uvicorn
+
+        wanted = ("Bearer " + sys.argv[sys.argv.index("--require-token") + 1]).encode()
+        inner = server.streamable_http_app()
+
+        async def app(scope, receive, send):
+            if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != wanted:
+                await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"no credential"})
+                return
+            await inner(scope, receive, send)
+
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]), log_level="warning")
+    elif "--http" in sys.argv:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
     else:
         server.run("stdio")

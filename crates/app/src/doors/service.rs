@@ -213,8 +213,12 @@ where
         // An MCP server's call: its server judged at the gate, the call by the guardian's
         // rules (the two doors meet here, never in each other).
         let mcp = super::mcp::at_gate::McpDoor::new(&inbox, crate::mcp::GuardianJudge::new(&guardian));
+        // Servers the user added by address, served to their app: the addresses from the
+        // sealed settings, the credentials from the keychain.
+        let remotes = Arc::new(crate::mcp::remote::Kept { store: store.clone(), data_dir: opts.data_dir.clone() });
         let app = super::epp::http::router(inbox.clone())
             .merge(super::guardian::router(guardian))
+            .merge(super::mcp::served::router(super::mcp::served::Served::new(mcp.clone(), remotes)))
             .merge(super::mcp::http::router(mcp))
             .merge(super::uamp::http::plain_router())
             .merge(crate::approve_http::router(inbox.clone()));

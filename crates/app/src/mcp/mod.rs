@@ -2,11 +2,13 @@
 //!
 //! - [`wrap`]: `gatehouse mcp wrap`, what an app's MCP configuration runs instead of the
 //!   server: the server as a child, each call asked of the running gate.
+//! - [`remote`]: servers the user adds by address, served to their app by the gate.
 //! - [`servers`]: the servers known (let in, waiting, blocked), their rules and calls.
 //! - [`judge`]: at the gate, a call of a server let in decided as a step of one of the
 //!   user's own agents (the guardian's rules, or the user asked).
 
 pub mod judge;
+pub mod remote;
 pub mod servers;
 pub mod wrap;
 

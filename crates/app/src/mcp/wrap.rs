@@ -45,7 +45,7 @@ pub enum Server<'a> {
 
 /// An address a server may be reached at: https, or http on this computer only (a tool
 /// call's arguments are the user's, and no one between must read them).
-fn address_ok(url: &str) -> Result<()> {
+pub(crate) fn address_ok(url: &str) -> Result<()> {
     let u = reqwest::Url::parse(url).map_err(|e| CommandError::new(Code::Invalid, format!("{url:?} is not an address: {e}")))?;
     let loopback = match u.host() {
         Some(url::Host::Ipv4(a)) => a.is_loopback(),

@@ -256,3 +256,78 @@ fn a_server_by_address_is_judged_the_same_way() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// A server the user adds by address is served to the app by the gate itself: the app
+/// (the SDK's client over Streamable HTTP) reaches `gatehouse serve`, which reaches the
+/// server (the SDK's, which wants a credential) with the credential from the keychain; the
+/// app needs the token Gatehouse gave, and the calls are judged as any server's.
+#[test]
+fn a_server_added_by_address_is_served_by_the_gate_with_its_credential_from_the_keychain() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _c = Cleanup(vec![d.into()]);
+    ok(d, &["init"]);
+    let gate = Server::start(d);
+    let port = crate::common::free_port();
+    let mut server = Command::new(&py)
+        .arg(peer("server.py"))
+        .args(["--http", &port.to_string(), "--require-token", "s3cret-credential"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "the SDK's HTTP server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let added = crate::common::gh_in(
+        d,
+        &["mcp", "add", "search", "--url", &format!("http://127.0.0.1:{port}/mcp"), "--credential-stdin", "--gate", &gate.1],
+        "Bearer s3cret-credential\n",
+    );
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let config: Value = serde_json::from_slice(&added.stdout).unwrap();
+    let entry = &config["mcpServers"]["search"];
+    let url = entry["url"].as_str().unwrap().to_string();
+    assert_eq!(url, format!("{}/mcp/v1/servers/search", gate.1));
+    let files: Vec<String> = walk(d).into_iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+    assert!(files.iter().all(|f| !f.contains("s3cret-credential")), "the credential is in the keychain, not in the data dir");
+
+    let session = |headers: &Value, steps: &[Value]| {
+        let out = Command::new(&py).arg(peer("app_http.py")).arg(&url).arg(headers.to_string()).args(steps.iter().map(Value::to_string)).output().unwrap();
+        let answers: Vec<Value> =
+            String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.strip_prefix("ANSWER ")).map(|a| serde_json::from_str(a).unwrap()).collect();
+        (out.status.success(), answers, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    // Without the token Gatehouse gave, the app is refused.
+    let (succeeded, _, _) = session(&json!({"Authorization": "Bearer wrong"}), &[json!(["list"])]);
+    assert!(!succeeded, "a client without the token is refused");
+    // With it: the server knocks with its tools; let in, a rule allows echo.
+    let (_, first, errors) = session(&entry["headers"], &[json!(["list"])]);
+    assert_eq!(first[0]["tools"], json!([]), "{first:?} {errors}");
+    ok(d, &["mcp", "allow", "search"]);
+    ok(d, &["mcp", "rules", "add", "search", "--tool", "echo", "--action", "allow"]);
+    let (_, later, errors) = session(&entry["headers"], &[json!(["list"]), json!(["call", "echo", {"text": "served by the gate"}])]);
+    assert_eq!(later[0]["tools"], json!(["echo", "big", "send_mail"]), "{later:?} {errors}");
+    assert_eq!(later[1], json!({"is_error": false, "text": "served by the gate"}), "{later:?}");
+    let log = json(d, &["mcp", "log", "search", "--json"]);
+    assert_eq!((log[0]["decision"].as_str(), log[0]["decided_by"].as_str()), (Some("allow"), Some("rule")), "{log}");
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
