@@ -7,7 +7,7 @@
 //! against the agent's rate, on the registry it decided on.
 
 use gatehouse_asop::jsonrpc::{self, RpcError};
-use gatehouse_gate::{Arrival, Keep, Kept, Refusal, Stored, Why, Words};
+use gatehouse_gate::{Arrival, Keep, Refusal, Stored, Why, Words};
 use gatehouse_store::Store;
 use serde_json::{json, Value};
 
@@ -20,36 +20,8 @@ pub(crate) type Verdict = Result<bool, Option<RpcError>>;
 /// The gate's decision on one step of agent `who` (its registry key `key`).
 pub(crate) fn judge(gate: &gatehouse_gate::Gate, key: &str, who: &str, size: u64, at: chrono::DateTime<chrono::Utc>) -> Verdict {
     let received_at = gatehouse_gate::clock::utc_string(at);
-    let arrival = Arrival {
-        door: DOOR,
-        transport: DOOR,
-        sender: key.to_string(),
-        scope: SCOPE.to_string(),
-        asks: None,
-        size,
-        on_behalf_of: None,
-        at,
-        received_at: &received_at,
-        receipt_id: "",
-        consent: None,
-        // A step is kept by the guardian, with its decision: nothing of it is the gate's.
-        kept: Kept {
-            id: String::new(),
-            recipient: String::new(),
-            payload_type: None,
-            conversation_id: None,
-            in_reply_to: None,
-            prompt: String::new(),
-            timestamp: String::new(),
-            expires_at: String::new(),
-            expires_at_ms: 0,
-            nonce: Vec::new(),
-            signed_form: "transport",
-            raw: &[],
-            raw_sha256: String::new(),
-        },
-        keeps_refused: false,
-    };
+    // A step is kept by the guardian, with its decision: nothing of it is the gate's.
+    let arrival = Arrival::counted_only(DOOR, key.to_string(), SCOPE, size, at, &received_at);
     gate.accept(&Step { who }, &arrival).answer
 }
 
@@ -79,12 +51,7 @@ impl gatehouse_gate::Door for Step<'_> {
     }
 
     fn keep(&self, store: &Store, k: &Keep<'_>) -> Option<gatehouse_store::Result<Stored<std::convert::Infallible>>> {
-        let sender = k.receipt.sender.as_deref().unwrap_or_default();
-        let counted = store.take_rate(sender, k.receipt.received_ms, k.limits, Some(k.version));
-        Some(counted.map(|r| match r {
-            Ok(()) => Stored::Row { row: 0, held: k.held },
-            Err(refused) => Stored::Refused(refused),
-        }))
+        Some(k.count(store))
     }
 }
 

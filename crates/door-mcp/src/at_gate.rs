@@ -9,7 +9,7 @@
 use std::sync::{Arc, Weak};
 
 use futures_util::future::BoxFuture;
-use gatehouse_gate::{Arrival, Gate, Keep, Kept, Refusal, Stored, Why, Words};
+use gatehouse_gate::{Arrival, Gate, Keep, Refusal, Stored, Why, Words};
 use gatehouse_store::Store;
 use serde_json::Value;
 
@@ -223,36 +223,8 @@ fn tell(gate: &Gate, key: &str) {
 fn admit(gate: &Gate, key: &str, who: &str, size: u64, offered: Option<&[(String, String, String)]>) -> Admission {
     let at = gatehouse_gate::clock::now();
     let received_at = gatehouse_gate::clock::utc_string(at);
-    let arrival = Arrival {
-        door: DOOR,
-        transport: DOOR,
-        sender: key.to_string(),
-        scope: SCOPE.to_string(),
-        asks: None,
-        size,
-        on_behalf_of: None,
-        at,
-        received_at: &received_at,
-        receipt_id: "",
-        consent: None,
-        // A call is kept by the judge, with its decision: nothing of it is the gate's.
-        kept: Kept {
-            id: String::new(),
-            recipient: String::new(),
-            payload_type: None,
-            conversation_id: None,
-            in_reply_to: None,
-            prompt: String::new(),
-            timestamp: String::new(),
-            expires_at: String::new(),
-            expires_at_ms: 0,
-            nonce: Vec::new(),
-            signed_form: "transport",
-            raw: &[],
-            raw_sha256: String::new(),
-        },
-        keeps_refused: false,
-    };
+    // A call is kept by the judge, with its decision: nothing of it is the gate's.
+    let arrival = Arrival::counted_only(DOOR, key.to_string(), SCOPE, size, at, &received_at);
     let admission = gate.accept(&Call { who }, &arrival).answer;
     if let Admission::Knocked { .. } = &admission {
         // Recorded here, as the guardian records its agents' knocks: a knock is a server
@@ -298,12 +270,7 @@ impl gatehouse_gate::Door for Call<'_> {
     }
 
     fn keep(&self, store: &Store, k: &Keep<'_>) -> Option<gatehouse_store::Result<Stored<std::convert::Infallible>>> {
-        let sender = k.receipt.sender.as_deref().unwrap_or_default();
-        let counted = store.take_rate(sender, k.receipt.received_ms, k.limits, Some(k.version));
-        Some(counted.map(|r| match r {
-            Ok(()) => Stored::Row { row: 0, held: k.held },
-            Err(refused) => Stored::Refused(refused),
-        }))
+        Some(k.count(store))
     }
 }
 

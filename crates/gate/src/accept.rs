@@ -122,6 +122,18 @@ pub struct Keep<'a> {
     pub held: bool,
 }
 
+impl Keep<'_> {
+    /// For a door that keeps its arrivals itself and only has the gate count them: the
+    /// arrival counted against its sender's rate, on the registry it was decided on.
+    pub fn count<R>(&self, store: &gatehouse_store::Store) -> gatehouse_store::Result<Stored<R>> {
+        let sender = self.receipt.sender.as_deref().unwrap_or_default();
+        Ok(match store.take_rate(sender, self.receipt.received_ms, self.limits, Some(self.version))? {
+            Ok(()) => Stored::Row { row: 0, held: self.held },
+            Err(refused) => Stored::Refused(refused),
+        })
+    }
+}
+
 /// What a door's own record answered.
 pub enum Stored<R> {
     /// Kept as `row`; `held`: whether it waits for the user after all (the door may hold

@@ -52,3 +52,40 @@ pub struct Kept<'a> {
     pub raw: &'a [u8],
     pub raw_sha256: String,
 }
+
+impl<'a> Arrival<'a> {
+    /// An arrival the gate judges and counts but keeps nothing of: its door keeps it with
+    /// what was decided (a step of one of the user's own agents, a tool server's call),
+    /// and refusals are the door's to record. `received_at` is `at` as text.
+    pub fn counted_only(door: &'static str, sender: String, scope: &str, size: u64, at: DateTime<Utc>, received_at: &'a str) -> Arrival<'a> {
+        Arrival {
+            door,
+            transport: door,
+            sender,
+            scope: scope.to_string(),
+            asks: None,
+            size,
+            on_behalf_of: None,
+            at,
+            received_at,
+            receipt_id: "",
+            consent: None,
+            kept: Kept {
+                id: String::new(),
+                recipient: String::new(),
+                payload_type: None,
+                conversation_id: None,
+                in_reply_to: None,
+                prompt: String::new(),
+                timestamp: String::new(),
+                expires_at: String::new(),
+                expires_at_ms: 0,
+                nonce: Vec::new(),
+                signed_form: "transport",
+                raw: &[],
+                raw_sha256: String::new(),
+            },
+            keeps_refused: false,
+        }
+    }
+}

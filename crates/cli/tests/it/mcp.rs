@@ -209,19 +209,7 @@ fn a_server_by_address_is_judged_the_same_way() {
     let _c = Cleanup(vec![d.into()]);
     ok(d, &["init"]);
     let gate = Server::start(d);
-    let port = crate::common::free_port();
-    let mut server = Command::new(&py)
-        .arg(peer("server.py"))
-        .args(["--http", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed() < std::time::Duration::from_secs(30), "the SDK's HTTP server did not start");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let (mut server, port) = http_server(&py, &[]);
     let session = |url: &str, steps: &[Value]| {
         let wrap = json!([BIN, "--data-dir", d, "mcp", "wrap", "--name", "remote", "--gate", gate.1, "--url", url]);
         let out = Command::new(&py).arg(peer("app.py")).arg(wrap.to_string()).args(steps.iter().map(Value::to_string)).output().unwrap();
@@ -269,19 +257,7 @@ fn a_server_added_by_address_is_served_by_the_gate_with_its_credential_from_the_
     let _c = Cleanup(vec![d.into()]);
     ok(d, &["init"]);
     let gate = Server::start(d);
-    let port = crate::common::free_port();
-    let mut server = Command::new(&py)
-        .arg(peer("server.py"))
-        .args(["--http", &port.to_string(), "--require-token", "s3cret-credential"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t.elapsed() < std::time::Duration::from_secs(30), "the SDK's HTTP server did not start");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let (mut server, port) = http_server(&py, &["--require-token", "s3cret-credential"]);
     let added = crate::common::gh_in(
         d,
         &["mcp", "add", "search", "--url", &format!("http://127.0.0.1:{port}/mcp"), "--credential-stdin", "--gate", &gate.1],
@@ -316,6 +292,26 @@ fn a_server_added_by_address_is_served_by_the_gate_with_its_credential_from_the_
     assert_eq!((log[0]["decision"].as_str(), log[0]["decided_by"].as_str()), (Some("allow"), Some("rule")), "{log}");
     let _ = server.kill();
     let _ = server.wait();
+}
+
+/// The SDK's server over Streamable HTTP on a free port (`extra` after its arguments),
+/// once it listens.
+fn http_server(py: &Path, extra: &[&str]) -> (std::process::Child, u16) {
+    let port = crate::common::free_port();
+    let server = Command::new(py)
+        .arg(peer("server.py"))
+        .args(["--http", &port.to_string()])
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "the SDK's HTTP server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    (server, port)
 }
 
 /// Every file under `dir`.
