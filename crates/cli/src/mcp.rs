@@ -73,6 +73,9 @@ pub enum McpCmd {
     },
     /// Accept a server's held tools as they are now (look at them with `tools` first)
     Accept { server: String },
+    /// How long a call no rule decides waits for you before it is refused (1 to 900 s;
+    /// 120 s unless set)
+    Timeout { server: String, seconds: u64 },
     /// The rules that decide a server's calls
     #[command(subcommand)]
     Rules(RulesCmd),
@@ -187,6 +190,10 @@ pub fn run(cmd: McpCmd, data_dir: &std::path::Path, open: impl FnOnce() -> Resul
             if t.pinned.is_empty() && t.held.is_empty() {
                 note!("{server} has listed no tools yet");
             }
+        }
+        McpCmd::Timeout { server, seconds } => {
+            let wait = gatehouse_app::mcp::set_timeout(&open()?, &server, seconds)?;
+            note!("a call of {server} that asks you waits {} s, then is refused", wait.as_secs());
         }
         McpCmd::Accept { server } => {
             let names = gatehouse_app::mcp::accept(&open()?, &server)?;

@@ -13,5 +13,5 @@ pub mod servers;
 pub mod wrap;
 
 pub use judge::{agent_id, GuardianJudge};
-pub use servers::{accept, allow, log, rule_add, rules, servers, tools, McpServerItem, McpTools};
+pub use servers::{accept, allow, log, rule_add, rules, servers, set_timeout, tools, McpServerItem, McpTools};
 pub use wrap::{gate_url, key_file, wrap, Server};

@@ -127,3 +127,20 @@ pub fn rule_add(ctx: &Context, name: &str, mut input: RuleInput) -> Result<AsopR
 pub fn log(ctx: &Context, name: &str, limit: usize) -> Result<Vec<AsopStepRow>> {
     Ok(ctx.store.asop_agent_steps(&super::agent_id(name_in(name)), limit)?)
 }
+
+/// How long a call of the server `which` (its name or key) waits for the user before it is
+/// refused (failing closed): `seconds`, from 1 to the guardian's longest wait.
+pub fn set_timeout(ctx: &Context, which: &str, seconds: u64) -> Result<std::time::Duration> {
+    let longest = crate::doors::guardian::MAX_ASK_TIMEOUT;
+    if seconds == 0 || seconds > longest.as_secs() {
+        return Err(CommandError::new(Code::Invalid, format!("a call waits for you from 1 to {} seconds", longest.as_secs())));
+    }
+    let name = name_in(which);
+    if !signed::name_ok(name) {
+        return Err(CommandError::new(Code::Invalid, format!("{name:?}: a server's name is 1 to 64 letters, digits, - or _")));
+    }
+    let wait = std::time::Duration::from_secs(seconds);
+    ctx.store.asop_agent_ping(&super::agent_id(name), Some(wait.as_millis() as u64), &crate::now())?;
+    ctx.store.audit("mcp.timeout", Some(name), &serde_json::json!({"seconds": seconds}), &crate::now())?;
+    Ok(wait)
+}

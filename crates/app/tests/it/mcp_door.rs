@@ -354,3 +354,21 @@ async fn a_phone_lets_a_server_in_and_allows_its_call() {
     let audit = inbox.store.audit_list(20).unwrap();
     assert!(audit.iter().any(|a| a.action == "consent.allow_once" && a.detail["by"]["name"] == "Ana's phone"), "the phone's decision is on record");
 }
+
+/// A call no rule decides waits for the user as long as they set for the server, then is
+/// refused: never let through because nobody answered.
+#[tokio::test]
+async fn a_call_nobody_answers_is_refused_when_the_users_timeout_ends() {
+    let m = start().await;
+    m.list(&[("read_file", "Reads a file")]).await;
+    gatehouse_app::consent::decide(&m.inbox, &shown(&m.inbox, &m.key()), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    let ctx = crate::common::ctx(&m.store);
+    assert!(gatehouse_app::mcp::set_timeout(&ctx, "files", 0).is_err());
+    assert!(gatehouse_app::mcp::set_timeout(&ctx, "files", 24 * 3600).is_err());
+    gatehouse_app::mcp::set_timeout(&ctx, "files", 1).unwrap();
+    let t = std::time::Instant::now();
+    let answer = m.call("read_file", json!({"path": "notes.txt"})).await;
+    assert!(denied(&answer).contains("did not answer within 1"), "{answer:?}");
+    assert!(t.elapsed() < Duration::from_secs(10), "refused when the wait ended: {:?}", t.elapsed());
+    assert!(m.inbox.door::<Guardian>().unwrap().pending().unwrap().is_empty(), "nothing is left waiting");
+}
