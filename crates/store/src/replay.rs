@@ -214,18 +214,33 @@ impl Store {
     /// door that keeps nothing else per arrival (the guardian's steps); the refusal if it
     /// is over one, or if the registry changed since `admitted`, the version it was decided
     /// on (nothing is counted then).
+    ///
+    /// On SQLite its commit does not wait for the disk: the door that takes it records the
+    /// arrival itself next (a guardian step, an MCP call), durably, before it answers, and
+    /// that commit's sync makes this one durable too (the WAL is synced in order). One wait
+    /// for the disk per arrival instead of two.
     pub fn take_rate(&self, sender: &str, received_ms: i64, limits: &RateLimit, admitted: Option<i64>) -> Result<std::result::Result<(), AcceptRefusal>> {
         let mut conn = self.conn()?;
-        let tx = conn.transaction()?;
-        if changed_since(&tx.db(), admitted)? {
-            return Ok(Err(AcceptRefusal::Stale));
+        let lite = matches!(conn, crate::open::Guard::Lite(_));
+        if let crate::open::Guard::Lite(c) = &conn {
+            c.pragma_update(None, "synchronous", "NORMAL")?;
         }
-        if let Some(over) = over_rate(&tx.db(), sender, received_ms, limits)? {
-            return Ok(Err(over.into()));
+        let taken = (|| {
+            let tx = conn.transaction()?;
+            if changed_since(&tx.db(), admitted)? {
+                return Ok(Err(AcceptRefusal::Stale));
+            }
+            if let Some(over) = over_rate(&tx.db(), sender, received_ms, limits)? {
+                return Ok(Err(over.into()));
+            }
+            count_use(&tx.db(), sender, received_ms)?;
+            tx.commit()?;
+            Ok(Ok(()))
+        })();
+        if let (true, crate::open::Guard::Lite(c)) = (lite, &conn) {
+            c.pragma_update(None, "synchronous", "FULL")?;
         }
-        count_use(&tx.db(), sender, received_ms)?;
-        tx.commit()?;
-        Ok(Ok(()))
+        taken
     }
 
     pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {
