@@ -143,6 +143,10 @@ pub fn verify_live(store: &Store, key: &str, witness: Option<&AuditCheckpoint>) 
         }
     }
     let mut v = Verifier::new(key, checkpoints)?;
+    // The head is read before the chain: an entry the gate appends while the chain is
+    // read comes after it. Read after the chain, that entry would look like entries cut
+    // from the end.
+    let head = store.audit_head()?.0;
     let mut after = 0;
     loop {
         let page = store.audit_chain(after, PAGE)?;
@@ -154,7 +158,7 @@ pub fn verify_live(store: &Store, key: &str, witness: Option<&AuditCheckpoint>) 
             _ => break,
         }
     }
-    Ok(v.finish(Some(store.audit_head()?.0)))
+    Ok(v.finish(Some(head)))
 }
 
 /// The newest valid checkpoint of the log as `v` checked it: what this machine keeps.

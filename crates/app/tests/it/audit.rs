@@ -230,3 +230,28 @@ fn a_log_rewound_with_its_checkpoints_is_found_by_the_checkpoint_this_machine_ke
         assert_eq!(gatehouse_app::witness::load(here.path()).unwrap().unwrap().through_id, 8, "{attack}: the kept checkpoint stays");
     }
 }
+
+/// The gate keeps appending while a check reads the log (a node's /ready, a device
+/// handing in its checkpoint): an entry appended meanwhile is never taken for entries cut
+/// from the end.
+#[test]
+fn a_check_made_while_entries_are_appended_finds_the_log_intact() {
+    let l = log();
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let appender = {
+        let (store, writing) = (l.store.clone(), writing.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while writing.load(std::sync::atomic::Ordering::Relaxed) && n < 5_000 {
+                store.audit("approver.seen", Some("phone"), &json!({"n": n}), "2026-11-26T10:02:00Z").unwrap();
+                n += 1;
+            }
+        })
+    };
+    for _ in 0..200 {
+        let v = audit::verify_live(&l.store, &l.public, None).unwrap();
+        assert!(v.intact, "{v:?}");
+    }
+    writing.store(false, std::sync::atomic::Ordering::Relaxed);
+    appender.join().unwrap();
+}
