@@ -75,8 +75,10 @@ pub fn shown(offers: &[McpTool], pins: &[McpTool]) -> Vec<ToolShown> {
 impl Holds for ToolChanges {
     fn describe(&self, store: &Store, _now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError> {
         let offers = store.mcp_offers(None)?;
-        let mut servers: Vec<&str> = offers.iter().filter(|o| !o.refused).map(|o| o.server.as_str()).collect();
-        servers.dedup();
+        // Each server once, in the order it first listed a change (offers come by time,
+        // so one server's may stand apart).
+        let mut seen = std::collections::HashSet::new();
+        let servers: Vec<&str> = offers.iter().filter(|o| !o.refused).map(|o| o.server.as_str()).filter(|s| seen.insert(*s)).collect();
         for server in servers {
             // A server not let in shows what it offers with its knock.
             let Some(entry) = store.trust_get(server)? else { continue };

@@ -372,3 +372,37 @@ async fn a_call_nobody_answers_is_refused_when_the_users_timeout_ends() {
     assert!(t.elapsed() < Duration::from_secs(10), "refused when the wait ended: {:?}", t.elapsed());
     assert!(m.inbox.door::<Guardian>().unwrap().pending().unwrap().is_empty(), "nothing is left waiting");
 }
+
+/// Two servers whose changed tools were listed turn by turn: each is asked about once,
+/// with all of its changed tools on one card.
+#[test]
+fn each_servers_changed_tools_are_one_card_however_their_listings_interleave() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(crate::common::test_store(dir.path()));
+    let (a, b) = (signed::sender("alpha", &"aa".repeat(32)), signed::sender("beta", &"bb".repeat(32)));
+    for key in [&a, &b] {
+        let policy = gatehouse_store::Policy { allowed_scopes: vec!["mcp".into()], ..Default::default() };
+        let entry = gatehouse_store::TrustEntry {
+            public_key: key.clone(),
+            name: key.clone(),
+            added_at: "2026-11-29T00:00:00Z".into(),
+            door: "mcp".into(),
+            policy,
+            facts: Default::default(),
+        };
+        store.trust_add(&entry).unwrap();
+    }
+    let tool = |name: &str| (name.to_string(), format!(r#"{{"name":"{name}","description":"new"}}"#), format!("d-{name}"));
+    store.mcp_offer(&a, &[tool("one")], "2026-11-29T00:00:01Z").unwrap();
+    store.mcp_offer(&b, &[tool("two")], "2026-11-29T00:00:02Z").unwrap();
+    store.mcp_offer(&a, &[tool("three")], "2026-11-29T00:00:03Z").unwrap();
+    let items = gatehouse_app::consent::pending(&crate::common::ctx(&store)).unwrap();
+    let cards: Vec<(String, Vec<String>)> = items
+        .iter()
+        .filter_map(|i| match i {
+            ConsentItem::ToolChange { server, tools, .. } => Some((server.clone(), tools.iter().map(|t| t.tool.clone()).collect())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cards, [(a, vec!["one".to_string(), "three".to_string()]), (b, vec!["two".to_string()])]);
+}
