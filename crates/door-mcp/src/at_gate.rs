@@ -51,6 +51,8 @@ pub struct AskedOfUser {
     /// What it asks, in words the user reads.
     pub words: String,
     pub admission: Admission,
+    /// What the user called the server when they let it in.
+    pub named: Option<String>,
 }
 
 /// Decides a call once the gate has judged its server; records it either way. A server's
@@ -96,10 +98,14 @@ impl McpDoor {
         let sender = crate::signed::sender(&asked.server, public_hex);
         let Some(gate) = self.gate.upgrade() else { return Answer::Deny { message: "Gatehouse is stopping".into() } };
         let (who, key) = (asked.server.clone(), sender.clone());
-        let admission = tokio::task::spawn_blocking(move || admit(&gate, &key, &who, size, None)).await;
-        let admission = admission.unwrap_or_else(|e| Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false });
+        let judged = tokio::task::spawn_blocking(move || match admit(&gate, &key, &who, size, None) {
+            Admission::Admitted { held } => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten()),
+            other => (other, None),
+        })
+        .await;
+        let (admission, named) = judged.unwrap_or_else(|e| (Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false }, None));
         let words = asked_in_words(&asked.method, &asked.params);
-        self.judge.server_asks(AskedOfUser { sender, asked, words, admission }).await
+        self.judge.server_asks(AskedOfUser { sender, asked, words, admission, named }).await
     }
 
     /// The tools of `listed` to withhold from the client: all of them from a server not let
@@ -113,8 +119,7 @@ impl McpDoor {
         let tools: Vec<Pin> = listed.tools.iter().cloned().map(Pin::checked).collect();
         let who = listed.server.clone();
         let decided = tokio::task::spawn_blocking(move || -> Result<Withheld, String> {
-            let offered: Vec<(String, String, String)> = tools.iter().map(|t| (t.name.clone(), json!(t).to_string(), t.digest.clone())).collect();
-            match admit(&gate, &sender, &who, size, Some(&offered)) {
+            match admit(&gate, &sender, &who, size, Some(&tools)) {
                 Admission::Admitted { .. } => {
                     let store = gate.store();
                     let pins: Vec<Pin> =
@@ -130,7 +135,7 @@ impl McpDoor {
                     if differs.is_empty() {
                         return Ok(Withheld { withhold: Vec::new(), message: None });
                     }
-                    let kept: Vec<_> = differs.iter().map(|t| (t.name.clone(), json!(t).to_string(), t.digest.clone())).collect();
+                    let kept: Vec<_> = differs.iter().map(|t| offer(t)).collect();
                     if store.mcp_offer(&sender, &kept, &gatehouse_gate::clock::now_string()).map_err(|e| e.to_string())? > 0 {
                         tell(&gate, &sender);
                     }
@@ -191,6 +196,11 @@ fn asked_in_words(method: &str, params: &Value) -> String {
     }
 }
 
+/// A tool as the store keeps it offered: its name, its JSON, its digest.
+fn offer(t: &Pin) -> (String, String, String) {
+    (t.name.clone(), json!(t).to_string(), t.digest.clone())
+}
+
 /// Why a call of `tool` may not go on although its server is let in: the tool is not
 /// among those the user let in, or it changed since.
 fn tool_held(store: &Store, key: &str, who: &str, tool: &str) -> gatehouse_store::Result<Option<String>> {
@@ -220,7 +230,7 @@ fn tell(gate: &Gate, key: &str) {
 /// The gate's decision on the server behind a call or a list; a knock is recorded, with
 /// the tools the server `offered` (its list), and the user told. The knock is known by the
 /// tools offered (`offers_digest`): letting it in pins exactly those the user saw.
-fn admit(gate: &Gate, key: &str, who: &str, size: u64, offered: Option<&[(String, String, String)]>) -> Admission {
+fn admit(gate: &Gate, key: &str, who: &str, size: u64, offered: Option<&[Pin]>) -> Admission {
     let at = gatehouse_gate::clock::now();
     let received_at = gatehouse_gate::clock::utc_string(at);
     // A call is kept by the judge, with its decision: nothing of it is the gate's.
@@ -232,7 +242,7 @@ fn admit(gate: &Gate, key: &str, who: &str, size: u64, offered: Option<&[(String
         let store = gate.store();
         let recorded = (|| {
             if let Some(tools) = offered {
-                store.mcp_offer(key, tools, &received_at)?;
+                store.mcp_offer(key, &tools.iter().map(offer).collect::<Vec<_>>(), &received_at)?;
             }
             let offers = gatehouse_store::mcp::offers_digest(&store.mcp_offers(Some(key))?);
             store.pending_record(DOOR, key, SCOPE, &offers, &received_at)

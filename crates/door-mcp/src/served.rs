@@ -35,7 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::at_gate::McpDoor;
 use crate::frame::{Line, Lines};
 use crate::relay::{self, Keeper, Verdict};
-use crate::signed::{self, Answer, Asked, Listed, ServerAsks};
+use crate::signed::{self, Asked, Listed, ServerAsks};
 
 /// Where the app reaches a server the user added (`{name}`: what they called it).
 pub const PATH: &str = "/mcp/v1/servers/{name}";
@@ -54,15 +54,17 @@ const IDLE: Duration = Duration::from_secs(30 * 60);
 /// A server the user added by address.
 pub struct Remote {
     pub url: String,
-    /// Headers sent with every request to it (the user's credentials for it).
-    pub headers: reqwest::header::HeaderMap,
     /// SHA-256 (hex) of the token the app presents (`Authorization: Bearer …`).
     pub token_sha256: String,
 }
 
 /// The servers the user added, as the composition keeps them (its settings, the keychain).
 pub trait Remotes: Send + Sync + 'static {
+    /// Read at every request of the app's.
     fn remote(&self, name: &str) -> Option<Remote>;
+    /// The headers every request to the server carries (the user's credential for it):
+    /// read once, when a session begins (the keychain is not asked at every message).
+    fn credential(&self, name: &str) -> Result<reqwest::header::HeaderMap, String>;
 }
 
 /// The key a served server is known by at the gate: its address, hashed (what the user
@@ -129,7 +131,8 @@ impl Served {
                 return Err(format!("{MAX_SESSIONS} MCP sessions are open; close one first"));
             }
         }
-        let upstream = crate::upstream::connect(&remote.url, remote.headers.clone())?;
+        let headers = self.remotes.credential(name)?;
+        let upstream = crate::upstream::connect(&remote.url, headers)?;
         let (app_side, relay_side) = tokio::io::duplex(1 << 16);
         let (from_app, to_app) = tokio::io::split(relay_side);
         let (from_upstream, to_upstream) = tokio::io::split(upstream);
@@ -199,11 +202,7 @@ impl Keeper for InGate {
         let arguments = call.arguments.to_serde();
         let size = arguments.to_string().len() as u64;
         let asked = Asked { server: self.name.clone(), session: self.session.clone(), tool: call.name.clone(), arguments, description: None };
-        match self.door.ask(&self.public, asked, size).await {
-            Answer::Allow => Verdict::Pass,
-            Answer::Modify { arguments } => Verdict::Arguments(gatehouse_json::Json::from_serde(&arguments)),
-            Answer::Deny { message } => Verdict::Refuse(format!("Gatehouse: {message}")),
-        }
+        self.door.ask(&self.public, asked, size).await.for_call()
     }
 
     async fn listed(&self, tools: &[Pin]) -> Vec<String> {
@@ -214,11 +213,7 @@ impl Keeper for InGate {
     async fn server_asks(&self, method: &str, message: &[u8]) -> Verdict {
         let params = serde_json::from_slice::<serde_json::Value>(message).ok().and_then(|m| m.get("params").cloned()).unwrap_or_default();
         let asked = ServerAsks { server: self.name.clone(), session: self.session.clone(), method: method.to_string(), params };
-        match self.door.server_asks(&self.public, asked, 0).await {
-            Answer::Allow => Verdict::Pass,
-            Answer::Modify { .. } => Verdict::Refuse("Gatehouse: a server's request is passed on as it came or not at all".into()),
-            Answer::Deny { message } => Verdict::Refuse(format!("Gatehouse: {message}")),
-        }
+        self.door.server_asks(&self.public, asked, 0).await.for_request()
     }
 }
 

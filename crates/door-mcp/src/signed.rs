@@ -98,6 +98,29 @@ pub enum Answer {
     },
 }
 
+impl Answer {
+    /// What the relay does with a call the gate answered so.
+    pub fn for_call(self) -> crate::relay::Verdict {
+        use crate::relay::Verdict;
+        match self {
+            Answer::Allow => Verdict::Pass,
+            Answer::Modify { arguments } => Verdict::Arguments(gatehouse_json::Json::from_serde(&arguments)),
+            Answer::Deny { message } => Verdict::Refuse(format!("Gatehouse: {message}")),
+        }
+    }
+
+    /// What the relay does with a server's request the gate answered so: passed on as it
+    /// came, or not at all.
+    pub fn for_request(self) -> crate::relay::Verdict {
+        use crate::relay::Verdict;
+        match self {
+            Answer::Allow => Verdict::Pass,
+            Answer::Modify { .. } => Verdict::Refuse("Gatehouse: a server's request is passed on as it came or not at all".into()),
+            Answer::Deny { message } => Verdict::Refuse(format!("Gatehouse: {message}")),
+        }
+    }
+}
+
 /// Whether `name` can be a server's name.
 pub fn name_ok(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')

@@ -30,6 +30,19 @@ impl GuardianJudge {
     }
 }
 
+/// The context of a step of the agent `mcp:<name>` (the server `server`, shown as
+/// `shown_as`), its ids all `id`; `tools` as the server described them.
+fn context(server: &str, session: &str, shown_as: &str, id: &str, tools: Option<Value>) -> Value {
+    let mut agent = json!({"id": agent_id(server), "name": shown_as,
+        "instructions": "A tool server the user's AI app reaches through Gatehouse (MCP)", "version": "1",
+        "provider": {"name": server, "url": "https://modelcontextprotocol.io"}});
+    if let Some(t) = tools {
+        agent["tools"] = t;
+    }
+    json!({"agent": agent, "session": {"id": session}, "turnId": id, "stepId": id,
+        "timestamp": crate::doors::gate::clock::utc_string(crate::doors::gate::clock::now())})
+}
+
 /// The call as a step of the agent `mcp:<name>`, in ASOP's words (what the guardian keeps
 /// and shows; the decision is bound to these arguments).
 fn step(j: &Judged, shown_as: &str) -> Value {
@@ -44,13 +57,7 @@ fn step(j: &Judged, shown_as: &str) -> Value {
     }
     let id = uuid::Uuid::new_v4().to_string();
     json!({"jsonrpc": "2.0", "id": id, "method": "steps/toolCallRequest", "params": {
-        "context": {
-            "agent": {"id": agent_id(&a.server), "name": shown_as,
-                "instructions": "A tool server the user's AI app reaches through Gatehouse (MCP)", "version": "1",
-                "provider": {"name": a.server, "url": "https://modelcontextprotocol.io"}, "tools": [tool]},
-            "session": {"id": a.session}, "turnId": id, "stepId": id,
-            "timestamp": crate::doors::gate::clock::utc_string(crate::doors::gate::clock::now()),
-        },
+        "context": context(&a.server, &a.session, shown_as, &id, Some(json!([tool]))),
         "toolCallRequest": {"executionId": id, "toolId": a.tool, "inputs": inputs},
     }})
 }
@@ -61,16 +68,15 @@ fn request_step(r: &AskedOfUser, shown_as: &str) -> Value {
     let a = &r.asked;
     let id = uuid::Uuid::new_v4().to_string();
     json!({"jsonrpc": "2.0", "id": id, "method": "steps/message", "params": {
-        "context": {
-            "agent": {"id": agent_id(&a.server), "name": shown_as,
-                "instructions": "A tool server the user's AI app reaches through Gatehouse (MCP)", "version": "1",
-                "provider": {"name": a.server, "url": "https://modelcontextprotocol.io"}},
-            "session": {"id": a.session}, "turnId": id, "stepId": id,
-            "timestamp": crate::doors::gate::clock::utc_string(crate::doors::gate::clock::now()),
-        },
+        "context": context(&a.server, &a.session, shown_as, &id, None),
         "message": {"role": "agent", "id": id, "content": [{"kind": "text", "text": r.words}],
             "metadata": {"mcpMethod": a.method}},
     }})
+}
+
+/// The name the user gave a server when they let it in; the server's own until then.
+fn shown_as(named: &Option<String>, server: &str) -> String {
+    named.clone().unwrap_or_else(|| format!("MCP server {server}"))
 }
 
 /// How the gate's admission reads as the guardian's verdict on a step.
@@ -81,18 +87,6 @@ fn admitted(a: &Admission) -> Result<bool, RpcError> {
         Admission::Refused { message, blocked: true } => Err(RpcError::new(jsonrpc::AGENT_BLOCKED, message.clone())),
         Admission::Refused { message, blocked: false } => Err(RpcError::new(jsonrpc::POLICY_DENIED, message.clone())),
     }
-}
-
-/// The name the user gave a server when they let it in; the server's own until then.
-async fn shown_as(guardian: &Guardian, sender: &str, admission: &Admission, server: &str) -> String {
-    let named = match admission {
-        Admission::Admitted { .. } => {
-            let (store, key) = (guardian.store().clone(), sender.to_string());
-            tokio::task::spawn_blocking(move || store.trust_name(&key)).await.ok().and_then(Result::ok).flatten()
-        }
-        _ => None,
-    };
-    named.unwrap_or_else(|| format!("MCP server {server}"))
 }
 
 /// The guardian's answer in the MCP door's words.
@@ -119,7 +113,7 @@ impl Judge for GuardianJudge {
         let guardian = self.guardian.upgrade();
         Box::pin(async move {
             let Some(guardian) = guardian else { return Answer::Deny { message: "Gatehouse's guardian is stopping; the call was not sent".into() } };
-            let shown_as = j.named.clone().unwrap_or_else(|| format!("MCP server {}", j.asked.server));
+            let shown_as = shown_as(&j.named, &j.asked.server);
             answer(guardian.judge_admitted(step(&j, &shown_as), admitted(&j.admission)).await)
         })
     }
@@ -128,7 +122,7 @@ impl Judge for GuardianJudge {
         let guardian = self.guardian.upgrade();
         Box::pin(async move {
             let Some(guardian) = guardian else { return Answer::Deny { message: "Gatehouse's guardian is stopping".into() } };
-            let shown_as = shown_as(&guardian, &r.sender, &r.admission, &r.asked.server).await;
+            let shown_as = shown_as(&r.named, &r.asked.server);
             // Held: asked of the user whatever the rules say; never answered for them.
             let admitted = admitted(&r.admission).map(|_| true);
             match guardian.judge_admitted(request_step(&r, &shown_as), admitted).await {

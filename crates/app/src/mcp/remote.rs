@@ -110,15 +110,31 @@ pub struct Kept {
     pub data_dir: Option<PathBuf>,
 }
 
+impl Kept {
+    fn entry(&self, name: &str) -> Option<RemoteEntry> {
+        let all: BTreeMap<String, RemoteEntry> = self.store.setting(SETTING).ok().flatten()?;
+        all.get(&name.to_ascii_lowercase()).cloned()
+    }
+}
+
 impl Remotes for Kept {
     fn remote(&self, name: &str) -> Option<Remote> {
-        let all: BTreeMap<String, RemoteEntry> = self.store.setting(SETTING).ok().flatten()?;
-        let e = all.get(&name.to_ascii_lowercase())?.clone();
+        self.entry(name).map(|e| Remote { url: e.url, token_sha256: e.token_sha256 })
+    }
+
+    fn credential(&self, name: &str) -> std::result::Result<reqwest::header::HeaderMap, String> {
         let mut headers = reqwest::header::HeaderMap::new();
-        if e.credential {
-            let secret = self.data_dir.as_deref().and_then(|d| gatehouse_keys::Secrets::open(d).ok()).and_then(|s| s.get(&secret_name(name)).ok().flatten())?;
-            headers.insert(reqwest::header::AUTHORIZATION, reqwest::header::HeaderValue::from_str(&secret).ok()?);
+        if !self.entry(name).is_some_and(|e| e.credential) {
+            return Ok(headers);
         }
-        Some(Remote { url: e.url, headers, token_sha256: e.token_sha256 })
+        let cannot = |why: String| format!("cannot read the credential for {name:?} from the keychain: {why}");
+        let dir = self.data_dir.as_deref().ok_or_else(|| cannot("this gate has no data dir".into()))?;
+        let secret = gatehouse_keys::Secrets::open(dir)
+            .and_then(|s| s.get(&secret_name(&name.to_ascii_lowercase())))
+            .map_err(|e| cannot(e.to_string()))?
+            .ok_or_else(|| cannot("it is not there (removed outside Gatehouse?)".into()))?;
+        headers
+            .insert(reqwest::header::AUTHORIZATION, reqwest::header::HeaderValue::from_str(&secret).map_err(|_| cannot("it is not a header's value".into()))?);
+        Ok(headers)
     }
 }

@@ -15,7 +15,6 @@ use ed25519_dalek::SigningKey;
 use crate::doors::mcp::relay::{self, Keeper, Verdict};
 use crate::doors::mcp::signed::{self, Answer, Asked, Listed, ServerAsks, Withheld};
 use crate::{Code, CommandError, Result};
-use gatehouse_json::Json;
 use gatehouse_mcp::call::ToolCall;
 use gatehouse_mcp::tools::Pin;
 
@@ -177,12 +176,7 @@ impl GateKeeper {
 
 impl Keeper for GateKeeper {
     async fn call(&self, call: &ToolCall) -> Verdict {
-        match self.ask(call).await {
-            Ok(Answer::Allow) => Verdict::Pass,
-            Ok(Answer::Modify { arguments }) => Verdict::Arguments(Json::from_serde(&arguments)),
-            Ok(Answer::Deny { message }) => Verdict::Refuse(format!("Gatehouse: {message}")),
-            Err(why) => Verdict::Refuse(why),
-        }
+        self.ask(call).await.map_or_else(Verdict::Refuse, Answer::for_call)
     }
 
     async fn listed(&self, tools: &[Pin]) -> Vec<String> {
@@ -211,12 +205,7 @@ impl Keeper for GateKeeper {
     async fn server_asks(&self, method: &str, message: &[u8]) -> Verdict {
         let params = serde_json::from_slice::<serde_json::Value>(message).ok().and_then(|m| m.get("params").cloned()).unwrap_or_default();
         let asked = ServerAsks { server: self.name.clone(), session: self.session.clone(), method: method.to_string(), params };
-        match self.post::<Answer>(signed::ASKS_PATH, serde_json::to_vec(&asked).unwrap_or_default()).await {
-            Ok(Answer::Allow) => Verdict::Pass,
-            Ok(Answer::Modify { .. }) => Verdict::Refuse("Gatehouse: a server's request is passed on as it came or not at all".into()),
-            Ok(Answer::Deny { message }) => Verdict::Refuse(format!("Gatehouse: {message}")),
-            Err(why) => Verdict::Refuse(why),
-        }
+        self.post::<Answer>(signed::ASKS_PATH, serde_json::to_vec(&asked).unwrap_or_default()).await.map_or_else(Verdict::Refuse, Answer::for_request)
     }
 }
 
