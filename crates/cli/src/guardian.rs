@@ -65,30 +65,48 @@ pub enum RulesCmd {
         /// A tool name or *
         #[arg(long, default_value = "*")]
         tool: String,
-        /// allow, deny, ask, or modify (allow with --redact's pattern redacted)
-        #[arg(long, value_parser = named::<Action>)]
-        action: Action,
-        /// Only when this argument of the tool call… (with --op and --value)
-        #[arg(long, requires_all = ["op", "value"])]
-        argument: Option<String>,
-        /// equals, not-equals, contains, not-contains, ends-with, not-ends-with, matches
-        #[arg(long, value_parser = named::<Op>)]
-        op: Option<Op>,
-        #[arg(long)]
-        value: Option<String>,
-        /// For modify: the pattern to redact before the step goes on
-        #[arg(long)]
-        redact: Option<String>,
-        #[arg(long)]
-        note: Option<String>,
+        #[command(flatten)]
+        then: RuleArgs,
     },
     /// Remove a rule by its id
     Remove { id: i64 },
 }
 
+/// What a rule does and when: the same for an agent's steps and an MCP server's calls.
+#[derive(clap::Args)]
+pub struct RuleArgs {
+    /// allow, deny, ask, or modify (allow with --redact's pattern redacted)
+    #[arg(long, value_parser = named::<Action>)]
+    action: Action,
+    /// Only when this argument of the tool call… (with --op and --value)
+    #[arg(long, requires_all = ["op", "value"])]
+    argument: Option<String>,
+    /// equals, not-equals, contains, not-contains, ends-with, not-ends-with, matches
+    #[arg(long, value_parser = named::<Op>)]
+    op: Option<Op>,
+    #[arg(long)]
+    value: Option<String>,
+    /// For modify: the pattern to redact before it goes on
+    #[arg(long)]
+    redact: Option<String>,
+    #[arg(long)]
+    note: Option<String>,
+}
+
+impl RuleArgs {
+    /// The rule for `agent`'s `method` and `tool`.
+    pub(crate) fn input(self, agent: String, method: String, tool: String) -> RuleInput {
+        let condition = match (self.argument, self.op, self.value) {
+            (Some(argument), Some(op), Some(value)) => Some(Condition { argument, op, value }),
+            _ => None,
+        };
+        RuleInput { agent, method, tool, condition, action: self.action, redact: self.redact, note: self.note }
+    }
+}
+
 /// A value of the guardian's own vocabulary by its name (`ends-with` or `ends_with`), so
 /// the CLI accepts exactly what a rule can say.
-pub(crate) fn named<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, CommandError> {
+fn named<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, CommandError> {
     serde_json::from_value(serde_json::Value::String(s.trim().replace('-', "_")))
         .map_err(|_| invalid(format!("{s:?} is not one of the names listed in --help")))
 }
@@ -141,12 +159,8 @@ pub fn run(cmd: GuardianCmd, ctx: &Context) -> Result<ExitCode, CommandError> {
                 say!("{}", rule_line(r));
             }
         }
-        GuardianCmd::Rules(RulesCmd::Add { agent, method, tool, action, argument, op, value, redact, note }) => {
-            let condition = match (argument, op, value) {
-                (Some(argument), Some(op), Some(value)) => Some(Condition { argument, op, value }),
-                _ => None,
-            };
-            let row = guardian::rule_add(store, RuleInput { agent, method, tool, condition, action, redact, note })?;
+        GuardianCmd::Rules(RulesCmd::Add { agent, method, tool, then }) => {
+            let row = guardian::rule_add(store, then.input(agent, method, tool))?;
             say!("{}", row.id);
             note!("added rule {}", row.id);
         }

@@ -7,9 +7,7 @@ use crate::CommandError;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use gatehouse_app::guardian::RuleInput;
 use gatehouse_app::Context;
-use gatehouse_asop::rules::{Action, Condition, Op};
 
 #[derive(Subcommand)]
 pub enum McpCmd {
@@ -103,22 +101,8 @@ pub enum RulesCmd {
         /// The tool, or * (every tool)
         #[arg(long, default_value = "*")]
         tool: String,
-        /// allow, deny, ask, or modify (allow with --redact's pattern redacted)
-        #[arg(long, value_parser = crate::guardian::named::<Action>)]
-        action: Action,
-        /// Only when this argument of the call… (with --op and --value)
-        #[arg(long, requires_all = ["op", "value"])]
-        argument: Option<String>,
-        /// equals, not-equals, contains, not-contains, ends-with, not-ends-with, matches
-        #[arg(long, value_parser = crate::guardian::named::<Op>)]
-        op: Option<Op>,
-        #[arg(long)]
-        value: Option<String>,
-        /// For modify: the pattern to redact before the call goes on
-        #[arg(long)]
-        redact: Option<String>,
-        #[arg(long)]
-        note: Option<String>,
+        #[command(flatten)]
+        then: crate::guardian::RuleArgs,
     },
 }
 
@@ -210,13 +194,9 @@ pub fn run(cmd: McpCmd, data_dir: &std::path::Path, open: impl FnOnce() -> Resul
                 say!("{}", crate::guardian::rule_line(r));
             }
         }
-        McpCmd::Rules(RulesCmd::Add { server, tool, action, argument, op, value, redact, note }) => {
-            let condition = match (argument, op, value) {
-                (Some(argument), Some(op), Some(value)) => Some(Condition { argument, op, value }),
-                _ => None,
-            };
-            let input = RuleInput { agent: String::new(), method: String::new(), tool, condition, action, redact, note };
-            let row = gatehouse_app::mcp::rule_add(&open()?, &server, input)?;
+        McpCmd::Rules(RulesCmd::Add { server, tool, then }) => {
+            // The server's agent and method are the server's own (`mcp::rule_add` sets them).
+            let row = gatehouse_app::mcp::rule_add(&open()?, &server, then.input(String::new(), String::new(), tool))?;
             say!("{}", row.id);
             note!("added rule {} for {server}", row.id);
         }
