@@ -52,6 +52,16 @@ pub(crate) enum Guard<'s> {
 }
 
 impl Guard<'_> {
+    /// Whether this SQLite connection's commits wait for the disk (`FULL`) or not
+    /// (`NORMAL`: durable once a later commit syncs the WAL). PostgreSQL's commits are
+    /// durable as they are: nothing changes there.
+    pub(crate) fn set_synchronous(&self, level: &str) -> Result<()> {
+        if let Guard::Lite(c) = self {
+            c.pragma_update(None, "synchronous", level)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn db(&self) -> Db<'_> {
         match self {
             Guard::Lite(c) => Db::Lite(c),

@@ -221,10 +221,7 @@ impl Store {
     /// for the disk per arrival instead of two.
     pub fn take_rate(&self, sender: &str, received_ms: i64, limits: &RateLimit, admitted: Option<i64>) -> Result<std::result::Result<(), AcceptRefusal>> {
         let mut conn = self.conn()?;
-        let lite = matches!(conn, crate::open::Guard::Lite(_));
-        if let crate::open::Guard::Lite(c) = &conn {
-            c.pragma_update(None, "synchronous", "NORMAL")?;
-        }
+        conn.set_synchronous("NORMAL")?;
         let taken = (|| {
             let tx = conn.transaction()?;
             if changed_since(&tx.db(), admitted)? {
@@ -237,9 +234,7 @@ impl Store {
             tx.commit()?;
             Ok(Ok(()))
         })();
-        if let (true, crate::open::Guard::Lite(c)) = (lite, &conn) {
-            c.pragma_update(None, "synchronous", "FULL")?;
-        }
+        conn.set_synchronous("FULL")?;
         taken
     }
 
