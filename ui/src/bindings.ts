@@ -593,6 +593,11 @@ export type AsopStepRow_Deserialize = {
 	decided_by?: string | null,
 	created_at: string,
 	decided_at?: string | null,
+	/**
+	 *  What answered it once it went on (an MCP call's result: its size, whether it
+	 *  failed, its first words, its risk flags), as the door that relayed it read it.
+	 */
+	answer?: Value | null,
 };
 
 export type AsopStepRow_Serialize = {
@@ -615,6 +620,11 @@ export type AsopStepRow_Serialize = {
 	decided_by: string | null,
 	created_at: string,
 	decided_at: string | null,
+	/**
+	 *  What answered it once it went on (an MCP call's result: its size, whether it
+	 *  failed, its first words, its risk flags), as the door that relayed it read it.
+	 */
+	answer: Value | null,
 };
 
 export type Attested = Attested_Serialize;

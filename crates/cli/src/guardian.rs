@@ -113,7 +113,23 @@ fn named<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, CommandError> {
 
 pub(crate) fn step_line(s: &AsopStepRow) -> String {
     let by = s.decided_by.as_deref().unwrap_or("-");
-    format!("{}  {:<8} by {by:<6} {}  {}  {}", s.created_at, s.decision, s.method, s.summary, s.message.as_deref().unwrap_or(""))
+    let line = format!("{}  {:<8} by {by:<6} {}  {}  {}", s.created_at, s.decision, s.method, s.summary, s.message.as_deref().unwrap_or(""));
+    match &s.answer {
+        Some(a) => format!("{}\n{}", line.trim_end(), answer_line(a)),
+        None => line,
+    }
+}
+
+/// What answered a step, under it: its size, whether it failed, its flags, its first words.
+fn answer_line(a: &serde_json::Value) -> String {
+    let failed = if a["failed"].as_bool() == Some(true) { ", the tool failed" } else { "" };
+    let kinds: Vec<&str> = a["flags"].as_array().into_iter().flatten().filter_map(|f| f["kind"].as_str()).collect();
+    let flags = match kinds.len() {
+        0 => String::new(),
+        n => format!(", WARNING {n} flag(s): {}", kinds.join(" ")),
+    };
+    let words: String = a["excerpt"].as_str().unwrap_or_default().chars().take(120).map(|c| if c.is_control() { ' ' } else { c }).collect();
+    format!("    answered {} bytes{failed}{flags}: {words}", a["bytes"].as_u64().unwrap_or(0))
 }
 
 pub(crate) fn rule_line(r: &gatehouse_app::guardian::AsopRuleRow) -> String {

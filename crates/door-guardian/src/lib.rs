@@ -149,6 +149,25 @@ impl Guardian {
         &self.store
     }
 
+    /// Keeps what answered the step `step_id` of `agent_id` that went on (told by the door
+    /// that relayed it), and tells the window: whether there was such a step.
+    pub async fn answered(self: &Arc<Self>, agent_id: &str, step_id: &str, answer: Value) -> bool {
+        let (me, agent, step) = (self.clone(), agent_id.to_string(), step_id.to_string());
+        let kept = tokio::task::spawn_blocking(move || me.store.asop_step_answered(&agent, &step, &answer)).await;
+        match kept {
+            Ok(Ok(Some(row))) => {
+                self.announce(row, Some(agent_id.to_string()), false);
+                true
+            }
+            Ok(Ok(None)) => false,
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "could not keep what answered a step");
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
     fn announce(&self, row: i64, agent: Option<String>, needs_user: bool) {
         if let Some(i) = self.inbox.upgrade() {
             i.emit_event(gatehouse_gate::state::ArrivalEvent {

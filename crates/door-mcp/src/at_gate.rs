@@ -13,7 +13,7 @@ use gatehouse_gate::{Arrival, Gate, Keep, Refusal, Stored, Why, Words};
 use gatehouse_store::Store;
 use serde_json::Value;
 
-use crate::signed::{Answer, Asked, Listed, ServerAsks, Withheld};
+use crate::signed::{Answer, Answered, Asked, Decided, Listed, ServerAsks, Withheld};
 use crate::DOOR;
 use gatehouse_mcp::tools::{self, Change, Pin};
 use serde_json::json;
@@ -58,8 +58,12 @@ pub struct AskedOfUser {
 /// Decides a call once the gate has judged its server; records it either way. A server's
 /// request for the user is always the user's to pass on: no rule answers it.
 pub trait Judge: Send + Sync + 'static {
-    fn judge(&self, call: Judged) -> BoxFuture<'static, Answer>;
+    fn judge(&self, call: Judged) -> BoxFuture<'static, Decided>;
     fn server_asks(&self, request: AskedOfUser) -> BoxFuture<'static, Answer>;
+    /// Keeps what answered a call the judge let go on (told by the server `sender`'s
+    /// wrap, under the step it was kept as); whether it was a call of that server's
+    /// waiting for its answer.
+    fn answered(&self, sender: String, answered: Answered) -> BoxFuture<'static, bool>;
 }
 
 /// The door at the gate.
@@ -74,9 +78,9 @@ impl McpDoor {
     }
 
     /// The answer to `asked`, signed by the key `public_hex`, `size` bytes as it came.
-    pub async fn ask(&self, public_hex: &str, asked: Asked, size: u64) -> Answer {
+    pub async fn ask(&self, public_hex: &str, asked: Asked, size: u64) -> Decided {
         let sender = crate::signed::sender(&asked.server, public_hex);
-        let Some(gate) = self.gate.upgrade() else { return Answer::Deny { message: "Gatehouse is stopping; the call was not sent".into() } };
+        let Some(gate) = self.gate.upgrade() else { return Decided::unkept(Answer::Deny { message: "Gatehouse is stopping; the call was not sent".into() }) };
         let (who, key, tool) = (asked.server.clone(), sender.clone(), asked.tool.clone());
         let judged = tokio::task::spawn_blocking(move || match admit(&gate, &key, &who, size, None) {
             // Only a tool the user let in, as they saw it, is called.
@@ -90,6 +94,20 @@ impl McpDoor {
         .await;
         let (admission, named) = judged.unwrap_or_else(|e| (Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false }, None));
         self.judge.judge(Judged { sender, asked, admission, named }).await
+    }
+
+    /// Keeps what answered a call of the server whose key is `public_hex`.
+    /// Only a server let in under that key is heard (the step's id, which only the wrap
+    /// that asked was told, names the call).
+    pub async fn answered(&self, public_hex: &str, answered: Answered) -> bool {
+        let sender = crate::signed::sender(&answered.server, public_hex);
+        let Some(gate) = self.gate.upgrade() else { return false };
+        let key = sender.clone();
+        let let_in =
+            tokio::task::spawn_blocking(move || gate.store().admission(&key, "").is_ok_and(|a| !a.blocked && a.revoked.is_none() && a.trust.is_some()))
+                .await
+                .unwrap_or(false);
+        let_in && self.judge.answered(sender, answered).await
     }
 
     /// Whether a server's request may reach the user's app: only a server let in, and only

@@ -14,9 +14,14 @@ use serde_json::json;
 use crate::at_gate::McpDoor;
 use crate::signed::{self, Asked, Listed};
 
-/// `POST /mcp/v1/calls`, `POST /mcp/v1/tools` and `POST /mcp/v1/asks`.
+/// `POST /mcp/v1/calls`, `POST /mcp/v1/tools`, `POST /mcp/v1/asks` and `POST /mcp/v1/answers`.
 pub fn router(door: Arc<McpDoor>) -> Router {
-    Router::new().route(signed::PATH, post(call)).route(signed::TOOLS_PATH, post(tools)).route(signed::ASKS_PATH, post(asks)).with_state(door)
+    Router::new()
+        .route(signed::PATH, post(call))
+        .route(signed::TOOLS_PATH, post(tools))
+        .route(signed::ASKS_PATH, post(asks))
+        .route(signed::ANSWERS_PATH, post(answers))
+        .with_state(door)
 }
 
 fn refused(status: StatusCode, message: String) -> Response {
@@ -91,4 +96,24 @@ async fn asks(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> 
     }
     let answer = door.server_asks(&public, asked, body.len() as u64).await;
     ([(header::CONTENT_TYPE, "application/json")], json!(answer).to_string()).into_response()
+}
+
+async fn answers(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {
+    let (public, body) = match signed_body(req, signed::ANSWERS_PATH).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let answered: signed::Answered = match serde_json::from_slice(&body) {
+        Ok(a) => a,
+        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not an answer Gatehouse can keep: {e}")),
+    };
+    let words_ok = answered.excerpt.chars().count() <= crate::answered::EXCERPT && answered.flags.len() <= gatehouse_risk::MAX_FLAGS;
+    if !signed::name_ok(&answered.server) || answered.step.is_empty() || answered.step.len() > 64 || !words_ok {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            format!("an answer names its server and the step it answered, with at most {} characters of it", crate::answered::EXCERPT),
+        );
+    }
+    let kept = door.answered(&public, answered).await;
+    ([(header::CONTENT_TYPE, "application/json")], json!({"kept": kept}).to_string()).into_response()
 }

@@ -15,6 +15,7 @@
 //! - [`served`]: remote servers the user added, served to their app on the inbox
 //!   (Streamable HTTP), their calls judged at the gate in this process.
 
+pub mod answered;
 pub mod at_gate;
 pub mod child;
 pub mod frame;

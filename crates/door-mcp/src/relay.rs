@@ -4,24 +4,26 @@
 //! asked for it) and goes on, goes on with other arguments, or is answered with a
 //! refusal; the server's answer to `tools/list` is shown to the keeper, which may
 //! withhold tools (a changed one, until the user accepted the change); a request of the
-//! server's to the client (sampling, elicitation) waits for the keeper too. Each
-//! direction is read by one task and written by one; what waits does not stop anything
-//! else from passing.
+//! server's to the client (sampling, elicitation) waits for the keeper too. The server's
+//! answer to a call passes on as it came, then is read for the call's timeline
+//! ([`crate::answered`]) and told to the keeper. Each direction is read by one task and
+//! written by one; what waits does not stop anything else from passing.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gatehouse_json::Json;
 use gatehouse_mcp::call::ToolCall;
-use gatehouse_mcp::message::{peek, Id, Kind};
+use gatehouse_mcp::message::{peek, peek_read, Id, Kind};
 use gatehouse_mcp::tools::Pin;
 use gatehouse_mcp::{reply, MAX_MESSAGE};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::frame::{Line, Lines};
+use crate::answered::Summary;
+use crate::frame::{Line, Lines, Message};
 
 /// What the gate says of something that waits for it.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,10 +36,20 @@ pub enum Verdict {
     Refuse(String),
 }
 
+/// The gate's verdict on a call, and the step it keeps the call as (its answer is told
+/// under it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Called {
+    pub verdict: Verdict,
+    pub step: Option<String>,
+}
+
 /// The gate behind the door, for one server.
 pub trait Keeper: Send + Sync + 'static {
     /// A call of one of the server's tools, as the client asked it.
-    fn call(&self, call: &ToolCall) -> impl Future<Output = Verdict> + Send;
+    fn call(&self, call: &ToolCall) -> impl Future<Output = Called> + Send;
+    /// What answered the call kept as `step`, read once it had gone on to the client.
+    fn answered(&self, step: String, answer: Summary) -> impl Future<Output = ()> + Send;
     /// The tools the server listed: the names of those to withhold from the client.
     fn listed(&self, tools: &[Pin]) -> impl Future<Output = Vec<String>> + Send;
     /// A request of the server's to the client or its user (`method`, the whole message).
@@ -52,6 +64,13 @@ const QUEUED: usize = 64;
 /// Notifications a server may send the client per second (progress, logs, changes); the
 /// rest of a flood is dropped, and how many were is logged.
 pub const NOTIFICATIONS_PER_SECOND: u32 = 100;
+
+/// Calls gone on to the server and not yet answered whose answers are watched for; beyond
+/// it the oldest is forgotten (its answer passes on all the same, unread).
+pub const MAX_RUNNING: usize = 256;
+/// Answers being read and told at once; an answer beyond it passes on unread (and that is
+/// logged).
+const READING: usize = 16;
 
 /// How often a client that asked for progress hears that its call still waits.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -69,9 +88,24 @@ struct Shared<K> {
     keeper: K,
     /// Ids of the client's `tools/list` requests still unanswered.
     listing: Mutex<HashSet<Id>>,
+    running: Mutex<Running>,
     waiting: Arc<Semaphore>,
-    to_client: mpsc::Sender<Vec<u8>>,
-    to_server: mpsc::Sender<Vec<u8>>,
+    reading: Arc<Semaphore>,
+    to_client: mpsc::Sender<Arc<Message>>,
+    to_server: mpsc::Sender<Arc<Message>>,
+}
+
+/// Calls gone on to the server, by id: the order they went in, and their step; and how
+/// many went so far.
+#[derive(Default)]
+struct Running {
+    sent: u64,
+    calls: HashMap<Id, (u64, String)>,
+}
+
+/// A message of Gatehouse's own, or one passed on whole.
+fn out(bytes: Vec<u8>) -> Arc<Message> {
+    Arc::new(bytes.into())
 }
 
 /// Relays between a client (`client_in` read, `client_out` written) and a server until
@@ -85,7 +119,15 @@ pub async fn run<K: Keeper>(
 ) -> std::io::Result<Ended> {
     let (to_client, client_rx) = mpsc::channel(QUEUED);
     let (to_server, server_rx) = mpsc::channel(QUEUED);
-    let shared = Arc::new(Shared { keeper, listing: Mutex::new(HashSet::new()), waiting: Arc::new(Semaphore::new(MAX_WAITING)), to_client, to_server });
+    let shared = Arc::new(Shared {
+        keeper,
+        listing: Mutex::new(HashSet::new()),
+        running: Mutex::default(),
+        waiting: Arc::new(Semaphore::new(MAX_WAITING)),
+        reading: Arc::new(Semaphore::new(READING)),
+        to_client,
+        to_server,
+    });
     let writers = [tokio::spawn(write(client_rx, client_out)), tokio::spawn(write(server_rx, server_out))];
     let from_client = tokio::spawn(from_client(Lines::new(client_in, MAX_MESSAGE), shared.clone()));
     let from_server = tokio::spawn(from_server(Lines::new(server_in, MAX_MESSAGE), shared.clone()));
@@ -93,16 +135,25 @@ pub async fn run<K: Keeper>(
         r = from_client => r.unwrap_or(Ok(())).map(|()| Ended::Client),
         r = from_server => r.unwrap_or(Ok(())).map(|()| Ended::Server),
     };
+    // What answered the last calls is told before the relay ends, within a bound: a gate
+    // that does not answer cannot hold the app's session open.
+    let _ = tokio::time::timeout(Duration::from_secs(2), shared.reading.acquire_many(READING as u32)).await;
     for w in writers {
         w.abort();
     }
     ended
 }
 
-async fn write(mut rx: mpsc::Receiver<Vec<u8>>, mut out: impl AsyncWrite + Unpin) {
-    while let Some(mut line) = rx.recv().await {
-        line.push(b'\n');
-        if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
+async fn write(mut rx: mpsc::Receiver<Arc<Message>>, out: impl AsyncWrite + Unpin) {
+    // A message and its line end leave in one write; a long one's pieces go as they are.
+    let mut out = tokio::io::BufWriter::with_capacity(crate::frame::PIECE, out);
+    while let Some(m) = rx.recv().await {
+        for piece in m.pieces() {
+            if out.write_all(piece).await.is_err() {
+                return;
+            }
+        }
+        if out.write_all(b"\n").await.is_err() || out.flush().await.is_err() {
             return;
         }
     }
@@ -111,22 +162,24 @@ async fn write(mut rx: mpsc::Receiver<Vec<u8>>, mut out: impl AsyncWrite + Unpin
 async fn from_client<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: Arc<Shared<K>>) -> std::io::Result<()> {
     while let Some(line) = lines.next().await? {
         let bytes = match line {
-            Line::Message(b) => b,
+            Line::Message(m) => m.into_vec(),
             Line::TooLong(n) => {
-                let _ =
-                    s.to_client.send(reply::unreadable(reply::INVALID_REQUEST, &format!("a message of {n} bytes is over the {MAX_MESSAGE}-byte bound"))).await;
+                let _ = s
+                    .to_client
+                    .send(out(reply::unreadable(reply::INVALID_REQUEST, &format!("a message of {n} bytes is over the {MAX_MESSAGE}-byte bound"))))
+                    .await;
                 continue;
             }
         };
         match peek(&bytes) {
             Err(e) => {
-                let _ = s.to_client.send(reply::unreadable(reply::INVALID_REQUEST, &e.to_string())).await;
+                let _ = s.to_client.send(out(reply::unreadable(reply::INVALID_REQUEST, &e.to_string()))).await;
             }
             Ok(Kind::Request { id, method }) if method == "tools/call" => {
                 let Ok(permit) = s.waiting.clone().try_acquire_owned() else {
                     let _ = s
                         .to_client
-                        .send(reply::error(&id, reply::REFUSED, "Gatehouse: too many calls are waiting for your answer; try again once they are decided"))
+                        .send(out(reply::error(&id, reply::REFUSED, "Gatehouse: too many calls are waiting for your answer; try again once they are decided")))
                         .await;
                     continue;
                 };
@@ -139,7 +192,7 @@ async fn from_client<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
             // Gatehouse speaks the handshake revisions: a client probing for the stateless
             // one is told it is not here and falls back to `initialize` (docs/interop.md).
             Ok(Kind::Request { id, method }) if method == "server/discover" => {
-                let _ = s.to_client.send(reply::error(&id, reply::METHOD_NOT_FOUND, "server/discover: this server speaks the initialize handshake")).await;
+                let _ = s.to_client.send(out(reply::error(&id, reply::METHOD_NOT_FOUND, "server/discover: this server speaks the initialize handshake"))).await;
             }
             Ok(Kind::Request { id, method }) if method == "tools/list" => {
                 let kept = {
@@ -151,15 +204,18 @@ async fn from_client<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
                 // waiting) is refused instead.
                 match kept {
                     true => {
-                        let _ = s.to_server.send(bytes).await;
+                        let _ = s.to_server.send(out(bytes)).await;
                     }
                     false => {
-                        let _ = s.to_client.send(reply::error(&id, reply::INVALID_REQUEST, "Gatehouse: too many tool lists are being asked for at once")).await;
+                        let _ = s
+                            .to_client
+                            .send(out(reply::error(&id, reply::INVALID_REQUEST, "Gatehouse: too many tool lists are being asked for at once")))
+                            .await;
                     }
                 }
             }
             Ok(_) => {
-                let _ = s.to_server.send(bytes).await;
+                let _ = s.to_server.send(out(bytes)).await;
             }
         }
     }
@@ -170,11 +226,11 @@ async fn judge_call<K: Keeper>(s: &Shared<K>, id: Id, bytes: Vec<u8>) {
     let call = match ToolCall::read(&bytes) {
         Ok(c) => c,
         Err(e) => {
-            let _ = s.to_client.send(reply::error(&id, reply::INVALID_REQUEST, &e.to_string())).await;
+            let _ = s.to_client.send(out(reply::error(&id, reply::INVALID_REQUEST, &e.to_string()))).await;
             return;
         }
     };
-    let verdict = {
+    let Called { verdict, step } = {
         let judged = s.keeper.call(&call);
         tokio::pin!(judged);
         // The first tick after one period: an interval's immediate first tick still waits
@@ -187,7 +243,7 @@ async fn judge_call<K: Keeper>(s: &Shared<K>, id: Id, bytes: Vec<u8>) {
                 _ = tick.tick() => {
                     if let Some(token) = &call.progress_token {
                         told = told.saturating_add(1);
-                        let _ = s.to_client.send(reply::progress(token, told, "waiting for the user to decide in Gatehouse")).await;
+                        let _ = s.to_client.send(out(reply::progress(token, told, "waiting for the user to decide in Gatehouse"))).await;
                     }
                 }
             }
@@ -195,20 +251,65 @@ async fn judge_call<K: Keeper>(s: &Shared<K>, id: Id, bytes: Vec<u8>) {
     };
     match verdict {
         Verdict::Pass => {
-            let _ = s.to_server.send(bytes).await;
+            s.run(id, step);
+            let _ = s.to_server.send(out(bytes)).await;
         }
         Verdict::Arguments(a) => match ToolCall::with_arguments(&bytes, &a) {
             Ok(b) => {
-                let _ = s.to_server.send(b).await;
+                s.run(id, step);
+                let _ = s.to_server.send(out(b)).await;
             }
             Err(e) => {
-                let _ = s.to_client.send(reply::error(&id, reply::REFUSED, &format!("Gatehouse could not change the call's arguments: {e}"))).await;
+                let _ = s.to_client.send(out(reply::error(&id, reply::REFUSED, &format!("Gatehouse could not change the call's arguments: {e}")))).await;
             }
         },
         Verdict::Refuse(why) => {
-            let _ = s.to_client.send(reply::error(&id, reply::REFUSED, &why)).await;
+            let _ = s.to_client.send(out(reply::error(&id, reply::REFUSED, &why))).await;
         }
     }
+}
+
+impl<K: Keeper> Shared<K> {
+    /// Watches for the answer to the call `id`, gone on as `step` (before it is sent: the
+    /// answer cannot come first).
+    fn run(&self, id: Id, step: Option<String>) {
+        let Some(step) = step else { return };
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let Running { sent, calls } = &mut *running;
+        if calls.len() >= MAX_RUNNING {
+            if let Some(oldest) = calls.iter().min_by_key(|(_, (at, _))| *at).map(|(id, _)| id.clone()) {
+                calls.remove(&oldest);
+                tracing::warn!("an MCP server left {MAX_RUNNING} calls unanswered: the oldest one's answer will not be read");
+            }
+        }
+        *sent = sent.saturating_add(1);
+        calls.insert(id, (*sent, step));
+    }
+
+    /// The step of the call `id` answered now, if its answer was watched for.
+    fn answered(&self, id: &Id) -> Option<String> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).calls.remove(id).map(|(_, step)| step)
+    }
+}
+
+/// Reads an answer that went on to the client and tells the keeper (a long one off the
+/// async workers).
+fn read_answer<K: Keeper>(s: &Arc<Shared<K>>, step: String, m: Arc<Message>) {
+    let Ok(permit) = s.reading.clone().try_acquire_owned() else {
+        tracing::warn!("{READING} MCP answers are being read: one passed on unread");
+        return;
+    };
+    let s = s.clone();
+    tokio::spawn(async move {
+        let summary = match m.pieces().len() {
+            0 | 1 => Some(crate::answered::read(&m)),
+            _ => tokio::task::spawn_blocking(move || crate::answered::read(&m)).await.ok(),
+        };
+        if let Some(summary) = summary {
+            s.keeper.answered(step, summary).await;
+        }
+        drop(permit);
+    });
 }
 
 /// How many notifications went through in the current second, and how many were dropped.
@@ -244,8 +345,8 @@ impl Budget {
 async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: Arc<Shared<K>>) -> std::io::Result<()> {
     let mut budget = Budget { second: tokio::time::Instant::now(), sent: 0, dropped: 0 };
     while let Some(line) = lines.next().await? {
-        let bytes = match line {
-            Line::Message(b) => b,
+        let m = match line {
+            Line::Message(m) => m,
             // Which request it answered cannot be read: the client's wait for it ends with
             // the client's own timeout, and the message is not passed on.
             Line::TooLong(n) => {
@@ -253,24 +354,29 @@ async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
                 continue;
             }
         };
-        match peek(&bytes) {
+        let kind = match m.pieces() {
+            [one] => peek(one),
+            _ => peek_read(m.reader()),
+        };
+        match kind {
             Ok(Kind::Response { id, error: false }) if s.listing.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) => {
-                let out = listed(&s.keeper, &id, bytes).await;
-                let _ = s.to_client.send(out).await;
+                let listed = listed(&s.keeper, &id, m.into_vec()).await;
+                let _ = s.to_client.send(out(listed)).await;
             }
             Ok(Kind::Request { id, method }) if method == "sampling/createMessage" || method == "elicitation/create" => {
                 let Ok(permit) = s.waiting.clone().try_acquire_owned() else {
-                    let _ = s.to_server.send(reply::error(&id, reply::REFUSED, "Gatehouse: too many requests are waiting for the user")).await;
+                    let _ = s.to_server.send(out(reply::error(&id, reply::REFUSED, "Gatehouse: too many requests are waiting for the user"))).await;
                     continue;
                 };
                 let s = s.clone();
+                let bytes = m.into_vec();
                 tokio::spawn(async move {
                     match s.keeper.server_asks(&method, &bytes).await {
                         Verdict::Pass | Verdict::Arguments(_) => {
-                            let _ = s.to_client.send(bytes).await;
+                            let _ = s.to_client.send(out(bytes)).await;
                         }
                         Verdict::Refuse(why) => {
-                            let _ = s.to_server.send(reply::error(&id, reply::REFUSED, &why)).await;
+                            let _ = s.to_server.send(out(reply::error(&id, reply::REFUSED, &why))).await;
                         }
                     }
                     drop(permit);
@@ -279,8 +385,16 @@ async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
             // A flood of notifications reaches the client at a bounded rate: what a server
             // says to no request in particular cannot keep the client busy.
             Ok(Kind::Notification { .. }) if !budget.take() => {}
+            // An answer to a call: on to the client as it came, then read for its timeline.
+            Ok(Kind::Response { id, .. }) => {
+                let m = Arc::new(m);
+                let _ = s.to_client.send(m.clone()).await;
+                if let Some(step) = s.answered(&id) {
+                    read_answer(&s, step, m);
+                }
+            }
             Ok(_) => {
-                let _ = s.to_client.send(bytes).await;
+                let _ = s.to_client.send(Arc::new(m)).await;
             }
             // A server's message that is not MCP is not passed on (the client would have
             // to make sense of it).
@@ -322,9 +436,10 @@ mod tests {
     struct Nobody;
 
     impl Keeper for Nobody {
-        async fn call(&self, _call: &ToolCall) -> Verdict {
-            Verdict::Pass
+        async fn call(&self, _call: &ToolCall) -> Called {
+            Called { verdict: Verdict::Pass, step: None }
         }
+        async fn answered(&self, _step: String, _answer: crate::answered::Summary) {}
         async fn listed(&self, _tools: &[Pin]) -> Vec<String> {
             Vec::new()
         }

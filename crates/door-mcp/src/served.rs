@@ -32,10 +32,11 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncWriteExt as _, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::answered::Summary;
 use crate::at_gate::McpDoor;
 use crate::frame::{Line, Lines};
-use crate::relay::{self, Keeper, Verdict};
-use crate::signed::{self, Asked, Listed, ServerAsks};
+use crate::relay::{self, Called, Keeper, Verdict};
+use crate::signed::{self, Answered, Asked, Listed, ServerAsks};
 
 /// Where the app reaches a server the user added (`{name}`: what they called it).
 pub const PATH: &str = "/mcp/v1/servers/{name}";
@@ -165,8 +166,9 @@ impl Served {
             let session = Arc::downgrade(&session);
             tokio::spawn(async move {
                 let mut lines = Lines::new(BufReader::new(ours_read), MAX_MESSAGE);
-                while let Ok(Some(Line::Message(bytes))) = lines.next().await {
+                while let Ok(Some(Line::Message(m))) = lines.next().await {
                     let Some(s) = session.upgrade() else { return };
+                    let bytes = m.into_vec();
                     match peek(&bytes) {
                         Ok(Kind::Response { id, .. }) => {
                             if let Some(w) = s.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
@@ -198,11 +200,15 @@ struct InGate {
 }
 
 impl Keeper for InGate {
-    async fn call(&self, call: &gatehouse_mcp::call::ToolCall) -> Verdict {
+    async fn call(&self, call: &gatehouse_mcp::call::ToolCall) -> Called {
         let arguments = call.arguments.to_serde();
         let size = arguments.to_string().len() as u64;
         let asked = Asked { server: self.name.clone(), session: self.session.clone(), tool: call.name.clone(), arguments, description: None };
-        self.door.ask(&self.public, asked, size).await.for_call()
+        self.door.ask(&self.public, asked, size).await.called()
+    }
+
+    async fn answered(&self, step: String, answer: Summary) {
+        self.door.answered(&self.public, Answered::new(&self.name, step, answer)).await;
     }
 
     async fn listed(&self, tools: &[Pin]) -> Vec<String> {

@@ -21,6 +21,8 @@ pub const PATH: &str = "/mcp/v1/calls";
 pub const TOOLS_PATH: &str = "/mcp/v1/tools";
 /// A request of the server's for the user or their AI app (sampling, elicitation).
 pub const ASKS_PATH: &str = "/mcp/v1/asks";
+/// What answered a call that went on, as the wrap read it.
+pub const ANSWERS_PATH: &str = "/mcp/v1/answers";
 /// The headers a request is signed in.
 pub const KEY_HEADER: &str = "gatehouse-mcp-key";
 pub const TIME_HEADER: &str = "gatehouse-mcp-time";
@@ -83,6 +85,35 @@ pub struct Withheld {
     pub message: Option<String>,
 }
 
+/// The gate's answer to a call, and the step it keeps the call as (what answered it is
+/// told about under that id, [`Answered`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decided {
+    #[serde(flatten)]
+    pub answer: Answer,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+}
+
+/// What answered a call that went on, as the wrap read it: the server's result is passed
+/// to the app as it came; this is what the user sees of it in the call's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answered {
+    pub server: String,
+    /// The step the gate kept the call as ([`Decided::step`]).
+    pub step: String,
+    /// The answer's size in bytes, as the server sent it.
+    pub bytes: u64,
+    /// The server answered with an error, or its result says the tool failed.
+    pub failed: bool,
+    /// Its first words (at most [`crate::answered::EXCERPT`] characters).
+    pub excerpt: String,
+    /// What in its words looks like an attempt to steer the model (at most
+    /// [`gatehouse_risk::MAX_FLAGS`]).
+    pub flags: Vec<gatehouse_risk::Flag>,
+}
+
 /// The gate's answer to a call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
@@ -96,6 +127,25 @@ pub enum Answer {
     Deny {
         message: String,
     },
+}
+
+impl Decided {
+    /// An answer about a call that was not kept as a step (refused before it was judged).
+    pub fn unkept(answer: Answer) -> Decided {
+        Decided { answer, step: None }
+    }
+
+    /// What the relay does with the call.
+    pub fn called(self) -> crate::relay::Called {
+        crate::relay::Called { verdict: self.answer.for_call(), step: self.step }
+    }
+}
+
+impl Answered {
+    /// The summary the relay made of the answer to the call kept as `step`.
+    pub fn new(server: &str, step: String, s: crate::answered::Summary) -> Answered {
+        Answered { server: server.to_string(), step, bytes: s.bytes, failed: s.failed, excerpt: s.excerpt, flags: s.flags }
+    }
 }
 
 impl Answer {

@@ -74,7 +74,7 @@ pub fn connect(url: &str, headers: HeaderMap) -> Result<DuplexStream, String> {
         while let Ok(Some(line)) = lines.next().await {
             let Line::Message(msg) = line else { continue };
             let up = up.clone();
-            tokio::spawn(async move { up.send(msg).await });
+            tokio::spawn(async move { up.send(msg.into_vec()).await });
         }
         up.end().await;
     });

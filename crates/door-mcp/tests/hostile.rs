@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use gatehouse_door_mcp::relay::{self, Keeper, Verdict, NOTIFICATIONS_PER_SECOND};
+use gatehouse_door_mcp::relay::{self, Called, Keeper, Verdict, NOTIFICATIONS_PER_SECOND};
 use gatehouse_mcp::call::ToolCall;
 use gatehouse_mcp::tools::Pin;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -13,9 +13,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 struct Open;
 
 impl Keeper for Open {
-    async fn call(&self, _call: &ToolCall) -> Verdict {
-        Verdict::Pass
+    async fn call(&self, _call: &ToolCall) -> Called {
+        Called { verdict: Verdict::Pass, step: None }
     }
+    async fn answered(&self, _step: String, _answer: gatehouse_door_mcp::answered::Summary) {}
     async fn listed(&self, _tools: &[Pin]) -> Vec<String> {
         Vec::new()
     }

@@ -19,6 +19,7 @@
 pub mod call;
 pub mod message;
 pub mod reply;
+pub mod texts;
 pub mod tools;
 
 /// The newest handshake revision, which Gatehouse speaks to both sides (the official

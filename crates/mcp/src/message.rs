@@ -69,6 +69,29 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
     <&RawValue>::deserialize(d).map(Some)
 }
 
+/// The same, read from a reader (nothing borrowed).
+#[derive(Deserialize)]
+struct PeekedRead {
+    jsonrpc: Option<String>,
+    #[serde(default, deserialize_with = "present_read")]
+    id: Option<Box<RawValue>>,
+    method: Option<String>,
+    params: Option<IgnoredAny>,
+    result: Option<IgnoredAny>,
+    error: Option<IgnoredAny>,
+}
+
+fn present_read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+/// [`peek`] for a message read in pieces (a long one): one pass, nothing of it kept.
+pub fn peek_read(r: impl std::io::Read) -> Result<Kind, McpError> {
+    let p: PeekedRead = serde_json::from_reader(r).map_err(|e| McpError::Malformed(e.to_string()))?;
+    let _ = p.params;
+    classify(p.jsonrpc.as_deref(), p.id.as_deref(), p.method, p.result.is_some(), p.error.is_some())
+}
+
 /// Reads what a message is, in one pass over it.
 pub fn peek(bytes: &[u8]) -> Result<Kind, McpError> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
@@ -76,15 +99,19 @@ pub fn peek(bytes: &[u8]) -> Result<Kind, McpError> {
         return Err(McpError::Batch);
     }
     let p: Peeked<'_> = serde_json::from_slice(bytes).map_err(|e| McpError::Malformed(e.to_string()))?;
-    if p.jsonrpc != Some("2.0") {
+    let _ = p.params;
+    classify(p.jsonrpc, p.id, p.method, p.result.is_some(), p.error.is_some())
+}
+
+fn classify(jsonrpc: Option<&str>, id: Option<&RawValue>, method: Option<String>, result: bool, error: bool) -> Result<Kind, McpError> {
+    if jsonrpc != Some("2.0") {
         return Err(McpError::Malformed("\"jsonrpc\" must be \"2.0\"".into()));
     }
-    let id = match p.id {
+    let id = match id {
         None => None,
         Some(raw) => Some(id_of(raw)?),
     };
-    let _ = p.params;
-    match (id, p.method, p.result.is_some(), p.error.is_some()) {
+    match (id, method, result, error) {
         (Some(id), Some(method), false, false) => Ok(Kind::Request { id, method }),
         (None, Some(method), false, false) => Ok(Kind::Notification { method }),
         (Some(id), None, true, false) => Ok(Kind::Response { id, error: false }),
@@ -143,5 +170,21 @@ mod tests {
         let text = "x".repeat(10 * 1024 * 1024);
         let big = format!(r#"{{"jsonrpc":"2.0","id":9,"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#);
         assert_eq!(peek(big.as_bytes()).unwrap(), Kind::Response { id: Id("9".into()), error: false });
+        assert_eq!(peek_read(big.as_bytes()).unwrap(), Kind::Response { id: Id("9".into()), error: false });
+    }
+
+    #[test]
+    fn a_message_read_in_pieces_is_told_apart_as_one_read_whole() {
+        for m in [
+            &br#"{"jsonrpc":"2.0","id":"a\u002d1","result":{}}"#[..],
+            br#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"no"}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call"}"#,
+            br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+        ] {
+            // The same verdict and reason (a reader counts columns one further on).
+            let why = |e: McpError| e.to_string().split(" at line").next().unwrap_or_default().to_string();
+            assert_eq!(peek(m).map_err(why), peek_read(m).map_err(why), "{}", String::from_utf8_lossy(m));
+        }
     }
 }

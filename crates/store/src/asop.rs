@@ -48,6 +48,10 @@ pub struct AsopStepRow {
     pub decided_by: Option<String>,
     pub created_at: String,
     pub decided_at: Option<String>,
+    /// What answered it once it went on (an MCP call's result: its size, whether it
+    /// failed, its first words, its risk flags), as the door that relayed it read it.
+    #[serde(default)]
+    pub answer: Option<serde_json::Value>,
 }
 
 /// A step as first recorded.
@@ -105,10 +109,11 @@ fn step_row(r: &Row<'_>) -> Result<AsopStepRow> {
         decided_by: r.get(13)?,
         created_at: r.get(14)?,
         decided_at: r.get(15)?,
+        answer: r.get::<Option<String>>(16)?.and_then(|a| serde_json::from_str(&a).ok()),
     })
 }
 
-const STEP: &str = "SELECT row, session_id, turn_id, step_id, agent_id, agent_name, method, summary, reasoning, request, decision, message, rule_id, decided_by, created_at, decided_at FROM asop_steps";
+const STEP: &str = "SELECT row, session_id, turn_id, step_id, agent_id, agent_name, method, summary, reasoning, request, decision, message, rule_id, decided_by, created_at, decided_at, answer FROM asop_steps";
 
 /// A guardian session in the list: its id, its agent, how many steps, the last step's time.
 pub type SessionSummary = (String, Option<String>, i64, String);
@@ -159,6 +164,19 @@ impl Store {
             "UPDATE asop_steps SET decision = ?2, message = ?3, rule_id = coalesce(?4, rule_id), decided_by = ?5, decided_at = ?6 WHERE row = ?1 AND decision = 'pending'",
             args![row, decision, message, rule_id, decided_by, at],
         )? > 0)
+    }
+
+    /// Keeps what answered the step `step_id` of `agent_id`, once: only a step that went on
+    /// (allowed or changed) has an answer, and the first one told is kept.
+    /// The step's row, when it was kept.
+    pub fn asop_step_answered(&self, agent_id: &str, step_id: &str, answer: &serde_json::Value) -> Result<Option<i64>> {
+        self.conn()?
+            .query_row(
+                "UPDATE asop_steps SET answer = ?3 WHERE agent_id = ?1 AND step_id = ?2 AND answer IS NULL AND decision IN ('allow', 'modify') RETURNING row",
+                args![agent_id, step_id, answer.to_string()],
+                |r| r.get::<i64>(0),
+            )
+            .optional()
     }
 
     pub fn asop_step(&self, row: i64) -> Result<Option<AsopStepRow>> {

@@ -4,7 +4,7 @@
 import { api, errorText, type Flag } from '../api';
 import { h, replace } from '../dom';
 
-const kindWords: Record<Flag['kind'], string> = {
+export const kindWords: Record<Flag['kind'], string> = {
   override: 'Tries to override instructions',
   exfiltrate: 'Asks for data to be sent away',
   tool_call: 'Asks to run something',

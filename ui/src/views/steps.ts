@@ -1,7 +1,30 @@
 // The guardian's words shared by its views: a rule in a sentence, a step in a timeline.
-import { asShape, type AsopCondition, type AsopRule, type AsopStep } from '../api';
+import { asShape, type AsopCondition, type AsopRule, type AsopStep, type Flag } from '../api';
 import { h } from '../dom';
 import { when } from '../format';
+import { kindWords } from './risk';
+
+/** What answered a step that went on, as the door that relayed it read it. */
+interface StepAnswer { bytes: number; failed: boolean; excerpt: string; flags: Flag[] }
+
+function size(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The answer's first words, its size, and what in it looks like an attempt to steer the AI. */
+export function answerBlock(step: AsopStep): HTMLElement | null {
+  const a = asShape<StepAnswer | null>(step.answer ?? null);
+  if (!a) return null;
+  const flags = a.flags ?? [];
+  return h('div', { className: `step-answer${a.failed ? ' failed' : ''}`, 'data-flags': String(flags.length) },
+    h('p', { className: 'muted small' }, `${a.failed ? 'Answered with a failure' : 'Answered'} · ${size(a.bytes)} · passed to your AI app as it came`),
+    a.excerpt ? h('blockquote', { className: 'prompt answer-excerpt' }, a.excerpt) : null,
+    flags.length ? h('div', { className: 'risk-flags', role: 'note', 'aria-label': 'Warnings about this answer' },
+      h('p', { className: 'risk-head' }, `⚠ This answer has ${flags.length === 1 ? 'something that looks' : `${flags.length} things that look`} like an attempt to steer your AI:`),
+      h('ul', {}, ...flags.map((f) => h('li', { 'data-kind': f.kind }, h('strong', {}, `${kindWords[f.kind]}: `), f.why)))) : null);
+}
 
 export const OPS: [string, string][] = [['not_ends_with', 'does not end with'], ['ends_with', 'ends with'], ['contains', 'contains'], ['not_contains', 'does not contain'], ['equals', 'is'], ['not_equals', 'is not'], ['matches', 'matches (regex)']];
 
@@ -24,5 +47,6 @@ export function stepItem(s: AsopStep): HTMLElement {
       h('time', {}, when(s.created_at))),
     h('div', {}, s.summary),
     s.message ? h('div', { className: 'muted small' }, s.message) : null,
+    answerBlock(s),
     h('details', {}, h('summary', {}, 'Request'), h('pre', { className: 'json' }, JSON.stringify(s.request, null, 2))));
 }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::doors::guardian::Guardian;
 use crate::doors::mcp::at_gate::{Admission, AskedOfUser, Judge, Judged};
-use crate::doors::mcp::signed::Answer;
+use crate::doors::mcp::signed::{Answer, Answered, Decided};
 
 /// The guardian's agent id of the MCP server `name`: its rules and its steps are kept
 /// under it (the server itself is let in by its key, at the MCP door).
@@ -44,8 +44,8 @@ fn context(server: &str, session: &str, shown_as: &str, id: &str, tools: Option<
 }
 
 /// The call as a step of the agent `mcp:<name>`, in ASOP's words (what the guardian keeps
-/// and shows; the decision is bound to these arguments).
-fn step(j: &Judged, shown_as: &str) -> Value {
+/// and shows; the decision is bound to these arguments), its ids all `id`.
+fn step(j: &Judged, shown_as: &str, id: &str) -> Value {
     let a = &j.asked;
     let inputs: Vec<Value> = match &a.arguments {
         Value::Object(members) => members.iter().map(|(k, v)| json!({"name": k, "value": v})).collect(),
@@ -55,9 +55,8 @@ fn step(j: &Judged, shown_as: &str) -> Value {
     if let Some(d) = &a.description {
         tool["description"] = json!(d);
     }
-    let id = uuid::Uuid::new_v4().to_string();
     json!({"jsonrpc": "2.0", "id": id, "method": "steps/toolCallRequest", "params": {
-        "context": context(&a.server, &a.session, shown_as, &id, Some(json!([tool]))),
+        "context": context(&a.server, &a.session, shown_as, id, Some(json!([tool]))),
         "toolCallRequest": {"executionId": id, "toolId": a.tool, "inputs": inputs},
     }})
 }
@@ -109,12 +108,25 @@ fn answer(decided: Result<Value, RpcError>) -> Answer {
 }
 
 impl Judge for GuardianJudge {
-    fn judge(&self, j: Judged) -> BoxFuture<'static, Answer> {
+    fn judge(&self, j: Judged) -> BoxFuture<'static, Decided> {
         let guardian = self.guardian.upgrade();
         Box::pin(async move {
-            let Some(guardian) = guardian else { return Answer::Deny { message: "Gatehouse's guardian is stopping; the call was not sent".into() } };
+            let Some(guardian) = guardian else {
+                return Decided::unkept(Answer::Deny { message: "Gatehouse's guardian is stopping; the call was not sent".into() });
+            };
             let shown_as = shown_as(&j.named, &j.asked.server);
-            answer(guardian.judge_admitted(step(&j, &shown_as), admitted(&j.admission)).await)
+            let id = uuid::Uuid::new_v4().to_string();
+            let answer = answer(guardian.judge_admitted(step(&j, &shown_as, &id), admitted(&j.admission)).await);
+            Decided { answer, step: Some(id) }
+        })
+    }
+
+    fn answered(&self, _sender: String, a: Answered) -> BoxFuture<'static, bool> {
+        let guardian = self.guardian.upgrade();
+        Box::pin(async move {
+            let Some(guardian) = guardian else { return false };
+            let answer = json!({"bytes": a.bytes, "failed": a.failed, "excerpt": a.excerpt, "flags": a.flags});
+            guardian.answered(&agent_id(&a.server), &a.step, answer).await
         })
     }
 

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
 
-use crate::doors::mcp::relay::{self, Keeper, Verdict};
-use crate::doors::mcp::signed::{self, Answer, Asked, Listed, ServerAsks, Withheld};
+use crate::doors::mcp::answered::Summary;
+use crate::doors::mcp::relay::{self, Called, Keeper, Verdict};
+use crate::doors::mcp::signed::{self, Answer, Answered, Asked, Decided, Listed, ServerAsks, Withheld};
 use crate::{Code, CommandError, Result};
 use gatehouse_mcp::call::ToolCall;
 use gatehouse_mcp::tools::Pin;
@@ -166,7 +167,7 @@ impl GateKeeper {
         serde_json::from_value(v).map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.gate))
     }
 
-    async fn ask(&self, call: &ToolCall) -> std::result::Result<Answer, String> {
+    async fn ask(&self, call: &ToolCall) -> std::result::Result<Decided, String> {
         let description = self.described.lock().unwrap_or_else(|p| p.into_inner()).get(&call.name).cloned();
         let asked =
             Asked { server: self.name.clone(), session: self.session.clone(), tool: call.name.clone(), arguments: call.arguments.to_serde(), description };
@@ -175,8 +176,16 @@ impl GateKeeper {
 }
 
 impl Keeper for GateKeeper {
-    async fn call(&self, call: &ToolCall) -> Verdict {
-        self.ask(call).await.map_or_else(Verdict::Refuse, Answer::for_call)
+    async fn call(&self, call: &ToolCall) -> Called {
+        self.ask(call).await.map_or_else(|why| Called { verdict: Verdict::Refuse(why), step: None }, Decided::called)
+    }
+
+    async fn answered(&self, step: String, answer: Summary) {
+        let body = serde_json::to_vec(&Answered::new(&self.name, step, answer)).unwrap_or_default();
+        // The answer is the app's already: what the gate could not keep is only logged.
+        if let Err(why) = self.post::<serde_json::Value>(signed::ANSWERS_PATH, body).await {
+            tracing::warn!(server = %self.name, "what answered a call was not kept: {why}");
+        }
     }
 
     async fn listed(&self, tools: &[Pin]) -> Vec<String> {

@@ -149,7 +149,15 @@ pub(super) const LATER: &[&str] = &[
     CREATE TRIGGER uamp_entries_del AFTER DELETE ON uamp_entries BEGIN UPDATE admission_version SET n = n + 1; END;",
     // 46: an MCP server's tools as the user let them in, and what it lists that differs.
     MCP_TOOLS,
+    // 47: what answered a step that went on (an MCP call's result, read for risks).
+    STEP_ANSWERS,
 ];
+
+/// Step 47 (PostgreSQL's 17): what answered a step that went on, and the indexes an
+/// agent's timeline and an answer's step are found by.
+pub(crate) const STEP_ANSWERS: &str = "ALTER TABLE asop_steps ADD COLUMN answer TEXT;
+    CREATE INDEX asop_steps_agent ON asop_steps (agent_id, row);
+    CREATE INDEX asop_steps_step ON asop_steps (step_id);";
 
 /// Step 46 (PostgreSQL's 16): MCP servers' pinned tools (sealed) and offered ones (`mcp`).
 pub(crate) const MCP_TOOLS: &str = "CREATE TABLE mcp_pins (

@@ -30,4 +30,6 @@ CREATE TABLE audit_witnesses (
     CREATE TRIGGER uamp_entries_changed AFTER INSERT OR UPDATE OR DELETE ON uamp_entries FOR EACH STATEMENT EXECUTE FUNCTION gatehouse_admission_changed();",
     // 16: SQLite's 46, MCP servers' pinned and offered tools.
     crate::migrations::MCP_TOOLS,
+    // 17: SQLite's 47, what answered a step that went on.
+    crate::migrations::STEP_ANSWERS,
 ];
