@@ -2763,6 +2763,11 @@ export type Retention_Deserialize = {
 	rejected_receipt_days?: number,
 	/**  Days an audit entry is kept (0: forever). */
 	audit_days?: number,
+	/**
+	 *  Days a decided step of the user's agents (an MCP server's call among them) is kept
+	 *  with its arguments and its answer (0: forever). Steps waiting for the user stay.
+	 */
+	steps_days?: number,
 };
 
 export type Retention_Serialize = {
@@ -2772,6 +2777,11 @@ export type Retention_Serialize = {
 	rejected_receipt_days: number,
 	/**  Days an audit entry is kept (0: forever). */
 	audit_days: number,
+	/**
+	 *  Days a decided step of the user's agents (an MCP server's call among them) is kept
+	 *  with its arguments and its answer (0: forever). Steps waiting for the user stay.
+	 */
+	steps_days: number,
 };
 
 export type RuleInput = RuleInput_Serialize;

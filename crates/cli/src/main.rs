@@ -124,7 +124,8 @@ enum Command {
         #[arg(long, conflicts_with_all = ["from", "to"])]
         off: bool,
     },
-    /// How long refused submissions' bodies and receipts and audit entries are kept
+    /// How long refused submissions' bodies and receipts, audit entries and agents' steps
+    /// are kept
     /// (shows it; the flags change it; 0 keeps forever)
     Retention {
         #[arg(long)]
@@ -133,6 +134,9 @@ enum Command {
         rejected_receipt_days: Option<u32>,
         #[arg(long)]
         audit_days: Option<u32>,
+        /// Days your agents' and MCP servers' decided steps are kept
+        #[arg(long)]
+        steps_days: Option<u32>,
     },
     /// Receipts of every submission, newest first
     Receipts {
@@ -378,13 +382,14 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             }
             print_json(&gatehouse_app::quiet::state(&store, gatehouse_app::clock::now())?);
         }
-        Command::Retention { rejected_body_days, rejected_receipt_days, audit_days } => {
+        Command::Retention { rejected_body_days, rejected_receipt_days, audit_days, steps_days } => {
             let store = open(false)?;
             let mut r = gatehouse_app::settings::retention(&store);
-            if rejected_body_days.is_some() || rejected_receipt_days.is_some() || audit_days.is_some() {
+            if rejected_body_days.is_some() || rejected_receipt_days.is_some() || audit_days.is_some() || steps_days.is_some() {
                 r.rejected_body_days = rejected_body_days.unwrap_or(r.rejected_body_days);
                 r.rejected_receipt_days = rejected_receipt_days.unwrap_or(r.rejected_receipt_days);
                 r.audit_days = audit_days.unwrap_or(r.audit_days);
+                r.steps_days = steps_days.unwrap_or(r.steps_days);
                 r = gatehouse_app::settings::set_retention(&store, &r)?;
             }
             print_json(&r);

@@ -119,7 +119,13 @@ pub fn run(cmd: McpCmd, data_dir: &std::path::Path, open: impl FnOnce() -> Resul
                 (None, None) => return Err(crate::invalid("name the server's command after --, or its address with --url")),
             };
             let (stdin, stdout) = crate::terminal::protocol_channel();
-            crate::uamp::runtime()?.block_on(gatehouse_app::mcp::wrap(data_dir, &name, server, gate.as_deref(), tokio::io::BufReader::new(stdin), stdout))?;
+            let rt = crate::uamp::runtime()?;
+            let ended = rt.block_on(gatehouse_app::mcp::wrap(data_dir, &name, server, gate.as_deref(), tokio::io::BufReader::new(stdin), stdout));
+            // A read of the app's stdin may still be waiting in a thread of the runtime (the
+            // server went first, and the app still holds its side open): the wrap ends now
+            // all the same, so the app sees its server gone instead of waiting for it.
+            rt.shutdown_timeout(std::time::Duration::from_millis(200));
+            ended?;
         }
         McpCmd::Add { name, url, credential_stdin, gate } => {
             let credential = if credential_stdin { Some(crate::uamp::read_token()?) } else { None };

@@ -149,22 +149,22 @@ impl Guardian {
         &self.store
     }
 
-    /// Keeps what answered the step `step_id` of `agent_id` that went on (told by the door
-    /// that relayed it), and tells the window: whether there was such a step.
-    pub async fn answered(self: &Arc<Self>, agent_id: &str, step_id: &str, answer: Value) -> bool {
-        let (me, agent, step) = (self.clone(), agent_id.to_string(), step_id.to_string());
-        let kept = tokio::task::spawn_blocking(move || me.store.asop_step_answered(&agent, &step, &answer)).await;
-        match kept {
-            Ok(Ok(Some(row))) => {
-                self.announce(row, Some(agent_id.to_string()), false);
-                true
+    /// Keeps what answered steps of `agent_id` that went on (told by the door that
+    /// relayed them, by step id), and tells the window: how many were such steps.
+    pub async fn answered(self: &Arc<Self>, agent_id: &str, answers: Vec<(String, Value)>) -> usize {
+        let (me, agent) = (self.clone(), agent_id.to_string());
+        match tokio::task::spawn_blocking(move || me.store.asop_steps_answered(&agent, &answers)).await {
+            Ok(Ok(rows)) => {
+                if let Some(row) = rows.last() {
+                    self.announce(*row, Some(agent_id.to_string()), false);
+                }
+                rows.len()
             }
-            Ok(Ok(None)) => false,
             Ok(Err(e)) => {
-                tracing::error!(error = %e, "could not keep what answered a step");
-                false
+                tracing::error!(error = %e, "could not keep what answered an agent's steps");
+                0
             }
-            Err(_) => false,
+            Err(_) => 0,
         }
     }
 

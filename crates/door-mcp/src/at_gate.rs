@@ -13,7 +13,7 @@ use gatehouse_gate::{Arrival, Gate, Keep, Refusal, Stored, Why, Words};
 use gatehouse_store::Store;
 use serde_json::Value;
 
-use crate::signed::{Answer, Answered, Asked, Decided, Listed, ServerAsks, Withheld};
+use crate::signed::{Answer, Answers, Asked, Decided, Listed, ServerAsks, Withheld};
 use crate::DOOR;
 use gatehouse_mcp::tools::{self, Change, Pin};
 use serde_json::json;
@@ -60,10 +60,10 @@ pub struct AskedOfUser {
 pub trait Judge: Send + Sync + 'static {
     fn judge(&self, call: Judged) -> BoxFuture<'static, Decided>;
     fn server_asks(&self, request: AskedOfUser) -> BoxFuture<'static, Answer>;
-    /// Keeps what answered a call the judge let go on (told by the server `sender`'s
-    /// wrap, under the step it was kept as); whether it was a call of that server's
-    /// waiting for its answer.
-    fn answered(&self, sender: String, answered: Answered) -> BoxFuture<'static, bool>;
+    /// Keeps what answered calls the judge let go on (told by the server `sender`'s wrap,
+    /// each under the step it was kept as): how many were calls of that server's waiting
+    /// for their answers.
+    fn answered(&self, sender: String, told: Answers) -> BoxFuture<'static, usize>;
 }
 
 /// The door at the gate.
@@ -96,18 +96,21 @@ impl McpDoor {
         self.judge.judge(Judged { sender, asked, admission, named }).await
     }
 
-    /// Keeps what answered a call of the server whose key is `public_hex`.
-    /// Only a server let in under that key is heard (the step's id, which only the wrap
-    /// that asked was told, names the call).
-    pub async fn answered(&self, public_hex: &str, answered: Answered) -> bool {
-        let sender = crate::signed::sender(&answered.server, public_hex);
-        let Some(gate) = self.gate.upgrade() else { return false };
+    /// Keeps what answered calls of the server whose key is `public_hex`. Only a server
+    /// let in under that key is heard (each step's id, which only the wrap that asked was
+    /// told, names its call).
+    pub async fn answered(&self, public_hex: &str, told: Answers) -> usize {
+        let sender = crate::signed::sender(&told.server, public_hex);
+        let Some(gate) = self.gate.upgrade() else { return 0 };
         let key = sender.clone();
         let let_in =
             tokio::task::spawn_blocking(move || gate.store().admission(&key, "").is_ok_and(|a| !a.blocked && a.revoked.is_none() && a.trust.is_some()))
                 .await
                 .unwrap_or(false);
-        let_in && self.judge.answered(sender, answered).await
+        match let_in {
+            true => self.judge.answered(sender, told).await,
+            false => 0,
+        }
     }
 
     /// Whether a server's request may reach the user's app: only a server let in, and only

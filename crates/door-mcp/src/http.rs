@@ -103,17 +103,20 @@ async fn answers(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) 
         Ok(b) => b,
         Err(r) => return r,
     };
-    let answered: signed::Answered = match serde_json::from_slice(&body) {
+    let told: signed::Answers = match serde_json::from_slice(&body) {
         Ok(a) => a,
-        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not an answer Gatehouse can keep: {e}")),
+        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not answers Gatehouse can keep: {e}")),
     };
-    let words_ok = answered.excerpt.chars().count() <= crate::answered::EXCERPT && answered.flags.len() <= gatehouse_risk::MAX_FLAGS;
-    if !signed::name_ok(&answered.server) || answered.step.is_empty() || answered.step.len() > 64 || !words_ok {
+    if !signed::name_ok(&told.server) || told.answers.len() > signed::MAX_ANSWERS || !told.answers.iter().all(signed::Answered::well_formed) {
         return refused(
             StatusCode::BAD_REQUEST,
-            format!("an answer names its server and the step it answered, with at most {} characters of it", crate::answered::EXCERPT),
+            format!(
+                "answers name their server, and at most {} steps answered, with at most {} characters of each",
+                signed::MAX_ANSWERS,
+                crate::answered::EXCERPT
+            ),
         );
     }
-    let kept = door.answered(&public, answered).await;
+    let kept = door.answered(&public, told).await;
     ([(header::CONTENT_TYPE, "application/json")], json!({"kept": kept}).to_string()).into_response()
 }

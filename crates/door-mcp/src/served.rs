@@ -36,7 +36,7 @@ use crate::answered::Summary;
 use crate::at_gate::McpDoor;
 use crate::frame::{Line, Lines};
 use crate::relay::{self, Called, Keeper, Verdict};
-use crate::signed::{self, Answered, Asked, Listed, ServerAsks};
+use crate::signed::{self, Answered, Answers, Asked, Listed, ServerAsks};
 
 /// Where the app reaches a server the user added (`{name}`: what they called it).
 pub const PATH: &str = "/mcp/v1/servers/{name}";
@@ -208,7 +208,7 @@ impl Keeper for InGate {
     }
 
     async fn answered(&self, step: String, answer: Summary) {
-        self.door.answered(&self.public, Answered::new(&self.name, step, answer)).await;
+        self.door.answered(&self.public, Answers { server: self.name.clone(), answers: vec![Answered::new(step, answer)] }).await;
     }
 
     async fn listed(&self, tools: &[Pin]) -> Vec<String> {

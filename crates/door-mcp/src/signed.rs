@@ -95,12 +95,23 @@ pub struct Decided {
     pub step: Option<String>,
 }
 
-/// What answered a call that went on, as the wrap read it: the server's result is passed
-/// to the app as it came; this is what the user sees of it in the call's timeline.
+/// What answered calls of one server that went on, as its wrap read them, told a batch
+/// at a time (at most [`MAX_ANSWERS`]): the server's results passed to the app as they
+/// came; this is what the user sees of them in the calls' timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answers {
+    pub server: String,
+    pub answers: Vec<Answered>,
+}
+
+/// At most this many answers are told at once.
+pub const MAX_ANSWERS: usize = 256;
+
+/// What answered one call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Answered {
-    pub server: String,
     /// The step the gate kept the call as ([`Decided::step`]).
     pub step: String,
     /// The answer's size in bytes, as the server sent it.
@@ -112,6 +123,21 @@ pub struct Answered {
     /// What in its words looks like an attempt to steer the model (at most
     /// [`gatehouse_risk::MAX_FLAGS`]).
     pub flags: Vec<gatehouse_risk::Flag>,
+}
+
+impl Answered {
+    /// The summary the relay made of the answer to the call kept as `step`.
+    pub fn new(step: String, s: crate::answered::Summary) -> Answered {
+        Answered { step, bytes: s.bytes, failed: s.failed, excerpt: s.excerpt, flags: s.flags }
+    }
+
+    /// Whether it is an answer as a wrap makes them.
+    pub fn well_formed(&self) -> bool {
+        !self.step.is_empty()
+            && self.step.len() <= 64
+            && self.excerpt.chars().count() <= crate::answered::EXCERPT
+            && self.flags.len() <= gatehouse_risk::MAX_FLAGS
+    }
 }
 
 /// The gate's answer to a call.
@@ -138,13 +164,6 @@ impl Decided {
     /// What the relay does with the call.
     pub fn called(self) -> crate::relay::Called {
         crate::relay::Called { verdict: self.answer.for_call(), step: self.step }
-    }
-}
-
-impl Answered {
-    /// The summary the relay made of the answer to the call kept as `step`.
-    pub fn new(server: &str, step: String, s: crate::answered::Summary) -> Answered {
-        Answered { server: server.to_string(), step, bytes: s.bytes, failed: s.failed, excerpt: s.excerpt, flags: s.flags }
     }
 }
 

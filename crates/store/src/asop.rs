@@ -166,17 +166,25 @@ impl Store {
         )? > 0)
     }
 
-    /// Keeps what answered the step `step_id` of `agent_id`, once: only a step that went on
-    /// (allowed or changed) has an answer, and the first one told is kept.
-    /// The step's row, when it was kept.
-    pub fn asop_step_answered(&self, agent_id: &str, step_id: &str, answer: &serde_json::Value) -> Result<Option<i64>> {
-        self.conn()?
-            .query_row(
-                "UPDATE asop_steps SET answer = ?3 WHERE agent_id = ?1 AND step_id = ?2 AND answer IS NULL AND decision IN ('allow', 'modify') RETURNING row",
-                args![agent_id, step_id, answer.to_string()],
-                |r| r.get::<i64>(0),
-            )
-            .optional()
+    /// Keeps what answered steps of `agent_id` (by step id), in one transaction, each
+    /// once: only a step that went on (allowed or changed) has an answer, and the first one
+    /// told is kept. The rows of the steps it was kept for.
+    pub fn asop_steps_answered(&self, agent_id: &str, answers: &[(String, serde_json::Value)]) -> Result<Vec<i64>> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        let mut rows = Vec::new();
+        for (step_id, answer) in answers {
+            let row = tx
+                .query_row(
+                    "UPDATE asop_steps SET answer = ?3 WHERE agent_id = ?1 AND step_id = ?2 AND answer IS NULL AND decision IN ('allow', 'modify') RETURNING row",
+                    args![agent_id, step_id, answer.to_string()],
+                    |r| r.get::<i64>(0),
+                )
+                .optional()?;
+            rows.extend(row);
+        }
+        tx.commit()?;
+        Ok(rows)
     }
 
     pub fn asop_step(&self, row: i64) -> Result<Option<AsopStepRow>> {

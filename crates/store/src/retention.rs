@@ -1,7 +1,8 @@
 //! How long what strangers sent is kept: the bytes of refused submissions (which the
-//! user looks at for a few days, if ever), the receipts of refused submissions, and the
-//! audit log. Receipts of accepted envelopes stay: they are the record of what reached
-//! the user's AI, and only trusted senders make them.
+//! user looks at for a few days, if ever), the receipts of refused submissions, the
+//! audit log, and the steps of the user's agents (their calls' arguments and answers).
+//! Receipts of accepted envelopes stay: they are the record of what reached the user's
+//! AI, and only trusted senders make them.
 
 use crate::sql::args;
 use serde::{Deserialize, Serialize};
@@ -24,11 +25,14 @@ pub struct Retention {
     pub rejected_receipt_days: u32,
     /// Days an audit entry is kept (0: forever).
     pub audit_days: u32,
+    /// Days a decided step of the user's agents (an MCP server's call among them) is kept
+    /// with its arguments and its answer (0: forever). Steps waiting for the user stay.
+    pub steps_days: u32,
 }
 
 impl Default for Retention {
     fn default() -> Self {
-        Retention { rejected_body_days: 7, rejected_receipt_days: 90, audit_days: 365 }
+        Retention { rejected_body_days: 7, rejected_receipt_days: 90, audit_days: 365, steps_days: 365 }
     }
 }
 
@@ -38,6 +42,7 @@ pub struct Pruned {
     pub bodies_cleared: usize,
     pub receipts_removed: usize,
     pub audit_removed: usize,
+    pub steps_removed: usize,
 }
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
@@ -54,7 +59,7 @@ impl Store {
     /// Changes the retention setting and audits the change: the one path both the
     /// window and the CLI take.
     pub fn set_retention(&self, r: &Retention, now: &str) -> Result<()> {
-        for days in [r.rejected_body_days, r.rejected_receipt_days, r.audit_days] {
+        for days in [r.rejected_body_days, r.rejected_receipt_days, r.audit_days, r.steps_days] {
             if days > MAX_RETENTION_DAYS {
                 return Err(crate::StoreError::Invalid(format!("{days} days is more than {MAX_RETENTION_DAYS}; use 0 to keep forever")));
             }
@@ -95,6 +100,21 @@ impl Store {
             let at = chrono::DateTime::from_timestamp_millis(now_ms).unwrap_or_default();
             let secs = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
             out.audit_removed = self.prune_audit(&secs(cutoff), &secs(at))?;
+        }
+        if r.steps_days > 0 {
+            let cutoff = chrono::DateTime::from_timestamp_millis(now_ms - i64::from(r.steps_days) * DAY_MS).unwrap_or_default();
+            let cutoff = cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            loop {
+                // Steps are written as RFC 3339 UTC, so text order is time order.
+                let n = self.conn()?.execute(
+                    "DELETE FROM asop_steps WHERE row IN (SELECT row FROM asop_steps WHERE decision != 'pending' AND created_at < ?1 ORDER BY row LIMIT ?2)",
+                    args![cutoff.as_str(), RECEIPT_BATCH],
+                )?;
+                out.steps_removed += n;
+                if (n as i64) < RECEIPT_BATCH {
+                    break;
+                }
+            }
         }
         Ok(out)
     }

@@ -102,12 +102,13 @@ export class SettingsView {
     const body = days('retention-body', r.rejected_body_days);
     const receipt = days('retention-receipt', r.rejected_receipt_days);
     const audit = days('retention-audit', r.audit_days);
+    const steps = days('retention-steps', r.steps_days);
     const forever = (n: number) => (n === 0 ? 'forever' : `${n} day${n === 1 ? '' : 's'}`);
     return h('form', { className: 'card', id: 'retention', onsubmit: async (e: Event) => {
       e.preventDefault();
       try {
-        const saved = await api.retentionSet({ rejected_body_days: Number(body.value), rejected_receipt_days: Number(receipt.value), audit_days: Number(audit.value) });
-        msg.textContent = `Saved: refused content kept ${forever(saved.rejected_body_days)}, refused receipts ${forever(saved.rejected_receipt_days)}, activity log ${forever(saved.audit_days)}.`;
+        const saved = await api.retentionSet({ rejected_body_days: Number(body.value), rejected_receipt_days: Number(receipt.value), audit_days: Number(audit.value), steps_days: Number(steps.value) });
+        msg.textContent = `Saved: refused content kept ${forever(saved.rejected_body_days)}, refused receipts ${forever(saved.rejected_receipt_days)}, activity log ${forever(saved.audit_days)}, your agents' steps ${forever(saved.steps_days)}.`;
       } catch (err) { msg.textContent = errorText(err); }
     } },
       h('h3', {}, 'How long history is kept'),
@@ -115,6 +116,7 @@ export class SettingsView {
       h('label', {}, h('span', {}, 'Content of refused submissions (days)'), body),
       h('label', {}, h('span', {}, 'Receipts of refused submissions (days)'), receipt),
       h('label', {}, h('span', {}, 'Activity log (days)'), audit),
+      h('label', {}, h('span', {}, 'Your agents’ and MCP servers’ decided steps, with their answers (days)'), steps),
       h('div', { className: 'actions' }, h('button', { className: 'secondary', type: 'submit', id: 'retention-save' }, 'Save')),
       msg);
   }

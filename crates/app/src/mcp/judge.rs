@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::doors::guardian::Guardian;
 use crate::doors::mcp::at_gate::{Admission, AskedOfUser, Judge, Judged};
-use crate::doors::mcp::signed::{Answer, Answered, Decided};
+use crate::doors::mcp::signed::{Answer, Answers, Decided};
 
 /// The guardian's agent id of the MCP server `name`: its rules and its steps are kept
 /// under it (the server itself is let in by its key, at the MCP door).
@@ -121,12 +121,13 @@ impl Judge for GuardianJudge {
         })
     }
 
-    fn answered(&self, _sender: String, a: Answered) -> BoxFuture<'static, bool> {
+    fn answered(&self, _sender: String, told: Answers) -> BoxFuture<'static, usize> {
         let guardian = self.guardian.upgrade();
         Box::pin(async move {
-            let Some(guardian) = guardian else { return false };
-            let answer = json!({"bytes": a.bytes, "failed": a.failed, "excerpt": a.excerpt, "flags": a.flags});
-            guardian.answered(&agent_id(&a.server), &a.step, answer).await
+            let Some(guardian) = guardian else { return 0 };
+            let answers =
+                told.answers.into_iter().map(|a| (a.step, json!({"bytes": a.bytes, "failed": a.failed, "excerpt": a.excerpt, "flags": a.flags}))).collect();
+            guardian.answered(&agent_id(&told.server), answers).await
         })
     }
 

@@ -109,7 +109,10 @@ fn name_in(which: &str) -> &str {
 /// The rules that decide a server's calls (those for every agent included).
 pub fn rules(ctx: &Context, name: &str) -> Result<Vec<AsopRuleRow>> {
     let agent = super::agent_id(name_in(name));
-    Ok(crate::guardian::rules(ctx)?.into_iter().filter(|r| r.agent == agent || r.agent == "*").collect())
+    // A server's steps name it as their provider too (`judge::context`): the rules for
+    // every agent of that provider decide its calls as well, so they are listed with its own.
+    let provider = |r: &AsopRuleRow| r.agent.strip_prefix("provider:").is_some_and(|p| p.trim().eq_ignore_ascii_case(name_in(name)));
+    Ok(crate::guardian::rules(ctx)?.into_iter().filter(|r| r.agent == agent || r.agent == "*" || provider(r)).collect())
 }
 
 /// A rule for one server's tool (`*`: every tool); audited.

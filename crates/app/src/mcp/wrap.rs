@@ -14,7 +14,7 @@ use ed25519_dalek::SigningKey;
 
 use crate::doors::mcp::answered::Summary;
 use crate::doors::mcp::relay::{self, Called, Keeper, Verdict};
-use crate::doors::mcp::signed::{self, Answer, Answered, Asked, Decided, Listed, ServerAsks, Withheld};
+use crate::doors::mcp::signed::{self, Answer, Answered, Answers, Asked, Decided, Listed, ServerAsks, Withheld};
 use crate::{Code, CommandError, Result};
 use gatehouse_mcp::call::ToolCall;
 use gatehouse_mcp::tools::Pin;
@@ -78,7 +78,7 @@ pub async fn wrap(
     }
     let key = gatehouse_keys::load_or_create_file(&key_file(data_dir, name))
         .map_err(|e| CommandError::new(Code::Invalid, format!("cannot read or make the server's key: {e}")))?;
-    let keeper = GateKeeper::new(name, &gate_url(gate), key)?;
+    let (keeper, reporter) = GateKeeper::new(name, &gate_url(gate), key)?;
     type Relayed = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<relay::Ended>> + Send>>;
     let (mut child, relayed): (_, Relayed) = match server {
         Server::Command { program, args } => {
@@ -102,43 +102,90 @@ pub async fn wrap(
     if let Some(c) = child.as_mut() {
         c.stop();
     }
+    reporter.finish().await;
     ended
 }
 
 /// Asks the gate's MCP door about each call.
 struct GateKeeper {
+    poster: Poster,
+    session: String,
+    /// What the server last said each tool does, shown with its calls.
+    described: Mutex<HashMap<String, String>>,
+    /// What answered calls, on its way to the gate a batch at a time.
+    answers: tokio::sync::mpsc::Sender<Answered>,
+}
+
+/// How often what answered calls is told to the gate (one request and one write a batch:
+/// the next call is not made to wait behind each).
+const REPORT_EVERY: Duration = Duration::from_secs(1);
+/// Answers waiting to be told; beyond it one is only logged.
+const REPORT_QUEUE: usize = 1024;
+
+/// Tells the gate what answered calls, a batch at a time, until told to finish.
+struct Reporter {
+    end: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Reporter {
+    /// Tells what is left, within a bound (a gate that does not answer does not hold the
+    /// app's session open).
+    async fn finish(self) {
+        let _ = self.end.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(3), self.task).await;
+    }
+}
+
+async fn report(poster: Poster, mut rx: tokio::sync::mpsc::Receiver<Answered>, mut end: tokio::sync::oneshot::Receiver<()>) {
+    let mut ending = false;
+    while !ending {
+        let first = tokio::select! {
+            a = rx.recv() => a,
+            _ = &mut end => None,
+        };
+        let Some(first) = first else {
+            let mut rest = Vec::new();
+            while let Ok(a) = rx.try_recv() {
+                rest.push(a);
+            }
+            poster.tell(rest).await;
+            break;
+        };
+        let mut batch = vec![first];
+        let due = tokio::time::sleep(REPORT_EVERY);
+        tokio::pin!(due);
+        while batch.len() < signed::MAX_ANSWERS {
+            tokio::select! {
+                a = rx.recv() => match a {
+                    Some(a) => batch.push(a),
+                    None => break,
+                },
+                () = &mut due => break,
+                _ = &mut end => {
+                    ending = true;
+                    while let (true, Ok(a)) = (batch.len() < signed::MAX_ANSWERS, rx.try_recv()) {
+                        batch.push(a);
+                    }
+                    break;
+                }
+            }
+        }
+        poster.tell(batch).await;
+    }
+}
+
+/// Signs and posts to the gate's MCP door.
+#[derive(Clone)]
+struct Poster {
     /// The gate's address (its door's paths are added to it).
     gate: String,
     http: reqwest::Client,
     name: String,
     key: SigningKey,
-    session: String,
-    /// What the server last said each tool does, shown with its calls.
-    described: Mutex<HashMap<String, String>>,
 }
 
-/// How long a call may wait for the gate's answer: its longest wait for the user and a
-/// minute more (this only ends a gate that stopped answering).
-const ANSWER_WITHIN: Duration = Duration::from_secs(crate::doors::guardian::MAX_ASK_TIMEOUT.as_secs() + 60);
-
-impl GateKeeper {
-    fn new(name: &str, gate: &str, key: SigningKey) -> Result<GateKeeper> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(ANSWER_WITHIN)
-            .build()
-            .map_err(|e| CommandError::new(Code::Internal, format!("cannot make an HTTP client: {e}")))?;
-        Ok(GateKeeper {
-            gate: gate.to_string(),
-            http,
-            name: name.to_string(),
-            key,
-            session: uuid::Uuid::new_v4().to_string(),
-            described: Mutex::new(HashMap::new()),
-        })
-    }
-
+impl Poster {
     /// Posts `body` to the door's `path`, signed: the answer, or why there is none.
     async fn post<T: serde::de::DeserializeOwned>(&self, path: &str, body: Vec<u8>) -> std::result::Result<T, String> {
         let url = format!("{}{path}", self.gate);
@@ -167,10 +214,57 @@ impl GateKeeper {
         serde_json::from_value(v).map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.gate))
     }
 
+    /// Tells the gate what answered calls (nothing when there is nothing to tell).
+    async fn tell(&self, answers: Vec<Answered>) {
+        if answers.is_empty() {
+            return;
+        }
+        let n = answers.len();
+        let body = serde_json::to_vec(&Answers { server: self.name.clone(), answers }).unwrap_or_default();
+        // The answers are the app's already: what the gate could not keep is only logged.
+        if let Err(why) = self.post::<serde_json::Value>(signed::ANSWERS_PATH, body).await {
+            tracing::warn!(server = %self.name, "what answered {n} call(s) was not kept: {why}");
+        }
+    }
+}
+
+/// How long a call may wait for the gate's answer: its longest wait for the user and a
+/// minute more (this only ends a gate that stopped answering).
+const ANSWER_WITHIN: Duration = Duration::from_secs(crate::doors::guardian::MAX_ASK_TIMEOUT.as_secs() + 60);
+
+impl GateKeeper {
+    fn new(name: &str, gate: &str, key: SigningKey) -> Result<(GateKeeper, Reporter)> {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(ANSWER_WITHIN)
+            .build()
+            .map_err(|e| CommandError::new(Code::Internal, format!("cannot make an HTTP client: {e}")))?;
+        let poster = Poster { gate: gate.to_string(), http, name: name.to_string(), key };
+        let (answers, rx) = tokio::sync::mpsc::channel(REPORT_QUEUE);
+        let (end, ending) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(report(poster.clone(), rx, ending));
+        let keeper = GateKeeper { poster, session: uuid::Uuid::new_v4().to_string(), described: Mutex::new(HashMap::new()), answers };
+        Ok((keeper, Reporter { end, task }))
+    }
+
+    fn name(&self) -> &str {
+        &self.poster.name
+    }
+
+    async fn post<T: serde::de::DeserializeOwned>(&self, path: &str, body: Vec<u8>) -> std::result::Result<T, String> {
+        self.poster.post(path, body).await
+    }
+
     async fn ask(&self, call: &ToolCall) -> std::result::Result<Decided, String> {
         let description = self.described.lock().unwrap_or_else(|p| p.into_inner()).get(&call.name).cloned();
-        let asked =
-            Asked { server: self.name.clone(), session: self.session.clone(), tool: call.name.clone(), arguments: call.arguments.to_serde(), description };
+        let asked = Asked {
+            server: self.name().to_string(),
+            session: self.session.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.to_serde(),
+            description,
+        };
         self.post(signed::PATH, serde_json::to_vec(&asked).map_err(|e| e.to_string())?).await
     }
 }
@@ -181,10 +275,8 @@ impl Keeper for GateKeeper {
     }
 
     async fn answered(&self, step: String, answer: Summary) {
-        let body = serde_json::to_vec(&Answered::new(&self.name, step, answer)).unwrap_or_default();
-        // The answer is the app's already: what the gate could not keep is only logged.
-        if let Err(why) = self.post::<serde_json::Value>(signed::ANSWERS_PATH, body).await {
-            tracing::warn!(server = %self.name, "what answered a call was not kept: {why}");
+        if self.answers.try_send(Answered::new(step, answer)).is_err() {
+            tracing::warn!(server = %self.name(), "{REPORT_QUEUE} answers wait to be told to Gatehouse: one was not kept");
         }
     }
 
@@ -194,18 +286,18 @@ impl Keeper for GateKeeper {
             described.clear();
             described.extend(tools.iter().map(|t| (t.name.clone(), t.description.clone())));
         }
-        let listed = Listed { server: self.name.clone(), session: self.session.clone(), tools: tools.to_vec() };
+        let listed = Listed { server: self.name().to_string(), session: self.session.clone(), tools: tools.to_vec() };
         let body = serde_json::to_vec(&listed).unwrap_or_default();
         // What the gate does not let through is withheld; with no answer, everything is.
         match self.post::<Withheld>(signed::TOOLS_PATH, body).await {
             Ok(w) => {
                 if let Some(m) = w.message.filter(|_| !w.withhold.is_empty()) {
-                    tracing::warn!(server = %self.name, "tools withheld from the app: {m}");
+                    tracing::warn!(server = %self.name(), "tools withheld from the app: {m}");
                 }
                 w.withhold
             }
             Err(why) => {
-                tracing::warn!(server = %self.name, "every tool withheld from the app: {why}");
+                tracing::warn!(server = %self.name(), "every tool withheld from the app: {why}");
                 tools.iter().map(|t| t.name.clone()).collect()
             }
         }
@@ -213,7 +305,7 @@ impl Keeper for GateKeeper {
 
     async fn server_asks(&self, method: &str, message: &[u8]) -> Verdict {
         let params = serde_json::from_slice::<serde_json::Value>(message).ok().and_then(|m| m.get("params").cloned()).unwrap_or_default();
-        let asked = ServerAsks { server: self.name.clone(), session: self.session.clone(), method: method.to_string(), params };
+        let asked = ServerAsks { server: self.name().to_string(), session: self.session.clone(), method: method.to_string(), params };
         self.post::<Answer>(signed::ASKS_PATH, serde_json::to_vec(&asked).unwrap_or_default()).await.map_or_else(Verdict::Refuse, Answer::for_request)
     }
 }

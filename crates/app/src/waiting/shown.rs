@@ -19,6 +19,14 @@ pub struct Shown {
     pub warn: bool,
 }
 
+/// The description a step's agent gives of the tool the step calls.
+fn tool_described(request: &serde_json::Value) -> Option<&str> {
+    let params = request.get("params")?;
+    let tool = params.pointer("/toolCallRequest/toolId")?.as_str()?;
+    let tools = params.pointer("/context/agent/tools")?.as_array()?;
+    tools.iter().find(|t| t.get("id").and_then(|i| i.as_str()) == Some(tool))?.get("description")?.as_str().filter(|d| !d.is_empty())
+}
+
 struct Lines(Vec<Shown>);
 
 impl Lines {
@@ -223,6 +231,12 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
         ConsentItem::GuardianStep { step } => {
             let agent = step.agent_name.as_deref().or(step.agent_id.as_deref()).unwrap_or("an agent");
             l.add("step", "Step", format!("{agent}: {} — {}", step.method, step.summary));
+            // What the agent (or the MCP server) says the tool does: its own words, read
+            // for risks, shown before the user allows.
+            if let Some(said) = tool_described(&step.request) {
+                l.add("tool_description", "The tool says of itself", said);
+                l.risk(&gatehouse_risk::scan(said, &[]));
+            }
         }
         ConsentItem::ToolChange { server, server_name, tools, digest: _, later } => {
             l.add("server_name", "MCP server", server_name.clone());

@@ -171,7 +171,7 @@ fn retention_drops_the_oldest_and_the_log_still_verifies() {
     behind_the_gates_back(l.dir.path(), "UPDATE audit SET at = '2026-01-01T00:00:00Z' WHERE id <= 3");
     // (Their hashes no longer fit the changed times: the check says so, naming #1.)
     assert_eq!(l.problem().0, 1);
-    let pruned = l.store.prune(now, &gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 30 }).unwrap();
+    let pruned = l.store.prune(now, &gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 30, steps_days: 0 }).unwrap();
     assert_eq!(pruned.audit_removed, 3);
     let v = audit::verify_live(&l.store, &l.public, None).unwrap();
     assert!(v.intact, "the dropped entries are accounted for by the pruning entry: {v:?}");

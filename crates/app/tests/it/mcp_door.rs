@@ -35,14 +35,14 @@ impl std::ops::Deref for M {
 }
 
 /// A wrapped server "files", as `gatehouse mcp wrap` asks the gate at `base`.
-struct Wrap {
+pub(crate) struct Wrap {
     base: String,
     http: reqwest::Client,
     server: ed25519_dalek::SigningKey,
 }
 
 impl Wrap {
-    fn at(base: &str) -> Wrap {
+    pub(crate) fn at(base: &str) -> Wrap {
         Wrap { base: base.to_string(), http: reqwest::Client::new(), server: ed25519_dalek::SigningKey::from_bytes(&[9; 32]) }
     }
 }
@@ -82,7 +82,7 @@ impl Wrap {
     }
 
     /// A call of `tool` as the wrap asks it, signed now.
-    async fn call(&self, tool: &str, arguments: Value) -> Answer {
+    pub(crate) async fn call(&self, tool: &str, arguments: Value) -> Answer {
         let body =
             serde_json::to_vec(&json!({"server": "files", "session": "s-1", "tool": tool, "arguments": arguments, "description": "Reads a file"})).unwrap();
         let (status, v) = self.post(signed::PATH, &body, &signed::sign(&self.server, chrono::Utc::now().timestamp(), signed::PATH, &body)).await;
@@ -92,7 +92,7 @@ impl Wrap {
 
     /// The server lists tools (name, description) as the wrap tells the gate: what is
     /// withheld from the client.
-    async fn list(&self, tools: &[(&str, &str)]) -> Vec<String> {
+    pub(crate) async fn list(&self, tools: &[(&str, &str)]) -> Vec<String> {
         let pins: Vec<Pin> = tools
             .iter()
             .map(|(n, d)| Pin { name: n.to_string(), title: None, description: d.to_string(), input_schema: "{}".into(), digest: String::new() }.checked())

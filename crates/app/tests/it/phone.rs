@@ -120,6 +120,47 @@ impl Browser {
     }
 }
 
+/// The phone joins the gate from an invitation: its approver id.
+async fn join(phone: &Browser, inbox: &TestInbox, name: &str) -> String {
+    let inv = approvers::invite(&inbox.ctx(), name, &inbox.url, chrono::Utc::now()).unwrap();
+    phone.go(&inv.url).await;
+    phone.wait_text("main", "Join this gate as an approver").await;
+    phone.click("#join-button").await;
+    phone.wait_text("#who", &format!("This device: {name}")).await;
+    phone.wait_text("main", "Nothing waits.").await;
+    approvers::list(&crate::common::ctx(&inbox.store)).unwrap().into_iter().find(|a| a.name == name).unwrap().id
+}
+
+/// An MCP server the user's AI app runs knocks, and then one of its tool calls that no
+/// rule decides waits: both are decided on the phone like any other item, the call shown
+/// with its server, its tool and its arguments, and it goes on only once allowed there.
+#[tokio::test]
+async fn an_mcp_servers_call_waits_until_it_is_allowed_on_the_phone() {
+    let Some(phone) = chromium().await else { return };
+    let inbox = TestInbox::start(&pubhex(&key(0x61)), false).await;
+    let id = join(&phone, &inbox, "Ana's phone").await;
+    let wrap = crate::mcp_door::Wrap::at(&inbox.url);
+    assert_eq!(wrap.list(&[("read_file", "Reads a file")]).await, ["read_file"], "nothing of a server not let in reaches the model");
+    phone.wait_text(".card.waiting", "Reads a file").await;
+    phone.click(".card.waiting button[data-decision='always_allow_scope']").await;
+    phone.wait_text("main", "Nothing waits.").await;
+
+    let asked = tokio::spawn(async move { wrap.call("read_file", serde_json::json!({"path": "notes.txt"})).await });
+    phone.wait_text(".card.waiting[data-kind='guardian_step']", "notes.txt").await;
+    let card = phone.text(".card.waiting").await;
+    assert!(card.contains("read_file") && card.contains("The agent waits for your answer."), "{card}");
+    assert!(card.contains("The tool says of itself") && card.contains("Reads a file"), "the tool's description is on the card: {card}");
+    phone.screenshot("phone-mcp-call").await;
+    assert!(!asked.is_finished(), "the call waits for the phone");
+    phone.click(".card.waiting button[data-decision='allow_once']").await;
+    phone.wait_text("main", "Nothing waits.").await;
+    assert_eq!(asked.await.unwrap(), gatehouse_app::doors::mcp::signed::Answer::Allow);
+    let audit = inbox.store.audit_list(20).unwrap();
+    let decided = audit.iter().find(|a| a.action == "consent.allow_once").expect("the phone's decision is on record");
+    assert_eq!(decided.detail["by"]["approver"], id.as_str(), "{:?}", decided.detail);
+    inbox.stop().await;
+}
+
 #[tokio::test]
 async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_removed() {
     let Some(phone) = chromium().await else { return };

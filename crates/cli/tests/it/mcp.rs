@@ -114,6 +114,12 @@ fn decided_by_the_users_gate(client: &App, py: &Path) {
     ok(d, &["mcp", "allow", "tools", "--name", "Test tools"]);
     ok(d, &["mcp", "rules", "add", "tools", "--tool", "echo", "--action", "allow"]);
     ok(d, &["mcp", "rules", "add", "tools", "--tool", "send_mail", "--action", "deny"]);
+    // A rule for every agent of the provider "tools" decides its calls too, and is listed
+    // with the server's own.
+    ok(d, &["guardian", "rules", "add", "--agent", "provider:tools", "--tool", "big", "--action", "deny"]);
+    let rules = json(d, &["mcp", "rules", "list", "tools", "--json"]);
+    let listed: Vec<_> = rules.as_array().unwrap().iter().map(|r| (r["agent"].as_str().unwrap(), r["tool"].as_str().unwrap())).collect();
+    assert_eq!(listed, [("mcp:tools", "echo"), ("mcp:tools", "send_mail"), ("provider:tools", "big")], "{rules}");
     let later = app(
         client,
         py,
@@ -181,6 +187,83 @@ fn decided_by_the_users_gate(client: &App, py: &Path) {
     let servers = json(d, &["mcp", "list", "--json"]);
     let states: Vec<_> = servers.as_array().unwrap().iter().map(|s| (s["state"].as_str(), s["key"].as_str() == Some(key.as_str()))).collect();
     assert_eq!(states, [(Some("let_in"), true), (Some("waiting"), false)], "{servers}");
+}
+
+/// The TypeScript SDK's server (tests/peers/mcp-js/server.mjs) wrapped the same way, the
+/// Python SDK's client the app: not let in, nothing of it reaches the model; let in, its
+/// calls are judged by the user's rules and its results pass as it gave them; its
+/// send_mail changed is held.
+#[test]
+fn the_typescript_sdks_server_is_wrapped_the_same_way() {
+    let (Some(py), Some(js)) = (python(), gatehouse_mail_testswarm::reference::node_peer("mcp-js-1.32.2", "MCP TypeScript SDK")) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _c = Cleanup(vec![d.into()]);
+    ok(d, &["init"]);
+    let gate = Server::start(d);
+    let server_js = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/mcp-js/server.mjs");
+    let session = |rug: bool, steps: &[Value]| -> Vec<Value> {
+        let mut wrap = vec![BIN.to_string(), "--data-dir".into(), d.display().to_string()];
+        // The app starts its servers with little of its environment (the SDK's default):
+        // where the TypeScript SDK is goes in the server's command line.
+        wrap.extend(["mcp", "wrap", "--name", "jstools", "--gate", gate.1.as_str(), "--", "env"].map(String::from));
+        wrap.push(format!("GATEHOUSE_MCP_JS={}", js.display()));
+        wrap.push("node".into());
+        wrap.push(server_js.display().to_string());
+        if rug {
+            wrap.push("--rug".into());
+        }
+        let out = Command::new(&py).arg(peer("app.py")).arg(json!(wrap).to_string()).args(steps.iter().map(Value::to_string)).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "the app failed: {text}\n{}", String::from_utf8_lossy(&out.stderr));
+        text.lines().filter_map(|l| l.strip_prefix("ANSWER ")).map(|a| serde_json::from_str(a).unwrap()).collect()
+    };
+    let first = session(false, &[json!(["list"])]);
+    assert_eq!(first[0]["tools"], json!([]), "{first:?}");
+    let offered = json(d, &["mcp", "tools", "jstools", "--json"]);
+    assert_eq!(offered["held"].as_array().map(Vec::len), Some(3), "its tools wait with its knock: {offered}");
+
+    ok(d, &["mcp", "allow", "jstools"]);
+    ok(d, &["mcp", "rules", "add", "jstools", "--tool", "echo", "--action", "allow"]);
+    ok(d, &["mcp", "rules", "add", "jstools", "--tool", "send_mail", "--action", "deny"]);
+    let later = session(
+        false,
+        &[json!(["list"]), json!(["call", "echo", {"text": "héllo from \"node\"\n"}]), json!(["call", "send_mail", {"to": "a@x.example", "body": "hi"}])],
+    );
+    assert_eq!(later[0]["tools"], json!(["echo", "big", "send_mail"]), "{later:?}");
+    assert_eq!(later[1], json!({"is_error": false, "text": "héllo from \"node\"\n"}), "the result as the server gave it: {later:?}");
+    assert_eq!(later[2]["error"]["code"], -32001, "{later:?}");
+    let log = json(d, &["mcp", "log", "jstools", "--json"]);
+    assert_eq!(log[1]["answer"]["excerpt"].as_str(), Some("héllo from \"node\""), "{log}");
+
+    let pulled = session(true, &[json!(["list"])]);
+    assert_eq!(pulled[0]["tools"], json!(["echo", "big"]), "its changed send_mail is held: {pulled:?}");
+}
+
+/// A server that exits at once (here: it cannot start) ends the wrap too: the app sees its
+/// server gone and says so, instead of waiting for an answer that cannot come.
+#[test]
+fn a_server_that_exits_ends_the_apps_session_instead_of_hanging_it() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let wrap = json!([BIN, "--data-dir", d, "mcp", "wrap", "--name", "gone", "--gate", "http://127.0.0.1:1", "--", &py, "-c", "import sys; sys.exit(3)"]);
+    let mut app = Command::new(&py)
+        .arg(peer("app.py"))
+        .arg(wrap.to_string())
+        .arg(json!(["list"]).to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while app.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > until {
+            let _ = app.kill();
+            panic!("the app still waits for a server that is gone");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Whether the process `pid` is gone (a zombie waiting to be reaped is), within 5 s.

@@ -262,7 +262,7 @@ crate::on_both_engines! {
         assert_eq!(kept[0].detail["through_id"], kept[1].id - 1);
         assert_eq!(kept[0].detail["hash"], kept[1].prev_hash.as_str());
         // 0 keeps forever.
-        let forever = gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 0 };
+        let forever = gatehouse_store::Retention { rejected_body_days: 0, rejected_receipt_days: 0, audit_days: 0, steps_days: 0 };
         assert_eq!(store.prune(now + 1000 * day, &forever).unwrap(), gatehouse_store::Pruned::default());
     }
 }
