@@ -267,6 +267,44 @@ crate::on_both_engines! {
     }
 }
 
+crate::on_both_engines! {
+    fn agents_decided_steps_go_after_their_retention_with_their_answers_and_waiting_ones_stay(place) {
+        let store = place.open();
+        let day = 24 * 3600 * 1000;
+        let now = 1_790_000_000_000i64;
+        let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let step = |id: &str, decision: &str, ms: i64| gatehouse_store::asop::NewAsopStep {
+            session_id: Some("s".into()),
+            turn_id: None,
+            step_id: Some(id.into()),
+            agent_id: Some("mcp:files".into()),
+            agent_name: None,
+            method: "steps/toolCallRequest".into(),
+            summary: format!("step {id}"),
+            reasoning: None,
+            request: serde_json::json!({}),
+            decision: decision.into(),
+            message: None,
+            rule_id: None,
+            decided_by: Some("rule".into()),
+            at: at(ms),
+        };
+        for (id, decision, age) in [("old", "allow", 40), ("old-waiting", "pending", 40), ("new", "allow", 2)] {
+            store.asop_step_add(&step(id, decision, now - age * day)).unwrap();
+        }
+        // An answer is kept once, and only for a step that went on.
+        let answer = serde_json::json!({"bytes": 5, "failed": false, "excerpt": "hello", "flags": []});
+        let told = [("new".to_string(), answer.clone()), ("old-waiting".to_string(), answer.clone()), ("new".to_string(), serde_json::json!({"bytes": 1}))];
+        assert_eq!(store.asop_steps_answered("mcp:files", &told).unwrap().len(), 1);
+        assert!(store.asop_steps_answered("mcp:other", &[("old".to_string(), answer.clone())]).unwrap().is_empty(), "another agent's step is not its");
+        let r = gatehouse_store::Retention { steps_days: 30, ..gatehouse_store::Retention::default() };
+        assert_eq!(store.prune(now, &r).unwrap().steps_removed, 1);
+        let left = store.asop_agent_steps("mcp:files", 10).unwrap();
+        let left: Vec<_> = left.iter().map(|s| (s.step_id.as_deref().unwrap(), s.answer.clone())).collect();
+        assert_eq!(left, [("new", Some(answer)), ("old-waiting", None)]);
+    }
+}
+
 #[test]
 fn refused_receipts_go_after_their_retention_with_their_search_and_sender_entries() {
     let dir = tempfile::tempdir().unwrap();
