@@ -84,6 +84,7 @@ fn an_mcp_server_is_let_in_from_the_window_and_a_call_waits_for_the_user() {
     });
     app.wait_text("#view-consent .asop-ask", "hello, window");
     assert!(app.text("#view-consent .asop-ask").contains("echo"));
+    assert!(app.text("#view-consent .asop-ask").contains("The tool says of itself: Says back what it was given."), "the tool's own words are on the card");
     app.screenshot("mcp-call-asks");
     app.click("#view-consent .asop-ask button[data-answer='allow']");
     let answered = waiting.join().unwrap();
@@ -94,6 +95,8 @@ fn an_mcp_server_is_let_in_from_the_window_and_a_call_waits_for_the_user() {
     app.wait_text("#mcp-server-list", "files");
     app.wait_text("#mcp-tools", "send_mail");
     app.wait_text("#mcp-timeline", "hello, window");
+    // What the tool answered is on the call (told by the wrap once the app had it).
+    app.wait_text("#mcp-timeline .step-answer", "passed to your AI app as it came");
     app.script("document.getElementById('mcp-servers').scrollIntoView(); return true;");
     app.screenshot("mcp-agents");
 

@@ -210,10 +210,17 @@ function describe(item) {
   return parts;
 }
 
+// A decision's confirmation is about that item: it stays while the list holds nothing
+// new, and goes as soon as another item arrives (it is never shown under the next item
+// as if it were about it).
+let drawn = new Set();
+let confirmedAmong = null;
+
 async function decide(item, decision, lasting) {
   try {
     const out = await signedFetch('POST', '/approve/decide', { target: item.target, digest: item.digest, decision, lasting: { for: lasting } });
     say(out.message, 'ok');
+    confirmedAmong = new Set(drawn);
   } catch (e) {
     if (e.message !== 'removed') say(e.message, 'bad');
   }
@@ -242,11 +249,20 @@ async function showWaiting() {
   who.textContent = `This device: ${device.name}`;
   let items;
   try { items = await signedFetch('GET', '/approve/waiting'); } catch (e) { if (e.message !== 'removed') say(e.message, 'bad'); return; }
+  if (confirmedAmong && items.some((i) => !confirmedAmong.has(i.digest))) {
+    if (status.className === 'ok') say('', '');
+    confirmedAmong = null;
+  }
+  drawn = new Set(items.map((i) => i.digest));
   const cards = items.map((item, n) => {
     const lasting = el('select', { id: `lasting-${n}`, 'aria-label': 'How long “always allow” lasts' },
       el('option', { value: 'always' }, 'for good'), el('option', { value: 'hour' }, 'for an hour'), el('option', { value: 'tonight' }, 'until tonight'));
     const own = decisionsOf[item.item.kind];
-    const buttons = (own || decisions).map(([d, label, cls]) => el('button', { class: cls, 'data-decision': d, onclick: () => void decide(item, d, own ? 'always' : lasting.value) }, label));
+    // Safe by default: on an item with a warning (risk flags, a claim of someone else's
+    // name, a key not kept), no allow is the main action; Deny is.
+    const flagged = item.shown.some((l) => l.warn);
+    const look = (d, cls) => (flagged && cls === 'primary' && d !== 'deny' ? '' : flagged && d === 'deny' ? 'primary' : cls);
+    const buttons = (own || decisions).map(([d, label, cls]) => el('button', { class: look(d, cls), 'data-decision': d, onclick: () => void decide(item, d, own ? 'always' : lasting.value) }, label));
     return el('section', { class: 'card waiting', 'aria-label': 'Waiting for a decision', 'data-kind': item.item.kind }, ...describe(item),
       ...(own ? [] : [el('label', { for: `lasting-${n}` }, '“Always allow” lasts'), lasting]), el('div', { class: 'actions' }, ...buttons));
   });

@@ -85,14 +85,21 @@ impl McpDoor {
         let judged = tokio::task::spawn_blocking(move || match admit(&gate, &key, &who, size, None) {
             // Only a tool the user let in, as they saw it, is called.
             Admission::Admitted { held } => match tool_held(gate.store(), &key, &who, &tool) {
-                Ok(None) => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten()),
-                Ok(Some(message)) => (Admission::Refused { message, blocked: false }, None),
-                Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None),
+                Ok(Ok(described)) => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten(), described),
+                Ok(Err(message)) => (Admission::Refused { message, blocked: false }, None, None),
+                Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None, None),
             },
-            other => (other, None),
+            other => (other, None, None),
         })
         .await;
-        let (admission, named) = judged.unwrap_or_else(|e| (Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false }, None));
+        let (admission, named, described) =
+            judged.unwrap_or_else(|e| (Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false }, None, None));
+        // The tool's words shown with the call are those the user let in (the pin), not
+        // what the wrap says the server listed last.
+        let asked = match described {
+            Some(d) => Asked { description: Some(d), ..asked },
+            None => asked,
+        };
         self.judge.judge(Judged { sender, asked, admission, named }).await
     }
 
@@ -222,15 +229,16 @@ fn offer(t: &Pin) -> (String, String, String) {
     (t.name.clone(), json!(t).to_string(), t.digest.clone())
 }
 
-/// Why a call of `tool` may not go on although its server is let in: the tool is not
-/// among those the user let in, or it changed since.
-fn tool_held(store: &Store, key: &str, who: &str, tool: &str) -> gatehouse_store::Result<Option<String>> {
-    let pinned = store.mcp_pins(key)?.iter().any(|p| p.tool == tool);
+/// Whether a call of `tool` may go on now its server is let in: its description as the
+/// user let it in; or why not (the tool is not among those the user let in, or it
+/// changed since).
+fn tool_held(store: &Store, key: &str, who: &str, tool: &str) -> gatehouse_store::Result<Result<Option<String>, String>> {
+    let pinned = store.mcp_pins(key)?.into_iter().find(|p| p.tool == tool);
     let offered = store.mcp_offers(Some(key))?.iter().any(|o| o.tool == tool);
     Ok(match (pinned, offered) {
-        (true, false) => None,
-        (true, true) => Some(format!("the tool {tool:?} of “{who}” changed since you let it in; it is held until you accept the change in Gatehouse")),
-        (false, _) => Some(format!("{tool:?} is not among the tools of “{who}” you let in; it is held until you accept it in Gatehouse")),
+        (Some(p), false) => Ok(p.pin.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_string)),
+        (Some(_), true) => Err(format!("the tool {tool:?} of “{who}” changed since you let it in; it is held until you accept the change in Gatehouse")),
+        (None, _) => Err(format!("{tool:?} is not among the tools of “{who}” you let in; it is held until you accept it in Gatehouse")),
     })
 }
 

@@ -123,7 +123,11 @@ export class ConsentView {
   /** One of the user's agents waits (its request held) for a decision on a step. */
   private askCard(a: AsopStep): HTMLElement {
     const params = asShape<{ params?: Record<string, unknown> } | null>(a.request)?.params ?? {};
-    const inputs = ((params.toolCallRequest as { inputs?: { name: string; value: unknown }[] } | undefined)?.inputs) ?? [];
+    const call = params.toolCallRequest as { inputs?: { name: string; value: unknown }[]; toolId?: string } | undefined;
+    const inputs = call?.inputs ?? [];
+    // What the agent (or the MCP server) says the tool does: its own words, a claim.
+    const tools = ((params.context as { agent?: { tools?: { id?: string; description?: string }[] } } | undefined)?.agent?.tools) ?? [];
+    const described = tools.find((t) => t.id !== undefined && t.id === call?.toolId)?.description;
     const always = h('input', { type: 'checkbox', id: `asop-always-${a.row}`, className: 'asop-always' });
     const untilDate = h('input', { type: 'date', className: 'asop-until', 'aria-label': 'The rule lasts until this date', hidden: true });
     const length = h('select', { className: 'asop-for', 'aria-label': 'How long the rule lasts', onchange: () => { untilDate.hidden = length.value !== 'until'; } },
@@ -147,6 +151,7 @@ export class ConsentView {
     const card = h('article', { className: 'consent-card asop-ask', 'data-kind': 'asop', 'data-row': a.row },
       h('p', { className: 'ask' }, a.summary),
       a.reasoning ? h('blockquote', { className: 'prompt' }, `Its reasoning: ${a.reasoning}`) : null,
+      described ? h('p', { className: 'tool-said' }, h('span', { className: 'muted' }, 'The tool says of itself: '), described) : null,
       inputs.length ? h('table', { className: 'asop-args' }, h('tbody', {}, ...inputs.map((i) => h('tr', {}, h('th', {}, i.name), h('td', { className: 'mono' }, typeof i.value === 'string' ? i.value : JSON.stringify(i.value)))))) : null,
       h('p', { className: 'muted small' }, `${a.method} · session ${a.session_id ?? '—'} · asked ${when(a.created_at)}. The agent waits for your answer.`),
       h('div', { className: 'actions' },

@@ -9,13 +9,19 @@ import { proto } from './sendto';
 export class DoorCards {
   readonly el = h('div', { className: 'pair', id: 'door-cards' });
   private plainSaid = h('p', { role: 'status', id: 'a2a-plain-msg', className: 'muted small' });
+  /** Which read is the newest: only it draws (an older one answering last would draw what was). */
+  private reads = 0;
 
   async load(): Promise<void> {
+    const read = ++this.reads;
     try {
       const [uamp, a2a] = await Promise.all([api.uampInfo(), api.a2aInfo()]);
+      if (read !== this.reads) return;
       replace(this.el, this.uampCard(uamp.did, uamp.cert_sha256, uamp.listening, uamp.error), this.a2aCard(a2a));
     } catch (e) {
-      replace(this.el, failed(e));
+      if (read !== this.reads) return;
+      // What the switch just said stays in view: the change was made, only the read failed.
+      replace(this.el, failed(e), this.plainSaid);
     }
   }
 

@@ -149,6 +149,7 @@ async fn an_mcp_servers_call_waits_until_it_is_allowed_on_the_phone() {
     phone.wait_text(".card.waiting[data-kind='guardian_step']", "notes.txt").await;
     let card = phone.text(".card.waiting").await;
     assert!(card.contains("read_file") && card.contains("The agent waits for your answer."), "{card}");
+    assert_eq!(phone.text("#status").await, "", "what the server's knock was answered is not shown under the call");
     assert!(card.contains("The tool says of itself") && card.contains("Reads a file"), "the tool's description is on the card: {card}");
     phone.screenshot("phone-mcp-call").await;
     assert!(!asked.is_finished(), "the call waits for the phone");
@@ -233,6 +234,9 @@ async fn a_phone_joins_from_an_invitation_lets_a_knock_in_and_learns_it_was_remo
     for line in &items[0].shown {
         assert!(card.contains(&line.text), "{} ({}) is covered by the digest but not drawn: {card}", line.field, line.text);
     }
+    // A card with a warning has no allow as its main button: Deny is.
+    let main = phone.script("return [...document.querySelectorAll('.card.waiting button.primary')].map(b => b.dataset.decision)").await;
+    assert_eq!(main, json!(["deny"]), "{card}");
     phone.screenshot("phone-claim").await;
     phone.click(".card.waiting button[data-decision='deny']").await;
     phone.wait_text("main", "Nothing waits.").await;

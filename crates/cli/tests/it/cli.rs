@@ -334,17 +334,19 @@ fn retention_is_shown_changed_and_audited_and_nonsense_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     ok(dir.path(), &["init"]);
     let shown: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["retention"])).unwrap();
-    assert_eq!(shown, serde_json::json!({"rejected_body_days": 7, "rejected_receipt_days": 90, "audit_days": 365}));
+    assert_eq!(shown, serde_json::json!({"rejected_body_days": 7, "rejected_receipt_days": 90, "audit_days": 365, "steps_days": 365}));
     let changed: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["retention", "--rejected-receipt-days", "30"])).unwrap();
     assert_eq!(changed["rejected_receipt_days"], 30);
     assert_eq!(changed["audit_days"], 365, "only the named retention changes");
+    let steps: serde_json::Value = serde_json::from_str(&ok(dir.path(), &["retention", "--steps-days", "30"])).unwrap();
+    assert_eq!((steps["steps_days"].as_u64(), steps["rejected_receipt_days"].as_u64()), (Some(30), Some(30)));
     let out = gh(dir.path(), &["retention", "--audit-days", "99999"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("use 0 to keep forever"), "{}", String::from_utf8_lossy(&out.stderr));
     let store = gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap();
     let audit = store.audit_list(10).unwrap();
-    assert_eq!(audit.iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["settings.retention"]);
-    assert_eq!(store.retention().rejected_receipt_days, 30);
+    assert_eq!(audit.iter().map(|a| a.action.as_str()).collect::<Vec<_>>(), ["settings.retention", "settings.retention"]);
+    assert_eq!((store.retention().rejected_receipt_days, store.retention().steps_days), (30, 30));
 }
 
 #[test]
