@@ -24,8 +24,12 @@ const MAX_COUNTED = 1000;
 
 export class ConsentView {
   readonly el = h('section', { className: 'consent', id: 'view-consent' });
-  /** The outcome of the last decision, kept while the list refreshes under it. */
+  /** The outcome of the last decision, kept while the list refreshes under it; it goes
+   *  once anything new waits (it is never read as being about the next item). */
   private notice = h('p', { className: 'notice', id: 'consent-notice', role: 'status' });
+  /** What was drawn last, and what was drawn when the notice was said. */
+  private drawn = new Set<string>();
+  private noticeAmong: Set<string> | null = null;
   /** An agent's question is kept while it waits, so a pattern being typed survives redraws. */
   private asks = new Kept();
   /** Prompts are kept while they stay the same, so a redraw (another arrival) does not undo
@@ -48,6 +52,13 @@ export class ConsentView {
       const prompts = all.filter((it): it is Prompt => it.kind !== 'guardian_step' && it.kind !== 'tool_change');
       const items = prompts.filter((it) => !it.later);
       const later = prompts.filter((it) => it.later);
+      const keys = new Set([...asks.map((a) => `step:${a.row}`), ...changes.map((c) => JSON.stringify(c)), ...prompts.map((it) => JSON.stringify(it))]);
+      if (this.noticeAmong && [...keys].some((k) => !this.noticeAmong!.has(k))) {
+        this.notice.textContent = '';
+        this.notice.classList.remove('warning');
+        this.noticeAmong = null;
+      }
+      this.drawn = keys;
       replace(this.el, h('h2', {}, 'Waiting for you'), stateNotice(state), quietBanner(quiet), this.notice,
         items.length || asks.length || changes.some((c) => !c.later) ? null : h('p', { className: 'empty' }, later.length
           ? 'Nothing else is waiting: what you put off is below.'
@@ -93,11 +104,17 @@ export class ConsentView {
   /** The card's question is settled: it says how, buttons go, the list refreshes. */
   private settled(card: HTMLElement, result: HTMLElement, text: string): void {
     result.textContent = text;
-    this.notice.textContent = text;
-    this.notice.classList.remove('warning');
+    this.say(text, false);
     card.classList.add('decided');
     for (const b of card.querySelectorAll('button')) (b as HTMLButtonElement).disabled = true;
     this.onChange();
+  }
+
+  /** Says what became of a decision above the list, for as long as nothing new waits. */
+  private say(text: string, warning: boolean): void {
+    this.notice.textContent = text;
+    this.notice.classList.toggle('warning', warning);
+    this.noticeAmong = new Set(this.drawn);
   }
 
   /** A decision that did not go through. If the request is gone (decided from the CLI or
@@ -110,9 +127,8 @@ export class ConsentView {
     }
     if (hasCode(e, 'CHANGED')) {
       // The sender asked again meanwhile: the card is redrawn with what it asks now.
-      this.notice.textContent = errorText(e);
       // Nothing was decided: said as a warning, not in a decision's green.
-      this.notice.classList.add('warning');
+      this.say(errorText(e), true);
       void this.load();
       return;
     }
@@ -199,6 +215,10 @@ export class ConsentView {
     const picker = item.kind === 'key_change' || (item.kind === 'unknown_sender' && item.source === 'asop_agent') ? null : lastingPicker(scope, allow, mcp ? letInLabel : undefined);
     // A knock at a door this gate does not run is denied or blocked, never let in.
     const lettable = !(item.kind === 'unknown_sender' && item.source === 'other_door');
+    // Safe by default: on a message with a warning (a risk flag not set aside, a claim to
+    // be someone the user knows), Deny is the main action; allowing takes a deliberate
+    // click on a plain button.
+    const flagged = (item.kind !== 'key_change' && item.risk.some((f) => !f.dismissed)) || (item.kind === 'unknown_sender' && item.claims.length > 0);
     const card: HTMLElement = h('article', { className: `consent-card ${item.kind}`, 'data-kind': item.kind, 'data-sender': item.kind === 'unknown_sender' ? item.public_key : item.sender, tabindex: 0, 'aria-label': consentSentence(item),
       onkeydown: (ev: Event) => {
         const e = ev as KeyboardEvent;
@@ -226,7 +246,7 @@ export class ConsentView {
       h('div', { className: 'actions' },
         // A UAMP or A2A agent's refused message was not kept, so there is nothing to let through once.
         item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent' || item.source === 'mcp_server' || item.source === 'a2a_agent' || item.source === 'other_door')) ? null
-          : button('allow_once', 'Allow once', 'primary', 'Let this one message through; ask again next time.'),
+          : button('allow_once', 'Allow once', flagged ? 'secondary' : 'primary', 'Let this one message through; ask again next time.'),
         // New keys come only from the agent's own DID document, fetched when the user asks.
         item.kind === 'key_change' ? h('button', { className: 'primary', 'data-action': 'check-keys', onclick: async () => {
           try {
@@ -237,7 +257,7 @@ export class ConsentView {
         lettable ? picker?.el : null,
         item.later ? null : button('ask_later', 'Ask me later', 'secondary', 'Put this off for an hour: nothing is allowed or denied meanwhile.'),
         item.kind === 'key_change' ? button('deny', 'Keep its keys', 'secondary', 'Keep the keys you trusted it with; messages signed with another key stay refused.')
-          : button('deny', 'Deny', 'secondary', 'Do not let this message through.'),
+          : button('deny', 'Deny', flagged ? 'primary' : 'secondary', 'Do not let this message through.'),
         button('block', 'Block', 'danger', 'Never let this sender through or ask again.')),
       result);
     // A new key of a verified contact cannot be let through until it is verified.
@@ -260,8 +280,7 @@ export class ConsentView {
         h('button', { className: 'secondary adopt', 'data-adopt': c.contact_id, onclick: async () => {
           try {
             result.textContent = await api.contactAddKey(c.contact_id, key);
-            this.notice.textContent = result.textContent;
-            this.notice.classList.remove('warning');
+            this.say(result.textContent, false);
             card().classList.add('decided');
             this.onChange();
           } catch (e) { this.failed(card(), result, e); }
