@@ -33,6 +33,18 @@ export function when(iso: string, now: Date = new Date()): string {
   return t.toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 }
 
+/** When something ends, in the user's local time, with how far off it is while it is to come. */
+export function untilText(iso: string, now: Date = new Date()): string {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return `until ${iso}`;
+  const sameDay = t.toDateString() === now.toDateString();
+  const at = sameDay ? t.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    : t.toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  const left = t.getTime() - now.getTime();
+  const ahead = left <= 0 ? '' : left < 3_600_000 ? ` (in ${Math.max(1, Math.round(left / 60_000))} min)` : left < 86_400_000 ? ` (in ${Math.round(left / 3_600_000)} h)` : '';
+  return `until ${at}${ahead}`;
+}
+
 const CODE_WORDS: Record<string, string> = {
   INVALID_FORMAT: 'Not a valid envelope',
   UNSUPPORTED_VERSION: 'Unsupported protocol version',
