@@ -76,7 +76,7 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   if (t === 'inbox') await (fresh ? inbox.load(false) : inbox.patch());
   // Settings change only by the user's own hand: redrawing them on every arrival would
   // wipe a port or an executor being edited.
-  else if (t === 'settings') { if (info && fresh) await settings.load(info); }
+  else if (t === 'settings') { if (info && fresh) await settings.load(info); else await settings.refreshLists(); }
   else if (t === 'consent') await consent.load(fresh);
   else if (t === 'people') await people.load(fresh);
   else if (t === 'conversations') await (fresh ? conversations.load() : conversations.reload());

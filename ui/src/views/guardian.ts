@@ -31,7 +31,8 @@ export class GuardianView {
       const rules = await api.asopRules();
       replace(this.el,
         h('h2', {}, 'Your agents ', proto('ASOP guardian')),
-        h('p', { className: 'muted small' }, 'Your own agents ask Gatehouse before they act (POST /asop/v1 on the inbox address). The most specific rule decides; with no rule, you are asked.'),
+        h('p', { className: 'muted small' }, 'Your own agents ask Gatehouse before they act. The most specific rule decides; with no rule, you are asked.'),
+        h('details', { className: 'muted small' }, h('summary', {}, 'Connecting an agent'), h('p', {}, 'An agent that speaks ASOP sends its steps to /asop/v1 at the address in Settings → This inbox.')),
         this.rulesCard(rules),
         h('h3', {}, 'Sessions'),
         h('div', { className: 'split' }, this.sessionsBox, this.sessionBox),
@@ -56,7 +57,7 @@ export class GuardianView {
     const agent = h('input', { id: 'rule-agent', type: 'text', 'aria-label': 'Agent', placeholder: 'agent id, provider:Name or *', size: 18 });
     const method = h('select', { id: 'rule-method', 'aria-label': 'Step' }, ...METHODS.map((m) => h('option', { value: m }, m === '*' ? 'any step' : m)));
     const tool = h('input', { id: 'rule-tool', type: 'text', 'aria-label': 'Tool', placeholder: 'tool id or *', size: 12 });
-    const arg = h('input', { id: 'rule-arg', type: 'text', 'aria-label': 'Argument', placeholder: 'argument (optional)', size: 12 });
+    const arg = h('input', { id: 'rule-arg', type: 'text', 'aria-label': 'Argument', placeholder: 'argument (optional)', size: 20 });
     const op = h('select', { id: 'rule-op', 'aria-label': 'Condition' }, ...OPS.map(([o, t]) => h('option', { value: o }, t)));
     const val = h('input', { id: 'rule-value', type: 'text', 'aria-label': 'Value', placeholder: 'value', size: 14 });
     const action = h('select', { id: 'rule-action', 'aria-label': 'Then' }, ...['ask', 'allow', 'deny', 'modify'].map((a) => h('option', { value: a }, a)));

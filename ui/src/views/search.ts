@@ -98,6 +98,11 @@ export class SearchBox {
     } else if (e.key === 'Enter' && at >= 0) {
       e.preventDefault();
       options[at].click();
+    } else if (e.key === 'Escape') {
+      // One press closes (a search field would spend the first on clearing itself); what
+      // was typed stays for the next Ctrl+K.
+      e.preventDefault();
+      this.close();
     }
   }
 }

@@ -108,7 +108,7 @@ export class A2aAgents {
   private form(): HTMLElement {
     const url = h('input', { id: 'a2a-agent-url', type: 'text', required: true, placeholder: 'https://host:port', size: 30, 'aria-label': 'Its address' });
     const name = h('input', { id: 'a2a-agent-name', type: 'text', required: true, placeholder: 'a name you will recognise', 'aria-label': 'Name' });
-    const token = h('input', { id: 'a2a-agent-token', type: 'password', placeholder: 'the token it gave you (optional)', autocomplete: 'off', 'aria-label': 'Token' });
+    const token = h('input', { id: 'a2a-agent-token', type: 'password', placeholder: 'the token it gave you (optional)', size: 32, autocomplete: 'off', 'aria-label': 'Token' });
     const msg = h('p', { role: 'status', id: 'a2a-agent-msg' });
     const add = h('button', { type: 'submit', className: 'secondary', id: 'a2a-agent-add' }, 'Add');
     return h('div', {}, h('form', { className: 'inline', onsubmit: async (e: Event) => {

@@ -23,7 +23,14 @@ function argOf(spec: ExecutorSpec): string {
 export class SettingsView {
   readonly el = h('section', { className: 'settings', id: 'view-settings' });
   private doors = new DoorCards();
+  /** Draws the approver devices again (one may have joined from its phone). */
+  private approvers: (() => Promise<void>) | null = null;
   constructor(private refreshApp: () => Promise<void>) {}
+
+  /** What changes outside the window is drawn again; forms being filled are left alone. */
+  async refreshLists(): Promise<void> {
+    await this.approvers?.();
+  }
 
   async load(info: AppInfo): Promise<void> {
     const msg = h('p', { role: 'status', id: 'settings-msg' });
@@ -61,14 +68,19 @@ export class SettingsView {
       h('label', {}, h('span', {}, 'UAMP port (TLS 1.3)'), uampPort),
       h('label', {}, h('span', {}, 'Watched folder'), folder, pick),
       h('div', { className: 'actions' }, save), msg);
-    const exporter = (kind: 'receipts' | 'audit' | 'conversations' | 'guardian', label: string) => h('button', { className: 'secondary', onclick: async () => {
+    // What an export did is said beside its buttons.
+    const exported = h('p', { role: 'status', id: 'export-msg' });
+    const exporter = (kind: 'receipts' | 'audit' | 'conversations' | 'guardian', label: string) => h('button', { className: 'secondary', 'data-export': kind, onclick: async () => {
       try {
         const path = await api.pickPath('export', `gatehouse-${kind}.json`);
         if (!path) return;
         const n = await api.exportJson(kind, path);
-        msg.textContent = `Exported ${n} ${kind === 'audit' ? 'audit entries' : kind === 'conversations' ? 'IntentWeb conversations' : kind === 'guardian' ? 'guardian sessions' : 'receipts'} to ${path}.`;
-      } catch (e) { msg.textContent = errorText(e); }
+        exported.className = '';
+        exported.textContent = `Exported ${n} ${kind === 'audit' ? 'audit entries' : kind === 'conversations' ? 'IntentWeb conversations' : kind === 'guardian' ? 'guardian sessions' : 'receipts'} to ${path}.`;
+      } catch (e) { exported.className = 'error'; exported.textContent = errorText(e); }
     } }, label);
+    const approvers = await approversCard(`http://127.0.0.1:${info.settings.port}`);
+    this.approvers = approvers.refresh;
     const endpoint = info.status.listening ?? `http://127.0.0.1:${info.settings.port}/epp/v1/submit`;
     replace(this.el,
       h('h2', {}, 'This inbox'),
@@ -83,12 +95,12 @@ export class SettingsView {
       form,
       (await this.doors.load(), this.doors.el),
       await mailAccounts(),
-      await approversCard(`http://127.0.0.1:${info.settings.port}`),
+      approvers.card,
       await teamCard(),
       await this.executors(),
       await quietCard(),
       await this.retention(),
-      h('div', { className: 'card' }, h('h3', {}, 'Export'), exporter('receipts', 'Export receipts (JSON)'), ' ', exporter('audit', 'Export activity log (JSON)'), ' ', exporter('conversations', 'Export IntentWeb conversations (JSON)'), ' ', exporter('guardian', 'Export guardian sessions (JSON)')),
+      h('div', { className: 'card' }, h('h3', {}, 'Export'), exporter('receipts', 'Export receipts (JSON)'), ' ', exporter('audit', 'Export activity log (JSON)'), ' ', exporter('conversations', 'Export IntentWeb conversations (JSON)'), ' ', exporter('guardian', 'Export guardian sessions (JSON)'), exported),
       h('p', { className: 'muted small' }, `Gatehouse ${info.version} · data in ${info.data_dir}`));
   }
 
@@ -131,9 +143,11 @@ export class SettingsView {
       const label: Record<string, string> = { noop: 'Only log it', 'file-queue': 'Write to a folder', command: 'Run a program', model: 'Ask my model', swarm: 'Hand to a MAIL swarm', peer: 'Ask a UAMP peer' };
       const kind = h('select', { className: 'ex-kind', 'aria-label': `What happens to accepted messages for ${scope || 'this scope'}` }, ...['noop', 'file-queue', 'command', 'model', 'swarm', 'peer'].map((k) => h('option', { value: k }, label[k])));
       kind.value = spec.kind;
+      // What to write follows what happens (one short hint, never cut off).
+      const hint: Record<string, string> = { noop: '', 'file-queue': 'the folder', command: 'the program and its arguments', model: 'model name, then its address', swarm: 'the swarm’s name', peer: 'the peer’s name' };
       const arg = h('input', { type: 'text', className: 'ex-arg', size: 40, 'aria-label': 'Folder or program',
-        value: argOf(spec),
-        placeholder: 'folder; program and arguments; model name [endpoint]; swarm or peer name' });
+        value: argOf(spec), placeholder: hint[spec.kind] ?? '' });
+      kind.addEventListener('change', () => { arg.placeholder = hint[kind.value] ?? ''; });
       rows.append(h('tr', {}, h('td', {}, s), h('td', {}, kind), h('td', {}, arg)));
     };
     addRow('default', cfg.default);

@@ -26,7 +26,8 @@ export function answerBlock(step: AsopStep): HTMLElement | null {
       h('ul', {}, ...flags.map((f) => h('li', { 'data-kind': f.kind }, h('strong', {}, `${kindWords[f.kind]}: `), f.why)))) : null);
 }
 
-export const OPS: [string, string][] = [['not_ends_with', 'does not end with'], ['ends_with', 'ends with'], ['contains', 'contains'], ['not_contains', 'does not contain'], ['equals', 'is'], ['not_equals', 'is not'], ['matches', 'matches (regex)']];
+// The first is what a new condition starts as: the plainest one.
+export const OPS: [string, string][] = [['equals', 'is'], ['not_equals', 'is not'], ['contains', 'contains'], ['not_contains', 'does not contain'], ['ends_with', 'ends with'], ['not_ends_with', 'does not end with'], ['matches', 'matches (regex)']];
 
 export function ruleText(r: AsopRule): string {
   const who = r.agent === '*' ? 'any agent' : r.agent.startsWith('provider:') ? `any agent of ${r.agent.slice(9)}` : `agent ${r.agent}`;
