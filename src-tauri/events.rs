@@ -42,6 +42,12 @@ pub struct OpenPrompt {
     pub sender: Option<String>,
 }
 
+/// What waits for the user changed (a decision made anywhere: this window, the CLI, a
+/// phone; or an arrival): the window draws what waits again.
+#[derive(Debug, Clone, Serialize, specta::Type, Event)]
+#[tauri_specta(event_name = "consent://changed")]
+pub struct WaitingChanged;
+
 /// What waits at one team gate this desktop approves for, read again after the gate said
 /// it changed (or why it could not be read).
 #[derive(Debug, Clone, Serialize, specta::Type, Event)]

@@ -57,18 +57,34 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, shell: Arc<Shell>) {
                         notify::prompt(&app, &shell, &ev);
                     }
                     if !due.swap(true, std::sync::atomic::Ordering::AcqRel) {
-                        let (app, due) = (app.clone(), due.clone());
+                        let (app, due, shell) = (app.clone(), due.clone(), shell.clone());
                         // No timer runs while nothing arrives: one is made per burst.
                         tauri::async_runtime::spawn(async move {
                             tokio::time::sleep(TRAY_EVERY).await;
                             due.store(false, std::sync::atomic::Ordering::Release);
                             tray::refresh(&app);
+                            // What was decided anywhere (here, the CLI, a phone) is no
+                            // longer announced.
+                            let _ = tauri::async_runtime::spawn_blocking(move || notify::withdraw_decided(&shell)).await;
                         });
                     }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(_) => break,
             }
+        }
+    });
+}
+
+/// Follows what waits: each change (a decision made anywhere, an arrival) redraws the
+/// window's list and withdraws the notifications of what no longer waits.
+fn forward_waiting<R: Runtime>(app: tauri::AppHandle<R>, shell: Arc<Shell>) {
+    let mut changes = gatehouse_app::consent::follow(&shell);
+    tauri::async_runtime::spawn(async move {
+        while changes.next().await {
+            let _ = events::WaitingChanged.emit(&app);
+            let shell = shell.clone();
+            let _ = tauri::async_runtime::spawn_blocking(move || notify::withdraw_decided(&shell)).await;
         }
     });
 }
@@ -106,7 +122,8 @@ pub fn bindings<R: Runtime>() -> tauri_specta::Builder<R> {
             events::MailLive,
             events::UampProgress,
             events::OpenPrompt,
-            events::TeamChanged
+            events::TeamChanged,
+            events::WaitingChanged
         ])
         // Kept by the store as checked JSON; the window reads them in these shapes.
         .typ::<gatehouse_intentweb::manifest::Manifest>()
@@ -158,6 +175,7 @@ pub fn run_app<R: Runtime>(builder: tauri::Builder<R>) -> tauri::App<R> {
             forward_progress(app.handle().clone(), shell.clone());
             notify::digests(app.handle().clone(), shell.clone());
             team::follow_all(app.handle(), shell.clone());
+            forward_waiting(app.handle().clone(), shell.clone());
             forward_events(app.handle().clone(), shell);
             if let Err(e) = tray::create(app.handle()) {
                 tracing::warn!(error = %e, "no tray icon; closing the window will quit");

@@ -2,8 +2,9 @@
 //! prompts are counted and one digest follows when they end (`gatehouse_app::quiet`
 //! decides). A click on a prompt's notification opens the window on that prompt.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gatehouse_app::serve::ArrivalEvent;
@@ -27,6 +28,59 @@ const SHOWN_MS: u32 = 60_000;
 const DIGEST_EVERY: Duration = Duration::from_secs(5);
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
+/// Notifications on screen for an item that waits, by the item's key ([`key_of`]): a
+/// decision made anywhere (this window, the CLI, a phone) withdraws them.
+#[cfg(target_os = "linux")]
+const MAX_KEPT: usize = 64;
+#[cfg(target_os = "linux")]
+static SHOWN: Mutex<Vec<(String, Arc<notify_rust::NotificationHandle>)>> = Mutex::new(Vec::new());
+
+/// Which waiting item an event announces: a step by its row, anything else by its sender.
+fn key_of(ev: &ArrivalEvent) -> Option<String> {
+    match ev.transport.as_str() {
+        "asop" => Some(ev.receipt_id.clone()),
+        _ => ev.sender.as_ref().map(|s| s.to_ascii_lowercase()),
+    }
+}
+
+/// The keys of what waits now, as [`key_of`] names them.
+fn waiting_keys(items: &[gatehouse_app::consent::ConsentItem]) -> HashSet<String> {
+    use gatehouse_app::consent::ConsentItem as I;
+    items
+        .iter()
+        .map(|i| match i {
+            I::UnknownSender { public_key, .. } => public_key.to_ascii_lowercase(),
+            I::Held { sender, .. } | I::HeldAsk { sender, .. } | I::KeyChange { sender, .. } => sender.to_ascii_lowercase(),
+            I::GuardianStep { step } => format!("asop-step:{}", step.row),
+            I::ToolChange { server, .. } => server.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+/// Withdraws the notifications of items no longer waiting (decided anywhere, or
+/// withdrawn). Blocking; cheap when nothing is shown.
+pub fn withdraw_decided(shell: &Arc<Shell>) {
+    #[cfg(target_os = "linux")]
+    {
+        if SHOWN.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+            return;
+        }
+        let Ok(items) = gatehouse_app::consent::pending(shell) else { return };
+        let waiting = waiting_keys(&items);
+        let gone: Vec<Arc<notify_rust::NotificationHandle>> = {
+            let mut shown = SHOWN.lock().unwrap_or_else(|p| p.into_inner());
+            let (keep, gone): (Vec<_>, Vec<_>) = shown.drain(..).partition(|(k, _)| waiting.contains(k));
+            *shown = keep;
+            gone.into_iter().map(|(_, h)| h).collect()
+        };
+        for h in gone {
+            tauri::async_runtime::block_on(h.close_async());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = shell;
+}
+
 /// What the notification says. Notification servers read a little HTML in a body, so what
 /// a sender chose (an agent's name) goes in escaped.
 fn words(ev: &ArrivalEvent) -> String {
@@ -45,13 +99,13 @@ fn words(ev: &ArrivalEvent) -> String {
 
 /// A prompt arrived: announced, unless quiet hours collect it.
 pub fn prompt<R: Runtime>(app: &AppHandle<R>, shell: &Arc<Shell>, ev: &ArrivalEvent) {
-    let (app, shell, body) = (app.clone(), shell.clone(), words(ev));
+    let (app, shell, body, key) = (app.clone(), shell.clone(), words(ev), key_of(ev));
     let open = OpenPrompt { sender: ev.sender.clone() };
     tauri::async_runtime::spawn_blocking(move || {
         match gatehouse_app::quiet::on_prompt(&shell, gatehouse_app::clock::now()) {
             Ok(false) => digest_when_quiet_ends(app, shell),
             // Better announced in quiet hours than not at all.
-            Ok(true) | Err(_) => show(&app, &body, open),
+            Ok(true) | Err(_) => show(&app, &body, open, key),
         }
     });
 }
@@ -85,7 +139,7 @@ fn digest_when_quiet_ends<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>) {
                 // starts a watcher of its own.
                 WATCHING.store(false, Ordering::SeqCst);
                 if let Some(body) = body {
-                    tauri::async_runtime::spawn_blocking(move || show(&app, &body, OpenPrompt { sender: None }));
+                    tauri::async_runtime::spawn_blocking(move || show(&app, &body, OpenPrompt { sender: None }, None));
                 }
                 break;
             }
@@ -93,8 +147,9 @@ fn digest_when_quiet_ends<R: Runtime>(app: AppHandle<R>, shell: Arc<Shell>) {
     });
 }
 
-/// Shows a notification; clicked, the window opens on the prompt. Blocking.
-fn show<R: Runtime>(app: &AppHandle<R>, body: &str, open: OpenPrompt) {
+/// Shows a notification (kept under `key` until its item is decided); clicked, the window
+/// opens on the prompt. Blocking.
+fn show<R: Runtime>(app: &AppHandle<R>, body: &str, open: OpenPrompt, key: Option<String>) {
     #[cfg(target_os = "linux")]
     {
         let clickable = CLICKABLE.fetch_add(1, Ordering::SeqCst) < MAX_CLICKABLE;
@@ -104,13 +159,28 @@ fn show<R: Runtime>(app: &AppHandle<R>, body: &str, open: OpenPrompt) {
             n.action("default", "Open");
         }
         match n.show() {
-            Ok(handle) if clickable => handle.wait_for_action(|action| {
-                if action == "default" {
-                    crate::tray::show_window(app);
-                    let _ = open.emit(app);
+            Ok(handle) => {
+                let handle = Arc::new(handle);
+                if let Some(k) = key {
+                    let mut shown = SHOWN.lock().unwrap_or_else(|p| p.into_inner());
+                    // Bounded: the oldest is no longer withdrawn (it times out on its own).
+                    if shown.len() >= MAX_KEPT {
+                        shown.remove(0);
+                    }
+                    shown.push((k, handle.clone()));
                 }
-            }),
-            Ok(_) => {}
+                if clickable {
+                    tauri::async_runtime::block_on(handle.wait_for_action_async(|r| {
+                        let opened = matches!(r, notify_rust::NotificationResponse::Default)
+                            || matches!(r, notify_rust::NotificationResponse::Action(a) if a == "default");
+                        if opened {
+                            crate::tray::show_window(app);
+                            let _ = open.emit(app);
+                        }
+                    }));
+                    SHOWN.lock().unwrap_or_else(|p| p.into_inner()).retain(|(_, h)| !Arc::ptr_eq(h, &handle));
+                }
+            }
             // No notification daemon (a headless session) is not an error worth more than
             // a log line: the prompt is in the window either way.
             Err(e) => tracing::debug!(error = %e, "no desktop notification"),

@@ -40,7 +40,34 @@ fn the_owner_invites_a_phone_sees_it_join_and_removes_it() {
         .unwrap();
     let id = joined["id"].as_str().unwrap_or_else(|| panic!("{joined}")).to_string();
 
-    app.click("#nav-inbox");
+    // Settings, still open, shows the device and drops the used invitation on its own.
+    app.wait_text("#approvers-list", "Ana's phone");
+    app.wait_text("#approver-invitation", "Ana's phone joined");
+    assert!(app.find_all("#approver-qr").is_empty(), "the used QR code is gone");
+
+    // A stranger knocks; the phone lets it in: the prompt leaves the window by itself.
+    let signed = |method: &str, path: &str, body: &[u8], nonce: &str| {
+        let date = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let sig = sign(&gatehouse_app::approvers::request_message(&app.public_key, method, path, &date, nonce, body));
+        let r = if method == "GET" { http.get(format!("{base}{path}")) } else { http.post(format!("{base}{path}")).body(body.to_vec()) };
+        r.header("gatehouse-approver", &id)
+            .header("gatehouse-date", date)
+            .header("gatehouse-nonce", nonce)
+            .header("gatehouse-signature", sig)
+            .header("content-type", "application/json")
+            .send()
+            .unwrap()
+    };
+    let stranger = gatehouse_epp::generate_signing_key();
+    assert_eq!(app.send(&stranger, "support", "Hello from the pharmacy bot").0, 401);
+    app.click("#nav-consent");
+    app.wait_text("#view-consent", "Hello from the pharmacy bot");
+    let items: serde_json::Value = signed("GET", "/approve/waiting", b"", "nonce-waiting-after-the-join-1").json().unwrap();
+    let item = &items[0];
+    let body = serde_json::json!({"target": item["target"], "digest": item["digest"], "decision": "deny"}).to_string();
+    let decided = signed("POST", "/approve/decide", body.as_bytes(), "nonce-decide-after-the-join-01");
+    assert_eq!(decided.status().as_u16(), 200, "{:?}", decided.text());
+    app.wait("the prompt decided on the phone to leave the window", || !app.text("#view-consent").contains("Hello from the pharmacy bot"));
     app.click("#nav-settings");
     app.wait_text("#approvers-list", "Ana's phone");
     // Named anew: the list and the gate's record say so.

@@ -174,3 +174,21 @@ fn in_quiet_hours_prompts_wait_unannounced_and_one_digest_follows() {
     let said = dunst.history();
     assert!(said.len() == 1 && said[0].contains("2 requests waited"), "{said:?}");
 }
+
+/// A decision made anywhere withdraws the notification of what it decided: here, in the
+/// window, while the notification is still up.
+#[test]
+fn a_decided_prompts_notification_is_withdrawn() {
+    let mut dunst = Dunst::start();
+    let app = App::start();
+    let stranger = gatehouse_epp::generate_signing_key();
+    assert_eq!(app.send(&stranger, "support", "A knock to be denied").0, 401);
+    dunst.wait_for(1);
+    app.click("#nav-consent");
+    app.click(&format!(".consent-card[data-sender='{}'] button[data-decision='deny']", gatehouse_epp::public_key_hex(&stranger)));
+    let t = Instant::now();
+    while dunst.count("displayed").unwrap_or(0) + dunst.count("waiting").unwrap_or(0) > 0 {
+        assert!(t.elapsed() < Duration::from_secs(3), "the notification of a decided prompt is still up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -69,6 +69,11 @@ export function onOpenPrompt(f: (sender: string | null) => void): Promise<Unlist
   return events.consentOpen.listen((e) => f(e.payload.sender));
 }
 
+/** What waits changed (decided anywhere, or something arrived). */
+export function onWaitingChanged(f: () => void): Promise<UnlistenFn> {
+  return events.consentChanged.listen(() => f());
+}
+
 export function onTeamChanged(f: (t: TeamWaiting) => void): Promise<UnlistenFn> {
   return events.teamChanged.listen((e) => f(e.payload));
 }

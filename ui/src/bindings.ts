@@ -199,6 +199,7 @@ export const commands = {
 
 /** Events */
 export const events = {
+	consentChanged: makeEvent<WaitingChanged, WaitingChanged>("consent://changed"),
 	consentOpen: makeEvent<OpenPrompt_Serialize, OpenPrompt_Deserialize>("consent://open"),
 	consentRequested: makeEvent<ConsentRequested_Serialize, ConsentRequested_Deserialize>("consent://requested"),
 	executorProgress: makeEvent<ExecutorProgress, ExecutorProgress>("executor://progress"),
@@ -3467,6 +3468,12 @@ export type VoteView = {
 	decision: string,
 	at: string,
 };
+
+/**
+ *  What waits for the user changed (a decision made anywhere: this window, the CLI, a
+ *  phone; or an arrival): the window draws what waits again.
+ */
+export type WaitingChanged = null;
 
 /* Tauri Specta runtime */
 type EventEmit<T> = [T] extends [null] ? () => Promise<void> : (payload: T) => Promise<void>;

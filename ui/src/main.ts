@@ -1,5 +1,5 @@
 import './style.css';
-import { api, errorText, onInboxEvent, onOpenPrompt, onStatus, onTeamChanged, type AppInfo } from './api';
+import { api, errorText, onInboxEvent, onOpenPrompt, onStatus, onTeamChanged, onWaitingChanged, type AppInfo } from './api';
 import { afterQuiet, coalesce } from './coalesce';
 import { h, replace } from './dom';
 import { floodText } from './format';
@@ -116,6 +116,8 @@ await show(tab, true);
 const redraw = coalesce(async () => { await refreshInfo(); await show(tab, false); }, 250);
 const settle = afterQuiet(refreshInfo, 2_000);
 void onInboxEvent(() => { redraw(); settle(); });
+// A decision made elsewhere (the CLI, a phone) takes its prompt away here too.
+void onWaitingChanged(() => { redraw(); settle(); });
 void onStatus(() => void refreshInfo());
 // A team gate said what waits there now: drawn at once, wherever the window is.
 void onTeamChanged((t) => { consent.team.update(t); countWaiting(); });

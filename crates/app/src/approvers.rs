@@ -205,6 +205,8 @@ pub fn join(store: &Store, gate_key: &str, req: &JoinRequest, now: DateTime<Utc>
     match store.approver_join(code_hash, now.timestamp_millis(), &device)? {
         Ok(a) => {
             store.audit("approver.join", Some(&a.id), &serde_json::json!({"name": a.name, "public_key": a.public_key}), &crate::now())?;
+            // Who shows the devices (Settings) draws them again: the invitation is used.
+            store.waiting_changed();
             Ok(a)
         }
         Err(InviteRefusal::Unknown) => Err(unauthorized("no invitation has this code: it was used, it ran out (15 minutes), or it was mistyped")),

@@ -122,6 +122,12 @@ fn decide_now(d: &Decided<'_>, target: &ConsentTarget) -> std::result::Result<De
     }
 }
 
+/// "What waits changed" (a decision made anywhere, an arrival), a burst at a time: the
+/// window draws Waiting for you again and withdraws what it announced and is decided.
+pub fn follow(ctx: &crate::Context) -> crate::waiting::Bursts {
+    crate::waiting::follow(&ctx.store)
+}
+
 /// Everything waiting for the user, one list ([`crate::waiting`]).
 pub fn pending(ctx: &crate::Context) -> std::result::Result<Vec<ConsentItem>, ConsentError> {
     crate::waiting::pending(&ctx.store)

@@ -52,7 +52,9 @@ export class ConsentView {
       const prompts = all.filter((it): it is Prompt => it.kind !== 'guardian_step' && it.kind !== 'tool_change');
       const items = prompts.filter((it) => !it.later);
       const later = prompts.filter((it) => it.later);
-      const keys = new Set([...asks.map((a) => `step:${a.row}`), ...changes.map((c) => JSON.stringify(c)), ...prompts.map((it) => JSON.stringify(it))]);
+      // Each item by what it is about (not by how it reads now: a prompt put off, or
+      // counted again, is the same prompt).
+      const keys = new Set([...asks.map((a) => `step:${a.row}`), ...changes.map((c) => `tools:${c.server}`), ...prompts.map(promptId)]);
       if (this.noticeAmong && [...keys].some((k) => !this.noticeAmong!.has(k))) {
         this.notice.textContent = '';
         this.notice.classList.remove('warning');
@@ -126,10 +128,11 @@ export class ConsentView {
       return;
     }
     if (hasCode(e, 'CHANGED')) {
-      // The sender asked again meanwhile: the card is redrawn with what it asks now.
+      // The sender asked again meanwhile: the card is redrawn with what it asks now, and
+      // the warning is about that card (said once it is drawn, so it stays with it).
       // Nothing was decided: said as a warning, not in a decision's green.
-      this.say(errorText(e), true);
-      void this.load();
+      const why = errorText(e);
+      void this.load().then(() => this.say(why, true));
       return;
     }
     result.textContent = errorText(e);
@@ -286,6 +289,16 @@ export class ConsentView {
           } catch (e) { this.failed(card(), result, e); }
         } }, `It is ${c.contact_name}’s new key`))),
       result);
+  }
+}
+
+/** What a prompt is about: the same prompt however it reads now. */
+function promptId(it: Prompt): string {
+  switch (it.kind) {
+    case 'unknown_sender': return `knock:${it.public_key}`;
+    case 'held': return `held:${it.row_id}`;
+    case 'held_ask': return `ask:${it.stream_id}`;
+    case 'key_change': return `keys:${it.sender}`;
   }
 }
 
