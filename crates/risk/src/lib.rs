@@ -281,21 +281,32 @@ pub fn scan(text: &str, known_hosts: &[String]) -> Vec<Flag> {
     // Links to hosts not known for this sender.
     static LINK: OnceLock<Regex> = OnceLock::new();
     let link = LINK.get_or_init(|| Regex::new(r"(?i)\bhttps?://([a-z0-9.-]+|\[[0-9a-f:]+\])(:\d+)?[^\s<>()\[\]{}]*").expect("a valid pattern"));
-    for c in link.captures_iter(text).take(MAX_FLAGS) {
+    // One flag per host, at its first link, saying how many there are: the same host
+    // flagged at every link would read as many warnings where there is one.
+    let mut hosts: Vec<(String, usize, usize, String, usize)> = Vec::new();
+    for c in link.captures_iter(text).take(MAX_FLAGS.saturating_mul(4)) {
         let (m, host) = (c.get(0).expect("whole match"), c[1].to_ascii_lowercase());
         let known = known_hosts.iter().any(|k| {
             let k = k.trim().trim_start_matches("*.").to_ascii_lowercase();
             !k.is_empty() && (host == k || host.ends_with(&format!(".{k}")))
         });
-        if !known {
-            push(
-                Kind::Link,
-                m.start(),
-                m.end(),
-                shorten(m.as_str()),
-                format!("a link to {host}, a host you have not allowed this sender: check where it leads before anything follows it"),
-            );
+        if known {
+            continue;
         }
+        match hosts.iter_mut().find(|(h, ..)| *h == host) {
+            Some((.., n)) => *n = n.saturating_add(1),
+            None => hosts.push((host, m.start(), m.end(), shorten(m.as_str()), 1)),
+        }
+    }
+    for (host, s, e, excerpt, n) in hosts.into_iter().take(MAX_FLAGS) {
+        let more = if n > 1 { format!(" ({n} links to it here)") } else { String::new() };
+        push(
+            Kind::Link,
+            s,
+            e,
+            excerpt,
+            format!("a link to {host}{more}, a host you have not allowed this sender: check where it leads before anything follows it"),
+        );
     }
     out.sort_by_key(|f| (f.start, f.end, f.kind));
     out.dedup_by(|a, b| a.kind == b.kind && a.start < b.end && b.start < a.end);
@@ -306,6 +317,16 @@ pub fn scan(text: &str, known_hosts: &[String]) -> Vec<Flag> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_is_flagged_once_however_many_links_lead_to_it() {
+        let text = "See https://drop.example/a and https://DROP.example/b, also https://other.example/c and https://docs.known.example/x";
+        let links: Vec<Flag> = scan(text, &["known.example".to_string()]).into_iter().filter(|f| f.kind == Kind::Link).collect();
+        assert_eq!(links.len(), 2, "{links:?}");
+        assert!(links[0].why.contains("drop.example (2 links to it here)"), "{}", links[0].why);
+        assert_eq!(utf16_slice(text, &links[0]), "https://drop.example/a");
+        assert!(links[1].why.starts_with("a link to other.example,"), "{}", links[1].why);
+    }
 
     fn kinds(text: &str) -> Vec<Kind> {
         scan(text, &[]).into_iter().map(|f| f.kind).collect()
