@@ -57,15 +57,12 @@ fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, shell: Arc<Shell>) {
                         notify::prompt(&app, &shell, &ev);
                     }
                     if !due.swap(true, std::sync::atomic::Ordering::AcqRel) {
-                        let (app, due, shell) = (app.clone(), due.clone(), shell.clone());
+                        let (app, due) = (app.clone(), due.clone());
                         // No timer runs while nothing arrives: one is made per burst.
                         tauri::async_runtime::spawn(async move {
                             tokio::time::sleep(TRAY_EVERY).await;
                             due.store(false, std::sync::atomic::Ordering::Release);
                             tray::refresh(&app);
-                            // What was decided anywhere (here, the CLI, a phone) is no
-                            // longer announced.
-                            let _ = tauri::async_runtime::spawn_blocking(move || notify::withdraw_decided(&shell)).await;
                         });
                     }
                 }

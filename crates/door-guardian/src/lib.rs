@@ -473,7 +473,14 @@ impl Guardian {
                 let msg = format!("The user did not answer within {} s", timeout.as_secs_f32());
                 let s = self.store.clone();
                 let m = msg.clone();
-                blocking(move || s.asop_step_decide(row, "error", Some(&m), None, "timeout", &now())).await?;
+                blocking(move || {
+                    s.asop_step_decide(row, "error", Some(&m), None, "timeout", &now())?;
+                    // It no longer waits: whoever shows what waits (a phone, the desktop's
+                    // notifications) is told, as for every decision.
+                    s.waiting_changed();
+                    Ok(())
+                })
+                .await?;
                 let _ = self.events.send(GuardianEvent::Decided { row, decision: "timeout".into() });
                 self.announce(row, None, false);
                 return Err(RpcError::new(jsonrpc::USER_DID_NOT_ANSWER, msg).with_data(json!({"timeoutMs": timeout.as_millis() as u64})));
@@ -508,7 +515,9 @@ impl Guardian {
             } else {
                 None
             };
-            s.asop_step_decide(row, a.decision.as_str(), msg.as_deref(), rule_id, "user", &now()).map(|_| ())
+            s.asop_step_decide(row, a.decision.as_str(), msg.as_deref(), rule_id, "user", &now())?;
+            s.waiting_changed();
+            Ok(())
         })
         .await?;
         let _ = self.events.send(GuardianEvent::Decided { row, decision: answer.decision.as_str().into() });

@@ -167,6 +167,32 @@ async fn a_session_is_guarded_step_by_step() {
     assert_eq!(steps[4].reasoning.as_deref(), Some("The user asked me to send the summary"));
 }
 
+/// A step answered by the user no longer waits, and whoever shows what waits hears so
+/// (the phone page, the desktop's notifications): the one "what waits changed" signal.
+#[tokio::test]
+async fn a_step_answered_by_the_user_tells_whoever_shows_what_waits() {
+    let g = start().await;
+    register(&g).await;
+    let guardian = g.inbox.door::<gatehouse_app::doors::guardian::Guardian>().unwrap();
+    let store = g.store.clone();
+    let heard = tokio::spawn(async move {
+        let row = loop {
+            if let Some(s) = guardian.pending().unwrap().first() {
+                break s.row;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        // What the step's arrival said is heard out before the answer.
+        let mut changes = gatehouse_app::waiting::follow(&store);
+        while tokio::time::timeout(Duration::from_millis(500), changes.next()).await.is_ok() {}
+        guardian.answer(row, UserAnswer { decision: Action::Deny, always: false, redact: None, note: None, lasting: None }).unwrap();
+        tokio::time::timeout(Duration::from_secs(2), changes.next()).await.is_ok_and(|h| h)
+    });
+    let r = g.call(tool_call(1, "post_tweet", json!([{"name": "text", "value": "hello"}]))).await;
+    assert_eq!(r["result"]["decision"], "deny", "{r}");
+    assert!(heard.await.unwrap(), "the answer was not told to whoever shows what waits");
+}
+
 #[tokio::test]
 async fn an_unanswered_ask_times_out_and_always_becomes_a_rule() {
     let g = start().await;
