@@ -140,38 +140,35 @@ impl Reporter {
 async fn report(poster: Poster, mut rx: tokio::sync::mpsc::Receiver<Answered>, mut end: tokio::sync::oneshot::Receiver<()>) {
     let mut ending = false;
     while !ending {
+        // The first answer of a batch (or the end), then what follows within a second.
         let first = tokio::select! {
             a = rx.recv() => a,
             _ = &mut end => None,
         };
-        let Some(first) = first else {
-            let mut rest = Vec::new();
-            while let Ok(a) = rx.try_recv() {
-                rest.push(a);
-            }
-            poster.tell(rest).await;
-            break;
-        };
-        let mut batch = vec![first];
+        let mut batch: Vec<Answered> = first.into_iter().collect();
+        ending = batch.is_empty();
         let due = tokio::time::sleep(REPORT_EVERY);
         tokio::pin!(due);
-        while batch.len() < signed::MAX_ANSWERS {
+        while !ending && batch.len() < signed::MAX_ANSWERS {
             tokio::select! {
                 a = rx.recv() => match a {
                     Some(a) => batch.push(a),
-                    None => break,
+                    None => ending = true,
                 },
                 () = &mut due => break,
-                _ = &mut end => {
-                    ending = true;
-                    while let (true, Ok(a)) = (batch.len() < signed::MAX_ANSWERS, rx.try_recv()) {
-                        batch.push(a);
-                    }
-                    break;
-                }
+                _ = &mut end => ending = true,
             }
         }
-        poster.tell(batch).await;
+        if ending {
+            while let Ok(a) = rx.try_recv() {
+                batch.push(a);
+            }
+        }
+        // At most as many a request as the gate takes: what is left at the end may be more.
+        while !batch.is_empty() {
+            let rest = batch.split_off(batch.len().min(signed::MAX_ANSWERS));
+            poster.tell(std::mem::replace(&mut batch, rest)).await;
+        }
     }
 }
 
@@ -321,5 +318,42 @@ async fn ended_by_signal() {
         _ = term.recv() => {}
         _ = int.recv() => {}
         _ = hup.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// Everything queued when the session ends is told, each request within the gate's
+    /// bound, none lost.
+    #[tokio::test]
+    async fn what_is_left_at_the_end_is_told_in_requests_the_gate_takes() {
+        let sizes: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let seen = sizes.clone();
+        let app = axum::Router::new().route(
+            signed::ANSWERS_PATH,
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let seen = seen.clone();
+                async move {
+                    let told: Answers = serde_json::from_slice(&body).unwrap();
+                    seen.lock().unwrap().push(told.answers.len());
+                    axum::Json(serde_json::json!({"kept": told.answers.len()}))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let gate = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let (keeper, reporter) = GateKeeper::new("files", &gate, SigningKey::from_bytes(&[7; 32])).unwrap();
+        let summary = || Summary { bytes: 2, failed: false, excerpt: "ok".into(), flags: Vec::new() };
+        for n in 0..600 {
+            keeper.answered(format!("step-{n}"), summary()).await;
+        }
+        reporter.finish().await;
+        let sizes = sizes.lock().unwrap().clone();
+        assert_eq!(sizes.iter().sum::<usize>(), 600, "{sizes:?}");
+        assert!(sizes.iter().all(|n| *n <= signed::MAX_ANSWERS), "{sizes:?}");
     }
 }
