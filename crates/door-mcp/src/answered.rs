@@ -41,7 +41,7 @@ struct CallResult {
 /// Reads `m`, a server's answer to a call (`error`: a JSON-RPC error).
 pub fn read(m: &Message) -> Summary {
     // One pass for what the result says of itself: nothing of its content is kept.
-    let failed = match serde_json::from_reader::<_, Outcome>(m.reader()) {
+    let failed = match m.json::<Outcome>() {
         Ok(o) => o.error.is_some() || o.result.is_some_and(|r| r.is_error),
         Err(_) => true,
     };

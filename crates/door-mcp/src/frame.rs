@@ -56,6 +56,22 @@ impl Message {
     pub fn reader(&self) -> impl std::io::Read + '_ {
         Pieces { pieces: &self.pieces, at: 0 }
     }
+
+    /// What it is (its kind, id and method), in one pass: a long one read where it lies.
+    pub fn kind(&self) -> Result<gatehouse_mcp::message::Kind, gatehouse_mcp::McpError> {
+        match self.pieces() {
+            [one] => gatehouse_mcp::message::peek(one),
+            _ => gatehouse_mcp::message::peek_read(self.reader()),
+        }
+    }
+
+    /// Its JSON read as `T`, in one pass: a long one read where it lies.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
+        match self.pieces() {
+            [one] => serde_json::from_slice(one),
+            _ => serde_json::from_reader(self.reader()),
+        }
+    }
 }
 
 impl From<Vec<u8>> for Message {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use gatehouse_json::Json;
 use gatehouse_mcp::call::ToolCall;
-use gatehouse_mcp::message::{peek, peek_read, Id, Kind};
+use gatehouse_mcp::message::{peek, Id, Kind};
 use gatehouse_mcp::tools::Pin;
 use gatehouse_mcp::{reply, MAX_MESSAGE};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
@@ -354,11 +354,7 @@ async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
                 continue;
             }
         };
-        let kind = match m.pieces() {
-            [one] => peek(one),
-            _ => peek_read(m.reader()),
-        };
-        match kind {
+        match m.kind() {
             Ok(Kind::Response { id, error: false }) if s.listing.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) => {
                 let listed = listed(&s.keeper, &id, m.into_vec()).await;
                 let _ = s.to_client.send(out(listed)).await;
