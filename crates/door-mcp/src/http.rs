@@ -28,6 +28,21 @@ fn refused(status: StatusCode, message: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], json!({"error": message}).to_string()).into_response()
 }
 
+/// The gate's answer, as JSON.
+fn answer(v: impl serde::Serialize) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], json!(v).to_string()).into_response()
+}
+
+/// The body of a request to `path` read as `T` (`what` says what it should have been),
+/// the key that signed it, and its size; or the refusal.
+async fn signed_json<T: serde::de::DeserializeOwned>(req: axum::extract::Request, path: &str, what: &str) -> Result<(String, T, u64), Response> {
+    let (public, body) = signed_body(req, path).await?;
+    match serde_json::from_slice(&body) {
+        Ok(t) => Ok((public, t, body.len() as u64)),
+        Err(e) => Err(refused(StatusCode::BAD_REQUEST, format!("not {what}: {e}"))),
+    }
+}
+
 /// The body of a request to `path`, and the key that signed it; or the refusal.
 async fn signed_body(req: axum::extract::Request, path: &str) -> Result<(String, axum::body::Bytes), Response> {
     let headers: HeaderMap = req.headers().clone();
@@ -49,63 +64,44 @@ async fn signed_body(req: axum::extract::Request, path: &str) -> Result<(String,
 }
 
 async fn call(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {
-    let (public, body) = match signed_body(req, signed::PATH).await {
-        Ok(b) => b,
+    let (public, asked, size) = match signed_json::<Asked>(req, signed::PATH, "a call Gatehouse can judge").await {
+        Ok(x) => x,
         Err(r) => return r,
-    };
-    let asked: Asked = match serde_json::from_slice(&body) {
-        Ok(a) => a,
-        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not a call Gatehouse can judge: {e}")),
     };
     if !signed::name_ok(&asked.server) || !asked.arguments.is_object() || asked.tool.is_empty() {
         return refused(StatusCode::BAD_REQUEST, "a call names its server (letters, digits, - and _), its tool, and its arguments (an object)".into());
     }
-    let answer = door.ask(&public, asked, body.len() as u64).await;
-    ([(header::CONTENT_TYPE, "application/json")], json!(answer).to_string()).into_response()
+    answer(door.ask(&public, asked, size).await)
 }
 
 async fn tools(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {
-    let (public, body) = match signed_body(req, signed::TOOLS_PATH).await {
-        Ok(b) => b,
+    let (public, listed, size) = match signed_json::<Listed>(req, signed::TOOLS_PATH, "a list of tools Gatehouse can read").await {
+        Ok(x) => x,
         Err(r) => return r,
-    };
-    let listed: Listed = match serde_json::from_slice(&body) {
-        Ok(l) => l,
-        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not a list of tools Gatehouse can read: {e}")),
     };
     let mut names = std::collections::HashSet::new();
     let twice = !listed.tools.iter().all(|t| names.insert(t.name.as_str()));
     if !signed::name_ok(&listed.server) || listed.tools.len() > gatehouse_mcp::tools::MAX_TOOLS || twice || listed.tools.iter().any(|t| t.name.is_empty()) {
         return refused(StatusCode::BAD_REQUEST, format!("a list names its server and at most {} tools, each once by a name", gatehouse_mcp::tools::MAX_TOOLS));
     }
-    let answer = door.listed(&public, listed, body.len() as u64).await;
-    ([(header::CONTENT_TYPE, "application/json")], json!(answer).to_string()).into_response()
+    answer(door.listed(&public, listed, size).await)
 }
 
 async fn asks(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {
-    let (public, body) = match signed_body(req, signed::ASKS_PATH).await {
-        Ok(b) => b,
+    let (public, asked, size) = match signed_json::<signed::ServerAsks>(req, signed::ASKS_PATH, "a server's request Gatehouse can read").await {
+        Ok(x) => x,
         Err(r) => return r,
-    };
-    let asked: signed::ServerAsks = match serde_json::from_slice(&body) {
-        Ok(a) => a,
-        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not a server's request Gatehouse can read: {e}")),
     };
     if !signed::name_ok(&asked.server) || !signed::SERVER_ASKS.contains(&asked.method.as_str()) || !asked.params.is_object() {
         return refused(StatusCode::BAD_REQUEST, format!("a server's request names its server and one of {}, with its params", signed::SERVER_ASKS.join(", ")));
     }
-    let answer = door.server_asks(&public, asked, body.len() as u64).await;
-    ([(header::CONTENT_TYPE, "application/json")], json!(answer).to_string()).into_response()
+    answer(door.server_asks(&public, asked, size).await)
 }
 
 async fn answers(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {
-    let (public, body) = match signed_body(req, signed::ANSWERS_PATH).await {
-        Ok(b) => b,
+    let (public, told, _) = match signed_json::<signed::Answers>(req, signed::ANSWERS_PATH, "answers Gatehouse can keep").await {
+        Ok(x) => x,
         Err(r) => return r,
-    };
-    let told: signed::Answers = match serde_json::from_slice(&body) {
-        Ok(a) => a,
-        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("not answers Gatehouse can keep: {e}")),
     };
     if !signed::name_ok(&told.server) || told.answers.len() > signed::MAX_ANSWERS || !told.answers.iter().all(signed::Answered::well_formed) {
         return refused(
@@ -117,6 +113,5 @@ async fn answers(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) 
             ),
         );
     }
-    let kept = door.answered(&public, told).await;
-    ([(header::CONTENT_TYPE, "application/json")], json!({"kept": kept}).to_string()).into_response()
+    answer(json!({"kept": door.answered(&public, told).await}))
 }
