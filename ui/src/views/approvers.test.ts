@@ -29,3 +29,21 @@ test('a used invitation is replaced by who joined', async () => {
   expect(document.getElementById('approver-joined')?.textContent).toContain('Ana’s phone joined');
   expect(document.getElementById('approvers-list')?.textContent).toContain('Ana’s phone');
 });
+
+test('a name being typed survives the list being drawn again', async () => {
+  devices = [{ id: 'ap-1', name: 'Ana’s phone', last_seen: null }, { id: 'ap-2', name: 'Bo’s tablet', last_seen: null }];
+  const { card, refresh } = await approversCard('https://gate.example');
+  replace(document.body, card);
+  const input = (id: string) => document.querySelector<HTMLInputElement>(`#approvers-list li[data-id='${id}'] input.approver-name`)!;
+  input('ap-1').focus();
+  input('ap-1').value = 'Ana’s work phone';
+  const typedIn = input('ap-1');
+  // The phone was seen meanwhile: the list is drawn again under the person typing.
+  devices = [{ id: 'ap-1', name: 'Ana’s phone', last_seen: '2026-11-29T10:00:00Z' }, { id: 'ap-2', name: 'Bo’s tablet', last_seen: null }];
+  await refresh();
+  expect(document.querySelector(`#approvers-list li[data-id='ap-1']`)?.textContent).toContain('last seen');
+  expect(input('ap-1'), 'the very field being typed in stays').toBe(typedIn);
+  expect(input('ap-1').value).toBe('Ana’s work phone');
+  expect(document.activeElement).toBe(input('ap-1'));
+  expect(input('ap-2').value, 'an untouched name follows the gate').toBe('Bo’s tablet');
+});

@@ -4,28 +4,48 @@ import { api, errorText, type Approver } from '../api';
 import { h, replace } from '../dom';
 import { untilText, when } from '../format';
 
-function deviceRow(a: Approver, msg: HTMLElement, redraw: () => Promise<void>): HTMLElement {
-  const remove = h('button', { className: 'secondary danger', 'data-action': 'remove', onclick: async () => {
-    try {
-      await api.approverRemove(a.id);
-      msg.textContent = `Removed ${a.name}: its requests are refused from now on.`;
-      await redraw();
-    } catch (e) { msg.textContent = errorText(e); }
-  } }, 'Remove');
-  remove.setAttribute('aria-label', `Remove ${a.name}`);
-  const name = h('input', { type: 'text', className: 'approver-name', value: a.name, maxLength: 80, 'aria-label': `New name for ${a.name}` });
-  const rename = h('form', { className: 'inline', onsubmit: async (e: Event) => {
-    e.preventDefault();
-    try {
-      await api.approverRename(a.id, name.value);
-      msg.textContent = `Renamed ${a.name} to ${name.value.trim()}.`;
-      await redraw();
-    } catch (err) { msg.textContent = errorText(err); }
-  } }, name, h('button', { className: 'secondary', type: 'submit', 'data-action': 'rename' }, 'Rename'));
-  return h('li', { className: 'approver', 'data-id': a.id },
-    h('strong', {}, a.name), ' ',
-    h('span', { className: 'muted small' }, a.last_seen ? `last seen ${when(a.last_seen)}` : 'not seen yet'), ' ',
-    rename, ' ', remove);
+/** A device's row: drawn once, then told what changed, so a name being typed in it stays
+ *  where it is (the list is drawn again whenever a device is seen, joins or goes). */
+class DeviceRow {
+  readonly el: HTMLLIElement;
+  private readonly title = h('strong', {});
+  private readonly seen = h('span', { className: 'muted small' });
+  private readonly name = h('input', { type: 'text', className: 'approver-name', maxLength: 80 });
+  private readonly remove = h('button', { className: 'secondary danger', 'data-action': 'remove' }, 'Remove');
+  private shown = '';
+
+  constructor(private a: Approver, msg: HTMLElement, redraw: () => Promise<void>) {
+    this.remove.addEventListener('click', async () => {
+      const was = this.a.name;
+      try {
+        await api.approverRemove(this.a.id);
+        msg.textContent = `Removed ${was}: its requests are refused from now on.`;
+        await redraw();
+      } catch (e) { msg.textContent = errorText(e); }
+    });
+    const rename = h('form', { className: 'inline', onsubmit: async (e: Event) => {
+      e.preventDefault();
+      const was = this.a.name;
+      try {
+        await api.approverRename(this.a.id, this.name.value);
+        msg.textContent = `Renamed ${was} to ${this.name.value.trim()}.`;
+        await redraw();
+      } catch (err) { msg.textContent = errorText(err); }
+    } }, this.name, h('button', { className: 'secondary', type: 'submit', 'data-action': 'rename' }, 'Rename'));
+    this.el = h('li', { className: 'approver', 'data-id': a.id }, this.title, ' ', this.seen, ' ', rename, ' ', this.remove);
+    this.update(a);
+  }
+
+  update(a: Approver): void {
+    this.a = a;
+    this.title.textContent = a.name;
+    this.seen.textContent = a.last_seen ? `last seen ${when(a.last_seen)}` : 'not seen yet';
+    // A new name being typed is the person's; an untouched field follows the gate.
+    if (this.name.value === this.shown) this.name.value = a.name;
+    this.shown = a.name;
+    this.name.setAttribute('aria-label', `New name for ${a.name}`);
+    this.remove.setAttribute('aria-label', `Remove ${a.name}`);
+  }
 }
 
 /** The card, and how to draw its devices again (a device joined or was removed elsewhere). */
@@ -37,11 +57,20 @@ export async function approversCard(defaultUrl: string): Promise<{ card: HTMLEle
   // The invitation on screen: who it is for, and the devices there were when it was made.
   let invited: { name: string; before: Set<string> } | null = null;
   let known = new Set<string>();
+  const rows = new Map<string, DeviceRow>();
   const redraw = async (): Promise<void> => {
     try {
       const devices = await api.approversList();
       known = new Set(devices.map((a) => a.id));
-      replace(list, ...(devices.length ? devices.map((a) => deviceRow(a, msg, redraw)) : [h('li', { className: 'muted' }, 'No devices yet.')]));
+      for (const id of rows.keys()) if (!known.has(id)) rows.delete(id);
+      const drawn = devices.map((a) => {
+        const row = rows.get(a.id);
+        if (row) { row.update(a); return row.el; }
+        const made = new DeviceRow(a, msg, redraw);
+        rows.set(a.id, made);
+        return made.el;
+      });
+      replace(list, ...(drawn.length ? drawn : [h('li', { className: 'muted' }, 'No devices yet.')]));
       // A used invitation goes with its use: its code and QR are of no more use to anyone.
       const joined = invited ? devices.find((a) => !invited!.before.has(a.id)) : undefined;
       if (joined) {

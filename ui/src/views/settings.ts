@@ -33,6 +33,16 @@ export class SettingsView {
   }
 
   async load(info: AppInfo): Promise<void> {
+    // The last reading must not be typed into or clicked while this one is read: the new one
+    // would be drawn over what was typed, and a switch's answer would be said nowhere.
+    if (this.el.firstChild) {
+      replace(this.el, h('h2', {}, 'This inbox'), h('p', { className: 'muted', id: 'settings-reading' }, 'Reading settings…'));
+      this.el.setAttribute('aria-busy', 'true');
+    }
+    try { await this.draw(info); } finally { this.el.removeAttribute('aria-busy'); }
+  }
+
+  private async draw(info: AppInfo): Promise<void> {
     const msg = h('p', { role: 'status', id: 'settings-msg' });
     const copyKey = h('button', { className: 'secondary', id: 'copy-key' }, 'Copy');
     copyKey.addEventListener('click', async () => {
