@@ -200,8 +200,9 @@ pub async fn consent_decide<R: Runtime>(
     target: ConsentTarget,
     decision: Decision,
     lasting: Option<Lasting>,
+    name: Option<String>,
 ) -> Result<DecisionOutcome> {
-    let out = gatehouse_app::consent::decide_fetching(shell.gate(), target, decision, lasting.unwrap_or_default()).await?;
+    let out = gatehouse_app::consent::decide_naming(shell.gate(), target, decision, lasting.unwrap_or_default(), name).await?;
     crate::tray::refresh(&app);
     Ok(out)
 }

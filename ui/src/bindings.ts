@@ -52,7 +52,7 @@ export const commands = {
 	trustUnblock: (publicKey: string) => __TAURI_INVOKE<null>("trust_unblock", { publicKey }),
 	blockedList: () => __TAURI_INVOKE<BlockedSender[]>("blocked_list"),
 	consentList: () => __TAURI_INVOKE<ConsentItem_Serialize[]>("consent_list"),
-	consentDecide: (target: ConsentTarget_Deserialize, decision: Decision, lasting: Lasting | null) => __TAURI_INVOKE<DecisionOutcome_Serialize>("consent_decide", { target, decision, lasting }),
+	consentDecide: (target: ConsentTarget_Deserialize, decision: Decision, lasting: Lasting | null, name: string | null) => __TAURI_INVOKE<DecisionOutcome_Serialize>("consent_decide", { target, decision, lasting, name }),
 	auditList: (query: AuditQuery_Deserialize) => __TAURI_INVOKE<AuditPage_Serialize>("audit_list", { query }),
 	/**  Checks the audit log against this gate's key (`gatehouse audit verify`). */
 	auditVerify: () => __TAURI_INVOKE<AuditVerdict_Serialize>("audit_verify"),

@@ -1,3 +1,5 @@
+// The core reads the same table (names::shown): one unnamed form in every view.
+import unnamed from '../../tests/data/unnamed-names.json';
 import { bytesText, delegationLine, describeCode, execLabel, fingerprint, isHexKey, isSenderId, mailAddress, mailGraph, streamStateText, optionalNumber, parseScopes, scopesText, senderLabel, taskStateText, tierText, transportLabel, when, floodText } from './format';
 
 describe('format', () => {
@@ -24,9 +26,12 @@ describe('format', () => {
     expect(streamStateText('IN_PROGRESS')).toBe('Running');
     expect(streamStateText('ERROR')).toBe('Failed');
   });
-  it('names senders by their given name, else their key', () => {
+  it('names senders by their given name, else the one unnamed form the core uses', () => {
     expect(senderLabel('Dr. Lee', 'ab'.repeat(32))).toBe('Dr. Lee');
-    expect(senderLabel('  ', 'ab'.repeat(32))).toBe('key abab abab abab abab');
+    expect(senderLabel('  ', 'ab'.repeat(32))).toBe('Sender abababab');
+    const table = unnamed as { key: string; shown: string }[];
+    expect(table.length).toBeGreaterThanOrEqual(6);
+    for (const row of table) expect(senderLabel(null, row.key), row.key).toBe(row.shown);
   });
   it('says who acts for whom', () => {
     expect(delegationLine('Doctor', 'Patient', 'cd'.repeat(32))).toBe('Doctor, on behalf of Patient');

@@ -13,9 +13,27 @@ export function fingerprint(key: string | null | undefined): string {
   return (key.slice(0, 16).match(/.{1,4}/g) ?? []).join(' ');
 }
 
-/** The name the user gave a sender, else its short fingerprint. */
+/** How an identity the user has not named is shown, everywhere: its kind and the start of
+ *  its key (the core's `names::shown`; both read tests/data/unnamed-names.json). */
+export function unnamedName(key: string | null | undefined): string {
+  if (!key) return 'An unknown sender';
+  const hex = (s: string) => [...s].slice(0, 8).join('');
+  const mcp = /^mcp:(.+):([0-9a-fA-F]{64})$/.exec(key);
+  if (mcp) return `MCP server ${mcp[1]} (${hex(mcp[2])})`;
+  const a2a = /^a2a:(?:key|token):(.*)$/.exec(key);
+  if (a2a) return `A2A agent ${hex(a2a[1])}`;
+  if (key.startsWith('asop:')) {
+    const id = [...key.slice(5)];
+    return `Your agent ${id.slice(0, 32).join('')}${id.length > 32 ? '…' : ''}`;
+  }
+  if (key.startsWith('did:web:')) return `Agent ${key}`;
+  if (key.startsWith('did:')) return `Agent …${[...key].slice(-8).join('')}`;
+  return `Sender ${hex(key)}`;
+}
+
+/** The name the user gave a sender, else the one unnamed form. */
 export function senderLabel(name: string | null | undefined, key: string | null | undefined): string {
-  return name && name.trim() ? name : `key ${fingerprint(key)}`;
+  return name && name.trim() ? name.trim() : unnamedName(key);
 }
 
 export function when(iso: string, now: Date = new Date()): string {

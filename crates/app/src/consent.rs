@@ -22,6 +22,31 @@ pub async fn decide_fetching(inbox: std::sync::Arc<Gate>, target: ConsentTarget,
     decide_fetching_as(inbox, target, decision, lasting, By::Owner).await
 }
 
+/// [`decide_fetching`] from a prompt that was also given a name: a stranger let in (for
+/// good or a while) is kept under it, it and its person. The name is checked before
+/// anything is decided; a name with any other decision is refused (nothing would keep it).
+pub async fn decide_naming(
+    inbox: std::sync::Arc<Gate>,
+    target: ConsentTarget,
+    decision: Decision,
+    lasting: Lasting,
+    name: Option<String>,
+) -> Result<DecisionOutcome> {
+    let Some(name) = name.filter(|n| !n.trim().is_empty()) else {
+        return decide_fetching(inbox, target, decision, lasting).await;
+    };
+    let name = crate::names::check(&name)?;
+    let key = match (&target, decision) {
+        (ConsentTarget::UnknownSender { public_key, .. }, Decision::AlwaysAllowScope) => public_key.clone(),
+        _ => return Err(ConsentError::Invalid("a name is kept for a sender you let in, for good or for a while".into()).into()),
+    };
+    let mut out = decide_fetching(inbox.clone(), target, decision, lasting).await?;
+    let said = format!("{} It goes by “{name}” from now on.", out.message);
+    crate::blocking(move || Ok(crate::names::name_sender(inbox.store(), &key, &name, crate::doors::gate::clock::now())?)).await?;
+    out.message = said;
+    Ok(out)
+}
+
 /// Who decided, as the audit log names them.
 #[derive(Debug, Clone)]
 pub enum By {

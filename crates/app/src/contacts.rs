@@ -215,10 +215,7 @@ pub fn verify(ctx: &Context, key: &str, pasted: Option<&str>, now: DateTime<Utc>
 
 pub fn rename(ctx: &Context, id: i64, name: &str, now: DateTime<Utc>) -> Result<()> {
     let store: &Store = &ctx.store;
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(CommandError::new(Code::Invalid, "a name is required"));
-    }
+    let name = &crate::names::check(name)?;
     store.contact_rename(id, name)?;
     store.audit("contact.rename", None, &serde_json::json!({"contact": id, "name": name}), &now_string(now))?;
     Ok(())

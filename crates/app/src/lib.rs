@@ -57,6 +57,7 @@ pub mod history;
 pub mod limits;
 pub mod mcp;
 pub mod membership;
+pub mod names;
 pub mod notify;
 pub mod peers;
 pub mod qr;

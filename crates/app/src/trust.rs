@@ -35,9 +35,7 @@ pub(crate) fn add_in(store: &Store, entry: &TrustEntry, now: DateTime<Utc>) -> s
 /// about an EPP sender (where answers go, its mail address, its capability limit).
 pub fn update(ctx: &Context, key: &str, name: &str, policy: &Policy, epp: Option<&EppFacts>, now: DateTime<Utc>) -> std::result::Result<(), ConsentError> {
     let store: &Store = &ctx.store;
-    if name.trim().is_empty() {
-        return Err(ConsentError::Invalid("a name is required".into()));
-    }
+    let name = &crate::names::check(name)?;
     let Some(stored) = store.trust_get(key)? else { return Err(ConsentError::Gone) };
     // The window edits scopes, limits and an EPP sender's addresses; what another door
     // keeps (a UAMP agent's keys, learnt when it was added) is kept as it is.
@@ -397,6 +395,10 @@ pub(crate) fn default_name(key: &str) -> String {
     } else if let Some(hash) = a2a {
         // Only the hash of what it proved is known of it.
         format!("A2A agent {}", hash.chars().take(8).collect::<String>())
+    } else if let Some(id) = key.strip_prefix("asop:") {
+        // One of the user's own agents, by the id it registered with (cut by characters).
+        let cut: String = id.chars().take(32).collect();
+        format!("Your agent {cut}{}", if id.chars().count() > 32 { "…" } else { "" })
     } else if key.starts_with("did:web:") {
         format!("Agent {key}")
     } else if key.starts_with("did:") {
@@ -411,7 +413,8 @@ pub(crate) fn default_name(key: &str) -> String {
 mod tests {
     #[test]
     fn a_default_name_never_cuts_a_character_and_shows_a_did_web_whole() {
-        assert_eq!(super::default_name("asop:ééééééééé"), "Sender asop:ééé");
+        assert_eq!(super::default_name("asop:ééééééééé"), "Your agent ééééééééé");
+        assert_eq!(super::default_name(&format!("asop:{}", "é".repeat(40))), format!("Your agent {}…", "é".repeat(32)));
         assert_eq!(super::default_name("did:web:evil-mybank.com"), "Agent did:web:evil-mybank.com");
         assert_eq!(super::default_name(&"ab".repeat(32)), "Sender abababab");
         assert_eq!(super::default_name(&format!("a2a:key:{}", "cd".repeat(32))), "A2A agent cdcdcdcd");

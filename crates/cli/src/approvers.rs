@@ -142,9 +142,9 @@ fn quorum(cmd: QuorumCmd, ctx: &Context) -> Result<(), CommandError> {
             for r in rules.iter().filter(|_| !json) {
                 let need = if r.need == 0 { "all".to_string() } else { r.need.to_string() };
                 let on = match (&r.scope, &r.sender) {
-                    (Some(s), Some(k)) => format!("scope {s} from {k}"),
+                    (Some(s), Some(k)) => format!("scope {s} from {} ({k})", gatehouse_app::names::of(store, k)?),
                     (Some(s), None) => format!("scope {s}"),
-                    (None, Some(k)) => format!("sender {k}"),
+                    (None, Some(k)) => format!("{} ({k})", gatehouse_app::names::of(store, k)?),
                     (None, None) => "everything".into(),
                 };
                 say!("{}  {need} of {}  on {on}{}", r.id, r.approvers.join(","), if r.deny_ends { "" } else { "  (a deny does not end it)" });

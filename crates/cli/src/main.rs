@@ -402,7 +402,15 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
                 note!("no pending sender requests");
             } else {
                 for p in list {
-                    say!("{}  seen {}x  first {}  last {}  scopes {}", p.public_key, p.count, p.first_seen, p.last_seen, p.scopes_tried.join(","));
+                    say!(
+                        "{}  {}  seen {}x  first {}  last {}  scopes {}",
+                        gatehouse_app::names::shown(None, &p.public_key),
+                        p.public_key,
+                        p.count,
+                        p.first_seen,
+                        p.last_seen,
+                        p.scopes_tried.join(",")
+                    );
                 }
             }
         }

@@ -4,13 +4,13 @@ describe('consent prompts', () => {
   it('tell a person who is asking and about what', () => {
     const s = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), source: 'epp_sender', first_seen: '', last_seen: '', count: 3, scopes_tried: ['support'], knock: null, envelope_id: null, scope: 'support', prompt: 'hi', extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [], tools: [] });
     expect(s).toContain('not approved');
-    expect(s).toContain('d04a b232');
+    expect(s).toContain('(Sender d04ab232)');
     expect(s).toContain('“support”');
     expect(s).toContain('3 attempts');
     const held = consentSentence({ kind: 'held', row_id: 1, envelope_id: 'e', sender: 'ab'.repeat(32), sender_name: 'Dr. Lee', scope: 'lab-results', prompt: 'x', payload_type: null, on_behalf_of: null, received_at: '', extras: null, risk: [], covered: [], covered_total: 0, grant_ended: null, later: null, key_change: false });
     expect(held).toBe('Dr. Lee sent your AI a message about “lab-results”. Your rules say to ask you before it is passed on.');
     const agent = consentSentence({ kind: 'held_ask', stream_id: 's', sender: 'did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH', sender_name: null, scope: 'ask', prompt: 'x', received_at: '', risk: [], grant_ended: null, later: null, key_change: false });
-    expect(agent).toContain('key did:key:…wWsdvktH');
+    expect(agent).toContain('Agent …wWsdvktH (an AI agent');
     expect(agent).toContain('over UAMP');
     expect(agent).toContain('“ask”');
   });
@@ -33,7 +33,7 @@ describe('consent prompts', () => {
     expect(a2a).toContain('nothing it says about itself is checked');
     expect(a2a).not.toContain('a2a:key:');
     const mcp = knock('mcp_server', `mcp:files:${'0a'.repeat(32)}`, 'mcp');
-    expect(mcp).toContain('MCP server your AI app runs as “files”');
+    expect(mcp).toContain('MCP server files (0a0a0a0a), which your AI app runs');
     expect(mcp).not.toContain('mcp:files:');
   });
 });

@@ -49,7 +49,7 @@ test('a changed tool is shown against what was let in, flagged, and kept held by
   expect(card.querySelector('button[data-decision="always_allow_scope"]')?.textContent).toBe('Accept anyway');
   primary.click();
   await new Promise((r) => setTimeout(r, 0));
-  expect(calls).toContainEqual(['consent_decide', { target: { kind: 'tool_change', server: key, digest: 'tools:1' }, decision: 'deny', lasting: null }]);
+  expect(calls).toContainEqual(['consent_decide', { target: { kind: 'tool_change', server: key, digest: 'tools:1' }, decision: 'deny', lasting: null, name: null }]);
   expect(card.classList.contains('decided')).toBe(true);
 });
 
@@ -58,7 +58,7 @@ test('a server that knocks shows the tools letting it in would let your AI see',
   replace(document.body, view.el);
   await view.load();
   const card = document.querySelector(`.consent-card[data-sender="${knock.public_key}"]`) as HTMLElement;
-  expect(card.querySelector('.ask')?.textContent).toContain('An MCP server your AI app runs as “notes”');
+  expect(card.querySelector('.ask')?.textContent).toContain('MCP server notes (cdcdcdcd), which your AI app runs');
   expect(card.querySelector('li[data-tool="read_note"]')?.textContent).toContain('Reads a note.');
   expect(card.querySelector('button[data-decision="allow_once"]')).toBeNull();
   expect(card.querySelector('button[data-decision="always_allow_scope"]')?.textContent).toBe('Let it in');

@@ -8,7 +8,7 @@ import { riskText } from './risk';
 import { coveredList, lasting as lastingOf, lastingPicker, letInLabel, type LastingChoice } from './grants';
 import { quietBanner } from './quiet';
 import { stateNotice } from './state';
-import { when } from '../format';
+import { unnamedName, when } from '../format';
 import { TeamSection } from './team';
 import { toolChangeCard, toolsList } from './tools';
 
@@ -194,7 +194,9 @@ export class ConsentView {
       try {
         const length = d === 'always_allow_scope' && picker ? picker.value() : null;
         if (d === 'always_allow_scope' && picker && !length) throw new Error('Choose the date the permission ends, or another length.');
-        const out = await api.consentDecide(target, d, length);
+        // A stranger let in is kept under the name given on its prompt (else its unnamed form).
+        const name = d === 'always_allow_scope' && naming ? naming.value.trim() || null : null;
+        const out = await api.consentDecide(target, d, length, name);
         this.settled(card, result, out.message);
         // A prompt put off moves out of the way at once, to the list of those put off.
         if (d === 'ask_later') await this.load();
@@ -218,6 +220,10 @@ export class ConsentView {
     const picker = item.kind === 'key_change' || (item.kind === 'unknown_sender' && item.source === 'asop_agent') ? null : lastingPicker(scope, allow, mcp ? letInLabel : undefined);
     // A knock at a door this gate does not run is denied or blocked, never let in.
     const lettable = !(item.kind === 'unknown_sender' && item.source === 'other_door');
+    // A stranger is named where the person meets it: on its prompt, kept once it is let in.
+    const naming = item.kind === 'unknown_sender' && lettable
+      ? h('input', { type: 'text', className: 'sender-name', maxLength: 80, placeholder: 'e.g. Alice', 'aria-label': 'Name this sender' })
+      : null;
     // Safe by default: on a message with a warning (a risk flag not set aside, a claim to
     // be someone the user knows), Deny is the main action; allowing takes a deliberate
     // click on a plain button.
@@ -244,6 +250,8 @@ export class ConsentView {
       (item.kind === 'held' || item.kind === 'unknown_sender') && item.extras ? extrasCard(item.extras) : null,
       item.kind === 'held' || item.kind === 'unknown_sender' ? coveredList(scope, item.covered, Number(item.covered_total), MAX_COUNTED) : null,
       item.later ? h('p', { className: 'muted small later-until' }, `Put off: asks again ${when(item.later)}.`) : null,
+      naming ? h('label', { className: 'name-it' }, h('span', {}, 'Name it'), naming,
+        h('span', { className: 'muted small' }, `Kept once you let it in, for good or for a while; until then it is “${unnamedName(item.kind === 'unknown_sender' ? item.public_key : '')}”.`)) : null,
       h('p', { className: 'muted small' },
         item.kind === 'unknown_sender' || item.kind === 'key_change' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },

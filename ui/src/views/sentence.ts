@@ -1,7 +1,7 @@
 // What a prompt asks, in one sentence: who wants to reach your AI, about what, by which
 // door. Said the same under Waiting for you and for a team gate's items.
 import type { ConsentItem } from '../api';
-import { fingerprint, senderLabel, when } from '../format';
+import { senderLabel, unnamedName, when } from '../format';
 
 /** What waits, other than an agent's step or an MCP server's changed tools (each decided
  *  in its own card). */
@@ -16,22 +16,21 @@ export function consentSentence(item: Prompt): string {
       return `Your agent “${item.public_key.replace(/^asop:/, '')}” wants Gatehouse to guard what it does (ASOP). Let it in, and its steps are decided by your rules — or asked about here.`;
     }
     if (item.source === 'mcp_server') {
-      const [, name = '?', key = ''] = item.public_key.split(':');
-      return `An MCP server your AI app runs as “${name}” (its key ${fingerprint(key)}) wants its tools to be usable through Gatehouse. Let it in, and each call is decided by your rules — or asked about here.`;
+      return `${unnamedName(item.public_key)}, which your AI app runs, wants its tools to be usable through Gatehouse. Let it in, and each call is decided by your rules — or asked about here.`;
     }
     if (item.source === 'intent_site') {
-      return `A company you contacted over IntentWeb signs its answers with a key you have not pinned (${fingerprint(item.public_key)}). Pin it so that later answers signed by any other key are refused.`;
+      return `A company you contacted over IntentWeb signs its answers with a key you have not pinned (${unnamedName(item.public_key)}). Pin it so that later answers signed by any other key are refused.`;
     }
     if (item.source === 'a2a_agent') {
-      return `An AI agent you have not approved (certificate key ${fingerprint(item.public_key)}, over A2A) wants to send your AI a message about “${scope}”${times}. It proved only that it holds this key: nothing it says about itself is checked.`;
+      return `An AI agent you have not approved (${unnamedName(item.public_key)}, by its certificate, over A2A) wants to send your AI a message about “${scope}”${times}. It proved only that it holds this key: nothing it says about itself is checked.`;
     }
     if (item.source === 'other_door') {
-      return `Something (key ${fingerprint(item.public_key)}) knocked about “${scope}” at a door this Gatehouse does not run${times}. It cannot be let in from here; deny it or block it.`;
+      return `Something (${unnamedName(item.public_key)}) knocked about “${scope}” at a door this Gatehouse does not run${times}. It cannot be let in from here; deny it or block it.`;
     }
     if (item.source === 'uamp_agent') {
-      return `An AI agent you have not approved (${fingerprint(item.public_key)}, over UAMP) wants to send your AI a message about “${scope}”${times}.`;
+      return `An AI agent you have not approved (${unnamedName(item.public_key)}, over UAMP) wants to send your AI a message about “${scope}”${times}.`;
     }
-    return `Someone you have not approved (key ${fingerprint(item.public_key)}) wants to send your AI a message about “${scope}”${times}.`;
+    return `Someone you have not approved (${unnamedName(item.public_key)}) wants to send your AI a message about “${scope}”${times}.`;
   }
   const who = senderLabel(item.sender_name, item.sender);
   if (item.kind === 'key_change') {

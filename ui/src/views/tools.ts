@@ -28,7 +28,7 @@ export function toolChangeCard(item: ToolChange, settled: (card: HTMLElement, re
   const flagged = item.tools.some((t) => t.risk.some((f) => !f.dismissed));
   const decide = async (d: Decision) => {
     try {
-      settled(card, result, (await api.consentDecide(target, d, null)).message);
+      settled(card, result, (await api.consentDecide(target, d, null, null)).message);
     } catch (e) {
       failed(card, result, e);
     }

@@ -147,6 +147,7 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
         } => {
             l.claims(claims);
             l.add("source", "Who", format!("{} not in your trust registry", source(from)));
+            l.add("name", "Shown as", crate::names::shown(None, public_key));
             l.add("public_key", "Key", public_key.clone());
             l.opt("scope", "Asks for", scope);
             l.add("count", "Knocked", format!("{count} time(s)"));
@@ -185,7 +186,7 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
             if *key_change {
                 l.warn("key_change", "Key", "a new key of a verified contact, not verified itself: nothing from it goes through until it is");
             }
-            l.opt("sender_name", "From", sender_name);
+            l.add("sender_name", "From", crate::names::shown(sender_name.as_deref(), sender));
             l.add("sender", "Key", sender.clone());
             l.add("scope", "Scope", scope.clone());
             l.opt("on_behalf_of", "On behalf of", on_behalf_of);
@@ -204,7 +205,7 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
             if *key_change {
                 l.warn("key_change", "Keys", "its keys changed after you verified it, and it is not verified again");
             }
-            l.opt("sender_name", "From", sender_name);
+            l.add("sender_name", "From", crate::names::shown(sender_name.as_deref(), sender));
             l.add("sender", "Agent", sender.clone());
             l.add("scope", "Scope", scope.clone());
             l.add("prompt", "Asks", prompt.clone());
@@ -220,7 +221,7 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
             if *verified {
                 l.warn("verified", "Verified", "you had verified this contact: whatever its key changed to stays blocked until you verify it again");
             }
-            l.opt("sender_name", "From", sender_name);
+            l.add("sender_name", "From", crate::names::shown(sender_name.as_deref(), sender));
             l.add("sender", "Contact", sender.clone());
             l.add("key_id", "Key it named", key_id.clone());
             l.add("count", "Seen", format!("{count} time(s)"));

@@ -22,6 +22,7 @@ mod mail_v2;
 mod mcp_door;
 mod membership;
 mod model;
+mod names;
 mod notify;
 mod phone;
 mod quorum;
