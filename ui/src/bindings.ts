@@ -1337,6 +1337,13 @@ export type Detail_Deserialize = {
 	email?: EmailArrivalRow_Deserialize | null,
 	/**  What in the prompt (or the refused body) looks like an attempt to steer the user's AI. */
 	risk: Flag[],
+	/**
+	 *  What became of it beyond its receipt: a knock decided (and the message it became),
+	 *  or the knock a message came as.
+	 */
+	story: Story_Deserialize,
+	/**  A knock let in: the receipt of the message it became. */
+	delivered_as?: string | null,
 };
 
 export type Detail_Serialize = {
@@ -1356,6 +1363,13 @@ export type Detail_Serialize = {
 	email: EmailArrivalRow_Serialize | null,
 	/**  What in the prompt (or the refused body) looks like an attempt to steer the user's AI. */
 	risk: Flag[],
+	/**
+	 *  What became of it beyond its receipt: a knock decided (and the message it became),
+	 *  or the knock a message came as.
+	 */
+	story: Story_Serialize,
+	/**  A knock let in: the receipt of the message it became. */
+	delivered_as: string | null,
 };
 
 /**  Prompts that arrived in quiet hours and were not announced. */
@@ -1782,6 +1796,8 @@ export type InboxItem_Deserialize = {
 	conversation_id?: string | null,
 	on_behalf_of?: string | null,
 	on_behalf_of_name?: string | null,
+	/**  What became of it beyond its receipt (a knock decided, the knock it came as). */
+	story: Story_Deserialize,
 };
 
 /**  One row of the inbox list. */
@@ -1804,6 +1820,8 @@ export type InboxItem_Serialize = {
 	conversation_id: string | null,
 	on_behalf_of: string | null,
 	on_behalf_of_name: string | null,
+	/**  What became of it beyond its receipt (a knock decided, the knock it came as). */
+	story: Story_Serialize,
 };
 
 /**  A submission was answered (accepted or refused); the window redraws what it shows. */
@@ -2994,6 +3012,39 @@ export type StatusChanged_Serialize = InboxStatus_Serialize;
 export type Step = {
 	name: string,
 	state: string,
+};
+
+/**  What became of an arrival beyond its receipt. */
+export type Story = Story_Serialize;
+
+/**  What became of an arrival beyond its receipt. */
+export type Story_Deserialize = {
+	/**
+	 *  What the user decided on it as a knock (`allow_once`, `always_allow_scope`, `deny`,
+	 *  `block`), or on the knock this message came as.
+	 */
+	decided?: string | null,
+	decided_at?: string | null,
+	/**  On a message a decision let in: when it knocked, and that knock's receipt. */
+	knocked_at?: string | null,
+	after_knock?: string | null,
+	/**  A knock whose sender waits for the user now. */
+	waiting: boolean,
+};
+
+/**  What became of an arrival beyond its receipt. */
+export type Story_Serialize = {
+	/**
+	 *  What the user decided on it as a knock (`allow_once`, `always_allow_scope`, `deny`,
+	 *  `block`), or on the knock this message came as.
+	 */
+	decided: string | null,
+	decided_at: string | null,
+	/**  On a message a decision let in: when it knocked, and that knock's receipt. */
+	knocked_at: string | null,
+	after_knock: string | null,
+	/**  A knock whose sender waits for the user now. */
+	waiting: boolean,
 };
 
 export type StreamDetail = StreamDetail_Serialize;

@@ -117,7 +117,7 @@ const redraw = coalesce(async () => { await refreshInfo(); await show(tab, false
 const settle = afterQuiet(refreshInfo, 2_000);
 void onInboxEvent(() => { redraw(); settle(); });
 // A decision made elsewhere (the CLI, a phone) takes its prompt away here too.
-void onWaitingChanged(() => { redraw(); settle(); });
+void onWaitingChanged(() => { if (tab === 'inbox') void inbox.restory(); redraw(); settle(); });
 void onStatus(() => void refreshInfo());
 // A team gate said what waits there now: drawn at once, wherever the window is.
 void onTeamChanged((t) => { consent.team.update(t); countWaiting(); });

@@ -260,7 +260,11 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     crate::trust::check_sender_id(&key, &entry.facts)?;
     store.trust_add(&entry)?;
     store.contact_add_key(id, &key, verified_key.as_deref(), &at)?;
-    crate::waiting::knocks::deliver(inbox, &request.door, knock.as_ref(), None, now);
+    let delivered = crate::waiting::knocks::deliver(inbox, &request.door, knock.as_ref(), None, now);
+    if let Some(k) = &knock {
+        // Let in for good, as one of the contact's keys: the knock's row is the message it became.
+        store.knock_decided(&key, &k.receipt_id, "always_allow_scope", &at, delivered.as_ref().map(|d| d.receipt_id.as_str()))?;
+    }
     store.audit("contact.add_key", Some(&key), &serde_json::json!({"contact": id, "changed_from": verified_key}), &at)?;
     Ok(match verified_key {
         Some(_) => format!(

@@ -59,6 +59,11 @@ pub struct Detail {
     pub email: Option<gatehouse_store::email::EmailArrivalRow>,
     /// What in the prompt (or the refused body) looks like an attempt to steer the user's AI.
     pub risk: Vec<gatehouse_risk::Flag>,
+    /// What became of it beyond its receipt: a knock decided (and the message it became),
+    /// or the knock a message came as.
+    pub story: gatehouse_store::Story,
+    /// A knock let in: the receipt of the message it became.
+    pub delivered_as: Option<String>,
 }
 
 pub fn detail(ctx: &Context, receipt_id: &str) -> Result<Detail> {
@@ -110,7 +115,9 @@ pub fn detail(ctx: &Context, receipt_id: &str) -> Result<Detail> {
         }
         _ => Vec::new(),
     };
-    Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras, email, risk })
+    let story = store.story(&receipt.receipt_id)?;
+    let delivered_as = store.delivered_as(&receipt.receipt_id)?;
+    Ok(Detail { receipt, envelope, steps, sender_name, on_behalf_of_name, raw, extras, email, risk, story, delivered_as })
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

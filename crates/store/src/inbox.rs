@@ -7,12 +7,19 @@ use crate::*;
 impl Store {
     /// Newest first, filtered, one keyset page.
     pub fn inbox(&self, f: &InboxFilter) -> Result<Vec<InboxItem>> {
-        const COLUMNS: &str = "SELECT r.seq, r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at,
+        let columns = format!(
+            "SELECT r.seq, r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at,
                     r.transport, r.sender, t.name, r.scope, substr(r.prompt, 1, 240), r.envelope_row,
-                    e.exec_status, e.payload_type, e.conversation_id, e.on_behalf_of, p.name";
-        const JOINS: &str = "LEFT JOIN envelopes e ON e.id = r.envelope_row
+                    e.exec_status, e.payload_type, e.conversation_id, e.on_behalf_of, p.name, {}",
+            crate::story::COLUMNS
+        );
+        let joins = format!(
+            "LEFT JOIN envelopes e ON e.id = r.envelope_row
              LEFT JOIN trust t ON t.public_key = r.sender
-             LEFT JOIN trust p ON p.public_key = e.on_behalf_of";
+             LEFT JOIN trust p ON p.public_key = e.on_behalf_of
+             {}",
+            crate::story::JOIN
+        );
         // The filters common to every form of the query; `sql` is their text.
         let mut sql = String::new();
         let mut args: Vec<Owned> = Vec::new();
@@ -34,6 +41,8 @@ impl Store {
             }
             (None, None) => None,
         };
+        // One row per arrival: a knock let in is the message it became.
+        sql.push_str(crate::story::ONCE);
         if let Some(s) = f.scope.as_deref().filter(|s| !s.is_empty()) {
             arg(&mut sql, &mut args, " AND r.scope = ?", s.to_string().into());
         }
@@ -79,14 +88,14 @@ impl Store {
         args.push((limit as i64).into());
         let l = args.len();
         let sql = match sender {
-            None => format!("{COLUMNS} FROM receipts r {JOINS} WHERE 1 = 1{sql} ORDER BY r.seq DESC LIMIT ?{l}"),
+            None => format!("{columns} FROM receipts r {joins} WHERE 1 = 1{sql} ORDER BY r.seq DESC LIMIT ?{l}"),
             // Newest first from the index by sender, and from the receipts stored since it
             // was last filled; one statement, so both halves read the same snapshot.
             Some(s) => format!(
-                "SELECT * FROM ({COLUMNS} FROM receipts_by_sender b JOIN receipts r ON r.seq = b.seq {JOINS}
+                "SELECT * FROM ({columns} FROM receipts_by_sender b JOIN receipts r ON r.seq = b.seq {joins}
                     WHERE b.sender {s}{sql} ORDER BY b.seq DESC LIMIT ?{l}) by_sender
                  UNION ALL
-                 SELECT * FROM ({COLUMNS} FROM receipts r {JOINS}
+                 SELECT * FROM ({columns} FROM receipts r {joins}
                     WHERE r.seq > (SELECT last_seq FROM search_progress) AND r.sender {s}{sql}
                     ORDER BY r.seq DESC LIMIT ?{l}) not_yet_indexed
                  ORDER BY 1 DESC LIMIT ?{l}"
@@ -116,6 +125,7 @@ impl Store {
                     conversation_id: r.get(15)?,
                     on_behalf_of: r.get(16)?,
                     on_behalf_of_name: r.get(17)?,
+                    story: crate::story::from_row(r, 18)?,
                 })
             })?;
             rows.collect::<Result<_>>()

@@ -60,6 +60,7 @@ mod seal_write;
 mod settings;
 #[doc(hidden)]
 pub mod sql;
+mod story;
 mod trust;
 pub mod uamp;
 #[doc(hidden)]
@@ -76,6 +77,7 @@ pub use open::DatabaseCounters;
 pub use replay::AcceptRefusal;
 pub use retention::*;
 pub use seal::{ChangeKind, Sealer, StateChange, StateReport, UNSEALED_SETTINGS};
+pub use story::Story;
 pub use trust::{Admission, Knock, MAX_PENDING, MAX_SCOPES_TRIED};
 
 use std::path::Path;

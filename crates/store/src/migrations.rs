@@ -520,7 +520,7 @@ const EARLY: &[&str] = &[
 ];
 
 mod later;
-pub(crate) use later::{ENTRY_FACTS, MCP_TOOLS, STEP_ANSWERS};
+pub(crate) use later::{ENTRY_FACTS, KNOCK_OUTCOMES, MCP_TOOLS, STEP_ANSWERS};
 
 /// Step 42 (PostgreSQL's 12): what became of each arrival in no door's words, beside its
 /// door's code, so a knock is found as one, never by EPP's UNTRUSTED_SENDER (which a

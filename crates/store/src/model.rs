@@ -340,6 +340,8 @@ pub struct InboxItem {
     pub conversation_id: Option<String>,
     pub on_behalf_of: Option<String>,
     pub on_behalf_of_name: Option<String>,
+    /// What became of it beyond its receipt (a knock decided, the knock it came as).
+    pub story: crate::Story,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

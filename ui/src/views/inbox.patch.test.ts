@@ -34,6 +34,7 @@ function item(seq: number) {
     seq, receipt_id: `r-${seq}`, envelope_id: `e-${seq}`, status: 'accepted', code: null, message: null, received_at: '2026-11-26T09:00:00Z',
     transport: 'http', sender: 'ab'.repeat(32), sender_name: 'Dr. Lee', scope: 'support', prompt_preview: `prompt ${seq}`, envelope_row: seq,
     exec_status: 'succeeded', payload_type: null, conversation_id: null, on_behalf_of: null, on_behalf_of_name: null,
+    story: { decided: null, decided_at: null, knocked_at: null, after_knock: null, waiting: false },
   };
 }
 const shown = () => [...document.querySelectorAll<HTMLElement>('#inbox-rows .row')].map((r) => r.dataset.receipt);

@@ -103,6 +103,12 @@ export class InboxView {
       if (fresh.length >= PAGE) return this.load(false);
       const keep = Math.max(PAGE, this.items.length);
       this.list.querySelector('.empty')?.remove();
+      // A knock let in is the message it became: one row per arrival.
+      const became = new Set(fresh.map((i) => i.story.after_knock).filter(Boolean));
+      if (became.size) {
+        for (const r of this.list.querySelectorAll<HTMLElement>('.row')) if (became.has(r.dataset.receipt ?? '')) r.remove();
+        this.items = this.items.filter((i) => !became.has(i.receipt_id));
+      }
       this.list.prepend(...fresh.map((item) => this.row(item)));
       this.items = fresh.concat(this.items);
       if (this.items.length > keep && !this.appending) {
@@ -115,11 +121,37 @@ export class InboxView {
     }
   }
 
+  /** A decision was made (here or anywhere): the rows on the first page say what became
+   *  of each knock now (waits, denied, blocked, or gone: it is the message it became).
+   *  What is newer is for `patch`; rows past the first page stay as they are. */
+  async restory(): Promise<void> {
+    if (!this.items.length) return;
+    const turn = this.listing;
+    try {
+      const top = await api.inboxList({ ...this.filter, before_seq: null, limit: PAGE });
+      if (turn !== this.listing) return;
+      const now = new Map(top.map((i) => [i.receipt_id, i]));
+      const floor = top.length < PAGE ? -Infinity : top[top.length - 1].seq;
+      const rows = new Map([...this.list.querySelectorAll<HTMLElement>('.row')].map((r) => [r.dataset.receipt, r]));
+      this.items = this.items.flatMap((item) => {
+        const row = rows.get(item.receipt_id);
+        const fresh = now.get(item.receipt_id);
+        if (!fresh) {
+          if (item.seq < floor) return [item];
+          row?.remove();
+          return [];
+        }
+        if (JSON.stringify(fresh) !== JSON.stringify(item)) row?.replaceWith(this.row(fresh));
+        return [fresh];
+      });
+    } catch { /* the next arrival or opening the tab reads the list again */ }
+  }
+
   private row(item: InboxItem): HTMLElement {
     const who = senderLabel(item.sender_name, item.sender);
-    const badge = item.status === 'accepted' ? (execLabel(item.exec_status) || 'Accepted') : describeCode(item.code);
+    const badge = storyBadge(item) ?? (item.status === 'accepted' ? (execLabel(item.exec_status) || 'Accepted') : describeCode(item.code));
     const li = h('li', {
-      className: `row ${item.status}${item.exec_status === 'held' ? ' held' : ''}${this.selected === item.receipt_id ? ' selected' : ''}`,
+      className: `row ${item.status}${item.exec_status === 'held' || item.story.waiting ? ' held' : ''}${this.selected === item.receipt_id ? ' selected' : ''}`,
       'data-receipt': item.receipt_id, tabindex: 0,
       onclick: () => void this.show(item.receipt_id),
       onkeydown: (e: Event) => { if ((e as KeyboardEvent).key === 'Enter') void this.show(item.receipt_id); },
@@ -129,6 +161,7 @@ export class InboxView {
         h('span', { className: 'who' }, item.sender ? delegationLine(who, item.on_behalf_of_name, item.on_behalf_of) : 'Unreadable input'),
         item.scope ? h('span', { className: 'scope' }, item.scope) : null,
         item.payload_type ? h('span', { className: 'ptype' }, item.payload_type) : null,
+        item.story.knocked_at ? h('span', { className: 'story muted small' }, item.story.decided === 'allow_once' ? 'allowed once by you' : 'let in by you') : null,
         h('time', { datetime: item.received_at, title: item.received_at }, when(item.received_at))),
       h('div', { className: 'preview' }, item.prompt_preview ?? item.message ?? ''),
     );
@@ -230,9 +263,12 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
   const who = senderLabel(d.sender_name, r.sender);
   const copyBtn = h('button', { className: 'secondary', id: 'detail-copy-raw' }, 'Copy raw JSON');
   copyBtn.addEventListener('click', () => void copy(d.raw ?? '', copyBtn));
+  const story = storyText(d);
   replace(el,
-    h('h2', {}, r.status === 'accepted' ? 'Accepted' : `Rejected: ${describeCode(r.code)}`),
-    r.message ? h('p', { className: 'reason', id: 'detail-reason' }, r.message) : null,
+    h('h2', {}, storyHeading(d) ?? (r.status === 'accepted' ? 'Accepted' : `Rejected: ${describeCode(r.code)}`)),
+    story ? h('p', { className: 'story', id: 'detail-story' }, story) : null,
+    // The receipt's words are what the sender was told when it came, not what is now.
+    r.message ? h('p', { className: 'reason', id: 'detail-reason' }, r.status === 'rejected' ? `The sender was told: “${r.message}”` : r.message) : null,
     h('h3', {}, 'Message'),
     riskText('p', { id: 'detail-prompt' }, env?.prompt ?? r.prompt ?? '(no readable prompt)', d.risk, env?.envelope_id ?? r.envelope_id),
     working ? h('div', { className: 'card live' },
@@ -347,4 +383,33 @@ async function showReplies(el: HTMLElement, envelopeRow: number, openThread: (()
     }));
   };
   await draw();
+}
+
+/** A knock's row says what became of it: it waits, or the user denied or blocked it. */
+function storyBadge(item: InboxItem): string | null {
+  if (item.story.waiting) return 'Waits for you';
+  if (item.status !== 'rejected') return null;
+  if (item.story.decided === 'deny') return 'Denied by you';
+  if (item.story.decided === 'block') return 'Blocked by you';
+  return null;
+}
+
+function storyHeading(d: Detail): string | null {
+  if (d.story.waiting) return 'Waits for you';
+  if (d.delivered_as) return 'Let in by you';
+  if (d.receipt.status !== 'rejected') return null;
+  return d.story.decided === 'deny' ? 'Denied by you' : d.story.decided === 'block' ? 'Blocked by you' : null;
+}
+
+/** What happened to it, in a sentence, when a decision of the user's is part of it. */
+function storyText(d: Detail): string | null {
+  const s = d.story;
+  const at = (t: string | null | undefined) => (t ? when(t) : '');
+  const how = s.decided === 'allow_once' ? 'allowed it once' : 'let its sender in for this scope';
+  if (s.waiting) return 'It knocked: its sender is not in your trust registry yet. It waits for you under Waiting for you.';
+  if (s.knocked_at) return `It knocked ${at(s.knocked_at)}, from a sender not in your trust registry; you ${how} ${at(s.decided_at)}.`;
+  if (d.delivered_as) return `You ${how} ${at(s.decided_at)}: it is in your inbox as the message it became.`;
+  if (s.decided === 'deny') return `You denied it ${at(s.decided_at)}. If its sender writes again, you are asked again.`;
+  if (s.decided === 'block') return `You blocked its sender ${at(s.decided_at)}: nothing from it reaches you or asks again.`;
+  return null;
 }

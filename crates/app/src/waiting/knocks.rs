@@ -109,7 +109,7 @@ impl Holds for Knocks {
             ));
         }
         let scope = knock.as_ref().and_then(|k| k.scope.clone()).or_else(|| request.scopes_tried.first().cloned());
-        Ok(match decision {
+        let outcome = match decision {
             Decision::AskLater => return Err(ConsentError::Invalid("a prompt is put off, not decided".into())),
             Decision::Deny => {
                 store.pending_remove(&key)?;
@@ -243,6 +243,11 @@ impl Holds for Knocks {
                 };
                 DecisionOutcome { message, delivered }
             }
-        })
+        };
+        // The knock's row tells what became of it (and, let in, is the message it became).
+        if let (Some(k), Some(said)) = (&knock, serde_json::to_value(decision).ok().and_then(|v| v.as_str().map(String::from))) {
+            store.knock_decided(&key, &k.receipt_id, &said, &at, outcome.delivered.as_ref().map(|d| d.receipt_id.as_str()))?;
+        }
+        Ok(outcome)
     }
 }

@@ -66,7 +66,8 @@ async fn a_new_key_of_a_verified_contact_is_a_claim_then_a_change_held_until_ver
     let history = inbox.store.inbox(&gatehouse_store::InboxFilter { contact: Some(id), ..Default::default() }).unwrap();
     let senders: std::collections::BTreeSet<_> = history.iter().filter_map(|r| r.sender.clone()).collect();
     assert_eq!(senders, [pubhex(&lee), pubhex(&lee2)].into_iter().collect());
-    assert_eq!(history.len(), 5, "the first key's message, the knock, its delivery and the new key's two later messages");
+    assert_eq!(history.len(), 4, "the first key's message, the knock (shown as the message it became) and the new key's two later messages");
+    assert!(history.iter().any(|r| r.story.knocked_at.is_some() && r.status == "accepted"), "the delivery tells it knocked first");
     assert!(history.windows(2).all(|w| w[0].seq > w[1].seq), "newest first");
     let actions: Vec<String> = inbox.store.audit_list(20).unwrap().into_iter().map(|a| a.action).collect();
     assert!(actions.contains(&"contact.add_key".to_string()) && actions.iter().filter(|a| *a == "contact.verify").count() == 2, "{actions:?}");

@@ -2,6 +2,7 @@
 //! of ~50 MB each filled a CI disk, and linked thirteen times.
 mod a2a;
 mod approvers;
+mod arrivals;
 mod audit;
 mod common;
 mod conformance;

@@ -151,7 +151,17 @@ pub(super) const LATER: &[&str] = &[
     MCP_TOOLS,
     // 47: what answered a step that went on (an MCP call's result, read for risks).
     STEP_ANSWERS,
+    // 48: what the user decided on a knock, and the knock a delivery let in.
+    KNOCK_OUTCOMES,
 ];
+
+/// Step 48 (PostgreSQL's 18): a knock's receipt keeps what the user decided on it and when;
+/// the receipt of a message a decision let in names the knock it came as, so the inbox
+/// shows one row per arrival. Shown only: nothing is decided on them.
+pub(crate) const KNOCK_OUTCOMES: &str = "ALTER TABLE receipts ADD COLUMN decided TEXT;
+    ALTER TABLE receipts ADD COLUMN decided_at TEXT;
+    ALTER TABLE receipts ADD COLUMN after_knock TEXT;
+    CREATE INDEX receipts_after_knock ON receipts (after_knock);";
 
 /// Step 47 (PostgreSQL's 17): what answered a step that went on, and the indexes an
 /// agent's timeline and an answer's step are found by.

@@ -32,4 +32,6 @@ CREATE TABLE audit_witnesses (
     crate::migrations::MCP_TOOLS,
     // 17: SQLite's 47, what answered a step that went on.
     crate::migrations::STEP_ANSWERS,
+    // 18: SQLite's 48, what the user decided on a knock, and the knock a delivery let in.
+    crate::migrations::KNOCK_OUTCOMES,
 ];

@@ -91,7 +91,7 @@ fn nodes_starting_together_on_an_empty_database_migrate_it_once() {
     // Had two nodes run a step, the second would have failed on tables that exist.
     let pg = gatehouse_pg_testserver::Postgres::shared().unwrap();
     let db = url.rsplit('/').next().unwrap();
-    assert_eq!(pg.psql_in(db, "SELECT count(*) || ' ' || max(version) FROM gatehouse_schema").unwrap(), "1 17", "one row, at the last step");
+    assert_eq!(pg.psql_in(db, "SELECT count(*) || ' ' || max(version) FROM gatehouse_schema").unwrap(), "1 18", "one row, at the last step");
 }
 
 /// A team's database left by the release before step 7 (receipts by sender a table of
@@ -117,11 +117,12 @@ fn a_team_database_from_before_receipts_by_sender_were_an_index_keeps_both() {
          ALTER TABLE uamp_streams DROP COLUMN executor_spec;
          DROP TABLE epp_entries, uamp_entries; ALTER TABLE trust DROP COLUMN door; DROP TABLE mcp_pins, mcp_offers;
          DROP INDEX asop_steps_agent, asop_steps_step; ALTER TABLE asop_steps DROP COLUMN answer;
+         DROP INDEX receipts_after_knock; ALTER TABLE receipts DROP COLUMN decided, DROP COLUMN decided_at, DROP COLUMN after_knock;
          UPDATE gatehouse_schema SET version = 6;",
     )
     .unwrap();
     let store = place.open();
-    assert_eq!(pg.psql_in(db, "SELECT version FROM gatehouse_schema").unwrap(), "17");
+    assert_eq!(pg.psql_in(db, "SELECT version FROM gatehouse_schema").unwrap(), "18");
     // Step 11: an envelope kept before knows the door it came by.
     assert_eq!(pg.psql_in(db, "SELECT door FROM envelopes WHERE envelope_id = 'env-1'").unwrap(), "epp");
     // Step 12: its receipt says what became of it.
@@ -137,6 +138,9 @@ fn a_team_database_from_before_receipts_by_sender_were_an_index_keeps_both() {
     assert_eq!(pg.psql_in(db, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('mcp_pins', 'mcp_offers')").unwrap(), "2");
     // Step 17: what answered a step that went on.
     assert_eq!(pg.psql_in(db, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'asop_steps' AND column_name = 'answer'").unwrap(), "1");
+    // Step 18: what the user decided on a knock, and the knock a delivery let in.
+    let knocks = "SELECT count(*) FROM information_schema.columns WHERE table_name = 'receipts' AND column_name IN ('decided', 'decided_at', 'after_knock')";
+    assert_eq!(pg.psql_in(db, knocks).unwrap(), "3");
     let again = store.accept(envelope_at(b"nonce before the upgrade", 2, 1_794_996_402_000), &RateLimit::default()).unwrap();
     assert!(matches!(again, Err(AcceptRefusal::Replay)), "{again:?}");
     store.accept(envelope_at(b"nonce after the upgrade", 3, 1_794_996_403_000), &RateLimit::default()).unwrap().unwrap();

@@ -1,0 +1,50 @@
+//! One row per arrival: a knock waits, then is the message it became, or says it was
+//! denied or blocked, on both engines.
+
+use crate::common::*;
+use gatehouse_app::consent::{self, Decision, Lasting};
+
+/// One row per arrival: a knock waits, then is the message it became, or says it was
+/// denied or blocked (never still "not trusted; the owner has been asked").
+#[tokio::test]
+async fn a_knock_is_one_row_that_tells_what_became_of_it() {
+    let (once, blocked, denied) = (key(11), key(12), key(13));
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    let (gate, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
+    let rows = |k: &ed25519_dalek::SigningKey| -> Vec<gatehouse_store::InboxItem> {
+        let all = inbox.store.inbox(&gatehouse_store::InboxFilter::default()).unwrap();
+        all.into_iter().filter(|r| r.sender.as_deref() == Some(pubhex(k).as_str())).collect()
+    };
+    assert_eq!(inbox.post_json(&inbox.signed(&once, "support", "Once, please")).await.0, 401);
+    let [waiting] = &rows(&once)[..] else { panic!("{:?}", rows(&once)) };
+    assert!(waiting.story.waiting && waiting.story.decided.is_none(), "{:?}", waiting.story);
+    let knock = waiting.receipt_id.clone();
+
+    consent::decide_naming(gate.clone(), shown(&gate, &pubhex(&once)), Decision::AllowOnce, Lasting::Always, None).await.unwrap();
+    let [row] = &rows(&once)[..] else { panic!("one row for the one message: {:?}", rows(&once)) };
+    assert_eq!((row.status.as_str(), row.story.decided.as_deref()), ("accepted", Some("allow_once")));
+    assert_eq!(row.story.after_knock.as_deref(), Some(knock.as_str()));
+    assert_eq!(row.story.knocked_at.as_deref(), Some(waiting.received_at.as_str()));
+    assert!(!row.story.waiting && row.story.decided_at.is_some());
+    let d = gatehouse_app::replies::detail(&inbox.ctx(), &knock).unwrap();
+    assert_eq!(d.delivered_as.as_deref(), Some(row.receipt_id.as_str()), "the knock's own detail says where it went");
+
+    // Knocked twice, then blocked: both rows say so, neither waits.
+    for text in ["first try", "second try"] {
+        assert_eq!(inbox.post_json(&inbox.signed(&blocked, "support", text)).await.0, 401);
+    }
+    consent::decide_naming(gate.clone(), shown(&gate, &pubhex(&blocked)), Decision::Block, Lasting::Always, None).await.unwrap();
+    let r = rows(&blocked);
+    assert_eq!(r.len(), 2);
+    assert!(r.iter().all(|x| x.story.decided.as_deref() == Some("block") && !x.story.waiting), "{r:?}");
+
+    assert_eq!(inbox.post_json(&inbox.signed(&denied, "support", "let me in")).await.0, 401);
+    consent::decide_naming(gate.clone(), shown(&gate, &pubhex(&denied)), Decision::Deny, Lasting::Always, None).await.unwrap();
+    let [d] = &rows(&denied)[..] else { panic!() };
+    assert_eq!((d.story.decided.as_deref(), d.story.waiting), (Some("deny"), false));
+    // It knocks again: the new knock waits, the denied one stays denied.
+    assert_eq!(inbox.post_json(&inbox.signed(&denied, "support", "please?")).await.0, 401);
+    let r = rows(&denied);
+    assert_eq!(r.iter().map(|x| (x.story.waiting, x.story.decided.clone())).collect::<Vec<_>>(), [(true, None), (false, Some("deny".into()))]);
+    inbox.stop().await;
+}

@@ -1,0 +1,68 @@
+// One row per arrival: a knock waits, then is the message it became (its row goes when
+// that message arrives), or says it was denied or blocked once that is decided anywhere.
+import { vi } from 'vitest';
+
+type Row = ReturnType<typeof knock>;
+let rows: Row[] = [];
+let detail: unknown = null;
+vi.mock('@tauri-apps/api/core', () => ({
+  invoke: (cmd: string, args: { filter: { after_seq?: number | null } }) => {
+    if (cmd === 'inbox_list') return Promise.resolve(rows.filter((r) => args.filter.after_seq == null || r.seq > args.filter.after_seq).sort((a, b) => b.seq - a.seq));
+    if (cmd === 'inbox_detail') return Promise.resolve(detail);
+    if (cmd === 'replies_list') return Promise.resolve([]);
+    return Promise.reject({ code: 'UNMOCKED', message: cmd });
+  },
+}));
+vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}) }));
+
+import { InboxView, renderDetail } from './inbox';
+import { replace } from '../dom';
+import type { Detail } from '../api';
+
+function knock(seq: number, story: Partial<{ decided: string | null; decided_at: string | null; knocked_at: string | null; after_knock: string | null; waiting: boolean }> = {}) {
+  return {
+    seq, receipt_id: `r-${seq}`, envelope_id: 'e-1', status: 'rejected', code: 'UNTRUSTED_SENDER' as string | null, message: 'sender 4664fe4f… is not in this inbox’s trust registry; the owner has been asked',
+    received_at: '2026-11-29T09:00:00Z', transport: 'http', sender: '4664fe4f'.repeat(8), sender_name: null, scope: 'support', prompt_preview: 'Where is my order?',
+    envelope_row: null as number | null, exec_status: null as string | null, payload_type: null, conversation_id: null, on_behalf_of: null, on_behalf_of_name: null,
+    story: { decided: null, decided_at: null, knocked_at: null, after_knock: null, waiting: false, ...story },
+  };
+}
+const badges = () => [...document.querySelectorAll('#inbox-rows .row')].map((r) => [(r as HTMLElement).dataset.receipt, r.querySelector('.badge')?.textContent]);
+
+test('a knock waits, and once let in its row is the message it became', async () => {
+  rows = [knock(1, { waiting: true })];
+  const view = new InboxView();
+  replace(document.body, view.el);
+  await view.load(false);
+  expect(badges()).toEqual([['r-1', 'Waits for you']]);
+  expect(document.querySelector('#inbox-rows .row .who')?.textContent).toBe('Sender 4664fe4f');
+  rows = [knock(1, { decided: 'allow_once', decided_at: '2026-11-29T09:02:00Z' }),
+    { ...knock(2, { decided: 'allow_once', decided_at: '2026-11-29T09:02:00Z', knocked_at: '2026-11-29T09:00:00Z', after_knock: 'r-1' }), status: 'accepted', code: null, envelope_row: 7, exec_status: 'succeeded' }];
+  rows = rows.filter((r) => r.seq !== 1);
+  await view.patch();
+  expect(badges()).toEqual([['r-2', 'Done']]);
+  expect(document.querySelector('#inbox-rows .row .story')?.textContent).toBe('allowed once by you');
+});
+
+test('a knock denied or blocked anywhere says so on its row', async () => {
+  rows = [knock(3, { waiting: true }), knock(4, { waiting: true })];
+  const view = new InboxView();
+  replace(document.body, view.el);
+  await view.load(false);
+  rows = [knock(3, { decided: 'deny', decided_at: '2026-11-29T09:05:00Z' }), knock(4, { decided: 'block', decided_at: '2026-11-29T09:05:00Z' })];
+  await view.restory();
+  expect(badges()).toEqual([['r-4', 'Blocked by you'], ['r-3', 'Denied by you']]);
+});
+
+test('the detail says what became of it; the receipt’s words are what the sender was told', () => {
+  const el = document.createElement('aside');
+  const d = {
+    receipt: { receipt_id: 'r-4', envelope_id: 'e-1', status: 'rejected', code: 'UNTRUSTED_SENDER', message: 'sender 4664fe4f… is not in this inbox’s trust registry; the owner has been asked', received_at: '2026-11-29T09:00:00Z', received_ms: 0, transport: 'http', sender: '4664fe4f'.repeat(8), scope: 'support', body: null, body_truncated: false, receipt: {}, prompt: 'hi', envelope_row: null, outcome: null },
+    envelope: null, steps: [], sender_name: null, on_behalf_of_name: null, raw: null, extras: null, email: null, risk: [],
+    story: { decided: 'block', decided_at: new Date().toISOString(), knocked_at: null, after_knock: null, waiting: false }, delivered_as: null,
+  } as unknown as Detail;
+  renderDetail(el, d, () => {}, () => {});
+  expect(el.querySelector('h2')?.textContent).toBe('Blocked by you');
+  expect(el.querySelector('#detail-story')?.textContent).toBe('You blocked its sender just now: nothing from it reaches you or asks again.');
+  expect(el.querySelector('#detail-reason')?.textContent).toMatch(/^The sender was told: “sender 4664fe4f… is not in/);
+});
