@@ -47,7 +47,8 @@ fn an_mcp_server_is_let_in_from_the_window_and_a_call_waits_for_the_user() {
     let first = session(&py, &app, keys.path(), &[], &[json!(["list"]), json!(["call", "echo", {"text": "hello"}])]);
     assert_eq!(first[0]["tools"], json!([]), "{first:?}");
     app.click("#nav-consent");
-    app.wait_text("#view-consent", "An MCP server your AI app runs as “files”");
+    app.wait_text("#view-consent", "MCP server files (");
+    app.wait_text("#view-consent", "which your AI app runs, wants its tools");
     app.wait_text("#view-consent li[data-tool='send_mail']", "Sends a mail.");
     assert!(app.find_all("#view-consent button[data-decision='allow_once']").is_empty(), "a server is let in, not one call");
     assert_eq!(app.text("#view-consent button[data-decision='always_allow_scope']"), "Let it in");

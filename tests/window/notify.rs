@@ -21,16 +21,19 @@ impl Dunst {
         let conf = tempfile::tempdir().unwrap();
         let path = conf.path().join("dunstrc");
         std::fs::write(&path, "[global]\nnotification_limit = 1\n").unwrap();
-        let child = Command::new("dunst")
-            .args(["-config", path.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("dunst (scripts/setup.sh installs it)");
-        let d = Dunst { child, _conf: conf, _one: one };
+        let spawn = || {
+            Command::new("dunst")
+                .args(["-config", path.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("dunst (scripts/setup.sh installs it)")
+        };
+        let mut d = Dunst { child: spawn(), _conf: conf, _one: one };
         // Another test's notification (or a dunstctl call) may have started dunst on this
         // session bus through D-Bus activation, with its default settings: that one goes
-        // (only it: the daemon this session's bus names), until ours holds the name.
+        // (only it: the daemon this session's bus names), until ours holds the name. Ours
+        // exits when it finds the name taken: it is started again once the other is gone.
         let t = Instant::now();
         loop {
             match notification_daemon_pid() {
@@ -38,6 +41,7 @@ impl Dunst {
                 Some(other) => {
                     let _ = Command::new("kill").arg(other.to_string()).status();
                 }
+                None if d.child.try_wait().ok().flatten().is_some() => d.child = spawn(),
                 None => {}
             }
             assert!(t.elapsed() < Duration::from_secs(10), "dunst did not take the session bus");

@@ -291,8 +291,11 @@ export class ConsentView {
         h('button', { className: 'secondary adopt', 'data-adopt': c.contact_id, onclick: async () => {
           try {
             result.textContent = await api.contactAddKey(c.contact_id, key);
-            this.say(result.textContent, false);
             card().classList.add('decided');
+            // What the key sent now waits, held, and the words are about it: they are said
+            // with it drawn, so its arrival does not take them away.
+            await this.load();
+            this.say(result.textContent, false);
             this.onChange();
           } catch (e) { this.failed(card(), result, e); }
         } }, `It is ${c.contact_name}’s new key`))),
