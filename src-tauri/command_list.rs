@@ -41,6 +41,8 @@ app_commands![
     commands::settings_set,
     commands::retention_get,
     commands::retention_set,
+    commands::ask_new_scopes_get,
+    commands::ask_new_scopes_set,
     commands::inbox_pause::<tauri::Wry>,
     commands::executors_get,
     commands::executors_set::<tauri::Wry>,

@@ -250,6 +250,21 @@ pub async fn retention_get(shell: ShellState<'_>) -> Result<Retention> {
     blocking(move || Ok(gatehouse_app::settings::retention(&c))).await
 }
 
+/// Whether a sender the user trusts, writing about a scope it is not allowed, asks them.
+#[tauri::command]
+#[specta::specta]
+pub async fn ask_new_scopes_get(shell: ShellState<'_>) -> Result<bool> {
+    let c = shell.inner().clone();
+    blocking(move || gatehouse_app::settings::ask_new_scopes(&c)).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn ask_new_scopes_set(shell: ShellState<'_>, ask: bool) -> Result<bool> {
+    let c = shell.inner().clone();
+    blocking(move || gatehouse_app::settings::set_ask_new_scopes(&c, ask)).await
+}
+
 /// Applied by the inbox's next clean-up (every 10 minutes), not at once.
 #[tauri::command]
 #[specta::specta]

@@ -180,7 +180,9 @@ const decisionsOf = {
 function describe(item) {
   const i = item.item;
   const parts = [];
-  if (i.kind === 'unknown_sender') {
+  if (i.kind === 'unknown_sender' && i.known_as) {
+    parts.push(el('h3', {}, `${i.known_as} asks to reach your AI for “${i.scope || '?'}”, which you have not allowed it`));
+  } else if (i.kind === 'unknown_sender') {
     parts.push(el('h3', {}, `A new sender asks to reach your AI for “${i.scope || '?'}”`));
     if (i.covered_total > 0) parts.push(el('p', { class: 'muted' }, `“Always allow” would also let in ${i.covered_total} earlier message${i.covered_total === 1 ? '' : 's'} in this scope.`));
   } else if (i.kind === 'held' || i.kind === 'held_ask') {

@@ -76,6 +76,9 @@ export const commands = {
 	retentionGet: () => __TAURI_INVOKE<Retention_Serialize>("retention_get"),
 	/**  Applied by the inbox's next clean-up (every 10 minutes), not at once. */
 	retentionSet: (retention: Retention_Deserialize) => __TAURI_INVOKE<Retention_Serialize>("retention_set", { retention }),
+	/**  Whether a sender the user trusts, writing about a scope it is not allowed, asks them. */
+	askNewScopesGet: () => __TAURI_INVOKE<boolean>("ask_new_scopes_get"),
+	askNewScopesSet: (ask: boolean) => __TAURI_INVOKE<boolean>("ask_new_scopes_set", { ask }),
 	inboxPause: (paused: boolean) => __TAURI_INVOKE<InboxStatus_Serialize>("inbox_pause", { paused }),
 	executorsGet: () => __TAURI_INVOKE<ExecutorConfig_Serialize>("executors_get"),
 	executorsSet: (config: ExecutorConfig_Deserialize) => __TAURI_INVOKE<null>("executors_set", { config }),
@@ -886,7 +889,12 @@ later?: string | null;
  */
 claims: Claim[]; 
 /**  What an MCP server offers: the tools it listed, pinned as shown when it is let in. */
-tools?: ToolShown_Deserialize[] } | 
+tools?: ToolShown_Deserialize[]; 
+/**
+ *  A sender the user trusts already (for other scopes), by the name it goes by:
+ *  it asks about a scope it is not allowed.
+ */
+known_as?: string | null } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name?: string | null; scope: string; prompt: string; payload_type?: string | null; on_behalf_of?: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */
@@ -977,7 +985,12 @@ later: string | null;
  */
 claims: Claim[]; 
 /**  What an MCP server offers: the tools it listed, pinned as shown when it is let in. */
-tools: ToolShown_Serialize[] } | 
+tools: ToolShown_Serialize[]; 
+/**
+ *  A sender the user trusts already (for other scopes), by the name it goes by:
+ *  it asks about a scope it is not allowed.
+ */
+known_as: string | null } | 
 /**  A trusted sender's envelope whose policy holds it for consent. */
 { kind: "held"; row_id: number; envelope_id: string; sender: string; sender_name: string | null; scope: string; prompt: string; payload_type: string | null; on_behalf_of: string | null; received_at: string; 
 /**  What the envelope declared (EPP v1.1), in plain words. */

@@ -30,7 +30,12 @@ pub fn shown(name: Option<&str>, key: &str) -> String {
 
 /// How `key` is shown now: its trust entry's name, else its unnamed form.
 pub fn of(ctx: &crate::Context, key: &str) -> crate::Result<String> {
-    Ok(shown(ctx.store.trust_name(key)?.as_deref(), key))
+    Ok(shown(known_as(ctx, key)?.as_deref(), key))
+}
+
+/// The name a sender the user trusts goes by; None for one it does not.
+pub fn known_as(ctx: &crate::Context, key: &str) -> crate::Result<Option<String>> {
+    Ok(ctx.store.trust_name(key)?)
 }
 
 /// Gives a trusted sender (and its person) the user's name for it. Audited.

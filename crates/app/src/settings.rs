@@ -86,6 +86,19 @@ pub fn set_retention(ctx: &Context, retention: &Retention) -> Result<Retention> 
     Ok(store.retention())
 }
 
+/// Whether a sender the user trusts, writing about a scope it is not allowed, asks the user
+/// (true unless they said otherwise) or is only refused.
+pub fn ask_new_scopes(ctx: &Context) -> crate::Result<bool> {
+    Ok(ctx.store.setting::<bool>(crate::doors::gate::state::ASK_NEW_SCOPES_SETTING)?.unwrap_or(true))
+}
+
+/// The user's rule for it, followed from the next arrival on. Audited.
+pub fn set_ask_new_scopes(ctx: &Context, ask: bool) -> crate::Result<bool> {
+    ctx.store.set_setting(crate::doors::gate::state::ASK_NEW_SCOPES_SETTING, &ask)?;
+    ctx.store.audit("settings.ask_new_scopes", None, &serde_json::json!({"ask": ask}), &crate::doors::gate::consent::now_string(crate::clock::now()))?;
+    Ok(ask)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -433,7 +433,13 @@ impl Gate {
         if !said.keep {
             return (Answered { answer: said.answer, row: None, why: Some(why), receipt: None }, None);
         }
-        let knocks = matches!(why, Why::Knock);
+        // A stranger knocks; so does a sender the user trusts, writing about a scope it is
+        // not allowed, when the user asked to be asked (the question is about that scope).
+        let (knocks, scope) = match &why {
+            Why::Knock => (true, &a.scope),
+            Why::Refused(Refusal::Scope(s)) if self.asks_new_scopes() => (true, s),
+            _ => (false, &a.scope),
+        };
         let body = a.keeps_refused.then(|| {
             let cut = a.kept.raw.len().min(if knocks { KEEP_KNOCK_BYTES } else { KEEP_REFUSED_BYTES });
             (String::from_utf8_lossy(a.kept.raw.get(..cut).unwrap_or_default()).into_owned(), cut < a.kept.raw.len())
@@ -442,7 +448,7 @@ impl Gate {
         let knock = knocks.then(|| Knock {
             door: a.door,
             sender: a.sender.clone(),
-            scope: a.scope.clone(),
+            scope: scope.clone(),
             envelope_id: a.kept.id.clone(),
             at: a.received_at.to_string(),
         });

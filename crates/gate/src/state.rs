@@ -91,6 +91,9 @@ const KEY_CACHE_ENTRIES: usize = 4096;
 
 /// The setting that bounds clock skew and message lifetime ([`Freshness`]).
 pub const FRESHNESS_SETTING: &str = "freshness";
+/// Whether a trusted sender's message in a scope it is not allowed asks the user (true,
+/// unless the user said otherwise) or is only refused.
+pub const ASK_NEW_SCOPES_SETTING: &str = "ask_new_scopes";
 
 impl Gate {
     pub fn new(store: Arc<Store>, public_key: &str) -> Self {
@@ -147,6 +150,13 @@ impl Gate {
     /// The clock skew and lifetime this inbox takes (every door alike).
     pub fn freshness(&self) -> Freshness {
         self.freshness
+    }
+
+    /// Whether a trusted sender writing about a scope it is not allowed asks the user: read
+    /// on each such refusal (few, and bounded by the flood budget), so a change made at any
+    /// node holds at once.
+    pub fn asks_new_scopes(&self) -> bool {
+        self.store.setting::<bool>(ASK_NEW_SCOPES_SETTING).ok().flatten().unwrap_or(true)
     }
 
     /// A door running on this inbox makes itself findable (as it starts, or when the

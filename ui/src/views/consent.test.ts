@@ -2,11 +2,13 @@ import { consentSentence } from './consent';
 
 describe('consent prompts', () => {
   it('tell a person who is asking and about what', () => {
-    const s = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), source: 'epp_sender', first_seen: '', last_seen: '', count: 3, scopes_tried: ['support'], knock: null, envelope_id: null, scope: 'support', prompt: 'hi', extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [], tools: [] });
+    const s = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), source: 'epp_sender', first_seen: '', last_seen: '', count: 3, scopes_tried: ['support'], knock: null, envelope_id: null, scope: 'support', prompt: 'hi', extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [], tools: [], known_as: null });
     expect(s).toContain('not approved');
     expect(s).toContain('(Sender d04ab232)');
     expect(s).toContain('“support”');
     expect(s).toContain('3 attempts');
+    const known = consentSentence({ kind: 'unknown_sender', public_key: 'd04ab232'.repeat(8), source: 'epp_sender', first_seen: '', last_seen: '', count: 1, scopes_tried: ['billing'], knock: null, envelope_id: null, scope: 'billing', prompt: 'pay', extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [], tools: [], known_as: 'Alice' });
+    expect(known).toBe('Alice, whom you trust for other things, wants to send your AI a message about “billing”, which you have not allowed it. Allow it once, or for good, or deny it.');
     const held = consentSentence({ kind: 'held', row_id: 1, envelope_id: 'e', sender: 'ab'.repeat(32), sender_name: 'Dr. Lee', scope: 'lab-results', prompt: 'x', payload_type: null, on_behalf_of: null, received_at: '', extras: null, risk: [], covered: [], covered_total: 0, grant_ended: null, later: null, key_change: false });
     expect(held).toBe('Dr. Lee sent your AI a message about “lab-results”. Your rules say to ask you before it is passed on.');
     const agent = consentSentence({ kind: 'held_ask', stream_id: 's', sender: 'did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH', sender_name: null, scope: 'ask', prompt: 'x', received_at: '', risk: [], grant_ended: null, later: null, key_change: false });
@@ -17,7 +19,7 @@ describe('consent prompts', () => {
 
   it('word a knock by where it came from, never by the scope a sender chose', () => {
     const knock = (source: 'epp_sender' | 'uamp_agent' | 'intent_site' | 'asop_agent' | 'mcp_server' | 'a2a_agent', public_key: string, scope: string) =>
-      consentSentence({ kind: 'unknown_sender', public_key, source, first_seen: '', last_seen: '', count: 1, scopes_tried: [scope], knock: null, envelope_id: null, scope, prompt: null, extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [], tools: [] });
+      consentSentence({ kind: 'unknown_sender', public_key, source, first_seen: '', last_seen: '', count: 1, scopes_tried: [scope], knock: null, envelope_id: null, scope, prompt: null, extras: null, risk: [], covered: [], covered_total: 0, later: null, claims: [], tools: [], known_as: null });
     // A stranger's envelope whose scope names another door is still a stranger's message.
     for (const scope of ['asop', 'intentweb']) {
       const s = knock('epp_sender', 'ab'.repeat(32), scope);

@@ -221,7 +221,7 @@ export class ConsentView {
     // A knock at a door this gate does not run is denied or blocked, never let in.
     const lettable = !(item.kind === 'unknown_sender' && item.source === 'other_door');
     // A stranger is named where the person meets it: on its prompt, kept once it is let in.
-    const naming = item.kind === 'unknown_sender' && lettable
+    const naming = item.kind === 'unknown_sender' && lettable && !item.known_as
       ? h('input', { type: 'text', className: 'sender-name', maxLength: 80, placeholder: 'e.g. Alice', 'aria-label': 'Name this sender' })
       : null;
     // Safe by default: on a message with a warning (a risk flag not set aside, a claim to

@@ -4,11 +4,9 @@ import { vi } from 'vitest';
 
 type Row = ReturnType<typeof knock>;
 let rows: Row[] = [];
-let detail: unknown = null;
 vi.mock('@tauri-apps/api/core', () => ({
   invoke: (cmd: string, args: { filter: { after_seq?: number | null } }) => {
     if (cmd === 'inbox_list') return Promise.resolve(rows.filter((r) => args.filter.after_seq == null || r.seq > args.filter.after_seq).sort((a, b) => b.seq - a.seq));
-    if (cmd === 'inbox_detail') return Promise.resolve(detail);
     if (cmd === 'replies_list') return Promise.resolve([]);
     return Promise.reject({ code: 'UNMOCKED', message: cmd });
   },

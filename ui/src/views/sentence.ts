@@ -11,6 +11,10 @@ export function consentSentence(item: Prompt): string {
   if (item.kind === 'unknown_sender') {
     const scope = item.scope ?? item.scopes_tried[0] ?? 'something';
     const times = item.count > 1 ? ` (${item.count} attempts so far)` : '';
+    // Trusted already: what it asks about is new, not who it is.
+    if (item.known_as) {
+      return `${item.known_as}, whom you trust for other things, wants to send your AI a message about “${scope}”${times}, which you have not allowed it. Allow it once, or for good, or deny it.`;
+    }
     // Worded by where the knock came from, never by the scope a sender chose.
     if (item.source === 'asop_agent') {
       return `Your agent “${item.public_key.replace(/^asop:/, '')}” wants Gatehouse to guard what it does (ASOP). Let it in, and its steps are decided by your rules — or asked about here.`;

@@ -5,6 +5,7 @@ import { h, replace } from '../dom';
 import { failed } from './parts';
 import { mailAccounts } from './email';
 import { quietCard } from './quiet';
+import { askNewScopesCard } from './asknew';
 import { approversCard } from './approvers';
 import { teamCard } from './team';
 import { DoorCards } from './doors';
@@ -108,6 +109,7 @@ export class SettingsView {
       approvers.card,
       await teamCard(),
       await this.executors(),
+      await askNewScopesCard(),
       await quietCard(),
       await this.retention(),
       h('div', { className: 'card' }, h('h3', {}, 'Export'), exporter('receipts', 'Export receipts (JSON)'), ' ', exporter('audit', 'Export activity log (JSON)'), ' ', exporter('conversations', 'Export IntentWeb conversations (JSON)'), ' ', exporter('guardian', 'Export guardian sessions (JSON)'), exported),

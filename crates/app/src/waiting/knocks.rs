@@ -64,6 +64,7 @@ impl Holds for Knocks {
                     _ => knock.as_ref().map(|k| k.receipt_id.clone()),
                 },
                 tools,
+                known_as: store.trust_name(&p.public_key)?,
                 scope,
                 extras: told.declared,
                 prompt: knock.and_then(|k| k.prompt),
@@ -163,7 +164,17 @@ impl Holds for Knocks {
                     (true, Some(m)) => Facts::epp(EppFacts { mail_address: Some(m.clone()), ..EppFacts::default() }),
                     (true, None) => Facts::default(),
                 };
-                let entry = TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), door: request.door.clone(), policy, facts };
+                let entry = match store.trust_get(&key)? {
+                    // Trusted already, asking about a new scope: let in once under its own
+                    // entry with that scope beside the others.
+                    Some(mut t) if decision == Decision::AllowOnce => {
+                        if !t.policy.allows_scope(&scope) {
+                            t.policy.allowed_scopes.push(scope.clone());
+                        }
+                        t
+                    }
+                    _ => TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), door: request.door.clone(), policy, facts },
+                };
                 check_sender_id(&key, &entry.facts)?;
                 // An MCP server's tools, exactly as the user saw them with its knock, are
                 // pinned as it is let in (a tool it offers later waits for the user).

@@ -58,6 +58,10 @@ pub enum ConsentItem {
         /// What an MCP server offers: the tools it listed, pinned as shown when it is let in.
         #[serde(default)]
         tools: Vec<ToolShown>,
+        /// A sender the user trusts already (for other scopes), by the name it goes by:
+        /// it asks about a scope it is not allowed.
+        #[serde(default)]
+        known_as: Option<String>,
     },
     /// A trusted sender's envelope whose policy holds it for consent.
     Held {

@@ -144,10 +144,20 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
             later,
             claims,
             tools,
+            known_as,
         } => {
             l.claims(claims);
-            l.add("source", "Who", format!("{} not in your trust registry", source(from)));
-            l.add("name", "Shown as", crate::names::shown(None, public_key));
+            match known_as {
+                // Trusted already: what it asks about is the new thing.
+                Some(name) => {
+                    l.add("known_as", "From", name.clone());
+                    l.add("source", "Asks", format!("{} you trust, about a scope you have not allowed it", source(from)));
+                }
+                None => {
+                    l.add("source", "Who", format!("{} not in your trust registry", source(from)));
+                    l.add("name", "Shown as", crate::names::shown(None, public_key));
+                }
+            }
             l.add("public_key", "Key", public_key.clone());
             l.opt("scope", "Asks for", scope);
             l.add("count", "Knocked", format!("{count} time(s)"));

@@ -48,3 +48,40 @@ async fn a_knock_is_one_row_that_tells_what_became_of_it() {
     assert_eq!(r.iter().map(|x| (x.story.waiting, x.story.decided.clone())).collect::<Vec<_>>(), [(true, None), (false, Some("deny".into()))]);
     inbox.stop().await;
 }
+
+/// A sender the user trusts, writing about a scope it is not allowed, asks rather than
+/// being only refused (unless the user said to refuse): its message waits for "allow once",
+/// "always" adds the scope, and its row tells what became of it.
+#[tokio::test]
+async fn a_trusted_senders_new_scope_asks_the_user() {
+    let alice = key(14);
+    let inbox = TestInbox::start(&pubhex(&key(2)), false).await;
+    let (gate, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
+    inbox.trust(&pubhex(&alice), "Alice", policy(&["support"]));
+    let (status, _, r) = inbox.post_json(&inbox.signed(&alice, "billing", "Please pay invoice 42")).await;
+    assert_eq!((status, r["error"]["code"].as_str()), (403, Some("POLICY_DENIED")), "{r}");
+    let items = consent::pending(&inbox.ctx()).unwrap();
+    let [consent::ConsentItem::UnknownSender { known_as, scope, prompt, .. }] = &items[..] else { panic!("{items:?}") };
+    assert_eq!((known_as.as_deref(), scope.as_deref(), prompt.as_deref()), (Some("Alice"), Some("billing"), Some("Please pay invoice 42")));
+    let lines = gatehouse_app::waiting::shown::lines(&items[0]);
+    assert!(lines.iter().any(|l| l.label == "From" && l.text == "Alice"), "{lines:?}");
+
+    // Allowed once: the message is let in under her own entry, which keeps only "support".
+    consent::decide_naming(gate.clone(), shown(&gate, &pubhex(&alice)), Decision::AllowOnce, Lasting::Always, None).await.unwrap();
+    let rows = inbox.store.inbox(&gatehouse_store::InboxFilter::default()).unwrap();
+    assert_eq!(rows.iter().map(|r| (r.status.as_str(), r.sender_name.as_deref())).collect::<Vec<_>>(), [("accepted", Some("Alice"))]);
+    assert_eq!(inbox.store.trust_get(&pubhex(&alice)).unwrap().unwrap().policy.allowed_scopes, ["support"]);
+
+    // Asked again, allowed always: the scope joins her entry.
+    assert_eq!(inbox.post_json(&inbox.signed(&alice, "billing", "And invoice 43")).await.0, 403);
+    consent::decide_naming(gate.clone(), shown(&gate, &pubhex(&alice)), Decision::AlwaysAllowScope, Lasting::Always, None).await.unwrap();
+    assert_eq!(inbox.store.trust_get(&pubhex(&alice)).unwrap().unwrap().policy.allowed_scopes, ["support", "billing"]);
+    assert_eq!(inbox.post_json(&inbox.signed(&alice, "billing", "And 44")).await.0, 200);
+
+    // Told to refuse instead: refused, nothing waits.
+    gatehouse_app::settings::set_ask_new_scopes(&inbox.ctx(), false).unwrap();
+    assert!(!gatehouse_app::settings::ask_new_scopes(&inbox.ctx()).unwrap());
+    assert_eq!(inbox.post_json(&inbox.signed(&alice, "travel", "Book me a flight")).await.0, 403);
+    assert!(consent::pending(&inbox.ctx()).unwrap().is_empty(), "only refused");
+    inbox.stop().await;
+}

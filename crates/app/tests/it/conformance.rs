@@ -200,10 +200,14 @@ async fn through_a2a(u: &Uamp, state: State) -> Told {
     match task["status"]["state"].as_str() {
         Some("TASK_STATE_INPUT_REQUIRED") => Told::Accepted { held: true },
         Some("TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING" | "TASK_STATE_COMPLETED") => Told::Accepted { held: false },
-        Some("TASK_STATE_REJECTED") if waiting(&u.store, &id) => Told::Knock,
         Some("TASK_STATE_REJECTED") => {
+            // A knock is what its receipt says it was: a trusted agent asking about a new
+            // scope also waits for the user, and is told it is not allowed.
             let receipt = u.store.receipt(task["id"].as_str().unwrap()).unwrap().unwrap();
-            Told::Refused(leak(receipt.code.as_deref().unwrap()))
+            match receipt.outcome {
+                Some(gatehouse_code::Outcome::Knock) if waiting(&u.store, &id) => Told::Knock,
+                _ => Told::Refused(leak(receipt.code.as_deref().unwrap())),
+            }
         }
         _ => panic!("{state:?}: {r}"),
     }

@@ -42,7 +42,10 @@ async fn always_allow_trusts_the_scope_and_block_silences_the_sender() {
     gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&b)), Decision::Block, chrono::Utc::now()).unwrap();
     let (status, _, r) = inbox.post_json(&inbox.signed(&b, "support", "spam again")).await;
     assert_eq!((status, r["error"]["code"].as_str()), (401, Some("UNTRUSTED_SENDER")));
-    assert!(consent::pending(&crate::common::ctx(&inbox.store)).unwrap().is_empty(), "a blocked sender never asks again");
+    let waiting = consent::pending(&crate::common::ctx(&inbox.store)).unwrap();
+    assert!(waiting.iter().all(|w| w.target() != Some(shown(&i, &pubhex(&b)))), "a blocked sender never asks again: {waiting:?}");
+    // What waits is the trusted sender's new scope, asked about.
+    assert!(matches!(&waiting[..], [consent::ConsentItem::UnknownSender { known_as: Some(_), scope: Some(s), .. }] if s == "billing"), "{waiting:?}");
     // A decision on something already decided is a clear error.
     let again = gatehouse_app::consent::decide(&i, &shown(&i, &pubhex(&b)), Decision::Deny, chrono::Utc::now());
     assert!(matches!(again, Err(consent::ConsentError::Gone)));
