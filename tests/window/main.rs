@@ -15,6 +15,7 @@ mod harness;
 mod keys;
 mod mcp;
 mod model;
+mod newuser;
 mod notify;
 mod peers;
 mod risk;
