@@ -81,26 +81,6 @@ pub fn withdraw_decided(shell: &Arc<Shell>) {
     let _ = shell;
 }
 
-/// What the notification says, naming who as every view does (`who`: the name the user
-/// gave the sender, else its unnamed form). Notification servers read a little HTML in a
-/// body, so what a sender chose (an agent's name) goes in escaped.
-fn words(ev: &ArrivalEvent, who: Option<&str>, known: bool) -> String {
-    let about = ev.scope.as_deref().map(|s| format!(" about “{s}”")).unwrap_or_default();
-    let text = match (&ev.code, ev.transport.as_str()) {
-        _ if ev.key_change => {
-            format!("{} signed with a key you did not trust it with: its keys may have changed. Click to check them.", who.unwrap_or("A trusted agent"))
-        }
-        (_, "asop") => format!("{} is waiting for your decision before it acts. Click to answer.", who.unwrap_or("An agent")),
-        // Trusted already: it asks about a scope it is not allowed.
-        (Some(_), _) if known => {
-            format!("{} asks to reach your AI{about}, which you have not allowed it. Click to decide.", who.unwrap_or("A sender you trust"))
-        }
-        (Some(_), _) => format!("{}, whom you have not approved, wants to reach your AI{about}. Click to decide.", who.unwrap_or("An unknown sender")),
-        (None, _) => format!("A message from {}{about} is waiting for your consent. Click to decide.", who.unwrap_or("a sender you trust")),
-    };
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
 /// A prompt arrived: announced, unless quiet hours collect it.
 pub fn prompt<R: Runtime>(app: &AppHandle<R>, shell: &Arc<Shell>, ev: &ArrivalEvent) {
     let (app, shell, ev, key) = (app.clone(), shell.clone(), ev.clone(), key_of(ev));
@@ -108,7 +88,7 @@ pub fn prompt<R: Runtime>(app: &AppHandle<R>, shell: &Arc<Shell>, ev: &ArrivalEv
     tauri::async_runtime::spawn_blocking(move || {
         let known = ev.sender.as_deref().and_then(|k| gatehouse_app::names::known_as(&shell, k).ok().flatten());
         let who = ev.sender.as_deref().map(|k| gatehouse_app::names::shown(known.as_deref(), k));
-        let body = words(&ev, who.as_deref(), known.is_some());
+        let body = gatehouse_app::notify::desktop_words(&ev, who.as_deref(), known.is_some());
         match gatehouse_app::quiet::on_prompt(&shell, gatehouse_app::clock::now()) {
             Ok(false) => digest_when_quiet_ends(app, shell),
             // Better announced in quiet hours than not at all.
@@ -201,34 +181,5 @@ fn show<R: Runtime>(app: &AppHandle<R>, body: &str, open: OpenPrompt, key: Optio
         if let Err(e) = app.notification().builder().title("Gatehouse").body(body).show() {
             tracing::debug!(error = %e, "no desktop notification");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ev(code: Option<&str>, transport: &str, key_change: bool) -> ArrivalEvent {
-        ArrivalEvent {
-            receipt_id: "r".into(),
-            status: gatehouse_app::doors::gate::state::Status::Rejected,
-            code: code.map(String::from),
-            sender: Some("ab".repeat(32)),
-            scope: Some("support".into()),
-            transport: transport.into(),
-            needs_consent: true,
-            key_change,
-        }
-    }
-
-    #[test]
-    fn a_notification_names_the_sender_as_the_window_does_and_escapes_it() {
-        let knock = words(&ev(Some("UNTRUSTED_SENDER"), "http", false), Some("Sender abababab"), false);
-        assert_eq!(knock, "Sender abababab, whom you have not approved, wants to reach your AI about “support”. Click to decide.");
-        let held = words(&ev(None, "http", false), Some("Dr. <b>Lee</b> & co"), true);
-        assert_eq!(held, "A message from Dr. &lt;b&gt;Lee&lt;/b&gt; &amp; co about “support” is waiting for your consent. Click to decide.");
-        assert!(words(&ev(None, "uamp", true), Some("Alice"), true).starts_with("Alice signed with a key"));
-        let new_scope = words(&ev(Some("POLICY_DENIED"), "http", false), Some("Alice"), true);
-        assert_eq!(new_scope, "Alice asks to reach your AI about “support”, which you have not allowed it. Click to decide.");
     }
 }

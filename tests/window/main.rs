@@ -19,6 +19,7 @@ mod newuser;
 mod notify;
 mod peers;
 mod risk;
+mod screens;
 mod sealed;
 mod tasks;
 mod team;

@@ -1811,6 +1811,11 @@ export type InboxItem_Deserialize = {
 	on_behalf_of_name?: string | null,
 	/**  What became of it beyond its receipt (a knock decided, the knock it came as). */
 	story: Story_Deserialize,
+	/**
+	 *  How many risk flags its message raises that the user has not set aside: counted by
+	 *  the application layer, which reads them (0 as the store lists it).
+	 */
+	flags?: number,
 };
 
 /**  One row of the inbox list. */
@@ -1835,6 +1840,11 @@ export type InboxItem_Serialize = {
 	on_behalf_of_name: string | null,
 	/**  What became of it beyond its receipt (a knock decided, the knock it came as). */
 	story: Story_Serialize,
+	/**
+	 *  How many risk flags its message raises that the user has not set aside: counted by
+	 *  the application layer, which reads them (0 as the store lists it).
+	 */
+	flags: number,
 };
 
 /**  A submission was answered (accepted or refused); the window redraws what it shows. */

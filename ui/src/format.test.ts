@@ -1,6 +1,6 @@
 // The core reads the same table (names::shown): one unnamed form in every view.
 import unnamed from '../../tests/data/unnamed-names.json';
-import { bytesText, delegationLine, describeCode, execLabel, fingerprint, isHexKey, isSenderId, mailAddress, mailGraph, streamStateText, optionalNumber, parseScopes, scopesText, senderLabel, taskStateText, tierText, transportLabel, when, floodText } from './format';
+import { keyGroups, localTime, bytesText, delegationLine, describeCode, execLabel, fingerprint, isHexKey, isSenderId, mailAddress, mailGraph, streamStateText, optionalNumber, parseScopes, scopesText, senderLabel, taskStateText, tierText, transportLabel, when, floodText } from './format';
 
 describe('format', () => {
   it('shortens keys to a readable fingerprint', () => {
@@ -101,5 +101,20 @@ describe('flood notice', () => {
     const now = new Date('2026-11-24T12:10:00Z');
     expect(floodText({ refusals: 9400, knocks: 1, last: '2026-11-24T12:00:00Z' }, now)).toBe(
       `Flood: 9400 refused requests and 1 knock from unknown senders answered but not kept (last ${when('2026-11-24T12:00:00Z', now)})`);
+  });
+});
+
+describe('keys and times as a person reads them', () => {
+  it('breaks a key only between groups of eight, and copies it whole', () => {
+    const p = document.createElement('p');
+    p.append(...keyGroups('4664fe4f0123456789abcdef01'));
+    expect(p.textContent).toBe('4664fe4f0123456789abcdef01');
+    expect(p.innerHTML).toBe('4664fe4f<wbr>01234567<wbr>89abcdef<wbr>01');
+  });
+  it('says a time in this computer’s local time, to the second', () => {
+    const iso = '2026-11-29T10:13:50.908Z';
+    expect(localTime(iso)).toBe(new Date(iso).toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' }));
+    expect(localTime(iso)).not.toContain('T10:13');
+    expect(localTime('not a time')).toBe('not a time');
   });
 });

@@ -220,3 +220,26 @@ export function floodText(unkept: { refusals: number; knocks: number; last: stri
   const parts = [refusals ? `${refusals} refused request${refusals === 1 ? '' : 's'}` : '', knocks ? `${knocks} knock${knocks === 1 ? '' : 's'} from unknown senders` : ''].filter(Boolean);
   return `Flood: ${parts.join(' and ')} answered but not kept${last ? ` (last ${when(last, now)})` : ''}`;
 }
+
+/** A message that raises warnings says how many (its detail shows them). */
+export function flagText(n: number): string {
+  return `⚠ ${n} warning${n === 1 ? '' : 's'}`;
+}
+
+/** A time as this computer's clock reads it, to the second ("29 Nov 2026, 11:13:50"). */
+export function localTime(iso: string): string {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return iso;
+  return t.toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+/** A long key or id that may break only between groups of eight (never leaving a few
+ *  characters alone on a line); copied, it is the key as it is, without spaces. */
+export function keyGroups(key: string): Node[] {
+  const parts: Node[] = [];
+  for (let i = 0; i < key.length; i += 8) {
+    if (i) parts.push(document.createElement('wbr'));
+    parts.push(document.createTextNode(key.slice(i, i + 8)));
+  }
+  return parts;
+}

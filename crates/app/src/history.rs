@@ -12,7 +12,23 @@ use crate::Result;
 /// The window's inbox list (filtered, keyset-paged).
 pub fn inbox(ctx: &Context, filter: &InboxFilter) -> Result<Vec<InboxItem>> {
     let store: &Store = &ctx.store;
-    Ok(store.inbox(filter)?)
+    let mut items = store.inbox(filter)?;
+    // Each row says whether its message raises warnings the user has not set aside, judged
+    // as its detail judges it (the whole prompt, the hosts its sender's entry allows); the
+    // scans are kept by receipt, so a page drawn again scans nothing twice.
+    let mut entries: std::collections::HashMap<String, Option<gatehouse_store::TrustEntry>> = Default::default();
+    for it in &mut items {
+        let (Some(id), Some(sender)) = (it.envelope_id.clone(), it.sender.clone()) else { continue };
+        let Some(prompt) = store.prompt_of(&it.receipt_id)? else { continue };
+        let entry = match entries.get(&sender) {
+            Some(e) => e.clone(),
+            None => entries.entry(sender.clone()).or_insert(store.trust_get(&sender)?).clone(),
+        };
+        let hosts = crate::doors::allowed_hosts(entry.as_ref());
+        let flags = crate::doors::gate::consent::risk_flags(store, &id, &prompt, &hosts, Some(&it.receipt_id))?;
+        it.flags = flags.iter().filter(|f| !f.dismissed).count() as u32;
+    }
+    Ok(items)
 }
 
 /// The newest `limit` receipts as their senders got them, with how each arrived beside it

@@ -138,6 +138,26 @@ pub async fn run(gate: Arc<Gate>, mail: Vec<Follow>) {
     }
 }
 
+/// What a desktop notification of an arrival says, naming who as every view does (`who`: the name the user
+/// gave the sender, else its unnamed form). Notification servers read a little HTML in a
+/// body, so what a sender chose (an agent's name) goes in escaped.
+pub fn desktop_words(ev: &crate::serve::ArrivalEvent, who: Option<&str>, known: bool) -> String {
+    let about = ev.scope.as_deref().map(|s| format!(" about “{s}”")).unwrap_or_default();
+    let text = match (&ev.code, ev.transport.as_str()) {
+        _ if ev.key_change => {
+            format!("{} signed with a key you did not trust it with: its keys may have changed. Click to check them.", who.unwrap_or("A trusted agent"))
+        }
+        (_, "asop") => format!("{} is waiting for your decision before it acts. Click to answer.", who.unwrap_or("An agent")),
+        // Trusted already: it asks about a scope it is not allowed.
+        (Some(_), _) if known => {
+            format!("{} asks to reach your AI{about}, which you have not allowed it. Click to decide.", who.unwrap_or("A sender you trust"))
+        }
+        (Some(_), _) => format!("{}, whom you have not approved, wants to reach your AI{about}. Click to decide.", who.unwrap_or("An unknown sender")),
+        (None, _) => format!("A message from {}{about} is waiting for your consent. Click to decide.", who.unwrap_or("a sender you trust")),
+    };
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +170,31 @@ mod tests {
         assert!(!quiet(&m("22:00", "07:00"), t("07:00")) && !quiet(&m("22:00", "07:00"), t("12:00")));
         assert!(quiet(&m("12:00", "13:00"), t("12:30")) && !quiet(&m("12:00", "13:00"), t("13:00")));
         assert!(!quiet(&ApproverMail { quiet_from: None, quiet_to: None, ..m("1", "2") }, t("03:00")));
+    }
+
+    use crate::serve::ArrivalEvent;
+
+    fn ev(code: Option<&str>, transport: &str, key_change: bool) -> ArrivalEvent {
+        ArrivalEvent {
+            receipt_id: "r".into(),
+            status: crate::serve::Status::Rejected,
+            code: code.map(String::from),
+            sender: Some("ab".repeat(32)),
+            scope: Some("support".into()),
+            transport: transport.into(),
+            needs_consent: true,
+            key_change,
+        }
+    }
+
+    #[test]
+    fn a_notification_names_the_sender_as_the_window_does_and_escapes_it() {
+        let knock = desktop_words(&ev(Some("UNTRUSTED_SENDER"), "http", false), Some("Sender abababab"), false);
+        assert_eq!(knock, "Sender abababab, whom you have not approved, wants to reach your AI about “support”. Click to decide.");
+        let held = desktop_words(&ev(None, "http", false), Some("Dr. <b>Lee</b> & co"), true);
+        assert_eq!(held, "A message from Dr. &lt;b&gt;Lee&lt;/b&gt; &amp; co about “support” is waiting for your consent. Click to decide.");
+        assert!(desktop_words(&ev(None, "uamp", true), Some("Alice"), true).starts_with("Alice signed with a key"));
+        let new_scope = desktop_words(&ev(Some("POLICY_DENIED"), "http", false), Some("Alice"), true);
+        assert_eq!(new_scope, "Alice asks to reach your AI about “support”, which you have not allowed it. Click to decide.");
     }
 }

@@ -1,6 +1,7 @@
 //! The inbox list: receipts filtered by sender (or a contact's keys), scope, status, transport and full-text
 //! search, newest first.
 
+use crate::sql::Optional;
 use crate::value::{Arg, Owned};
 use crate::*;
 
@@ -126,9 +127,15 @@ impl Store {
                     on_behalf_of: r.get(16)?,
                     on_behalf_of_name: r.get(17)?,
                     story: crate::story::from_row(r, 18)?,
+                    flags: 0,
                 })
             })?;
             rows.collect::<Result<_>>()
         })
+    }
+
+    /// The whole prompt a receipt kept (the list shows the first 240 characters).
+    pub fn prompt_of(&self, receipt_id: &str) -> Result<Option<String>> {
+        self.read(|c| Ok(c.query_row("SELECT prompt FROM receipts WHERE receipt_id = ?1", crate::sql::args![receipt_id], |r| r.get(0)).optional()?.flatten()))
     }
 }

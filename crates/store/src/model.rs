@@ -342,6 +342,10 @@ pub struct InboxItem {
     pub on_behalf_of_name: Option<String>,
     /// What became of it beyond its receipt (a knock decided, the knock it came as).
     pub story: crate::Story,
+    /// How many risk flags its message raises that the user has not set aside: counted by
+    /// the application layer, which reads them (0 as the store lists it).
+    #[serde(default)]
+    pub flags: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

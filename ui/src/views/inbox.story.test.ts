@@ -22,7 +22,7 @@ function knock(seq: number, story: Partial<{ decided: string | null; decided_at:
     seq, receipt_id: `r-${seq}`, envelope_id: 'e-1', status: 'rejected', code: 'UNTRUSTED_SENDER' as string | null, message: 'sender 4664fe4f… is not in this inbox’s trust registry; the owner has been asked',
     received_at: '2026-11-29T09:00:00Z', transport: 'http', sender: '4664fe4f'.repeat(8), sender_name: null, scope: 'support', prompt_preview: 'Where is my order?',
     envelope_row: null as number | null, exec_status: null as string | null, payload_type: null, conversation_id: null, on_behalf_of: null, on_behalf_of_name: null,
-    story: { decided: null, decided_at: null, knocked_at: null, after_knock: null, waiting: false, ...story },
+    story: { decided: null, decided_at: null, knocked_at: null, after_knock: null, waiting: false, ...story }, flags: 0,
   };
 }
 const badges = () => [...document.querySelectorAll('#inbox-rows .row')].map((r) => [(r as HTMLElement).dataset.receipt, r.querySelector('.badge')?.textContent]);
@@ -63,4 +63,16 @@ test('the detail says what became of it; the receipt’s words are what the send
   expect(el.querySelector('h2')?.textContent).toBe('Blocked by you');
   expect(el.querySelector('#detail-story')?.textContent).toBe('You blocked its sender just now: nothing from it reaches you or asks again.');
   expect(el.querySelector('#detail-reason')?.textContent).toMatch(/^The sender was told: “sender 4664fe4f… is not in/);
+});
+
+test('a row whose message raises warnings is marked, with how many', async () => {
+  rows = [{ ...knock(5, { waiting: true }), flags: 2 }, { ...knock(6), sender: 'ab'.repeat(32), flags: 0 }];
+  const view = new InboxView();
+  replace(document.body, view.el);
+  await view.load(false);
+  const [plain, flagged] = [...document.querySelectorAll('#inbox-rows .row')];
+  expect(flagged.classList.contains('flagged')).toBe(true);
+  expect(flagged.querySelector('.flag-mark')?.textContent).toBe('⚠ 2 warnings');
+  expect(plain.classList.contains('flagged')).toBe(false);
+  expect(plain.querySelector('.flag-mark')).toBeNull();
 });

@@ -5,7 +5,7 @@ import { h, replace } from '../dom';
 import { failed } from './parts';
 import { arrivalFields } from './email';
 import { riskText } from './risk';
-import { delegationLine, describeAbsentStep, describeCode, describeStep, execLabel, senderLabel, transportLabel, when } from '../format';
+import { delegationLine, describeAbsentStep, describeCode, describeStep, execLabel, flagText, keyGroups, localTime, senderLabel, transportLabel, when } from '../format';
 
 // Three windowfuls at a time; "Load more" fetches the next (each row costs the webview
 // memory, and a first screen does not need a hundred).
@@ -151,7 +151,7 @@ export class InboxView {
     const who = senderLabel(item.sender_name, item.sender);
     const badge = storyBadge(item) ?? (item.status === 'accepted' ? (execLabel(item.exec_status) || 'Accepted') : describeCode(item.code));
     const li = h('li', {
-      className: `row ${item.status}${item.exec_status === 'held' || item.story.waiting ? ' held' : ''}${this.selected === item.receipt_id ? ' selected' : ''}`,
+      className: `row ${item.status}${item.exec_status === 'held' || item.story.waiting ? ' held' : ''}${item.flags ? ' flagged' : ''}${this.selected === item.receipt_id ? ' selected' : ''}`,
       'data-receipt': item.receipt_id, tabindex: 0,
       onclick: () => void this.show(item.receipt_id),
       onkeydown: (e: Event) => { if ((e as KeyboardEvent).key === 'Enter') void this.show(item.receipt_id); },
@@ -161,6 +161,7 @@ export class InboxView {
         h('span', { className: 'who' }, item.sender ? delegationLine(who, item.on_behalf_of_name, item.on_behalf_of) : 'Unreadable input'),
         item.scope ? h('span', { className: 'scope' }, item.scope) : null,
         item.payload_type ? h('span', { className: 'ptype' }, item.payload_type) : null,
+        item.flags ? h('span', { className: 'flag-mark', title: 'Open it to see what looks like an attempt to steer your AI' }, flagText(item.flags)) : null,
         item.story.knocked_at ? h('span', { className: 'story muted small' }, item.story.decided === 'allow_once' ? 'allowed once by you' : 'let in by you') : null,
         h('time', { datetime: item.received_at, title: item.received_at }, when(item.received_at))),
       h('div', { className: 'preview' }, item.prompt_preview ?? item.message ?? ''),
@@ -240,9 +241,16 @@ export function conversationParts(conversationId: string, msgs: ConversationMess
 }
 
 function field(label: string, value: string | null | undefined, mono = false, id?: string, data: Record<string, string> = {}): HTMLElement[] {
-  const dd = h('dd', { className: mono ? 'mono' : '', id }, value ?? '—');
+  // A key or an id breaks between groups, never mid-group.
+  const dd = h('dd', { className: mono ? 'mono key' : '', id }, ...(mono && value ? keyGroups(value) : [value ?? '—']));
   Object.assign(dd.dataset, data);
   return [h('dt', {}, label), dd];
+}
+
+/** A time in this computer's local time, the exact instant kept in its tooltip. */
+function timeField(label: string, iso: string | null | undefined): HTMLElement[] {
+  if (!iso) return field(label, null);
+  return [h('dt', {}, label), h('dd', {}, h('time', { datetime: iso, title: iso }, localTime(iso)))];
 }
 
 async function copy(text: string, button: HTMLButtonElement): Promise<void> {
@@ -284,10 +292,10 @@ export function renderDetail(el: HTMLElement, d: Detail, openConversation: (id: 
       ...field('Type', env?.payload_type),
       ...field('Arrived by', transportLabel(r.transport)),
       ...(d.email ? arrivalFields(d.email).flatMap(([k, v]) => field(k, v, false, `detail-email-${k.toLowerCase().replace(/[^a-z]+/g, '-')}`)) : []),
-      ...field('Received', r.received_at),
+      ...timeField('Received', r.received_at),
       ...field('Envelope id', r.envelope_id, true),
       ...(env ? [
-        ...field('Sent at', env.timestamp), ...field('Expires', env.expires_at),
+        ...timeField('Sent at', env.timestamp), ...timeField('Expires', env.expires_at),
         ...field('Conversation', env.conversation_id, true), ...field('In reply to', env.in_reply_to, true),
         ...field('Signed form', env.signed_form === 'reference' ? 'reference (sorted, ASCII-escaped)' : 'an accepted variant'),
         ...field('Executor', `${env.executor} — ${execLabel(env.exec_status) || env.exec_status}`, false, 'detail-exec', { executor: env.executor }),

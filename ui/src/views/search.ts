@@ -3,7 +3,7 @@
 // lives; the keyboard alone is enough (arrows, Enter, Escape).
 import { api, errorText, type ContactView } from '../api';
 import { h, replace } from '../dom';
-import { senderLabel, when } from '../format';
+import { flagText, senderLabel, when } from '../format';
 import type { Kind, Thread } from './conversations';
 
 /** Results shown per group. */
@@ -67,7 +67,7 @@ export class SearchBox {
     }
     if (Array.isArray(messages) && messages.length) group('Messages');
     if (Array.isArray(messages)) {
-      for (const m of messages) rows.push(this.option('message', `${senderLabel(m.sender_name, m.sender ?? '')}: ${m.prompt_preview ?? m.message ?? ''}`, when(m.received_at), () => this.to.message(m.receipt_id)));
+      for (const m of messages) rows.push(this.option('message', `${senderLabel(m.sender_name, m.sender ?? '')}: ${m.prompt_preview ?? m.message ?? ''}`, m.flags ? `${flagText(m.flags)} · ${when(m.received_at)}` : when(m.received_at), () => this.to.message(m.receipt_id)));
     }
     const found = Array.isArray(threads) ? (threads as Thread[]).slice(0, PER_GROUP) : [];
     if (found.length) group('Conversations');

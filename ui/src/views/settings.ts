@@ -2,6 +2,7 @@
 // how long history is kept, exports.
 import { api, errorText, type AppInfo, type ExecutorConfig, type ExecutorConfig_Deserialize, type ExecutorSpec, type ExecutorSpec_Deserialize, type Retention } from '../api';
 import { h, replace } from '../dom';
+import { keyGroups } from '../format';
 import { failed } from './parts';
 import { mailAccounts } from './email';
 import { quietCard } from './quiet';
@@ -98,7 +99,7 @@ export class SettingsView {
       h('div', { className: 'card identity' },
         h('div', {},
           h('h3', {}, 'Your public key'),
-          h('p', { className: 'mono key', id: 'settings-key' }, info.public_key), copyKey,
+          h('p', { className: 'mono key', id: 'settings-key' }, ...keyGroups(info.public_key)), copyKey,
           h('p', { className: 'muted small' }, `Kept in the ${info.keystore === 'os' ? 'OS keychain' : 'key file you opted into'}. Share the key and the address below with senders you want to hear from.`),
           h('h3', {}, 'Address to share'),
           h('p', { className: 'mono', id: 'settings-endpoint' }, endpoint)),
