@@ -1,7 +1,8 @@
 //! Every view at the two sizes a laptop shows it (1024×700, the window's default, and
 //! 1280×800), in the light theme and the dark one, saved under target/screenshots for a
 //! person to look at (the README shows some); and at each, nothing is wider than the
-//! window (no sideways scrolling, nothing cut off at the right).
+//! window (no sideways scrolling, nothing cut off at the right), and the tabs stay in view
+//! however far a view scrolls.
 
 use crate::harness::*;
 
@@ -35,6 +36,14 @@ fn every_view_at_both_sizes(app: &App, theme: &str) {
         app.wait_text(".consent-card", "attempt to steer your AI");
         shoot("waiting");
         app.each_other_view(|name| shoot(&name.replace(" & ", "-").replace(' ', "-")));
+        // Settings, scrolled to their end: the tabs (and what waits) are still in view.
+        app.script("window.scrollTo(0, document.documentElement.scrollHeight); return true;");
+        let scrolled = app.script("return window.scrollY;").as_f64().unwrap_or(0.0);
+        let tabs = app.script("return document.querySelector('nav').getBoundingClientRect().top;").as_f64().unwrap_or(-1.0);
+        assert!(scrolled > 200.0, "Settings are longer than the window at {w}×{h} ({scrolled})");
+        assert!((0.0..120.0).contains(&tabs), "the tabs stay at the top while Settings scroll at {w}×{h} ({theme}): {tabs}");
+        app.screenshot(&format!("view-{theme}-{w}x{h}-settings-scrolled"));
+        app.script("window.scrollTo(0, 0); return true;");
     }
     assert!(wide.is_empty(), "{}", wide.join("\n"));
 }

@@ -103,9 +103,12 @@ const search = new SearchBox({
 });
 const searchBtn = h('button', { className: 'secondary small', id: 'search-open', 'aria-keyshortcuts': 'Control+K', onclick: () => void search.open() }, 'Search ', h('kbd', {}, 'Ctrl+K'));
 
+// The header and the tabs (with what waits) stay in view however far a view scrolls.
 replace(app,
-  h('header', {}, h('h1', {}, h('img', { src: './icon.png', alt: '', width: 28, height: 28 }), 'Gatehouse'), searchBtn, statusPill, floodPill, pauseBtn),
-  nav, welcome, main, search.el);
+  h('div', { className: 'top' },
+    h('header', {}, h('h1', {}, h('img', { src: './icon.png', alt: '', width: 28, height: 28 }), 'Gatehouse'), searchBtn, statusPill, floodPill, pauseBtn),
+    nav),
+  welcome, main, search.el);
 
 await refreshInfo();
 // The user may already have picked a tab while the first answer was on its way.

@@ -126,6 +126,21 @@ pub fn invite(ctx: &Context, name: &str, gate_url: &str, now: DateTime<Utc>) -> 
     if !matches!(base.scheme(), "https" | "http") || base.host().is_none() {
         return Err(CommandError::new(Code::BadUrl, format!("{gate_url}: the gate's address is an http(s) URL")));
     }
+    // The approval page keeps its key with WebCrypto, which a browser gives only to a
+    // secure page: https, or plain http on this very computer. Any other plain address
+    // could never be joined from: refused now, not found out on the phone.
+    let loopback = match base.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if base.scheme() == "http" && !loopback {
+        return Err(CommandError::new(
+            Code::BadUrl,
+            format!("{gate_url}: a phone or another computer can join only over https:// (the approval page needs a secure connection to keep its key)"),
+        ));
+    }
     // 60 random bits in 12 letters and digits that are not mistaken for each other.
     let mut raw = [0u8; CODE_LETTERS];
     SystemRandom::new().fill(&mut raw).map_err(|_| CommandError::new(Code::Internal, "no randomness from the system"))?;

@@ -4,9 +4,9 @@ import { vi } from 'vitest';
 
 let devices: { id: string; name: string; last_seen: string | null }[] = [];
 vi.mock('@tauri-apps/api/core', () => ({
-  invoke: (cmd: string) => {
+  invoke: (cmd: string, args: { url?: string }) => {
     if (cmd === 'approvers_list') return Promise.resolve(devices);
-    if (cmd === 'approver_invite') return Promise.resolve({ invitation: { name: 'Ana’s phone', url: 'https://gate.example/approve#c', code: 'c0de', expires_at: '2026-11-30T10:00:00Z' }, qr_svg: '<svg/>' });
+    if (cmd === 'approver_invite') return Promise.resolve({ invitation: { name: 'Ana’s phone', url: `${args.url}/approve#c`, code: 'c0de', expires_at: '2026-11-30T10:00:00Z' }, qr_svg: '<svg/>' });
     return Promise.reject({ code: 'INTERNAL', message: `unmocked ${cmd}` });
   },
 }));
@@ -46,4 +46,17 @@ test('a name being typed survives the list being drawn again', async () => {
   expect(input('ap-1').value).toBe('Ana’s work phone');
   expect(document.activeElement).toBe(input('ap-1'));
   expect(input('ap-2').value, 'an untouched name follows the gate').toBe('Bo’s tablet');
+});
+
+test('an invitation at an address only this computer can use says so', async () => {
+  devices = [];
+  const { card } = await approversCard('http://127.0.0.1:7777');
+  replace(document.body, card);
+  (document.getElementById('approver-name') as HTMLInputElement).value = 'Ana’s phone';
+  (document.getElementById('approver-invite') as HTMLButtonElement).form!.requestSubmit();
+  await vi.waitFor(() => expect(document.getElementById('approver-qr')).not.toBeNull());
+  expect(document.getElementById('approver-here-only')?.textContent).toContain('works only in a browser on this computer');
+  (document.getElementById('approver-url') as HTMLInputElement).value = 'https://gate.example';
+  (document.getElementById('approver-invite') as HTMLButtonElement).form!.requestSubmit();
+  await vi.waitFor(() => expect(document.getElementById('approver-here-only')).toBeNull());
 });

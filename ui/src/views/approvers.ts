@@ -88,8 +88,12 @@ export async function approversCard(defaultUrl: string): Promise<{ card: HTMLEle
       invited = { name: v.invitation.name, before: new Set(known) };
       const qr = h('img', { id: 'approver-qr', alt: `QR code of the invitation for ${v.invitation.name}`, width: 180, height: 180 });
       qr.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(v.qr_svg)}`;
+      // Plain http is taken only on this computer (a browser keeps the page's key only on a
+      // secure page): said, so nobody walks off to scan it with a phone.
+      const here = /^http:\/\/(127\.|localhost[:/]|\[::1\])/i.test(v.invitation.url);
       replace(invitation,
         h('p', {}, `Scan this with ${v.invitation.name}, or open the link on it. The code works once, ${untilText(v.invitation.expires_at)}.`),
+        here ? h('p', { className: 'warning', id: 'approver-here-only' }, 'This address works only in a browser on this computer. For a phone, invite it with the gate’s https:// address as the phone reaches it.') : null,
         qr,
         h('p', { className: 'mono', id: 'approver-link' }, v.invitation.url),
         h('p', {}, 'Code ', h('strong', { className: 'mono', id: 'approver-code' }, v.invitation.code)));

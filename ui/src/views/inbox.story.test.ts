@@ -76,3 +76,16 @@ test('a row whose message raises warnings is marked, with how many', async () =>
   expect(plain.classList.contains('flagged')).toBe(false);
   expect(plain.querySelector('.flag-mark')).toBeNull();
 });
+
+test('a detail the filtered list no longer holds goes with it (Ctrl+K’s person)', async () => {
+  rows = [knock(7), { ...knock(8), sender: 'ab'.repeat(32) }];
+  const view = new InboxView();
+  replace(document.body, view.el);
+  await view.load(false);
+  await view.show('r-7');
+  expect(document.querySelector('#inbox-rows .row.selected')?.getAttribute('data-receipt')).toBe('r-7');
+  rows = [{ ...knock(8), sender: 'ab'.repeat(32) }];
+  view.fromContact(1, 'Alice');
+  await vi.waitFor(() => expect(document.querySelectorAll('#inbox-rows .row')).toHaveLength(1));
+  expect(document.getElementById('inbox-detail')?.textContent).toBe('Select a message to see everything about it.');
+});

@@ -80,6 +80,8 @@ export class InboxView {
       if (turn !== this.listing) return;
       this.items = append ? this.items.concat(page) : page;
       if (!append) replace(this.list);
+      // Another filter (a search, Ctrl+K's person): a detail the list no longer holds goes.
+      if (!append && this.selected && !page.some((i) => i.receipt_id === this.selected)) this.unselect();
       for (const item of page) this.list.append(this.row(item));
       if (!this.items.length) this.list.append(h('li', { className: 'empty' }, 'Nothing here yet. Messages appear as soon as they arrive.'));
       this.more.hidden = page.length < PAGE;
@@ -193,6 +195,13 @@ export class InboxView {
       item.exec_status = status;
       this.list.querySelector(`.row[data-receipt="${CSS.escape(item.receipt_id)}"]`)?.replaceWith(this.row(item));
     }
+  }
+
+  private unselect(): void {
+    this.selected = null;
+    this.drawing++;
+    delete this.detail.dataset.row;
+    replace(this.detail, h('p', { className: 'muted' }, 'Select a message to see everything about it.'));
   }
 
   async show(receiptId: string): Promise<void> {

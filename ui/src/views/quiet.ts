@@ -26,7 +26,7 @@ export async function quietCard(): Promise<HTMLElement> {
     h('label', {}, on, ' Collect requests quietly'),
     h('label', {}, h('span', {}, 'From'), from),
     h('label', {}, h('span', {}, 'Until'), to),
-    h('div', { className: 'actions' }, h('button', { className: 'secondary', type: 'submit', id: 'quiet-save' }, 'Save')),
+    h('div', { className: 'actions' }, h('button', { className: 'secondary', type: 'submit', id: 'quiet-save' }, 'Save quiet hours')),
     msg);
 }
 

@@ -46,7 +46,7 @@ test('a swarm, a peer and a program each show their field, and saving keeps them
     ['shout', 'peer', 'did:web:peer.example'],
     ['build', 'command', '/usr/bin/make -s all'],
   ]);
-  const save = [...document.querySelectorAll('button')].find((b) => b.textContent === 'Save') as HTMLButtonElement;
+  const save = [...document.querySelectorAll('button')].find((b) => b.textContent === 'Save what happens to messages') as HTMLButtonElement;
   save.click();
   await new Promise((r) => setTimeout(r, 0));
   expect(saved).toEqual([{

@@ -142,7 +142,7 @@ export class SettingsView {
       h('label', {}, h('span', {}, 'Receipts of refused submissions (days)'), receipt),
       h('label', {}, h('span', {}, 'Activity log (days)'), audit),
       h('label', {}, h('span', {}, 'Your agents’ and MCP servers’ decided steps, with their answers (days)'), steps),
-      h('div', { className: 'actions' }, h('button', { className: 'secondary', type: 'submit', id: 'retention-save' }, 'Save')),
+      h('div', { className: 'actions' }, h('button', { className: 'secondary', type: 'submit', id: 'retention-save' }, 'Save how long history is kept')),
       msg);
   }
 
@@ -188,6 +188,6 @@ export class SettingsView {
       h('table', { className: 'executors' }, h('thead', {}, h('tr', {}, h('th', {}, 'Scope'), h('th', {}, 'Action'), h('th', {}, 'Folder or program'))), rows),
       h('div', { className: 'actions' },
         h('button', { className: 'secondary', onclick: () => addRow('', { kind: 'noop' }) }, 'Add a scope'),
-        h('button', { className: 'primary', onclick: () => void save() }, 'Save')), msg);
+        h('button', { className: 'primary', onclick: () => void save() }, 'Save what happens to messages')), msg);
   }
 }

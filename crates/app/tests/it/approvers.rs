@@ -176,6 +176,12 @@ async fn a_code_works_once_and_for_fifteen_minutes_and_a_removed_device_is_refus
     let inbox = TestInbox::start(&pubhex(&key(0x55)), false).await;
     let inv = approvers::invite(&inbox.ctx(), "laptop", &inbox.url, chrono::Utc::now()).unwrap();
     assert_eq!(inv.url, format!("{}/approve#code={}&gate={}", inbox.url, inv.code, inbox.public_key));
+    // An address no phone could join from (plain http off this computer) is refused now.
+    for unusable in ["http://192.168.1.20:7777", "http://gate.example"] {
+        let e = approvers::invite(&inbox.ctx(), "Ana's phone", unusable, chrono::Utc::now()).unwrap_err();
+        assert!(e.to_string().contains("only over https://"), "{unusable}: {e}");
+    }
+    assert!(approvers::invite(&inbox.ctx(), "Ana's phone", "https://gate.example", chrono::Utc::now()).is_ok());
     assert_eq!(join(&inbox, &inv.code, "Bo's laptop").await.0, 200);
     let (status, v, _, _) = join(&inbox, &inv.code, "someone else").await;
     assert!(status == 401 && v["message"].as_str().unwrap().contains("no invitation has this code"), "{v}");
