@@ -18,8 +18,12 @@ fn the_first_run_sample_knocks_is_let_in_and_arrives_with_its_receipt() {
     app.wait_text("#waiting-count", "1");
     app.click("#nav-consent");
     app.wait_text(".consent-card", "Hello from Gatehouse");
+    // The prompt has the window: the welcome stays with the inbox.
+    let shown = "return !document.getElementById('welcome-slot').hidden;";
+    assert_eq!(app.script(shown).as_bool(), Some(false), "no welcome above the prompt");
     app.click(".consent-card button[data-decision='allow_once']");
     app.click("#nav-inbox");
+    assert_eq!(app.script(shown).as_bool(), Some(true), "the welcome is the inbox's until Got it");
     let mut id = String::new();
     app.wait("the sample accepted", || {
         let accepted = app

@@ -24,7 +24,7 @@ const pauseBtn = h('button', { className: 'secondary small', id: 'pause-toggle' 
 const floodPill = h('span', { className: 'pill paused', id: 'flood-pill', hidden: true });
 const waitingBadge = h('span', { className: 'count', id: 'waiting-count' });
 const main = h('main', { id: 'content' });
-/** The first run's welcome, above the views until the user says "Got it". */
+/** The first run's welcome, above the inbox until the user says "Got it". */
 const welcome = h('div', { id: 'welcome-slot' });
 let info: AppInfo | null = null;
 let tab: Tab = 'inbox';
@@ -71,6 +71,8 @@ async function show(t: Tab, fresh: boolean): Promise<void> {
   for (const b of nav.querySelectorAll('.tab')) b.classList.toggle('active', (b as HTMLElement).dataset.tab === t);
   const view = { inbox, consent, people, conversations, agents, activity, settings }[t];
   if (main.firstChild !== view.el) replace(main, view.el);
+  // The welcome belongs to the (empty) inbox: a prompt or a setting gets the whole window.
+  welcome.hidden = t !== 'inbox';
   if (t !== 'conversations') mail.leave();
   // Opened: its page; redrawn because something arrived: what is new, on top.
   if (t === 'inbox') await (fresh ? inbox.load(false) : inbox.patch());
