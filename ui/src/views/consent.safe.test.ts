@@ -44,3 +44,13 @@ test('what a decision said goes once a new prompt waits', async () => {
   await view.load();
   expect(document.getElementById('consent-notice')?.textContent).toBe('');
 });
+
+test('the buttons carry no hover tooltip to outlive them; the keys are said under them', async () => {
+  waiting = [knock('ee', 'Your refill is ready', [])];
+  const view = new ConsentView(() => {});
+  replace(document.body, view.el);
+  await view.load();
+  const card = document.querySelector('.consent-card')!;
+  expect([...card.querySelectorAll('button[title]')]).toHaveLength(0);
+  expect(card.querySelector('.keys')?.textContent).toBe('From the keyboard: Alt+O allow once · Alt+A always allow for “support” · Alt+L ask me later · Alt+D deny · Alt+B block.');
+});

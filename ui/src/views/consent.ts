@@ -207,7 +207,10 @@ export class ConsentView {
     // Alt+O, Alt+A, Alt+D, Alt+B decide from the keyboard while the prompt has focus; a
     // single key could decide by accident, so the shortcuts need Alt.
     const button = (d: Decision, label: string, cls: string, help: string): HTMLButtonElement =>
-      h('button', { className: cls, 'data-decision': d, title: `${help} (Alt+${SHORTCUTS[d]})`, 'aria-keyshortcuts': `Alt+${SHORTCUTS[d]}`, onclick: () => void decide(d) }, label);
+      // No hover tooltip: one outlived its button (the card is redrawn under the pointer)
+      // and covered the warnings. What it does is for assistive technology; the keys are
+      // said under the buttons.
+      h('button', { className: cls, 'data-decision': d, 'aria-description': help, 'aria-keyshortcuts': `Alt+${SHORTCUTS[d]}`, onclick: () => void decide(d) }, label);
     const prompt = item.kind === 'key_change' ? null : item.prompt;
     // Agents and IntentSites knock with their key alone, and a key change is about keys:
     // there is no message to show.
@@ -271,6 +274,8 @@ export class ConsentView {
           : button('deny', 'Deny', flagged ? 'primary' : 'secondary', 'Do not let this message through.'),
         button('block', 'Block', 'danger', 'Never let this sender through or ask again.')),
       result);
+    const keys = [...card.querySelectorAll<HTMLButtonElement>('.actions button[data-decision]')].map((b) => `Alt+${SHORTCUTS[b.dataset.decision as Decision]} ${b.textContent?.toLowerCase()}`);
+    result.before(h('p', { className: 'muted small keys' }, `From the keyboard: ${keys.join(' · ')}.`));
     // A new key of a verified contact cannot be let through until it is verified.
     if ((item.kind === 'held' || item.kind === 'held_ask') && item.key_change) {
       for (const b of card.querySelectorAll<HTMLButtonElement>('button[data-decision="allow_once"], button[data-decision="always_allow_scope"]')) b.disabled = true;
