@@ -124,6 +124,12 @@ enum Command {
         #[arg(long, conflicts_with_all = ["from", "to"])]
         off: bool,
     },
+    /// Whether someone you trust, writing about a scope you have not allowed them, waits for
+    /// you (on) or is only refused (off); without an argument, shows it
+    AskNewScopes {
+        #[arg(value_parser = ["on", "off"])]
+        set: Option<String>,
+    },
     /// How long refused submissions' bodies and receipts, audit entries and agents' steps
     /// are kept
     /// (shows it; the flags change it; 0 keeps forever)
@@ -382,6 +388,7 @@ fn run(cli: Cli) -> Result<ExitCode, CommandError> {
             }
             print_json(&gatehouse_app::quiet::state(&store, gatehouse_app::clock::now())?);
         }
+        Command::AskNewScopes { set } => trust::ask_new_scopes(&open(false)?, set.as_deref())?,
         Command::Retention { rejected_body_days, rejected_receipt_days, audit_days, steps_days } => {
             let store = open(false)?;
             let mut r = gatehouse_app::settings::retention(&store);

@@ -261,3 +261,13 @@ pub fn run(cmd: TrustCmd, ctx: &Context) -> Result<(), CommandError> {
     }
     Ok(())
 }
+
+/// `gatehouse ask-new-scopes [on|off]`: shows the rule, or sets it.
+pub fn ask_new_scopes(ctx: &gatehouse_app::Context, set: Option<&str>) -> Result<(), CommandError> {
+    let ask = match set {
+        Some(v) => gatehouse_app::settings::set_ask_new_scopes(ctx, v == "on")?,
+        None => gatehouse_app::settings::ask_new_scopes(ctx)?,
+    };
+    say!("{}", if ask { "on: someone you trust, writing about something new, waits for you" } else { "off: it is refused without asking" });
+    Ok(())
+}

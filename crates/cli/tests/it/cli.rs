@@ -389,3 +389,15 @@ fn a_revoked_sender_and_a_capability_limit_are_set_from_the_cli_and_enforced_by_
     let actions: Vec<String> = store.audit_list(10).unwrap().into_iter().map(|a| a.action).collect();
     assert!(actions.contains(&"trust.revoke".to_string()) && actions.contains(&"trust.unrevoke".to_string()), "{actions:?}");
 }
+
+#[test]
+fn whether_a_trusted_senders_new_scope_asks_is_shown_and_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    assert!(ok(dir.path(), &["ask-new-scopes"]).starts_with("on:"), "asking is the default");
+    assert!(ok(dir.path(), &["ask-new-scopes", "off"]).starts_with("off:"));
+    assert!(ok(dir.path(), &["ask-new-scopes"]).starts_with("off:"));
+    assert!(!gh(dir.path(), &["ask-new-scopes", "maybe"]).status.success());
+    let store = gatehouse_store::Store::open(&dir.path().join("gatehouse.db")).unwrap();
+    assert_eq!(store.audit_list(10).unwrap()[0].action, "settings.ask_new_scopes");
+}
