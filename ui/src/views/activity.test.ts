@@ -60,7 +60,7 @@ test('what was allowed this week leaves out refusals and older allowances', asyn
   expect([...document.querySelectorAll<HTMLElement>('#audit-list li')].map((l) => l.dataset.kind)).toEqual(['allowed', 'allowed']);
   expect(document.querySelector('#audit-list')?.textContent).not.toContain('Dana');
   choose('#activity-show', 'refused');
-  await vi.waitFor(() => expect(shown()).toEqual(['You blocked bbbb bbbb bbbb bbbb', 'You answered a step of your agent: deny']));
+  await vi.waitFor(() => expect(shown()).toEqual(['You blocked Sender bbbbbbbb', 'You answered a step of your agent: deny']));
 });
 
 test('the period is asked of the store, and older entries are a click away, kept across a redraw', async () => {

@@ -5,7 +5,7 @@ import { api, asShape, errorText, type AuditEntry, type ContactView } from '../a
 import { h, replace } from '../dom';
 import { failed } from './parts';
 import { stateLines } from './state';
-import { fingerprint, untilText, when } from '../format';
+import { unnamedName, untilText, when } from '../format';
 
 type Kind = 'allowed' | 'refused' | 'changed';
 
@@ -185,7 +185,7 @@ export class ActivityView {
  *  to whom (the contact's name where the key is known). */
 function sentence(a: AuditEntry, names: Map<string, string>): HTMLElement {
   const d = asShape<{ name?: string; until?: string | null; decision?: string; result?: string; by?: { name?: string; approver?: string } }>(a.detail) ?? {};
-  const who = a.subject ? names.get(a.subject) ?? d.name ?? fingerprint(a.subject) : d.name ?? '';
+  const who = a.subject ? names.get(a.subject) ?? d.name ?? unnamedName(a.subject) : d.name ?? '';
   // A decision made on an approver device is that device's, not the user's at this desk.
   const device = d.by?.approver ? d.by.name ?? 'an approver device' : null;
   const actor = (words: string) => (device && words.startsWith('You ') ? `${device} ${words.slice(4)}` : words);

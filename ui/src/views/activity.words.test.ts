@@ -21,7 +21,7 @@ test('a device’s decision is the device’s, and every change reads as a sente
   replace(document.body, v.el);
   await v.load();
   const lines = [...document.querySelectorAll<HTMLElement>('#audit-list li')].map((l) => l.querySelector('span')?.textContent ?? '');
-  expect(lines[0]).toBe('Ana’s phone let one message through from aaaa aaaa aaaa aaaa');
+  expect(lines[0]).toBe('Ana’s phone let one message through from Sender aaaaaaaa');
   expect(lines[1]).toBe('A device joined as an approver: Ana’s phone');
   expect(lines[2]).toBe('You finished the welcome');
   expect(document.querySelector('#audit-list li')?.textContent).toContain('Recorded as consent.allow_once');

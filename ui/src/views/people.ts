@@ -8,7 +8,7 @@ import { act, askFirst, failed } from './parts';
 import { base64Of, ContactsPanel } from './contacts';
 import { limitsText, scopesOf, timedGrants, trustForm } from './trust';
 import { A2aAgents, UampPeers } from './sendto';
-import { fingerprint } from '../format';
+import { unnamedName } from '../format';
 import type { IntentView } from './intent';
 
 export class PeopleView {
@@ -66,7 +66,7 @@ export class PeopleView {
         h('h3', {}, r.name), h('ul', { className: 'contact-keys' }, h('li', { 'data-key': r.public_key }, h('span', { className: 'mono' }, r.fingerprint), ...this.policyParts(r))))),
       timedGrants(timed) ?? h('span'),
       blocked.length ? h('section', { className: 'card', id: 'blocked' }, h('h3', {}, 'Blocked'), h('ul', { className: 'blocked', id: 'blocked-list' }, ...blocked.map((b) =>
-        h('li', {}, h('span', { className: 'mono' }, fingerprint(b.public_key)), ' ', h('span', { className: 'muted' }, b.reason), ' ',
+        h('li', {}, h('strong', { title: b.public_key }, unnamedName(b.public_key)), ' ', h('span', { className: 'muted' }, b.reason), ' ',
           h('button', { className: 'link', onclick: act(() => api.trustUnblock(b.public_key), () => this.changed()) }, 'Unblock'))))) : h('span'),
       h('h3', {}, 'Agents and companies you reach'),
       this.reach,

@@ -23,9 +23,9 @@ test('each row changed outside Gatehouse is named with what the gate does about 
   expect(document.querySelector('#state-changed h3')?.textContent).toBe('Changed outside Gatehouse');
   const rows = [...document.querySelectorAll('#state-changed li')].map((l) => l.textContent);
   expect(rows).toEqual([
-    'A trust entry for abab abab abab abab was added outside Gatehouse: not acted on.',
+    'A trust entry for Sender abababab was added outside Gatehouse: not acted on.',
     'The setting “executors” was changed outside Gatehouse: not acted on.',
-    'The revocation of abab abab abab abab was taken out outside Gatehouse: it still holds.',
+    'The revocation of Sender abababab was taken out outside Gatehouse: it still holds.',
   ]);
   expect(document.querySelector('#state-changed')?.getAttribute('role')).toBe('alert');
 });

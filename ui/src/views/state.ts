@@ -3,14 +3,14 @@
 // login) are not acted on. Shown under Waiting for you and beside the log's check.
 import type { StateChange, StateReport } from '../api';
 import { h } from '../dom';
-import { fingerprint } from '../format';
+import { unnamedName } from '../format';
 
 /** What the row was, in words. */
 function rowWords(c: StateChange): string {
   switch (c.table) {
-    case 'trust': return `A trust entry for ${fingerprint(c.id)}`;
-    case 'blocked': return `The block on ${fingerprint(c.id)}`;
-    case 'revoked': return `The revocation of ${fingerprint(c.id)}`;
+    case 'trust': return `A trust entry for ${unnamedName(c.id)}`;
+    case 'blocked': return `The block on ${unnamedName(c.id)}`;
+    case 'revoked': return `The revocation of ${unnamedName(c.id)}`;
     case 'settings': return `The setting “${c.id}”`;
     case 'approvers': return `The approver device ${c.id}`;
     case 'approver_mail': return `Where the notices of approver device ${c.id} are mailed`;
