@@ -3,6 +3,7 @@
 // is seen once), and where the watched folder is. Shown until the user says "Got it".
 import { api, errorText, type AppInfo } from '../api';
 import { h, replace } from '../dom';
+import { keyGroups } from '../format';
 
 export function welcomeCard(info: AppInfo, onDone: () => void): HTMLElement {
   const msg = h('p', { role: 'status', id: 'welcome-msg', className: 'small' });
@@ -27,7 +28,7 @@ export function welcomeCard(info: AppInfo, onDone: () => void): HTMLElement {
     h('p', {}, 'Gatehouse is your own gate for messages from AI agents: it checks the signature on every message and keeps a list of who may reach your AI, and for what. Anything new waits for you to decide before it gets through.'),
     h('dl', { className: 'welcome-facts' },
       h('dt', {}, 'Your address'), h('dd', { className: 'mono', id: 'welcome-address' }, info.status.listening ?? 'not listening yet'),
-      h('dt', {}, 'Your key'), h('dd', {}, h('span', { className: 'mono', id: 'welcome-key' }, info.public_key), ' ', showQr, qr),
+      h('dt', {}, 'Your key'), h('dd', {}, h('span', { className: 'mono', id: 'welcome-key' }, ...keyGroups(info.public_key)), ' ', showQr, qr),
       h('dt', {}, 'Watched folder'), h('dd', { className: 'mono', id: 'welcome-folder' }, info.settings.watch_dir)),
     h('p', { className: 'muted small' }, 'Give senders your address and key. Envelope files dropped into the watched folder are read too.'),
     h('div', { className: 'actions' }, sample, done),
