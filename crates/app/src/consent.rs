@@ -41,9 +41,13 @@ pub async fn decide_naming(
         _ => return Err(ConsentError::Invalid("a name is kept for a sender you let in, for good or for a while".into()).into()),
     };
     let mut out = decide_fetching(inbox.clone(), target, decision, lasting).await?;
-    let said = format!("{} It goes by “{name}” from now on.", out.message);
-    crate::blocking(move || Ok(crate::names::name_sender(inbox.store(), &key, &name, crate::doors::gate::clock::now())?)).await?;
-    out.message = said;
+    let named = name.clone();
+    let kept = crate::blocking(move || Ok(crate::names::name_sender(inbox.store(), &key, &named, crate::doors::gate::clock::now())?)).await;
+    // The decision stands either way: a name that could not be kept is said, not an error.
+    out.message = match kept {
+        Ok(()) => format!("{} It goes by “{name}” from now on.", out.message),
+        Err(e) => format!("{} The name “{name}” could not be kept ({e}): give it in People & agents.", out.message),
+    };
     Ok(out)
 }
 

@@ -236,7 +236,7 @@ impl Gate {
                 Err(None) => fresh = true,
             }
         };
-        let (answered, knock) = self.refusal(door, a, why);
+        let (answered, knock) = self.refusal(door, a, why, Wait::Here);
         if let Some(r) = &answered.receipt {
             let kept = self.keep_refusal(r, knock.as_ref(), a.at);
             self.announce_refusal(r, kept, knock.is_some(), false);
@@ -267,7 +267,7 @@ impl Gate {
                 Err(None) => fresh = true,
             }
         };
-        let (answered, knock) = self.refusal(door, a, why);
+        let (answered, knock) = self.refusal(door, a, why, wait);
         if let Some(r) = &answered.receipt {
             let kept = self.keep_refusal_async(r, knock.as_ref(), a.at).await;
             self.announce_refusal(r, kept, knock.is_some(), false);
@@ -428,7 +428,7 @@ impl Gate {
 
     /// A refusal in its door's words: its receipt (none when the door keeps none) and
     /// the knock to keep with it.
-    fn refusal<D: Door>(&self, door: &D, a: &Arrival<'_>, why: Why<D::Refusal>) -> (Answered<D::Answer, D::Refusal>, Option<Knock>) {
+    fn refusal<D: Door>(&self, door: &D, a: &Arrival<'_>, why: Why<D::Refusal>, wait: Wait) -> (Answered<D::Answer, D::Refusal>, Option<Knock>) {
         let said = door.refused(a, &why);
         if !said.keep {
             return (Answered { answer: said.answer, row: None, why: Some(why), receipt: None }, None);
@@ -437,7 +437,8 @@ impl Gate {
         // not allowed, when the user asked to be asked (the question is about that scope).
         let (knocks, scope) = match &why {
             Why::Knock => (true, &a.scope),
-            Why::Refused(Refusal::Scope(s)) if self.asks_new_scopes() => (true, s),
+            // The rule is read where the registry is (off the async worker on a team's gate).
+            Why::Refused(Refusal::Scope(s)) if wait.run(|| self.asks_new_scopes()) => (true, s),
             _ => (false, &a.scope),
         };
         let body = a.keeps_refused.then(|| {
