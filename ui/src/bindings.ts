@@ -3053,6 +3053,11 @@ export type Story_Deserialize = {
 	after_knock?: string | null,
 	/**  A knock whose sender waits for the user now. */
 	waiting: boolean,
+	/**
+	 *  What became of it in no door's words (a refusal of a blocked sender reads as one,
+	 *  whatever code its door answered with); none on receipts kept before it was recorded.
+	 */
+	outcome?: ArrivalOutcome | null,
 };
 
 /**  What became of an arrival beyond its receipt. */
@@ -3068,6 +3073,11 @@ export type Story_Serialize = {
 	after_knock: string | null,
 	/**  A knock whose sender waits for the user now. */
 	waiting: boolean,
+	/**
+	 *  What became of it in no door's words (a refusal of a blocked sender reads as one,
+	 *  whatever code its door answered with); none on receipts kept before it was recorded.
+	 */
+	outcome: ArrivalOutcome | null,
 };
 
 export type StreamDetail = StreamDetail_Serialize;

@@ -21,19 +21,31 @@ pub struct Story {
     pub after_knock: Option<String>,
     /// A knock whose sender waits for the user now.
     pub waiting: bool,
+    /// What became of it in no door's words (a refusal of a blocked sender reads as one,
+    /// whatever code its door answered with); none on receipts kept before it was recorded.
+    #[serde(default)]
+    pub outcome: Option<gatehouse_code::Outcome>,
 }
 
 /// The inbox query's story columns (after its own), over `r` (the receipt) and `k` (the
 /// knock it came as, joined by [`JOIN`]).
 pub(crate) const COLUMNS: &str = "COALESCE(r.decided, k.decided), COALESCE(r.decided_at, k.decided_at), k.received_at, r.after_knock,
     CASE WHEN r.status = 'rejected' AND r.decided IS NULL AND r.envelope_id IS NOT NULL AND EXISTS
-        (SELECT 1 FROM pending_senders ps WHERE ps.public_key = r.sender AND ps.last_envelope_id = r.envelope_id) THEN 1 ELSE 0 END";
+        (SELECT 1 FROM pending_senders ps WHERE ps.public_key = r.sender AND ps.last_envelope_id = r.envelope_id) THEN 1 ELSE 0 END,
+    r.outcome";
 pub(crate) const JOIN: &str = "LEFT JOIN receipts k ON k.receipt_id = r.after_knock";
 /// A knock let in is shown as the message it became.
 pub(crate) const ONCE: &str = " AND NOT EXISTS (SELECT 1 FROM receipts d WHERE d.after_knock = r.receipt_id)";
 
 pub(crate) fn from_row(r: &crate::sql::Row<'_>, at: usize) -> Result<Story> {
-    Ok(Story { decided: r.get(at)?, decided_at: r.get(at + 1)?, knocked_at: r.get(at + 2)?, after_knock: r.get(at + 3)?, waiting: r.get::<i64>(at + 4)? != 0 })
+    Ok(Story {
+        decided: r.get(at)?,
+        decided_at: r.get(at + 1)?,
+        knocked_at: r.get(at + 2)?,
+        after_knock: r.get(at + 3)?,
+        waiting: r.get::<i64>(at + 4)? != 0,
+        outcome: r.get::<Option<String>>(at + 5)?.and_then(|o| serde_json::from_value(serde_json::Value::String(o)).ok()),
+    })
 }
 
 impl Store {

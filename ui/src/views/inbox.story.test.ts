@@ -15,14 +15,14 @@ vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}
 
 import { InboxView, renderDetail } from './inbox';
 import { replace } from '../dom';
-import type { Detail } from '../api';
+import type { ArrivalOutcome, Detail } from '../api';
 
-function knock(seq: number, story: Partial<{ decided: string | null; decided_at: string | null; knocked_at: string | null; after_knock: string | null; waiting: boolean }> = {}) {
+function knock(seq: number, story: Partial<{ decided: string | null; decided_at: string | null; knocked_at: string | null; after_knock: string | null; waiting: boolean; outcome: ArrivalOutcome | null }> = {}) {
   return {
     seq, receipt_id: `r-${seq}`, envelope_id: 'e-1', status: 'rejected', code: 'UNTRUSTED_SENDER' as string | null, message: 'sender 4664fe4f… is not in this inbox’s trust registry; the owner has been asked',
     received_at: '2026-11-29T09:00:00Z', transport: 'http', sender: '4664fe4f'.repeat(8), sender_name: null, scope: 'support', prompt_preview: 'Where is my order?',
     envelope_row: null as number | null, exec_status: null as string | null, payload_type: null, conversation_id: null, on_behalf_of: null, on_behalf_of_name: null,
-    story: { decided: null, decided_at: null, knocked_at: null, after_knock: null, waiting: false, ...story }, flags: 0,
+    story: { decided: null, decided_at: null, knocked_at: null, after_knock: null, waiting: false, outcome: null as ArrivalOutcome | null, ...story }, flags: 0,
   };
 }
 const badges = () => [...document.querySelectorAll('#inbox-rows .row')].map((r) => [(r as HTMLElement).dataset.receipt, r.querySelector('.badge')?.textContent]);
@@ -50,6 +50,10 @@ test('a knock denied or blocked anywhere says so on its row', async () => {
   rows = [knock(3, { decided: 'deny', decided_at: '2026-11-29T09:05:00Z' }), knock(4, { decided: 'block', decided_at: '2026-11-29T09:05:00Z' })];
   await view.restory();
   expect(badges()).toEqual([['r-4', 'Blocked by you'], ['r-3', 'Denied by you']]);
+  // What the blocked sender sends after is refused as blocked, never as "not trusted".
+  rows = [...rows, { ...knock(9, { outcome: 'blocked' }), message: 'sender is blocked by the owner of this inbox' }];
+  await view.patch();
+  expect(badges()[0]).toEqual(['r-9', 'Blocked by you']);
 });
 
 test('the detail says what became of it; the receipt’s words are what the sender was told', () => {

@@ -407,7 +407,7 @@ function storyBadge(item: InboxItem): string | null {
   if (item.story.waiting) return 'Waits for you';
   if (item.status !== 'rejected') return null;
   if (item.story.decided === 'deny') return 'Denied by you';
-  if (item.story.decided === 'block') return 'Blocked by you';
+  if (item.story.decided === 'block' || item.story.outcome === 'blocked') return 'Blocked by you';
   return null;
 }
 

@@ -37,6 +37,9 @@ async fn a_knock_is_one_row_that_tells_what_became_of_it() {
     let r = rows(&blocked);
     assert_eq!(r.len(), 2);
     assert!(r.iter().all(|x| x.story.decided.as_deref() == Some("block") && !x.story.waiting), "{r:?}");
+    // What it sends after is refused as blocked, whatever its door's code says.
+    assert_eq!(inbox.post_json(&inbox.signed(&blocked, "support", "third try")).await.0, 401);
+    assert_eq!(rows(&blocked)[0].story.outcome, Some(gatehouse_code::Outcome::Blocked));
 
     assert_eq!(inbox.post_json(&inbox.signed(&denied, "support", "let me in")).await.0, 401);
     consent::decide_naming(gate.clone(), shown(&gate, &pubhex(&denied)), Decision::Deny, Lasting::Always, None).await.unwrap();
