@@ -24,7 +24,7 @@ pub fn check(name: &str) -> Result<String, ConsentError> {
 pub fn shown(name: Option<&str>, key: &str) -> String {
     match name.map(str::trim) {
         Some(n) if !n.is_empty() => n.to_string(),
-        _ => crate::trust::default_name(key),
+        _ => unnamed(key),
     }
 }
 
@@ -38,11 +38,39 @@ pub fn known_as(ctx: &crate::Context, key: &str) -> crate::Result<Option<String>
     Ok(ctx.store.trust_name(key)?)
 }
 
+/// A short label for a sender the user has not named yet.
+pub(crate) fn unnamed(key: &str) -> String {
+    // A did:web is a name its owner chose (did:web:evil-mybank.com): shown whole, since
+    // any part of it could be chosen to look like another. Other ids begin with key
+    // material; cut by characters, never bytes (an asop: id is the agent's own text).
+    let a2a = key.strip_prefix(crate::doors::a2a::KEY_PREFIX).or_else(|| key.strip_prefix(crate::doors::a2a::TOKEN_PREFIX));
+    if let Some(name) = crate::doors::mcp::signed::name_of(key) {
+        // The name its app's configuration runs it under, and the start of its own key.
+        let hex = key.rsplit(':').next().unwrap_or_default();
+        format!("MCP server {name} ({})", hex.chars().take(8).collect::<String>())
+    } else if let Some(hash) = a2a {
+        // Only the hash of what it proved is known of it.
+        format!("A2A agent {}", hash.chars().take(8).collect::<String>())
+    } else if let Some(id) = key.strip_prefix("asop:") {
+        // One of the user's own agents, by the id it registered with (cut by characters).
+        let cut: String = id.chars().take(32).collect();
+        format!("Your agent {cut}{}", if id.chars().count() > 32 { "…" } else { "" })
+    } else if key.starts_with("did:web:") {
+        format!("Agent {key}")
+    } else if key.starts_with("did:") {
+        let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("Agent …{tail}")
+    } else {
+        format!("Sender {}", key.chars().take(8).collect::<String>())
+    }
+}
+
 /// Gives a trusted sender (and its person) the user's name for it. Audited.
 pub fn name_sender(store: &Store, key: &str, name: &str, now: DateTime<Utc>) -> Result<(), ConsentError> {
     let name = check(name)?;
     let Some(entry) = store.trust_get(key)? else { return Err(ConsentError::Gone) };
     store.trust_update(key, Some(&name), &entry.policy, None)?;
+    store.name_person_of(key, &name)?;
     store.audit("trust.name", Some(&gatehouse_store::sender_key(key)), &serde_json::json!({"name": name, "was": entry.name}), &now_string(now))?;
     Ok(())
 }
@@ -60,6 +88,15 @@ mod tests {
             assert_eq!(super::shown(Some("  "), key), shown, "a blank name is no name");
         }
         assert_eq!(super::shown(Some(" Alice "), &"ab".repeat(32)), "Alice");
+    }
+
+    #[test]
+    fn an_unnamed_form_never_cuts_a_character_and_shows_a_did_web_whole() {
+        assert_eq!(super::unnamed("asop:ééééééééé"), "Your agent ééééééééé");
+        assert_eq!(super::unnamed(&format!("asop:{}", "é".repeat(40))), format!("Your agent {}…", "é".repeat(32)));
+        assert_eq!(super::unnamed("did:web:evil-mybank.com"), "Agent did:web:evil-mybank.com");
+        assert_eq!(super::unnamed(&"ab".repeat(32)), "Sender abababab");
+        assert_eq!(super::unnamed(&format!("a2a:key:{}", "cd".repeat(32))), "A2A agent cdcdcdcd");
     }
 
     #[test]

@@ -51,6 +51,8 @@ pub fn update(ctx: &Context, key: &str, name: &str, policy: &Policy, epp: Option
     // A key change waiting to be verified is lifted by verifying it, never by an edit.
     policy.key_change_unverified = stored.policy.key_change_unverified;
     store.trust_update(key, Some(name), &policy, Some(&facts))?;
+    // A sender named anew is its person named anew (one name per person).
+    store.name_person_of(key, name)?;
     store.audit(
         "trust.update",
         Some(&gatehouse_store::sender_key(key)),
@@ -292,7 +294,7 @@ pub fn approve(ctx: &Context, key: &str, name: Option<String>, policy: Policy, e
     let Some(p) = pending.iter().find(|p| p.public_key == key) else {
         return Err(crate::CommandError::new(crate::Code::NotFound, format!("{key} has no pending request; trust it directly instead")));
     };
-    let name = name.unwrap_or_else(|| default_name(&p.public_key));
+    let name = name.unwrap_or_else(|| crate::names::unnamed(&p.public_key));
     // The door it knocked at, as that door recorded it.
     let entry = TrustEntry { public_key: key, name, added_at: now_string(now), door: p.door.clone(), policy, facts: Facts { epp, uamp: None } };
     scopes_grantable(&entry)?;
@@ -382,43 +384,8 @@ pub fn fingerprint(key: &str) -> String {
     key.get(..16).unwrap_or(key).as_bytes().chunks(4).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>().join(" ")
 }
 
-/// A short label for a sender the user has not named yet.
-pub(crate) fn default_name(key: &str) -> String {
-    // A did:web is a name its owner chose (did:web:evil-mybank.com): shown whole, since
-    // any part of it could be chosen to look like another. Other ids begin with key
-    // material; cut by characters, never bytes (an asop: id is the agent's own text).
-    let a2a = key.strip_prefix(crate::doors::a2a::KEY_PREFIX).or_else(|| key.strip_prefix(crate::doors::a2a::TOKEN_PREFIX));
-    if let Some(name) = crate::doors::mcp::signed::name_of(key) {
-        // The name its app's configuration runs it under, and the start of its own key.
-        let hex = key.rsplit(':').next().unwrap_or_default();
-        format!("MCP server {name} ({})", hex.chars().take(8).collect::<String>())
-    } else if let Some(hash) = a2a {
-        // Only the hash of what it proved is known of it.
-        format!("A2A agent {}", hash.chars().take(8).collect::<String>())
-    } else if let Some(id) = key.strip_prefix("asop:") {
-        // One of the user's own agents, by the id it registered with (cut by characters).
-        let cut: String = id.chars().take(32).collect();
-        format!("Your agent {cut}{}", if id.chars().count() > 32 { "…" } else { "" })
-    } else if key.starts_with("did:web:") {
-        format!("Agent {key}")
-    } else if key.starts_with("did:") {
-        let tail: String = key.chars().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
-        format!("Agent …{tail}")
-    } else {
-        format!("Sender {}", key.chars().take(8).collect::<String>())
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_default_name_never_cuts_a_character_and_shows_a_did_web_whole() {
-        assert_eq!(super::default_name("asop:ééééééééé"), "Your agent ééééééééé");
-        assert_eq!(super::default_name(&format!("asop:{}", "é".repeat(40))), format!("Your agent {}…", "é".repeat(32)));
-        assert_eq!(super::default_name("did:web:evil-mybank.com"), "Agent did:web:evil-mybank.com");
-        assert_eq!(super::default_name(&"ab".repeat(32)), "Sender abababab");
-        assert_eq!(super::default_name(&format!("a2a:key:{}", "cd".repeat(32))), "A2A agent cdcdcdcd");
-    }
 
     use super::*;
 

@@ -2,7 +2,6 @@
 //! it is trusted (a contact of its own) or when the user says it belongs to one; the
 //! store never merges on its own.
 
-use crate::open::Tx;
 use crate::sql::{args, Db, Optional, Row};
 use serde::Serialize;
 
@@ -59,32 +58,13 @@ pub(crate) fn forget_key(conn: &Db<'_>, key: &str) -> Result<()> {
     Ok(())
 }
 
-fn keys_of(conn: &Db<'_>, id: i64) -> Result<Vec<ContactKey>> {
+pub(crate) fn keys_of(conn: &Db<'_>, id: i64) -> Result<Vec<ContactKey>> {
     let stmt =
         conn.prepare_cached("SELECT key, added_at, verified_at, changed_from, reverify FROM contact_keys WHERE contact_id = ?1 ORDER BY added_at, key")?;
     let rows = stmt.query_map(args![id], |r| {
         Ok(ContactKey { key: r.get(0)?, added_at: r.get(1)?, verified_at: r.get(2)?, changed_from: r.get(3)?, reverify: r.get(4)? })
     })?;
     rows.collect::<Result<Vec<_>>>()
-}
-
-/// One name per person: `name` becomes contact `id`'s and that of every trust entry of its
-/// keys the gate sealed, so the prompt, the lists, Ctrl+K and Activity say the same (an
-/// entry put there outside the gate is neither renamed nor, by this write, sealed).
-pub(crate) fn name_person(store: &Store, tx: &Tx<'_>, id: i64, name: &str) -> Result<()> {
-    tx.execute("UPDATE contacts SET name = ?2 WHERE id = ?1", args![id, name])?;
-    let view = store.view(&tx.db())?;
-    for k in keys_of(&tx.db(), id)? {
-        if crate::trust::entry_in(&tx.db(), view.as_deref(), &k.key)?.is_some() {
-            tx.execute("UPDATE trust SET name = ?2 WHERE public_key = ?1", args![k.key, name])?;
-        }
-    }
-    Ok(())
-}
-
-/// The contact a key belongs to, in a write.
-pub(crate) fn contact_id_of(db: &Db<'_>, key: &str) -> Result<Option<i64>> {
-    db.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", args![key], |r| r.get(0)).optional()
 }
 
 impl Store {
@@ -114,27 +94,6 @@ impl Store {
         }
     }
 
-    /// The user said `key` belongs to contact `id` (it leaves the contact it had; one left
-    /// without keys goes). `changed_from`: the contact's verified key it joins beside.
-    pub fn contact_add_key(&self, id: i64, key: &str, changed_from: Option<&str>, at: &str) -> Result<()> {
-        let key = sender_key(key);
-        self.sealed_write(|tx| {
-            let Some(name) = tx.query_row("SELECT name FROM contacts WHERE id = ?1", args![id], |r| r.get::<String>(0)).optional()? else {
-                return Err(StoreError::Invalid(format!("there is no contact {id}")));
-            };
-            // A key verified already stays verified where it goes, and is no key change.
-            let verified: Option<String> = tx.query_row("SELECT verified_at FROM contact_keys WHERE key = ?1", args![&key], |r| r.get(0)).optional()?.flatten();
-            let changed_from = if verified.is_some() { None } else { changed_from };
-            forget_key(&tx.db(), &key)?;
-            tx.execute(
-                "INSERT INTO contact_keys (key, contact_id, added_at, verified_at, changed_from) VALUES (?1, ?2, ?3, ?4, ?5)",
-                args![key, id, at, verified, changed_from],
-            )?;
-            // The key is the person's now, and goes by their name.
-            name_person(self, tx, id, &name)
-        })
-    }
-
     /// The user checked this key out of band.
     pub fn contact_key_verified(&self, key: &str, at: &str) -> Result<()> {
         let n = self.conn()?.execute("UPDATE contact_keys SET verified_at = ?2 WHERE key = ?1", args![sender_key(key), at])?;
@@ -148,10 +107,6 @@ impl Store {
     pub fn contact_key_reverify(&self, key: &str, why: Option<&str>) -> Result<()> {
         self.conn()?.execute("UPDATE contact_keys SET reverify = ?2 WHERE key = ?1", args![sender_key(key), why])?;
         Ok(())
-    }
-
-    pub fn contact_rename(&self, id: i64, name: &str) -> Result<()> {
-        self.sealed_write(|tx| name_person(self, tx, id, name))
     }
 }
 

@@ -47,6 +47,7 @@ pub mod mail;
 pub mod mcp;
 mod migrations;
 mod model;
+mod naming;
 mod open;
 mod pg;
 pub mod quorum;

@@ -141,10 +141,6 @@ impl Store {
             if let Some(facts) = facts {
                 crate::entry_facts::write(tx, &key, facts)?;
             }
-            // A sender named anew is its person named anew (one name per person).
-            if let (Some(name), Some(id)) = (name, crate::contacts::contact_id_of(&tx.db(), &key)?) {
-                crate::contacts::name_person(self, tx, id, name)?;
-            }
             Ok(())
         })
     }

@@ -9,8 +9,9 @@ use gatehouse_store::{EppFacts, Facts, Policy, Store, TrustEntry};
 
 use super::{claims, Decided, Holds, Later, COVERED_SHOWN};
 use super::{grant, ConsentItem, ConsentTarget, Decision, DecisionOutcome};
+use crate::names::unnamed;
 use crate::target::{grantable, Source};
-use crate::trust::{check_sender_id, default_name};
+use crate::trust::check_sender_id;
 
 pub(super) struct Knocks;
 
@@ -173,7 +174,7 @@ impl Holds for Knocks {
                         }
                         t
                     }
-                    _ => TrustEntry { public_key: key.clone(), name: default_name(&key), added_at: at.clone(), door: request.door.clone(), policy, facts },
+                    _ => TrustEntry { public_key: key.clone(), name: unnamed(&key), added_at: at.clone(), door: request.door.clone(), policy, facts },
                 };
                 check_sender_id(&key, &entry.facts)?;
                 // An MCP server's tools, exactly as the user saw them with its knock, are
