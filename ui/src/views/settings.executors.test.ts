@@ -23,17 +23,12 @@ vi.mock('@tauri-apps/api/event', () => ({ listen: () => Promise.resolve(() => {}
 
 import { SettingsView } from './settings';
 import { replace } from '../dom';
-import type { AppInfo } from '../api';
+import { settingsInfo } from './settings.fixture';
 
 test('a swarm, a peer and a program each show their field, and saving keeps them', async () => {
   const view = new SettingsView(() => Promise.resolve());
   replace(document.body, view.el);
-  const info = {
-    version: '0', data_dir: '/d', fingerprint: 'f', public_key: 'ab'.repeat(32), keystore: 'os', waiting: 0, welcome: false,
-    unkept: { refusals: 0, knocks: 0 },
-    status: { listening: null, watching: null, error: null, uamp: null },
-    settings: { port: 7777, watch_dir: '/w', uamp_port: 7778 },
-  } as unknown as AppInfo;
+  const info = settingsInfo();
   await view.load(info);
   const rows = [...document.querySelectorAll('table.executors tbody tr')].map((tr) => [
     (tr.querySelector('.ex-scope') as HTMLInputElement).value,
