@@ -163,7 +163,7 @@ export class InboxView {
         h('span', { className: 'who' }, item.sender ? delegationLine(who, item.on_behalf_of_name, item.on_behalf_of) : 'Unreadable input'),
         item.scope ? h('span', { className: 'scope' }, item.scope) : null,
         item.payload_type ? h('span', { className: 'ptype' }, item.payload_type) : null,
-        item.flags ? h('span', { className: 'flag-mark', title: 'Open it to see what looks like an attempt to steer your AI' }, flagText(item.flags)) : null,
+        item.flags ? h('span', { className: 'flag-mark' }, flagText(item.flags)) : null,
         item.story.knocked_at ? h('span', { className: 'story muted small' }, item.story.decided === 'allow_once' ? 'allowed once by you' : 'let in by you') : null,
         h('time', { datetime: item.received_at, title: item.received_at }, when(item.received_at))),
       h('div', { className: 'preview' }, item.prompt_preview ?? item.message ?? ''),
