@@ -1,7 +1,8 @@
 //! A new user's first steps with senders, in the real window from an empty start, each
 //! step asserted on what they see: a stranger named on its own prompt, found by that name
 //! with one row per message; a prompt-injection attempt whose main button is Deny; the
-//! named sender writing about something new is asked about, not silently refused.
+//! named sender writing about something new is asked about, not silently refused; a new key
+//! of hers is picked as hers on its own prompt.
 
 use crate::harness::*;
 
@@ -61,4 +62,21 @@ fn a_new_user_names_a_sender_on_its_prompt_finds_her_and_is_asked_before_anythin
     app.click("#nav-inbox");
     app.wait_text("#inbox-rows", "Please pay invoice 42");
     app.screenshot("newuser-new-scope-allowed-once");
+
+    // A key the user has not seen, that they know is Alice's new laptop: picked on its prompt.
+    let laptop = gatehouse_epp::generate_signing_key();
+    assert_eq!(app.send(&laptop, "support", "It's Alice, writing from my new laptop").0, 401);
+    app.click("#nav-consent");
+    let new_key = format!(".consent-card[data-sender='{}']", gatehouse_epp::public_key_hex(&laptop));
+    app.wait_text(&new_key, "writing from my new laptop");
+    app.script(&format!(
+        "const s = document.querySelector({}); s.value = [...s.options].find((o) => o.textContent === 'Alice').value; s.dispatchEvent(new Event('change')); return true;",
+        serde_json::to_string(&format!("{new_key} select.pick-person")).unwrap()
+    ));
+    app.click(&format!("{new_key} button[data-action='pick-person']"));
+    app.wait_text("#consent-notice", "Added to Alice");
+    app.click("#nav-inbox");
+    app.wait_text("#inbox-rows", "writing from my new laptop");
+    let laptop_row = app.row_with("writing from my new laptop");
+    assert_eq!(app.text(&format!("#inbox-rows .row[data-receipt='{laptop_row}'] .who")), "Alice");
 }

@@ -9,6 +9,8 @@ vi.mock('@tauri-apps/api/core', () => ({
     if (cmd === 'consent_list') return Promise.resolve([knock]);
     if (cmd === 'quiet_hours_get') return Promise.resolve({ hours: null, quiet_now: false, collected: 0 });
     if (cmd === 'consent_decide') { calls.push(args); return Promise.resolve({ message: 'Done.' }); }
+    if (cmd === 'contacts_list') return Promise.resolve([{ id: 7, name: 'Alice', created_at: '', verified: false, key_changed: false, namesakes: [], keys: [] }]);
+    if (cmd === 'contact_add_key') { calls.push({ adopt: args }); return Promise.resolve('Added to Alice as one of their keys.'); }
     return Promise.reject({ code: 'INTERNAL', message: `unmocked ${cmd}` });
   },
 }));
@@ -40,4 +42,18 @@ test('allowing once keeps no name, so none is sent', async () => {
   c.querySelector<HTMLButtonElement>('button[data-decision="allow_once"]')!.click();
   await vi.waitFor(() => expect(calls).toHaveLength(1));
   expect(calls[0]).toMatchObject({ decision: 'allow_once', name: null });
+});
+
+test('a stranger can be picked as a new key of someone the user knows, on its prompt', async () => {
+  calls.length = 0;
+  const c = await card();
+  const pick = c.querySelector<HTMLSelectElement>('select.pick-person')!;
+  const go = c.querySelector<HTMLButtonElement>('button[data-action="pick-person"]')!;
+  expect([...pick.options].map((o) => o.textContent)).toEqual(['one of your contacts…', 'Alice']);
+  expect(go.disabled, 'nothing is picked yet').toBe(true);
+  pick.value = '7';
+  pick.dispatchEvent(new Event('change'));
+  go.click();
+  await vi.waitFor(() => expect(calls).toEqual([{ adopt: { contactId: 7, key: '4664fe4f'.repeat(8) } }]));
+  await vi.waitFor(() => expect(document.getElementById('consent-notice')?.textContent).toBe('Added to Alice as one of their keys.'));
 });

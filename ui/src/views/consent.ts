@@ -37,6 +37,8 @@ export class ConsentView {
   private cards = new Kept();
   /** What waits at the team gates this desktop approves for, below the user's own. */
   readonly team = new TeamSection();
+  /** The user's contacts, offered on a stranger's prompt: it may be a new key of one. */
+  private people: { id: number; name: string }[] = [];
   constructor(private onChange: () => void) {}
 
   /** `fresh`: the tab was opened, and the team gates are asked again too (their own
@@ -45,7 +47,8 @@ export class ConsentView {
     if (fresh) void this.team.load();
     try {
       // One list of everything that waits (the count on the tab is its length).
-      const [all, quiet, state] = await Promise.all([api.consentList(), api.quietHoursGet().catch(() => null), api.stateCheck().catch(() => null)]);
+      const [all, quiet, state, people] = await Promise.all([api.consentList(), api.quietHoursGet().catch(() => null), api.stateCheck().catch(() => null), api.contactsList().catch(() => [])]);
+      this.people = people.map((c) => ({ id: c.id, name: c.name }));
       const asks = all.flatMap((it) => (it.kind === 'guardian_step' ? [it.step] : []));
       const changes = all.flatMap((it) => (it.kind === 'tool_change' ? [it] : []));
       const changeCard = (it: (typeof changes)[number]) => this.cards.get(JSON.stringify(it), () => toolChangeCard(it, (c, r, t) => this.settled(c, r, t), (c, r, e) => this.failed(c, r, e)));
@@ -255,6 +258,7 @@ export class ConsentView {
       item.later ? h('p', { className: 'muted small later-until' }, `Put off: asks again ${when(item.later)}.`) : null,
       naming ? h('label', { className: 'name-it' }, h('span', {}, 'Name it'), naming,
         h('span', { className: 'muted small' }, `Kept once you let it in, for good or for a while; until then it is “${unnamedName(item.kind === 'unknown_sender' ? item.public_key : '')}”.`)) : null,
+      naming && item.kind === 'unknown_sender' && isPersonKey(item.source) ? this.pickPerson(item.public_key, result, (): HTMLElement => card) : null,
       h('p', { className: 'muted small' },
         item.kind === 'unknown_sender' || item.kind === 'key_change' ? `First seen ${when(item.first_seen)}, last ${when(item.last_seen)}.` : `Received ${when(item.received_at)}.`),
       h('div', { className: 'actions' },
@@ -293,18 +297,33 @@ export class ConsentView {
         h('p', {}, h('strong', {}, `⚠ This new key ${c.how}.`), ' ',
           c.verified ? `You verified ${c.contact_name}: if they changed keys, it stays blocked until you verify the new one with them.`
             : `If ${c.contact_name} changed keys, check with them before you trust it.`),
-        h('button', { className: 'secondary adopt', 'data-adopt': c.contact_id, onclick: async () => {
-          try {
-            result.textContent = await api.contactAddKey(c.contact_id, key);
-            card().classList.add('decided');
-            // What the key sent now waits, held, and the words are about it: they are said
-            // with it drawn, so its arrival does not take them away.
-            await this.load();
-            this.say(result.textContent, false);
-            this.onChange();
-          } catch (e) { this.failed(card(), result, e); }
-        } }, `It is ${c.contact_name}’s new key`))),
+        h('button', { className: 'secondary adopt', 'data-adopt': c.contact_id, onclick: () => void this.adopt(c.contact_id, key, result, card()) }, `It is ${c.contact_name}’s new key`))),
       result);
+  }
+
+  /** The user says this key is one of `contactId`'s: it joins them (held until verified
+   *  when they were verified), and what it sent is let in under their entry. */
+  private async adopt(contactId: number, key: string, result: HTMLElement, card: HTMLElement): Promise<void> {
+    try {
+      result.textContent = await api.contactAddKey(contactId, key);
+      card.classList.add('decided');
+      // What the key sent now waits, held, and the words are about it: they are said
+      // with it drawn, so its arrival does not take them away.
+      await this.load();
+      this.say(result.textContent, false);
+      this.onChange();
+    } catch (e) { this.failed(card, result, e); }
+  }
+
+  /** "Or it is someone you know": a stranger's key picked as a new key of a contact. */
+  private pickPerson(key: string, result: HTMLElement, card: () => HTMLElement): HTMLElement | null {
+    if (!this.people.length) return null;
+    const who = h('select', { className: 'pick-person', 'aria-label': 'Which of your contacts this is' },
+      h('option', { value: '' }, 'one of your contacts…'), ...this.people.map((p) => h('option', { value: String(p.id) }, p.name)));
+    const go = h('button', { className: 'secondary', 'data-action': 'pick-person', disabled: true, onclick: () => void this.adopt(Number(who.value), key, result, card()) }, 'It is their new key');
+    who.addEventListener('change', () => { go.disabled = !who.value; });
+    return h('div', { className: 'name-it' }, h('span', {}, 'Or it is'), who, go,
+      h('span', { className: 'muted small' }, 'Only if you know it is: check with them. It joins them, and if you verified them, what it sends waits until you verify it too.'));
   }
 }
 
@@ -331,4 +350,10 @@ export function keyChangeWarning(item: Extract<ConsentItem, { kind: 'key_change'
     item.key_id ? h('p', { className: 'claim small' }, `The message calls that key “${shown}” (its own words, not checked).`) : null,
     h('p', {}, 'Gatehouse takes new keys only from its own DID document, fetched when you ask: check it, and what it now holds replaces the keys you had. ',
       item.verified ? 'You verified this agent: after a change, nothing from it gets through until you verify it again with its owner.' : ''));
+}
+
+/** Who can be a person's key: a sender or an agent that speaks for someone (not an MCP
+ *  server, one of the user's own agents or a company's site). */
+function isPersonKey(source: string): boolean {
+  return source === 'epp_sender' || source === 'uamp_agent' || source === 'a2a_agent';
 }
