@@ -134,7 +134,7 @@ pub fn decide_by(
         store.later_forget(&target.key())?;
     }
     store.audit(
-        &format!("consent.{}", serde_json::to_value(decision).unwrap().as_str().unwrap_or("?")),
+        &format!("consent.{}", decision.as_str()),
         Some(&target.key()),
         &serde_json::json!({"target": target, "until": end.map(now_string), "result": outcome.message, "delivered": outcome.delivered, "by": by.audit(target)}),
         &at,

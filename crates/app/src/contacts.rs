@@ -3,7 +3,7 @@
 //! see the same; a new key that claims to be one of them shown as a change to that contact,
 //! never merged but by the user's word, and blocked until verified when the contact was.
 
-use crate::doors::gate::consent::{now_string, ConsentError};
+use crate::doors::gate::consent::{now_string, ConsentError, Decision};
 use crate::doors::Gate;
 use crate::target::Source;
 pub use crate::waiting::{claims, Claim};
@@ -263,7 +263,7 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     let delivered = crate::waiting::knocks::deliver(inbox, &request.door, knock.as_ref(), None, now);
     if let Some(k) = &knock {
         // Let in for good, as one of the contact's keys: the knock's row is the message it became.
-        store.knock_decided(&key, &k.receipt_id, "always_allow_scope", &at, delivered.as_ref().map(|d| d.receipt_id.as_str()))?;
+        store.knock_decided(&key, &k.receipt_id, Decision::AlwaysAllowScope.as_str(), &at, delivered.as_ref().map(|d| d.receipt_id.as_str()))?;
     }
     store.audit("contact.add_key", Some(&key), &serde_json::json!({"contact": id, "changed_from": verified_key}), &at)?;
     Ok(match verified_key {

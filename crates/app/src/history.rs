@@ -16,16 +16,15 @@ pub fn inbox(ctx: &Context, filter: &InboxFilter) -> Result<Vec<InboxItem>> {
     // Each row says whether its message raises warnings the user has not set aside, judged
     // as its detail judges it (the whole prompt, the hosts its sender's entry allows); the
     // scans are kept by receipt, so a page drawn again scans nothing twice.
-    let mut entries: std::collections::HashMap<String, Option<gatehouse_store::TrustEntry>> = Default::default();
+    // The hosts each sender's entry allows, read once per sender on the page.
+    let mut hosts: std::collections::HashMap<String, Vec<String>> = Default::default();
     for it in &mut items {
-        let (Some(id), Some(sender)) = (it.envelope_id.clone(), it.sender.clone()) else { continue };
+        let (Some(id), Some(sender)) = (it.envelope_id.as_deref(), it.sender.as_deref()) else { continue };
         let Some(prompt) = store.prompt_of(&it.receipt_id)? else { continue };
-        let entry = match entries.get(&sender) {
-            Some(e) => e.clone(),
-            None => entries.entry(sender.clone()).or_insert(store.trust_get(&sender)?).clone(),
-        };
-        let hosts = crate::doors::allowed_hosts(entry.as_ref());
-        let flags = crate::doors::gate::consent::risk_flags(store, &id, &prompt, &hosts, Some(&it.receipt_id))?;
+        if !hosts.contains_key(sender) {
+            hosts.insert(sender.to_string(), crate::doors::allowed_hosts(store.trust_get(sender)?.as_ref()));
+        }
+        let flags = crate::doors::gate::consent::risk_flags(store, id, &prompt, &hosts[sender], Some(&it.receipt_id))?;
         it.flags = flags.iter().filter(|f| !f.dismissed).count() as u32;
     }
     Ok(items)

@@ -89,7 +89,7 @@ pub fn set_retention(ctx: &Context, retention: &Retention) -> Result<Retention> 
 /// Whether a sender the user trusts, writing about a scope it is not allowed, asks the user
 /// (true unless they said otherwise) or is only refused.
 pub fn ask_new_scopes(ctx: &Context) -> crate::Result<bool> {
-    Ok(ctx.store.setting::<bool>(crate::doors::gate::state::ASK_NEW_SCOPES_SETTING)?.unwrap_or(true))
+    Ok(crate::doors::gate::state::asks_new_scopes_in(&ctx.store)?)
 }
 
 /// The user's rule for it, followed from the next arrival on. Audited.

@@ -64,6 +64,19 @@ pub enum Decision {
     Block,
 }
 
+impl Decision {
+    /// Its name as it is written (in JSON, the audit log's `consent.…`, a knock's story).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::AllowOnce => "allow_once",
+            Decision::AlwaysAllowScope => "always_allow_scope",
+            Decision::AskLater => "ask_later",
+            Decision::Deny => "deny",
+            Decision::Block => "block",
+        }
+    }
+}
+
 /// How long an "allow" for a scope lasts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -154,4 +167,16 @@ pub fn now_string(now: DateTime<Utc>) -> String {
 /// which the other doors' scopes are held to as well).
 pub fn is_scope_like(s: &str) -> bool {
     !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Decision;
+
+    #[test]
+    fn a_decision_is_written_by_the_name_its_json_has() {
+        for d in [Decision::AllowOnce, Decision::AlwaysAllowScope, Decision::AskLater, Decision::Deny, Decision::Block] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
+    }
 }

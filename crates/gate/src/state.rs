@@ -95,6 +95,11 @@ pub const FRESHNESS_SETTING: &str = "freshness";
 /// unless the user said otherwise) or is only refused.
 pub const ASK_NEW_SCOPES_SETTING: &str = "ask_new_scopes";
 
+/// The rule as `store` keeps it: asking unless the user said otherwise.
+pub fn asks_new_scopes_in(store: &Store) -> Result<bool, gatehouse_store::StoreError> {
+    Ok(store.setting::<bool>(ASK_NEW_SCOPES_SETTING)?.unwrap_or(true))
+}
+
 impl Gate {
     pub fn new(store: Arc<Store>, public_key: &str) -> Self {
         Gate {
@@ -156,7 +161,7 @@ impl Gate {
     /// on each such refusal (few, and bounded by the flood budget), so a change made at any
     /// node holds at once.
     pub fn asks_new_scopes(&self) -> bool {
-        self.store.setting::<bool>(ASK_NEW_SCOPES_SETTING).ok().flatten().unwrap_or(true)
+        asks_new_scopes_in(&self.store).unwrap_or(true)
     }
 
     /// A door running on this inbox makes itself findable (as it starts, or when the

@@ -39,7 +39,7 @@ impl Contact {
 
 /// A newly trusted key gets a contact of its own, unless it already has one.
 pub(crate) fn ensure_contact(conn: &Db<'_>, key: &str, name: &str, at: &str) -> Result<()> {
-    let known: Option<i64> = conn.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", args![key], |r| r.get(0)).optional()?;
+    let known = contact_id_of(conn, key)?;
     if known.is_none() {
         let inserted_id = conn.query_row("INSERT INTO contacts (name, created_at) VALUES (?1, ?2) RETURNING id", args![name, at], |r| r.get::<i64>(0))?;
         let id = inserted_id;
@@ -48,9 +48,14 @@ pub(crate) fn ensure_contact(conn: &Db<'_>, key: &str, name: &str, at: &str) -> 
     Ok(())
 }
 
+/// The contact a key belongs to.
+pub(crate) fn contact_id_of(db: &Db<'_>, key: &str) -> Result<Option<i64>> {
+    db.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", args![key], |r| r.get(0)).optional()
+}
+
 /// A key no longer trusted leaves its contact; a contact left without keys goes.
 pub(crate) fn forget_key(conn: &Db<'_>, key: &str) -> Result<()> {
-    let id: Option<i64> = conn.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", args![key], |r| r.get(0)).optional()?;
+    let id = contact_id_of(conn, key)?;
     if let Some(id) = id {
         conn.execute("DELETE FROM contact_keys WHERE key = ?1", args![key])?;
         conn.execute("DELETE FROM contacts WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM contact_keys WHERE contact_id = ?1)", args![id])?;
@@ -86,8 +91,7 @@ impl Store {
 
     /// The contact a key belongs to.
     pub fn contact_of(&self, key: &str) -> Result<Option<Contact>> {
-        let id: Option<i64> =
-            self.read(|c| c.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", args![sender_key(key)], |r| r.get(0)).optional())?;
+        let id: Option<i64> = self.read(|c| contact_id_of(c, &sender_key(key)))?;
         match id {
             Some(id) => self.contact(id),
             None => Ok(None),

@@ -3,7 +3,7 @@
 //! & agents), and a key that joins a person takes theirs.
 
 use crate::open::Tx;
-use crate::sql::{args, Db, Optional};
+use crate::sql::{args, Optional};
 use crate::*;
 
 /// One name per person: `name` becomes contact `id`'s and that of every trust entry of its
@@ -18,11 +18,6 @@ pub(crate) fn name_person(store: &Store, tx: &Tx<'_>, id: i64, name: &str) -> Re
         }
     }
     Ok(())
-}
-
-/// The contact a key belongs to, in a write.
-pub(crate) fn contact_id_of(db: &Db<'_>, key: &str) -> Result<Option<i64>> {
-    db.query_row("SELECT contact_id FROM contact_keys WHERE key = ?1", args![key], |r| r.get(0)).optional()
 }
 
 impl Store {
@@ -54,7 +49,7 @@ impl Store {
     /// Names `key`'s person as its sender was just named (nothing when it has none).
     pub fn name_person_of(&self, key: &str, name: &str) -> Result<()> {
         let key = sender_key(key);
-        self.sealed_write(|tx| match contact_id_of(&tx.db(), &key)? {
+        self.sealed_write(|tx| match crate::contacts::contact_id_of(&tx.db(), &key)? {
             Some(id) => name_person(self, tx, id, name),
             None => Ok(()),
         })

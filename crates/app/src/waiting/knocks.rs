@@ -257,8 +257,8 @@ impl Holds for Knocks {
             }
         };
         // The knock's row tells what became of it (and, let in, is the message it became).
-        if let (Some(k), Some(said)) = (&knock, serde_json::to_value(decision).ok().and_then(|v| v.as_str().map(String::from))) {
-            store.knock_decided(&key, &k.receipt_id, &said, &at, outcome.delivered.as_ref().map(|d| d.receipt_id.as_str()))?;
+        if let Some(k) = &knock {
+            store.knock_decided(&key, &k.receipt_id, decision.as_str(), &at, outcome.delivered.as_ref().map(|d| d.receipt_id.as_str()))?;
         }
         Ok(outcome)
     }
