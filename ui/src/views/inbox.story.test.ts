@@ -67,6 +67,23 @@ test('the detail says what became of it; the receipt’s words are what the send
   expect(el.querySelector('h2')?.textContent).toBe('Blocked by you');
   expect(el.querySelector('#detail-story')?.textContent).toBe('You blocked its sender just now: nothing from it reaches you or asks again.');
   expect(el.querySelector('#detail-reason')?.textContent).toMatch(/^The sender was told: “sender 4664fe4f… is not in/);
+  // A blocked sender's later message: its detail reads as its row does.
+  renderDetail(el, { ...d, story: { ...d.story, decided: null, decided_at: null, outcome: 'blocked' } } as Detail, () => {}, () => {});
+  expect(el.querySelector('h2')?.textContent).toBe('Blocked by you');
+});
+
+test('a knock from a sender trusted for other scopes is not called a stranger’s', () => {
+  const el = document.createElement('aside');
+  const base = {
+    receipt: { receipt_id: 'r-5', envelope_id: 'e-5', status: 'rejected', code: 'POLICY_DENIED', message: 'scope "billing" is not allowed for this sender', received_at: '2026-11-29T09:00:00Z', received_ms: 0, transport: 'http', sender: 'ab'.repeat(32), scope: 'billing', body: null, body_truncated: false, receipt: {}, prompt: 'pay', envelope_row: null, outcome: null },
+    envelope: null, steps: [], sender_name: 'Alice', on_behalf_of_name: null, raw: null, extras: null, email: null, risk: [], delivered_as: null,
+  };
+  renderDetail(el, { ...base, story: { decided: null, decided_at: null, knocked_at: null, after_knock: null, waiting: true, outcome: 'not_allowed' } } as unknown as Detail, () => {}, () => {});
+  expect(el.querySelector('#detail-story')?.textContent).toBe('It asks about a scope you have not allowed its sender. It waits for you under Waiting for you.');
+  const delivered = { ...base, receipt: { ...base.receipt, status: 'accepted', code: null }, story: { decided: 'allow_once', decided_at: '2026-11-29T09:02:00Z', knocked_at: '2026-11-29T09:00:00Z', after_knock: 'r-5', waiting: false, outcome: 'accepted' } };
+  renderDetail(el, delivered as unknown as Detail, () => {}, () => {});
+  expect(el.querySelector('#detail-story')?.textContent).not.toContain('not in your trust registry');
+  expect(el.querySelector('#detail-story')?.textContent).toMatch(/^It knocked .*; you allowed it once /);
 });
 
 test('a row whose message raises warnings is marked, with how many', async () => {

@@ -402,20 +402,24 @@ async function showReplies(el: HTMLElement, envelopeRow: number, openThread: (()
   await draw();
 }
 
-/** A knock's row says what became of it: it waits, or the user denied or blocked it. */
-function storyBadge(item: InboxItem): string | null {
-  if (item.story.waiting) return 'Waits for you';
-  if (item.status !== 'rejected') return null;
-  if (item.story.decided === 'deny') return 'Denied by you';
-  if (item.story.decided === 'block' || item.story.outcome === 'blocked') return 'Blocked by you';
+/** What became of an arrival, in the words its row and its detail both use: it waits,
+ *  or the user denied or blocked it (a blocked sender's later messages read as blocked,
+ *  whatever code their door answered with). */
+function storyWords(status: string, story: InboxItem['story']): string | null {
+  if (story.waiting) return 'Waits for you';
+  if (status !== 'rejected') return null;
+  if (story.decided === 'deny') return 'Denied by you';
+  if (story.decided === 'block' || story.outcome === 'blocked') return 'Blocked by you';
   return null;
 }
 
+function storyBadge(item: InboxItem): string | null {
+  return storyWords(item.status, item.story);
+}
+
 function storyHeading(d: Detail): string | null {
-  if (d.story.waiting) return 'Waits for you';
-  if (d.delivered_as) return 'Let in by you';
-  if (d.receipt.status !== 'rejected') return null;
-  return d.story.decided === 'deny' ? 'Denied by you' : d.story.decided === 'block' ? 'Blocked by you' : null;
+  // A knock let in (its own detail, opened from elsewhere) is the message it became.
+  return d.delivered_as && !d.story.waiting ? 'Let in by you' : storyWords(d.receipt.status, d.story);
 }
 
 /** What happened to it, in a sentence, when a decision of the user's is part of it. */
@@ -423,8 +427,12 @@ function storyText(d: Detail): string | null {
   const s = d.story;
   const at = (t: string | null | undefined) => (t ? when(t) : '');
   const how = s.decided === 'allow_once' ? 'allowed it once' : 'let its sender in for this scope';
-  if (s.waiting) return 'It knocked: its sender is not in your trust registry yet. It waits for you under Waiting for you.';
-  if (s.knocked_at) return `It knocked ${at(s.knocked_at)}, from a sender not in your trust registry; you ${how} ${at(s.decided_at)}.`;
+  // A knock is a stranger's, or that of a sender the user trusts for other scopes (its
+  // detail then has its name): said by what is known, never assumed.
+  if (s.waiting) return d.sender_name
+    ? 'It asks about a scope you have not allowed its sender. It waits for you under Waiting for you.'
+    : 'It knocked: its sender is not in your trust registry yet. It waits for you under Waiting for you.';
+  if (s.knocked_at) return `It knocked ${at(s.knocked_at)}; you ${how} ${at(s.decided_at)}.`;
   if (d.delivered_as) return `You ${how} ${at(s.decided_at)}: it is in your inbox as the message it became.`;
   if (s.decided === 'deny') return `You denied it ${at(s.decided_at)}. If its sender writes again, you are asked again.`;
   if (s.decided === 'block') return `You blocked its sender ${at(s.decided_at)}: nothing from it reaches you or asks again.`;
