@@ -118,9 +118,13 @@ pub fn run(cmd: McpCmd, data_dir: &std::path::Path, open: impl FnOnce() -> Resul
                 (None, Some((program, args))) => gatehouse_app::mcp::Server::Command { program, args },
                 (None, None) => return Err(crate::invalid("name the server's command after --, or its address with --url")),
             };
-            let (stdin, stdout) = crate::terminal::protocol_channel();
-            let rt = crate::uamp::runtime()?;
-            let ended = rt.block_on(gatehouse_app::mcp::wrap(data_dir, &name, server, gate.as_deref(), tokio::io::BufReader::new(stdin), stdout));
+            // One thread: a message passes from one side to the other without waking another
+            // thread for it (a long answer is read off it, on the blocking pool).
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let ended = rt.block_on(async {
+                let (stdin, stdout) = crate::terminal::protocol_channel();
+                gatehouse_app::mcp::wrap(data_dir, &name, server, gate.as_deref(), tokio::io::BufReader::new(stdin), stdout).await
+            });
             // A read of the app's stdin may still be waiting in a thread of the runtime (the
             // server went first, and the app still holds its side open): the wrap ends now
             // all the same, so the app sees its server gone instead of waiting for it.

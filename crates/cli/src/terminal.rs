@@ -106,9 +106,60 @@ pub fn say_lines(text: &str, indent: &str) {
     }
 }
 
-/// The process's stdin and stdout when they are a protocol's channel rather than text for
-/// a terminal (`mcp wrap`: the app's MCP messages pass there as they came, and nothing else
-/// is written to them).
-pub fn protocol_channel() -> (tokio::io::Stdin, tokio::io::Stdout) {
-    (tokio::io::stdin(), tokio::io::stdout())
+/// The process's stdin, read as a protocol's channel rather than text for a terminal
+/// (`mcp wrap`: the app's MCP messages pass there as they came, and nothing else is
+/// written to them), and its stdout, written as one.
+pub type ChannelIn = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+pub type ChannelOut = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
+/// [`ChannelIn`] and [`ChannelOut`]; called within the runtime that reads them. A pipe or
+/// a socket (as an app starts its servers) is waited on by the runtime like any socket;
+/// tokio's own stdin and stdout would hand each read and each write to a thread of its
+/// blocking pool, two thread switches more for every message. Anything else (a
+/// terminal, a file) is read as tokio reads it.
+pub fn protocol_channel() -> (ChannelIn, ChannelOut) {
+    #[cfg(unix)]
+    let (input, output) = (unix_channel::input(), unix_channel::output());
+    #[cfg(not(unix))]
+    let (input, output) = (None, None);
+    (input.unwrap_or_else(|| Box::new(tokio::io::stdin())), output.unwrap_or_else(|| Box::new(tokio::io::stdout())))
+}
+
+#[cfg(unix)]
+mod unix_channel {
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
+
+    use super::{ChannelIn, ChannelOut};
+
+    /// A copy of the descriptor `fd` stands for, and what kind of file it is.
+    fn duplicate(fd: std::os::fd::BorrowedFd<'_>) -> Option<(std::fs::File, std::fs::FileType)> {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let kind = file.metadata().ok()?.file_type();
+        Some((file, kind))
+    }
+
+    fn socket(file: std::fs::File) -> Option<tokio::net::UnixStream> {
+        let s = std::os::unix::net::UnixStream::from(OwnedFd::from(file));
+        s.set_nonblocking(true).ok()?;
+        tokio::net::UnixStream::from_std(s).ok()
+    }
+
+    pub(super) fn input() -> Option<ChannelIn> {
+        let (file, kind) = duplicate(std::io::stdin().as_fd())?;
+        match () {
+            () if kind.is_fifo() => tokio::net::unix::pipe::Receiver::from_file(file).ok().map(|r| Box::new(r) as ChannelIn),
+            () if kind.is_socket() => socket(file).map(|s| Box::new(s) as ChannelIn),
+            () => None,
+        }
+    }
+
+    pub(super) fn output() -> Option<ChannelOut> {
+        let (file, kind) = duplicate(std::io::stdout().as_fd())?;
+        match () {
+            () if kind.is_fifo() => tokio::net::unix::pipe::Sender::from_file(file).ok().map(|w| Box::new(w) as ChannelOut),
+            () if kind.is_socket() => socket(file).map(|s| Box::new(s) as ChannelOut),
+            () => None,
+        }
+    }
 }

@@ -11,6 +11,7 @@
 #![cfg_attr(not(test), deny(clippy::string_slice))]
 
 mod at_gate;
+mod ruled;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,9 +23,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use gatehouse_asop::jsonrpc::{self, RpcError};
-use gatehouse_asop::rules::{self, Action, Rule};
+use gatehouse_asop::rules::{Action, Rule};
 use gatehouse_asop::{redact, schema, Step, METHODS};
-use gatehouse_store::asop::{AsopRuleRow, AsopStepRow, NewAsopStep};
+use gatehouse_store::asop::{AsopRuleRow, AsopStepRow};
 use gatehouse_store::{Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -359,15 +360,7 @@ impl Guardian {
     /// refused (recorded with why): an MCP server's call, judged by the user's rules for
     /// it or asked of the user like any agent's step. `raw` is the step as ASOP words it.
     pub async fn judge_admitted(self: &Arc<Self>, raw: Value, admitted: Result<bool, RpcError>) -> Result<Value, RpcError> {
-        let req = jsonrpc::read(&raw).map_err(|(_, e)| e)?;
-        if !METHODS.contains(&req.method.as_str()) || req.method == "ping" {
-            return Err(RpcError::new(jsonrpc::METHOD_NOT_FOUND, format!("Method not found: {}", req.method)));
-        }
-        schema::check(&req.method, &req.raw)?;
-        let step = Step::of(&req.method, &req.params);
-        if step.agent_id.is_none() {
-            return Err(RpcError::new(jsonrpc::AGENT_NOT_REGISTERED, "The step names no agent (context.agent)"));
-        }
+        let (req, step) = ruled::read(&raw)?;
         self.decide(req, step, admitted).await
     }
 
@@ -377,22 +370,7 @@ impl Guardian {
         let agent = step.agent_id.clone().unwrap_or_default();
         let agent = &agent;
         let summary = step.describe();
-        let record = |decision: &str, message: Option<String>, rule_id: Option<i64>, by: &str| NewAsopStep {
-            session_id: step.session_id.clone(),
-            turn_id: step.turn_id.clone(),
-            step_id: step.step_id.clone(),
-            agent_id: step.agent_id.clone(),
-            agent_name: step.agent_name.clone(),
-            method: req.method.clone(),
-            summary: summary.clone(),
-            reasoning: step.reasoning.clone(),
-            request: req.raw.clone(),
-            decision: decision.into(),
-            message,
-            rule_id,
-            decided_by: Some(by.into()),
-            at: now(),
-        };
+        let record = |decision: &str, message: Option<String>, rule_id: Option<i64>, by: &str| ruled::record(&req, &step, decision, message, rule_id, by);
         let held = match admitted {
             Ok(held) => held,
             Err(e) => {
@@ -412,25 +390,8 @@ impl Guardian {
         // The rules read, and a step they decide recorded, in one trip off the async
         // workers (each trip costs thread switches on every step).
         let ruled = {
-            let (g, step, raw, template) = (self.clone(), step.clone(), req.raw.clone(), record("", None, None, "rule"));
-            blocking(move || {
-                let rules = g.rules()?;
-                // A held registration asks the user at every step, whatever the rules say.
-                let Some(r) = (if held { None } else { rules::decide(&rules, &step).cloned() }).filter(|r| r.action != Action::Ask) else { return Ok(None) };
-                let result = match outcome(&raw, r.action, r.note.clone(), r.redact.as_deref(), "rule") {
-                    Ok(v) => v,
-                    Err(e) => return Ok(Some(Err(e))),
-                };
-                let recorded = NewAsopStep {
-                    decision: r.action.as_str().into(),
-                    message: result["message"].as_str().map(str::to_string),
-                    rule_id: Some(r.id),
-                    ..template
-                };
-                let row = g.store.asop_step_add(&recorded)?;
-                Ok(Some(Ok((result, row, r.action))))
-            })
-            .await?
+            let (g, req, step) = (self.clone(), req.clone(), step.clone());
+            blocking(move || g.by_rule(&req, &step, held)).await?
         };
         if let Some(ruled) = ruled {
             let (result, row, action) = ruled?;

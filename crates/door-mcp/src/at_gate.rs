@@ -55,10 +55,25 @@ pub struct AskedOfUser {
     pub named: Option<String>,
 }
 
+/// What the user's rules made of a call ([`Judge::by_rule`]).
+#[derive(Debug)]
+pub enum ByRule {
+    /// Decided, and recorded.
+    Decided(Decided),
+    /// No rule decides it: the user is asked ([`Judge::judge`]).
+    Ask(Judged),
+}
+
 /// Decides a call once the gate has judged its server; records it either way. A server's
 /// request for the user is always the user's to pass on: no rule answers it.
 pub trait Judge: Send + Sync + 'static {
     fn judge(&self, call: Judged) -> BoxFuture<'static, Decided>;
+    /// Decides `call` by the user's rules alone, here, on the thread its server was judged
+    /// on (off the async workers: one trip for both); or gives it back when no rule decides
+    /// it, for [`Judge::judge`] (which asks the user).
+    fn by_rule(&self, call: Judged) -> ByRule {
+        ByRule::Ask(call)
+    }
     fn server_asks(&self, request: AskedOfUser) -> BoxFuture<'static, Answer>;
     /// Keeps what answered calls the judge let go on (told by the server `sender`'s wrap,
     /// each under the step it was kept as): how many were calls of that server's waiting
@@ -81,26 +96,38 @@ impl McpDoor {
     pub async fn ask(&self, public_hex: &str, asked: Asked, size: u64) -> Decided {
         let sender = crate::signed::sender(&asked.server, public_hex);
         let Some(gate) = self.gate.upgrade() else { return Decided::unkept(Answer::Deny { message: "Gatehouse is stopping; the call was not sent".into() }) };
-        let (who, key, tool) = (asked.server.clone(), sender.clone(), asked.tool.clone());
-        let judged = tokio::task::spawn_blocking(move || match admit(&gate, &key, &who, size, None) {
-            // Only a tool the user let in, as they saw it, is called.
-            Admission::Admitted { held } => match tool_held(gate.store(), &key, &who, &tool) {
-                Ok(Ok(described)) => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten(), described),
-                Ok(Err(message)) => (Admission::Refused { message, blocked: false }, None, None),
-                Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None, None),
-            },
-            other => (other, None, None),
+        let judge = self.judge.clone();
+        // The server judged, and the call by the user's rules when they decide it, in one
+        // trip off the async workers.
+        let decided = tokio::task::spawn_blocking(move || {
+            let (who, key, tool) = (asked.server.clone(), sender.clone(), asked.tool.clone());
+            let (admission, named, described) = match admit(&gate, &key, &who, size, None) {
+                // Only a tool the user let in, as they saw it, is called.
+                Admission::Admitted { held } => match tool_held(gate.store(), &key, &who, &tool) {
+                    Ok(Ok(described)) => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten(), described),
+                    Ok(Err(message)) => (Admission::Refused { message, blocked: false }, None, None),
+                    Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None, None),
+                },
+                other => (other, None, None),
+            };
+            // The tool's words shown with the call are those the user let in (the pin), not
+            // what the wrap says the server listed last.
+            let asked = match described {
+                Some(d) => Asked { description: Some(d), ..asked },
+                None => asked,
+            };
+            let judged = Judged { sender, asked, admission, named };
+            match judged.admission {
+                Admission::Admitted { .. } => judge.by_rule(judged),
+                _ => ByRule::Ask(judged),
+            }
         })
         .await;
-        let (admission, named, described) =
-            judged.unwrap_or_else(|e| (Admission::Refused { message: format!("Gatehouse could not decide: {e}"), blocked: false }, None, None));
-        // The tool's words shown with the call are those the user let in (the pin), not
-        // what the wrap says the server listed last.
-        let asked = match described {
-            Some(d) => Asked { description: Some(d), ..asked },
-            None => asked,
-        };
-        self.judge.judge(Judged { sender, asked, admission, named }).await
+        match decided {
+            Ok(ByRule::Decided(decided)) => decided,
+            Ok(ByRule::Ask(judged)) => self.judge.judge(judged).await,
+            Err(e) => Decided::unkept(Answer::Deny { message: format!("Gatehouse could not decide: {e}; the call was not sent") }),
+        }
     }
 
     /// Keeps what answered calls of the server whose key is `public_hex`. Only a server

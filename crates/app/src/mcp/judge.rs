@@ -11,7 +11,7 @@ use gatehouse_asop::jsonrpc::{self, RpcError};
 use serde_json::{json, Value};
 
 use crate::doors::guardian::Guardian;
-use crate::doors::mcp::at_gate::{Admission, AskedOfUser, Judge, Judged};
+use crate::doors::mcp::at_gate::{Admission, AskedOfUser, ByRule, Judge, Judged};
 use crate::doors::mcp::signed::{Answer, Answers, Decided};
 
 /// The guardian's agent id of the MCP server `name`: its rules and its steps are kept
@@ -119,6 +119,15 @@ impl Judge for GuardianJudge {
             let answer = answer(guardian.judge_admitted(step(&j, &shown_as, &id), admitted(&j.admission)).await);
             Decided { answer, step: Some(id) }
         })
+    }
+
+    fn by_rule(&self, j: Judged) -> ByRule {
+        let (Some(guardian), Admission::Admitted { held }) = (self.guardian.upgrade(), &j.admission) else { return ByRule::Ask(j) };
+        let id = uuid::Uuid::new_v4().to_string();
+        match guardian.judge_by_rule(&step(&j, &shown_as(&j.named, &j.asked.server), &id), *held) {
+            Ok(None) => ByRule::Ask(j),
+            decided => ByRule::Decided(Decided { answer: answer(decided.map(Option::unwrap_or_default)), step: Some(id) }),
+        }
     }
 
     fn answered(&self, _sender: String, told: Answers) -> BoxFuture<'static, usize> {
