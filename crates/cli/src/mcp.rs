@@ -125,7 +125,8 @@ pub fn run(cmd: McpCmd, data_dir: &std::path::Path, open: impl FnOnce() -> Resul
                 let (stdin, stdout) = crate::terminal::protocol_channel();
                 gatehouse_app::mcp::wrap(data_dir, &name, server, gate.as_deref(), tokio::io::BufReader::new(stdin), stdout).await
             });
-            // A read of the app's stdin may still be waiting in a thread of the runtime (the
+            // A read of the app's stdin may still be waiting in a thread of the runtime (a
+            // terminal's or a file's, read as tokio reads them: `protocol_channel`; the
             // server went first, and the app still holds its side open): the wrap ends now
             // all the same, so the app sees its server gone instead of waiting for it.
             rt.shutdown_timeout(std::time::Duration::from_millis(200));

@@ -132,7 +132,7 @@ mod unix_channel {
 
     use super::{ChannelIn, ChannelOut};
 
-    /// A copy of the descriptor `fd` stands for, and what kind of file it is.
+    /// A descriptor of its own for what `fd` names, and what kind of file that is.
     fn duplicate(fd: std::os::fd::BorrowedFd<'_>) -> Option<(std::fs::File, std::fs::FileType)> {
         let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
         let kind = file.metadata().ok()?.file_type();

@@ -267,7 +267,7 @@ impl Guardian {
                     match h.await {
                         Ok(Some(r)) => out.push(r),
                         Ok(None) => {}
-                        Err(e) => out.push(jsonrpc::failure(&Value::Null, &RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}")))),
+                        Err(e) => out.push(jsonrpc::failure(&Value::Null, &internal(e))),
                     }
                 }
                 (!out.is_empty()).then_some(Value::Array(out))
@@ -369,8 +369,6 @@ impl Guardian {
     async fn decide(self: &Arc<Self>, req: jsonrpc::Request, step: Step, admitted: Result<bool, RpcError>) -> Result<Value, RpcError> {
         let agent = step.agent_id.clone().unwrap_or_default();
         let agent = &agent;
-        let summary = step.describe();
-        let record = |decision: &str, message: Option<String>, rule_id: Option<i64>, by: &str| ruled::record(&req, &step, decision, message, rule_id, by);
         let held = match admitted {
             Ok(held) => held,
             Err(e) => {
@@ -379,7 +377,7 @@ impl Guardian {
                     jsonrpc::AGENT_NOT_REGISTERED => "unregistered",
                     _ => "policy",
                 };
-                let (s, r) = (self.store.clone(), record("error", Some(e.message.clone()), None, by));
+                let (s, r) = (self.store.clone(), ruled::record(&req, &step, "error", Some(e.message.clone()), None, by));
                 let row = blocking(move || s.asop_step_add(&r)).await?;
                 if by == "unregistered" {
                     self.announce(row, Some(step.agent_name.clone().unwrap_or_else(|| agent.clone())), true);
@@ -388,16 +386,22 @@ impl Guardian {
             }
         };
         // The rules read, and a step they decide recorded, in one trip off the async
-        // workers (each trip costs thread switches on every step).
-        let ruled = {
-            let (g, req, step) = (self.clone(), req.clone(), step.clone());
-            blocking(move || g.by_rule(&req, &step, held)).await?
+        // workers (each trip costs thread switches on every step); the step goes there
+        // and back rather than being copied.
+        let (req, step, ruled) = {
+            let g = self.clone();
+            blocking(move || {
+                let ruled = g.by_rule(&req, &step, held)?;
+                Ok((req, step, ruled))
+            })
+            .await?
         };
         if let Some(ruled) = ruled {
             let (result, row, action) = ruled?;
             let _ = self.events.send(GuardianEvent::Decided { row, decision: action.as_str().into() });
             return Ok(result);
         }
+        let record = |decision: &str, message: Option<String>, rule_id: Option<i64>, by: &str| ruled::record(&req, &step, decision, message, rule_id, by);
         // A notification waits for nobody: with no rule to decide, it is only noted.
         if req.id.is_none() {
             let (s, r) = (self.store.clone(), record("noted", Some("A notification no rule decided; nobody was asked".into()), None, "notification"));
@@ -421,7 +425,7 @@ impl Guardian {
         self.waiting().insert(row, (agent.clone(), tx));
         let _ = self.events.send(GuardianEvent::Ask {
             row,
-            summary: summary.clone(),
+            summary: step.describe(),
             agent: step.agent_name.clone().or(step.agent_id.clone()),
             timeout_ms: timeout.as_millis() as u64,
         });
@@ -501,7 +505,7 @@ fn outcome(request: &Value, action: Action, note: Option<String>, pattern: Optio
     });
     if action == Action::Modify {
         let p = pattern.ok_or_else(|| RpcError::new(jsonrpc::INTERNAL_ERROR, "Internal server error: a modify decision without a pattern"))?;
-        let (modified, n) = redact::redact(request, p).map_err(|e| RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}")))?;
+        let (modified, n) = redact::redact(request, p).map_err(internal)?;
         r["modifiedRequest"] = modified;
         r["data"] = json!({"redactions": n});
     }
@@ -523,10 +527,12 @@ fn rule_of(r: AsopRuleRow) -> Option<Rule> {
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, StoreError> + Send + 'static) -> Result<T, RpcError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}")))?
-        .map_err(|e| RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}")))
+    tokio::task::spawn_blocking(f).await.map_err(internal)?.map_err(internal)
+}
+
+/// A failure of Gatehouse's own (not the agent's), in JSON-RPC's words.
+fn internal(e: impl std::fmt::Display) -> RpcError {
+    RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}"))
 }
 
 /// `POST /asop/v1`.

@@ -10,7 +10,7 @@ use gatehouse_store::asop::NewAsopStep;
 use gatehouse_store::StoreError;
 use serde_json::Value;
 
-use crate::{now, outcome, Guardian, GuardianEvent};
+use crate::{internal, now, outcome, Guardian, GuardianEvent};
 
 /// The record of `req` (the step `step` of it), but for its decision and who made it.
 pub(crate) fn record(req: &jsonrpc::Request, step: &Step, decision: &str, message: Option<String>, rule_id: Option<i64>, by: &str) -> NewAsopStep {
@@ -75,7 +75,6 @@ impl Guardian {
     /// door goes on with [`Guardian::judge_admitted`], which asks the user).
     pub fn judge_by_rule(&self, raw: &Value, held: bool) -> Result<Option<Value>, RpcError> {
         let (req, step) = read(raw)?;
-        let internal = |e: StoreError| RpcError::new(jsonrpc::INTERNAL_ERROR, format!("Internal server error: {e}"));
         match self.by_rule(&req, &step, held).map_err(internal)? {
             None => Ok(None),
             Some(ruled) => {

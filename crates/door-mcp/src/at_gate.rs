@@ -60,7 +60,8 @@ pub struct AskedOfUser {
 pub enum ByRule {
     /// Decided, and recorded.
     Decided(Decided),
-    /// No rule decides it: the user is asked ([`Judge::judge`]).
+    /// No rule decided it (or its server was not let in): [`Judge::judge`] asks the user,
+    /// or records the refusal.
     Ask(Judged),
 }
 
