@@ -391,7 +391,7 @@ impl Guardian {
         let (req, step, ruled) = {
             let g = self.clone();
             blocking(move || {
-                let ruled = g.by_rule(&req, &step, held)?;
+                let ruled = g.by_rule(&req, &step, held, false)?.map(|(ruled, _on_disk)| ruled);
                 Ok((req, step, ruled))
             })
             .await?

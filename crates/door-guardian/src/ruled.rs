@@ -7,7 +7,7 @@ use gatehouse_asop::jsonrpc::{self, RpcError};
 use gatehouse_asop::rules::{self, Action};
 use gatehouse_asop::{schema, Step, METHODS};
 use gatehouse_store::asop::NewAsopStep;
-use gatehouse_store::StoreError;
+use gatehouse_store::{Durable, StoreError};
 use serde_json::Value;
 
 use crate::{internal, now, outcome, Guardian, GuardianEvent};
@@ -52,9 +52,10 @@ pub(crate) type Ruled = Result<(Value, i64, Action), RpcError>;
 
 impl Guardian {
     /// What the user's rules decide of `req` (`held`: its agent's every step is asked of
-    /// the user, whatever they say), recorded: the result, its row and the action; `None`
-    /// when no rule decides it (or one says to ask).
-    pub(crate) fn by_rule(&self, req: &jsonrpc::Request, step: &Step, held: bool) -> Result<Option<Ruled>, StoreError> {
+    /// the user, whatever they say), recorded: the result, its row and the action, and when
+    /// the record is on disk (`flush_later`: its commit does not wait for it; otherwise it
+    /// is on disk already); `None` when no rule decides it (or one says to ask).
+    pub(crate) fn by_rule(&self, req: &jsonrpc::Request, step: &Step, held: bool, flush_later: bool) -> Result<Option<(Ruled, Durable)>, StoreError> {
         if held {
             return Ok(None);
         }
@@ -62,25 +63,30 @@ impl Guardian {
         let Some(r) = rules::decide(&rules, step).filter(|r| r.action != Action::Ask) else { return Ok(None) };
         let result = match outcome(&req.raw, r.action, r.note.clone(), r.redact.as_deref(), "rule") {
             Ok(v) => v,
-            Err(e) => return Ok(Some(Err(e))),
+            Err(e) => return Ok(Some((Err(e), Durable::now()))),
         };
         let recorded = record(req, step, r.action.as_str(), result["message"].as_str().map(str::to_string), Some(r.id), "rule");
-        let row = self.store.asop_step_add(&recorded)?;
-        Ok(Some(Ok((result, row, r.action))))
+        let (row, durable) = match flush_later {
+            true => self.store.asop_step_add_flushed_later(&recorded)?,
+            false => (self.store.asop_step_add(&recorded)?, Durable::now()),
+        };
+        Ok(Some((Ok((result, row, r.action)), durable)))
     }
 
     /// Decides a step of an agent another door let in (`held` as for
     /// [`Guardian::judge_admitted`]) by the user's rules alone, here, on a thread that may
-    /// block: the result, recorded and announced; `Ok(None)` when no rule decides it (the
-    /// door goes on with [`Guardian::judge_admitted`], which asks the user).
-    pub fn judge_by_rule(&self, raw: &Value, held: bool) -> Result<Option<Value>, RpcError> {
+    /// block: the result, recorded and announced, and when its record is on disk (its
+    /// commit does not wait for the disk: what the step allowed may start meanwhile, but
+    /// nothing that depends on it is acknowledged before); `Ok(None)` when no rule decides
+    /// it (the door goes on with [`Guardian::judge_admitted`], which asks the user).
+    pub fn judge_by_rule(&self, raw: &Value, held: bool) -> Result<Option<(Value, Durable)>, RpcError> {
         let (req, step) = read(raw)?;
-        match self.by_rule(&req, &step, held).map_err(internal)? {
+        match self.by_rule(&req, &step, held, true).map_err(internal)? {
             None => Ok(None),
-            Some(ruled) => {
+            Some((ruled, durable)) => {
                 let (result, row, action) = ruled?;
                 let _ = self.events.send(GuardianEvent::Decided { row, decision: action.as_str().into() });
-                Ok(Some(result))
+                Ok(Some((result, durable)))
             }
         }
     }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 
 use futures_util::future::BoxFuture;
 use gatehouse_gate::{Arrival, Gate, Keep, Refusal, Stored, Why, Words};
-use gatehouse_store::Store;
+use gatehouse_store::{Durable, Store};
 use serde_json::Value;
 
 use crate::signed::{Answer, Answers, Asked, Decided, Listed, ServerAsks, Withheld};
@@ -58,8 +58,8 @@ pub struct AskedOfUser {
 /// What the user's rules made of a call ([`Judge::by_rule`]).
 #[derive(Debug)]
 pub enum ByRule {
-    /// Decided, and recorded.
-    Decided(Decided),
+    /// Decided, and recorded (on disk once the [`Durable`] is done).
+    Decided(Decided, Durable),
     /// No rule decided it (or its server was not let in): [`Judge::judge`] asks the user,
     /// or records the refusal.
     Ask(Judged),
@@ -82,6 +82,21 @@ pub trait Judge: Send + Sync + 'static {
     fn answered(&self, sender: String, told: Answers) -> BoxFuture<'static, usize>;
 }
 
+/// The gate's answer to a call, and when its record is on disk: the call may go on to its
+/// server before, but the server's answer must not reach the app before.
+#[derive(Debug)]
+pub struct Ruling {
+    pub decided: Decided,
+    pub on_disk: Durable,
+}
+
+impl Ruling {
+    /// An answer whose record (if any) was on disk when it was made.
+    pub fn kept(decided: Decided) -> Ruling {
+        Ruling { decided, on_disk: Durable::now() }
+    }
+}
+
 /// The door at the gate.
 pub struct McpDoor {
     gate: Weak<Gate>,
@@ -94,9 +109,11 @@ impl McpDoor {
     }
 
     /// The answer to `asked`, signed by the key `public_hex`, `size` bytes as it came.
-    pub async fn ask(&self, public_hex: &str, asked: Asked, size: u64) -> Decided {
+    pub async fn ask(&self, public_hex: &str, asked: Asked, size: u64) -> Ruling {
         let sender = crate::signed::sender(&asked.server, public_hex);
-        let Some(gate) = self.gate.upgrade() else { return Decided::unkept(Answer::Deny { message: "Gatehouse is stopping; the call was not sent".into() }) };
+        let Some(gate) = self.gate.upgrade() else {
+            return Ruling::kept(Decided::unkept(Answer::Deny { message: "Gatehouse is stopping; the call was not sent".into() }));
+        };
         let judge = self.judge.clone();
         // The server judged, and the call by the user's rules when they decide it, in one
         // trip off the async workers.
@@ -125,9 +142,9 @@ impl McpDoor {
         })
         .await;
         match decided {
-            Ok(ByRule::Decided(decided)) => decided,
-            Ok(ByRule::Ask(judged)) => self.judge.judge(judged).await,
-            Err(e) => Decided::unkept(Answer::Deny { message: format!("Gatehouse could not decide: {e}; the call was not sent") }),
+            Ok(ByRule::Decided(decided, on_disk)) => Ruling { decided, on_disk },
+            Ok(ByRule::Ask(judged)) => Ruling::kept(self.judge.judge(judged).await),
+            Err(e) => Ruling::kept(Decided::unkept(Answer::Deny { message: format!("Gatehouse could not decide: {e}; the call was not sent") })),
         }
     }
 

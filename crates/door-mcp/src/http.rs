@@ -11,8 +11,10 @@ use axum::routing::post;
 use axum::Router;
 use serde_json::json;
 
-use crate::at_gate::McpDoor;
-use crate::signed::{self, Asked, Listed};
+use futures_util::StreamExt as _;
+
+use crate::at_gate::{McpDoor, Ruling};
+use crate::signed::{self, Answer, Asked, Decided, Listed};
 
 /// `POST /mcp/v1/calls`, `POST /mcp/v1/tools`, `POST /mcp/v1/asks` and `POST /mcp/v1/answers`.
 pub fn router(door: Arc<McpDoor>) -> Router {
@@ -71,7 +73,29 @@ async fn call(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> 
     if !signed::name_ok(&asked.server) || !asked.arguments.is_object() || asked.tool.is_empty() {
         return refused(StatusCode::BAD_REQUEST, "a call names its server (letters, digits, - and _), its tool, and its arguments (an object)".into());
     }
-    answer(door.ask(&public, asked, size).await)
+    let Ruling { decided, mut on_disk } = door.ask(&public, asked, size).await;
+    match on_disk.try_done() {
+        Some(Ok(())) => answer(decided),
+        Some(Err(e)) => {
+            answer(Decided::unkept(Answer::Deny { message: format!("Gatehouse could not keep its record of the call: {e}; the call was not sent") }))
+        }
+        // The call may go on while its record is flushed: the decision now, and a second
+        // line once the record is on disk (the wrap holds the server's answer until then).
+        None => {
+            let mut first = serde_json::to_value(&decided).unwrap_or_default();
+            first[signed::KEEPING] = true.into();
+            let first = futures_util::stream::once(std::future::ready(format!("{first}\n")));
+            let then = futures_util::stream::once(async move {
+                let kept = match on_disk.done().await {
+                    Ok(()) => json!({"kept": true}),
+                    Err(e) => json!({"kept": false, "error": e.to_string()}),
+                };
+                format!("{kept}\n")
+            });
+            let lines = first.chain(then).map(|l| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(l)));
+            ([(header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(lines)).into_response()
+        }
+    }
 }
 
 async fn tools(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {

@@ -36,13 +36,22 @@ pub enum Verdict {
     Refuse(String),
 }
 
-/// The gate's verdict on a call, and the step it keeps the call as (its answer is told
-/// under it).
-#[derive(Debug, Clone, PartialEq)]
+/// The gate's verdict on a call, the step it keeps the call as (its answer is told under
+/// it), and when the gate's record of it is on disk if it was not yet when the verdict
+/// came: the call goes on at once, but its answer reaches the client only after.
 pub struct Called {
     pub verdict: Verdict,
     pub step: Option<String>,
+    pub on_disk: Option<OnDisk>,
 }
+
+/// Resolves once the gate's record of a call is on disk, or with why it could not be put
+/// there.
+pub type OnDisk = futures_util::future::BoxFuture<'static, Result<(), String>>;
+
+/// How long a server's answer waits for the gate to confirm its record of the call is on
+/// disk; past it the client is told the answer was withheld.
+pub const ON_DISK_WITHIN: Duration = Duration::from_secs(30);
 
 /// The gate behind the door, for one server.
 pub trait Keeper: Send + Sync + 'static {
@@ -91,16 +100,42 @@ struct Shared<K> {
     running: Mutex<Running>,
     waiting: Arc<Semaphore>,
     reading: Arc<Semaphore>,
+    /// Answers held until the gate's record of their call is on disk.
+    holding: Arc<Semaphore>,
     to_client: mpsc::Sender<Arc<Message>>,
     to_server: mpsc::Sender<Arc<Message>>,
 }
 
-/// Calls gone on to the server, by id: the order they went in, and their step; and how
-/// many went so far.
+/// Calls gone on to the server, by id; and how many went so far.
 #[derive(Default)]
 struct Running {
     sent: u64,
-    calls: HashMap<Id, (u64, String)>,
+    calls: HashMap<Id, Run>,
+}
+
+/// A call gone on to the server: the order it went in, its step, and its record.
+struct Run {
+    at: u64,
+    step: Option<String>,
+    record: Record,
+}
+
+/// Where the gate's record of a call that went on is.
+enum Record {
+    OnDisk,
+    Waiting(OnDisk),
+    Failed(String),
+}
+
+impl Record {
+    /// Takes in what the gate said since, without waiting.
+    fn settle(&mut self) {
+        if let Record::Waiting(f) = self {
+            if let Some(r) = futures_util::FutureExt::now_or_never(f) {
+                *self = r.map_or_else(Record::Failed, |()| Record::OnDisk);
+            }
+        }
+    }
 }
 
 /// A message of Gatehouse's own, or one passed on whole.
@@ -125,6 +160,7 @@ pub async fn run<K: Keeper>(
         running: Mutex::default(),
         waiting: Arc::new(Semaphore::new(MAX_WAITING)),
         reading: Arc::new(Semaphore::new(READING)),
+        holding: Arc::new(Semaphore::new(MAX_RUNNING)),
         to_client,
         to_server,
     });
@@ -137,7 +173,12 @@ pub async fn run<K: Keeper>(
     };
     // What answered the last calls is told before the relay ends, within a bound: a gate
     // that does not answer cannot hold the app's session open.
-    let _ = tokio::time::timeout(Duration::from_secs(2), shared.reading.acquire_many(READING as u32)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        let held = shared.holding.acquire_many(MAX_RUNNING as u32).await;
+        let read = shared.reading.acquire_many(READING as u32).await;
+        (held, read)
+    })
+    .await;
     for w in writers {
         w.abort();
     }
@@ -230,7 +271,7 @@ async fn judge_call<K: Keeper>(s: &Shared<K>, id: Id, bytes: Vec<u8>) {
             return;
         }
     };
-    let Called { verdict, step } = {
+    let Called { verdict, step, on_disk } = {
         let judged = s.keeper.call(&call);
         tokio::pin!(judged);
         // The first tick after one period: an interval's immediate first tick still waits
@@ -249,47 +290,113 @@ async fn judge_call<K: Keeper>(s: &Shared<K>, id: Id, bytes: Vec<u8>) {
             }
         }
     };
-    match verdict {
-        Verdict::Pass => {
-            s.run(id, step);
-            let _ = s.to_server.send(out(bytes)).await;
-        }
+    let bytes = match verdict {
+        Verdict::Pass => bytes,
         Verdict::Arguments(a) => match ToolCall::with_arguments(&bytes, &a) {
-            Ok(b) => {
-                s.run(id, step);
-                let _ = s.to_server.send(out(b)).await;
-            }
+            Ok(b) => b,
             Err(e) => {
                 let _ = s.to_client.send(out(reply::error(&id, reply::REFUSED, &format!("Gatehouse could not change the call's arguments: {e}")))).await;
+                return;
             }
         },
         Verdict::Refuse(why) => {
             let _ = s.to_client.send(out(reply::error(&id, reply::REFUSED, &why))).await;
+            return;
+        }
+    };
+    let record = on_disk.map_or(Record::OnDisk, Record::Waiting);
+    match s.run(id.clone(), step, record) {
+        true => {
+            let _ = s.to_server.send(out(bytes)).await;
+        }
+        false => {
+            let _ = s
+                .to_client
+                .send(out(reply::error(&id, reply::REFUSED, "Gatehouse: this server has too many calls running whose records are not yet on disk")))
+                .await;
         }
     }
 }
 
 impl<K: Keeper> Shared<K> {
-    /// Watches for the answer to the call `id`, gone on as `step` (before it is sent: the
-    /// answer cannot come first).
-    fn run(&self, id: Id, step: Option<String>) {
-        let Some(step) = step else { return };
+    /// Watches for the answer to the call `id`, gone on as `step` with its `record`
+    /// (before it is sent: the answer cannot come first). False when it must not go on:
+    /// the oldest call watched for, which would make room, has a record not yet on disk
+    /// (its answer must wait for it, so it cannot be forgotten).
+    fn run(&self, id: Id, step: Option<String>, record: Record) -> bool {
+        if step.is_none() && matches!(record, Record::OnDisk) {
+            return true;
+        }
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         let Running { sent, calls } = &mut *running;
         if calls.len() >= MAX_RUNNING {
-            if let Some(oldest) = calls.iter().min_by_key(|(_, (at, _))| *at).map(|(id, _)| id.clone()) {
-                calls.remove(&oldest);
-                tracing::warn!("an MCP server left {MAX_RUNNING} calls unanswered: the oldest one's answer will not be read");
+            let Some((oldest, run)) = calls.iter_mut().min_by_key(|(_, r)| r.at) else { return false };
+            run.record.settle();
+            if !matches!(run.record, Record::OnDisk) {
+                return false;
             }
+            let oldest = oldest.clone();
+            calls.remove(&oldest);
+            tracing::warn!("an MCP server left {MAX_RUNNING} calls unanswered: the oldest one's answer will not be read");
         }
         *sent = sent.saturating_add(1);
-        calls.insert(id, (*sent, step));
+        calls.insert(id, Run { at: *sent, step, record });
+        true
     }
 
-    /// The step of the call `id` answered now, if its answer was watched for.
-    fn answered(&self, id: &Id) -> Option<String> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner()).calls.remove(id).map(|(_, step)| step)
+    /// The call `id` answered now, if its answer was watched for.
+    fn answered(&self, id: &Id) -> Option<Run> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).calls.remove(id)
     }
+}
+
+/// Passes on the answer `m` to the call `id`, once the gate's record of the call is on
+/// disk (waiting for it off the reading task), then reads it for the call's timeline; or
+/// tells the client it was withheld, when the record could not be put there.
+async fn deliver<K: Keeper>(s: &Arc<Shared<K>>, id: Id, m: Arc<Message>, run: Run) {
+    let Run { step, mut record, .. } = run;
+    record.settle();
+    match record {
+        Record::OnDisk => {
+            let _ = s.to_client.send(m.clone()).await;
+            if let Some(step) = step {
+                read_answer(s, step, m);
+            }
+        }
+        Record::Failed(why) => {
+            let _ = s.to_client.send(withheld(&id, &why)).await;
+        }
+        Record::Waiting(on_disk) => {
+            let Ok(permit) = s.holding.clone().try_acquire_owned() else {
+                let _ = s.to_client.send(withheld(&id, "too many answers are waiting for it")).await;
+                return;
+            };
+            let s = s.clone();
+            tokio::spawn(async move {
+                match tokio::time::timeout(ON_DISK_WITHIN, on_disk).await {
+                    Ok(Ok(())) => {
+                        let _ = s.to_client.send(m.clone()).await;
+                        if let Some(step) = step {
+                            read_answer(&s, step, m);
+                        }
+                    }
+                    Ok(Err(why)) => {
+                        let _ = s.to_client.send(withheld(&id, &why)).await;
+                    }
+                    Err(_) => {
+                        let _ = s.to_client.send(withheld(&id, &format!("Gatehouse did not confirm it within {} s", ON_DISK_WITHIN.as_secs()))).await;
+                    }
+                }
+                drop(permit);
+            });
+        }
+    }
+}
+
+/// What the client is told instead of the answer to the call `id`, when the gate's record
+/// of the call could not be put on disk (the tool ran; the app never sees its answer).
+fn withheld(id: &Id, why: &str) -> Arc<Message> {
+    out(reply::error(id, reply::REFUSED, &format!("Gatehouse could not keep its record of this call ({why}); the server's answer is withheld")))
 }
 
 /// Reads an answer that went on to the client and tells the keeper (a long one off the
@@ -381,12 +488,15 @@ async fn from_server<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
             // A flood of notifications reaches the client at a bounded rate: what a server
             // says to no request in particular cannot keep the client busy.
             Ok(Kind::Notification { .. }) if !budget.take() => {}
-            // An answer to a call: on to the client as it came, then read for its timeline.
+            // An answer to a call: on to the client as it came (once the gate's record of
+            // the call is on disk), then read for its timeline.
             Ok(Kind::Response { id, .. }) => {
                 let m = Arc::new(m);
-                let _ = s.to_client.send(m.clone()).await;
-                if let Some(step) = s.answered(&id) {
-                    read_answer(&s, step, m);
+                match s.answered(&id) {
+                    Some(run) => deliver(&s, id, m, run).await,
+                    None => {
+                        let _ = s.to_client.send(m).await;
+                    }
                 }
             }
             Ok(_) => {
@@ -433,7 +543,7 @@ mod tests {
 
     impl Keeper for Nobody {
         async fn call(&self, _call: &ToolCall) -> Called {
-            Called { verdict: Verdict::Pass, step: None }
+            Called { verdict: Verdict::Pass, step: None, on_disk: None }
         }
         async fn answered(&self, _step: String, _answer: crate::answered::Summary) {}
         async fn listed(&self, _tools: &[Pin]) -> Vec<String> {

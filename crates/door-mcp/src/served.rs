@@ -204,7 +204,9 @@ impl Keeper for InGate {
         let arguments = call.arguments.to_serde();
         let size = arguments.to_string().len() as u64;
         let asked = Asked { server: self.name.clone(), session: self.session.clone(), tool: call.name.clone(), arguments, description: None };
-        self.door.ask(&self.public, asked, size).await.called()
+        let ruling = self.door.ask(&self.public, asked, size).await;
+        let on_disk: crate::relay::OnDisk = Box::pin(async move { ruling.on_disk.done().await.map_err(|e| e.to_string()) });
+        ruling.decided.called(Some(on_disk))
     }
 
     async fn answered(&self, step: String, answer: Summary) {

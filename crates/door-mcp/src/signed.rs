@@ -85,6 +85,11 @@ pub struct Withheld {
     pub message: Option<String>,
 }
 
+/// Set in the gate's answer to a call whose record is not yet on disk: a second line
+/// follows, `{"kept": true}` once it is, or `{"kept": false, "error": …}` (the call may go
+/// on meanwhile; its answer must not reach the app before).
+pub const KEEPING: &str = "keeping";
+
 /// The gate's answer to a call, and the step it keeps the call as (what answered it is
 /// told about under that id, [`Answered`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,9 +166,10 @@ impl Decided {
         Decided { answer, step: None }
     }
 
-    /// What the relay does with the call.
-    pub fn called(self) -> crate::relay::Called {
-        crate::relay::Called { verdict: self.answer.for_call(), step: self.step }
+    /// What the relay does with the call, whose record is on disk once `on_disk` resolves
+    /// (already, when `None`).
+    pub fn called(self, on_disk: Option<crate::relay::OnDisk>) -> crate::relay::Called {
+        crate::relay::Called { verdict: self.answer.for_call(), step: self.step, on_disk }
     }
 }
 

@@ -14,7 +14,7 @@ struct Open;
 
 impl Keeper for Open {
     async fn call(&self, _call: &ToolCall) -> Called {
-        Called { verdict: Verdict::Pass, step: None }
+        Called { verdict: Verdict::Pass, step: None, on_disk: None }
     }
     async fn answered(&self, _step: String, _answer: gatehouse_door_mcp::answered::Summary) {}
     async fn listed(&self, _tools: &[Pin]) -> Vec<String> {

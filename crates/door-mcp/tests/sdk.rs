@@ -57,7 +57,7 @@ impl Keeper for &'static TestKeeper {
             true => Verdict::Refuse(format!("Gatehouse: you denied {}", call.name)),
             false => Verdict::Pass,
         };
-        Called { verdict, step: Some(format!("step-{n}")) }
+        Called { verdict, step: Some(format!("step-{n}")), on_disk: None }
     }
 
     async fn answered(&self, step: String, answer: Summary) {

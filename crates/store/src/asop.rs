@@ -148,14 +148,22 @@ impl Store {
     }
 
     pub fn asop_step_add(&self, s: &NewAsopStep) -> Result<i64> {
+        step_insert(&self.conn()?, s)
+    }
+
+    /// [`Store::asop_step_add`] whose commit does not wait for the disk: the step's row,
+    /// and when it is durable (at once on PostgreSQL and in memory, whose commits are).
+    /// For a record that must be on disk before what it allowed is acknowledged, not
+    /// before it starts: the caller waits for the [`Durable`] in between.
+    pub fn asop_step_add_flushed_later(&self, s: &NewAsopStep) -> Result<(i64, crate::Durable)> {
+        let Some(flusher) = self.flusher() else { return Ok((self.asop_step_add(s)?, crate::Durable::now())) };
         let conn = self.conn()?;
-        let inserted_id = conn.query_row(
-            "INSERT INTO asop_steps (session_id, turn_id, step_id, agent_id, agent_name, method, summary, reasoning, request, decision, message, rule_id, decided_by, created_at, decided_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, CASE WHEN ?10 = 'pending' THEN NULL ELSE ?14 END) RETURNING row",
-            args![s.session_id, s.turn_id, s.step_id, s.agent_id, s.agent_name, s.method, s.summary, s.reasoning, s.request.to_string(), s.decision, s.message, s.rule_id, s.decided_by, s.at],
-            |r| r.get::<i64>(0),
-        )?;
-        Ok(inserted_id)
+        conn.set_synchronous("NORMAL")?;
+        let row = step_insert(&conn, s);
+        conn.set_synchronous("FULL")?;
+        let row = row?;
+        drop(conn);
+        Ok((row, flusher.ask()))
     }
 
     /// Settles a pending step: what was decided, by whom.
@@ -259,4 +267,13 @@ impl Store {
                 .map(|t| t as u64))
         })
     }
+}
+
+fn step_insert(conn: &crate::open::Guard<'_>, s: &NewAsopStep) -> Result<i64> {
+    conn.query_row(
+        "INSERT INTO asop_steps (session_id, turn_id, step_id, agent_id, agent_name, method, summary, reasoning, request, decision, message, rule_id, decided_by, created_at, decided_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, CASE WHEN ?10 = 'pending' THEN NULL ELSE ?14 END) RETURNING row",
+        args![s.session_id, s.turn_id, s.step_id, s.agent_id, s.agent_name, s.method, s.summary, s.reasoning, s.request.to_string(), s.decision, s.message, s.rule_id, s.decided_by, s.at],
+        |r| r.get::<i64>(0),
+    )
 }

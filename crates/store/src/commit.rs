@@ -72,7 +72,7 @@ impl Syncer {
 }
 
 /// fdatasync of `path`, through a descriptor kept open while it still names that file.
-fn sync_file(path: &Path, file: &mut Option<std::fs::File>) -> std::io::Result<()> {
+pub(crate) fn sync_file(path: &Path, file: &mut Option<std::fs::File>) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

@@ -39,6 +39,7 @@ mod commit_pg;
 pub mod contacts;
 pub mod email;
 pub mod entry_facts;
+mod flush;
 mod inbox;
 pub mod intentweb;
 mod jobs;
@@ -72,6 +73,7 @@ pub use approvers::{Approver, ApproverMail, InviteRefusal};
 pub use audit::{audit_entry_hash, AUDIT_GENESIS, AUDIT_PRUNED};
 pub use claims::STALE_AFTER_MS;
 pub use entry_facts::{CapabilityLimit, EppFacts, Facts, UampFacts, UampKey};
+pub use flush::Durable;
 pub use later::{Covered, MAX_COUNTED};
 pub use model::*;
 pub use open::DatabaseCounters;
@@ -192,6 +194,9 @@ pub struct Store {
     /// (`waiting.rs`).
     waiting: tokio::sync::broadcast::Sender<()>,
     listening: std::sync::Once,
+    /// Syncs the WAL for direct writes committed without waiting for the disk (started on
+    /// first use; none for a store in memory or on PostgreSQL).
+    flusher: std::sync::OnceLock<Option<flush::Flusher>>,
 }
 impl Drop for Store {
     fn drop(&mut self) {

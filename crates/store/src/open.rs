@@ -176,6 +176,7 @@ impl Store {
             committer: Some(committer),
             waiting: tokio::sync::broadcast::channel(16).0,
             listening: std::sync::Once::new(),
+            flusher: std::sync::OnceLock::new(),
         })
     }
 
@@ -330,6 +331,13 @@ impl Store {
             pool.push(conn);
         }
         out
+    }
+
+    /// What syncs the WAL for a write committed without waiting for the disk: SQLite's on
+    /// disk, started on first use.
+    pub(crate) fn flusher(&self) -> Option<&crate::flush::Flusher> {
+        let Engine::Lite(_) = self.engine else { return None };
+        self.flusher.get_or_init(|| self.path.as_deref().and_then(crate::flush::Flusher::start)).as_ref()
     }
 
     pub(crate) fn conn(&self) -> Result<Guard<'_>> {

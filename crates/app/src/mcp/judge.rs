@@ -126,8 +126,8 @@ impl Judge for GuardianJudge {
         let id = uuid::Uuid::new_v4().to_string();
         match guardian.judge_by_rule(&step(&j, &shown_as(&j.named, &j.asked.server), &id), *held) {
             Ok(None) => ByRule::Ask(j),
-            Ok(Some(result)) => ByRule::Decided(Decided { answer: answer(Ok(result)), step: Some(id) }),
-            Err(e) => ByRule::Decided(Decided { answer: answer(Err(e)), step: Some(id) }),
+            Ok(Some((result, on_disk))) => ByRule::Decided(Decided { answer: answer(Ok(result)), step: Some(id) }, on_disk),
+            Err(e) => ByRule::Decided(Decided { answer: answer(Err(e)), step: Some(id) }, gatehouse_store::Durable::now()),
         }
     }
 

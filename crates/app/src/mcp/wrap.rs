@@ -185,6 +185,51 @@ struct Poster {
 impl Poster {
     /// Posts `body` to the door's `path`, signed: the answer, or why there is none.
     async fn post<T: serde::de::DeserializeOwned>(&self, path: &str, body: Vec<u8>) -> std::result::Result<T, String> {
+        let r = self.send(path, body).await?;
+        let status = r.status();
+        let v: serde_json::Value = r.json().await.map_err(|_| self.not_the_door())?;
+        self.read(status, v)
+    }
+
+    fn not_the_door(&self) -> String {
+        format!("Gatehouse at {} gave an answer that is not its MCP door's", self.gate)
+    }
+
+    /// What the door answered with `status`, as `T`.
+    fn read<T: serde::de::DeserializeOwned>(&self, status: reqwest::StatusCode, v: serde_json::Value) -> std::result::Result<T, String> {
+        if !status.is_success() {
+            return Err(format!("Gatehouse refused to judge it: {}", v["error"].as_str().unwrap_or("no reason given")));
+        }
+        serde_json::from_value(v).map_err(|_| self.not_the_door())
+    }
+
+    /// Posts the call `body`: the gate's answer, and when its record of the call is on
+    /// disk if it was not yet (a second line of the answer says when).
+    async fn call(&self, body: Vec<u8>) -> std::result::Result<(Decided, Option<relay::OnDisk>), String> {
+        let mut r = self.send(signed::PATH, body).await?;
+        let status = r.status();
+        let mut read = Vec::new();
+        let first = next_line(&mut r, &mut read).await.ok_or_else(|| self.not_the_door())?;
+        let v: serde_json::Value = serde_json::from_slice(&first).map_err(|_| self.not_the_door())?;
+        let keeping = v[signed::KEEPING] == true;
+        let decided: Decided = self.read(status, v)?;
+        if !keeping {
+            return Ok((decided, None));
+        }
+        let gate = self.gate.clone();
+        let on_disk: relay::OnDisk = Box::pin(async move {
+            let line = next_line(&mut r, &mut read).await.ok_or_else(|| format!("Gatehouse at {gate} stopped before it said"))?;
+            let v: serde_json::Value = serde_json::from_slice(&line).map_err(|_| format!("Gatehouse at {gate} said what is not its MCP door's"))?;
+            match v["kept"] == true {
+                true => Ok(()),
+                false => Err(v["error"].as_str().unwrap_or("no reason given").to_string()),
+            }
+        });
+        Ok((decided, Some(on_disk)))
+    }
+
+    /// Posts `body` to the door's `path`, signed: the response, or why there is none.
+    async fn send(&self, path: &str, body: Vec<u8>) -> std::result::Result<reqwest::Response, String> {
         let url = format!("{}{path}", self.gate);
         let mut req = self.http.post(&url).header(reqwest::header::CONTENT_TYPE, "application/json");
         for (name, value) in signed::sign(&self.key, chrono::Utc::now().timestamp(), path, &body) {
@@ -203,12 +248,7 @@ impl Poster {
                 ))
             }
         };
-        let status = r.status();
-        let v: serde_json::Value = r.json().await.map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.gate))?;
-        if !status.is_success() {
-            return Err(format!("Gatehouse refused to judge it: {}", v["error"].as_str().unwrap_or("no reason given")));
-        }
-        serde_json::from_value(v).map_err(|_| format!("Gatehouse at {} gave an answer that is not its MCP door's", self.gate))
+        Ok(r)
     }
 
     /// Tells the gate what answered calls (nothing when there is nothing to tell).
@@ -221,6 +261,32 @@ impl Poster {
         // The answers are the app's already: what the gate could not keep is only logged.
         if let Err(why) = self.post::<serde_json::Value>(signed::ANSWERS_PATH, body).await {
             tracing::warn!(server = %self.name, "what answered {n} call(s) was not kept: {why}");
+        }
+    }
+}
+
+/// A line of the gate's answer is at most this long (the door's answers are small).
+const MAX_LINE: usize = 64 * 1024;
+
+/// The next line of `r`'s body (`read`: what was read of it and not yet taken), or the
+/// rest of it when it ends without one; `None` when nothing is left, it cannot be read, or
+/// a line is over [`MAX_LINE`].
+async fn next_line(r: &mut reqwest::Response, read: &mut Vec<u8>) -> Option<Vec<u8>> {
+    loop {
+        if let Some(end) = read.iter().position(|&b| b == b'\n') {
+            let rest = read.split_off(end + 1);
+            let mut line = std::mem::replace(read, rest);
+            line.pop();
+            return Some(line);
+        }
+        if read.len() > MAX_LINE {
+            return None;
+        }
+        match r.chunk().await {
+            Ok(Some(more)) => read.extend_from_slice(&more),
+            Ok(None) if read.is_empty() => return None,
+            Ok(None) => return Some(std::mem::take(read)),
+            Err(_) => return None,
         }
     }
 }
@@ -253,7 +319,7 @@ impl GateKeeper {
         self.poster.post(path, body).await
     }
 
-    async fn ask(&self, call: &ToolCall) -> std::result::Result<Decided, String> {
+    async fn ask(&self, call: &ToolCall) -> std::result::Result<(Decided, Option<relay::OnDisk>), String> {
         let description = self.described.lock().unwrap_or_else(|p| p.into_inner()).get(&call.name).cloned();
         let asked = Asked {
             server: self.name().to_string(),
@@ -262,13 +328,16 @@ impl GateKeeper {
             arguments: call.arguments.to_serde(),
             description,
         };
-        self.post(signed::PATH, serde_json::to_vec(&asked).map_err(|e| e.to_string())?).await
+        self.poster.call(serde_json::to_vec(&asked).map_err(|e| e.to_string())?).await
     }
 }
 
 impl Keeper for GateKeeper {
     async fn call(&self, call: &ToolCall) -> Called {
-        self.ask(call).await.map_or_else(|why| Called { verdict: Verdict::Refuse(why), step: None }, Decided::called)
+        match self.ask(call).await {
+            Ok((decided, on_disk)) => decided.called(on_disk),
+            Err(why) => Called { verdict: Verdict::Refuse(why), step: None, on_disk: None },
+        }
     }
 
     async fn answered(&self, step: String, answer: Summary) {

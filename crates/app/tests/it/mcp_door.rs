@@ -39,11 +39,18 @@ pub(crate) struct Wrap {
     base: String,
     http: reqwest::Client,
     server: ed25519_dalek::SigningKey,
+    /// Calls answered before their record was on disk (then told it was).
+    flushed_later: std::sync::atomic::AtomicUsize,
 }
 
 impl Wrap {
     pub(crate) fn at(base: &str) -> Wrap {
-        Wrap { base: base.to_string(), http: reqwest::Client::new(), server: ed25519_dalek::SigningKey::from_bytes(&[9; 32]) }
+        Wrap {
+            base: base.to_string(),
+            http: reqwest::Client::new(),
+            server: ed25519_dalek::SigningKey::from_bytes(&[9; 32]),
+            flushed_later: Default::default(),
+        }
     }
 }
 
@@ -78,7 +85,20 @@ impl Wrap {
             r = r.header(*n, v);
         }
         let r = r.body(body.to_vec()).send().await.unwrap();
-        (r.status().as_u16(), r.json().await.unwrap())
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        let mut lines = text.lines();
+        let v: Value = serde_json::from_str(lines.next().unwrap_or_default()).unwrap();
+        // A call whose record was still being flushed is answered in two lines: the
+        // decision, then word that the record is on disk.
+        match v[signed::KEEPING] == true {
+            true => {
+                assert_eq!(lines.next().map(|l| serde_json::from_str::<Value>(l).unwrap()), Some(json!({"kept": true})), "{text}");
+                self.flushed_later.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            false => assert_eq!(lines.next(), None, "{text}"),
+        }
+        (status, v)
     }
 
     /// A call of `tool` as the wrap asks it, signed now.
@@ -212,6 +232,10 @@ async fn a_server_knocks_is_let_in_and_its_calls_are_decided_by_rules_or_the_use
     assert!(!denied(&ssh).is_empty());
     let redacted = m.call("read_file", json!({"path": "notes.txt", "note": "secret-1234"})).await;
     assert_eq!(redacted, Answer::Modify { arguments: json!({"path": "notes.txt", "note": "[REDACTED]"}) });
+    // On SQLite, a call a rule decided goes on while its record is flushed (the wrap is
+    // told, in a second line, once it is on disk); on PostgreSQL it is on disk at once.
+    let on_sqlite = std::env::var("GATEHOUSE_TEST_STORE").as_deref() != Ok("postgres");
+    assert_eq!(m.wrap.flushed_later.load(std::sync::atomic::Ordering::Relaxed) > 0, on_sqlite);
 
     // Blocked: refused, saying so, and nobody asked.
     gatehouse_app::trust::block(&crate::common::ctx(&m.store), &m.key(), chrono::Utc::now()).unwrap();

@@ -273,22 +273,7 @@ crate::on_both_engines! {
         let day = 24 * 3600 * 1000;
         let now = 1_790_000_000_000i64;
         let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        let step = |id: &str, decision: &str, ms: i64| gatehouse_store::asop::NewAsopStep {
-            session_id: Some("s".into()),
-            turn_id: None,
-            step_id: Some(id.into()),
-            agent_id: Some("mcp:files".into()),
-            agent_name: None,
-            method: "steps/toolCallRequest".into(),
-            summary: format!("step {id}"),
-            reasoning: None,
-            request: serde_json::json!({}),
-            decision: decision.into(),
-            message: None,
-            rule_id: None,
-            decided_by: Some("rule".into()),
-            at: at(ms),
-        };
+        let step = |id: &str, decision: &str, ms: i64| crate::common::asop_step(id, decision, at(ms));
         for (id, decision, age) in [("old", "allow", 40), ("old-waiting", "pending", 40), ("new", "allow", 2)] {
             store.asop_step_add(&step(id, decision, now - age * day)).unwrap();
         }

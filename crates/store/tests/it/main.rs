@@ -5,6 +5,7 @@ mod common;
 mod conversations;
 mod database_tls;
 mod entry_facts;
+mod flushed_later;
 mod knocks;
 mod large_inbox;
 mod rate_limits;

@@ -60,6 +60,26 @@ pub fn envelope_at(nonce: &[u8], n: usize, received_ms: i64) -> NewEnvelope {
     }
 }
 
+/// A decided guardian step `id` of the MCP server "files", recorded at `at`.
+pub fn asop_step(id: &str, decision: &str, at: String) -> gatehouse_store::asop::NewAsopStep {
+    gatehouse_store::asop::NewAsopStep {
+        session_id: Some("s".into()),
+        turn_id: None,
+        step_id: Some(id.into()),
+        agent_id: Some("mcp:files".into()),
+        agent_name: None,
+        method: "steps/toolCallRequest".into(),
+        summary: format!("step {id}"),
+        reasoning: None,
+        request: serde_json::json!({}),
+        decision: decision.into(),
+        message: None,
+        rule_id: None,
+        decided_by: Some("rule".into()),
+        at,
+    }
+}
+
 /// Where a test's store lives, on either engine; `open` opens another store on the same
 /// database (a second process on a laptop, a second node of a team's gate).
 pub enum Place {
