@@ -278,8 +278,8 @@ fn offer(t: &Pin) -> (String, String, String) {
 /// user let it in; or why not (the tool is not among those the user let in, or it
 /// changed since).
 fn tool_held(store: &Store, key: &str, who: &str, tool: &str) -> gatehouse_store::Result<Result<Option<String>, String>> {
-    let pinned = store.mcp_pins(key)?.into_iter().find(|p| p.tool == tool);
-    let offered = store.mcp_offers(Some(key))?.iter().any(|o| o.tool == tool);
+    let pinned = store.mcp_pin(key, tool)?;
+    let offered = store.mcp_offered(key, tool)?;
     Ok(match (pinned, offered) {
         (Some(p), false) => Ok(p.pin.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_string)),
         (Some(_), true) => Err(format!("the tool {tool:?} of “{who}” changed since you let it in; it is held until you accept the change in Gatehouse")),

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use crate::seal::MCP_PINS;
-use crate::sql::args;
+use crate::seal::{judge_row, Judged, MCP_PINS};
+use crate::sql::{args, Optional};
 use crate::*;
 
 /// Tools kept as offered per server; a server that lists more has the rest dropped (a list
@@ -44,6 +44,13 @@ fn pin_id(server: &str, tool: &str) -> String {
     format!("{server}\n{tool}")
 }
 
+/// A pin from its sealed columns (server, tool, pin, digest, at).
+fn pin_of(cols: crate::seal::Cols) -> McpTool {
+    let mut cols = cols.into_iter().map(Option::unwrap_or_default);
+    let mut next = || cols.next().unwrap_or_default();
+    McpTool { server: next(), tool: next(), pin: serde_json::from_str(&next()).unwrap_or_default(), digest: next(), at: next(), refused: false }
+}
+
 fn tool_row(r: &crate::sql::Row<'_>) -> Result<McpTool> {
     Ok(McpTool {
         server: r.get(0)?,
@@ -57,17 +64,43 @@ fn tool_row(r: &crate::sql::Row<'_>) -> Result<McpTool> {
 
 impl Store {
     /// The server's tools as the user let them in: only those sealed by the gate (a pin put
-    /// in or changed outside Gatehouse is no pin: the tool is held).
+    /// in or changed outside Gatehouse is no pin: the tool is held). Only this server's
+    /// rows are read and checked.
     pub fn mcp_pins(&self, server: &str) -> Result<Vec<McpTool>> {
         let server = sender_key(server);
         self.read(|c| {
             c.snapshot(|db| {
-                let sealed = self.sealed_ids(db, MCP_PINS)?;
-                db.prepare_cached("SELECT server, tool, pin, digest, at, 0 FROM mcp_pins WHERE server = ?1 ORDER BY tool")?
-                    .query_map(args![server], tool_row)?
-                    .filter(|t| t.as_ref().map_or(true, |t| sealed.contains(&pin_id(&t.server, &t.tool))))
-                    .collect::<Result<Vec<_>>>()
+                let view = self.view(db)?;
+                Ok(MCP_PINS
+                    .rows_with(db, "server", &server)?
+                    .into_iter()
+                    .filter(|(id, cols)| judge_row(view.as_deref(), MCP_PINS, id, Some(cols)) == Judged::Sealed)
+                    .map(|(_, cols)| pin_of(cols))
+                    .collect())
             })
+        })
+    }
+
+    /// The server's tool `tool` as the user let it in, if it is pinned and sealed by the
+    /// gate (what a call of it is checked against: one row read and checked).
+    pub fn mcp_pin(&self, server: &str, tool: &str) -> Result<Option<McpTool>> {
+        let id = pin_id(&sender_key(server), tool);
+        self.read(|c| {
+            c.snapshot(|db| match self.judge(db, MCP_PINS, &id)? {
+                (Judged::Sealed, Some(cols)) => Ok(Some(pin_of(cols))),
+                _ => Ok(None),
+            })
+        })
+    }
+
+    /// Whether the server listed its tool `tool` otherwise than it is pinned, or before
+    /// it was let in (refused or not).
+    pub fn mcp_offered(&self, server: &str, tool: &str) -> Result<bool> {
+        self.read(|c| {
+            c.prepare_cached("SELECT 1 FROM mcp_offers WHERE server = ?1 AND tool = ?2 LIMIT 1")?
+                .query_row(args![sender_key(server), tool], |_| Ok(()))
+                .optional()
+                .map(|r| r.is_some())
         })
     }
 

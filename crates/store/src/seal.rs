@@ -118,6 +118,16 @@ impl Table {
         db.prepare_cached(&sql)?.query_row(args![id], |r| (0..n).map(|i| r.get::<Option<String>>(i)).collect()).optional()
     }
 
+    /// The rows whose column `col` is `value`, by id (`col` is one of ours, never
+    /// another's word).
+    pub(crate) fn rows_with(&self, db: &Db<'_>, col: &'static str, value: &str) -> Result<BTreeMap<String, Cols>> {
+        let sql = format!("SELECT {}, {} FROM {} WHERE {col} = ?1{}", self.id_expr(), self.columns(), self.name, self.filter());
+        let n = self.cols.len();
+        db.prepare_cached(&sql)?
+            .query_map(args![value], |r| Ok((r.get::<String>(0)?, (1..=n).map(|i| r.get::<Option<String>>(i)).collect::<Result<Cols>>()?)))?
+            .collect()
+    }
+
     /// Every row, by id.
     pub(crate) fn rows(&self, db: &Db<'_>) -> Result<BTreeMap<String, Cols>> {
         let sql = format!("SELECT {}, {} FROM {} WHERE 1 = 1{}", self.id_expr(), self.columns(), self.name, self.filter());

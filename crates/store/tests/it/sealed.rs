@@ -319,6 +319,13 @@ on_both_engines! {
         assert_eq!(n, 1);
         let pinned = |s: &gatehouse_store::Store| s.mcp_pins(&server).unwrap().into_iter().map(|p| (p.tool, p.digest)).collect::<Vec<_>>();
         assert_eq!(pinned(&store), [("read".to_string(), "d1".to_string())]);
+        // A call's check reads one tool: pinned as seen, or not pinned; offered otherwise.
+        let one = |s: &gatehouse_store::Store, t: &str| s.mcp_pin(&server, t).unwrap().map(|p| (p.digest, p.pin["name"].clone()));
+        assert_eq!(one(&store, "read"), Some(("d1".to_string(), serde_json::json!("read"))));
+        assert_eq!(one(&store, "send"), None);
+        assert_eq!((store.mcp_offered(&server, "send").unwrap(), store.mcp_offered(&server, "read").unwrap()), (true, false));
+        // Another server's pins are not this one's.
+        assert!(store.mcp_pin(&format!("mcp:other:{}", "cd".repeat(32)), "read").unwrap().is_none());
         assert_eq!(store.mcp_offers(Some(&server)).unwrap().iter().map(|o| o.tool.as_str()).collect::<Vec<_>>(), ["send"]);
         behind_its_back(
             &place,
@@ -328,6 +335,7 @@ on_both_engines! {
             ),
         );
         assert!(pinned(&store).is_empty(), "neither the pin put in nor the one changed is taken");
+        assert_eq!((one(&store, "read"), one(&store, "send")), (None, None), "a call of either is held");
         let mut found = changes(&store);
         found.sort();
         assert_eq!(found.iter().map(|c| (c.0.as_str(), c.2)).collect::<Vec<_>>(), [("mcp_pins", ChangeKind::Changed), ("mcp_pins", ChangeKind::Added)]);
