@@ -44,9 +44,30 @@ impl Drop for OneApp {
 }
 
 /// N distinct free ports: every listener is held until all are picked, so two picks cannot
-/// be the same port (the kernel may hand a just-released port out again).
+/// be the same port. They are picked below the kernel's ephemeral range: a port from that
+/// range, released for the app to bind seconds later, can be handed meanwhile to an
+/// outgoing connection or another test's port 0 (seen: the app's UAMP port "already in
+/// use" in CI).
 pub fn free_ports<const N: usize>() -> [u16; N] {
-    let held: Vec<TcpListener> = (0..N).map(|_| TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    static PICKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let low =
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok().and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok()).unwrap_or(32768);
+    let (from, to) = (10_000u16, low.saturating_sub(1).max(20_000));
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let mut seed = nanos ^ (u64::from(std::process::id()) << 32) ^ PICKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // (A seed of 0 would stay 0.)
+    seed |= 1;
+    let mut held: Vec<TcpListener> = Vec::new();
+    while held.len() < N {
+        // xorshift64: a different sequence per process and per pick.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let port = from + (seed % u64::from(to - from)) as u16;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            held.push(l);
+        }
+    }
     std::array::from_fn(|i| held[i].local_addr().unwrap().port())
 }
 

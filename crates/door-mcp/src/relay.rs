@@ -243,17 +243,7 @@ async fn from_client<K: Keeper>(mut lines: Lines<impl AsyncBufRead + Unpin>, s: 
                 // An answer the gate would not be watching for must not reach the client
                 // unread: a list asked for beyond the bound (or under an id already
                 // waiting) is refused instead.
-                match kept {
-                    true => {
-                        let _ = s.to_server.send(out(bytes)).await;
-                    }
-                    false => {
-                        let _ = s
-                            .to_client
-                            .send(out(reply::error(&id, reply::INVALID_REQUEST, "Gatehouse: too many tool lists are being asked for at once")))
-                            .await;
-                    }
-                }
+                s.on_or_refused(kept, &id, bytes, reply::INVALID_REQUEST, "Gatehouse: too many tool lists are being asked for at once").await;
             }
             Ok(_) => {
                 let _ = s.to_server.send(out(bytes)).await;
@@ -305,20 +295,20 @@ async fn judge_call<K: Keeper>(s: &Shared<K>, id: Id, bytes: Vec<u8>) {
         }
     };
     let record = on_disk.map_or(Record::OnDisk, Record::Waiting);
-    match s.run(id.clone(), step, record) {
-        true => {
-            let _ = s.to_server.send(out(bytes)).await;
-        }
-        false => {
-            let _ = s
-                .to_client
-                .send(out(reply::error(&id, reply::REFUSED, "Gatehouse: this server has too many calls running whose records are not yet on disk")))
-                .await;
-        }
-    }
+    let go = s.run(id.clone(), step, record);
+    s.on_or_refused(go, &id, bytes, reply::REFUSED, "Gatehouse: this server has too many calls running whose records are not yet on disk").await;
 }
 
 impl<K: Keeper> Shared<K> {
+    /// Sends the client's request `bytes` on to the server when `go`; else answers it
+    /// (`id`) with the error `code` and `why`.
+    async fn on_or_refused(&self, go: bool, id: &Id, bytes: Vec<u8>, code: i64, why: &str) {
+        let _ = match go {
+            true => self.to_server.send(out(bytes)).await,
+            false => self.to_client.send(out(reply::error(id, code, why))).await,
+        };
+    }
+
     /// Watches for the answer to the call `id`, gone on as `step` with its `record`
     /// (before it is sent: the answer cannot come first). False when it must not go on:
     /// the oldest call watched for, which would make room, has a record not yet on disk

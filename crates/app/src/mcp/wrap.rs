@@ -217,14 +217,21 @@ impl Poster {
             return Ok((decided, None));
         }
         let gate = self.gate.clone();
-        let on_disk: relay::OnDisk = Box::pin(async move {
-            let line = next_line(&mut r, &mut read).await.ok_or_else(|| format!("Gatehouse at {gate} stopped before it said"))?;
-            let v: serde_json::Value = serde_json::from_slice(&line).map_err(|_| format!("Gatehouse at {gate} said what is not its MCP door's"))?;
-            match v["kept"] == true {
-                true => Ok(()),
-                false => Err(v["error"].as_str().unwrap_or("no reason given").to_string()),
-            }
+        // Read as soon as it comes, not when the server answers: the connection is free
+        // for the next call meanwhile, and a server that never answers holds none.
+        let (tell, told) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let kept = match next_line(&mut r, &mut read).await {
+                None => Err(format!("Gatehouse at {gate} stopped before it said")),
+                Some(line) => match serde_json::from_slice::<serde_json::Value>(&line) {
+                    Ok(v) if v["kept"] == true => Ok(()),
+                    Ok(v) => Err(v["error"].as_str().unwrap_or("no reason given").to_string()),
+                    Err(_) => Err(format!("Gatehouse at {gate} said what is not its MCP door's")),
+                },
+            };
+            let _ = tell.send(kept);
         });
+        let on_disk: relay::OnDisk = Box::pin(async move { told.await.unwrap_or_else(|_| Err("the wrap stopped".into())) });
         Ok((decided, Some(on_disk)))
     }
 
