@@ -13,7 +13,7 @@
 //! them durable before anyone is answered. Direct writes (trust, settings) keep
 //! `synchronous=FULL`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -36,32 +36,14 @@ pub(crate) struct Syncer {
 impl Syncer {
     /// `wake` is the committer's own queue: it hears `Job::Synced` when a sync is done.
     pub(crate) fn start(db: &Path, wake: std::sync::mpsc::Sender<Job>) -> Option<Syncer> {
-        let mut wal = db.as_os_str().to_owned();
-        wal.push("-wal");
-        let wal = PathBuf::from(wal);
         let (batches, queued) = std::sync::mpsc::channel::<Settled>();
-        let thread = std::thread::Builder::new()
-            .name("gatehouse-sync".into())
-            .spawn(move || {
-                let mut file = None;
-                while let Ok(mut settled) = queued.recv() {
-                    while let Ok(more) = queued.try_recv() {
-                        settled.extend(more);
-                    }
-                    match sync_file(&wal, &mut file) {
-                        Ok(()) => settled.into_iter().for_each(|(job, r)| answer(job, r)),
-                        Err(e) => {
-                            tracing::error!(error = %e, "the write-ahead log could not be synced");
-                            let msg = format!("the write-ahead log could not be synced to disk: {e}");
-                            for (job, _) in settled {
-                                answer(job, Err(StoreError::CommitFailed(msg.clone())));
-                            }
-                        }
-                    }
-                    let _ = wake.send(Job::Synced);
-                }
-            })
-            .ok()?;
+        let thread = crate::flush::wal_syncer("gatehouse-sync", db, queued, move |batches, synced| {
+            for (job, r) in batches.into_iter().flatten() {
+                answer(job, synced.clone().map_err(StoreError::CommitFailed).and(r));
+            }
+            let _ = wake.send(Job::Synced);
+        })
+        .ok()?;
         Some(Syncer { batches, thread })
     }
 
@@ -69,31 +51,6 @@ impl Syncer {
         drop(self.batches);
         let _ = self.thread.join();
     }
-}
-
-/// fdatasync of `path`, through a descriptor kept open while it still names that file.
-pub(crate) fn sync_file(path: &Path, file: &mut Option<std::fs::File>) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        // SQLite keeps the WAL while a connection is open, but never sync a descriptor
-        // of a file that a path no longer names: that would sync nothing we wrote.
-        if let Some(f) = file.as_ref() {
-            let (open, now) = (f.metadata()?, std::fs::metadata(path)?);
-            if (open.dev(), open.ino()) != (now.dev(), now.ino()) {
-                *file = None;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        *file = None;
-    }
-    let f = match file {
-        Some(f) => f,
-        None => file.insert(std::fs::OpenOptions::new().read(true).write(true).open(path)?),
-    };
-    f.sync_data()
 }
 
 pub(crate) fn committer(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<Job>, mut helper: Option<Checkpointer>, mut syncer: Option<Syncer>) {

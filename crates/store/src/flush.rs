@@ -3,6 +3,7 @@
 //! has other work to do meanwhile waits for its [`Durable`] only where it must: before
 //! anything that depends on the write is acknowledged (an MCP call's record, flushed while
 //! the server works; the app sees the server's answer only once the record is on disk).
+//! The committer's batches are made durable by a thread of the same kind ([`wal_syncer`]).
 
 use std::path::{Path, PathBuf};
 
@@ -40,13 +41,15 @@ impl Durable {
     pub async fn done(self) -> Result<()> {
         match self.0 {
             None => Ok(()),
-            Some(rx) => rx.await.unwrap_or_else(|_| Err("the flushing thread stopped".into())).map_err(StoreError::CommitFailed),
+            Some(rx) => rx.await.unwrap_or_else(|_| Err(STOPPED.into())).map_err(StoreError::CommitFailed),
         }
     }
 }
 
+const STOPPED: &str = "the flushing thread stopped";
+
 fn stopped() -> StoreError {
-    StoreError::CommitFailed("the flushing thread stopped".into())
+    StoreError::CommitFailed(STOPPED.into())
 }
 
 /// The thread that syncs the WAL for writes committed without waiting for the disk.
@@ -57,27 +60,13 @@ pub(crate) struct Flusher {
 impl Flusher {
     /// The flusher of the database at `db` (its thread ends when the flusher is dropped).
     pub(crate) fn start(db: &Path) -> Option<Flusher> {
-        let mut wal = db.as_os_str().to_owned();
-        wal.push("-wal");
-        let wal = PathBuf::from(wal);
         let (asks, asked) = std::sync::mpsc::channel::<Told>();
-        std::thread::Builder::new()
-            .name("gatehouse-flush".into())
-            .spawn(move || {
-                let mut file = None;
-                while let Ok(first) = asked.recv() {
-                    // Everything committed before this sync starts is covered by it.
-                    let waiting: Vec<Told> = std::iter::once(first).chain(asked.try_iter()).collect();
-                    let synced = crate::commit::sync_file(&wal, &mut file).map_err(|e| {
-                        tracing::error!(error = %e, "the write-ahead log could not be synced");
-                        format!("the write-ahead log could not be synced to disk: {e}")
-                    });
-                    for told in waiting {
-                        let _ = told.send(synced.clone());
-                    }
-                }
-            })
-            .ok()?;
+        wal_syncer("gatehouse-flush", db, asked, |waiting, synced| {
+            for told in waiting {
+                let _ = told.send(synced.clone());
+            }
+        })
+        .ok()?;
         Some(Flusher { asks })
     }
 
@@ -87,9 +76,59 @@ impl Flusher {
         match self.asks.send(tell) {
             Ok(()) => Durable(Some(told)),
             Err(lost) => {
-                let _ = lost.0.send(Err("the flushing thread stopped".into()));
+                let _ = lost.0.send(Err(STOPPED.into()));
                 Durable(Some(told))
             }
         }
     }
+}
+
+/// Starts the thread `name` that syncs the WAL of the database at `db` once for everything
+/// waiting in `queued` when the sync starts (everything committed before it is covered),
+/// then hands what waited and the sync's outcome to `synced`. It ends when `queued` closes.
+pub(crate) fn wal_syncer<T: Send + 'static>(
+    name: &str,
+    db: &Path,
+    queued: std::sync::mpsc::Receiver<T>,
+    mut synced: impl FnMut(Vec<T>, std::result::Result<(), String>) + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal = PathBuf::from(wal);
+    std::thread::Builder::new().name(name.into()).spawn(move || {
+        let mut file = None;
+        while let Ok(first) = queued.recv() {
+            let waiting: Vec<T> = std::iter::once(first).chain(queued.try_iter()).collect();
+            let outcome = sync_file(&wal, &mut file).map_err(|e| {
+                tracing::error!(error = %e, "the write-ahead log could not be synced");
+                format!("the write-ahead log could not be synced to disk: {e}")
+            });
+            synced(waiting, outcome);
+        }
+    })
+}
+
+/// fdatasync of `path`, through a descriptor kept open while it still names that file.
+fn sync_file(path: &Path, file: &mut Option<std::fs::File>) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SQLite keeps the WAL while a connection is open, but never sync a descriptor
+        // of a file that a path no longer names: that would sync nothing we wrote.
+        if let Some(f) = file.as_ref() {
+            let (open, now) = (f.metadata()?, std::fs::metadata(path)?);
+            if (open.dev(), open.ino()) != (now.dev(), now.ino()) {
+                *file = None;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        *file = None;
+    }
+    let f = match file {
+        Some(f) => f,
+        None => file.insert(std::fs::OpenOptions::new().read(true).write(true).open(path)?),
+    };
+    f.sync_data()
 }
