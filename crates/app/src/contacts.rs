@@ -235,7 +235,11 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     let knock = store.knock_of(&request)?;
     let mut scopes: Vec<String> = Vec::new();
     for k in &contact.keys {
-        for s in store.trust_get(&k.key)?.map(|t| t.policy.allowed_scopes).unwrap_or_default() {
+        // Which keys are a contact's is not sealed (it decides nothing else): only an entry
+        // the gate sealed under the contact's own name lends its grant. A key put into the
+        // contact beside the gate (the bank's, say) lends the new key nothing.
+        let entry = store.trust_get(&k.key)?.filter(|t| t.name == contact.name);
+        for s in entry.map(|t| t.policy.allowed_scopes).unwrap_or_default() {
             if !scopes.contains(&s) {
                 scopes.push(s);
             }

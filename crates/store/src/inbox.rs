@@ -10,14 +10,12 @@ impl Store {
     pub fn inbox(&self, f: &InboxFilter) -> Result<Vec<InboxItem>> {
         let columns = format!(
             "SELECT r.seq, r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at,
-                    r.transport, r.sender, t.name, r.scope, substr(r.prompt, 1, 240), r.envelope_row,
-                    e.exec_status, e.payload_type, e.conversation_id, e.on_behalf_of, p.name, {}",
+                    r.transport, r.sender, CAST(NULL AS TEXT), r.scope, substr(r.prompt, 1, 240), r.envelope_row,
+                    e.exec_status, e.payload_type, e.conversation_id, e.on_behalf_of, CAST(NULL AS TEXT), {}",
             crate::story::COLUMNS
         );
         let joins = format!(
             "LEFT JOIN envelopes e ON e.id = r.envelope_row
-             LEFT JOIN trust t ON t.public_key = r.sender
-             LEFT JOIN trust p ON p.public_key = e.on_behalf_of
              {}",
             crate::story::JOIN
         );
@@ -102,7 +100,7 @@ impl Store {
                  ORDER BY 1 DESC LIMIT ?{l}"
             ),
         };
-        self.read(|conn| {
+        let mut items: Vec<InboxItem> = self.read(|conn| {
             let stmt = conn.prepare(&sql)?;
             let args: Vec<&dyn Arg> = args.iter().map(|a| a as &dyn Arg).collect();
             let rows = stmt.query_map(&args, |r| {
@@ -131,7 +129,15 @@ impl Store {
                 })
             })?;
             rows.collect::<Result<_>>()
-        })
+        })?;
+        // Names only from entries as the gate sealed them (read apart from the rows: a
+        // join would show whatever name the database holds).
+        let names = self.trust_names(items.iter().flat_map(|i| [i.sender.as_deref(), i.on_behalf_of.as_deref()]).flatten())?;
+        for it in &mut items {
+            it.sender_name = it.sender.as_deref().and_then(|k| names.get(k)).cloned();
+            it.on_behalf_of_name = it.on_behalf_of.as_deref().and_then(|k| names.get(k)).cloned();
+        }
+        Ok(items)
     }
 
     /// The whole prompt a receipt kept (the list shows the first 240 characters).

@@ -170,6 +170,31 @@ impl Store {
         })
     }
 
+    /// The names the user gave the entries of `keys` (each once), where the entry's row is
+    /// as the gate sealed it, in one snapshot: what a list shows beside what each key sent.
+    /// A name put into the database beside the gate is not shown (it would show a
+    /// stranger's message as a friend's).
+    pub fn trust_names<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> Result<std::collections::HashMap<String, String>> {
+        let keys: std::collections::BTreeSet<&str> = keys.into_iter().collect();
+        if keys.is_empty() {
+            return Ok(Default::default());
+        }
+        self.read(|c| {
+            c.snapshot(|db| {
+                let view = self.view(db)?;
+                let mut names = std::collections::HashMap::new();
+                for key in keys {
+                    if let (Judged::Sealed, Some(cols)) = judge_in(db, view.as_deref(), TRUST, &sender_key(key))? {
+                        if let Some(name) = cols.into_iter().next().flatten() {
+                            names.insert(key.to_string(), name);
+                        }
+                    }
+                }
+                Ok(names)
+            })
+        })
+    }
+
     /// Every sealed trust entry.
     pub fn trust_list(&self) -> Result<Vec<TrustEntry>> {
         self.read(|c| {

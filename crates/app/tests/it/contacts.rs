@@ -94,3 +94,23 @@ async fn a_namesake_is_flagged_and_joins_a_verified_contact_only_as_a_key_change
     assert!(list[0].keys.iter().any(|k| k.key == pubhex(&lee) && k.verified_at.is_some()), "the verified key stays verified");
     inbox.stop().await;
 }
+
+/// Which keys are a contact's is kept unsealed: a sealed key joined to a contact with SQL
+/// (the bank's, to Dr. Lee) lends its grant to no key the user then says is Dr. Lee's.
+#[tokio::test]
+async fn a_key_joined_to_a_contact_beside_the_gate_lends_a_new_key_nothing() {
+    let (lee, bank, laptop) = (key(3), key(7), key(8));
+    let own = pubhex(&key(2));
+    let inbox = TestInbox::start(&own, false).await;
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
+    inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["lab-results"]));
+    inbox.trust(&pubhex(&bank), "Bank", policy(&["payments"]));
+    let lee_id = contacts::list(&inbox.ctx()).unwrap().into_iter().find(|c| c.name == "Dr. Lee").unwrap().id;
+    behind_the_gates_back(inbox.dir.path(), &format!("UPDATE contact_keys SET contact_id = {lee_id} WHERE key = '{}'", pubhex(&bank)));
+    assert_eq!(contacts::list(&inbox.ctx()).unwrap().into_iter().find(|c| c.id == lee_id).unwrap().keys.len(), 2, "the database says so");
+    assert_eq!(inbox.post_json(&inbox.signed(&laptop, "lab-results", "from my new laptop")).await.0, 401);
+    contacts::adopt(&i, lee_id, &pubhex(&laptop), Utc::now()).unwrap();
+    let entry = inbox.store.trust_get(&pubhex(&laptop)).unwrap().unwrap();
+    assert_eq!((entry.name.as_str(), entry.policy.allowed_scopes.clone()), ("Dr. Lee", vec!["lab-results".to_string()]), "Dr. Lee's grant only");
+    inbox.stop().await;
+}

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use gatehouse_store::{ChangeKind, Policy, Sealer, Store, StoreError, TrustEntry};
 use sha2::{Digest, Sha256};
 
-use crate::common::Place;
+use crate::common::{refusal, Place};
 use crate::on_both_engines;
 
 /// A sealer for the store's own tests: a keyed hash stands in for the gate's Ed25519 key
@@ -339,5 +339,33 @@ on_both_engines! {
         let mut found = changes(&store);
         found.sort();
         assert_eq!(found.iter().map(|c| (c.0.as_str(), c.2)).collect::<Vec<_>>(), [("mcp_pins", ChangeKind::Changed), ("mcp_pins", ChangeKind::Added)]);
+    }
+}
+
+on_both_engines! {
+    /// A name put into the database for a stranger's key shows no message of theirs as a
+    /// friend's in the inbox list, and a friend's name changed there shows no name.
+    fn the_inbox_shows_only_names_the_user_gave(place) {
+        let sealer = TestSealer::node();
+        let store = open(&place, &sealer);
+        store.trust_add(&entry(ANA, &["support"])).unwrap();
+        store.record_receipts(&[refusal("from-ana", ANA), refusal("from-mallory", MALLORY)]).unwrap();
+        let shown = |s: &Store| {
+            let mut rows: Vec<(String, Option<String>)> =
+                s.inbox(&Default::default()).unwrap().into_iter().map(|i| (i.receipt_id, i.sender_name)).collect();
+            rows.sort();
+            rows
+        };
+        assert_eq!(shown(&store), [("from-ana".into(), Some("Ana".into())), ("from-mallory".into(), None)]);
+        behind_its_back(
+            &place,
+            &format!("INSERT INTO trust (public_key, name, added_at, policy) VALUES ('{MALLORY}', 'Ana', '2026-11-28T10:00:00Z', '{{\"allowed_scopes\":[]}}');"),
+        );
+        assert_eq!(shown(&store), [("from-ana".into(), Some("Ana".into())), ("from-mallory".into(), None)], "the name put in is not shown");
+        behind_its_back(&place, &format!("UPDATE trust SET name = 'Bank' WHERE public_key = '{ANA}';"));
+        assert_eq!(shown(&store), [("from-ana".into(), None), ("from-mallory".into(), None)], "nor a name changed outside Gatehouse");
+        // Filtered by sender, the same.
+        let by_sender = store.inbox(&gatehouse_store::InboxFilter { sender: Some(MALLORY.into()), ..Default::default() }).unwrap();
+        assert_eq!(by_sender.iter().map(|i| i.sender_name.clone()).collect::<Vec<_>>(), [None]);
     }
 }

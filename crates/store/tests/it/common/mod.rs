@@ -60,6 +60,28 @@ pub fn envelope_at(nonce: &[u8], n: usize, received_ms: i64) -> NewEnvelope {
     }
 }
 
+/// The receipt `id` of a refusal of what `sender` sent, about "support".
+pub fn refusal(id: &str, sender: &str) -> ReceiptRow {
+    ReceiptRow {
+        receipt_id: id.into(),
+        envelope_id: None,
+        status: "rejected".into(),
+        code: Some("UNKNOWN_SENDER".into()),
+        message: None,
+        received_at: "2026-11-29T10:00:00Z".into(),
+        received_ms: 1_795_000_000_000,
+        transport: "http".into(),
+        sender: Some(sender.into()),
+        scope: Some("support".into()),
+        body: None,
+        body_truncated: false,
+        receipt: serde_json::json!({"status": "rejected"}),
+        prompt: Some("hello".into()),
+        envelope_row: None,
+        outcome: None,
+    }
+}
+
 /// A decided guardian step `id` of the MCP server "files", recorded at `at`.
 pub fn asop_step(id: &str, decision: &str, at: String) -> gatehouse_store::asop::NewAsopStep {
     gatehouse_store::asop::NewAsopStep {
