@@ -261,7 +261,12 @@ impl Session {
     /// clicking cannot leave the click on a detached element, and retried until an
     /// element is there to take it (a re-render can take it away for a moment).
     pub fn click(&self, css: &str) {
-        let js = format!("const e = document.querySelector({}); if (!e) return false; e.click(); return true;", serde_json::to_string(css).unwrap());
+        // Not while the element is inert (a view still reading what it shows anew): a
+        // person could not click it either.
+        let js = format!(
+            "const e = document.querySelector({}); if (!e || e.closest('[inert]')) return false; e.click(); return true;",
+            serde_json::to_string(css).unwrap()
+        );
         self.wait(&format!("a click on {css}"), || self.script(&js).as_bool() == Some(true));
     }
 
@@ -273,6 +278,8 @@ impl Session {
     }
 
     pub fn type_into(&self, css: &str, text: &str) {
+        let inert = format!("const e = document.querySelector({}); return !!(e && e.closest('[inert]'));", serde_json::to_string(css).unwrap());
+        self.wait(&format!("{css} to take typing"), || self.script(&inert).as_bool() == Some(false));
         let id = self.find(css);
         self.call(reqwest::Method::POST, &format!("/element/{id}/clear"), Some(json!({})));
         self.call(reqwest::Method::POST, &format!("/element/{id}/value"), Some(json!({"text": text})));

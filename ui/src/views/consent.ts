@@ -44,7 +44,14 @@ export class ConsentView {
   /** `fresh`: the tab was opened, and the team gates are asked again too (their own
    *  streams keep them current otherwise). */
   async load(fresh = false): Promise<void> {
-    if (fresh) void this.team.load();
+    if (fresh) {
+      void this.team.load();
+      // Opened: what was drawn before may be out of date (a key verified meanwhile, a
+      // prompt decided elsewhere): it stays in view, so nothing jumps, but cannot be
+      // clicked until the list read now is drawn.
+      this.el.setAttribute('aria-busy', 'true');
+      this.el.setAttribute('inert', '');
+    }
     try {
       // One list of everything that waits (the count on the tab is its length).
       const [all, quiet, state, people] = await Promise.all([api.consentList(), api.quietHoursGet().catch(() => null), api.stateCheck().catch(() => null), api.contactsList().catch(() => [])]);
@@ -81,6 +88,11 @@ export class ConsentView {
       this.wakeAt([...later, ...changes].map((it) => it.later ?? '').filter(Boolean));
     } catch (e) {
       replace(this.el, failed(e));
+    } finally {
+      if (fresh) {
+        this.el.removeAttribute('aria-busy');
+        this.el.removeAttribute('inert');
+      }
     }
   }
 
