@@ -43,10 +43,8 @@ PY
   # A picture may take up to 6000 x 6000 pixels by design (gatehouse-qr, at most 256 MB
   # while decoding); past that bound is a finding.
   if [ "$target" = qr ]; then rss=1024 malloc=300; fi
-  if ! cargo fuzz run -s none "$target" "$corpus" -- \
-    -max_total_time="$secs" -rss_limit_mb="$rss" -malloc_limit_mb="$malloc" -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
-    return 1
-  fi
+  cargo fuzz run -s none "$target" "$corpus" -- \
+    -max_total_time="$secs" -rss_limit_mb="$rss" -malloc_limit_mb="$malloc" -max_len=65536 -print_final_stats=1 >"$log" 2>&1
 }
 jobs_at_once="$(nproc)"
 declare -A running=()

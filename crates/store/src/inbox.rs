@@ -10,8 +10,8 @@ impl Store {
     pub fn inbox(&self, f: &InboxFilter) -> Result<Vec<InboxItem>> {
         let columns = format!(
             "SELECT r.seq, r.receipt_id, r.envelope_id, r.status, r.code, r.message, r.received_at,
-                    r.transport, r.sender, CAST(NULL AS TEXT), r.scope, substr(r.prompt, 1, 240), r.envelope_row,
-                    e.exec_status, e.payload_type, e.conversation_id, e.on_behalf_of, CAST(NULL AS TEXT), {}",
+                    r.transport, r.sender, r.scope, substr(r.prompt, 1, 240), r.envelope_row,
+                    e.exec_status, e.payload_type, e.conversation_id, e.on_behalf_of, {}",
             crate::story::COLUMNS
         );
         let joins = format!(
@@ -104,7 +104,7 @@ impl Store {
             let stmt = conn.prepare(&sql)?;
             let args: Vec<&dyn Arg> = args.iter().map(|a| a as &dyn Arg).collect();
             let rows = stmt.query_map(&args, |r| {
-                let exec: Option<String> = r.get(13)?;
+                let exec: Option<String> = r.get(12)?;
                 Ok(InboxItem {
                     seq: r.get(0)?,
                     receipt_id: r.get(1)?,
@@ -115,23 +115,24 @@ impl Store {
                     received_at: r.get(6)?,
                     transport: r.get(7)?,
                     sender: r.get(8)?,
-                    sender_name: r.get(9)?,
-                    scope: r.get(10)?,
-                    prompt_preview: r.get(11)?,
-                    envelope_row: r.get(12)?,
+                    // Both names are filled in below, from sealed entries only.
+                    sender_name: None,
+                    scope: r.get(9)?,
+                    prompt_preview: r.get(10)?,
+                    envelope_row: r.get(11)?,
                     exec_status: exec.as_deref().and_then(ExecStatus::parse),
-                    payload_type: r.get(14)?,
-                    conversation_id: r.get(15)?,
-                    on_behalf_of: r.get(16)?,
-                    on_behalf_of_name: r.get(17)?,
-                    story: crate::story::from_row(r, 18)?,
+                    payload_type: r.get(13)?,
+                    conversation_id: r.get(14)?,
+                    on_behalf_of: r.get(15)?,
+                    on_behalf_of_name: None,
+                    story: crate::story::from_row(r, 16)?,
                     flags: 0,
                 })
             })?;
             rows.collect::<Result<_>>()
         })?;
         // Names only from entries as the gate sealed them (read apart from the rows: a
-        // join would show whatever name the database holds).
+        // join on the trust table would show whatever name the database holds).
         let names = self.trust_names(items.iter().flat_map(|i| [i.sender.as_deref(), i.on_behalf_of.as_deref()]).flatten())?;
         for it in &mut items {
             it.sender_name = it.sender.as_deref().and_then(|k| names.get(k)).cloned();

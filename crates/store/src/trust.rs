@@ -161,13 +161,7 @@ impl Store {
     /// runner tells a program it runs for, one small read per envelope run (the entry's
     /// door facts are not read: nothing is decided on a name).
     pub fn trust_name(&self, key: &str) -> Result<Option<String>> {
-        let key = sender_key(key);
-        self.read(|c| {
-            c.snapshot(|db| match self.judge(db, TRUST, &key)? {
-                (Judged::Sealed, Some(cols)) => Ok(cols.into_iter().next().flatten()),
-                _ => Ok(None),
-            })
-        })
+        Ok(self.trust_names([key])?.remove(key))
     }
 
     /// The names the user gave the entries of `keys` (each once), where the entry's row is
