@@ -306,8 +306,15 @@ impl Session {
         }
     }
 
+    /// Waits until `css` shows `needle` in a view that has drawn what it read: not in one
+    /// still reading anew (`aria-busy`), whose old list a person cannot act on yet either.
     pub fn wait_text(&self, css: &str, needle: &str) {
-        self.wait(&format!("{css} to contain {needle:?}"), || self.find_all(css).first().is_some_and(|_| self.text(css).contains(needle)));
+        let js = format!(
+            "const e = document.querySelector({}); return !!e && !e.closest('[aria-busy]') && e.textContent.includes({});",
+            serde_json::to_string(css).unwrap(),
+            serde_json::to_string(needle).unwrap()
+        );
+        self.wait(&format!("{css} to contain {needle:?}"), || self.script(&js).as_bool() == Some(true));
     }
 
     pub fn screenshot(&self, name: &str) {
