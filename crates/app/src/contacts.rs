@@ -156,7 +156,7 @@ pub fn merge(ctx: &Context, from: i64, into: i64, now: DateTime<Utc>) -> Result<
     let at = now_string(now);
     for k in &f.keys {
         store.contact_add_key(into, &k.key, verified_key.as_deref(), &at)?;
-        if verified_key.is_some() && k.verified_at.is_none() {
+        if i.holds_new_keys() && k.verified_at.is_none() {
             if let Some(mut t) = store.trust_get(&k.key)? {
                 t.policy.key_change_unverified = true;
                 store.trust_update(&k.key, None, &t.policy, None)?;
@@ -203,7 +203,6 @@ pub fn verify(ctx: &Context, key: &str, pasted: Option<&str>, now: DateTime<Utc>
     };
     let at = now_string(now);
     store.contact_key_verified(&key, &at)?;
-    store.contact_key_reverify(&key, None)?;
     if let Some(mut t) = store.trust_get(&key)?.filter(|t| t.policy.key_change_unverified) {
         t.policy.key_change_unverified = false;
         store.trust_update(&key, None, &t.policy, None)?;
@@ -235,9 +234,9 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
     let knock = store.knock_of(&request)?;
     let mut scopes: Vec<String> = Vec::new();
     for k in &contact.keys {
-        // Which keys are a contact's is not sealed (it decides nothing else): only an entry
-        // the gate sealed under the contact's own name lends its grant. A key put into the
-        // contact beside the gate (the bank's, say) lends the new key nothing.
+        // The contact's keys are those the gate sealed as its; and only an entry the gate
+        // sealed under the contact's own name lends its grant (a key's entry renamed
+        // beside the gate lends the new key nothing).
         let entry = store.trust_get(&k.key)?.filter(|t| t.name == contact.name);
         for s in entry.map(|t| t.policy.allowed_scopes).unwrap_or_default() {
             if !scopes.contains(&s) {
@@ -259,7 +258,7 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
         public_key: key.clone(),
         name: contact.name.clone(),
         added_at: at.clone(),
-        policy: Policy { allowed_scopes: scopes, key_change_unverified: verified_key.is_some(), ..Policy::default() },
+        policy: Policy { allowed_scopes: scopes, key_change_unverified: contact.holds_new_keys(), ..Policy::default() },
     };
     crate::trust::check_sender_id(&key, &entry.facts)?;
     store.trust_add(&entry)?;
@@ -270,12 +269,16 @@ pub fn adopt(inbox: &Gate, id: i64, key: &str, now: DateTime<Utc>) -> std::resul
         store.knock_decided(&key, &k.receipt_id, Decision::AlwaysAllowScope.as_str(), &at, delivered.as_ref().map(|d| d.receipt_id.as_str()))?;
     }
     store.audit("contact.add_key", Some(&key), &serde_json::json!({"contact": id, "changed_from": verified_key}), &at)?;
-    Ok(match verified_key {
-        Some(_) => format!(
+    Ok(match (verified_key, contact.intact) {
+        (Some(_), _) => format!(
             "Added to {} as a new key. {} was verified, so everything this key sends is held until you verify it too: compare safety codes with them.",
             contact.name, contact.name
         ),
-        None => format!("Added to {} as one of their keys.", contact.name),
+        (None, false) => format!(
+            "Added to {} as a new key. Your contacts were changed outside Gatehouse (Waiting for you names the rows), so whether {} was verified cannot be told: everything this key sends is held until you verify it.",
+            contact.name, contact.name
+        ),
+        (None, true) => format!("Added to {} as one of their keys.", contact.name),
     })
 }
 

@@ -66,7 +66,7 @@ pub fn apply(store: &Store, sender: &str, keys: &[UampKey], now: DateTime<Utc>) 
         };
         return Ok(KeysChecked { message, added, removed, blocked: false });
     }
-    let verified = store.contact_of(&sender)?.is_some_and(|c| c.verified());
+    let verified = store.holds_new_keys(&sender)?;
     let facts = gatehouse_store::Facts::uamp(keys.to_vec());
     if verified {
         trust.policy.key_change_unverified = true;

@@ -1,7 +1,9 @@
 //! Contacts: the people and organisations behind trusted keys. A key joins a contact when
 //! it is trusted (a contact of its own) or when the user says it belongs to one; the
-//! store never merges on its own.
+//! store never merges on its own. Both tables are sealed (`seal.rs`): which keys are one
+//! person's, and which the user verified, are read only as the gate wrote them.
 
+use crate::seal::{judge_row, Cols, Judged, View, CONTACTS, CONTACT_KEYS};
 use crate::sql::{args, Db, Optional, Row};
 use serde::Serialize;
 
@@ -28,12 +30,24 @@ pub struct Contact {
     pub id: i64,
     pub name: String,
     pub created_at: String,
+    /// Its keys as the gate sealed them (a key row added or changed outside Gatehouse is
+    /// not among them).
     pub keys: Vec<ContactKey>,
+    /// Whether every contact and key row is as the gate sealed it: when not, a mark taken
+    /// out beside the gate (a key's verification) cannot be told from one never made.
+    #[serde(skip)]
+    pub intact: bool,
 }
 
 impl Contact {
     pub fn verified(&self) -> bool {
         self.keys.iter().any(|k| k.verified_at.is_some())
+    }
+
+    /// Whether a new key of this contact is held until the user verifies it: the contact
+    /// was verified, or its rows were changed outside Gatehouse (then it may have been).
+    pub fn holds_new_keys(&self) -> bool {
+        self.verified() || !self.intact
     }
 }
 
@@ -63,44 +77,112 @@ pub(crate) fn forget_key(conn: &Db<'_>, key: &str) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn keys_of(conn: &Db<'_>, id: i64) -> Result<Vec<ContactKey>> {
-    let stmt =
-        conn.prepare_cached("SELECT key, added_at, verified_at, changed_from, reverify FROM contact_keys WHERE contact_id = ?1 ORDER BY added_at, key")?;
-    let rows = stmt.query_map(args![id], |r| {
-        Ok(ContactKey { key: r.get(0)?, added_at: r.get(1)?, verified_at: r.get(2)?, changed_from: r.get(3)?, reverify: r.get(4)? })
-    })?;
-    rows.collect::<Result<Vec<_>>>()
+/// The keys of contact `id` the gate sealed as its, in the snapshot `db` is in.
+pub(crate) fn keys_of(db: &Db<'_>, view: Option<&View>, id: i64) -> Result<Vec<ContactKey>> {
+    let sql = format!("SELECT key, {} FROM contact_keys WHERE contact_id = ?1 ORDER BY added_at, key", CONTACT_KEYS.columns());
+    let rows = db.prepare_cached(&sql)?.query_map(args![id], key_row)?.collect::<Result<Vec<(String, Cols)>>>()?;
+    Ok(rows
+        .into_iter()
+        .filter(|(key, cols)| judge_row(view, CONTACT_KEYS, key, Some(cols)) == Judged::Sealed)
+        .map(|(key, cols)| contact_key(key, cols))
+        .collect())
+}
+
+fn key_row(r: &Row<'_>) -> Result<(String, Cols)> {
+    Ok((r.get(0)?, (1..=CONTACT_KEYS.cols.len()).map(|i| r.get::<Option<String>>(i)).collect::<Result<Cols>>()?))
+}
+
+/// A key from its sealed columns (contact, added, verified, changed from, reverify).
+fn contact_key(key: String, mut cols: Cols) -> ContactKey {
+    let mut take = |i: usize| cols.get_mut(i).and_then(Option::take);
+    ContactKey { added_at: take(1).unwrap_or_default(), verified_at: take(2), changed_from: take(3), reverify: take(4), key }
+}
+
+/// Whether both tables are as the gate sealed them: no row added or changed beside it,
+/// none taken out.
+fn intact(db: &Db<'_>, view: Option<&View>) -> Result<bool> {
+    let Some(view) = view else { return Ok(true) };
+    for t in [CONTACTS, CONTACT_KEYS] {
+        let rows = t.rows(db)?;
+        if rows.iter().any(|(id, cols)| view.judge(t, id, Some(cols)) != Judged::Sealed)
+            || view.seals.keys().any(|(table, id)| table == t.name && !rows.contains_key(id))
+        {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Contact `id` as the gate sealed it (`None` when its row is not), in the snapshot `db`
+/// is in; `intact` as [`intact`] found it.
+fn contact_in(db: &Db<'_>, view: Option<&View>, id: i64, intact: bool) -> Result<Option<Contact>> {
+    let (judged, row) = crate::seal::judge_in(db, view, CONTACTS, &id.to_string())?;
+    let Some(mut cols) = row.filter(|_| judged == Judged::Sealed) else { return Ok(None) };
+    let (name, created_at) = (cols.get_mut(0).and_then(Option::take).unwrap_or_default(), cols.get_mut(1).and_then(Option::take).unwrap_or_default());
+    Ok(Some(Contact { keys: keys_of(db, view, id)?, id, name, created_at, intact }))
 }
 
 impl Store {
     pub fn contacts(&self) -> Result<Vec<Contact>> {
-        self.read(|conn| {
-            let stmt = conn.prepare("SELECT id, name, created_at FROM contacts ORDER BY lower(name), id")?;
-            let heads = stmt.query_map(args![], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<Vec<(i64, String, String)>>>()?;
-            heads.into_iter().map(|(id, name, created_at)| Ok(Contact { keys: keys_of(conn, id)?, id, name, created_at })).collect()
+        self.read(|c| {
+            c.snapshot(|db| {
+                let view = self.view(db)?;
+                let whole = intact(db, view.as_deref())?;
+                let ids: Vec<i64> = db.query_map("SELECT id FROM contacts ORDER BY lower(name), id", args![], |r| r.get(0))?.collect::<Result<_>>()?;
+                let mut all = Vec::new();
+                for id in ids {
+                    all.extend(contact_in(db, view.as_deref(), id, whole)?);
+                }
+                Ok(all)
+            })
         })
     }
 
     pub fn contact(&self, id: i64) -> Result<Option<Contact>> {
-        self.read(|conn| {
-            let head: Option<(String, String)> =
-                conn.query_row("SELECT name, created_at FROM contacts WHERE id = ?1", args![id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
-            head.map(|(name, created_at)| Ok(Contact { keys: keys_of(conn, id)?, id, name, created_at })).transpose()
+        self.read(|c| {
+            c.snapshot(|db| {
+                let view = self.view(db)?;
+                let whole = intact(db, view.as_deref())?;
+                contact_in(db, view.as_deref(), id, whole)
+            })
         })
     }
 
-    /// The contact a key belongs to.
+    /// The contact a key belongs to, as the gate sealed the key's row.
     pub fn contact_of(&self, key: &str) -> Result<Option<Contact>> {
-        let id: Option<i64> = self.read(|c| contact_id_of(c, &sender_key(key)))?;
-        match id {
-            Some(id) => self.contact(id),
-            None => Ok(None),
-        }
+        let key = sender_key(key);
+        self.read(|c| {
+            c.snapshot(|db| {
+                let view = self.view(db)?;
+                let (judged, row) = crate::seal::judge_in(db, view.as_deref(), CONTACT_KEYS, &key)?;
+                let Some(id) = row.filter(|_| judged == Judged::Sealed).and_then(|cols| cols.first().cloned().flatten()).and_then(|id| id.parse().ok()) else {
+                    return Ok(None);
+                };
+                let whole = intact(db, view.as_deref())?;
+                contact_in(db, view.as_deref(), id, whole)
+            })
+        })
     }
 
-    /// The user checked this key out of band.
+    /// Whether a new key of `key`'s person is held until the user verifies it: their
+    /// contact was verified, or the contacts were changed outside Gatehouse (it may have
+    /// been, and the mark taken out).
+    pub fn holds_new_keys(&self, key: &str) -> Result<bool> {
+        Ok(match self.contact_of(key)? {
+            Some(c) => c.holds_new_keys(),
+            None => !self.read(|c| c.snapshot(|db| intact(db, self.view(db)?.as_deref())))?,
+        })
+    }
+
+    /// The keys a key's contact holds, by contact (for the inbox's "everything they sent").
+    pub(crate) fn contact_keys_of(&self, id: i64) -> Result<Vec<String>> {
+        Ok(self.contact(id)?.map(|c| c.keys.into_iter().map(|k| k.key).collect()).unwrap_or_default())
+    }
+
+    /// The user checked this key out of band: it is verified, and nothing asks for its
+    /// verification to be made again.
     pub fn contact_key_verified(&self, key: &str, at: &str) -> Result<()> {
-        let n = self.conn()?.execute("UPDATE contact_keys SET verified_at = ?2 WHERE key = ?1", args![sender_key(key), at])?;
+        let n = self.sealed_write(|tx| tx.execute("UPDATE contact_keys SET verified_at = ?2, reverify = NULL WHERE key = ?1", args![sender_key(key), at]))?;
         if n == 0 {
             return Err(StoreError::NotTrusted(sender_key(key)));
         }
@@ -109,7 +191,7 @@ impl Store {
 
     /// Says why a key's verification should be made again, or (None) that it stands.
     pub fn contact_key_reverify(&self, key: &str, why: Option<&str>) -> Result<()> {
-        self.conn()?.execute("UPDATE contact_keys SET reverify = ?2 WHERE key = ?1", args![sender_key(key), why])?;
+        self.sealed_write(|tx| tx.execute("UPDATE contact_keys SET reverify = ?2 WHERE key = ?1", args![sender_key(key), why]))?;
         Ok(())
     }
 }
@@ -170,7 +252,7 @@ impl Store {
     /// A key changed under the user's check: it is no longer verified, and (with the
     /// policy's hold) blocked until the user verifies it again.
     pub fn contact_key_unverified(&self, key: &str) -> Result<()> {
-        self.conn()?.execute("UPDATE contact_keys SET verified_at = NULL WHERE key = ?1", args![sender_key(key)])?;
+        self.sealed_write(|tx| tx.execute("UPDATE contact_keys SET verified_at = NULL WHERE key = ?1", args![sender_key(key)]))?;
         Ok(())
     }
 }

@@ -31,8 +31,16 @@ impl Store {
         // sender is read, one range per key.
         let sender = match (f.contact, f.sender.as_deref().filter(|s| !s.is_empty())) {
             (Some(c), _) => {
-                args.push(c.into());
-                Some(format!("IN (SELECT key FROM contact_keys WHERE contact_id = ?{})", args.len()))
+                // The keys the gate sealed as the contact's (none: nothing is theirs).
+                let mut marks = Vec::new();
+                for key in self.contact_keys_of(c)? {
+                    args.push(key.into());
+                    marks.push(format!("?{}", args.len()));
+                }
+                Some(match marks.is_empty() {
+                    true => "IN (NULL)".to_string(),
+                    false => format!("IN ({})", marks.join(", ")),
+                })
             }
             (None, Some(s)) => {
                 args.push(sender_key(s).into());

@@ -12,12 +12,21 @@ use crate::*;
 pub(crate) fn name_person(store: &Store, tx: &Tx<'_>, id: i64, name: &str) -> Result<()> {
     tx.execute("UPDATE contacts SET name = ?2 WHERE id = ?1", args![id, name])?;
     let view = store.view(&tx.db())?;
-    for k in crate::contacts::keys_of(&tx.db(), id)? {
+    // Only the keys the gate sealed as the person's (one joined beside it is not renamed).
+    for k in crate::contacts::keys_of(&tx.db(), view.as_deref(), id)? {
         if crate::trust::entry_in(&tx.db(), view.as_deref(), &k.key)?.is_some() {
             tx.execute("UPDATE trust SET name = ?2 WHERE public_key = ?1", args![k.key, name])?;
         }
     }
     Ok(())
+}
+
+/// The key's row as the gate sealed it, if it is.
+fn sealed_key_row(store: &Store, tx: &Tx<'_>, key: &str) -> Result<Option<crate::seal::Cols>> {
+    Ok(match store.judge(&tx.db(), crate::seal::CONTACT_KEYS, key)? {
+        (crate::seal::Judged::Sealed, cols) => cols,
+        _ => None,
+    })
 }
 
 impl Store {
@@ -29,8 +38,12 @@ impl Store {
             let Some(name) = tx.query_row("SELECT name FROM contacts WHERE id = ?1", args![id], |r| r.get::<String>(0)).optional()? else {
                 return Err(StoreError::Invalid(format!("there is no contact {id}")));
             };
-            // A key verified already stays verified where it goes, and is no key change.
-            let verified: Option<String> = tx.query_row("SELECT verified_at FROM contact_keys WHERE key = ?1", args![&key], |r| r.get(0)).optional()?.flatten();
+            // A key verified already stays verified where it goes, and is no key change (as
+            // the gate sealed its mark: one set beside it is not carried into a sealed row).
+            let verified = match sealed_key_row(self, tx, &key)? {
+                Some(cols) => cols.get(2).cloned().flatten(),
+                None => None,
+            };
             let changed_from = if verified.is_some() { None } else { changed_from };
             crate::contacts::forget_key(&tx.db(), &key)?;
             tx.execute(

@@ -1,7 +1,8 @@
 //! The deciding state, sealed. Every row that lets someone in or makes something run —
 //! trust entries and their grants, blocks, revocations, the settings that decide, approver
 //! devices, their invitations, quorum rules, UAMP bearer tokens, the guardian's rules for
-//! the user's own agents, the MCP tools the user let in — has a seal: the row's hash and the version
+//! the user's own agents, the MCP tools the user let in, the people behind keys and which
+//! of their keys the user verified — has a seal: the row's hash and the version
 //! it was written at, signed by the gate's key (the team's, on every node). One head,
 //! signed too, covers every seal (their count and a digest of them all), so a row taken
 //! out, or an older signed row put back, leaves a head that no longer matches. The head's
@@ -45,7 +46,7 @@ pub(crate) struct Table {
     id: &'static str,
     /// Whether the id column is an integer (compared as text).
     int_id: bool,
-    cols: &'static [&'static str],
+    pub(crate) cols: &'static [&'static str],
 }
 
 pub(crate) const TRUST: &Table = &Table { name: "trust", id: "public_key", int_id: false, cols: &["name", "added_at", "policy", "door"] };
@@ -83,14 +84,56 @@ pub(crate) const ASOP_RULES: &Table = &Table {
 /// (A pin lets an MCP server's tool, as the user saw it, reach the user's AI.)
 pub(crate) const MCP_PINS: &Table = &Table { name: "mcp_pins", id: "id", int_id: false, cols: &["server", "tool", "pin", "digest", "at"] };
 
-pub(crate) const TABLES: &[&Table] =
-    &[TRUST, EPP_ENTRIES, UAMP_ENTRIES, BLOCKED, REVOKED, SETTINGS, APPROVERS, APPROVER_MAIL, INVITES, QUORUM_RULES, UAMP_TOKENS, ASOP_RULES, MCP_PINS];
+/// (Which keys are one person's, and which of them the user verified: a contact's verified
+/// key holds every new key that joins it until that one is verified too.)
+pub(crate) const CONTACTS: &Table = &Table { name: "contacts", id: "id", int_id: true, cols: &["name", "created_at"] };
+pub(crate) const CONTACT_KEYS: &Table =
+    &Table { name: "contact_keys", id: "key", int_id: false, cols: &["contact_id", "added_at", "verified_at", "changed_from", "reverify"] };
+
+pub(crate) const TABLES: &[&Table] = &[
+    TRUST,
+    EPP_ENTRIES,
+    UAMP_ENTRIES,
+    BLOCKED,
+    REVOKED,
+    SETTINGS,
+    APPROVERS,
+    APPROVER_MAIL,
+    INVITES,
+    QUORUM_RULES,
+    UAMP_TOKENS,
+    ASOP_RULES,
+    MCP_PINS,
+    CONTACTS,
+    CONTACT_KEYS,
+];
+
+/// The sealed setting naming the tables the seals cover ([`TABLES`]' names, as a JSON
+/// list): a table added to them later is sealed once, as it is, on the first open that
+/// finds it missing here ([`Store::with_sealer`]).
+pub(crate) const SEALED_TABLES: &str = "sealed_tables";
+/// The tables sealed before [`SEALED_TABLES`] was kept (a database sealed then has none).
+pub(crate) const FIRST_SEALED: &[&str] = &[
+    "trust",
+    "epp_entries",
+    "uamp_entries",
+    "blocked",
+    "revoked",
+    "settings",
+    "approvers",
+    "approver_mail",
+    "approver_invites",
+    "quorum_rules",
+    "uamp_tokens",
+    "asop_rules",
+    "mcp_pins",
+];
 
 /// A row's content as text, column by column (NULL as `None`), in the table's order.
 pub(crate) type Cols = Vec<Option<String>>;
 
 impl Table {
-    fn columns(&self) -> String {
+    pub(crate) fn columns(&self) -> String {
         self.cols.iter().map(|c| format!("CAST({c} AS TEXT)")).collect::<Vec<_>>().join(", ")
     }
 
@@ -304,7 +347,8 @@ fn check_seals(seals: &BTreeMap<Key, Seal>, head: i64, me: &str, verify: Option<
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StateChange {
     /// The table (`trust`, `epp_entries`, `uamp_entries`, `blocked`, `revoked`, `settings`, `approvers`,
-    /// `approver_mail`, `approver_invites`, `quorum_rules`, `uamp_tokens`, `asop_rules`).
+    /// `approver_mail`, `approver_invites`, `quorum_rules`, `uamp_tokens`, `asop_rules`, `mcp_pins`,
+    /// `contacts`, `contact_keys`).
     pub table: String,
     /// The row's key (a sender's key, a setting's name, a device's id, …).
     pub id: String,

@@ -24,6 +24,7 @@ impl Store {
         if sealer.kept().is_none() {
             self.seal_everything(true)?;
         }
+        self.seal_new_tables()?;
         self.move_entry_facts()?;
         Ok(self)
     }
@@ -51,6 +52,7 @@ impl Store {
             return Ok(());
         }
         let version = head.unwrap_or(0).max(sealer.kept().unwrap_or(0)) + 1;
+        list_sealed_tables(&tx)?;
         let rows = all_rows(&tx.db())?;
         tx.execute("DELETE FROM seals", args![])?;
         let mut seals = BTreeMap::new();
@@ -66,6 +68,52 @@ impl Store {
             tx.query_row(&format!("SELECT pg_advisory_xact_lock({})", crate::pg::ADMISSION_LOCK), args![], |_| Ok(()))?;
         }
         tx.execute("UPDATE admission_version SET n = n + 1", args![])?;
+        tx.commit()?;
+        self.sealed_now(sealer, version);
+        Ok(())
+    }
+
+    /// Seals, as they are, the rows of every table the seals did not cover when the database
+    /// was last sealed (a Gatehouse before them sealed the rest), once: the [`SEALED_TABLES`]
+    /// setting, sealed too, says which those were. Nothing is sealed while the seals cannot
+    /// be trusted, or when that setting was changed or taken out outside Gatehouse: a
+    /// table someone made look new is reported, not covered over ([`Store::state_accept`]
+    /// seals everything, on the operator's word).
+    fn seal_new_tables(&self) -> Result<()> {
+        let Some(sealer) = self.sealer.as_deref() else { return Ok(()) };
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        lock(&tx)?;
+        let view = load(&tx.db(), sealer, &self.seals_verified, false)?;
+        if view.broken.is_some() {
+            return Ok(());
+        }
+        let listed: Vec<String> = match judge_in(&tx.db(), Some(&view), SETTINGS, SEALED_TABLES)? {
+            (Judged::Absent, _) => FIRST_SEALED.iter().map(|t| t.to_string()).collect(),
+            (Judged::Sealed, Some(cols)) => match serde_json::from_str(cols.first().cloned().flatten().as_deref().unwrap_or("")) {
+                Ok(listed) => listed,
+                Err(_) => return Ok(()),
+            },
+            _ => return Ok(()),
+        };
+        let new: Vec<&Table> = TABLES.iter().copied().filter(|t| !listed.iter().any(|l| l == t.name)).collect();
+        // A table some seal already covers was sealed by a Gatehouse that knew it.
+        if new.is_empty() || view.seals.keys().any(|(t, _)| new.iter().any(|n| n.name == t)) {
+            return Ok(());
+        }
+        let version = view.version() + 1;
+        let mut seals = view.seals;
+        let before = all_rows(&tx.db())?;
+        list_sealed_tables(&tx)?;
+        for (key, hash) in all_rows(&tx.db())? {
+            // The new tables' rows as they are, and the list that now names them.
+            if new.iter().any(|n| n.name == key.0) || before.get(&key) != Some(&hash) {
+                let seal = sign(sealer, &key, version, hash);
+                put(&tx, &key, &seal)?;
+                seals.insert(key, seal);
+            }
+        }
+        put_head(&tx, sealer, version, &seals)?;
         tx.commit()?;
         self.sealed_now(sealer, version);
         Ok(())
@@ -124,6 +172,13 @@ impl Store {
         *self.sealed.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.admissions.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
+}
+
+/// Records that the seals cover every table in [`TABLES`] (sealed with them).
+fn list_sealed_tables(tx: &Tx<'_>) -> Result<()> {
+    let names = serde_json::to_string(&TABLES.iter().map(|t| t.name).collect::<Vec<_>>())?;
+    tx.execute("INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = ?2", args![SEALED_TABLES, names])?;
+    Ok(())
 }
 
 fn lock(tx: &Tx<'_>) -> Result<()> {

@@ -34,3 +34,12 @@ test('seals that cannot be trusted say that nothing sealed is acted on', () => {
   replace(document.body, stateNotice({ version: 2, sealed: 3, broken: 'an older copy was put back', changes: [] })!);
   expect(document.querySelector('.state-broken')?.textContent).toContain('an older copy was put back. Until this is put right, no trust entry');
 });
+
+test('a contact key changed outside Gatehouse says that new keys are held', () => {
+  replace(document.body, stateNotice({ version: 4, sealed: 3, broken: null, changes: [{ table: 'contact_keys', id: key, what: 'changed' }, { table: 'contacts', id: '7', what: 'added' }] })!);
+  const rows = [...document.querySelectorAll('#state-changed li')].map((l) => l.textContent);
+  expect(rows).toEqual([
+    'Whose key Sender abababab is, and whether you verified it, was changed outside Gatehouse: not acted on, and every new key of a contact is held until you verify it.',
+    'Contact #7 in People & agents was added outside Gatehouse: not acted on.',
+  ]);
+});

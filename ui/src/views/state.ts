@@ -17,6 +17,8 @@ function rowWords(c: StateChange): string {
     case 'approver_invites': return 'An invitation for an approver device';
     case 'quorum_rules': return `Quorum rule #${c.id}`;
     case 'mcp_pins': return `An MCP tool you let in (${c.id.split('\n')[1] ?? c.id})`;
+    case 'contacts': return `Contact #${c.id} in People & agents`;
+    case 'contact_keys': return `Whose key ${unnamedName(c.id)} is, and whether you verified it,`;
     default: return `${c.table} ${c.id}`;
   }
 }
@@ -26,7 +28,9 @@ function whatWords(c: StateChange): string {
   const keepsOut = c.table === 'blocked' || c.table === 'revoked';
   switch (c.what) {
     case 'added': return keepsOut ? 'was added outside Gatehouse: it keeps its key out all the same' : 'was added outside Gatehouse: not acted on';
-    case 'changed': return keepsOut ? 'was changed outside Gatehouse: it keeps its key out all the same' : 'was changed outside Gatehouse: not acted on';
+    case 'changed': return keepsOut ? 'was changed outside Gatehouse: it keeps its key out all the same'
+      : c.table === 'contact_keys' ? 'was changed outside Gatehouse: not acted on, and every new key of a contact is held until you verify it'
+        : 'was changed outside Gatehouse: not acted on';
     case 'removed': return keepsOut ? 'was taken out outside Gatehouse: it still holds' : 'was taken out outside Gatehouse';
   }
 }

@@ -14,7 +14,7 @@ impl Holds for KeyChanges {
     fn describe(&self, store: &Store, _now: DateTime<Utc>, later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError> {
         for k in store.key_changes()? {
             // As when the new keys are taken: a change to a verified contact blocks.
-            let verified = store.contact_of(&k.sender)?.is_some_and(|c| c.verified());
+            let verified = store.holds_new_keys(&k.sender)?;
             items.push(ConsentItem::KeyChange {
                 later: later.of(ConsentTarget::KeyChange { sender: k.sender.clone() }),
                 sender_name: store.trust_get(&k.sender)?.map(|t| t.name),

@@ -95,8 +95,8 @@ async fn a_namesake_is_flagged_and_joins_a_verified_contact_only_as_a_key_change
     inbox.stop().await;
 }
 
-/// Which keys are a contact's is kept unsealed: a sealed key joined to a contact with SQL
-/// (the bank's, to Dr. Lee) lends its grant to no key the user then says is Dr. Lee's.
+/// A sealed key joined to a contact with SQL (the bank's, to Dr. Lee) is not shown as
+/// theirs and lends its grant to no key the user then says is Dr. Lee's.
 #[tokio::test]
 async fn a_key_joined_to_a_contact_beside_the_gate_lends_a_new_key_nothing() {
     let (lee, bank, laptop) = (key(3), key(7), key(8));
@@ -107,10 +107,30 @@ async fn a_key_joined_to_a_contact_beside_the_gate_lends_a_new_key_nothing() {
     inbox.trust(&pubhex(&bank), "Bank", policy(&["payments"]));
     let lee_id = contacts::list(&inbox.ctx()).unwrap().into_iter().find(|c| c.name == "Dr. Lee").unwrap().id;
     behind_the_gates_back(inbox.dir.path(), &format!("UPDATE contact_keys SET contact_id = {lee_id} WHERE key = '{}'", pubhex(&bank)));
-    assert_eq!(contacts::list(&inbox.ctx()).unwrap().into_iter().find(|c| c.id == lee_id).unwrap().keys.len(), 2, "the database says so");
+    assert_eq!(contacts::list(&inbox.ctx()).unwrap().into_iter().find(|c| c.id == lee_id).unwrap().keys.len(), 1, "whatever the database says");
     assert_eq!(inbox.post_json(&inbox.signed(&laptop, "lab-results", "from my new laptop")).await.0, 401);
     contacts::adopt(&i, lee_id, &pubhex(&laptop), Utc::now()).unwrap();
     let entry = inbox.store.trust_get(&pubhex(&laptop)).unwrap().unwrap();
     assert_eq!((entry.name.as_str(), entry.policy.allowed_scopes.clone()), ("Dr. Lee", vec!["lab-results".to_string()]), "Dr. Lee's grant only");
+    inbox.stop().await;
+}
+
+/// A verified mark cleared with SQL cannot be told from one never made: the next key the
+/// user says is Dr. Lee's is held until verified, as if the mark were there.
+#[tokio::test]
+async fn a_verification_cleared_beside_the_gate_still_holds_the_next_new_key() {
+    let (lee, laptop) = (key(3), key(8));
+    let own = pubhex(&key(2));
+    let inbox = TestInbox::start(&own, false).await;
+    let (i, _rx) = gatehouse_app::doors::build(inbox.store.clone(), &inbox.public_key);
+    inbox.trust(&pubhex(&lee), "Dr. Lee", policy(&["lab-results"]));
+    let lee_id = contacts::verify(&inbox.ctx(), &pubhex(&lee), None, Utc::now()).unwrap().id;
+    behind_the_gates_back(inbox.dir.path(), &format!("UPDATE contact_keys SET verified_at = NULL WHERE key = '{}'", pubhex(&lee)));
+    assert_eq!(inbox.post_json(&inbox.signed(&laptop, "lab-results", "from my new laptop")).await.0, 401);
+    let said = contacts::adopt(&i, lee_id, &pubhex(&laptop), Utc::now()).unwrap();
+    assert!(said.contains("held until you verify it"), "{said}");
+    assert!(inbox.store.trust_get(&pubhex(&laptop)).unwrap().unwrap().policy.key_change_unverified);
+    let (status, _, r) = inbox.post_json(&inbox.signed(&laptop, "lab-results", "and another")).await;
+    assert_eq!((status, r["x-held-for-consent"].as_bool()), (200, Some(true)), "{r}");
     inbox.stop().await;
 }

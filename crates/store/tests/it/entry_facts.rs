@@ -44,7 +44,8 @@ fn as_the_previous_release_left_it(place: &Place, sealer: &TestSealer, version: 
         ),
         (DID, "Acme agent", json!({"allowed_scopes": ["ask"], "x-uamp-keys": [{"kid": "did:web:agents.example.com#k1", "jwk": {"kty": "OKP"}}]})),
     ];
-    let mut sql = String::from("DELETE FROM seals; DELETE FROM seal_head; DELETE FROM trust;");
+    // (That release kept no list of the tables it sealed.)
+    let mut sql = String::from("DELETE FROM seals; DELETE FROM seal_head; DELETE FROM trust; DELETE FROM settings WHERE key = 'sealed_tables';");
     let mut seals = BTreeMap::new();
     for (key, name, policy) in &rows {
         let policy = policy.to_string();

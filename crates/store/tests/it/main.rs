@@ -2,6 +2,7 @@
 mod admission_and_upgrade;
 mod audit;
 mod common;
+mod contacts_sealed;
 mod conversations;
 mod database_tls;
 mod entry_facts;
