@@ -70,7 +70,10 @@ fn what_an_epp_v11_sender_declares_is_shown_before_allow_and_in_the_detail() {
     app.wait("the card to settle", || !app.text(".consent-card .result").is_empty());
 
     app.click("#nav-inbox");
-    // The accepted envelope's row, not its earlier knock's (same words, refused).
+    // The accepted envelope's row, not its earlier knock's (same words, refused): once the
+    // list read after the decision is drawn, the knock is shown as the message it became
+    // (a list drawn before it still held the knock's row, which then went).
+    app.wait_text("#inbox-rows", "allowed once by you");
     let id = app.row_with_but_not("Your order 1042", "not trusted");
     app.click(&format!("#inbox-rows .row[data-receipt='{id}']"));
     app.wait_text("#detail-extras", "read files in ~/Documents/orders");

@@ -2984,7 +2984,8 @@ export type StartInput_Serialize = {
 export type StateChange = {
 	/**
 	 *  The table (`trust`, `epp_entries`, `uamp_entries`, `blocked`, `revoked`, `settings`, `approvers`,
-	 *  `approver_mail`, `approver_invites`, `quorum_rules`, `uamp_tokens`, `asop_rules`).
+	 *  `approver_mail`, `approver_invites`, `quorum_rules`, `uamp_tokens`, `asop_rules`, `mcp_pins`,
+	 *  `contacts`, `contact_keys`).
 	 */
 	table: string,
 	/**  The row's key (a sender's key, a setting's name, a device's id, …). */
