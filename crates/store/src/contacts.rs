@@ -3,7 +3,9 @@
 //! store never merges on its own. Both tables are sealed (`seal.rs`): which keys are one
 //! person's, and which the user verified, are read only as the gate wrote them.
 
-use crate::seal::{judge_row, Cols, Judged, View, CONTACTS, CONTACT_KEYS};
+use std::collections::HashMap;
+
+use crate::seal::{judge_row, Cols, Judged, Table, View, CONTACTS, CONTACT_KEYS};
 use crate::sql::{args, Db, Optional, Row};
 use serde::Serialize;
 
@@ -98,79 +100,68 @@ fn contact_key(key: String, mut cols: Cols) -> ContactKey {
     ContactKey { added_at: take(1).unwrap_or_default(), verified_at: take(2), changed_from: take(3), reverify: take(4), key }
 }
 
-/// Whether both tables are as the gate sealed them: no row added or changed beside it,
-/// none taken out.
-fn intact(db: &Db<'_>, view: Option<&View>) -> Result<bool> {
-    let Some(view) = view else { return Ok(true) };
-    for t in [CONTACTS, CONTACT_KEYS] {
-        let rows = t.rows(db)?;
-        if rows.iter().any(|(id, cols)| view.judge(t, id, Some(cols)) != Judged::Sealed)
-            || view.seals.keys().any(|(table, id)| table == t.name && !rows.contains_key(id))
-        {
-            return Ok(false);
+/// Every contact the gate sealed, each with the keys it sealed as theirs, read in one
+/// snapshot (each table once); and whether both tables are whole: no row added or changed
+/// beside the gate, none taken out.
+fn everyone(db: &Db<'_>, view: Option<&View>) -> Result<(Vec<Contact>, bool)> {
+    let (people, keys) = (CONTACTS.rows(db)?, CONTACT_KEYS.rows(db)?);
+    let sealed = |t: &Table, id: &str, cols: &Cols| judge_row(view, t, id, Some(cols)) == Judged::Sealed;
+    let mut intact = !view
+        .is_some_and(|v| v.seals.keys().any(|(t, id)| (t == CONTACTS.name && !people.contains_key(id)) || (t == CONTACT_KEYS.name && !keys.contains_key(id))));
+    let mut theirs: HashMap<String, Vec<ContactKey>> = HashMap::new();
+    for (key, cols) in keys {
+        if !sealed(CONTACT_KEYS, &key, &cols) {
+            intact = false;
+            continue;
         }
+        theirs.entry(cols.first().cloned().flatten().unwrap_or_default()).or_default().push(contact_key(key, cols));
     }
-    Ok(true)
-}
-
-/// Contact `id` as the gate sealed it (`None` when its row is not), in the snapshot `db`
-/// is in; `intact` as [`intact`] found it.
-fn contact_in(db: &Db<'_>, view: Option<&View>, id: i64, intact: bool) -> Result<Option<Contact>> {
-    let (judged, row) = crate::seal::judge_in(db, view, CONTACTS, &id.to_string())?;
-    let Some(mut cols) = row.filter(|_| judged == Judged::Sealed) else { return Ok(None) };
-    let (name, created_at) = (cols.get_mut(0).and_then(Option::take).unwrap_or_default(), cols.get_mut(1).and_then(Option::take).unwrap_or_default());
-    Ok(Some(Contact { keys: keys_of(db, view, id)?, id, name, created_at, intact }))
+    let mut all = Vec::new();
+    for (id, mut cols) in people {
+        let number = id.parse::<i64>();
+        if !sealed(CONTACTS, &id, &cols) || number.is_err() {
+            intact = false;
+            continue;
+        }
+        let mut keys = theirs.remove(&id).unwrap_or_default();
+        keys.sort_by(|a, b| (&a.added_at, &a.key).cmp(&(&b.added_at, &b.key)));
+        let mut take = |i: usize| cols.get_mut(i).and_then(Option::take).unwrap_or_default();
+        all.push(Contact { id: number.unwrap_or_default(), name: take(0), created_at: take(1), keys, intact: true });
+    }
+    all.iter_mut().for_each(|c| c.intact = intact);
+    all.sort_by_cached_key(|c| (c.name.to_lowercase(), c.id));
+    Ok((all, intact))
 }
 
 impl Store {
+    /// [`everyone`], in one snapshot.
+    fn everyone(&self) -> Result<(Vec<Contact>, bool)> {
+        self.read(|c| c.snapshot(|db| everyone(db, self.view(db)?.as_deref())))
+    }
+
     pub fn contacts(&self) -> Result<Vec<Contact>> {
-        self.read(|c| {
-            c.snapshot(|db| {
-                let view = self.view(db)?;
-                let whole = intact(db, view.as_deref())?;
-                let ids: Vec<i64> = db.query_map("SELECT id FROM contacts ORDER BY lower(name), id", args![], |r| r.get(0))?.collect::<Result<_>>()?;
-                let mut all = Vec::new();
-                for id in ids {
-                    all.extend(contact_in(db, view.as_deref(), id, whole)?);
-                }
-                Ok(all)
-            })
-        })
+        Ok(self.everyone()?.0)
     }
 
     pub fn contact(&self, id: i64) -> Result<Option<Contact>> {
-        self.read(|c| {
-            c.snapshot(|db| {
-                let view = self.view(db)?;
-                let whole = intact(db, view.as_deref())?;
-                contact_in(db, view.as_deref(), id, whole)
-            })
-        })
+        Ok(self.everyone()?.0.into_iter().find(|c| c.id == id))
     }
 
     /// The contact a key belongs to, as the gate sealed the key's row.
     pub fn contact_of(&self, key: &str) -> Result<Option<Contact>> {
         let key = sender_key(key);
-        self.read(|c| {
-            c.snapshot(|db| {
-                let view = self.view(db)?;
-                let (judged, row) = crate::seal::judge_in(db, view.as_deref(), CONTACT_KEYS, &key)?;
-                let Some(id) = row.filter(|_| judged == Judged::Sealed).and_then(|cols| cols.first().cloned().flatten()).and_then(|id| id.parse().ok()) else {
-                    return Ok(None);
-                };
-                let whole = intact(db, view.as_deref())?;
-                contact_in(db, view.as_deref(), id, whole)
-            })
-        })
+        Ok(self.everyone()?.0.into_iter().find(|c| c.keys.iter().any(|k| k.key == key)))
     }
 
     /// Whether a new key of `key`'s person is held until the user verifies it: their
     /// contact was verified, or the contacts were changed outside Gatehouse (it may have
     /// been, and the mark taken out).
     pub fn holds_new_keys(&self, key: &str) -> Result<bool> {
-        Ok(match self.contact_of(key)? {
+        let key = sender_key(key);
+        let (all, intact) = self.everyone()?;
+        Ok(match all.into_iter().find(|c| c.keys.iter().any(|k| k.key == key)) {
             Some(c) => c.holds_new_keys(),
-            None => !self.read(|c| c.snapshot(|db| intact(db, self.view(db)?.as_deref())))?,
+            None => !intact,
         })
     }
 
