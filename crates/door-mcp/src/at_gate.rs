@@ -55,25 +55,17 @@ pub struct AskedOfUser {
     pub named: Option<String>,
 }
 
-/// What the user's rules made of a call ([`Judge::by_rule`]).
-#[derive(Debug)]
-pub enum ByRule {
-    /// Decided, and recorded (on disk once the [`Durable`] is done).
-    Decided(Decided, Durable),
-    /// No rule decided it (or its server was not let in): [`Judge::judge`] asks the user,
-    /// or records the refusal.
-    Ask(Judged),
-}
-
 /// Decides a call once the gate has judged its server; records it either way. A server's
 /// request for the user is always the user's to pass on: no rule answers it.
 pub trait Judge: Send + Sync + 'static {
     fn judge(&self, call: Judged) -> BoxFuture<'static, Decided>;
     /// Decides `call` by the user's rules alone, here, on the thread its server was judged
-    /// on (off the async workers: one trip for both); or gives it back when no rule decides
-    /// it, for [`Judge::judge`] (which asks the user).
-    fn by_rule(&self, call: Judged) -> ByRule {
-        ByRule::Ask(call)
+    /// on (off the async workers: one trip for both), and records it (on disk once the
+    /// [`Durable`] is done); none when no rule decides it, for [`Judge::judge`] (which asks
+    /// the user). The call is lent, not given: should this fail midway, the door still
+    /// holds it to record why it was refused.
+    fn by_rule(&self, _call: &Judged) -> Option<(Decided, Durable)> {
+        None
     }
     fn server_asks(&self, request: AskedOfUser) -> BoxFuture<'static, Answer>;
     /// Keeps what answered calls the judge let go on (told by the server `sender`'s wrap,
@@ -95,6 +87,13 @@ impl Ruling {
     pub fn kept(decided: Decided) -> Ruling {
         Ruling { decided, on_disk: Durable::now() }
     }
+}
+
+/// What the trip off the async workers made of a call: decided by rule, or to be judged
+/// (asked of the user, or recorded as refused).
+enum Trip {
+    Ruled(Ruling),
+    Ask(Judged),
 }
 
 /// The door at the gate.
@@ -119,31 +118,40 @@ impl McpDoor {
         // trip off the async workers.
         let decided = tokio::task::spawn_blocking(move || {
             let (who, key, tool) = (asked.server.clone(), sender.clone(), asked.tool.clone());
-            let (admission, named, described) = match admit(&gate, &key, &who, size, None) {
-                // Only a tool the user let in, as they saw it, is called.
-                Admission::Admitted { held } => match tool_held(gate.store(), &key, &who, &tool) {
-                    Ok(Ok(described)) => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten(), described),
-                    Ok(Err(message)) => (Admission::Refused { message, blocked: false }, None, None),
-                    Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None, None),
-                },
-                other => (other, None, None),
-            };
+            let judged = unwound("judging its server", || {
+                Ok(match admit(&gate, &key, &who, size, None) {
+                    // Only a tool the user let in, as they saw it, is called.
+                    Admission::Admitted { held } => match tool_held(gate.store(), &key, &who, &tool) {
+                        Ok(Ok(described)) => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten(), described),
+                        Ok(Err(message)) => (Admission::Refused { message, blocked: false }, None, None),
+                        Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None, None),
+                    },
+                    other => (other, None, None),
+                })
+            });
+            let (admission, named, described) = judged.unwrap_or_else(|message| (Admission::Refused { message, blocked: false }, None, None));
             // The tool's words shown with the call are those the user let in (the pin), not
             // what the wrap says the server listed last.
             let asked = match described {
                 Some(d) => Asked { description: Some(d), ..asked },
                 None => asked,
             };
-            let judged = Judged { sender, asked, admission, named };
-            match judged.admission {
-                Admission::Admitted { .. } => judge.by_rule(judged),
-                _ => ByRule::Ask(judged),
+            let mut judged = Judged { sender, asked, admission, named };
+            if let Admission::Admitted { .. } = judged.admission {
+                match unwound("applying your rules to it", || Ok(judge.by_rule(&judged))) {
+                    Ok(Some((decided, on_disk))) => return Trip::Ruled(Ruling { decided, on_disk }),
+                    Ok(None) => {}
+                    // Refused, and recorded as refused by the judge (which reads no rule
+                    // for a call its server was not let in for).
+                    Err(message) => judged.admission = Admission::Refused { message, blocked: false },
+                }
             }
+            Trip::Ask(judged)
         })
         .await;
         match decided {
-            Ok(ByRule::Decided(decided, on_disk)) => Ruling { decided, on_disk },
-            Ok(ByRule::Ask(judged)) => Ruling::kept(self.judge.judge(judged).await),
+            Ok(Trip::Ruled(ruling)) => ruling,
+            Ok(Trip::Ask(judged)) => Ruling::kept(self.judge.judge(judged).await),
             Err(e) => Ruling::kept(Decided::unkept(Answer::Deny { message: format!("Gatehouse could not decide: {e}; the call was not sent") })),
         }
     }
@@ -284,6 +292,16 @@ fn tool_held(store: &Store, key: &str, who: &str, tool: &str) -> gatehouse_store
         (Some(p), false) => Ok(p.pin.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_string)),
         (Some(_), true) => Err(format!("the tool {tool:?} of “{who}” changed since you let it in; it is held until you accept the change in Gatehouse")),
         (None, _) => Err(format!("{tool:?} is not among the tools of “{who}” you let in; it is held until you accept it in Gatehouse")),
+    })
+}
+
+/// `f`'s value, or, should it panic, why the call is refused in words the client shows (a
+/// fault of Gatehouse's own while `doing` refuses the call and is recorded with it, never
+/// lets it through).
+fn unwound<T>(doing: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let why = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+        Err(format!("Gatehouse failed while {doing} ({why}); the call was not sent"))
     })
 }
 
