@@ -108,6 +108,8 @@ fn an_mcp_server_is_let_in_from_the_window_and_a_call_waits_for_the_user() {
     app.click("#nav-consent");
     app.wait_text("#view-consent .tool-change", "changed since you let it in");
     assert_eq!(app.text("#view-consent .tool-change .actions button.primary"), "Keep held");
+    let ask = app.text("#view-consent .tool-change .ask");
+    assert!(ask.contains("changed a tool you let in.") && !ask.contains("new"), "the card says what differs: {ask}");
     app.screenshot("mcp-tool-change");
     app.click("#view-consent .tool-change button[data-decision='deny']");
     app.wait_text("#consent-notice", "Kept held");

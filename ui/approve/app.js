@@ -193,7 +193,10 @@ function describe(item) {
   } else if (i.kind === 'guardian_step') {
     parts.push(el('h3', {}, i.step.summary), el('p', { class: 'muted' }, 'The agent waits for your answer.'));
   } else if (i.kind === 'tool_change') {
-    parts.push(el('h3', {}, `“${i.server_name}” lists tools you have not seen`), el('p', { class: 'muted' }, 'Your AI does not see them, and their calls are refused, until you accept.'));
+    const changed = i.tools.filter((t) => t.pinned).length;
+    const fresh = i.tools.length - changed;
+    const what = [changed ? `changed ${changed === 1 ? 'a tool' : `${changed} tools`} you let in` : null, fresh ? `lists ${fresh === 1 ? 'a new tool' : `${fresh} new tools`}` : null];
+    parts.push(el('h3', {}, `“${i.server_name}” ${what.filter((w) => w !== null).join(' and ')}`), el('p', { class: 'muted' }, 'Your AI does not see them, and their calls are refused, until you accept.'));
   }
   // Every field the decision's digest covers, in words (the gate makes the lines): a
   // device approves only what it showed.

@@ -38,11 +38,12 @@ test('a changed tool is shown against what was let in, flagged, and kept held by
   replace(document.body, view.el);
   await view.load();
   const card = document.querySelector('.consent-card.tool-change') as HTMLElement;
-  expect(card.querySelector('.ask')?.textContent).toContain('“Files”, an MCP server your AI app uses, lists 2 tools you have not seen');
+  expect(card.querySelector('.ask')?.textContent).toContain('“Files”, an MCP server your AI app uses, changed a tool you let in and lists a new tool. Your AI does not see them');
   const mail = card.querySelector('li[data-tool="send_mail"]') as HTMLElement;
   expect(mail.textContent).toContain('changed since you let it in');
   expect(mail.textContent).toContain('Before: Sends a mail.');
   expect(mail.querySelector('.risk-flags')?.textContent).toContain('read a private key');
+  expect(mail.querySelector('.risk-head')?.textContent).toBe('⚠ This tool’s description has something that looks like an attempt to steer your AI:');
   expect(card.querySelector('li[data-tool="search"]')?.textContent).toContain('— new');
   const primary = card.querySelector('.actions button.primary') as HTMLButtonElement;
   expect([primary.textContent, primary.dataset.decision]).toEqual(['Keep held', 'deny']);

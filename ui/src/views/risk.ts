@@ -31,15 +31,16 @@ export function markedText(text: string, flags: Flag[]): (string | HTMLElement)[
 }
 
 /** The message text with its flags, and the list of flags under it. */
-export function riskText(tag: 'p' | 'blockquote', attrs: Record<string, unknown>, text: string, flags: Flag[], messageId: string | null): HTMLElement {
+export function riskText(tag: 'p' | 'blockquote', attrs: Record<string, unknown>, text: string, flags: Flag[], messageId: string | null,
+  what = 'This message'): HTMLElement {
   const box = h('div', { className: 'risk-box' });
   const draw = (): void => {
     const live = flags.filter((f) => !f.dismissed);
     const dismissed = flags.length - live.length;
     replace(box,
       h(tag, { className: 'prompt', ...attrs }, ...markedText(text, flags)),
-      live.length ? h('div', { className: 'risk-flags', role: 'note', 'aria-label': 'Warnings about this message' },
-        h('p', { className: 'risk-head' }, `⚠ This message has ${live.length === 1 ? 'something that looks' : `${live.length} things that look`} like an attempt to steer your AI:`),
+      live.length ? h('div', { className: 'risk-flags', role: 'note', 'aria-label': `Warnings about ${what.toLowerCase()}` },
+        h('p', { className: 'risk-head' }, `⚠ ${what} has ${live.length === 1 ? 'something that looks' : `${live.length} things that look`} like an attempt to steer your AI:`),
         h('ul', {}, ...live.map((f) => h('li', { 'data-kind': f.kind, 'data-start': String(f.start) },
           h('strong', {}, `${kindWords[f.kind]}: `), f.why, ' ',
           messageId ? h('button', { className: 'link-button', 'data-dismiss': `${f.kind}:${f.start}`, onclick: async (e: Event) => {

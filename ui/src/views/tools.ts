@@ -16,8 +16,18 @@ function described(pin: unknown): string {
 export function toolsList(tools: ToolShown[]): HTMLElement {
   return h('ul', { className: 'mcp-tools' }, ...tools.map((t) => h('li', { 'data-tool': t.tool },
     h('p', {}, h('strong', { className: 'mono' }, t.tool), t.pinned ? ' — changed since you let it in' : ' — new'),
-    riskText('blockquote', { className: 'prompt' }, t.words, t.risk, null),
+    riskText('blockquote', { className: 'prompt' }, t.words, t.risk, null, 'This tool’s description'),
     t.pinned ? h('p', { className: 'muted small' }, `Before: ${described(t.pinned)}`) : null)));
+}
+
+/** What differs, in words: the tools changed since the user let them in, and the new ones. */
+function differs(tools: ToolShown[]): string {
+  const changed = tools.filter((t) => t.pinned).length;
+  const fresh = tools.length - changed;
+  return [
+    changed ? `changed ${changed === 1 ? 'a tool' : `${changed} tools`} you let in` : null,
+    fresh ? `lists ${fresh === 1 ? 'a new tool' : `${fresh} new tools`}` : null,
+  ].filter((w) => w !== null).join(' and ');
 }
 
 /** Asks about a let-in server's tools that differ: keeping them held is the main action. */
@@ -35,7 +45,7 @@ export function toolChangeCard(item: ToolChange, settled: (card: HTMLElement, re
   };
   const n = item.tools.length;
   const card: HTMLElement = h('article', { className: 'consent-card tool-change', 'data-kind': 'tool_change', 'data-sender': item.server, tabindex: 0 },
-    h('p', { className: 'ask' }, `“${item.server_name}”, an MCP server your AI app uses, lists ${n === 1 ? 'a tool' : `${n} tools`} you have not seen. `,
+    h('p', { className: 'ask' }, `“${item.server_name}”, an MCP server your AI app uses, ${differs(item.tools)}. `,
       'Your AI does not see ', n === 1 ? 'it' : 'them', ' and ', n === 1 ? 'its calls are' : 'their calls are', ' refused until you accept.'),
     toolsList(item.tools),
     h('div', { className: 'actions' },
