@@ -51,7 +51,7 @@ fn waiting_keys(items: &[gatehouse_app::consent::ConsentItem]) -> HashSet<String
         .map(|i| match i {
             I::UnknownSender { public_key, .. } => public_key.to_ascii_lowercase(),
             I::Held { sender, .. } | I::HeldAsk { sender, .. } | I::KeyChange { sender, .. } => sender.to_ascii_lowercase(),
-            I::GuardianStep { step } => format!("asop-step:{}", step.row),
+            I::GuardianStep { step, .. } => format!("asop-step:{}", step.row),
             I::ToolChange { server, .. } => server.to_ascii_lowercase(),
         })
         .collect()

@@ -85,7 +85,9 @@ fn an_mcp_server_is_let_in_from_the_window_and_a_call_waits_for_the_user() {
     });
     app.wait_text("#view-consent .asop-ask", "hello, window");
     assert!(app.text("#view-consent .asop-ask").contains("echo"));
-    assert!(app.text("#view-consent .asop-ask").contains("The tool says of itself: Says back what it was given."), "the tool's own words are on the card");
+    let said = app.text("#view-consent .asop-ask .tool-said");
+    assert!(said.contains("The tool says of itself:") && said.contains("Says back what it was given."), "the tool's own words are on the card: {said}");
+    assert_eq!(app.text("#view-consent .asop-ask .actions button.primary"), "Allow", "nothing flagged in them: allowing is the main action");
     app.screenshot("mcp-call-asks");
     app.click("#view-consent .asop-ask button[data-answer='allow']");
     let answered = waiting.join().unwrap();

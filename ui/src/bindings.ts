@@ -947,7 +947,12 @@ verified: boolean; later?: string | null } |
  *  One of the user's own agents (the guardian) waits, its request held, for a decision
  *  on a step.
  */
-{ kind: "guardian_step"; step: AsopStepRow_Deserialize } | 
+{ kind: "guardian_step"; step: AsopStepRow_Deserialize; 
+/**
+ *  Flags in what the step's agent says the tool it calls does (an MCP server's own
+ *  description of its tool): a claim, shown with its flags before the user allows.
+ */
+risk: Flag[] } | 
 /**
  *  An MCP server the user let in lists tools that differ from those they let in: held
  *  from the user's AI until accepted.
@@ -1043,7 +1048,12 @@ verified: boolean; later: string | null } |
  *  One of the user's own agents (the guardian) waits, its request held, for a decision
  *  on a step.
  */
-{ kind: "guardian_step"; step: AsopStepRow_Serialize } | 
+{ kind: "guardian_step"; step: AsopStepRow_Serialize; 
+/**
+ *  Flags in what the step's agent says the tool it calls does (an MCP server's own
+ *  description of its tool): a claim, shown with its flags before the user allows.
+ */
+risk: Flag[] } | 
 /**
  *  An MCP server the user let in lists tools that differ from those they let in: held
  *  from the user's AI until accepted.

@@ -105,7 +105,7 @@ fn about(item: &ConsentItem) -> (Option<&str>, Option<&str>) {
         ConsentItem::KeyChange { sender, .. } => (None, Some(sender)),
         // A step is the guardian's, or an MCP server's call: quorum rules name it by that
         // scope (an agent's id is no registry key).
-        ConsentItem::GuardianStep { step } => match step.agent_id.as_deref().is_some_and(|a| a.starts_with(crate::doors::guardian::OTHER_DOORS_AGENTS)) {
+        ConsentItem::GuardianStep { step, .. } => match step.agent_id.as_deref().is_some_and(|a| a.starts_with(crate::doors::guardian::OTHER_DOORS_AGENTS)) {
             true => (Some(crate::doors::mcp::at_gate::SCOPE), None),
             false => (Some(crate::doors::guardian::SCOPE), None),
         },

@@ -1,6 +1,6 @@
 // Consent prompts, in plain words: who wants to reach your AI, about what, and what
 // each button does.
-import { api, asShape, errorText, hasCode, type AsopStep, type Claim, type ConsentItem, type ConsentTarget, type Decision } from '../api';
+import { api, asShape, errorText, hasCode, type AsopStep, type Claim, type ConsentItem, type ConsentTarget, type Decision, type Flag } from '../api';
 import { h, Kept, replace } from '../dom';
 import { failed } from './parts';
 import { extrasCard } from './inbox';
@@ -56,7 +56,7 @@ export class ConsentView {
       // One list of everything that waits (the count on the tab is its length).
       const [all, quiet, state, people] = await Promise.all([api.consentList(), api.quietHoursGet().catch(() => null), api.stateCheck().catch(() => null), api.contactsList().catch(() => [])]);
       this.people = people.map((c) => ({ id: c.id, name: c.name }));
-      const asks = all.flatMap((it) => (it.kind === 'guardian_step' ? [it.step] : []));
+      const asks = all.flatMap((it) => (it.kind === 'guardian_step' ? [it] : []));
       const changes = all.flatMap((it) => (it.kind === 'tool_change' ? [it] : []));
       const changeCard = (it: (typeof changes)[number]) => this.cards.get(JSON.stringify(it), () => toolChangeCard(it, (c, r, t) => this.settled(c, r, t), (c, r, e) => this.failed(c, r, e)));
       const prompts = all.filter((it): it is Prompt => it.kind !== 'guardian_step' && it.kind !== 'tool_change');
@@ -64,7 +64,7 @@ export class ConsentView {
       const later = prompts.filter((it) => it.later);
       // Each item by what it is about (not by how it reads now: a prompt put off, or
       // counted again, is the same prompt).
-      const keys = new Set([...asks.map((a) => `step:${a.row}`), ...changes.map((c) => `tools:${c.server}`), ...prompts.map(promptId)]);
+      const keys = new Set([...asks.map((a) => `step:${a.step.row}`), ...changes.map((c) => `tools:${c.server}`), ...prompts.map(promptId)]);
       if (this.noticeAmong && [...keys].some((k) => !this.noticeAmong!.has(k))) {
         this.notice.textContent = '';
         this.notice.classList.remove('warning');
@@ -75,7 +75,7 @@ export class ConsentView {
         items.length || asks.length || changes.some((c) => !c.later) ? null : h('p', { className: 'empty' }, later.length
           ? 'Nothing else is waiting: what you put off is below.'
           : 'Nothing is waiting. When an unknown sender knocks, a message needs your consent, or one of your agents asks before it acts, it appears here.'),
-        ...asks.map((a) => this.asks.get(String(a.row), () => this.askCard(a))),
+        ...asks.map((a) => this.asks.get(String(a.step.row), () => this.askCard(a.step, a.risk))),
         ...changes.filter((c) => !c.later).map(changeCard),
         ...items.map((it) => this.cards.get(JSON.stringify(it), () => this.card(it))),
         later.length + changes.filter((c) => c.later).length ? h('details', { className: 'later', id: 'consent-later' },
@@ -154,14 +154,16 @@ export class ConsentView {
     result.classList.add('error');
   }
 
-  /** One of the user's agents waits (its request held) for a decision on a step. */
-  private askCard(a: AsopStep): HTMLElement {
+  /** One of the user's agents waits (its request held) for a decision on a step; `risk`:
+   * the flags in what the agent says its tool does (allowing one takes a deliberate click). */
+  private askCard(a: AsopStep, risk: Flag[]): HTMLElement {
     const params = asShape<{ params?: Record<string, unknown> } | null>(a.request)?.params ?? {};
     const call = params.toolCallRequest as { inputs?: { name: string; value: unknown }[]; toolId?: string } | undefined;
     const inputs = call?.inputs ?? [];
     // What the agent (or the MCP server) says the tool does: its own words, a claim.
     const tools = ((params.context as { agent?: { tools?: { id?: string; description?: string }[] } } | undefined)?.agent?.tools) ?? [];
     const described = tools.find((t) => t.id !== undefined && t.id === call?.toolId)?.description;
+    const flagged = risk.some((f) => !f.dismissed);
     const always = h('input', { type: 'checkbox', id: `asop-always-${a.row}`, className: 'asop-always' });
     const untilDate = h('input', { type: 'date', className: 'asop-until', 'aria-label': 'The rule lasts until this date', hidden: true });
     const length = h('select', { className: 'asop-for', 'aria-label': 'How long the rule lasts', onchange: () => { untilDate.hidden = length.value !== 'until'; } },
@@ -185,12 +187,13 @@ export class ConsentView {
     const card = h('article', { className: 'consent-card asop-ask', 'data-kind': 'asop', 'data-row': a.row },
       h('p', { className: 'ask' }, a.summary),
       a.reasoning ? h('blockquote', { className: 'prompt' }, `Its reasoning: ${a.reasoning}`) : null,
-      described ? h('p', { className: 'tool-said' }, h('span', { className: 'muted' }, 'The tool says of itself: '), described) : null,
+      described ? h('div', { className: 'tool-said' }, h('p', { className: 'muted' }, 'The tool says of itself:'),
+        riskText('blockquote', {}, described, risk, null, 'This tool’s description')) : null,
       inputs.length ? h('table', { className: 'asop-args' }, h('tbody', {}, ...inputs.map((i) => h('tr', {}, h('th', {}, i.name), h('td', { className: 'mono' }, typeof i.value === 'string' ? i.value : JSON.stringify(i.value)))))) : null,
       h('p', { className: 'muted small' }, `${a.method} · session ${a.session_id ?? '—'} · asked ${when(a.created_at)}. The agent waits for your answer.`),
       h('div', { className: 'actions' },
-        h('button', { className: 'primary', 'data-answer': 'allow', onclick: () => void answer('allow') }, 'Allow'),
-        h('button', { className: 'secondary', 'data-answer': 'deny', onclick: () => void answer('deny') }, 'Deny'),
+        h('button', { className: flagged ? 'secondary warning' : 'primary', 'data-answer': 'allow', onclick: () => void answer('allow') }, flagged ? 'Allow anyway' : 'Allow'),
+        h('button', { className: flagged ? 'primary' : 'secondary', 'data-answer': 'deny', onclick: () => void answer('deny') }, 'Deny'),
         pattern, h('button', { className: 'secondary', 'data-answer': 'modify', onclick: () => void answer('modify') }, 'Allow, redacted'),
         h('label', { className: 'small' }, always, ' Always (make it a rule)'), length, untilDate),
       result);

@@ -149,7 +149,7 @@ describe('a redraw keeps', () => {
   });
 
   it("a redaction pattern typed for an agent's waiting step, until that step is decided", async () => {
-    const waiting = (...rows: number[]) => rows.map((r) => ({ kind: 'guardian_step', step: step(r) }));
+    const waiting = (...rows: number[]) => rows.map((r) => ({ kind: 'guardian_step', step: step(r), risk: [] }));
     answers.set('consent_list', waiting(7, 8));
     const view = await opened(new ConsentView(() => {}));
     const pattern = q<HTMLInputElement>('[data-row="8"] .asop-pattern');

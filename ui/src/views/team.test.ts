@@ -51,6 +51,10 @@ test('every line the approval digest covers is drawn on the card this desktop de
     const needle = l.field === 'claims' ? 'acts on behalf of Alice' : l.text;
     expect(text, `${l.field}: ${l.text}`).toContain(needle);
   }
+  // A warning among the lines: the main action is not an allow.
+  const primary = card.querySelector('.actions button.primary') as HTMLButtonElement;
+  expect(primary.dataset.decision).toBe('deny');
+  expect((card.querySelector('button[data-decision="allow_once"]') as HTMLButtonElement).className).not.toContain('primary');
 });
 
 test('a gate whose log no longer extends what this desktop holds says so above what waits there', () => {

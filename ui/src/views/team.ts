@@ -122,6 +122,9 @@ export class TeamSection {
     const once = !(item.kind === 'key_change' || (item.kind === 'unknown_sender' && (item.source === 'uamp_agent' || item.source === 'asop_agent' || item.source === 'mcp_server' || item.source === 'a2a_agent' || item.source === 'other_door')));
     // A knock at a door this gate does not run is denied or blocked, never let in.
     const lettable = !(item.kind === 'unknown_sender' && item.source === 'other_door');
+    // A warning among the lines (a flag, a claim to be someone, a key that changed): the
+    // main action is not an allow, as on the gate's own window and the phone.
+    const flagged = it.shown.some((l) => l.warn);
     const card: HTMLElement = h('article', { className: `consent-card team ${item.kind}`, 'data-digest': it.digest, tabindex: 0, 'aria-label': teamSentence(item) },
       h('p', { className: 'ask' }, teamSentence(item)),
       ...(item.kind === 'unknown_sender' ? item.claims : []).map((c) => h('p', { className: 'claim-warning', role: 'alert' },
@@ -134,9 +137,9 @@ export class TeamSection {
       sofar ? h('p', { className: 'muted votes' }, sofar) : null,
       it.looking.length ? h('p', { className: 'muted small looking' }, `Also looking: ${it.looking.join(', ')}.`) : null,
       h('div', { className: 'actions' },
-        once ? button('allow_once', 'Allow once', 'primary') : null,
+        once ? button('allow_once', 'Allow once', flagged ? 'secondary' : 'primary') : null,
         item.kind === 'key_change' || !lettable ? null : allow, lettable ? picker?.el : null,
-        button('deny', item.kind === 'key_change' ? 'Keep its keys' : 'Deny', 'secondary'), button('block', 'Block', 'danger')),
+        button('deny', item.kind === 'key_change' ? 'Keep its keys' : 'Deny', flagged ? 'primary' : 'secondary'), button('block', 'Block', 'danger')),
       result);
     if (voted) {
       card.classList.add('decided');

@@ -127,7 +127,12 @@ pub enum ConsentItem {
     },
     /// One of the user's own agents (the guardian) waits, its request held, for a decision
     /// on a step.
-    GuardianStep { step: gatehouse_store::asop::AsopStepRow },
+    GuardianStep {
+        step: gatehouse_store::asop::AsopStepRow,
+        /// Flags in what the step's agent says the tool it calls does (an MCP server's own
+        /// description of its tool): a claim, shown with its flags before the user allows.
+        risk: Vec<gatehouse_risk::Flag>,
+    },
     /// An MCP server the user let in lists tools that differ from those they let in: held
     /// from the user's AI until accepted.
     ToolChange {
@@ -153,7 +158,7 @@ impl ConsentItem {
             ConsentItem::Held { row_id, .. } => ConsentTarget::Held { row_id: *row_id },
             ConsentItem::HeldAsk { stream_id, .. } => ConsentTarget::HeldAsk { stream_id: stream_id.clone() },
             ConsentItem::KeyChange { sender, .. } => ConsentTarget::KeyChange { sender: sender.clone() },
-            ConsentItem::GuardianStep { step } => ConsentTarget::Step { row: step.row },
+            ConsentItem::GuardianStep { step, .. } => ConsentTarget::Step { row: step.row },
             ConsentItem::ToolChange { server, digest, .. } => ConsentTarget::ToolChange { server: server.clone(), digest: digest.clone() },
         })
     }

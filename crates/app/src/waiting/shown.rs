@@ -20,7 +20,7 @@ pub struct Shown {
 }
 
 /// The description a step's agent gives of the tool the step calls.
-fn tool_described(request: &serde_json::Value) -> Option<&str> {
+pub(super) fn tool_described(request: &serde_json::Value) -> Option<&str> {
     let params = request.get("params")?;
     let tool = params.pointer("/toolCallRequest/toolId")?.as_str()?;
     let tools = params.pointer("/context/agent/tools")?.as_array()?;
@@ -239,14 +239,14 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
             l.add("last_seen", "Last seen", last_seen.clone());
             l.later(later);
         }
-        ConsentItem::GuardianStep { step } => {
+        ConsentItem::GuardianStep { step, risk } => {
             let agent = step.agent_name.as_deref().or(step.agent_id.as_deref()).unwrap_or("an agent");
             l.add("step", "Step", format!("{agent}: {} — {}", step.method, step.summary));
             // What the agent (or the MCP server) says the tool does: its own words, read
             // for risks, shown before the user allows.
             if let Some(said) = tool_described(&step.request) {
                 l.add("tool_description", "The tool says of itself", said);
-                l.risk(&gatehouse_risk::scan(said, &[]));
+                l.risk(risk);
             }
         }
         ConsentItem::ToolChange { server, server_name, tools, digest: _, later } => {

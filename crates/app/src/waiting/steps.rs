@@ -16,7 +16,10 @@ impl Holds for Steps {
     fn describe(&self, store: &Store, _now: DateTime<Utc>, _later: &Later, items: &mut Vec<ConsentItem>) -> Result<(), ConsentError> {
         // A step is 'pending' only while its guardian holds the request: steps a stopped
         // guardian held are marked abandoned when it starts again.
-        items.extend(store.asop_pending()?.into_iter().map(|step| ConsentItem::GuardianStep { step }));
+        items.extend(store.asop_pending()?.into_iter().map(|step| {
+            let risk = super::shown::tool_described(&step.request).map(|said| gatehouse_risk::scan(said, &[])).unwrap_or_default();
+            ConsentItem::GuardianStep { step, risk }
+        }));
         Ok(())
     }
 

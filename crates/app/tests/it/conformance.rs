@@ -573,7 +573,7 @@ async fn what_waits_is_one_list_of_every_kind_and_its_count() {
     assert_eq!(kinds(&items), ["guardian step", "held", "held ask", "key change", "knock"]);
     assert_eq!(consent::waiting_count(&crate::common::ctx(&u.store)).unwrap(), items.len());
     // The step answered: gone from both.
-    let ConsentItem::GuardianStep { step } = &items[0] else { panic!("the agent's step comes first: {items:?}") };
+    let ConsentItem::GuardianStep { step, .. } = &items[0] else { panic!("the agent's step comes first: {items:?}") };
     let guardian = u.inbox.inbox().door::<gatehouse_app::doors::guardian::Guardian>().unwrap();
     let answer =
         gatehouse_app::doors::guardian::UserAnswer { decision: gatehouse_asop::rules::Action::Allow, always: false, redact: None, note: None, lasting: None };
