@@ -119,7 +119,7 @@ impl McpDoor {
         let decided = tokio::task::spawn_blocking(move || {
             let (who, key, tool) = (asked.server.clone(), sender.clone(), asked.tool.clone());
             let judged = unwound("judging its server", || {
-                Ok(match admit(&gate, &key, &who, size, None) {
+                match admit(&gate, &key, &who, size, None) {
                     // Only a tool the user let in, as they saw it, is called.
                     Admission::Admitted { held } => match tool_held(gate.store(), &key, &who, &tool) {
                         Ok(Ok(described)) => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten(), described),
@@ -127,7 +127,7 @@ impl McpDoor {
                         Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None, None),
                     },
                     other => (other, None, None),
-                })
+                }
             });
             let (admission, named, described) = judged.unwrap_or_else(|message| (Admission::Refused { message, blocked: false }, None, None));
             // The tool's words shown with the call are those the user let in (the pin), not
@@ -138,7 +138,7 @@ impl McpDoor {
             };
             let mut judged = Judged { sender, asked, admission, named };
             if let Admission::Admitted { .. } = judged.admission {
-                match unwound("applying your rules to it", || Ok(judge.by_rule(&judged))) {
+                match unwound("applying your rules to it", || judge.by_rule(&judged)) {
                     Ok(Some((decided, on_disk))) => return Trip::Ruled(Ruling { decided, on_disk }),
                     Ok(None) => {}
                     // Refused, and recorded as refused by the judge (which reads no rule
@@ -298,10 +298,10 @@ fn tool_held(store: &Store, key: &str, who: &str, tool: &str) -> gatehouse_store
 /// `f`'s value, or, should it panic, why the call is refused in words the client shows (a
 /// fault of Gatehouse's own while `doing` refuses the call and is recorded with it, never
 /// lets it through).
-fn unwound<T>(doing: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+fn unwound<T>(doing: &str, f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
         let why = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
-        Err(format!("Gatehouse failed while {doing} ({why}); the call was not sent"))
+        format!("Gatehouse failed while {doing} ({why}); the call was not sent")
     })
 }
 

@@ -441,10 +441,9 @@ async fn a_calls_card_carries_the_flags_in_what_its_tool_says_of_itself() {
     let card = async {
         for _ in 0..200 {
             let items = gatehouse_app::consent::pending(&crate::common::ctx(&m.store)).unwrap();
-            if let Some(ConsentItem::GuardianStep { step, risk }) = items.iter().find(|i| matches!(i, ConsentItem::GuardianStep { .. })).cloned() {
-                let lines = gatehouse_app::waiting::shown::lines(&ConsentItem::GuardianStep { step: step.clone(), risk: risk.clone() });
+            if let Some(item @ ConsentItem::GuardianStep { step, risk }) = items.iter().find(|i| matches!(i, ConsentItem::GuardianStep { .. })) {
                 guardian.answer(step.row, UserAnswer { decision: Action::Deny, always: false, redact: None, note: None, lasting: None }).unwrap();
-                return (risk, lines);
+                return (risk.clone(), gatehouse_app::waiting::shown::lines(item));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
