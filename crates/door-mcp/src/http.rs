@@ -23,6 +23,11 @@ pub fn router(door: Arc<McpDoor>) -> Router {
         .route(signed::TOOLS_PATH, post(tools))
         .route(signed::ASKS_PATH, post(asks))
         .route(signed::ANSWERS_PATH, post(answers))
+        .route(crate::line::LINE_PATH, {
+            // Wraps' lines open at once.
+            let lines = Arc::new(tokio::sync::Semaphore::new(crate::line::MAX_LINES));
+            axum::routing::get(move |door, req| line(door, lines.clone(), req))
+        })
         .with_state(door)
 }
 
@@ -70,8 +75,8 @@ async fn call(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> 
         Ok(x) => x,
         Err(r) => return r,
     };
-    if !signed::name_ok(&asked.server) || !asked.arguments.is_object() || asked.tool.is_empty() {
-        return refused(StatusCode::BAD_REQUEST, "a call names its server (letters, digits, - and _), its tool, and its arguments (an object)".into());
+    if !asked.well_formed() {
+        return refused(StatusCode::BAD_REQUEST, signed::MALFORMED_CALL.into());
     }
     let Ruling { decided, mut on_disk } = door.ask(&public, asked, size).await;
     match on_disk.try_done() {
@@ -96,6 +101,33 @@ async fn call(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> 
             ([(header::CONTENT_TYPE, "application/x-ndjson")], axum::body::Body::from_stream(lines)).into_response()
         }
     }
+}
+
+/// `GET /mcp/v1/line`, upgraded to a wrap's kept line ([`crate::line`]).
+async fn line(State(door): State<Arc<McpDoor>>, lines: Arc<tokio::sync::Semaphore>, mut req: axum::extract::Request) -> Response {
+    let asks = req.headers().get(header::UPGRADE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case(crate::line::UPGRADE));
+    if !asks {
+        return refused(StatusCode::UPGRADE_REQUIRED, format!("a line is asked for with Upgrade: {}", crate::line::UPGRADE));
+    }
+    let Ok(slot) = lines.try_acquire_owned() else {
+        return refused(StatusCode::SERVICE_UNAVAILABLE, format!("{} wrapped servers have a line open already", crate::line::MAX_LINES));
+    };
+    let challenge = crate::line::challenge();
+    let upgraded = hyper::upgrade::on(&mut req);
+    let given = challenge.clone();
+    tokio::spawn(async move {
+        if let Ok(io) = upgraded.await {
+            crate::line::serve(door, hyper_util::rt::TokioIo::new(io), given).await;
+        }
+        drop(slot);
+    });
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(header::CONNECTION, "upgrade")
+        .header(header::UPGRADE, crate::line::UPGRADE)
+        .header(crate::line::CHALLENGE_HEADER, challenge)
+        .body(axum::body::Body::empty())
+        .unwrap_or_else(|_| refused(StatusCode::INTERNAL_SERVER_ERROR, "could not answer".into()))
 }
 
 async fn tools(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> Response {

@@ -9,6 +9,7 @@
 //! - [`upstream`]: a server reached by address (Streamable HTTP), made to look like a
 //!   child's pipes to the relay.
 //! - [`signed`]: what a wrap asks the gate about a call, signed with its server's key.
+//! - [`line`]: a wrap's kept line to the gate: authenticated once, then framed calls.
 //! - [`at_gate`]: the call at the gate: the server judged by [`gatehouse_gate::Gate::accept`],
 //!   the call by the [`at_gate::Judge`] the composition gives.
 //! - [`http`]: the door's endpoint on the inbox.
@@ -20,6 +21,8 @@ pub mod at_gate;
 pub mod child;
 pub mod frame;
 pub mod http;
+pub mod line;
+pub mod line_client;
 pub mod relay;
 pub mod served;
 pub mod signed;

@@ -52,6 +52,16 @@ pub struct Asked {
     pub description: Option<String>,
 }
 
+/// Why a call that is not [`Asked::well_formed`] is refused.
+pub const MALFORMED_CALL: &str = "a call names its server (letters, digits, - and _), its tool, and its arguments (an object)";
+
+impl Asked {
+    /// Whether it is a call as a wrap makes them.
+    pub fn well_formed(&self) -> bool {
+        name_ok(&self.server) && self.arguments.is_object() && !self.tool.is_empty()
+    }
+}
+
 /// The tools a server listed, as the wrap asks the gate which may reach the client.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

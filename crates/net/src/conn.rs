@@ -191,9 +191,45 @@ pub fn tracked(
     })
 }
 
+/// A connection that can be asked to close once what is in progress is done: either
+/// listener's, and the plain one's HTTP/1 with upgrades (which hyper-util's sealed
+/// `GracefulConnection` does not name).
+pub trait Closing: std::future::Future {
+    fn close(self: std::pin::Pin<&mut Self>);
+}
+
+impl<C: GracefulConnection> Closing for Graceful<C> {
+    fn close(self: std::pin::Pin<&mut Self>) {
+        self.get_mut().0.as_mut().graceful_shutdown();
+    }
+}
+
+/// A connection hyper-util knows how to close.
+pub struct Graceful<C>(pub std::pin::Pin<Box<C>>);
+
+impl<C: std::future::Future> std::future::Future for Graceful<C> {
+    type Output = C::Output;
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<C::Output> {
+        self.get_mut().0.as_mut().poll(cx)
+    }
+}
+
+impl<I, B, S> Closing for hyper::server::conn::http1::UpgradeableConnection<I, S>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn close(self: std::pin::Pin<&mut Self>) {
+        hyper::server::conn::http1::UpgradeableConnection::graceful_shutdown(self);
+    }
+}
+
 /// Drives `conn` until it ends, asking it to close once it has been idle for `idle` or
 /// the server stops (`stop`); then waits for what is in progress to finish.
-pub async fn drive<C: GracefulConnection>(conn: C, activity: Activity, idle: Duration, mut stop: watch::Receiver<bool>) {
+pub async fn drive<C: Closing>(conn: C, activity: Activity, idle: Duration, mut stop: watch::Receiver<bool>) {
     tokio::pin!(conn);
     tokio::select! {
         // Errors here are the client's (reset, timed out headers): nothing to report.
@@ -201,7 +237,7 @@ pub async fn drive<C: GracefulConnection>(conn: C, activity: Activity, idle: Dur
         () = activity.idle_for(idle) => {}
         _ = stop.wait_for(|s| *s) => {}
     }
-    conn.as_mut().graceful_shutdown();
+    conn.as_mut().close();
     // An HTTP/2 client that never acknowledges the GOAWAY's ping would keep the
     // connection open: once nothing has been in progress for a moment, it is dropped.
     activity.touch();

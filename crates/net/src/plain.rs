@@ -32,7 +32,9 @@ pub async fn serve(
         let activity = crate::conn::Activity::default();
         let remote = stream.peer_addr().ok();
         let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app.clone(), activity.clone(), remote));
-        let conn = http.serve_connection(TokioIo::new(stream), service);
+        // With upgrades: a door may take a connection over once its request is checked
+        // (the MCP door's kept line for a wrap); it bounds it itself from then on.
+        let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
         crate::conn::drive(conn, activity, limits.idle, stopped)
     })
     .await;

@@ -101,7 +101,7 @@ pub async fn serve(
             let activity = crate::conn::Activity::default();
             let service = hyper_util::service::TowerToHyperService::new(crate::conn::tracked(app, activity.clone(), remote));
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-            crate::conn::drive(conn, activity, limits.idle, stopped).await;
+            crate::conn::drive(crate::conn::Graceful(Box::pin(conn)), activity, limits.idle, stopped).await;
         }
     })
     .await;

@@ -3,7 +3,8 @@
 //! (`door-mcp`); each `tools/call` is asked of the running gate's MCP door, signed with
 //! this server's own key (`<data dir>/mcp/<name>.key`, 0600: an app starts its servers
 //! with little of the user's environment and no keychain), and goes on only as the gate
-//! answers.
+//! answers. Calls are asked on a line kept open to the gate, signed into once
+//! (`door-mcp`'s `line`), where the gate offers one.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use ed25519_dalek::SigningKey;
 
 use crate::doors::mcp::answered::Summary;
+use crate::doors::mcp::line_client::{Asking, LineClient};
 use crate::doors::mcp::relay::{self, Called, Keeper, Verdict};
 use crate::doors::mcp::signed::{self, Answer, Answered, Answers, Asked, Decided, Listed, ServerAsks, Withheld};
 use crate::{Code, CommandError, Result};
@@ -109,6 +111,8 @@ pub async fn wrap(
 /// Asks the gate's MCP door about each call.
 struct GateKeeper {
     poster: Poster,
+    /// Calls are asked on a kept line where the gate offers one (by the poster where not).
+    line: LineClient,
     session: String,
     /// What the server last said each tool does, shown with its calls.
     described: Mutex<HashMap<String, String>>,
@@ -314,7 +318,8 @@ impl GateKeeper {
         let (answers, rx) = tokio::sync::mpsc::channel(REPORT_QUEUE);
         let (end, ending) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(report(poster.clone(), rx, ending));
-        let keeper = GateKeeper { poster, session: uuid::Uuid::new_v4().to_string(), described: Mutex::new(HashMap::new()), answers };
+        let line = LineClient::new(gate, name, poster.key.clone(), ANSWER_WITHIN).map_err(|e| CommandError::new(Code::Internal, e))?;
+        let keeper = GateKeeper { poster, line, session: uuid::Uuid::new_v4().to_string(), described: Mutex::new(HashMap::new()), answers };
         Ok((keeper, Reporter { end, task }))
     }
 
@@ -335,7 +340,11 @@ impl GateKeeper {
             arguments: call.arguments.to_serde(),
             description,
         };
-        self.poster.call(serde_json::to_vec(&asked).map_err(|e| e.to_string())?).await
+        match self.line.call(&asked).await {
+            Ok(x) => Ok(x),
+            Err(Asking::Failed(why)) => Err(why),
+            Err(Asking::Unavailable(_)) => self.poster.call(serde_json::to_vec(&asked).map_err(|e| e.to_string())?).await,
+        }
     }
 }
 
