@@ -121,9 +121,11 @@ impl McpDoor {
             let judged = unwound("judging its server", || {
                 match admit(&gate, &key, &who, size, None) {
                     // Only a tool the user let in, as they saw it, is called.
-                    Admission::Admitted { held } => match tool_held(gate.store(), &key, &who, &tool) {
-                        Ok(Ok(described)) => (Admission::Admitted { held }, gate.store().trust_name(&key).ok().flatten(), described),
-                        Ok(Err(message)) => (Admission::Refused { message, blocked: false }, None, None),
+                    Admission::Admitted { held } => match gate.store().mcp_call(&key, &tool) {
+                        Ok(facts) => match tool_held(facts.pin, facts.offered, &who, &tool) {
+                            Ok(described) => (Admission::Admitted { held }, facts.name, described),
+                            Err(message) => (Admission::Refused { message, blocked: false }, None, None),
+                        },
                         Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None, None),
                     },
                     other => (other, None, None),
@@ -282,17 +284,15 @@ fn offer(t: &Pin) -> (String, String, String) {
     (t.name.clone(), json!(t).to_string(), t.digest.clone())
 }
 
-/// Whether a call of `tool` may go on now its server is let in: its description as the
-/// user let it in; or why not (the tool is not among those the user let in, or it
-/// changed since).
-fn tool_held(store: &Store, key: &str, who: &str, tool: &str) -> gatehouse_store::Result<Result<Option<String>, String>> {
-    let pinned = store.mcp_pin(key, tool)?;
-    let offered = store.mcp_offered(key, tool)?;
-    Ok(match (pinned, offered) {
+/// Whether a call of `tool` may go on now its server is let in, from its pin and whether
+/// the server listed it otherwise since: its description as the user let it in; or why
+/// not (the tool is not among those the user let in, or it changed since).
+fn tool_held(pinned: Option<gatehouse_store::mcp::McpTool>, offered: bool, who: &str, tool: &str) -> Result<Option<String>, String> {
+    match (pinned, offered) {
         (Some(p), false) => Ok(p.pin.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_string)),
         (Some(_), true) => Err(format!("the tool {tool:?} of “{who}” changed since you let it in; it is held until you accept the change in Gatehouse")),
         (None, _) => Err(format!("{tool:?} is not among the tools of “{who}” you let in; it is held until you accept it in Gatehouse")),
-    })
+    }
 }
 
 /// `f`'s value, or, should it panic, why the call is refused in words the client shows (a

@@ -132,7 +132,8 @@ impl Store {
     /// The guardian's rules as the gate sealed them (one added or changed outside
     /// Gatehouse is left out: the agent is asked about, as without a rule).
     pub fn asop_rules(&self) -> Result<Vec<AsopRuleRow>> {
-        self.read(|c| {
+        // Read on every step an agent takes, between its writes: `read_warm`.
+        self.read_warm(|c| {
             c.snapshot(|db| {
                 let sealed = self.sealed_ids(db, crate::seal::ASOP_RULES)?;
                 db.prepare_cached("SELECT id, agent, method, tool, condition, action, redact, note, source, created_at, until FROM asop_rules ORDER BY id")?

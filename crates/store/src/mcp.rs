@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::seal::{judge_row, Judged, MCP_PINS};
+use crate::seal::{judge_in, judge_row, Judged, MCP_PINS, TRUST};
 use crate::sql::{args, Optional};
 use crate::*;
 
@@ -27,6 +27,17 @@ pub struct McpTool {
     pub at: String,
     /// For an offer: the user refused this version (it stays held, without asking again).
     pub refused: bool,
+}
+
+/// What a call of one tool needs of the store, read in one snapshot ([`Store::mcp_call`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpCall {
+    /// The tool as the user let it in, where its pin is as the gate sealed it.
+    pub pin: Option<McpTool>,
+    /// The server listed the tool otherwise since (or before it was let in).
+    pub offered: bool,
+    /// The name the user gave the server, where its entry is as the gate sealed it.
+    pub name: Option<String>,
 }
 
 /// What a set of offered tools is known by (each tool's name and digest, the refused left
@@ -81,26 +92,29 @@ impl Store {
         })
     }
 
-    /// The server's tool `tool` as the user let it in, if it is pinned and sealed by the
-    /// gate (what a call of it is checked against: one row read and checked).
-    pub fn mcp_pin(&self, server: &str, tool: &str) -> Result<Option<McpTool>> {
-        let id = pin_id(&sender_key(server), tool);
-        self.read(|c| {
-            c.snapshot(|db| match self.judge(db, MCP_PINS, &id)? {
-                (Judged::Sealed, Some(cols)) => Ok(Some(pin_of(cols))),
-                _ => Ok(None),
+    /// What a call of `tool` reads, in one snapshot: the tool's pin as sealed, whether the
+    /// server listed it otherwise since (or before it was let in), and the server's name.
+    pub fn mcp_call(&self, server: &str, tool: &str) -> Result<McpCall> {
+        let key = sender_key(server);
+        let id = pin_id(&key, tool);
+        self.read_warm(|c| {
+            c.snapshot(|db| {
+                let view = self.view(db)?;
+                let pin = match judge_in(db, view.as_deref(), MCP_PINS, &id)? {
+                    (Judged::Sealed, Some(cols)) => Some(pin_of(cols)),
+                    _ => None,
+                };
+                let offered = db
+                    .prepare_cached("SELECT 1 FROM mcp_offers WHERE server = ?1 AND tool = ?2 LIMIT 1")?
+                    .query_row(args![key, tool], |_| Ok(()))
+                    .optional()?
+                    .is_some();
+                let name = match judge_in(db, view.as_deref(), TRUST, &key)? {
+                    (Judged::Sealed, Some(cols)) => cols.into_iter().next().flatten(),
+                    _ => None,
+                };
+                Ok(McpCall { pin, offered, name })
             })
-        })
-    }
-
-    /// Whether the server listed its tool `tool` otherwise than it is pinned, or before
-    /// it was let in (refused or not).
-    pub fn mcp_offered(&self, server: &str, tool: &str) -> Result<bool> {
-        self.read(|c| {
-            c.prepare_cached("SELECT 1 FROM mcp_offers WHERE server = ?1 AND tool = ?2 LIMIT 1")?
-                .query_row(args![sender_key(server), tool], |_| Ok(()))
-                .optional()
-                .map(|r| r.is_some())
         })
     }
 

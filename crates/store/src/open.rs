@@ -340,6 +340,20 @@ impl Store {
         self.flusher.get_or_init(|| self.path.as_deref().and_then(crate::flush::Flusher::start)).as_ref()
     }
 
+    /// Runs a small read on SQLite's write connection instead of a pooled reader: a
+    /// reader drops every page it cached once anything was committed since its last read
+    /// (WAL), so on a path that writes with each call, each of its reads fetched its pages
+    /// again (a third of an MCP call's time at the gate went to reading one pin, one
+    /// entry and the rules). The writer's cache stays good across its own commits. Such a
+    /// read waits for a commit in progress, as the path's own write does; PostgreSQL reads
+    /// as [`Store::read`].
+    pub(crate) fn read_warm<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        match &self.engine {
+            Engine::Pg(_) => self.read(f),
+            Engine::Lite(w) => f(&Db::Lite(&w.lock().unwrap_or_else(|p| p.into_inner()))),
+        }
+    }
+
     pub(crate) fn conn(&self) -> Result<Guard<'_>> {
         match &self.engine {
             // A panic while holding the lock cannot leave SQLite inconsistent (transactions

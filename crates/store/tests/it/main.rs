@@ -12,3 +12,4 @@ mod large_inbox;
 mod rate_limits;
 mod sealed;
 mod team;
+mod warm_reads;

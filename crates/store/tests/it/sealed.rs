@@ -319,13 +319,19 @@ on_both_engines! {
         assert_eq!(n, 1);
         let pinned = |s: &gatehouse_store::Store| s.mcp_pins(&server).unwrap().into_iter().map(|p| (p.tool, p.digest)).collect::<Vec<_>>();
         assert_eq!(pinned(&store), [("read".to_string(), "d1".to_string())]);
-        // A call's check reads one tool: pinned as seen, or not pinned; offered otherwise.
-        let one = |s: &gatehouse_store::Store, t: &str| s.mcp_pin(&server, t).unwrap().map(|p| (p.digest, p.pin["name"].clone()));
+        // A call's check reads one tool: pinned as seen, or not pinned; offered otherwise;
+        // and the server's name, in the same snapshot.
+        let one = |s: &gatehouse_store::Store, t: &str| s.mcp_call(&server, t).unwrap().pin.map(|p| (p.digest, p.pin["name"].clone()));
         assert_eq!(one(&store, "read"), Some(("d1".to_string(), serde_json::json!("read"))));
         assert_eq!(one(&store, "send"), None);
-        assert_eq!((store.mcp_offered(&server, "send").unwrap(), store.mcp_offered(&server, "read").unwrap()), (true, false));
+        let (send, read) = (store.mcp_call(&server, "send").unwrap(), store.mcp_call(&server, "read").unwrap());
+        assert_eq!((send.offered, read.offered, read.name.clone()), (true, false, None), "the tool listed otherwise is offered; no entry, no name");
+        let policy = gatehouse_store::Policy { allowed_scopes: vec!["mcp".into()], ..Default::default() };
+        let files = gatehouse_store::TrustEntry { door: "mcp".into(), facts: Default::default(), public_key: server.clone(), name: "Files".into(), added_at: "2026-11-29T00:02:00Z".into(), policy };
+        store.trust_add(&files).unwrap();
+        assert_eq!(store.mcp_call(&server, "read").unwrap().name.as_deref(), Some("Files"));
         // Another server's pins are not this one's.
-        assert!(store.mcp_pin(&format!("mcp:other:{}", "cd".repeat(32)), "read").unwrap().is_none());
+        assert!(store.mcp_call(&format!("mcp:other:{}", "cd".repeat(32)), "read").unwrap().pin.is_none());
         assert_eq!(store.mcp_offers(Some(&server)).unwrap().iter().map(|o| o.tool.as_str()).collect::<Vec<_>>(), ["send"]);
         behind_its_back(
             &place,
@@ -335,6 +341,7 @@ on_both_engines! {
             ),
         );
         assert!(pinned(&store).is_empty(), "neither the pin put in nor the one changed is taken");
+        assert_eq!(store.mcp_call(&server, "read").unwrap().name.as_deref(), Some("Files"), "the entry's own row still stands");
         assert_eq!((one(&store, "read"), one(&store, "send")), (None, None), "a call of either is held");
         let mut found = changes(&store);
         found.sort();
