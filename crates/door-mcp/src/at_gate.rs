@@ -87,6 +87,20 @@ impl Ruling {
     pub fn kept(decided: Decided) -> Ruling {
         Ruling { decided, on_disk: Durable::now() }
     }
+
+    /// What to answer now, and the record's flush still to be waited for (none when it is
+    /// on disk already). A record that could not be kept refuses the call.
+    pub fn now(self) -> (Decided, Option<Durable>) {
+        let Ruling { decided, mut on_disk } = self;
+        match on_disk.try_done() {
+            Some(Ok(())) => (decided, None),
+            Some(Err(e)) => {
+                let message = format!("Gatehouse could not keep its record of the call: {e}; the call was not sent");
+                (Decided::unkept(Answer::Deny { message }), None)
+            }
+            None => (decided, Some(on_disk)),
+        }
+    }
 }
 
 /// What the trip off the async workers made of a call: decided by rule, or to be judged

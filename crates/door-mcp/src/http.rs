@@ -13,8 +13,8 @@ use serde_json::json;
 
 use futures_util::StreamExt as _;
 
-use crate::at_gate::{McpDoor, Ruling};
-use crate::signed::{self, Answer, Asked, Decided, Listed};
+use crate::at_gate::McpDoor;
+use crate::signed::{self, Asked, Listed};
 
 /// `POST /mcp/v1/calls`, `POST /mcp/v1/tools`, `POST /mcp/v1/asks` and `POST /mcp/v1/answers`.
 pub fn router(door: Arc<McpDoor>) -> Router {
@@ -78,15 +78,11 @@ async fn call(State(door): State<Arc<McpDoor>>, req: axum::extract::Request) -> 
     if !asked.well_formed() {
         return refused(StatusCode::BAD_REQUEST, signed::MALFORMED_CALL.into());
     }
-    let Ruling { decided, mut on_disk } = door.ask(&public, asked, size).await;
-    match on_disk.try_done() {
-        Some(Ok(())) => answer(decided),
-        Some(Err(e)) => {
-            answer(Decided::unkept(Answer::Deny { message: format!("Gatehouse could not keep its record of the call: {e}; the call was not sent") }))
-        }
+    match door.ask(&public, asked, size).await.now() {
+        (decided, None) => answer(decided),
         // The call may go on while its record is flushed: the decision now, and a second
         // line once the record is on disk (the wrap holds the server's answer until then).
-        None => {
+        (decided, Some(on_disk)) => {
             let mut first = serde_json::to_value(&decided).unwrap_or_default();
             first[signed::KEEPING] = true.into();
             let first = futures_util::stream::once(std::future::ready(format!("{first}\n")));

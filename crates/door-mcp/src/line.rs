@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::at_gate::{McpDoor, Ruling};
+use crate::at_gate::McpDoor;
 use crate::frame::{Line, Lines};
-use crate::signed::{self, Answer, Asked, Decided};
+use crate::signed::{self, Asked, Decided};
 
 /// Where a wrap asks for its line.
 pub const LINE_PATH: &str = "/mcp/v1/line";
@@ -197,17 +197,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Send + 'static>(door: Arc<McpDoor
         };
         let (door, tx, public) = (door.clone(), tx.clone(), public.clone());
         calls.spawn(async move {
-            let Ruling { decided, mut on_disk } = door.ask(&public, call, size).await;
-            match on_disk.try_done() {
-                Some(Ok(())) => {
+            match door.ask(&public, call, size).await.now() {
+                (decided, None) => {
                     let _ = tx.send(Said::Decided { id, decided, keeping: false }.line()).await;
                 }
-                Some(Err(e)) => {
-                    let message = format!("Gatehouse could not keep its record of the call: {e}; the call was not sent");
-                    let decided = Decided::unkept(Answer::Deny { message });
-                    let _ = tx.send(Said::Decided { id, decided, keeping: false }.line()).await;
-                }
-                None => {
+                (decided, Some(on_disk)) => {
                     let _ = tx.send(Said::Decided { id, decided, keeping: true }.line()).await;
                     let error = on_disk.done().await.err().map(|e| e.to_string());
                     let _ = tx.send(Said::Kept { id, error }.line()).await;

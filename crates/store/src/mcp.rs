@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::seal::{judge_in, judge_row, Judged, MCP_PINS, TRUST};
+use crate::seal::{judge_in, judge_row, Judged, MCP_PINS};
 use crate::sql::{args, Optional};
 use crate::*;
 
@@ -109,10 +109,7 @@ impl Store {
                     .query_row(args![key, tool], |_| Ok(()))
                     .optional()?
                     .is_some();
-                let name = match judge_in(db, view.as_deref(), TRUST, &key)? {
-                    (Judged::Sealed, Some(cols)) => cols.into_iter().next().flatten(),
-                    _ => None,
-                };
+                let name = crate::trust::sealed_name_in(db, view.as_deref(), &key)?;
                 Ok(McpCall { pin, offered, name })
             })
         })

@@ -106,6 +106,15 @@ fn revocation(judged: Judged, row: Option<Vec<Option<String>>>) -> Option<String
     }
 }
 
+/// The name the user gave the entry of `key`, where its row is as the gate sealed it, in
+/// the snapshot `db` is in (`view`: its seals).
+pub(crate) fn sealed_name_in(db: &crate::sql::Db<'_>, view: Option<&crate::seal::View>, key: &str) -> Result<Option<String>> {
+    Ok(match judge_in(db, view, TRUST, &sender_key(key))? {
+        (Judged::Sealed, Some(cols)) => cols.into_iter().next().flatten(),
+        _ => None,
+    })
+}
+
 impl Store {
     pub fn trust_add(&self, entry: &TrustEntry) -> Result<()> {
         let key = sender_key(&entry.public_key);
@@ -178,10 +187,8 @@ impl Store {
                 let view = self.view(db)?;
                 let mut names = std::collections::HashMap::new();
                 for key in keys {
-                    if let (Judged::Sealed, Some(cols)) = judge_in(db, view.as_deref(), TRUST, &sender_key(key))? {
-                        if let Some(name) = cols.into_iter().next().flatten() {
-                            names.insert(key.to_string(), name);
-                        }
+                    if let Some(name) = sealed_name_in(db, view.as_deref(), key)? {
+                        names.insert(key.to_string(), name);
                     }
                 }
                 Ok(names)
