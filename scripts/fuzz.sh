@@ -2,7 +2,7 @@
 # Fuzzes every reader of others' bytes with cargo-fuzz (libFuzzer): the EPP envelope reader
 # and canonical serialisations, UAMP envelopes/JWS/frames, ASOP JSON-RPC, MAIL events and
 # task logs, IntentWeb manifests and envelopes, the SSE reader, and mails (where an envelope
-# is in one), A2A JSON-RPC requests, and MCP messages.
+# is in one), A2A JSON-RPC requests, and MCP messages and their framing (stdio, and the MCP wrap's line).
 #   scripts/fuzz.sh [seconds-per-target]     default 30 (CI runs 20); try 3600 overnight
 # Targets run side by side, one per core; every target runs to its end, and each finding is
 # reported.

@@ -2,8 +2,9 @@
 //! straight to the server, with the official Python SDK's client (tests/peers/mcp/bench.py)
 //! and server (server.py) on this machine: the latency each call adds (p50, p99), the CPU
 //! Gatehouse spends per call (the wrap and the gate, `gatehouse serve`), and the wrap's peak
-//! memory around one 10 MB result. Direct and wrapped runs alternate; the machine's cores
-//! and the direct call's own latency (the floor) are printed with them.
+//! memory around one 10 MB result. Direct and wrapped runs alternate; the machine's cores,
+//! the direct call's own latency (the floor) and the machine's round trip to another
+//! process (the least a question to the gate can cost) are printed with them.
 //!
 //! Needs the MCP peer (scripts/setup-peers.sh): `cargo bench -p gatehouse-cli --bench
 //! mcp_call` (`GATEHOUSE_BENCH_CALLS`: calls per run, 2,000 unless set; `GATEHOUSE_BENCH_ROUNDS`:
@@ -38,6 +39,29 @@ fn cpu(pid: u32) -> f64 {
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
+}
+
+/// The machine's own limit on any trip to another process: a byte written to `cat` and
+/// read back, `n` times (two wake-ups of a sleeping process, as a wrap's question to the
+/// gate costs at the least): p50 and p99 in µs.
+fn round_trip(n: usize) -> (f64, f64) {
+    use std::io::{Read, Write};
+    let mut cat = Command::new("cat").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let (mut to, mut from) = (cat.stdin.take().unwrap(), cat.stdout.take().unwrap());
+    let mut took = Vec::with_capacity(n);
+    let mut byte = [0u8; 1];
+    for _ in 0..n {
+        let t = Instant::now();
+        to.write_all(b"x").unwrap();
+        from.read_exact(&mut byte).unwrap();
+        took.push(t.elapsed().as_secs_f64() * 1e6);
+        // Apart as the calls are, so each trip finds the other process asleep.
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    drop(to);
+    let _ = cat.wait();
+    took.sort_by(f64::total_cmp);
+    (quantile(&took, 0.5), quantile(&took, 0.99))
 }
 
 /// One run of the bench client against `server` (a command line).
@@ -98,8 +122,17 @@ fn main() {
         .unwrap_or_default();
     println!("machine: {cores} cores, {model}; {calls} calls a run, {rounds} pairs of runs alternated");
     let (mut p50s, mut p99s, mut cpus, mut floors, mut floors99) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut trips, mut trips99, mut busies) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
+        let (t50, t99) = round_trip(calls * 2);
+        println!("round {round}: the machine's round trip to another process (a byte to cat and back) p50 {t50:.0} µs, p99 {t99:.0} µs");
+        trips.push(t50);
+        trips99.push(t99);
         let straight = run(&py, &direct, calls, 0);
+        let busy = straight["busy"].as_f64().unwrap_or(0.0) * 100.0;
+        let peers = (straight["client_cpu_s"].as_f64().unwrap_or(0.0) + straight["cpu_s"].as_f64().unwrap_or(0.0)) / calls as f64 * 1e6;
+        println!("round {round}: the straight calls alone kept the machine's cores {busy:.0}% busy (the SDK's client and server {peers:.0} CPU-µs per call)");
+        busies.push(busy);
         let gate_before = cpu(serve.id());
         let last = round + 1 == rounds;
         let through = run(&py, &wrapped, calls, if last { 10_000_000 } else { 0 });
@@ -146,12 +179,15 @@ fn main() {
         v[v.len() / 2]
     };
     println!(
-        "median of {rounds}: added p50 {:.0} µs, added p99 {:.0} µs, Gatehouse CPU {:.0} µs per allowed call; the straight call's own p50 {:.0} µs, p99 {:.0} µs",
+        "median of {rounds}: added p50 {:.0} µs, added p99 {:.0} µs, Gatehouse CPU {:.0} µs per allowed call; the straight call's own p50 {:.0} µs, p99 {:.0} µs; the machine's round trip to another process p50 {:.0} µs, p99 {:.0} µs; its cores {:.0}% busy with the straight call alone",
         median(&mut p50s),
         median(&mut p99s),
         median(&mut cpus),
         median(&mut floors),
-        median(&mut floors99)
+        median(&mut floors99),
+        median(&mut trips),
+        median(&mut trips99),
+        median(&mut busies)
     );
     let _ = serve.kill();
     let _ = serve.wait();

@@ -261,3 +261,55 @@ async fn a_line_under_another_host_or_past_the_bound_is_refused_and_a_gate_witho
     }
     assert_eq!(hits.load(Ordering::SeqCst), 1, "asked for a line once");
 }
+
+#[tokio::test]
+async fn a_wrap_that_never_reads_loses_its_line_and_holds_no_other() {
+    let r = running().await;
+    let (head, s) = upgrade(r.addr, &r.addr.to_string()).await;
+    let mut s = s.into_inner();
+    let hello = serde_json::to_string(&Hello::new(&key(1), &challenge_of(&head), "files")).unwrap();
+    s.write_all(format!("{hello}\n").as_bytes()).await.unwrap();
+    // Calls the gate answers at once (each of another server: refused, the line going on),
+    // sent without ever reading an answer.
+    let (_, mut send) = s.into_split();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let writing = tokio::spawn({
+        let sent = sent.clone();
+        async move {
+            let mut n = 0u64;
+            loop {
+                let line = format!("{}\n", serde_json::json!({"id": n, "call": Asked { server: "mail".into(), ..call("fast", n) }}));
+                match tokio::time::timeout(Duration::from_secs(30), send.write_all(line.as_bytes())).await {
+                    Ok(Ok(())) => {
+                        sent.fetch_add(line.len(), Ordering::SeqCst);
+                        n += 1;
+                    }
+                    Ok(Err(_)) => return std::time::Instant::now(),
+                    Err(_) => panic!("the gate neither read nor closed the line in 30 s"),
+                }
+            }
+        }
+    });
+    // The gate stops taking calls it cannot answer: what it was sent stays bounded.
+    let mut last = 0;
+    let stalled = loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = sent.load(Ordering::SeqCst);
+        if now == last && now > 0 {
+            break std::time::Instant::now();
+        }
+        assert!(!writing.is_finished(), "the line closed before the gate's answers went unread");
+        last = now;
+    };
+    assert!(last < 64 << 20, "{last} bytes of calls taken while none of their answers was read");
+    // Meanwhile another line is answered at once.
+    let other = LineClient::new(&r.gate, "files", key(1), Duration::from_secs(5)).unwrap();
+    let t = std::time::Instant::now();
+    let (decided, _) = other.call(&call("fast", 1)).await.expect("decided on another line");
+    assert_eq!(decided.answer, Answer::Allow);
+    assert!(t.elapsed() < Duration::from_secs(2), "another line waited {:?}", t.elapsed());
+    // And the line that is not read is closed once its answer has waited its time.
+    let closed = writing.await.unwrap();
+    let after = closed.duration_since(stalled);
+    assert!(after <= gatehouse_door_mcp::line::WRITE_WITHIN + Duration::from_secs(5), "closed {after:?} after the wrap stopped reading");
+}

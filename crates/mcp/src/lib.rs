@@ -10,6 +10,7 @@
 //!   shown is what the server gets) and said in plain words.
 //! - [`tools`]: a server's tool list pinned (names, descriptions, input schemas) and
 //!   compared with what it says later.
+//! - [`frame`]: stdio's one message a line, cut within a bound, kept in pieces.
 //! - [`reply`]: Gatehouse's own answers in MCP's words (an error, a refused call).
 
 // It reads strangers' bytes: no slicing inside a character, no offset or count that
@@ -17,6 +18,7 @@
 #![cfg_attr(not(test), deny(clippy::string_slice, clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 pub mod call;
+pub mod frame;
 pub mod message;
 pub mod reply;
 pub mod texts;

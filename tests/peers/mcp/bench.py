@@ -3,7 +3,8 @@ client (mcp 2.3.0) starts the server command argv[1] (a JSON list) over stdio, c
 echo argv[2] times after a warm-up, timing each call, then asks for one result of
 argv[3] bytes (0: none). The process it started (the wrap, or the server itself) is
 read from /proc before and after: its CPU time over the timed calls, and its peak RSS
-before and after the large result. One line of JSON on stdout."""
+before and after the large result; with them this client's own CPU time and how busy
+the machine's cores were over the timed calls. One line of JSON on stdout."""
 
 import json
 import os
@@ -37,6 +38,13 @@ def cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine():
+    """The machine's CPU ticks so far: busy, and in all (idle and iowait are not busy)."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:9]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
 def peak_kb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -56,15 +64,16 @@ async def main():
             for i in range(50):
                 await session.call_tool("echo", {"text": f"warm {i}"})
             pid = child()
-            before = cpu(pid)
+            before, mine, cores = cpu(pid), time.process_time(), machine()
             took = []
             for i in range(calls):
                 t = time.perf_counter_ns()
                 r = await session.call_tool("echo", {"text": f"call {i}"})
                 took.append((time.perf_counter_ns() - t) / 1000)
                 assert not r.is_error and r.content[0].text == f"call {i}", r
-            spent = cpu(pid) - before
-            out = {"micros": took, "cpu_s": spent, "pid": pid}
+            spent, mine, after = cpu(pid) - before, time.process_time() - mine, machine()
+            busy = (after[0] - cores[0]) / max(1, after[1] - cores[1])
+            out = {"micros": took, "cpu_s": spent, "pid": pid, "client_cpu_s": mine, "busy": busy}
             if big:
                 out["rss_before_kb"] = peak_kb(pid)
                 t = time.perf_counter_ns()
