@@ -13,6 +13,8 @@
 mod at_gate;
 mod ruled;
 
+pub use ruled::ByRule;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -391,7 +393,8 @@ impl Guardian {
         let (req, step, ruled) = {
             let g = self.clone();
             blocking(move || {
-                let ruled = g.by_rule(&req, &step, held, false)?.map(|(ruled, _on_disk)| ruled);
+                // (Recorded durably, so never refused a count: the gate counted it.)
+                let ruled = g.by_rule(&req, &step, held, ruled::Recording::Durable)?.and_then(Result::ok).map(|(ruled, _on_disk)| ruled);
                 Ok((req, step, ruled))
             })
             .await?

@@ -7,7 +7,7 @@ use gatehouse_asop::jsonrpc::{self, RpcError};
 use gatehouse_asop::rules::{self, Action};
 use gatehouse_asop::{schema, Step, METHODS};
 use gatehouse_store::asop::NewAsopStep;
-use gatehouse_store::{Durable, StoreError};
+use gatehouse_store::{AcceptRefusal, Durable, RateCount, StoreError};
 use serde_json::Value;
 
 use crate::{internal, now, outcome, Guardian, GuardianEvent};
@@ -50,12 +50,41 @@ pub(crate) fn read(raw: &Value) -> Result<(jsonrpc::Request, Step), RpcError> {
 /// why the rule could not be applied.
 pub(crate) type Ruled = Result<(Value, i64, Action), RpcError>;
 
+/// A step a rule decided, recorded (and when it is on disk); or the count it was to be
+/// recorded with, refused (nothing recorded).
+pub(crate) type Kept = Result<(Ruled, Durable), AcceptRefusal>;
+
+/// How a step a rule decides is recorded.
+pub(crate) enum Recording<'a> {
+    /// Its commit waits for the disk.
+    Durable,
+    /// Its commit does not wait for the disk (it is on disk once the [`Durable`] is done).
+    FlushedLater,
+    /// As [`Recording::FlushedLater`], and counted against its sender's rate in the same
+    /// transaction (for a door that let it in uncounted).
+    Counted(&'a RateCount),
+}
+
+/// What the user's rules made of a step another door let in ([`Guardian::judge_by_rule`]).
+#[derive(Debug)]
+pub enum ByRule {
+    /// Decided and recorded (counted, when its count was given): the result, and when its
+    /// record is on disk.
+    Decided(Value, Durable),
+    /// No rule decides it (or one says to ask): nothing was recorded or counted.
+    Undecided,
+    /// Its count was refused (the registry changed since the door let it in, or its rate
+    /// is over): nothing was recorded; the door judges it again.
+    NotCounted(AcceptRefusal),
+}
+
 impl Guardian {
     /// What the user's rules decide of `req` (`held`: its agent's every step is asked of
-    /// the user, whatever they say), recorded: the result, its row and the action, and when
-    /// the record is on disk (`flush_later`: its commit does not wait for it; otherwise it
-    /// is on disk already); `None` when no rule decides it (or one says to ask).
-    pub(crate) fn by_rule(&self, req: &jsonrpc::Request, step: &Step, held: bool, flush_later: bool) -> Result<Option<(Ruled, Durable)>, StoreError> {
+    /// the user, whatever they say), recorded as `recording` says: the result, its row and
+    /// the action, and when the record is on disk; `None` when no rule decides it (or one
+    /// says to ask); the count's refusal when it was to be counted and was not (nothing
+    /// recorded).
+    pub(crate) fn by_rule(&self, req: &jsonrpc::Request, step: &Step, held: bool, recording: Recording<'_>) -> Result<Option<Kept>, StoreError> {
         if held {
             return Ok(None);
         }
@@ -63,30 +92,40 @@ impl Guardian {
         let Some(r) = rules::decide(&rules, step).filter(|r| r.action != Action::Ask) else { return Ok(None) };
         let result = match outcome(&req.raw, r.action, r.note.clone(), r.redact.as_deref(), "rule") {
             Ok(v) => v,
-            Err(e) => return Ok(Some((Err(e), Durable::now()))),
+            Err(e) => return Ok(Some(Ok((Err(e), Durable::now())))),
         };
         let recorded = record(req, step, r.action.as_str(), result["message"].as_str().map(str::to_string), Some(r.id), "rule");
-        let (row, durable) = match flush_later {
-            true => self.store.asop_step_add_flushed_later(&recorded)?,
-            false => (self.store.asop_step_add(&recorded)?, Durable::now()),
+        let (row, durable) = match recording {
+            Recording::Durable => (self.store.asop_step_add(&recorded)?, Durable::now()),
+            Recording::FlushedLater => self.store.asop_step_add_flushed_later(&recorded)?,
+            Recording::Counted(count) => match self.store.asop_step_add_counted(&recorded, count)? {
+                Ok(kept) => kept,
+                Err(refused) => return Ok(Some(Err(refused))),
+            },
         };
-        Ok(Some((Ok((result, row, r.action)), durable)))
+        Ok(Some(Ok((Ok((result, row, r.action)), durable))))
     }
 
     /// Decides a step of an agent another door let in (`held` as for
     /// [`Guardian::judge_admitted`]) by the user's rules alone, here, on a thread that may
     /// block: the result, recorded and announced, and when its record is on disk (its
     /// commit does not wait for the disk: what the step allowed may start meanwhile, but
-    /// nothing that depends on it is acknowledged before); `Ok(None)` when no rule decides
-    /// it (the door goes on with [`Guardian::judge_admitted`], which asks the user).
-    pub fn judge_by_rule(&self, raw: &Value, held: bool) -> Result<Option<(Value, Durable)>, RpcError> {
+    /// nothing that depends on it is acknowledged before). `count`: the door let it in
+    /// uncounted; it is counted in its record's transaction. When no rule decides it the
+    /// door goes on with [`Guardian::judge_admitted`], which asks the user.
+    pub fn judge_by_rule(&self, raw: &Value, held: bool, count: Option<&RateCount>) -> Result<ByRule, RpcError> {
         let (req, step) = read(raw)?;
-        match self.by_rule(&req, &step, held, true).map_err(internal)? {
-            None => Ok(None),
-            Some((ruled, durable)) => {
+        let recording = match count {
+            Some(c) => Recording::Counted(c),
+            None => Recording::FlushedLater,
+        };
+        match self.by_rule(&req, &step, held, recording).map_err(internal)? {
+            None => Ok(ByRule::Undecided),
+            Some(Err(refused)) => Ok(ByRule::NotCounted(refused)),
+            Some(Ok((ruled, durable))) => {
                 let (result, row, action) = ruled?;
                 let _ = self.events.send(GuardianEvent::Decided { row, decision: action.as_str().into() });
-                Ok(Some((result, durable)))
+                Ok(ByRule::Decided(result, durable))
             }
         }
     }

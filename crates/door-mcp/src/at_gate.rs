@@ -6,11 +6,12 @@
 //! user asked) is decided by the [`Judge`] the composition gives the door: this crate
 //! names no other door.
 
+use std::cell::RefCell;
 use std::sync::{Arc, Weak};
 
 use futures_util::future::BoxFuture;
 use gatehouse_gate::{Arrival, Gate, Keep, Refusal, Stored, Why, Words};
-use gatehouse_store::{Durable, Store};
+use gatehouse_store::{Durable, RateCount, Store};
 use serde_json::Value;
 
 use crate::signed::{Answer, Answers, Asked, Decided, Listed, ServerAsks, Withheld};
@@ -41,6 +42,23 @@ pub struct Judged {
     pub admission: Admission,
     /// What the user called the server when they let it in.
     pub named: Option<String>,
+    /// Its count against its server's rate, not taken yet: a judge that decides it by rule
+    /// takes it in the transaction that records it ([`Judge::by_rule`]); otherwise the door
+    /// does.
+    pub count: Option<RateCount>,
+}
+
+/// What the user's rules made of a call ([`Judge::by_rule`]).
+#[derive(Debug)]
+pub enum ByRule {
+    /// Decided and recorded (counted, when [`Judged::count`] was given), on disk once the
+    /// [`Durable`] is done.
+    Decided(Decided, Durable),
+    /// No rule decides it: nothing was recorded or counted; the user is asked.
+    Undecided,
+    /// Its count was refused (the registry changed since the gate let it in, or the
+    /// server's rate is over): nothing was recorded; the gate judges it again.
+    NotCounted,
 }
 
 /// A request of a server's for the user or their app, as the gate hands it to the judge.
@@ -60,12 +78,13 @@ pub struct AskedOfUser {
 pub trait Judge: Send + Sync + 'static {
     fn judge(&self, call: Judged) -> BoxFuture<'static, Decided>;
     /// Decides `call` by the user's rules alone, here, on the thread its server was judged
-    /// on (off the async workers: one trip for both), and records it (on disk once the
-    /// [`Durable`] is done); none when no rule decides it, for [`Judge::judge`] (which asks
-    /// the user). The call is lent, not given: should this fail midway, the door still
-    /// holds it to record why it was refused.
-    fn by_rule(&self, _call: &Judged) -> Option<(Decided, Durable)> {
-        None
+    /// on (off the async workers: one trip for both), and records it, counted in the same
+    /// transaction when [`Judged::count`] is given (on disk once the [`Durable`] is done);
+    /// [`ByRule::Undecided`] when no rule decides it, for [`Judge::judge`] (which asks the
+    /// user). The call is lent, not given: should this fail midway, the door still holds
+    /// it to record why it was refused.
+    fn by_rule(&self, _call: &Judged) -> ByRule {
+        ByRule::Undecided
     }
     fn server_asks(&self, request: AskedOfUser) -> BoxFuture<'static, Answer>;
     /// Keeps what answered calls the judge let go on (told by the server `sender`'s wrap,
@@ -110,6 +129,54 @@ enum Trip {
     Ask(Judged),
 }
 
+/// The server of `asked` judged by the gate, and the call by the user's rules when they
+/// decide it. `count_later`: its count against the server's rate is taken with its record;
+/// should that be refused (or no rule decide it, and the count then be refused), the call
+/// comes back to be judged again, counted on its own (never with `count_later` false).
+fn trip(gate: &Gate, judge: &dyn Judge, asked: Asked, sender: String, size: u64, count_later: bool) -> Result<Trip, Box<Judged>> {
+    let (who, tool) = (asked.server.clone(), asked.tool.clone());
+    let judged = unwound("judging its server", || {
+        let (admission, count) = admit_call(gate, &sender, &who, size, count_later);
+        match admission {
+            // Only a tool the user let in, as they saw it, is called.
+            Admission::Admitted { held } => match gate.store().mcp_call(&sender, &tool) {
+                Ok(facts) => match tool_held(facts.pin, facts.offered, &who, &tool) {
+                    Ok(described) => (Admission::Admitted { held }, facts.name, described, count),
+                    Err(message) => (Admission::Refused { message, blocked: false }, None, None, count),
+                },
+                Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None, None, count),
+            },
+            other => (other, None, None, count),
+        }
+    });
+    let (admission, named, described, count) = judged.unwrap_or_else(|message| (Admission::Refused { message, blocked: false }, None, None, None));
+    // The tool's words shown with the call are those the user let in (the pin), not what
+    // the wrap says the server listed last.
+    let asked = match described {
+        Some(d) => Asked { description: Some(d), ..asked },
+        None => asked,
+    };
+    let mut judged = Judged { sender, asked, admission, named, count };
+    if let Admission::Admitted { .. } = judged.admission {
+        match unwound("applying your rules to it", || judge.by_rule(&judged)) {
+            Ok(ByRule::Decided(decided, on_disk)) => return Ok(Trip::Ruled(Ruling { decided, on_disk })),
+            Ok(ByRule::Undecided) => {}
+            Ok(ByRule::NotCounted) => return Err(Box::new(judged)),
+            // Refused, and recorded as refused by the judge (which reads no rule for a
+            // call its server was not let in for).
+            Err(message) => judged.admission = Admission::Refused { message, blocked: false },
+        }
+    }
+    // Asked of the user (or refused): counted now, as the gate counts every arrival it
+    // lets in.
+    if let (Admission::Admitted { .. }, Some(count)) = (&judged.admission, judged.count.take()) {
+        if !matches!(gate.store().take_rate_of(&count), Ok(Ok(()))) {
+            return Err(Box::new(judged));
+        }
+    }
+    Ok(Trip::Ask(judged))
+}
+
 /// The door at the gate.
 pub struct McpDoor {
     gate: Weak<Gate>,
@@ -129,40 +196,12 @@ impl McpDoor {
         };
         let judge = self.judge.clone();
         // The server judged, and the call by the user's rules when they decide it, in one
-        // trip off the async workers.
-        let decided = tokio::task::spawn_blocking(move || {
-            let (who, key, tool) = (asked.server.clone(), sender.clone(), asked.tool.clone());
-            let judged = unwound("judging its server", || {
-                match admit(&gate, &key, &who, size, None) {
-                    // Only a tool the user let in, as they saw it, is called.
-                    Admission::Admitted { held } => match gate.store().mcp_call(&key, &tool) {
-                        Ok(facts) => match tool_held(facts.pin, facts.offered, &who, &tool) {
-                            Ok(described) => (Admission::Admitted { held }, facts.name, described),
-                            Err(message) => (Admission::Refused { message, blocked: false }, None, None),
-                        },
-                        Err(e) => (Admission::Refused { message: format!("Gatehouse could not read the tools you let in: {e}"), blocked: false }, None, None),
-                    },
-                    other => (other, None, None),
-                }
-            });
-            let (admission, named, described) = judged.unwrap_or_else(|message| (Admission::Refused { message, blocked: false }, None, None));
-            // The tool's words shown with the call are those the user let in (the pin), not
-            // what the wrap says the server listed last.
-            let asked = match described {
-                Some(d) => Asked { description: Some(d), ..asked },
-                None => asked,
-            };
-            let mut judged = Judged { sender, asked, admission, named };
-            if let Admission::Admitted { .. } = judged.admission {
-                match unwound("applying your rules to it", || judge.by_rule(&judged)) {
-                    Ok(Some((decided, on_disk))) => return Trip::Ruled(Ruling { decided, on_disk }),
-                    Ok(None) => {}
-                    // Refused, and recorded as refused by the judge (which reads no rule
-                    // for a call its server was not let in for).
-                    Err(message) => judged.admission = Admission::Refused { message, blocked: false },
-                }
-            }
-            Trip::Ask(judged)
+        // trip off the async workers; its count against the server's rate taken with its
+        // record (one write), or, should that be refused, the whole judged again and
+        // counted on its own.
+        let decided = tokio::task::spawn_blocking(move || match trip(&gate, &*judge, asked, sender, size, true) {
+            Ok(trip) => trip,
+            Err(again) => trip(&gate, &*judge, again.asked, again.sender, size, false).unwrap_or_else(|j| Trip::Ask(*j)),
         })
         .await;
         match decided {
@@ -337,11 +376,23 @@ fn tell(gate: &Gate, key: &str) {
 /// the tools the server `offered` (its list), and the user told. The knock is known by the
 /// tools offered (`offers_digest`): letting it in pins exactly those the user saw.
 fn admit(gate: &Gate, key: &str, who: &str, size: u64, offered: Option<&[Pin]>) -> Admission {
+    admitted(gate, key, size, offered, &Call { who, later: None })
+}
+
+/// [`admit`] for a call; `count_later`: a call let in is not counted yet, and its count is
+/// given back to be taken with its record.
+fn admit_call(gate: &Gate, key: &str, who: &str, size: u64, count_later: bool) -> (Admission, Option<RateCount>) {
+    let call = Call { who, later: count_later.then(|| RefCell::new(None)) };
+    let admission = admitted(gate, key, size, None, &call);
+    (admission, call.later.and_then(RefCell::into_inner))
+}
+
+fn admitted(gate: &Gate, key: &str, size: u64, offered: Option<&[Pin]>, call: &Call<'_>) -> Admission {
     let at = gatehouse_gate::clock::now();
     let received_at = gatehouse_gate::clock::utc_string(at);
     // A call is kept by the judge, with its decision: nothing of it is the gate's.
     let arrival = Arrival::counted_only(DOOR, key.to_string(), SCOPE, size, at, &received_at);
-    let admission = gate.accept(&Call { who }, &arrival).answer;
+    let admission = gate.accept(call, &arrival).answer;
     if let Admission::Knocked { .. } = &admission {
         // Recorded here, as the guardian records its agents' knocks: a knock is a server
         // asking to be let in, never a row of the Inbox.
@@ -363,6 +414,9 @@ fn admit(gate: &Gate, key: &str, who: &str, size: u64, offered: Option<&[Pin]>) 
 
 struct Call<'a> {
     who: &'a str,
+    /// Where a call let in leaves its count, to be taken with its record; none: counted
+    /// by the gate at once.
+    later: Option<RefCell<Option<RateCount>>>,
 }
 
 impl gatehouse_gate::Checks for Call<'_> {
@@ -386,7 +440,13 @@ impl gatehouse_gate::Door for Call<'_> {
     }
 
     fn keep(&self, store: &Store, k: &Keep<'_>) -> Option<gatehouse_store::Result<Stored<std::convert::Infallible>>> {
-        Some(k.count(store))
+        match &self.later {
+            Some(later) => {
+                later.replace(Some(k.count_later()));
+                Some(Ok(Stored::Row { row: 0, held: k.held }))
+            }
+            None => Some(k.count(store)),
+        }
     }
 }
 

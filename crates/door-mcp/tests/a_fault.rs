@@ -5,11 +5,11 @@
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
-use gatehouse_door_mcp::at_gate::{Admission, AskedOfUser, Judge, Judged, McpDoor, SCOPE};
+use gatehouse_door_mcp::at_gate::{Admission, AskedOfUser, ByRule, Judge, Judged, McpDoor, SCOPE};
 use gatehouse_door_mcp::signed::{self, Answer, Answers, Asked, Decided};
 use gatehouse_gate::Gate;
 use gatehouse_mcp::tools::Pin;
-use gatehouse_store::{Durable, Policy, Store, TrustEntry};
+use gatehouse_store::{Policy, Store, TrustEntry};
 
 /// Panics applying its rules; keeps what it was asked to record otherwise.
 #[derive(Default)]
@@ -26,7 +26,7 @@ impl Judge for Faulty {
         self.recorded.lock().unwrap().push(call.admission);
         Box::pin(std::future::ready(Decided { answer, step: Some("step-1".into()) }))
     }
-    fn by_rule(&self, _call: &Judged) -> Option<(Decided, Durable)> {
+    fn by_rule(&self, _call: &Judged) -> ByRule {
         panic!("a rule's condition could not be read")
     }
     fn server_asks(&self, _request: AskedOfUser) -> BoxFuture<'static, Answer> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
 use futures_util::future::BoxFuture;
-use gatehouse_door_mcp::at_gate::{Admission, AskedOfUser, Judge, Judged, McpDoor, SCOPE};
+use gatehouse_door_mcp::at_gate::{Admission, AskedOfUser, ByRule, Judge, Judged, McpDoor, SCOPE};
 use gatehouse_door_mcp::line::{Hello, Said, CHALLENGE_HEADER, LINE_PATH, MAX_IN_FLIGHT, MAX_LINES, UPGRADE};
 use gatehouse_door_mcp::line_client::{Asking, LineClient};
 use gatehouse_door_mcp::signed::{self, Answer, Answers, Asked, Decided};
@@ -39,9 +39,12 @@ impl Judge for Judging {
             Decided { answer: Answer::Deny { message: "you denied this call".into() }, step: Some("slow".into()) }
         })
     }
-    fn by_rule(&self, call: &Judged) -> Option<(Decided, Durable)> {
+    fn by_rule(&self, call: &Judged) -> ByRule {
         self.senders.lock().unwrap().push(call.sender.clone());
-        (call.asked.tool == "fast").then(|| (Decided { answer: Answer::Allow, step: Some(format!("step-{}", call.asked.arguments["n"])) }, Durable::now()))
+        match call.asked.tool == "fast" {
+            true => ByRule::Decided(Decided { answer: Answer::Allow, step: Some(format!("step-{}", call.asked.arguments["n"])) }, Durable::now()),
+            false => ByRule::Undecided,
+        }
     }
     fn server_asks(&self, _request: AskedOfUser) -> BoxFuture<'static, Answer> {
         Box::pin(std::future::ready(Answer::Deny { message: "no".into() }))

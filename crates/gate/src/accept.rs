@@ -134,6 +134,22 @@ impl Keep<'_> {
     }
 }
 
+impl Keep<'_> {
+    /// For a door that records the arrival in a transaction of its own after the gate let
+    /// it in: its count against its sender's rate, to be taken in that transaction (the
+    /// store counts it with the door's record). Until then the arrival is let in
+    /// uncounted: the door keeps no record of it without its count, and a count refused
+    /// there (the registry changed, or the rate is over) has it judged again by the gate.
+    pub fn count_later(&self) -> gatehouse_store::RateCount {
+        gatehouse_store::RateCount {
+            sender: self.receipt.sender.clone().unwrap_or_default(),
+            received_ms: self.receipt.received_ms,
+            limits: self.limits.clone(),
+            version: self.version,
+        }
+    }
+}
+
 /// What a door's own record answered.
 pub enum Stored<R> {
     /// Kept as `row`; `held`: whether it waits for the user after all (the door may hold

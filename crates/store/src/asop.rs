@@ -149,7 +149,7 @@ impl Store {
     }
 
     pub fn asop_step_add(&self, s: &NewAsopStep) -> Result<i64> {
-        step_insert(&self.conn()?, s)
+        step_insert(&self.conn()?.db(), s)
     }
 
     /// [`Store::asop_step_add`] whose commit does not wait for the disk: the step's row,
@@ -160,11 +160,37 @@ impl Store {
         let Some(flusher) = self.flusher() else { return Ok((self.asop_step_add(s)?, crate::Durable::now())) };
         let conn = self.conn()?;
         conn.set_synchronous("NORMAL")?;
-        let row = step_insert(&conn, s);
+        let row = step_insert(&conn.db(), s);
         conn.set_synchronous("FULL")?;
         let row = row?;
         drop(conn);
         Ok((row, flusher.ask()))
+    }
+
+    /// [`Store::asop_step_add_flushed_later`] of a step its door let in without counting
+    /// it yet: counted against its sender's rate in the same transaction (one write a step
+    /// instead of two), or, when the registry changed since it was let in or it is over
+    /// the rate, neither counted nor kept (the door judges it again).
+    pub fn asop_step_add_counted(&self, s: &NewAsopStep, count: &crate::RateCount) -> Result<std::result::Result<(i64, crate::Durable), crate::AcceptRefusal>> {
+        let flusher = self.flusher();
+        let mut conn = self.conn()?;
+        if flusher.is_some() {
+            conn.set_synchronous("NORMAL")?;
+        }
+        let kept = (|| -> Result<std::result::Result<i64, crate::AcceptRefusal>> {
+            let tx = conn.transaction()?;
+            if let Err(refused) = crate::replay::count_in(&tx.db(), count)? {
+                return Ok(Err(refused));
+            }
+            let row = step_insert(&tx.db(), s)?;
+            tx.commit()?;
+            Ok(Ok(row))
+        })();
+        if flusher.is_some() {
+            conn.set_synchronous("FULL")?;
+        }
+        drop(conn);
+        Ok(kept?.map(|row| (row, flusher.map_or_else(crate::Durable::now, |f| f.ask()))))
     }
 
     /// Settles a pending step: what was decided, by whom.
@@ -270,7 +296,7 @@ impl Store {
     }
 }
 
-fn step_insert(conn: &crate::open::Guard<'_>, s: &NewAsopStep) -> Result<i64> {
+fn step_insert(conn: &crate::sql::Db<'_>, s: &NewAsopStep) -> Result<i64> {
     conn.query_row(
         "INSERT INTO asop_steps (session_id, turn_id, step_id, agent_id, agent_name, method, summary, reasoning, request, decision, message, rule_id, decided_by, created_at, decided_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, CASE WHEN ?10 = 'pending' THEN NULL ELSE ?14 END) RETURNING row",

@@ -77,7 +77,7 @@ pub use flush::Durable;
 pub use later::{Covered, MAX_COUNTED};
 pub use model::*;
 pub use open::DatabaseCounters;
-pub use replay::AcceptRefusal;
+pub use replay::{AcceptRefusal, RateCount};
 pub use retention::*;
 pub use seal::{ChangeKind, Sealer, StateChange, StateReport, UNSEALED_SETTINGS};
 pub use story::Story;

@@ -153,6 +153,30 @@ pub(crate) fn changed_since(tx: &Db<'_>, admitted: Option<i64>) -> Result<bool> 
     Ok(now != admitted)
 }
 
+/// An arrival the gate let in whose count against its sender's rate is taken in the
+/// transaction that records it (one write instead of two; [`crate::Store::asop_step_add_counted`]).
+#[derive(Debug, Clone)]
+pub struct RateCount {
+    pub sender: String,
+    pub received_ms: i64,
+    pub limits: RateLimit,
+    /// The registry's version it was let in on: changed since, nothing is counted or kept.
+    pub version: i64,
+}
+
+/// Counts `count` in `tx`, unless the registry changed since it was let in or it is over
+/// its sender's rate.
+pub(crate) fn count_in(tx: &Db<'_>, count: &RateCount) -> Result<std::result::Result<(), AcceptRefusal>> {
+    if changed_since(tx, Some(count.version))? {
+        return Ok(Err(AcceptRefusal::Stale));
+    }
+    if let Some(over) = over_rate(tx, &count.sender, count.received_ms, &count.limits)? {
+        return Ok(Err(over.into()));
+    }
+    count_use(tx, &count.sender, count.received_ms)?;
+    Ok(Ok(()))
+}
+
 /// The limit one more arrival would go over, and in how long a slot frees.
 pub(crate) struct OverRate {
     pub window: &'static str,
@@ -208,6 +232,12 @@ impl Store {
         let (reply, answer) = asynchronous();
         self.enqueue(Job::accept(rec, limits, reply));
         answer.await.unwrap_or_else(|_| Err(closing()))
+    }
+
+    /// [`Store::take_rate`] for what `count` says: for a door whose record is written
+    /// elsewhere after all (no rule decided the step that was to keep it).
+    pub fn take_rate_of(&self, count: &RateCount) -> Result<std::result::Result<(), AcceptRefusal>> {
+        self.take_rate(&count.sender, count.received_ms, &count.limits, Some(count.version))
     }
 
     /// Counts one arrival the gate let in from `sender` against its rate limits, for a

@@ -10,8 +10,8 @@ use futures_util::future::BoxFuture;
 use gatehouse_asop::jsonrpc::{self, RpcError};
 use serde_json::{json, Value};
 
-use crate::doors::guardian::Guardian;
-use crate::doors::mcp::at_gate::{Admission, AskedOfUser, Judge, Judged};
+use crate::doors::guardian::{self, Guardian};
+use crate::doors::mcp::at_gate::{Admission, AskedOfUser, ByRule, Judge, Judged};
 use crate::doors::mcp::signed::{Answer, Answers, Decided};
 
 /// The guardian's agent id of the MCP server `name`: its rules and its steps are kept
@@ -121,13 +121,14 @@ impl Judge for GuardianJudge {
         })
     }
 
-    fn by_rule(&self, j: &Judged) -> Option<(Decided, gatehouse_store::Durable)> {
-        let (Some(guardian), Admission::Admitted { held }) = (self.guardian.upgrade(), &j.admission) else { return None };
+    fn by_rule(&self, j: &Judged) -> ByRule {
+        let (Some(guardian), Admission::Admitted { held }) = (self.guardian.upgrade(), &j.admission) else { return ByRule::Undecided };
         let id = uuid::Uuid::new_v4().to_string();
-        match guardian.judge_by_rule(&step(j, &shown_as(&j.named, &j.asked.server), &id), *held) {
-            Ok(None) => None,
-            Ok(Some((result, on_disk))) => Some((Decided { answer: answer(Ok(result)), step: Some(id) }, on_disk)),
-            Err(e) => Some((Decided { answer: answer(Err(e)), step: Some(id) }, gatehouse_store::Durable::now())),
+        match guardian.judge_by_rule(&step(j, &shown_as(&j.named, &j.asked.server), &id), *held, j.count.as_ref()) {
+            Ok(guardian::ByRule::Undecided) => ByRule::Undecided,
+            Ok(guardian::ByRule::NotCounted(_)) => ByRule::NotCounted,
+            Ok(guardian::ByRule::Decided(result, on_disk)) => ByRule::Decided(Decided { answer: answer(Ok(result)), step: Some(id) }, on_disk),
+            Err(e) => ByRule::Decided(Decided { answer: answer(Err(e)), step: Some(id) }, gatehouse_store::Durable::now()),
         }
     }
 

@@ -151,6 +151,21 @@ impl M {
     }
 }
 
+/// The user allowing, once, the first step the guardian asks them about: the step.
+fn allow_when_asked(guardian: &Arc<Guardian>) -> tokio::task::JoinHandle<gatehouse_store::asop::AsopStepRow> {
+    let g = guardian.clone();
+    tokio::spawn(async move {
+        for _ in 0..200 {
+            if let Some(s) = g.pending().unwrap().first().cloned() {
+                g.answer(s.row, UserAnswer { decision: Action::Allow, always: false, redact: None, note: None, lasting: None }).unwrap();
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("nothing was asked");
+    })
+}
+
 fn denied(a: &Answer) -> &str {
     match a {
         Answer::Deny { message } => message,
@@ -207,19 +222,7 @@ async fn a_server_knocks_is_let_in_and_its_calls_are_decided_by_rules_or_the_use
 
     // No rule: the user is asked, shown the tool and its arguments, and allows.
     let guardian = m.inbox.door::<Guardian>().unwrap();
-    let asked = tokio::spawn({
-        let g = guardian.clone();
-        async move {
-            for _ in 0..200 {
-                if let Some(s) = g.pending().unwrap().first().cloned() {
-                    g.answer(s.row, UserAnswer { decision: Action::Allow, always: false, redact: None, note: None, lasting: None }).unwrap();
-                    return s;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            panic!("nothing was asked");
-        }
-    });
+    let asked = allow_when_asked(&guardian);
     assert_eq!(m.call("read_file", json!({"path": "notes.txt"})).await, Answer::Allow);
     let step = asked.await.unwrap();
     assert!(step.summary.contains("read_file") && step.summary.contains("notes.txt"), "{}", step.summary);
@@ -245,6 +248,35 @@ async fn a_server_knocks_is_let_in_and_its_calls_are_decided_by_rules_or_the_use
     let log: Vec<_> = m.store.asop_agent_steps(&gatehouse_app::mcp::agent_id("files"), 10).unwrap().into_iter().map(|s| (s.decision, s.decided_by)).collect();
     let by = |d: &str, b: &str| (d.to_string(), Some(b.to_string()));
     assert_eq!(log, [by("error", "blocked"), by("modify", "rule"), by("deny", "rule"), by("allow", "user"), by("error", "unregistered")]);
+}
+
+#[tokio::test]
+async fn a_servers_calls_count_against_its_rate_whether_a_rule_or_the_user_decides_them() {
+    let m = start().await;
+    m.list(&[("read_file", "Reads a file")]).await;
+    gatehouse_app::consent::decide(&m.inbox, &shown(&m.inbox, &m.key()), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
+    let mut entry = m.store.trust_get(&m.key()).unwrap().unwrap();
+    entry.policy.rate_limit = gatehouse_store::RateLimit { max_per_hour: Some(3), max_per_day: None };
+    m.store.trust_update(&m.key(), None, &entry.policy, None).unwrap();
+    m.rule("read_file", Some(json!({"argument": "path", "op": "contains", "value": ".txt"})), "allow", None);
+
+    // Two calls the rule allows, and one it does not decide, allowed by the user.
+    assert_eq!(m.call("read_file", json!({"path": "a.txt"})).await, Answer::Allow);
+    assert_eq!(m.call("read_file", json!({"path": "b.txt"})).await, Answer::Allow);
+    let guardian = m.inbox.door::<Guardian>().unwrap();
+    let asked = allow_when_asked(&guardian);
+    assert_eq!(m.call("read_file", json!({"path": "notes.md"})).await, Answer::Allow);
+    asked.await.unwrap();
+
+    // The fourth is over the rate, though the rule would allow it: refused, saying why,
+    // recorded as refused, and nobody asked.
+    let over = m.call("read_file", json!({"path": "c.txt"})).await;
+    assert!(denied(&over).contains("3 calls per hour"), "{over:?}");
+    assert!(guardian.pending().unwrap().is_empty());
+    let log: Vec<_> = m.store.asop_agent_steps(&gatehouse_app::mcp::agent_id("files"), 10).unwrap().into_iter().map(|s| (s.decision, s.decided_by)).collect();
+    let by = |d: &str, b: &str| (d.to_string(), Some(b.to_string()));
+    assert_eq!(log.first(), Some(&by("error", "policy")), "{log:?}");
+    assert_eq!(log.len(), 4, "{log:?}");
 }
 
 #[tokio::test]
