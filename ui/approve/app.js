@@ -191,7 +191,7 @@ function describe(item) {
   } else if (i.kind === 'key_change') {
     parts.push(el('h3', {}, `${i.sender_name || i.sender} signed with a key not kept for it`), el('p', { class: 'muted' }, 'Check its keys again on the gate before anything from it goes through.'));
   } else if (i.kind === 'guardian_step') {
-    parts.push(el('h3', {}, i.step.summary), el('p', { class: 'muted' }, 'The agent waits for your answer.'));
+    parts.push(el('h3', {}, `${i.step.agent_name || i.step.agent_id || 'An agent'} waits for your answer`));
   } else if (i.kind === 'tool_change') {
     const changed = i.tools.filter((t) => t.pinned).length;
     const fresh = i.tools.length - changed;

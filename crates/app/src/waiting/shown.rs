@@ -240,8 +240,9 @@ pub fn lines(item: &ConsentItem) -> Vec<Shown> {
             l.later(later);
         }
         ConsentItem::GuardianStep { step, risk } => {
-            let agent = step.agent_name.as_deref().or(step.agent_id.as_deref()).unwrap_or("an agent");
-            l.add("step", "Step", format!("{agent}: {} — {}", step.method, step.summary));
+            // The step in words (the agent, the tool and its arguments), said once: the
+            // page's heading names only who waits.
+            l.add("step", "Asks", step.summary.clone());
             // What the agent (or the MCP server) says the tool does: its own words, read
             // for risks, shown before the user allows.
             if let Some(said) = tool_described(&step.request) {

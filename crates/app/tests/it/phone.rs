@@ -148,9 +148,12 @@ async fn an_mcp_servers_call_waits_until_it_is_allowed_on_the_phone() {
     let asked = tokio::spawn(async move { wrap.call("read_file", serde_json::json!({"path": "notes.txt"})).await });
     phone.wait_text(".card.waiting[data-kind='guardian_step']", "notes.txt").await;
     let card = phone.text(".card.waiting").await;
-    assert!(card.contains("read_file") && card.contains("The agent waits for your answer."), "{card}");
+    assert!(card.contains("read_file") && card.contains("MCP server files") && card.contains("waits for your answer"), "{card}");
     assert_eq!(phone.text("#status").await, "", "what the server's knock was answered is not shown under the call");
     assert!(card.contains("The tool says of itself") && card.contains("Reads a file"), "the tool's description is on the card: {card}");
+    // The call said once, in words: not again in the heading, no method's name for it.
+    assert_eq!(card.matches("wants to use read_file").count(), 1, "{card}");
+    assert!(!card.contains("steps/toolCallRequest"), "{card}");
     phone.screenshot("phone-mcp-call").await;
     assert!(!asked.is_finished(), "the call waits for the phone");
     phone.click(".card.waiting button[data-decision='allow_once']").await;
