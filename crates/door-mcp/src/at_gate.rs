@@ -167,9 +167,9 @@ fn trip(gate: &Gate, judge: &dyn Judge, asked: Asked, sender: String, size: u64,
             Err(message) => judged.admission = Admission::Refused { message, blocked: false },
         }
     }
-    // Asked of the user (or refused): counted now, as the gate counts every arrival it
-    // lets in.
-    if let (Admission::Admitted { .. }, Some(count)) = (&judged.admission, judged.count.take()) {
+    // Asked of the user, or refused after the gate let it in (its tool held): counted
+    // now, as the gate counts every arrival it lets in.
+    if let Some(count) = judged.count.take() {
         if !matches!(gate.store().take_rate_of(&count), Ok(Ok(()))) {
             return Err(Box::new(judged));
         }

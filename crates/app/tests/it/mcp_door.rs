@@ -256,7 +256,7 @@ async fn a_servers_calls_count_against_its_rate_whether_a_rule_or_the_user_decid
     m.list(&[("read_file", "Reads a file")]).await;
     gatehouse_app::consent::decide(&m.inbox, &shown(&m.inbox, &m.key()), Decision::AlwaysAllowScope, chrono::Utc::now()).unwrap();
     let mut entry = m.store.trust_get(&m.key()).unwrap().unwrap();
-    entry.policy.rate_limit = gatehouse_store::RateLimit { max_per_hour: Some(3), max_per_day: None };
+    entry.policy.rate_limit = gatehouse_store::RateLimit { max_per_hour: Some(4), max_per_day: None };
     m.store.trust_update(&m.key(), None, &entry.policy, None).unwrap();
     m.rule("read_file", Some(json!({"argument": "path", "op": "contains", "value": ".txt"})), "allow", None);
 
@@ -267,16 +267,19 @@ async fn a_servers_calls_count_against_its_rate_whether_a_rule_or_the_user_decid
     let asked = allow_when_asked(&guardian);
     assert_eq!(m.call("read_file", json!({"path": "notes.md"})).await, Answer::Allow);
     asked.await.unwrap();
+    // And one of a tool the user never let in: refused, and counted as every call is.
+    let unknown = m.call("delete_file", json!({"path": "a.txt"})).await;
+    assert!(denied(&unknown).contains("not among the tools"), "{unknown:?}");
 
-    // The fourth is over the rate, though the rule would allow it: refused, saying why,
+    // The fifth is over the rate, though the rule would allow it: refused, saying why,
     // recorded as refused, and nobody asked.
     let over = m.call("read_file", json!({"path": "c.txt"})).await;
-    assert!(denied(&over).contains("3 calls per hour"), "{over:?}");
+    assert!(denied(&over).contains("4 calls per hour"), "{over:?}");
     assert!(guardian.pending().unwrap().is_empty());
     let log: Vec<_> = m.store.asop_agent_steps(&gatehouse_app::mcp::agent_id("files"), 10).unwrap().into_iter().map(|s| (s.decision, s.decided_by)).collect();
     let by = |d: &str, b: &str| (d.to_string(), Some(b.to_string()));
     assert_eq!(log.first(), Some(&by("error", "policy")), "{log:?}");
-    assert_eq!(log.len(), 4, "{log:?}");
+    assert_eq!(log.len(), 5, "{log:?}");
 }
 
 #[tokio::test]
