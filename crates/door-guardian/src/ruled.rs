@@ -75,7 +75,7 @@ pub enum ByRule {
     Undecided,
     /// Its count was refused (the registry changed since the door let it in, or its rate
     /// is over): nothing was recorded; the door judges it again.
-    NotCounted(AcceptRefusal),
+    NotCounted,
 }
 
 impl Guardian {
@@ -121,7 +121,7 @@ impl Guardian {
         };
         match self.by_rule(&req, &step, held, recording).map_err(internal)? {
             None => Ok(ByRule::Undecided),
-            Some(Err(refused)) => Ok(ByRule::NotCounted(refused)),
+            Some(Err(_refused)) => Ok(ByRule::NotCounted),
             Some(Ok((ruled, durable))) => {
                 let (result, row, action) = ruled?;
                 let _ = self.events.send(GuardianEvent::Decided { row, decision: action.as_str().into() });

@@ -158,12 +158,7 @@ impl Store {
     /// before it starts: the caller waits for the [`Durable`] in between.
     pub fn asop_step_add_flushed_later(&self, s: &NewAsopStep) -> Result<(i64, crate::Durable)> {
         let Some(flusher) = self.flusher() else { return Ok((self.asop_step_add(s)?, crate::Durable::now())) };
-        let conn = self.conn()?;
-        conn.set_synchronous("NORMAL")?;
-        let row = step_insert(&conn.db(), s);
-        conn.set_synchronous("FULL")?;
-        let row = row?;
-        drop(conn);
+        let row = self.conn()?.unsynced(|conn| step_insert(&conn.db(), s))?;
         Ok((row, flusher.ask()))
     }
 
@@ -172,25 +167,17 @@ impl Store {
     /// instead of two), or, when the registry changed since it was let in or it is over
     /// the rate, neither counted nor kept (the door judges it again).
     pub fn asop_step_add_counted(&self, s: &NewAsopStep, count: &crate::RateCount) -> Result<std::result::Result<(i64, crate::Durable), crate::AcceptRefusal>> {
-        let flusher = self.flusher();
-        let mut conn = self.conn()?;
-        if flusher.is_some() {
-            conn.set_synchronous("NORMAL")?;
-        }
-        let kept = (|| -> Result<std::result::Result<i64, crate::AcceptRefusal>> {
+        let kept = self.conn()?.unsynced(|conn| {
             let tx = conn.transaction()?;
-            if let Err(refused) = crate::replay::count_in(&tx.db(), count)? {
+            if let Err(refused) = crate::replay::count_in(&tx.db(), &count.sender, count.received_ms, &count.limits, Some(count.version))? {
                 return Ok(Err(refused));
             }
             let row = step_insert(&tx.db(), s)?;
             tx.commit()?;
             Ok(Ok(row))
-        })();
-        if flusher.is_some() {
-            conn.set_synchronous("FULL")?;
-        }
-        drop(conn);
-        Ok(kept?.map(|row| (row, flusher.map_or_else(crate::Durable::now, |f| f.ask()))))
+        })?;
+        // On disk now where the store has no flushing thread (PostgreSQL, memory).
+        Ok(kept.map(|row| (row, self.flusher().map_or_else(crate::Durable::now, |f| f.ask()))))
     }
 
     /// Settles a pending step: what was decided, by whom.
@@ -211,9 +198,7 @@ impl Store {
     /// few answers a transaction instead, the calls' p99 was no better: one commit is
     /// cheaper than many.)
     pub fn asop_steps_answered(&self, agent_id: &str, answers: &[(String, serde_json::Value)]) -> Result<Vec<i64>> {
-        let mut conn = self.conn()?;
-        conn.set_synchronous("NORMAL")?;
-        let kept = (|| {
+        self.conn()?.unsynced(|conn| {
             let tx = conn.transaction()?;
             let mut rows = Vec::new();
             for (step_id, answer) in answers {
@@ -228,9 +213,7 @@ impl Store {
             }
             tx.commit()?;
             Ok(rows)
-        })();
-        conn.set_synchronous("FULL")?;
-        kept
+        })
     }
 
     pub fn asop_step(&self, row: i64) -> Result<Option<AsopStepRow>> {

@@ -55,11 +55,21 @@ impl Guard<'_> {
     /// Whether this SQLite connection's commits wait for the disk (`FULL`) or not
     /// (`NORMAL`: durable once a later commit syncs the WAL). PostgreSQL's commits are
     /// durable as they are: nothing changes there.
-    pub(crate) fn set_synchronous(&self, level: &str) -> Result<()> {
+    fn set_synchronous(&self, level: &str) -> Result<()> {
         if let Guard::Lite(c) = self {
             c.pragma_update(None, "synchronous", level)?;
         }
         Ok(())
+    }
+
+    /// Runs `f` with this SQLite connection's commits not waiting for the disk (durable
+    /// once a later commit, or the store's flushing thread, syncs the WAL), and waiting
+    /// again afterwards however `f` ends. Nothing changes on PostgreSQL.
+    pub(crate) fn unsynced<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.set_synchronous("NORMAL")?;
+        let out = f(self);
+        self.set_synchronous("FULL")?;
+        out
     }
 
     pub(crate) fn db(&self) -> Db<'_> {

@@ -164,16 +164,22 @@ pub struct RateCount {
     pub version: i64,
 }
 
-/// Counts `count` in `tx`, unless the registry changed since it was let in or it is over
-/// its sender's rate.
-pub(crate) fn count_in(tx: &Db<'_>, count: &RateCount) -> Result<std::result::Result<(), AcceptRefusal>> {
-    if changed_since(tx, Some(count.version))? {
+/// Counts one arrival from `sender` in `tx`, unless the registry changed since
+/// `admitted` (the version it was let in on) or it is over its sender's rate.
+pub(crate) fn count_in(
+    tx: &Db<'_>,
+    sender: &str,
+    received_ms: i64,
+    limits: &RateLimit,
+    admitted: Option<i64>,
+) -> Result<std::result::Result<(), AcceptRefusal>> {
+    if changed_since(tx, admitted)? {
         return Ok(Err(AcceptRefusal::Stale));
     }
-    if let Some(over) = over_rate(tx, &count.sender, count.received_ms, &count.limits)? {
+    if let Some(over) = over_rate(tx, sender, received_ms, limits)? {
         return Ok(Err(over.into()));
     }
-    count_use(tx, &count.sender, count.received_ms)?;
+    count_use(tx, sender, received_ms)?;
     Ok(Ok(()))
 }
 
@@ -250,22 +256,14 @@ impl Store {
     /// that commit's sync makes this one durable too (the WAL is synced in order). One wait
     /// for the disk per arrival instead of two.
     pub fn take_rate(&self, sender: &str, received_ms: i64, limits: &RateLimit, admitted: Option<i64>) -> Result<std::result::Result<(), AcceptRefusal>> {
-        let mut conn = self.conn()?;
-        conn.set_synchronous("NORMAL")?;
-        let taken = (|| {
+        self.conn()?.unsynced(|conn| {
             let tx = conn.transaction()?;
-            if changed_since(&tx.db(), admitted)? {
-                return Ok(Err(AcceptRefusal::Stale));
+            let counted = count_in(&tx.db(), sender, received_ms, limits, admitted)?;
+            if counted.is_ok() {
+                tx.commit()?;
             }
-            if let Some(over) = over_rate(&tx.db(), sender, received_ms, limits)? {
-                return Ok(Err(over.into()));
-            }
-            count_use(&tx.db(), sender, received_ms)?;
-            tx.commit()?;
-            Ok(Ok(()))
-        })();
-        conn.set_synchronous("FULL")?;
-        taken
+            Ok(counted)
+        })
     }
 
     pub fn nonce_seen(&self, nonce: &[u8]) -> Result<bool> {

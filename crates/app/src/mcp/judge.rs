@@ -126,7 +126,7 @@ impl Judge for GuardianJudge {
         let id = uuid::Uuid::new_v4().to_string();
         match guardian.judge_by_rule(&step(j, &shown_as(&j.named, &j.asked.server), &id), *held, j.count.as_ref()) {
             Ok(guardian::ByRule::Undecided) => ByRule::Undecided,
-            Ok(guardian::ByRule::NotCounted(_)) => ByRule::NotCounted,
+            Ok(guardian::ByRule::NotCounted) => ByRule::NotCounted,
             Ok(guardian::ByRule::Decided(result, on_disk)) => ByRule::Decided(Decided { answer: answer(Ok(result)), step: Some(id) }, on_disk),
             Err(e) => ByRule::Decided(Decided { answer: answer(Err(e)), step: Some(id) }, gatehouse_store::Durable::now()),
         }
